@@ -1,9 +1,309 @@
-"""Arms of this family are added by the catalogue work; none yet."""
+"""File-descriptor arms: a waiter thread blocked on an fd, woken by a write from the main thread.
+
+Every arm here is the same experiment with a different kernel object in the
+middle: the waiter thread sits in ``poll`` (or the selector's ``epoll``, or
+the socket module's own poll) until the fd turns readable, then reads the
+token; the main thread writes one token.  ``t1`` is therefore taken after
+the read, which is what a real self-pipe consumer does before acting.
+
+All of them run through :func:`~wakelab.arms._drivers.measure_thread_wake`:
+the waiter announces itself, the notifier lets ``settle_us`` pass so the
+waiter is parked in the kernel, then takes ``t0`` and writes.
+
+The read side is non-blocking and ``reset()`` drains it before every wake,
+so a token that arrives late (after its wake was already counted lost)
+cannot turn the next wake into a zero-latency fake.  Every fd is closed in
+``finally``.
+"""
 
 from __future__ import annotations
 
-from typing import List
+import dataclasses
+import os
+import select
+import selectors
+import socket
+import sys
+from typing import Callable, List, Optional
 
-from wakelab.arms.base import Arm
+from wakelab.arms._drivers import measure_thread_wake
+from wakelab.arms.base import (
+    BLOCKED,
+    CROSS_THREAD,
+    LATENCY,
+    Arm,
+    MeasureParams,
+    RawLatency,
+    now_ns,
+)
 
-ARMS: List[Arm] = []
+_TOKEN = b"x"
+
+
+def _poll_then_read(fd: int, read_token: Callable[[], bool]) -> Callable[[float], bool]:
+    """A ``wait(timeout_s)`` that polls ``fd`` for POLLIN, then calls ``read_token``.
+
+    ``read_token`` does one non-blocking read and says whether it got a
+    token; a readable fd that yields nothing (a spurious wake-up) sends us
+    back to ``poll`` for the rest of the timeout.  ``poll`` rather than
+    ``select`` so a process with more than FD_SETSIZE fds still works.
+    """
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+
+        def wait_readable(timeout_s: float) -> bool:
+            return bool(poller.poll(max(0, int(timeout_s * 1000.0 + 0.999))))
+
+    else:  # pragma: no cover - platforms without poll()
+
+        def wait_readable(timeout_s: float) -> bool:
+            return bool(select.select([fd], [], [], timeout_s)[0])
+
+    def wait(timeout_s: float) -> bool:
+        deadline_ns = now_ns() + int(timeout_s * 1e9)
+        while True:
+            remaining_s = (deadline_ns - now_ns()) / 1e9
+            if remaining_s <= 0:
+                return False
+            if wait_readable(remaining_s) and read_token():
+                return True
+
+    return wait
+
+
+def _with_info(raw: RawLatency, **info: object) -> RawLatency:
+    merged = dict(raw.info)
+    merged.update(info)
+    return dataclasses.replace(raw, info=merged)
+
+
+# -- pipe -------------------------------------------------------------------
+
+
+def _measure_pipe(params: MeasureParams, payload: bytes) -> RawLatency:
+    """Pipe wake with a configurable notify payload (an empty one writes nothing: a lost wake)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.set_blocking(read_fd, False)
+
+        def read_token() -> bool:
+            try:
+                return bool(os.read(read_fd, 64))
+            except BlockingIOError:
+                return False
+
+        def drain() -> None:
+            while read_token():
+                pass
+
+        def notify() -> None:
+            os.write(write_fd, payload)
+
+        raw = measure_thread_wake(
+            params,
+            reset=drain,
+            wait=_poll_then_read(read_fd, read_token),
+            notify=notify,
+            name="wakelab-pipe-waiter",
+        )
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    return _with_info(raw, wait="poll+read")
+
+
+def measure_pipe(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of ``os.write`` of one byte waking a thread polling the pipe's read end."""
+    return _measure_pipe(params, _TOKEN)
+
+
+# -- eventfd ----------------------------------------------------------------
+
+
+def requires_eventfd() -> Optional[str]:
+    if not hasattr(os, "eventfd"):
+        return "os.eventfd needs Linux and Python 3.10+ (this is Python %d.%d on %s)" % (
+            sys.version_info[0],
+            sys.version_info[1],
+            sys.platform,
+        )
+    return None
+
+
+def measure_eventfd(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of ``os.eventfd_write(fd, 1)`` waking a thread polling the eventfd."""
+    fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # type: ignore[attr-defined]
+    try:
+
+        def read_token() -> bool:
+            try:
+                os.eventfd_read(fd)  # type: ignore[attr-defined]
+            except BlockingIOError:
+                return False
+            return True
+
+        def drain() -> None:
+            read_token()  # one read resets the counter to zero
+
+        def notify() -> None:
+            os.eventfd_write(fd, 1)  # type: ignore[attr-defined]
+
+        raw = measure_thread_wake(
+            params,
+            reset=drain,
+            wait=_poll_then_read(fd, read_token),
+            notify=notify,
+            name="wakelab-eventfd-waiter",
+        )
+    finally:
+        os.close(fd)
+    return _with_info(raw, wait="poll+eventfd_read")
+
+
+# -- socketpair -------------------------------------------------------------
+
+
+def measure_socketpair(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of ``sock.send`` of one byte waking a thread in ``recv`` with a timeout.
+
+    The receiving socket is in timeout mode, so CPython's ``recv`` itself
+    polls the fd (bounded by ``timeout_s``) before reading: the path a
+    program using ``settimeout`` gets.
+    """
+    sender, receiver = socket.socketpair()
+    try:
+        socket_family = socket.AddressFamily(sender.family).name
+
+        def drain() -> None:
+            receiver.setblocking(False)
+            try:
+                while receiver.recv(64):
+                    pass
+            except BlockingIOError:
+                pass
+            finally:
+                receiver.settimeout(params.timeout_s)
+
+        def wait(timeout_s: float) -> bool:
+            # The timeout was set by drain(), outside the timed window.
+            try:
+                return bool(receiver.recv(1))
+            except socket.timeout:
+                return False
+
+        def notify() -> None:
+            sender.send(_TOKEN)
+
+        raw = measure_thread_wake(
+            params, reset=drain, wait=wait, notify=notify, name="wakelab-socketpair-waiter"
+        )
+    finally:
+        sender.close()
+        receiver.close()
+    return _with_info(raw, wait="recv with settimeout", socket_family=socket_family)
+
+
+# -- selector over a pipe ---------------------------------------------------
+
+
+def measure_selector_pipe(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of a pipe write waking ``selectors.DefaultSelector.select()`` in a waiter thread.
+
+    The selector (epoll on Linux) is the one an event loop would use; the
+    waiter reads the byte before taking ``t1``, as a loop's self-pipe
+    handler does.
+    """
+    read_fd, write_fd = os.pipe()
+    selector = None  # type: Optional[selectors.BaseSelector]
+    try:
+        os.set_blocking(read_fd, False)
+        selector = selectors.DefaultSelector()
+        selector.register(read_fd, selectors.EVENT_READ)
+        sel = selector
+
+        def read_token() -> bool:
+            try:
+                return bool(os.read(read_fd, 64))
+            except BlockingIOError:
+                return False
+
+        def drain() -> None:
+            while read_token():
+                pass
+
+        def wait(timeout_s: float) -> bool:
+            deadline_ns = now_ns() + int(timeout_s * 1e9)
+            while True:
+                remaining_s = (deadline_ns - now_ns()) / 1e9
+                if remaining_s <= 0:
+                    return False
+                if sel.select(remaining_s) and read_token():
+                    return True
+
+        def notify() -> None:
+            os.write(write_fd, _TOKEN)
+
+        raw = measure_thread_wake(
+            params, reset=drain, wait=wait, notify=notify, name="wakelab-selector-waiter"
+        )
+        selector_name = type(selector).__name__
+    finally:
+        if selector is not None:
+            selector.close()
+        os.close(read_fd)
+        os.close(write_fd)
+    return _with_info(raw, wait="selector.select+read", selector=selector_name)
+
+
+ARMS: List[Arm] = [
+    Arm(
+        name="pipe",
+        family="fds",
+        kind=LATENCY,
+        mechanism="os.write of one byte to a pipe in the main thread wakes a worker in poll() on the read end, which then reads it",
+        waiter=BLOCKED,
+        scope=CROSS_THREAD,
+        t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
+        t1="worker thread: perf_counter_ns() as the first statement after poll() returned and os.read() got the byte",
+        measure=measure_pipe,
+        native="native-pipe",
+    ),
+    Arm(
+        name="eventfd",
+        family="fds",
+        kind=LATENCY,
+        mechanism="os.eventfd_write(fd, 1) in the main thread wakes a worker in poll() on the eventfd, which then reads it",
+        waiter=BLOCKED,
+        scope=CROSS_THREAD,
+        t0="main thread: perf_counter_ns() immediately before os.eventfd_write(fd, 1)",
+        t1="worker thread: perf_counter_ns() as the first statement after poll() returned and os.eventfd_read() succeeded",
+        measure=measure_eventfd,
+        requires=requires_eventfd,
+        native="native-eventfd",
+    ),
+    Arm(
+        name="socketpair",
+        family="fds",
+        kind=LATENCY,
+        mechanism="socket.send of one byte on a socketpair in the main thread wakes a worker in recv() with a timeout",
+        waiter=BLOCKED,
+        scope=CROSS_THREAD,
+        t0="main thread: perf_counter_ns() immediately before sock.send(b'x')",
+        t1="worker thread: perf_counter_ns() as the first statement after sock.recv(1) returned the byte",
+        measure=measure_socketpair,
+        native="native-pipe",
+    ),
+    Arm(
+        name="selector-pipe",
+        family="fds",
+        kind=LATENCY,
+        mechanism="os.write of one byte to a pipe wakes a worker in selectors.DefaultSelector().select() (epoll on Linux), which then reads it",
+        waiter=BLOCKED,
+        scope=CROSS_THREAD,
+        t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
+        t1="worker thread: perf_counter_ns() as the first statement after selector.select() returned and os.read() got the byte",
+        measure=measure_selector_pipe,
+        native="native-pipe",
+    ),
+]

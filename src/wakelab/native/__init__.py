@@ -1,0 +1,440 @@
+"""The native floor: wakelab's wake experiments done in C, built on first use.
+
+Measuring side: standard library only, Python 3.9+.
+
+``wakelab_floor.c`` (shipped beside this file) does in C what the Python arms
+do -- a condition variable, a pipe, an eventfd, a self-signal, sigtimedwait,
+sigaction installs -- with the same definitions of ``t0`` and ``t1`` and the
+same clock (``CLOCK_MONOTONIC``).  Its figures are the floor under the
+interpreter's: how much of a wake is the kernel's, and how much is Python's.
+
+Building.  Nothing is compiled at import.  The first call of
+:func:`unavailable_reason` or :func:`floor_binary` finds a C compiler (``$CC``
+if set, else ``cc``, ``gcc`` or ``clang`` on ``PATH``), and compiles into a
+per-user cache, ``$XDG_CACHE_HOME/wakelab/native/<key>/`` (default
+``~/.cache``), where ``<key>`` hashes the source, the compiler, its version, the
+flags and the machine type, so a changed source or compiler never reuses a
+stale binary.  The compiler writes to a private temporary file which is then
+renamed into place, so concurrent runs never see half a binary.  The outcome
+-- a binary, or the reason there is none -- is remembered for the process.
+Without a compiler the native arms are *unavailable*, with that reason; they
+are skipped, never an error.
+
+Running.  :func:`run_floor` runs the binary as a child process (no shell,
+with a timeout) and :func:`parse_latency_output` / :func:`parse_rate_output` read its line
+format, which is
+documented at the top of the C source.  A crash, a timeout or output that is
+not that format raises :class:`NativeFloorError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab.arms.base import LatencyCollector, MeasureParams, RawLatency, RawRate
+
+SOURCE_NAME = "wakelab_floor.c"
+BINARY_NAME = "wakelab_floor"
+CFLAGS: Tuple[str, ...] = ("-O2", "-pthread", "-Wall")
+#: Version of the binary's output format (first line: ``wakelab-floor 1 ...``).
+FLOOR_FORMAT = 1
+FALLBACK_COMPILERS = ("cc", "gcc", "clang")
+COMPILE_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 30.0
+
+
+class NativeFloorError(RuntimeError):
+    """The native floor binary failed, timed out, or printed something unparseable."""
+
+
+class NativeFloorUnavailable(NativeFloorError):
+    """There is no native floor here (no compiler, compilation failed ...)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FloorBinary:
+    """A built native floor: where it is and what built it."""
+
+    path: str
+    compiler: Tuple[str, ...]
+    compiler_version: str
+    cflags: Tuple[str, ...] = CFLAGS
+
+    def info(self) -> Dict[str, object]:
+        """Facts worth keeping in the evidence of a native arm."""
+        return {
+            "binary": self.path,
+            "compiler": " ".join(self.compiler),
+            "compiler_version": self.compiler_version,
+            "cflags": " ".join(self.cflags),
+            "clock": "CLOCK_MONOTONIC",
+        }
+
+
+def source_path() -> str:
+    """The C source shipped with the package."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), SOURCE_NAME)
+
+
+def cache_root() -> str:
+    """``$XDG_CACHE_HOME/wakelab/native`` (``~/.cache/wakelab/native`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec says: ignore relative paths
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "wakelab", "native")
+
+
+def find_compiler() -> Tuple[Optional[Tuple[str, ...]], Optional[str]]:
+    """``(argv, None)`` for the C compiler to use, or ``(None, reason)``.
+
+    ``$CC`` wins when set (it may carry flags, e.g. ``"gcc -m64"``); a ``$CC``
+    that cannot be found is reported, not silently replaced by another
+    compiler.  Otherwise the first of cc, gcc, clang on ``PATH``.
+    """
+    cc = os.environ.get("CC", "").strip()
+    if cc:
+        try:
+            argv = shlex.split(cc)
+        except ValueError as exc:
+            return None, "no C compiler found (CC=%r cannot be parsed: %s)" % (cc, exc)
+        resolved = shutil.which(argv[0])
+        if resolved is None:
+            return None, (
+                "no C compiler found (CC=%r is not an executable on PATH; "
+                "set CC to a C compiler or install gcc)" % cc
+            )
+        return (resolved,) + tuple(argv[1:]), None
+    for name in FALLBACK_COMPILERS:
+        resolved = shutil.which(name)
+        if resolved is not None:
+            return (resolved,), None
+    return None, "no C compiler found (set CC or install gcc)"
+
+
+class _BuildFailed(Exception):
+    pass
+
+
+def _compiler_version(compiler: Sequence[str]) -> str:
+    try:
+        proc = subprocess.run(
+            list(compiler) + ["--version"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise _BuildFailed("C compiler %s does not run: %s" % (compiler[0], exc)) from None
+    text = proc.stdout.decode("utf-8", "replace").strip()
+    if proc.returncode != 0:
+        raise _BuildFailed(
+            "C compiler %s does not run (%s --version exited with status %d)"
+            % (compiler[0], compiler[0], proc.returncode)
+        )
+    return text.splitlines()[0] if text else "unknown"
+
+
+def _build_key(source: bytes, compiler: Sequence[str], version: str) -> str:
+    digest = hashlib.sha256()
+    for part in (
+        source,
+        "\0".join(compiler).encode(),
+        version.encode(),
+        "\0".join(CFLAGS).encode(),
+        os.uname().machine.encode(),
+        str(FLOOR_FORMAT).encode(),
+    ):
+        digest.update(part)
+        digest.update(b"\xff")
+    return digest.hexdigest()[:16]
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    kept = text.strip().splitlines()[-lines:]
+    return "\n".join(kept)
+
+
+def _compile(compiler: Sequence[str], source: str, target: str) -> None:
+    """Compile ``source`` into ``target`` via a temporary file and an atomic rename."""
+    folder = os.path.dirname(target)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="." + BINARY_NAME + "-", suffix=".tmp", dir=folder)
+        os.close(fd)
+    except OSError as exc:
+        raise _BuildFailed("cannot write the native floor cache %s: %s" % (folder, exc)) from None
+    try:
+        try:
+            proc = subprocess.run(
+                list(compiler) + list(CFLAGS) + ["-o", tmp, source],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=COMPILE_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise _BuildFailed("C compiler %s failed to run: %s" % (compiler[0], exc)) from None
+        if proc.returncode != 0:
+            raise _BuildFailed(
+                "compiling the native floor failed (%s exited with status %d):\n%s"
+                % (" ".join(compiler), proc.returncode, _tail(proc.stdout.decode("utf-8", "replace")))
+            )
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)  # atomic: readers see the old name or a whole binary
+    except OSError as exc:
+        raise _BuildFailed("cannot install the native floor into %s: %s" % (folder, exc)) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _probe(path: str) -> Optional[str]:
+    """None if the binary at ``path`` runs and speaks our format, else why not."""
+    expected = "wakelab-floor %d ok" % FLOOR_FORMAT
+    try:
+        proc = subprocess.run(
+            [path, "selftest"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if proc.returncode != 0 or proc.stdout.decode("utf-8", "replace").strip() != expected:
+        return "selftest exited with status %d" % proc.returncode
+    return None
+
+
+def _build() -> FloorBinary:
+    if not sys.platform.startswith("linux"):
+        raise _BuildFailed("the native floor is built for Linux only (this is %s)" % sys.platform)
+    compiler, reason = find_compiler()
+    if compiler is None:
+        raise _BuildFailed(reason or "no C compiler found")
+    source = source_path()
+    try:
+        with open(source, "rb") as f:
+            source_bytes = f.read()
+    except OSError as exc:
+        raise _BuildFailed("native floor source missing: %s" % exc) from None
+    version = _compiler_version(compiler)
+    target = os.path.join(cache_root(), _build_key(source_bytes, compiler, version), BINARY_NAME)
+    if os.path.isfile(target) and _probe(target) is None:
+        return FloorBinary(target, compiler, version)
+    # Absent, or present but unusable (the cache was tampered with): build it.
+    _compile(compiler, source, target)
+    problem = _probe(target)
+    if problem is not None:
+        raise _BuildFailed("the compiled native floor %s does not run: %s" % (target, problem))
+    return FloorBinary(target, compiler, version)
+
+
+# Outcome of a build (a binary or the reason there is none), per environment:
+# CC, PATH and the cache folder decide what a build would do.
+_MEMO: Dict[Tuple[str, str, str], object] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def _memo_key() -> Tuple[str, str, str]:
+    return (os.environ.get("CC", ""), os.environ.get("PATH", ""), cache_root())
+
+
+def _ensure() -> object:
+    key = _memo_key()
+    with _MEMO_LOCK:
+        if key not in _MEMO:
+            try:
+                _MEMO[key] = _build()
+            except _BuildFailed as exc:
+                _MEMO[key] = str(exc)
+        return _MEMO[key]
+
+
+def unavailable_reason() -> Optional[str]:
+    """None when the native floor can run here (building it if needed), else why not."""
+    outcome = _ensure()
+    return None if isinstance(outcome, FloorBinary) else str(outcome)
+
+
+def floor_binary() -> FloorBinary:
+    """The built native floor; :class:`NativeFloorUnavailable` says why there is none."""
+    outcome = _ensure()
+    if isinstance(outcome, FloorBinary):
+        return outcome
+    raise NativeFloorUnavailable(str(outcome))
+
+
+def _floor_args(params: MeasureParams, extra: Optional[Mapping[str, int]]) -> List[str]:
+    values = {
+        "n": params.n,
+        "warmup": params.warmup,
+        "settle_us": params.settle_us,
+        # Round up: a timeout of 0.5 ms must not become "no timeout".
+        "timeout_ms": max(1, int(math.ceil(params.timeout_s * 1000))),
+        "planted_delay_us": params.planted_delay_us,
+        "install_n": params.install_n,
+        "rounds": params.rounds,
+        "warmup_rounds": params.warmup_rounds,
+    }
+    values.update(extra or {})
+    return ["%s=%d" % (key, value) for key, value in values.items()]
+
+
+def _run_timeout_s(experiment: str, params: MeasureParams) -> float:
+    """A generous bound on the binary's run time; past it, it is killed."""
+    if experiment == "native-sigaction-install":
+        ops = (params.rounds + params.warmup_rounds) * params.install_n
+        return 30.0 + ops * 20e-6
+    per_wake = params.settle_s + params.timeout_s + params.planted_delay_us / 1e6 + 0.05
+    return 30.0 + params.total_wakes * per_wake
+
+
+def run_floor(
+    experiment: str,
+    params: MeasureParams,
+    extra: Optional[Mapping[str, int]] = None,
+) -> str:
+    """Run the native floor's ``experiment`` and return its stdout.
+
+    ``extra`` passes further ``key=value`` parameters (tests use ``lose_every``
+    to make the notifier skip wakes).  Raises :class:`NativeFloorError` if the
+    binary cannot start, times out, or exits with an error.
+    """
+    binary = floor_binary()
+    argv = [binary.path, experiment] + _floor_args(params, extra)
+    timeout_s = _run_timeout_s(experiment, params)
+    try:
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise NativeFloorError(
+            "native floor %s did not finish within %.0f s (killed)" % (experiment, timeout_s)
+        ) from None
+    except OSError as exc:
+        raise NativeFloorError("cannot run the native floor %s: %s" % (binary.path, exc)) from None
+    stderr = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        if proc.returncode < 0:
+            how = "was killed by signal %d" % -proc.returncode
+        else:
+            how = "exited with status %d" % proc.returncode
+        raise NativeFloorError(
+            "native floor %s %s: %s" % (experiment, how, _tail(stderr, 4) or "(no message)")
+        )
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def _garbage(experiment: str, why: str, text: str) -> NativeFloorError:
+    shown = text[:200] + ("..." if len(text) > 200 else "")
+    return NativeFloorError(
+        "unexpected output from the native floor %s (%s): %r" % (experiment, why, shown)
+    )
+
+
+def _records(text: str, experiment: str, kind: str) -> List[str]:
+    """The record lines of the binary's output, after checking header and end line."""
+    lines = text.splitlines()
+    if not lines:
+        raise _garbage(experiment, "no output", text)
+    header = lines[0].split()
+    expected = ["wakelab-floor", str(FLOOR_FORMAT), kind, experiment]
+    if len(header) != 5 or header[:4] != expected or not header[4].isdigit():
+        raise _garbage(experiment, "bad header, expected %r" % " ".join(expected + ["COUNT"]), text)
+    count = int(header[4])
+    if len(lines) != count + 2 or lines[-1] != "end %d" % count:
+        raise _garbage(experiment, "expected %d records and an end line" % count, text)
+    return lines[1:-1]
+
+
+def _int_field(field: str, experiment: str, text: str) -> int:
+    # int() alone would accept "+1", " 1" or "1_0"; the format is plain digits.
+    digits = field[1:] if field.startswith("-") else field
+    if not (digits.isascii() and digits.isdigit()):
+        raise _garbage(experiment, "bad record field %r" % field, text)
+    return int(field)
+
+
+def parse_latency_output(text: str, experiment: str) -> List[Optional[int]]:
+    """Parse a latency experiment's output: one ns figure per wake, None for a lost one.
+
+    Warm-up wakes are included.  Anything but the exact format (documented in
+    the C source) raises :class:`NativeFloorError`.
+    """
+    return [
+        None if line == "lost" else _int_field(line, experiment, text)
+        for line in _records(text, experiment, "latency")
+    ]
+
+
+def parse_rate_output(text: str, experiment: str) -> List[Tuple[int, int]]:
+    """Parse a rate experiment's output: ``(round_ns, baseline_ns)`` per round, warm-ups included."""
+    rounds: List[Tuple[int, int]] = []
+    for line in _records(text, experiment, "rate"):
+        fields = line.split(" ")
+        if len(fields) != 2:
+            raise _garbage(experiment, "bad record %r" % line, text)
+        rounds.append(
+            (_int_field(fields[0], experiment, text), _int_field(fields[1], experiment, text))
+        )
+    return rounds
+
+
+def measure_latency(
+    experiment: str,
+    params: MeasureParams,
+    extra: Optional[Mapping[str, int]] = None,
+) -> RawLatency:
+    """Wake latencies (ns) of a native latency experiment, warm-ups dropped."""
+    binary = floor_binary()
+    wakes = parse_latency_output(run_floor(experiment, params, extra), experiment)
+    if len(wakes) != params.total_wakes:
+        raise NativeFloorError(
+            "native floor %s returned %d wakes, expected %d"
+            % (experiment, len(wakes), params.total_wakes)
+        )
+    collector = LatencyCollector(params)
+    for latency_ns in wakes:
+        collector.add(latency_ns)
+    info = binary.info()
+    info["settle_us"] = params.settle_us
+    return collector.result(**info)
+
+
+def measure_rate(experiment: str, params: MeasureParams) -> RawRate:
+    """Round times (ns) of a native rate experiment and its empty-loop baseline."""
+    binary = floor_binary()
+    rounds = parse_rate_output(run_floor(experiment, params), experiment)
+    expected = params.warmup_rounds + params.rounds
+    if len(rounds) != expected:
+        raise NativeFloorError(
+            "native floor %s returned %d rounds, expected %d" % (experiment, len(rounds), expected)
+        )
+    counted = rounds[params.warmup_rounds:]
+    return RawRate(
+        n_per_round=params.install_n,
+        round_ns=tuple(r[0] for r in counted),
+        baseline_round_ns=tuple(r[1] for r in counted),
+        warmup_rounds=params.warmup_rounds,
+        info=binary.info(),
+    )

@@ -1,0 +1,1 @@
+"""Reports rendered from a summary document: one module per format."""

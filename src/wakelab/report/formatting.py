@@ -1,0 +1,52 @@
+"""Number formatting shared by the text formats (stdlib only)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+DASH = "-"
+
+
+def format_ns(value: Optional[float]) -> str:
+    """A duration given in ns, in the unit that keeps three significant digits.
+
+    >>> format_ns(850), format_ns(11234), format_ns(1534000), format_ns(None)
+    ('850 ns', '11.2 µs', '1.53 ms', '-')
+    """
+    if value is None:
+        return DASH
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(value) >= scale:
+            return "%s %s" % (_three_digits(value / scale), unit)
+    return "%d ns" % round(value)
+
+
+def format_us(value_ns: Optional[float]) -> str:
+    """A duration given in ns, written in µs with three significant digits (no unit)."""
+    if value_ns is None:
+        return DASH
+    return _three_digits(value_ns / 1e3)
+
+
+def _three_digits(x: float) -> str:
+    if abs(x) >= 100:
+        return "%.0f" % x
+    if abs(x) >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+def format_rate(ops_per_s: Optional[float]) -> str:
+    """Operations per second with thousands separators: ``1,092,573``."""
+    if ops_per_s is None:
+        return DASH
+    return "{:,.0f}".format(ops_per_s)
+
+
+def format_ratio(value: Optional[float]) -> str:
+    """A ratio such as ``5.1×``."""
+    if value is None:
+        return DASH
+    if value >= 10:
+        return "%.0f×" % value
+    return "%.1f×" % value

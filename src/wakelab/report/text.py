@@ -1,0 +1,350 @@
+"""``summary.txt``: the run for people, rendered from the summary document alone.
+
+Order: verdict up front, the lead table, the lab-honesty block, methodology,
+what each arm times, caveats, limits, and the command that reproduces it.
+Everything is computed from the document, so ``wakelab show`` can re-render
+any bundle.  Stdlib only (the runner renders it while measuring).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from wakelab.report.caveats import arms_by_name, like_for_like, p50_ns
+from wakelab.report.formatting import DASH, format_ns, format_rate, format_ratio, format_us
+
+WIDTH = 100
+FAMILY_TITLES = {
+    "threads": "Threads",
+    "signals": "Signals",
+    "fds": "File descriptors",
+    "asyncio": "asyncio",
+    "processes": "Processes",
+    "native": "Native floor (C)",
+}
+
+
+def _wrap(text: str, indent: str = "  ") -> List[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
+
+
+def _bullets(items: Sequence[str]) -> List[str]:
+    lines: List[str] = []
+    for item in items:
+        lines.extend(textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    "))
+    return lines
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1) -> List[str]:
+    """Plain text table; the first ``align_left`` columns are left-aligned."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    out = []
+    for row in [header, *rows]:
+        cells = [
+            str(c).ljust(w) if i < align_left else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+def _latency(entry: Mapping[str, object]) -> Mapping[str, object]:
+    return entry.get("latency") or {}  # type: ignore[return-value]
+
+
+def _native_ratio(entry: Mapping[str, object], by_name: Mapping[str, Mapping[str, object]]) -> Optional[float]:
+    native = entry.get("native")
+    if not native or native not in by_name:
+        return None
+    ours, theirs = p50_ns(entry), p50_ns(by_name[native])  # type: ignore[index]
+    if ours is None or not theirs:
+        return None
+    return ours / theirs
+
+
+def _status_word(entry: Mapping[str, object]) -> str:
+    status = str(entry.get("status"))
+    return {"ok": "", "skipped": "skipped", "failed": "FAILED", "interrupted": "interrupted", "pending": "not run"}.get(
+        status, status
+    )
+
+
+def format_verdict(summary: Mapping[str, object]) -> List[str]:
+    """One line per measured arm, then each of the lab's comparisons."""
+    lines: List[str] = []
+    by_name = arms_by_name(summary)
+    for entry in summary.get("arms", []):  # type: ignore[union-attr]
+        if entry.get("status") != "ok":
+            continue
+        if entry.get("latency"):
+            lat = _latency(entry)
+            text = "%s: p50 %s, p99 %s over %d wakes (%s waiter, %s)." % (
+                entry["name"],
+                format_ns(lat.get("p50_ns")),  # type: ignore[arg-type]
+                format_ns(lat.get("p99_ns")) if lat.get("p99_ns") is not None else "not reported",  # type: ignore[arg-type]
+                lat.get("n"),
+                entry.get("waiter"),
+                entry.get("scope"),
+            )
+            if lat.get("lost"):
+                text += " %d wakes lost." % lat["lost"]  # type: ignore[index]
+        else:
+            rate = entry.get("rate") or {}
+            text = "%s: %s ops/s (median of %d rounds of %s calls; empty loop %s iterations/s)." % (
+                entry["name"],
+                format_rate(rate.get("ops_per_s")),  # type: ignore[union-attr]
+                rate.get("rounds"),  # type: ignore[union-attr]
+                format_rate(rate.get("n_per_round")),  # type: ignore[union-attr]
+                format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
+            )
+        lines.extend(_wrap(text))
+    lab = summary.get("lab") or {}
+    for comparison in lab.get("comparisons", []):  # type: ignore[union-attr]
+        a, b = by_name.get(comparison["a"]), by_name.get(comparison["b"])
+        if not a or not b or p50_ns(a) is None or not p50_ns(b):
+            continue
+        ratio50 = p50_ns(a) / p50_ns(b)  # type: ignore[operator]
+        pa, pb = _latency(a).get("p99_ns"), _latency(b).get("p99_ns")
+        ratio99 = pa / pb if pa is not None and pb else None  # type: ignore[operator]
+        if like_for_like(a, b):
+            judgement = "like for like: both waiters %s." % a["waiter"]
+        else:
+            judgement = "NOT like for like: %s waiter against %s waiter." % (a["waiter"], b["waiter"])
+        text = "%s / %s = %s at p50%s; %s" % (
+            a["name"],
+            b["name"],
+            format_ratio(ratio50),
+            (", %s at p99" % format_ratio(ratio99)) if ratio99 is not None else "",
+            judgement,
+        )
+        lines.extend(_wrap(text))
+    if not lines:
+        lines.append("  No arm produced figures in this run.")
+    return lines
+
+
+def format_lead_table(summary: Mapping[str, object]) -> List[str]:
+    """Latency arms grouped by family (times in µs), then rate arms."""
+    arms: List[Mapping[str, object]] = list(summary.get("arms", []))  # type: ignore[arg-type]
+    by_name = arms_by_name(summary)
+    latency_arms = [a for a in arms if a.get("kind") == "latency"]
+    rate_arms = [a for a in arms if a.get("kind") == "rate"]
+    families = []
+    for a in latency_arms:
+        if a.get("family") not in families:
+            families.append(a.get("family"))
+    show_native = any(a.get("native") in by_name for a in latency_arms)
+    lines: List[str] = []
+    if latency_arms:
+        header = ["latency (µs)", "waiter", "scope", "n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
+        if show_native:
+            header.append("vs C p50")
+        rows: List[List[str]] = []
+        for family in families:
+            if len(families) > 1:
+                rows.append(["[%s]" % FAMILY_TITLES.get(str(family), family)] + [""] * (len(header) - 1))
+            for a in latency_arms:
+                if a.get("family") != family:
+                    continue
+                lat = _latency(a)
+                if not lat:
+                    row = [str(a["name"]), str(a.get("waiter")), str(a.get("scope")), _status_word(a)] + [""] * (
+                        len(header) - 4
+                    )
+                else:
+                    row = [
+                        str(a["name"]),
+                        str(a.get("waiter")),
+                        str(a.get("scope")),
+                        str(lat.get("n")),
+                        str(lat.get("lost")),
+                        format_us(lat.get("min_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("p50_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("p90_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("p99_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("p99_9_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("max_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("mean_ns")),  # type: ignore[arg-type]
+                    ]
+                    if show_native:
+                        row.append(format_ratio(_native_ratio(a, by_name)))
+                rows.append(row)
+                for comp_name, comp in sorted((a.get("components") or {}).items()):  # type: ignore[union-attr]
+                    comp_row = ["  ." + comp_name, "", "", str(comp.get("n")), ""] + [
+                        format_us(comp.get(k)) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")
+                    ]
+                    if show_native:
+                        comp_row.append("")
+                    rows.append(comp_row)
+        lines.extend(_table(header, rows, align_left=3))
+    if rate_arms:
+        if lines:
+            lines.append("")
+        header = ["rate", "calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
+        if show_native:
+            header.append("vs C")
+        rows = []
+        for a in rate_arms:
+            rate = a.get("rate") or {}
+            if not rate:
+                rows.append([str(a["name"]), _status_word(a)] + [""] * (len(header) - 2))
+                continue
+            row = [
+                str(a["name"]),
+                format_rate(rate.get("n_per_round")),  # type: ignore[union-attr]
+                str(rate.get("rounds")),  # type: ignore[union-attr]
+                format_rate(rate.get("ops_per_s")),  # type: ignore[union-attr]
+                format_rate(rate.get("min_ops_per_s")),  # type: ignore[union-attr]
+                format_rate(rate.get("max_ops_per_s")),  # type: ignore[union-attr]
+                format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
+                "%.1f" % rate.get("net_ns_per_op", 0.0),  # type: ignore[union-attr]
+            ]
+            if show_native:
+                native = by_name.get(str(a.get("native")))
+                theirs = (native or {}).get("rate") or {}
+                ours = rate.get("ops_per_s")  # type: ignore[union-attr]
+                # For rates the native side is faster: report how many times slower Python is.
+                row.append(format_ratio(theirs.get("ops_per_s") / ours) if theirs and ours else DASH)  # type: ignore[union-attr,operator]
+            rows.append(row)
+        lines.extend(_table(header, rows))
+    return lines
+
+
+def _interpreter_line(interp: Mapping[str, object]) -> str:
+    gil = interp.get("gil_enabled")
+    gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil))  # type: ignore[arg-type]
+    build = "free-threaded build, " if interp.get("free_threaded_build") else ""
+    return "%s %s (%s; %s), %s%s, switch interval %s s" % (
+        interp.get("implementation"),
+        interp.get("version"),
+        interp.get("build"),
+        interp.get("compiler"),
+        build,
+        gil_text,
+        interp.get("switch_interval_s"),
+    )
+
+
+def format_honesty(summary: Mapping[str, object]) -> List[str]:
+    interp: Mapping[str, object] = summary.get("interpreter") or {}  # type: ignore[assignment]
+    machine: Mapping[str, object] = summary.get("machine") or {}  # type: ignore[assignment]
+    params: Mapping[str, object] = summary.get("parameters") or {}  # type: ignore[assignment]
+    timer: Mapping[str, object] = summary.get("timer") or {}  # type: ignore[assignment]
+    items = [
+        "Date: %s (UTC), wall time %s s." % (summary.get("started_utc"), summary.get("wall_s")),
+        "Interpreter: %s." % _interpreter_line(interp),
+        "Machine: %s %s %s, %s, %s CPUs (allowed: %s)."
+        % (
+            machine.get("os"),
+            machine.get("kernel"),
+            machine.get("architecture"),
+            machine.get("cpu_model"),
+            machine.get("cpu_count"),
+            machine.get("cpus_allowed"),
+        ),
+    ]
+    if timer:
+        items.append(
+            "Timer: %s (%s); back-to-back floor %d ns median, %d ns min." % (
+                timer.get("clock"), timer.get("implementation"), timer.get("floor_p50_ns"), timer.get("floor_min_ns")
+            )
+        )
+    items.append(
+        "Blocked waiters settle %s µs before each notify; %s warm-up wakes discarded per latency arm and %s "
+        "warm-up round(s) per rate arm; every wait times out after %s s (a lost wake)."
+        % (params.get("settle_us"), params.get("warmup"), params.get("warmup_rounds"), params.get("timeout_s"))
+    )
+    arms: List[Mapping[str, object]] = [a for a in summary.get("arms", []) if a.get("kind") == "latency"]  # type: ignore[union-attr]
+    states = sorted({str(a.get("waiter")) for a in arms})
+    if len(states) > 1:
+        described = "; ".join("%s: %s waiter" % (a["name"], a.get("waiter")) for a in arms)
+        items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
+    if summary.get("note"):
+        items.append("Note: %s" % summary["note"])
+    return _bullets(items)
+
+
+def format_arm_definitions(summary: Mapping[str, object]) -> List[str]:
+    lines: List[str] = []
+    for a in summary.get("arms", []):  # type: ignore[union-attr]
+        lines.extend(_wrap("%s -- %s" % (a["name"], a.get("mechanism"))))
+        lines.extend(_wrap("t0: %s" % a.get("t0"), "      "))
+        lines.extend(_wrap("t1: %s" % a.get("t1"), "      "))
+    return lines
+
+
+def reproduce_commands(summary: Mapping[str, object]) -> List[str]:
+    lab: Mapping[str, object] = summary.get("lab") or {}  # type: ignore[assignment]
+    params: Mapping[str, object] = summary.get("parameters") or {}  # type: ignore[assignment]
+    commands = []
+    if lab.get("reproduce_script"):
+        commands.append("python3 %s" % lab["reproduce_script"])
+    arms = ",".join(str(a["name"]) for a in summary.get("arms", []))  # type: ignore[union-attr]
+    cli = "wakelab run --lab %s --arms %s --n %s --warmup %s --settle-us %s --timeout-s %s --install-n %s --rounds %s" % (
+        lab.get("id"), arms, params.get("n"), params.get("warmup"), params.get("settle_us"),
+        params.get("timeout_s"), params.get("install_n"), params.get("rounds"),
+    )
+    if params.get("planted_delay_us"):
+        cli += " --planted-delay-us %s" % params["planted_delay_us"]
+    commands.append(cli)
+    return commands
+
+
+def format_summary(summary: Mapping[str, object]) -> str:
+    """The whole summary.txt for ``summary``."""
+    lab: Mapping[str, object] = summary.get("lab") or {}  # type: ignore[assignment]
+    interp: Mapping[str, object] = summary.get("interpreter") or {}  # type: ignore[assignment]
+    tool: Mapping[str, object] = summary.get("tool") or {}  # type: ignore[assignment]
+    if summary.get("complete"):
+        state = "complete"
+    elif summary.get("interrupted"):
+        state = "INCOMPLETE (interrupted)"
+    elif summary.get("finished_utc"):
+        state = "INCOMPLETE (see caveats)"
+    else:
+        state = "IN PROGRESS (or stopped before the end)"
+    out: List[str] = [
+        str(lab.get("title") or lab.get("id")),
+        "wakelab %s · %s · %s %s · %s"
+        % (tool.get("version"), summary.get("started_utc"), interp.get("implementation"), interp.get("version"), state),
+        "",
+    ]
+    if lab.get("question"):
+        out.extend(_wrap(str(lab["question"]), ""))
+        out.append("")
+    sections: List[tuple] = [
+        ("VERDICT (from this run's figures)", format_verdict(summary)),
+        ("LEAD TABLE", format_lead_table(summary)),
+        ("LAB HONESTY", format_honesty(summary)),
+    ]
+    if lab.get("methodology"):
+        method: List[str] = []
+        for paragraph in lab["methodology"]:  # type: ignore[union-attr]
+            if method:
+                method.append("")
+            method.extend(_wrap(paragraph))
+        sections.append(("METHODOLOGY", method))
+    sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(summary)))
+    caveats: Sequence[str] = summary.get("caveats") or []  # type: ignore[assignment]
+    if caveats:
+        sections.append(("CAVEATS", _bullets(caveats)))
+    if lab.get("limits"):
+        sections.append(("LIMITS", _bullets(lab["limits"])))  # type: ignore[arg-type]
+    sections.append(("REPRODUCE", ["  " + c for c in reproduce_commands(summary)]))
+    for title, body in sections:
+        out.append(title)
+        out.extend(body)
+        out.append("")
+    return "\n".join(out)
+
+
+def headline(summary: Mapping[str, object]) -> Dict[str, object]:
+    """The figures a one-line progress or CLI message quotes, per arm."""
+    figures: Dict[str, object] = {}
+    for a in summary.get("arms", []):  # type: ignore[union-attr]
+        if a.get("latency"):
+            figures[a["name"]] = _latency(a).get("p50_ns")
+        elif a.get("rate"):
+            figures[a["name"]] = a["rate"].get("ops_per_s")
+    return figures

@@ -1,0 +1,158 @@
+"""Statistics on raw nanosecond samples: pure functions, no I/O, stdlib only.
+
+Percentiles use linear interpolation between the two nearest ranks
+(Hyndman & Fan type 7, numpy's default), so ``p50`` of an even-sized sample
+is the mean of the two middle values.  A tail percentile is only reported
+when the sample holds enough wakes to put at least one above it: ``pQ`` needs
+``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100, p99.9: 1000).  Below that the
+figure would just be the maximum in disguise, so it is omitted with a reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from typing import Dict, Optional, Sequence, Tuple
+
+# The percentiles every latency arm reports, as (key, q in percent).
+PERCENTILES: Tuple[Tuple[str, float], ...] = (
+    ("p50", 50.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p99_9", 99.9),
+)
+
+
+def percentile(sorted_samples: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of already-sorted samples (type 7)."""
+    if not sorted_samples:
+        raise ValueError("percentile of an empty sample")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError("percentile must be within 0..100, got %r" % (q,))
+    position = (len(sorted_samples) - 1) * q / 100.0
+    lower = math.floor(position)
+    upper = min(lower + 1, len(sorted_samples) - 1)
+    fraction = position - lower
+    low_value = sorted_samples[lower]
+    return low_value + (sorted_samples[upper] - low_value) * fraction
+
+
+def min_n_for(q: float) -> int:
+    """Smallest sample size for which percentile ``q`` is reported."""
+    if q <= 50.0:
+        return 1
+    return int(math.ceil(round(1.0 / (1.0 - q / 100.0), 9)))
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyStats:
+    """Summary of one latency arm, all times in nanoseconds.
+
+    ``percentiles_ns`` maps ``p50``/``p90``/``p99``/``p99_9`` to a value, or
+    is missing the key, in which case ``omitted`` says why.
+    """
+
+    n: int
+    lost: int
+    min_ns: Optional[int]
+    max_ns: Optional[int]
+    mean_ns: Optional[float]
+    stdev_ns: Optional[float]
+    percentiles_ns: Dict[str, float]
+    omitted: Dict[str, str]
+
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {
+            "n": self.n,
+            "lost": self.lost,
+            "min_ns": self.min_ns,
+            "max_ns": self.max_ns,
+            "mean_ns": self.mean_ns,
+            "stdev_ns": self.stdev_ns,
+        }
+        for key, _q in PERCENTILES:
+            out[key + "_ns"] = self.percentiles_ns.get(key)
+        out["omitted"] = dict(self.omitted)
+        return out
+
+
+def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
+    """n, lost, min, percentiles, max, mean and sample stdev of ``samples_ns``."""
+    ordered = sorted(samples_ns)
+    n = len(ordered)
+    percentiles: Dict[str, float] = {}
+    omitted: Dict[str, str] = {}
+    for key, q in PERCENTILES:
+        need = min_n_for(q)
+        if n == 0:
+            omitted[key] = "no samples"
+        elif n < need:
+            omitted[key] = "needs n >= %d, this arm has n = %d" % (need, n)
+        else:
+            percentiles[key] = percentile(ordered, q)
+    return LatencyStats(
+        n=n,
+        lost=lost,
+        min_ns=ordered[0] if n else None,
+        max_ns=ordered[-1] if n else None,
+        mean_ns=statistics.fmean(ordered) if n else None,
+        stdev_ns=statistics.stdev(ordered) if n >= 2 else None,
+        percentiles_ns=percentiles,
+        omitted=omitted,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class RateStats:
+    """Summary of a rate arm: operations per second per round.
+
+    ``ops_per_s`` is the median round's rate; ``min``/``max`` the slowest and
+    fastest rounds.  ``baseline_ops_per_s`` is the median rate of the empty
+    loop; ``net_ns_per_op`` the median round's cost per call with the median
+    empty-loop cost per iteration subtracted (never below zero).
+    """
+
+    rounds: int
+    n_per_round: int
+    ops_per_s: float
+    min_ops_per_s: float
+    max_ops_per_s: float
+    baseline_ops_per_s: float
+    ns_per_op: float
+    net_ns_per_op: float
+
+    def to_dict(self) -> Dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def summarize_rate(
+    n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]
+) -> RateStats:
+    """Per-round rates of ``n_per_round`` operations taking ``round_ns`` each."""
+    if not round_ns or not baseline_round_ns:
+        raise ValueError("a rate needs at least one round and one baseline round")
+    if n_per_round <= 0:
+        raise ValueError("n_per_round must be positive")
+    # A round can't take 0 ns on a real clock, but keep the division safe.
+    rates = [n_per_round * 1e9 / max(t, 1) for t in round_ns]
+    baseline_rates = [n_per_round * 1e9 / max(t, 1) for t in baseline_round_ns]
+    ns_per_op = statistics.median(round_ns) / n_per_round
+    baseline_ns_per_op = statistics.median(baseline_round_ns) / n_per_round
+    return RateStats(
+        rounds=len(round_ns),
+        n_per_round=n_per_round,
+        ops_per_s=statistics.median(rates),
+        min_ops_per_s=min(rates),
+        max_ops_per_s=max(rates),
+        baseline_ops_per_s=statistics.median(baseline_rates),
+        ns_per_op=ns_per_op,
+        net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0),
+    )
+
+
+def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[float]:
+    """``numerator / denominator``, or None when either is missing or the denominator is 0."""
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    return numerator / denominator
