@@ -82,19 +82,23 @@ def test_notify_that_writes_nothing_is_counted_lost() -> None:
     assert set(threading.enumerate()) == threads_before
 
 
-def test_late_token_does_not_fake_the_next_wake() -> None:
-    # A token left in the pipe (as a late notify would leave it) is drained by
-    # reset() before the next wake, so that wake is still lost, not instant.
-    params = MeasureParams(n=2, warmup=0, settle_us=200, timeout_s=0.05)
-    calls = []
 
-    real_write = os.write
+def test_poll_then_read_reads_a_token_and_times_out_without_one() -> None:
+    read_fd, write_fd = os.pipe()
+    try:
+        os.set_blocking(read_fd, False)
 
-    def write_once(fd: int, data: bytes) -> int:
-        calls.append(data)
-        # First notify writes nothing (lost); then nothing either.
-        return real_write(fd, b"")
+        def read_token() -> bool:
+            try:
+                return bool(os.read(read_fd, 64))
+            except BlockingIOError:
+                return False
 
-    raw = fds._measure_pipe(params, b"")
-    assert raw.lost == 2
-    del calls, write_once
+        wait = fds._poll_then_read(read_fd, read_token)
+        assert wait(0.02) is False
+        os.write(write_fd, b"x")
+        assert wait(1.0) is True
+        assert wait(0.02) is False  # the token was consumed
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)

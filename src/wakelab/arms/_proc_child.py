@@ -37,7 +37,7 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 now_ns = time.perf_counter_ns
 
@@ -48,16 +48,21 @@ WaitOnce = Callable[[int, float], Optional[int]]
 
 
 def child_facts() -> Dict[str, object]:
-    """What the parent checks before trusting cross-process differences."""
+    """What the parent checks (the clock) and records (interpreter, CPUs) about the child."""
+    getaffinity = getattr(os, "sched_getaffinity", None)
     return {
         "pid": os.getpid(),
         "clock": time.get_clock_info("perf_counter").implementation,
         "python": sys.version.split()[0],
+        "cpus": sorted(getaffinity(0)) if getaffinity is not None else None,
     }
 
 
-def serve(conn: Any, wait_once: WaitOnce, drain: Callable[[], None]) -> int:
-    """Run the waiter loop until the parent says quit; return the exit status."""
+def serve(conn: Any, wait_once: WaitOnce, drain: Callable[[], None], timeout_s: float) -> int:
+    """Run the waiter loop until the parent says quit; return the exit status.
+
+    Each wait gives up after ``timeout_s`` (a lost wake, reported as such).
+    """
     try:
         conn.send(("hello", child_facts()))
         while True:
@@ -69,7 +74,7 @@ def serve(conn: Any, wait_once: WaitOnce, drain: Callable[[], None]) -> int:
                 return 0
             drain()
             conn.send(("ready", index))
-            t1 = wait_once(index, _TIMEOUT_S[0])
+            t1 = wait_once(index, timeout_s)
             if t1 is None:
                 conn.send(("lost", index))
             else:
@@ -84,10 +89,6 @@ def serve(conn: Any, wait_once: WaitOnce, drain: Callable[[], None]) -> int:
         conn.close()
 
 
-# The wait timeout, set once at start-up (a list so the loop reads it cheaply).
-_TIMEOUT_S: List[float] = [1.0]
-
-
 def _poll_ms(timeout_s: float) -> int:
     return max(0, int(math.ceil(timeout_s * 1000.0)))
 
@@ -95,7 +96,7 @@ def _poll_ms(timeout_s: float) -> int:
 # --- Popen children ---------------------------------------------------------
 
 
-def _sigwait_waiter() -> "tuple[WaitOnce, Callable[[], None]]":
+def _sigwait_waiter() -> Tuple[WaitOnce, Callable[[], None]]:
     signum = signal.SIGUSR1
     sigset = {signum}
     # Blocked before "hello": from then on a SIGUSR1 stays pending until
@@ -115,7 +116,7 @@ def _sigwait_waiter() -> "tuple[WaitOnce, Callable[[], None]]":
     return wait_once, drain
 
 
-def _fd_waiter(fd: int, consume: Callable[[], None]) -> "tuple[WaitOnce, Callable[[], None]]":
+def _fd_waiter(fd: int, consume: Callable[[], None]) -> Tuple[WaitOnce, Callable[[], None]]:
     # Non-blocking, so that draining and consuming never block; the wait
     # itself is poll(), which is what bounds it by the timeout.
     os.set_blocking(fd, False)
@@ -141,7 +142,7 @@ def _fd_waiter(fd: int, consume: Callable[[], None]) -> "tuple[WaitOnce, Callabl
     return wait_once, drain
 
 
-def _pipe_waiter(fd: int) -> "tuple[WaitOnce, Callable[[], None]]":
+def _pipe_waiter(fd: int) -> Tuple[WaitOnce, Callable[[], None]]:
     def consume() -> None:
         try:
             data = os.read(fd, 4096)
@@ -153,7 +154,7 @@ def _pipe_waiter(fd: int) -> "tuple[WaitOnce, Callable[[], None]]":
     return _fd_waiter(fd, consume)
 
 
-def _eventfd_waiter(fd: int) -> "tuple[WaitOnce, Callable[[], None]]":
+def _eventfd_waiter(fd: int) -> Tuple[WaitOnce, Callable[[], None]]:
     eventfd_read = os.eventfd_read  # type: ignore[attr-defined]  # 3.10+, Linux
 
     def consume() -> None:
@@ -170,7 +171,6 @@ def main(argv: List[str]) -> int:
     from multiprocessing.connection import Connection
 
     mode, conn_fd, timeout_s = argv[0], int(argv[1]), float(argv[2])
-    _TIMEOUT_S[0] = timeout_s
     conn = Connection(conn_fd)
     try:
         if mode == "sigwait":
@@ -187,7 +187,7 @@ def main(argv: List[str]) -> int:
         finally:
             conn.close()
         return 1
-    return serve(conn, wait_once, drain)
+    return serve(conn, wait_once, drain, timeout_s)
 
 
 # --- multiprocessing (spawn) children ----------------------------------------
@@ -195,7 +195,6 @@ def main(argv: List[str]) -> int:
 
 def mp_event_waiter(conn: Any, event: Any, timeout_s: float) -> None:
     """Process target: wait on a ``multiprocessing.Event`` the parent clears and sets."""
-    _TIMEOUT_S[0] = timeout_s
     wait = event.wait
 
     def wait_once(index: int, timeout: float) -> Optional[int]:
@@ -204,14 +203,13 @@ def mp_event_waiter(conn: Any, event: Any, timeout_s: float) -> None:
         return t1 if ok else None
 
     # The parent clears the event before each wake: nothing to drain here.
-    sys.exit(serve(conn, wait_once, lambda: None))
+    sys.exit(serve(conn, wait_once, lambda: None, timeout_s))
 
 
 def mp_queue_waiter(conn: Any, queue_: Any, timeout_s: float) -> None:
     """Process target: ``get()`` wake number i, put by the parent, from a ``multiprocessing.Queue``."""
     import queue
 
-    _TIMEOUT_S[0] = timeout_s
     get = queue_.get
     Empty = queue.Empty
 
@@ -235,4 +233,4 @@ def mp_queue_waiter(conn: Any, queue_: Any, timeout_s: float) -> None:
             if item == index:
                 return t1
 
-    sys.exit(serve(conn, wait_once, drain))
+    sys.exit(serve(conn, wait_once, drain, timeout_s))

@@ -60,19 +60,45 @@ def _handshake_s(params: MeasureParams) -> float:
     return params.timeout_s + 5.0
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """The stdlib selector loop, with debug mode off even under ``-X dev``.
+
+    Debug mode records a traceback for every scheduled callback, which would
+    measure asyncio's debugging aid instead of its wake path.
+    """
+    loop = asyncio.SelectorEventLoop()
+    loop.set_debug(False)
+    return loop
+
+
 def _loop_info(params: MeasureParams) -> Dict[str, object]:
     return {
         "settle_us": params.settle_us,
         "loop": "asyncio.SelectorEventLoop",
         "selector": selectors.DefaultSelector.__name__,
+        "asyncio_debug": False,
     }
 
 
 def _cancel_tasks_and_stop(loop: asyncio.AbstractEventLoop) -> None:
-    """Runs in the loop: cancel what is left, then stop once the cancellations ran."""
-    for task in asyncio.all_tasks(loop):
+    """Runs in the loop: cancel what is left, then stop once every task has finished.
+
+    Stopping only after the tasks' done-callbacks ran lets a cancellation
+    reach the futures chained to them (``run_coroutine_threadsafe``).
+    """
+    pending = set(asyncio.all_tasks(loop))
+    if not pending:
+        loop.stop()
+        return
+
+    def finished(task: "asyncio.Task[Any]") -> None:
+        pending.discard(task)
+        if not pending:
+            loop.call_soon(loop.stop)
+
+    for task in list(pending):
+        task.add_done_callback(finished)
         task.cancel()
-    loop.call_soon(loop.stop)
 
 
 @contextlib.contextmanager
@@ -82,7 +108,7 @@ def _open_loop_thread(name: str, join_s: float) -> Iterator[asyncio.AbstractEven
     On exit the loop's leftover tasks are cancelled, the loop stopped, the
     thread joined (at most ``join_s``) and the loop closed.
     """
-    loop = asyncio.SelectorEventLoop()
+    loop = _new_loop()
     thread = None  # type: Optional[threading.Thread]
     try:
         started = threading.Event()
@@ -338,7 +364,7 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
                 collector.add(t1 - box["t0"])
 
     with preserved_signal_state([signum]):
-        loop = asyncio.SelectorEventLoop()
+        loop = _new_loop()
         thread = None  # type: Optional[threading.Thread]
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])

@@ -21,9 +21,8 @@ Without a compiler the native arms are *unavailable*, with that reason; they
 are skipped, never an error.
 
 Running.  :func:`run_floor` runs the binary as a child process (no shell,
-with a timeout) and :func:`parse_latency_output` / :func:`parse_rate_output` read its line
-format, which is
-documented at the top of the C source.  A crash, a timeout or output that is
+with a timeout); :func:`parse_latency_output` and :func:`parse_rate_output`
+read its line format, which is documented at the top of the C source.  A crash, a timeout or output that is
 not that format raises :class:`NativeFloorError`.
 """
 
@@ -340,7 +339,8 @@ def run_floor(
         else:
             how = "exited with status %d" % proc.returncode
         raise NativeFloorError(
-            "native floor %s %s: %s" % (experiment, how, _tail(stderr, 4) or "(no message)")
+            "native floor %s %s: %s"
+            % (experiment, how, stderr.strip().splitlines()[0] if stderr.strip() else "(no message)")
         )
     return proc.stdout.decode("utf-8", "replace")
 

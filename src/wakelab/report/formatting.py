@@ -49,4 +49,6 @@ def format_ratio(value: Optional[float]) -> str:
         return DASH
     if value >= 10:
         return "%.0f×" % value
-    return "%.1f×" % value
+    if value >= 1:
+        return "%.1f×" % value
+    return "%.2g×" % value

@@ -108,7 +108,10 @@ def format_verdict(summary: Mapping[str, object]) -> List[str]:
         pa, pb = _latency(a).get("p99_ns"), _latency(b).get("p99_ns")
         ratio99 = pa / pb if pa is not None and pb else None  # type: ignore[operator]
         if like_for_like(a, b):
-            judgement = "like for like: both waiters %s." % a["waiter"]
+            judgement = "like for like: both waiters %s" % a["waiter"]
+            if a.get("scope") != b.get("scope"):
+                judgement += " (scopes differ: %s against %s)" % (a.get("scope"), b.get("scope"))
+            judgement += "."
         else:
             judgement = "NOT like for like: %s waiter against %s waiter." % (a["waiter"], b["waiter"])
         text = "%s / %s = %s at p50%s; %s" % (

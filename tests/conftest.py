@@ -1,0 +1,149 @@
+"""Shared fixtures: deterministic summaries built from fixed raw samples."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import tempfile
+import threading
+from typing import Dict, Iterator
+
+import pytest
+
+from wakelab.arms import get_arm
+from wakelab.arms.base import MeasureParams, RawLatency, RawRate
+from wakelab.harness import runner
+from wakelab.labs import LAB_135
+from wakelab.report.caveats import derive_caveats
+
+# The native-floor arms compile into $XDG_CACHE_HOME: keep the suite's builds out of the
+# user's cache (subprocesses started by tests inherit this too).
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="wakelab-test-cache-")
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+
+FIXED_INTERPRETER = {
+    "implementation": "CPython",
+    "version": "3.13.5",
+    "executable": "/usr/bin/python3.13",
+    "build": "main, Jun 11 2025 15:36:57",
+    "compiler": "GCC 12.2.0",
+    "debug_build": False,
+    "switch_interval_s": 0.005,
+    "free_threaded_build": False,
+    "gil_enabled": True,
+}
+FIXED_MACHINE = {
+    "os": "Linux",
+    "kernel": "6.1.0-test",
+    "architecture": "x86_64",
+    "hostname": "testbox",
+    "cpu_model": "Test CPU @ 2.00GHz",
+    "cpu_count": 2,
+    "cpus_allowed": [0, 1],
+}
+FIXED_TIMER = {
+    "clock": "time.perf_counter_ns",
+    "implementation": "clock_gettime(CLOCK_MONOTONIC)",
+    "monotonic": True,
+    "resolution_ns": 1.0,
+    "pairs": 20000,
+    "floor_min_ns": 40,
+    "floor_p50_ns": 50,
+}
+
+
+def build_lab135_summary() -> Dict[str, object]:
+    """A Lab 135 summary from fixed samples: event 10..209 µs, signal 2.0..2.199 µs."""
+    params = MeasureParams(n=200, install_n=20000, rounds=7)
+    plan = runner.RunPlan(
+        lab=LAB_135,
+        arm_names=list(LAB_135.arms),
+        params=params,
+        folder="/nonexistent",
+        command=["wakelab", "run"],
+    )
+    summary = runner.new_summary(plan)
+    summary.update(
+        {
+            "started_utc": "2026-10-01T06:00:00Z",
+            "finished_utc": "2026-10-01T06:00:02Z",
+            "wall_s": 1.5,
+            "interpreter": dict(FIXED_INTERPRETER),
+            "machine": dict(FIXED_MACHINE),
+            "timer": dict(FIXED_TIMER),
+            "tool": {"name": "wakelab", "version": "0.1.0"},
+        }
+    )
+    raws = {
+        "event": RawLatency(samples_ns=tuple(10_000 + 1000 * i for i in range(200)), lost=0, warmup_discarded=10),
+        "sigusr1-self": RawLatency(samples_ns=tuple(2000 + i for i in range(200)), lost=0, warmup_discarded=10),
+        "signal-install": RawRate(
+            n_per_round=20000,
+            round_ns=(20_000_000, 18_000_000, 19_000_000, 21_000_000, 22_000_000, 20_500_000, 19_500_000),
+            baseline_round_ns=(400_000,) * 7,
+            warmup_rounds=1,
+        ),
+    }
+    for entry in summary["arms"]:  # type: ignore[union-attr]
+        runner.summarize_raw(entry, raws[entry["name"]])
+        entry["status"] = runner.OK
+        entry["wall_s"] = 0.5
+        entry["samples_file"] = "samples/%s.json" % entry["name"]
+    summary["complete"] = runner.is_complete(summary)
+    summary["caveats"] = derive_caveats(summary)
+    return summary
+
+
+@pytest.fixture
+def lab135_summary() -> Dict[str, object]:
+    return copy.deepcopy(build_lab135_summary())
+
+
+def open_fds() -> set:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def process_state() -> Dict[str, object]:
+    """What an arm must leave as it found it."""
+    from wakelab.harness.sigstate import snapshot
+
+    watched = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGALRM, signal.SIGCHLD]
+    return {
+        "signals": snapshot(watched),
+        "threads": sorted(t.name for t in threading.enumerate()),
+        "switch_interval": __import__("sys").getswitchinterval(),
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+    }
+
+
+def children() -> set:
+    """Live child processes of this process (from /proc)."""
+    me = str(os.getpid())
+    found = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.add(int(pid))
+    return found
+
+
+@pytest.fixture
+def tiny_params() -> MeasureParams:
+    return MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0, install_n=500, rounds=2)
+
+
+@pytest.fixture
+def clean_state() -> Iterator[None]:
+    """Fails the test if it leaves signal state, threads or fds changed."""
+    before, fds = process_state(), open_fds()
+    yield
+    assert process_state() == before
+    assert open_fds() == fds

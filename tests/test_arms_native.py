@@ -1,0 +1,321 @@
+"""Tests for the native floor (wakelab.native) and its arms (wakelab.arms.native).
+
+Real-timing tests check sanity only.  Every test builds into a temporary
+cache folder (XDG_CACHE_HOME), shared by the session so the C source is
+compiled once; the no-compiler tests use fresh folders of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from wakelab import native as floor
+from wakelab.arms import all_arms, get_arm
+from wakelab.arms import native as native_arms
+from wakelab.arms.base import BLOCKED, LATENCY, RATE, MeasureParams, RawLatency, RawRate
+
+LATENCY_ARMS = [
+    "native-condvar",
+    "native-pipe",
+    "native-eventfd",
+    "native-self-signal",
+    "native-sigwait",
+]
+ALL_NATIVE = LATENCY_ARMS + ["native-sigaction-install"]
+SMALL = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
+ONE_SECOND_NS = 1_000_000_000
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(autouse=True)
+def private_cache(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Never build into the user's real cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+    return shared_cache
+
+
+@pytest.fixture
+def have_floor() -> floor.FloorBinary:
+    reason = floor.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    return floor.floor_binary()
+
+
+def _open_fds() -> List[str]:
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+# -- the registry ---------------------------------------------------------
+
+
+def test_registry_lists_every_native_arm() -> None:
+    names = [arm.name for arm in all_arms() if arm.family == "native"]
+    assert names == ALL_NATIVE
+    for name in ALL_NATIVE:
+        arm = get_arm(name)
+        assert arm.native is None
+        assert arm.kind == (RATE if name == "native-sigaction-install" else LATENCY)
+        assert arm.t0 and arm.t1 and arm.mechanism
+        assert "\n" not in arm.t0 and "\n" not in arm.t1
+        assert not arm.needs_main_thread
+
+
+def test_importing_does_not_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "fresh"
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=SRC)
+    subprocess.run(
+        [sys.executable, "-c", "import wakelab.arms.native, wakelab.arms; wakelab.arms.all_arms()"],
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    assert not cache.exists()
+
+
+# -- real runs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", LATENCY_ARMS)
+def test_latency_arm_is_sane(name: str, have_floor: floor.FloorBinary) -> None:
+    arm = get_arm(name)
+    assert arm.requires() is None
+    before = _open_fds()
+    raw = arm.measure(SMALL)
+    assert _open_fds() == before
+    assert isinstance(raw, RawLatency)
+    assert raw.lost == 0
+    assert raw.warmup_discarded == SMALL.warmup
+    assert len(raw.samples_ns) == SMALL.n
+    assert all(0 < s < ONE_SECOND_NS for s in raw.samples_ns)
+    assert raw.info["binary"] == have_floor.path
+    assert raw.info["clock"] == "CLOCK_MONOTONIC"
+    if arm.waiter == BLOCKED:
+        assert raw.info["settle_us"] == SMALL.settle_us
+
+
+def test_rate_arm_gives_positive_ops(have_floor: floor.FloorBinary) -> None:
+    params = MeasureParams(install_n=2000, rounds=3, warmup_rounds=1)
+    raw = get_arm("native-sigaction-install").measure(params)
+    assert isinstance(raw, RawRate)
+    assert raw.n_per_round == 2000
+    assert raw.warmup_rounds == 1
+    assert len(raw.round_ns) == 3 and len(raw.baseline_round_ns) == 3
+    assert all(0 < r < 10 * ONE_SECOND_NS for r in raw.round_ns)
+    assert all(b >= 0 for b in raw.baseline_round_ns)
+    assert all(raw.n_per_round / (r / 1e9) > 0 for r in raw.round_ns)
+
+
+@pytest.mark.parametrize("name", LATENCY_ARMS)
+def test_planted_delay_is_visible(name: str, have_floor: floor.FloorBinary) -> None:
+    params = MeasureParams(n=10, warmup=1, settle_us=200, planted_delay_us=2000)
+    raw = get_arm(name).measure(params)
+    assert isinstance(raw, RawLatency)
+    assert raw.lost == 0
+    assert len(raw.samples_ns) == 10
+    assert all(s >= 2_000_000 for s in raw.samples_ns)
+
+
+@pytest.mark.parametrize("name", LATENCY_ARMS)
+def test_skipped_notifies_are_counted_lost(name: str, have_floor: floor.FloorBinary) -> None:
+    # lose_every=2: the C notifier skips every second notify; the wait times out.
+    params = MeasureParams(n=4, warmup=0, settle_us=100, timeout_s=0.02)
+    raw = floor.measure_latency(name, params, extra={"lose_every": 2})
+    assert raw.lost == 2
+    assert len(raw.samples_ns) == 2
+    assert all(0 < s < ONE_SECOND_NS for s in raw.samples_ns)
+
+
+# -- building ---------------------------------------------------------------
+
+
+def test_build_is_cached_and_leaves_no_temporary_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, have_floor: floor.FloorBinary
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = floor.floor_binary()
+    assert built.path.startswith(str(tmp_path / "wakelab" / "native") + os.sep)
+    assert os.access(built.path, os.X_OK)
+    assert os.listdir(os.path.dirname(built.path)) == [floor.BINARY_NAME]
+    stamp = os.stat(built.path).st_mtime_ns
+    # A new process (simulated by forgetting the in-process memo) reuses it.
+    monkeypatch.setattr(floor, "_MEMO", {})
+    assert floor.floor_binary().path == built.path
+    assert os.stat(built.path).st_mtime_ns == stamp
+
+
+def test_concurrent_builds_agree(tmp_path: Path, have_floor: floor.FloorBinary) -> None:
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=SRC)
+    code = "from wakelab import native; print(native.floor_binary().path)"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    paths = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        paths.append(out.decode().strip())
+    assert len(set(paths)) == 1
+    assert os.listdir(os.path.dirname(paths[0])) == [floor.BINARY_NAME]
+
+
+def test_a_broken_cached_binary_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, have_floor: floor.FloorBinary
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = floor.floor_binary().path
+    with open(path, "wb") as f:
+        f.write(b"not a binary")
+    monkeypatch.setattr(floor, "_MEMO", {})
+    assert floor.floor_binary().path == path
+    assert floor.measure_latency("native-condvar", MeasureParams(n=3, warmup=0, settle_us=100)).lost == 0
+
+
+def test_default_cache_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the path computation: nothing is built in the user's cache.
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert floor.cache_root() == os.path.join(os.path.expanduser("~"), ".cache", "wakelab", "native")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")
+    assert floor.cache_root() == os.path.join(os.path.expanduser("~"), ".cache", "wakelab", "native")
+
+
+@pytest.fixture
+def no_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setenv("CC", "/nonexistent/wakelab-cc")
+    monkeypatch.setenv("PATH", "")
+    return cache
+
+
+def test_without_a_compiler_native_arms_are_unavailable(no_compiler: Path) -> None:
+    for arm in native_arms.ARMS:
+        reason = arm.requires()
+        assert reason is not None and "no C compiler found" in reason
+        assert "CC" in reason
+    with pytest.raises(floor.NativeFloorUnavailable, match="no C compiler found"):
+        get_arm("native-condvar").measure(SMALL)
+    assert not no_compiler.exists()
+
+
+def test_without_cc_and_empty_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", "")
+    assert floor.find_compiler() == (None, "no C compiler found (set CC or install gcc)")
+    assert native_arms.requires_native_floor() == "no C compiler found (set CC or install gcc)"
+
+
+def test_a_failing_compiler_makes_arms_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "fakecc.py"
+    fake.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            if "--version" in sys.argv:
+                print("fakecc 1.0")
+            else:
+                print("fakecc: error: boom", file=sys.stderr)
+                sys.exit(1)
+            """
+        )
+    )
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setenv("CC", "%s %s" % (sys.executable, fake))
+    reason = native_arms.requires_native_floor()
+    assert reason is not None
+    assert "compiling the native floor failed" in reason and "boom" in reason
+    built = cache / "wakelab" / "native"
+    leftovers = [p for p in built.rglob("*") if p.is_file()] if built.exists() else []
+    assert leftovers == []
+
+
+# -- a binary that misbehaves -------------------------------------------------
+
+
+def _fake_binary(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    fake = floor.FloorBinary(path=path, compiler=("cc",), compiler_version="test")
+    monkeypatch.setattr(floor, "floor_binary", lambda: fake)
+
+
+def test_garbage_output_raises_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    echo = shutil.which("echo") or "/bin/echo"
+    _fake_binary(monkeypatch, echo)
+    with pytest.raises(floor.NativeFloorError, match="unexpected output from the native floor native-condvar"):
+        get_arm("native-condvar").measure(SMALL)
+    with pytest.raises(floor.NativeFloorError, match="unexpected output"):
+        get_arm("native-sigaction-install").measure(MeasureParams(install_n=10, rounds=1))
+
+
+def test_a_failing_binary_raises_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    false = shutil.which("false") or "/bin/false"
+    _fake_binary(monkeypatch, false)
+    with pytest.raises(floor.NativeFloorError, match="exited with status 1"):
+        get_arm("native-pipe").measure(SMALL)
+    _fake_binary(monkeypatch, "/nonexistent/wakelab_floor")
+    with pytest.raises(floor.NativeFloorError, match="cannot run the native floor"):
+        get_arm("native-pipe").measure(SMALL)
+
+
+def test_usage_errors_of_the_binary_surface(have_floor: floor.FloorBinary) -> None:
+    with pytest.raises(floor.NativeFloorError, match="unknown experiment"):
+        floor.measure_latency("native-nonesuch", SMALL)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "hello\n",
+        "wakelab-floor 1 latency native-pipe 2\n5\n6\nend 2\n",  # wrong experiment
+        "wakelab-floor 2 latency native-condvar 2\n5\n6\nend 2\n",  # wrong version
+        "wakelab-floor 1 rate native-condvar 2\n5\n6\nend 2\n",  # wrong kind
+        "wakelab-floor 1 latency native-condvar 2\n5\n6\n",  # truncated
+        "wakelab-floor 1 latency native-condvar 2\n5\nend 2\n",  # short
+        "wakelab-floor 1 latency native-condvar 2\n5\nsix\nend 2\n",
+        "wakelab-floor 1 latency native-condvar 2\n5\n+6\nend 2\n",
+        "wakelab-floor 1 latency native-condvar x\nend x\n",
+    ],
+)
+def test_parse_latency_output_rejects_garbage(text: str) -> None:
+    with pytest.raises(floor.NativeFloorError, match="unexpected output"):
+        floor.parse_latency_output(text, "native-condvar")
+
+
+def test_parse_latency_output_reads_lost_wakes() -> None:
+    text = "wakelab-floor 1 latency native-condvar 3\n1500\nlost\n2200\nend 3\n"
+    assert floor.parse_latency_output(text, "native-condvar") == [1500, None, 2200]
+
+
+def test_parse_rate_output() -> None:
+    text = "wakelab-floor 1 rate native-sigaction-install 2\n300 7\n310 8\nend 2\n"
+    assert floor.parse_rate_output(text, "native-sigaction-install") == [(300, 7), (310, 8)]
+    with pytest.raises(floor.NativeFloorError, match="bad record"):
+        floor.parse_rate_output(
+            "wakelab-floor 1 rate native-sigaction-install 1\n300\nend 1\n",
+            "native-sigaction-install",
+        )
+
+
+def test_timeout_is_rounded_up_to_a_whole_millisecond() -> None:
+    args = floor._floor_args(MeasureParams(timeout_s=0.0004), None)
+    assert "timeout_ms=1" in args
+    args = floor._floor_args(MeasureParams(timeout_s=1.5), {"lose_every": 3})
+    assert "timeout_ms=1500" in args and "lose_every=3" in args

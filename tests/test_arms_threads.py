@@ -1,0 +1,176 @@
+"""Tests for the thread-coordination arms (wakelab.arms.threads) and their driver.
+
+Real-timing tests check behaviour, never speed: sample counts, positivity, a
+generous upper bound, lost-wake accounting, the planted delay, and that no
+thread is left behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Iterator, List
+
+import pytest
+
+from wakelab.arms import threads
+from wakelab.arms._drivers import HarnessError, measure_thread_wake, measure_thread_wake_stamped
+from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, SPINNING, Arm, MeasureParams
+
+FAST = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
+SHORT_TIMEOUT = MeasureParams(n=3, warmup=0, settle_us=200, timeout_s=0.05)
+PLANTED = MeasureParams(n=5, warmup=1, settle_us=200, timeout_s=1.0, planted_delay_us=2000)
+
+ARMS_BY_NAME = {arm.name: arm for arm in threads.ARMS}
+EXPECTED_NAMES = {
+    "event",
+    "condition",
+    "lock-handoff",
+    "semaphore",
+    "queue",
+    "simplequeue",
+    "future",
+    "event-spin",
+    "queue-spin",
+}
+
+
+@pytest.fixture(autouse=True)
+def no_threads_left_behind() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    leftover = [t for t in threading.enumerate() if t not in before]
+    assert leftover == []
+
+
+def _never_notify(mark_t0: Callable[[], None]) -> None:
+    mark_t0()
+
+
+# -- the catalogue --------------------------------------------------------------
+
+
+def test_catalogue_names() -> None:
+    assert set(ARMS_BY_NAME) == EXPECTED_NAMES
+    assert len(threads.ARMS) == len(EXPECTED_NAMES)
+    assert set(threads.WAKE_PATHS) == EXPECTED_NAMES - {"event"}
+
+
+@pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
+def test_arm_identity_is_documented(arm: Arm) -> None:
+    assert arm.family == "threads"
+    assert arm.kind == LATENCY
+    assert arm.scope == CROSS_THREAD
+    assert arm.waiter in (BLOCKED, SPINNING)
+    for text in (arm.mechanism, arm.t0, arm.t1):
+        assert text and "\n" not in text
+    assert "perf_counter_ns()" in arm.t0 and "perf_counter_ns()" in arm.t1
+    assert arm.unavailable_reason() is None
+    if arm.waiter == BLOCKED:
+        assert arm.native == "native-condvar"
+    else:
+        assert arm.name.endswith("-spin") and arm.native is None
+        assert "time.sleep(0)" in arm.mechanism
+
+
+def test_event_arm_unchanged() -> None:
+    arm = ARMS_BY_NAME["event"]
+    assert arm.measure is threads.measure_event
+    assert arm.waiter == BLOCKED
+    assert arm.t0 == "main thread: perf_counter_ns() immediately before Event.set()"
+
+
+# -- real runs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
+def test_arm_runs_for_real(arm: Arm) -> None:
+    raw = arm.measure(FAST)
+    assert raw.lost == 0
+    assert raw.warmup_discarded == FAST.warmup
+    assert len(raw.samples_ns) == FAST.n
+    assert all(0 < s < 1_000_000_000 for s in raw.samples_ns)
+
+
+@pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
+def test_planted_delay_is_seen(arm: Arm) -> None:
+    raw = arm.measure(PLANTED)
+    assert raw.lost == 0
+    assert len(raw.samples_ns) == PLANTED.n
+    assert all(s >= PLANTED.planted_delay_ns for s in raw.samples_ns)
+
+
+# -- lost wakes -----------------------------------------------------------------
+
+
+def test_event_lost_wakes_are_counted() -> None:
+    event = threading.Event()
+    raw = measure_thread_wake(
+        SHORT_TIMEOUT, reset=event.clear, wait=event.wait, notify=lambda: None
+    )
+    assert raw.samples_ns == ()
+    assert raw.lost == SHORT_TIMEOUT.n
+
+
+@pytest.mark.parametrize("name", sorted(threads.WAKE_PATHS))
+def test_lost_wakes_are_counted(name: str) -> None:
+    path = threads.WAKE_PATHS[name]()
+    start = time.monotonic()
+    raw = measure_thread_wake_stamped(
+        SHORT_TIMEOUT, reset=path.reset, wait=path.wait, notify=_never_notify
+    )
+    assert raw.samples_ns == ()
+    assert raw.lost == SHORT_TIMEOUT.n
+    # Every wait gave up on its own timeout; nothing hung.
+    assert time.monotonic() - start < 5.0
+
+
+@pytest.mark.parametrize("name", sorted(threads.WAKE_PATHS))
+def test_reset_clears_a_late_notify(name: str) -> None:
+    """A notify that lands after the waiter gave up is lost, and leaves nothing behind.
+
+    Every other notify arrives after the waiter's timeout; if ``reset`` failed
+    to clear what it left (a queued item, a released permit, a set flag, a
+    finished Future, a free lock), the following wake would return before
+    ``t0`` and give a negative sample.
+    """
+    path = threads.WAKE_PATHS[name]()
+    params = MeasureParams(n=4, warmup=0, settle_us=200, timeout_s=0.03)
+    calls: List[int] = []
+
+    def sometimes_late(mark_t0: Callable[[], None]) -> None:
+        calls.append(1)
+        if len(calls) % 2:
+            time.sleep(params.timeout_s * 2)
+        path.notify(mark_t0)
+
+    raw = measure_thread_wake_stamped(
+        params, reset=path.reset, wait=path.wait, notify=sometimes_late
+    )
+    assert raw.lost == params.n // 2
+    assert len(raw.samples_ns) == params.n // 2
+    assert all(0 < s < 1_000_000_000 for s in raw.samples_ns)
+
+
+# -- the stamped driver ---------------------------------------------------------
+
+
+def test_stamped_driver_requires_exactly_one_mark() -> None:
+    path = threads.WAKE_PATHS["semaphore"]()
+
+    def marks_twice(mark_t0: Callable[[], None]) -> None:
+        mark_t0()
+        path.notify(mark_t0)
+
+    with pytest.raises(HarnessError, match="2 times"):
+        measure_thread_wake_stamped(FAST, reset=path.reset, wait=path.wait, notify=marks_twice)
+
+
+def test_stamped_driver_surfaces_waiter_errors() -> None:
+    def broken_wait(timeout_s: float) -> int:
+        raise ValueError("boom")
+
+    with pytest.raises(HarnessError, match="boom"):
+        measure_thread_wake_stamped(
+            FAST, reset=lambda: None, wait=broken_wait, notify=_never_notify
+        )

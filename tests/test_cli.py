@@ -1,0 +1,156 @@
+"""CLI golden tests: exact stdout, stderr and exit codes, including bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import GOLDEN
+from wakelab.cli import main
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def run_cli(*args: str, cwd=None):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run(
+        [sys.executable, "-m", "wakelab", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+def test_show_prints_the_golden_summary(tmp_path, lab135_summary, capsys) -> None:
+    (tmp_path / "summary.json").write_text(json.dumps(lab135_summary), encoding="utf-8")
+    assert main(["show", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    with open(os.path.join(GOLDEN, "lab135_summary.txt"), encoding="utf-8") as fh:
+        assert out == fh.read()
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--n", "0"], "wakelab run: error: argument -n/--n: must be between 1 and 1,000,000, got 0 (see wakelab run --help)"),
+        (["run", "--n", "-5"], "wakelab run: error: argument -n/--n: must be between 1 and 1,000,000, got -5 (see wakelab run --help)"),
+        (["run", "--n", "abc"], "wakelab run: error: argument -n/--n: expected a whole number, got 'abc' (see wakelab run --help)"),
+        (["run", "--n", "10000000000"], "wakelab run: error: argument -n/--n: must be between 1 and 1,000,000, got 10000000000 (see wakelab run --help)"),
+        (["run", "--rounds", "0"], "wakelab run: error: argument --rounds: must be between 1 and 1,000, got 0 (see wakelab run --help)"),
+        (["run", "--install-n", "1.5"], "wakelab run: error: argument --install-n: expected a whole number, got '1.5' (see wakelab run --help)"),
+        (["run", "--timeout-s", "nan"], "wakelab run: error: argument --timeout-s: must be between 0.001 and 3600.0 seconds, got nan (see wakelab run --help)"),
+        (["run", "--timeout-s", "0"], "wakelab run: error: argument --timeout-s: must be between 0.001 and 3600.0 seconds, got 0 (see wakelab run --help)"),
+        (["run", "--settle-us", "-1"], "wakelab run: error: argument --settle-us: must be between 0 and 10,000,000, got -1 (see wakelab run --help)"),
+        (["run", "--planted-delay-us", "600000", "--timeout-s", "0.5"], "wakelab: error: --planted-delay-us must be shorter than --timeout-s, or every wake would be lost"),
+        (["run", "--lab", "nope"], "wakelab: error: unknown lab 'nope' (valid: "),
+        (["run", "--arms", "nope"], "wakelab: error: unknown arm 'nope' (valid: event, "),
+        (["run", "--arms", ","], "wakelab: error: --arms needs at least one arm name"),
+        (["run", "--bogus"], "wakelab: error: unrecognized arguments: --bogus (see wakelab --help)"),
+        (["frobnicate"], "wakelab: error: argument COMMAND: invalid choice: 'frobnicate'"),
+        (["show", "/nonexistent/summary.json"], "wakelab: error: /nonexistent/summary.json: no such file (give an evidence folder or its summary.json)"),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_2(tmp_path, args, message) -> None:
+    out_dir = tmp_path / "out"
+    extra = ["-o", str(out_dir)] if args[0] == "run" else []
+    result = run_cli(*args, *extra)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(message)
+    assert not out_dir.exists()  # nothing half-written
+
+
+def test_unwritable_output_folder(tmp_path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = run_cli("run", "--n", "5", "-o", str(blocker / "sub"))
+    assert result.returncode == 2
+    assert result.stderr == "wakelab: error: cannot write evidence to %s: Not a directory (choose another folder with --output)\n" % (blocker / "sub")
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize("content", ["{", '{"schema": "wakelab.summary", "schema_version": 1}', "null"])
+def test_show_corrupt_summary(tmp_path, content) -> None:
+    (tmp_path / "summary.json").write_text(content, encoding="utf-8")
+    result = run_cli("show", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("wakelab: error: %s" % (tmp_path / "summary.json"))
+    assert "Traceback" not in result.stderr
+
+
+def test_run_writes_bundle_and_prints_summary(tmp_path) -> None:
+    result = run_cli("run", "--n", "10", "--warmup", "1", "--install-n", "200", "--rounds", "2", "-o", str(tmp_path / "ev"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Lab 135: signal vs threading.Event wakeup\n")
+    assert "VERDICT (from this run's figures)" in result.stdout
+    assert result.stderr.splitlines()[0] == "wakelab: [1/3] event ..."
+    assert result.stderr.splitlines()[-1] == "wakelab: evidence in %s (complete: true)" % (tmp_path / "ev")
+    assert sorted(os.listdir(tmp_path / "ev")) == ["samples", "summary.json", "summary.txt"]
+    assert (tmp_path / "ev" / "summary.txt").read_text(encoding="utf-8") == result.stdout
+
+
+def test_run_json_to_stdout(tmp_path) -> None:
+    result = run_cli("run", "--arms", "event", "--n", "5", "--json", "-q", "-o", str(tmp_path / "ev"))
+    assert result.returncode == 0
+    assert result.stderr == ""
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "wakelab.summary" and [a["name"] for a in doc["arms"]] == ["event"]
+    assert doc["arms"][0]["latency"]["n"] == 5
+
+
+def test_default_runs_never_overwrite_each_other(tmp_path) -> None:
+    for _ in range(2):
+        result = run_cli("run", "--arms", "event", "--n", "3", "-q", cwd=str(tmp_path))
+        assert result.returncode == 0, result.stderr
+    folders = sorted(os.listdir(tmp_path / "wakelab-runs"))
+    assert len(folders) == 2
+    assert all(f.startswith("135-signal-vs-event-wakeup-") for f in folders)
+
+
+def test_named_folder_is_replaced_on_request(tmp_path) -> None:
+    for n in ("3", "4"):
+        assert run_cli("run", "--arms", "event", "--n", n, "-q", "-o", str(tmp_path)).returncode == 0
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert doc["arms"][0]["latency"]["n"] == 4
+
+
+def test_list_shows_every_arm_with_t0_t1(capsys) -> None:
+    from wakelab.arms import all_arms
+
+    assert main(["list"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.startswith("ARMS\n  arm ")
+    for arm in all_arms():
+        assert "\n  %s " % arm.name in out
+        assert "t0: %s" % arm.t0[:40] in out.replace("\n      ", " ")
+    assert "135-signal-vs-event-wakeup (also: 135, lab135)" in out
+
+
+def test_list_json(capsys) -> None:
+    assert main(["list", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    event = next(a for a in data["arms"] if a["name"] == "event")
+    assert event["available"] is True and event["waiter"] == "blocked"
+
+
+def test_broken_pipe_is_quiet(tmp_path, lab135_summary) -> None:
+    (tmp_path / "summary.json").write_text(json.dumps(lab135_summary), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=SRC)
+    cmd = "%s -m wakelab show %s | head -1" % (sys.executable, tmp_path)
+    result = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=60)
+    assert result.stdout == "Lab 135: signal vs threading.Event wakeup\n"
+    assert result.stderr == ""
+
+
+def test_version_and_help() -> None:
+    assert run_cli("--version").stdout == "wakelab 0.1.0\n"
+    help_text = run_cli("run", "--help").stdout
+    for option in ("--lab", "--arms", "--n", "--warmup", "--settle-us", "--timeout-s", "--install-n", "--rounds", "--planted-delay-us", "--output", "--json", "--note"):
+        assert option in help_text

@@ -1,0 +1,105 @@
+"""Evidence bundle: atomic writes, the schema, and the validating loader."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from wakelab.errors import EvidenceError
+from wakelab.evidence import bundle
+from wakelab.evidence.load import load_summary, summary_schema, validate_summary
+
+
+def _write(tmp_path, doc) -> str:
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(doc) if not isinstance(doc, str) else doc, encoding="utf-8")
+    return str(path)
+
+
+def test_fixture_summary_is_valid(lab135_summary) -> None:
+    validate_summary(lab135_summary)
+
+
+def test_write_bundle_then_load_round_trips(tmp_path, lab135_summary) -> None:
+    bundle.write_bundle(str(tmp_path), lab135_summary, "text\n")
+    assert load_summary(str(tmp_path)) == json.loads(json.dumps(lab135_summary))
+    assert (tmp_path / "summary.txt").read_text(encoding="utf-8") == "text\n"
+    assert sorted(os.listdir(tmp_path)) == ["summary.json", "summary.txt"]  # no temp files left
+
+
+def test_atomic_write_keeps_old_file_when_writing_fails(tmp_path) -> None:
+    target = tmp_path / "f.txt"
+    bundle.atomic_write_text(str(target), "old\n")
+
+    class Boom:
+        def __str__(self) -> str:
+            raise RuntimeError("boom")
+
+    with pytest.raises(TypeError):
+        bundle.atomic_write_text(str(target), Boom())  # type: ignore[arg-type]
+    assert target.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["f.txt"]
+
+
+def test_create_unique_folder_never_reuses(tmp_path) -> None:
+    a = bundle.create_unique_folder(str(tmp_path), "run")
+    b = bundle.create_unique_folder(str(tmp_path), "run")
+    assert a != b and os.path.basename(b) == "run-2"
+
+
+def test_every_schema_property_is_documented() -> None:
+    missing = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            for name, sub in (node.get("properties") or {}).items():
+                if "description" not in sub:
+                    missing.append(where + "/" + name)
+                walk(sub, where + "/" + name)
+            for name, sub in (node.get("$defs") or {}).items():
+                walk(sub, "$defs/" + name)
+
+    walk(summary_schema(), "")
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"schema": "wakelab.summary", "schema_version": 1, "arms": [', "is not valid JSON (line 1"),
+        ("[1, 2]", "top level is list"),
+        ('{"hello": 1}', 'no "schema": "wakelab.summary"'),
+        ('{"schema": "wakelab.summary", "schema_version": 99}', "schema version 99, newer than this wakelab reads (1)"),
+        ('{"schema": "wakelab.summary", "schema_version": 1, "x": NaN}', "NaN is not valid JSON"),
+        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+        ("\xff\xfe", "not valid JSON"),
+    ],
+)
+def test_loader_rejects_bad_files_with_one_line(tmp_path, content, message) -> None:
+    with pytest.raises(EvidenceError) as info:
+        load_summary(_write(tmp_path, content))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_loader_names_the_bad_field(tmp_path, lab135_summary) -> None:
+    lab135_summary["arms"][0]["latency"]["p50_ns"] = "fast"
+    with pytest.raises(EvidenceError) as info:
+        load_summary(_write(tmp_path, lab135_summary))
+    assert "at arms/0/latency" in str(info.value)
+
+
+def test_loader_missing_file_and_folder(tmp_path) -> None:
+    with pytest.raises(EvidenceError, match="no such file"):
+        load_summary(str(tmp_path / "nope.json"))
+    with pytest.raises(EvidenceError, match="summary.json: no such file"):
+        load_summary(str(tmp_path))
+
+
+def test_loader_rejects_non_utf8(tmp_path) -> None:
+    path = tmp_path / "summary.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(EvidenceError, match="not UTF-8"):
+        load_summary(str(path))

@@ -1,0 +1,122 @@
+"""The runner: evidence written as it goes, failures and Ctrl-C recorded, numbers recomputable."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import wakelab.arms as registry
+from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
+from wakelab.evidence.load import load_summary
+from wakelab.harness.runner import RunInterrupted, RunPlan, run_plan
+from wakelab.labs import LAB_135
+from wakelab.stats import percentile
+
+
+def _plan(tmp_path, params, arms=("event", "sigusr1-self", "signal-install")) -> RunPlan:
+    return RunPlan(lab=LAB_135, arm_names=list(arms), params=params, folder=str(tmp_path), command=["test"])
+
+
+def _fake(name: str, measure, requires=lambda: None) -> Arm:
+    return Arm(name=name, family="threads", kind=LATENCY, mechanism="fake", waiter=BLOCKED, scope=CROSS_THREAD,
+               t0="t0", t1="t1", measure=measure, requires=requires)
+
+
+def test_run_writes_a_valid_complete_bundle(tmp_path, tiny_params, clean_state) -> None:
+    events = []
+    summary = run_plan(_plan(tmp_path, tiny_params), lambda e, info: events.append((e, info.get("arm"))))
+    assert summary["complete"] is True
+    assert load_summary(str(tmp_path)) == summary
+    assert (tmp_path / "summary.txt").read_text(encoding="utf-8").startswith("Lab 135: signal vs threading.Event wakeup")
+    assert [e for e in events if e[0] == "arm-done"] == [("arm-done", "event"), ("arm-done", "sigusr1-self"), ("arm-done", "signal-install")]
+    for entry in summary["arms"]:
+        assert entry["status"] == "ok"
+        assert entry["samples_file"] == "samples/%s.json" % entry["name"]
+
+
+def test_percentiles_recompute_from_raw_samples(tmp_path, tiny_params) -> None:
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("event",)))
+    entry = summary["arms"][0]
+    raw = json.loads((tmp_path / entry["samples_file"]).read_text())
+    assert raw["schema"] == "wakelab.samples" and raw["unit"] == "ns"
+    samples = sorted(raw["samples_ns"])
+    assert len(samples) == entry["latency"]["n"] == tiny_params.n
+    assert percentile(samples, 50) == entry["latency"]["p50_ns"]
+    assert samples[-1] == entry["latency"]["max_ns"]
+    assert raw["warmup_discarded"] == tiny_params.warmup
+
+
+def test_failed_arm_is_recorded_and_the_run_goes_on(tmp_path, tiny_params, monkeypatch) -> None:
+    def explode(params):
+        raise RuntimeError("planted crash")
+
+    registry.all_arms()
+    monkeypatch.setitem(registry._REGISTRY, "fake-crash", _fake("fake-crash", explode))
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-crash", "event")))
+    crash, event = summary["arms"]
+    assert crash["status"] == "failed" and crash["reason"] == "RuntimeError: planted crash"
+    assert event["status"] == "ok"
+    assert summary["complete"] is False
+    assert any("fake-crash failed: RuntimeError: planted crash" in c for c in summary["caveats"])
+
+
+def test_unavailable_arm_is_skipped_with_reason(tmp_path, tiny_params, monkeypatch) -> None:
+    registry.all_arms()
+    arm = _fake("fake-absent", lambda p: None, requires=lambda: "needs a unicorn")
+    monkeypatch.setitem(registry._REGISTRY, "fake-absent", arm)
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-absent", "event")))
+    assert summary["arms"][0]["status"] == "skipped"
+    assert summary["arms"][0]["reason"] == "needs a unicorn"
+    assert summary["complete"] is True
+    assert "fake-absent was skipped: needs a unicorn" in (tmp_path / "summary.txt").read_text(encoding="utf-8")
+
+
+def test_lost_wakes_make_the_run_incomplete(tmp_path, tiny_params, monkeypatch) -> None:
+    registry.all_arms()
+    lossy = _fake("fake-lossy", lambda p: RawLatency(samples_ns=(5, 6), lost=1, warmup_discarded=0))
+    monkeypatch.setitem(registry._REGISTRY, "fake-lossy", lossy)
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-lossy",)))
+    assert summary["arms"][0]["latency"]["lost"] == 1
+    assert summary["complete"] is False
+
+
+def test_ctrl_c_leaves_valid_incomplete_evidence(tmp_path, tiny_params, monkeypatch, clean_state) -> None:
+    def interrupt(params):
+        raise KeyboardInterrupt
+
+    registry.all_arms()
+    monkeypatch.setitem(registry._REGISTRY, "fake-ctrl-c", _fake("fake-ctrl-c", interrupt))
+    with pytest.raises(RunInterrupted):
+        run_plan(_plan(tmp_path, tiny_params, arms=("event", "fake-ctrl-c", "sigusr1-self")))
+    summary = load_summary(str(tmp_path))
+    assert summary["complete"] is False and summary["interrupted"] is True
+    assert [a["status"] for a in summary["arms"]] == ["ok", "interrupted", "pending"]
+    assert "INCOMPLETE (interrupted)" in (tmp_path / "summary.txt").read_text(encoding="utf-8")
+
+
+def test_ctrl_c_inside_a_real_signal_arm_restores_state(tmp_path, tiny_params, monkeypatch, clean_state) -> None:
+    import wakelab.arms.signals as signals_module
+
+    real_kill = signals_module.os.kill
+    calls = {"n": 0}
+
+    def kill_then_interrupt(pid, sig):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        real_kill(pid, sig)
+
+    monkeypatch.setattr(signals_module.os, "kill", kill_then_interrupt)
+    with pytest.raises(RunInterrupted):
+        run_plan(_plan(tmp_path, tiny_params, arms=("sigusr1-self",)))
+    assert load_summary(str(tmp_path))["arms"][0]["status"] == "interrupted"
+
+
+def test_planted_delay_is_recorded_and_visible(tmp_path, tiny_params) -> None:
+    params = dataclasses.replace(tiny_params, planted_delay_us=2000)
+    summary = run_plan(_plan(tmp_path, params, arms=("event",)))
+    assert summary["parameters"]["planted_delay_us"] == 2000
+    assert summary["arms"][0]["latency"]["min_ns"] >= 2_000_000
+    assert "planted delay of 2000 µs" in summary["caveats"][0]
