@@ -11,7 +11,6 @@ from typing import Dict, Iterator
 
 import pytest
 
-from wakelab.arms import get_arm
 from wakelab.arms.base import MeasureParams, RawLatency, RawRate
 from wakelab.harness import runner
 from wakelab.labs import LAB_135

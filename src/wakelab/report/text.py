@@ -25,18 +25,18 @@ FAMILY_TITLES = {
 }
 
 
-def _wrap(text: str, indent: str = "  ") -> List[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
+def wrap(text: str, indent: str = "  ") -> List[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent]
 
 
-def _bullets(items: Sequence[str]) -> List[str]:
+def bullets(items: Sequence[str]) -> List[str]:
     lines: List[str] = []
     for item in items:
-        lines.extend(textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    "))
+        lines.extend(textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False))
     return lines
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1) -> List[str]:
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1) -> List[str]:
     """Plain text table; the first ``align_left`` columns are left-aligned."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     out = []
@@ -98,7 +98,7 @@ def format_verdict(summary: Mapping[str, object]) -> List[str]:
                 format_rate(rate.get("n_per_round")),  # type: ignore[union-attr]
                 format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
             )
-        lines.extend(_wrap(text))
+        lines.extend(wrap(text))
     lab = summary.get("lab") or {}
     for comparison in lab.get("comparisons", []):  # type: ignore[union-attr]
         a, b = by_name.get(comparison["a"]), by_name.get(comparison["b"])
@@ -121,7 +121,7 @@ def format_verdict(summary: Mapping[str, object]) -> List[str]:
             (", %s at p99" % format_ratio(ratio99)) if ratio99 is not None else "",
             judgement,
         )
-        lines.extend(_wrap(text))
+        lines.extend(wrap(text))
     if not lines:
         lines.append("  No arm produced figures in this run.")
     return lines
@@ -180,7 +180,7 @@ def format_lead_table(summary: Mapping[str, object]) -> List[str]:
                     if show_native:
                         comp_row.append("")
                     rows.append(comp_row)
-        lines.extend(_table(header, rows, align_left=3))
+        lines.extend(format_table(header, rows, align_left=3))
     if rate_arms:
         if lines:
             lines.append("")
@@ -210,7 +210,7 @@ def format_lead_table(summary: Mapping[str, object]) -> List[str]:
                 # For rates the native side is faster: report how many times slower Python is.
                 row.append(format_ratio(theirs.get("ops_per_s") / ours) if theirs and ours else DASH)  # type: ignore[union-attr,operator]
             rows.append(row)
-        lines.extend(_table(header, rows))
+        lines.extend(format_table(header, rows))
     return lines
 
 
@@ -265,15 +265,15 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
         items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
     if summary.get("note"):
         items.append("Note: %s" % summary["note"])
-    return _bullets(items)
+    return bullets(items)
 
 
 def format_arm_definitions(summary: Mapping[str, object]) -> List[str]:
     lines: List[str] = []
     for a in summary.get("arms", []):  # type: ignore[union-attr]
-        lines.extend(_wrap("%s -- %s" % (a["name"], a.get("mechanism"))))
-        lines.extend(_wrap("t0: %s" % a.get("t0"), "      "))
-        lines.extend(_wrap("t1: %s" % a.get("t1"), "      "))
+        lines.extend(wrap("%s -- %s" % (a["name"], a.get("mechanism"))))
+        lines.extend(wrap("t0: %s" % a.get("t0"), "      "))
+        lines.extend(wrap("t1: %s" % a.get("t1"), "      "))
     return lines
 
 
@@ -314,7 +314,7 @@ def format_summary(summary: Mapping[str, object]) -> str:
         "",
     ]
     if lab.get("question"):
-        out.extend(_wrap(str(lab["question"]), ""))
+        out.extend(wrap(str(lab["question"]), ""))
         out.append("")
     sections: List[tuple] = [
         ("VERDICT (from this run's figures)", format_verdict(summary)),
@@ -326,14 +326,14 @@ def format_summary(summary: Mapping[str, object]) -> str:
         for paragraph in lab["methodology"]:  # type: ignore[union-attr]
             if method:
                 method.append("")
-            method.extend(_wrap(paragraph))
+            method.extend(wrap(paragraph))
         sections.append(("METHODOLOGY", method))
     sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(summary)))
     caveats: Sequence[str] = summary.get("caveats") or []  # type: ignore[assignment]
     if caveats:
-        sections.append(("CAVEATS", _bullets(caveats)))
+        sections.append(("CAVEATS", bullets(caveats)))
     if lab.get("limits"):
-        sections.append(("LIMITS", _bullets(lab["limits"])))  # type: ignore[arg-type]
+        sections.append(("LIMITS", bullets(lab["limits"])))  # type: ignore[arg-type]
     sections.append(("REPRODUCE", ["  " + c for c in reproduce_commands(summary)]))
     for title, body in sections:
         out.append(title)
