@@ -103,3 +103,36 @@ def test_loader_rejects_non_utf8(tmp_path) -> None:
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(EvidenceError, match="not UTF-8"):
         load_summary(str(path))
+
+
+def test_load_samples_of_a_real_run(tmp_path, tiny_params) -> None:
+    from wakelab.evidence.load import load_samples
+    from wakelab.harness.runner import RunPlan, run_plan
+    from wakelab.labs import LAB_135
+
+    summary = run_plan(RunPlan(lab=LAB_135, arm_names=["event", "signal-install"], params=tiny_params, folder=str(tmp_path)))
+    event = load_samples(str(tmp_path), summary["arms"][0])
+    assert len(event["samples_ns"]) == tiny_params.n
+    install = load_samples(str(tmp_path), summary["arms"][1])
+    assert len(install["round_ns"]) == tiny_params.rounds
+
+
+@pytest.mark.parametrize(
+    "samples_file, content, message",
+    [
+        ("../outside.json", None, "points outside the bundle"),
+        ("samples/event.json", '{"schema": "x"}', "not a wakelab samples file"),
+        ("samples/event.json", '{"schema": "wakelab.samples", "arm": "other"}', "holds samples of arm 'other'"),
+        ("samples/event.json", '{"schema": "wakelab.samples", "arm": "event", "kind": "latency", "samples_ns": [1, -2]}', "non-negative integers"),
+        ("samples/event.json", '{"schema": "wakelab.samples", "arm": "event", "kind": "latency", "samples_ns": [1.5]}', "non-negative integers"),
+        ("samples/missing.json", None, "cannot read"),
+    ],
+)
+def test_load_samples_rejects_bad_files(tmp_path, samples_file, content, message) -> None:
+    from wakelab.evidence.load import load_samples
+
+    (tmp_path / "samples").mkdir()
+    if content is not None:
+        (tmp_path / samples_file).write_text(content, encoding="utf-8")
+    with pytest.raises(EvidenceError, match=message):
+        load_samples(str(tmp_path), {"name": "event", "samples_file": samples_file, "status": "ok"})

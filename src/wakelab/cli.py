@@ -16,7 +16,7 @@ import sys
 from typing import NoReturn, Optional, Sequence
 
 from wakelab import __version__
-from wakelab.commands import COMMAND_MODULES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, command_modules
 from wakelab.errors import WakelabError
 
 
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version="wakelab " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in command_modules():
         importlib.import_module("wakelab.commands." + name).register(sub)
     return parser
 

@@ -12,10 +12,12 @@ import os
 from typing import Any, Dict
 
 from wakelab.errors import EvidenceError
-from wakelab.evidence.bundle import SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON
+from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON
 
 # A summary of a thousand arms is well under this; anything larger is not ours.
 MAX_SUMMARY_BYTES = 32 * 1024 * 1024
+# 10 million samples written compactly stay well under this.
+MAX_SAMPLES_BYTES = 512 * 1024 * 1024
 _SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "summary.schema.json")
 
 
@@ -90,3 +92,46 @@ def validate_summary(doc: Any, where: str = "summary") -> None:
         location = "/".join(str(p) for p in error.absolute_path) or "top level"
         message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
         raise EvidenceError("%s is not a valid wakelab summary: at %s: %s" % (where, location, message))
+
+
+def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
+    """The raw samples document of one arm of the bundle in ``folder``.
+
+    ``entry`` is the arm's entry in summary.json.  The document is checked
+    for what recomputing figures needs: the schema tag, the arm name, and
+    lists of non-negative integers where samples or round times should be.
+    """
+    relative = entry.get("samples_file")
+    if not isinstance(relative, str) or not relative:
+        raise EvidenceError("arm %s has no samples file (status: %s)" % (entry.get("name"), entry.get("status")))
+    path = os.path.normpath(os.path.join(folder, relative))
+    if os.path.commonpath([os.path.abspath(folder), os.path.abspath(path)]) != os.path.abspath(folder):
+        raise EvidenceError("arm %s: samples file %r points outside the bundle" % (entry.get("name"), relative))
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SAMPLES_BYTES + 1)
+    except OSError as exc:
+        raise EvidenceError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    if len(raw) > MAX_SAMPLES_BYTES:
+        raise EvidenceError("%s is too large to be a wakelab samples file" % path)
+    try:
+        doc = parse_json(raw.decode("utf-8"), path)
+    except UnicodeDecodeError:
+        raise EvidenceError("%s is not UTF-8 text" % path) from None
+    if not isinstance(doc, dict) or doc.get("schema") != SAMPLES_SCHEMA:
+        raise EvidenceError("%s is not a wakelab samples file" % path)
+    if doc.get("arm") != entry.get("name"):
+        raise EvidenceError("%s holds samples of arm %r, not %r" % (path, doc.get("arm"), entry.get("name")))
+    series_keys = ("samples_ns",) if doc.get("kind") == "latency" else ("round_ns", "baseline_round_ns")
+    for key in series_keys:
+        values = doc.get(key)
+        if not isinstance(values, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
+        ):
+            raise EvidenceError("%s: %s must be a list of non-negative integers (ns)" % (path, key))
+    components = doc.get("components_ns", {})
+    if not isinstance(components, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v) for v in components.values()
+    ):
+        raise EvidenceError("%s: components_ns must map names to lists of integers" % path)
+    return doc  # type: ignore[no-any-return]
