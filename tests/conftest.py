@@ -15,10 +15,13 @@ from wakelab.arms.base import MeasureParams, RawLatency, RawRate
 from wakelab.harness import runner
 from wakelab.labs import LAB_135
 from wakelab.report.caveats import derive_caveats
+from wakelab.report.quality import derive_warnings
 
 # The native-floor arms compile into $XDG_CACHE_HOME: keep the suite's builds out of the
 # user's cache (subprocesses started by tests inherit this too).
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="wakelab-test-cache-")
+# Runs recorded by tests go to a throwaway history, never the user's.
+os.environ["WAKELAB_HISTORY"] = os.path.join(tempfile.mkdtemp(prefix="wakelab-test-history-"), "history.sqlite3")
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 
@@ -42,6 +45,18 @@ FIXED_MACHINE = {
     "cpu_count": 2,
     "cpus_allowed": [0, 1],
 }
+FIXED_SYSTEM = {
+    "clocksource": "tsc",
+    "cpuidle_driver": "none",
+    "cpuidle_governor": "menu",
+    "idle_states": [],
+    "cpufreq_governor": None,
+    "load_average": [0.1, 0.2, 0.3],
+    "isolated_cpus": "",
+    "nohz_full": None,
+    "smt_active": "0",
+    "hypervisor": True,
+}
 FIXED_TIMER = {
     "clock": "time.perf_counter_ns",
     "implementation": "clock_gettime(CLOCK_MONOTONIC)",
@@ -50,6 +65,7 @@ FIXED_TIMER = {
     "pairs": 20000,
     "floor_min_ns": 40,
     "floor_p50_ns": 50,
+    "harness": {"bare_pair_ns": 100.0, "per_sample_ns": 110.0, "overhead_ratio": 1.1},
 }
 
 
@@ -72,6 +88,8 @@ def build_lab135_summary() -> Dict[str, object]:
             "interpreter": dict(FIXED_INTERPRETER),
             "machine": dict(FIXED_MACHINE),
             "timer": dict(FIXED_TIMER),
+            "system": dict(FIXED_SYSTEM),
+            "execution": {"mode": "workers", "workers": 3, "python": "/usr/bin/python3.13"},
             "tool": {"name": "wakelab", "version": "0.1.0"},
         }
     )
@@ -92,6 +110,7 @@ def build_lab135_summary() -> Dict[str, object]:
         entry["samples_file"] = "samples/%s.json" % entry["name"]
     summary["complete"] = runner.is_complete(summary)
     summary["caveats"] = derive_caveats(summary)
+    summary["warnings"] = derive_warnings(summary)
     return summary
 
 
@@ -108,7 +127,8 @@ def process_state() -> Dict[str, object]:
     """What an arm must leave as it found it."""
     from wakelab.harness.sigstate import snapshot
 
-    watched = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGALRM, signal.SIGCHLD]
+    # SIGALRM belongs to pytest-timeout while a test runs.
+    watched = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGCHLD]
     return {
         "signals": snapshot(watched),
         "threads": sorted(t.name for t in threading.enumerate()),

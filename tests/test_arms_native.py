@@ -20,7 +20,7 @@ import pytest
 from wakelab import native as floor
 from wakelab.arms import all_arms, get_arm
 from wakelab.arms import native as native_arms
-from wakelab.arms.base import BLOCKED, LATENCY, RATE, MeasureParams, RawLatency, RawRate
+from wakelab.arms.base import BLOCKED, LATENCY, RATE, SELF, MeasureParams, RawLatency, RawRate
 
 LATENCY_ARMS = [
     "native-condvar",
@@ -105,6 +105,11 @@ def test_latency_arm_is_sane(name: str, have_floor: floor.FloorBinary) -> None:
     assert raw.info["clock"] == "CLOCK_MONOTONIC"
     if arm.waiter == BLOCKED:
         assert raw.info["settle_us"] == SMALL.settle_us
+    assert isinstance(raw.info["notifier_cpu_seen"], int)
+    if arm.scope == SELF:
+        assert "waiter_cpu_seen" not in raw.info
+    else:
+        assert isinstance(raw.info["waiter_cpu_seen"], int)
 
 
 def test_rate_arm_gives_positive_ops(have_floor: floor.FloorBinary) -> None:
@@ -284,14 +289,15 @@ def test_usage_errors_of_the_binary_surface(have_floor: floor.FloorBinary) -> No
     [
         "",
         "hello\n",
-        "wakelab-floor 1 latency native-pipe 2\n5\n6\nend 2\n",  # wrong experiment
-        "wakelab-floor 2 latency native-condvar 2\n5\n6\nend 2\n",  # wrong version
-        "wakelab-floor 1 rate native-condvar 2\n5\n6\nend 2\n",  # wrong kind
-        "wakelab-floor 1 latency native-condvar 2\n5\n6\n",  # truncated
-        "wakelab-floor 1 latency native-condvar 2\n5\nend 2\n",  # short
-        "wakelab-floor 1 latency native-condvar 2\n5\nsix\nend 2\n",
-        "wakelab-floor 1 latency native-condvar 2\n5\n+6\nend 2\n",
-        "wakelab-floor 1 latency native-condvar x\nend x\n",
+        "wakelab-floor 2 latency native-pipe 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # wrong experiment
+        "wakelab-floor 1 latency native-condvar 2\n5\n6\nend 2\n",  # old version
+        "wakelab-floor 2 rate native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # wrong kind
+        "wakelab-floor 2 latency native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\n",  # truncated
+        "wakelab-floor 2 latency native-condvar 2\n5\n6\nend 2\n",  # no ran-on line
+        "wakelab-floor 2 latency native-condvar 2\n5\nran-on notifier=0 waiter=1\nend 2\n",  # short
+        "wakelab-floor 2 latency native-condvar 2\n5\nsix\nran-on notifier=0 waiter=1\nend 2\n",
+        "wakelab-floor 2 latency native-condvar 2\n5\n+6\nran-on notifier=0 waiter=1\nend 2\n",
+        "wakelab-floor 2 latency native-condvar x\nend x\n",
     ],
 )
 def test_parse_latency_output_rejects_garbage(text: str) -> None:
@@ -300,18 +306,70 @@ def test_parse_latency_output_rejects_garbage(text: str) -> None:
 
 
 def test_parse_latency_output_reads_lost_wakes() -> None:
-    text = "wakelab-floor 1 latency native-condvar 3\n1500\nlost\n2200\nend 3\n"
+    text = "wakelab-floor 2 latency native-condvar 3\n1500\nlost\n2200\nran-on notifier=0 waiter=1\nend 3\n"
     assert floor.parse_latency_output(text, "native-condvar") == [1500, None, 2200]
 
 
 def test_parse_rate_output() -> None:
-    text = "wakelab-floor 1 rate native-sigaction-install 2\n300 7\n310 8\nend 2\n"
+    text = "wakelab-floor 2 rate native-sigaction-install 2\n300 7\n310 8\nran-on notifier=1\nend 2\n"
     assert floor.parse_rate_output(text, "native-sigaction-install") == [(300, 7), (310, 8)]
+    assert floor.parse_ran_on(text, "native-sigaction-install", "rate") == {"notifier_cpu_seen": 1}
     with pytest.raises(floor.NativeFloorError, match="bad record"):
         floor.parse_rate_output(
-            "wakelab-floor 1 rate native-sigaction-install 1\n300\nend 1\n",
+            "wakelab-floor 2 rate native-sigaction-install 1\n300\nran-on notifier=0\nend 1\n",
             "native-sigaction-install",
         )
+
+
+def test_parse_ran_on_reads_each_side() -> None:
+    def text(ran_on: str) -> str:
+        return "wakelab-floor 2 latency native-pipe 1\n900\n%s\nend 1\n" % ran_on
+
+    assert floor.parse_ran_on(text("ran-on notifier=0 waiter=1"), "native-pipe") == {
+        "notifier_cpu_seen": 0,
+        "waiter_cpu_seen": 1,
+    }
+    assert floor.parse_ran_on(text("ran-on notifier=3"), "native-pipe") == {"notifier_cpu_seen": 3}
+    assert floor.parse_ran_on(text("ran-on notifier=- waiter=2"), "native-pipe") == {
+        "notifier_cpu_seen": None,
+        "waiter_cpu_seen": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    "ran_on",
+    [
+        "ran-on",
+        "ran-on waiter=1",
+        "cpus notifier=0",
+        "ran-on notifier=0 notifier=1",
+        "ran-on notifier=0 spinner=1",
+        "ran-on notifier=x",
+        "ran-on notifier=",
+    ],
+)
+def test_parse_ran_on_rejects_garbage(ran_on: str) -> None:
+    text = "wakelab-floor 2 latency native-pipe 1\n900\n%s\nend 1\n" % ran_on
+    with pytest.raises(floor.NativeFloorError, match="unexpected output"):
+        floor.parse_ran_on(text, "native-pipe")
+
+
+def test_placement_cpus_are_passed_to_the_binary() -> None:
+    args = floor._floor_args(MeasureParams(), None)
+    assert "notifier_cpu=-1" in args and "waiter_cpu=-1" in args
+    args = floor._floor_args(MeasureParams(placement="split", notifier_cpu=0, waiter_cpu=1), None)
+    assert "notifier_cpu=0" in args and "waiter_cpu=1" in args
+    args = floor._floor_args(MeasureParams(placement="same", notifier_cpu=1, waiter_cpu=1), None)
+    assert "notifier_cpu=1" in args and "waiter_cpu=1" in args
+
+
+@pytest.mark.parametrize("cpu", [1023, 4095])
+def test_a_cpu_that_cannot_be_used_is_a_clear_error(cpu: int, have_floor: floor.FloorBinary) -> None:
+    if (os.cpu_count() or 1) > 1023:
+        pytest.skip("this machine may have a CPU 1023")
+    params = MeasureParams(n=2, warmup=0, settle_us=100, placement="split", notifier_cpu=0, waiter_cpu=cpu)
+    with pytest.raises(floor.NativeFloorError, match="pinning the waiter to CPU %d" % cpu):
+        floor.measure_latency("native-pipe", params)
 
 
 def test_timeout_is_rounded_up_to_a_whole_millisecond() -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -24,18 +23,23 @@ SMALL = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
 ONE_SECOND_NS = 1_000_000_000
 
 
-def _process_state() -> Tuple[SignalState, List[str], List[str], frozenset]:
+def _affinity() -> Optional[frozenset]:
+    return frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def _process_state() -> Tuple[SignalState, List[str], List[str], frozenset, Optional[frozenset]]:
     return (
         snapshot([signal.SIGUSR1]),
         sorted(os.listdir("/proc/self/fd")),
         sorted(t.name for t in threading.enumerate()),
         frozenset(signal.sigpending()),
+        _affinity(),
     )
 
 
 @pytest.fixture
 def unchanged() -> Iterator[None]:
-    """Fails the test if handlers, mask, wakeup fd, fds, threads or pending signals changed."""
+    """Fails the test if handlers, mask, wakeup fd, fds, threads, pending signals or CPU mask changed."""
     before = _process_state()
     yield
     assert _process_state() == before
@@ -64,7 +68,7 @@ def test_new_arm_identity(name: str) -> None:
     assert arm.scope == CROSS_THREAD
     assert arm.needs_main_thread
     assert arm.t0 and arm.t1 and arm.mechanism
-    expected_native = "native-sigwait" if "sigwait" in name else "native-self-signal"
+    expected_native = "native-sigwait"  # every new arm is a blocked cross-thread wake, like the C sigwait floor
     assert arm.native == expected_native
 
 
@@ -157,7 +161,7 @@ def test_planted_delay_shows_in_every_sample(name: str, unchanged: None) -> None
 def test_late_wakes_are_lost_and_drained(name: str, unchanged: None) -> None:
     # Every notify comes after the waiter's timeout: each wake is lost, the
     # late signal is drained, and nothing is left pending afterwards.
-    raw = _run(name, MeasureParams(n=3, warmup=0, settle_us=40_000, timeout_s=0.01))
+    raw = _run(name, MeasureParams(n=3, warmup=0, settle_us=60_000, timeout_s=0.005))
     assert raw.lost == 3
     assert raw.samples_ns == ()
     late_key = "lost_or_foreign" if name == "wakeup-fd-select" else "late_signals_drained"
@@ -167,20 +171,23 @@ def test_late_wakes_are_lost_and_drained(name: str, unchanged: None) -> None:
 def test_pause_race_is_rescued_by_the_watchdog(
     monkeypatch: pytest.MonkeyPatch, unchanged: None
 ) -> None:
-    # Enter pause() only after the signal has come and gone: without the
-    # watchdog the main thread would sleep forever.
+    # The notify is swallowed before the main thread enters pause(), as when
+    # the signal comes just before pause() is called: without the watchdog
+    # the main thread would sleep forever.
     real_pause = signal.pause
 
-    def late_pause() -> None:
-        time.sleep(0.005)
+    def pause_after_the_signal_is_gone() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+        try:
+            assert signal.sigtimedwait([signal.SIGUSR1], 5.0) is not None
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
         real_pause()
 
-    monkeypatch.setattr(signal, "pause", late_pause)
-    started = time.monotonic()
+    monkeypatch.setattr(signal, "pause", pause_after_the_signal_is_gone)
     raw = _run("pause-handler", MeasureParams(n=3, warmup=0, settle_us=200, timeout_s=0.02))
     assert raw.lost == 3
     assert raw.info["watchdog_rescues"] == 3
-    assert time.monotonic() - started < 5.0
 
 
 class _Boom(RuntimeError):
@@ -192,10 +199,13 @@ def test_state_restored_when_the_arm_raises(
     name: str, monkeypatch: pytest.MonkeyPatch, unchanged: None
 ) -> None:
     class ExplodingCollector(signals.LatencyCollector):
-        def add(self, latency_ns: object, **components: int) -> None:
-            if self._seen == 4:
+        added = 0
+
+        def add(self, latency_ns: Optional[int], **components: int) -> None:
+            ExplodingCollector.added += 1
+            if ExplodingCollector.added == 5:
                 raise _Boom("planted failure mid-arm")
-            super().add(latency_ns, **components)  # type: ignore[arg-type]
+            super().add(latency_ns, **components)
 
     monkeypatch.setattr(signals, "LatencyCollector", ExplodingCollector)
     with pytest.raises(_Boom):
@@ -212,3 +222,70 @@ def test_notifier_failure_surfaces_and_restores(
     monkeypatch.setattr(signal, "pthread_kill", broken_pthread_kill)
     with pytest.raises(HarnessError, match="planted pthread_kill failure"):
         ARMS[name].measure(MeasureParams(n=3, warmup=0, settle_us=200, timeout_s=0.02))
+
+
+# --- placement: each side runs where it was told to --------------------------------
+
+needs_two_cpus = pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(_affinity() or ()) < 2,
+    reason="placement split needs sched_setaffinity and two CPUs",
+)
+
+
+@pytest.fixture
+def main_pinned_to() -> Iterator[object]:
+    """``pin(cpu)`` pins the main thread as the worker does; its mask is restored afterwards."""
+    saved = os.sched_getaffinity(0)
+
+    def pin(cpu: int) -> None:
+        os.sched_setaffinity(0, {cpu})
+
+    try:
+        yield pin
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+@needs_two_cpus
+@pytest.mark.parametrize("name", NEW_ARMS)
+def test_split_runs_notifier_and_waiter_on_their_own_cpus(name: str, main_pinned_to: object) -> None:
+    notifier_cpu, waiter_cpu = sorted(os.sched_getaffinity(0))[:2]
+    main_pinned_to(notifier_cpu)  # type: ignore[operator]
+    params = MeasureParams(
+        n=5, warmup=1, settle_us=200, placement="split", notifier_cpu=notifier_cpu, waiter_cpu=waiter_cpu
+    )
+    raw = _run(name, params)
+    assert raw.lost == 0
+    assert raw.info["notifier_cpu_seen"] == notifier_cpu
+    assert raw.info["waiter_cpu_seen"] == waiter_cpu
+    # The main thread, the waiter in three of these arms, is back on the notifier's CPU.
+    assert os.sched_getaffinity(0) == {notifier_cpu}
+
+
+@pytest.mark.parametrize("name", NEW_ARMS)
+def test_any_placement_reports_where_both_sides_ran(name: str, unchanged: None) -> None:
+    raw = _run(name, MeasureParams(n=3, warmup=0, settle_us=200))
+    allowed = _affinity()
+    if allowed is not None:
+        assert raw.info["notifier_cpu_seen"] in allowed
+        assert raw.info["waiter_cpu_seen"] in allowed
+
+
+@needs_two_cpus
+@pytest.mark.parametrize("name", NEW_ARMS)
+def test_a_cpu_that_cannot_be_used_is_a_clear_error(name: str, main_pinned_to: object) -> None:
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    if (os.cpu_count() or 1) > 1023:
+        pytest.skip("this machine may have a CPU 1023")
+    main_pinned_to(cpu)  # type: ignore[operator]
+    before = _process_state()
+    # CPU 1023 as the waiter's (main thread or worker thread) and, where the arm
+    # starts the notifier thread itself, as the notifier's.
+    cases = [(cpu, 1023)] if name == "pthread-kill-sigwait" else [(cpu, 1023), (1023, cpu)]
+    for notifier_cpu, waiter_cpu in cases:
+        params = MeasureParams(
+            n=3, warmup=0, settle_us=200, placement="split", notifier_cpu=notifier_cpu, waiter_cpu=waiter_cpu
+        )
+        with pytest.raises(HarnessError, match="could not take the"):
+            ARMS[name].measure(params)
+        assert _process_state() == before

@@ -6,6 +6,7 @@ import os
 
 from conftest import GOLDEN
 from wakelab.report.caveats import derive_caveats
+from wakelab.report.quality import derive_warnings
 from wakelab.report.formatting import format_ns, format_rate, format_ratio, format_us
 from wakelab.report.text import format_summary
 
@@ -55,8 +56,9 @@ def test_caveats_for_lost_planted_and_interrupted(lab135_summary) -> None:
 
 def test_figures_near_timer_floor_are_flagged(lab135_summary) -> None:
     lab135_summary["timer"]["floor_p50_ns"] = 300
-    caveats = derive_caveats(lab135_summary)
-    assert any("timer floor (300 ns) for: sigusr1-self" in c for c in caveats)
+    warnings = derive_warnings(lab135_summary)
+    assert any(w.startswith("sigusr1-self: p50 2.10 µs is within 10× the timer floor (300 ns)") for w in warnings)
+    assert not any(w.startswith("event:") for w in warnings)
 
 
 def test_missing_arms_render_their_status(lab135_summary) -> None:

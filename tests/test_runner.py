@@ -10,13 +10,15 @@ import pytest
 import wakelab.arms as registry
 from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
 from wakelab.evidence.load import load_summary
-from wakelab.harness.runner import RunInterrupted, RunPlan, run_plan
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan
 from wakelab.labs import LAB_135
 from wakelab.stats import percentile
 
 
-def _plan(tmp_path, params, arms=("event", "sigusr1-self", "signal-install")) -> RunPlan:
-    return RunPlan(lab=LAB_135, arm_names=list(arms), params=params, folder=str(tmp_path), command=["test"])
+def _plan(tmp_path, params, arms=("event", "sigusr1-self", "signal-install"), in_process=True) -> RunPlan:
+    # In-process by default: the fake arms these tests plant exist only in this process.
+    return RunPlan(lab=LAB_135, arm_names=list(arms), params=params, folder=str(tmp_path), command=["test"],
+                   execution=Execution(in_process=in_process))
 
 
 def _fake(name: str, measure, requires=lambda: None) -> Arm:
@@ -26,7 +28,7 @@ def _fake(name: str, measure, requires=lambda: None) -> Arm:
 
 def test_run_writes_a_valid_complete_bundle(tmp_path, tiny_params, clean_state) -> None:
     events = []
-    summary = run_plan(_plan(tmp_path, tiny_params), lambda e, info: events.append((e, info.get("arm"))))
+    summary = run_plan(_plan(tmp_path, tiny_params, in_process=False), lambda e, info: events.append((e, info.get("arm"))))
     assert summary["complete"] is True
     assert load_summary(str(tmp_path)) == summary
     assert (tmp_path / "summary.txt").read_text(encoding="utf-8").startswith("Lab 135: signal vs threading.Event wakeup")

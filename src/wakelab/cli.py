@@ -17,7 +17,7 @@ from typing import NoReturn, Optional, Sequence
 
 from wakelab import __version__
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, command_modules
-from wakelab.errors import WakelabError
+from wakelab.errors import WakelabError, one_line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,7 +52,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.handler(args))
     except WakelabError as exc:
-        sys.stderr.write("wakelab: error: %s\n" % exc)
+        sys.stderr.write("wakelab: error: %s\n" % one_line(str(exc)))
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("wakelab: interrupted\n")

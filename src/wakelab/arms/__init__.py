@@ -12,28 +12,54 @@ from typing import Dict, List
 
 from wakelab.arms.base import FAMILIES, Arm
 
-# Family modules, in report order. Each module defines ARMS.
-_FAMILY_MODULES = ("threads", "signals", "fds", "aio", "processes", "native")
+# Family -> module defining its ARMS, in report order.
+FAMILY_MODULES = {
+    "threads": "threads",
+    "signals": "signals",
+    "fds": "fds",
+    "asyncio": "aio",
+    "processes": "processes",
+    "native": "native",
+}
 
 
 class UnknownArmError(LookupError):
     """An arm name that is not in the registry."""
 
 
+def _load_family(family: str) -> List[Arm]:
+    module = importlib.import_module("wakelab.arms." + FAMILY_MODULES[family])
+    for arm in module.ARMS:
+        if arm.family != family:
+            raise RuntimeError("arm %s is in module %s but declares family %s" % (arm.name, module.__name__, arm.family))
+    return list(module.ARMS)
+
+
 def _load() -> Dict[str, Arm]:
     arms: Dict[str, Arm] = {}
-    for module_name in _FAMILY_MODULES:
-        module = importlib.import_module("wakelab.arms." + module_name)
-        for arm in module.ARMS:
+    for family in FAMILIES:
+        for arm in _load_family(family):
             if arm.name in arms:
                 raise RuntimeError("duplicate arm name: " + arm.name)
-            if arm.family not in FAMILIES:
-                raise RuntimeError("arm %s has unknown family %s" % (arm.name, arm.family))
             arms[arm.name] = arm
     return arms
 
 
 _REGISTRY: Dict[str, Arm] = {}
+
+
+def find_arm(name: str, family: str) -> Arm:
+    """The arm ``name`` of ``family``, importing only that family's module.
+
+    Worker processes use this so that measuring ``event`` does not first
+    import asyncio, multiprocessing and the native floor.
+    """
+    if family not in FAMILY_MODULES:
+        raise UnknownArmError("unknown family %r" % (family,))
+    for arm in _load_family(family):
+        if arm.name == name:
+            return arm
+    raise UnknownArmError("no arm %r in family %s" % (name, family))
 
 
 def all_arms() -> List[Arm]:

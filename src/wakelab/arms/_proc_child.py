@@ -5,8 +5,8 @@ in two ways:
 
 * by a child started with ``subprocess.Popen`` (``kill-sigwait-child``,
   ``pipe-process``, ``eventfd-fork``): the parent runs
-  ``python -c <bootstrap> <src dir> <mode> <conn fd> <timeout_s> [<fd>]`` and
-  the bootstrap calls :func:`main`;
+  ``python -c <bootstrap> <src dir> <mode> <conn fd> <timeout_s> <waiter cpu>
+  [<fd>]`` and the bootstrap calls :func:`main`;
 * by a ``multiprocessing`` child started with the *spawn* method
   (``mp-event``, ``mp-queue``): :func:`mp_event_waiter` and
   :func:`mp_queue_waiter` are the process targets.
@@ -14,14 +14,21 @@ in two ways:
 Protocol (pickled tuples over a ``multiprocessing.connection.Connection``,
 always *outside* the timed window)::
 
-    child  -> parent   ("hello", {"pid": ..., "clock": ..., "python": ...})
+    child  -> parent   ("hello", {"pid": ..., "clock": ..., "python": ..., "cpus": ...})
     parent -> child    i >= 0          arm wake number i
     child  -> parent   ("ready", i)    about to block in the wait
                        ... parent settles, takes t0, notifies ...
     child  -> parent   ("woke", t1)    t1 = perf_counter_ns() right after the wait
                     or ("lost", i)     the wait timed out
-    parent -> child    -1              quit (exit status 0)
+    parent -> child    -1              quit
+    child  -> parent   ("bye", {"waiter_cpu_seen": ...})   then exit status 0
     child  -> parent   ("error", text) then exit status 1, on any failure
+
+The child is the *waiter* of the placement: when the parent passes a waiter
+CPU, the child pins itself there as its first act (before ``hello``, and
+before it could start a thread, which would inherit the mask); ``cpus`` in
+``hello`` is its mask after that, and ``waiter_cpu_seen`` in ``bye`` the CPU
+it last ran on at the end of its wake loop.
 
 Before each ``ready`` the child throws away anything left over from an
 earlier wake (a late signal, byte, counter or queue item after a lost wake),
@@ -38,6 +45,8 @@ import sys
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from wakelab.harness.placement import current_cpu, pin_current_thread
 
 now_ns = time.perf_counter_ns
 
@@ -71,6 +80,7 @@ def serve(conn: Any, wait_once: WaitOnce, drain: Callable[[], None], timeout_s: 
             except EOFError:  # the parent went away: nothing left to do
                 return 0
             if index == QUIT:
+                conn.send(("bye", {"waiter_cpu_seen": current_cpu()}))
                 return 0
             drain()
             conn.send(("ready", index))
@@ -167,18 +177,19 @@ def _eventfd_waiter(fd: int) -> Tuple[WaitOnce, Callable[[], None]]:
 
 
 def main(argv: List[str]) -> int:
-    """Entry point of a Popen child: ``<mode> <conn fd> <timeout_s> [<fd>]``."""
+    """Entry point of a Popen child: ``<mode> <conn fd> <timeout_s> <waiter cpu or -> [<fd>]``."""
     from multiprocessing.connection import Connection
 
     mode, conn_fd, timeout_s = argv[0], int(argv[1]), float(argv[2])
     conn = Connection(conn_fd)
     try:
+        pin_current_thread(None if argv[3] == "-" else int(argv[3]))
         if mode == "sigwait":
             wait_once, drain = _sigwait_waiter()
         elif mode == "pipe":
-            wait_once, drain = _pipe_waiter(int(argv[3]))
+            wait_once, drain = _pipe_waiter(int(argv[4]))
         elif mode == "eventfd":
-            wait_once, drain = _eventfd_waiter(int(argv[3]))
+            wait_once, drain = _eventfd_waiter(int(argv[4]))
         else:
             raise ValueError("unknown waiter mode %r" % (mode,))
     except BaseException:
@@ -193,8 +204,20 @@ def main(argv: List[str]) -> int:
 # --- multiprocessing (spawn) children ----------------------------------------
 
 
-def mp_event_waiter(conn: Any, event: Any, timeout_s: float) -> None:
+def _start_mp_waiter(conn: Any, waiter_cpu: Optional[int]) -> None:
+    try:
+        pin_current_thread(waiter_cpu)
+    except BaseException:
+        try:
+            conn.send(("error", traceback.format_exc()))
+        finally:
+            conn.close()
+        sys.exit(1)
+
+
+def mp_event_waiter(conn: Any, event: Any, timeout_s: float, waiter_cpu: Optional[int] = None) -> None:
     """Process target: wait on a ``multiprocessing.Event`` the parent clears and sets."""
+    _start_mp_waiter(conn, waiter_cpu)
     wait = event.wait
 
     def wait_once(index: int, timeout: float) -> Optional[int]:
@@ -206,8 +229,9 @@ def mp_event_waiter(conn: Any, event: Any, timeout_s: float) -> None:
     sys.exit(serve(conn, wait_once, lambda: None, timeout_s))
 
 
-def mp_queue_waiter(conn: Any, queue_: Any, timeout_s: float) -> None:
+def mp_queue_waiter(conn: Any, queue_: Any, timeout_s: float, waiter_cpu: Optional[int] = None) -> None:
     """Process target: ``get()`` wake number i, put by the parent, from a ``multiprocessing.Queue``."""
+    _start_mp_waiter(conn, waiter_cpu)
     import queue
 
     get = queue_.get

@@ -25,6 +25,16 @@ joined and whose loop is closed on the way out, whatever happened.  The
 ``add-signal-handler`` arm must run its loop in the main thread (CPython
 installs signal handlers and the wakeup fd only there); it restores the
 handler, the mask and the wakeup fd afterwards.
+
+Placement (``params.placement``): the worker has pinned the calling thread
+to the notifier's CPU.  The loop thread takes the waiter role as its first
+act (:func:`~wakelab.harness.placement.enter_role`).  In
+``add-signal-handler`` the roles are the other way round -- the loop, and so
+the waiter, is the main thread -- so the main thread moves to the waiter's
+CPU for the arm's duration (its mask is restored afterwards) and the helper
+thread that sends the signal takes the notifier role.  Each side reads the
+CPU it last ran on at the end of its loop; the raw record's ``info`` has
+them as ``notifier_cpu_seen`` and ``waiter_cpu_seen``.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from wakelab.arms.base import (
     now_ns,
     plant_delay,
 )
+from wakelab.harness.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 from wakelab.harness.sigstate import preserved_signal_state
 
 
@@ -71,13 +82,32 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def _loop_info(params: MeasureParams) -> Dict[str, object]:
+def _loop_info(
+    params: MeasureParams, notifier_cpu_seen: Optional[int], waiter_cpu_seen: Optional[int]
+) -> Dict[str, object]:
     return {
         "settle_us": params.settle_us,
         "loop": "asyncio.SelectorEventLoop",
         "selector": selectors.DefaultSelector.__name__,
         "asyncio_debug": False,
+        "notifier_cpu_seen": notifier_cpu_seen,
+        "waiter_cpu_seen": waiter_cpu_seen,
     }
+
+
+def _cpu_seen_by_loop(loop: asyncio.AbstractEventLoop, timeout_s: float) -> Optional[int]:
+    """The CPU the loop's own thread runs on, read in that thread (outside any timed window)."""
+    seen: List[Optional[int]] = []
+    answered = threading.Event()
+
+    def read() -> None:
+        seen.append(current_cpu())
+        answered.set()
+
+    loop.call_soon_threadsafe(read)
+    if not answered.wait(timeout_s):
+        raise HarnessError("the event loop did not answer")
+    return seen[0]
 
 
 def _cancel_tasks_and_stop(loop: asyncio.AbstractEventLoop) -> None:
@@ -102,21 +132,40 @@ def _cancel_tasks_and_stop(loop: asyncio.AbstractEventLoop) -> None:
 
 
 @contextlib.contextmanager
-def _open_loop_thread(name: str, join_s: float) -> Iterator[asyncio.AbstractEventLoop]:
+def _open_loop_thread(
+    name: str, join_s: float, params: Optional[MeasureParams] = None
+) -> Iterator[asyncio.AbstractEventLoop]:
     """A fresh SelectorEventLoop running forever in a daemon thread.
 
-    On exit the loop's leftover tasks are cancelled, the loop stopped, the
-    thread joined (at most ``join_s``) and the loop closed.
+    The thread takes the waiter role of ``params``' placement before the
+    loop starts.  On exit the loop's leftover tasks are cancelled, the loop
+    stopped, the thread joined (at most ``join_s``) and the loop closed.
     """
     loop = _new_loop()
     thread = None  # type: Optional[threading.Thread]
     try:
         started = threading.Event()
         loop.call_soon(started.set)
-        thread = threading.Thread(target=loop.run_forever, name=name, daemon=True)
+
+        failed: List[BaseException] = []
+
+        def run_loop() -> None:
+            # Only this thread's mask changes; it dies with the thread.
+            if params is not None:
+                try:
+                    enter_role(params, WAITER)
+                except BaseException as exc:  # reported by the caller below
+                    failed.append(exc)
+                    started.set()
+                    return
+            loop.run_forever()
+
+        thread = threading.Thread(target=run_loop, name=name, daemon=True)
         thread.start()
         if not started.wait(join_s):
             raise HarnessError("the event loop thread did not start")
+        if failed:
+            raise HarnessError("the event loop thread could not take the waiter's CPU: %s" % failed[0]) from failed[0]
         yield loop
     finally:
         if thread is not None and thread.is_alive():
@@ -157,7 +206,7 @@ def measure_call_soon_threadsafe(params: MeasureParams, *, _deliver: bool = True
         box["t1"] = None
         done.set()
 
-    with _open_loop_thread("wakelab-asyncio-loop", handshake_s) as loop:
+    with _open_loop_thread("wakelab-asyncio-loop", handshake_s, params) as loop:
 
         def prepare(seq: int) -> None:
             # Runs in the loop; once it returns the loop has only the timer left.
@@ -181,7 +230,9 @@ def measure_call_soon_threadsafe(params: MeasureParams, *, _deliver: bool = True
                 raise HarnessError("the event loop did not resolve wake %d" % seq)
             t1 = box["t1"]  # type: Optional[int]
             collector.add(None if t1 is None else t1 - t0)
-    return collector.result(**_loop_info(params))
+        notifier_cpu_seen = current_cpu()
+        waiter_cpu_seen = _cpu_seen_by_loop(loop, handshake_s)
+    return collector.result(**_loop_info(params, notifier_cpu_seen, waiter_cpu_seen))
 
 
 # -- asyncio.Event --------------------------------------------------------------
@@ -211,7 +262,7 @@ def measure_asyncio_event(params: MeasureParams, *, _deliver: bool = True) -> Ra
         box["t1"] = None if box["timed_out"] == seq else t1
         done.set()
 
-    with _open_loop_thread("wakelab-asyncio-loop", handshake_s) as loop:
+    with _open_loop_thread("wakelab-asyncio-loop", handshake_s, params) as loop:
 
         def prepare(seq: int) -> None:
             # Created in the loop thread: on 3.9 asyncio.Event() binds to the running loop.
@@ -239,7 +290,9 @@ def measure_asyncio_event(params: MeasureParams, *, _deliver: bool = True) -> Ra
                 raise HarnessError("the event loop did not resolve wake %d" % seq)
             t1 = box["t1"]  # type: Optional[int]
             collector.add(None if t1 is None else t1 - t0)
-    return collector.result(**_loop_info(params))
+        notifier_cpu_seen = current_cpu()
+        waiter_cpu_seen = _cpu_seen_by_loop(loop, handshake_s)
+    return collector.result(**_loop_info(params, notifier_cpu_seen, waiter_cpu_seen))
 
 
 # -- run_coroutine_threadsafe -----------------------------------------------------
@@ -259,7 +312,7 @@ def measure_run_coroutine_threadsafe(params: MeasureParams) -> RawLatency:
     collector = LatencyCollector(params)
     handshake_s = _handshake_s(params)
     ready = threading.Event()
-    with _open_loop_thread("wakelab-asyncio-loop", handshake_s) as loop:
+    with _open_loop_thread("wakelab-asyncio-loop", handshake_s, params) as loop:
         for _ in range(params.total_wakes):
             ready.clear()
             loop.call_soon_threadsafe(ready.set)
@@ -278,7 +331,9 @@ def measure_run_coroutine_threadsafe(params: MeasureParams) -> RawLatency:
                 collector.add(None)
                 continue
             collector.add(t1 - t0, coroutine_start=started_ns - t0)
-    return collector.result(**_loop_info(params))
+        notifier_cpu_seen = current_cpu()
+        waiter_cpu_seen = _cpu_seen_by_loop(loop, handshake_s)
+    return collector.result(**_loop_info(params, notifier_cpu_seen, waiter_cpu_seen))
 
 
 # -- add_signal_handler -------------------------------------------------------------
@@ -302,6 +357,10 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
     SIGUSR1 in its own mask) -> CPython's C handler writes the signal number
     to the loop's wakeup socket -> ``epoll_wait`` returns -> the loop reads
     the socket and schedules the callback -> next iteration runs it.
+
+    Here the main thread is the *waiter*: for the arm's duration it moves to
+    the waiter's CPU (its mask is restored afterwards) and the helper thread
+    takes the notifier role.
     """
     signum = signal.SIGUSR1
     collector = LatencyCollector(params)
@@ -309,17 +368,26 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
     pid = os.getpid()
     go = threading.Event()
     sent = threading.Event()
-    box = {"stop": False, "t0": None, "error": None, "future": None}  # type: Dict[str, Any]
+    box = {
+        "stop": False,
+        "t0": None,
+        "error": None,
+        "future": None,
+        "notifier_cpu_seen": None,
+        "waiter_cpu_seen": None,
+    }  # type: Dict[str, Any]
 
     def notifier() -> None:
-        # Runs in the helper thread; its mask dies with it.
+        # Runs in the helper thread; its signal mask and CPU mask die with it.
         try:
+            enter_role(params, NOTIFIER)
             signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
             while True:
                 while not go.wait(handshake_s):
                     pass
                 go.clear()
                 if box["stop"]:
+                    box["notifier_cpu_seen"] = current_cpu()
                     return
                 time.sleep(params.settle_s)
                 t0 = now_ns()
@@ -362,11 +430,13 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
                 await asyncio.sleep(params.settle_s)
             else:
                 collector.add(t1 - box["t0"])
+        box["waiter_cpu_seen"] = current_cpu()
 
-    with preserved_signal_state([signum]):
+    with preserved_signal_state([signum]), preserved_affinity():
         loop = _new_loop()
         thread = None  # type: Optional[threading.Thread]
         try:
+            enter_role(params, WAITER)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
             loop.add_signal_handler(signum, on_signal)
             thread = threading.Thread(target=notifier, name="wakelab-signal-sender", daemon=True)
@@ -385,7 +455,7 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
                 loop.close()
         if thread is not None and thread.is_alive():
             raise HarnessError("the signalling thread did not stop")
-    return collector.result(**_loop_info(params))
+    return collector.result(**_loop_info(params, box["notifier_cpu_seen"], box["waiter_cpu_seen"]))
 
 
 ARMS: List[Arm] = [

@@ -16,6 +16,7 @@ rounds of a tight loop, plus the same loop with an empty body).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
@@ -59,6 +60,14 @@ class MeasureParams:
     install_n: int = 20000
     rounds: int = 7
     warmup_rounds: int = 1
+    # Placement (see wakelab.harness.placement): "any", "same" or "split", and the CPUs used.
+    placement: str = "any"
+    notifier_cpu: Optional[int] = None
+    waiter_cpu: Optional[int] = None
+    # Timing mode: "closed" (notify once the waiter has settled) or "open" (notify on a fixed
+    # schedule every interval_us; latency is taken from the scheduled instant).
+    mode: str = "closed"
+    interval_us: int = 1000
 
     @property
     def settle_s(self) -> float:
@@ -74,6 +83,15 @@ class MeasureParams:
 
     def to_dict(self) -> Dict[str, object]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, object]) -> "MeasureParams":
+        """Inverse of :meth:`to_dict`; unknown keys are an error (a version mismatch)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError("unknown measurement parameters: %s" % ", ".join(unknown))
+        return cls(**data)  # type: ignore[arg-type]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +132,67 @@ class RawRate:
 Raw = Union[RawLatency, RawRate]
 
 
+def raw_to_dict(raw: Raw) -> Dict[str, object]:
+    """A raw record as plain JSON-able data (the samples files and the worker protocol)."""
+    if isinstance(raw, RawLatency):
+        return {
+            "kind": LATENCY,
+            "samples_ns": list(raw.samples_ns),
+            "lost": raw.lost,
+            "warmup_discarded": raw.warmup_discarded,
+            "components_ns": {k: list(v) for k, v in raw.components_ns.items()},
+            "info": dict(raw.info),
+        }
+    return {
+        "kind": RATE,
+        "n_per_round": raw.n_per_round,
+        "round_ns": list(raw.round_ns),
+        "baseline_round_ns": list(raw.baseline_round_ns),
+        "warmup_rounds": raw.warmup_rounds,
+        "info": dict(raw.info),
+    }
+
+
+def raw_from_dict(data: Dict[str, object]) -> Raw:
+    """Inverse of :func:`raw_to_dict`; raises ValueError on anything malformed."""
+
+    def ints(value: object, what: str) -> Tuple[int, ...]:
+        if not isinstance(value, list) or not all(type(v) is int for v in value):
+            raise ValueError("%s must be a list of integers" % what)
+        return tuple(value)
+
+    def count(value: object, what: str) -> int:
+        if type(value) is not int or value < 0:
+            raise ValueError("%s must be a non-negative integer" % what)
+        return value
+
+    if not isinstance(data, dict):
+        raise ValueError("a raw record must be an object")
+    info = data.get("info") or {}
+    if not isinstance(info, dict):
+        raise ValueError("info must be an object")
+    if data.get("kind") == LATENCY:
+        components = data.get("components_ns") or {}
+        if not isinstance(components, dict):
+            raise ValueError("components_ns must be an object")
+        return RawLatency(
+            samples_ns=ints(data.get("samples_ns"), "samples_ns"),
+            lost=count(data.get("lost"), "lost"),
+            warmup_discarded=count(data.get("warmup_discarded"), "warmup_discarded"),
+            components_ns={str(k): ints(v, "components_ns." + str(k)) for k, v in components.items()},
+            info=info,
+        )
+    if data.get("kind") == RATE:
+        return RawRate(
+            n_per_round=count(data.get("n_per_round"), "n_per_round"),
+            round_ns=ints(data.get("round_ns"), "round_ns"),
+            baseline_round_ns=ints(data.get("baseline_round_ns"), "baseline_round_ns"),
+            warmup_rounds=count(data.get("warmup_rounds"), "warmup_rounds"),
+            info=info,
+        )
+    raise ValueError("unknown raw record kind %r" % (data.get("kind"),))
+
+
 def _always_available() -> Optional[str]:
     return None
 
@@ -125,6 +204,7 @@ class Arm:
     ``requires`` returns ``None`` when the arm can run here, or the reason it
     cannot (platform, Python version, not the main thread, no compiler).
     ``native`` names the native-floor arm that does the same experiment in C.
+    ``open_loop`` says whether ``params.mode == "open"`` is honoured.
     """
 
     name: str
@@ -139,6 +219,8 @@ class Arm:
     requires: Callable[[], Optional[str]] = _always_available
     native: Optional[str] = None
     needs_main_thread: bool = False
+    # True when the arm runs on the shared thread-wake driver and so supports open-loop timing.
+    open_loop: bool = False
 
     def unavailable_reason(self) -> Optional[str]:
         return self.requires()
@@ -155,6 +237,7 @@ class Arm:
             "t0": self.t0,
             "t1": self.t1,
             "native": self.native,
+            "open_loop": self.open_loop,
         }
 
 
@@ -178,39 +261,40 @@ class LatencyCollector:
     """Accumulates one arm's wakes, dropping the warm-up ones.
 
     Call :meth:`add` with the latency of each wake in order (``None`` for a
-    lost wake); the first ``warmup`` calls are discarded.
+    lost wake); the first ``warmup`` wakes are discarded.  Tight loops use
+    :attr:`record` instead: a bound ``list.append``, the cheapest
+    bookkeeping Python offers (one call per wake, no branch), so that the
+    harness adds as little as possible to the cost of a timer pair.  The
+    split into warm-up, lost and counted wakes happens once, in
+    :meth:`result`.
     """
 
     def __init__(self, params: MeasureParams) -> None:
         self._warmup = params.warmup
-        self._seen = 0
-        self.samples_ns: List[int] = []
-        self.lost = 0
-        self.components_ns: Dict[str, List[int]] = {}
-        self._pending_components: Dict[str, int] = {}
+        self._all: List[Optional[int]] = []
+        self.record: Callable[[Optional[int]], None] = self._all.append
+        self._components: Dict[str, List[int]] = {}
 
     @property
     def counting(self) -> bool:
         """True once the warm-up wakes are behind us."""
-        return self._seen >= self._warmup
+        return len(self._all) >= self._warmup
 
     def add(self, latency_ns: Optional[int], **components: int) -> None:
-        counted = self._seen >= self._warmup
-        self._seen += 1
-        if not counted:
-            return
-        if latency_ns is None:
-            self.lost += 1
-            return
-        self.samples_ns.append(latency_ns)
-        for name, value in components.items():
-            self.components_ns.setdefault(name, []).append(value)
+        counted = len(self._all) >= self._warmup
+        self._all.append(latency_ns)
+        if counted and latency_ns is not None:
+            for name, value in components.items():
+                self._components.setdefault(name, []).append(value)
 
     def result(self, **info: object) -> RawLatency:
+        # islice, not a slice: a million-wake arm must not hold a second copy of its list.
+        samples = tuple(x for x in itertools.islice(self._all, self._warmup, None) if x is not None)
+        counted = max(len(self._all) - self._warmup, 0)
         return RawLatency(
-            samples_ns=tuple(self.samples_ns),
-            lost=self.lost,
-            warmup_discarded=min(self._seen, self._warmup),
-            components_ns={k: tuple(v) for k, v in self.components_ns.items()},
+            samples_ns=samples,
+            lost=counted - len(samples),
+            warmup_discarded=min(len(self._all), self._warmup),
+            components_ns={k: tuple(v) for k, v in self._components.items()},
             info=dict(info),
         )

@@ -268,6 +268,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after poll() returned and os.read() got the byte",
         measure=measure_pipe,
         native="native-pipe",
+        open_loop=True,
     ),
     Arm(
         name="eventfd",
@@ -281,6 +282,7 @@ ARMS: List[Arm] = [
         measure=measure_eventfd,
         requires=requires_eventfd,
         native="native-eventfd",
+        open_loop=True,
     ),
     Arm(
         name="socketpair",
@@ -293,6 +295,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after sock.recv(1) returned the byte",
         measure=measure_socketpair,
         native="native-pipe",
+        open_loop=True,
     ),
     Arm(
         name="selector-pipe",
@@ -305,5 +308,6 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after selector.select() returned and os.read() got the byte",
         measure=measure_selector_pipe,
         native="native-pipe",
+        open_loop=True,
     ),
 ]

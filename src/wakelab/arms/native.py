@@ -6,8 +6,11 @@ uses ``clock_gettime(CLOCK_MONOTONIC)`` -- the clock behind
 ``time.perf_counter_ns()`` on Linux -- and the same definitions of ``t0``,
 ``t1``, settle period, planted delay, timeout and lost wake as the Python arm
 it mirrors, so the two can be read side by side: the gap between them is what
-the interpreter adds.  The child inherits the parent's CPU affinity, so
-pinning conditions apply to it as well.
+the interpreter adds.  Placement is honoured by the C program itself: it
+pins its notifier (main) thread to ``params.notifier_cpu`` and its waiter
+thread to ``params.waiter_cpu`` (the single-threaded self-signal and
+sigaction experiments run on the notifier's CPU), and reports where each
+side last ran as ``info["notifier_cpu_seen"]`` / ``info["waiter_cpu_seen"]``.
 
 The binary is compiled on first use; without a C compiler every arm here is
 unavailable (``requires`` says why) and is skipped.

@@ -51,8 +51,18 @@ threads (load generators, other arms' leftovers under test).  So:
   ``__main__`` *script* (not a ``-m`` module, not ``-c``): a script that runs
   these arms needs the ``if __name__ == "__main__":`` guard.
 
-Every child inherits the CPU affinity of the thread that starts it; the raw
-record's ``info["child_cpus"]`` says which CPUs the child was allowed.
+Placement
+---------
+The parent's calling thread is the notifier; the worker has already pinned
+it to the notifier's CPU (and ``mp-queue``'s feeder thread, started by the
+first ``put``, inherits that mask: it is part of the notify path).  The
+child is the waiter: the parent passes it the waiter's CPU (None for
+placement ``any``) and the child pins itself there before it says hello, so
+that any thread it starts inherits the mask.  The raw record's
+``info["child_cpus"]`` says which CPUs the child was then allowed,
+``notifier_cpu_seen`` the CPU the parent last ran on at the end of the wake
+loop, and ``waiter_cpu_seen`` the one the child last ran on at the end of
+its own loop (it reports it when told to quit).
 
 Faults
 ------
@@ -82,7 +92,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.arms import _proc_child
 from wakelab.arms._drivers import HarnessError
@@ -97,6 +107,7 @@ from wakelab.arms.base import (
     now_ns,
     plant_delay,
 )
+from wakelab.harness.placement import WAITER, cpu_for, current_cpu
 from wakelab.harness.sigstate import preserved_signal_state
 
 # src/ (the directory that holds the wakelab package), for the child's sys.path.
@@ -352,16 +363,18 @@ class _Session:
             raise self.fault("sent %r where %s was expected" % (message, "/".join(tags)), phase)
         return tag, message[1]
 
-    def quit(self) -> None:
-        """Ask the child to exit and check that it did, cleanly."""
+    def quit(self) -> Dict[str, Any]:
+        """Ask the child to exit and check that it did, cleanly; return its farewell facts."""
         phase = "at the end of the arm"
         self.send(_proc_child.QUIT, phase)
+        _, farewell = self.expect(("bye",), _REPLY_GRACE_S, phase)
         code = self.child.poll_exit(_EXIT_GRACE_S)
         if code is None:
             raise self.fault("did not exit within %.1f s when asked" % _EXIT_GRACE_S, phase)
         self.reaped_code = code
         if code != 0:
             raise self.fault("did not exit cleanly", phase, died=True)
+        return farewell
 
 
 def _measure_wakes(
@@ -415,7 +428,8 @@ def _measure_wakes(
             collector.add(None)
         if after_wake is not None:
             after_wake(index, session.child.pid)
-    session.quit()
+    notifier_cpu_seen = current_cpu()
+    farewell = session.quit()
     return collector.result(
         settle_us=params.settle_us,
         clock=clock,
@@ -423,26 +437,38 @@ def _measure_wakes(
         child_start_ms=round(child_start_ms, 3),
         child_python=hello.get("python"),
         child_cpus=hello.get("cpus"),
+        notifier_cpu_seen=notifier_cpu_seen,
+        waiter_cpu_seen=farewell.get("waiter_cpu_seen"),
     )
 
 
 # --- Popen children: kill-sigwait-child, pipe-process, eventfd-fork -----------
 
 
-def _child_command(mode: str, conn_fd: int, timeout_s: float, fds: Sequence[int]) -> List[str]:
+def _waiter_cpu(params: MeasureParams) -> Optional[int]:
+    """The CPU the waiter child must pin itself to, or None (placement ``any``)."""
+    return cpu_for(params.placement, params.notifier_cpu, params.waiter_cpu, WAITER)
+
+
+def _child_command(
+    mode: str, conn_fd: int, timeout_s: float, waiter_cpu: Optional[int], fds: Sequence[int]
+) -> List[str]:
     return (
         [sys.executable, "-c", _BOOTSTRAP, _SRC_DIR, mode, str(conn_fd), repr(float(timeout_s))]
+        + ["-" if waiter_cpu is None else str(waiter_cpu)]
         + [str(fd) for fd in fds]
     )
 
 
-def _start_popen_child(mode: str, timeout_s: float, fds: Sequence[int]) -> Tuple[_PopenChild, Any]:
-    """Launch a waiter child; return its handle and the parent's connection end."""
+def _start_popen_child(
+    mode: str, timeout_s: float, waiter_cpu: Optional[int], fds: Sequence[int]
+) -> Tuple[_PopenChild, Any]:
+    """Launch a waiter child (it pins itself to ``waiter_cpu``); return its handle and the parent's connection end."""
     parent_conn, child_conn = multiprocessing.connection.Pipe(duplex=True)
     stderr_file = None
     try:
         stderr_file = tempfile.TemporaryFile(prefix="wakelab-child-stderr-")
-        argv = _child_command(mode, child_conn.fileno(), timeout_s, fds)
+        argv = _child_command(mode, child_conn.fileno(), timeout_s, waiter_cpu, fds)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -473,7 +499,7 @@ def _measure_popen_arm(
 ) -> RawLatency:
     """Run one Popen-child arm; ``make_notify(child_pid)`` builds the notify call."""
     started_ns = now_ns()
-    child, conn = _start_popen_child(mode, params.timeout_s, child_fds)
+    child, conn = _start_popen_child(mode, params.timeout_s, _waiter_cpu(params), child_fds)
     session = _Session(arm_name, child, conn)
     try:
         if after_start is not None:
@@ -641,7 +667,7 @@ def _run_spawned_child(
     parent_conn, child_conn = ctx.Pipe(duplex=True)
     process = ctx.Process(
         target=target,
-        args=(child_conn, shared, params.timeout_s),
+        args=(child_conn, shared, params.timeout_s, _waiter_cpu(params)),
         name="wakelab-%s-waiter" % arm_name,
         daemon=True,
     )

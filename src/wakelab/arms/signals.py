@@ -34,6 +34,14 @@ Two hazards shape the code below.
   handlers are run, so that nothing of ours fires after the arm.  Arms that
   block SIGUSR1 also install a no-op handler for the arm's duration, so that
   a stray SIGUSR1 landing on some other thread cannot kill the process.
+
+Placement (``params.placement``): the worker has pinned the calling (main)
+thread to the notifier's CPU.  In the arms whose waiter is the main thread
+the roles are the other way round, so the main thread moves to the waiter's
+CPU for the arm's duration (its CPU mask is restored afterwards) and the
+helper thread takes the notifier role; in ``pthread-kill-sigwait`` the
+worker takes the waiter role.  Each side reads the CPU it last ran on after
+its last wake: ``notifier_cpu_seen`` and ``waiter_cpu_seen`` in ``info``.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ from wakelab.arms.base import (
     now_ns,
     plant_delay,
 )
+from wakelab.harness.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 from wakelab.harness.sigstate import preserved_signal_state
 
 
@@ -224,7 +233,9 @@ class _RoundNotifier:
     over after the notify, so nothing but ``notify()`` sits between ``t0`` and
     the wake.  ``block`` lists signals the notifier blocks in itself (and
     unblocks before it exits), so that a process-directed signal cannot
-    land on it.
+    land on it.  The notifier takes the notifier role of ``params``'
+    placement before its first wake and reports the CPU it last ran on
+    (:attr:`cpu_seen`) when it stops.
     """
 
     def __init__(
@@ -240,22 +251,25 @@ class _RoundNotifier:
         self._notify = notify
         self._after_notify = after_notify
         self._block = list(block)
+        self._started = threading.Event()
         self._go = threading.Event()
         self._done = threading.Event()
         self._stopping = False
         self._t0 = 0
         self._after_result: object = None
         self._error: Optional[BaseException] = None
+        self.cpu_seen: Optional[int] = None
         # The waiter's own timeout (or the watchdog) always ends a wake.
         self.handshake_s = params.timeout_s + 5.0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     def start(self) -> None:
+        """Start the notifier; raises HarnessError if it cannot take its role."""
         self._thread.start()
+        if not self._started.wait(self.handshake_s):
+            raise HarnessError("notifier thread did not start")
+        if self._error is not None:
+            raise HarnessError("notifier thread failed: %s" % (self._error,))
 
     def announce(self) -> None:
         """Main thread: I am about to block; start the settle period."""
@@ -267,7 +281,7 @@ class _RoundNotifier:
         if not self._done.wait(self.handshake_s):
             raise HarnessError("notifier thread did not finish its wake")
         if self._error is not None:
-            raise HarnessError("notifier thread failed: %r" % (self._error,))
+            raise HarnessError("notifier thread failed: %s" % (self._error,))
         return self._t0, self._after_result
 
     def stop(self) -> None:
@@ -284,10 +298,16 @@ class _RoundNotifier:
         after_notify = self._after_notify
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, self._block) if self._block else None
         try:
+            try:
+                enter_role(params, NOTIFIER)
+            except OSError as exc:
+                raise HarnessError("the notifier thread could not take the notifier's CPU: %s" % exc) from exc
+            self._started.set()
             while True:
                 self._go.wait()
                 self._go.clear()
                 if self._stopping:
+                    self.cpu_seen = current_cpu()
                     return
                 time.sleep(settle_s)
                 t0 = now_ns()
@@ -299,12 +319,21 @@ class _RoundNotifier:
                 self._t0 = t0
                 self._after_result = after
                 self._done.set()
-        except BaseException as exc:  # surfaced in the main thread by collect()
+        except BaseException as exc:  # surfaced in the main thread by start() or collect()
             self._error = exc
+            self._started.set()
             self._done.set()
         finally:
             if old_mask is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _main_thread_takes_waiter_role(params: MeasureParams) -> None:
+    """Move the main thread, this arm's waiter, to the waiter's CPU (caller restores its mask)."""
+    try:
+        enter_role(params, WAITER)
+    except OSError as exc:
+        raise HarnessError("the main thread could not take the waiter's CPU: %s" % exc) from exc
 
 
 def _ignore_stray(counter: List[int]) -> Callable[[int, object], None]:
@@ -337,7 +366,9 @@ def measure_sigwait_thread_to_main(params: MeasureParams) -> RawLatency:
     sigtimedwait = signal.sigtimedwait
     wait_set = [signum]
     timeout_s = params.timeout_s
-    with preserved_signal_state([signum]):
+    waiter_cpu_seen: Optional[int] = None
+    with preserved_signal_state([signum]), preserved_affinity():
+        _main_thread_takes_waiter_role(params)
         signal.signal(signum, _ignore_stray(strays))
         # Blocked before the notifier starts, so the notifier inherits the block.
         signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
@@ -360,8 +391,10 @@ def measure_sigwait_thread_to_main(params: MeasureParams) -> RawLatency:
                 # Timed out (the notify came after the wait gave up), or woken by
                 # a SIGUSR1 that was not ours: either way ours is pending now.
                 collector.add(None)
-                early += got is not None
+                if got is not None:
+                    early += 1
                 late += _drain_pending(signum)
+            waiter_cpu_seen = current_cpu()
         finally:
             notifier.stop()
             late += _drain_pending(signum)
@@ -372,6 +405,8 @@ def measure_sigwait_thread_to_main(params: MeasureParams) -> RawLatency:
         late_signals_drained=late,
         early_wakes=early,
         stray_handler_runs=strays[0],
+        notifier_cpu_seen=notifier.cpu_seen,
+        waiter_cpu_seen=waiter_cpu_seen,
     )
 
 
@@ -397,22 +432,25 @@ def measure_pause_handler(params: MeasureParams) -> RawLatency:
         handled.append(t)
 
     pid = os.getpid()
+    # Set by the main thread once pause() has returned (and on the way out,
+    # whatever happened, which also ends a rescue in progress).
     woken = threading.Event()
     rescue_every_s = min(params.timeout_s, 0.05)
-    notifier: Optional[_RoundNotifier] = None
 
     def watchdog() -> bool:
         """Notifier side, after the notify: True if the wake had to be re-sent."""
         if woken.wait(params.timeout_s):
             return False
-        while not woken.is_set() and notifier is not None and not notifier.stopping:
+        while not woken.is_set():
             os.kill(pid, signum)
             woken.wait(rescue_every_s)
         return True
 
     rescued = 0
     out_of_order = 0
-    with preserved_signal_state([signum]):
+    waiter_cpu_seen: Optional[int] = None
+    with preserved_signal_state([signum]), preserved_affinity():
+        _main_thread_takes_waiter_role(params)
         signal.signal(signum, handler)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
         pause = signal.pause
@@ -446,6 +484,7 @@ def measure_pause_handler(params: MeasureParams) -> RawLatency:
                     collector.add(
                         t_handler - t0, handler=t_handler - t0, pause_return=t_return - t0
                     )
+            waiter_cpu_seen = current_cpu()
         finally:
             woken.set()
             notifier.stop()
@@ -455,6 +494,8 @@ def measure_pause_handler(params: MeasureParams) -> RawLatency:
         signal_route="thread-directed: signal.pthread_kill to the main thread",
         watchdog_rescues=rescued,
         foreign_wakes=out_of_order,
+        notifier_cpu_seen=notifier.cpu_seen,
+        waiter_cpu_seen=waiter_cpu_seen,
     )
 
 
@@ -489,6 +530,8 @@ def measure_wakeup_fd_select(params: MeasureParams) -> RawLatency:
         # Exit order (reverse of entry): stop the notifier and run queued
         # handlers, restore the wakeup fd, close the pipe, restore handler/mask.
         cleanup.enter_context(preserved_signal_state([signum]))
+        cleanup.enter_context(preserved_affinity())
+        _main_thread_takes_waiter_role(params)
         rfd, wfd = os.pipe()
         cleanup.callback(os.close, rfd)
         cleanup.callback(os.close, wfd)
@@ -524,11 +567,14 @@ def measure_wakeup_fd_select(params: MeasureParams) -> RawLatency:
             collector.add(None)
             missed += 1
             _read_available(rfd)
+        waiter_cpu_seen = current_cpu()
     return collector.result(
         settle_us=params.settle_us,
         signal_route="process-directed: os.kill(os.getpid()) from a thread that blocks SIGUSR1",
         wakeup_fd="non-blocking os.pipe()",
         lost_or_foreign=missed,
+        notifier_cpu_seen=notifier.cpu_seen,
+        waiter_cpu_seen=waiter_cpu_seen,
     )
 
 
@@ -544,10 +590,11 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
     collector = LatencyCollector(params)
     signum = signal.SIGUSR1
     strays = [0]
+    started = threading.Event()
     go = threading.Event()
     ready = threading.Event()
     done = threading.Event()
-    box = {"t1": None, "stop": False, "error": None, "drain": False, "late": 0}  # type: dict
+    box = {"t1": None, "stop": False, "error": None, "drain": False, "late": 0, "cpu": None}  # type: dict
 
     def worker() -> None:
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
@@ -555,10 +602,16 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
         wait_set = [signum]
         timeout_s = params.timeout_s
         try:
+            try:
+                enter_role(params, WAITER)
+            except OSError as exc:
+                raise HarnessError("the worker thread could not take the waiter's CPU: %s" % exc) from exc
+            started.set()
             while True:
                 go.wait()
                 go.clear()
                 if box["stop"]:
+                    box["cpu"] = current_cpu()
                     return
                 if box["drain"]:
                     # The last wake came after this thread gave up: it is pending.
@@ -571,6 +624,7 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
                 done.set()
         except BaseException as exc:  # surfaced by the main thread below
             box["error"] = exc
+            started.set()
             ready.set()
             done.set()
         finally:
@@ -578,12 +632,15 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     handshake_s = params.timeout_s + 5.0
+    notifier_cpu_seen: Optional[int] = None
     with preserved_signal_state([signum]):
         signal.signal(signum, _ignore_stray(strays))
         signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
         thread = threading.Thread(target=worker, name="wakelab-sigwait-worker", daemon=True)
         try:
             thread.start()
+            if not started.wait(handshake_s) or box["error"] is not None:
+                raise HarnessError("worker thread did not start: %s" % (box["error"],))
             assert thread.ident is not None
             kill_worker = functools.partial(signal.pthread_kill, thread.ident, signum)
             for _ in range(params.total_wakes):
@@ -592,7 +649,7 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
                 box["t1"] = None
                 go.set()
                 if not ready.wait(handshake_s) or box["error"] is not None:
-                    raise HarnessError("worker thread did not announce itself: %r" % (box["error"],))
+                    raise HarnessError("worker thread did not announce itself: %s" % (box["error"],))
                 time.sleep(params.settle_s)
                 t0 = now_ns()
                 plant_delay(params, t0)
@@ -600,13 +657,14 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
                 if not done.wait(handshake_s):
                     raise HarnessError("worker thread did not return from sigtimedwait")
                 if box["error"] is not None:
-                    raise HarnessError("worker failed: %r" % (box["error"],))
+                    raise HarnessError("worker failed: %s" % (box["error"],))
                 t1: Optional[int] = box["t1"]
                 if t1 is not None and t1 >= t0:
                     collector.add(t1 - t0)
                 else:
                     collector.add(None)
                     box["drain"] = True
+            notifier_cpu_seen = current_cpu()
         finally:
             box["stop"] = True
             go.set()
@@ -618,6 +676,8 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
         signal_route="thread-directed: signal.pthread_kill to the worker",
         late_signals_drained=box["late"],
         stray_handler_runs=strays[0],
+        notifier_cpu_seen=notifier_cpu_seen,
+        waiter_cpu_seen=box["cpu"],
     )
 
 
@@ -686,7 +746,7 @@ ARMS: List[Arm] = [
         ),
         measure=measure_pause_handler,
         requires=requires_main_thread_pause,
-        native="native-self-signal",
+        native="native-sigwait",
         needs_main_thread=True,
     ),
     Arm(
@@ -707,7 +767,7 @@ ARMS: List[Arm] = [
         ),
         measure=measure_wakeup_fd_select,
         requires=requires_main_thread_wakeup_fd,
-        native="native-self-signal",
+        native="native-sigwait",
         needs_main_thread=True,
     ),
     Arm(

@@ -351,6 +351,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after Event.wait() returns",
         measure=measure_event,
         native="native-condvar",
+        open_loop=True,
     ),
     Arm(
         name="condition",
@@ -387,6 +388,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after Semaphore.acquire() returns",
         measure=measure_semaphore,
         native="native-condvar",
+        open_loop=True,
     ),
     Arm(
         name="queue",
@@ -399,6 +401,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after Queue.get() returns",
         measure=measure_queue,
         native="native-condvar",
+        open_loop=True,
     ),
     Arm(
         name="simplequeue",
@@ -411,6 +414,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after SimpleQueue.get() returns",
         measure=measure_simplequeue,
         native="native-condvar",
+        open_loop=True,
     ),
     Arm(
         name="future",

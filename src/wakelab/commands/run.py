@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from wakelab.commands.history import add_history_option
 from wakelab.errors import OutputError, UsageError
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
@@ -19,8 +21,14 @@ LIMITS = {
     "install_n": (1, 100_000_000),
     "rounds": (1, 1_000),
     "planted_delay_us": (0, 1_000_000),
+    "workers": (1, 64),
+    "cpu_threads": (0, 64),
+    "cpu_procs": (0, 64),
+    "interval_us": (1, 10_000_000),
+    "cpu": (0, 4095),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
+SWITCH_INTERVAL_LIMITS = (1e-6, 1.0)
 
 
 def _whole_number(option: str) -> Callable[[str], int]:
@@ -36,6 +44,40 @@ def _whole_number(option: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], List[object]]:
+    """A comma-separated list of values, each parsed by ``parse_one``."""
+
+    def parse(text: str) -> List[object]:
+        items = [item.strip() for item in text.split(",")]
+        if not all(items):
+            raise argparse.ArgumentTypeError("expected a comma-separated list of %s, got %r" % (what, text))
+        values = [parse_one(item) for item in items]
+        if len(set(map(str, values))) != len(values):
+            raise argparse.ArgumentTypeError("a value is listed twice in %r" % text)
+        return values
+
+    return parse
+
+
+def _placement(text: str) -> str:
+    from wakelab.harness.placement import PLACEMENTS
+
+    if text not in PLACEMENTS:
+        raise argparse.ArgumentTypeError("expected %s, got %r" % (", ".join(PLACEMENTS), text))
+    return text
+
+
+def _switch_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text) from None
+    low, high = SWITCH_INTERVAL_LIMITS
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError("must be between %g and %g seconds, got %s" % (low, high, text))
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -63,18 +105,45 @@ def register(sub: Any) -> None:
     run.add_argument("--arms", metavar="A,B,...", help="comma-separated arms to run instead of the lab's own")
     run.add_argument("-n", "--n", type=_whole_number("n"), metavar="N", help="counted wakes per latency arm (lab 135: 200)")
     run.add_argument("--warmup", type=_whole_number("warmup"), metavar="N", help="warm-up wakes discarded per latency arm (default 10)")
-    run.add_argument("--settle-us", type=_whole_number("settle_us"), metavar="US",
-                     help="quiet time after a blocked waiter announces its wait, before t0 (default 1000)")
+    run.add_argument("--settle-us", type=_list_of(_whole_number("settle_us"), "microseconds"), metavar="US[,US...]",
+                     help="quiet time after a blocked waiter announces its wait, before t0 (default 1000); "
+                          "several values sweep it, one cell each")
     run.add_argument("--timeout-s", type=_seconds, metavar="S", help="bound on every wait; a wake not seen by then is lost (default 1.0)")
     run.add_argument("--install-n", type=_whole_number("install_n"), metavar="N", help="calls per round of a rate arm (lab 135: 20000)")
     run.add_argument("--rounds", type=_whole_number("rounds"), metavar="R", help="counted rounds of a rate arm (lab 135: 7)")
     run.add_argument("--planted-delay-us", type=_whole_number("planted_delay_us"), metavar="US",
                      help="self-test: busy-wait this long between t0 and every notify; the figures must grow by it")
+    conditions = run.add_argument_group("conditions (a comma-separated list runs one cell per value, side by side)")
+    conditions.add_argument("--placement", type=_list_of(_placement, "placements"), metavar="P[,P...]",
+                            help="any (unpinned, default), same (notifier and waiter on one CPU) or split (different CPUs)")
+    conditions.add_argument("--cpus", type=_list_of(_whole_number("cpu"), "CPU numbers"), metavar="A[,B]",
+                            help="the CPU for --placement same, or the notifier's and waiter's CPUs for split (default: the first allowed)")
+    conditions.add_argument("--cpu-threads", type=_list_of(_whole_number("cpu_threads"), "thread counts"), metavar="N[,N...]",
+                            help="busy Python threads beside the waiter, competing for the GIL (default 0)")
+    conditions.add_argument("--cpu-procs", type=_whole_number("cpu_procs"), metavar="N",
+                            help="busy processes on the machine for the whole run (default 0)")
+    conditions.add_argument("--switch-interval", type=_switch_interval, metavar="S",
+                            help="sys.setswitchinterval for the measuring process (default: the interpreter's, 0.005)")
+    conditions.add_argument("--idle-hold", action="store_true",
+                            help="hold /dev/cpu_dma_latency at 0 during the run so idle CPUs stay shallow (needs root)")
+    conditions.add_argument("--mode", choices=("closed", "open"),
+                            help="closed (default): notify once the waiter has settled, latency from t0; open: notify on a "
+                                 "fixed schedule and take latency from the scheduled instant (no coordinated omission)")
+    conditions.add_argument("--interval-us", type=_whole_number("interval_us"), metavar="US",
+                            help="open-loop schedule period (default 1000)")
+    execution = run.add_argument_group("execution")
+    execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
+                           help="fresh worker processes per arm; the wakes are split between them and pooled (default 3)")
+    execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging)")
+    execution.add_argument("--python", action="append", metavar="PATH",
+                           help="interpreter to measure with (repeatable: one cell each); 'all' finds every CPython >= 3.9 "
+                                "on PATH and in pyenv folders (see 'wakelab interpreters')")
     run.add_argument("-o", "--output", metavar="DIR",
                      help="evidence folder; an existing bundle there is replaced (default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
     run.add_argument("--json", action="store_true", help="print summary.json to stdout instead of summary.txt")
     run.add_argument("--note", help="free text recorded in the evidence (for example where the run was made)")
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_history_option(run, no_history=True)
     run.set_defaults(handler=cmd_run)
 
 
@@ -100,7 +169,7 @@ def _params(args: argparse.Namespace, defaults: object) -> object:
 
     overrides = {
         field: getattr(args, field)
-        for field in ("n", "warmup", "settle_us", "timeout_s", "install_n", "rounds", "planted_delay_us")
+        for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us")
         if getattr(args, field) is not None
     }
     params = dataclasses.replace(defaults, **overrides)  # type: ignore[type-var]
@@ -124,57 +193,154 @@ def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
         raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)" % (target, exc.strerror or exc)) from None
 
 
-def _progress_printer(quiet: bool) -> Optional[Callable[[str, Dict[str, object]], None]]:
-    if quiet:
-        return None
-    from wakelab.report.formatting import format_ns, format_rate
+def _pythons(args: argparse.Namespace) -> List[tuple]:
+    """``[(path or None, label or None)]`` for the --python options (None: this interpreter)."""
+    from wakelab.harness.interpreters import discover, probe
+    from wakelab.harness.workers import MIN_PYTHON
 
-    def progress(event: str, info: Dict[str, object]) -> None:
-        if event == "arm-start":
-            sys.stderr.write("wakelab: [%d/%d] %s ...\n" % (int(info["index"]) + 1, int(info["total"]), info["arm"]))  # type: ignore[call-overload]
-        elif event == "arm-skipped":
-            sys.stderr.write("wakelab:   skipped: %s\n" % info["reason"])
-        elif event == "arm-failed":
-            sys.stderr.write("wakelab:   FAILED: %s\n" % info["reason"])
-        elif event == "arm-done":
-            entry: Dict[str, object] = info["entry"]  # type: ignore[assignment]
-            if entry.get("latency"):
-                lat: Dict[str, object] = entry["latency"]  # type: ignore[assignment]
-                text = "p50 %s, max %s, lost %s" % (format_ns(lat["p50_ns"]), format_ns(lat["max_ns"]), lat["lost"])  # type: ignore[arg-type]
-            else:
-                text = "%s ops/s" % format_rate(entry["rate"]["ops_per_s"])  # type: ignore[index]
-            sys.stderr.write("wakelab:   %s in %.2f s\n" % (text, entry["wall_s"]))
-        sys.stderr.flush()
+    if not args.python:
+        return [(None, None)]
+    if args.in_process:
+        raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
+    chosen: List[tuple] = []
+    for value in args.python:
+        if value == "all":
+            found = [i for i in discover() if i.implementation == "cpython" and i.version[:2] >= MIN_PYTHON]
+            if not found:
+                raise UsageError("--python all found no CPython %d.%d or newer on PATH or in pyenv folders" % MIN_PYTHON)
+            chosen += [(i.path, i.label) for i in found]
+            continue
+        interpreter = probe(value) if os.path.isfile(value) else None
+        if interpreter is None:
+            raise UsageError("--python %s: not an interpreter that runs here (give the path of a python executable)" % value)
+        if interpreter.version[:2] < MIN_PYTHON:
+            raise UsageError("--python %s is Python %d.%d; the measuring code needs %d.%d or newer"
+                             % ((value,) + interpreter.version[:2] + MIN_PYTHON))
+        chosen.append((value, interpreter.label))
+    labels = [label for _, label in chosen]
+    if len(set(labels)) != len(labels):
+        # Two paths to the same version: keep them apart by position.
+        chosen = [(path, "%s-%d" % (label, i + 1)) for i, (path, label) in enumerate(chosen)]
+    return chosen
 
-    return progress
+
+def _placements(args: argparse.Namespace) -> List[tuple]:
+    from wakelab.harness.placement import PlacementError, resolve_cpus
+
+    names = args.placement or ["any"]
+    if args.cpus and names == ["any"]:
+        raise UsageError("--cpus needs --placement same or split")
+    out = []
+    for name in names:
+        cpus = args.cpus
+        if cpus and name == "same":
+            cpus = cpus[:1]
+        try:
+            ncpu, wcpu = resolve_cpus(name, cpus if name != "any" else None)
+        except PlacementError as exc:
+            raise UsageError(str(exc)) from None
+        out.append((name, ncpu, wcpu))
+    return out
+
+
+def _execution(args: argparse.Namespace) -> object:
+    from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold
+    from wakelab.harness.runner import DEFAULT_WORKERS, Execution
+
+    if args.in_process and args.workers is not None:
+        raise UsageError("--workers and --in-process exclude each other")
+    if args.idle_hold:
+        try:
+            check_idle_hold()
+        except ConditionError as exc:
+            raise UsageError(str(exc)) from None
+    conditions = Conditions(
+        cpu_procs=args.cpu_procs or 0,
+        switch_interval_s=args.switch_interval,
+        idle_hold=args.idle_hold,
+    )
+    return Execution(workers=args.workers or DEFAULT_WORKERS, in_process=args.in_process, conditions=conditions)
+
+
+def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
+    """Record each finished run in the history database; a failure is a warning, never lost evidence."""
+    from wakelab.history import HistoryError, record_run
+
+    if args.no_history:
+        return
+    for summary, folder in runs:
+        try:
+            record_run(summary, folder, args.history)
+        except HistoryError as exc:
+            sys.stderr.write("wakelab: warning: run not recorded in history (%s); its evidence is in %s\n" % (exc, folder))
+            return
+
+
+def _remove_if_empty(folder: str) -> None:
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass  # not empty: it holds evidence worth keeping
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.evidence.bundle import dumps
+    from wakelab.evidence.load import load_summary
+    from wakelab.harness import grid
+    from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan
+    from wakelab.harness.workers import InterpreterError
     from wakelab.labs import get_lab, lab_arm_names
+    from wakelab.progress import make_progress
+    from wakelab.report.matrix_text import format_matrix
     from wakelab.report.text import format_summary
 
     lab = get_lab(args.lab)
     arm_names = _resolve_arms(args, lab_arm_names(lab))
     params = _params(args, lab.params)
+    execution = _execution(args)
+    pythons = _pythons(args)
+    placements = _placements(args)
+    cells = grid.expand(
+        [p for p, _ in pythons],
+        [label for _, label in pythons],
+        placements,
+        args.settle_us or [params.settle_us],  # type: ignore[attr-defined]
+        args.cpu_threads or [0],
+    )
     folder = _output_folder(args, lab.id)
-    plan = RunPlan(
+    base = RunPlan(
         lab=lab,
         arm_names=arm_names,
         params=params,  # type: ignore[arg-type]
         folder=folder,
         command=["wakelab"] + list(args.argv),
         note=args.note,
+        execution=execution,  # type: ignore[arg-type]
     )
     try:
-        summary = run_plan(plan, _progress_printer(args.quiet))
+        with make_progress(len(arm_names) * len(cells), quiet=args.quiet) as progress:
+            if len(cells) == 1:
+                summary = run_plan(grid.cell_plan(base, cells[0], folder), progress)
+                text = dumps(summary) if args.json else format_summary(summary)
+                failed = any(a["status"] == FAILED for a in summary["arms"])  # type: ignore[union-attr]
+                complete = summary["complete"]
+                runs = [(summary, folder)]
+            else:
+                doc = grid.run_grid(base, cells, progress)
+                text = dumps(doc) if args.json else format_matrix(doc)
+                failed = any(r["status"] == FAILED for rows in doc["arms"].values() for r in rows)  # type: ignore[union-attr]
+                complete = doc["complete"]
+                runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"])) for c in doc["cells"]]  # type: ignore[union-attr]
     except RunInterrupted as exc:
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED
-    sys.stdout.write(dumps(summary) if args.json else format_summary(summary))
+    except (InterpreterError, ConditionError) as exc:
+        _remove_if_empty(folder)
+        raise UsageError(str(exc)) from None
+    _record_history(args, runs)
+    sys.stdout.write(text)
     sys.stdout.flush()
     if not args.quiet:
-        sys.stderr.write("wakelab: evidence in %s (complete: %s)\n" % (folder, str(summary["complete"]).lower()))
-    failed = any(a["status"] == FAILED for a in summary["arms"])  # type: ignore[union-attr]
+        sys.stderr.write("wakelab: evidence in %s (complete: %s)\n" % (folder, str(complete).lower()))
     return EXIT_ARM_FAILED if failed else EXIT_OK

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Dict
 
-from wakelab.errors import EvidenceError
+from wakelab.errors import EvidenceError, one_line
 from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON
 
 # A summary of a thousand arms is well under this; anything larger is not ours.
@@ -41,6 +42,36 @@ def parse_json(text: str, where: str) -> Any:
         raise EvidenceError("%s is nested too deeply to be a wakelab file" % where) from None
     except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
         raise EvidenceError("%s is not valid evidence: %s" % (where, exc)) from None
+
+
+# Limits of the numbers and names a wakelab file can hold.
+_INT_LIMIT = 2**63
+_ARM_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_SAMPLES_FILE = re.compile(r"samples/[a-z0-9][a-z0-9-]{0,63}\.json")
+
+
+def _check_values(value: Any, where: str, path: str = "") -> None:
+    """Reject what JSON allows but no wakelab file holds: huge integers, lone surrogates."""
+    stack = [(value, path)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                _check_text(key, where, at)
+                stack.append((sub, "%s/%s" % (at, one_line(key))))
+        elif isinstance(item, list):
+            stack.extend((sub, "%s/%d" % (at, i)) for i, sub in enumerate(item))
+        elif isinstance(item, str):
+            _check_text(item, where, at)
+        elif isinstance(item, int) and not isinstance(item, bool) and not -_INT_LIMIT < item < _INT_LIMIT:
+            raise EvidenceError("%s is not valid evidence: a number at %s is too large" % (where, at or "top level"))
+
+
+def _check_text(text: str, where: str, at: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EvidenceError("%s is not valid evidence: a string at %s is not valid Unicode" % (where, at or "top level")) from None
 
 
 def resolve_summary_path(path: str) -> str:
@@ -83,15 +114,24 @@ def validate_summary(doc: Any, where: str = "summary") -> None:
         raise EvidenceError(
             "%s has schema version %d, newer than this wakelab reads (%d): upgrade wakelab" % (where, version, SCHEMA_VERSION)
         )
+    _check_values(doc, where)
     validator = jsonschema.Draft202012Validator(summary_schema())
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     except RecursionError:
         raise EvidenceError("%s is nested too deeply to be a wakelab file" % where) from None
     if error is not None:
-        location = "/".join(str(p) for p in error.absolute_path) or "top level"
-        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        location = one_line("/".join(str(p) for p in error.absolute_path)) or "top level"
+        message = one_line(error.message if len(error.message) <= 200 else error.message[:200] + "...")
         raise EvidenceError("%s is not a valid wakelab summary: at %s: %s" % (where, location, message))
+    for index, arm in enumerate(doc["arms"]):
+        if not _ARM_NAME.fullmatch(arm["name"]):
+            raise EvidenceError("%s is not a valid wakelab summary: at arms/%d/name: %r is not an arm name" % (where, index, arm["name"]))
+        samples_file = arm["samples_file"]
+        if samples_file is not None and not _SAMPLES_FILE.fullmatch(samples_file):
+            raise EvidenceError(
+                "%s is not a valid wakelab summary: at arms/%d/samples_file: %r is not a samples file" % (where, index, samples_file)
+            )
 
 
 def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
@@ -103,15 +143,15 @@ def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
     """
     relative = entry.get("samples_file")
     if not isinstance(relative, str) or not relative:
-        raise EvidenceError("arm %s has no samples file (status: %s)" % (entry.get("name"), entry.get("status")))
+        raise EvidenceError("arm %r has no samples file (status: %s)" % (entry.get("name"), entry.get("status")))
     path = os.path.normpath(os.path.join(folder, relative))
     if os.path.commonpath([os.path.abspath(folder), os.path.abspath(path)]) != os.path.abspath(folder):
-        raise EvidenceError("arm %s: samples file %r points outside the bundle" % (entry.get("name"), relative))
+        raise EvidenceError("arm %r: samples file %r points outside the bundle" % (entry.get("name"), relative))
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_SAMPLES_BYTES + 1)
-    except OSError as exc:
-        raise EvidenceError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise EvidenceError("cannot read %r: %s" % (path, getattr(exc, "strerror", None) or exc)) from None
     if len(raw) > MAX_SAMPLES_BYTES:
         raise EvidenceError("%s is too large to be a wakelab samples file" % path)
     try:

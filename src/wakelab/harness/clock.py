@@ -10,7 +10,7 @@ import time
 from typing import Dict, List
 
 
-def measure_timer_floor(pairs: int = 20000) -> Dict[str, object]:
+def measure_timer_floor(pairs: int = 10000) -> Dict[str, object]:
     """Cost (ns) of back-to-back ``perf_counter_ns()`` pairs, and the clock's facts.
 
     Returns the minimum and median of ``pairs`` differences ``b - a`` where
@@ -37,3 +37,47 @@ def measure_timer_floor(pairs: int = 20000) -> Dict[str, object]:
         "floor_min_ns": deltas[0],
         "floor_p50_ns": deltas[len(deltas) // 2],
     }
+
+
+def measure_harness_overhead(samples: int = 10000, blocks: int = 5) -> Dict[str, object]:
+    """Per-sample cost (ns) of the harness's bookkeeping against a bare timer pair.
+
+    A counted wake costs the harness one ``perf_counter_ns()`` pair plus
+    :attr:`LatencyCollector.record`; this times ``samples`` of each, in
+    ``blocks`` interleaved blocks, and reports the medians per sample.
+    """
+    from wakelab.arms.base import LatencyCollector, MeasureParams
+
+    now = time.perf_counter_ns
+    bare: List[float] = []
+    harness: List[float] = []
+    loop = range(samples)
+    for _ in range(blocks):
+        start = now()
+        for _ in loop:
+            a = now()
+            b = now()
+        bare.append((now() - start) / samples)
+        collector = LatencyCollector(MeasureParams(n=samples, warmup=0))
+        record = collector.record
+        start = now()
+        for _ in loop:
+            a = now()
+            record(now() - a)
+        harness.append((now() - start) / samples)
+    bare.sort()
+    harness.sort()
+    bare_ns, harness_ns = bare[len(bare) // 2], harness[len(harness) // 2]
+    del a, b
+    return {
+        "bare_pair_ns": round(bare_ns, 1),
+        "per_sample_ns": round(harness_ns, 1),
+        "overhead_ratio": round(harness_ns / bare_ns, 3) if bare_ns else None,
+    }
+
+
+def calibrate() -> Dict[str, object]:
+    """Timer floor and harness overhead, as recorded under ``timer`` in summary.json."""
+    floor = measure_timer_floor()
+    floor["harness"] = measure_harness_overhead()
+    return floor

@@ -9,7 +9,7 @@ import os
 import platform
 import sys
 import sysconfig
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 
 def _gil_state() -> Dict[str, object]:
@@ -34,6 +34,8 @@ def interpreter_info() -> Dict[str, object]:
         "compiler": platform.python_compiler(),
         "debug_build": hasattr(sys, "gettotalrefcount"),
         "switch_interval_s": sys.getswitchinterval(),
+        # Passed through to worker processes as it is; recorded because it overrides the build's default.
+        "python_gil_env": os.environ.get("PYTHON_GIL"),
     }
     info.update(_gil_state())
     return info
@@ -63,4 +65,61 @@ def machine_info() -> Dict[str, object]:
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpus_allowed": affinity,
+    }
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def idle_states(cpu: int = 0) -> List[Dict[str, object]]:
+    """cpuidle states of ``cpu``: name, exit latency (µs), disabled."""
+    base = "/sys/devices/system/cpu/cpu%d/cpuidle" % cpu
+    states: List[Dict[str, object]] = []
+    try:
+        names = sorted(os.listdir(base), key=lambda n: int(n[5:]) if n[5:].isdigit() else 0)
+    except OSError:
+        return states
+    for name in names:
+        if not name.startswith("state"):
+            continue
+        latency = _read(os.path.join(base, name, "latency"))
+        states.append(
+            {
+                "name": _read(os.path.join(base, name, "name")),
+                "exit_latency_us": int(latency) if latency and latency.isdigit() else None,
+                "disabled": _read(os.path.join(base, name, "disable")) == "1",
+            }
+        )
+    return states
+
+
+def system_info() -> Dict[str, object]:
+    """What on this machine shapes wake latency: clocksource, idle, frequency, load, isolation.
+
+    Read from /proc and /sys only where present; a missing file gives None.
+    """
+    cpu = "/sys/devices/system/cpu"
+    load = _read("/proc/loadavg")
+    flags = ""
+    cpuinfo = _read("/proc/cpuinfo") or ""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags = line
+            break
+    return {
+        "clocksource": _read(cpu.replace("/cpu", "/clocksource/clocksource0/current_clocksource")),
+        "cpuidle_driver": _read(cpu + "/cpuidle/current_driver"),
+        "cpuidle_governor": _read(cpu + "/cpuidle/current_governor_ro") or _read(cpu + "/cpuidle/current_governor"),
+        "idle_states": idle_states(0),
+        "cpufreq_governor": _read(cpu + "/cpu0/cpufreq/scaling_governor"),
+        "load_average": [float(x) for x in load.split()[:3]] if load else None,
+        "isolated_cpus": _read(cpu + "/isolated"),
+        "nohz_full": _read(cpu + "/nohz_full"),
+        "smt_active": _read(cpu + "/smt/active"),
+        "hypervisor": (" hypervisor" in flags) if flags else None,
     }

@@ -4,23 +4,32 @@ The runner never prints.  It reports progress through an optional callback
 and writes the evidence bundle after every arm, so a crash or Ctrl-C leaves a
 valid ``summary.json`` with ``complete: false``.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
+
+By default each arm is measured in several fresh worker processes
+(:mod:`wakelab.harness.workers`), on the interpreter the plan names; with
+``in_process`` the arm runs here, under the same conditions layer, which is
+easier to debug.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from wakelab import __version__
 from wakelab.arms import get_arm
-from wakelab.arms.base import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate
+from wakelab.arms.base import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
 from wakelab.evidence import bundle
-from wakelab.harness.clock import measure_timer_floor
-from wakelab.harness.metadata import interpreter_info, machine_info
+from wakelab.harness.clock import calibrate
+from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
+from wakelab.harness.metadata import interpreter_info, machine_info, system_info
+from wakelab.harness.workers import ArmUnavailable, pool, probe_interpreter, run_workers
 from wakelab.labs import Lab
 from wakelab.report.caveats import derive_caveats
+from wakelab.report.quality import derive_warnings, quality_flags
 from wakelab.stats import summarize_latency, summarize_rate
 
 # Arm statuses in summary.json.
@@ -42,9 +51,30 @@ class RunInterrupted(Exception):
         self.folder = folder
 
 
+DEFAULT_WORKERS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """How arms are run: in ``workers`` fresh processes of ``python`` (None: this
+    interpreter), or ``in_process``; under ``conditions``."""
+
+    workers: int = DEFAULT_WORKERS
+    python: Optional[str] = None
+    in_process: bool = False
+    conditions: Conditions = Conditions()
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "mode": "in-process" if self.in_process else "workers",
+            "workers": 1 if self.in_process else self.workers,
+            "python": self.python or sys.executable,
+        }
+
+
 @dataclasses.dataclass(frozen=True)
 class RunPlan:
-    """What to run and where to write it."""
+    """What to run, how, and where to write it."""
 
     lab: Lab
     arm_names: Sequence[str]
@@ -52,28 +82,11 @@ class RunPlan:
     folder: str
     command: Sequence[str] = ()
     note: Optional[str] = None
+    execution: Execution = Execution()
 
 
 def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _raw_fields(raw: Raw) -> Dict[str, object]:
-    if isinstance(raw, RawLatency):
-        return {
-            "kind": LATENCY,
-            "samples_ns": list(raw.samples_ns),
-            "lost": raw.lost,
-            "warmup_discarded": raw.warmup_discarded,
-            "components_ns": {k: list(v) for k, v in raw.components_ns.items()},
-        }
-    return {
-        "kind": "rate",
-        "n_per_round": raw.n_per_round,
-        "round_ns": list(raw.round_ns),
-        "baseline_round_ns": list(raw.baseline_round_ns),
-        "warmup_rounds": raw.warmup_rounds,
-    }
 
 
 def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, object]:
@@ -90,6 +103,9 @@ def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, object]:
             "rate": None,
             "samples_file": None,
             "info": {},
+            "workers": [],
+            "spread": None,
+            "quality": {},
         }
     )
     return entry
@@ -132,7 +148,7 @@ def is_complete(summary: Dict[str, object]) -> bool:
     return True
 
 
-def new_summary(plan: RunPlan) -> Dict[str, object]:
+def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, object]] = None) -> Dict[str, object]:
     """The summary document before any arm ran (``complete: false``)."""
     arms = [_arm_entry(get_arm(name), plan.params) for name in plan.arm_names]
     return {
@@ -160,11 +176,15 @@ def new_summary(plan: RunPlan) -> Dict[str, object]:
         "command": list(plan.command),
         "note": plan.note,
         "parameters": plan.params.to_dict(),
-        "interpreter": interpreter_info(),
+        "execution": plan.execution.to_dict(),
+        "conditions": plan.execution.conditions.to_dict(),
+        "interpreter": interpreter if interpreter is not None else interpreter_info(),
         "machine": machine_info(),
+        "system": system_info(),
         "timer": None,
         "arms": arms,
         "caveats": [],
+        "warnings": [],
     }
 
 
@@ -182,45 +202,34 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
 
     def write(summary: Dict[str, object]) -> None:
         summary["caveats"] = derive_caveats(summary)
+        summary["warnings"] = derive_warnings(summary)
         bundle.write_bundle(plan.folder, summary, format_summary(summary))
 
     started = time.perf_counter()
-    summary = new_summary(plan)
+    execution = plan.execution
+    if execution.in_process or execution.python in (None, sys.executable):
+        # Workers run this very interpreter: describe and calibrate it here, sparing a process.
+        interpreter, timer = interpreter_info(), calibrate()
+    else:
+        probed = probe_interpreter(execution.python)
+        interpreter, timer = probed["interpreter"], probed["timer"]
+    summary = new_summary(plan, interpreter)
+    summary["timer"] = timer
+    # Where tails cluster at multiples of this, another thread held the GIL.
+    switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     arms: List[Dict[str, object]] = summary["arms"]  # type: ignore[assignment]
     current: Optional[Dict[str, object]] = None
     try:
-        summary["timer"] = measure_timer_floor()
-        write(summary)
-        for index, entry in enumerate(arms):
-            current = entry
-            arm = get_arm(str(entry["name"]))
-            emit("arm-start", arm=arm.name, index=index, total=len(arms))
-            reason = arm.unavailable_reason()
-            if reason is not None:
-                entry["status"] = SKIPPED
-                entry["reason"] = reason
-                emit("arm-skipped", arm=arm.name, reason=reason)
-                write(summary)
-                continue
-            arm_started = time.perf_counter()
-            try:
-                raw = arm.measure(plan.params)
-            except Exception as exc:  # one arm's failure never ends the run
-                entry["status"] = FAILED
-                entry["reason"] = "%s: %s" % (type(exc).__name__, exc)
-                entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
-                emit("arm-failed", arm=arm.name, reason=entry["reason"])
-                write(summary)
-                continue
-            entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
-            entry["samples_file"] = bundle.write_samples(
-                plan.folder, arm.name, bundle.samples_doc(arm.name, _raw_fields(raw))
-            )
-            summarize_raw(entry, raw)
-            entry["status"] = OK
-            emit("arm-done", arm=arm.name, entry=entry)
+        with run_conditions(execution.conditions) as applied:
+            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})  # type: ignore[union-attr]
             write(summary)
-        current = None
+            for index, entry in enumerate(arms):
+                current = entry
+                arm = get_arm(str(entry["name"]))
+                emit("arm-start", arm=arm.name, index=index, total=len(arms))
+                _run_arm(plan, arm, entry, emit, switch_interval_s)
+                write(summary)
+            current = None
     except KeyboardInterrupt:
         if current is not None and current["status"] == PENDING:
             current["status"] = INTERRUPTED
@@ -232,6 +241,77 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     _finish(summary, started)
     write(summary)
     return summary
+
+
+def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None]) -> tuple:
+    """``(raw, per-worker figures)`` of one arm, in workers or in this process."""
+    execution = plan.execution
+    if execution.in_process:
+        reason = arm.unavailable_reason()
+        if reason is not None:
+            raise ArmUnavailable(reason)
+        with worker_conditions(plan.params, execution.conditions):
+            return arm.measure(plan.params), []
+    results = run_workers(
+        arm.name,
+        plan.params,
+        execution.conditions,
+        workers=execution.workers,
+        python=execution.python,
+        on_worker=lambda i, total: emit("worker-done", arm=arm.name, worker=i + 1, workers=total),
+    )
+    return pool([r.raw for r in results]), [worker_figures(r.raw, r.pid, r.applied) for r in results]
+
+
+def _run_arm(
+    plan: RunPlan, arm: Arm, entry: Dict[str, object], emit: Callable[..., None], switch_interval_s: float
+) -> None:
+    arm_started = time.perf_counter()
+    try:
+        if plan.params.mode == "open" and not arm.open_loop:
+            raise ArmUnavailable("no open-loop mode: only arms on the shared thread-wake driver have one")
+        raw, workers = _measure(plan, arm, emit)
+    except ArmUnavailable as exc:
+        entry["status"] = SKIPPED
+        entry["reason"] = str(exc)
+        emit("arm-skipped", arm=arm.name, reason=entry["reason"])
+        return
+    except Exception as exc:  # one arm's failure never ends the run
+        entry["status"] = FAILED
+        entry["reason"] = "%s: %s" % (type(exc).__name__, exc)
+        entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
+        emit("arm-failed", arm=arm.name, reason=entry["reason"])
+        return
+    entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
+    entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, bundle.samples_doc(arm.name, raw_to_dict(raw)))
+    summarize_raw(entry, raw)
+    if isinstance(raw, RawLatency):
+        entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s))
+    entry["workers"] = workers
+    entry["spread"] = worker_spread(workers)
+    entry["status"] = OK
+    emit("arm-done", arm=arm.name, entry=entry)
+
+
+def worker_figures(raw: Raw, pid: int, applied: Dict[str, object]) -> Dict[str, object]:
+    """One worker's own figures, kept beside the pooled ones to show the spread."""
+    figures: Dict[str, object] = {"pid": pid, "applied": _jsonable(applied)}
+    if isinstance(raw, RawLatency):
+        stats = summarize_latency(raw.samples_ns, raw.lost)
+        figures.update(n=stats.n, lost=stats.lost, p50_ns=stats.percentiles_ns.get("p50"), max_ns=stats.max_ns)
+    else:
+        rate = summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns)
+        figures.update(rounds=rate.rounds, ops_per_s=rate.ops_per_s)
+    return figures
+
+
+def worker_spread(workers: Sequence[Dict[str, object]]) -> Optional[Dict[str, object]]:
+    """How far apart the workers' medians are (None with fewer than two workers)."""
+    key = "p50_ns" if workers and "p50_ns" in workers[0] else "ops_per_s"
+    values = [float(w[key]) for w in workers if w.get(key) is not None]  # type: ignore[arg-type]
+    if len(values) < 2 or min(values) <= 0:
+        return None
+    return {"of": key, "min": min(values), "max": max(values), "max_over_min": round(max(values) / min(values), 4)}
 
 
 def _finish(summary: Dict[str, object], started: float) -> None:

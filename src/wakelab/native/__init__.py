@@ -24,6 +24,12 @@ Running.  :func:`run_floor` runs the binary as a child process (no shell,
 with a timeout); :func:`parse_latency_output` and :func:`parse_rate_output`
 read its line format, which is documented at the top of the C source.  A crash, a timeout or output that is
 not that format raises :class:`NativeFloorError`.
+
+Placement.  The binary is told the placement's CPUs (``notifier_cpu=`` and
+``waiter_cpu=``, -1 for placement ``any``) and pins its own threads with
+``pthread_setaffinity_np``; it reports the CPU each side last ran on
+(``sched_getcpu``), which :func:`parse_ran_on` reads and the raw record's
+``info`` keeps as ``notifier_cpu_seen`` / ``waiter_cpu_seen``.
 """
 
 from __future__ import annotations
@@ -41,12 +47,14 @@ import threading
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.arms.base import LatencyCollector, MeasureParams, RawLatency, RawRate
+from wakelab.harness.placement import NOTIFIER, WAITER, cpu_for
 
 SOURCE_NAME = "wakelab_floor.c"
 BINARY_NAME = "wakelab_floor"
 CFLAGS: Tuple[str, ...] = ("-O2", "-pthread", "-Wall")
-#: Version of the binary's output format (first line: ``wakelab-floor 1 ...``).
-FLOOR_FORMAT = 1
+#: Version of the binary's output format (first line: ``wakelab-floor 2 ...``).
+#: History: 1 -- records and end line; 2 -- adds the ``ran-on`` line before the end line.
+FLOOR_FORMAT = 2
 FALLBACK_COMPILERS = ("cc", "gcc", "clang")
 COMPILE_TIMEOUT_S = 120.0
 PROBE_TIMEOUT_S = 30.0
@@ -278,6 +286,11 @@ def floor_binary() -> FloorBinary:
     raise NativeFloorUnavailable(str(outcome))
 
 
+def _placement_cpu(params: MeasureParams, role: str) -> int:
+    cpu = cpu_for(params.placement, params.notifier_cpu, params.waiter_cpu, role)
+    return -1 if cpu is None else cpu
+
+
 def _floor_args(params: MeasureParams, extra: Optional[Mapping[str, int]]) -> List[str]:
     values = {
         "n": params.n,
@@ -289,6 +302,9 @@ def _floor_args(params: MeasureParams, extra: Optional[Mapping[str, int]]) -> Li
         "install_n": params.install_n,
         "rounds": params.rounds,
         "warmup_rounds": params.warmup_rounds,
+        # -1: not pinned (placement "any"); the binary pins its own threads otherwise.
+        "notifier_cpu": _placement_cpu(params, NOTIFIER),
+        "waiter_cpu": _placement_cpu(params, WAITER),
     }
     values.update(extra or {})
     return ["%s=%d" % (key, value) for key, value in values.items()]
@@ -352,8 +368,8 @@ def _garbage(experiment: str, why: str, text: str) -> NativeFloorError:
     )
 
 
-def _records(text: str, experiment: str, kind: str) -> List[str]:
-    """The record lines of the binary's output, after checking header and end line."""
+def _sections(text: str, experiment: str, kind: str) -> Tuple[List[str], str]:
+    """The record lines and the ran-on line of the binary's output, after checking header and end line."""
     lines = text.splitlines()
     if not lines:
         raise _garbage(experiment, "no output", text)
@@ -362,9 +378,34 @@ def _records(text: str, experiment: str, kind: str) -> List[str]:
     if len(header) != 5 or header[:4] != expected or not header[4].isdigit():
         raise _garbage(experiment, "bad header, expected %r" % " ".join(expected + ["COUNT"]), text)
     count = int(header[4])
-    if len(lines) != count + 2 or lines[-1] != "end %d" % count:
-        raise _garbage(experiment, "expected %d records and an end line" % count, text)
-    return lines[1:-1]
+    if len(lines) != count + 3 or lines[-1] != "end %d" % count:
+        raise _garbage(experiment, "expected %d records, a ran-on line and an end line" % count, text)
+    return lines[1:-2], lines[-2]
+
+
+_RAN_ON_KEYS = {"notifier": "notifier_cpu_seen", "waiter": "waiter_cpu_seen"}
+
+
+def parse_ran_on(text: str, experiment: str, kind: str = "latency") -> Dict[str, Optional[int]]:
+    """Where each side of the experiment last ran: ``{"notifier_cpu_seen": 0, "waiter_cpu_seen": 1}``.
+
+    Only the sides the experiment has are present (a single-threaded
+    experiment has no waiter); a CPU the binary could not read is None.
+    """
+    line = _sections(text, experiment, kind)[1]
+    fields = line.split(" ")
+    if fields[0] != "ran-on" or len(fields) < 2:
+        raise _garbage(experiment, "bad ran-on line %r" % line, text)
+    seen: Dict[str, Optional[int]] = {}
+    for field in fields[1:]:
+        role, _, cpu = field.partition("=")
+        key = _RAN_ON_KEYS.get(role)
+        if key is None or key in seen or not cpu:
+            raise _garbage(experiment, "bad ran-on line %r" % line, text)
+        seen[key] = None if cpu == "-" else _int_field(cpu, experiment, text)
+    if "notifier_cpu_seen" not in seen:
+        raise _garbage(experiment, "bad ran-on line %r" % line, text)
+    return seen
 
 
 def _int_field(field: str, experiment: str, text: str) -> int:
@@ -383,14 +424,14 @@ def parse_latency_output(text: str, experiment: str) -> List[Optional[int]]:
     """
     return [
         None if line == "lost" else _int_field(line, experiment, text)
-        for line in _records(text, experiment, "latency")
+        for line in _sections(text, experiment, "latency")[0]
     ]
 
 
 def parse_rate_output(text: str, experiment: str) -> List[Tuple[int, int]]:
     """Parse a rate experiment's output: ``(round_ns, baseline_ns)`` per round, warm-ups included."""
     rounds: List[Tuple[int, int]] = []
-    for line in _records(text, experiment, "rate"):
+    for line in _sections(text, experiment, "rate")[0]:
         fields = line.split(" ")
         if len(fields) != 2:
             raise _garbage(experiment, "bad record %r" % line, text)
@@ -407,7 +448,8 @@ def measure_latency(
 ) -> RawLatency:
     """Wake latencies (ns) of a native latency experiment, warm-ups dropped."""
     binary = floor_binary()
-    wakes = parse_latency_output(run_floor(experiment, params, extra), experiment)
+    text = run_floor(experiment, params, extra)
+    wakes = parse_latency_output(text, experiment)
     if len(wakes) != params.total_wakes:
         raise NativeFloorError(
             "native floor %s returned %d wakes, expected %d"
@@ -418,23 +460,27 @@ def measure_latency(
         collector.add(latency_ns)
     info = binary.info()
     info["settle_us"] = params.settle_us
+    info.update(parse_ran_on(text, experiment))
     return collector.result(**info)
 
 
 def measure_rate(experiment: str, params: MeasureParams) -> RawRate:
     """Round times (ns) of a native rate experiment and its empty-loop baseline."""
     binary = floor_binary()
-    rounds = parse_rate_output(run_floor(experiment, params), experiment)
+    text = run_floor(experiment, params)
+    rounds = parse_rate_output(text, experiment)
     expected = params.warmup_rounds + params.rounds
     if len(rounds) != expected:
         raise NativeFloorError(
             "native floor %s returned %d rounds, expected %d" % (experiment, len(rounds), expected)
         )
     counted = rounds[params.warmup_rounds:]
+    info = binary.info()
+    info.update(parse_ran_on(text, experiment, "rate"))
     return RawRate(
         n_per_round=params.install_n,
         round_ns=tuple(r[0] for r in counted),
         baseline_round_ns=tuple(r[1] for r in counted),
         warmup_rounds=params.warmup_rounds,
-        info=binary.info(),
+        info=info,
     )

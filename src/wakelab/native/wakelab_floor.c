@@ -3,8 +3,14 @@
  *
  * The same wake experiments as wakelab's Python arms, done in C, so that a
  * report can put the interpreter's cost beside what the kernel and libc cost
- * on the same machine, under the same conditions (the Python side runs this
- * program as a child process, which inherits its CPU affinity).
+ * on the same machine, under the same conditions.
+ *
+ * Placement: notifier_cpu=C pins the notifier (the main thread; for the
+ * single-threaded self-signal and sigaction experiments, the only thread)
+ * to CPU C, waiter_cpu=C pins the waiter thread, both with
+ * pthread_setaffinity_np; -1 (the default) leaves the inherited mask alone.
+ * Each side notes the CPU it last ran on (sched_getcpu) at the end of its
+ * loop, and the output says so (the "ran-on" line).
  *
  * Clock: clock_gettime(CLOCK_MONOTONIC), the clock behind Python's
  * time.perf_counter_ns() on Linux, so the figures are directly comparable.
@@ -22,16 +28,21 @@
  *
  * Usage:  wakelab_floor EXPERIMENT [key=value ...]
  *   keys: n warmup settle_us timeout_ms planted_delay_us install_n rounds
- *         warmup_rounds lose_every (fault injection for tests: the notifier
- *         skips every lose_every-th notify, so that wake is lost)
- *   EXPERIMENT "selftest" only prints "wakelab-floor 1 ok".
+ *         warmup_rounds notifier_cpu waiter_cpu (-1: not pinned)
+ *         lose_every (fault injection for tests: the notifier skips every
+ *         lose_every-th notify, so that wake is lost)
+ *   EXPERIMENT "selftest" only prints "wakelab-floor 2 ok".
  *
- * Output (stdout), format version 1:
- *   wakelab-floor 1 latency EXPERIMENT COUNT    then COUNT lines, each a
+ * Output (stdout), format version 2 (version 1 had no "ran-on" line):
+ *   wakelab-floor 2 latency EXPERIMENT COUNT    then COUNT lines, each a
  *       latency in ns or "lost", in the order taken (warm-up wakes included;
- *       the Python side drops them), then "end COUNT".
- *   wakelab-floor 1 rate EXPERIMENT COUNT       then COUNT lines
- *       "ROUND_NS BASELINE_NS" (warm-up rounds included), then "end COUNT".
+ *       the Python side drops them), then the ran-on line, then "end COUNT".
+ *   wakelab-floor 2 rate EXPERIMENT COUNT       then COUNT lines
+ *       "ROUND_NS BASELINE_NS" (warm-up rounds included), then the ran-on
+ *       line, then "end COUNT".
+ *   The ran-on line is "ran-on notifier=CPU waiter=CPU" for the
+ *   cross-thread experiments and "ran-on notifier=CPU" for the
+ *   single-threaded ones; CPU is "-" when sched_getcpu() failed.
  * Exit status: 0 ok, 2 usage error, 3 the experiment itself failed.
  */
 
@@ -41,6 +52,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FLOOR_FORMAT 1
+#define FLOOR_FORMAT 2
 #define LOST INT64_MIN
 /* Handshakes outside the timed window get the wake timeout plus this. */
 #define HANDSHAKE_SLACK_MS 5000
@@ -65,9 +77,15 @@ typedef struct {
     long rounds;
     long warmup_rounds;
     long lose_every;
+    long notifier_cpu; /* -1: not pinned */
+    long waiter_cpu;   /* -1: not pinned */
 } params_t;
 
-static params_t P = {200, 10, 1000, 1000, 0, 20000, 7, 1, 0};
+static params_t P = {200, 10, 1000, 1000, 0, 20000, 7, 1, 0, -1, -1};
+
+/* The CPU each side last ran on, read at the end of its loop (-1: unknown). */
+static int notifier_cpu_seen = -1;
+static int waiter_cpu_seen = -1;
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
@@ -124,6 +142,25 @@ static void sleep_us(long us)
         ;
     if (rc)
         fail("clock_nanosleep", rc);
+}
+
+/* Pin the calling thread to cpu (no-op for -1). */
+static void pin_self(long cpu, const char *role)
+{
+    if (cpu < 0)
+        return;
+    if (cpu >= CPU_SETSIZE) {
+        fprintf(stderr, "wakelab_floor: pinning the %s to CPU %ld: beyond CPU_SETSIZE\n", role, cpu);
+        exit(3);
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)cpu, &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc) {
+        fprintf(stderr, "wakelab_floor: pinning the %s to CPU %ld: %s\n", role, cpu, strerror(rc));
+        exit(3);
+    }
 }
 
 /* Between t0 and the notify: a busy-wait, so the delay itself is precise. */
@@ -230,6 +267,7 @@ static int ctl_wait_for(const int *flag, const struct timespec *deadline)
 static void *waiter_main(void *unused)
 {
     (void)unused;
+    pin_self(P.waiter_cpu, "waiter");
     long handshake_ms = P.timeout_ms + HANDSHAKE_SLACK_MS;
     pthread_mutex_lock(&ctl_lock);
     for (;;) {
@@ -243,8 +281,10 @@ static void *waiter_main(void *unused)
                 return NULL;
             }
         }
-        if (ctl_stop)
+        if (ctl_stop) {
+            waiter_cpu_seen = sched_getcpu(); /* read by main after pthread_join */
             break;
+        }
         ctl_go = 0;
         pthread_mutex_unlock(&ctl_lock);
 
@@ -269,6 +309,8 @@ static void *waiter_main(void *unused)
 static void run_thread_experiment(const thread_experiment_t *exp, int64_t *samples, long total)
 {
     EXP = exp;
+    /* Before pthread_create: the waiter starts from this mask, then re-pins itself. */
+    pin_self(P.notifier_cpu, "notifier");
     init_monotonic_cond(&ctl_cond);
     if (exp->setup)
         exp->setup();
@@ -305,6 +347,7 @@ static void run_thread_experiment(const thread_experiment_t *exp, int64_t *sampl
         pthread_mutex_unlock(&ctl_lock);
         samples[i] = t1 ? t1 - t0 : LOST;
     }
+    notifier_cpu_seen = sched_getcpu();
 
     pthread_mutex_lock(&ctl_lock);
     ctl_stop = 1;
@@ -550,6 +593,7 @@ static void self_handler(int signum)
 
 static void run_self_signal(int64_t *samples, long total)
 {
+    pin_self(P.notifier_cpu, "notifier");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = self_handler;
@@ -578,6 +622,7 @@ static void run_self_signal(int64_t *samples, long total)
         }
         samples[i] = self_seen ? self_t1 - t0 : LOST;
     }
+    notifier_cpu_seen = sched_getcpu();
 }
 
 /* ------------------------------------------------------------------ */
@@ -591,6 +636,7 @@ static void run_sigaction_install(int64_t *round_ns, int64_t *baseline_ns, long 
     sa.sa_handler = noop_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_ONSTACK; /* what CPython's signal.signal() passes */
+    pin_self(P.notifier_cpu, "notifier");
     if (sigaction(SIGUSR1, NULL, &old))
         fail("sigaction (save)", errno);
     long n = P.install_n;
@@ -610,6 +656,7 @@ static void run_sigaction_install(int64_t *round_ns, int64_t *baseline_ns, long 
         round_ns[r] = t1 - t0;
         baseline_ns[r] = b1 - b0;
     }
+    notifier_cpu_seen = sched_getcpu();
     if (sigaction(SIGUSR1, &old, NULL))
         fail("sigaction (restore)", errno);
 }
@@ -625,7 +672,7 @@ static void usage(const char *msg)
             "experiments: native-condvar native-pipe native-eventfd native-sigwait\n"
             "             native-self-signal native-sigaction-install selftest\n"
             "keys: n warmup settle_us timeout_ms planted_delay_us install_n rounds\n"
-            "      warmup_rounds lose_every\n",
+            "      warmup_rounds notifier_cpu waiter_cpu lose_every\n",
             msg);
     exit(2);
 }
@@ -646,6 +693,8 @@ static void parse_param(const char *arg)
         {"rounds", &P.rounds, 1},
         {"warmup_rounds", &P.warmup_rounds, 0},
         {"lose_every", &P.lose_every, 0},
+        {"notifier_cpu", &P.notifier_cpu, -1},
+        {"waiter_cpu", &P.waiter_cpu, -1},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -665,13 +714,31 @@ static void parse_param(const char *arg)
     usage("unknown parameter");
 }
 
+/* "ran-on notifier=CPU[ waiter=CPU]"; with_waiter is 0 for single-threaded experiments. */
+static void print_ran_on(int with_waiter)
+{
+    fputs("ran-on notifier=", stdout);
+    if (notifier_cpu_seen >= 0)
+        printf("%d", notifier_cpu_seen);
+    else
+        fputs("-", stdout);
+    if (with_waiter) {
+        fputs(" waiter=", stdout);
+        if (waiter_cpu_seen >= 0)
+            printf("%d", waiter_cpu_seen);
+        else
+            fputs("-", stdout);
+    }
+    fputs("\n", stdout);
+}
+
 static void finish_output(void)
 {
     if (fflush(stdout) || ferror(stdout))
         fail("writing stdout", errno);
 }
 
-static void print_latency(const char *name, const int64_t *samples, long total)
+static void print_latency(const char *name, const int64_t *samples, long total, int with_waiter)
 {
     printf("wakelab-floor %d latency %s %ld\n", FLOOR_FORMAT, name, total);
     for (long i = 0; i < total; i++) {
@@ -680,6 +747,7 @@ static void print_latency(const char *name, const int64_t *samples, long total)
         else
             printf("%lld\n", (long long)samples[i]);
     }
+    print_ran_on(with_waiter);
     printf("end %ld\n", total);
     finish_output();
 }
@@ -713,6 +781,7 @@ int main(int argc, char **argv)
         printf("wakelab-floor %d rate %s %ld\n", FLOOR_FORMAT, name, total);
         for (long r = 0; r < total; r++)
             printf("%lld %lld\n", (long long)rounds[r], (long long)baseline[r]);
+        print_ran_on(0);
         printf("end %ld\n", total);
         finish_output();
         return 0;
@@ -736,6 +805,6 @@ int main(int argc, char **argv)
         run_thread_experiment(exp, samples, total);
     else
         run_self_signal(samples, total);
-    print_latency(name, samples, total);
+    print_latency(name, samples, total, exp != NULL);
     return 0;
 }

@@ -1,17 +1,14 @@
 """Caveats derived from a summary document: what a reader must know before quoting it.
 
 Every caveat is computed from the run's own data (waiter states, lost wakes,
-the timer floor, the parameters), never written in advance.  Stdlib only:
-the runner stores these in summary.json as it goes.
+failed or skipped arms, the parameters), never written in advance.  Doubts
+about measurement quality are warnings, in :mod:`wakelab.report.quality`.
+Stdlib only: the runner stores these in summary.json as it goes.
 """
 
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional
-
-# A figure within this many timer floors is flagged.
-FLOOR_MULTIPLE = 10
-
 
 def arms_by_name(summary: Mapping[str, object]) -> Dict[str, Mapping[str, object]]:
     return {str(a["name"]): a for a in summary.get("arms", [])}  # type: ignore[union-attr]
@@ -67,31 +64,4 @@ def derive_caveats(summary: Mapping[str, object]) -> List[str]:
         elif entry.get("status") == "skipped":
             caveats.append("%s was skipped: %s" % (entry["name"], entry.get("reason")))
 
-    timer = summary.get("timer") or {}
-    floor = timer.get("floor_p50_ns")  # type: ignore[union-attr]
-    if floor:
-        near = [
-            str(e["name"])
-            for e in arms
-            if p50_ns(e) is not None and p50_ns(e) < FLOOR_MULTIPLE * floor  # type: ignore[operator]
-        ]
-        if near:
-            caveats.append(
-                "p50 within %d× the timer floor (%d ns) for: %s; differences there are "
-                "mostly the clock's own cost." % (FLOOR_MULTIPLE, floor, ", ".join(near))
-            )
-
-    short = sorted(
-        {
-            key.replace("_", ".")
-            for e in arms
-            for key in ((e.get("latency") or {}).get("omitted") or {})
-            if (e.get("latency") or {}).get("n")
-        }
-    )
-    if short:
-        caveats.append(
-            "Not reported where the sample is too small to hold a wake above it: %s "
-            "(pQ needs n >= 1/(1-Q/100); raise --n)." % ", ".join(short)
-        )
     return caveats

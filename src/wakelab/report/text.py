@@ -12,7 +12,7 @@ import textwrap
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.report.caveats import arms_by_name, like_for_like, p50_ns
-from wakelab.report.formatting import DASH, format_ns, format_rate, format_ratio, format_us
+from wakelab.report.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
 WIDTH = 100
 FAMILY_TITLES = {
@@ -89,7 +89,7 @@ def format_verdict(summary: Mapping[str, object]) -> List[str]:
             )
             if lat.get("lost"):
                 text += " %d wakes lost." % lat["lost"]  # type: ignore[index]
-        else:
+        elif entry.get("rate"):
             rate = entry.get("rate") or {}
             text = "%s: %s ops/s (median of %d rounds of %s calls; empty loop %s iterations/s)." % (
                 entry["name"],
@@ -98,6 +98,8 @@ def format_verdict(summary: Mapping[str, object]) -> List[str]:
                 format_rate(rate.get("n_per_round")),  # type: ignore[union-attr]
                 format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
             )
+        else:
+            continue  # an arm marked ok without figures has nothing to say
         lines.extend(wrap(text))
     lab = summary.get("lab") or {}
     for comparison in lab.get("comparisons", []):  # type: ignore[union-attr]
@@ -201,7 +203,7 @@ def format_lead_table(summary: Mapping[str, object]) -> List[str]:
                 format_rate(rate.get("min_ops_per_s")),  # type: ignore[union-attr]
                 format_rate(rate.get("max_ops_per_s")),  # type: ignore[union-attr]
                 format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
-                "%.1f" % rate.get("net_ns_per_op", 0.0),  # type: ignore[union-attr]
+                format_ns_plain(rate.get("net_ns_per_op")),  # type: ignore[union-attr]
             ]
             if show_native:
                 native = by_name.get(str(a.get("native")))
@@ -249,15 +251,54 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
     ]
     if timer:
         items.append(
-            "Timer: %s (%s); back-to-back floor %d ns median, %d ns min." % (
+            "Timer: %s (%s); back-to-back floor %s ns median, %s ns min." % (
                 timer.get("clock"), timer.get("implementation"), timer.get("floor_p50_ns"), timer.get("floor_min_ns")
             )
         )
+    if timer.get("harness"):
+        harness: Mapping[str, object] = timer["harness"]  # type: ignore[assignment]
+        items[-1] += " Harness bookkeeping: %s ns per sample against %s ns for a bare pair (%s×)." % (
+            harness.get("per_sample_ns"), harness.get("bare_pair_ns"), harness.get("overhead_ratio"))
+    execution: Mapping[str, object] = summary.get("execution") or {}  # type: ignore[assignment]
+    if execution:
+        items.append(
+            "Execution: %s."
+            % ("in the runner's own process" if execution.get("mode") == "in-process"
+               else "%s fresh worker process(es) per arm, wakes split between them and pooled" % execution.get("workers"))
+        )
+    if params.get("mode") == "open":
+        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
+    else:
+        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % params.get("settle_us")
     items.append(
-        "Blocked waiters settle %s µs before each notify; %s warm-up wakes discarded per latency arm and %s "
-        "warm-up round(s) per rate arm; every wait times out after %s s (a lost wake)."
-        % (params.get("settle_us"), params.get("warmup"), params.get("warmup_rounds"), params.get("timeout_s"))
+        "Timing: %s; %s warm-up wakes discarded per latency arm and %s warm-up round(s) per rate arm; every wait "
+        "times out after %s s (a lost wake)." % (timing, params.get("warmup"), params.get("warmup_rounds"), params.get("timeout_s"))
     )
+    placement = params.get("placement") or "any"
+    if placement == "any":
+        where = "unpinned (the scheduler chose the CPUs)"
+    elif placement == "same":
+        where = "notifier and waiter pinned to CPU %s" % params.get("notifier_cpu")
+    else:
+        where = "notifier pinned to CPU %s, waiter to CPU %s" % (params.get("notifier_cpu"), params.get("waiter_cpu"))
+    conditions: Mapping[str, object] = summary.get("conditions") or {}  # type: ignore[assignment]
+    load = []
+    if conditions.get("cpu_threads"):
+        load.append("%s busy Python thread(s) beside the waiter" % conditions["cpu_threads"])
+    if conditions.get("cpu_procs"):
+        load.append("%s busy process(es)" % conditions["cpu_procs"])
+    if conditions.get("switch_interval_s") is not None:
+        load.append("switch interval set to %s s" % conditions["switch_interval_s"])
+    if conditions.get("idle_hold"):
+        load.append("/dev/cpu_dma_latency held at 0" if conditions.get("applied_idle_hold", True) else "idle hold requested")
+    items.append("Placement: %s. Load: %s." % (where, "; ".join(load) if load else "none added"))
+    system: Mapping[str, object] = summary.get("system") or {}  # type: ignore[assignment]
+    if system:
+        items.append(
+            "System: clocksource %s, cpuidle driver %s, load average %s%s."
+            % (system.get("clocksource"), system.get("cpuidle_driver"), system.get("load_average"),
+               ", under a hypervisor" if system.get("hypervisor") else "")
+        )
     arms: List[Mapping[str, object]] = [a for a in summary.get("arms", []) if a.get("kind") == "latency"]  # type: ignore[union-attr]
     states = sorted({str(a.get("waiter")) for a in arms})
     if len(states) > 1:
@@ -290,6 +331,22 @@ def reproduce_commands(summary: Mapping[str, object]) -> List[str]:
     )
     if params.get("planted_delay_us"):
         cli += " --planted-delay-us %s" % params["planted_delay_us"]
+    if params.get("placement") not in (None, "any"):
+        cpus = [params.get("notifier_cpu")] if params["placement"] == "same" else [params.get("notifier_cpu"), params.get("waiter_cpu")]
+        cli += " --placement %s --cpus %s" % (params["placement"], ",".join(str(c) for c in cpus))
+    if params.get("mode") == "open":
+        cli += " --mode open --interval-us %s" % params.get("interval_us")
+    conditions: Mapping[str, object] = summary.get("conditions") or {}  # type: ignore[assignment]
+    for key, flag in (("cpu_threads", "--cpu-threads"), ("cpu_procs", "--cpu-procs"), ("switch_interval_s", "--switch-interval")):
+        if conditions.get(key):
+            cli += " %s %s" % (flag, conditions[key])
+    if conditions.get("idle_hold"):
+        cli += " --idle-hold"
+    execution: Mapping[str, object] = summary.get("execution") or {}  # type: ignore[assignment]
+    if execution.get("mode") == "in-process":
+        cli += " --in-process"
+    elif execution.get("workers") not in (None, 3):
+        cli += " --workers %s" % execution["workers"]
     commands.append(cli)
     return commands
 
@@ -332,6 +389,9 @@ def format_summary(summary: Mapping[str, object]) -> str:
     caveats: Sequence[str] = summary.get("caveats") or []  # type: ignore[assignment]
     if caveats:
         sections.append(("CAVEATS", bullets(caveats)))
+    warnings: Sequence[str] = summary.get("warnings") or []  # type: ignore[assignment]
+    if warnings:
+        sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets(warnings)))
     if lab.get("limits"):
         sections.append(("LIMITS", bullets(lab["limits"])))  # type: ignore[arg-type]
     sections.append(("REPRODUCE", ["  " + c for c in reproduce_commands(summary)]))

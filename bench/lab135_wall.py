@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Wall time of the default Lab 135 run, worker processes included, against a plain script.
+
+Target (issue: trustworthy numbers): within 1.5x the wall time of a plain
+single-file script doing the same work -- 210 Event wakes with a 1 ms settle,
+210 SIGUSR1 self-signals, 8 rounds of 20,000 handler installs with the empty
+loop beside each -- and nothing else.  Both are timed as whole commands
+(interpreter start-up included), alternately, ``--repeats`` times; medians
+are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import _common
+from _common import median, verdict
+
+TARGET = 1.5
+
+PLAIN = r'''
+import os, signal, threading, time
+now = time.perf_counter_ns
+ev, go, ready, done = (threading.Event() for _ in range(4))
+box = [0]
+def waiter():
+    while True:
+        go.wait(); go.clear()
+        if box[0] < 0: return
+        ready.set(); ev.wait(1.0); box[0] = now(); done.set()
+t = threading.Thread(target=waiter, daemon=True); t.start()
+event = []
+for _ in range(210):
+    ev.clear(); ready.clear(); done.clear(); go.set(); ready.wait(); time.sleep(0.001)
+    t0 = now(); ev.set(); done.wait(); event.append(box[0] - t0)
+box[0] = -1; go.set(); t.join()
+seen = [0]
+def handler(s, f): seen[0] = now()
+old = signal.signal(signal.SIGUSR1, handler)
+sig = []
+for _ in range(210):
+    seen[0] = 0; t0 = now(); os.kill(os.getpid(), signal.SIGUSR1)
+    while not seen[0]: pass
+    sig.append(seen[0] - t0)
+rounds = []
+for _ in range(8):
+    t0 = now()
+    for _ in range(20000): signal.signal(signal.SIGUSR1, handler)
+    rounds.append(now() - t0)
+    t0 = now()
+    for _ in range(20000): pass
+signal.signal(signal.SIGUSR1, old)
+event.sort(); sig.sort()
+print(event[100], sig[100], 20000e9 / sorted(rounds)[4])
+'''
+
+
+def timed(cmd, env=None) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    env = dict(os.environ, PYTHONPATH=_common.SRC, WAKELAB_HISTORY=os.path.join(tempfile.mkdtemp(), "h.sqlite3"))
+    out = tempfile.mkdtemp()
+    plain, lab = [], []
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(PLAIN)
+    for i in range(args.repeats):
+        plain.append(timed([sys.executable, "-S", fh.name]))
+        lab.append(timed([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "-o", os.path.join(out, str(i))], env))
+    ratio = median(lab) / median(plain)
+    print("plain single-file script:  median %.2f s  (%s)" % (median(plain), ", ".join("%.2f" % x for x in plain)))
+    print("wakelab run (Lab 135):     median %.2f s  (%s)" % (median(lab), ", ".join("%.2f" % x for x in lab)))
+    print("ratio %.2f (target <= %.1f): %s" % (ratio, TARGET, verdict(ratio <= TARGET)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""``--format pyperf``: one pyperf JSON file per arm, built with pyperf's own API.
+
+The point is interoperation: ``python -m pyperf stats``, ``hist`` and
+``compare_to`` work on wakelab's raw samples, so two runs (two interpreters,
+two kernels, two placements) can be compared with pyperf's significance test.
+
+How wakelab's evidence maps onto pyperf's model:
+
+* **One benchmark per series, named after the arm.**  ``compare_to`` pairs
+  benchmarks by name, so ``event.json`` of two runs compare as ``event``.  A
+  latency arm's components (``wakeup-fd-select`` splits a wake into delivery
+  and handler run) become ``<arm>.<component>.json``; a rate arm's empty loop
+  becomes ``<arm>.empty-loop.json``.
+* **Values are seconds** (pyperf's unit ``second``).  A latency arm gives one
+  value per counted wake: ``sample_ns / 1e9``.  A rate arm gives one value per
+  counted round, the time of one operation: ``round_ns / n_per_round / 1e9``,
+  with ``inner_loops = n_per_round``, pyperf's way of saying that a value is
+  the mean of that many iterations.  Lower is better for both, as pyperf
+  assumes.
+* **One pyperf run per wakelab worker process.**  The samples file pools the
+  workers' values in worker order, and summary.json's ``workers`` list gives
+  each worker's count, so the pooled series is cut back into runs (an
+  in-process run, or counts that do not add up, give one run).  wakelab
+  discards warm-up wakes before it stores samples, so the runs have no
+  warm-up values; their count is in the metadata (``wakelab_warmup_discarded``).
+* **Metadata describes the run that measured**, read from summary.json (the
+  interpreter, the machine, the date), never the process exporting it:
+  pyperf's ``collect_metadata`` is off.  String values are made single-line
+  because pyperf rejects newlines in metadata.
+
+pyperf values must be > 0, and a run needs at least one value: a series with
+no samples (every wake lost) or a zero sample (a clock that did not tick) is
+left out with a note, never bent to fit.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import math
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab.errors import EvidenceError, UsageError
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, arm_entries
+
+# The oldest pyperf this module is tested with (Run/Benchmark/dump API, JSON format 1.0).
+PYPERF_REQUIREMENT = "pyperf>=2.6"
+UNIT = "second"
+EMPTY_LOOP = "empty-loop"
+# Component names become part of a file name: keep them to a safe alphabet.
+_SAFE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def _pyperf() -> Any:
+    try:
+        import pyperf  # type: ignore[import-untyped, unused-ignore]  # pyperf ships no type hints
+    except ImportError:
+        raise UsageError("--format pyperf needs the pyperf package: pip install '%s'" % PYPERF_REQUIREMENT) from None
+    return pyperf
+
+
+def _one_line(value: object) -> Optional[str]:
+    """A metadata string pyperf accepts (non-empty, no newline), or None."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    return text or None
+
+
+def _whole(value: object) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def pyperf_date(started_utc: object) -> Optional[str]:
+    """summary.json's ``2026-10-01T06:00:00Z`` as pyperf writes dates (``2026-10-01 06:00:00``).
+
+    pyperf parses dates with ``datetime.fromisoformat``, which before Python
+    3.11 does not accept the ``Z`` suffix; the time stays UTC.
+    """
+    if not isinstance(started_utc, str):
+        return None
+    text = started_utc.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return when.isoformat(" ")
+
+
+def run_metadata(evidence: Evidence, entry: Mapping[str, Any]) -> Dict[str, object]:
+    """pyperf metadata of one arm's run, from the evidence (not from this process)."""
+    summary = evidence.summary
+    interpreter: Mapping[str, Any] = summary.get("interpreter") or {}
+    machine: Mapping[str, Any] = summary.get("machine") or {}
+    timer: Mapping[str, Any] = summary.get("timer") or {}
+    params: Mapping[str, Any] = summary.get("parameters") or {}
+    tool: Mapping[str, Any] = summary.get("tool") or {}
+    lab: Mapping[str, Any] = summary.get("lab") or {}
+    implementation = _one_line(interpreter.get("implementation"))
+    platform_parts = [_one_line(machine.get(k)) for k in ("os", "kernel", "architecture")]
+    latency: Mapping[str, Any] = entry.get("latency") or {}
+    texts = {
+        "python_version": interpreter.get("version"),
+        "python_implementation": implementation.lower() if implementation else None,
+        "python_executable": interpreter.get("executable"),
+        "python_compiler": interpreter.get("compiler"),
+        "hostname": machine.get("hostname"),
+        "cpu_model_name": machine.get("cpu_model"),
+        "platform": "-".join(p for p in platform_parts if p) or None,
+        "date": pyperf_date(summary.get("started_utc")),
+        "timer": "%s, resolution: %s ns" % (timer["implementation"], timer["resolution_ns"])
+        if timer.get("implementation") and isinstance(timer.get("resolution_ns"), (int, float)) else None,
+        "wakelab_version": tool.get("version"),
+        "wakelab_run": evidence.name,
+        "wakelab_lab": lab.get("id"),
+        "wakelab_arm_kind": entry.get("kind"),
+        "wakelab_family": entry.get("family"),
+        "wakelab_waiter": entry.get("waiter"),
+        "wakelab_scope": entry.get("scope"),
+        "wakelab_mechanism": entry.get("mechanism"),
+        "wakelab_native": entry.get("native"),
+    }
+    conditions = summary.get("conditions")
+    if isinstance(conditions, dict) and conditions:
+        # Opaque here: kept whole so two exports can be checked for like conditions.
+        texts["wakelab_conditions"] = json.dumps(conditions, sort_keys=True, separators=(",", ":"))
+    metadata: Dict[str, object] = {"loops": 1}
+    for key, value in texts.items():
+        text = _one_line(value)
+        if text is not None:
+            metadata[key] = text
+    integers = {
+        "cpu_count": machine.get("cpu_count"),
+        "wakelab_lost": latency.get("lost"),
+        "wakelab_warmup_discarded": entry.get("warmup_discarded"),
+        "wakelab_timer_floor_ns": timer.get("floor_p50_ns"),
+        "wakelab_settle_us": params.get("settle_us"),
+        "wakelab_planted_delay_us": params.get("planted_delay_us"),
+    }
+    for key, value in integers.items():
+        number = _whole(value)
+        if number is not None and (key != "cpu_count" or number >= 1):
+            metadata[key] = number
+    wall_s = entry.get("wall_s")
+    if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) and math.isfinite(wall_s) and wall_s >= 0:
+        metadata["duration"] = float(wall_s)
+    return metadata
+
+
+def _series(evidence: Evidence, entry: Mapping[str, Any]) -> List[Tuple[str, Sequence[int], int]]:
+    """(benchmark name, raw ns values, operations per value) of every series of an arm."""
+    name = str(entry["name"])
+    doc = evidence.samples(entry)
+    if doc.get("kind") != entry.get("kind"):
+        raise EvidenceError("arm %s: its samples file is of kind %r, summary.json says %r" % (name, doc.get("kind"), entry.get("kind")))
+    if entry.get("kind") == "latency":
+        series = [(name, doc["samples_ns"], 1)]
+        for component, values in sorted((doc.get("components_ns") or {}).items()):
+            if not _SAFE_COMPONENT.fullmatch(component):
+                raise EvidenceError("arm %s: component name %r is not a plain name" % (name, component))
+            series.append(("%s.%s" % (name, component), values, 1))
+        return series
+    per_round = _whole(doc.get("n_per_round"))
+    if per_round is None or per_round < 1:
+        raise EvidenceError("arm %s: n_per_round in its samples file must be a whole number >= 1" % name)
+    return [(name, doc["round_ns"], per_round), ("%s.%s" % (name, EMPTY_LOOP), doc["baseline_round_ns"], per_round)]
+
+
+def worker_counts(entry: Mapping[str, Any]) -> Optional[List[int]]:
+    """How many values each worker contributed (``n`` or ``rounds`` per worker), if the evidence says."""
+    workers = entry.get("workers")
+    if not isinstance(workers, list) or len(workers) < 2:
+        return None
+    key = "n" if entry.get("kind") == "latency" else "rounds"
+    counts = [_whole(w.get(key)) if isinstance(w, dict) else None for w in workers]
+    if any(c is None or c < 0 for c in counts):
+        return None
+    return counts  # type: ignore[return-value]
+
+
+def split_by_worker(values: Sequence[int], counts: Optional[Sequence[int]]) -> List[Tuple[int, Sequence[int]]]:
+    """(worker index, values) per worker: the samples file pools the workers' values in worker order.
+
+    Without per-worker counts that add up to the series (an in-process run,
+    or a series the workers did not all record), the series is one run (index -1).
+    """
+    if not counts or sum(counts) != len(values):
+        return [(-1, values)]
+    runs: List[Tuple[int, Sequence[int]]] = []
+    start = 0
+    for index, count in enumerate(counts):
+        runs.append((index, values[start:start + count]))
+        start += count
+    return runs
+
+
+def _worker_metadata(entry: Mapping[str, Any], index: int) -> Dict[str, object]:
+    if index < 0:
+        return {}
+    worker = entry["workers"][index]
+    metadata: Dict[str, object] = {"wakelab_worker": index + 1}
+    pid, lost = _whole(worker.get("pid")), _whole(worker.get("lost"))
+    if pid is not None and pid > 0:
+        metadata["wakelab_worker_pid"] = pid
+    if lost is not None and lost >= 0:
+        metadata["wakelab_lost"] = lost
+    applied = worker.get("applied")
+    if isinstance(applied, dict) and applied:
+        metadata["wakelab_worker_applied"] = json.dumps(applied, sort_keys=True, separators=(",", ":"))
+    return metadata
+
+
+def build_benchmark(
+    name: str,
+    runs: Sequence[Tuple[Mapping[str, object], Sequence[int]]],
+    per_value: int,
+) -> Any:
+    """A pyperf.Benchmark of one series: one pyperf run per ``(metadata, values_ns)``.
+
+    Values are ``value_ns / per_value`` in seconds.
+    """
+    pyperf = _pyperf()
+    pyperf_runs = []
+    try:
+        for metadata, values_ns in runs:
+            run_meta = dict(metadata, name=name, unit=UNIT)
+            if per_value > 1:
+                run_meta["inner_loops"] = per_value
+            values = [value / per_value / 1e9 for value in values_ns]
+            pyperf_runs.append(pyperf.Run(values, metadata=run_meta, collect_metadata=False))
+        return pyperf.Benchmark(pyperf_runs)
+    except ValueError as exc:  # pyperf's own validation of values and metadata
+        raise EvidenceError("%s cannot be written as a pyperf benchmark: %s" % (name, exc)) from None
+
+
+def format_benchmark(benchmark: Any) -> str:
+    """pyperf's JSON text of one benchmark, as pyperf itself dumps it."""
+    out = io.StringIO()
+    benchmark.dump(out)
+    return out.getvalue()
+
+
+def serialize(evidence: Evidence) -> Export:
+    _pyperf()  # fail early, before reading any samples, if pyperf is missing
+    files: List[ExportedFile] = []
+    notes: List[str] = []
+    for entry in arm_entries(evidence):
+        arm = str(entry.get("name"))
+        if entry.get("status") != "ok" or not entry.get("samples_file"):
+            reason = entry.get("reason")
+            notes.append("arm %s not exported: %s%s" % (arm, entry.get("status"), " (%s)" % _one_line(reason) if _one_line(reason) else ""))
+            continue
+        metadata = run_metadata(evidence, entry)
+        counts = worker_counts(entry)
+        for name, values_ns, per_value in _series(evidence, entry):
+            if 0 in values_ns:
+                notes.append("%s not exported: it has a 0 ns sample and pyperf values must be > 0" % name)
+                continue
+            runs = [
+                (dict(metadata, **_worker_metadata(entry, index)), values)
+                for index, values in split_by_worker(values_ns, counts)
+                if values  # a worker whose every wake was lost has no run
+            ]
+            if not runs:
+                notes.append("%s not exported: no samples (pyperf needs at least one value)" % name)
+                continue
+            if len(runs) > 1:
+                # The arm's wall time covers all its workers: as every run's duration,
+                # pyperf would count it once per run.  Without it pyperf sums the values.
+                runs = [({k: v for k, v in meta.items() if k != "duration"}, values) for meta, values in runs]
+            files.append(ExportedFile(name + ".json", format_benchmark(build_benchmark(name, runs, per_value))))
+    if not files:
+        raise EvidenceError("%s has no arm with samples to export to pyperf" % evidence.folder)
+    return Export(files=tuple(files), notes=tuple(notes))
+
+
+EXPORTER = Exporter(
+    name="pyperf",
+    help="one pyperf JSON file per arm (values in seconds) for 'python -m pyperf stats/hist/compare_to'",
+    serialize=serialize,
+    per_arm=True,
+)

@@ -1,0 +1,187 @@
+"""A grid of runs: the same lab under several interpreters or conditions, side by side.
+
+``wakelab run --python A --python B --placement same,split`` is a grid of
+four *cells*.  Each cell is an ordinary run with its own complete evidence
+bundle under ``cells/<label>/`` (so ``show``, ``compare``, ``export`` and
+``report`` work on it unchanged), and the grid writes ``matrix.json`` and
+``matrix.txt`` beside them after every cell: one table per arm with a row per
+cell.  Cells run one after another, never at once, so they do not disturb
+each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+from typing import Callable, Dict, List, Optional, Sequence
+
+from wakelab.evidence import bundle
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan, utc_now
+
+MATRIX_SCHEMA = "wakelab.matrix"
+MATRIX_VERSION = 1
+CELLS_DIR = "cells"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One combination of the grid's dimensions."""
+
+    label: str
+    python: Optional[str]
+    python_label: Optional[str]
+    placement: str
+    notifier_cpu: Optional[int]
+    waiter_cpu: Optional[int]
+    settle_us: int
+    cpu_threads: int
+
+    def dimensions(self) -> Dict[str, object]:
+        return {
+            "python": self.python_label,
+            "placement": self.placement,
+            "settle_us": self.settle_us,
+            "cpu_threads": self.cpu_threads,
+        }
+
+
+def expand(
+    pythons: Sequence[Optional[str]],
+    python_labels: Sequence[Optional[str]],
+    placements: Sequence[tuple],
+    settles_us: Sequence[int],
+    cpu_threads: Sequence[int],
+) -> List[Cell]:
+    """Every combination, labelled by the dimensions that vary.
+
+    ``placements`` holds ``(name, notifier_cpu, waiter_cpu)`` triples.
+    """
+    cells = []
+    pairs = list(zip(pythons, python_labels))
+    for (python, py_label), (placement, ncpu, wcpu), settle, threads in itertools.product(
+        pairs, placements, settles_us, cpu_threads
+    ):
+        parts = []
+        if len(pairs) > 1:
+            parts.append(py_label or "python")
+        if len(placements) > 1:
+            parts.append(placement)
+        if len(settles_us) > 1:
+            parts.append("settle%dus" % settle)
+        if len(cpu_threads) > 1:
+            parts.append("threads%d" % threads)
+        cells.append(
+            Cell(
+                label="_".join(parts) or "run",
+                python=python,
+                python_label=py_label,
+                placement=placement,
+                notifier_cpu=ncpu,
+                waiter_cpu=wcpu,
+                settle_us=settle,
+                cpu_threads=threads,
+            )
+        )
+    return cells
+
+
+def cell_plan(base: RunPlan, cell: Cell, folder: str) -> RunPlan:
+    params = dataclasses.replace(
+        base.params,
+        placement=cell.placement,
+        notifier_cpu=cell.notifier_cpu,
+        waiter_cpu=cell.waiter_cpu,
+        settle_us=cell.settle_us,
+    )
+    conditions = dataclasses.replace(base.execution.conditions, cpu_threads=cell.cpu_threads)
+    execution = dataclasses.replace(base.execution, python=cell.python, conditions=conditions)
+    return dataclasses.replace(base, params=params, execution=execution, folder=folder)
+
+
+def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[str, object]], started_utc: str) -> Dict[str, object]:
+    """The matrix document: the grid's cells and, per arm, each cell's figures."""
+    cell_entries = []
+    for cell in cells:
+        summary = summaries.get(cell.label)
+        cell_entries.append(
+            {
+                "label": cell.label,
+                "folder": os.path.join(CELLS_DIR, cell.label),
+                "dimensions": cell.dimensions(),
+                "status": "done" if summary and summary.get("finished_utc") else ("running" if summary else "pending"),
+                "complete": bool(summary and summary.get("complete")),
+                "interpreter": summary.get("interpreter") if summary else None,
+            }
+        )
+    arms: Dict[str, List[Dict[str, object]]] = {}
+    for name in base.arm_names:
+        rows = []
+        for cell in cells:
+            summary = summaries.get(cell.label)
+            entry = next((a for a in summary["arms"] if a["name"] == name), None) if summary else None  # type: ignore[union-attr]
+            rows.append(
+                {
+                    "cell": cell.label,
+                    "status": entry["status"] if entry else "pending",
+                    "reason": entry.get("reason") if entry else None,
+                    "latency": entry.get("latency") if entry else None,
+                    "rate": entry.get("rate") if entry else None,
+                    "spread": entry.get("spread") if entry else None,
+                    "waiter": entry.get("waiter") if entry else None,
+                    "kind": entry.get("kind") if entry else None,
+                }
+            )
+        arms[name] = rows
+    return {
+        "schema": MATRIX_SCHEMA,
+        "schema_version": MATRIX_VERSION,
+        "lab": {"id": base.lab.id, "title": base.lab.title},
+        "started_utc": started_utc,
+        "command": list(base.command),
+        "dimensions": sorted({k for c in cells for k in c.dimensions()}),
+        "cells": cell_entries,
+        "arms": arms,
+        "complete": all(c["complete"] for c in cell_entries),
+    }
+
+
+def run_grid(
+    base: RunPlan,
+    cells: Sequence[Cell],
+    progress: Optional[Callable[[str, Dict[str, object]], None]] = None,
+) -> Dict[str, object]:
+    """Run every cell into ``base.folder/cells/<label>``; returns the matrix document.
+
+    ``matrix.json`` and ``matrix.txt`` are rewritten after every cell.  On
+    Ctrl-C the matrix is written as it stands and :class:`RunInterrupted` is
+    raised.
+    """
+    from wakelab.report.matrix_text import format_matrix
+
+    started = utc_now()
+    summaries: Dict[str, Dict[str, object]] = {}
+
+    def write() -> Dict[str, object]:
+        doc = matrix_doc(base, cells, summaries, started)
+        bundle.atomic_write_text(os.path.join(base.folder, "matrix.json"), bundle.dumps(doc))
+        bundle.atomic_write_text(os.path.join(base.folder, "matrix.txt"), format_matrix(doc))
+        return doc
+
+    write()
+    for index, cell in enumerate(cells):
+        folder = os.path.join(base.folder, CELLS_DIR, cell.label)
+        os.makedirs(folder, exist_ok=True)
+        if progress is not None:
+            progress("cell-start", {"cell": cell.label, "index": index, "total": len(cells)})
+        try:
+            summaries[cell.label] = run_plan(cell_plan(base, cell, folder), progress)
+        except RunInterrupted as exc:
+            summaries[cell.label] = exc.summary
+            doc = write()
+            raise RunInterrupted(doc, base.folder) from None
+        write()
+    return write()
+
+
+__all__ = ["Cell", "Execution", "expand", "run_grid", "matrix_doc", "cell_plan"]

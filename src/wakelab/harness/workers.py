@@ -1,0 +1,233 @@
+"""Running an arm in fresh worker processes and pooling what they return (stdlib only).
+
+One worker is not evidence: whole processes shift level (allocation, where
+the scheduler put them, what the other vCPU was doing), so each arm is
+measured in several workers one after another, the counted wakes are split
+between them, and the pooled samples are reported with the spread between
+workers.  A worker that crashes, hangs past its deadline or replies with
+garbage makes the arm fail with that reason; its whole process group is
+killed and reaped, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Callable, Dict, List, Optional, Sequence
+
+import wakelab
+from wakelab.arms.base import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
+from wakelab.harness.conditions import Conditions
+
+MIN_PYTHON = (3, 9)
+# Seconds a worker may take beyond the time its wakes can take at worst.
+WORKER_GRACE_S = 60.0
+
+
+class WorkerError(RuntimeError):
+    """A worker crashed, hung, or replied with something that is not a reply."""
+
+
+class InterpreterError(ValueError):
+    """An interpreter given with --python that cannot run the measuring code."""
+
+
+class ArmUnavailable(RuntimeError):
+    """The worker's interpreter cannot run this arm (the reason is the message)."""
+
+
+def package_parent() -> str:
+    """The folder to put on PYTHONPATH so another interpreter imports this wakelab."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(wakelab.__file__)))
+
+
+def worker_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    parent = package_parent()
+    env["PYTHONPATH"] = parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def split_counts(total: int, parts: int) -> List[int]:
+    """``total`` spread over at most ``parts`` positive counts, as evenly as possible."""
+    parts = max(1, min(parts, total))
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def worker_deadline_s(params: MeasureParams) -> float:
+    """How long one worker may run before it is declared hung."""
+    per_wake = params.settle_s + params.timeout_s + params.planted_delay_ns / 1e9 + 0.01
+    wakes = (params.warmup + params.n) * per_wake
+    # A rate arm's call costs well under 100 µs even on a slow interpreter under load.
+    rate = params.install_n * (params.rounds + params.warmup_rounds) * 2 * 100e-6
+    return WORKER_GRACE_S + wakes + rate
+
+
+def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _last_line(data: bytes) -> str:
+    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1].strip()[:500] if lines else ""
+
+
+def call_worker(python: str, request: Dict[str, object], deadline_s: float, args: Sequence[str] = ()) -> Dict[str, object]:
+    """Run one worker to completion and return its reply document."""
+    with subprocess.Popen(
+        # -S: no site-packages. The measuring process gets the standard library and
+        # this package only, and starts several times faster.
+        [python, "-S", "-m", "wakelab.harness.worker", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=worker_env(),
+        start_new_session=True,  # its own process group: a hung worker is killed with its children
+    ) as proc:
+        try:
+            out, err = proc.communicate(json.dumps(request).encode("utf-8"), timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise WorkerError("worker hung: no reply within %.0f s (killed)" % deadline_s) from None
+        except BaseException:
+            _kill_group(proc)  # Ctrl-C: take the worker and its children down too
+            raise
+        finally:
+            # The worker reaps its own children (process arms); no straggler of its group may
+            # outlive it.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:
+        reply = json.loads(out.decode("utf-8"))
+        if not isinstance(reply, dict) or "ok" not in reply:
+            raise ValueError("not a reply object")
+    except ValueError:
+        detail = _last_line(err) or _last_line(out) or "no output"
+        if proc.returncode < 0:
+            raise WorkerError("worker killed by signal %d (%s)" % (-proc.returncode, detail)) from None
+        raise WorkerError("worker exited with status %d without a valid reply (%s)" % (proc.returncode, detail)) from None
+    return reply
+
+
+def probe_interpreter(python: str) -> Dict[str, object]:
+    """``{"interpreter": {...}, "timer": {...}}`` of ``python``; :class:`InterpreterError` if it cannot measure."""
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise InterpreterError("interpreter %s does not exist or is not executable" % python)
+    try:
+        version = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, timeout=60, check=True,
+        ).stdout.decode().strip()
+        major, minor = (int(x) for x in version.split("."))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        raise InterpreterError("%s does not run as a Python interpreter" % python) from None
+    if (major, minor) < MIN_PYTHON:
+        raise InterpreterError(
+            "%s is Python %d.%d; the measuring code needs %d.%d or newer" % ((python, major, minor) + MIN_PYTHON)
+        )
+    try:
+        reply = call_worker(python, {}, 120.0, args=["--probe"])
+    except WorkerError as exc:
+        raise InterpreterError("%s cannot run wakelab's measuring code: %s" % (python, exc)) from None
+    return {"interpreter": reply["interpreter"], "timer": reply["timer"]}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerResult:
+    """What one worker measured."""
+
+    raw: Raw
+    interpreter: Dict[str, object]
+    applied: Dict[str, object]
+    pid: int
+
+
+def run_workers(
+    arm_name: str,
+    params: MeasureParams,
+    conditions: Conditions,
+    *,
+    workers: int,
+    python: Optional[str] = None,
+    on_worker: Optional[Callable[[int, int], None]] = None,
+) -> List[WorkerResult]:
+    """Measure ``arm_name`` in up to ``workers`` fresh processes, one after another.
+
+    Latency arms split ``params.n`` between the workers (each also takes its
+    own warm-up wakes); rate arms split ``params.rounds``.  Raises
+    :class:`WorkerError` when any worker fails.
+    """
+    from wakelab.arms import get_arm
+
+    arm = get_arm(arm_name)
+    kind_is_rate = arm.kind == "rate"
+    counts = split_counts(params.rounds if kind_is_rate else params.n, workers)
+    results: List[WorkerResult] = []
+    for index, count in enumerate(counts):
+        worker_params = dataclasses.replace(params, rounds=count) if kind_is_rate else dataclasses.replace(params, n=count)
+        request = {
+            "protocol": 1,
+            "arm": arm_name,
+            "family": arm.family,
+            "params": worker_params.to_dict(),
+            "conditions": conditions.to_dict(),
+        }
+        reply = call_worker(python or sys.executable, request, worker_deadline_s(worker_params))
+        if reply.get("unavailable"):
+            raise ArmUnavailable(str(reply["unavailable"]))
+        if not reply.get("ok"):
+            raise WorkerError("worker %d of %d: %s" % (index + 1, len(counts), reply.get("error")))
+        try:
+            raw = raw_from_dict(reply["raw"])  # type: ignore[arg-type]
+        except (KeyError, ValueError) as exc:
+            raise WorkerError("worker %d of %d replied with a malformed record: %s" % (index + 1, len(counts), exc)) from None
+        results.append(
+            WorkerResult(
+                raw=raw,
+                interpreter=dict(reply.get("interpreter") or {}),  # type: ignore[arg-type]
+                applied=dict(reply.get("applied") or {}),  # type: ignore[arg-type]
+                pid=int(reply.get("pid") or 0),  # type: ignore[arg-type]
+            )
+        )
+        if on_worker is not None:
+            on_worker(index, len(counts))
+    return results
+
+
+def pool(raws: Sequence[Raw]) -> Raw:
+    """One raw record holding every worker's samples (or rounds), in worker order."""
+    first = raws[0]
+    if isinstance(first, RawLatency):
+        samples: List[int] = []
+        components: Dict[str, List[int]] = {}
+        for raw in raws:
+            assert isinstance(raw, RawLatency)
+            samples.extend(raw.samples_ns)
+            for name, series in raw.components_ns.items():
+                components.setdefault(name, []).extend(series)
+        return RawLatency(
+            samples_ns=tuple(samples),
+            lost=sum(r.lost for r in raws),  # type: ignore[union-attr]
+            warmup_discarded=sum(r.warmup_discarded for r in raws),  # type: ignore[union-attr]
+            components_ns={k: tuple(v) for k, v in components.items()},
+            info={"workers": [dict(r.info) for r in raws]} if len(raws) > 1 else dict(first.info),
+        )
+    assert isinstance(first, RawRate)
+    return RawRate(
+        n_per_round=first.n_per_round,
+        round_ns=tuple(t for r in raws for t in r.round_ns),  # type: ignore[union-attr]
+        baseline_round_ns=tuple(t for r in raws for t in r.baseline_round_ns),  # type: ignore[union-attr]
+        warmup_rounds=sum(r.warmup_rounds for r in raws),  # type: ignore[union-attr]
+        info={"workers": [dict(r.info) for r in raws]} if len(raws) > 1 else dict(first.info),
+    )

@@ -1,0 +1,315 @@
+"""Progress of a run on stderr: a live display on a terminal, plain lines elsewhere.
+
+``make_progress`` returns the runner's progress callback (see
+:func:`wakelab.harness.runner.run_plan`), chosen once per run:
+
+- quiet: nothing at all;
+- plain: one line per event, the same lines whether stderr is a log file, a
+  pipe, a CI console, a terminal with ``NO_COLOR`` set or ``TERM=dumb``; after
+  the first arm each start line carries an estimate of the time left;
+- live: a ``rich`` progress bar (current arm, arms done/total, elapsed, time
+  left) with one line per finished arm printed above it.
+
+Why the live display never refreshes on its own: rich's default is a thread
+that redraws ten times a second.  Arms run in this process (and, with worker
+processes, the parent still shares the CPUs with them), so a redraw thread
+would take the GIL and the CPU in the middle of a measurement -- exactly the
+disturbance wakelab measures.  The display is therefore redrawn only when an
+event arrives, which is between measurements.  For the same reason it does
+not redirect ``sys.stdout``/``sys.stderr`` (global state an arm might touch).
+
+rich is imported only when the live display is chosen; plain mode uses the
+standard library alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO
+
+from wakelab.report.formatting import format_ns, format_rate
+
+Clock = Callable[[], float]
+
+
+class Progress:
+    """The runner's progress callback; ``close()`` (or leaving a ``with``) tears the display down.
+
+    Events: ``arm-start`` {arm, index, total}, ``arm-skipped`` {arm, reason},
+    ``arm-failed`` {arm, reason}, ``arm-done`` {arm, entry}, ``worker-done``
+    {arm, worker, workers}, and ``cell-start`` {cell, index, total} before
+    each cell of an interpreter or conditions grid (arm indices then count
+    within the cell).  Unknown events are ignored.  The base class is the
+    quiet one: it shows nothing.
+    """
+
+    def __call__(self, event: str, info: Dict[str, Any]) -> None:
+        """Report one event of the run."""
+
+    def close(self) -> None:
+        """Tear down whatever the display holds (idempotent)."""
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def make_progress(
+    total_arms: int,
+    *,
+    quiet: bool,
+    stream: Optional[TextIO] = None,
+    clock: Clock = time.monotonic,
+) -> Progress:
+    """The progress display for a run of ``total_arms`` arms, writing to ``stream`` (default stderr).
+
+    ``clock`` (seconds, monotonic) times the arms for the estimate of the time
+    left; tests pass a fake one.
+    """
+    if quiet:
+        return Progress()
+    if stream is None:
+        stream = sys.stderr
+    if wants_live_display(stream):
+        return _LiveProgress(total_arms, stream, clock)
+    return _PlainProgress(total_arms, stream, clock)
+
+
+def wants_live_display(stream: TextIO, environ: Optional[Mapping[str, str]] = None) -> bool:
+    """True when ``stream`` is a terminal that may show colour and redraw lines.
+
+    ``NO_COLOR`` (any non-empty value, see no-color.org) and ``TERM=dumb``
+    ask for plain output.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return False
+
+
+def format_time_left(seconds: float) -> str:
+    """An estimate of time left, rounded as an estimate should be: ``about 3 s left``.
+
+    >>> format_time_left(2.6), format_time_left(250), format_time_left(7300)
+    ('about 3 s left', 'about 4 min left', 'about 2 h 2 min left')
+    """
+    # Round half up (Python's round() goes to even, which turns 2.5 s into "about 2 s").
+    if seconds < 1:
+        return "less than a second left"
+    if seconds < 89.5:
+        return "about %d s left" % int(seconds + 0.5)
+    minutes = int(seconds / 60 + 0.5)
+    if minutes < 90:
+        return "about %d min left" % minutes
+    return "about %d h %d min left" % divmod(minutes, 60)
+
+
+def format_arm_result(entry: Mapping[str, Any]) -> str:
+    """An arm's headline figures: ``p50 64.9 µs, max 120 µs, lost 0 in 0.35 s`` or ``1,092,573 ops/s in ...``."""
+    latency = entry.get("latency")
+    rate = entry.get("rate")
+    if latency:
+        text = "p50 %s, max %s, lost %s" % (
+            format_ns(latency.get("p50_ns")),
+            format_ns(latency.get("max_ns")),
+            latency.get("lost"),
+        )
+    elif rate:
+        text = "%s ops/s" % format_rate(rate.get("ops_per_s"))
+    else:
+        text = "no figures"
+    wall_s = entry.get("wall_s")
+    if isinstance(wall_s, (int, float)):
+        text += " in %.2f s" % wall_s
+    return text
+
+
+class _ArmTimer:
+    """Arms finished so far and how long the measured ones took, for the estimate of the time left.
+
+    Skipped arms end at once and say nothing about how long the others take,
+    so only arms that ran (done or failed) count towards the mean.  The
+    estimate for the arms left is that mean times their number; it is an
+    estimate, worded as one.
+    """
+
+    def __init__(self, total_arms: int, clock: Clock) -> None:
+        self.total_arms = total_arms
+        self.finished = 0
+        self._clock = clock
+        self._started: Optional[float] = None
+        self._walls_s: List[float] = []
+
+    def start(self) -> None:
+        self._started = self._clock()
+
+    def stop(self, ran: bool) -> None:
+        self.finished += 1
+        if self._started is not None and ran:
+            self._walls_s.append(max(0.0, self._clock() - self._started))
+        self._started = None
+
+    def seconds_left(self, arms_left: int) -> Optional[float]:
+        """Estimated seconds until ``arms_left`` more arms end, less what the running arm has taken."""
+        if not self._walls_s:
+            return None
+        left = arms_left * sum(self._walls_s) / len(self._walls_s)
+        if self._started is not None:
+            left -= self._clock() - self._started
+        return max(0.0, left)
+
+    def arms_left(self, index: int, total: int) -> int:
+        """Arms not finished, the running one included.
+
+        ``index``/``total`` are the runner's (per cell of an interpreter or
+        conditions grid); ``total_arms`` covers the whole run.
+        """
+        return max(self.total_arms - self.finished, total - index)
+
+
+def _int(info: Mapping[str, Any], key: str, default: int) -> int:
+    value = info.get(key, default)
+    return value if isinstance(value, int) else default
+
+
+class _PlainProgress(Progress):
+    """One line per event, stdlib only: logs, pipes, CI and terminals without colour."""
+
+    def __init__(self, total_arms: int, stream: TextIO, clock: Clock) -> None:
+        self._stream: Optional[TextIO] = stream
+        self._timer = _ArmTimer(total_arms, clock)
+
+    def __call__(self, event: str, info: Dict[str, Any]) -> None:
+        if event == "arm-start":
+            index, total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
+            line = "wakelab: [%d/%d] %s ..." % (index + 1, total, info.get("arm"))
+            seconds = self._timer.seconds_left(self._timer.arms_left(index, total))
+            if seconds is not None:
+                line += " (%s)" % format_time_left(seconds)
+            self._timer.start()
+            self._write(line)
+        elif event == "cell-start":
+            self._write("wakelab: cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), info.get("cell")))
+        elif event == "arm-skipped":
+            self._timer.stop(ran=False)
+            self._write("wakelab:   skipped: %s" % info.get("reason"))
+        elif event == "arm-failed":
+            self._timer.stop(ran=True)
+            self._write("wakelab:   FAILED: %s" % info.get("reason"))
+        elif event == "arm-done":
+            self._timer.stop(ran=True)
+            self._write("wakelab:   %s" % format_arm_result(info.get("entry") or {}))
+
+    def _write(self, line: str) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+        except (OSError, ValueError):
+            # stderr went away (a closed pipe, a closed file): the run matters more than its progress.
+            self._stream = None
+
+
+class _LiveProgress(Progress):
+    """A rich progress bar, redrawn only when an event arrives (see the module docstring)."""
+
+    def __init__(self, total_arms: int, stream: TextIO, clock: Clock) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+        from rich.text import Text
+
+        self._Text = Text
+        self._timer = _ArmTimer(total_arms, clock)
+        self._index, self._total = 0, total_arms
+        self._cell: Optional[str] = None
+        self._workers_done = 0
+        self._started = False
+        self._closed = False
+        # The caller decided this stream is a terminal; say so, so rich does not second-guess it.
+        self._console = Console(file=stream, force_terminal=True, highlight=False)
+        self._bar = RichProgress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("arms"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[left]}", markup=False),
+            console=self._console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            get_time=clock,
+        )
+        self._task = self._bar.add_task("starting", total=max(total_arms, 1), left="")
+
+    def __call__(self, event: str, info: Dict[str, Any]) -> None:
+        if self._closed:
+            return
+        if event == "arm-start":
+            self._index, self._total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
+            self._workers_done = 0
+            self._timer.start()
+            self._describe(str(info.get("arm")))
+        elif event == "cell-start":
+            self._cell = str(info.get("cell"))
+            self._console.print(self._Text("cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), self._cell), style="bold"))
+        elif event == "worker-done":
+            self._workers_done += 1
+            self._describe("%s (workers done: %d/%s)" % (info.get("arm"), self._workers_done, info.get("workers")))
+        elif event in ("arm-done", "arm-failed", "arm-skipped"):
+            self._timer.stop(ran=event != "arm-skipped")
+            self._console.print(self._result_line(event, info))
+            self._bar.update(self._task, completed=self._timer.finished)
+        else:
+            return
+        self._show()
+
+    def _describe(self, text: str) -> None:
+        self._bar.update(self._task, description=text if self._cell is None else "%s: %s" % (self._cell, text))
+
+    def _result_line(self, event: str, info: Mapping[str, Any]) -> Any:
+        line = self._Text()
+        line.append("[%d/%d] " % (self._index + 1, self._total), style="dim")
+        line.append(str(info.get("arm")), style="bold")
+        if event == "arm-done":
+            line.append("  " + format_arm_result(info.get("entry") or {}))
+        elif event == "arm-failed":
+            line.append("  FAILED: ", style="bold red")
+            line.append(str(info.get("reason")))
+        else:
+            line.append("  skipped: ", style="yellow")
+            line.append(str(info.get("reason")))
+        return line
+
+    def _show(self) -> None:
+        total_arms, finished = self._timer.total_arms, self._timer.finished
+        if finished < total_arms:
+            # Arms still to come; while one runs it is among them, less the time it has taken.
+            arms_left = total_arms - finished
+            seconds = self._timer.seconds_left(arms_left)
+            left = format_time_left(seconds) if seconds is not None else ""
+        else:
+            left = ""
+        self._bar.update(self._task, total=max(total_arms, finished, 1), left=left)
+        if self._started:
+            self._bar.refresh()
+        else:
+            self._bar.start()  # draws the first frame
+            self._started = True
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._started:
+            self._bar.stop()

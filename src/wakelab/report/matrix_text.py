@@ -1,0 +1,107 @@
+"""``matrix.txt``: a grid of runs side by side, one table per arm (stdlib only)."""
+
+from __future__ import annotations
+
+from typing import List, Mapping, Sequence
+
+from wakelab.report.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.report.text import format_table, wrap
+
+
+def _interpreter_cell(interp: Mapping[str, object]) -> str:
+    if not interp:
+        return DASH
+    text = "%s %s" % (interp.get("implementation"), interp.get("version"))
+    if interp.get("free_threaded_build"):
+        text += " (free-threaded, GIL %s)" % ("on" if interp.get("gil_enabled") else "off")
+    return text
+
+
+def format_matrix(doc: Mapping[str, object]) -> str:
+    """The whole matrix.txt for a matrix document."""
+    lab: Mapping[str, object] = doc.get("lab") or {}  # type: ignore[assignment]
+    cells: Sequence[Mapping[str, object]] = doc.get("cells") or []  # type: ignore[assignment]
+    out: List[str] = [
+        "%s -- side by side" % (lab.get("title") or lab.get("id")),
+        "started %s · %d cells · %s" % (doc.get("started_utc"), len(cells), "complete" if doc.get("complete") else "INCOMPLETE"),
+        "",
+        "CELLS",
+    ]
+    rows = []
+    for cell in cells:
+        dims: Mapping[str, object] = cell.get("dimensions") or {}  # type: ignore[assignment]
+        interp: Mapping[str, object] = cell.get("interpreter") or {}  # type: ignore[assignment]
+        rows.append(
+            [
+                str(cell.get("label")),
+                _interpreter_cell(interp),
+                str(interp.get("build", DASH)),
+                str(dims.get("placement")),
+                str(dims.get("settle_us")),
+                str(dims.get("cpu_threads")),
+                "yes" if cell.get("complete") else str(cell.get("status")),
+            ]
+        )
+    out += format_table(["cell", "interpreter", "build", "placement", "settle µs", "cpu threads", "complete"], rows, align_left=4)
+    arms: Mapping[str, Sequence[Mapping[str, object]]] = doc.get("arms") or {}  # type: ignore[assignment]
+    for name, arm_rows in arms.items():
+        out += ["", "%s" % name]
+        kind = next((r.get("kind") for r in arm_rows if r.get("kind")), "latency")
+        if kind == "rate":
+            base = next((r["rate"]["ops_per_s"] for r in arm_rows if r.get("rate")), None)  # type: ignore[index]
+            table = []
+            for r in arm_rows:
+                rate = r.get("rate") or {}
+                if not rate:
+                    table.append([str(r.get("cell")), str(r.get("status")), "", "", "", ""])
+                    continue
+                ops = rate.get("ops_per_s")  # type: ignore[union-attr]
+                table.append(
+                    [
+                        str(r.get("cell")),
+                        format_rate(ops),
+                        format_rate(rate.get("min_ops_per_s")),  # type: ignore[union-attr]
+                        format_rate(rate.get("max_ops_per_s")),  # type: ignore[union-attr]
+                        format_ratio(ops / base if base and ops else None),
+                        _spread(r),
+                    ]
+                )
+            out += format_table(["cell", "median ops/s", "slowest", "fastest", "vs first", "worker spread"], table)
+            continue
+        base = next((r["latency"]["p50_ns"] for r in arm_rows if r.get("latency") and r["latency"].get("p50_ns")), None)  # type: ignore[index]
+        table = []
+        for r in arm_rows:
+            lat = r.get("latency") or {}
+            if not lat:
+                reason = r.get("reason")
+                table.append([str(r.get("cell")), str(r.get("status")) + (": %s" % reason if reason else "")] + [""] * 8)
+                continue
+            p50 = lat.get("p50_ns")  # type: ignore[union-attr]
+            table.append(
+                [
+                    str(r.get("cell")),
+                    str(lat.get("n")),  # type: ignore[union-attr]
+                    str(lat.get("lost")),  # type: ignore[union-attr]
+                    format_us(lat.get("min_ns")),  # type: ignore[union-attr,arg-type]
+                    format_us(p50),  # type: ignore[arg-type]
+                    format_us(lat.get("p90_ns")),  # type: ignore[union-attr,arg-type]
+                    format_us(lat.get("p99_ns")),  # type: ignore[union-attr,arg-type]
+                    format_us(lat.get("max_ns")),  # type: ignore[union-attr,arg-type]
+                    format_ratio(p50 / base if base and p50 else None),  # type: ignore[operator]
+                    _spread(r),
+                ]
+            )
+        out += format_table(["cell (µs)", "n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "worker spread"], table)
+    out += [""]
+    out += wrap(
+        "Each cell is a complete run with its own evidence in cells/<cell>/ (summary.txt there has its "
+        "caveats and warnings). 'worker spread' is the largest worker median over the smallest.",
+        "",
+    )
+    return "\n".join(out) + "\n"
+
+
+def _spread(row: Mapping[str, object]) -> str:
+    spread = row.get("spread") or {}
+    value = spread.get("max_over_min")  # type: ignore[union-attr]
+    return format_ratio(value) if value else DASH

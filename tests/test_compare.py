@@ -1,0 +1,710 @@
+"""``wakelab compare`` and :mod:`wakelab.compare`: exact statistics, comparability, CLI output."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from typing import Callable, Dict, Optional
+
+import numpy as np
+import pytest
+
+from conftest import GOLDEN
+from wakelab import compare as cmp
+from wakelab.arms.base import RawLatency, RawRate, raw_from_dict, raw_to_dict
+from wakelab.cli import main
+from wakelab.evidence import bundle
+from wakelab.harness import runner
+from wakelab.labs import LAB_135
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+# The raw samples behind conftest's lab135_summary.
+LAB135_RAWS = {
+    "event": RawLatency(samples_ns=tuple(10_000 + 1000 * i for i in range(200)), lost=0, warmup_discarded=10),
+    "sigusr1-self": RawLatency(samples_ns=tuple(2000 + i for i in range(200)), lost=0, warmup_discarded=10),
+    "signal-install": RawRate(
+        n_per_round=20000,
+        round_ns=(20_000_000, 18_000_000, 19_000_000, 21_000_000, 22_000_000, 20_500_000, 19_500_000),
+        baseline_round_ns=(400_000,) * 7,
+        warmup_rounds=1,
+    ),
+}
+
+
+# ---------------------------------------------------------------------------
+# Helpers: bundles on disk
+# ---------------------------------------------------------------------------
+
+
+def write_bundle(folder, summary, raws) -> str:
+    os.makedirs(folder, exist_ok=True)
+    for name, raw in raws.items():
+        bundle.write_samples(str(folder), name, bundle.samples_doc(name, raw_to_dict(raw)))
+    bundle.atomic_write_text(os.path.join(folder, bundle.SUMMARY_JSON), bundle.dumps(summary))
+    return str(folder)
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def modified_copy(src, dst, edit_summary: Optional[Callable[[Dict], None]] = None,
+                  scale: Optional[Dict[str, float]] = None,
+                  edit_samples: Optional[Dict[str, Callable[[list], list]]] = None) -> str:
+    """A copy of bundle ``src`` in ``dst``, with some arms' samples changed and their figures recomputed.
+
+    ``scale`` multiplies every sample (latency) or round time (rate) of an arm;
+    ``edit_samples`` maps an arm to a function of its list of samples / round times.
+    """
+    shutil.copytree(src, dst)
+    summary = read_json(os.path.join(dst, "summary.json"))
+    edits: Dict[str, Callable[[list], list]] = dict(edit_samples or {})
+    for name, factor in (scale or {}).items():
+        edits[name] = lambda values, f=factor: [int(round(v * f)) for v in values]
+    for entry in summary["arms"]:
+        if entry["name"] not in edits:
+            continue
+        path = os.path.join(dst, entry["samples_file"])
+        doc = read_json(path)
+        key = "samples_ns" if doc["kind"] == "latency" else "round_ns"
+        doc[key] = edits[entry["name"]](doc[key])
+        bundle.atomic_write_text(path, json.dumps(doc))
+        runner.summarize_raw(entry, raw_from_dict(doc))
+    if edit_summary:
+        edit_summary(summary)
+    bundle.atomic_write_text(os.path.join(dst, "summary.json"), bundle.dumps(summary))
+    return str(dst)
+
+
+@pytest.fixture
+def lab135_bundle(tmp_path, lab135_summary) -> str:
+    return write_bundle(tmp_path / "a", lab135_summary, LAB135_RAWS)
+
+
+@pytest.fixture(scope="module")
+def real_bundle(tmp_path_factory) -> str:
+    """A real run: tiny parameters, but enough rounds for the rate arm to be tested."""
+    from wakelab.arms.base import MeasureParams
+
+    folder = str(tmp_path_factory.mktemp("real"))
+    params = MeasureParams(n=30, warmup=2, settle_us=200, timeout_s=1.0, install_n=500, rounds=4)
+    runner.run_plan(runner.RunPlan(lab=LAB_135, arm_names=list(LAB_135.arms), params=params, folder=folder))
+    return folder
+
+
+def _arm(summary, name):
+    return next(a for a in summary["arms"] if a["name"] == name)
+
+
+def run_compare(capsys, *args: str):
+    status = main(["compare", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def compare_json(capsys, *args: str):
+    status, out, err = run_compare(capsys, "--json", *args)
+    assert err == ""
+    doc = json.loads(out)
+    assert doc["exit_status"] == status
+    return status, doc
+
+
+def verdicts(doc, index: int = 0) -> Dict[str, str]:
+    return {arm["arm"]: arm["verdict"] for arm in doc["comparisons"][index]["arms"]}
+
+
+def run_cli(*args: str, cwd=None):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "wakelab", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=120)
+
+
+# ---------------------------------------------------------------------------
+# Statistics, with exact fixtures
+# ---------------------------------------------------------------------------
+
+BASE = [10_000.0 + i for i in range(200)]
+
+
+def test_doubled_sample_is_slower_with_ci_around_two() -> None:
+    ci = cmp.bootstrap_ratio_ci(BASE, [2 * v for v in BASE])
+    assert ci.ratio == 2.0
+    assert ci.baseline == 10_099.5 and ci.other == 20_199.0
+    assert 1.98 < ci.low <= 2.0 <= ci.high < 2.02
+    assert ci.confidence == 0.95 and ci.resamples == cmp.DEFAULT_RESAMPLES
+    test = cmp.mann_whitney(BASE, [2 * v for v in BASE])
+    assert test.p_value < 1e-60
+    assert test.p_greater == 1.0 and test.u == 200 * 200
+    assert cmp.verdict(ci.low, ci.high, test.p_value) == cmp.SLOWER
+
+
+def test_halved_sample_is_faster() -> None:
+    ci = cmp.bootstrap_ratio_ci(BASE, [v / 2 for v in BASE])
+    assert ci.ratio == 0.5 and ci.high < 1.0
+    test = cmp.mann_whitney(BASE, [v / 2 for v in BASE])
+    assert test.p_greater == 0.0
+    assert cmp.verdict(ci.low, ci.high, test.p_value) == cmp.FASTER
+
+
+def test_identical_samples_show_no_difference() -> None:
+    ci = cmp.bootstrap_ratio_ci(BASE, BASE)
+    assert ci.ratio == 1.0 and ci.low < 1.0 < ci.high
+    test = cmp.mann_whitney(BASE, BASE)
+    assert test.p_value == 1.0 and test.p_greater == 0.5
+    assert cmp.verdict(ci.low, ci.high, test.p_value) == cmp.NO_DIFFERENCE
+
+
+def test_constant_samples() -> None:
+    ci = cmp.bootstrap_ratio_ci([5.0] * 10, [5.0] * 10)
+    assert (ci.ratio, ci.low, ci.high) == (1.0, 1.0, 1.0)
+    test = cmp.mann_whitney([5.0] * 10, [5.0] * 10)
+    assert (test.p_value, test.p_greater, test.u) == (1.0, 0.5, 50.0)
+
+
+def test_exact_small_rank_test() -> None:
+    test = cmp.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8])
+    assert test.u == 16.0 and test.p_greater == 1.0
+    assert test.p_value == pytest.approx(2 / 70)  # scipy's exact test: 2 / C(8, 4)
+
+
+def test_bootstrap_is_deterministic_and_seeded() -> None:
+    other = [v * 1.01 + (v % 7) * 10 for v in BASE]
+    first = cmp.bootstrap_ratio_ci(BASE, other, seed=7)
+    assert cmp.bootstrap_ratio_ci(BASE, other, seed=7) == first
+    assert cmp.bootstrap_ratio_ci(BASE, other, seed=8) != first
+
+
+def test_asking_for_p99_leaves_the_p50_interval_unchanged() -> None:
+    p50, p99 = cmp.bootstrap_percentile_ratios(BASE, [3 * v for v in BASE], (50.0, 99.0), seed=1)
+    assert (p50.q, p99.q) == (50.0, 99.0)
+    assert p50.ratio == 3.0 and p99.ratio == pytest.approx(3.0)
+    assert p50.low <= 3.0 <= p50.high and p99.low <= 3.0 + 1e-12 and p99.high >= 3.0 - 1e-12
+    assert cmp.bootstrap_ratio_ci(BASE, [3 * v for v in BASE], 50.0, seed=1) == p50
+
+
+def test_point_percentile_is_type_7_as_in_the_summary() -> None:
+    from wakelab.stats import percentile
+
+    values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
+    ci = cmp.bootstrap_ratio_ci([1.0] * 8, values, q=90.0)
+    assert ci.other == percentile(sorted(values), 90.0) == pytest.approx(float(np.percentile(values, 90)))
+
+
+def test_order_statistic_draws_match_brute_force_resampling() -> None:
+    """The shortcut has the distribution of 'resample with replacement, recompute the percentile'."""
+    x = np.sort(np.random.default_rng(1).lognormal(3.0, 1.0, size=57))
+    resamples = 100_000
+    fast = cmp._resampled_percentiles(x, [50.0, 90.0], resamples, np.random.default_rng(2))
+    brute = np.percentile(x[np.random.default_rng(3).integers(0, x.size, size=(resamples, x.size))], [50, 90], axis=1)
+    for i in range(2):
+        for q in (0.025, 0.25, 0.5, 0.75, 0.975):
+            assert np.quantile(fast[i], q) == pytest.approx(np.quantile(brute[i], q), rel=0.03)
+        assert fast[i].mean() == pytest.approx(brute[i].mean(), rel=0.005)
+    # Jointly, too: p50 and p90 of one resample are correlated as in brute force.
+    assert np.corrcoef(fast[0], fast[1])[0, 1] == pytest.approx(np.corrcoef(brute[0], brute[1])[0, 1], abs=0.02)
+
+
+def test_order_statistic_draws_of_two_values() -> None:
+    # Resampling [1, 3]: medians 1 (1/4), 2 (1/2), 3 (1/4).
+    draws = cmp._resampled_percentiles(np.array([1.0, 3.0]), [50.0], 100_000, np.random.default_rng(5))[0]
+    assert set(np.unique(draws)) == {1.0, 2.0, 3.0}
+    for value, share in ((1.0, 0.25), (2.0, 0.5), (3.0, 0.25)):
+        assert np.mean(draws == value) == pytest.approx(share, abs=0.01)
+
+
+def test_single_sample_each() -> None:
+    ci = cmp.bootstrap_ratio_ci([4.0], [6.0])
+    assert (ci.ratio, ci.low, ci.high) == (1.5, 1.5, 1.5)
+
+
+@pytest.mark.parametrize(
+    "baseline, other, message",
+    [
+        ([], [1.0], "non-empty"),
+        ([1.0], [], "non-empty"),
+        ([0.0, 0.0, 0.0], [1.0, 2.0, 3.0], "p50 is 0"),
+        ([1.0, float("nan")], [1.0], "not finite"),
+    ],
+)
+def test_bootstrap_rejects_bad_samples(baseline, other, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        cmp.bootstrap_ratio_ci(baseline, other)
+
+
+def test_zero_in_a_resampled_baseline_gives_an_infinite_bound() -> None:
+    ci = cmp.bootstrap_ratio_ci([0.0, 0.0, 10.0, 10.0, 10.0], [10.0] * 5)
+    assert ci.ratio == 1.0 and ci.high == math.inf
+    assert ci.to_dict()["ci_high"] is None
+
+
+@pytest.mark.parametrize(
+    "low, high, p, higher_is_better, expected",
+    [
+        (1.5, 2.5, 0.001, False, "slower"),
+        (0.4, 0.6, 0.001, False, "faster"),
+        (1.5, 2.5, 0.001, True, "faster"),
+        (0.4, 0.6, 0.001, True, "slower"),
+        (0.9, 1.2, 0.001, False, "no significant difference"),  # CI includes 1
+        (1.5, 2.5, 0.2, False, "no significant difference"),  # rank test does not agree
+        (1.5, 2.5, 0.05, False, "no significant difference"),  # p must be below alpha
+        (1.0, 2.5, 0.001, False, "no significant difference"),  # a bound at 1 does not exclude it
+        (1.5, 2.5, None, False, "not tested"),
+    ],
+)
+def test_verdict(low, high, p, higher_is_better, expected) -> None:
+    assert cmp.verdict(low, high, p, 0.05, higher_is_better) == expected
+
+
+def test_smallest_p_value_and_testability() -> None:
+    assert cmp.smallest_p_value(3, 3) == pytest.approx(0.1)
+    assert cmp.smallest_p_value(7, 7) == pytest.approx(2 / 3432)
+    assert cmp.smallest_p_value(10**6, 10**6) == 0.0
+    assert cmp.why_untestable(7, 7, 0.05) is None
+    assert cmp.why_untestable(2, 7, 0.05, "rounds") == (
+        "too few rounds for a test (2 against 7; a rank test needs at least 3 on each side)")
+    assert cmp.why_untestable(3, 3, 0.05, "rounds") == (
+        "too few rounds for a test (3 against 3: the smallest possible p is 0.1, not below alpha 0.05)")
+
+
+def test_importing_compare_loads_no_numerics() -> None:
+    code = ("import argparse, sys, wakelab.compare, wakelab.commands.compare as c; "
+            "c.register(argparse.ArgumentParser().add_subparsers()); "
+            "assert 'numpy' not in sys.modules and 'scipy' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=SRC))
+
+
+# ---------------------------------------------------------------------------
+# The command, on the fixed Lab 135 bundle
+# ---------------------------------------------------------------------------
+
+
+def test_golden_comparison(tmp_path, lab135_bundle, capsys, monkeypatch) -> None:
+    def older_python(summary) -> None:
+        summary["interpreter"]["version"] = "3.11.7"
+
+    modified_copy(lab135_bundle, tmp_path / "b", older_python, scale={"event": 3, "signal-install": 0.5})
+    modified_copy(lab135_bundle, tmp_path / "c")
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run_compare(capsys, "a", "b", "c", "--fail-on-regression", "10")
+    with open(os.path.join(GOLDEN, "compare_lab135.txt"), encoding="utf-8") as fh:
+        assert out == fh.read()
+    assert err == ""
+    assert status == 1
+
+
+def test_self_comparison_shows_no_difference(lab135_bundle, capsys) -> None:
+    status, doc = compare_json(capsys, lab135_bundle, lab135_bundle, "--fail-on-regression", "0")
+    assert status == 0
+    assert verdicts(doc) == {name: cmp.NO_DIFFERENCE for name in LAB135_RAWS}
+    for arm in doc["comparisons"][0]["arms"]:
+        assert arm["mann_whitney"]["p_value"] == 1.0
+        for ratio in arm["ratios"].values():
+            assert ratio["ratio"] == 1.0 and ratio["ci_low"] < 1.0 < ratio["ci_high"]
+    assert doc["comparisons"][0]["warnings"] == []
+
+
+def test_three_times_slower_fails_the_regression_check(tmp_path, lab135_bundle, capsys) -> None:
+    slow = modified_copy(lab135_bundle, tmp_path / "slow", scale={"event": 3})
+    status, doc = compare_json(capsys, lab135_bundle, slow, "--fail-on-regression", "10")
+    assert status == 1
+    assert verdicts(doc) == {"event": "slower", "sigusr1-self": cmp.NO_DIFFERENCE, "signal-install": cmp.NO_DIFFERENCE}
+    event = doc["comparisons"][0]["arms"][0]
+    assert event["ratios"]["p50"]["ratio"] == pytest.approx(3.0)
+    # event's wakes spread from 10 to 209 µs, so the interval is wide, but far from 1.
+    assert 2.3 < event["ratios"]["p50"]["ci_low"] < 3.0 < event["ratios"]["p50"]["ci_high"] < 3.8
+    assert doc["regression_check"]["regressions"] == [
+        {"run": "B", "arm": "event", "metric": "p50", "slowdown": pytest.approx(3.0)}]
+    # Below the limit, or without the option, the command succeeds.
+    assert compare_json(capsys, lab135_bundle, slow, "--fail-on-regression", "250")[0] == 0
+    assert compare_json(capsys, lab135_bundle, slow)[0] == 0
+    # The other way round it is faster, and never a regression.
+    status, doc = compare_json(capsys, slow, lab135_bundle, "--fail-on-regression", "0")
+    assert status == 0 and verdicts(doc)["event"] == "faster"
+
+
+def test_slower_rate_arm(tmp_path, lab135_bundle, capsys) -> None:
+    slow = modified_copy(lab135_bundle, tmp_path / "slow", scale={"signal-install": 2})
+    status, doc = compare_json(capsys, lab135_bundle, slow, "--fail-on-regression", "10")
+    assert status == 1
+    arm = {a["arm"]: a for a in doc["comparisons"][0]["arms"]}["signal-install"]
+    assert arm["verdict"] == "slower"
+    assert arm["ratios"]["median"]["ratio"] == pytest.approx(0.5)
+    assert arm["mann_whitney"]["p_value"] == pytest.approx(2 / 3432)  # 7 rounds against 7, fully separated
+    assert doc["regression_check"]["regressions"] == [
+        {"run": "B", "arm": "signal-install", "metric": "median ops/s", "slowdown": pytest.approx(2.0)}]
+
+
+def test_tail_regression_gates_only_with_metric_p99(tmp_path, lab135_bundle, capsys) -> None:
+    def slow_tail(values):  # the ten slowest wakes ten times slower: the ranks and the median do not move
+        ordered = sorted(values)
+        return ordered[:-10] + [v * 10 for v in ordered[-10:]]
+
+    tail = modified_copy(lab135_bundle, tmp_path / "tail", edit_samples={"sigusr1-self": slow_tail})
+    status, doc = compare_json(capsys, lab135_bundle, tail, "--fail-on-regression", "10")
+    assert status == 0
+    arm = {a["arm"]: a for a in doc["comparisons"][0]["arms"]}["sigusr1-self"]
+    assert arm["verdict"] == cmp.NO_DIFFERENCE
+    assert arm["ratios"]["p99"]["ci_low"] > 1.0
+    assert any("the p99 moved" in note for note in arm["notes"])
+    status, doc = compare_json(capsys, lab135_bundle, tail, "--fail-on-regression", "10", "--metric", "p99")
+    assert status == 1
+    assert [(r["arm"], r["metric"]) for r in doc["regression_check"]["regressions"]] == [("sigusr1-self", "p99")]
+
+
+def test_several_runs_each_against_the_baseline(tmp_path, lab135_bundle, capsys) -> None:
+    slow = modified_copy(lab135_bundle, tmp_path / "slow", scale={"event": 2})
+    fast = modified_copy(lab135_bundle, tmp_path / "fast", scale={"event": 0.5})
+    status, doc = compare_json(capsys, lab135_bundle, slow, fast)
+    assert status == 0
+    assert [(c["baseline"], c["other"]) for c in doc["comparisons"]] == [("A", "B"), ("A", "C")]
+    assert verdicts(doc, 0)["event"] == "slower" and verdicts(doc, 1)["event"] == "faster"
+    assert [r["label"] for r in doc["runs"]] == ["A", "B", "C"]
+
+
+def test_json_is_deterministic(tmp_path, lab135_bundle, capsys) -> None:
+    slow = modified_copy(lab135_bundle, tmp_path / "slow", scale={"event": 1.05})
+    first = run_compare(capsys, "--json", lab135_bundle, slow)
+    assert run_compare(capsys, "--json", lab135_bundle, slow) == first
+    doc = json.loads(first[1])
+    assert doc["schema"] == "wakelab.compare" and doc["schema_version"] == 1
+    assert doc["settings"]["seed"] == cmp.DEFAULT_SEED and doc["settings"]["resamples"] == 2000
+    # Another seed moves the interval, not the point estimate.
+    other_seed = json.loads(run_compare(capsys, "--json", "--seed", "1", lab135_bundle, slow)[1])
+    a = doc["comparisons"][0]["arms"][0]["ratios"]["p50"]
+    b = other_seed["comparisons"][0]["arms"][0]["ratios"]["p50"]
+    assert a["ratio"] == b["ratio"] and (a["ci_low"], a["ci_high"]) != (b["ci_low"], b["ci_high"])
+
+
+def test_alpha_sets_the_confidence_level(lab135_bundle, capsys) -> None:
+    status, doc = compare_json(capsys, lab135_bundle, lab135_bundle, "--alpha", "0.01")
+    assert doc["settings"]["confidence"] == pytest.approx(0.99)
+    assert doc["comparisons"][0]["arms"][0]["ratios"]["p50"]["confidence"] == pytest.approx(0.99)
+
+
+# ---------------------------------------------------------------------------
+# Warnings, arms in one run only, skipped arms, too few rounds
+# ---------------------------------------------------------------------------
+
+
+def test_interpreter_and_machine_differences_are_warnings(tmp_path, lab135_bundle, capsys) -> None:
+    def elsewhere(summary) -> None:
+        summary["interpreter"]["version"] = "3.11.7"
+        summary["machine"]["hostname"] = "otherbox"
+        summary["machine"]["kernel"] = "6.8.0"
+
+    other = modified_copy(lab135_bundle, tmp_path / "other", elsewhere)
+    status, out, err = run_compare(capsys, lab135_bundle, other)
+    assert status == 0 and err == ""
+    assert ("  warning: interpreters differ (CPython 3.13.5 vs CPython 3.11.7): differences include the interpreter"
+            in out.splitlines())
+    assert ("  warning: machines differ (hostname testbox vs otherbox; kernel 6.1.0-test vs 6.8.0): differences "
+            "include the machine" in out.splitlines())
+
+
+def test_build_difference_is_named(tmp_path, lab135_bundle, capsys) -> None:
+    def rebuilt(summary) -> None:
+        summary["interpreter"]["build"] = "main, Jul 1 2025 10:00:00"
+
+    other = modified_copy(lab135_bundle, tmp_path / "other", rebuilt)
+    status, doc = compare_json(capsys, lab135_bundle, other)
+    assert doc["comparisons"][0]["warnings"] == [
+        "interpreters differ (build main, Jun 11 2025 15:36:57 vs main, Jul 1 2025 10:00:00): "
+        "differences include the interpreter"]
+
+
+def test_arms_in_one_run_and_skipped_arms_are_listed(tmp_path, lab135_bundle, capsys) -> None:
+    def reshape(summary) -> None:
+        event = next(a for a in summary["arms"] if a["name"] == "event")
+        event.update(status="skipped", reason="not available here", latency=None, samples_file=None)
+        summary["arms"] = [a for a in summary["arms"] if a["name"] != "signal-install"]
+        extra = dict(event, name="pipe", status="failed", reason="OSError: boom")
+        summary["arms"].append(extra)
+
+    other = modified_copy(lab135_bundle, tmp_path / "other", reshape)
+    status, out, err = run_compare(capsys, lab135_bundle, other)
+    assert status == 0 and err == ""
+    assert "  - only in A (not compared): signal-install" in out
+    assert "  - only in B (not compared): pipe" in out
+    assert "  - event not compared: skipped in B: not available here" in out
+    status, doc = compare_json(capsys, lab135_bundle, other)
+    comparison = doc["comparisons"][0]
+    assert verdicts(doc) == {"sigusr1-self": cmp.NO_DIFFERENCE}
+    assert comparison["only_in_baseline"] == ["signal-install"] and comparison["only_in_other"] == ["pipe"]
+    assert comparison["not_compared"] == [{"arm": "event", "reason": "skipped in B: not available here"}]
+
+
+def test_conditions_recorded_by_one_run_only_is_a_warning(lab135_summary) -> None:
+    older = {k: v for k, v in lab135_summary.items() if k != "conditions"}
+    a = cmp.Run(label="A", path="a", folder="a", summary=older)
+    b = cmp.Run(label="B", path="b", folder="b", summary=lab135_summary)
+    assert cmp.check_comparable(a, b) == ["only B records its conditions: cannot check that the conditions match"]
+    assert cmp.check_comparable(b, b) == []
+
+
+def test_parameters_missing_from_an_older_bundle_take_their_old_meaning(lab135_summary) -> None:
+    older = json.loads(json.dumps(lab135_summary))
+    for key in ("placement", "mode", "interval_us", "notifier_cpu", "waiter_cpu"):
+        del older["parameters"][key]
+    a = cmp.Run(label="A", path="a", folder="a", summary=older)
+    b = cmp.Run(label="B", path="b", folder="b", summary=lab135_summary)
+    assert cmp.check_comparable(a, b) == []
+
+
+def test_other_cpus_are_a_warning(tmp_path, lab135_bundle, capsys) -> None:
+    def pinned(cpus):
+        return lambda s: s["parameters"].update(placement="split", notifier_cpu=cpus[0], waiter_cpu=cpus[1])
+
+    a = modified_copy(lab135_bundle, tmp_path / "pa", pinned((0, 1)))
+    b = modified_copy(lab135_bundle, tmp_path / "pb", pinned((2, 3)))
+    status, doc = compare_json(capsys, a, b)
+    assert status == 0
+    assert doc["comparisons"][0]["warnings"] == [
+        "pinned to other CPUs (notifier_cpu 0 vs 2; waiter_cpu 1 vs 3): differences include the CPUs"]
+
+
+def test_a_change_within_the_worker_spread_is_flagged(tmp_path, lab135_bundle, capsys) -> None:
+    def spread(summary) -> None:
+        _arm(summary, "sigusr1-self")["spread"] = {"of": "p50_ns", "min": 2000.0, "max": 3000.0, "max_over_min": 1.5}
+
+    other = modified_copy(lab135_bundle, tmp_path / "other", spread, scale={"sigusr1-self": 1.2})
+    status, doc = compare_json(capsys, lab135_bundle, other)
+    arm = doc["comparisons"][0]["arms"][1]
+    assert arm["arm"] == "sigusr1-self" and arm["verdict"] == "slower"
+    assert ("the change (1.20×) is within the spread between B's worker processes (1.50×): it may be run-to-run "
+            "variation") in arm["notes"]
+    # A change larger than the spread is not flagged.
+    bigger = modified_copy(lab135_bundle, tmp_path / "bigger", spread, scale={"sigusr1-self": 2})
+    status, doc = compare_json(capsys, lab135_bundle, bigger)
+    assert doc["comparisons"][0]["arms"][1]["verdict"] == "slower"
+    assert not any("spread" in note for note in doc["comparisons"][0]["arms"][1]["notes"])
+
+
+def test_a_grid_folder_names_its_cells(tmp_path, lab135_bundle, capsys) -> None:
+    grid = tmp_path / "grid"
+    shutil.copytree(lab135_bundle, grid / "cells" / "same")
+    shutil.copytree(lab135_bundle, grid / "cells" / "split")
+    status, out, err = run_compare(capsys, str(grid), lab135_bundle)
+    assert status == 2 and out == ""
+    assert err == "wakelab: error: %s is a grid of runs, not one run: compare its cells (%s, %s)\n" % (
+        grid, grid / "cells" / "same", grid / "cells" / "split")
+
+
+def test_too_few_rounds_is_not_tested(tmp_path, lab135_bundle, capsys) -> None:
+    short = modified_copy(lab135_bundle, tmp_path / "short", edit_samples={"signal-install": lambda v: v[:2]})
+    status, out, err = run_compare(capsys, lab135_bundle, short, "--fail-on-regression", "10")
+    assert status == 0
+    text = " ".join(out.split())  # notes are wrapped at 100 columns
+    assert "- signal-install: too few rounds for a test (7 against 2; a rank test needs at least 3 on each side)" in text
+    assert "- not checked: signal-install in B: not tested (too few rounds)" in text
+    status, doc = compare_json(capsys, lab135_bundle, short)
+    arm = {a["arm"]: a for a in doc["comparisons"][0]["arms"]}["signal-install"]
+    assert arm["verdict"] == "not tested" and arm["mann_whitney"] is None
+    assert arm["ratios"]["median"]["ci_low"] is None and arm["ratios"]["median"]["ratio"] is not None
+
+
+def test_lost_wakes_are_noted(tmp_path, lab135_bundle, capsys) -> None:
+    def lossy(summary) -> None:
+        summary["arms"][0]["latency"]["lost"] = 3
+
+    other = modified_copy(lab135_bundle, tmp_path / "other", lossy)
+    status, doc = compare_json(capsys, lab135_bundle, other)
+    assert "lost wakes are not in the samples: 0 in A, 3 in B" in doc["comparisons"][0]["arms"][0]["notes"]
+
+
+# ---------------------------------------------------------------------------
+# Real bundles made by the runner
+# ---------------------------------------------------------------------------
+
+
+def test_real_run_against_itself(real_bundle, capsys) -> None:
+    status, doc = compare_json(capsys, real_bundle, real_bundle, "--fail-on-regression", "0")
+    assert status == 0
+    assert set(verdicts(doc).values()) == {cmp.NO_DIFFERENCE}
+    assert set(verdicts(doc)) == {a["name"] for a in read_json(os.path.join(real_bundle, "summary.json"))["arms"]
+                                  if a["status"] == "ok"}
+
+
+def test_real_run_made_three_times_slower(tmp_path, real_bundle, capsys) -> None:
+    slow = modified_copy(real_bundle, tmp_path / "slow", scale={"event": 3})
+    status, out, err = run_compare(capsys, real_bundle, slow, "--fail-on-regression", "10")
+    assert status == 1 and err == ""
+    assert any(line.startswith("  event ") and " slower " in line for line in out.splitlines())
+    assert "FAIL: event in B is significantly slower than in A" in out
+
+
+def test_real_runs_with_different_settle_time_are_refused(tmp_path, real_bundle, capsys) -> None:
+    other = modified_copy(real_bundle, tmp_path / "other", lambda s: s["parameters"].update(settle_us=1000))
+    status, out, err = run_compare(capsys, real_bundle, other)
+    assert status == 2 and out == ""
+    assert err == ("wakelab: error: cannot compare %s with %s: settle_us differs (200 vs 1000): a blocked waiter's "
+                   "settle time is part of the experiment; use the same --settle-us\n" % (other, real_bundle))
+
+
+# ---------------------------------------------------------------------------
+# Refusals and bad input: one line, exit 2
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda s: [a.update(name="x-" + a["name"]) for a in s["arms"]],
+         "no arm in common (A_PATH has event, sigusr1-self, signal-install; B_PATH has x-event, x-sigusr1-self, "
+         "x-signal-install)"),
+        (lambda s: _arm(s, "event").update(waiter="spinning"),
+         "arm event differs in waiter state (blocked in A_PATH, spinning in B_PATH): not the same experiment"),
+        (lambda s: _arm(s, "event").update(kind="rate"),
+         "arm event differs in kind (latency in A_PATH, rate in B_PATH): not the same experiment"),
+        (lambda s: _arm(s, "event").update(scope="cross-process"),
+         "arm event differs in scope (cross-thread in A_PATH, cross-process in B_PATH): not the same experiment"),
+        (lambda s: s["parameters"].update(planted_delay_us=50),
+         "planted_delay_us differs (0 vs 50): a planted delay adds to every sample; compare runs with the same "
+         "--planted-delay-us"),
+        (lambda s: s["parameters"].update(placement="split"),
+         "placement differs (any vs split): where notifier and waiter run can matter more than the mechanism; "
+         "use the same --placement"),
+        (lambda s: s["parameters"].update(mode="open"),
+         "mode differs (closed vs open): open-loop and closed-loop latencies time different things; use the same "
+         "--mode"),
+    ],
+)
+def test_refusals(tmp_path, lab135_bundle, capsys, edit, message) -> None:
+    other = modified_copy(lab135_bundle, tmp_path / "other", edit)
+    status, out, err = run_compare(capsys, lab135_bundle, other)
+    assert status == 2 and out == ""
+    expected = "wakelab: error: cannot compare %s with %s: %s\n" % (
+        other, lab135_bundle, message.replace("A_PATH", lab135_bundle).replace("B_PATH", other))
+    assert err == expected
+
+
+def test_different_conditions_are_refused(tmp_path, lab135_bundle, capsys) -> None:
+    b = modified_copy(lab135_bundle, tmp_path / "b", lambda s: s["conditions"].update(cpu_threads=2, future_knob="on"))
+    status, out, err = run_compare(capsys, lab135_bundle, b)
+    assert status == 2 and out == ""
+    assert err == ("wakelab: error: cannot compare %s with %s: conditions differ (cpu_threads 0 vs 2; future_knob null "
+                   "vs on): not the same experiment\n" % (b, lab135_bundle))
+    # Equal conditions compare, whatever they hold.
+    assert run_compare(capsys, b, b)[0] == 0
+
+
+def test_different_sample_units_are_refused(tmp_path, lab135_bundle, capsys) -> None:
+    other = modified_copy(lab135_bundle, tmp_path / "other")
+    path = os.path.join(other, "samples", "event.json")
+    doc = read_json(path)
+    doc["unit"] = "us"
+    bundle.atomic_write_text(path, json.dumps(doc))
+    status, out, err = run_compare(capsys, lab135_bundle, other)
+    assert status == 2 and out == ""
+    assert err == "wakelab: error: cannot compare %s with %s: arm event is in ns in one and us in the other\n" % (
+        other, lab135_bundle)
+
+
+def test_samples_that_do_not_match_the_summary_are_refused(tmp_path, lab135_bundle, capsys) -> None:
+    other = modified_copy(lab135_bundle, tmp_path / "other")
+    path = os.path.join(other, "samples", "event.json")
+    doc = read_json(path)
+    doc["samples_ns"] = [3 * v for v in doc["samples_ns"]]  # samples edited, summary not
+    bundle.atomic_write_text(path, json.dumps(doc))
+    status, out, err = run_compare(capsys, lab135_bundle, other)
+    assert status == 2 and out == ""
+    assert err == ("wakelab: error: %s: arm event: the samples file does not match summary.json (p50 328500.0 from "
+                   "the samples, 109500.0 in the summary): the bundle was edited or mixed\n" % other)
+
+
+def _write(folder, relative, text) -> None:
+    with open(os.path.join(folder, relative), "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda folder: os.remove(os.path.join(folder, "summary.json")), "no such file"),
+        (lambda folder: _write(folder, "summary.json", "{"), "is not valid JSON"),
+        (lambda folder: _write(folder, "samples/event.json", '{"schema": "wakelab.samp'), "is not valid JSON"),
+        (lambda folder: os.remove(os.path.join(folder, "samples", "event.json")), "cannot read"),
+        (lambda folder: _write(folder, "samples/event.json",
+                               '{"schema": "wakelab.samples", "arm": "event", "kind": "latency", "samples_ns": [1, -2]}'),
+         "samples_ns must be a list of non-negative integers"),
+    ],
+)
+def test_missing_or_corrupt_input(tmp_path, lab135_bundle, damage, message) -> None:
+    other = modified_copy(lab135_bundle, tmp_path / "other")
+    damage(other)
+    result = run_cli("compare", lab135_bundle, other)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("wakelab: error: ") and message in lines[0], result.stderr
+
+
+def test_duplicate_arm_names_are_refused(tmp_path, lab135_bundle, capsys) -> None:
+    other = modified_copy(lab135_bundle, tmp_path / "other", lambda s: s["arms"].append(dict(s["arms"][0])))
+    status, out, err = run_compare(capsys, lab135_bundle, other)
+    assert status == 2
+    assert err == "wakelab: error: %s lists arm event more than once\n" % os.path.join(other, "summary.json")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["A"], "wakelab compare: error: the following arguments are required: RUN (see wakelab compare --help)"),
+        (["A", "A", "--alpha", "0"], "wakelab compare: error: argument --alpha: must be above 0 and at most 0.5, got 0"),
+        (["A", "A", "--alpha", "nan"], "wakelab compare: error: argument --alpha: must be above 0 and at most 0.5, got nan"),
+        (["A", "A", "--alpha", "x"], "wakelab compare: error: argument --alpha: expected a number such as 0.05, got 'x'"),
+        (["A", "A", "--fail-on-regression", "-5"],
+         "wakelab compare: error: argument --fail-on-regression: must be between 0 and 10,000 (percent), got -5"),
+        (["A", "A", "--fail-on-regression", "inf"],
+         "wakelab compare: error: argument --fail-on-regression: must be between 0 and 10,000 (percent), got inf"),
+        (["A", "A", "--resamples", "0"], "wakelab compare: error: argument --resamples: must be between 100 and 100,000, got 0"),
+        (["A", "A", "--metric", "p90"], "wakelab compare: error: argument --metric: invalid choice: 'p90'"),
+        (["A", "A", "--seed", "-1"], "wakelab compare: error: argument --seed: must be between 0 and 4,294,967,295, got -1"),
+    ],
+)
+def test_bad_options(tmp_path, lab135_bundle, args, message) -> None:
+    args = [lab135_bundle if a == "A" else a for a in args]
+    result = run_cli("compare", *args)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.stderr
+
+
+def test_too_many_runs(lab135_bundle, capsys) -> None:
+    status, out, err = run_compare(capsys, *([lab135_bundle] * 27))
+    assert status == 2 and out == ""
+    assert err == "wakelab: error: compare takes at most 26 runs (a baseline and 25 others), got 27\n"
+
+
+def test_help_documents_the_exit_status(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit status:" in out
+    for line in ("  0  compared", "  1  --fail-on-regression", "  2  bad input"):
+        assert line in out
+
+
+def test_regression_check_without_p99(tmp_path, real_bundle, capsys) -> None:
+    # n = 30: no p99, so --metric p99 cannot check latency arms, and says so.
+    status, out, err = run_compare(capsys, real_bundle, real_bundle, "--fail-on-regression", "10", "--metric", "p99")
+    assert status == 0
+    assert "  - not checked: event in B: no p99 (needs n >= 100 in both runs)" in out.splitlines()
+
+
+def test_find_regressions_rejects_unknown_metric() -> None:
+    with pytest.raises(ValueError):
+        cmp.find_regressions([], 10.0, "p90")
+
+
+def test_settings_are_recorded() -> None:
+    settings = dataclasses.replace(cmp.Settings(), alpha=0.1)
+    assert settings.confidence == pytest.approx(0.9)
+    assert settings.to_dict()["alpha"] == 0.1

@@ -1,0 +1,60 @@
+"""Open-loop timing: latency from the schedule, stalls cannot hide."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from wakelab.arms import get_arm
+from wakelab.arms._drivers import measure_thread_wake
+from wakelab.arms.base import MeasureParams
+
+OPEN = MeasureParams(n=20, warmup=2, settle_us=200, mode="open", interval_us=2000)
+
+
+def test_open_loop_takes_every_wake_from_the_schedule() -> None:
+    raw = get_arm("event").measure(OPEN)
+    assert raw.info["mode"] == "open"
+    assert len(raw.samples_ns) + raw.lost == OPEN.n
+    assert all(s > 0 for s in raw.samples_ns)
+    # Each counted wake also says how late the notifier itself was.
+    assert len(raw.components_ns["notify_late"]) == len(raw.samples_ns)
+    assert all(late >= 0 for late in raw.components_ns["notify_late"])
+
+
+def test_a_stalled_notifier_shows_up_in_every_later_sample() -> None:
+    """Closed loop would start each sample after the stall; open loop measures from the schedule."""
+    event = threading.Event()
+    calls = {"n": 0}
+
+    def stalling_notify() -> None:
+        calls["n"] += 1
+        if calls["n"] == 5:
+            time.sleep(0.03)  # a 30 ms stall: the next notifies are all late
+        event.set()
+
+    params = MeasureParams(n=10, warmup=0, settle_us=200, mode="open", interval_us=2000)
+    raw = measure_thread_wake(params, reset=event.clear, wait=event.wait, notify=stalling_notify)
+    # The fifth notify took 30 ms to land, and the five after it were due within the next 10 ms:
+    # each of those six is either a late wake (at least 18 ms after its scheduled instant) or
+    # was coalesced into one and counted lost.  None of them can look fast.
+    assert max(raw.samples_ns) >= 30_000_000
+    late = sum(1 for s in raw.samples_ns if s >= 18_000_000)
+    assert late + raw.lost >= 6
+
+
+def test_planted_delay_shows_up_in_open_loop() -> None:
+    params = MeasureParams(n=10, warmup=1, settle_us=200, mode="open", interval_us=5000, planted_delay_us=2000)
+    raw = get_arm("queue").measure(params)
+    assert raw.samples_ns and min(raw.samples_ns) >= 2_000_000
+
+
+def test_arms_without_open_loop_are_skipped(tmp_path) -> None:
+    from wakelab.harness.runner import Execution, RunPlan, run_plan
+    from wakelab.labs import LAB_135
+
+    summary = run_plan(RunPlan(lab=LAB_135, arm_names=["event", "sigusr1-self"], params=OPEN, folder=str(tmp_path),
+                               execution=Execution(in_process=True)))
+    event, signal_arm = summary["arms"]
+    assert event["status"] == "ok" and event["info"]["mode"] == "open"
+    assert signal_arm["status"] == "skipped" and "no open-loop mode" in signal_arm["reason"]

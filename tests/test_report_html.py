@@ -1,0 +1,607 @@
+"""``wakelab report`` and :mod:`wakelab.report.html`: a self-contained, escaped, plotted page.
+
+The bundles are real: made once per module with ``run_plan`` and small
+parameters (an Event arm beside its native condvar floor, the spinning
+self-signal arm, and the install-rate arms).  A second "interpreter" is a
+copy of that bundle with its samples scaled and its figures recomputed, so
+the comparison has something to compare.  The browser tests at the end load
+the pages in a real headless Chromium and are skipped when none is installed.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (pip install 'matplotlib>=3.6')")
+
+from browser.chromium import Chromium, find_chromium  # noqa: E402
+from conftest import build_lab135_summary  # noqa: E402
+from wakelab.arms.base import MeasureParams  # noqa: E402
+from wakelab.cli import main  # noqa: E402
+from wakelab.evidence import bundle  # noqa: E402
+from wakelab.evidence.load import load_summary  # noqa: E402
+from wakelab.harness.runner import RunPlan, run_plan  # noqa: E402
+from wakelab.labs import LAB_135  # noqa: E402
+from wakelab.report import html as report_html  # noqa: E402
+from wakelab.report import plots  # noqa: E402
+from wakelab.stats import summarize_latency  # noqa: E402
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(TESTS), "src")
+ARTIFACTS = os.path.join(TESTS, "artifacts")
+ARMS = ["event", "native-condvar", "sigusr1-self", "signal-install", "native-sigaction-install"]
+HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+HOSTILE_ESCAPED = "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
+
+
+# --- bundles ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real bundle: n = 120 so that p99 is reported and marked."""
+    folder = str(tmp_path_factory.mktemp("run"))
+    params = MeasureParams(n=120, warmup=2, settle_us=200, timeout_s=1.0, install_n=500, rounds=2)
+    run_plan(RunPlan(lab=LAB_135, arm_names=ARMS, params=params, folder=folder, command=["test"]))
+    return folder
+
+
+def read_json(path: str) -> Dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+def modified_copy(
+    src: str,
+    dst: str,
+    edit: Optional[Callable[[Dict[str, Any]], None]] = None,
+    scale: float = 1.0,
+) -> str:
+    """A copy of bundle ``src`` in ``dst``: samples times ``scale`` (figures recomputed), then ``edit``."""
+    shutil.copytree(src, dst)
+    summary = read_json(os.path.join(dst, bundle.SUMMARY_JSON))
+    for entry in summary["arms"]:
+        if entry["status"] != "ok" or entry["kind"] != "latency" or scale == 1.0:
+            continue
+        path = os.path.join(dst, entry["samples_file"])
+        doc = read_json(path)
+        doc["samples_ns"] = [int(v * scale) for v in doc["samples_ns"]]
+        doc["components_ns"] = {k: [int(v * scale) for v in vs] for k, vs in doc.get("components_ns", {}).items()}
+        bundle.atomic_write_text(path, json.dumps(doc))
+        entry["latency"] = summarize_latency(doc["samples_ns"], doc["lost"]).to_dict()
+    if edit is not None:
+        edit(summary)
+    bundle.atomic_write_text(os.path.join(dst, bundle.SUMMARY_JSON), bundle.dumps(summary))
+    load_summary(dst)  # still a valid summary: the test is about the report, not the loader
+    return dst
+
+
+def other_interpreter(summary: Dict[str, Any]) -> None:
+    summary["interpreter"]["version"] = "3.13.5"
+    summary["conditions"] = dict(summary.get("conditions") or {}, cpu_threads=2)
+
+
+@pytest.fixture(scope="module")
+def second_run_dir(run_dir: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return modified_copy(run_dir, str(tmp_path_factory.mktemp("second") / "run"), other_interpreter, scale=0.5)
+
+
+def entry(summary: Dict[str, Any], name: str) -> Dict[str, Any]:
+    return next(a for a in summary["arms"] if a["name"] == name)
+
+
+def hostile(summary: Dict[str, Any]) -> None:
+    """Markup (and mathtext) wherever free text reaches the page or a figure."""
+    summary["note"] = HOSTILE
+    summary["lab"]["title"] = "Lab " + HOSTILE
+    summary["lab"]["question"] = HOSTILE
+    summary["lab"]["methodology"] = [HOSTILE]
+    summary["lab"]["limits"] = [HOSTILE]
+    summary["caveats"] = [HOSTILE]
+    summary["interpreter"]["version"] = "3.13 " + HOSTILE + r" $\frac{1}{0}$"
+    summary["interpreter"]["build"] = HOSTILE
+    summary["machine"]["hostname"] = HOSTILE
+    summary["machine"]["cpu_model"] = HOSTILE
+    summary["conditions"] = {"<b>k</b>": HOSTILE}
+    summary["command"] = ["wakelab", HOSTILE]
+    event = entry(summary, "event")
+    event["mechanism"] = event["t0"] = event["t1"] = HOSTILE
+    event["scope"] = "<i>x</i>"
+    failed = entry(summary, "signal-install")
+    failed.update(status="failed", reason="RuntimeError: " + HOSTILE, rate=None, samples_file=None)
+
+
+@pytest.fixture(scope="module")
+def hostile_dir(run_dir: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return modified_copy(run_dir, str(tmp_path_factory.mktemp("hostile") / "run"), hostile)
+
+
+def render_cli(capsys: pytest.CaptureFixture, *args: str) -> Tuple[int, str, str]:
+    status = main(["report", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def read(path: Any) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+# --- a tiny HTML inspector --------------------------------------------------------------
+
+
+class Inspector(html.parser.HTMLParser):
+    """Every start tag with its attributes, and the text of <style> elements."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: List[Tuple[str, Dict[str, Optional[str]]]] = []
+        self.styles: List[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_style = tag == "style"
+
+    def handle_startendtag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.styles.append(data)
+
+
+def inspect(page: str) -> Inspector:
+    parser = Inspector()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def tag_names(page: str) -> List[str]:
+    return [tag for tag, _ in inspect(page).tags]
+
+
+URL_ATTRIBUTES = ("src", "href", "xlink:href", "srcset", "action", "formaction", "poster", "data", "background", "ping")
+
+
+def assert_self_contained(page: str) -> None:
+    parsed = inspect(page)
+    for tag, attrs in parsed.tags:
+        assert tag not in ("script", "iframe", "object", "embed", "base", "form"), tag
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name)
+            if name in URL_ATTRIBUTES:
+                assert value is not None and (value.startswith("#") or value.startswith("data:")), (tag, name, value)
+        if tag == "link":
+            assert attrs.get("rel") == "icon" and attrs.get("href") == "data:,", attrs
+        if tag == "meta" and attrs.get("http-equiv", "").lower() == "refresh":
+            raise AssertionError("meta refresh")
+    for css in parsed.styles:
+        assert "@import" not in css and "url(http" not in css.replace(" ", "") and "//" not in css, css[:200]
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
+        'xmlns:xlink="http://www.w3.org/1999/xlink"', ""
+    )
+    assert "https://" not in page
+
+
+# --- the page ---------------------------------------------------------------------------
+
+
+def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "report.html"
+    status, out, err = render_cli(capsys, run_dir, "-o", str(out_file))
+    assert status == 0
+    assert out == ""
+    page = read(out_file)
+    summary = load_summary(run_dir)
+    measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
+    pairs = report_html.native_pairs(summary)
+    expected_plots = len(measured) + (1 if pairs else 0)
+    assert err == "wakelab: report in %s (%d kB, %d plots)\n" % (
+        out_file, max(1, round(len(page.encode()) / 1024)), expected_plots
+    )
+    assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    assert page.count("<svg ") == expected_plots
+    for anchor in ("verdict", "lead-table", "honesty", "caveats", "distributions", "details"):
+        assert 'id="%s"' % anchor in page
+    for a in summary["arms"]:
+        assert ">%s<" % a["name"] in page  # every arm has a row, whatever its status
+    assert "Lab 135: signal vs threading.Event wakeup" in page
+    # The lab's comparison and its honest judgement.
+    assert "<strong>event / sigusr1-self</strong>" in page
+    assert "NOT like for like" in page
+    # p50 and p99 are marked on the distributions (n = 120 reports p99).
+    event = entry(summary, "event")["latency"]
+    assert "p50 " + report_html.format_ns(event["p50_ns"]) in page
+    assert "p99 " + report_html.format_ns(event["p99_ns"]) in page
+    assert "ECDF" in page and "histogram" in page
+    assert "log scale" in page
+    assert_self_contained(page)
+
+
+def test_native_bars_appear_beside_their_python_arm(run_dir: str) -> None:
+    summary = load_summary(run_dir)
+    if entry(summary, "native-condvar")["status"] != "ok":
+        pytest.skip("native-condvar did not run here: %s" % entry(summary, "native-condvar")["reason"])
+    pairs = report_html.native_pairs(summary)
+    assert [(p.arm, p.native) for p in pairs] == [("event", "native-condvar")]
+    page = report_html.render_report([report_html.load_run(run_dir)])
+    assert 'id="native"' in page
+    assert "event vs native-condvar" in page  # the bar's label, drawn as SVG text
+    assert "p50 of each Python arm beside its native counterpart" in page
+
+
+def test_page_is_deterministic(run_dir: str) -> None:
+    runs = [report_html.load_run(run_dir)]
+    assert report_html.render_report(runs) == report_html.render_report(runs)
+
+
+def test_svg_ids_are_unique_and_every_reference_resolves(run_dir: str, second_run_dir: str) -> None:
+    import re
+
+    page = report_html.render_report([report_html.load_run(run_dir), report_html.load_run(second_run_dir)])
+    ids = re.findall(r'<[^<>]*\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    references = set(re.findall(r'url\(#([^)]+)\)', page)) | set(re.findall(r'href="#([^"]+)"', page))
+    assert references <= set(ids)
+
+
+def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "both.html"
+    status, _, err = render_cli(capsys, run_dir, second_run_dir, "-o", str(out_file))
+    assert status == 0, err
+    page = read(out_file)
+    assert 'id="comparison"' in page and "Runs compared" in page
+    assert "wakelab: 2 runs compared" not in page  # same lab: its title stays
+    first_label, second_label = (label.full for label in report_html.run_labels([report_html.load_run(run_dir), report_html.load_run(second_run_dir)]))
+    assert first_label.startswith("#1 CPython ") and first_label.endswith("(cpu_threads=0)")
+    assert second_label == "#2 CPython 3.13.5 (cpu_threads=2)"
+    assert second_label in page
+    assert "What differs between the runs" in page
+    assert "interpreter.version" in page and "conditions.cpu_threads" in page
+    assert "p50 and p99 of each arm, per run" in page  # the comparison chart
+    assert "p50 vs #1" in page
+    assert "Rate arms: median ops/s per run" in page
+    assert ">0.5×<" in page  # the copy's samples are half the original's
+    assert 'id="run-1"' in page and 'id="run-2"' in page
+    summary = load_summary(run_dir)
+    measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
+    per_run_native = 1 if report_html.native_pairs(summary) else 0
+    assert page.count("<svg ") == 1 + len(measured) + 2 * per_run_native
+    assert_self_contained(page)
+
+
+def test_hostile_strings_are_escaped(hostile_dir: str, run_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "hostile.html"
+    status, _, err = render_cli(capsys, hostile_dir, run_dir, "-o", str(out_file))
+    assert status == 0, err
+    page = read(out_file)
+    assert HOSTILE not in page
+    assert "<script" not in page and "<img" not in page and "<b>k</b>" not in page and "<i>x</i>" not in page
+    assert HOSTILE_ESCAPED in page
+    # In the SVG too: the run label (from interpreter.version) is drawn in the comparison chart
+    # and the legends, where matplotlib escapes it; mathtext is not interpreted.
+    assert "3.13 &lt;img src=x onerror=" in page
+    assert r"$\frac{1}{0}$" in page
+    names = tag_names(page)
+    assert "img" not in names and "script" not in names and "i" not in names
+    assert_self_contained(page)
+    # The failed arm is shown with its (escaped) reason.
+    assert "FAILED</span> RuntimeError: &lt;img" in page
+
+
+def test_skipped_arm_is_shown_with_its_reason(run_dir: str, tmp_path) -> None:
+    def skip(summary: Dict[str, Any]) -> None:
+        arm = entry(summary, "sigusr1-self")
+        arm.update(status="skipped", reason="needs the main thread", latency=None, samples_file=None, components={})
+
+    folder = modified_copy(run_dir, str(tmp_path / "run"), skip)
+    page = report_html.render_report([report_html.load_run(folder)])
+    assert page.count("needs the main thread") == 2  # the lead table and the arm's card
+    assert "skipped</span> needs the main thread" in page
+    assert 'id="arm-sigusr1-self"' in page
+
+
+def test_all_wakes_lost_gives_a_card_without_a_plot(run_dir: str, tmp_path) -> None:
+    def lose(summary: Dict[str, Any]) -> None:
+        arm = entry(summary, "sigusr1-self")
+        arm["latency"] = summarize_latency([], lost=120).to_dict()
+        path = os.path.join(folder, arm["samples_file"])
+        doc = read_json(path)
+        doc.update(samples_ns=[], lost=120, components_ns={})
+        bundle.atomic_write_text(path, json.dumps(doc))
+
+    folder = str(tmp_path / "run")
+    modified_copy(run_dir, folder, lose)
+    page = report_html.render_report([report_html.load_run(folder)])
+    assert "No samples to plot." in page
+    assert '<span class="warn">120 lost</span>' in page
+
+
+def test_stdout_output(run_dir: str, capsys) -> None:
+    status, out, err = render_cli(capsys, run_dir, "-o", "-")
+    assert status == 0 and err == ""
+    assert out.startswith("<!DOCTYPE html>")
+
+
+def place(summary: Dict[str, Any], text: str) -> Dict[str, Any]:
+    """``text`` in every free-text field the sections render."""
+    summary["note"] = text
+    summary["lab"].update(title=text, question=text, methodology=[text], limits=[text])
+    summary["caveats"] = [text]
+    summary["warnings"] = [text]
+    summary["interpreter"].update(version=text, build=text, implementation=text)
+    summary["machine"].update(hostname=text, cpu_model=text, kernel=text)
+    summary["conditions"] = {text: text}
+    summary["command"] = [text]
+    event = entry(summary, "event")
+    event.update(mechanism=text, t0=text, t1=text, scope=text, family=text)
+    entry(summary, "signal-install").update(status="failed", reason=text, rate=None)
+    return summary
+
+
+MARKUP_PIECES = ["<", ">", "&", '"', "'", "/", "=", " ", "a", "b", "i", "script", "img src=x", "<!--", "-->", "]]>", "&amp;", "$", "\\", "é", "\x00"]
+markup_text = st.one_of(st.lists(st.sampled_from(MARKUP_PIECES), min_size=1, max_size=12).map("".join), st.text(min_size=1, max_size=30))
+
+
+@given(markup_text)
+@settings(max_examples=80, deadline=None)
+def test_evidence_text_never_changes_the_markup(text: str) -> None:
+    """Whatever the text, the sections have exactly the tags they have with a plain word in its place."""
+
+    def sections(value: str) -> str:
+        summary = place(build_lab135_summary(), value)
+        other = place(build_lab135_summary(), value + "2")
+        runs = [report_html.RunEvidence(value, "", summary, {}), report_html.RunEvidence(value, "", other, {})]
+        labels = report_html.run_labels(runs)
+        return "".join([
+            report_html.render_verdict(summary), report_html.render_lead_table(summary), report_html.render_honesty(summary),
+            report_html.render_caveats(summary), report_html.render_details(summary),
+            report_html.render_runs_table(runs, labels), report_html.render_differences(runs, labels),
+            report_html.render_comparison_table(runs, labels), report_html.render_rate_comparison(runs, labels),
+        ])
+
+    assert tag_names(sections("x" + text)) == tag_names(sections("x"))
+
+
+# --- bad input: one line, exit 2, nothing written ----------------------------------------
+
+
+def assert_one_line_error(capsys, args: List[str], message: str, out_file) -> None:
+    status, out, err = render_cli(capsys, *args, "-o", str(out_file))
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("wakelab: error: "), err
+    assert message in err, err
+    assert not os.path.exists(out_file)
+    assert os.listdir(os.path.dirname(out_file)) == []  # no temporary file left behind either
+
+
+def test_missing_input(run_dir: str, tmp_path, capsys) -> None:
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(capsys, [str(tmp_path / "nope")], "no such file", out_dir / "r.html")
+    # One bad run among good ones: still nothing written.
+    assert_one_line_error(capsys, [run_dir, str(tmp_path / "nope")], "no such file", out_dir / "r.html")
+
+
+@pytest.mark.parametrize("content", ["{", "null", '{"schema": "wakelab.summary", "schema_version": 1}', "\xff"])
+def test_corrupt_summary(tmp_path, capsys, content: str) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_bytes(content.encode("latin-1"))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(capsys, [str(bad)], str(bad / "summary.json"), out_dir / "r.html")
+
+
+def test_corrupt_samples(run_dir: str, tmp_path, capsys) -> None:
+    folder = modified_copy(run_dir, str(tmp_path / "run"))
+    path = os.path.join(folder, "samples", "event.json")
+    with open(path, "r+", encoding="utf-8") as fh:
+        text = fh.read()
+        fh.seek(0)
+        fh.write(text[: len(text) // 2])
+        fh.truncate()
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(capsys, [folder], "event.json is not valid JSON", out_dir / "r.html")
+
+
+def test_samples_that_disagree_with_the_summary(run_dir: str, tmp_path, capsys) -> None:
+    folder = modified_copy(run_dir, str(tmp_path / "run"))
+    path = os.path.join(folder, "samples", "event.json")
+    doc = read_json(path)
+    doc["samples_ns"] = doc["samples_ns"][:10]
+    bundle.atomic_write_text(path, json.dumps(doc))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(capsys, [folder], "the samples of arm event hold 10 wakes but summary.json says n = 120", out_dir / "r.html")
+
+
+def test_unwritable_output(run_dir: str, tmp_path, capsys) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    status, out, err = render_cli(capsys, run_dir, "-o", str(blocker / "report.html"))
+    assert status == 2 and out == ""
+    assert err == "wakelab: error: cannot write the report to %s: Not a directory (choose another path with -o)\n" % (
+        blocker / "report.html"
+    )
+    assert blocker.read_text() == "x"
+
+
+def test_output_that_is_a_folder(run_dir: str, tmp_path, capsys) -> None:
+    target = tmp_path / "folder"
+    target.mkdir()
+    status, _, err = render_cli(capsys, run_dir, "-o", str(target))
+    assert status == 2
+    assert err == "wakelab: error: cannot write the report to %s: Is a directory (choose another path with -o)\n" % target
+    assert os.listdir(tmp_path) == ["folder"] and os.listdir(target) == []  # no temporary file left
+
+
+def test_no_runs_is_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["report"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the following arguments are required: RUN" in err
+
+
+def test_without_matplotlib_one_line(run_dir: str, tmp_path) -> None:
+    code = "import sys; sys.modules['matplotlib'] = None; from wakelab.cli import main; sys.exit(main(sys.argv[1:]))"
+    out_file = tmp_path / "r.html"
+    result = subprocess.run(
+        [sys.executable, "-c", code, "report", run_dir, "-o", str(out_file)],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("wakelab: error: the HTML report needs matplotlib and numpy (pip install 'matplotlib>=3.6')")
+    assert result.stderr.count("\n") == 1
+    assert not out_file.exists()
+
+
+# --- plots ------------------------------------------------------------------------------
+
+
+def test_ecdf_is_exact_when_small_and_keeps_the_tail_when_decimated() -> None:
+    import numpy as np
+
+    small = np.arange(1, 11, dtype=float)
+    x, y = plots.ecdf_points(small)
+    assert list(x) == list(small) and list(y) == [i / 10 for i in range(1, 11)]
+    big = np.arange(100_000, dtype=float)
+    x, y = plots.ecdf_points(big, max_points=300)
+    assert len(x) <= 300
+    assert x[0] == 0 and x[-1] == 99_999 and y[-1] == 1.0
+    assert list(x[-100:]) == list(big[-100:])  # the last third of the points: the tail, exact
+    assert all(np.diff(x) > 0) and all(np.diff(y) > 0)
+
+
+def test_plot_label() -> None:
+    assert plots.plot_label("a\x00b\nc\td") == "a b c d"
+    assert len(plots.plot_label("x" * 500)) == plots.MAX_LABEL_CHARS
+    assert plots.plot_label("x" * 500).endswith("…")
+
+
+def test_svg_text_is_escaped_and_not_mathtext() -> None:
+    series = [
+        plots.Series("<script>alert(1)</script>", [1000, 2000, 3000], 2000, None),
+        plots.Series(r"$\alpha$ & <b>", [1500, 2500], 2000, None, color=plots.PALETTE[1]),
+    ]
+    svg = plots.plot_distribution(series, id_prefix="t-", marks=False)
+    assert svg.startswith("<svg ") and svg.endswith("</svg>")
+    assert "<script" not in svg and "<b>" not in svg
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
+    assert r"$\alpha$ &amp; &lt;b&gt;" in svg
+    assert "<metadata" not in svg and "<?xml" not in svg and "DOCTYPE" not in svg
+
+
+def test_distribution_of_identical_and_zero_samples() -> None:
+    svg = plots.plot_distribution([plots.Series("flat", [0, 0, 0], 0, None)], id_prefix="z-")
+    assert "p50 0 ns" in svg
+
+
+def test_file_size_stays_reasonable_per_plot(run_dir: str) -> None:
+    page = report_html.render_report([report_html.load_run(run_dir)])
+    plots_in_page = page.count("<svg ")
+    assert len(page.encode()) < 60_000 + 40_000 * plots_in_page
+
+
+# --- in a real browser ------------------------------------------------------------------
+
+CHROMIUM = find_chromium()
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium to load the page in (apt-get install chromium, or set WAKELAB_CHROMIUM)",
+)
+
+
+def load_in_browser(page_path: str, profile: str, screenshot: str) -> Dict[str, Any]:
+    url = "file://" + os.path.abspath(page_path)
+    with Chromium.launch(profile, CHROMIUM) as browser:
+        page = browser.open(url)
+        facts = page.evaluate(
+            "JSON.stringify({svg: document.querySelectorAll('main svg').length,"
+            " drawn: [...document.querySelectorAll('main svg')].filter(s => s.getBoundingClientRect().width > 200).length,"
+            " scripts: document.querySelectorAll('script').length,"
+            " imgs: document.querySelectorAll('img').length,"
+            " tables: document.querySelectorAll('table').length,"
+            " title: document.title, h1: document.querySelector('h1').textContent,"
+            " texts: [...document.querySelectorAll('svg text')].map(t => t.textContent).join('\\n')})"
+        )
+        os.makedirs(os.path.dirname(screenshot), exist_ok=True)
+        page.screenshot(screenshot)
+        print("screenshot:", screenshot)
+        result = json.loads(facts)
+        result.update(errors=page.errors, requests=page.requests, warnings=page.warnings)
+    return result  # type: ignore[no-any-return]
+
+
+@needs_chromium
+def test_page_in_a_real_browser(run_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "report.html"
+    assert render_cli(capsys, run_dir, "-o", str(out_file))[0] == 0
+    page = read(out_file)
+    seen = load_in_browser(str(out_file), str(tmp_path / "profile"), os.path.join(ARTIFACTS, "report-single.png"))
+    assert seen["errors"] == []
+    assert seen["requests"] == ["file://" + str(out_file)]  # the page itself, nothing else
+    assert seen["svg"] == page.count("<svg ") >= 3
+    assert seen["drawn"] == seen["svg"]  # every plot is laid out at a readable width
+    assert seen["scripts"] == 0 and seen["imgs"] == 0
+    assert seen["tables"] >= 3
+    assert seen["h1"] == "Lab 135: signal vs threading.Event wakeup"
+    assert "ECDF" in seen["texts"]
+
+
+@needs_chromium
+def test_hostile_comparison_page_in_a_real_browser(hostile_dir: str, run_dir: str, second_run_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "hostile.html"
+    assert render_cli(capsys, hostile_dir, run_dir, second_run_dir, "-o", str(out_file))[0] == 0
+    seen = load_in_browser(str(out_file), str(tmp_path / "profile"), os.path.join(ARTIFACTS, "report-compare-hostile.png"))
+    assert seen["errors"] == []
+    assert seen["requests"] == ["file://" + str(out_file)]
+    assert seen["scripts"] == 0 and seen["imgs"] == 0  # the markup in the evidence stayed text
+    assert seen["title"] == "Lab " + HOSTILE  # shown as text, exactly
+    assert HOSTILE in seen["texts"].replace("\n", " ") or "3.13 <img src=x" in seen["texts"]
+    assert seen["svg"] >= 4
+
+
+@needs_chromium
+def test_the_browser_check_sees_what_it_must(tmp_path) -> None:
+    """The checks above are not blind: a fetch, a blocked script, console.error and an uncaught error all show."""
+    guarded = tmp_path / "guarded.html"
+    guarded.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="%s">'
+        '<title>t</title></head><body><img src="http://198.51.100.1/x.png"><script>console.error("boom")</script></body></html>'
+        % report_html.CSP,
+        encoding="utf-8",
+    )
+    open_page = tmp_path / "open.html"
+    open_page.write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title></head>'
+        '<body><script>console.error("boom"); throw new Error("uncaught one")</script></body></html>',
+        encoding="utf-8",
+    )
+    with Chromium.launch(str(tmp_path / "profile"), CHROMIUM) as browser:
+        page = browser.open("file://%s" % guarded)
+        errors = "\n".join(page.errors)
+        assert "violates the following Content Security Policy directive" in errors  # our CSP blocks the image
+        assert "Executing inline script violates" in errors  # ... and any script
+        assert "http://198.51.100.1/x.png" in page.requests
+        page = browser.open("file://%s" % open_page)
+        assert "console.error: boom" in page.errors
+        assert any(e.startswith("uncaught:") for e in page.errors)

@@ -1,0 +1,150 @@
+"""Worker processes: protocol, pooling, and every way a worker can fail."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import children
+from wakelab.arms.base import MeasureParams, RawLatency, RawRate, raw_from_dict, raw_to_dict
+from wakelab.harness import workers
+from wakelab.harness.conditions import Conditions
+from wakelab.harness.runner import Execution, RunPlan, run_plan
+from wakelab.labs import LAB_135
+
+SMALL = MeasureParams(n=12, warmup=2, settle_us=200, install_n=300, rounds=4)
+
+
+def _fake_python(tmp_path, body: str) -> str:
+    """An executable that answers --probe like the real interpreter but misbehaves otherwise."""
+    path = tmp_path / "fake-python"
+    path.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = "--probe" ] && exec %s "$@"; done\n'
+        'case "$*" in *-c*) exec %s "$@";; esac\n'
+        "%s\n" % (sys.executable, sys.executable, body)
+    )
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_split_counts() -> None:
+    assert workers.split_counts(200, 3) == [67, 67, 66]
+    assert workers.split_counts(2, 3) == [1, 1]
+    assert workers.split_counts(7, 1) == [7]
+
+
+def test_raw_round_trip() -> None:
+    latency = RawLatency(samples_ns=(3, 4), lost=1, warmup_discarded=2, components_ns={"x": (1,)}, info={"a": 1})
+    assert raw_from_dict(json.loads(json.dumps(raw_to_dict(latency)))) == latency
+    rate = RawRate(n_per_round=10, round_ns=(5,), baseline_round_ns=(1,), warmup_rounds=1)
+    assert raw_from_dict(raw_to_dict(rate)) == rate
+    for bad in ({"kind": "latency", "samples_ns": [1.5], "lost": 0, "warmup_discarded": 0}, {"kind": "x"}, []):
+        with pytest.raises(ValueError):
+            raw_from_dict(bad)  # type: ignore[arg-type]
+
+
+def test_workers_split_and_pool_the_wakes(clean_state) -> None:
+    results = workers.run_workers("event", SMALL, Conditions(), workers=3)
+    assert [len(r.raw.samples_ns) for r in results] == [4, 4, 4]
+    assert len({r.pid for r in results}) == 3 and os.getpid() not in {r.pid for r in results}
+    pooled = workers.pool([r.raw for r in results])
+    assert len(pooled.samples_ns) == 12 and pooled.warmup_discarded == 6
+
+
+def test_rate_arm_splits_rounds() -> None:
+    results = workers.run_workers("signal-install", SMALL, Conditions(), workers=3)
+    assert [len(r.raw.round_ns) for r in results] == [2, 1, 1]
+    assert len(workers.pool([r.raw for r in results]).round_ns) == 4
+
+
+def test_worker_applies_conditions() -> None:
+    conditions = Conditions(cpu_threads=2, switch_interval_s=0.002)
+    (result,) = workers.run_workers("event", SMALL, conditions, workers=1)
+    assert result.applied["cpu_threads"] == 2
+    assert result.applied["switch_interval_s"] == pytest.approx(0.002)
+
+
+def test_worker_keeps_stdout_clean_of_arm_output() -> None:
+    # The reply goes to the saved stdout; anything printed lands on stderr.
+    code = "import sys; sys.path[:0] = [%r]; import wakelab.harness.worker as w; print('noise')" % workers.package_parent()
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True)
+    assert out.stdout == "noise\n"  # plain run: sanity of the check itself
+    request = json.dumps({"protocol": 1, "arm": "event", "family": "threads", "params": SMALL.to_dict(), "conditions": {}})
+    reply = subprocess.run(
+        [sys.executable, "-S", "-m", "wakelab.harness.worker"], input=request, capture_output=True, text=True,
+        env=workers.worker_env(), timeout=120,
+    )
+    assert json.loads(reply.stdout)["ok"] is True
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("echo 'this is not json'", "without a valid reply (this is not json)"),
+        ("echo boom >&2; exit 3", "exited with status 3 without a valid reply (boom)"),
+        ("kill -SEGV $$", "killed by signal 11"),
+    ],
+)
+def test_broken_worker_fails_the_arm_not_the_run(tmp_path, body, message) -> None:
+    python = _fake_python(tmp_path, body)
+    plan = RunPlan(lab=LAB_135, arm_names=["event", "sigusr1-self"], params=SMALL, folder=str(tmp_path),
+                   execution=Execution(python=python, workers=2))
+    summary = run_plan(plan)
+    for entry in summary["arms"]:
+        assert entry["status"] == "failed"
+        assert message in entry["reason"]
+    assert summary["complete"] is False
+
+
+def test_hung_worker_is_killed_with_its_children(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(workers, "WORKER_GRACE_S", 1.0)
+    marker = tmp_path / "grandchild.pid"
+    python = _fake_python(tmp_path, "sleep 600 & echo $! > %s; wait" % marker)
+    before = children()
+    params = dataclasses.replace(SMALL, n=1, warmup=0, timeout_s=0.05, settle_us=0)
+    plan = RunPlan(lab=LAB_135, arm_names=["event"], params=params, folder=str(tmp_path), execution=Execution(python=python, workers=1))
+    started = time.monotonic()
+    summary = run_plan(plan)
+    assert time.monotonic() - started < 60
+    assert summary["arms"][0]["status"] == "failed"
+    assert "worker hung" in summary["arms"][0]["reason"]
+    grandchild = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while os.path.exists("/proc/%d" % grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists("/proc/%d" % grandchild), "the worker's child outlived it"
+    assert children() - before == set()
+
+
+def test_probe_rejects_what_cannot_measure(tmp_path) -> None:
+    with pytest.raises(workers.InterpreterError, match="does not exist"):
+        workers.probe_interpreter(str(tmp_path / "nope"))
+    not_python = tmp_path / "not-python"
+    not_python.write_text("#!/bin/sh\nexit 1\n")
+    not_python.chmod(0o755)
+    with pytest.raises(workers.InterpreterError, match="does not run as a Python interpreter"):
+        workers.probe_interpreter(str(not_python))
+    old = tmp_path / "old-python"
+    old.write_text("#!/bin/sh\necho 3.8\n")
+    old.chmod(0o755)
+    with pytest.raises(workers.InterpreterError, match="is Python 3.8; the measuring code needs 3.9 or newer"):
+        workers.probe_interpreter(str(old))
+
+
+def test_run_in_workers_records_execution_and_spread(tmp_path) -> None:
+    summary = run_plan(RunPlan(lab=LAB_135, arm_names=["event", "signal-install"], params=SMALL, folder=str(tmp_path),
+                               execution=Execution(workers=3)))
+    assert summary["execution"]["mode"] == "workers" and summary["execution"]["workers"] == 3
+    event, install = summary["arms"]
+    assert len(event["workers"]) == 3 and sum(w["n"] for w in event["workers"]) == 12
+    assert event["spread"]["of"] == "p50_ns" and event["spread"]["max_over_min"] >= 1
+    assert install["spread"]["of"] == "ops_per_s"
+    assert summary["timer"]["harness"]["per_sample_ns"] > 0
