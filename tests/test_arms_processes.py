@@ -188,7 +188,7 @@ def test_arm_runs_from_a_worker_thread_alongside_other_threads() -> None:
     assert not thread.is_alive()
     for result in results:
         assert not isinstance(result, BaseException), result
-        assert getattr(result, "lost") == 0
+        assert result.lost == 0
 
 
 def test_preexisting_resource_tracker_is_left_running() -> None:

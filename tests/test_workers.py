@@ -88,7 +88,7 @@ def test_worker_keeps_stdout_clean_of_arm_output() -> None:
 @pytest.mark.parametrize(
     "body, message",
     [
-        ("echo 'this is not json'", "without a valid reply (this is not json)"),
+        ("echo 'this is not json'", "something that is not a reply (this is not json)"),
         ("echo boom >&2; exit 3", "exited with status 3 without a valid reply (boom)"),
         ("kill -SEGV $$", "killed by signal 11"),
     ],

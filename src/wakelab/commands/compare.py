@@ -16,6 +16,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
+from wakelab.commands._options import whole_number
 from wakelab.errors import UsageError
 
 EXIT_REGRESSION = 1
@@ -70,19 +71,6 @@ def _percent(text: str) -> float:
     return value
 
 
-def _whole_number(low: int, high: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError("expected a whole number, got %r" % text) from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError("must be between %s and %s, got %s" % (f"{low:,}", f"{high:,}", value))
-        return value
-
-    return parse
-
-
 def register(sub: Any) -> None:
     from wakelab.compare import DEFAULT_ALPHA, DEFAULT_RESAMPLES, DEFAULT_SEED
 
@@ -105,9 +93,9 @@ def register(sub: Any) -> None:
                          help="exit 1 when an arm is significantly slower by more than PCT percent (for CI jobs)")
     compare.add_argument("--metric", choices=("p50", "p99"), default="p50",
                          help="which latency percentile --fail-on-regression gates on (default: %(default)s)")
-    compare.add_argument("--resamples", type=_whole_number(*RESAMPLES_LIMITS), default=DEFAULT_RESAMPLES, metavar="N",
+    compare.add_argument("--resamples", type=whole_number(*RESAMPLES_LIMITS), default=DEFAULT_RESAMPLES, metavar="N",
                          help="bootstrap resamples per arm (default: %(default)s)")
-    compare.add_argument("--seed", type=_whole_number(*SEED_LIMITS), default=DEFAULT_SEED, metavar="S",
+    compare.add_argument("--seed", type=whole_number(*SEED_LIMITS), default=DEFAULT_SEED, metavar="S",
                          help="bootstrap seed (default: %(default)s); the same inputs and seed give the same output")
     compare.add_argument("--json", action="store_true", help="print a JSON document instead of the text table")
     compare.set_defaults(handler=cmd_compare)

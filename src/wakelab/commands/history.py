@@ -14,6 +14,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 from wakelab.commands import EXIT_OK
+from wakelab.commands._options import whole_number
 from wakelab.errors import UsageError
 
 LIMIT_RANGE = (1, 1_000_000)
@@ -26,17 +27,6 @@ def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False
     parser.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
     if no_history:
         parser.add_argument("--no-history", action="store_true", help="do not record this run in the history database")
-
-
-def _limit(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number, got %r" % text) from None
-    low, high = LIMIT_RANGE
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError("must be between %s and %s, got %s" % (f"{low:,}", f"{high:,}", value))
-    return value
 
 
 def register(sub: Any) -> None:
@@ -58,7 +48,7 @@ def register(sub: Any) -> None:
     history.add_argument("--lab", metavar="LAB", help="only runs of this lab (id or alias)")
     history.add_argument("--python", metavar="VERSION", help="only runs on this Python version (3.13 matches 3.13.x; 3.13t: free-threaded)")
     history.add_argument("--host", metavar="HOST", help="only runs on this hostname")
-    history.add_argument("--limit", type=_limit, metavar="N", help="only the newest N runs")
+    history.add_argument("--limit", type=whole_number(*LIMIT_RANGE), metavar="N", help="only the newest N runs")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
     history.set_defaults(handler=cmd_history)
 

@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, List
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from wakelab.commands._options import whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import OutputError, UsageError
 
@@ -32,18 +33,7 @@ SWITCH_INTERVAL_LIMITS = (1e-6, 1.0)
 
 
 def _whole_number(option: str) -> Callable[[str], int]:
-    low, high = LIMITS[option]
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError("expected a whole number, got %r" % text) from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError("must be between %s and %s, got %s" % (f"{low:,}", f"{high:,}", value))
-        return value
-
-    return parse
+    return whole_number(*LIMITS[option])
 
 
 def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], List[object]]:

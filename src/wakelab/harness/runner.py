@@ -26,7 +26,7 @@ from wakelab.evidence import bundle
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
-from wakelab.harness.workers import ArmUnavailable, pool, probe_interpreter, run_workers
+from wakelab.harness.workers import ArmUnavailable, WorkerPool, pool, probe_interpreter, run_workers
 from wakelab.labs import Lab
 from wakelab.report.caveats import derive_caveats
 from wakelab.report.quality import derive_warnings, quality_flags
@@ -219,6 +219,7 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     arms: List[Dict[str, object]] = summary["arms"]  # type: ignore[assignment]
     current: Optional[Dict[str, object]] = None
+    worker_pool = None if execution.in_process else WorkerPool(execution.python)
     try:
         with run_conditions(execution.conditions) as applied:
             summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})  # type: ignore[union-attr]
@@ -227,7 +228,7 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
                 current = entry
                 arm = get_arm(str(entry["name"]))
                 emit("arm-start", arm=arm.name, index=index, total=len(arms))
-                _run_arm(plan, arm, entry, emit, switch_interval_s)
+                _run_arm(plan, arm, entry, emit, switch_interval_s, worker_pool)
                 write(summary)
             current = None
     except KeyboardInterrupt:
@@ -238,12 +239,15 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
         _finish(summary, started)
         write(summary)
         raise RunInterrupted(summary, plan.folder) from None
+    finally:
+        if worker_pool is not None:
+            worker_pool.close()
     _finish(summary, started)
     write(summary)
     return summary
 
 
-def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None]) -> tuple:
+def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool]) -> tuple:
     """``(raw, per-worker figures)`` of one arm, in workers or in this process."""
     execution = plan.execution
     if execution.in_process:
@@ -259,18 +263,24 @@ def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None]) -> tuple:
         workers=execution.workers,
         python=execution.python,
         on_worker=lambda i, total: emit("worker-done", arm=arm.name, worker=i + 1, workers=total),
+        pool=worker_pool,
     )
     return pool([r.raw for r in results]), [worker_figures(r.raw, r.pid, r.applied) for r in results]
 
 
 def _run_arm(
-    plan: RunPlan, arm: Arm, entry: Dict[str, object], emit: Callable[..., None], switch_interval_s: float
+    plan: RunPlan,
+    arm: Arm,
+    entry: Dict[str, object],
+    emit: Callable[..., None],
+    switch_interval_s: float,
+    worker_pool: Optional[WorkerPool],
 ) -> None:
     arm_started = time.perf_counter()
     try:
         if plan.params.mode == "open" and not arm.open_loop:
             raise ArmUnavailable("no open-loop mode: only arms on the shared thread-wake driver have one")
-        raw, workers = _measure(plan, arm, emit)
+        raw, per_worker = _measure(plan, arm, emit, worker_pool)
     except ArmUnavailable as exc:
         entry["status"] = SKIPPED
         entry["reason"] = str(exc)
@@ -287,8 +297,8 @@ def _run_arm(
     summarize_raw(entry, raw)
     if isinstance(raw, RawLatency):
         entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s))
-    entry["workers"] = workers
-    entry["spread"] = worker_spread(workers)
+    entry["workers"] = per_worker
+    entry["spread"] = worker_spread(per_worker)
     entry["status"] = OK
     emit("arm-done", arm=arm.name, entry=entry)
 

@@ -18,6 +18,15 @@ worker started::
 Before measuring, stdout is pointed at stderr, so that nothing an arm or its
 child processes print can corrupt the reply.  ``--probe`` replies with the
 interpreter's facts and its timer calibration (used to validate ``--python``).
+
+``--serve`` is how the runner uses it: the process imports every measuring
+module once and becomes a *template*; for each request line on stdin it
+forks a fresh worker, which measures and replies, then exits.  Each worker is
+a new process that shares nothing at run time with the others (as with
+multiprocessing's forkserver), but none of them pays for starting an
+interpreter and importing the package -- which on a small VM costs more than
+a whole arm's worth of wakes.  The template never measures and never starts
+a thread, so forking it is safe.
 """
 
 from __future__ import annotations
@@ -95,6 +104,86 @@ def handle(request: Dict[str, object]) -> Dict[str, object]:
     }
 
 
+# Every module an arm may need, imported once by the template in --serve mode so that each
+# forked worker starts warm: no import (or, with PYTHONDONTWRITEBYTECODE, compile) per worker.
+_PRELOAD = (
+    "wakelab.arms.threads",
+    "wakelab.arms.signals",
+    "wakelab.arms.fds",
+    "wakelab.arms.aio",
+    "wakelab.arms.processes",
+    "wakelab.arms.native",
+    "wakelab.harness.conditions",
+    "wakelab.harness.metadata",
+    "concurrent.futures",
+    "multiprocessing.synchronize",
+    "multiprocessing.queues",
+)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _serve_one(request_line: bytes, reply_fd: int) -> None:
+    """Fork a fresh worker for one request; forward its reply, or say how it died."""
+    try:
+        request = json.loads(request_line.decode("utf-8"))
+    except ValueError as exc:
+        _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": "bad request: %s" % exc})
+        return
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: a new process, sharing nothing at run time with the template
+        status = 0
+        try:
+            os.close(read_end)
+            try:
+                reply = handle(request)
+            except Exception as exc:
+                reply = {"protocol": PROTOCOL, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+                status = 1
+            _reply(write_end, reply)
+        except BaseException:
+            status = 2
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    os.close(write_end)
+    data = _read_all(read_end)
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if data.endswith(b"\n"):
+        _write_all(reply_fd, data)
+        return
+    if os.WIFSIGNALED(status):
+        error = "worker killed by signal %d" % os.WTERMSIG(status)
+    else:
+        error = "worker exited with status %d without a reply" % os.WEXITSTATUS(status)
+    _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": error})
+
+
+def serve(reply_fd: int) -> int:
+    """Template mode: one request per line on stdin, one forked worker and one reply line each."""
+    import importlib
+
+    for name in _PRELOAD:
+        importlib.import_module(name)
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return 0
+        if line.strip():
+            _serve_one(line, reply_fd)
+
+
 def main() -> int:
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed from here on goes to stderr
@@ -105,6 +194,8 @@ def main() -> int:
 
             _reply(reply_fd, {"protocol": PROTOCOL, "ok": True, "interpreter": interpreter_info(), "timer": calibrate()})
             return 0
+        if sys.argv[1:] == ["--serve"]:
+            return serve(reply_fd)
         request = json.loads(sys.stdin.read())
         reply = handle(request)
     except Exception as exc:

@@ -14,10 +14,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
-from typing import Callable, Dict, List, Optional, Sequence
+import tempfile
+import time
+from typing import IO, Callable, Dict, List, Optional, Sequence
 
 import wakelab
 from wakelab.arms.base import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
@@ -120,6 +123,114 @@ def call_worker(python: str, request: Dict[str, object], deadline_s: float, args
     return reply
 
 
+class WorkerPool:
+    """A worker template process (``worker --serve``) on one interpreter, started on first use.
+
+    :meth:`call` sends one request and waits, up to a deadline, for the reply
+    of the fresh worker the template forks for it.  A template that dies, hangs
+    or answers garbage is killed with its whole process group (workers and
+    their children included) and :class:`WorkerError` says what happened; the
+    next call starts a new one.  Always :meth:`close` it (or use ``with``).
+    """
+
+    def __init__(self, python: Optional[str] = None) -> None:
+        self.python = python or sys.executable
+        self._proc: Optional["subprocess.Popen[bytes]"] = None
+        self._stderr: Optional[IO[bytes]] = None
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _start(self) -> "subprocess.Popen[bytes]":
+        self._stderr = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            # -S: no site-packages. The measuring processes get the standard library and
+            # this package only, and start several times faster.
+            [self.python, "-S", "-m", "wakelab.harness.worker", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=worker_env(),
+            start_new_session=True,  # its own process group: a hung worker is killed with its children
+        )
+        return self._proc
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return _last_line(self._stderr.read()[-4096:])
+
+    def _died(self, proc: "subprocess.Popen[bytes]", received: bytes) -> WorkerError:
+        returncode = proc.wait()
+        detail = self._stderr_tail() or _last_line(received) or "no output"
+        self.kill()
+        if returncode < 0:
+            return WorkerError("worker killed by signal %d (%s)" % (-returncode, detail))
+        return WorkerError("worker exited with status %d without a valid reply (%s)" % (returncode, detail))
+
+    def call(self, request: Dict[str, object], deadline_s: float) -> Dict[str, object]:
+        """Send ``request`` to a fresh worker and return its reply document."""
+        proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._died(proc, b"") from None
+        fd = proc.stdout.fileno()
+        received = bytearray()
+        deadline = time.monotonic() + deadline_s
+        try:
+            while not received.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    self.kill()
+                    raise WorkerError("worker hung: no reply within %.0f s (killed)" % deadline_s)
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise self._died(proc, bytes(received))
+                received += chunk
+        except BaseException:
+            if self._proc is proc:
+                self.kill()  # Ctrl-C or any failure: take the template, workers and children down
+            raise
+        try:
+            reply = json.loads(received.decode("utf-8"))
+            if not isinstance(reply, dict) or "ok" not in reply:
+                raise ValueError("not a reply object")
+        except ValueError:
+            self.kill()
+            raise WorkerError("worker replied with something that is not a reply (%s)" % _last_line(bytes(received))) from None
+        return reply
+
+    def kill(self) -> None:
+        """Kill the template's whole process group and reap it."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _kill_group(proc)
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def close(self) -> None:
+        """Let the template exit (end of input), or kill it if it does not."""
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(10.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
 def probe_interpreter(python: str) -> Dict[str, object]:
     """``{"interpreter": {...}, "timer": {...}}`` of ``python``; :class:`InterpreterError` if it cannot measure."""
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
@@ -161,13 +272,18 @@ def run_workers(
     workers: int,
     python: Optional[str] = None,
     on_worker: Optional[Callable[[int, int], None]] = None,
+    pool: Optional[WorkerPool] = None,
 ) -> List[WorkerResult]:
     """Measure ``arm_name`` in up to ``workers`` fresh processes, one after another.
 
     Latency arms split ``params.n`` between the workers (each also takes its
     own warm-up wakes); rate arms split ``params.rounds``.  Raises
-    :class:`WorkerError` when any worker fails.
+    :class:`WorkerError` when any worker fails.  ``pool`` is the template to
+    fork workers from (one is started, and closed, for this call if omitted).
     """
+    if pool is None:
+        with WorkerPool(python) as own:
+            return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own)
     from wakelab.arms import get_arm
 
     arm = get_arm(arm_name)
@@ -183,7 +299,7 @@ def run_workers(
             "params": worker_params.to_dict(),
             "conditions": conditions.to_dict(),
         }
-        reply = call_worker(python or sys.executable, request, worker_deadline_s(worker_params))
+        reply = pool.call(request, worker_deadline_s(worker_params))
         if reply.get("unavailable"):
             raise ArmUnavailable(str(reply["unavailable"]))
         if not reply.get("ok"):

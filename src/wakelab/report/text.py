@@ -271,7 +271,7 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
     else:
         timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % params.get("settle_us")
     items.append(
-        "Timing: %s; %s warm-up wakes discarded per latency arm and %s warm-up round(s) per rate arm; every wait "
+        "Timing: %s; %s warm-up wakes discarded per latency arm (in each worker) and %s short warm-up round(s) per rate arm; every wait "
         "times out after %s s (a lost wake)." % (timing, params.get("warmup"), params.get("warmup_rounds"), params.get("timeout_s"))
     )
     placement = params.get("placement") or "any"
