@@ -50,6 +50,19 @@ def test_show_prints_the_golden_summary(tmp_path, lab135_summary, capsys) -> Non
         (["run", "--bogus"], "wakelab: error: unrecognized arguments: --bogus (see wakelab --help)"),
         (["frobnicate"], "wakelab: error: argument COMMAND: invalid choice: 'frobnicate'"),
         (["show", "/nonexistent/summary.json"], "wakelab: error: /nonexistent/summary.json: no such file (give an evidence folder or its summary.json)"),
+        (["run", "--python", "/nonexistent/python"], "wakelab: error: --python /nonexistent/python: not an interpreter that runs here"),
+        (["run", "--placement", "sideways"], "wakelab run: error: argument --placement: expected any, same, split, got 'sideways'"),
+        (["run", "--placement", "same", "--cpus", "5000"], "wakelab run: error: argument --cpus: must be between 0 and 4,095, got 5000"),
+        (["run", "--placement", "same", "--cpus", "4095"], "wakelab: error: CPU 4095 is not available to this process (allowed: "),
+        (["run", "--cpus", "0"], "wakelab: error: --cpus needs --placement same or split"),
+        (["run", "--cpu-threads", "-1"], "wakelab run: error: argument --cpu-threads: must be between 0 and 64, got -1"),
+        (["run", "--cpu-procs", "1000"], "wakelab run: error: argument --cpu-procs: must be between 0 and 64, got 1000"),
+        (["run", "--switch-interval", "0"], "wakelab run: error: argument --switch-interval: must be between 1e-06 and 1 seconds, got 0"),
+        (["run", "--settle-us", "50,,100"], "wakelab run: error: argument --settle-us: expected a comma-separated list of microseconds, got '50,,100'"),
+        (["run", "--settle-us", "50,50"], "wakelab run: error: argument --settle-us: a value is listed twice in '50,50'"),
+        (["run", "--workers", "0"], "wakelab run: error: argument --workers: must be between 1 and 64, got 0"),
+        (["run", "--in-process", "--workers", "2"], "wakelab: error: --workers and --in-process exclude each other"),
+        (["run", "--mode", "sideways"], "wakelab run: error: argument --mode: invalid choice: 'sideways'"),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(tmp_path, args, message) -> None:
@@ -154,3 +167,33 @@ def test_version_and_help() -> None:
     help_text = run_cli("run", "--help").stdout
     for option in ("--lab", "--arms", "--n", "--warmup", "--settle-us", "--timeout-s", "--install-n", "--rounds", "--planted-delay-us", "--output", "--json", "--note"):
         assert option in help_text
+
+
+def test_ctrl_c_leaves_valid_incomplete_evidence_and_exit_130(tmp_path) -> None:
+    import signal
+    import time
+
+    from wakelab.evidence.load import load_summary
+
+    out = tmp_path / "ev"
+    env = dict(os.environ, PYTHONPATH=SRC)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wakelab", "run", "--arms", "event,sigusr1-self", "--n", "100000", "-q", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "summary.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # well inside the first arm
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert stderr == "wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % out
+    summary = load_summary(str(out))
+    assert summary["complete"] is False and summary["interrupted"] is True
+    assert [a["status"] for a in summary["arms"]] == ["interrupted", "pending"]

@@ -55,14 +55,14 @@ def test_workers_split_and_pool_the_wakes(clean_state) -> None:
     results = workers.run_workers("event", SMALL, Conditions(), workers=3)
     assert [len(r.raw.samples_ns) for r in results] == [4, 4, 4]
     assert len({r.pid for r in results}) == 3 and os.getpid() not in {r.pid for r in results}
-    pooled = workers.pool([r.raw for r in results])
+    pooled = workers.pool_raws([r.raw for r in results])
     assert len(pooled.samples_ns) == 12 and pooled.warmup_discarded == 6
 
 
 def test_rate_arm_splits_rounds() -> None:
     results = workers.run_workers("signal-install", SMALL, Conditions(), workers=3)
     assert [len(r.raw.round_ns) for r in results] == [2, 1, 1]
-    assert len(workers.pool([r.raw for r in results]).round_ns) == 4
+    assert len(workers.pool_raws([r.raw for r in results]).round_ns) == 4
 
 
 def test_worker_applies_conditions() -> None:

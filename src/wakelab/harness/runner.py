@@ -26,7 +26,7 @@ from wakelab.evidence import bundle
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
-from wakelab.harness.workers import ArmUnavailable, WorkerPool, pool, probe_interpreter, run_workers
+from wakelab.harness.workers import ArmUnavailable, WorkerPool, pool_raws, probe_interpreter, run_workers
 from wakelab.labs import Lab
 from wakelab.report.caveats import derive_caveats
 from wakelab.report.quality import derive_warnings, quality_flags
@@ -265,7 +265,7 @@ def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Op
         on_worker=lambda i, total: emit("worker-done", arm=arm.name, worker=i + 1, workers=total),
         pool=worker_pool,
     )
-    return pool([r.raw for r in results]), [worker_figures(r.raw, r.pid, r.applied) for r in results]
+    return pool_raws([r.raw for r in results]), [worker_figures(r.raw, r.pid, r.applied) for r in results]
 
 
 def _run_arm(

@@ -321,7 +321,7 @@ def run_workers(
     return results
 
 
-def pool(raws: Sequence[Raw]) -> Raw:
+def pool_raws(raws: Sequence[Raw]) -> Raw:
     """One raw record holding every worker's samples (or rounds), in worker order."""
     first = raws[0]
     if isinstance(first, RawLatency):
