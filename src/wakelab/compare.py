@@ -289,7 +289,7 @@ def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
         # Every value is the same: no evidence of any shift.  (Some scipy versions
         # divide by a zero variance here.)
         return RankTest(u=n * m / 2.0, p_value=1.0, p_greater=0.5, n_baseline=n, n_other=m)
-    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
+    from scipy.stats import mannwhitneyu
 
     result = mannwhitneyu(oth, base, alternative="two-sided")
     u = float(result.statistic)

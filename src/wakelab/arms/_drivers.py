@@ -261,9 +261,9 @@ def _drive_open(
             pending = bisect.bisect_right(begun, t1, lo=pending)
     collector = LatencyCollector(params)
     for i in range(total):
-        t1 = first_t1.get(i)
+        woke = first_t1.get(i)
         # Each sample is measured from the schedule; the notifier's own lateness is a component.
-        collector.add(None if t1 is None else t1 - scheduled[i], notify_late=issued[i] - scheduled[i])
+        collector.add(None if woke is None else woke - scheduled[i], notify_late=issued[i] - scheduled[i])
     return collector.result(
         mode="open",
         interval_us=params.interval_us,

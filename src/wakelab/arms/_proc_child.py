@@ -165,7 +165,7 @@ def _pipe_waiter(fd: int) -> Tuple[WaitOnce, Callable[[], None]]:
 
 
 def _eventfd_waiter(fd: int) -> Tuple[WaitOnce, Callable[[], None]]:
-    eventfd_read = os.eventfd_read  # type: ignore[attr-defined]  # 3.10+, Linux
+    eventfd_read = os.eventfd_read  # 3.10+, Linux
 
     def consume() -> None:
         try:

@@ -133,12 +133,12 @@ def requires_eventfd() -> Optional[str]:
 
 def measure_eventfd(params: MeasureParams) -> RawLatency:
     """Wake latency (ns) of ``os.eventfd_write(fd, 1)`` waking a thread polling the eventfd."""
-    fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # type: ignore[attr-defined]
+    fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
     try:
 
         def read_token() -> bool:
             try:
-                os.eventfd_read(fd)  # type: ignore[attr-defined]
+                os.eventfd_read(fd)
             except BlockingIOError:
                 return False
             return True
@@ -147,7 +147,7 @@ def measure_eventfd(params: MeasureParams) -> RawLatency:
             read_token()  # one read resets the counter to zero
 
         def notify() -> None:
-            os.eventfd_write(fd, 1)  # type: ignore[attr-defined]
+            os.eventfd_write(fd, 1)
 
         raw = measure_thread_wake(
             params,

@@ -579,8 +579,8 @@ def measure_eventfd_fork(
     The eventfd is created in the parent and inherited by the child across
     fork+exec (``pass_fds``); see the module docstring for why not a bare fork.
     """
-    efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)  # type: ignore[attr-defined]
-    eventfd_write = os.eventfd_write  # type: ignore[attr-defined]
+    efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+    eventfd_write = os.eventfd_write
 
     def make_notify(pid: int) -> Callable[[int], None]:
         def notify(index: int) -> None:
@@ -721,7 +721,7 @@ def measure_mp_event(params: MeasureParams, *, after_wake: Optional[AfterWake] =
                 after_wake,
             )
         finally:
-            set_event = event = None  # type: ignore[assignment]  # let its semaphores go
+            set_event = event = None  # let its semaphores go
 
     return _measure_spawned_arm(run)
 
@@ -755,7 +755,7 @@ def measure_mp_queue(params: MeasureParams, *, after_wake: Optional[AfterWake] =
         finally:
             queue.close()
             queue.join_thread()  # the feeder thread must not outlive the arm
-            put = queue = None  # type: ignore[assignment]  # let its semaphores go
+            put = queue = None  # let its semaphores go
 
     return _measure_spawned_arm(run)
 

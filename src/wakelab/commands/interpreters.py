@@ -44,7 +44,7 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return EXIT_OK
-    table = [[r["label"], r["path"], "yes" if r["usable"] else "no: %s" % r["reason"]] for r in rows]
+    table = [[str(r["label"]), str(r["path"]), "yes" if r["usable"] else "no: %s" % r["reason"]] for r in rows]
     lines = format_table(["interpreter", "path", "usable"], table, align_left=3) if rows else ["  none found"]
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK

@@ -17,7 +17,7 @@ def register(sub: Any) -> None:
     lister.set_defaults(handler=cmd_list)
 
 
-def listing() -> Dict[str, object]:
+def listing() -> Dict[str, Any]:
     """Arms and labs as plain data (what ``wakelab list --json`` prints)."""
     from wakelab.arms import all_arms
     from wakelab.labs import all_labs, lab_arm_names
@@ -33,10 +33,10 @@ def listing() -> Dict[str, object]:
     return {"arms": arms, "labs": labs}
 
 
-def format_listing(data: Dict[str, object]) -> str:
+def format_listing(data: Dict[str, Any]) -> str:
     from wakelab.report.text import format_arm_definitions, format_table, wrap
 
-    arms: List[Dict[str, object]] = data["arms"]  # type: ignore[assignment]
+    arms: List[Dict[str, Any]] = data["arms"]
     rows = [
         [str(a["name"]), str(a["family"]), str(a["kind"]), str(a["waiter"]), str(a["scope"]),
          "yes" if a["available"] else "no: %s" % a["reason"]]
@@ -45,7 +45,7 @@ def format_listing(data: Dict[str, object]) -> str:
     lines = ["ARMS"] + format_table(["arm", "family", "kind", "waiter", "scope", "available here"], rows, align_left=6)
     lines += ["", "WHAT EACH ARM TIMES"] + format_arm_definitions(data)
     lines += ["", "LABS"]
-    for lab in data["labs"]:  # type: ignore[union-attr]
+    for lab in data["labs"]:
         aliases = " (also: %s)" % ", ".join(lab["aliases"]) if lab["aliases"] else ""
         lines += wrap("%s%s -- %s: %s" % (lab["id"], aliases, lab["title"], ", ".join(lab["arms"])))
     return "\n".join(lines) + "\n"

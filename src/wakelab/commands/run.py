@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, List
+from typing import Any, Callable, List, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from wakelab.commands._options import whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import OutputError, UsageError
+
+if TYPE_CHECKING:
+    from wakelab.arms.base import MeasureParams
+    from wakelab.harness.runner import Execution
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
 
@@ -154,7 +158,7 @@ def _resolve_arms(args: argparse.Namespace, lab_arms: List[str]) -> List[str]:
     return names
 
 
-def _params(args: argparse.Namespace, defaults: object) -> object:
+def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
     import dataclasses
 
     overrides = {
@@ -162,8 +166,8 @@ def _params(args: argparse.Namespace, defaults: object) -> object:
         for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us")
         if getattr(args, field) is not None
     }
-    params = dataclasses.replace(defaults, **overrides)  # type: ignore[type-var]
-    if params.planted_delay_us / 1e6 >= params.timeout_s:  # type: ignore[attr-defined]
+    params = dataclasses.replace(defaults, **overrides)
+    if params.planted_delay_us / 1e6 >= params.timeout_s:
         raise UsageError("--planted-delay-us must be shorter than --timeout-s, or every wake would be lost")
     return params
 
@@ -233,7 +237,7 @@ def _placements(args: argparse.Namespace) -> List[tuple]:
     return out
 
 
-def _execution(args: argparse.Namespace) -> object:
+def _execution(args: argparse.Namespace) -> Execution:
     from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold
     from wakelab.harness.runner import DEFAULT_WORKERS, Execution
 
@@ -295,33 +299,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         [p for p, _ in pythons],
         [label for _, label in pythons],
         placements,
-        args.settle_us or [params.settle_us],  # type: ignore[attr-defined]
+        args.settle_us or [params.settle_us],
         args.cpu_threads or [0],
     )
     folder = _output_folder(args, lab.id)
     base = RunPlan(
         lab=lab,
         arm_names=arm_names,
-        params=params,  # type: ignore[arg-type]
+        params=params,
         folder=folder,
         command=["wakelab"] + list(args.argv),
         note=args.note,
-        execution=execution,  # type: ignore[arg-type]
+        execution=execution,
     )
     try:
         with make_progress(len(arm_names) * len(cells), quiet=args.quiet) as progress:
             if len(cells) == 1:
                 summary = run_plan(grid.cell_plan(base, cells[0], folder), progress)
                 text = dumps(summary) if args.json else format_summary(summary)
-                failed = any(a["status"] == FAILED for a in summary["arms"])  # type: ignore[union-attr]
+                failed = any(a["status"] == FAILED for a in summary["arms"])
                 complete = summary["complete"]
                 runs = [(summary, folder)]
             else:
                 doc = grid.run_grid(base, cells, progress)
                 text = dumps(doc) if args.json else format_matrix(doc)
-                failed = any(r["status"] == FAILED for rows in doc["arms"].values() for r in rows)  # type: ignore[union-attr]
+                failed = any(r["status"] == FAILED for rows in doc["arms"].values() for r in rows)
                 complete = doc["complete"]
-                runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"])) for c in doc["cells"]]  # type: ignore[union-attr]
+                runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"])) for c in doc["cells"]]
     except RunInterrupted as exc:
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED

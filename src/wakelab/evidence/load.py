@@ -25,7 +25,7 @@ _SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "summary.schema.json")
 def summary_schema() -> Dict[str, Any]:
     """The JSON Schema of summary.json (every field carries a description)."""
     with open(_SCHEMA_FILE, encoding="utf-8") as fh:
-        return json.load(fh)  # type: ignore[no-any-return]
+        return json.load(fh)
 
 
 def _reject_constant(name: str) -> float:
@@ -98,7 +98,7 @@ def load_summary(path: str) -> Dict[str, Any]:
         raise EvidenceError("%s is not UTF-8 text" % target) from None
     doc = parse_json(text, target)
     validate_summary(doc, target)
-    return doc  # type: ignore[no-any-return]
+    return doc
 
 
 def validate_summary(doc: Any, where: str = "summary") -> None:
@@ -174,4 +174,4 @@ def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
         isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v) for v in components.values()
     ):
         raise EvidenceError("%s: components_ns must map names to lists of integers" % path)
-    return doc  # type: ignore[no-any-return]
+    return doc

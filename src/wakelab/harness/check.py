@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 OK = "ok"
 WARN = "warning"
@@ -25,13 +25,13 @@ class Finding:
     fix: Optional[str] = None
 
 
-def gather_facts() -> Dict[str, object]:
+def gather_facts() -> Dict[str, Any]:
     """Everything the check looks at, read from this machine."""
     from wakelab.harness.clock import measure_timer_floor
     from wakelab.harness.conditions import CPU_DMA_LATENCY
     from wakelab.harness.metadata import interpreter_info, machine_info, system_info
 
-    facts: Dict[str, object] = dict(system_info())
+    facts: Dict[str, Any] = dict(system_info())
     facts["machine"] = machine_info()
     facts["interpreter"] = interpreter_info()
     facts["timer"] = measure_timer_floor(5000)
@@ -44,15 +44,15 @@ def gather_facts() -> Dict[str, object]:
     return facts
 
 
-def evaluate(facts: Mapping[str, object]) -> List[Finding]:
+def evaluate(facts: Mapping[str, Any]) -> List[Finding]:
     """The findings for ``facts`` (see :func:`gather_facts`), most important first."""
     findings: List[Finding] = []
-    machine: Mapping[str, object] = facts.get("machine") or {}  # type: ignore[assignment]
-    cpus = len(machine.get("cpus_allowed") or []) or int(machine.get("cpu_count") or 1)  # type: ignore[arg-type]
+    machine: Mapping[str, Any] = facts.get("machine") or {}
+    cpus = len(machine.get("cpus_allowed") or []) or int(machine.get("cpu_count") or 1)
 
     load = facts.get("load_average")
     if load:
-        one = float(load[0])  # type: ignore[index]
+        one = float(load[0])
         if one > 0.5 * cpus:
             findings.append(Finding(WARN, "load", "load average %.2f on %d CPUs: other work competes with the waiter" % (one, cpus),
                                     "stop other work, and compare only runs taken side by side in one session"))
@@ -60,7 +60,7 @@ def evaluate(facts: Mapping[str, object]) -> List[Finding]:
             findings.append(Finding(OK, "load", "load average %.2f on %d CPUs" % (one, cpus)))
 
     driver = facts.get("cpuidle_driver")
-    states = [s for s in (facts.get("idle_states") or []) if isinstance(s, dict)]  # type: ignore[union-attr]
+    states = [s for s in (facts.get("idle_states") or []) if isinstance(s, dict)]
     deep = [s for s in states if (s.get("exit_latency_us") or 0) > 10 and not s.get("disabled")]
     if driver in (None, "none") and not states:
         findings.append(Finding(WARN, "idle", "no cpuidle states (driver %s): an idle CPU halts, as in most VMs, and waking a "
@@ -103,7 +103,7 @@ def evaluate(facts: Mapping[str, object]) -> List[Finding]:
     elif clocksource:
         findings.append(Finding(OK, "clock", "clocksource %s" % clocksource))
 
-    timer: Mapping[str, object] = facts.get("timer") or {}  # type: ignore[assignment]
+    timer: Mapping[str, Any] = facts.get("timer") or {}
     floor = timer.get("floor_p50_ns")
     if isinstance(floor, (int, float)) and floor > 500:
         findings.append(Finding(WARN, "timer", "perf_counter_ns() pair costs %d ns: sub-microsecond figures are not resolvable" % floor,
@@ -121,7 +121,7 @@ def evaluate(facts: Mapping[str, object]) -> List[Finding]:
         findings.append(Finding(WARN, "virtualization", "running under a hypervisor: wake-ups include the host's scheduling of vCPUs",
                                 "compare only runs taken side by side on the same VM; record placement"))
 
-    interpreter: Mapping[str, object] = facts.get("interpreter") or {}  # type: ignore[assignment]
+    interpreter: Mapping[str, Any] = facts.get("interpreter") or {}
     if interpreter.get("debug_build"):
         findings.append(Finding(WARN, "python", "this is a debug build of Python: figures are not representative",
                                 "measure with a release build (--python PATH)"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from wakelab.evidence import bundle
 from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan, utc_now
@@ -37,7 +37,7 @@ class Cell:
     settle_us: int
     cpu_threads: int
 
-    def dimensions(self) -> Dict[str, object]:
+    def dimensions(self) -> Dict[str, Any]:
         return {
             "python": self.python_label,
             "placement": self.placement,
@@ -99,7 +99,7 @@ def cell_plan(base: RunPlan, cell: Cell, folder: str) -> RunPlan:
     return dataclasses.replace(base, params=params, execution=execution, folder=folder)
 
 
-def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[str, object]], started_utc: str) -> Dict[str, object]:
+def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[str, Any]], started_utc: str) -> Dict[str, Any]:
     """The matrix document: the grid's cells and, per arm, each cell's figures."""
     cell_entries = []
     for cell in cells:
@@ -114,12 +114,12 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
                 "interpreter": summary.get("interpreter") if summary else None,
             }
         )
-    arms: Dict[str, List[Dict[str, object]]] = {}
+    arms: Dict[str, List[Dict[str, Any]]] = {}
     for name in base.arm_names:
         rows = []
         for cell in cells:
             summary = summaries.get(cell.label)
-            entry = next((a for a in summary["arms"] if a["name"] == name), None) if summary else None  # type: ignore[union-attr]
+            entry = next((a for a in summary["arms"] if a["name"] == name), None) if summary else None
             rows.append(
                 {
                     "cell": cell.label,
@@ -149,8 +149,8 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
 def run_grid(
     base: RunPlan,
     cells: Sequence[Cell],
-    progress: Optional[Callable[[str, Dict[str, object]], None]] = None,
-) -> Dict[str, object]:
+    progress: Optional[Callable[[str, Dict[str, Any]], None]] = None,
+) -> Dict[str, Any]:
     """Run every cell into ``base.folder/cells/<label>``; returns the matrix document.
 
     ``matrix.json`` and ``matrix.txt`` are rewritten after every cell.  On
@@ -160,9 +160,9 @@ def run_grid(
     from wakelab.report.matrix_text import format_matrix
 
     started = utc_now()
-    summaries: Dict[str, Dict[str, object]] = {}
+    summaries: Dict[str, Dict[str, Any]] = {}
 
-    def write() -> Dict[str, object]:
+    def write() -> Dict[str, Any]:
         doc = matrix_doc(base, cells, summaries, started)
         bundle.atomic_write_text(os.path.join(base.folder, "matrix.json"), bundle.dumps(doc))
         bundle.atomic_write_text(os.path.join(base.folder, "matrix.txt"), format_matrix(doc))

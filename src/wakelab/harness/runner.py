@@ -17,7 +17,7 @@ import dataclasses
 import datetime
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from wakelab import __version__
 from wakelab.arms import get_arm
@@ -39,13 +39,13 @@ FAILED = "failed"
 INTERRUPTED = "interrupted"
 PENDING = "pending"
 
-ProgressCallback = Callable[[str, Dict[str, object]], None]
+ProgressCallback = Callable[[str, Dict[str, Any]], None]
 
 
 class RunInterrupted(Exception):
     """Ctrl-C during a run; ``summary`` is what was written (``complete: false``)."""
 
-    def __init__(self, summary: Dict[str, object], folder: str) -> None:
+    def __init__(self, summary: Dict[str, Any], folder: str) -> None:
         super().__init__("run interrupted")
         self.summary = summary
         self.folder = folder
@@ -64,7 +64,7 @@ class Execution:
     in_process: bool = False
     conditions: Conditions = Conditions()
 
-    def to_dict(self) -> Dict[str, object]:
+    def to_dict(self) -> Dict[str, Any]:
         return {
             "mode": "in-process" if self.in_process else "workers",
             "workers": 1 if self.in_process else self.workers,
@@ -89,8 +89,8 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, object]:
-    entry: Dict[str, object] = dict(arm.describe())
+def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, Any]:
+    entry: Dict[str, Any] = dict(arm.describe())
     entry.update(
         {
             "status": PENDING,
@@ -111,7 +111,7 @@ def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, object]:
     return entry
 
 
-def summarize_raw(entry: Dict[str, object], raw: Raw) -> None:
+def summarize_raw(entry: Dict[str, Any], raw: Raw) -> None:
     """Fill an arm's figures in ``entry`` from its raw record."""
     if isinstance(raw, RawLatency):
         entry["latency"] = summarize_latency(raw.samples_ns, raw.lost).to_dict()
@@ -136,9 +136,9 @@ def _jsonable(value: object) -> object:
     return repr(value)
 
 
-def is_complete(summary: Dict[str, object]) -> bool:
+def is_complete(summary: Dict[str, Any]) -> bool:
     """True when no arm failed or was cut short, and no counted wake was lost."""
-    for entry in summary["arms"]:  # type: ignore[union-attr]
+    for entry in summary["arms"]:
         status = entry["status"]
         if status not in (OK, SKIPPED):
             return False
@@ -148,7 +148,7 @@ def is_complete(summary: Dict[str, object]) -> bool:
     return True
 
 
-def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, object]] = None) -> Dict[str, object]:
+def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The summary document before any arm ran (``complete: false``)."""
     arms = [_arm_entry(get_arm(name), plan.params) for name in plan.arm_names]
     return {
@@ -188,7 +188,7 @@ def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, object]] = None) 
     }
 
 
-def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, object]:
+def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, Any]:
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
@@ -200,7 +200,7 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
         if progress is not None:
             progress(event, info)
 
-    def write(summary: Dict[str, object]) -> None:
+    def write(summary: Dict[str, Any]) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
         bundle.write_bundle(plan.folder, summary, format_summary(summary))
@@ -217,12 +217,12 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     summary["timer"] = timer
     # Where tails cluster at multiples of this, another thread held the GIL.
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
-    arms: List[Dict[str, object]] = summary["arms"]  # type: ignore[assignment]
-    current: Optional[Dict[str, object]] = None
+    arms: List[Dict[str, Any]] = summary["arms"]
+    current: Optional[Dict[str, Any]] = None
     worker_pool = None if execution.in_process else WorkerPool(execution.python)
     try:
         with run_conditions(execution.conditions) as applied:
-            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})  # type: ignore[union-attr]
+            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
             write(summary)
             for index, entry in enumerate(arms):
                 current = entry
@@ -271,7 +271,7 @@ def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Op
 def _run_arm(
     plan: RunPlan,
     arm: Arm,
-    entry: Dict[str, object],
+    entry: Dict[str, Any],
     emit: Callable[..., None],
     switch_interval_s: float,
     worker_pool: Optional[WorkerPool],
@@ -303,9 +303,9 @@ def _run_arm(
     emit("arm-done", arm=arm.name, entry=entry)
 
 
-def worker_figures(raw: Raw, pid: int, applied: Dict[str, object]) -> Dict[str, object]:
+def worker_figures(raw: Raw, pid: int, applied: Dict[str, Any]) -> Dict[str, Any]:
     """One worker's own figures, kept beside the pooled ones to show the spread."""
-    figures: Dict[str, object] = {"pid": pid, "applied": _jsonable(applied)}
+    figures: Dict[str, Any] = {"pid": pid, "applied": _jsonable(applied)}
     if isinstance(raw, RawLatency):
         stats = summarize_latency(raw.samples_ns, raw.lost)
         figures.update(n=stats.n, lost=stats.lost, p50_ns=stats.percentiles_ns.get("p50"), max_ns=stats.max_ns)
@@ -315,16 +315,16 @@ def worker_figures(raw: Raw, pid: int, applied: Dict[str, object]) -> Dict[str, 
     return figures
 
 
-def worker_spread(workers: Sequence[Dict[str, object]]) -> Optional[Dict[str, object]]:
+def worker_spread(workers: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """How far apart the workers' medians are (None with fewer than two workers)."""
     key = "p50_ns" if workers and "p50_ns" in workers[0] else "ops_per_s"
-    values = [float(w[key]) for w in workers if w.get(key) is not None]  # type: ignore[arg-type]
+    values = [float(w[key]) for w in workers if w.get(key) is not None]
     if len(values) < 2 or min(values) <= 0:
         return None
     return {"of": key, "min": min(values), "max": max(values), "max_over_min": round(max(values) / min(values), 4)}
 
 
-def _finish(summary: Dict[str, object], started: float) -> None:
+def _finish(summary: Dict[str, Any], started: float) -> None:
     summary["finished_utc"] = utc_now()
     summary["wall_s"] = round(time.perf_counter() - started, 3)
     summary["complete"] = (not summary["interrupted"]) and is_complete(summary)

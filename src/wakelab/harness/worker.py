@@ -35,7 +35,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Dict
+from typing import Any, Dict, List
 
 PROTOCOL = 1
 
@@ -51,7 +51,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _reply(fd: int, doc: Dict[str, object]) -> None:
+def _reply(fd: int, doc: Dict[str, Any]) -> None:
     """Write ``doc`` as one JSON line; a large ``raw.samples_ns`` is streamed in chunks.
 
     Streaming keeps a worker holding a million samples from also holding a
@@ -59,10 +59,10 @@ def _reply(fd: int, doc: Dict[str, object]) -> None:
     """
     raw = doc.get("raw")
     samples = raw.get("samples_ns") if isinstance(raw, dict) else None
-    if not isinstance(samples, (list, tuple)):
+    if not isinstance(raw, dict) or not isinstance(samples, (list, tuple)):
         _write_all(fd, (json.dumps(doc, separators=(",", ":")) + "\n").encode("utf-8"))
         return
-    raw["samples_ns"] = _SAMPLES_MARK  # type: ignore[index]
+    raw["samples_ns"] = _SAMPLES_MARK
     head, tail = json.dumps(doc, separators=(",", ":")).split(json.dumps(_SAMPLES_MARK), 1)
     _write_all(fd, head.encode("utf-8") + b"[")
     for start in range(0, len(samples), _CHUNK):
@@ -71,7 +71,7 @@ def _reply(fd: int, doc: Dict[str, object]) -> None:
     _write_all(fd, b"]" + (tail + "\n").encode("utf-8"))
 
 
-def handle(request: Dict[str, object]) -> Dict[str, object]:
+def handle(request: Dict[str, Any]) -> Dict[str, Any]:
     """Measure the arm described by ``request``; the reply document."""
     from wakelab.arms import find_arm
     from wakelab.arms.base import MeasureParams, RawLatency, raw_to_dict
@@ -81,8 +81,8 @@ def handle(request: Dict[str, object]) -> Dict[str, object]:
     if request.get("protocol") != PROTOCOL:
         raise ValueError("worker protocol %r, expected %d" % (request.get("protocol"), PROTOCOL))
     arm = find_arm(str(request["arm"]), str(request["family"]))
-    params = MeasureParams.from_dict(dict(request["params"]))  # type: ignore[arg-type]
-    conditions = Conditions.from_dict(dict(request.get("conditions") or {}))  # type: ignore[arg-type]
+    params = MeasureParams.from_dict(dict(request["params"]))
+    conditions = Conditions.from_dict(dict(request.get("conditions") or {}))
     reason = arm.unavailable_reason()
     if reason is not None:
         return {"protocol": PROTOCOL, "ok": False, "unavailable": reason, "error": reason}
@@ -122,7 +122,7 @@ _PRELOAD = (
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: List[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import IO, Callable, Dict, List, Optional, Sequence
+from typing import Any, IO, Callable, Dict, List, Optional, Sequence
 
 import wakelab
 from wakelab.arms.base import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
@@ -84,7 +84,7 @@ def _last_line(data: bytes) -> str:
     return lines[-1].strip()[:500] if lines else ""
 
 
-def call_worker(python: str, request: Dict[str, object], deadline_s: float, args: Sequence[str] = ()) -> Dict[str, object]:
+def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: Sequence[str] = ()) -> Dict[str, Any]:
     """Run one worker to completion and return its reply document."""
     with subprocess.Popen(
         # -S: no site-packages. The measuring process gets the standard library and
@@ -172,7 +172,7 @@ class WorkerPool:
             return WorkerError("worker killed by signal %d (%s)" % (-returncode, detail))
         return WorkerError("worker exited with status %d without a valid reply (%s)" % (returncode, detail))
 
-    def call(self, request: Dict[str, object], deadline_s: float) -> Dict[str, object]:
+    def call(self, request: Dict[str, Any], deadline_s: float) -> Dict[str, Any]:
         """Send ``request`` to a fresh worker and return its reply document."""
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
         assert proc.stdin is not None and proc.stdout is not None
@@ -231,7 +231,7 @@ class WorkerPool:
         self.kill()
 
 
-def probe_interpreter(python: str) -> Dict[str, object]:
+def probe_interpreter(python: str) -> Dict[str, Any]:
     """``{"interpreter": {...}, "timer": {...}}`` of ``python``; :class:`InterpreterError` if it cannot measure."""
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise InterpreterError("interpreter %s does not exist or is not executable" % python)
@@ -259,8 +259,8 @@ class WorkerResult:
     """What one worker measured."""
 
     raw: Raw
-    interpreter: Dict[str, object]
-    applied: Dict[str, object]
+    interpreter: Dict[str, Any]
+    applied: Dict[str, Any]
     pid: int
 
 
@@ -305,15 +305,15 @@ def run_workers(
         if not reply.get("ok"):
             raise WorkerError("worker %d of %d: %s" % (index + 1, len(counts), reply.get("error")))
         try:
-            raw = raw_from_dict(reply["raw"])  # type: ignore[arg-type]
+            raw = raw_from_dict(reply["raw"])
         except (KeyError, ValueError) as exc:
             raise WorkerError("worker %d of %d replied with a malformed record: %s" % (index + 1, len(counts), exc)) from None
         results.append(
             WorkerResult(
                 raw=raw,
-                interpreter=dict(reply.get("interpreter") or {}),  # type: ignore[arg-type]
-                applied=dict(reply.get("applied") or {}),  # type: ignore[arg-type]
-                pid=int(reply.get("pid") or 0),  # type: ignore[arg-type]
+                interpreter=dict(reply.get("interpreter") or {}),
+                applied=dict(reply.get("applied") or {}),
+                pid=int(reply.get("pid") or 0),
             )
         )
         if on_worker is not None:
@@ -332,18 +332,19 @@ def pool_raws(raws: Sequence[Raw]) -> Raw:
             samples.extend(raw.samples_ns)
             for name, series in raw.components_ns.items():
                 components.setdefault(name, []).extend(series)
+        latency = [r for r in raws if isinstance(r, RawLatency)]
         return RawLatency(
             samples_ns=tuple(samples),
-            lost=sum(r.lost for r in raws),  # type: ignore[union-attr]
-            warmup_discarded=sum(r.warmup_discarded for r in raws),  # type: ignore[union-attr]
+            lost=sum(r.lost for r in latency),
+            warmup_discarded=sum(r.warmup_discarded for r in latency),
             components_ns={k: tuple(v) for k, v in components.items()},
             info={"workers": [dict(r.info) for r in raws]} if len(raws) > 1 else dict(first.info),
         )
-    assert isinstance(first, RawRate)
+    rates = [r for r in raws if isinstance(r, RawRate)]
     return RawRate(
-        n_per_round=first.n_per_round,
-        round_ns=tuple(t for r in raws for t in r.round_ns),  # type: ignore[union-attr]
-        baseline_round_ns=tuple(t for r in raws for t in r.baseline_round_ns),  # type: ignore[union-attr]
-        warmup_rounds=sum(r.warmup_rounds for r in raws),  # type: ignore[union-attr]
+        n_per_round=rates[0].n_per_round,
+        round_ns=tuple(t for r in rates for t in r.round_ns),
+        baseline_round_ns=tuple(t for r in rates for t in r.baseline_round_ns),
+        warmup_rounds=sum(r.warmup_rounds for r in rates),
         info={"workers": [dict(r.info) for r in raws]} if len(raws) > 1 else dict(first.info),
     )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import List, Mapping, Sequence
+from typing import Any, List, Mapping, Sequence
 
 from wakelab.report.formatting import DASH, format_rate, format_ratio, format_us
 from wakelab.report.text import format_table, wrap
 
 
-def _interpreter_cell(interp: Mapping[str, object]) -> str:
+def _interpreter_cell(interp: Mapping[str, Any]) -> str:
     if not interp:
         return DASH
     text = "%s %s" % (interp.get("implementation"), interp.get("version"))
@@ -17,10 +17,10 @@ def _interpreter_cell(interp: Mapping[str, object]) -> str:
     return text
 
 
-def format_matrix(doc: Mapping[str, object]) -> str:
+def format_matrix(doc: Mapping[str, Any]) -> str:
     """The whole matrix.txt for a matrix document."""
-    lab: Mapping[str, object] = doc.get("lab") or {}  # type: ignore[assignment]
-    cells: Sequence[Mapping[str, object]] = doc.get("cells") or []  # type: ignore[assignment]
+    lab: Mapping[str, Any] = doc.get("lab") or {}
+    cells: Sequence[Mapping[str, Any]] = doc.get("cells") or []
     out: List[str] = [
         "%s -- side by side" % (lab.get("title") or lab.get("id")),
         "started %s · %d cells · %s" % (doc.get("started_utc"), len(cells), "complete" if doc.get("complete") else "INCOMPLETE"),
@@ -29,8 +29,8 @@ def format_matrix(doc: Mapping[str, object]) -> str:
     ]
     rows = []
     for cell in cells:
-        dims: Mapping[str, object] = cell.get("dimensions") or {}  # type: ignore[assignment]
-        interp: Mapping[str, object] = cell.get("interpreter") or {}  # type: ignore[assignment]
+        dims: Mapping[str, Any] = cell.get("dimensions") or {}
+        interp: Mapping[str, Any] = cell.get("interpreter") or {}
         rows.append(
             [
                 str(cell.get("label")),
@@ -43,32 +43,32 @@ def format_matrix(doc: Mapping[str, object]) -> str:
             ]
         )
     out += format_table(["cell", "interpreter", "build", "placement", "settle µs", "cpu threads", "complete"], rows, align_left=4)
-    arms: Mapping[str, Sequence[Mapping[str, object]]] = doc.get("arms") or {}  # type: ignore[assignment]
+    arms: Mapping[str, Sequence[Mapping[str, Any]]] = doc.get("arms") or {}
     for name, arm_rows in arms.items():
         out += ["", "%s" % name]
         kind = next((r.get("kind") for r in arm_rows if r.get("kind")), "latency")
         if kind == "rate":
-            base = next((r["rate"]["ops_per_s"] for r in arm_rows if r.get("rate")), None)  # type: ignore[index]
+            base = next((r["rate"]["ops_per_s"] for r in arm_rows if r.get("rate")), None)
             table = []
             for r in arm_rows:
                 rate = r.get("rate") or {}
                 if not rate:
                     table.append([str(r.get("cell")), str(r.get("status")), "", "", "", ""])
                     continue
-                ops = rate.get("ops_per_s")  # type: ignore[union-attr]
+                ops = rate.get("ops_per_s")
                 table.append(
                     [
                         str(r.get("cell")),
                         format_rate(ops),
-                        format_rate(rate.get("min_ops_per_s")),  # type: ignore[union-attr]
-                        format_rate(rate.get("max_ops_per_s")),  # type: ignore[union-attr]
+                        format_rate(rate.get("min_ops_per_s")),
+                        format_rate(rate.get("max_ops_per_s")),
                         format_ratio(ops / base if base and ops else None),
                         _spread(r),
                     ]
                 )
             out += format_table(["cell", "median ops/s", "slowest", "fastest", "vs first", "worker spread"], table)
             continue
-        base = next((r["latency"]["p50_ns"] for r in arm_rows if r.get("latency") and r["latency"].get("p50_ns")), None)  # type: ignore[index]
+        base = next((r["latency"]["p50_ns"] for r in arm_rows if r.get("latency") and r["latency"].get("p50_ns")), None)
         table = []
         for r in arm_rows:
             lat = r.get("latency") or {}
@@ -76,18 +76,18 @@ def format_matrix(doc: Mapping[str, object]) -> str:
                 reason = r.get("reason")
                 table.append([str(r.get("cell")), str(r.get("status")) + (": %s" % reason if reason else "")] + [""] * 8)
                 continue
-            p50 = lat.get("p50_ns")  # type: ignore[union-attr]
+            p50 = lat.get("p50_ns")
             table.append(
                 [
                     str(r.get("cell")),
-                    str(lat.get("n")),  # type: ignore[union-attr]
-                    str(lat.get("lost")),  # type: ignore[union-attr]
-                    format_us(lat.get("min_ns")),  # type: ignore[union-attr,arg-type]
-                    format_us(p50),  # type: ignore[arg-type]
-                    format_us(lat.get("p90_ns")),  # type: ignore[union-attr,arg-type]
-                    format_us(lat.get("p99_ns")),  # type: ignore[union-attr,arg-type]
-                    format_us(lat.get("max_ns")),  # type: ignore[union-attr,arg-type]
-                    format_ratio(p50 / base if base and p50 else None),  # type: ignore[operator]
+                    str(lat.get("n")),
+                    str(lat.get("lost")),
+                    format_us(lat.get("min_ns")),
+                    format_us(p50),
+                    format_us(lat.get("p90_ns")),
+                    format_us(lat.get("p99_ns")),
+                    format_us(lat.get("max_ns")),
+                    format_ratio(p50 / base if base and p50 else None),
                     _spread(r),
                 ]
             )
@@ -101,7 +101,7 @@ def format_matrix(doc: Mapping[str, object]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _spread(row: Mapping[str, object]) -> str:
+def _spread(row: Mapping[str, Any]) -> str:
     spread = row.get("spread") or {}
-    value = spread.get("max_over_min")  # type: ignore[union-attr]
+    value = spread.get("max_over_min")
     return format_ratio(value) if value else DASH

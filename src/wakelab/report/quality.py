@@ -12,7 +12,7 @@ Per-arm flags are computed from the raw samples when the arm finishes
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -87,26 +87,26 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: float) -> Option
     return None
 
 
-def quality_flags(samples_ns: Sequence[int], interval_s: float) -> Dict[str, object]:
+def quality_flags(samples_ns: Sequence[int], interval_s: float) -> Dict[str, Any]:
     """The per-arm flags stored under ``quality`` in summary.json."""
     return {"modes": find_modes(samples_ns), "switch_interval_tail": switch_interval_tail(samples_ns, interval_s)}
 
 
-def derive_warnings(summary: Mapping[str, object]) -> List[str]:
+def derive_warnings(summary: Mapping[str, Any]) -> List[str]:
     """Quality warnings for ``summary``, from its figures and per-arm flags."""
     from wakelab.report.formatting import format_ns
 
     warnings: List[str] = []
-    arms: Sequence[Mapping[str, object]] = summary.get("arms") or []  # type: ignore[assignment]
-    timer: Mapping[str, object] = summary.get("timer") or {}  # type: ignore[assignment]
+    arms: Sequence[Mapping[str, Any]] = summary.get("arms") or []
+    timer: Mapping[str, Any] = summary.get("timer") or {}
     floor = timer.get("floor_p50_ns")
 
     short = sorted(
         {
-            "%s (n=%s)" % (key.replace("_", "."), (e.get("latency") or {}).get("n"))  # type: ignore[union-attr]
+            "%s (n=%s)" % (key.replace("_", "."), (e.get("latency") or {}).get("n"))
             for e in arms
-            for key in ((e.get("latency") or {}).get("omitted") or {})  # type: ignore[union-attr]
-            if (e.get("latency") or {}).get("n")  # type: ignore[union-attr]
+            for key in ((e.get("latency") or {}).get("omitted") or {})
+            if (e.get("latency") or {}).get("n")
         }
     )
     if short:
@@ -115,32 +115,32 @@ def derive_warnings(summary: Mapping[str, object]) -> List[str]:
             "(p99: 100, p99.9: 1000); raise --n." % ", ".join(short)
         )
     for e in arms:
-        spread: Mapping[str, object] = e.get("spread") or {}  # type: ignore[assignment]
+        spread: Mapping[str, Any] = e.get("spread") or {}
         ratio = spread.get("max_over_min")
         if isinstance(ratio, (int, float)) and ratio > SPREAD_LIMIT:
             warnings.append(
                 "%s: worker processes disagree (their %s differ %.1f×): the level shifts between processes; "
                 "raise --workers and compare runs side by side." % (e["name"], "medians" if spread.get("of") == "p50_ns" else "rates", ratio)
             )
-        quality: Mapping[str, object] = e.get("quality") or {}  # type: ignore[assignment]
-        modes: Mapping[str, float] = quality.get("modes") or {}  # type: ignore[assignment]
+        quality: Mapping[str, Any] = e.get("quality") or {}
+        modes: Mapping[str, float] = quality.get("modes") or {}
         if modes:
             warnings.append(
                 "%s: two populations of wakes, around %s and %s (%.0f%% in the slower one); a single percentile "
                 "hides that. Placement often explains it: try --placement same,split." % (
                     e["name"], format_ns(modes["low_mode_ns"]), format_ns(modes["high_mode_ns"]), 100 * modes["high_share"])
             )
-        tail: Mapping[str, float] = quality.get("switch_interval_tail") or {}  # type: ignore[assignment]
+        tail: Mapping[str, float] = quality.get("switch_interval_tail") or {}
         if tail:
             warnings.append(
                 "%s: %.1f%% of wakes took about 1-4 switch intervals (%s each): another thread held the GIL "
                 "and the waiter had to wait for the interpreter to force a switch." % (
                     e["name"], 100 * tail["share"], format_ns(tail["interval_s"] * 1e9))
             )
-        p50 = (e.get("latency") or {}).get("p50_ns")  # type: ignore[union-attr]
-        if floor and p50 is not None and p50 < FLOOR_MULTIPLE * floor:  # type: ignore[operator]
+        p50 = (e.get("latency") or {}).get("p50_ns")
+        if floor and p50 is not None and p50 < FLOOR_MULTIPLE * floor:
             warnings.append(
                 "%s: p50 %s is within %d× the timer floor (%s ns): much of the figure is the clock's own cost."
-                % (e["name"], format_ns(p50), FLOOR_MULTIPLE, floor)  # type: ignore[arg-type]
+                % (e["name"], format_ns(p50), FLOOR_MULTIPLE, floor)
             )
     return warnings

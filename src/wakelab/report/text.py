@@ -9,7 +9,7 @@ any bundle.  Stdlib only (the runner renders it while measuring).
 from __future__ import annotations
 
 import textwrap
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from wakelab.report.caveats import arms_by_name, like_for_like, p50_ns
 from wakelab.report.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
@@ -49,66 +49,67 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_lef
     return out
 
 
-def _latency(entry: Mapping[str, object]) -> Mapping[str, object]:
-    return entry.get("latency") or {}  # type: ignore[return-value]
+def _latency(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    return entry.get("latency") or {}
 
 
-def _native_ratio(entry: Mapping[str, object], by_name: Mapping[str, Mapping[str, object]]) -> Optional[float]:
+def _native_ratio(entry: Mapping[str, Any], by_name: Mapping[str, Mapping[str, Any]]) -> Optional[float]:
     native = entry.get("native")
     if not native or native not in by_name:
         return None
-    ours, theirs = p50_ns(entry), p50_ns(by_name[native])  # type: ignore[index]
+    ours, theirs = p50_ns(entry), p50_ns(by_name[native])
     if ours is None or not theirs:
         return None
     return ours / theirs
 
 
-def _status_word(entry: Mapping[str, object]) -> str:
+def _status_word(entry: Mapping[str, Any]) -> str:
     status = str(entry.get("status"))
     return {"ok": "", "skipped": "skipped", "failed": "FAILED", "interrupted": "interrupted", "pending": "not run"}.get(
         status, status
     )
 
 
-def format_verdict(summary: Mapping[str, object]) -> List[str]:
+def format_verdict(summary: Mapping[str, Any]) -> List[str]:
     """One line per measured arm, then each of the lab's comparisons."""
     lines: List[str] = []
     by_name = arms_by_name(summary)
-    for entry in summary.get("arms", []):  # type: ignore[union-attr]
+    for entry in summary.get("arms", []):
         if entry.get("status") != "ok":
             continue
         if entry.get("latency"):
             lat = _latency(entry)
-            text = "%s: p50 %s, p99 %s over %d wakes (%s waiter, %s)." % (
+            text = "%s: p50 %s, p99 %s over %s wakes (%s waiter, %s)." % (
                 entry["name"],
-                format_ns(lat.get("p50_ns")),  # type: ignore[arg-type]
-                format_ns(lat.get("p99_ns")) if lat.get("p99_ns") is not None else "not reported",  # type: ignore[arg-type]
+                format_ns(lat.get("p50_ns")),
+                format_ns(lat.get("p99_ns")) if lat.get("p99_ns") is not None else "not reported",
                 lat.get("n"),
                 entry.get("waiter"),
                 entry.get("scope"),
             )
             if lat.get("lost"):
-                text += " %d wakes lost." % lat["lost"]  # type: ignore[index]
+                text += " %s wakes lost." % lat["lost"]
         elif entry.get("rate"):
             rate = entry.get("rate") or {}
-            text = "%s: %s ops/s (median of %d rounds of %s calls; empty loop %s iterations/s)." % (
+            text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % (
                 entry["name"],
-                format_rate(rate.get("ops_per_s")),  # type: ignore[union-attr]
-                rate.get("rounds"),  # type: ignore[union-attr]
-                format_rate(rate.get("n_per_round")),  # type: ignore[union-attr]
-                format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
+                format_rate(rate.get("ops_per_s")),
+                rate.get("rounds"),
+                format_rate(rate.get("n_per_round")),
+                format_rate(rate.get("baseline_ops_per_s")),
             )
         else:
             continue  # an arm marked ok without figures has nothing to say
         lines.extend(wrap(text))
     lab = summary.get("lab") or {}
-    for comparison in lab.get("comparisons", []):  # type: ignore[union-attr]
+    for comparison in lab.get("comparisons", []):
         a, b = by_name.get(comparison["a"]), by_name.get(comparison["b"])
-        if not a or not b or p50_ns(a) is None or not p50_ns(b):
+        a50, b50 = p50_ns(a), p50_ns(b)
+        if not a or not b or a50 is None or not b50:
             continue
-        ratio50 = p50_ns(a) / p50_ns(b)  # type: ignore[operator]
+        ratio50 = a50 / b50
         pa, pb = _latency(a).get("p99_ns"), _latency(b).get("p99_ns")
-        ratio99 = pa / pb if pa is not None and pb else None  # type: ignore[operator]
+        ratio99 = pa / pb if pa is not None and pb else None
         if like_for_like(a, b):
             judgement = "like for like: both waiters %s" % a["waiter"]
             if a.get("scope") != b.get("scope"):
@@ -129,9 +130,9 @@ def format_verdict(summary: Mapping[str, object]) -> List[str]:
     return lines
 
 
-def format_lead_table(summary: Mapping[str, object]) -> List[str]:
+def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
-    arms: List[Mapping[str, object]] = list(summary.get("arms", []))  # type: ignore[arg-type]
+    arms: List[Mapping[str, Any]] = list(summary.get("arms", []))
     by_name = arms_by_name(summary)
     latency_arms = [a for a in arms if a.get("kind") == "latency"]
     rate_arms = [a for a in arms if a.get("kind") == "rate"]
@@ -164,18 +165,18 @@ def format_lead_table(summary: Mapping[str, object]) -> List[str]:
                         str(a.get("scope")),
                         str(lat.get("n")),
                         str(lat.get("lost")),
-                        format_us(lat.get("min_ns")),  # type: ignore[arg-type]
-                        format_us(lat.get("p50_ns")),  # type: ignore[arg-type]
-                        format_us(lat.get("p90_ns")),  # type: ignore[arg-type]
-                        format_us(lat.get("p99_ns")),  # type: ignore[arg-type]
-                        format_us(lat.get("p99_9_ns")),  # type: ignore[arg-type]
-                        format_us(lat.get("max_ns")),  # type: ignore[arg-type]
-                        format_us(lat.get("mean_ns")),  # type: ignore[arg-type]
+                        format_us(lat.get("min_ns")),
+                        format_us(lat.get("p50_ns")),
+                        format_us(lat.get("p90_ns")),
+                        format_us(lat.get("p99_ns")),
+                        format_us(lat.get("p99_9_ns")),
+                        format_us(lat.get("max_ns")),
+                        format_us(lat.get("mean_ns")),
                     ]
                     if show_native:
                         row.append(format_ratio(_native_ratio(a, by_name)))
                 rows.append(row)
-                for comp_name, comp in sorted((a.get("components") or {}).items()):  # type: ignore[union-attr]
+                for comp_name, comp in sorted((a.get("components") or {}).items()):
                     comp_row = ["  ." + comp_name, "", "", str(comp.get("n")), ""] + [
                         format_us(comp.get(k)) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")
                     ]
@@ -197,28 +198,28 @@ def format_lead_table(summary: Mapping[str, object]) -> List[str]:
                 continue
             row = [
                 str(a["name"]),
-                format_rate(rate.get("n_per_round")),  # type: ignore[union-attr]
-                str(rate.get("rounds")),  # type: ignore[union-attr]
-                format_rate(rate.get("ops_per_s")),  # type: ignore[union-attr]
-                format_rate(rate.get("min_ops_per_s")),  # type: ignore[union-attr]
-                format_rate(rate.get("max_ops_per_s")),  # type: ignore[union-attr]
-                format_rate(rate.get("baseline_ops_per_s")),  # type: ignore[union-attr]
-                format_ns_plain(rate.get("net_ns_per_op")),  # type: ignore[union-attr]
+                format_rate(rate.get("n_per_round")),
+                str(rate.get("rounds")),
+                format_rate(rate.get("ops_per_s")),
+                format_rate(rate.get("min_ops_per_s")),
+                format_rate(rate.get("max_ops_per_s")),
+                format_rate(rate.get("baseline_ops_per_s")),
+                format_ns_plain(rate.get("net_ns_per_op")),
             ]
             if show_native:
                 native = by_name.get(str(a.get("native")))
                 theirs = (native or {}).get("rate") or {}
-                ours = rate.get("ops_per_s")  # type: ignore[union-attr]
+                ours = rate.get("ops_per_s")
                 # For rates the native side is faster: report how many times slower Python is.
-                row.append(format_ratio(theirs.get("ops_per_s") / ours) if theirs and ours else DASH)  # type: ignore[union-attr,operator]
+                row.append(format_ratio(theirs.get("ops_per_s") / ours) if theirs and ours else DASH)
             rows.append(row)
         lines.extend(format_table(header, rows))
     return lines
 
 
-def _interpreter_line(interp: Mapping[str, object]) -> str:
+def _interpreter_line(interp: Mapping[str, Any]) -> str:
     gil = interp.get("gil_enabled")
-    gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil))  # type: ignore[arg-type]
+    gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil))
     build = "free-threaded build, " if interp.get("free_threaded_build") else ""
     return "%s %s (%s; %s), %s%s, switch interval %s s" % (
         interp.get("implementation"),
@@ -231,11 +232,11 @@ def _interpreter_line(interp: Mapping[str, object]) -> str:
     )
 
 
-def format_honesty(summary: Mapping[str, object]) -> List[str]:
-    interp: Mapping[str, object] = summary.get("interpreter") or {}  # type: ignore[assignment]
-    machine: Mapping[str, object] = summary.get("machine") or {}  # type: ignore[assignment]
-    params: Mapping[str, object] = summary.get("parameters") or {}  # type: ignore[assignment]
-    timer: Mapping[str, object] = summary.get("timer") or {}  # type: ignore[assignment]
+def format_honesty(summary: Mapping[str, Any]) -> List[str]:
+    interp: Mapping[str, Any] = summary.get("interpreter") or {}
+    machine: Mapping[str, Any] = summary.get("machine") or {}
+    params: Mapping[str, Any] = summary.get("parameters") or {}
+    timer: Mapping[str, Any] = summary.get("timer") or {}
     items = [
         "Date: %s (UTC), wall time %s s." % (summary.get("started_utc"), summary.get("wall_s")),
         "Interpreter: %s." % _interpreter_line(interp),
@@ -256,10 +257,10 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
             )
         )
     if timer.get("harness"):
-        harness: Mapping[str, object] = timer["harness"]  # type: ignore[assignment]
+        harness: Mapping[str, Any] = timer["harness"]
         items[-1] += " Harness bookkeeping: %s ns per sample against %s ns for a bare pair (%s×)." % (
             harness.get("per_sample_ns"), harness.get("bare_pair_ns"), harness.get("overhead_ratio"))
-    execution: Mapping[str, object] = summary.get("execution") or {}  # type: ignore[assignment]
+    execution: Mapping[str, Any] = summary.get("execution") or {}
     if execution:
         items.append(
             "Execution: %s."
@@ -281,7 +282,7 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
         where = "notifier and waiter pinned to CPU %s" % params.get("notifier_cpu")
     else:
         where = "notifier pinned to CPU %s, waiter to CPU %s" % (params.get("notifier_cpu"), params.get("waiter_cpu"))
-    conditions: Mapping[str, object] = summary.get("conditions") or {}  # type: ignore[assignment]
+    conditions: Mapping[str, Any] = summary.get("conditions") or {}
     load = []
     if conditions.get("cpu_threads"):
         load.append("%s busy Python thread(s) beside the waiter" % conditions["cpu_threads"])
@@ -292,14 +293,14 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
     if conditions.get("idle_hold"):
         load.append("/dev/cpu_dma_latency held at 0" if conditions.get("applied_idle_hold", True) else "idle hold requested")
     items.append("Placement: %s. Load: %s." % (where, "; ".join(load) if load else "none added"))
-    system: Mapping[str, object] = summary.get("system") or {}  # type: ignore[assignment]
+    system: Mapping[str, Any] = summary.get("system") or {}
     if system:
         items.append(
             "System: clocksource %s, cpuidle driver %s, load average %s%s."
             % (system.get("clocksource"), system.get("cpuidle_driver"), system.get("load_average"),
                ", under a hypervisor" if system.get("hypervisor") else "")
         )
-    arms: List[Mapping[str, object]] = [a for a in summary.get("arms", []) if a.get("kind") == "latency"]  # type: ignore[union-attr]
+    arms: List[Mapping[str, Any]] = [a for a in summary.get("arms", []) if a.get("kind") == "latency"]
     states = sorted({str(a.get("waiter")) for a in arms})
     if len(states) > 1:
         described = "; ".join("%s: %s waiter" % (a["name"], a.get("waiter")) for a in arms)
@@ -309,22 +310,22 @@ def format_honesty(summary: Mapping[str, object]) -> List[str]:
     return bullets(items)
 
 
-def format_arm_definitions(summary: Mapping[str, object]) -> List[str]:
+def format_arm_definitions(summary: Mapping[str, Any]) -> List[str]:
     lines: List[str] = []
-    for a in summary.get("arms", []):  # type: ignore[union-attr]
+    for a in summary.get("arms", []):
         lines.extend(wrap("%s -- %s" % (a["name"], a.get("mechanism"))))
         lines.extend(wrap("t0: %s" % a.get("t0"), "      "))
         lines.extend(wrap("t1: %s" % a.get("t1"), "      "))
     return lines
 
 
-def reproduce_commands(summary: Mapping[str, object]) -> List[str]:
-    lab: Mapping[str, object] = summary.get("lab") or {}  # type: ignore[assignment]
-    params: Mapping[str, object] = summary.get("parameters") or {}  # type: ignore[assignment]
+def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
+    lab: Mapping[str, Any] = summary.get("lab") or {}
+    params: Mapping[str, Any] = summary.get("parameters") or {}
     commands = []
     if lab.get("reproduce_script"):
         commands.append("python3 %s" % lab["reproduce_script"])
-    arms = ",".join(str(a["name"]) for a in summary.get("arms", []))  # type: ignore[union-attr]
+    arms = ",".join(str(a["name"]) for a in summary.get("arms", []))
     cli = "wakelab run --lab %s --arms %s --n %s --warmup %s --settle-us %s --timeout-s %s --install-n %s --rounds %s" % (
         lab.get("id"), arms, params.get("n"), params.get("warmup"), params.get("settle_us"),
         params.get("timeout_s"), params.get("install_n"), params.get("rounds"),
@@ -336,13 +337,13 @@ def reproduce_commands(summary: Mapping[str, object]) -> List[str]:
         cli += " --placement %s --cpus %s" % (params["placement"], ",".join(str(c) for c in cpus))
     if params.get("mode") == "open":
         cli += " --mode open --interval-us %s" % params.get("interval_us")
-    conditions: Mapping[str, object] = summary.get("conditions") or {}  # type: ignore[assignment]
+    conditions: Mapping[str, Any] = summary.get("conditions") or {}
     for key, flag in (("cpu_threads", "--cpu-threads"), ("cpu_procs", "--cpu-procs"), ("switch_interval_s", "--switch-interval")):
         if conditions.get(key):
             cli += " %s %s" % (flag, conditions[key])
     if conditions.get("idle_hold"):
         cli += " --idle-hold"
-    execution: Mapping[str, object] = summary.get("execution") or {}  # type: ignore[assignment]
+    execution: Mapping[str, Any] = summary.get("execution") or {}
     if execution.get("mode") == "in-process":
         cli += " --in-process"
     elif execution.get("workers") not in (None, 3):
@@ -351,11 +352,11 @@ def reproduce_commands(summary: Mapping[str, object]) -> List[str]:
     return commands
 
 
-def format_summary(summary: Mapping[str, object]) -> str:
+def format_summary(summary: Mapping[str, Any]) -> str:
     """The whole summary.txt for ``summary``."""
-    lab: Mapping[str, object] = summary.get("lab") or {}  # type: ignore[assignment]
-    interp: Mapping[str, object] = summary.get("interpreter") or {}  # type: ignore[assignment]
-    tool: Mapping[str, object] = summary.get("tool") or {}  # type: ignore[assignment]
+    lab: Mapping[str, Any] = summary.get("lab") or {}
+    interp: Mapping[str, Any] = summary.get("interpreter") or {}
+    tool: Mapping[str, Any] = summary.get("tool") or {}
     if summary.get("complete"):
         state = "complete"
     elif summary.get("interrupted"):
@@ -380,20 +381,20 @@ def format_summary(summary: Mapping[str, object]) -> str:
     ]
     if lab.get("methodology"):
         method: List[str] = []
-        for paragraph in lab["methodology"]:  # type: ignore[union-attr]
+        for paragraph in lab["methodology"]:
             if method:
                 method.append("")
             method.extend(wrap(paragraph))
         sections.append(("METHODOLOGY", method))
     sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(summary)))
-    caveats: Sequence[str] = summary.get("caveats") or []  # type: ignore[assignment]
+    caveats: Sequence[str] = summary.get("caveats") or []
     if caveats:
         sections.append(("CAVEATS", bullets(caveats)))
-    warnings: Sequence[str] = summary.get("warnings") or []  # type: ignore[assignment]
+    warnings: Sequence[str] = summary.get("warnings") or []
     if warnings:
         sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets(warnings)))
     if lab.get("limits"):
-        sections.append(("LIMITS", bullets(lab["limits"])))  # type: ignore[arg-type]
+        sections.append(("LIMITS", bullets(lab["limits"])))
     sections.append(("REPRODUCE", ["  " + c for c in reproduce_commands(summary)]))
     for title, body in sections:
         out.append(title)
@@ -402,10 +403,10 @@ def format_summary(summary: Mapping[str, object]) -> str:
     return "\n".join(out)
 
 
-def headline(summary: Mapping[str, object]) -> Dict[str, object]:
+def headline(summary: Mapping[str, Any]) -> Dict[str, Any]:
     """The figures a one-line progress or CLI message quotes, per arm."""
-    figures: Dict[str, object] = {}
-    for a in summary.get("arms", []):  # type: ignore[union-attr]
+    figures: Dict[str, Any] = {}
+    for a in summary.get("arms", []):
         if a.get("latency"):
             figures[a["name"]] = _latency(a).get("p50_ns")
         elif a.get("rate"):
