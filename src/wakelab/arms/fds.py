@@ -24,7 +24,7 @@ import select
 import selectors
 import socket
 import sys
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from wakelab.arms._drivers import measure_thread_wake
 from wakelab.arms.base import (
@@ -81,21 +81,32 @@ def _with_info(raw: RawLatency, **info: object) -> RawLatency:
 # -- pipe -------------------------------------------------------------------
 
 
+def _token_reader(read_fd: int) -> Tuple[Callable[[], bool], Callable[[], None]]:
+    """``(read_token, drain)`` for a non-blocking pipe read end.
+
+    ``read_token()`` consumes what is there and says whether anything was;
+    ``drain()`` empties the pipe, so a late token cannot fake the next wake.
+    """
+
+    def read_token() -> bool:
+        try:
+            return bool(os.read(read_fd, 64))
+        except BlockingIOError:
+            return False
+
+    def drain() -> None:
+        while read_token():
+            pass
+
+    return read_token, drain
+
+
 def _measure_pipe(params: MeasureParams, payload: bytes) -> RawLatency:
     """Pipe wake with a configurable notify payload (an empty one writes nothing: a lost wake)."""
     read_fd, write_fd = os.pipe()
     try:
         os.set_blocking(read_fd, False)
-
-        def read_token() -> bool:
-            try:
-                return bool(os.read(read_fd, 64))
-            except BlockingIOError:
-                return False
-
-        def drain() -> None:
-            while read_token():
-                pass
+        read_token, drain = _token_reader(read_fd)
 
         def notify() -> None:
             os.write(write_fd, payload)
@@ -221,16 +232,7 @@ def measure_selector_pipe(params: MeasureParams) -> RawLatency:
         selector = selectors.DefaultSelector()
         selector.register(read_fd, selectors.EVENT_READ)
         sel = selector
-
-        def read_token() -> bool:
-            try:
-                return bool(os.read(read_fd, 64))
-            except BlockingIOError:
-                return False
-
-        def drain() -> None:
-            while read_token():
-                pass
+        read_token, drain = _token_reader(read_fd)
 
         def wait(timeout_s: float) -> bool:
             deadline_ns = now_ns() + int(timeout_s * 1e9)

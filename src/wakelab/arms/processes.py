@@ -94,6 +94,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from wakelab.arms import fds
 from wakelab.arms import _proc_child
 from wakelab.arms._drivers import HarnessError
 from wakelab.arms.base import (
@@ -175,13 +176,7 @@ def requires_poll() -> Optional[str]:
 
 
 def requires_eventfd() -> Optional[str]:
-    if not hasattr(os, "eventfd"):
-        return "os.eventfd needs Linux and Python 3.10+ (this is Python %d.%d on %s)" % (
-            sys.version_info[0],
-            sys.version_info[1],
-            sys.platform,
-        )
-    return requires_poll()
+    return fds.requires_eventfd() or requires_poll()
 
 
 def requires_multiprocessing() -> Optional[str]:
