@@ -136,7 +136,7 @@ def _drive_closed(
     name: str,
 ) -> RawLatency:
     collector = LatencyCollector(params)
-    record = collector.record
+    slots = collector.slots
     go = threading.Event()
     ready = threading.Event()
     done = threading.Event()
@@ -165,7 +165,7 @@ def _drive_closed(
     handshake_s = params.timeout_s + 5.0
     settle_s = params.settle_s
     try:
-        for _ in range(params.total_wakes):
+        for index in range(params.total_wakes):
             reset()
             ready.clear()
             done.clear()
@@ -180,7 +180,7 @@ def _drive_closed(
             if box["error"] is not None:
                 raise HarnessError("waiter failed: %r" % (box["error"],))
             t1 = box["t1"]
-            record(None if t1 is None else t1 - t0)  # type: ignore[operator]
+            slots[index] = None if t1 is None else t1 - t0  # type: ignore[operator]
     finally:
         box["stop"] = True
         go.set()

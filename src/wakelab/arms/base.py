@@ -257,44 +257,53 @@ def plant_delay(params: MeasureParams, t0_ns: int) -> None:
         spin_until(t0_ns + params.planted_delay_ns)
 
 
+_UNSET: object = object()  # a slot no wake has been recorded in yet
+
+
 class LatencyCollector:
     """Accumulates one arm's wakes, dropping the warm-up ones.
 
     Call :meth:`add` with the latency of each wake in order (``None`` for a
-    lost wake); the first ``warmup`` wakes are discarded.  Tight loops use
-    :attr:`record` instead: a bound ``list.append``, the cheapest
-    bookkeeping Python offers (one call per wake, no branch), so that the
-    harness adds as little as possible to the cost of a timer pair.  The
-    split into warm-up, lost and counted wakes happens once, in
-    :meth:`result`.
+    lost wake); the first ``warmup`` wakes are discarded.  Tight loops write
+    into :attr:`slots` instead, ``slots[i] = latency`` for the i-th wake: a
+    preallocated list and an index store, the cheapest bookkeeping Python
+    offers (no call per wake), so that the harness adds as little as possible
+    to the cost of a timer pair.  The split into warm-up, lost and counted
+    wakes happens once, in :meth:`result`.
     """
 
     def __init__(self, params: MeasureParams) -> None:
         self._warmup = params.warmup
-        self._all: List[Optional[int]] = []
-        self.record: Callable[[Optional[int]], None] = self._all.append
+        self.slots: List[object] = [_UNSET] * params.total_wakes
+        self._next = 0
         self._components: Dict[str, List[int]] = {}
 
     @property
     def counting(self) -> bool:
-        """True once the warm-up wakes are behind us."""
-        return len(self._all) >= self._warmup
+        """True once the warm-up wakes are behind us (for :meth:`add` users)."""
+        return self._next >= self._warmup
 
     def add(self, latency_ns: Optional[int], **components: int) -> None:
-        counted = len(self._all) >= self._warmup
-        self._all.append(latency_ns)
-        if counted and latency_ns is not None:
+        index = self._next
+        self._next += 1
+        if index < len(self.slots):
+            self.slots[index] = latency_ns
+        else:
+            self.slots.append(latency_ns)
+        if index >= self._warmup and latency_ns is not None:
             for name, value in components.items():
                 self._components.setdefault(name, []).append(value)
 
     def result(self, **info: object) -> RawLatency:
-        # islice, not a slice: a million-wake arm must not hold a second copy of its list.
-        samples = tuple(x for x in itertools.islice(self._all, self._warmup, None) if x is not None)
-        counted = max(len(self._all) - self._warmup, 0)
+        # Generators, not slices or copies: a million-wake arm must not hold a second list.
+        taken = sum(1 for x in self.slots if x is not _UNSET)
+        recorded = (x for x in self.slots if x is not _UNSET)
+        samples = tuple(x for x in itertools.islice(recorded, self._warmup, None) if x is not None)
+        counted = max(taken - self._warmup, 0)
         return RawLatency(
-            samples_ns=samples,
+            samples_ns=samples,  # type: ignore[arg-type]
             lost=counted - len(samples),
-            warmup_discarded=min(len(self._all), self._warmup),
+            warmup_discarded=min(taken, self._warmup),
             components_ns={k: tuple(v) for k, v in self._components.items()},
             info=dict(info),
         )

@@ -71,6 +71,7 @@ from wakelab.arms.base import (
     RawRate,
     now_ns,
     plant_delay,
+    spin_until,
 )
 from wakelab.harness.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 from wakelab.harness.sigstate import preserved_signal_state
@@ -105,16 +106,19 @@ def measure_sigusr1_self(params: MeasureParams) -> RawLatency:
         signal.signal(signum, handler)
         # A blocked SIGUSR1 would stay pending forever: make sure it is not.
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
-        for _ in range(params.total_wakes):
+        slots = collector.slots
+        delay_ns = params.planted_delay_ns  # tested inline: a call here would sit inside every sample
+        for index in range(params.total_wakes):
             seen[0] = 0
             t0 = now_ns()
-            plant_delay(params, t0)
+            if delay_ns:
+                spin_until(t0 + delay_ns)
             kill(pid, signum)
             while not seen[0]:
                 if now_ns() - t0 > timeout_ns:
                     break
             t1 = seen[0]
-            collector.add(t1 - t0 if t1 else None)
+            slots[index] = t1 - t0 if t1 else None
     return collector.result()
 
 

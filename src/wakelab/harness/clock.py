@@ -42,9 +42,9 @@ def measure_timer_floor(pairs: int = 10000) -> Dict[str, object]:
 def measure_harness_overhead(samples: int = 10000, blocks: int = 5) -> Dict[str, object]:
     """Per-sample cost (ns) of the harness's bookkeeping against a bare timer pair.
 
-    A counted wake costs the harness one ``perf_counter_ns()`` pair plus
-    :attr:`LatencyCollector.record`; this times ``samples`` of each, in
-    ``blocks`` interleaved blocks, and reports the medians per sample.
+    A counted wake costs the harness one ``perf_counter_ns()`` pair plus a
+    store into :attr:`LatencyCollector.slots`; this times ``samples`` of
+    each, in ``blocks`` interleaved blocks, and reports the medians per sample.
     """
     from wakelab.arms.base import LatencyCollector, MeasureParams
 
@@ -59,11 +59,11 @@ def measure_harness_overhead(samples: int = 10000, blocks: int = 5) -> Dict[str,
             b = now()
         bare.append((now() - start) / samples)
         collector = LatencyCollector(MeasureParams(n=samples, warmup=0))
-        record = collector.record
+        slots = collector.slots
         start = now()
-        for _ in loop:
+        for i in loop:
             a = now()
-            record(now() - a)
+            slots[i] = now() - a
         harness.append((now() - start) / samples)
     bare.sort()
     harness.sort()
