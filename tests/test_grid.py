@@ -45,7 +45,8 @@ def test_grid_writes_a_bundle_per_cell_and_a_matrix(tmp_path) -> None:
     text = (tmp_path / "matrix.txt").read_text(encoding="utf-8")
     assert text == format_matrix(doc)
     assert "\nevent\n" in text and "\nsignal-install\n" in text
-    assert [r["cell"] for r in doc["arms"]["event"]] == [c["label"] for c in doc["cells"]]
+    assert [a["name"] for a in doc["arms"]] == ["event", "signal-install"]
+    assert [r["cell"] for r in doc["arms"][0]["rows"]] == [c["label"] for c in doc["cells"]]
 
 
 @pytest.mark.skipif(len(allowed_cpus()) < 2, reason="needs two CPUs")
@@ -58,3 +59,22 @@ def test_placement_grid_records_where_each_side_ran(tmp_path) -> None:
     split = load_summary(os.path.join(str(tmp_path), doc["cells"][1]["folder"]))["arms"][0]["info"]
     assert (same["notifier_cpu_seen"], same["waiter_cpu_seen"]) == (a, a)
     assert (split["notifier_cpu_seen"], split["waiter_cpu_seen"]) == (a, b)
+
+
+def test_show_renders_a_grid_folder_and_refuses_a_bad_matrix(tmp_path, capsys) -> None:
+    from wakelab.cli import main
+
+    base = RunPlan(lab=LAB_135, arm_names=["event"], params=SMALL, folder=str(tmp_path), execution=Execution(workers=1))
+    doc = grid.run_grid(base, grid.expand([None], [None], [("any", None, None)], [100, 200], [0]))
+    assert main(["show", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == format_matrix(doc) and err == ""
+    for bad in ('{"schema": "wakelab.matrix", "schema_version": 1}', "[1]", '{"schema": "wakelab.matrix", "schema_version": 1, "cells": "x"}'):
+        (tmp_path / "matrix.json").write_text(bad, encoding="utf-8")
+        assert main(["show", str(tmp_path)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.splitlines()) == 1 and err.startswith("wakelab: error: ")
+    doc["cells"][0]["folder"] = "../../etc"
+    (tmp_path / "matrix.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["show", str(tmp_path)]) == 2
+    assert "not a valid wakelab matrix: at cells/0/folder" in capsys.readouterr().err

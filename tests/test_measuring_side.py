@@ -58,4 +58,4 @@ def test_one_grid_measures_on_the_oldest_and_newest_interpreter(tmp_path) -> Non
     assert doc["complete"] is True
     versions = [c["interpreter"]["version"] for c in doc["cells"]]
     assert versions == ["%d.%d.%d" % oldest.version, "%d.%d.%d" % newest.version]
-    assert all(r["status"] == "ok" for rows in doc["arms"].values() for r in rows)
+    assert all(r["status"] == "ok" for arm in doc["arms"] for r in arm["rows"])

@@ -323,7 +323,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             else:
                 doc = grid.run_grid(base, cells, progress)
                 text = dumps(doc) if args.json else format_matrix(doc)
-                failed = any(r["status"] == FAILED for rows in doc["arms"].values() for r in rows)
+                failed = any(r["status"] == FAILED for arm in doc["arms"] for r in arm["rows"])
                 complete = doc["complete"]
                 runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"])) for c in doc["cells"]]
     except RunInterrupted as exc:

@@ -175,3 +175,44 @@ def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
     ):
         raise EvidenceError("%s: components_ns must map names to lists of integers" % path)
     return doc
+
+
+MATRIX_JSON = "matrix.json"
+_MATRIX_SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "matrix.schema.json")
+
+
+def is_grid_folder(path: str) -> bool:
+    """True for the folder of a grid run (matrix.json and no summary.json of its own)."""
+    return (
+        os.path.isdir(path)
+        and os.path.isfile(os.path.join(path, MATRIX_JSON))
+        and not os.path.exists(os.path.join(path, SUMMARY_JSON))
+    )
+
+
+def load_matrix(folder: str) -> Dict[str, Any]:
+    """Read and validate the matrix.json of the grid in ``folder``."""
+    import jsonschema
+
+    target = os.path.join(folder, MATRIX_JSON)
+    try:
+        with open(target, "rb") as fh:
+            raw = fh.read(MAX_SUMMARY_BYTES + 1)
+    except OSError as exc:
+        raise EvidenceError("cannot read %s: %s" % (target, exc.strerror or exc)) from None
+    if len(raw) > MAX_SUMMARY_BYTES:
+        raise EvidenceError("%s is too large to be a wakelab matrix" % target)
+    try:
+        doc = parse_json(raw.decode("utf-8"), target)
+    except UnicodeDecodeError:
+        raise EvidenceError("%s is not UTF-8 text" % target) from None
+    if not isinstance(doc, dict) or doc.get("schema") != "wakelab.matrix":
+        raise EvidenceError("%s is not a wakelab matrix (no \"schema\": \"wakelab.matrix\")" % target)
+    _check_values(doc, target)
+    with open(_MATRIX_SCHEMA_FILE, encoding="utf-8") as fh:
+        validator = jsonschema.Draft202012Validator(json.load(fh))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        location = one_line("/".join(str(p) for p in error.absolute_path)) or "top level"
+        raise EvidenceError("%s is not a valid wakelab matrix: at %s: %s" % (target, location, one_line(error.message[:200])))
+    return doc

@@ -114,7 +114,7 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
                 "interpreter": summary.get("interpreter") if summary else None,
             }
         )
-    arms: Dict[str, List[Dict[str, Any]]] = {}
+    arms: List[Dict[str, Any]] = []
     for name in base.arm_names:
         rows = []
         for cell in cells:
@@ -132,7 +132,7 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
                     "kind": entry.get("kind") if entry else None,
                 }
             )
-        arms[name] = rows
+        arms.append({"name": name, "rows": rows})
     return {
         "schema": MATRIX_SCHEMA,
         "schema_version": MATRIX_VERSION,

@@ -43,8 +43,9 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
             ]
         )
     out += format_table(["cell", "interpreter", "build", "placement", "settle µs", "cpu threads", "complete"], rows, align_left=4)
-    arms: Mapping[str, Sequence[Mapping[str, Any]]] = doc.get("arms") or {}
-    for name, arm_rows in arms.items():
+    arms: Sequence[Mapping[str, Any]] = doc.get("arms") or []
+    for arm in arms:
+        name, arm_rows = arm.get("name"), arm.get("rows") or []
         out += ["", "%s" % name]
         kind = next((r.get("kind") for r in arm_rows if r.get("kind")), "latency")
         if kind == "rate":
