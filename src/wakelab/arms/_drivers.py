@@ -62,6 +62,8 @@ def measure_thread_wake(
         t1 = now_ns()
         return t1 if ok else None
 
+    # Two variants, chosen once: without a planted delay nothing but notify() may stand
+    # between t0 and the notify call, not even a call that would do nothing.
     if params.planted_delay_us:
 
         def notify_step() -> int:
