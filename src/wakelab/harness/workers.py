@@ -166,11 +166,32 @@ class WorkerPool:
 
     def _died(self, proc: "subprocess.Popen[bytes]", received: bytes) -> WorkerError:
         returncode = proc.wait()
-        detail = self._stderr_tail() or _last_line(received) or "no output"
+        received += self._drain_stdout(proc)
+        if received.strip():
+            self.kill()
+            return WorkerError("worker replied with something that is not a reply (%s)" % _last_line(received))
+        detail = self._stderr_tail() or "no output"
         self.kill()
         if returncode < 0:
             return WorkerError("worker killed by signal %d (%s)" % (-returncode, detail))
         return WorkerError("worker exited with status %d without a valid reply (%s)" % (returncode, detail))
+
+    @staticmethod
+    def _drain_stdout(proc: "subprocess.Popen[bytes]", wait_s: float = 1.0) -> bytes:
+        """What an exited template left on its stdout (bounded: its children may hold the pipe)."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        data = bytearray()
+        deadline = time.monotonic() + wait_s
+        while len(data) < 65536:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+        return bytes(data)
 
     def call(self, request: Dict[str, Any], deadline_s: float) -> Dict[str, Any]:
         """Send ``request`` to a fresh worker and return its reply document."""
@@ -214,7 +235,10 @@ class WorkerPool:
             _kill_group(proc)
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
-                    stream.close()
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass  # a request still buffered for a template that is gone: the pipe is broken
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
