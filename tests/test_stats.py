@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from wakelab.stats import min_n_for, percentile, ratio, summarize_latency, summarize_rate
+from wakelab.stats import min_n_for, percentile, summarize_latency, summarize_rate
 
 
 def test_percentile_type7_interpolates_between_ranks() -> None:
@@ -83,9 +83,3 @@ def test_summarize_rate_rejects_empty() -> None:
         summarize_rate(10, [], [1])
     with pytest.raises(ValueError):
         summarize_rate(0, [1], [1])
-
-
-def test_ratio() -> None:
-    assert ratio(10, 4) == 2.5
-    assert ratio(None, 4) is None
-    assert ratio(1, 0) is None

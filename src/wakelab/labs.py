@@ -9,7 +9,7 @@ like is derived from the arms' declared waiter states, never asserted.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from wakelab.arms import all_arms
 from wakelab.arms.base import MeasureParams
@@ -173,7 +173,3 @@ def lab_arm_names(lab: Lab) -> List[str]:
     if lab.arms == ("*",):
         return [arm.name for arm in all_arms()]
     return list(lab.arms)
-
-
-def lab_index() -> Dict[str, Lab]:
-    return {lab.id: lab for lab in _LABS}

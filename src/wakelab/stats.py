@@ -149,10 +149,3 @@ def summarize_rate(
         ns_per_op=ns_per_op,
         net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0),
     )
-
-
-def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[float]:
-    """``numerator / denominator``, or None when either is missing or the denominator is 0."""
-    if numerator is None or denominator is None or denominator == 0:
-        return None
-    return numerator / denominator

@@ -9,7 +9,7 @@ any bundle.  Stdlib only (the runner renders it while measuring).
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 from wakelab.report.caveats import arms_by_name, like_for_like, p50_ns
 from wakelab.report.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
@@ -401,14 +401,3 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         out.extend(body)
         out.append("")
     return "\n".join(out)
-
-
-def headline(summary: Mapping[str, Any]) -> Dict[str, Any]:
-    """The figures a one-line progress or CLI message quotes, per arm."""
-    figures: Dict[str, Any] = {}
-    for a in summary.get("arms", []):
-        if a.get("latency"):
-            figures[a["name"]] = _latency(a).get("p50_ns")
-        elif a.get("rate"):
-            figures[a["name"]] = a["rate"].get("ops_per_s")
-    return figures
