@@ -111,16 +111,26 @@ def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: S
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-    try:
-        reply = json.loads(out.decode("utf-8"))
-        if not isinstance(reply, dict) or "ok" not in reply:
-            raise ValueError("not a reply object")
-    except ValueError:
-        detail = _last_line(err) or _last_line(out) or "no output"
-        if proc.returncode < 0:
-            raise WorkerError("worker killed by signal %d (%s)" % (-proc.returncode, detail)) from None
-        raise WorkerError("worker exited with status %d without a valid reply (%s)" % (proc.returncode, detail)) from None
+    reply = _parse_reply(out)
+    if reply is None:
+        raise _ended(proc.returncode, _last_line(err) or _last_line(out) or "no output")
     return reply
+
+
+def _parse_reply(data: bytes) -> Optional[Dict[str, Any]]:
+    """The reply document in ``data``, or None when it is not one."""
+    try:
+        reply = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) and "ok" in reply else None
+
+
+def _ended(returncode: int, detail: str) -> WorkerError:
+    """How a worker process that gave no valid reply ended."""
+    if returncode < 0:
+        return WorkerError("worker killed by signal %d (%s)" % (-returncode, detail))
+    return WorkerError("worker exited with status %d without a valid reply (%s)" % (returncode, detail))
 
 
 class WorkerPool:
@@ -172,9 +182,7 @@ class WorkerPool:
             return WorkerError("worker replied with something that is not a reply (%s)" % _last_line(received))
         detail = self._stderr_tail() or "no output"
         self.kill()
-        if returncode < 0:
-            return WorkerError("worker killed by signal %d (%s)" % (-returncode, detail))
-        return WorkerError("worker exited with status %d without a valid reply (%s)" % (returncode, detail))
+        return _ended(returncode, detail)
 
     @staticmethod
     def _drain_stdout(proc: "subprocess.Popen[bytes]", wait_s: float = 1.0) -> bytes:
@@ -219,13 +227,10 @@ class WorkerPool:
             if self._proc is proc:
                 self.kill()  # Ctrl-C or any failure: take the template, workers and children down
             raise
-        try:
-            reply = json.loads(received.decode("utf-8"))
-            if not isinstance(reply, dict) or "ok" not in reply:
-                raise ValueError("not a reply object")
-        except ValueError:
+        reply = _parse_reply(bytes(received))
+        if reply is None:
             self.kill()
-            raise WorkerError("worker replied with something that is not a reply (%s)" % _last_line(bytes(received))) from None
+            raise WorkerError("worker replied with something that is not a reply (%s)" % _last_line(bytes(received)))
         return reply
 
     def kill(self) -> None:
