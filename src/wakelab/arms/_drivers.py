@@ -151,10 +151,10 @@ def _drive_closed(
                 go.wait()
                 go.clear()
                 if box["stop"]:
+                    box["cpu"] = current_cpu()  # where the wakes ran: read once, at the end
                     return
                 ready.set()
                 box["t1"] = wait(params.timeout_s)
-                box["cpu"] = current_cpu()
                 done.set()
         except BaseException as exc:  # surfaced by the notifier below
             box["error"] = exc
