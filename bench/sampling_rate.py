@@ -16,9 +16,9 @@ import time
 import _common  # noqa: F401
 from _common import verdict
 
-from wakelab.arms import get_arm
-from wakelab.arms.base import MeasureParams
-from wakelab.stats import summarize_latency
+from wakelab.core.registry import get_arm
+from wakelab.core.model import MeasureParams
+from wakelab.analysis.stats import summarize_latency
 
 BLOCKED_ARMS = ("event", "queue", "pipe", "condition", "sigwait-thread-to-main")
 SPINNING_ARMS = ("sigusr1-self", "event-spin", "queue-spin")

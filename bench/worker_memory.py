@@ -20,7 +20,7 @@ import time
 import _common  # noqa: F401
 from _common import verdict
 
-from wakelab.arms.base import MeasureParams
+from wakelab.core.model import MeasureParams
 from wakelab.harness.workers import worker_env
 
 TARGET_MB = 64

@@ -11,11 +11,11 @@ from typing import Dict, Iterator
 
 import pytest
 
-from wakelab.arms.base import MeasureParams, RawLatency, RawRate
+from wakelab.core.model import MeasureParams, RawLatency, RawRate
 from wakelab.harness import runner
 from wakelab.labs import LAB_135
-from wakelab.report.caveats import derive_caveats
-from wakelab.report.quality import derive_warnings
+from wakelab.analysis.caveats import derive_caveats
+from wakelab.analysis.quality import derive_warnings
 
 # The native-floor arms compile into $XDG_CACHE_HOME: keep the suite's builds out of the
 # user's cache (subprocesses started by tests inherit this too).
@@ -125,7 +125,7 @@ def open_fds() -> set:
 
 def process_state() -> Dict[str, object]:
     """What an arm must leave as it found it."""
-    from wakelab.harness.sigstate import snapshot
+    from wakelab.core.sigstate import snapshot
 
     # SIGALRM belongs to pytest-timeout while a test runs.
     watched = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGCHLD]

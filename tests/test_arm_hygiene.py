@@ -12,8 +12,8 @@ import time
 import pytest
 
 from conftest import children, open_fds, process_state
-from wakelab.arms import all_arms
-from wakelab.arms.base import RawLatency
+from wakelab.core.registry import all_arms
+from wakelab.core.model import RawLatency
 
 
 def _settled_children(before: set) -> set:

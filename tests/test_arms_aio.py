@@ -10,9 +10,9 @@ from typing import FrozenSet, List, Optional
 
 import pytest
 
-from wakelab.arms import aio
-from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, MeasureParams
-from wakelab.harness import sigstate
+from wakelab.core.families import aio
+from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, MeasureParams
+from wakelab.core import sigstate
 
 PARAMS = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
 ARMS_BY_NAME = {arm.name: arm for arm in aio.ARMS}

@@ -8,8 +8,8 @@ from typing import FrozenSet
 
 import pytest
 
-from wakelab.arms import fds
-from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, MeasureParams
+from wakelab.core.families import fds
+from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, MeasureParams
 
 PARAMS = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
 ARMS_BY_NAME = {arm.name: arm for arm in fds.ARMS}

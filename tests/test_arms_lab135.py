@@ -7,9 +7,9 @@ import signal
 
 import pytest
 
-from wakelab.arms import get_arm
-from wakelab.arms._drivers import measure_thread_wake
-from wakelab.arms.base import RawLatency, RawRate
+from wakelab.core.registry import get_arm
+from wakelab.core.drivers.thread import measure_thread_wake
+from wakelab.core.model import RawLatency, RawRate
 
 GENEROUS_BOUND_NS = 1_000_000_000  # 1 s: a sanity bound, not a speed target
 
@@ -56,7 +56,7 @@ def test_handler_restored_after_signal_arms(tiny_params) -> None:
 
 
 def test_signal_arm_restores_mask_and_handler_when_it_raises(tiny_params, monkeypatch, clean_state) -> None:
-    import wakelab.arms.signals as signals_module
+    import wakelab.core.families.signals as signals_module
 
     calls = {"n": 0}
     real_kill = signals_module.os.kill

@@ -1,4 +1,4 @@
-"""Tests for the native floor (wakelab.native) and its arms (wakelab.arms.native).
+"""Tests for the native floor (wakelab.core.drivers.floor) and its arms (wakelab.core.families.native).
 
 Real-timing tests check sanity only.  Every test builds into a temporary
 cache folder (XDG_CACHE_HOME), shared by the session so the C source is
@@ -17,10 +17,10 @@ from typing import List
 
 import pytest
 
-from wakelab import native as floor
-from wakelab.arms import all_arms, get_arm
-from wakelab.arms import native as native_arms
-from wakelab.arms.base import BLOCKED, LATENCY, RATE, SELF, MeasureParams, RawLatency, RawRate
+from wakelab.core.drivers import floor
+from wakelab.core.registry import all_arms, get_arm
+from wakelab.core.families import native as native_arms
+from wakelab.core.model import BLOCKED, LATENCY, RATE, SELF, MeasureParams, RawLatency, RawRate
 
 LATENCY_ARMS = [
     "native-condvar",
@@ -78,7 +78,7 @@ def test_importing_does_not_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     cache = tmp_path / "fresh"
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=SRC)
     subprocess.run(
-        [sys.executable, "-c", "import wakelab.arms.native, wakelab.arms; wakelab.arms.all_arms()"],
+        [sys.executable, "-c", "import wakelab.core.families.native, wakelab.core.registry; wakelab.core.registry.all_arms()"],
         env=env,
         check=True,
         timeout=60,
@@ -164,7 +164,7 @@ def test_build_is_cached_and_leaves_no_temporary_files(
 
 def test_concurrent_builds_agree(tmp_path: Path, have_floor: floor.FloorBinary) -> None:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=SRC)
-    code = "from wakelab import native; print(native.floor_binary().path)"
+    code = "from wakelab.core.drivers import floor as native; print(native.floor_binary().path)"
     procs = [
         subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE)
         for _ in range(3)

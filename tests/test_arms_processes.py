@@ -1,4 +1,4 @@
-"""Tests for the cross-process arms (wakelab.arms.processes).
+"""Tests for the cross-process arms (wakelab.core.families.processes).
 
 Real-timing tests check behaviour, never speed: wakes arrive (lost == 0),
 samples are positive and below a generous bound, a planted delay shows up,
@@ -17,8 +17,8 @@ from typing import Dict, List, Set
 
 import pytest
 
-from wakelab.arms import processes
-from wakelab.arms.base import BLOCKED, CROSS_PROCESS, LATENCY, MeasureParams
+from wakelab.core.families import processes
+from wakelab.core.model import BLOCKED, CROSS_PROCESS, LATENCY, MeasureParams
 
 ARMS = {arm.name: arm for arm in processes.ARMS}
 ARM_NAMES = sorted(ARMS)

@@ -1,4 +1,4 @@
-"""Tests for wakelab.arms.signals: real runs with small n, state restored, planted delay, failures."""
+"""Tests for wakelab.core.families.signals: real runs with small n, state restored, planted delay, failures."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from wakelab.arms import signals
-from wakelab.arms._drivers import HarnessError
-from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency
-from wakelab.harness.sigstate import SignalState, snapshot
+from wakelab.core.families import signals
+from wakelab.core.drivers.thread import HarnessError
+from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency
+from wakelab.core.sigstate import SignalState, snapshot
 
 ARMS: Dict[str, Arm] = {arm.name: arm for arm in signals.ARMS}
 NEW_ARMS = ["sigwait-thread-to-main", "pause-handler", "wakeup-fd-select", "pthread-kill-sigwait"]

@@ -1,4 +1,4 @@
-"""Tests for the thread-coordination arms (wakelab.arms.threads) and their driver.
+"""Tests for the thread-coordination arms (wakelab.core.families.threads) and their driver.
 
 Real-timing tests check behaviour, never speed: sample counts, positivity, a
 generous upper bound, lost-wake accounting, the planted delay, and that no
@@ -13,9 +13,9 @@ from typing import Callable, Iterator, List
 
 import pytest
 
-from wakelab.arms import threads
-from wakelab.arms._drivers import HarnessError, measure_thread_wake, measure_thread_wake_stamped
-from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, SPINNING, Arm, MeasureParams
+from wakelab.core.families import threads
+from wakelab.core.drivers.thread import HarnessError, measure_thread_wake, measure_thread_wake_stamped
+from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, SPINNING, Arm, MeasureParams
 
 FAST = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
 SHORT_TIMEOUT = MeasureParams(n=3, warmup=0, settle_us=200, timeout_s=0.05)

@@ -134,7 +134,7 @@ def test_named_folder_is_replaced_on_request(tmp_path) -> None:
 
 
 def test_list_shows_every_arm_with_t0_t1(capsys) -> None:
-    from wakelab.arms import all_arms
+    from wakelab.core.registry import all_arms
 
     assert main(["list"]) == 0
     out, err = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""``wakelab compare`` and :mod:`wakelab.compare`: exact statistics, comparability, CLI output."""
+"""``wakelab compare`` and :mod:`wakelab.analysis.compare`: exact statistics, comparability, CLI output."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from conftest import GOLDEN
-from wakelab import compare as cmp
-from wakelab.arms.base import RawLatency, RawRate, raw_from_dict, raw_to_dict
+from wakelab.analysis import compare as cmp
+from wakelab.core.model import RawLatency, RawRate, raw_from_dict, raw_to_dict
 from wakelab.cli import main
 from wakelab.evidence import bundle
 from wakelab.harness import runner
@@ -91,7 +91,7 @@ def lab135_bundle(tmp_path, lab135_summary) -> str:
 @pytest.fixture(scope="module")
 def real_bundle(tmp_path_factory) -> str:
     """A real run: tiny parameters, but enough rounds for the rate arm to be tested."""
-    from wakelab.arms.base import MeasureParams
+    from wakelab.core.model import MeasureParams
 
     folder = str(tmp_path_factory.mktemp("real"))
     params = MeasureParams(n=30, warmup=2, settle_us=200, timeout_s=1.0, install_n=500, rounds=4)
@@ -191,7 +191,7 @@ def test_asking_for_p99_leaves_the_p50_interval_unchanged() -> None:
 
 
 def test_point_percentile_is_type_7_as_in_the_summary() -> None:
-    from wakelab.stats import percentile
+    from wakelab.analysis.stats import percentile
 
     values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
     ci = cmp.bootstrap_ratio_ci([1.0] * 8, values, q=90.0)
@@ -275,7 +275,7 @@ def test_smallest_p_value_and_testability() -> None:
 
 
 def test_importing_compare_loads_no_numerics() -> None:
-    code = ("import argparse, sys, wakelab.compare, wakelab.commands.compare as c; "
+    code = ("import argparse, sys, wakelab.analysis.compare, wakelab.commands.compare as c; "
             "c.register(argparse.ArgumentParser().add_subparsers()); "
             "assert 'numpy' not in sys.modules and 'scipy' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=SRC))
@@ -374,7 +374,7 @@ def test_json_is_deterministic(tmp_path, lab135_bundle, capsys) -> None:
     first = run_compare(capsys, "--json", lab135_bundle, slow)
     assert run_compare(capsys, "--json", lab135_bundle, slow) == first
     doc = json.loads(first[1])
-    assert doc["schema"] == "wakelab.compare" and doc["schema_version"] == 1
+    assert doc["schema"] == "wakelab.analysis.compare" and doc["schema_version"] == 1
     assert doc["settings"]["seed"] == cmp.DEFAULT_SEED and doc["settings"]["resamples"] == 2000
     # Another seed moves the interval, not the point estimate.
     other_seed = json.loads(run_compare(capsys, "--json", "--seed", "1", lab135_bundle, slow)[1])

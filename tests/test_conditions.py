@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from conftest import children
-from wakelab.arms.base import MeasureParams
+from wakelab.core.model import MeasureParams
 from wakelab.harness import conditions as cond
 
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import GOLDEN
-from wakelab.arms.base import MeasureParams
+from wakelab.core.model import MeasureParams
 from wakelab.cli import main
 from wakelab.errors import EvidenceError, UsageError
 from wakelab.evidence import bundle

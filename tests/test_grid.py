@@ -7,13 +7,14 @@ import os
 
 import pytest
 
-from wakelab.arms.base import MeasureParams
+from wakelab.core.model import MeasureParams
 from wakelab.evidence.load import load_summary
 from wakelab.harness import grid
-from wakelab.harness.placement import allowed_cpus
+from wakelab.core.placement import allowed_cpus
 from wakelab.harness.runner import Execution, RunPlan
 from wakelab.labs import LAB_135
 from wakelab.report.matrix_text import format_matrix
+from wakelab.report.text import format_summary
 
 SMALL = MeasureParams(n=10, warmup=1, settle_us=200, install_n=300, rounds=2)
 
@@ -30,10 +31,10 @@ def test_expand_labels_only_what_varies() -> None:
 
 def test_grid_writes_a_bundle_per_cell_and_a_matrix(tmp_path) -> None:
     base = RunPlan(lab=LAB_135, arm_names=["event", "signal-install"], params=SMALL, folder=str(tmp_path),
-                   execution=Execution(workers=1))
+                   execution=Execution(workers=1), render_text=format_summary)
     cells = grid.expand([None], [None], [("any", None, None)], [100, 2000], [0, 1])
     events = []
-    doc = grid.run_grid(base, cells, lambda e, info: events.append(e))
+    doc = grid.run_grid(base, cells, lambda e, info: events.append(e), render_matrix=format_matrix)
     assert events.count("cell-start") == 4
     assert doc["complete"] is True
     assert [c["label"] for c in doc["cells"]] == ["settle100us_threads0", "settle100us_threads1", "settle2000us_threads0", "settle2000us_threads1"]

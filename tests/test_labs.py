@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wakelab.arms import arm_names, get_arm
+from wakelab.core.registry import arm_names, get_arm
 from wakelab.errors import UsageError
 from wakelab.labs import LAB_135, all_labs, get_lab, lab_arm_names
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from wakelab.arms.base import MeasureParams
+from wakelab.core.model import MeasureParams
 from wakelab.harness import grid
 from wakelab.harness.interpreters import discover
 from wakelab.harness.runner import Execution, RunPlan
@@ -21,9 +21,9 @@ PROBE = """
 import sys
 sys.path.insert(0, %r)
 import wakelab.harness.worker, wakelab.harness.runner, wakelab.report.text
-from wakelab.arms import all_arms
-from wakelab.arms.base import MeasureParams
-from wakelab.arms import get_arm
+from wakelab.core.registry import all_arms
+from wakelab.core.model import MeasureParams
+from wakelab.core.registry import get_arm
 all_arms()
 get_arm("event").measure(MeasureParams(n=3, warmup=0, settle_us=100))
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in %r)

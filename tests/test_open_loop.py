@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from wakelab.arms import get_arm
-from wakelab.arms._drivers import measure_thread_wake
-from wakelab.arms.base import MeasureParams
+from wakelab.core.registry import get_arm
+from wakelab.core.drivers.thread import measure_thread_wake
+from wakelab.core.model import MeasureParams
 
 OPEN = MeasureParams(n=20, warmup=2, settle_us=200, mode="open", interval_us=2000)
 

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from wakelab.arms import get_arm
-from wakelab.arms.base import MeasureParams
-from wakelab.harness import placement
+from wakelab.core.registry import get_arm
+from wakelab.core.model import MeasureParams
+from wakelab.core import placement
 from wakelab.harness.conditions import Conditions, worker_conditions
 
 ALLOWED = placement.allowed_cpus()

@@ -15,9 +15,9 @@ from typing import Callable, Iterator, List, Optional
 
 import pytest
 
-from wakelab.arms import aio, native, processes
-from wakelab.arms._drivers import HarnessError
-from wakelab.arms.base import SELF, Arm, MeasureParams, Raw, RawLatency
+from wakelab.core.families import aio, native, processes
+from wakelab.core.drivers.thread import HarnessError
+from wakelab.core.model import SELF, Arm, MeasureParams, Raw, RawLatency
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from wakelab.report.quality import derive_warnings, find_modes, quality_flags, switch_interval_tail
+from wakelab.analysis.quality import derive_warnings, find_modes, quality_flags, switch_interval_tail
 
 
 def test_one_population_has_no_modes() -> None:

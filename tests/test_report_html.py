@@ -26,7 +26,7 @@ pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (pip 
 
 from browser.chromium import Chromium, find_chromium  # noqa: E402
 from conftest import build_lab135_summary  # noqa: E402
-from wakelab.arms.base import MeasureParams  # noqa: E402
+from wakelab.core.model import MeasureParams  # noqa: E402
 from wakelab.cli import main  # noqa: E402
 from wakelab.evidence import bundle  # noqa: E402
 from wakelab.evidence.load import load_summary  # noqa: E402
@@ -34,7 +34,7 @@ from wakelab.harness.runner import RunPlan, run_plan  # noqa: E402
 from wakelab.labs import LAB_135  # noqa: E402
 from wakelab.report import html as report_html  # noqa: E402
 from wakelab.report import plots  # noqa: E402
-from wakelab.stats import summarize_latency  # noqa: E402
+from wakelab.analysis.stats import summarize_latency  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(TESTS), "src")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 from conftest import GOLDEN
-from wakelab.report.caveats import derive_caveats
-from wakelab.report.quality import derive_warnings
-from wakelab.report.formatting import format_ns, format_rate, format_ratio, format_us
+from wakelab.analysis.caveats import derive_caveats
+from wakelab.analysis.quality import derive_warnings
+from wakelab.formatting import format_ns, format_rate, format_ratio, format_us
 from wakelab.report.text import format_summary
 
 

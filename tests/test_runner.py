@@ -7,18 +7,19 @@ import json
 
 import pytest
 
-import wakelab.arms as registry
-from wakelab.arms.base import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
+import wakelab.core.registry as registry
+from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
 from wakelab.evidence.load import load_summary
+from wakelab.report.text import format_summary
 from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan
 from wakelab.labs import LAB_135
-from wakelab.stats import percentile
+from wakelab.analysis.stats import percentile
 
 
 def _plan(tmp_path, params, arms=("event", "sigusr1-self", "signal-install"), in_process=True) -> RunPlan:
     # In-process by default: the fake arms these tests plant exist only in this process.
     return RunPlan(lab=LAB_135, arm_names=list(arms), params=params, folder=str(tmp_path), command=["test"],
-                   execution=Execution(in_process=in_process))
+                   execution=Execution(in_process=in_process), render_text=format_summary)
 
 
 def _fake(name: str, measure, requires=lambda: None) -> Arm:
@@ -99,7 +100,7 @@ def test_ctrl_c_leaves_valid_incomplete_evidence(tmp_path, tiny_params, monkeypa
 
 
 def test_ctrl_c_inside_a_real_signal_arm_restores_state(tmp_path, tiny_params, monkeypatch, clean_state) -> None:
-    import wakelab.arms.signals as signals_module
+    import wakelab.core.families.signals as signals_module
 
     real_kill = signals_module.os.kill
     calls = {"n": 0}

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from wakelab.stats import min_n_for, percentile, summarize_latency, summarize_rate
+from wakelab.analysis.stats import min_n_for, percentile, summarize_latency, summarize_rate
 
 
 def test_percentile_type7_interpolates_between_ranks() -> None:

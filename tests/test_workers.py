@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import children
-from wakelab.arms.base import MeasureParams, RawLatency, RawRate, raw_from_dict, raw_to_dict
+from wakelab.core.model import MeasureParams, RawLatency, RawRate, raw_from_dict, raw_to_dict
 from wakelab.harness import workers
 from wakelab.harness.conditions import Conditions
 from wakelab.harness.runner import Execution, RunPlan, run_plan

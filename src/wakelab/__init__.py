@@ -1,15 +1,22 @@
 """wakelab: how long does it take to wake a waiter in Python?
 
-Layering (data flows one way)::
+Layering (data flows one way, and imports point the same way; ``tests/test_layers.py``
+enforces it)::
 
-    labs (presets) -> harness.runner -> arms (one experiment each) -> raw samples
-        -> stats -> evidence (summary.json, samples) -> report (summary.txt ...)
+    core      measuring core: arms, drivers, placement, signal guards, the C floor
+    evidence  the bundle's schema, writers, loaders; the history database
+    analysis  statistics, comparisons, quality warnings, caveats (pure functions)
+    labs      presets: which arms, which parameters, the lab's words
+    harness   calibration, worker processes, conditions, grids, the runner
+    report / export   renderers: lay out what analysis computed
+    commands / cli / progress   the only code that prints or picks exit codes
 
-``arms``, ``harness``, ``stats``, ``evidence.bundle`` and ``report.text`` are
-the measuring side: standard library only, Python 3.9+, so that any CPython on
-the machine can run them from a plain ``PYTHONPATH``.  Everything that needs a
-third-party library (the validating loader) imports it lazily.  ``cli`` is a
-thin layer on top and the only module that prints or picks exit codes.
+``core`` imports nothing from the rest of wakelab and only the standard library, on
+Python 3.9+, so that any interpreter on the machine can measure from a plain
+``PYTHONPATH``.  What the runner needs from ``evidence`` and ``analysis`` is standard
+library only too; third-party libraries (jsonschema, numpy, scipy, matplotlib, pyperf,
+rich) are imported lazily by the commands that need them.  ``errors`` and
+``formatting`` are leaves that any layer above the core may use.
 """
 
 __version__ = "0.1.0"

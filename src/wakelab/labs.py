@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Optional, Tuple
 
-from wakelab.arms import all_arms
-from wakelab.arms.base import MeasureParams
+from wakelab.core.registry import all_arms
+from wakelab.core.model import MeasureParams
 from wakelab.errors import UsageError
 
 

@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO
 
-from wakelab.report.formatting import format_ns, format_rate
+from wakelab.formatting import format_ns, format_rate
 
 Clock = Callable[[], float]
 

@@ -1,6 +1,6 @@
 """``wakelab compare``: is a run faster or slower than a baseline, arm by arm?
 
-The statistics and the comparability rules live in :mod:`wakelab.compare`;
+The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`;
 this module parses the options, renders the text table or the JSON document,
 and picks the exit status (0 compared, 1 a regression beyond
 ``--fail-on-regression``, 2 bad input or runs that are not comparable).
@@ -20,7 +20,7 @@ from wakelab.commands._options import whole_number
 from wakelab.errors import UsageError
 
 EXIT_REGRESSION = 1
-COMPARE_SCHEMA = "wakelab.compare"
+COMPARE_SCHEMA = "wakelab.analysis.compare"
 COMPARE_SCHEMA_VERSION = 1
 MAX_RUNS = len(string.ascii_uppercase)
 RESAMPLES_LIMITS = (100, 100_000)
@@ -72,7 +72,7 @@ def _percent(text: str) -> float:
 
 
 def register(sub: Any) -> None:
-    from wakelab.compare import DEFAULT_ALPHA, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     compare = sub.add_parser(
         "compare",
@@ -102,7 +102,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from wakelab.compare import Settings, compare_runs, find_regressions, load_run
+    from wakelab.analysis.compare import Settings, compare_runs, find_regressions, load_run
 
     paths = [args.baseline, *args.runs]
     if len(paths) > MAX_RUNS:
@@ -125,7 +125,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, args: argparse.Namespace,
                 regressions: Sequence[Any], unchecked: Sequence[str], status: int) -> Dict[str, object]:
-    """The ``--json`` document (schema ``wakelab.compare``, version 1).
+    """The ``--json`` document (schema ``wakelab.analysis.compare``, version 1).
 
     ``runs``: label, path and description of each run (A is the baseline);
     ``settings``: alpha, CI level, resamples, seed; ``comparisons``: one per
@@ -182,8 +182,8 @@ def _ratio_with_ci(ci: Any) -> str:
 
 
 def _latency_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
-    from wakelab.compare import LATENCY, format_p
-    from wakelab.report.formatting import format_us
+    from wakelab.analysis.compare import LATENCY, format_p
+    from wakelab.formatting import format_us
 
     a, b = comparison.baseline.label, comparison.other.label
     level = "%g%%" % round(100 * _confidence(comparison), 6)
@@ -207,8 +207,8 @@ def _latency_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
 
 
 def _rate_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
-    from wakelab.compare import RATE, format_p
-    from wakelab.report.formatting import format_rate
+    from wakelab.analysis.compare import RATE, format_p
+    from wakelab.formatting import format_rate
 
     a, b = comparison.baseline.label, comparison.other.label
     level = "%g%%" % round(100 * _confidence(comparison), 6)

@@ -141,7 +141,7 @@ def _condition_labels(points: Sequence[Any]) -> Dict[str, str]:
 def format_trend(arm: str, points: Sequence[Any], db_path: str) -> str:
     """One arm across runs, oldest first (``points`` are :class:`wakelab.history.ArmPoint`)."""
     from wakelab.history import interpreter_label
-    from wakelab.report.formatting import format_rate, format_us
+    from wakelab.formatting import format_rate, format_us
     from wakelab.report.text import wrap
 
     last = points[-1]

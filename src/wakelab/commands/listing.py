@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
 
 def listing() -> Dict[str, Any]:
     """Arms and labs as plain data (what ``wakelab list --json`` prints)."""
-    from wakelab.arms import all_arms
+    from wakelab.core.registry import all_arms
     from wakelab.labs import all_labs, lab_arm_names
 
     arms = []

@@ -13,7 +13,7 @@ from wakelab.commands.history import add_history_option
 from wakelab.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
-    from wakelab.arms.base import MeasureParams
+    from wakelab.core.model import MeasureParams
     from wakelab.harness.runner import Execution
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
@@ -56,7 +56,7 @@ def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], L
 
 
 def _placement(text: str) -> str:
-    from wakelab.harness.placement import PLACEMENTS
+    from wakelab.core.placement import PLACEMENTS
 
     if text not in PLACEMENTS:
         raise argparse.ArgumentTypeError("expected %s, got %r" % (", ".join(PLACEMENTS), text))
@@ -142,7 +142,7 @@ def register(sub: Any) -> None:
 
 
 def _resolve_arms(args: argparse.Namespace, lab_arms: List[str]) -> List[str]:
-    from wakelab.arms import arm_names
+    from wakelab.core.registry import arm_names
 
     if args.arms is None:
         return lab_arms
@@ -219,7 +219,7 @@ def _pythons(args: argparse.Namespace) -> List[tuple]:
 
 
 def _placements(args: argparse.Namespace) -> List[tuple]:
-    from wakelab.harness.placement import PlacementError, resolve_cpus
+    from wakelab.core.placement import PlacementError, resolve_cpus
 
     names = args.placement or ["any"]
     if args.cpus and names == ["any"]:
@@ -311,6 +311,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         command=["wakelab"] + list(args.argv),
         note=args.note,
         execution=execution,
+        render_text=format_summary,
     )
     try:
         with make_progress(len(arm_names) * len(cells), quiet=args.quiet) as progress:
@@ -321,7 +322,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 complete = summary["complete"]
                 runs = [(summary, folder)]
             else:
-                doc = grid.run_grid(base, cells, progress)
+                doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
                 text = dumps(doc) if args.json else format_matrix(doc)
                 failed = any(r["status"] == FAILED for arm in doc["arms"] for r in arm["rows"])
                 complete = doc["complete"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Dict, Mapping
+from typing import Dict, Mapping, Optional
 
 SCHEMA_NAME = "wakelab.summary"
 SAMPLES_SCHEMA = "wakelab.samples"
@@ -68,10 +68,11 @@ def write_samples(folder: str, arm_name: str, doc: Mapping[str, object]) -> str:
     return os.path.relpath(path, folder)
 
 
-def write_bundle(folder: str, summary: Mapping[str, object], text: str) -> None:
-    """Write summary.json then summary.txt into ``folder`` (which must exist)."""
+def write_bundle(folder: str, summary: Mapping[str, object], text: Optional[str]) -> None:
+    """Write summary.json then (when ``text`` is given) summary.txt into ``folder`` (which must exist)."""
     atomic_write_text(os.path.join(folder, SUMMARY_JSON), dumps(summary))
-    atomic_write_text(os.path.join(folder, SUMMARY_TXT), text)
+    if text is not None:
+        atomic_write_text(os.path.join(folder, SUMMARY_TXT), text)
 
 
 def prepare_output_folder(folder: str) -> str:

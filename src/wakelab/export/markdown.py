@@ -13,8 +13,8 @@ import re
 from typing import Any, List, Mapping, Optional, Sequence
 
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, arm_entries
-from wakelab.report.caveats import arms_by_name, p50_ns
-from wakelab.report.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.analysis.caveats import arms_by_name, p50_ns
+from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
 # ASCII punctuation that means something inline in GFM; a backslash makes it literal.
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]|~!#])")

@@ -46,7 +46,7 @@ def measure_harness_overhead(samples: int = 10000, blocks: int = 5) -> Dict[str,
     store into :attr:`LatencyCollector.slots`; this times ``samples`` of
     each, in ``blocks`` interleaved blocks, and reports the medians per sample.
     """
-    from wakelab.arms.base import LatencyCollector, MeasureParams
+    from wakelab.core.model import LatencyCollector, MeasureParams
 
     now = time.perf_counter_ns
     bare: List[float] = []

@@ -26,7 +26,7 @@ import sys
 import threading
 from typing import Dict, Iterator, List, Optional
 
-from wakelab.harness.placement import ANY, pin_current_thread, preserved_affinity
+from wakelab.core.placement import ANY, pin_current_thread, preserved_affinity
 
 CPU_DMA_LATENCY = "/dev/cpu_dma_latency"
 

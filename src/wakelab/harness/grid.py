@@ -150,22 +150,22 @@ def run_grid(
     base: RunPlan,
     cells: Sequence[Cell],
     progress: Optional[Callable[[str, Dict[str, Any]], None]] = None,
+    render_matrix: Optional[Callable[[Dict[str, Any]], str]] = None,
 ) -> Dict[str, Any]:
     """Run every cell into ``base.folder/cells/<label>``; returns the matrix document.
 
-    ``matrix.json`` and ``matrix.txt`` are rewritten after every cell.  On
-    Ctrl-C the matrix is written as it stands and :class:`RunInterrupted` is
-    raised.
+    ``matrix.json`` (and ``matrix.txt``, laid out by ``render_matrix``: the
+    harness imports no renderer) are rewritten after every cell.  On Ctrl-C
+    the matrix is written as it stands and :class:`RunInterrupted` is raised.
     """
-    from wakelab.report.matrix_text import format_matrix
-
     started = utc_now()
     summaries: Dict[str, Dict[str, Any]] = {}
 
     def write() -> Dict[str, Any]:
         doc = matrix_doc(base, cells, summaries, started)
         bundle.atomic_write_text(os.path.join(base.folder, "matrix.json"), bundle.dumps(doc))
-        bundle.atomic_write_text(os.path.join(base.folder, "matrix.txt"), format_matrix(doc))
+        if render_matrix is not None:
+            bundle.atomic_write_text(os.path.join(base.folder, "matrix.txt"), render_matrix(doc))
         return doc
 
     write()

@@ -20,17 +20,17 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from wakelab import __version__
-from wakelab.arms import get_arm
-from wakelab.arms.base import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
+from wakelab.core.registry import get_arm
+from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
 from wakelab.evidence import bundle
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
 from wakelab.harness.workers import ArmUnavailable, WorkerPool, pool_raws, probe_interpreter, run_workers
 from wakelab.labs import Lab
-from wakelab.report.caveats import derive_caveats
-from wakelab.report.quality import derive_warnings, quality_flags
-from wakelab.stats import summarize_latency, summarize_rate
+from wakelab.analysis.caveats import derive_caveats
+from wakelab.analysis.quality import derive_warnings, quality_flags
+from wakelab.analysis.stats import summarize_latency, summarize_rate
 
 # Arm statuses in summary.json.
 OK = "ok"
@@ -83,6 +83,9 @@ class RunPlan:
     command: Sequence[str] = ()
     note: Optional[str] = None
     execution: Execution = Execution()
+    # Lays out summary.txt from the summary document; the harness imports no renderer, so the
+    # caller (the CLI) hands one in.  None: summary.json and samples/ only.
+    render_text: Optional[Callable[[Dict[str, Any]], str]] = None
 
 
 def utc_now() -> str:
@@ -194,8 +197,6 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     Returns the final summary document.  Raises :class:`RunInterrupted` on
     Ctrl-C, after writing what was measured so far.
     """
-    from wakelab.report.text import format_summary  # stdlib-only renderer
-
     def emit(event: str, **info: object) -> None:
         if progress is not None:
             progress(event, info)
@@ -203,7 +204,7 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     def write(summary: Dict[str, Any]) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
-        bundle.write_bundle(plan.folder, summary, format_summary(summary))
+        bundle.write_bundle(plan.folder, summary, None if plan.render_text is None else plan.render_text(summary))
 
     started = time.perf_counter()
     execution = plan.execution

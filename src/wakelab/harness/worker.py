@@ -73,8 +73,8 @@ def _reply(fd: int, doc: Dict[str, Any]) -> None:
 
 def handle(request: Dict[str, Any]) -> Dict[str, Any]:
     """Measure the arm described by ``request``; the reply document."""
-    from wakelab.arms import find_arm
-    from wakelab.arms.base import MeasureParams, RawLatency, raw_to_dict
+    from wakelab.core.registry import find_arm
+    from wakelab.core.model import MeasureParams, RawLatency, raw_to_dict
     from wakelab.harness.conditions import Conditions, worker_conditions
     from wakelab.harness.metadata import interpreter_info
 
@@ -106,19 +106,16 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
 
 # Every module an arm may need, imported once by the template in --serve mode so that each
 # forked worker starts warm: no import (or, with PYTHONDONTWRITEBYTECODE, compile) per worker.
-_PRELOAD = (
-    "wakelab.arms.threads",
-    "wakelab.arms.signals",
-    "wakelab.arms.fds",
-    "wakelab.arms.aio",
-    "wakelab.arms.processes",
-    "wakelab.arms.native",
-    "wakelab.harness.conditions",
-    "wakelab.harness.metadata",
-    "concurrent.futures",
-    "multiprocessing.synchronize",
-    "multiprocessing.queues",
-)
+def _preload() -> List[str]:
+    from wakelab.core.registry import family_module_names
+
+    return family_module_names() + [
+        "wakelab.harness.conditions",
+        "wakelab.harness.metadata",
+        "concurrent.futures",
+        "multiprocessing.synchronize",
+        "multiprocessing.queues",
+    ]
 
 
 def _read_all(fd: int) -> bytes:
@@ -173,7 +170,7 @@ def serve(reply_fd: int) -> int:
     """Template mode: one request per line on stdin, one forked worker and one reply line each."""
     import importlib
 
-    for name in _PRELOAD:
+    for name in _preload():
         importlib.import_module(name)
     stdin = sys.stdin.buffer
     while True:

@@ -23,7 +23,7 @@ import time
 from typing import Any, IO, Callable, Dict, List, Optional, Sequence
 
 import wakelab
-from wakelab.arms.base import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
+from wakelab.core.model import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
 from wakelab.harness.conditions import Conditions
 
 MIN_PYTHON = (3, 9)
@@ -313,7 +313,7 @@ def run_workers(
     if pool is None:
         with WorkerPool(python) as own:
             return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own)
-    from wakelab.arms import get_arm
+    from wakelab.core.registry import get_arm
 
     arm = get_arm(arm_name)
     kind_is_rate = arm.kind == "rate"

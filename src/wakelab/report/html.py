@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, OutputError, UsageError
 from wakelab.evidence.bundle import atomic_write_text
-from wakelab.report.caveats import like_for_like
-from wakelab.report.formatting import DASH, format_ns, format_rate, format_ratio, format_us
+from wakelab.analysis.caveats import like_for_like
+from wakelab.formatting import DASH, format_ns, format_rate, format_ratio, format_us
 from wakelab.report.text import FAMILY_TITLES, reproduce_commands
 
 MATPLOTLIB_HINT = "pip install 'matplotlib>=3.6'"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Sequence
 
-from wakelab.report.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 from wakelab.report.text import format_table, wrap
 
 

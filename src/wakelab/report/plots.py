@@ -33,7 +33,7 @@ import unicodedata
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.report.formatting import format_ns, format_ratio
+from wakelab.formatting import format_ns, format_ratio
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#999999")

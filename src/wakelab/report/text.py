@@ -11,18 +11,11 @@ from __future__ import annotations
 import textwrap
 from typing import Any, List, Mapping, Optional, Sequence
 
-from wakelab.report.caveats import arms_by_name, like_for_like, p50_ns
-from wakelab.report.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
+from wakelab.analysis.caveats import arms_by_name, like_for_like, p50_ns
+from wakelab.core.registry import FAMILY_TITLES
+from wakelab.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
 WIDTH = 100
-FAMILY_TITLES = {
-    "threads": "Threads",
-    "signals": "Signals",
-    "fds": "File descriptors",
-    "asyncio": "asyncio",
-    "processes": "Processes",
-    "native": "Native floor (C)",
-}
 
 
 def wrap(text: str, indent: str = "  ") -> List[str]:

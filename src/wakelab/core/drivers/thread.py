@@ -3,7 +3,7 @@
 Every cross-thread arm built on these loops gets, from one place:
 
 * a persistent waiter thread, pinned for the run's placement
-  (:func:`~wakelab.harness.placement.enter_role`), which reports the CPU it
+  (:func:`~wakelab.core.placement.enter_role`), which reports the CPU it
   last ran on;
 * closed-loop timing (the default): a handshake *outside* the timed window,
   the waiter announces its wait, the notifier lets ``settle_us`` pass, then
@@ -29,12 +29,9 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional
 
-from wakelab.arms.base import LatencyCollector, MeasureParams, RawLatency, now_ns, plant_delay
-from wakelab.harness.placement import WAITER, current_cpu, enter_role
-
-
-class HarnessError(RuntimeError):
-    """The harness itself failed (a waiter thread that never came up ...)."""
+from wakelab.core.drivers import HarnessError
+from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns, plant_delay
+from wakelab.core.placement import WAITER, current_cpu, enter_role
 
 
 

@@ -46,7 +46,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from wakelab.harness.placement import current_cpu, pin_current_thread
+from wakelab.core.placement import current_cpu, pin_current_thread
 
 now_ns = time.perf_counter_ns
 

@@ -6,7 +6,7 @@ the socket module's own poll) until the fd turns readable, then reads the
 token; the main thread writes one token.  ``t1`` is therefore taken after
 the read, which is what a real self-pipe consumer does before acting.
 
-All of them run through :func:`~wakelab.arms._drivers.measure_thread_wake`:
+All of them run through :func:`~wakelab.core.drivers.thread.measure_thread_wake`:
 the waiter announces itself, the notifier lets ``settle_us`` pass so the
 waiter is parked in the kernel, then takes ``t0`` and writes.
 
@@ -26,8 +26,8 @@ import socket
 import sys
 from typing import Callable, List, Optional, Tuple
 
-from wakelab.arms._drivers import measure_thread_wake
-from wakelab.arms.base import (
+from wakelab.core.drivers.thread import measure_thread_wake
+from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
     LATENCY,

@@ -60,7 +60,7 @@ class MeasureParams:
     install_n: int = 20000
     rounds: int = 7
     warmup_rounds: int = 1
-    # Placement (see wakelab.harness.placement): "any", "same" or "split", and the CPUs used.
+    # Placement (see wakelab.core.placement): "any", "same" or "split", and the CPUs used.
     placement: str = "any"
     notifier_cpu: Optional[int] = None
     waiter_cpu: Optional[int] = None

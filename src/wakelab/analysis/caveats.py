@@ -2,7 +2,7 @@
 
 Every caveat is computed from the run's own data (waiter states, lost wakes,
 failed or skipped arms, the parameters), never written in advance.  Doubts
-about measurement quality are warnings, in :mod:`wakelab.report.quality`.
+about measurement quality are warnings, in :mod:`wakelab.analysis.quality`.
 Stdlib only: the runner stores these in summary.json as it goes.
 """
 

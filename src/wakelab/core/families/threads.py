@@ -52,8 +52,8 @@ import queue
 import threading
 from typing import Callable, Dict, List, Optional, Union
 
-from wakelab.arms._drivers import measure_thread_wake, measure_thread_wake_stamped, poll_wait
-from wakelab.arms.base import (
+from wakelab.core.drivers.thread import measure_thread_wake, measure_thread_wake_stamped, poll_wait
+from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
     LATENCY,

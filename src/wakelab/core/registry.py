@@ -1,6 +1,6 @@
 """The arm registry: every wake experiment wakelab knows, one module per family.
 
-Each family module exposes ``ARMS``, a list of :class:`~wakelab.arms.base.Arm`.
+Each family module exposes ``ARMS``, a list of :class:`~wakelab.core.model.Arm`.
 Adding an arm means adding it to its family's ``ARMS`` (and a test); the
 registry, ``wakelab list`` and the labs pick it up from there.
 """
@@ -10,17 +10,27 @@ from __future__ import annotations
 import importlib
 from typing import Dict, List
 
-from wakelab.arms.base import FAMILIES, Arm
+from wakelab.core.model import FAMILIES, Arm
 
-# Family -> module defining its ARMS, in report order.
-FAMILY_MODULES = {
-    "threads": "threads",
-    "signals": "signals",
-    "fds": "fds",
-    "asyncio": "aio",
-    "processes": "processes",
-    "native": "native",
-}
+# (family, module in wakelab.core.families, title), in report order.
+FAMILY_TABLE = (
+    ("threads", "threads", "Threads"),
+    ("signals", "signals", "Signals"),
+    ("fds", "fds", "File descriptors"),
+    ("asyncio", "aio", "asyncio"),
+    ("processes", "processes", "Processes"),
+    ("native", "native", "Native floor (C)"),
+)
+if tuple(family for family, _, _ in FAMILY_TABLE) != FAMILIES:
+    raise RuntimeError("FAMILY_TABLE and core.model.FAMILIES disagree")
+
+FAMILY_MODULES = {family: module for family, module, _ in FAMILY_TABLE}
+FAMILY_TITLES = {family: title for family, _, title in FAMILY_TABLE}
+
+
+def family_module_names() -> List[str]:
+    """The importable name of every family module (a worker template preloads them)."""
+    return ["wakelab.core.families." + module for _, module, _ in FAMILY_TABLE]
 
 
 class UnknownArmError(LookupError):
@@ -28,7 +38,7 @@ class UnknownArmError(LookupError):
 
 
 def _load_family(family: str) -> List[Arm]:
-    module = importlib.import_module("wakelab.arms." + FAMILY_MODULES[family])
+    module = importlib.import_module("wakelab.core.families." + FAMILY_MODULES[family])
     for arm in module.ARMS:
         if arm.family != family:
             raise RuntimeError("arm %s is in module %s but declares family %s" % (arm.name, module.__name__, arm.family))

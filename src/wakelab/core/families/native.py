@@ -1,6 +1,6 @@
 """Native-floor arms: the Python arms' experiments, done in C.
 
-Each arm runs one experiment of ``wakelab_floor.c`` (see :mod:`wakelab.native`)
+Each arm runs one experiment of ``wakelab_floor.c`` (see :mod:`wakelab.core.drivers.floor`)
 as a child process and reads back its raw nanosecond samples.  The C program
 uses ``clock_gettime(CLOCK_MONOTONIC)`` -- the clock behind
 ``time.perf_counter_ns()`` on Linux -- and the same definitions of ``t0``,
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from wakelab import native as floor
-from wakelab.arms.base import (
+from wakelab.core.drivers import floor
+from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
     LATENCY,

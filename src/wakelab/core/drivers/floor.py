@@ -46,8 +46,8 @@ import tempfile
 import threading
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.arms.base import LatencyCollector, MeasureParams, RawLatency, RawRate
-from wakelab.harness.placement import NOTIFIER, WAITER, cpu_for
+from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, RawRate
+from wakelab.core.placement import NOTIFIER, WAITER, cpu_for
 
 SOURCE_NAME = "wakelab_floor.c"
 BINARY_NAME = "wakelab_floor"

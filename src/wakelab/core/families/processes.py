@@ -35,7 +35,7 @@ threads (load generators, other arms' leftovers under test).  So:
   child with ``subprocess.Popen([sys.executable, "-c", <bootstrap>, ...])``:
   fork+exec of the same interpreter, with the package's ``src`` directory put
   on the child's ``sys.path`` and the needed fds handed over with
-  ``pass_fds``.  The child side lives in :mod:`wakelab.arms._proc_child`.
+  ``pass_fds``.  The child side lives in :mod:`wakelab.core.drivers.child`.
 * ``eventfd-fork`` therefore shares its eventfd with the child across
   fork+*exec* (the fd is inherited through ``pass_fds``), not across a bare
   ``fork()``: the kernel object and the wake path are the same, the child just
@@ -94,10 +94,10 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.arms import fds
-from wakelab.arms import _proc_child
-from wakelab.arms._drivers import HarnessError
-from wakelab.arms.base import (
+from wakelab.core.families import fds
+from wakelab.core.drivers import child as _proc_child
+from wakelab.core.drivers import HarnessError
+from wakelab.core.model import (
     BLOCKED,
     CROSS_PROCESS,
     LATENCY,
@@ -108,17 +108,17 @@ from wakelab.arms.base import (
     now_ns,
     plant_delay,
 )
-from wakelab.harness.placement import WAITER, cpu_for, current_cpu
-from wakelab.harness.sigstate import preserved_signal_state
+from wakelab.core.placement import WAITER, cpu_for, current_cpu
+from wakelab.core.sigstate import preserved_signal_state
 
 # src/ (the directory that holds the wakelab package), for the child's sys.path.
 # Derived from this file rather than wakelab.__file__ so that it also works
 # while wakelab is a namespace package.
-_SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 _BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from wakelab.arms._proc_child import main; sys.exit(main(sys.argv[2:]))"
+    "from wakelab.core.drivers.child import main; sys.exit(main(sys.argv[2:]))"
 )
 
 # How long a child may take to start and say hello (spawn imports a lot).

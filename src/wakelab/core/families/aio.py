@@ -28,7 +28,7 @@ handler, the mask and the wakeup fd afterwards.
 
 Placement (``params.placement``): the worker has pinned the calling thread
 to the notifier's CPU.  The loop thread takes the waiter role as its first
-act (:func:`~wakelab.harness.placement.enter_role`).  In
+act (:func:`~wakelab.core.placement.enter_role`).  In
 ``add-signal-handler`` the roles are the other way round -- the loop, and so
 the waiter, is the main thread -- so the main thread moves to the waiter's
 CPU for the arm's duration (its mask is restored afterwards) and the helper
@@ -50,8 +50,8 @@ import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional
 
-from wakelab.arms._drivers import HarnessError
-from wakelab.arms.base import (
+from wakelab.core.drivers import HarnessError
+from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
     LATENCY,
@@ -62,8 +62,8 @@ from wakelab.arms.base import (
     now_ns,
     plant_delay,
 )
-from wakelab.harness.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
-from wakelab.harness.sigstate import preserved_signal_state
+from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
+from wakelab.core.sigstate import preserved_signal_state
 
 
 def _handshake_s(params: MeasureParams) -> float:

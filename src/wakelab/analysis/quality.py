@@ -94,7 +94,7 @@ def quality_flags(samples_ns: Sequence[int], interval_s: float) -> Dict[str, Any
 
 def derive_warnings(summary: Mapping[str, Any]) -> List[str]:
     """Quality warnings for ``summary``, from its figures and per-arm flags."""
-    from wakelab.report.formatting import format_ns
+    from wakelab.formatting import format_ns
 
     warnings: List[str] = []
     arms: Sequence[Mapping[str, Any]] = summary.get("arms") or []

@@ -56,8 +56,8 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.errors import EvidenceError
-from wakelab.stats import min_n_for
-from wakelab.stats import percentile as type7_percentile
+from wakelab.analysis.stats import min_n_for
+from wakelab.analysis.stats import percentile as type7_percentile
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_RESAMPLES = 2000

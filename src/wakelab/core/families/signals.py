@@ -55,8 +55,8 @@ import threading
 import time
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from wakelab.arms._drivers import HarnessError
-from wakelab.arms.base import (
+from wakelab.core.drivers import HarnessError
+from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
     LATENCY,
@@ -73,8 +73,8 @@ from wakelab.arms.base import (
     plant_delay,
     spin_until,
 )
-from wakelab.harness.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
-from wakelab.harness.sigstate import preserved_signal_state
+from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
+from wakelab.core.sigstate import preserved_signal_state
 
 
 def requires_main_thread_sigusr1() -> Optional[str]:
