@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import threading
 from typing import FrozenSet
 
@@ -95,10 +96,12 @@ def test_poll_then_read_reads_a_token_and_times_out_without_one() -> None:
                 return False
 
         wait = fds._poll_then_read(read_fd, read_token)
-        assert wait(0.02) is False
+        assert wait(0.02) is None
         os.write(write_fd, b"x")
-        assert wait(1.0) is True
-        assert wait(0.02) is False  # the token was consumed
+        before = time.perf_counter_ns()
+        t1 = wait(1.0)
+        assert t1 is not None and t1 >= before  # t1 taken after the poll, as the stamp
+        assert wait(0.02) is None  # the token was consumed
     finally:
         os.close(read_fd)
         os.close(write_fd)

@@ -8,7 +8,8 @@ import signal
 import pytest
 
 from wakelab.core.registry import get_arm
-from wakelab.core.drivers.thread import measure_thread_wake
+from wakelab.core.drivers import WakePath
+from wakelab.core.drivers import thread as driver
 from wakelab.core.model import RawLatency, RawRate
 
 GENEROUS_BOUND_NS = 1_000_000_000  # 1 s: a sanity bound, not a speed target
@@ -83,7 +84,7 @@ def test_a_wake_that_never_comes_is_lost_not_hung(tiny_params) -> None:
     import threading
 
     event = threading.Event()
-    raw = measure_thread_wake(params, reset=event.clear, wait=event.wait, notify=lambda: None)
+    raw = driver.measure(params, WakePath(reset=event.clear, wait=event.wait, notify=lambda: None))
     assert raw.lost == 3
     assert raw.samples_ns == ()
 

@@ -7,6 +7,7 @@ thread is left behind.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Callable, Iterator, List
@@ -14,7 +15,8 @@ from typing import Callable, Iterator, List
 import pytest
 
 from wakelab.core.families import threads
-from wakelab.core.drivers.thread import HarnessError, measure_thread_wake, measure_thread_wake_stamped
+from wakelab.core.drivers import HarnessError, WakePath
+from wakelab.core.drivers import thread as driver
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, SPINNING, Arm, MeasureParams
 
 FAST = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
@@ -43,8 +45,13 @@ def no_threads_left_behind() -> Iterator[None]:
     assert leftover == []
 
 
-def _never_notify(mark_t0: Callable[[], None]) -> None:
-    mark_t0()
+def _nothing() -> None:
+    return None
+
+
+def _never_notifying(path: WakePath) -> WakePath:
+    """The same waiter and reset, with a notify that does nothing."""
+    return dataclasses.replace(path, notify=_nothing, bind=None, before=None, after=None)
 
 
 # -- the catalogue --------------------------------------------------------------
@@ -53,7 +60,7 @@ def _never_notify(mark_t0: Callable[[], None]) -> None:
 def test_catalogue_names() -> None:
     assert set(ARMS_BY_NAME) == EXPECTED_NAMES
     assert len(threads.ARMS) == len(EXPECTED_NAMES)
-    assert set(threads.WAKE_PATHS) == EXPECTED_NAMES - {"event"}
+    assert set(threads.WAKE_PATHS) == EXPECTED_NAMES
 
 
 @pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
@@ -75,7 +82,7 @@ def test_arm_identity_is_documented(arm: Arm) -> None:
 
 def test_event_arm_unchanged() -> None:
     arm = ARMS_BY_NAME["event"]
-    assert arm.measure is threads.measure_event
+    assert arm.measure.__name__ == "measure_event" and arm.driver == "thread"
     assert arm.waiter == BLOCKED
     assert arm.t0 == "main thread: perf_counter_ns() immediately before Event.set()"
 
@@ -105,9 +112,7 @@ def test_planted_delay_is_seen(arm: Arm) -> None:
 
 def test_event_lost_wakes_are_counted() -> None:
     event = threading.Event()
-    raw = measure_thread_wake(
-        SHORT_TIMEOUT, reset=event.clear, wait=event.wait, notify=lambda: None
-    )
+    raw = driver.measure(SHORT_TIMEOUT, WakePath(reset=event.clear, wait=event.wait, notify=_nothing))
     assert raw.samples_ns == ()
     assert raw.lost == SHORT_TIMEOUT.n
 
@@ -116,9 +121,7 @@ def test_event_lost_wakes_are_counted() -> None:
 def test_lost_wakes_are_counted(name: str) -> None:
     path = threads.WAKE_PATHS[name]()
     start = time.monotonic()
-    raw = measure_thread_wake_stamped(
-        SHORT_TIMEOUT, reset=path.reset, wait=path.wait, notify=_never_notify
-    )
+    raw = driver.measure(SHORT_TIMEOUT, _never_notifying(path))
     assert raw.samples_ns == ()
     assert raw.lost == SHORT_TIMEOUT.n
     # Every wait gave up on its own timeout; nothing hung.
@@ -138,39 +141,51 @@ def test_reset_clears_a_late_notify(name: str) -> None:
     params = MeasureParams(n=4, warmup=0, settle_us=200, timeout_s=0.03)
     calls: List[int] = []
 
-    def sometimes_late(mark_t0: Callable[[], None]) -> None:
+    def maybe_late() -> None:
         calls.append(1)
         if len(calls) % 2:
-            time.sleep(params.timeout_s * 2)
-        path.notify(mark_t0)
+            time.sleep(params.timeout_s * 2)  # before t0: the waiter has given up by the notify
 
-    raw = measure_thread_wake_stamped(
-        params, reset=path.reset, wait=path.wait, notify=sometimes_late
-    )
+    if path.bind is not None:
+        bind = path.bind
+
+        def late_bind() -> Callable[[], object]:
+            maybe_late()
+            return bind()
+
+        late = dataclasses.replace(path, bind=late_bind)
+    else:
+        before = path.before
+
+        def late_before() -> None:
+            maybe_late()
+            if before is not None:
+                before()
+
+        late = dataclasses.replace(path, before=late_before)
+    raw = driver.measure(params, late)
     assert raw.lost == params.n // 2
     assert len(raw.samples_ns) == params.n // 2
     assert all(0 < s < 1_000_000_000 for s in raw.samples_ns)
 
 
-# -- the stamped driver ---------------------------------------------------------
+# -- the driver -----------------------------------------------------------------
 
 
-def test_stamped_driver_requires_exactly_one_mark() -> None:
-    path = threads.WAKE_PATHS["semaphore"]()
+def test_wake_path_takes_one_wait_and_one_notify() -> None:
+    with pytest.raises(ValueError, match="wait"):
+        WakePath(reset=_nothing, notify=_nothing)
+    with pytest.raises(ValueError, match="wait"):
+        WakePath(reset=_nothing, notify=_nothing, wait=lambda t: True, wait_stamped=lambda t: 1)
+    with pytest.raises(ValueError, match="notify"):
+        WakePath(reset=_nothing, wait=lambda t: True)
+    with pytest.raises(ValueError, match="notify"):
+        WakePath(reset=_nothing, wait=lambda t: True, notify=_nothing, bind=lambda: _nothing)
 
-    def marks_twice(mark_t0: Callable[[], None]) -> None:
-        mark_t0()
-        path.notify(mark_t0)
 
-    with pytest.raises(HarnessError, match="2 times"):
-        measure_thread_wake_stamped(FAST, reset=path.reset, wait=path.wait, notify=marks_twice)
-
-
-def test_stamped_driver_surfaces_waiter_errors() -> None:
+def test_driver_surfaces_waiter_errors() -> None:
     def broken_wait(timeout_s: float) -> int:
         raise ValueError("boom")
 
     with pytest.raises(HarnessError, match="boom"):
-        measure_thread_wake_stamped(
-            FAST, reset=lambda: None, wait=broken_wait, notify=_never_notify
-        )
+        driver.measure(FAST, WakePath(reset=_nothing, wait_stamped=broken_wait, notify=_nothing))

@@ -6,7 +6,9 @@ import threading
 import time
 
 from wakelab.core.registry import get_arm
-from wakelab.core.drivers.thread import measure_thread_wake
+from wakelab.core.drivers import WakePath
+from wakelab.core.drivers import thread as driver
+from wakelab.core.drivers.thread import match_open_loop
 from wakelab.core.model import MeasureParams
 
 OPEN = MeasureParams(n=20, warmup=2, settle_us=200, mode="open", interval_us=2000)
@@ -34,13 +36,31 @@ def test_a_stalled_notifier_shows_up_in_every_later_sample() -> None:
         event.set()
 
     params = MeasureParams(n=10, warmup=0, settle_us=200, mode="open", interval_us=2000)
-    raw = measure_thread_wake(params, reset=event.clear, wait=event.wait, notify=stalling_notify)
+    raw = driver.measure(params, WakePath(reset=event.clear, wait=event.wait, notify=stalling_notify))
     # The fifth notify took 30 ms to land, and the five after it were due within the next 10 ms:
     # each of those six is either a late wake (at least 18 ms after its scheduled instant) or
     # was coalesced into one and counted lost.  None of them can look fast.
     assert max(raw.samples_ns) >= 30_000_000
     late = sum(1 for s in raw.samples_ns if s >= 18_000_000)
     assert late + raw.lost >= 6
+    # Lost notifies here were merged into a late wake, not left unanswered by a timeout.
+    assert 0 <= raw.info["coalesced"] <= raw.lost
+
+
+def test_matching_counts_coalesced_notifies_apart_from_timeouts() -> None:
+    """Exact bookkeeping: a wake answers the oldest pending notify; earlier-begun ones are merged."""
+    issued = [100, 200, 300, 400, 500]
+    # Wake at 150 answers notify 0; wake at 420 answers notify 1 and swallows 2 and 3;
+    # notify 4 never gets a wake (it timed out).
+    first, coalesced = match_open_loop(issued, [150, 420])
+    assert first == {0: 150, 1: 420}
+    assert coalesced == [2, 3]
+    # A planted delay moves when each notify call began: the wake at 420 no longer follows
+    # notify 3's call (400 + 50), so only notify 2 was merged.
+    first, coalesced = match_open_loop(issued, [150, 420], planted_delay_ns=50)
+    assert first == {0: 150, 1: 420} and coalesced == [2]
+    # A wake before any notify began answers nothing.
+    assert match_open_loop(issued, [50]) == ({}, [])
 
 
 def test_planted_delay_shows_up_in_open_loop() -> None:

@@ -16,6 +16,7 @@ rounds of a tight loop, plus the same loop with an empty body).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import itertools
 import time
 from typing import Callable, Dict, List, Optional, Tuple, Union
@@ -47,9 +48,10 @@ class MeasureParams:
     ``n`` counted wakes after ``warmup`` discarded ones; each blocked wake is
     preceded by ``settle_us`` of quiet after the waiter announced it is about
     to wait; every wait gives up after ``timeout_s`` and counts a lost wake.
-    ``planted_delay_us`` inserts a busy-wait between ``t0`` and the notify
-    call: it exists to prove that the harness sees a slow notify path, and
-    any run that uses it says so in its evidence.
+    ``planted_delay_us`` inserts a wait between ``t0`` and the notify call: it
+    exists to prove that the harness sees a slow notify path, and any run that
+    uses it says so in its evidence.  ``planted_after_us`` inserts one right
+    after the notify, where it must *not* show (a negative control).
     """
 
     n: int = 200
@@ -57,6 +59,8 @@ class MeasureParams:
     settle_us: int = 1000
     timeout_s: float = 1.0
     planted_delay_us: int = 0
+    # Self-test negative control: a wait planted right *after* every notify (see core.drivers).
+    planted_after_us: int = 0
     install_n: int = 20000
     rounds: int = 7
     warmup_rounds: int = 1
@@ -76,6 +80,10 @@ class MeasureParams:
     @property
     def planted_delay_ns(self) -> int:
         return self.planted_delay_us * 1000
+
+    @property
+    def planted_after_ns(self) -> int:
+        return self.planted_after_us * 1000
 
     @property
     def total_wakes(self) -> int:
@@ -204,7 +212,9 @@ class Arm:
     ``requires`` returns ``None`` when the arm can run here, or the reason it
     cannot (platform, Python version, not the main thread, no compiler).
     ``native`` names the native-floor arm that does the same experiment in C.
-    ``open_loop`` says whether ``params.mode == "open"`` is honoured.
+    ``driver`` names the module of :mod:`wakelab.core.drivers` that runs the
+    arm's wake loop; whether ``params.mode == "open"`` is honoured
+    (:attr:`open_loop`) is a property of that driver, not of the arm.
     """
 
     name: str
@@ -219,8 +229,18 @@ class Arm:
     requires: Callable[[], Optional[str]] = _always_available
     native: Optional[str] = None
     needs_main_thread: bool = False
-    # True when the arm runs on the shared thread-wake driver and so supports open-loop timing.
-    open_loop: bool = False
+    driver: str = ""
+    # How ``native`` relates to this arm: "matched" (same scope, waiter state and t1: the
+    # ratio is the interpreter's share) or "nearest" (the closest C experiment, labelled so).
+    native_match: Optional[str] = None
+
+    @property
+    def open_loop(self) -> bool:
+        """True when the arm's driver supports open-loop timing (``OPEN_LOOP`` in its module)."""
+        if not self.driver:
+            return False
+        module = importlib.import_module("wakelab.core.drivers." + self.driver)
+        return bool(getattr(module, "OPEN_LOOP", False))
 
     def unavailable_reason(self) -> Optional[str]:
         return self.requires()
@@ -237,6 +257,8 @@ class Arm:
             "t0": self.t0,
             "t1": self.t1,
             "native": self.native,
+            "native_match": self.native_match,
+            "driver": self.driver,
             "open_loop": self.open_loop,
         }
 

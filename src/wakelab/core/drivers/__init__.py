@@ -1,7 +1,262 @@
-"""Drivers: one per way of waiting, each owning the whole wake loop (see :mod:`wakelab.core`)."""
+"""Drivers: one per way of waiting, each owning the whole wake loop.
+
+=========  ==============================  ====================================
+driver     the waiter                      arms
+=========  ==============================  ====================================
+thread     a waiter thread of the worker   threads, fds, ``pthread-kill-sigwait``
+main       the worker's main thread        the signal arms whose handler or
+                                           ``sigwait`` runs in the main thread
+loop       an asyncio event loop thread    asyncio
+child      a child process                 processes
+floor      a thread or process in C        native
+=========  ==============================  ====================================
+
+A family module supplies only its primitive's moves (``reset``, ``wait``,
+``notify``, optionally ``before`` and ``after`` the notify); the driver owns
+the handshake, the settle, ``t0``, the planted delay, the notify, ``t1``
+bookkeeping, lost wakes and the open or closed loop.  ``t0`` is taken in this
+package and nowhere else.
+
+The timed window
+----------------
+Every driver builds its notify step once per arm, with :func:`notify_step`,
+before the first wake::
+
+    before()              # e.g. take the lock a Condition is notified under
+    t0 = perf_counter_ns()
+    notify()              # the primitive's notify call, nothing between
+    after()               # e.g. release that lock: the wake cannot finish without it
+
+and then, in every driver the same way, the notifier *blocks* on the
+driver's completion handshake (a ``threading.Event``, a pipe read, a
+``Connection.recv``), which releases the GIL.  Between ``t0`` and the notify
+call there is no branch, call, append or hook: the step is one of a few
+closures chosen once, so an unplanted run executes exactly the three lines
+above.
+
+What the notifier still does after the notify.  With a GIL, the interval from
+the notify call's return to the notifier's next GIL release is inside every
+cross-thread sample, because the woken waiter must take the GIL before it can
+run ``t1 = perf_counter_ns()``.  Here that interval is: ``after()`` if any,
+returning from the step, and entering the handshake's wait (``Event.wait`` ->
+``Condition.wait`` -> acquiring the parked lock, which drops the GIL).  It is
+the same short path in every driver (well under a microsecond on the
+development VM; ``bench/harness_overhead.py`` times it), and it is part of
+what a Python program pays, since a real notifier also carries on running.
+
+Planted delays (self-tests)
+---------------------------
+``params.planted_delay_us`` puts a wait of that length between ``t0`` and the
+notify: every sample must grow by it.  ``params.planted_after_us`` puts one
+after the notify (after ``after()``): no sample may grow by it, since the
+waiter is already woken.  Both wait with :func:`planted_wait`, which sleeps
+(GIL released) and spins only the last :data:`SPIN_TAIL_NS`, so the delay is
+exact to about a microsecond at its end while it holds the GIL for at most
+that tail -- a delay moved to the wrong side of the notify cannot hide behind
+a held GIL.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Optional
+
+from wakelab.core.model import MeasureParams, now_ns
 
 
 class HarnessError(RuntimeError):
     """The harness itself failed (a waiter that never came up, a broken handshake ...)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WakePath:
+    """One primitive's moves, as a family module declares them for a driver.
+
+    * ``reset()`` returns the primitive to its un-notified state, clearing
+      whatever a late or lost wake left behind (closed loop: the notifier,
+      before each wake; open loop: the waiter, after each wake);
+    * ``wait(timeout_s)`` is the waiter's wait: it returns True when woken and
+      False on timeout, and the driver takes ``t1`` as the first thing after
+      it returns -- or, for waits that must do more after the primitive
+      returns (re-check a flag, release a lock), ``wait_stamped(timeout_s)``
+      takes ``t1 = perf_counter_ns()`` itself, as the first statement after
+      the primitive's wait returns, and returns it (None on timeout);
+    * ``notify()`` is the notify call itself, called right after ``t0``;
+    * ``before()`` / ``after()`` optionally run just before ``t0`` and just
+      after ``notify()`` (a lock held around the notify);
+    * ``bind()``, instead of ``notify``, for a primitive that is new every
+      wake: it runs before ``t0`` and returns that wake's notify callable.
+
+    Exactly one of ``wait`` and ``wait_stamped``, and one of ``notify`` and
+    ``bind``, is given.  Use ``functools.partial`` for a notify that takes
+    arguments: it adds no Python frame to the window.
+    """
+
+    reset: Callable[[], object]
+    notify: Optional[Callable[[], object]] = None
+    wait: Optional[Callable[[float], bool]] = None
+    wait_stamped: Optional[Callable[[float], Optional[int]]] = None
+    before: Optional[Callable[[], object]] = None
+    after: Optional[Callable[[], object]] = None
+    bind: Optional[Callable[[], Callable[[], object]]] = None
+
+    def __post_init__(self) -> None:
+        if (self.wait is None) == (self.wait_stamped is None):
+            raise ValueError("a WakePath takes exactly one of wait and wait_stamped")
+        if (self.notify is None) == (self.bind is None):
+            raise ValueError("a WakePath takes exactly one of notify and bind")
+
+    def step(self, params: MeasureParams) -> Callable[[], int]:
+        """This path's timed notify step (see :func:`notify_step`)."""
+        return notify_step(params, self.notify, before=self.before, after=self.after, bind=self.bind)
+
+    def stamped(self) -> Callable[[float], Optional[int]]:
+        """The waiter's wait as one function returning ``t1`` (None on timeout)."""
+        if self.wait_stamped is not None:
+            return self.wait_stamped
+        wait = self.wait
+        assert wait is not None
+        clock = now_ns
+
+        def stamped_wait(timeout_s: float) -> Optional[int]:
+            ok = wait(timeout_s)
+            t1 = clock()
+            return t1 if ok else None
+
+        return stamped_wait
+
+
+#: A planted wait spins (GIL held) only for its last 200 µs; before that it sleeps.
+SPIN_TAIL_NS = 200_000
+
+#: Slack every handshake allows on top of the arm's own wait timeout.
+HANDSHAKE_SLACK_S = 5.0
+
+
+def handshake_timeout_s(params: MeasureParams) -> float:
+    """How long a driver waits for its other side: the waiter's own bound plus slack."""
+    return params.timeout_s + HANDSHAKE_SLACK_S
+
+
+def planted_wait(deadline_ns: int) -> None:
+    """Wait until ``perf_counter_ns()`` reaches ``deadline_ns``: sleep, then spin the tail.
+
+    Sleeping keeps the GIL free (a delay planted after a notify must not hold
+    back the woken waiter); spinning the last :data:`SPIN_TAIL_NS` keeps the
+    end of the delay precise despite the sleep's own wake-up latency.
+    """
+    remaining = deadline_ns - now_ns() - SPIN_TAIL_NS
+    if remaining > 0:
+        time.sleep(remaining / 1e9)
+    while now_ns() < deadline_ns:
+        pass
+
+
+def notify_step(
+    params: MeasureParams,
+    notify: Optional[Callable[[], object]],
+    *,
+    before: Optional[Callable[[], object]] = None,
+    after: Optional[Callable[[], object]] = None,
+    bind: Optional[Callable[[], Callable[[], object]]] = None,
+) -> Callable[[], int]:
+    """The notifier's timed step for one arm, chosen once: a function that notifies and returns ``t0``.
+
+    See the module docstring for the shape.  ``before`` runs outside the
+    window and ``after`` inside it; ``notify`` is called with no arguments
+    immediately after ``t0`` is taken (after the planted delay, when one is
+    planted).  For a primitive that is new every wake (a Future), ``bind()``
+    runs before ``t0`` and returns that wake's notify callable instead.
+    """
+    if (notify is None) == (bind is None):
+        raise ValueError("notify_step takes exactly one of notify and bind")
+    delay_ns = params.planted_delay_us * 1000
+    after_ns = params.planted_after_us * 1000
+    clock = now_ns
+
+    if delay_ns or after_ns:
+        # Self-test variant: the planted waits are the only additions.
+        def planted_step() -> int:
+            if before is not None:
+                before()
+            fire = bind() if bind is not None else notify
+            t0 = clock()
+            if delay_ns:
+                planted_wait(t0 + delay_ns)
+            fire()  # type: ignore[misc]
+            if after is not None:
+                after()
+            if after_ns:
+                planted_wait(clock() + after_ns)
+            return t0
+
+        return planted_step
+
+    if before is not None and bind is not None:
+        raise ValueError("notify_step takes before or bind, not both")
+    # From here on, every variant is exactly: [prepare], t0, notify, [after].
+    if bind is not None:
+        if after is None:
+
+            def bound_step() -> int:
+                fire = bind()
+                t0 = clock()
+                fire()
+                return t0
+
+            return bound_step
+
+        def bound_step_after() -> int:
+            fire = bind()
+            t0 = clock()
+            fire()
+            after()
+            return t0
+
+        return bound_step_after
+
+    fire = notify
+    assert fire is not None
+    if before is None and after is None:
+
+        def step() -> int:
+            t0 = clock()
+            fire()
+            return t0
+
+    elif after is None:
+        assert before is not None
+        pre = before
+
+        def step() -> int:
+            pre()
+            t0 = clock()
+            fire()
+            return t0
+
+    elif before is None:
+        post = after
+
+        def step() -> int:
+            t0 = clock()
+            fire()
+            post()
+            return t0
+
+    else:
+        pre, post = before, after
+
+        def step() -> int:
+            pre()
+            t0 = clock()
+            fire()
+            post()
+            return t0
+
+    return step
+
+
+def check_order(t0_ns: int, t1_ns: int) -> bool:
+    """True when ``t1`` is not before ``t0``: a wake taken before its own notify answered an older one."""
+    return t1_ns >= t0_ns

@@ -1,25 +1,30 @@
-"""Reusable measuring loops shared by several arms (measuring side, stdlib only).
+"""The thread driver: the worker's main thread notifies, a waiter thread waits.
 
-Every cross-thread arm built on these loops gets, from one place:
+Measuring side: standard library only, Python 3.9+.
 
-* a persistent waiter thread, pinned for the run's placement
-  (:func:`~wakelab.core.placement.enter_role`), which reports the CPU it
-  last ran on;
-* closed-loop timing (the default): a handshake *outside* the timed window,
-  the waiter announces its wait, the notifier lets ``settle_us`` pass, then
-  ``t0`` -> notify -> ``t1`` in the waiter;
-* open-loop timing (``params.mode == "open"``): the notifier fires on a
-  fixed schedule, one notify every ``interval_us``, whether or not the waiter
-  is ready, and each latency is taken from the *scheduled* instant, as
-  cyclictest does.  A notifier or waiter that stalls cannot hide the stall by
-  delaying the next sample (coordinated omission): the late wake shows up as
-  a long latency, and a notify that found the waiter still busy with the
-  previous one is counted lost.
+Used by every arm whose waiter is a thread of the worker that the kernel
+parks (thread primitives, fds, ``pthread-kill-sigwait``) or that polls.  One
+persistent waiter thread per arm, pinned for the run's placement
+(:func:`~wakelab.core.placement.enter_role`), reporting the CPU it last ran on.
 
-Two notifier shapes: ``measure_thread_wake`` (the driver takes ``t0`` and
-calls ``notify()``) and ``measure_thread_wake_stamped`` (the arm's notify
-calls ``mark_t0()`` itself, for primitives that need a lock held around the
-notify).
+Closed loop (the default), per wake::
+
+    notifier                          waiter
+    reset(); go.set()  ------------>  ready.set()          (outside the window)
+    ready.wait()       <------------  wait(timeout)        parks in the kernel
+    sleep(settle)
+    t0 = notify_step()                (see wakelab.core.drivers: t0, notify)
+    done.wait()                       t1 = first statement after the wait
+                       <------------  done.set()
+
+Open loop (``params.mode == "open"``, ``OPEN_LOOP`` below): the notifier
+fires on a fixed schedule, one notify every ``interval_us`` whether or not the
+waiter is ready, and each latency is taken from the *scheduled* instant, as
+cyclictest does.  A notifier or waiter that stalls cannot hide the stall by
+delaying the next sample (coordinated omission): the late wake shows up as a
+long latency.  A notify that found the waiter still busy with an earlier one
+is merged into that wake by the primitive; it is counted lost and, apart from
+wakes that timed out, as ``coalesced`` in ``info``.
 """
 
 from __future__ import annotations
@@ -27,119 +32,38 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from wakelab.core.drivers import HarnessError
-from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns, plant_delay
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s
+from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import WAITER, current_cpu, enter_role
 
+#: This driver honours ``params.mode == "open"``.
+OPEN_LOOP = True
 
 
-def measure_thread_wake(
-    params: MeasureParams,
-    *,
-    reset: Callable[[], None],
-    wait: Callable[[float], bool],
-    notify: Callable[[], None],
-    name: str = "wakelab-waiter",
-) -> RawLatency:
-    """Time ``notify()`` in the calling thread waking ``wait()`` in a waiter thread.
+def measure(params: MeasureParams, path: WakePath, name: str = "wakelab-waiter") -> RawLatency:
+    """Time ``path.notify()`` in the calling thread waking ``path``'s wait in a waiter thread.
 
-    ``reset()`` puts the primitive back in its un-notified state (closed
-    loop: by the notifier before each wake; open loop: by the waiter after
-    each wake); ``wait(timeout_s)`` returns False on timeout, which counts a
-    lost wake.  ``t0 = perf_counter_ns()`` is taken immediately before
-    ``notify()`` (after it, the planted delay if any); the waiter takes ``t1``
-    as the first statement after ``wait`` returns.  Samples are ``t1 - t0``
-    (closed) or ``t1 - scheduled`` (open), in nanoseconds.
+    Samples are ``t1 - t0`` (closed loop) or ``t1 - scheduled`` (open loop),
+    in nanoseconds; a wait that times out is a lost wake.
     """
-
-    def stamped_wait(timeout_s: float) -> Optional[int]:
-        ok = wait(timeout_s)
-        t1 = now_ns()
-        return t1 if ok else None
-
-    # Two variants, chosen once: without a planted delay nothing but notify() may stand
-    # between t0 and the notify call, not even a call that would do nothing.
-    if params.planted_delay_us:
-
-        def notify_step() -> int:
-            t0 = now_ns()
-            plant_delay(params, t0)
-            notify()
-            return t0
-
-    else:
-
-        def notify_step() -> int:
-            t0 = now_ns()
-            notify()
-            return t0
-
-    return _drive(params, reset, stamped_wait, notify_step, name)
-
-
-def measure_thread_wake_stamped(
-    params: MeasureParams,
-    *,
-    reset: Callable[[], None],
-    wait: Callable[[float], Optional[int]],
-    notify: Callable[[Callable[[], None]], None],
-    name: str = "wakelab-waiter",
-) -> RawLatency:
-    """Like :func:`measure_thread_wake`, but each side stamps its own instant.
-
-    Some wake paths are more than one call on either side: a notifier that
-    must hold a lock around ``notify()``, a waiter that resumes inside a
-    ``with`` block or must release what it acquired.  Here ``wait(timeout_s)``
-    takes ``t1 = perf_counter_ns()`` itself, as the first statement after the
-    primitive's wait returns, and returns it (``None`` on timeout, a lost
-    wake).  ``notify(mark_t0)`` must call ``mark_t0()`` exactly once,
-    immediately before its notify call: ``mark_t0`` takes ``t0`` and runs the
-    planted delay, so the harness, not the arm, owns both.
-    """
-    marks: List[int] = []
-
-    def mark_t0() -> None:
-        t0 = now_ns()
-        plant_delay(params, t0)
-        marks.append(t0)
-
-    def notify_step() -> int:
-        del marks[:]
-        notify(mark_t0)
-        if len(marks) != 1:
-            raise HarnessError("notify called mark_t0() %d times, not once" % len(marks))
-        return marks[0]
-
-    return _drive(params, reset, wait, notify_step, name)
-
-
-def _drive(
-    params: MeasureParams,
-    reset: Callable[[], None],
-    wait: Callable[[float], Optional[int]],
-    notify_step: Callable[[], int],
-    name: str,
-) -> RawLatency:
     if params.mode == "open":
-        return _drive_open(params, reset, wait, notify_step, name)
-    return _drive_closed(params, reset, wait, notify_step, name)
+        return _drive_open(params, path, name)
+    return _drive_closed(params, path, name)
 
 
-def _drive_closed(
-    params: MeasureParams,
-    reset: Callable[[], None],
-    wait: Callable[[float], Optional[int]],
-    notify_step: Callable[[], int],
-    name: str,
-) -> RawLatency:
+def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
     collector = LatencyCollector(params)
     slots = collector.slots
+    reset = path.reset
+    wait = path.stamped()
+    step = path.step(params)
     go = threading.Event()
     ready = threading.Event()
     done = threading.Event()
     box: Dict[str, object] = {"t1": None, "stop": False, "error": None, "cpu": None}
+    timeout_s = params.timeout_s
 
     def waiter() -> None:
         try:
@@ -151,7 +75,7 @@ def _drive_closed(
                     box["cpu"] = current_cpu()  # where the wakes ran: read once, at the end
                     return
                 ready.set()
-                box["t1"] = wait(params.timeout_s)
+                box["t1"] = wait(timeout_s)
                 done.set()
         except BaseException as exc:  # surfaced by the notifier below
             box["error"] = exc
@@ -160,9 +84,10 @@ def _drive_closed(
 
     thread = threading.Thread(target=waiter, name=name, daemon=True)
     thread.start()
-    # The waiter's own timeout always ends its wait; allow for it generously.
-    handshake_s = params.timeout_s + 5.0
+    handshake_s = handshake_timeout_s(params)
     settle_s = params.settle_s
+    done_wait = done.wait
+    stale = 0
     try:
         for index in range(params.total_wakes):
             reset()
@@ -173,42 +98,47 @@ def _drive_closed(
             if not ready.wait(handshake_s) or box["error"] is not None:
                 raise HarnessError("waiter thread did not announce itself: %r" % (box["error"],))
             time.sleep(settle_s)
-            t0 = notify_step()
-            if not done.wait(handshake_s):
+            t0 = step()
+            if not done_wait(handshake_s):
                 raise HarnessError("waiter thread did not return from its wait")
             if box["error"] is not None:
                 raise HarnessError("waiter failed: %r" % (box["error"],))
             t1 = box["t1"]
+            if t1 is not None and t1 < t0:  # type: ignore[operator]
+                stale += 1  # the wait returned before this notify: an older wake, not this one
+                t1 = None
             slots[index] = None if t1 is None else t1 - t0  # type: ignore[operator]
     finally:
         box["stop"] = True
         go.set()
         thread.join(handshake_s)
     return collector.result(
-        settle_us=params.settle_us, mode="closed", notifier_cpu_seen=current_cpu(), waiter_cpu_seen=box["cpu"]
+        settle_us=params.settle_us,
+        mode="closed",
+        stale_wakes=stale,
+        notifier_cpu_seen=current_cpu(),
+        waiter_cpu_seen=box["cpu"],
     )
 
 
-def _drive_open(
-    params: MeasureParams,
-    reset: Callable[[], None],
-    wait: Callable[[float], Optional[int]],
-    notify_step: Callable[[], int],
-    name: str,
-) -> RawLatency:
+def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
     """Open loop: notify on schedule; match each wake to the notify that caused it."""
     interval_ns = params.interval_us * 1000
     total = params.total_wakes
+    reset = path.reset
+    wait = path.stamped()
+    step = path.step(params)
     wakes: List[int] = []  # t1 of every wake, appended by the waiter
     box: Dict[str, object] = {"stop": False, "error": None, "cpu": None}
     started = threading.Event()
+    poll_s = min(params.timeout_s, 0.05)
 
     def waiter() -> None:
         try:
             enter_role(params, WAITER)
             started.set()
             while not box["stop"]:
-                t1 = wait(min(params.timeout_s, 0.05))
+                t1 = wait(poll_s)
                 if t1 is None:
                     continue  # nothing due yet, or the notifier is done: look at stop again
                 reset()  # consume, so the next notify is a new wake
@@ -218,10 +148,11 @@ def _drive_open(
             box["error"] = exc
             started.set()
 
+    handshake_s = handshake_timeout_s(params)
     thread = threading.Thread(target=waiter, name=name, daemon=True)
     reset()
     thread.start()
-    if not started.wait(params.timeout_s + 5.0):
+    if not started.wait(handshake_s):
         raise HarnessError("waiter thread did not start")
     scheduled: List[int] = []
     issued: List[int] = []
@@ -236,7 +167,7 @@ def _drive_open(
             remaining = due - now_ns()
             if remaining > 0:
                 time.sleep(remaining / 1e9)
-            issued.append(notify_step())
+            issued.append(step())
             scheduled.append(due)
         # Let the last wake arrive (or time out).
         deadline = now_ns() + int(params.timeout_s * 1e9)
@@ -244,31 +175,48 @@ def _drive_open(
             time.sleep(0.001)
     finally:
         box["stop"] = True
-        thread.join(params.timeout_s + 5.0)
+        thread.join(handshake_s)
     if box["error"] is not None:
         raise HarnessError("waiter failed: %r" % (box["error"],))
-    # Match wakes to notifies conservatively: a wake answers the oldest notify still pending
-    # whose notify call began before the wake (t0 plus any planted delay), and every other
-    # notify that began before it was coalesced into the same wake and is counted lost.  So a
-    # waiter that falls behind never gets credited with a later, shorter deadline.
-    begun = [t0 + params.planted_delay_ns for t0 in issued]
-    first_t1: Dict[int, int] = {}
-    pending = 0
-    for t1 in wakes:
-        if pending < total and begun[pending] <= t1:
-            first_t1[pending] = t1
-            pending = bisect.bisect_right(begun, t1, lo=pending)
+    first_t1, coalesced = match_open_loop(issued, wakes, params.planted_delay_ns)
     collector = LatencyCollector(params)
     for i in range(total):
         woke = first_t1.get(i)
         # Each sample is measured from the schedule; the notifier's own lateness is a component.
         collector.add(None if woke is None else woke - scheduled[i], notify_late=issued[i] - scheduled[i])
+    counted_coalesced = sum(1 for i in coalesced if i >= params.warmup)
     return collector.result(
         mode="open",
         interval_us=params.interval_us,
+        coalesced=counted_coalesced,
         notifier_cpu_seen=current_cpu(),
         waiter_cpu_seen=box["cpu"],
     )
+
+
+def match_open_loop(issued: List[int], wakes: List[int], planted_delay_ns: int = 0) -> Tuple[Dict[int, int], List[int]]:
+    """Match open-loop wakes to the notifies that caused them.
+
+    ``issued`` are the notifies' ``t0`` in order, ``wakes`` the waiter's
+    ``t1`` in order.  A wake answers the oldest notify still pending whose
+    notify call began before the wake (``t0`` plus any planted delay); every
+    other notify that began before it was merged into the same wake by the
+    primitive (*coalesced*).  So a waiter that falls behind is never credited
+    with a later, shorter deadline.  Returns ``({notify index: t1}, [indices
+    of coalesced notifies])``; the notifies in neither timed out.
+    """
+    total = len(issued)
+    begun = [t0 + planted_delay_ns for t0 in issued]
+    first_t1: Dict[int, int] = {}
+    coalesced: List[int] = []
+    pending = 0
+    for t1 in wakes:
+        if pending < total and begun[pending] <= t1:
+            first_t1[pending] = t1
+            after = bisect.bisect_right(begun, t1, lo=pending)
+            coalesced.extend(range(pending + 1, after))
+            pending = after
+    return first_t1, coalesced
 
 
 def poll_wait(predicate: Callable[[], bool], *, yield_gil: bool) -> Callable[[float], Optional[int]]:

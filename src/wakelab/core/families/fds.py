@@ -1,12 +1,17 @@
 """File-descriptor arms: a waiter thread blocked on an fd, woken by a write from the main thread.
 
 Every arm here is the same experiment with a different kernel object in the
-middle: the waiter thread sits in ``poll`` (or the selector's ``epoll``, or
-the socket module's own poll) until the fd turns readable, then reads the
-token; the main thread writes one token.  ``t1`` is therefore taken after
-the read, which is what a real self-pipe consumer does before acting.
+middle: the waiter thread sits in ``poll`` (or the selector's ``epoll``)
+until the fd turns readable, takes ``t1`` as the first statement after that
+wait returns, then reads the token; the main thread writes one token.  The C
+floor takes ``t1`` at the same point (after ``poll``/``epoll_wait``, before the
+read), so the two divide like by like.  ``socketpair`` is the exception: its
+``recv`` with a timeout polls and reads in one call, so ``t1`` follows the
+read there.  A readable fd that yields no token (a spurious wake-up) is not a
+wake: the waiter goes back to waiting, and the ``t1`` of the poll that did
+bring the token is the one kept.
 
-All of them run through :func:`~wakelab.core.drivers.thread.measure_thread_wake`:
+All of them run on the thread driver (:mod:`wakelab.core.drivers.thread`):
 the waiter announces itself, the notifier lets ``settle_us`` pass so the
 waiter is parked in the kernel, then takes ``t0`` and writes.
 
@@ -19,6 +24,7 @@ cannot turn the next wake into a zero-latency fake.  Every fd is closed in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import select
 import selectors
@@ -26,7 +32,8 @@ import socket
 import sys
 from typing import Callable, List, Optional, Tuple
 
-from wakelab.core.drivers.thread import measure_thread_wake
+from wakelab.core.drivers import WakePath
+from wakelab.core.drivers import thread as driver
 from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
@@ -40,13 +47,14 @@ from wakelab.core.model import (
 _TOKEN = b"x"
 
 
-def _poll_then_read(fd: int, read_token: Callable[[], bool]) -> Callable[[float], bool]:
-    """A ``wait(timeout_s)`` that polls ``fd`` for POLLIN, then calls ``read_token``.
+def _poll_then_read(fd: int, read_token: Callable[[], bool]) -> Callable[[float], Optional[int]]:
+    """A stamped ``wait(timeout_s)``: poll ``fd`` for POLLIN, take ``t1``, then ``read_token()``.
 
     ``read_token`` does one non-blocking read and says whether it got a
     token; a readable fd that yields nothing (a spurious wake-up) sends us
-    back to ``poll`` for the rest of the timeout.  ``poll`` rather than
-    ``select`` so a process with more than FD_SETSIZE fds still works.
+    back to ``poll`` for the rest of the timeout.  Returns ``t1`` (None on
+    timeout).  ``poll`` rather than ``select`` so a process with more than
+    FD_SETSIZE fds still works.
     """
     if hasattr(select, "poll"):
         poller = select.poll()
@@ -60,14 +68,16 @@ def _poll_then_read(fd: int, read_token: Callable[[], bool]) -> Callable[[float]
         def wait_readable(timeout_s: float) -> bool:
             return bool(select.select([fd], [], [], timeout_s)[0])
 
-    def wait(timeout_s: float) -> bool:
+    def wait(timeout_s: float) -> Optional[int]:
         deadline_ns = now_ns() + int(timeout_s * 1e9)
         while True:
             remaining_s = (deadline_ns - now_ns()) / 1e9
             if remaining_s <= 0:
-                return False
-            if wait_readable(remaining_s) and read_token():
-                return True
+                return None
+            readable = wait_readable(remaining_s)
+            t1 = now_ns()
+            if readable and read_token():
+                return t1
 
     return wait
 
@@ -107,21 +117,12 @@ def _measure_pipe(params: MeasureParams, payload: bytes) -> RawLatency:
     try:
         os.set_blocking(read_fd, False)
         read_token, drain = _token_reader(read_fd)
-
-        def notify() -> None:
-            os.write(write_fd, payload)
-
-        raw = measure_thread_wake(
-            params,
-            reset=drain,
-            wait=_poll_then_read(read_fd, read_token),
-            notify=notify,
-            name="wakelab-pipe-waiter",
-        )
+        path = WakePath(reset=drain, wait_stamped=_poll_then_read(read_fd, read_token), notify=functools.partial(os.write, write_fd, payload))
+        raw = driver.measure(params, path, "wakelab-pipe-waiter")
     finally:
         os.close(read_fd)
         os.close(write_fd)
-    return _with_info(raw, wait="poll+read")
+    return _with_info(raw, wait="poll, t1, read")
 
 
 def measure_pipe(params: MeasureParams) -> RawLatency:
@@ -157,19 +158,11 @@ def measure_eventfd(params: MeasureParams) -> RawLatency:
         def drain() -> None:
             read_token()  # one read resets the counter to zero
 
-        def notify() -> None:
-            os.eventfd_write(fd, 1)
-
-        raw = measure_thread_wake(
-            params,
-            reset=drain,
-            wait=_poll_then_read(fd, read_token),
-            notify=notify,
-            name="wakelab-eventfd-waiter",
-        )
+        path = WakePath(reset=drain, wait_stamped=_poll_then_read(fd, read_token), notify=functools.partial(os.eventfd_write, fd, 1))
+        raw = driver.measure(params, path, "wakelab-eventfd-waiter")
     finally:
         os.close(fd)
-    return _with_info(raw, wait="poll+eventfd_read")
+    return _with_info(raw, wait="poll, t1, eventfd_read")
 
 
 # -- socketpair -------------------------------------------------------------
@@ -203,12 +196,8 @@ def measure_socketpair(params: MeasureParams) -> RawLatency:
             except socket.timeout:
                 return False
 
-        def notify() -> None:
-            sender.send(_TOKEN)
-
-        raw = measure_thread_wake(
-            params, reset=drain, wait=wait, notify=notify, name="wakelab-socketpair-waiter"
-        )
+        path = WakePath(reset=drain, wait=wait, notify=functools.partial(sender.send, _TOKEN))
+        raw = driver.measure(params, path, "wakelab-socketpair-waiter")
     finally:
         sender.close()
         receiver.close()
@@ -234,61 +223,60 @@ def measure_selector_pipe(params: MeasureParams) -> RawLatency:
         sel = selector
         read_token, drain = _token_reader(read_fd)
 
-        def wait(timeout_s: float) -> bool:
+        def wait(timeout_s: float) -> Optional[int]:
             deadline_ns = now_ns() + int(timeout_s * 1e9)
             while True:
                 remaining_s = (deadline_ns - now_ns()) / 1e9
                 if remaining_s <= 0:
-                    return False
-                if sel.select(remaining_s) and read_token():
-                    return True
+                    return None
+                ready = sel.select(remaining_s)
+                t1 = now_ns()
+                if ready and read_token():
+                    return t1
 
-        def notify() -> None:
-            os.write(write_fd, _TOKEN)
-
-        raw = measure_thread_wake(
-            params, reset=drain, wait=wait, notify=notify, name="wakelab-selector-waiter"
-        )
+        path = WakePath(reset=drain, wait_stamped=wait, notify=functools.partial(os.write, write_fd, _TOKEN))
+        raw = driver.measure(params, path, "wakelab-selector-waiter")
         selector_name = type(selector).__name__
     finally:
         if selector is not None:
             selector.close()
         os.close(read_fd)
         os.close(write_fd)
-    return _with_info(raw, wait="selector.select+read", selector=selector_name)
+    return _with_info(raw, wait="selector.select, t1, read", selector=selector_name)
 
 
 ARMS: List[Arm] = [
     Arm(
         name="pipe",
         family="fds",
+        driver="thread",
         kind=LATENCY,
-        mechanism="os.write of one byte to a pipe in the main thread wakes a worker in poll() on the read end, which then reads it",
+        mechanism="os.write of one byte to a pipe in the main thread wakes a worker in poll() on the read end, then reads it",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
-        t1="worker thread: perf_counter_ns() as the first statement after poll() returned and os.read() got the byte",
+        t1="worker thread: perf_counter_ns() as the first statement after poll() returned readable (the byte is read after t1; a poll that yields no byte is not the wake)",
         measure=measure_pipe,
         native="native-pipe",
-        open_loop=True,
     ),
     Arm(
         name="eventfd",
         family="fds",
+        driver="thread",
         kind=LATENCY,
         mechanism="os.eventfd_write(fd, 1) in the main thread wakes a worker in poll() on the eventfd, which then reads it",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before os.eventfd_write(fd, 1)",
-        t1="worker thread: perf_counter_ns() as the first statement after poll() returned and os.eventfd_read() succeeded",
+        t1="worker thread: perf_counter_ns() as the first statement after poll() returned readable (the counter is read after t1; a poll that yields nothing is not the wake)",
         measure=measure_eventfd,
         requires=requires_eventfd,
         native="native-eventfd",
-        open_loop=True,
     ),
     Arm(
         name="socketpair",
         family="fds",
+        driver="thread",
         kind=LATENCY,
         mechanism="socket.send of one byte on a socketpair in the main thread wakes a worker in recv() with a timeout",
         waiter=BLOCKED,
@@ -297,19 +285,18 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after sock.recv(1) returned the byte",
         measure=measure_socketpair,
         native="native-pipe",
-        open_loop=True,
     ),
     Arm(
         name="selector-pipe",
         family="fds",
+        driver="thread",
         kind=LATENCY,
         mechanism="os.write of one byte to a pipe wakes a worker in selectors.DefaultSelector().select() (epoll on Linux), which then reads it",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
-        t1="worker thread: perf_counter_ns() as the first statement after selector.select() returned and os.read() got the byte",
+        t1="worker thread: perf_counter_ns() as the first statement after selector.select() returned (the byte is read after t1; a select that yields no byte is not the wake)",
         measure=measure_selector_pipe,
         native="native-pipe",
-        open_loop=True,
     ),
 ]

@@ -1,11 +1,11 @@
 """Thread-coordination arms: a notifier thread wakes a waiter thread.
 
-Every arm here runs the same experiment shape (see ``_drivers``): one
-persistent waiter thread, a handshake outside the timed window, a settle
+Every arm here runs on the thread driver (:mod:`wakelab.core.drivers.thread`):
+one persistent waiter thread, a handshake outside the timed window, a settle
 period, then ``t0`` in the notifier, the notify call, and ``t1`` in the
-waiter.  They differ only in the primitive.  Each primitive is described by a
-:class:`WakePath` (reset / wait / notify), so that tests can run the very same
-waiter against a notifier that never notifies.
+waiter.  They differ only in the primitive, which this module describes as a
+:class:`~wakelab.core.drivers.WakePath` (reset / wait / notify), so that tests
+can run the very same waiter against a notifier that never notifies.
 
 What the blocked arms have in common.  On Linux every CPython lock parks a
 thread on a futex (through a POSIX semaphore in older versions, through
@@ -47,12 +47,14 @@ its busy-wait share the main thread).
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import queue
 import threading
 from typing import Callable, Dict, List, Optional, Union
 
-from wakelab.core.drivers.thread import measure_thread_wake, measure_thread_wake_stamped, poll_wait
+from wakelab.core.drivers import WakePath
+from wakelab.core.drivers import thread as driver
+from wakelab.core.drivers.thread import poll_wait
 from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
@@ -65,26 +67,10 @@ from wakelab.core.model import (
 )
 
 
-def measure_event(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``Event.set()`` waking a thread blocked in ``Event.wait()``."""
+def event_path() -> WakePath:
+    """``Event.set()`` wakes ``Event.wait(timeout)``."""
     event = threading.Event()
-    return measure_thread_wake(params, reset=event.clear, wait=event.wait, notify=event.set)
-
-
-@dataclasses.dataclass(frozen=True)
-class WakePath:
-    """One primitive's three moves, in the form ``measure_thread_wake_stamped`` takes.
-
-    ``reset()`` (notifier, between wakes) returns the primitive to its
-    un-notified state, clearing whatever a late or lost wake left behind;
-    ``wait(timeout_s)`` (waiter) returns ``t1`` or ``None`` on timeout;
-    ``notify(mark_t0)`` (notifier) calls ``mark_t0()`` immediately before the
-    notify call.
-    """
-
-    reset: Callable[[], None]
-    wait: Callable[[float], Optional[int]]
-    notify: Callable[[Callable[[], None]], None]
+    return WakePath(reset=event.clear, wait=event.wait, notify=event.set)
 
 
 def condition_path() -> WakePath:
@@ -94,10 +80,10 @@ def condition_path() -> WakePath:
     early or spurious return is not counted as the wake; ``t1`` is taken right
     after the ``wait()`` call that precedes seeing the flag, i.e. after
     ``wait()`` has re-acquired the condition's lock and before the waiter
-    releases it.  The notifier sets the flag before ``t0`` (the waiter cannot
-    look at it without the lock), so the window holds ``notify()``, the
-    notifier's release of the lock on leaving its ``with`` block, and the
-    waiter's wake and re-acquire.  The lock is the default ``RLock``.
+    releases it.  The notifier takes the lock and sets the flag before ``t0``
+    (the waiter cannot look at it without the lock), so the window holds
+    ``notify()``, the notifier's release of the lock, and the waiter's wake and
+    re-acquire.  The lock is the default ``RLock``.
     """
     cond = threading.Condition()
     flag = [False]
@@ -120,13 +106,11 @@ def condition_path() -> WakePath:
                 if flag[0]:
                     return t1
 
-    def notify(mark_t0: Callable[[], None]) -> None:
-        with cond:
-            flag[0] = True
-            mark_t0()
-            cond.notify()
+    def take_lock_and_flag() -> None:
+        cond.acquire()
+        flag[0] = True
 
-    return WakePath(reset, wait, notify)
+    return WakePath(reset=reset, wait_stamped=wait, before=take_lock_and_flag, notify=cond.notify, after=cond.release)
 
 
 def lock_handoff_path() -> WakePath:
@@ -151,11 +135,7 @@ def lock_handoff_path() -> WakePath:
         lock.release()
         return t1
 
-    def notify(mark_t0: Callable[[], None]) -> None:
-        mark_t0()
-        lock.release()
-
-    return WakePath(reset, wait, notify)
+    return WakePath(reset=reset, wait_stamped=wait, notify=lock.release)
 
 
 def semaphore_path() -> WakePath:
@@ -166,16 +146,11 @@ def semaphore_path() -> WakePath:
         while sem.acquire(blocking=False):  # drain a late release
             pass
 
-    def wait(timeout_s: float) -> Optional[int]:
-        ok = sem.acquire(timeout=timeout_s)
-        t1 = now_ns()
-        return t1 if ok else None
+    return WakePath(reset=reset, wait=functools.partial(_acquire, sem), notify=sem.release)
 
-    def notify(mark_t0: Callable[[], None]) -> None:
-        mark_t0()
-        sem.release()
 
-    return WakePath(reset, wait, notify)
+def _acquire(sem: threading.Semaphore, timeout_s: float) -> bool:
+    return sem.acquire(timeout=timeout_s)
 
 
 def _drain(get_nowait: Callable[[], object]) -> None:
@@ -198,11 +173,7 @@ def _queue_path(q: Union[queue.Queue[object], queue.SimpleQueue[object]]) -> Wak
             return None
         return t1
 
-    def notify(mark_t0: Callable[[], None]) -> None:
-        mark_t0()
-        q.put(True)
-
-    return WakePath(reset, wait, notify)
+    return WakePath(reset=reset, wait_stamped=wait, notify=functools.partial(q.put, True))
 
 
 def queue_path() -> WakePath:
@@ -235,23 +206,16 @@ def future_path() -> WakePath:
             return None
         return t1
 
-    def notify(mark_t0: Callable[[], None]) -> None:
-        future = current[0]
-        mark_t0()
-        future.set_result(True)
+    def bind() -> Callable[[], object]:
+        return functools.partial(current[0].set_result, True)
 
-    return WakePath(reset, wait, notify)
+    return WakePath(reset=reset, wait_stamped=wait, bind=bind)
 
 
 def event_spin_path() -> WakePath:
     """A waiter polling ``Event.is_set()``, with ``time.sleep(0)`` between polls, sees ``set()``."""
     event = threading.Event()
-
-    def notify(mark_t0: Callable[[], None]) -> None:
-        mark_t0()
-        event.set()
-
-    return WakePath(event.clear, poll_wait(event.is_set, yield_gil=True), notify)
+    return WakePath(reset=event.clear, wait_stamped=poll_wait(event.is_set, yield_gil=True), notify=event.set)
 
 
 def queue_spin_path() -> WakePath:
@@ -268,66 +232,13 @@ def queue_spin_path() -> WakePath:
     def reset() -> None:
         _drain(q.get_nowait)
 
-    def notify(mark_t0: Callable[[], None]) -> None:
-        mark_t0()
-        q.put(True)
-
-    return WakePath(reset, poll_wait(took_one, yield_gil=True), notify)
+    return WakePath(reset=reset, wait_stamped=poll_wait(took_one, yield_gil=True), notify=functools.partial(q.put, True))
 
 
-def _measure_path(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
-    return measure_thread_wake_stamped(
-        params,
-        reset=path.reset,
-        wait=path.wait,
-        notify=path.notify,
-        name="wakelab-waiter-" + name,
-    )
-
-
-def measure_condition(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``Condition.notify()`` waking a thread in ``Condition.wait()``."""
-    return _measure_path(params, condition_path(), "condition")
-
-
-def measure_lock_handoff(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``Lock.release()`` waking a thread blocked in ``Lock.acquire()``."""
-    return _measure_path(params, lock_handoff_path(), "lock-handoff")
-
-
-def measure_semaphore(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``Semaphore.release()`` waking a thread in ``acquire()``."""
-    return _measure_path(params, semaphore_path(), "semaphore")
-
-
-def measure_queue(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``queue.Queue.put()`` waking a thread in ``get()``."""
-    return _measure_path(params, queue_path(), "queue")
-
-
-def measure_simplequeue(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``queue.SimpleQueue.put()`` waking a thread in ``get()``."""
-    return _measure_path(params, simplequeue_path(), "simplequeue")
-
-
-def measure_future(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of ``Future.set_result()`` waking a thread in ``result()``."""
-    return _measure_path(params, future_path(), "future")
-
-
-def measure_event_spin(params: MeasureParams) -> RawLatency:
-    """Latency (ns) from ``Event.set()`` to a polling thread seeing ``is_set()`` true."""
-    return _measure_path(params, event_spin_path(), "event-spin")
-
-
-def measure_queue_spin(params: MeasureParams) -> RawLatency:
-    """Latency (ns) from ``Queue.put()`` to a polling thread's ``get_nowait()`` succeeding."""
-    return _measure_path(params, queue_spin_path(), "queue-spin")
-
-
-# The arms built from a WakePath, by name (tests run each waiter against a
-# notifier that never notifies).  ``event`` keeps the original driver.
+# Every arm of this family, by name: its WakePath (tests run each waiter against a notifier
+# that never notifies).
 WAKE_PATHS: Dict[str, Callable[[], WakePath]] = {
+    "event": event_path,
     "condition": condition_path,
     "lock-handoff": lock_handoff_path,
     "semaphore": semaphore_path,
@@ -339,115 +250,131 @@ WAKE_PATHS: Dict[str, Callable[[], WakePath]] = {
 }
 
 
+def _measure(name: str) -> Callable[[MeasureParams], RawLatency]:
+    make = WAKE_PATHS[name]
+
+    def measure(params: MeasureParams) -> RawLatency:
+        return driver.measure(params, make(), "wakelab-waiter-" + name)
+
+    measure.__name__ = "measure_" + name.replace("-", "_")
+    measure.__doc__ = "Wake latency (ns) of the %s arm on the thread driver." % name
+    return measure
+
+
 ARMS: List[Arm] = [
     Arm(
         name="event",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="threading.Event: set() in the main thread wakes a worker blocked in wait()",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Event.set()",
         t1="worker thread: perf_counter_ns() as the first statement after Event.wait() returns",
-        measure=measure_event,
+        measure=_measure("event"),
         native="native-condvar",
-        open_loop=True,
     ),
     Arm(
         name="condition",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="threading.Condition: notify() with the lock held (flag set first) wakes a worker in wait(); the worker must re-acquire the lock the notifier then releases",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread, holding the condition's lock: perf_counter_ns() immediately before Condition.notify()",
         t1="worker thread: perf_counter_ns() right after Condition.wait() returns (lock re-acquired, still inside the with block) and before checking the flag",
-        measure=measure_condition,
+        measure=_measure("condition"),
         native="native-condvar",
     ),
     Arm(
         name="lock-handoff",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="threading.Lock held by the main thread: release() wakes a worker blocked in acquire(timeout=...)",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Lock.release()",
         t1="worker thread: perf_counter_ns() as the first statement after Lock.acquire() returns (before it releases the lock)",
-        measure=measure_lock_handoff,
+        measure=_measure("lock-handoff"),
         native="native-condvar",
     ),
     Arm(
         name="semaphore",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="threading.Semaphore(0): release() in the main thread wakes a worker blocked in acquire(timeout=...)",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Semaphore.release()",
         t1="worker thread: perf_counter_ns() as the first statement after Semaphore.acquire() returns",
-        measure=measure_semaphore,
+        measure=_measure("semaphore"),
         native="native-condvar",
-        open_loop=True,
     ),
     Arm(
         name="queue",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="queue.Queue: put() in the main thread wakes a worker blocked in get(timeout=...) on the empty queue",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Queue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after Queue.get() returns",
-        measure=measure_queue,
+        measure=_measure("queue"),
         native="native-condvar",
-        open_loop=True,
     ),
     Arm(
         name="simplequeue",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="queue.SimpleQueue (C): put() in the main thread wakes a worker blocked in get(timeout=...) on the empty queue",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before SimpleQueue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after SimpleQueue.get() returns",
-        measure=measure_simplequeue,
+        measure=_measure("simplequeue"),
         native="native-condvar",
-        open_loop=True,
     ),
     Arm(
         name="future",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="concurrent.futures.Future (a fresh one per wake): set_result() in the main thread wakes a worker blocked in result(timeout=...)",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Future.set_result()",
         t1="worker thread: perf_counter_ns() as the first statement after Future.result() returns",
-        measure=measure_future,
+        measure=_measure("future"),
         native="native-condvar",
     ),
     Arm(
         name="event-spin",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="threading.Event: set() in the main thread seen by a worker polling is_set() with time.sleep(0) between polls (GIL released, no sleep); under the GIL the worker waits for the GIL at t0",
         waiter=SPINNING,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Event.set()",
         t1="worker thread: perf_counter_ns() as the first statement after the is_set() poll that returned True",
-        measure=measure_event_spin,
+        measure=_measure("event-spin"),
     ),
     Arm(
         name="queue-spin",
         family="threads",
+        driver="thread",
         kind=LATENCY,
         mechanism="queue.Queue: put() in the main thread seen by a worker polling get_nowait() with time.sleep(0) between polls (GIL released, no sleep); under the GIL the worker waits for the GIL at t0",
         waiter=SPINNING,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before Queue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after the get_nowait() poll that returned an item",
-        measure=measure_queue_spin,
+        measure=_measure("queue-spin"),
     ),
 ]
