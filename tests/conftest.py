@@ -166,3 +166,10 @@ def clean_state() -> Iterator[None]:
     yield
     assert process_state() == before
     assert open_fds() == fds
+
+
+def registry_arms(family_module):  # type: ignore[no-untyped-def]
+    """A family module's arms as the registry serves them (with their C floor from the "vs C" table)."""
+    from wakelab.core.registry import get_arm
+
+    return [get_arm(arm.name) for arm in family_module.ARMS]

@@ -9,11 +9,13 @@ from typing import FrozenSet
 
 import pytest
 
+from conftest import registry_arms
+
 from wakelab.core.families import fds
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, MeasureParams
 
 PARAMS = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
-ARMS_BY_NAME = {arm.name: arm for arm in fds.ARMS}
+ARMS_BY_NAME = {arm.name: arm for arm in registry_arms(fds)}
 
 
 def _open_fds() -> FrozenSet[str]:
@@ -22,7 +24,7 @@ def _open_fds() -> FrozenSet[str]:
 
 def test_family_has_the_four_arms() -> None:
     assert set(ARMS_BY_NAME) == {"pipe", "eventfd", "socketpair", "selector-pipe"}
-    for arm in fds.ARMS:
+    for arm in registry_arms(fds):
         assert arm.family == "fds"
         assert arm.kind == LATENCY
         assert arm.waiter == BLOCKED

@@ -17,10 +17,12 @@ from typing import Dict, List, Set
 
 import pytest
 
+from conftest import registry_arms
+
 from wakelab.core.families import processes
 from wakelab.core.model import BLOCKED, CROSS_PROCESS, LATENCY, MeasureParams
 
-ARMS = {arm.name: arm for arm in processes.ARMS}
+ARMS = {arm.name: arm for arm in registry_arms(processes)}
 ARM_NAMES = sorted(ARMS)
 SMALL = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=2.0)
 ONE_SECOND_NS = 1_000_000_000
@@ -116,7 +118,7 @@ def test_perf_counter_is_one_clock_for_all_processes_here() -> None:
 
 def test_a_per_process_clock_makes_every_arm_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(processes, "_clock_implementation", lambda: "some_cpu_time()")
-    for arm in processes.ARMS:
+    for arm in registry_arms(processes):
         reason = arm.unavailable_reason()
         assert reason is not None
         assert "some_cpu_time()" in reason

@@ -9,12 +9,14 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
+from conftest import registry_arms
+
 from wakelab.core.families import signals
 from wakelab.core.drivers.thread import HarnessError
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency
 from wakelab.core.sigstate import SignalState, snapshot
 
-ARMS: Dict[str, Arm] = {arm.name: arm for arm in signals.ARMS}
+ARMS: Dict[str, Arm] = {arm.name: arm for arm in registry_arms(signals)}
 NEW_ARMS = ["sigwait-thread-to-main", "pause-handler", "wakeup-fd-select", "pthread-kill-sigwait"]
 # Arms whose waiter has a timeout of its own, so a settle longer than it loses every wake.
 TIMED_WAIT_ARMS = ["sigwait-thread-to-main", "wakeup-fd-select", "pthread-kill-sigwait"]

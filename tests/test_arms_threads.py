@@ -14,6 +14,8 @@ from typing import Callable, Iterator, List
 
 import pytest
 
+from conftest import registry_arms
+
 from wakelab.core.families import threads
 from wakelab.core.drivers import HarnessError, WakePath
 from wakelab.core.drivers import thread as driver
@@ -23,7 +25,7 @@ FAST = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
 SHORT_TIMEOUT = MeasureParams(n=3, warmup=0, settle_us=200, timeout_s=0.05)
 PLANTED = MeasureParams(n=5, warmup=1, settle_us=200, timeout_s=1.0, planted_delay_us=2000)
 
-ARMS_BY_NAME = {arm.name: arm for arm in threads.ARMS}
+ARMS_BY_NAME = {arm.name: arm for arm in registry_arms(threads)}
 EXPECTED_NAMES = {
     "event",
     "condition",
@@ -63,7 +65,7 @@ def test_catalogue_names() -> None:
     assert set(threads.WAKE_PATHS) == EXPECTED_NAMES
 
 
-@pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
+@pytest.mark.parametrize("arm", registry_arms(threads), ids=lambda a: a.name)
 def test_arm_identity_is_documented(arm: Arm) -> None:
     assert arm.family == "threads"
     assert arm.kind == LATENCY
@@ -90,7 +92,7 @@ def test_event_arm_unchanged() -> None:
 # -- real runs ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
+@pytest.mark.parametrize("arm", registry_arms(threads), ids=lambda a: a.name)
 def test_arm_runs_for_real(arm: Arm) -> None:
     raw = arm.measure(FAST)
     assert raw.lost == 0
@@ -99,7 +101,7 @@ def test_arm_runs_for_real(arm: Arm) -> None:
     assert all(0 < s < 1_000_000_000 for s in raw.samples_ns)
 
 
-@pytest.mark.parametrize("arm", threads.ARMS, ids=lambda a: a.name)
+@pytest.mark.parametrize("arm", registry_arms(threads), ids=lambda a: a.name)
 def test_planted_delay_is_seen(arm: Arm) -> None:
     raw = arm.measure(PLANTED)
     assert raw.lost == 0

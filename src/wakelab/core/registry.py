@@ -7,8 +7,9 @@ registry, ``wakelab list`` and the labs pick it up from there.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from wakelab.core.model import FAMILIES, Arm
 
@@ -37,12 +38,23 @@ class UnknownArmError(LookupError):
     """An arm name that is not in the registry."""
 
 
+def _floors() -> Dict[str, Tuple[str, str]]:
+    """The "vs C" table (:data:`wakelab.core.families.native.FLOORS`)."""
+    return importlib.import_module("wakelab.core.families.native").FLOORS  # type: ignore[no-any-return]
+
+
 def _load_family(family: str) -> List[Arm]:
     module = importlib.import_module("wakelab.core.families." + FAMILY_MODULES[family])
+    floors = _floors()
+    arms = []
     for arm in module.ARMS:
         if arm.family != family:
             raise RuntimeError("arm %s is in module %s but declares family %s" % (arm.name, module.__name__, arm.family))
-    return list(module.ARMS)
+        if arm.name in floors:
+            native, match = floors[arm.name]
+            arm = dataclasses.replace(arm, native=native, native_match=match)
+        arms.append(arm)
+    return arms
 
 
 def _load() -> Dict[str, Arm]:

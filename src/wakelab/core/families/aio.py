@@ -472,7 +472,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before loop.call_soon_threadsafe(cb)",
         t1="loop thread: perf_counter_ns() as the first statement of cb",
         measure=measure_call_soon_threadsafe,
-        native="native-pipe",
     ),
     Arm(
         name="asyncio-event",
@@ -484,7 +483,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before loop.call_soon_threadsafe(event.set)",
         t1="loop thread: perf_counter_ns() as the first statement after `await event.wait()` returns in the waiting task",
         measure=measure_asyncio_event,
-        native="native-pipe",
     ),
     Arm(
         name="run-coroutine-threadsafe",

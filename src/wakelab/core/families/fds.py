@@ -257,7 +257,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
         t1="worker thread: perf_counter_ns() as the first statement after poll() returned readable (the byte is read after t1; a poll that yields no byte is not the wake)",
         measure=measure_pipe,
-        native="native-pipe",
     ),
     Arm(
         name="eventfd",
@@ -271,7 +270,6 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after poll() returned readable (the counter is read after t1; a poll that yields nothing is not the wake)",
         measure=measure_eventfd,
         requires=requires_eventfd,
-        native="native-eventfd",
     ),
     Arm(
         name="socketpair",
@@ -284,7 +282,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before sock.send(b'x')",
         t1="worker thread: perf_counter_ns() as the first statement after sock.recv(1) returned the byte",
         measure=measure_socketpair,
-        native="native-pipe",
     ),
     Arm(
         name="selector-pipe",
@@ -297,6 +294,5 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
         t1="worker thread: perf_counter_ns() as the first statement after selector.select() returned (the byte is read after t1; a select that yields no byte is not the wake)",
         measure=measure_selector_pipe,
-        native="native-pipe",
     ),
 ]

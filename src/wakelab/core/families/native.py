@@ -18,7 +18,7 @@ unavailable (``requires`` says why) and is skipped.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from wakelab.core.drivers import floor
 from wakelab.core.model import (
@@ -74,6 +74,39 @@ def measure_native_sigaction_install(params: MeasureParams) -> RawRate:
 
 
 _CLOCK = "clock_gettime(CLOCK_MONOTONIC)"
+
+MATCHED = "matched"
+NEAREST = "nearest"
+
+#: The one table of "vs C": Python arm -> (its C floor, how the two relate).  "matched": the C
+#: experiment has the same scope, waiter state and t1 as the Python arm, so the ratio of the two
+#: is the interpreter's share.  "nearest": the closest C experiment there is, shown labelled as
+#: such and never called the interpreter's share.  The registry copies each entry onto the
+#: Python arm (``Arm.native``, ``Arm.native_match``).
+FLOORS: Dict[str, Tuple[str, str]] = {
+    "event": ("native-condvar", MATCHED),
+    "condition": ("native-condvar", MATCHED),
+    "lock-handoff": ("native-condvar", MATCHED),
+    "semaphore": ("native-condvar", MATCHED),
+    "queue": ("native-condvar", MATCHED),
+    "simplequeue": ("native-condvar", MATCHED),
+    "future": ("native-condvar", MATCHED),
+    "sigusr1-self": ("native-self-signal", MATCHED),
+    "signal-install": ("native-sigaction-install", MATCHED),
+    "sigwait-thread-to-main": ("native-sigwait", MATCHED),
+    "pause-handler": ("native-sigwait", NEAREST),
+    "wakeup-fd-select": ("native-sigwait", NEAREST),
+    "pthread-kill-sigwait": ("native-sigwait", MATCHED),
+    "pipe": ("native-pipe", MATCHED),
+    "eventfd": ("native-eventfd", MATCHED),
+    "socketpair": ("native-pipe", NEAREST),
+    "selector-pipe": ("native-pipe", NEAREST),
+    "call-soon-threadsafe": ("native-pipe", NEAREST),
+    "asyncio-event": ("native-pipe", NEAREST),
+    "kill-sigwait-child": ("native-sigwait", NEAREST),
+    "pipe-process": ("native-pipe", NEAREST),
+    "eventfd-fork": ("native-eventfd", NEAREST),
+}
 
 ARMS: List[Arm] = [
     Arm(

@@ -768,7 +768,6 @@ ARMS: List[Arm] = [
         t1="child: perf_counter_ns() as the first statement after signal.sigtimedwait() returns",
         measure=measure_kill_sigwait_child,
         requires=requires_sigwait,
-        native="native-sigwait",
     ),
     Arm(
         name="pipe-process",
@@ -782,7 +781,6 @@ ARMS: List[Arm] = [
         t1="child: perf_counter_ns() as the first statement after poll() on the pipe returns",
         measure=measure_pipe_process,
         requires=requires_poll,
-        native="native-pipe",
     ),
     Arm(
         name="mp-event",
@@ -822,6 +820,5 @@ ARMS: List[Arm] = [
         t1="child: perf_counter_ns() as the first statement after poll() on the eventfd returns",
         measure=measure_eventfd_fork,
         requires=requires_eventfd,
-        native="native-eventfd",
     ),
 ]

@@ -704,7 +704,6 @@ ARMS: List[Arm] = [
         t1="main thread: perf_counter_ns() as the first statement of the Python SIGUSR1 handler",
         measure=measure_sigusr1_self,
         requires=requires_main_thread_sigusr1,
-        native="native-self-signal",
         needs_main_thread=True,
     ),
     Arm(
@@ -718,7 +717,6 @@ ARMS: List[Arm] = [
         t1="perf_counter_ns() after the round; ops/s = install_n / (t1 - t0)",
         measure=measure_signal_install,
         requires=requires_main_thread_sigusr1,
-        native="native-sigaction-install",
         needs_main_thread=True,
     ),
     Arm(
@@ -736,7 +734,6 @@ ARMS: List[Arm] = [
         t1="main thread: perf_counter_ns() as the first statement after signal.sigtimedwait([SIGUSR1]) returns",
         measure=measure_sigwait_thread_to_main,
         requires=requires_main_thread_sigwait,
-        native="native-sigwait",
         needs_main_thread=True,
     ),
     Arm(
@@ -757,7 +754,6 @@ ARMS: List[Arm] = [
         ),
         measure=measure_pause_handler,
         requires=requires_main_thread_pause,
-        native="native-sigwait",
         needs_main_thread=True,
     ),
     Arm(
@@ -778,7 +774,6 @@ ARMS: List[Arm] = [
         ),
         measure=measure_wakeup_fd_select,
         requires=requires_main_thread_wakeup_fd,
-        native="native-sigwait",
         needs_main_thread=True,
     ),
     Arm(
@@ -795,7 +790,6 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after signal.sigtimedwait([SIGUSR1]) returns",
         measure=measure_pthread_kill_sigwait,
         requires=requires_main_thread_sigwait,
-        native="native-sigwait",
         needs_main_thread=True,
     ),
 ]

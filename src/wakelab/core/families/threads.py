@@ -273,7 +273,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Event.set()",
         t1="worker thread: perf_counter_ns() as the first statement after Event.wait() returns",
         measure=_measure("event"),
-        native="native-condvar",
     ),
     Arm(
         name="condition",
@@ -286,7 +285,6 @@ ARMS: List[Arm] = [
         t0="main thread, holding the condition's lock: perf_counter_ns() immediately before Condition.notify()",
         t1="worker thread: perf_counter_ns() right after Condition.wait() returns (lock re-acquired, still inside the with block) and before checking the flag",
         measure=_measure("condition"),
-        native="native-condvar",
     ),
     Arm(
         name="lock-handoff",
@@ -299,7 +297,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Lock.release()",
         t1="worker thread: perf_counter_ns() as the first statement after Lock.acquire() returns (before it releases the lock)",
         measure=_measure("lock-handoff"),
-        native="native-condvar",
     ),
     Arm(
         name="semaphore",
@@ -312,7 +309,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Semaphore.release()",
         t1="worker thread: perf_counter_ns() as the first statement after Semaphore.acquire() returns",
         measure=_measure("semaphore"),
-        native="native-condvar",
     ),
     Arm(
         name="queue",
@@ -325,7 +321,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Queue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after Queue.get() returns",
         measure=_measure("queue"),
-        native="native-condvar",
     ),
     Arm(
         name="simplequeue",
@@ -338,7 +333,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before SimpleQueue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after SimpleQueue.get() returns",
         measure=_measure("simplequeue"),
-        native="native-condvar",
     ),
     Arm(
         name="future",
@@ -351,7 +345,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Future.set_result()",
         t1="worker thread: perf_counter_ns() as the first statement after Future.result() returns",
         measure=_measure("future"),
-        native="native-condvar",
     ),
     Arm(
         name="event-spin",
