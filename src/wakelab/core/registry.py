@@ -40,7 +40,8 @@ class UnknownArmError(LookupError):
 
 def _floors() -> Dict[str, Tuple[str, str]]:
     """The "vs C" table (:data:`wakelab.core.families.native.FLOORS`)."""
-    return importlib.import_module("wakelab.core.families.native").FLOORS  # type: ignore[no-any-return]
+    floors: Dict[str, Tuple[str, str]] = importlib.import_module("wakelab.core.families.native").FLOORS
+    return floors
 
 
 def _load_family(family: str) -> List[Arm]:
