@@ -443,8 +443,8 @@ def test_arms_in_one_run_and_skipped_arms_are_listed(tmp_path, lab135_bundle, ca
 
 def test_conditions_recorded_by_one_run_only_is_a_warning(lab135_summary) -> None:
     older = {k: v for k, v in lab135_summary.items() if k != "conditions"}
-    a = cmp.Run(label="A", path="a", folder="a", summary=older)
-    b = cmp.Run(label="B", path="b", folder="b", summary=lab135_summary)
+    a = cmp.Run(label="A", source="a", folder="a", summary=older)
+    b = cmp.Run(label="B", source="b", folder="b", summary=lab135_summary)
     assert cmp.check_comparable(a, b) == ["only B records its conditions: cannot check that the conditions match"]
     assert cmp.check_comparable(b, b) == []
 
@@ -453,8 +453,8 @@ def test_parameters_missing_from_an_older_bundle_take_their_old_meaning(lab135_s
     older = json.loads(json.dumps(lab135_summary))
     for key in ("placement", "mode", "interval_us", "notifier_cpu", "waiter_cpu"):
         del older["parameters"][key]
-    a = cmp.Run(label="A", path="a", folder="a", summary=older)
-    b = cmp.Run(label="B", path="b", folder="b", summary=lab135_summary)
+    a = cmp.Run(label="A", source="a", folder="a", summary=older)
+    b = cmp.Run(label="B", source="b", folder="b", summary=lab135_summary)
     assert cmp.check_comparable(a, b) == []
 
 

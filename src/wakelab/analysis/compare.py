@@ -51,11 +51,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.errors import EvidenceError
+from wakelab.evidence.model import Bundle
 from wakelab.analysis.stats import min_n_for
 from wakelab.analysis.stats import percentile as type7_percentile
 
@@ -349,25 +349,8 @@ def verdict(ci_low: float, ci_high: float, p_value: Optional[float], alpha: floa
 # ---------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Run:
-    """One evidence bundle: ``path`` as the user gave it, its folder and summary."""
-
-    label: str
-    path: str
-    folder: str
-    summary: Mapping[str, Any]
-
-    def arms(self) -> Dict[str, Mapping[str, Any]]:
-        return {str(a["name"]): a for a in self.summary.get("arms", [])}
-
-    def describe(self) -> str:
-        lab = self.summary.get("lab") or {}
-        interp = self.summary.get("interpreter") or {}
-        machine = self.summary.get("machine") or {}
-        return "%s, %s, %s %s on %s" % (
-            lab.get("id"), self.summary.get("started_utc"), interp.get("implementation"),
-            interp.get("version"), machine.get("hostname"))
+# One evidence bundle, as loaded by the evidence model.
+Run = Bundle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -488,20 +471,7 @@ class Regression:
 
 def load_run(path: str, label: str) -> Run:
     """Load and validate the summary at ``path`` (a bundle folder or its summary.json)."""
-    from wakelab.evidence.load import load_summary, resolve_summary_path
-
-    cells = os.path.join(path, "cells")
-    if os.path.isdir(path) and not os.path.exists(resolve_summary_path(path)) and os.path.isdir(cells):
-        names = sorted(n for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
-        raise EvidenceError("%s is a grid of runs, not one run: compare its cells (%s)" % (
-            path, _short_list([os.path.join(cells, n) for n in names], 3)))
-    summary = load_summary(path)
-    names = [str(a.get("name")) for a in summary.get("arms", [])]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise EvidenceError("%s lists arm %s more than once" % (resolve_summary_path(path), duplicates[0]))
-    folder = os.path.dirname(os.path.abspath(resolve_summary_path(path)))
-    return Run(label=label, path=path, folder=folder, summary=summary)
+    return Bundle.load(path, label, grid_hint="compare its cells")
 
 
 def _short_list(names: Sequence[str], limit: int = 8) -> str:
@@ -533,18 +503,18 @@ def check_comparable(baseline: Run, other: Run) -> List[str]:
     recorded by one run only, an incomplete run.
     """
     a_sum, b_sum = baseline.summary, other.summary
-    a_arms, b_arms = baseline.arms(), other.arms()
-    where = "cannot compare %s with %s" % (other.path, baseline.path)
+    a_arms, b_arms = baseline.entries_by_name(), other.entries_by_name()
+    where = "cannot compare %s with %s" % (other.source, baseline.source)
     common = [name for name in a_arms if name in b_arms]
     if not common:
         raise EvidenceError("%s: no arm in common (%s has %s; %s has %s)" % (
-            where, baseline.path, _short_list(list(a_arms)), other.path, _short_list(list(b_arms))))
+            where, baseline.source, _short_list(list(a_arms)), other.source, _short_list(list(b_arms))))
     for name in common:
         a, b = a_arms[name], b_arms[name]
         for key, what in (("kind", "kind"), ("waiter", "waiter state"), ("scope", "scope"), ("unit", "unit")):
             if a.get(key) != b.get(key):
                 raise EvidenceError("%s: arm %s differs in %s (%s in %s, %s in %s): not the same experiment" % (
-                    where, name, what, a.get(key), baseline.path, b.get(key), other.path))
+                    where, name, what, a.get(key), baseline.source, b.get(key), other.source))
     a_params, b_params = a_sum.get("parameters") or {}, b_sum.get("parameters") or {}
     for key, default, why in EXPERIMENT_PARAMETERS:
         if key == "interval_us" and a_params.get("mode", "closed") != "open":
@@ -601,7 +571,7 @@ def _compact(value: Any) -> str:
 
 def _mismatch(run: Run, name: str, what: str, from_samples: object, in_summary: object) -> EvidenceError:
     return EvidenceError("%s: arm %s: the samples file does not match summary.json (%s %s from the samples, %s in the "
-                         "summary): the bundle was edited or mixed" % (run.path, name, what, from_samples, in_summary))
+                         "summary): the bundle was edited or mixed" % (run.source, name, what, from_samples, in_summary))
 
 
 def _close(a: float, b: Optional[float]) -> bool:
@@ -619,7 +589,7 @@ def load_series(run: Run, entry: Mapping[str, Any]) -> Tuple[List[float], str]:
     doc = load_samples(run.folder, dict(entry))
     if doc.get("kind") != entry.get("kind"):
         raise EvidenceError("%s: arm %s: the samples file holds %s samples, summary.json says %s" % (
-            run.path, name, doc.get("kind"), entry.get("kind")))
+            run.source, name, doc.get("kind"), entry.get("kind")))
     unit = str(doc.get("unit", "ns"))
     if entry.get("kind") == LATENCY:
         samples = doc["samples_ns"]
@@ -633,7 +603,7 @@ def load_series(run: Run, entry: Mapping[str, Any]) -> Tuple[List[float], str]:
         return [float(v) for v in samples], unit
     n_per_round = doc.get("n_per_round")
     if not isinstance(n_per_round, int) or isinstance(n_per_round, bool) or n_per_round <= 0:
-        raise EvidenceError("%s: arm %s: the samples file has no valid n_per_round" % (run.path, name))
+        raise EvidenceError("%s: arm %s: the samples file has no valid n_per_round" % (run.source, name))
     rates = [n_per_round * 1e9 / max(t, 1) for t in doc["round_ns"]]
     rate = entry.get("rate") or {}
     if len(rates) != rate.get("rounds"):
@@ -663,12 +633,12 @@ def _status_reason(run: Run, entry: Mapping[str, Any]) -> Optional[str]:
 
 def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> ArmComparison:
     """Compare arm ``name`` of two runs (both ``ok`` with samples); see :class:`ArmComparison`."""
-    a_entry, b_entry = baseline.arms()[name], other.arms()[name]
+    a_entry, b_entry = baseline.entries_by_name()[name], other.entries_by_name()[name]
     a_values, a_unit = load_series(baseline, a_entry)
     b_values, b_unit = load_series(other, b_entry)
     if a_unit != b_unit:
         raise EvidenceError("cannot compare %s with %s: arm %s is in %s in one and %s in the other" % (
-            other.path, baseline.path, name, a_unit, b_unit))
+            other.source, baseline.source, name, a_unit, b_unit))
     kind = str(a_entry.get("kind"))
     n_a, n_b = len(a_values), len(b_values)
     notes: List[str] = []
@@ -691,7 +661,7 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         else:
             cis = tuple(_point_ratio(a_values, b_values, q, settings) for q in qs)
     except ValueError as exc:
-        raise EvidenceError("cannot compare arm %s of %s with %s: %s" % (name, other.path, baseline.path, exc)) from None
+        raise EvidenceError("cannot compare arm %s of %s with %s: %s" % (name, other.source, baseline.source, exc)) from None
     ratios = dict(zip(keys, cis))
     test: Optional[RankTest] = None
     if untestable is not None:
@@ -765,7 +735,7 @@ def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, se
 def compare_runs(baseline: Run, other: Run, settings: Settings = Settings()) -> RunComparison:
     """Every arm of ``other`` against the same arm of ``baseline`` (raises EvidenceError when not comparable)."""
     warnings = check_comparable(baseline, other)
-    a_arms, b_arms = baseline.arms(), other.arms()
+    a_arms, b_arms = baseline.entries_by_name(), other.entries_by_name()
     arms: List[ArmComparison] = []
     not_compared: List[Tuple[str, str]] = []
     for name in a_arms:

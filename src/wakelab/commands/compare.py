@@ -146,7 +146,7 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         "schema": COMPARE_SCHEMA,
         "schema_version": COMPARE_SCHEMA_VERSION,
         "runs": [
-            {"label": r.label, "path": r.path, "description": r.describe(), "lab": (r.summary.get("lab") or {}).get("id"),
+            {"label": r.label, "path": r.source, "description": r.describe(), "lab": (r.summary.get("lab") or {}).get("id"),
              "started_utc": r.summary.get("started_utc"), "interpreter": r.summary.get("interpreter"),
              "machine": r.summary.get("machine")}
             for r in runs
@@ -275,7 +275,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
 
     out = ["wakelab compare: %s against baseline %s" % (", ".join(r.label for r in runs[1:]), runs[0].label), ""]
     for run in runs:
-        out.extend(wrap("%s  %s  (%s)" % (run.label, run.path, run.describe())))
+        out.extend(wrap("%s  %s  (%s)" % (run.label, run.source, run.describe())))
     for comparison in comparisons:
         out.append("")
         out.extend(format_comparison(comparison))

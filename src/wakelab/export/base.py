@@ -14,27 +14,13 @@ several, named relative to the output folder.
 from __future__ import annotations
 
 import dataclasses
-import os
-from typing import Any, Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Mapping, Tuple
+
+from wakelab.evidence.model import Bundle
 
 
-@dataclasses.dataclass(frozen=True)
-class Evidence:
-    """A validated summary.json and the folder its samples files are relative to."""
-
-    folder: str
-    summary: Mapping[str, Any]
-
-    @property
-    def name(self) -> str:
-        """The bundle folder's own name (``lab135-20261001T060000Z``)."""
-        return os.path.basename(os.path.abspath(self.folder))
-
-    def samples(self, entry: Mapping[str, Any]) -> Dict[str, Any]:
-        """The raw samples document of arm ``entry`` (raises EvidenceError when unusable)."""
-        from wakelab.evidence.load import load_samples
-
-        return load_samples(self.folder, dict(entry))
+# A loaded bundle, as the evidence model gives it.
+Evidence = Bundle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,13 +55,9 @@ class Exporter:
 
 def load_evidence(path: str) -> Evidence:
     """Load and validate the bundle at ``path`` (a folder or its summary.json)."""
-    from wakelab.evidence.load import load_summary, resolve_summary_path
-
-    summary = load_summary(path)
-    folder = os.path.dirname(os.path.abspath(resolve_summary_path(path)))
-    return Evidence(folder=folder, summary=summary)
+    return Bundle.load(path)
 
 
 def arm_entries(evidence: Evidence) -> Tuple[Mapping[str, Any], ...]:
     """The run's arms in run order (summary.json keeps them in run order)."""
-    return tuple(evidence.summary.get("arms") or ())
+    return evidence.arm_entries()

@@ -156,7 +156,7 @@ def run_metadata(evidence: Evidence, entry: Mapping[str, Any]) -> Dict[str, obje
 def _series(evidence: Evidence, entry: Mapping[str, Any]) -> List[Tuple[str, Sequence[int], int]]:
     """(benchmark name, raw ns values, operations per value) of every series of an arm."""
     name = str(entry["name"])
-    doc = evidence.samples(entry)
+    doc = evidence.samples_doc(entry)
     if doc.get("kind") != entry.get("kind"):
         raise EvidenceError("arm %s: its samples file is of kind %r, summary.json says %r" % (name, doc.get("kind"), entry.get("kind")))
     if entry.get("kind") == "latency":

@@ -1,0 +1,312 @@
+"""The typed evidence model: one bundle as every reader sees it.
+
+``summary.json`` (its JSON Schema, ``summary.schema.json``, is the contract)
+is loaded, validated and turned into a :class:`Bundle` here, once; ``compare``,
+``report``, ``export`` and ``history`` read a :class:`Bundle` and its typed
+records (:class:`ArmRecord`, :class:`LatencyFigures`, :class:`RateFigures`,
+:class:`Interpreter`) instead of walking the JSON themselves.  The validated
+document stays available as :attr:`Bundle.summary` for the renderers that lay
+out every field (the JSON export, the honesty block), and a bundle dumps
+itself back to the same text the runner wrote (:meth:`Bundle.dumps`).
+
+Records are frozen: reading evidence never changes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from wakelab.errors import EvidenceError
+
+LATENCY = "latency"
+RATE = "rate"
+PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
+
+
+def _opt_float(value: Any) -> Optional[float]:
+    return None if value is None else float(value)
+
+
+def _opt_int(value: Any) -> Optional[int]:
+    return None if value is None else int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Interpreter:
+    """The interpreter that measured a run."""
+
+    implementation: str
+    version: str
+    executable: Optional[str] = None
+    free_threaded_build: bool = False
+    gil_enabled: Optional[bool] = None
+    python_gil_env: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
+        return cls(
+            implementation=str(doc.get("implementation") or "?"),
+            version=str(doc.get("version") or "?"),
+            executable=doc.get("executable"),
+            free_threaded_build=bool(doc.get("free_threaded_build")),
+            gil_enabled=doc.get("gil_enabled"),
+            python_gil_env=doc.get("python_gil_env"),
+        )
+
+    @property
+    def label(self) -> str:
+        """``CPython 3.13.0``, ``CPython 3.13.15 free-threaded (GIL off)``: one wording everywhere."""
+        text = "%s %s" % (self.implementation, self.version)
+        if self.free_threaded_build:
+            gil = "GIL on" if self.gil_enabled else "GIL off" if self.gil_enabled is not None else "GIL ?"
+            text += " free-threaded (%s)" % gil
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyFigures:
+    """One latency arm's figures, in nanoseconds (None: too few wakes; ``omitted`` says why)."""
+
+    n: int
+    lost: int
+    min_ns: Optional[int]
+    max_ns: Optional[int]
+    mean_ns: Optional[float]
+    stdev_ns: Optional[float]
+    p50_ns: Optional[float]
+    p90_ns: Optional[float]
+    p99_ns: Optional[float]
+    p99_9_ns: Optional[float]
+    omitted: Mapping[str, str]
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "LatencyFigures":
+        return cls(
+            n=int(doc.get("n") or 0),
+            lost=int(doc.get("lost") or 0),
+            min_ns=_opt_int(doc.get("min_ns")),
+            max_ns=_opt_int(doc.get("max_ns")),
+            mean_ns=_opt_float(doc.get("mean_ns")),
+            stdev_ns=_opt_float(doc.get("stdev_ns")),
+            p50_ns=_opt_float(doc.get("p50_ns")),
+            p90_ns=_opt_float(doc.get("p90_ns")),
+            p99_ns=_opt_float(doc.get("p99_ns")),
+            p99_9_ns=_opt_float(doc.get("p99_9_ns")),
+            omitted=dict(doc.get("omitted") or {}),
+        )
+
+    def percentile_ns(self, key: str) -> Optional[float]:
+        """``p50``, ``p90``, ``p99`` or ``p99_9``."""
+        if key not in PERCENTILE_KEYS:
+            raise KeyError(key)
+        value: Optional[float] = getattr(self, key + "_ns")
+        return value
+
+
+@dataclasses.dataclass(frozen=True)
+class RateFigures:
+    """One rate arm's figures: operations per second per round."""
+
+    rounds: int
+    n_per_round: int
+    ops_per_s: float
+    min_ops_per_s: float
+    max_ops_per_s: float
+    baseline_ops_per_s: float
+    net_ns_per_op: Optional[float]
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "RateFigures":
+        return cls(
+            rounds=int(doc.get("rounds") or 0),
+            n_per_round=int(doc.get("n_per_round") or 0),
+            ops_per_s=float(doc.get("ops_per_s") or 0.0),
+            min_ops_per_s=float(doc.get("min_ops_per_s") or 0.0),
+            max_ops_per_s=float(doc.get("max_ops_per_s") or 0.0),
+            baseline_ops_per_s=float(doc.get("baseline_ops_per_s") or 0.0),
+            net_ns_per_op=_opt_float(doc.get("net_ns_per_op")),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmRecord:
+    """One arm of a run: its identity, how it ended, and its figures."""
+
+    name: str
+    family: str
+    kind: str
+    mechanism: str
+    waiter: str
+    scope: str
+    t0: str
+    t1: str
+    native: Optional[str]
+    native_match: Optional[str]
+    driver: str
+    status: str
+    reason: Optional[str]
+    requested: Optional[int]
+    latency: Optional[LatencyFigures]
+    rate: Optional[RateFigures]
+    samples_file: Optional[str]
+    entry: Mapping[str, Any] = dataclasses.field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "ArmRecord":
+        latency = doc.get("latency")
+        rate = doc.get("rate")
+        return cls(
+            name=str(doc.get("name")),
+            family=str(doc.get("family") or ""),
+            kind=str(doc.get("kind") or ""),
+            mechanism=str(doc.get("mechanism") or ""),
+            waiter=str(doc.get("waiter") or ""),
+            scope=str(doc.get("scope") or ""),
+            t0=str(doc.get("t0") or ""),
+            t1=str(doc.get("t1") or ""),
+            native=doc.get("native"),
+            native_match=doc.get("native_match"),
+            driver=str(doc.get("driver") or ""),
+            status=str(doc.get("status") or ""),
+            reason=doc.get("reason"),
+            requested=_opt_int(doc.get("requested")),
+            latency=LatencyFigures.from_dict(latency) if isinstance(latency, Mapping) else None,
+            rate=RateFigures.from_dict(rate) if isinstance(rate, Mapping) else None,
+            samples_file=doc.get("samples_file"),
+            entry=doc,
+        )
+
+    @property
+    def measured(self) -> bool:
+        """True when the arm ended ``ok`` with figures of its kind."""
+        return self.status == "ok" and (self.latency is not None if self.kind == LATENCY else self.rate is not None)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmSamples:
+    """The raw samples of one latency arm, as ``samples/<arm>.json`` holds them (checked against the summary)."""
+
+    samples_ns: Tuple[int, ...]
+    components_ns: Mapping[str, Tuple[int, ...]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Bundle:
+    """One validated evidence bundle: where it is, its summary, and typed views of it.
+
+    ``source`` is the path as the user gave it, ``folder`` the bundle's folder
+    (samples files are relative to it), ``label`` how readers name it.
+    """
+
+    source: str
+    folder: str
+    summary: Mapping[str, Any] = dataclasses.field(repr=False)
+    label: str = ""
+
+    @classmethod
+    def load(cls, path: str, label: str = "", grid_hint: str = "use its cells") -> "Bundle":
+        """Load and validate the bundle at ``path`` (its folder or its summary.json).
+
+        Raises :class:`~wakelab.errors.EvidenceError` with one line for
+        anything that is not a valid bundle: a grid folder (say which cells to
+        use), a missing or corrupt summary, an arm listed twice.
+        """
+        from wakelab.evidence.load import load_summary, resolve_summary_path
+
+        cells = os.path.join(path, "cells")
+        if os.path.isdir(path) and not os.path.exists(resolve_summary_path(path)) and os.path.isdir(cells):
+            names = sorted(n for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
+            shown = ", ".join(os.path.join(cells, n) for n in names[:3]) or "none"
+            if len(names) > 3:
+                shown += ", ... (%d in all)" % len(names)
+            raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, shown))
+        summary = load_summary(path)
+        names = [str(a.get("name")) for a in summary.get("arms", [])]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise EvidenceError("%s lists arm %s more than once" % (resolve_summary_path(path), duplicates[0]))
+        folder = os.path.dirname(os.path.abspath(resolve_summary_path(path)))
+        return cls(source=path, folder=folder, summary=summary, label=label or os.path.basename(folder))
+
+    # -- typed views ------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The bundle folder's own name (``lab135-20261001T060000Z``)."""
+        return os.path.basename(os.path.abspath(self.folder))
+
+    @property
+    def interpreter(self) -> Interpreter:
+        return Interpreter.from_dict(self.summary.get("interpreter") or {})
+
+    @property
+    def lab_id(self) -> str:
+        return str((self.summary.get("lab") or {}).get("id") or "")
+
+    @property
+    def started_utc(self) -> str:
+        return str(self.summary.get("started_utc") or "")
+
+    @property
+    def hostname(self) -> str:
+        return str((self.summary.get("machine") or {}).get("hostname") or "")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.summary.get("complete"))
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.summary.get("interrupted"))
+
+    def arm_entries(self) -> Tuple[Mapping[str, Any], ...]:
+        """The arms' raw entries, in run order (summary.json keeps run order)."""
+        return tuple(self.summary.get("arms") or ())
+
+    def arms(self) -> Tuple[ArmRecord, ...]:
+        """The arms as typed records, in run order."""
+        return tuple(ArmRecord.from_dict(entry) for entry in self.arm_entries())
+
+    def arms_by_name(self) -> Dict[str, ArmRecord]:
+        return {arm.name: arm for arm in self.arms()}
+
+    def entries_by_name(self) -> Dict[str, Mapping[str, Any]]:
+        """The arms' raw entries by name."""
+        return {str(entry["name"]): entry for entry in self.arm_entries()}
+
+    def describe(self) -> str:
+        """One line naming the run: lab, start, interpreter, machine."""
+        interp = self.interpreter
+        return "%s, %s, %s %s on %s" % (self.lab_id, self.started_utc, interp.implementation, interp.version, self.hostname)
+
+    # -- samples ----------------------------------------------------------------------
+
+    def samples_doc(self, entry: Mapping[str, Any]) -> Dict[str, Any]:
+        """The raw samples document of arm ``entry`` (EvidenceError when unusable)."""
+        from wakelab.evidence.load import load_samples
+
+        return load_samples(self.folder, dict(entry))
+
+    def latency_samples(self, arm: ArmRecord) -> ArmSamples:
+        """The raw wakes of a measured latency arm, checked against the summary's n."""
+        doc = self.samples_doc(arm.entry)
+        if doc.get("kind") != LATENCY:
+            raise EvidenceError("%s: arm %s: the samples file holds %s samples, the summary says latency" % (
+                self.source, arm.name, doc.get("kind")))
+        values = tuple(doc.get("samples_ns") or ())
+        expected = arm.latency.n if arm.latency is not None else None
+        if len(values) != expected:
+            raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
+                os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
+        components = {str(k): tuple(v) for k, v in sorted((doc.get("components_ns") or {}).items())}
+        return ArmSamples(values, components)
+
+    # -- dumping ----------------------------------------------------------------------
+
+    def dumps(self) -> str:
+        """The summary as the runner writes it (sorted keys, stable text)."""
+        from wakelab.evidence.bundle import dumps
+
+        return dumps(self.summary)
