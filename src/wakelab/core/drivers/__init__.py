@@ -40,9 +40,10 @@ cross-thread sample, because the woken waiter must take the GIL before it can
 run ``t1 = perf_counter_ns()``.  Here that interval is: ``after()`` if any,
 returning from the step, and entering the handshake's wait (``Event.wait`` ->
 ``Condition.wait`` -> acquiring the parked lock, which drops the GIL).  It is
-the same short path in every driver (well under a microsecond on the
-development VM; ``bench/harness_overhead.py`` times it), and it is part of
-what a Python program pays, since a real notifier also carries on running.
+the same short path in every driver; ``bench/notify_tail.py`` bounds its cost
+(an ``Event.wait(0)`` on an unset Event runs that path and its return).  It is
+part of what a Python program pays too, since a real notifier carries on
+running after its notify.
 
 Planted delays (self-tests)
 ---------------------------
