@@ -18,6 +18,7 @@ import pytest
 from wakelab.core.families import aio, native, processes
 from wakelab.core.drivers.thread import HarnessError
 from wakelab.core.model import SELF, Arm, MeasureParams, Raw, RawLatency
+from wakelab.core.drivers import loop as loop_driver
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
 
@@ -137,7 +138,7 @@ def test_add_signal_handler_restores_the_main_threads_mask_when_the_arm_fails(
     notifier_cpu, waiter_cpu = _two_cpus()
     main_pinned_to(notifier_cpu)
     masks: List[object] = []
-    real_current_cpu = aio.current_cpu
+    real_current_cpu = loop_driver.current_cpu
 
     def failing_in_main_thread() -> Optional[int]:
         if threading.current_thread() is threading.main_thread():
@@ -145,7 +146,7 @@ def test_add_signal_handler_restores_the_main_threads_mask_when_the_arm_fails(
             raise RuntimeError("planted failure")
         return real_current_cpu()
 
-    monkeypatch.setattr(aio, "current_cpu", failing_in_main_thread)
+    monkeypatch.setattr(loop_driver, "current_cpu", failing_in_main_thread)
     params = _params("split", notifier_cpu, waiter_cpu)
     with pytest.raises(RuntimeError, match="planted failure"):
         aio.measure_add_signal_handler(params)

@@ -3,337 +3,168 @@
 (The module is called ``aio`` so that it never shadows the standard
 library's ``asyncio``.)
 
-Every arm uses the standard library's own ``asyncio.SelectorEventLoop``
-(epoll on Linux), created explicitly so that an installed policy such as
-uvloop cannot silently change the experiment.
+Every arm here runs on the loop driver (:mod:`wakelab.core.drivers.loop`): a
+fresh ``asyncio.SelectorEventLoop`` (epoll on Linux, debug mode off), which
+for each wake announces that it is about to be idle, is left a settle period
+to park in ``epoll_wait``, and is then notified right after ``t0``; the
+driver owns the handshake, the settle, ``t0``, the per-wake timeout, lost
+wakes and teardown.  This module only describes each primitive as a
+:class:`~wakelab.core.drivers.loop.LoopPath` (prepare / notify / t1), so that
+tests can run the very same loop against a notifier that never notifies.
 
-How the loop is known to be *idle*: for each wake the loop itself
-announces, from a callback, that it is about to have nothing to do (its
-only pending item being the wake's timeout timer); the notifier then lets
-``settle_us`` pass, so the loop is parked in ``epoll_wait`` when ``t0`` is
-taken.  This mirrors the blocked-waiter handshake of the thread arms.
+What they have in common.  Every notify from another thread reaches the loop
+the same way: ``call_soon_threadsafe`` appends a callback to the loop's ready
+queue and writes a byte to its self-pipe (a socketpair), and the loop wakes
+from ``epoll_wait``, reads the byte and runs the ready callbacks.  The arms
+differ in what runs after that: the callback itself (``call-soon-threadsafe``),
+a task resumed by ``asyncio.Event.set`` one loop iteration later
+(``asyncio-event``), a new task for a submitted coroutine
+(``run-coroutine-threadsafe``, which then also answers back: a round trip),
+or, for ``add-signal-handler``, a signal whose number CPython's C handler
+writes to that same socket as the loop's wakeup fd.
 
-How waits stay bounded: every wake arms a ``loop.call_later(timeout_s)``
-timer in the loop, which resolves the wake as lost if the notify never
-lands; the notifier's own waits on the loop are bounded generously beyond
-that, and a loop that stops answering raises :class:`HarnessError` instead
-of hanging.  Wake numbers (``seq``) make a late notify from a lost wake
-harmless to the next one.
-
-Cross-thread arms run the loop in a waiter thread, which is stopped,
-joined and whose loop is closed on the way out, whatever happened.  The
-``add-signal-handler`` arm must run its loop in the main thread (CPython
-installs signal handlers and the wakeup fd only there); it restores the
-handler, the mask and the wakeup fd afterwards.
-
-Placement (``params.placement``): the worker has pinned the calling thread
-to the notifier's CPU.  The loop thread takes the waiter role as its first
-act (:func:`~wakelab.core.placement.enter_role`).  In
-``add-signal-handler`` the roles are the other way round -- the loop, and so
-the waiter, is the main thread -- so the main thread moves to the waiter's
-CPU for the arm's duration (its mask is restored afterwards) and the helper
-thread that sends the signal takes the notifier role.  Each side reads the
-CPU it last ran on at the end of its loop; the raw record's ``info`` has
-them as ``notifier_cpu_seen`` and ``waiter_cpu_seen``.
+``add-signal-handler`` needs its loop in the main thread (CPython installs
+signal handlers and the wakeup fd only there), so the driver runs it the
+other way round: the loop, and so the waiter, is the main thread, and a
+helper thread notifies.  The arm restores the handler, the mask and the
+wakeup fd afterwards (:func:`~wakelab.core.sigstate.preserved_signal_state`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
-import contextlib
+import functools
 import os
-import selectors
 import signal
 import sys
 import threading
-import time
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Coroutine, Deque, Dict, List, Optional, Set
 
-from wakelab.core.drivers import HarnessError
+from wakelab.core.drivers import loop as driver
+from wakelab.core.drivers.loop import LoopPath, Woke, call_keeping_result
 from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
     LATENCY,
     Arm,
-    LatencyCollector,
     MeasureParams,
     RawLatency,
     now_ns,
-    plant_delay,
 )
-from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 from wakelab.core.sigstate import preserved_signal_state
 
-
-def _handshake_s(params: MeasureParams) -> float:
-    # The loop's own timeout timer always ends a wake; allow for it generously.
-    return params.timeout_s + 5.0
+Loop = asyncio.AbstractEventLoop
 
 
-def _new_loop() -> asyncio.AbstractEventLoop:
-    """The stdlib selector loop, with debug mode off even under ``-X dev``.
-
-    Debug mode records a traceback for every scheduled callback, which would
-    measure asyncio's debugging aid instead of its wake path.
-    """
-    loop = asyncio.SelectorEventLoop()
-    loop.set_debug(False)
-    return loop
+def _no_wake_yet(t1: int) -> None:
+    """The ``woke`` in place before the first wake is prepared: a stray notify changes nothing."""
 
 
-def _loop_info(
-    params: MeasureParams, notifier_cpu_seen: Optional[int], waiter_cpu_seen: Optional[int]
-) -> Dict[str, object]:
-    return {
-        "settle_us": params.settle_us,
-        "loop": "asyncio.SelectorEventLoop",
-        "selector": selectors.DefaultSelector.__name__,
-        "asyncio_debug": False,
-        "notifier_cpu_seen": notifier_cpu_seen,
-        "waiter_cpu_seen": waiter_cpu_seen,
-    }
-
-
-def _cpu_seen_by_loop(loop: asyncio.AbstractEventLoop, timeout_s: float) -> Optional[int]:
-    """The CPU the loop's own thread runs on, read in that thread (outside any timed window)."""
-    seen: List[Optional[int]] = []
-    answered = threading.Event()
-
-    def read() -> None:
-        seen.append(current_cpu())
-        answered.set()
-
-    loop.call_soon_threadsafe(read)
-    if not answered.wait(timeout_s):
-        raise HarnessError("the event loop did not answer")
-    return seen[0]
-
-
-def _cancel_tasks_and_stop(loop: asyncio.AbstractEventLoop) -> None:
-    """Runs in the loop: cancel what is left, then stop once every task has finished.
-
-    Stopping only after the tasks' done-callbacks ran lets a cancellation
-    reach the futures chained to them (``run_coroutine_threadsafe``).
-    """
-    pending = set(asyncio.all_tasks(loop))
-    if not pending:
-        loop.stop()
-        return
-
-    def finished(task: "asyncio.Task[Any]") -> None:
-        pending.discard(task)
-        if not pending:
-            loop.call_soon(loop.stop)
-
-    for task in list(pending):
-        task.add_done_callback(finished)
-        task.cancel()
-
-
-@contextlib.contextmanager
-def _open_loop_thread(
-    name: str, join_s: float, params: Optional[MeasureParams] = None
-) -> Iterator[asyncio.AbstractEventLoop]:
-    """A fresh SelectorEventLoop running forever in a daemon thread.
-
-    The thread takes the waiter role of ``params``' placement before the
-    loop starts.  On exit the loop's leftover tasks are cancelled, the loop
-    stopped, the thread joined (at most ``join_s``) and the loop closed.
-    """
-    loop = _new_loop()
-    thread = None  # type: Optional[threading.Thread]
-    try:
-        started = threading.Event()
-        loop.call_soon(started.set)
-
-        failed: List[BaseException] = []
-
-        def run_loop() -> None:
-            # Only this thread's mask changes; it dies with the thread.
-            if params is not None:
-                try:
-                    enter_role(params, WAITER)
-                except BaseException as exc:  # reported by the caller below
-                    failed.append(exc)
-                    started.set()
-                    return
-            loop.run_forever()
-
-        thread = threading.Thread(target=run_loop, name=name, daemon=True)
-        thread.start()
-        if not started.wait(join_s):
-            raise HarnessError("the event loop thread did not start")
-        if failed:
-            raise HarnessError("the event loop thread could not take the waiter's CPU: %s" % failed[0]) from failed[0]
-        yield loop
-    finally:
-        if thread is not None and thread.is_alive():
-            loop.call_soon_threadsafe(_cancel_tasks_and_stop, loop)
-            thread.join(join_s)
-            if thread.is_alive():
-                # A running loop cannot be closed; say so rather than hang.
-                raise HarnessError("the event loop thread did not stop within %.1f s" % join_s)
-        loop.close()
+def _stamp(woke: Woke) -> None:
+    """The callback a notify schedules: ``t1`` is its first statement."""
+    t1 = now_ns()
+    woke(t1)
 
 
 # -- call_soon_threadsafe -----------------------------------------------------
 
 
-def measure_call_soon_threadsafe(params: MeasureParams, *, _deliver: bool = True) -> RawLatency:
-    """Wake latency (ns) of ``loop.call_soon_threadsafe(cb)`` reaching ``cb`` on an idle loop.
+def call_soon_threadsafe_path(loop: Loop) -> LoopPath:
+    """``loop.call_soon_threadsafe(cb)`` from another thread wakes the idle loop, which runs ``cb``.
 
-    The loop runs in a waiter thread; the main thread is the notifier.
-    ``_deliver=False`` (tests only) skips the notify, so every wake is lost.
+    Each notify schedules a callback carrying its own wake's ``woke``, so a
+    late callback of a lost wake resolves that wake, never the next one.
     """
-    collector = LatencyCollector(params)
-    handshake_s = _handshake_s(params)
-    ready = threading.Event()
-    done = threading.Event()
-    box = {"seq": -1, "t1": None, "timer": None}  # type: Dict[str, Any]
+    call_soon = loop.call_soon_threadsafe
+    current: List[Woke] = [_no_wake_yet]
 
-    def on_wake(seq: int) -> None:
-        t1 = now_ns()
-        if seq != box["seq"] or done.is_set():
-            return  # a late notify of an earlier, already lost wake
-        box["timer"].cancel()
-        box["t1"] = t1
-        done.set()
+    def prepare(woke: Woke) -> None:
+        current[0] = woke
 
-    def on_timeout(seq: int) -> None:
-        if seq != box["seq"] or done.is_set():
-            return
-        box["t1"] = None
-        done.set()
+    def bind() -> Callable[[], object]:
+        return functools.partial(call_soon, _stamp, current[0])
 
-    with _open_loop_thread("wakelab-asyncio-loop", handshake_s, params) as loop:
-
-        def prepare(seq: int) -> None:
-            # Runs in the loop; once it returns the loop has only the timer left.
-            box["timer"] = loop.call_later(params.timeout_s, on_timeout, seq)
-            ready.set()
-
-        for seq in range(params.total_wakes):
-            ready.clear()
-            done.clear()
-            box["seq"] = seq
-            box["t1"] = None
-            loop.call_soon_threadsafe(prepare, seq)
-            if not ready.wait(handshake_s):
-                raise HarnessError("the event loop did not announce it was idle")
-            time.sleep(params.settle_s)
-            t0 = now_ns()
-            plant_delay(params, t0)
-            if _deliver:
-                loop.call_soon_threadsafe(on_wake, seq)
-            if not done.wait(handshake_s):
-                raise HarnessError("the event loop did not resolve wake %d" % seq)
-            t1 = box["t1"]  # type: Optional[int]
-            collector.add(None if t1 is None else t1 - t0)
-        notifier_cpu_seen = current_cpu()
-        waiter_cpu_seen = _cpu_seen_by_loop(loop, handshake_s)
-    return collector.result(**_loop_info(params, notifier_cpu_seen, waiter_cpu_seen))
+    return LoopPath(prepare=prepare, bind=bind)
 
 
 # -- asyncio.Event --------------------------------------------------------------
 
 
-def measure_asyncio_event(params: MeasureParams, *, _deliver: bool = True) -> RawLatency:
-    """Wake latency (ns) of ``asyncio.Event.set()`` (sent with call_soon_threadsafe) reaching the waiting task.
+def asyncio_event_path(loop: Loop) -> LoopPath:
+    """``asyncio.Event.set()``, sent with ``call_soon_threadsafe``, wakes the task awaiting ``event.wait()``.
 
     Each wake uses a fresh Event and a fresh task, created in the loop, so a
-    late ``set`` of a lost wake cannot touch the next one.
-    ``_deliver=False`` (tests only) skips the notify, so every wake is lost.
+    late ``set`` of a lost wake cannot touch the next one.  The tasks are
+    kept here until they finish (the loop holds them only weakly); the
+    driver cancels whatever a lost wake left waiting when it stops the loop.
     """
-    collector = LatencyCollector(params)
-    handshake_s = _handshake_s(params)
-    ready = threading.Event()
-    done = threading.Event()
-    box = {"event": None, "t1": None, "timed_out": -1}  # type: Dict[str, Any]
+    call_soon = loop.call_soon_threadsafe
+    current: List[asyncio.Event] = []
+    tasks: Set["asyncio.Task[None]"] = set()
 
-    def on_timeout(seq: int, event: asyncio.Event) -> None:
-        box["timed_out"] = seq
-        event.set()
-
-    async def wait_for_set(seq: int, event: asyncio.Event, timer: asyncio.TimerHandle) -> None:
+    async def wait_for_set(event: asyncio.Event, woke: Woke) -> None:
         await event.wait()
         t1 = now_ns()
-        timer.cancel()
-        box["t1"] = None if box["timed_out"] == seq else t1
-        done.set()
+        woke(t1)
 
-    with _open_loop_thread("wakelab-asyncio-loop", handshake_s, params) as loop:
+    def prepare(woke: Woke) -> None:
+        # Created in the loop thread: on 3.9 asyncio.Event() binds to the running loop.
+        event = asyncio.Event()
+        task = loop.create_task(wait_for_set(event, woke))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        current[:] = [event]
 
-        def prepare(seq: int) -> None:
-            # Created in the loop thread: on 3.9 asyncio.Event() binds to the running loop.
-            event = asyncio.Event()
-            box["event"] = event
-            timer = loop.call_later(params.timeout_s, on_timeout, seq, event)
-            loop.create_task(wait_for_set(seq, event, timer))
-            # Queued after the task's first step, so it runs once the task is parked in wait().
-            loop.call_soon(ready.set)
+    def bind() -> Callable[[], object]:
+        return functools.partial(call_soon, current[0].set)
 
-        for seq in range(params.total_wakes):
-            ready.clear()
-            done.clear()
-            box["t1"] = None
-            loop.call_soon_threadsafe(prepare, seq)
-            if not ready.wait(handshake_s):
-                raise HarnessError("the event loop did not announce it was idle")
-            event = box["event"]
-            time.sleep(params.settle_s)
-            t0 = now_ns()
-            plant_delay(params, t0)
-            if _deliver:
-                loop.call_soon_threadsafe(event.set)
-            if not done.wait(handshake_s):
-                raise HarnessError("the event loop did not resolve wake %d" % seq)
-            t1 = box["t1"]  # type: Optional[int]
-            collector.add(None if t1 is None else t1 - t0)
-        notifier_cpu_seen = current_cpu()
-        waiter_cpu_seen = _cpu_seen_by_loop(loop, handshake_s)
-    return collector.result(**_loop_info(params, notifier_cpu_seen, waiter_cpu_seen))
+    return LoopPath(prepare=prepare, bind=bind)
 
 
 # -- run_coroutine_threadsafe -----------------------------------------------------
 
 
-async def _coroutine_start_ns() -> int:
-    return now_ns()
+async def _coroutine_started(woke: Woke) -> None:
+    started = now_ns()
+    woke(started)
 
 
-def measure_run_coroutine_threadsafe(params: MeasureParams) -> RawLatency:
-    """Round trip (ns) of ``asyncio.run_coroutine_threadsafe(coro, loop).result()`` to an idle loop.
+def run_coroutine_threadsafe_path(
+    loop: Loop, coroutine: Callable[[Woke], Coroutine[Any, Any, None]] = _coroutine_started
+) -> LoopPath:
+    """``asyncio.run_coroutine_threadsafe(coro, loop).result()``: a round trip (two wakes).
 
-    The sample runs from just before the call to the calling thread's return
-    from ``future.result()``; the component ``coroutine_start`` is the time
-    from ``t0`` to the coroutine's first statement in the loop thread.
+    The notify submits ``coroutine(woke)`` (created before ``t0``), whose
+    first statement stamps the first leg (component ``coroutine_start``);
+    the loop then finishes the task, which completes the
+    ``concurrent.futures.Future`` and wakes the notifier blocked in
+    ``result(timeout)``, whose return is ``t1``.  A reply that does not come
+    within the timeout cancels the future (and so the task).
     """
-    collector = LatencyCollector(params)
-    handshake_s = _handshake_s(params)
-    ready = threading.Event()
-    with _open_loop_thread("wakelab-asyncio-loop", handshake_s, params) as loop:
-        for _ in range(params.total_wakes):
-            ready.clear()
-            loop.call_soon_threadsafe(ready.set)
-            if not ready.wait(handshake_s):
-                raise HarnessError("the event loop did not announce it was idle")
-            time.sleep(params.settle_s)
-            coro = _coroutine_start_ns()  # created outside the timed window
-            t0 = now_ns()
-            plant_delay(params, t0)
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-            try:
-                started_ns = future.result(params.timeout_s)
-                t1 = now_ns()
-            except concurrent.futures.TimeoutError:
-                future.cancel()
-                collector.add(None)
-                continue
-            collector.add(t1 - t0, coroutine_start=started_ns - t0)
-        notifier_cpu_seen = current_cpu()
-        waiter_cpu_seen = _cpu_seen_by_loop(loop, handshake_s)
-    return collector.result(**_loop_info(params, notifier_cpu_seen, waiter_cpu_seen))
+    current: List[Woke] = [_no_wake_yet]
+    replies: Deque["concurrent.futures.Future[None]"] = collections.deque(maxlen=1)
+    submit = asyncio.run_coroutine_threadsafe
+    timeout_error = concurrent.futures.TimeoutError
+
+    def prepare(woke: Woke) -> None:
+        current[0] = woke
+
+    def bind() -> Callable[[], object]:
+        return call_keeping_result(replies, submit, coroutine(current[0]), loop)
+
+    def reply(timeout_s: float) -> Optional[int]:
+        future = replies.pop()
+        try:
+            future.result(timeout_s)
+            t1 = now_ns()
+        except timeout_error:
+            future.cancel()
+            return None
+        return t1
+
+    return LoopPath(prepare=prepare, bind=bind, reply=reply, first_leg="coroutine_start")
 
 
 # -- add_signal_handler -------------------------------------------------------------
@@ -349,113 +180,73 @@ def requires_add_signal_handler() -> Optional[str]:
     return None
 
 
-def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
-    """Wake latency (ns) of SIGUSR1 sent by a helper thread reaching a ``loop.add_signal_handler`` callback.
+def add_signal_handler_path(loop: Loop) -> LoopPath:
+    """SIGUSR1 from ``os.kill(getpid())`` wakes the loop through ``loop.add_signal_handler``.
 
-    The loop runs in the main thread, idle in ``epoll_wait``.  The path:
-    ``os.kill`` -> kernel delivers to the main thread (the helper blocks
-    SIGUSR1 in its own mask) -> CPython's C handler writes the signal number
-    to the loop's wakeup socket -> ``epoll_wait`` returns -> the loop reads
-    the socket and schedules the callback -> next iteration runs it.
-
-    Here the main thread is the *waiter*: for the arm's duration it moves to
-    the waiter's CPU (its mask is restored afterwards) and the helper thread
-    takes the notifier role.
+    Runs in the main thread, which is the loop's (the driver's ``IN_MAIN``):
+    it unblocks SIGUSR1 there and installs the handler; the caller restores
+    the signal state.  The path: ``os.kill`` -> the kernel delivers to the
+    main thread (the notifier thread blocks every signal) -> CPython's C
+    handler writes the signal number to the loop's wakeup socket ->
+    ``epoll_wait`` returns -> the loop reads the socket and schedules the
+    callback -> the next iteration runs it.
     """
     signum = signal.SIGUSR1
-    collector = LatencyCollector(params)
-    handshake_s = _handshake_s(params)
-    pid = os.getpid()
-    go = threading.Event()
-    sent = threading.Event()
-    box = {
-        "stop": False,
-        "t0": None,
-        "error": None,
-        "future": None,
-        "notifier_cpu_seen": None,
-        "waiter_cpu_seen": None,
-    }  # type: Dict[str, Any]
-
-    def notifier() -> None:
-        # Runs in the helper thread; its signal mask and CPU mask die with it.
-        try:
-            enter_role(params, NOTIFIER)
-            signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
-            while True:
-                while not go.wait(handshake_s):
-                    pass
-                go.clear()
-                if box["stop"]:
-                    box["notifier_cpu_seen"] = current_cpu()
-                    return
-                time.sleep(params.settle_s)
-                t0 = now_ns()
-                plant_delay(params, t0)
-                os.kill(pid, signum)
-                box["t0"] = t0
-                sent.set()
-        except BaseException as exc:  # surfaced by the loop below
-            box["error"] = exc
-            sent.set()
+    current: List[Woke] = [_no_wake_yet]
 
     def on_signal() -> None:
         t1 = now_ns()
-        future = box["future"]
-        if future is not None and not future.done():
-            future.set_result(t1)
+        current[0](t1)
 
-    def on_timeout(future: "asyncio.Future[Optional[int]]") -> None:
-        if not future.done():
-            future.set_result(None)
+    def prepare(woke: Woke) -> None:
+        current[0] = woke
 
-    async def run_wakes(loop: asyncio.AbstractEventLoop) -> None:
-        for _ in range(params.total_wakes):
-            future = loop.create_future()  # type: asyncio.Future[Optional[int]]
-            box["future"] = future
-            sent.clear()
-            timer = loop.call_later(params.timeout_s, on_timeout, future)
-            go.set()  # "about to wait": the helper now settles, then signals
-            t1 = await future
-            timer.cancel()
-            box["future"] = None
-            # Wait for the helper to finish its notify (outside the timed window).
-            if not sent.wait(handshake_s):
-                raise HarnessError("the signalling thread did not finish its notify")
-            if box["error"] is not None:
-                raise HarnessError("the signalling thread failed: %r" % (box["error"],))
-            if t1 is None:
-                collector.add(None)
-                # Let a straggling signal land here rather than in the next wake.
-                await asyncio.sleep(params.settle_s)
-            else:
-                collector.add(t1 - box["t0"])
-        box["waiter_cpu_seen"] = current_cpu()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+    loop.add_signal_handler(signum, on_signal)
+    return LoopPath(prepare=prepare, notify=functools.partial(os.kill, os.getpid(), signum))
 
-    with preserved_signal_state([signum]), preserved_affinity():
-        loop = _new_loop()
-        thread = None  # type: Optional[threading.Thread]
-        try:
-            enter_role(params, WAITER)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
-            loop.add_signal_handler(signum, on_signal)
-            thread = threading.Thread(target=notifier, name="wakelab-signal-sender", daemon=True)
-            thread.start()
-            loop.run_until_complete(run_wakes(loop))
-        finally:
-            try:
-                if thread is not None:
-                    box["stop"] = True
-                    go.set()
-                    thread.join(handshake_s)
-            finally:
-                # Inside preserved_signal_state: close() would reset the wakeup fd
-                # to -1, and the restore then puts the original back.
-                loop.remove_signal_handler(signum)
-                loop.close()
-        if thread is not None and thread.is_alive():
-            raise HarnessError("the signalling thread did not stop")
-    return collector.result(**_loop_info(params, box["notifier_cpu_seen"], box["waiter_cpu_seen"]))
+
+# Every arm of this family, by name: its LoopPath factory (tests run each loop against a
+# notifier that never notifies).
+LOOP_PATHS: Dict[str, Callable[[Loop], LoopPath]] = {
+    "call-soon-threadsafe": call_soon_threadsafe_path,
+    "asyncio-event": asyncio_event_path,
+    "run-coroutine-threadsafe": run_coroutine_threadsafe_path,
+    "add-signal-handler": add_signal_handler_path,
+}
+
+
+def measure_call_soon_threadsafe(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of ``loop.call_soon_threadsafe(cb)`` reaching ``cb`` on an idle loop in a waiter thread."""
+    return driver.measure(params, call_soon_threadsafe_path)
+
+
+def measure_asyncio_event(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of ``asyncio.Event.set()`` (sent with call_soon_threadsafe) reaching the waiting task."""
+    return driver.measure(params, asyncio_event_path)
+
+
+def measure_run_coroutine_threadsafe(params: MeasureParams) -> RawLatency:
+    """Round trip (ns) of ``asyncio.run_coroutine_threadsafe(coro, loop).result()`` to an idle loop.
+
+    The sample runs from just before the call to the calling thread's return
+    from ``future.result()``; the component ``coroutine_start`` is the time
+    from ``t0`` to the coroutine's first statement in the loop thread.
+    """
+    return driver.measure(params, run_coroutine_threadsafe_path)
+
+
+def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
+    """Wake latency (ns) of SIGUSR1 sent by a helper thread reaching a ``loop.add_signal_handler`` callback.
+
+    The loop runs in the main thread, idle in ``epoll_wait``; for the arm's
+    duration the main thread moves to the waiter's CPU and the helper thread
+    takes the notifier's.  Handler, mask and wakeup fd are restored.
+    """
+    with preserved_signal_state([signal.SIGUSR1]):
+        # Inside preserved_signal_state: closing the loop resets the handler to SIG_DFL and
+        # the wakeup fd to -1, and the restore then puts the originals back.
+        return driver.measure(params, add_signal_handler_path, loop_in=driver.IN_MAIN, name="wakelab-signal-sender")
 
 
 # Native floor: call_soon_threadsafe writes a byte to the loop's self-pipe (a socketpair) and the
@@ -465,6 +256,7 @@ ARMS: List[Arm] = [
     Arm(
         name="call-soon-threadsafe",
         family="asyncio",
+        driver="loop",
         kind=LATENCY,
         mechanism="loop.call_soon_threadsafe(cb) from the main thread wakes an idle asyncio loop (epoll) in a worker thread",
         waiter=BLOCKED,
@@ -476,6 +268,7 @@ ARMS: List[Arm] = [
     Arm(
         name="asyncio-event",
         family="asyncio",
+        driver="loop",
         kind=LATENCY,
         mechanism="asyncio.Event.set() sent with call_soon_threadsafe wakes a task awaiting event.wait() on an idle loop in a worker thread",
         waiter=BLOCKED,
@@ -487,8 +280,9 @@ ARMS: List[Arm] = [
     Arm(
         name="run-coroutine-threadsafe",
         family="asyncio",
+        driver="loop",
         kind=LATENCY,
-        mechanism="asyncio.run_coroutine_threadsafe(coro, loop).result() from the main thread to an idle loop in a worker thread (round trip)",
+        mechanism="asyncio.run_coroutine_threadsafe(coro, loop).result() from the main thread to an idle loop in a worker thread: a round trip of two wakes (main thread to loop, loop back to the main thread blocked in result())",
         waiter=BLOCKED,
         scope=CROSS_THREAD,
         t0="main thread: perf_counter_ns() immediately before asyncio.run_coroutine_threadsafe(coro, loop)",
@@ -498,6 +292,7 @@ ARMS: List[Arm] = [
     Arm(
         name="add-signal-handler",
         family="asyncio",
+        driver="loop",
         kind=LATENCY,
         mechanism="os.kill(getpid(), SIGUSR1) from a helper thread wakes an idle asyncio loop in the main thread through loop.add_signal_handler",
         waiter=BLOCKED,
