@@ -20,15 +20,32 @@ import pytest
 from wakelab.core.drivers import floor
 from wakelab.core.registry import all_arms, get_arm
 from wakelab.core.families import native as native_arms
-from wakelab.core.model import BLOCKED, LATENCY, RATE, SELF, MeasureParams, RawLatency, RawRate
+from wakelab.core.model import (
+    BLOCKED,
+    CROSS_PROCESS,
+    LATENCY,
+    RATE,
+    SELF,
+    MeasureParams,
+    RawLatency,
+    RawRate,
+)
 
 LATENCY_ARMS = [
     "native-condvar",
     "native-pipe",
     "native-eventfd",
+    "native-socketpair",
+    "native-selector-pipe",
     "native-self-signal",
     "native-sigwait",
+    "native-pause-handler",
+    "native-wakeup-fd-select",
+    "native-pipe-process",
+    "native-eventfd-fork",
+    "native-kill-sigwait-child",
 ]
+PROCESS_ARMS = ["native-pipe-process", "native-eventfd-fork", "native-kill-sigwait-child"]
 ALL_NATIVE = LATENCY_ARMS + ["native-sigaction-install"]
 SMALL = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0)
 ONE_SECOND_NS = 1_000_000_000
@@ -72,6 +89,22 @@ def test_registry_lists_every_native_arm() -> None:
         assert arm.t0 and arm.t1 and arm.mechanism
         assert "\n" not in arm.t0 and "\n" not in arm.t1
         assert not arm.needs_main_thread
+        # Latency arms run on the floor driver (and so are enrolled in test_timed_window.py).
+        assert arm.driver == ("floor" if arm.kind == LATENCY else "")
+        assert not arm.open_loop
+
+
+def test_every_experiment_of_the_binary_is_an_arm(have_floor: floor.FloorBinary) -> None:
+    proc = subprocess.run([have_floor.path, "nonesuch"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    listed = proc.stderr.split("experiments:")[1].splitlines()[0].split()
+    assert sorted(listed) == sorted(ALL_NATIVE + ["selftest"])
+
+
+def test_the_floor_driver_has_no_open_loop() -> None:
+    assert floor.OPEN_LOOP is False
+    with pytest.raises(floor.NativeFloorError, match="closed loop only"):
+        floor.measure_latency("native-pipe", MeasureParams(mode="open"))
 
 
 def test_importing_does_not_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,6 +136,7 @@ def test_latency_arm_is_sane(name: str, have_floor: floor.FloorBinary) -> None:
     assert all(0 < s < ONE_SECOND_NS for s in raw.samples_ns)
     assert raw.info["binary"] == have_floor.path
     assert raw.info["clock"] == "CLOCK_MONOTONIC"
+    assert raw.info["stale_wakes"] == 0 and raw.info["mode"] == "closed"
     if arm.waiter == BLOCKED:
         assert raw.info["settle_us"] == SMALL.settle_us
     assert isinstance(raw.info["notifier_cpu_seen"], int)
@@ -132,6 +166,88 @@ def test_planted_delay_is_visible(name: str, have_floor: floor.FloorBinary) -> N
     assert raw.lost == 0
     assert len(raw.samples_ns) == 10
     assert all(s >= 2_000_000 for s in raw.samples_ns)
+
+
+@pytest.mark.parametrize("name", LATENCY_ARMS)
+def test_planted_after_is_passed_and_bounded(name: str, have_floor: floor.FloorBinary) -> None:
+    # The paired proof (it must not show) is in test_timed_window.py; here: it runs, loses nothing.
+    params = MeasureParams(n=5, warmup=1, settle_us=200, planted_after_us=2000)
+    assert "planted_after_us=2000" in floor._floor_args(params, None)
+    raw = get_arm(name).measure(params)
+    assert isinstance(raw, RawLatency)
+    assert raw.lost == 0 and len(raw.samples_ns) == 5
+
+
+# Runs the floor binary from a child subreaper (PR_SET_CHILD_SUBREAPER), so that any process
+# the binary leaves behind -- alive or a zombie -- is reparented to it and shows up.  A
+# separate interpreter, so the test process's own state is untouched.
+_SUBREAPER = """
+import ctypes, os, signal, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    print("no-subreaper"); sys.exit(0)
+kill_after_s = float(sys.argv[1])
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if kill_after_s > 0:
+    time.sleep(kill_after_s)
+    proc.kill()
+proc.wait()
+left = []
+deadline = time.monotonic() + 5.0
+while time.monotonic() < deadline:
+    try:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if pid == 0:
+        time.sleep(0.01)
+    else:
+        left.append((pid, status))
+else:
+    print("still-alive"); sys.exit(0)
+print("orphans=%d rc=%d" % (len(left), proc.returncode))
+"""
+
+
+def _run_from_subreaper(binary: str, argv: List[str], kill_after_s: float = 0.0) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SUBREAPER, str(kill_after_s), binary] + argv,
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    out = proc.stdout.strip()
+    if out == "no-subreaper":
+        pytest.skip("PR_SET_CHILD_SUBREAPER is not available here")
+    return out
+
+
+@pytest.mark.parametrize("name", PROCESS_ARMS)
+def test_cross_process_arms_reap_their_child(name: str, have_floor: floor.FloorBinary) -> None:
+    if (os.cpu_count() or 1) > 1023:
+        pytest.skip("this machine may have a CPU 1023")
+    assert get_arm(name).scope == CROSS_PROCESS
+    assert _run_from_subreaper(have_floor.path, [name, "n=3", "warmup=0", "settle_us=100"]) == "orphans=0 rc=0"
+    # A child that cannot pin itself: the binary fails (status 3) and still leaves no child.
+    out = _run_from_subreaper(have_floor.path, [name, "n=2", "warmup=0", "waiter_cpu=1023"])
+    assert out == "orphans=0 rc=3"
+
+
+@pytest.mark.parametrize("name", PROCESS_ARMS)
+def test_the_child_dies_with_a_killed_floor(name: str, have_floor: floor.FloorBinary) -> None:
+    # SIGKILL for the binary mid-run (as run_floor's timeout does), while the child sits in a
+    # 60 s wait that no notify will end (lose_every=1): PR_SET_PDEATHSIG must end the child at
+    # once, and the subreaper reaps it -- one orphan, dead within the script's 5 s bound.
+    argv = [name, "n=100", "warmup=0", "settle_us=100", "timeout_ms=60000", "lose_every=1"]
+    out = _run_from_subreaper(have_floor.path, argv, kill_after_s=0.5)
+    assert out == "orphans=1 rc=-9"
+
+
+@pytest.mark.parametrize("name", PROCESS_ARMS)
+def test_a_child_that_cannot_be_pinned_is_a_clear_error(name: str, have_floor: floor.FloorBinary) -> None:
+    if (os.cpu_count() or 1) > 1023:
+        pytest.skip("this machine may have a CPU 1023")
+    params = MeasureParams(n=2, warmup=0, settle_us=100, placement="split", notifier_cpu=0, waiter_cpu=1023)
+    with pytest.raises(floor.NativeFloorError, match="pinning the waiter to CPU 1023"):
+        floor.measure_latency(name, params)
 
 
 @pytest.mark.parametrize("name", LATENCY_ARMS)
@@ -289,15 +405,18 @@ def test_usage_errors_of_the_binary_surface(have_floor: floor.FloorBinary) -> No
     [
         "",
         "hello\n",
-        "wakelab-floor 2 latency native-pipe 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # wrong experiment
+        "wakelab-floor 3 latency native-pipe 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # wrong experiment
         "wakelab-floor 1 latency native-condvar 2\n5\n6\nend 2\n",  # old version
-        "wakelab-floor 2 rate native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # wrong kind
-        "wakelab-floor 2 latency native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\n",  # truncated
-        "wakelab-floor 2 latency native-condvar 2\n5\n6\nend 2\n",  # no ran-on line
-        "wakelab-floor 2 latency native-condvar 2\n5\nran-on notifier=0 waiter=1\nend 2\n",  # short
-        "wakelab-floor 2 latency native-condvar 2\n5\nsix\nran-on notifier=0 waiter=1\nend 2\n",
-        "wakelab-floor 2 latency native-condvar 2\n5\n+6\nran-on notifier=0 waiter=1\nend 2\n",
-        "wakelab-floor 2 latency native-condvar x\nend x\n",
+        "wakelab-floor 2 latency native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # old version
+        "wakelab-floor 3 latency native-condvar 2\n5\n-6\nran-on notifier=0 waiter=1\nend 2\n",  # never negative
+        "wakelab-floor 3 latency native-condvar 1\nStale\nran-on notifier=0 waiter=1\nend 1\n",
+        "wakelab-floor 3 rate native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\nend 2\n",  # wrong kind
+        "wakelab-floor 3 latency native-condvar 2\n5\n6\nran-on notifier=0 waiter=1\n",  # truncated
+        "wakelab-floor 3 latency native-condvar 2\n5\n6\nend 2\n",  # no ran-on line
+        "wakelab-floor 3 latency native-condvar 2\n5\nran-on notifier=0 waiter=1\nend 2\n",  # short
+        "wakelab-floor 3 latency native-condvar 2\n5\nsix\nran-on notifier=0 waiter=1\nend 2\n",
+        "wakelab-floor 3 latency native-condvar 2\n5\n+6\nran-on notifier=0 waiter=1\nend 2\n",
+        "wakelab-floor 3 latency native-condvar x\nend x\n",
     ],
 )
 def test_parse_latency_output_rejects_garbage(text: str) -> None:
@@ -306,24 +425,42 @@ def test_parse_latency_output_rejects_garbage(text: str) -> None:
 
 
 def test_parse_latency_output_reads_lost_wakes() -> None:
-    text = "wakelab-floor 2 latency native-condvar 3\n1500\nlost\n2200\nran-on notifier=0 waiter=1\nend 3\n"
+    text = "wakelab-floor 3 latency native-condvar 3\n1500\nlost\n2200\nran-on notifier=0 waiter=1\nend 3\n"
     assert floor.parse_latency_output(text, "native-condvar") == [1500, None, 2200]
 
 
+def test_the_format_version_is_the_binarys() -> None:
+    assert floor.FLOOR_FORMAT == 3
+    with open(floor.source_path()) as f:
+        assert "#define FLOOR_FORMAT 3\n" in f.read()
+
+
+def test_stale_wakes_are_lost_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "wakelab-floor 3 latency native-pipe 4\n1500\nstale\nlost\n2200\nran-on notifier=0 waiter=1\nend 4\n"
+    assert floor.parse_latency_records(text, "native-pipe") == [1500, floor.STALE, floor.LOST, 2200]
+    assert floor.parse_latency_output(text, "native-pipe") == [1500, None, None, 2200]
+    _fake_binary(monkeypatch, "/unused")
+    monkeypatch.setattr(floor, "run_floor", lambda experiment, params, extra=None: text)
+    raw = floor.measure_latency("native-pipe", MeasureParams(n=3, warmup=1))
+    assert raw.samples_ns == (2200,)  # the first wake was warm-up; stale and lost are lost
+    assert raw.lost == 2
+    assert raw.info["stale_wakes"] == 1
+
+
 def test_parse_rate_output() -> None:
-    text = "wakelab-floor 2 rate native-sigaction-install 2\n300 7\n310 8\nran-on notifier=1\nend 2\n"
+    text = "wakelab-floor 3 rate native-sigaction-install 2\n300 7\n310 8\nran-on notifier=1\nend 2\n"
     assert floor.parse_rate_output(text, "native-sigaction-install") == [(300, 7), (310, 8)]
     assert floor.parse_ran_on(text, "native-sigaction-install", "rate") == {"notifier_cpu_seen": 1}
     with pytest.raises(floor.NativeFloorError, match="bad record"):
         floor.parse_rate_output(
-            "wakelab-floor 2 rate native-sigaction-install 1\n300\nran-on notifier=0\nend 1\n",
+            "wakelab-floor 3 rate native-sigaction-install 1\n300\nran-on notifier=0\nend 1\n",
             "native-sigaction-install",
         )
 
 
 def test_parse_ran_on_reads_each_side() -> None:
     def text(ran_on: str) -> str:
-        return "wakelab-floor 2 latency native-pipe 1\n900\n%s\nend 1\n" % ran_on
+        return "wakelab-floor 3 latency native-pipe 1\n900\n%s\nend 1\n" % ran_on
 
     assert floor.parse_ran_on(text("ran-on notifier=0 waiter=1"), "native-pipe") == {
         "notifier_cpu_seen": 0,
@@ -349,7 +486,7 @@ def test_parse_ran_on_reads_each_side() -> None:
     ],
 )
 def test_parse_ran_on_rejects_garbage(ran_on: str) -> None:
-    text = "wakelab-floor 2 latency native-pipe 1\n900\n%s\nend 1\n" % ran_on
+    text = "wakelab-floor 3 latency native-pipe 1\n900\n%s\nend 1\n" % ran_on
     with pytest.raises(floor.NativeFloorError, match="unexpected output"):
         floor.parse_ran_on(text, "native-pipe")
 

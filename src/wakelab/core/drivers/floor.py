@@ -1,12 +1,27 @@
-"""The native floor: wakelab's wake experiments done in C, built on first use.
+"""The floor driver: wakelab's wake experiments done in C, built on first use.
 
 Measuring side: standard library only, Python 3.9+.
 
 ``wakelab_floor.c`` (shipped beside this file) does in C what the Python arms
-do -- a condition variable, a pipe, an eventfd, a self-signal, sigtimedwait,
-sigaction installs -- with the same definitions of ``t0`` and ``t1`` and the
-same clock (``CLOCK_MONOTONIC``).  Its figures are the floor under the
+do -- a condition variable, pipes, an eventfd, a socketpair, epoll, signals
+to a spinning, a pausing, a selecting or a sigtimedwait-ing waiter,
+sigaction installs, and the cross-process pipe, eventfd and kill wakes of a
+forked child -- with the same definitions of ``t0`` and ``t1`` and the same
+clock (``CLOCK_MONOTONIC``).  Its figures are the floor under the
 interpreter's: how much of a wake is the kernel's, and how much is Python's.
+
+This is the driver of the C arms (``Arm.driver == "floor"``): the C program
+owns the whole wake loop -- handshake, settle, ``t0``, the planted waits, the
+notify, ``t1``, lost and stale wakes -- the way :mod:`wakelab.core.drivers.thread`
+owns it for a Python waiter thread.  Its timed step is chosen once per run and
+is exactly ``t0 = clock(); notify();``, then the notifier blocks on its
+completion handshake; ``t0`` is taken after the settle sleep.  The self-test
+step adds ``params.planted_delay_us`` between ``t0`` and the notify (it must
+show in every sample) and ``params.planted_after_us`` right after the notify
+(it must not); both sleep and spin only their last 200 µs, as
+:func:`wakelab.core.drivers.planted_wait` does.  ``tests/test_timed_window.py``
+proves the window clean for every C latency arm.  Closed loop only
+(:data:`OPEN_LOOP` is False).
 
 Building.  Nothing is compiled at import.  The first call of
 :func:`unavailable_reason` or :func:`floor_binary` finds a C compiler (``$CC``
@@ -23,11 +38,15 @@ are skipped, never an error.
 Running.  :func:`run_floor` runs the binary as a child process (no shell,
 with a timeout); :func:`parse_latency_output` and :func:`parse_rate_output`
 read its line format, which is documented at the top of the C source.  A crash, a timeout or output that is
-not that format raises :class:`NativeFloorError`.
+not that format raises :class:`NativeFloorError`.  A wake the binary reports
+as ``stale`` (its ``t1`` came before its ``t0``: it answered an older notify)
+is counted lost, never a negative sample, and ``info["stale_wakes"]`` says
+how many there were (warm-up wakes included, as the thread driver counts).
 
 Placement.  The binary is told the placement's CPUs (``notifier_cpu=`` and
 ``waiter_cpu=``, -1 for placement ``any``) and pins its own threads with
-``pthread_setaffinity_np``; it reports the CPU each side last ran on
+``pthread_setaffinity_np`` (the waiter child of a cross-process experiment
+pins itself); it reports the CPU each side last ran on
 (``sched_getcpu``), which :func:`parse_ran_on` reads and the raw record's
 ``info`` keeps as ``notifier_cpu_seen`` / ``waiter_cpu_seen``.
 """
@@ -44,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, RawRate
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_for
@@ -52,9 +71,16 @@ from wakelab.core.placement import NOTIFIER, WAITER, cpu_for
 SOURCE_NAME = "wakelab_floor.c"
 BINARY_NAME = "wakelab_floor"
 CFLAGS: Tuple[str, ...] = ("-O2", "-pthread", "-Wall")
-#: Version of the binary's output format (first line: ``wakelab-floor 2 ...``).
-#: History: 1 -- records and end line; 2 -- adds the ``ran-on`` line before the end line.
-FLOOR_FORMAT = 2
+#: Version of the binary's output format (first line: ``wakelab-floor 3 ...``), checked on
+#: every run and by the build's self-test, so a stale binary is never read with the wrong rules.
+#: History: 1 -- records and end line; 2 -- adds the ``ran-on`` line before the end line;
+#: 3 -- adds ``stale`` records (a wake that answered an older notify), the ``planted_after_us``
+#: key, and the socketpair, selector-pipe, pause-handler, wakeup-fd-select, pipe-process,
+#: eventfd-fork and kill-sigwait-child experiments.
+FLOOR_FORMAT = 3
+
+#: The C floor honours closed-loop timing only (``params.mode == "closed"``).
+OPEN_LOOP = False
 FALLBACK_COMPILERS = ("cc", "gcc", "clang")
 COMPILE_TIMEOUT_S = 120.0
 PROBE_TIMEOUT_S = 30.0
@@ -299,6 +325,7 @@ def _floor_args(params: MeasureParams, extra: Optional[Mapping[str, int]]) -> Li
         # Round up: a timeout of 0.5 ms must not become "no timeout".
         "timeout_ms": max(1, int(math.ceil(params.timeout_s * 1000))),
         "planted_delay_us": params.planted_delay_us,
+        "planted_after_us": params.planted_after_us,
         "install_n": params.install_n,
         "rounds": params.rounds,
         "warmup_rounds": params.warmup_rounds,
@@ -315,7 +342,8 @@ def _run_timeout_s(experiment: str, params: MeasureParams) -> float:
     if experiment == "native-sigaction-install":
         ops = (params.rounds + params.warmup_rounds) * params.install_n
         return 30.0 + ops * 20e-6
-    per_wake = params.settle_s + params.timeout_s + params.planted_delay_us / 1e6 + 0.05
+    planted_s = (params.planted_delay_us + params.planted_after_us) / 1e6
+    per_wake = params.settle_s + params.timeout_s + planted_s + 0.05
     return 30.0 + params.total_wakes * per_wake
 
 
@@ -409,23 +437,32 @@ def parse_ran_on(text: str, experiment: str, kind: str = "latency") -> Dict[str,
 
 
 def _int_field(field: str, experiment: str, text: str) -> int:
-    # int() alone would accept "+1", " 1" or "1_0"; the format is plain digits.
-    digits = field[1:] if field.startswith("-") else field
-    if not (digits.isascii() and digits.isdigit()):
+    # int() alone would accept "+1", " 1", "1_0" or "-1"; the format is plain digits: a latency
+    # is never negative (the binary prints "stale" for a wake that answered an older notify).
+    if not (field.isascii() and field.isdigit()):
         raise _garbage(experiment, "bad record field %r" % field, text)
     return int(field)
 
 
+LOST = "lost"
+STALE = "stale"
+
+
+def parse_latency_records(text: str, experiment: str) -> List[Union[int, str]]:
+    """A latency experiment's records as printed: a ns figure, :data:`LOST` or :data:`STALE` per wake."""
+    return [
+        line if line in (LOST, STALE) else _int_field(line, experiment, text)
+        for line in _sections(text, experiment, "latency")[0]
+    ]
+
+
 def parse_latency_output(text: str, experiment: str) -> List[Optional[int]]:
-    """Parse a latency experiment's output: one ns figure per wake, None for a lost one.
+    """Parse a latency experiment's output: one ns figure per wake, None for a lost or stale one.
 
     Warm-up wakes are included.  Anything but the exact format (documented in
     the C source) raises :class:`NativeFloorError`.
     """
-    return [
-        None if line == "lost" else _int_field(line, experiment, text)
-        for line in _sections(text, experiment, "latency")[0]
-    ]
+    return [None if isinstance(r, str) else r for r in parse_latency_records(text, experiment)]
 
 
 def parse_rate_output(text: str, experiment: str) -> List[Tuple[int, int]]:
@@ -446,10 +483,18 @@ def measure_latency(
     params: MeasureParams,
     extra: Optional[Mapping[str, int]] = None,
 ) -> RawLatency:
-    """Wake latencies (ns) of a native latency experiment, warm-ups dropped."""
+    """Wake latencies (ns) of a native latency experiment, warm-ups dropped.
+
+    Closed loop only: the binary has no open-loop mode (:data:`OPEN_LOOP`).
+    """
+    if params.mode != "closed":
+        raise NativeFloorError(
+            "the native floor %s times closed loop only (mode %r asked)" % (experiment, params.mode)
+        )
     binary = floor_binary()
     text = run_floor(experiment, params, extra)
-    wakes = parse_latency_output(text, experiment)
+    records = parse_latency_records(text, experiment)
+    wakes = [None if isinstance(r, str) else r for r in records]
     if len(wakes) != params.total_wakes:
         raise NativeFloorError(
             "native floor %s returned %d wakes, expected %d"
@@ -460,6 +505,8 @@ def measure_latency(
         collector.add(latency_ns)
     info = binary.info()
     info["settle_us"] = params.settle_us
+    info["mode"] = "closed"
+    info["stale_wakes"] = sum(1 for r in records if r == STALE)
     info.update(parse_ran_on(text, experiment))
     return collector.result(**info)
 
