@@ -412,3 +412,29 @@ def test_components_become_benchmarks_of_their_own(tmp_path, lab135_summary, cap
     delivery = pyperf.Benchmark.load(str(tmp_path / "p" / "event.delivery.json"))
     assert delivery.get_name() == "event.delivery"
     assert delivery.get_values() == tuple(ns // 2 / 1e9 for ns in EVENT_NS)
+
+
+def test_markdown_labels_a_nearest_floor(tmp_path, lab135_summary, capsys) -> None:
+    import copy
+
+    event, signal, install = lab135_summary["arms"]
+    event.update(native="native-condvar", native_match="matched")
+    signal.update(native="native-self-signal", native_match="nearest")
+    condvar = dict(copy.deepcopy(event), name="native-condvar", family="native", native=None, native_match=None, samples_file=None)
+    condvar["latency"]["p50_ns"] = 22_000.0
+    self_signal = dict(copy.deepcopy(signal), name="native-self-signal", family="native", native=None, native_match=None,
+                       samples_file=None)
+    self_signal["latency"]["p50_ns"] = 1_050.0
+    lab135_summary["arms"] = [event, signal, install, condvar, self_signal]
+    folder = write_bundle(tmp_path / "run", lab135_summary, with_samples=False)
+    _, out, _ = export(capsys, folder, "-f", "markdown")
+    cells = _render_table_cells(out)
+    rows = {row[0]: row for row in cells}
+    assert cells[0][-1] == "p50 vs C"
+    assert rows["event"][-1] == "5.0×"
+    assert rows["sigusr1-self"][-1] == "2.0× (nearest floor)"
+    assert rows["native-condvar"][-1] == "-"
+    assert out.endswith(
+        "\n\n_vs C_: the arm's figure over its C floor's, both from this run (for rates: how many times faster C is). "
+        "A plain ratio has the same experiment in C (same scope, waiter state and t1) and is the interpreter's share; "
+        "one marked _nearest floor_ is against the closest C experiment there is, which differs, so it is not.\n")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from wakelab.analysis.caveats import pair_arms, waiter_at_t0
 from wakelab.core.registry import arm_names, get_arm
 from wakelab.errors import UsageError
-from wakelab.labs import LAB_135, all_labs, get_lab, lab_arm_names
+from wakelab.labs import LAB_135, MATCHED_PAIRS, Comparison, all_labs, get_lab, lab_arm_names
 
 
 @pytest.mark.parametrize("lab", all_labs(), ids=lambda lab: lab.id)
@@ -18,10 +19,32 @@ def test_lab_arms_and_comparisons_exist(lab) -> None:
         assert comparison.a in names and comparison.b in names
 
 
-def test_matched_pairs_are_like_for_like() -> None:
-    matched = get_lab("matched")
-    for comparison in matched.comparisons:
-        assert get_arm(comparison.a).waiter == get_arm(comparison.b).waiter
+@pytest.mark.parametrize("gil", [True, False], ids=["gil", "no-gil"])
+@pytest.mark.parametrize("lab_id", ["matched", "catalogue"])
+def test_matched_pairs_are_like_for_like(lab_id, gil) -> None:
+    # Waiter state, scope and what the waiter does at t0, as the analysis judges them, under
+    # either kind of build: the matched lab reports no pair as like for like that is not.
+    for comparison in get_lab(lab_id).comparisons:
+        pairing = pair_arms(get_arm(comparison.a).describe(), get_arm(comparison.b).describe(), gil)
+        assert pairing.like_for_like, (comparison, pairing.differences)
+
+
+def test_the_old_spinning_pair_is_not_like_for_like() -> None:
+    spin = pair_arms(get_arm("sigusr1-self").describe(), get_arm("event-spin").describe(), gil=True)
+    assert [(d.aspect, d.a, d.b) for d in spin.differences] == [
+        ("scope", "self", "cross-thread"),
+        ("waiter at t0", "the notifier itself", "waiting for the GIL"),
+    ]
+    assert Comparison("sigusr1-self", "event-spin") not in MATCHED_PAIRS
+
+
+def test_waiter_at_t0() -> None:
+    assert waiter_at_t0(get_arm("event").describe(), gil=True) == "parked in the kernel"
+    assert waiter_at_t0(get_arm("event-spin").describe(), gil=True) == "waiting for the GIL"
+    assert waiter_at_t0(get_arm("event-spin").describe(), gil=False) == "polling"
+    assert waiter_at_t0(get_arm("sigusr1-self").describe(), gil=True) == "the notifier itself"
+    assert waiter_at_t0(get_arm("native-self-signal").describe(), gil=True) == "the notifier itself"
+    assert waiter_at_t0(get_arm("signal-install").describe(), gil=True) == "no waiter"
 
 
 def test_lab135_is_the_original_lab() -> None:

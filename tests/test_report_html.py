@@ -605,3 +605,75 @@ def test_the_browser_check_sees_what_it_must(tmp_path) -> None:
         page = browser.open("file://%s" % open_page)
         assert "console.error: boom" in page.errors
         assert any(e.startswith("uncaught:") for e in page.errors)
+
+
+# --- vs C, pairings and warning records, from a fixed summary ---------------------------
+
+
+def _with_floors() -> Dict[str, Any]:
+    """Lab 135's arms beside C floors: event's is matched, sigusr1-self's only nearest."""
+    import copy
+
+    summary = build_lab135_summary()
+    event, signal, install = summary["arms"]
+    event.update(native="native-condvar", native_match="matched")
+    signal.update(native="native-self-signal", native_match="nearest")
+    install.update(native="native-sigaction-install", native_match="matched")
+    condvar = dict(copy.deepcopy(event), name="native-condvar", family="native", native=None, native_match=None)
+    condvar["latency"]["p50_ns"] = 22_000.0
+    self_signal = dict(copy.deepcopy(signal), name="native-self-signal", family="native", native=None, native_match=None)
+    self_signal["latency"]["p50_ns"] = 1_050.0
+    sigaction = dict(copy.deepcopy(install), name="native-sigaction-install", family="native", native=None, native_match=None)
+    sigaction["rate"]["ops_per_s"] = 5_000_000.0
+    summary["arms"] = [event, signal, install, condvar, self_signal, sigaction]
+    return summary
+
+
+def test_lead_table_labels_a_nearest_floor() -> None:
+    table = report_html.render_lead_table(_with_floors())
+    rows = {name: row for name, row in ((r.split("</a>")[0].rsplit(">", 1)[-1], r) for r in table.split("<tr") if "</a>" in r)}
+    assert rows["event"].endswith('<td class="num">5.0×</td></tr>')  # matched: the plain ratio
+    assert rows["sigusr1-self"].endswith(
+        '<td class="num">2.0× <span class="badge nearest" title="the closest C experiment, not the same one: not the '
+        'interpreter&#x27;s share">nearest floor</span></td></tr>')
+    assert "5.0×</td></tr>" in table.split("Rate arms")[1]  # signal-install: matched, C is 5× faster
+    assert "a ratio marked &#x27;nearest floor&#x27; is against the closest C experiment there is" in table
+
+
+def test_native_plot_labels_a_nearest_floor() -> None:
+    pairs = report_html.native_pairs(_with_floors())
+    assert [(p.arm, p.native, p.p50_ns, p.native_p50_ns) for p in pairs] == [
+        ("event", "native-condvar", 109_500.0, 22_000.0),
+        ("sigusr1-self", "native-self-signal (nearest floor)", 2099.5, 1050.0),
+    ]
+
+
+def test_verdict_judges_scope_and_the_waiter_at_t0() -> None:
+    summary = build_lab135_summary()
+    verdict = report_html.render_verdict(summary)
+    assert ('<span class="badge bad">NOT like for like</span> waiter: blocked against spinning; scope: cross-thread against '
+            "self; waiter at t0: parked in the kernel against the notifier itself.</li>") in verdict
+    entry(summary, "sigusr1-self").update(waiter="blocked", scope="cross-thread")
+    assert ('<span class="badge good">like for like</span> both blocked, cross-thread; at t0 the waiter is parked in the '
+            "kernel.</li>") in report_html.render_verdict(summary)
+
+
+def test_warning_records_are_worded_and_notes_kept_apart() -> None:
+    summary = build_lab135_summary()
+    summary["warnings"].append({"kind": "worker-spread", "level": "warning", "arm": "event",
+                                "figures": {"of": "p50_ns", "max_over_min": 2.5}})
+    summary["warnings"].append("an old bundle's <worded> warning")
+    caveats = report_html.render_caveats(summary)
+    warnings_part, notes_part = caveats.split("<h3>Notes</h3>")
+    assert "<li>event: worker processes disagree (their medians differ 2.5×)" in warnings_part
+    assert "<li>an old bundle&#x27;s &lt;worded&gt; warning</li>" in warnings_part
+    assert "Percentiles left out" not in warnings_part
+    assert notes_part.startswith('<ul class="caveats notes"><li>Percentiles left out for want of wakes: p99.9 where n = 200')
+
+
+def test_honesty_says_when_spinning_is_waiting_for_the_gil() -> None:
+    summary = build_lab135_summary()
+    entry(summary, "event").update(name="event-spin", waiter="spinning")
+    assert "<dt>Spinning under the GIL</dt><dd>event-spin: a waiter in another thread cannot poll" in report_html.render_honesty(summary)
+    summary["interpreter"]["gil_enabled"] = False
+    assert "Spinning under the GIL" not in report_html.render_honesty(summary)

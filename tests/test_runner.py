@@ -11,7 +11,7 @@ import wakelab.core.registry as registry
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
 from wakelab.evidence.load import load_summary
 from wakelab.report.text import format_summary
-from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, is_complete, run_plan
 from wakelab.labs import LAB_135
 from wakelab.analysis.stats import percentile
 
@@ -78,11 +78,61 @@ def test_unavailable_arm_is_skipped_with_reason(tmp_path, tiny_params, monkeypat
 
 def test_lost_wakes_make_the_run_incomplete(tmp_path, tiny_params, monkeypatch) -> None:
     registry.all_arms()
-    lossy = _fake("fake-lossy", lambda p: RawLatency(samples_ns=(5, 6), lost=1, warmup_discarded=0))
+    lossy = _fake("fake-lossy", lambda p: RawLatency(samples_ns=tuple(range(5, 5 + p.n - 1)), lost=1, warmup_discarded=0))
     monkeypatch.setitem(registry._REGISTRY, "fake-lossy", lossy)
     summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-lossy",)))
+    assert summary["arms"][0]["status"] == "ok"
     assert summary["arms"][0]["latency"]["lost"] == 1
     assert summary["complete"] is False
+
+
+def test_an_arm_short_of_samples_fails_and_the_run_is_incomplete(tmp_path, tiny_params, monkeypatch) -> None:
+    # Before: an arm that returned 2 of 20 wakes was "ok" and the run "complete".
+    registry.all_arms()
+    short = _fake("fake-short", lambda p: RawLatency(samples_ns=(5, 6), lost=0, warmup_discarded=0))
+    monkeypatch.setitem(registry._REGISTRY, "fake-short", short)
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-short", "event")))
+    entry = summary["arms"][0]
+    assert entry["status"] == "failed"
+    assert entry["reason"] == "IncompleteReply: the arm returned 2 of 20 counted wakes (2 samples + 0 lost)"
+    assert summary["arms"][1]["status"] == "ok"
+    assert summary["complete"] is False
+
+
+def test_a_run_whose_every_arm_was_skipped_is_not_complete(tmp_path, tiny_params, monkeypatch) -> None:
+    registry.all_arms()
+    monkeypatch.setitem(registry._REGISTRY, "fake-absent", _fake("fake-absent", lambda p: None, requires=lambda: "needs a unicorn"))
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-absent",)))
+    assert summary["arms"][0]["status"] == "skipped"
+    assert summary["complete"] is False
+    assert load_summary(str(tmp_path))["complete"] is False
+
+
+def _doc(*arms):  # type: ignore[no-untyped-def]
+    return {"arms": list(arms)}
+
+
+def _latency(n: int, lost: int = 0, requested: int = 200, status: str = "ok"):  # type: ignore[no-untyped-def]
+    return {"kind": "latency", "status": status, "requested": requested, "latency": {"n": n, "lost": lost}, "rate": None}
+
+
+def _rate(rounds: int, n_per_round: int = 20000, requested: int = 140000):  # type: ignore[no-untyped-def]
+    return {"kind": "rate", "status": "ok", "requested": requested, "latency": None,
+            "rate": {"rounds": rounds, "n_per_round": n_per_round}}
+
+
+def test_is_complete_compares_every_measured_arm_with_its_request() -> None:
+    skipped = {"kind": "latency", "status": "skipped", "requested": 200, "latency": None, "rate": None}
+    assert is_complete(_doc(_latency(200), _rate(7), skipped)) is True
+    assert is_complete(_doc(_latency(2))) is False  # 2 of 200
+    assert is_complete(_doc(_latency(198, lost=2))) is False  # all accounted for, but lost
+    assert is_complete(_doc(_latency(201))) is False  # more than asked is not what was asked either
+    assert is_complete(_doc(_rate(6))) is False
+    assert is_complete(_doc(_rate(7, n_per_round=2000))) is False
+    assert is_complete(_doc(skipped)) is False  # nothing measured
+    assert is_complete(_doc()) is False
+    for status in ("failed", "interrupted", "pending"):
+        assert is_complete(_doc(_latency(200), dict(_latency(0), status=status, latency=None))) is False
 
 
 def test_ctrl_c_leaves_valid_incomplete_evidence(tmp_path, tiny_params, monkeypatch, clean_state) -> None:
@@ -123,3 +173,13 @@ def test_planted_delay_is_recorded_and_visible(tmp_path, tiny_params) -> None:
     assert summary["parameters"]["planted_delay_us"] == 2000
     assert summary["arms"][0]["latency"]["min_ns"] >= 2_000_000
     assert "planted delay of 2000 µs" in summary["caveats"][0]
+
+
+def test_no_switch_interval_tail_is_looked_for_without_busy_threads(tmp_path, tiny_params, monkeypatch) -> None:
+    # Wakes clustered just above 5 and 10 ms, but no Python thread can hold the GIL: no flag.
+    samples = tuple([20_000] * (tiny_params.n - 4) + [5_050_000, 5_100_000, 10_050_000, 10_100_000])
+    registry.all_arms()
+    monkeypatch.setitem(registry._REGISTRY, "fake-tail", _fake("fake-tail", lambda p: RawLatency(samples, 0, 0)))
+    summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-tail",)))
+    assert summary["arms"][0]["quality"] == {"populations": None, "switch_interval_tail": None}
+    assert not [w for w in summary["warnings"] if w["kind"] == "switch-interval-tail"]

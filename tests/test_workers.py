@@ -148,3 +148,41 @@ def test_run_in_workers_records_execution_and_spread(tmp_path) -> None:
     assert event["spread"]["of"] == "p50_ns" and event["spread"]["max_over_min"] >= 1
     assert install["spread"]["of"] == "ops_per_s"
     assert summary["timer"]["harness"]["per_sample_ns"] > 0
+
+
+class _ReplyingPool:
+    """A stand-in worker template that answers every request with ``raw``."""
+
+    def __init__(self, raw) -> None:  # type: ignore[no-untyped-def]
+        self.raw = raw
+        self.requests: list = []
+
+    def call(self, request, deadline_s):  # type: ignore[no-untyped-def]
+        self.requests.append(request)
+        return {"ok": True, "raw": raw_to_dict(self.raw), "interpreter": {}, "applied": {}, "pid": 1}
+
+
+def test_check_raw_names_what_is_missing() -> None:
+    params = MeasureParams(n=200, install_n=300, rounds=4)
+    assert workers.check_raw(RawLatency(samples_ns=(1,) * 198, lost=2, warmup_discarded=10), params, "latency") is None
+    assert workers.check_raw(RawLatency(samples_ns=(1, 2), lost=0, warmup_discarded=10), params, "latency") == (
+        "returned 2 of 200 counted wakes (2 samples + 0 lost)")
+    assert workers.check_raw(RawLatency(samples_ns=(1,) * 199 + (-5,), lost=0, warmup_discarded=0), params, "latency") == (
+        "returned 1 negative samples (t1 before t0)")
+    rate = RawRate(n_per_round=300, round_ns=(5,) * 4, baseline_round_ns=(1,) * 4, warmup_rounds=1)
+    assert workers.check_raw(rate, params, "rate") is None
+    assert workers.check_raw(dataclasses.replace(rate, round_ns=(5,) * 3, baseline_round_ns=(1,) * 3), params, "rate") == (
+        "returned 3 of 4 counted rounds")
+    assert workers.check_raw(dataclasses.replace(rate, n_per_round=30), params, "rate") == "returned rounds of 30 calls, 300 asked for"
+    assert workers.check_raw(dataclasses.replace(rate, baseline_round_ns=(1,)), params, "rate") == (
+        "returned 1 empty-loop rounds for 4 rounds")
+    assert workers.check_raw(rate, params, "latency") == "returned a rate record for a latency arm"
+
+
+def test_a_short_worker_reply_is_an_arm_failure() -> None:
+    pool = _ReplyingPool(RawLatency(samples_ns=(5, 6), lost=0, warmup_discarded=2))
+    with pytest.raises(workers.IncompleteReply, match=r"^worker 1 of 3 returned 2 of 4 counted wakes \(2 samples \+ 0 lost\)$"):
+        workers.run_workers("event", SMALL, Conditions(), workers=3, pool=pool)  # type: ignore[arg-type]
+    assert len(pool.requests) == 1
+    full = _ReplyingPool(RawLatency(samples_ns=(5, 6, 7), lost=1, warmup_discarded=2))
+    assert len(workers.run_workers("event", SMALL, Conditions(), workers=3, pool=full)) == 3  # type: ignore[arg-type]

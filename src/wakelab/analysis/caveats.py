@@ -1,14 +1,44 @@
-"""Caveats derived from a summary document: what a reader must know before quoting it.
+"""Caveats, comparisons and "vs C" ratios derived from a summary document.
 
-Every caveat is computed from the run's own data (waiter states, lost wakes,
-failed or skipped arms, the parameters), never written in advance.  Doubts
-about measurement quality are warnings, in :mod:`wakelab.analysis.quality`.
-Stdlib only: the runner stores these in summary.json as it goes.
+What a reader must know before quoting a run, computed once from the run's own
+data (waiter states, lost wakes, failed or skipped arms, the parameters, the
+interpreter), never written in advance.  Renderers lay these records out; they
+do not re-derive them.  Doubts about measurement quality are warnings, in
+:mod:`wakelab.analysis.quality`.  Stdlib only: the runner stores the caveats in
+summary.json as it goes.
+
+Like for like.  Two arms are the same experiment only when they agree on
+three things: the waiter state the arm declares (blocked or spinning), the
+scope (self, cross-thread, cross-process), and what the waiter is actually
+doing at ``t0`` (:func:`waiter_at_t0`).  The third is not always the second: a
+spinning waiter in another thread of a GIL build cannot poll while the
+notifier runs Python to take ``t0`` and notify; it is parked waiting for the
+GIL, and its wake is the GIL's hand-over, not a poll that sees a flag.
+
+"vs C".  Each Python arm may name a C floor (``native``) and how the two
+relate (``native_match``).  Only a *matched* floor -- the same scope, waiter
+state and ``t1`` -- makes the ratio the interpreter's share; a *nearest* floor
+is the closest C experiment there is, shown and labelled as such.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+# How a Python arm's C floor relates to it (the values of ``native_match``; the table is
+# wakelab.core.families.native.FLOORS).  A floor whose relation is not recorded (bundles
+# before 0.2) is treated as nearest: nothing in the evidence says it is the same experiment.
+MATCHED = "matched"
+NEAREST = "nearest"
+
+# What the waiter is doing at t0 (see waiter_at_t0).
+PARKED_IN_KERNEL = "parked in the kernel"
+WAITING_FOR_GIL = "waiting for the GIL"
+POLLING = "polling"
+IS_NOTIFIER = "the notifier itself"
+NO_WAITER = "no waiter"
+
 
 def arms_by_name(summary: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
     return {str(a["name"]): a for a in summary.get("arms", [])}
@@ -17,12 +47,222 @@ def arms_by_name(summary: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
 def p50_ns(entry: Optional[Mapping[str, Any]]) -> Optional[float]:
     if not entry or not entry.get("latency"):
         return None
-    return entry["latency"].get("p50_ns")
+    value = entry["latency"].get("p50_ns")
+    return None if value is None else float(value)
 
 
-def like_for_like(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Two arms are a matched pair when their waiters are in the same state."""
-    return a.get("waiter") == b.get("waiter")
+def gil_enabled(summary: Mapping[str, Any]) -> bool:
+    """Whether the run's Python threads take turns on a GIL.
+
+    False only when the interpreter reported its GIL off (a free-threaded build
+    running without it); an interpreter that does not report it (before 3.13,
+    PyPy) has one.
+    """
+    interpreter = summary.get("interpreter") or {}
+    return interpreter.get("gil_enabled") is not False
+
+
+def waiter_at_t0(entry: Mapping[str, Any], gil: bool) -> str:
+    """What the arm's waiter is doing at ``t0``, given whether the run has a GIL.
+
+    A blocked waiter is parked in the kernel.  A spinning waiter in the same
+    thread as the notifier *is* the notifier.  A spinning waiter in another
+    thread polls only if it can run while the notifier runs: in C, in another
+    process, or without a GIL; under a GIL it waits for the GIL the notifier holds.
+    """
+    waiter, scope = entry.get("waiter"), entry.get("scope")
+    if waiter == "blocked":
+        return PARKED_IN_KERNEL
+    if waiter != "spinning":
+        return NO_WAITER
+    if scope == "self":
+        return IS_NOTIFIER
+    if scope == "cross-thread" and gil and entry.get("family") != "native":
+        return WAITING_FOR_GIL
+    return POLLING
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """One way two arms differ: ``aspect`` is ``waiter``, ``scope`` or ``waiter at t0``."""
+
+    aspect: str
+    a: str
+    b: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Pairing:
+    """Arm ``a`` against arm ``b``: whether they are like for like, and their ratios.
+
+    ``differences`` is empty for a like-for-like pair; ``waiter``, ``scope``
+    and ``at_t0`` are then what both share (``a``'s otherwise).  The ratios are
+    ``a / b`` at p50 and p99, None when either side has no such figure.
+    """
+
+    a: str
+    b: str
+    waiter: str
+    scope: str
+    at_t0: str
+    differences: Tuple[Difference, ...]
+    p50_ratio: Optional[float] = None
+    p99_ratio: Optional[float] = None
+
+    @property
+    def like_for_like(self) -> bool:
+        return not self.differences
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return float(a) / float(b) if a is not None and b else None
+
+
+def pair_arms(a: Mapping[str, Any], b: Mapping[str, Any], gil: bool = True) -> Pairing:
+    """The pairing of two arm entries (summary entries or ``Arm.describe()``)."""
+    aspects = (
+        ("waiter", str(a.get("waiter")), str(b.get("waiter"))),
+        ("scope", str(a.get("scope")), str(b.get("scope"))),
+        ("waiter at t0", waiter_at_t0(a, gil), waiter_at_t0(b, gil)),
+    )
+    lat_a, lat_b = a.get("latency") or {}, b.get("latency") or {}
+    return Pairing(
+        a=str(a.get("name")),
+        b=str(b.get("name")),
+        waiter=aspects[0][1],
+        scope=aspects[1][1],
+        at_t0=aspects[2][1],
+        differences=tuple(Difference(aspect, x, y) for aspect, x, y in aspects if x != y),
+        p50_ratio=_ratio(lat_a.get("p50_ns"), lat_b.get("p50_ns")),
+        p99_ratio=_ratio(lat_a.get("p99_ns"), lat_b.get("p99_ns")),
+    )
+
+
+def like_for_like(a: Mapping[str, Any], b: Mapping[str, Any], gil: bool = True) -> bool:
+    """True when arms ``a`` and ``b`` agree on waiter state, scope and the waiter at ``t0``."""
+    return pair_arms(a, b, gil).like_for_like
+
+
+def lab_pairings(summary: Mapping[str, Any]) -> List[Pairing]:
+    """The lab's comparisons whose two arms are both in the run, in the lab's order."""
+    by_name = arms_by_name(summary)
+    gil = gil_enabled(summary)
+    pairings = []
+    for comparison in (summary.get("lab") or {}).get("comparisons", []):
+        a, b = by_name.get(str(comparison.get("a"))), by_name.get(str(comparison.get("b")))
+        if a is not None and b is not None:
+            pairings.append(pair_arms(a, b, gil))
+    return pairings
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeRatio:
+    """A Python arm against its C floor, measured in the same run.
+
+    ``kind`` is ``latency`` (``ratio`` = the arm's p50 over the floor's p50) or
+    ``rate`` (``ratio`` = the floor's ops/s over the arm's: how many times
+    faster C is).  ``match`` is ``matched`` or ``nearest``.
+    """
+
+    arm: str
+    native: str
+    match: str
+    kind: str
+    python_value: float
+    native_value: float
+    ratio: float
+
+    @property
+    def interpreter_share(self) -> bool:
+        """True when the floor is the same experiment, so the ratio is the interpreter's share."""
+        return self.match == MATCHED
+
+
+def native_ratio(entry: Mapping[str, Any], native: Optional[Mapping[str, Any]]) -> Optional[NativeRatio]:
+    """``entry`` against its C floor ``native`` (both measured), or None."""
+    if native is None or not entry.get("native") or str(native.get("name", entry["native"])) != str(entry["native"]):
+        return None
+    if entry.get("status", "ok") != "ok" or native.get("status", "ok") != "ok":
+        return None
+    match = MATCHED if entry.get("native_match") == MATCHED else NEAREST
+    if entry.get("latency") and native.get("latency"):
+        ours, theirs = p50_ns(entry), p50_ns(native)
+        if ours is None or not theirs:
+            return None
+        return NativeRatio(str(entry.get("name")), str(entry["native"]), match, "latency", ours, theirs, ours / theirs)
+    ours_rate = (entry.get("rate") or {}).get("ops_per_s")
+    theirs_rate = (native.get("rate") or {}).get("ops_per_s")
+    if ours_rate and theirs_rate:
+        return NativeRatio(
+            str(entry.get("name")), str(entry["native"]), match, "rate", float(ours_rate), float(theirs_rate),
+            float(theirs_rate) / float(ours_rate),
+        )
+    return None
+
+
+def native_ratios(summary: Mapping[str, Any]) -> Dict[str, NativeRatio]:
+    """Every arm of ``summary`` measured beside its C floor, by arm name, in run order."""
+    by_name = arms_by_name(summary)
+    ratios: Dict[str, NativeRatio] = {}
+    for entry in summary.get("arms", []):
+        ratio = native_ratio(entry, by_name.get(str(entry.get("native")))) if entry.get("native") else None
+        if ratio is not None:
+            ratios[ratio.arm] = ratio
+    return ratios
+
+
+@dataclasses.dataclass(frozen=True)
+class LostWakes:
+    """Why an arm's counted wakes were lost.
+
+    ``coalesced``: open-loop notifies the primitive merged into a later wake
+    (the waiter was still busy with an earlier one); ``stale``: waits that
+    returned before their notify (an older wake answered them); the rest had
+    no wake within the timeout.
+    """
+
+    total: int
+    coalesced: int = 0
+    stale: int = 0
+
+    @property
+    def timed_out(self) -> int:
+        return max(self.total - self.coalesced - self.stale, 0)
+
+
+def _info_count(info: Mapping[str, Any], key: str) -> int:
+    """``info[key]`` summed over the pooled workers' infos (or the one info)."""
+    workers = info.get("workers")
+    infos: List[Any] = list(workers) if isinstance(workers, list) else [info]
+    total = 0
+    for one in infos:
+        value = one.get(key) if isinstance(one, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            total += value
+    return total
+
+
+def lost_wakes(entry: Mapping[str, Any]) -> LostWakes:
+    """The arm's lost wakes, split by cause as far as its raw record's ``info`` tells."""
+    lost = int((entry.get("latency") or {}).get("lost") or 0)
+    info = entry.get("info") or {}
+    coalesced = min(_info_count(info, "coalesced"), lost)
+    stale = min(_info_count(info, "stale_wakes"), lost - coalesced)
+    return LostWakes(total=lost, coalesced=coalesced, stale=stale)
+
+
+def _lost_parts(lost: LostWakes, timeout_s: object) -> List[str]:
+    parts = []
+    if lost.timed_out:
+        parts.append("%d with no wake within the %s s timeout" % (lost.timed_out, timeout_s))
+    if lost.coalesced:
+        parts.append(
+            "%d coalesced (the notify came while the waiter was still busy with an earlier wake, "
+            "which answered both)" % lost.coalesced
+        )
+    if lost.stale:
+        parts.append("%d answered by an earlier notify's wake (t1 before t0)" % lost.stale)
+    return parts
 
 
 def derive_caveats(summary: Mapping[str, Any]) -> List[str]:
@@ -30,7 +270,6 @@ def derive_caveats(summary: Mapping[str, Any]) -> List[str]:
     caveats: List[str] = []
     params = summary.get("parameters") or {}
     arms = list(summary.get("arms") or [])
-    by_name = arms_by_name(summary)
 
     planted = params.get("planted_delay_us")
     if planted:
@@ -41,23 +280,20 @@ def derive_caveats(summary: Mapping[str, Any]) -> List[str]:
     if summary.get("interrupted"):
         caveats.append("The run was interrupted: only arms marked ok have figures.")
 
-    lab = summary.get("lab") or {}
-    for comparison in lab.get("comparisons", []):
-        a, b = by_name.get(comparison["a"]), by_name.get(comparison["b"])
-        if a and b and not like_for_like(a, b):
+    for pairing in lab_pairings(summary):
+        if not pairing.like_for_like:
             caveats.append(
-                "%s and %s are not identical models: %s's waiter is %s, %s's is %s. "
-                "Their ratio mixes the mechanism with the waiter state."
-                % (a["name"], b["name"], a["name"], a["waiter"], b["name"], b["waiter"])
+                "%s and %s are not the same experiment (%s). Their ratio mixes the mechanism with these differences."
+                % (pairing.a, pairing.b, "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences))
             )
 
     for entry in arms:
         latency = entry.get("latency") or {}
-        lost = latency.get("lost")
-        if lost:
+        lost = lost_wakes(entry)
+        if lost.total:
             caveats.append(
-                "%s lost %d of %d counted wakes (no wake within the %s s timeout)."
-                % (entry["name"], lost, lost + latency.get("n", 0), params.get("timeout_s"))
+                "%s lost %d of %d counted wakes: %s."
+                % (entry["name"], lost.total, lost.total + latency.get("n", 0), "; ".join(_lost_parts(lost, params.get("timeout_s"))))
             )
         if entry.get("status") == "failed":
             caveats.append("%s failed: %s" % (entry["name"], entry.get("reason")))

@@ -13,7 +13,7 @@ import re
 from typing import Any, List, Mapping, Optional, Sequence
 
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, arm_entries
-from wakelab.analysis.caveats import arms_by_name, p50_ns
+from wakelab.analysis.caveats import NativeRatio, native_ratios
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
 # ASCII punctuation that means something inline in GFM; a backslash makes it literal.
@@ -77,16 +77,23 @@ def _latency_cells(stats: Mapping[str, Any]) -> List[str]:
     ]
 
 
-def _native_ratio(entry: Mapping[str, Any], by_name: Mapping[str, Mapping[str, Any]]) -> Optional[float]:
-    native = by_name.get(str(entry.get("native")))
-    ours, theirs = p50_ns(entry), p50_ns(native)
-    if ours is None or not theirs:
-        return None
-    return float(ours) / float(theirs)
+def native_cell(ratio: Optional[NativeRatio]) -> str:
+    """A "vs C" cell: the ratio, marked *nearest floor* unless the floor is the same experiment."""
+    if ratio is None:
+        return DASH
+    text = format_ratio(ratio.ratio)
+    return text if ratio.interpreter_share else "%s (nearest floor)" % text
 
 
-def latency_table(arms: Sequence[Mapping[str, Any]], by_name: Mapping[str, Mapping[str, Any]]) -> List[str]:
-    show_native = any(str(a.get("native")) in by_name for a in arms)
+NATIVE_NOTE = (
+    "_vs C_: the arm's figure over its C floor's, both from this run (for rates: how many times faster C is). "
+    "A plain ratio has the same experiment in C (same scope, waiter state and t1) and is the interpreter's share; "
+    "one marked _nearest floor_ is against the closest C experiment there is, which differs, so it is not."
+)
+
+
+def latency_table(arms: Sequence[Mapping[str, Any]], ratios: Mapping[str, NativeRatio]) -> List[str]:
+    show_native = any(str(a.get("name")) in ratios for a in arms)
     header = ["Arm", "Family", "Waiter", "Scope", "n", "Lost", "Min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]",
               "p99.9 [µs]", "Max [µs]", "Mean ± σ [µs]"]
     if show_native:
@@ -96,7 +103,7 @@ def latency_table(arms: Sequence[Mapping[str, Any]], by_name: Mapping[str, Mappi
         head = [code(entry.get("name")), escape(entry.get("family")), escape(entry.get("waiter")), escape(entry.get("scope"))]
         row = head + _latency_cells(entry["latency"])
         if show_native:
-            row.append(format_ratio(_native_ratio(entry, by_name)))
+            row.append(native_cell(ratios.get(str(entry.get("name")))))
         rows.append(row)
         components: Mapping[str, Any] = entry.get("components") or {}
         for name in sorted(components):
@@ -107,8 +114,8 @@ def latency_table(arms: Sequence[Mapping[str, Any]], by_name: Mapping[str, Mappi
     return format_table(header, rows, left=4)
 
 
-def rate_table(arms: Sequence[Mapping[str, Any]], by_name: Mapping[str, Mapping[str, Any]]) -> List[str]:
-    show_native = any(str(a.get("native")) in by_name for a in arms)
+def rate_table(arms: Sequence[Mapping[str, Any]], ratios: Mapping[str, NativeRatio]) -> List[str]:
+    show_native = any(str(a.get("name")) in ratios for a in arms)
     header = ["Arm", "Family", "Ops per round", "Rounds", "Median ops/s", "Slowest ops/s", "Fastest ops/s",
               "Empty loop ops/s", "Net ns/op"]
     if show_native:
@@ -129,9 +136,7 @@ def rate_table(arms: Sequence[Mapping[str, Any]], by_name: Mapping[str, Mapping[
             "%.1f" % net if isinstance(net, (int, float)) else DASH,
         ]
         if show_native:
-            theirs = (by_name.get(str(entry.get("native"))) or {}).get("rate") or {}
-            ours = rate.get("ops_per_s")
-            row.append(format_ratio(theirs["ops_per_s"] / ours) if theirs.get("ops_per_s") and ours else DASH)
+            row.append(native_cell(ratios.get(str(entry.get("name")))))
         rows.append(row)
     return format_table(header, rows, left=2)
 
@@ -144,17 +149,19 @@ def not_measured_table(arms: Sequence[Mapping[str, Any]]) -> List[str]:
 def format_markdown(evidence: Evidence) -> str:
     """The run's arms as GitHub-flavoured Markdown tables."""
     arms = arm_entries(evidence)
-    by_name = arms_by_name(evidence.summary)
+    ratios = native_ratios(evidence.summary)
     latency = [a for a in arms if a.get("latency")]
     rate = [a for a in arms if not a.get("latency") and a.get("rate")]
     rest = [a for a in arms if not a.get("latency") and not a.get("rate")]
     tables = [table for table in (
-        latency_table(latency, by_name) if latency else None,
-        rate_table(rate, by_name) if rate else None,
+        latency_table(latency, ratios) if latency else None,
+        rate_table(rate, ratios) if rate else None,
         not_measured_table(rest) if rest else None,
     ) if table]
     if not tables:
         return "_This run has no arms._\n"
+    if any(str(a.get("name")) in ratios for a in latency + rate):
+        tables.append([NATIVE_NOTE])
     return "\n\n".join("\n".join(table) for table in tables) + "\n"
 
 

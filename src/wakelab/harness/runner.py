@@ -26,10 +26,18 @@ from wakelab.evidence import bundle
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
-from wakelab.harness.workers import ArmUnavailable, WorkerPool, pool_raws, probe_interpreter, run_workers
+from wakelab.harness.workers import (
+    ArmUnavailable,
+    IncompleteReply,
+    WorkerPool,
+    check_raw,
+    pool_raws,
+    probe_interpreter,
+    run_workers,
+)
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
-from wakelab.analysis.quality import derive_warnings, quality_flags
+from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
 from wakelab.analysis.stats import summarize_latency, summarize_rate
 
 # Arm statuses in summary.json.
@@ -139,16 +147,36 @@ def _jsonable(value: object) -> object:
     return repr(value)
 
 
+def took_every_sample(entry: Dict[str, Any]) -> bool:
+    """True when a measured arm's figures account for every counted wake or operation requested.
+
+    Latency: ``n + lost == requested``; rate: ``rounds x n_per_round == requested``.
+    """
+    requested = entry.get("requested")
+    latency: Dict[str, Any] = entry.get("latency") or {}
+    rate: Dict[str, Any] = entry.get("rate") or {}
+    if entry.get("kind") == LATENCY:
+        return bool(latency) and latency.get("n", 0) + latency.get("lost", 0) == requested
+    return bool(rate) and rate.get("rounds", 0) * rate.get("n_per_round", 0) == requested
+
+
 def is_complete(summary: Dict[str, Any]) -> bool:
-    """True when no arm failed or was cut short, and no counted wake was lost."""
+    """True when at least one arm was measured, every measured arm took every sample it was
+    asked for (:func:`took_every_sample`) and lost none, and no arm failed, was cut short or
+    was not reached.  Arms skipped because they cannot run here do not count against it.
+    """
+    measured = 0
     for entry in summary["arms"]:
         status = entry["status"]
-        if status not in (OK, SKIPPED):
+        if status == SKIPPED:
+            continue
+        if status != OK or not took_every_sample(entry):
             return False
         latency = entry.get("latency")
         if latency and latency.get("lost"):
             return False
-    return True
+        measured += 1
+    return measured > 0
 
 
 def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -229,7 +257,10 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
                 current = entry
                 arm = get_arm(str(entry["name"]))
                 emit("arm-start", arm=arm.name, index=index, total=len(arms))
-                _run_arm(plan, arm, entry, emit, switch_interval_s, worker_pool)
+                # Tails at switch-interval multiples are looked for only where a busy Python thread
+                # may hold the GIL the waiter needs.
+                tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
+                _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool)
                 write(summary)
             current = None
     except KeyboardInterrupt:
@@ -256,7 +287,11 @@ def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Op
         if reason is not None:
             raise ArmUnavailable(reason)
         with worker_conditions(plan.params, execution.conditions):
-            return arm.measure(plan.params), []
+            raw = arm.measure(plan.params)
+        problem = check_raw(raw, plan.params, arm.kind)
+        if problem is not None:
+            raise IncompleteReply("the arm %s" % problem)
+        return raw, []
     results = run_workers(
         arm.name,
         plan.params,
@@ -274,13 +309,15 @@ def _run_arm(
     arm: Arm,
     entry: Dict[str, Any],
     emit: Callable[..., None],
-    switch_interval_s: float,
+    switch_interval_s: Optional[float],
     worker_pool: Optional[WorkerPool],
 ) -> None:
     arm_started = time.perf_counter()
     try:
         if plan.params.mode == "open" and not arm.open_loop:
-            raise ArmUnavailable("no open-loop mode: only arms on the shared thread-wake driver have one")
+            raise ArmUnavailable(
+                "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
+            )
         raw, per_worker = _measure(plan, arm, emit, worker_pool)
     except ArmUnavailable as exc:
         entry["status"] = SKIPPED

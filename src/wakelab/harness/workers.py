@@ -4,9 +4,10 @@ One worker is not evidence: whole processes shift level (allocation, where
 the scheduler put them, what the other vCPU was doing), so each arm is
 measured in several workers one after another, the counted wakes are split
 between them, and the pooled samples are reported with the spread between
-workers.  A worker that crashes, hangs past its deadline or replies with
-garbage makes the arm fail with that reason; its whole process group is
-killed and reaped, so nothing is left behind.
+workers.  A worker that crashes, hangs past its deadline, replies with
+garbage or with a record short of what it was asked for (:func:`check_raw`)
+makes the arm fail with that reason; its whole process group is killed and
+reaped, so nothing is left behind.
 """
 
 from __future__ import annotations
@@ -41,6 +42,38 @@ class InterpreterError(ValueError):
 
 class ArmUnavailable(RuntimeError):
     """The worker's interpreter cannot run this arm (the reason is the message)."""
+
+
+class IncompleteReply(WorkerError):
+    """A raw record that does not account for every wake or round that was asked for."""
+
+
+def check_raw(raw: Raw, params: MeasureParams, kind: str) -> Optional[str]:
+    """Why ``raw`` is not a full answer to ``params`` for an arm of ``kind``, or None.
+
+    A latency record must hold ``params.n`` counted wakes, samples and lost
+    together; a rate record ``params.rounds`` rounds of ``params.install_n``
+    calls, each with its empty-loop baseline.  Anything short is not a
+    measurement of what was asked (an arm that returned 2 of 200 wakes).
+    """
+    if kind == "rate":
+        if not isinstance(raw, RawRate):
+            return "returned a latency record for a rate arm"
+        if len(raw.round_ns) != params.rounds:
+            return "returned %d of %d counted rounds" % (len(raw.round_ns), params.rounds)
+        if raw.n_per_round != params.install_n:
+            return "returned rounds of %d calls, %d asked for" % (raw.n_per_round, params.install_n)
+        if len(raw.baseline_round_ns) != len(raw.round_ns):
+            return "returned %d empty-loop rounds for %d rounds" % (len(raw.baseline_round_ns), len(raw.round_ns))
+        return None
+    if not isinstance(raw, RawLatency):
+        return "returned a rate record for a latency arm"
+    taken = len(raw.samples_ns) + raw.lost
+    if taken != params.n:
+        return "returned %d of %d counted wakes (%d samples + %d lost)" % (taken, params.n, len(raw.samples_ns), raw.lost)
+    if any(v < 0 for v in raw.samples_ns):
+        return "returned %d negative samples (t1 before t0)" % sum(1 for v in raw.samples_ns if v < 0)
+    return None
 
 
 def package_parent() -> str:
@@ -337,6 +370,9 @@ def run_workers(
             raw = raw_from_dict(reply["raw"])
         except (KeyError, ValueError) as exc:
             raise WorkerError("worker %d of %d replied with a malformed record: %s" % (index + 1, len(counts), exc)) from None
+        problem = check_raw(raw, worker_params, arm.kind)
+        if problem is not None:
+            raise IncompleteReply("worker %d of %d %s" % (index + 1, len(counts), problem))
         results.append(
             WorkerResult(
                 raw=raw,

@@ -28,9 +28,24 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, OutputError, UsageError
 from wakelab.evidence.bundle import atomic_write_text
-from wakelab.analysis.caveats import like_for_like
+from wakelab.analysis.caveats import (
+    WAITING_FOR_GIL,
+    NativeRatio,
+    gil_enabled,
+    lab_pairings,
+    native_ratios,
+    waiter_at_t0,
+)
 from wakelab.formatting import DASH, format_ns, format_rate, format_ratio, format_us
-from wakelab.report.text import FAMILY_TITLES, reproduce_commands
+from wakelab.report.text import (
+    FAMILY_TITLES,
+    NATIVE_LEGEND,
+    NEAREST_FLOOR,
+    format_lost,
+    format_warning,
+    reproduce_commands,
+    split_warnings,
+)
 
 MATPLOTLIB_HINT = "pip install 'matplotlib>=3.6'"
 # Structured values (a list, a dict) longer than this are cut in tables (the bundle keeps them whole).
@@ -196,7 +211,6 @@ def render_verdict(summary: Mapping[str, Any]) -> str:
     """
     arm_items: List[str] = []
     comparison_items: List[str] = []
-    by_name = _by_name(summary)
     for entry in _arms(summary):
         if entry.get("status") != "ok":
             continue
@@ -213,7 +227,7 @@ def render_verdict(summary: Mapping[str, Any]) -> str:
                 esc(entry.get("scope")),
             )
             if lat.get("lost"):
-                text += ' <span class="warn">%s wakes lost.</span>' % esc(lat["lost"])
+                text += ' <span class="warn">%s.</span>' % esc(format_lost(entry))
         elif entry.get("rate"):
             rate = _dict(entry.get("rate"))
             text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
@@ -226,28 +240,22 @@ def render_verdict(summary: Mapping[str, Any]) -> str:
         else:
             continue
         arm_items.append("<li>%s</li>" % text)
-    for comparison in _list(_dict(summary.get("lab")).get("comparisons")):
-        if not isinstance(comparison, dict):
+    for pairing in lab_pairings(summary):
+        if pairing.p50_ratio is None:
             continue
-        a, b = by_name.get(str(comparison.get("a"))), by_name.get(str(comparison.get("b")))
-        pa, pb = _p50(a), _p50(b)
-        if a is None or b is None or pa is None or not pb:
-            continue
-        qa, qb = _latency(a).get("p99_ns"), _latency(b).get("p99_ns")
-        ratio99 = qa / qb if qa is not None and qb else None
-        if like_for_like(a, b):
-            judgement = '<span class="badge good">like for like</span> both waiters %s' % esc(a.get("waiter"))
-            if a.get("scope") != b.get("scope"):
-                judgement += " (scopes differ: %s against %s)" % (esc(a.get("scope")), esc(b.get("scope")))
+        if pairing.like_for_like:
+            judgement = '<span class="badge good">like for like</span> both %s, %s; at t0 the waiter is %s' % (
+                esc(pairing.waiter), esc(pairing.scope), esc(pairing.at_t0)
+            )
         else:
-            judgement = '<span class="badge bad">NOT like for like</span> %s waiter against %s waiter' % (
-                esc(a.get("waiter")), esc(b.get("waiter"))
+            judgement = '<span class="badge bad">NOT like for like</span> %s' % "; ".join(
+                "%s: %s against %s" % (esc(d.aspect), esc(d.a), esc(d.b)) for d in pairing.differences
             )
         comparison_items.append(
             "<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>"
             % (
-                esc(a.get("name")), esc(b.get("name")), esc(format_ratio(pa / pb)),
-                (", <b>%s</b> at p99" % esc(format_ratio(ratio99))) if ratio99 is not None else "",
+                esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
+                (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "",
                 judgement,
             )
         )
@@ -259,26 +267,32 @@ def render_verdict(summary: Mapping[str, Any]) -> str:
     return out + '<ul class="verdict">%s</ul>' % "".join(arm_items)
 
 
-def _native_ratio(entry: Mapping[str, Any], by_name: Mapping[str, Mapping[str, Any]]) -> Optional[float]:
-    ours, theirs = _p50(entry), _p50(by_name.get(str(entry.get("native"))))
-    return ours / theirs if ours is not None and theirs else None
+def _native_cell(ratio: Optional[NativeRatio]) -> str:
+    """A "vs C" cell (escaped HTML): the ratio, badged "nearest floor" unless the floor is the same experiment."""
+    if ratio is None:
+        return DASH
+    text = esc(format_ratio(ratio.ratio))
+    if ratio.interpreter_share:
+        return text
+    title = "the closest C experiment, not the same one: not the interpreter's share"
+    return '%s <span class="badge nearest" title="%s">%s</span>' % (text, esc(title), esc(NEAREST_FLOOR))
 
 
 def render_lead_table(summary: Mapping[str, Any]) -> str:
     """Latency arms grouped by family (µs, with a log-scaled p50 bar), then rate arms."""
     arms = _arms(summary)
-    by_name = _by_name(summary)
+    ratios = native_ratios(summary)
     latency_arms = [a for a in arms if a.get("kind") == "latency"]
     rate_arms = [a for a in arms if a.get("kind") == "rate"]
     out: List[str] = []
     if latency_arms:
-        show_native = any(str(a.get("native")) in by_name for a in latency_arms if a.get("native"))
+        show_native = any(str(a.get("name")) in ratios for a in latency_arms)
         p50s = [p for p in (_p50(a) for a in latency_arms) if p]
         lo, hi = (min(p50s), max(p50s)) if p50s else (1.0, 1.0)
         columns = ["n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
         head = "".join("<th>%s</th>" % c for c in columns)
         if show_native:
-            head += '<th title="p50 over the p50 of the same experiment in C, in this run">vs C p50</th>'
+            head += '<th title="p50 over the p50 of its C floor, in this run">vs C p50</th>'
         width = 4 + len(columns) + (1 if show_native else 0)
         rows: List[str] = []
         families: List[str] = []
@@ -307,7 +321,7 @@ def render_lead_table(summary: Mapping[str, Any]) -> str:
                 cells[3] = "<b>%s</b>" % cells[3]
                 row = '<tr>%s<td class="bar">%s</td>%s' % (name_cells, bar, "".join('<td class="num">%s</td>' % c for c in cells))
                 if show_native:
-                    row += '<td class="num">%s</td>' % esc(format_ratio(_native_ratio(a, by_name)))
+                    row += '<td class="num">%s</td>' % _native_cell(ratios.get(str(a.get("name"))))
                 rows.append(row + "</tr>")
                 for comp_name, comp in sorted(_dict(a.get("components")).items()):
                     comp = _dict(comp)
@@ -324,7 +338,7 @@ def render_lead_table(summary: Mapping[str, Any]) -> str:
             % (head, "".join(rows))
         )
     if rate_arms:
-        show_native = any(str(a.get("native")) in by_name for a in rate_arms if a.get("native"))
+        show_native = any(str(a.get("name")) in ratios for a in rate_arms)
         columns = ["calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
         if show_native:
             columns.append("C is faster by")
@@ -344,15 +358,14 @@ def render_lead_table(summary: Mapping[str, Any]) -> str:
                 esc("%.1f" % net) if isinstance(net, (int, float)) else DASH,
             ]
             if show_native:
-                native = by_name.get(str(a.get("native")))
-                theirs = _dict((native or {}).get("rate")).get("ops_per_s") if native and native.get("status") == "ok" else None
-                ours = rate.get("ops_per_s")
-                cells.append(esc(format_ratio(theirs / ours)) if theirs and ours else DASH)
+                cells.append(_native_cell(ratios.get(str(a.get("name")))))
             rows.append("<tr>%s%s</tr>" % (name, "".join('<td class="num">%s</td>' % c for c in cells)))
         out.append(
             '<div class="table-wrap"><table class="lead rate"><caption>Rate arms</caption><thead><tr><th>arm</th>%s</tr></thead>'
             "<tbody>%s</tbody></table></div>" % ("".join("<th>%s</th>" % esc(c) for c in columns), "".join(rows))
         )
+    if ratios:
+        out.append('<p class="muted legend">%s</p>' % esc(NATIVE_LEGEND))
     return "".join(out) or '<p class="muted">This run has no arms.</p>'
 
 
@@ -430,6 +443,14 @@ def render_honesty(summary: Mapping[str, Any]) -> str:
             "Models",
             '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
         ))
+    gil = gil_enabled(summary)
+    on_gil = [str(a.get("name")) for a in latency_arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
+    if on_gil:
+        rows.append((
+            "Spinning under the GIL",
+            "%s: a waiter in another thread cannot poll while the notifier runs, so at t0 it is waiting for the GIL, "
+            "and its wake is the GIL's hand-over." % esc(", ".join(on_gil)),
+        ))
     if summary.get("note"):
         rows.append(("Note", esc(summary["note"])))
     command = _list(summary.get("command"))
@@ -440,14 +461,17 @@ def render_honesty(summary: Mapping[str, Any]) -> str:
 
 def render_caveats(summary: Mapping[str, Any]) -> str:
     caveats = [c for c in _list(summary.get("caveats"))]
-    quality = [w for w in _list(summary.get("warnings"))]
+    quality, notes = split_warnings([w for w in _list(summary.get("warnings")) if isinstance(w, (str, dict))])
     parts: List[str] = []
     if caveats:
         parts.append('<ul class="caveats">%s</ul>' % "".join("<li>%s</li>" % esc(c) for c in caveats))
     if quality:
         parts.append(
-            '<h3>Measurement-quality warnings</h3><ul class="caveats quality">%s</ul>' % "".join("<li>%s</li>" % esc(w) for w in quality)
+            '<h3>Measurement-quality warnings</h3><ul class="caveats quality">%s</ul>'
+            % "".join("<li>%s</li>" % esc(format_warning(w)) for w in quality)
         )
+    if notes:
+        parts.append('<h3>Notes</h3><ul class="caveats notes">%s</ul>' % "".join("<li>%s</li>" % esc(format_warning(w)) for w in notes))
     return "".join(parts) or '<p class="muted">No caveats: every arm ran, no wake was lost.</p>'
 
 
@@ -480,13 +504,12 @@ def native_pairs(summary: Mapping[str, Any]) -> List[Any]:
     """Python latency arms measured beside their native counterpart in this run."""
     from wakelab.report.plots import NativePair
 
-    by_name = _by_name(summary)
     pairs = []
-    for a in _arms(summary):
-        native = by_name.get(str(a.get("native"))) if a.get("native") else None
-        ours, theirs = _p50(a), _p50(native)
-        if native is not None and ours is not None and theirs:
-            pairs.append(NativePair(str(a.get("name")), str(native.get("name")), float(ours), float(theirs)))
+    for ratio in native_ratios(summary).values():
+        if ratio.kind == "latency":
+            # The plot labels each bar "<arm> vs <native>": a nearest floor says so in that label.
+            native = ratio.native if ratio.interpreter_share else "%s (%s)" % (ratio.native, NEAREST_FLOOR)
+            pairs.append(NativePair(ratio.arm, native, ratio.python_value, ratio.native_value))
     return pairs
 
 
@@ -773,6 +796,7 @@ background:#eef1f4;color:#39434d;vertical-align:1px;white-space:nowrap;margin-ri
 .badge.good{background:#dcf3e3;color:var(--good)}
 .badge.bad,.badge.st-failed,.badge.st-interrupted{background:#fde3e1;color:var(--bad)}
 .badge.st-skipped,.badge.st-pending{background:#fff1cc;color:var(--warn)}
+.badge.nearest{background:#eeeeee;color:#444444;font-weight:500}
 .badge.w-blocked{background:#e3effa;color:#0a4f86}
 .badge.w-spinning{background:#fbe9d7;color:#8a4500}
 .answer{list-style:none;padding:12px 16px;margin:8px 0 14px;background:var(--soft);border-radius:8px;font-size:1.05rem}
@@ -849,8 +873,9 @@ def _run_sections(run: RunEvidence, label: Optional[RunLabel], anchor: str, plot
         from wakelab.report.plots import plot_native_pairs
 
         body_native = (
-            '<p class="muted">Each Python arm\'s p50 beside the p50 of the same experiment written in C, measured in this run: '
-            'what is left is the interpreter\'s share of the wake.</p><div class="plot wide">%s</div>'
+            '<p class="muted">Each Python arm\'s p50 beside the p50 of its C floor, measured in this run. Where the C '
+            'experiment is the same (same scope, waiter state and t1) the gap is the interpreter\'s share of the wake; '
+            'a floor marked "nearest floor" is only the closest C experiment, and its gap is not.</p><div class="plot wide">%s</div>'
             % plot_native_pairs(pairs, id_prefix=plots_.prefix())
         )
     if label is None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from wakelab.analysis.caveats import NativeRatio, native_ratio
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
-from wakelab.report.text import format_table, wrap
+from wakelab.report.text import NATIVE_LEGEND, format_native_cell, format_table, wrap
 
 
 def _interpreter_cell(interp: Mapping[str, Any]) -> str:
@@ -44,6 +45,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
         )
     out += format_table(["cell", "interpreter", "build", "placement", "settle µs", "cpu threads", "complete"], rows, align_left=4)
     arms: Sequence[Mapping[str, Any]] = doc.get("arms") or []
+    ratios = matrix_native_ratios(doc)
     for arm in arms:
         name, arm_rows = arm.get("name"), arm.get("rows") or []
         out += ["", "%s" % name]
@@ -67,7 +69,9 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
                         _spread(r),
                     ]
                 )
-            out += format_table(["cell", "median ops/s", "slowest", "fastest", "vs first", "worker spread"], table)
+            header = ["cell", "median ops/s", "slowest", "fastest", "vs first", "worker spread"]
+            _add_native_column(header, table, arm_rows, ratios.get(str(name)) or {}, "C faster by")
+            out += format_table(header, table)
             continue
         base = next((r["latency"]["p50_ns"] for r in arm_rows if r.get("latency") and r["latency"].get("p50_ns")), None)
         table = []
@@ -92,14 +96,50 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
                     _spread(r),
                 ]
             )
-        out += format_table(["cell (µs)", "n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "worker spread"], table)
+        header = ["cell (µs)", "n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "worker spread"]
+        _add_native_column(header, table, arm_rows, ratios.get(str(name)) or {}, "vs C p50")
+        out += format_table(header, table)
     out += [""]
+    if ratios:
+        out += wrap(NATIVE_LEGEND, "")
+        out += [""]
     out += wrap(
         "Each cell is a complete run with its own evidence in cells/<cell>/ (summary.txt there has its "
         "caveats and warnings). 'worker spread' is the largest worker median over the smallest.",
         "",
     )
     return "\n".join(out) + "\n"
+
+
+def matrix_native_ratios(doc: Mapping[str, Any]) -> Dict[str, Dict[str, NativeRatio]]:
+    """Per arm and cell, the arm against its C floor measured in the same cell.
+
+    Uses the ``native`` and ``native_match`` that each row carries (matrix
+    documents before 0.2 carry neither: no "vs C" then).
+    """
+    by_cell: Dict[str, Dict[str, Mapping[str, Any]]] = {}
+    for arm in doc.get("arms") or []:
+        for row in arm.get("rows") or []:
+            by_cell.setdefault(str(row.get("cell")), {})[str(arm.get("name"))] = dict(row, name=arm.get("name"))
+    ratios: Dict[str, Dict[str, NativeRatio]] = {}
+    for cell, entries in by_cell.items():
+        for name, entry in entries.items():
+            ratio = native_ratio(entry, entries.get(str(entry.get("native")))) if entry.get("native") else None
+            if ratio is not None:
+                ratios.setdefault(name, {})[cell] = ratio
+    return ratios
+
+
+def _add_native_column(
+    header: List[str], table: List[List[str]], rows: Sequence[Mapping[str, Any]], ratios: Mapping[str, NativeRatio], title: str
+) -> None:
+    """Append a "vs C" column when any of the arm's cells has a ratio (rows and table align)."""
+    if not ratios:
+        return
+    header.append(title)
+    for line, row in zip(table, rows):
+        ratio: Optional[NativeRatio] = ratios.get(str(row.get("cell")))
+        line.append(format_native_cell(ratio))
 
 
 def _spread(row: Mapping[str, Any]) -> str:

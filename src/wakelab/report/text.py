@@ -9,9 +9,19 @@ any bundle.  Stdlib only (the runner renders it while measuring).
 from __future__ import annotations
 
 import textwrap
-from typing import Any, List, Mapping, Optional, Sequence
+import json
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis.caveats import arms_by_name, like_for_like, p50_ns
+from wakelab.analysis.caveats import (
+    WAITING_FOR_GIL,
+    NativeRatio,
+    Pairing,
+    gil_enabled,
+    lab_pairings,
+    lost_wakes,
+    native_ratios,
+    waiter_at_t0,
+)
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
@@ -46,14 +56,45 @@ def _latency(entry: Mapping[str, Any]) -> Mapping[str, Any]:
     return entry.get("latency") or {}
 
 
-def _native_ratio(entry: Mapping[str, Any], by_name: Mapping[str, Mapping[str, Any]]) -> Optional[float]:
-    native = entry.get("native")
-    if not native or native not in by_name:
-        return None
-    ours, theirs = p50_ns(entry), p50_ns(by_name[native])
-    if ours is None or not theirs:
-        return None
-    return ours / theirs
+NEAREST_FLOOR = "nearest floor"
+
+
+def format_native_cell(ratio: Optional[NativeRatio]) -> str:
+    """A "vs C" cell: the ratio, marked ``(nearest floor)`` unless the floor is the same experiment."""
+    if ratio is None:
+        return DASH
+    text = format_ratio(ratio.ratio)
+    return text if ratio.interpreter_share else "%s (%s)" % (text, NEAREST_FLOOR)
+
+
+NATIVE_LEGEND = (
+    "vs C: the arm's figure over its C floor's, both from this run (for rates: how many times faster "
+    "C is). A plain ratio has the same experiment in C -- same scope, waiter state and t1 -- and is "
+    "the interpreter's share; a ratio marked 'nearest floor' is against the closest C experiment "
+    "there is, which differs, so it is not."
+)
+
+
+def format_lost(entry: Mapping[str, Any]) -> str:
+    """``3 wakes lost`` with their causes apart when the record tells them (``2 timed out, 1 coalesced``)."""
+    lost = lost_wakes(entry)
+    if not lost.total:
+        return ""
+    if not (lost.coalesced or lost.stale):
+        return "%d wakes lost (no wake within the timeout)" % lost.total
+    parts = ["%d timed out" % lost.timed_out] if lost.timed_out else []
+    if lost.coalesced:
+        parts.append("%d coalesced into a later wake" % lost.coalesced)
+    if lost.stale:
+        parts.append("%d answered by an earlier wake" % lost.stale)
+    return "%d wakes lost (%s)" % (lost.total, ", ".join(parts))
+
+
+def format_pairing(pairing: Pairing) -> str:
+    """``like for like: both ...`` or ``NOT like for like (waiter: ...; scope: ...)``, without the ratios."""
+    if pairing.like_for_like:
+        return "like for like: both %s, %s; at t0 the waiter is %s" % (pairing.waiter, pairing.scope, pairing.at_t0)
+    return "NOT like for like (%s)" % "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)
 
 
 def _status_word(entry: Mapping[str, Any]) -> str:
@@ -66,7 +107,6 @@ def _status_word(entry: Mapping[str, Any]) -> str:
 def format_verdict(summary: Mapping[str, Any]) -> List[str]:
     """One line per measured arm, then each of the lab's comparisons."""
     lines: List[str] = []
-    by_name = arms_by_name(summary)
     for entry in summary.get("arms", []):
         if entry.get("status") != "ok":
             continue
@@ -81,7 +121,7 @@ def format_verdict(summary: Mapping[str, Any]) -> List[str]:
                 entry.get("scope"),
             )
             if lat.get("lost"):
-                text += " %s wakes lost." % lat["lost"]
+                text += " %s." % format_lost(entry)
         elif entry.get("rate"):
             rate = entry.get("rate") or {}
             text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % (
@@ -94,28 +134,15 @@ def format_verdict(summary: Mapping[str, Any]) -> List[str]:
         else:
             continue  # an arm marked ok without figures has nothing to say
         lines.extend(wrap(text))
-    lab = summary.get("lab") or {}
-    for comparison in lab.get("comparisons", []):
-        a, b = by_name.get(comparison["a"]), by_name.get(comparison["b"])
-        a50, b50 = p50_ns(a), p50_ns(b)
-        if not a or not b or a50 is None or not b50:
+    for pairing in lab_pairings(summary):
+        if pairing.p50_ratio is None:
             continue
-        ratio50 = a50 / b50
-        pa, pb = _latency(a).get("p99_ns"), _latency(b).get("p99_ns")
-        ratio99 = pa / pb if pa is not None and pb else None
-        if like_for_like(a, b):
-            judgement = "like for like: both waiters %s" % a["waiter"]
-            if a.get("scope") != b.get("scope"):
-                judgement += " (scopes differ: %s against %s)" % (a.get("scope"), b.get("scope"))
-            judgement += "."
-        else:
-            judgement = "NOT like for like: %s waiter against %s waiter." % (a["waiter"], b["waiter"])
-        text = "%s / %s = %s at p50%s; %s" % (
-            a["name"],
-            b["name"],
-            format_ratio(ratio50),
-            (", %s at p99" % format_ratio(ratio99)) if ratio99 is not None else "",
-            judgement,
+        text = "%s / %s = %s at p50%s; %s." % (
+            pairing.a,
+            pairing.b,
+            format_ratio(pairing.p50_ratio),
+            (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
+            format_pairing(pairing),
         )
         lines.extend(wrap(text))
     if not lines:
@@ -126,14 +153,14 @@ def format_verdict(summary: Mapping[str, Any]) -> List[str]:
 def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
     arms: List[Mapping[str, Any]] = list(summary.get("arms", []))
-    by_name = arms_by_name(summary)
+    ratios = native_ratios(summary)
     latency_arms = [a for a in arms if a.get("kind") == "latency"]
     rate_arms = [a for a in arms if a.get("kind") == "rate"]
     families = []
     for a in latency_arms:
         if a.get("family") not in families:
             families.append(a.get("family"))
-    show_native = any(a.get("native") in by_name for a in latency_arms)
+    show_native = any(str(a.get("name")) in ratios for a in latency_arms)
     lines: List[str] = []
     if latency_arms:
         header = ["latency (µs)", "waiter", "scope", "n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
@@ -167,7 +194,7 @@ def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
                         format_us(lat.get("mean_ns")),
                     ]
                     if show_native:
-                        row.append(format_ratio(_native_ratio(a, by_name)))
+                        row.append(format_native_cell(ratios.get(str(a["name"]))))
                 rows.append(row)
                 for comp_name, comp in sorted((a.get("components") or {}).items()):
                     comp_row = ["  ." + comp_name, "", "", str(comp.get("n")), ""] + [
@@ -181,8 +208,9 @@ def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
         if lines:
             lines.append("")
         header = ["rate", "calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
-        if show_native:
-            header.append("vs C")
+        show_rate_native = any(str(a.get("name")) in ratios for a in rate_arms)
+        if show_rate_native:
+            header.append("C faster by")
         rows = []
         for a in rate_arms:
             rate = a.get("rate") or {}
@@ -199,14 +227,13 @@ def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
                 format_rate(rate.get("baseline_ops_per_s")),
                 format_ns_plain(rate.get("net_ns_per_op")),
             ]
-            if show_native:
-                native = by_name.get(str(a.get("native")))
-                theirs = (native or {}).get("rate") or {}
-                ours = rate.get("ops_per_s")
-                # For rates the native side is faster: report how many times slower Python is.
-                row.append(format_ratio(theirs.get("ops_per_s") / ours) if theirs and ours else DASH)
+            if show_rate_native:
+                row.append(format_native_cell(ratios.get(str(a["name"]))))
             rows.append(row)
         lines.extend(format_table(header, rows))
+    if ratios:
+        lines.append("")
+        lines.extend(wrap(NATIVE_LEGEND))
     return lines
 
 
@@ -294,13 +321,123 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
                ", under a hypervisor" if system.get("hypervisor") else "")
         )
     arms: List[Mapping[str, Any]] = [a for a in summary.get("arms", []) if a.get("kind") == "latency"]
-    states = sorted({str(a.get("waiter")) for a in arms})
+    states: Dict[str, List[str]] = {}
+    for a in arms:
+        states.setdefault(str(a.get("waiter")), []).append(str(a["name"]))
     if len(states) > 1:
-        described = "; ".join("%s: %s waiter" % (a["name"], a.get("waiter")) for a in arms)
+        described = "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items())
         items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
+    gil = gil_enabled(summary)
+    on_gil = [str(a["name"]) for a in arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
+    if on_gil:
+        items.append(
+            "Spinning in name only under this interpreter's GIL (%s): a waiter in another thread cannot poll while "
+            "the notifier runs, so at t0 it is waiting for the GIL, and its wake is the GIL's hand-over." % ", ".join(on_gil)
+        )
     if summary.get("note"):
         items.append("Note: %s" % summary["note"])
     return bullets(items)
+
+
+Warning = Union[str, Mapping[str, Any]]
+
+
+def split_warnings(records: Sequence[Warning]) -> Tuple[List[Warning], List[Warning]]:
+    """``(warnings, notes)``: records of level ``note`` apart; worded strings (bundles before 0.2) are warnings."""
+    warnings: List[Warning] = []
+    notes: List[Warning] = []
+    for record in records:
+        (notes if isinstance(record, Mapping) and record.get("level") == "note" else warnings).append(record)
+    return warnings, notes
+
+
+def _multiples(ks: Sequence[int]) -> str:
+    ks = sorted(int(k) for k in ks)
+    if not ks:
+        return "a few"
+    if ks == list(range(ks[0], ks[-1] + 1)) and len(ks) > 2:
+        return "%d-%d" % (ks[0], ks[-1])
+    return " or ".join(str(k) for k in ks) if len(ks) <= 2 else ", ".join(str(k) for k in ks[:-1]) + " or %d" % ks[-1]
+
+
+def _population_cause(cause: Optional[Mapping[str, Any]]) -> str:
+    if not cause:
+        return "Nothing this run recorded tells why; --placement same,split shows whether placement does."
+    if cause.get("kind") == "workers":
+        medians = ", ".join(format_ns(m) for m in cause.get("worker_p50_ns") or [])
+        return "The worker processes' medians (%s) fall in different populations: the level shifted between processes." % medians
+    if cause.get("kind") == "placement":
+        return (
+            "Where the two sides ran differed between worker processes (the same CPU in %s, different CPUs in %s), "
+            "which can explain it; --placement same,split measures each apart."
+            % (cause.get("same_cpu_workers"), cause.get("split_workers"))
+        )
+    return "Cause recorded: %s." % json.dumps(cause, sort_keys=True)
+
+
+_COUNT_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def format_warning(record: Warning) -> str:
+    """One warning or note record of summary.json, worded (a string from an older bundle is kept as it is).
+
+    The schema leaves ``figures`` open, so a record whose figures are not what
+    its kind says (a hand-edited or newer bundle) is shown as its raw figures.
+    """
+    if isinstance(record, str):
+        return record
+    try:
+        return _word_warning(record)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        figures = record.get("figures") if isinstance(record, Mapping) else record
+        kind = record.get("kind") if isinstance(record, Mapping) else None
+        arm = record.get("arm") if isinstance(record, Mapping) else None
+        return "%s%s: %s" % ("%s: " % arm if arm else "", kind, json.dumps(figures, sort_keys=True, default=repr))
+
+
+def _word_warning(record: Mapping[str, Any]) -> str:
+    kind, arm = record.get("kind"), record.get("arm")
+    f: Mapping[str, Any] = record.get("figures") or {}
+    if kind == "percentiles-omitted":
+        shown = ", ".join(
+            "%s where n = %s (it needs n >= %s)" % (str(x.get("percentile")).replace("_", "."), x.get("n"), x.get("needs_n"))
+            for x in f.get("left_out") or []
+        )
+        return (
+            "Percentiles left out for want of wakes: %s. A tail percentile pQ needs n >= 1/(1-Q/100), so that at "
+            "least one wake lies above it; raise --n to report it." % shown
+        )
+    if kind == "worker-spread":
+        return (
+            "%s: worker processes disagree (their %s differ %s): the level shifts between processes; raise --workers "
+            "and compare runs side by side." % (arm, "medians" if f.get("of") == "p50_ns" else "rates", format_ratio(f.get("max_over_min")))
+        )
+    if kind == "populations":
+        populations: Sequence[Mapping[str, Any]] = f.get("populations") or []
+        named = populations[:3]
+        described = ", ".join(
+            "%.0f%% between %s and %s" % (100 * p["share"], format_ns(p["low_ns"]), format_ns(p["high_ns"])) for p in named
+        )
+        more = " and %d smaller" % (len(populations) - len(named)) if len(populations) > len(named) else ""
+        return (
+            "%s: %s populations of wakes: %s%s (the middle 80%% of each); a single percentile hides that. %s"
+            % (arm, _COUNT_WORDS.get(len(populations), str(len(populations))), described, more, _population_cause(f.get("cause")))
+        )
+    if kind == "switch-interval-tail":
+        return (
+            "%s: %.1f%% of wakes (%s) took just over %s switch interval(s) of %s: a busy Python thread held the GIL "
+            "and the waiter waited for the interpreter to force a switch."
+            % (arm, 100 * float(f.get("share") or 0), f.get("count"), _multiples(f.get("multiples") or []),
+               format_ns(float(f.get("interval_s") or 0) * 1e9))
+        )
+    if kind == "timer-floor":
+        series = " of .%s" % f["series"] if f.get("series") else ""
+        clocksource = " (clocksource %s)" % f["clocksource"] if f.get("clocksource") else ""
+        return (
+            "%s: p50%s %s is under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost "
+            "is a tenth of the figure or more." % (arm, series, format_ns(f.get("p50_ns")), f.get("multiple"), f.get("floor_ns"), clocksource)
+        )
+    return "%s%s: %s" % ("%s: " % arm if arm else "", kind, json.dumps(dict(f), sort_keys=True))
 
 
 def format_arm_definitions(summary: Mapping[str, Any]) -> List[str]:
@@ -383,9 +520,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     caveats: Sequence[str] = summary.get("caveats") or []
     if caveats:
         sections.append(("CAVEATS", bullets(caveats)))
-    warnings: Sequence[str] = summary.get("warnings") or []
+    warnings, notes = split_warnings(summary.get("warnings") or [])
     if warnings:
-        sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets(warnings)))
+        sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets([format_warning(w) for w in warnings])))
+    if notes:
+        sections.append(("NOTES", bullets([format_warning(w) for w in notes])))
     if lab.get("limits"):
         sections.append(("LIMITS", bullets(lab["limits"])))
     sections.append(("REPRODUCE", ["  " + c for c in reproduce_commands(summary)]))
