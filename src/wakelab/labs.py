@@ -99,6 +99,7 @@ LAB_MATCHED = Lab(
         "event", "pause-handler", "sigwait-thread-to-main", "pipe", "wakeup-fd-select",
         "event-spin", "sigusr1-self", "signal-install",
         "native-condvar", "native-sigwait", "native-pipe", "native-self-signal", "native-sigaction-install",
+        "native-pause-handler", "native-wakeup-fd-select",
     ),
     comparisons=MATCHED_PAIRS,
     methodology=(
@@ -147,7 +148,8 @@ LAB_PROCESSES = Lab(
     ),
     arms=(
         "kill-sigwait-child", "pipe-process", "eventfd-fork", "mp-event", "mp-queue",
-        "event", "pipe", "native-sigwait", "native-pipe", "native-eventfd",
+        "event", "pipe", "native-kill-sigwait-child", "native-pipe-process", "native-eventfd-fork",
+        "native-condvar", "native-pipe",
     ),
     comparisons=(Comparison("pipe-process", "pipe"), Comparison("mp-event", "event")),
     methodology=(

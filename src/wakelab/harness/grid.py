@@ -130,6 +130,8 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
                     "spread": entry.get("spread") if entry else None,
                     "waiter": entry.get("waiter") if entry else None,
                     "kind": entry.get("kind") if entry else None,
+                    "native": entry.get("native") if entry else None,
+                    "native_match": entry.get("native_match") if entry else None,
                 }
             )
         arms.append({"name": name, "rows": rows})
