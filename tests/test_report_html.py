@@ -32,6 +32,7 @@ from wakelab.evidence import bundle  # noqa: E402
 from wakelab.evidence.load import load_summary  # noqa: E402
 from wakelab.harness.runner import RunPlan, run_plan  # noqa: E402
 from wakelab.labs import LAB_135  # noqa: E402
+from wakelab.evidence.model import Bundle  # noqa: E402
 from wakelab.report import html as report_html  # noqa: E402
 from wakelab.report import plots  # noqa: E402
 from wakelab.analysis.stats import summarize_latency  # noqa: E402
@@ -366,7 +367,7 @@ def test_evidence_text_never_changes_the_markup(text: str) -> None:
     def sections(value: str) -> str:
         summary = place(build_lab135_summary(), value)
         other = place(build_lab135_summary(), value + "2")
-        runs = [report_html.RunEvidence(value, "", summary, {}), report_html.RunEvidence(value, "", other, {})]
+        runs = [report_html.RunEvidence(Bundle(value, "", summary), {}), report_html.RunEvidence(Bundle(value, "", other), {})]
         labels = report_html.run_labels(runs)
         return "".join([
             report_html.render_verdict(summary), report_html.render_lead_table(summary), report_html.render_honesty(summary),

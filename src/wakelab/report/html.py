@@ -23,11 +23,11 @@ import dataclasses
 import html
 import json
 import math
-import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.errors import EvidenceError, OutputError, UsageError
+from wakelab.errors import OutputError, UsageError
 from wakelab.evidence.bundle import atomic_write_text
+from wakelab.evidence.model import ArmSamples, Bundle
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
     NativeRatio,
@@ -54,21 +54,23 @@ STATUS_WORDS = {"ok": "ok", "skipped": "skipped", "failed": "FAILED", "interrupt
 
 
 @dataclasses.dataclass(frozen=True)
-class ArmSamples:
-    """One latency arm's raw samples (ns) and its named component series."""
-
-    samples_ns: Tuple[int, ...]
-    components_ns: Mapping[str, Tuple[int, ...]]
-
-
-@dataclasses.dataclass(frozen=True)
 class RunEvidence:
-    """A loaded bundle: where it came from, its summary, and the raw samples of its measured latency arms."""
+    """A loaded bundle (the evidence model's :class:`Bundle`) and the raw samples of its measured latency arms."""
 
-    source: str
-    folder: str
-    summary: Mapping[str, Any]
+    bundle: Bundle
     samples: Mapping[str, ArmSamples]
+
+    @property
+    def source(self) -> str:
+        return self.bundle.source
+
+    @property
+    def folder(self) -> str:
+        return self.bundle.folder
+
+    @property
+    def summary(self) -> Mapping[str, Any]:
+        return self.bundle.summary
 
 
 # --- loading ----------------------------------------------------------------------------
@@ -80,25 +82,9 @@ def load_run(path: str) -> RunEvidence:
     Raises :class:`EvidenceError` when the summary or the samples of an arm
     that says it was measured are missing, corrupt, or disagree in size.
     """
-    from wakelab.evidence.load import load_samples, load_summary
-
-    summary = load_summary(path)
-    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    samples: Dict[str, ArmSamples] = {}
-    for entry in summary.get("arms", []):
-        if entry.get("status") != "ok" or entry.get("kind") != "latency" or not entry.get("latency"):
-            continue
-        doc = load_samples(folder, entry)
-        values = tuple(doc.get("samples_ns") or ())
-        expected = entry["latency"].get("n")
-        if len(values) != expected:
-            raise EvidenceError(
-                "%s: the samples of arm %s hold %d wakes but summary.json says n = %s"
-                % (os.path.join(folder, str(entry.get("samples_file"))), entry["name"], len(values), expected)
-            )
-        components = {str(k): tuple(v) for k, v in sorted((doc.get("components_ns") or {}).items())}
-        samples[str(entry["name"])] = ArmSamples(values, components)
-    return RunEvidence(source=path, folder=folder, summary=summary, samples=samples)
+    bundle = Bundle.load(path, grid_hint="report its cells")
+    samples = {arm.name: bundle.latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
+    return RunEvidence(bundle, samples)
 
 
 # --- small helpers ----------------------------------------------------------------------
