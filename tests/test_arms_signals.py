@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import signal
+import statistics
 import threading
-from typing import Dict, Iterator, List, Optional, Tuple
+import time
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
 from conftest import registry_arms
 
+from wakelab.core.drivers import HarnessError, WakePath
+from wakelab.core.drivers import main as main_driver
 from wakelab.core.families import signals
-from wakelab.core.drivers.thread import HarnessError
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency
+from wakelab.core.registry import all_arms
 from wakelab.core.sigstate import SignalState, snapshot
 
 ARMS: Dict[str, Arm] = {arm.name: arm for arm in registry_arms(signals)}
@@ -70,8 +76,24 @@ def test_new_arm_identity(name: str) -> None:
     assert arm.scope == CROSS_THREAD
     assert arm.needs_main_thread
     assert arm.t0 and arm.t1 and arm.mechanism
-    expected_native = "native-sigwait"  # every new arm is a blocked cross-thread wake, like the C sigwait floor
-    assert arm.native == expected_native
+    # Which C floor each arm divides by is core.families.native.FLOORS' business (tests/test_native_pairs.py);
+    # here: each has one, and it is a blocked cross-thread wake in C too.
+    native = {a.name: a for a in all_arms() if a.family == "native"}
+    assert arm.native in native
+    assert native[arm.native].waiter == BLOCKED and native[arm.native].scope == CROSS_THREAD
+
+
+def test_every_latency_arm_runs_on_a_driver() -> None:
+    drivers = {name: arm.driver for name, arm in ARMS.items() if arm.kind == LATENCY}
+    assert drivers == {
+        "sigusr1-self": "main",
+        "sigwait-thread-to-main": "main",
+        "pause-handler": "main",
+        "wakeup-fd-select": "main",
+        "pthread-kill-sigwait": "thread",
+    }
+    assert all(ARMS[name].open_loop for name in drivers)
+    assert ARMS["signal-install"].driver == ""
 
 
 def test_blocked_counterparts_say_so() -> None:
@@ -166,10 +188,18 @@ def test_late_wakes_are_lost_and_drained(name: str, unchanged: None) -> None:
     raw = _run(name, MeasureParams(n=3, warmup=0, settle_us=60_000, timeout_s=0.005))
     assert raw.lost == 3
     assert raw.samples_ns == ()
-    late_key = "lost_or_foreign" if name == "wakeup-fd-select" else "late_signals_drained"
-    assert raw.info[late_key] == 3
+    assert raw.info["stale_wakes"] == 0
+    if name == "pthread-kill-sigwait":
+        # The worker drains a late signal before its next wait; the last one is pending on the
+        # worker thread when the thread driver ends it, and ends with it (no handler can see it).
+        assert raw.info["late_signals_drained"] == 2
+    else:
+        assert raw.info["late_signals_drained"] == 3
+    if name == "wakeup-fd-select":
+        assert raw.info["lost_or_foreign"] == 3
 
 
+@pytest.mark.timeout(30)
 def test_pause_race_is_rescued_by_the_watchdog(
     monkeypatch: pytest.MonkeyPatch, unchanged: None
 ) -> None:
@@ -196,24 +226,53 @@ class _Boom(RuntimeError):
     pass
 
 
-@pytest.mark.parametrize("name", NEW_ARMS)
+# The WakePath factory of each arm (tests wrap it to plant failures in its moves).
+PATH_FACTORIES = {
+    "sigusr1-self": "self_signal_path",
+    "sigwait-thread-to-main": "sigwait_main_path",
+    "pause-handler": "pause_path",
+    "wakeup-fd-select": "wakeup_fd_path",
+    "pthread-kill-sigwait": "sigwait_thread_path",
+}
+
+
+def _plant_in_wait(monkeypatch: pytest.MonkeyPatch, name: str, wrap: Callable[[Callable[[float], Optional[int]]], Callable[[float], Optional[int]]]) -> None:
+    """Make arm ``name``'s wait ``wrap(its real stamped wait)``."""
+    factory = getattr(signals, PATH_FACTORIES[name])
+
+    def planted(*args: object) -> object:
+        made = factory(*args)
+        path = made[0] if isinstance(made, tuple) else made
+        changed = dataclasses.replace(path, wait=None, wait_stamped=wrap(path.stamped()))
+        return (changed,) + made[1:] if isinstance(made, tuple) else changed
+
+    monkeypatch.setattr(signals, PATH_FACTORIES[name], planted)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", ["sigusr1-self"] + NEW_ARMS)
 def test_state_restored_when_the_arm_raises(
     name: str, monkeypatch: pytest.MonkeyPatch, unchanged: None
 ) -> None:
-    class ExplodingCollector(signals.LatencyCollector):
-        added = 0
+    calls = [0]
 
-        def add(self, latency_ns: Optional[int], **components: int) -> None:
-            ExplodingCollector.added += 1
-            if ExplodingCollector.added == 5:
+    def exploding(wait: Callable[[float], Optional[int]]) -> Callable[[float], Optional[int]]:
+        def fifth_wait_explodes(timeout_s: float) -> Optional[int]:
+            calls[0] += 1
+            if calls[0] == 5:
                 raise _Boom("planted failure mid-arm")
-            super().add(latency_ns, **components)
+            return wait(timeout_s)
 
-    monkeypatch.setattr(signals, "LatencyCollector", ExplodingCollector)
-    with pytest.raises(_Boom):
+        return fifth_wait_explodes
+
+    _plant_in_wait(monkeypatch, name, exploding)
+    # The main thread's wait raises as it is; the thread driver reports its waiter's failure.
+    with pytest.raises((_Boom, HarnessError), match="planted failure mid-arm"):
         ARMS[name].measure(SMALL)
+    assert calls[0] == 5
 
 
+@pytest.mark.timeout(30)  # pause-handler: the notifier must end the main thread's pause() although it failed
 @pytest.mark.parametrize("name", ["sigwait-thread-to-main", "pause-handler"])
 def test_notifier_failure_surfaces_and_restores(
     name: str, monkeypatch: pytest.MonkeyPatch, unchanged: None
@@ -288,6 +347,269 @@ def test_a_cpu_that_cannot_be_used_is_a_clear_error(name: str, main_pinned_to: o
         params = MeasureParams(
             n=3, warmup=0, settle_us=200, placement="split", notifier_cpu=notifier_cpu, waiter_cpu=waiter_cpu
         )
-        with pytest.raises(HarnessError, match="could not take the"):
+        # The thread driver (pthread-kill-sigwait) words it "waiter thread did not announce itself: OSError(...)".
+        with pytest.raises(HarnessError, match="could not take the|waiter thread did not announce itself: OSError"):
             ARMS[name].measure(params)
         assert _process_state() == before
+
+
+# --- the drivers: a notifier that dies, stale wakes, open loop ------------------------
+
+MAIN_CROSS_THREAD = ["sigwait-thread-to-main", "pause-handler", "wakeup-fd-select"]
+
+
+@pytest.mark.timeout(30)  # without the rescue, pause-handler's main thread would sleep in pause() forever
+@pytest.mark.parametrize("name", MAIN_CROSS_THREAD)
+def test_a_notifier_that_dies_before_its_notify_does_not_hang_the_main_thread(
+    name: str, monkeypatch: pytest.MonkeyPatch, unchanged: None
+) -> None:
+    factory = getattr(signals, PATH_FACTORIES[name])
+
+    def dies_before_notify() -> None:
+        raise _Boom("planted notifier death")
+
+    def planted(*args: object) -> object:
+        made = factory(*args)
+        path = made[0] if isinstance(made, tuple) else made
+        changed = dataclasses.replace(path, before=dies_before_notify)
+        return (changed,) + made[1:] if isinstance(made, tuple) else changed
+
+    monkeypatch.setattr(signals, PATH_FACTORIES[name], planted)
+    with pytest.raises(HarnessError, match="planted notifier death"):
+        ARMS[name].measure(MeasureParams(n=3, warmup=0, settle_us=200, timeout_s=0.05))
+
+
+def test_sigusr1_self_counts_a_stale_stamp_lost_never_negative(monkeypatch: pytest.MonkeyPatch, unchanged: None) -> None:
+    # As if a late handler ran between reset and a notify that then never lands: the spin sees
+    # a stamp older than t0.
+    factory = signals.self_signal_path
+
+    def planted(seen: List[int]) -> WakePath:
+        path = factory(seen)
+
+        def reset_then_stray_stamp() -> None:
+            path.reset()
+            seen[0] = signals.now_ns()
+
+        return dataclasses.replace(path, reset=reset_then_stray_stamp, notify=lambda: None)
+
+    monkeypatch.setattr(signals, "self_signal_path", planted)
+    params = MeasureParams(n=5, warmup=1, timeout_s=0.5)
+    raw = ARMS["sigusr1-self"].measure(params)
+    assert raw.samples_ns == ()
+    assert raw.lost == params.n
+    assert raw.info["stale_wakes"] == params.total_wakes
+
+
+def test_main_driver_counts_a_wake_before_its_notify_stale(unchanged: None) -> None:
+    # A wait that returns at once, during the settle: its t1 precedes the notify's t0.
+    path = WakePath(reset=lambda: None, wait_stamped=lambda timeout_s: signals.now_ns(), notify=lambda: None)
+    params = MeasureParams(n=4, warmup=1, settle_us=2000, timeout_s=0.5)
+    raw = main_driver.measure(params, path)
+    assert raw.samples_ns == ()
+    assert raw.lost == params.n
+    assert raw.info["stale_wakes"] == params.total_wakes
+
+
+def test_main_driver_counts_a_wake_with_an_early_component_foreign(unchanged: None) -> None:
+    event = threading.Event()
+    path = WakePath(reset=event.clear, wait=event.wait, notify=event.set)
+    params = MeasureParams(n=4, warmup=1, settle_us=200, timeout_s=0.5)
+    raw = main_driver.measure(params, path, components=lambda: {"part": 0})
+    assert raw.lost == params.n and raw.info["foreign_wakes"] == params.total_wakes
+    raw = main_driver.measure(params, path, components=lambda: {"part": time.perf_counter_ns()})
+    assert raw.lost == 0 and len(raw.components_ns["part"]) == params.n
+
+
+def test_main_driver_refuses_other_threads() -> None:
+    errors: List[BaseException] = []
+    event = threading.Event()
+    path = WakePath(reset=event.clear, wait=event.wait, notify=event.set)
+
+    def run() -> None:
+        try:
+            main_driver.measure(MeasureParams(n=1, warmup=0), path)
+        except HarnessError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "main thread" in str(errors[0])
+
+
+OPEN = MeasureParams(n=20, warmup=2, settle_us=200, timeout_s=1.0, mode="open", interval_us=2000)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", ["sigusr1-self"] + NEW_ARMS)
+def test_open_loop_takes_every_wake_from_the_schedule(name: str, unchanged: None) -> None:
+    raw = _run(name, OPEN)
+    assert raw.info["mode"] == "open"
+    assert raw.info["interval_us"] == OPEN.interval_us
+    assert len(raw.samples_ns) + raw.lost == OPEN.n
+    assert raw.lost <= raw.info["coalesced"]  # nothing times out; a merged notify is the only loss
+    assert all(0 < s < ONE_SECOND_NS for s in raw.samples_ns)
+    assert len(raw.components_ns["notify_late"]) == len(raw.samples_ns)
+    assert all(late >= 0 for late in raw.components_ns["notify_late"])
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", ["sigusr1-self"] + NEW_ARMS)
+def test_open_loop_planted_delay_shows(name: str, unchanged: None) -> None:
+    params = dataclasses.replace(OPEN, n=8, interval_us=5000, planted_delay_us=2000)
+    raw = _run(name, params)
+    # No notify went unanswered (a wake late enough to swallow the next notify is a merge, not a loss
+    # to a timeout), and every wake shows the delay.
+    assert raw.lost <= raw.info["coalesced"]
+    assert raw.samples_ns and min(raw.samples_ns) >= 2_000_000
+
+
+def test_main_driver_open_loop_counts_merged_notifies_as_coalesced(unchanged: None) -> None:
+    """A main thread that stalls after a wake misses the notifies meanwhile: one wake answers them."""
+    event = threading.Event()
+    wakes = [0]
+
+    def reset_with_a_stall() -> None:
+        event.clear()
+        wakes[0] += 1
+        if wakes[0] == 5:
+            time.sleep(0.03)  # 30 ms: about 15 notifies come and go meanwhile
+
+    path = WakePath(reset=reset_with_a_stall, wait=event.wait, notify=event.set)
+    params = MeasureParams(n=30, warmup=0, settle_us=200, timeout_s=1.0, mode="open", interval_us=2000)
+    raw = main_driver.measure(params, path)
+    assert raw.info["coalesced"] >= 5
+    assert raw.info["coalesced"] <= raw.lost
+    assert max(raw.samples_ns) >= 20_000_000  # the wake after the stall is measured from its schedule
+
+
+@pytest.mark.timeout(30)
+def test_pause_open_loop_ends_although_pause_has_no_timeout(unchanged: None) -> None:
+    # The notifier interrupts the last pause() when the schedule is over; that wake is not counted.
+    raw = _run("pause-handler", dataclasses.replace(OPEN, n=5))
+    assert len(raw.samples_ns) + raw.lost == 5
+    assert raw.lost <= raw.info["coalesced"]
+
+
+def test_pthread_kill_sigwait_binds_the_notify_to_the_waiter_thread(unchanged: None) -> None:
+    late = [0]
+    path = signals.sigwait_thread_path(SMALL, late)
+    assert path.notify is None and path.bind is not None
+    targets: List[int] = []
+    real = signals.sigwait_thread_path
+
+    def recording(params: MeasureParams, late: List[int]) -> WakePath:
+        made = real(params, late)
+        bind = made.bind
+        assert bind is not None
+
+        def recording_bind() -> Callable[[], object]:
+            fire = bind()
+            assert isinstance(fire, functools.partial)
+            targets.append(fire.args[0])
+            return fire
+
+        return dataclasses.replace(made, bind=recording_bind)
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(signals, "sigwait_thread_path", recording)
+        raw = _run("pthread-kill-sigwait", MeasureParams(n=4, warmup=0, settle_us=200))
+    finally:
+        mp.undo()
+    assert raw.lost == 0
+    assert len(set(targets)) == 1 and targets[0] != threading.get_ident()
+
+
+# --- against independent probes: a constant extra in the window cannot hide -------------
+#
+# The paired tests of test_timed_window.py see a delay planted before or after the notify, and a
+# settle inside the window; a *constant* extra in the driver's window (a stray sleep or spin while
+# the notifier holds the GIL) shifts planted and unplanted runs alike.  So two arms also run side by
+# side with minimal loops written here, sharing no code with the drivers.  The bound is loose (a few
+# times the probe plus a few hundred µs), yet a millisecond anywhere in the window fails it.
+
+PROBE_N = 40
+PROBE_SETTLE_S = 0.001
+
+
+def _probe_sigwait_to_main_median_us(n: int = PROBE_N) -> float:
+    """A helper thread's pthread_kill ending the main thread's sigtimedwait, timed with nothing else."""
+    signum = signal.SIGUSR1
+    main_ident = threading.get_ident()
+    ready, done, back = threading.Event(), threading.Event(), threading.Event()
+    t0s: List[int] = []
+    stop = [False]
+
+    def notifier() -> None:
+        while True:
+            ready.wait(2.0)
+            ready.clear()
+            if stop[0]:
+                return
+            time.sleep(PROBE_SETTLE_S)
+            t0 = time.perf_counter_ns()
+            signal.pthread_kill(main_ident, signum)
+            done.wait(2.0)
+            done.clear()
+            t0s.append(t0)
+            back.set()
+
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signum])  # the notifier inherits it
+    thread = threading.Thread(target=notifier, daemon=True)
+    samples = []
+    try:
+        thread.start()
+        for _ in range(n):
+            ready.set()
+            got = signal.sigtimedwait([signum], 2.0)
+            t1 = time.perf_counter_ns()
+            done.set()
+            assert back.wait(5.0) and got is not None
+            back.clear()
+            samples.append(t1 - t0s[-1])
+    finally:
+        stop[0] = True
+        ready.set()
+        thread.join(5.0)
+        while signum in signal.sigpending():
+            signal.sigtimedwait([signum], 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    return statistics.median(samples) / 1000.0
+
+
+def _probe_self_signal_median_us(n: int = PROBE_N) -> float:
+    """os.kill(getpid(), SIGUSR1) to the handler's stamp, the main thread spinning, with nothing else."""
+    seen = [0]
+
+    def handler(signum: int, frame: object) -> None:
+        seen[0] = time.perf_counter_ns()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    samples = []
+    try:
+        for _ in range(n):
+            seen[0] = 0
+            t0 = time.perf_counter_ns()
+            os.kill(os.getpid(), signal.SIGUSR1)
+            while not seen[0]:
+                pass
+            samples.append(seen[0] - t0)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    return statistics.median(samples) / 1000.0
+
+
+@pytest.mark.parametrize(
+    "name, probe",
+    [("sigwait-thread-to-main", _probe_sigwait_to_main_median_us), ("sigusr1-self", _probe_self_signal_median_us)],
+)
+def test_arm_agrees_with_an_independent_probe(name: str, probe: Callable[[], float], unchanged: None) -> None:
+    params = MeasureParams(n=PROBE_N, warmup=3, settle_us=int(PROBE_SETTLE_S * 1e6), timeout_s=2.0)
+    probes, ours = [], []
+    for _ in range(3):  # interleaved, so a drift hits both alike
+        probes.append(probe())
+        ours.append(statistics.median(_run(name, params).samples_ns) / 1000.0)
+    assert min(ours) <= 3 * min(probes) + 300, "%s: wakelab median %.1f µs against the probe's %.1f µs" % (
+        name, min(ours), min(probes))

@@ -163,7 +163,7 @@ def test_broken_pipe_is_quiet(tmp_path, lab135_summary) -> None:
 
 
 def test_version_and_help() -> None:
-    assert run_cli("--version").stdout == "wakelab 0.1.0\n"
+    assert run_cli("--version").stdout == "wakelab 0.2.0\n"
     help_text = run_cli("run", "--help").stdout
     for option in ("--lab", "--arms", "--n", "--warmup", "--settle-us", "--timeout-s", "--install-n", "--rounds", "--planted-delay-us", "--output", "--json", "--note"):
         assert option in help_text

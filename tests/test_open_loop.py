@@ -73,8 +73,10 @@ def test_arms_without_open_loop_are_skipped(tmp_path) -> None:
     from wakelab.harness.runner import Execution, RunPlan, run_plan
     from wakelab.labs import LAB_135
 
-    summary = run_plan(RunPlan(lab=LAB_135, arm_names=["event", "sigusr1-self"], params=OPEN, folder=str(tmp_path),
-                               execution=Execution(in_process=True)))
-    event, signal_arm = summary["arms"]
+    summary = run_plan(RunPlan(lab=LAB_135, arm_names=["event", "sigusr1-self", "call-soon-threadsafe"], params=OPEN,
+                               folder=str(tmp_path), execution=Execution(in_process=True)))
+    event, signal_arm, loop_arm = summary["arms"]
     assert event["status"] == "ok" and event["info"]["mode"] == "open"
-    assert signal_arm["status"] == "skipped" and "no open-loop mode" in signal_arm["reason"]
+    # The main-thread driver has an open loop; the event-loop driver does not.
+    assert signal_arm["status"] == "ok" and signal_arm["info"]["mode"] == "open"
+    assert loop_arm["status"] == "skipped" and "no open-loop mode" in loop_arm["reason"]

@@ -19,6 +19,6 @@ rich) are imported lazily by the commands that need them.  ``errors`` and
 ``formatting`` are leaves that any layer above the core may use.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["__version__"]

@@ -263,22 +263,6 @@ class Arm:
         }
 
 
-def spin_until(deadline_ns: int) -> None:
-    """Busy-wait until ``perf_counter_ns()`` reaches ``deadline_ns``.
-
-    Used for the planted delay: ``time.sleep`` would add its own wake-up
-    latency and make the planted figure imprecise.
-    """
-    while now_ns() < deadline_ns:
-        pass
-
-
-def plant_delay(params: MeasureParams, t0_ns: int) -> None:
-    """Called by every notifier between taking ``t0`` and notifying."""
-    if params.planted_delay_us:
-        spin_until(t0_ns + params.planted_delay_ns)
-
-
 _UNSET: object = object()  # a slot no wake has been recorded in yet
 
 

@@ -67,7 +67,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
 
     def waiter() -> None:
         try:
-            enter_role(params, WAITER)
+            _take_waiter_role(params)
             while True:
                 go.wait()
                 go.clear()
@@ -135,7 +135,7 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
 
     def waiter() -> None:
         try:
-            enter_role(params, WAITER)
+            _take_waiter_role(params)
             started.set()
             while not box["stop"]:
                 t1 = wait(poll_s)
@@ -192,6 +192,14 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
         notifier_cpu_seen=current_cpu(),
         waiter_cpu_seen=box["cpu"],
     )
+
+
+def _take_waiter_role(params: MeasureParams) -> None:
+    """Pin the waiter thread for the run's placement; a CPU it cannot take is a harness error."""
+    try:
+        enter_role(params, WAITER)
+    except OSError as exc:
+        raise HarnessError("the waiter thread could not take the waiter's CPU: %s" % exc) from exc
 
 
 def match_open_loop(issued: List[int], wakes: List[int], planted_delay_ns: int = 0) -> Tuple[Dict[int, int], List[int]]:

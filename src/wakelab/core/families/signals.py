@@ -19,7 +19,14 @@ the main thread, which waits in ``signal.pause()`` (handler path,
 worker thread parked in ``sigtimedwait()`` -- the only way a thread other
 than the main one can wait for a signal in Python.
 
-Two hazards shape the code below.
+Drivers.  This module holds only the primitives' moves
+(:class:`~wakelab.core.drivers.WakePath` factories) and the arms' setup and
+tear-down of signal state; the wake loops are the drivers'.  The arms whose
+waiter is the main thread run on :mod:`wakelab.core.drivers.main` (the
+cross-thread ones with a helper notifier thread, ``sigusr1-self`` in its self
+mode); ``pthread-kill-sigwait`` runs on :mod:`wakelab.core.drivers.thread`.
+
+Three hazards shape the code below.
 
 * Routing.  A process-directed signal (``os.kill``) goes to any thread that
   does not block it; the kernel prefers the main thread, but nothing forbids
@@ -28,34 +35,48 @@ Two hazards shape the code below.
   like an outside sender would, and its notifier blocks SIGUSR1 so that it
   cannot take the signal itself.
 * Leftovers.  A wake that arrives after its waiter gave up leaves SIGUSR1
-  pending (or a Python handler call queued).  Before the next round, and
-  before the mask and handler are restored, pending SIGUSR1 is drained with
-  ``sigtimedwait(..., 0)`` in every thread that blocks it, and queued Python
-  handlers are run, so that nothing of ours fires after the arm.  Arms that
-  block SIGUSR1 also install a no-op handler for the arm's duration, so that
-  a stray SIGUSR1 landing on some other thread cannot kill the process.
+  pending (or a Python handler call queued, or a byte in the wakeup fd).  In
+  closed loop each path's ``reset`` -- or, for the worker thread of
+  ``pthread-kill-sigwait``, its wait, before it blocks and so during the
+  settle -- drains it before the next wake (``late_signals_drained``), and
+  before the mask and handler are restored pending SIGUSR1 is drained and
+  queued Python handlers are run, so that nothing of ours fires after the
+  arm.  Arms that block SIGUSR1 also install a no-op handler for the arm's
+  duration, so that a stray SIGUSR1 landing on some other thread cannot kill
+  the process.  In open loop nothing is drained between wakes: a signal
+  pending when the waiter comes back is the next wake, as it is for a
+  program.
+* ``pause()`` has no timeout.  The main-thread driver bounds it: when a wake
+  has not ended ``timeout_s`` after its notify (the signal came before the
+  main thread was inside ``pause``, the classic pause race), or the notifier
+  failed mid-wake, the notifier re-sends SIGUSR1 process-directed (so that it
+  works even if ``pthread_kill`` failed) until ``pause`` returns, and the
+  wake counts as lost (``watchdog_rescues``).
 
 Placement (``params.placement``): the worker has pinned the calling (main)
 thread to the notifier's CPU.  In the arms whose waiter is the main thread
-the roles are the other way round, so the main thread moves to the waiter's
-CPU for the arm's duration (its CPU mask is restored afterwards) and the
-helper thread takes the notifier role; in ``pthread-kill-sigwait`` the
-worker takes the waiter role.  Each side reads the CPU it last ran on after
-its last wake: ``notifier_cpu_seen`` and ``waiter_cpu_seen`` in ``info``.
+the roles are the other way round: the main-thread driver moves the main
+thread to the waiter's CPU for the arm's duration (its CPU mask is restored
+afterwards) and its helper thread takes the notifier role; in
+``pthread-kill-sigwait`` the worker thread takes the waiter role.  Each side
+reads the CPU it last ran on after its last wake: ``notifier_cpu_seen`` and
+``waiter_cpu_seen`` in ``info``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import select
 import signal
 import threading
-import time
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, cast
 
-from wakelab.core.drivers import HarnessError
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s
+from wakelab.core.drivers import main as main_driver
+from wakelab.core.drivers import thread as thread_driver
 from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
@@ -65,16 +86,14 @@ from wakelab.core.model import (
     SELF,
     SPINNING,
     Arm,
-    LatencyCollector,
     MeasureParams,
     RawLatency,
     RawRate,
     now_ns,
-    plant_delay,
-    spin_until,
 )
-from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 from wakelab.core.sigstate import preserved_signal_state
+
+Components = main_driver.Components
 
 
 def requires_main_thread_sigusr1() -> Optional[str]:
@@ -85,46 +104,65 @@ def requires_main_thread_sigusr1() -> Optional[str]:
     return None
 
 
+def _noop() -> None:
+    pass
+
+
+def _with_info(raw: RawLatency, **info: object) -> RawLatency:
+    """``raw`` with the arm's own facts added to the driver's ``info``."""
+    return dataclasses.replace(raw, info={**raw.info, **info})
+
+
+# ---------------------------------------------------------------------------
+# The spinning self-signal of the original lab.
+
+
+def self_signal_path(seen: List[int]) -> WakePath:
+    """``os.kill(os.getpid(), SIGUSR1)`` seen by the main thread spinning on the handler's stamp.
+
+    The handler stores ``perf_counter_ns()`` in ``seen[0]`` as its first
+    statement; the wait polls it (no sleep, no GIL release: the handler runs
+    in this very thread) and returns it as ``t1``, or None at the deadline.
+    """
+    kill = functools.partial(os.kill, os.getpid(), signal.SIGUSR1)
+
+    def reset() -> None:
+        seen[0] = 0
+
+    def wait(timeout_s: float) -> Optional[int]:
+        deadline_ns = now_ns() + int(timeout_s * 1e9)
+        while not seen[0]:
+            if now_ns() > deadline_ns:
+                return None
+        return seen[0]
+
+    return WakePath(reset=reset, wait_stamped=wait, notify=kill)
+
+
 def measure_sigusr1_self(params: MeasureParams) -> RawLatency:
     """Self-signal round trip (ns): ``os.kill(getpid(), SIGUSR1)`` to the handler's first statement.
 
     The main thread busy-waits on a flag the handler sets, so the measured
     time is delivery plus CPython's deferred handler dispatch, without any
-    scheduler sleep.
+    scheduler sleep.  Runs on the main-thread driver's self mode.
     """
-    collector = LatencyCollector(params)
     seen = [0]
 
     def handler(signum: int, frame: object) -> None:
         seen[0] = now_ns()
 
-    pid = os.getpid()
-    kill = os.kill
     signum = signal.SIGUSR1
-    timeout_ns = int(params.timeout_s * 1e9)
     with preserved_signal_state([signum]):
         signal.signal(signum, handler)
         # A blocked SIGUSR1 would stay pending forever: make sure it is not.
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
-        slots = collector.slots
-        delay_ns = params.planted_delay_ns  # tested inline: a call here would sit inside every sample
-        for index in range(params.total_wakes):
-            seen[0] = 0
-            t0 = now_ns()
-            if delay_ns:
-                spin_until(t0 + delay_ns)
-            kill(pid, signum)
-            while not seen[0]:
-                if now_ns() - t0 > timeout_ns:
-                    break
-            t1 = seen[0]
-            slots[index] = t1 - t0 if t1 else None
-    return collector.result()
+        try:
+            return main_driver.measure_self(params, self_signal_path(seen))
+        finally:
+            _run_queued_handlers()
 
 
 WARMUP_ROUND_CALLS = 2000
-
-
 def measure_signal_install(params: MeasureParams) -> RawRate:
     """Rate of ``signal.signal(SIGUSR1, handler)`` rebinding, in rounds of ``install_n`` calls.
 
@@ -232,121 +270,6 @@ def _read_available(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-class _RoundNotifier:
-    """A helper thread that performs the notify side of each wake for a main-thread waiter.
-
-    Per wake: the main thread calls :meth:`announce` just before it blocks;
-    the notifier sleeps ``settle_s``, takes ``t0``, plants the delay if any,
-    calls ``notify()`` and then ``after_notify()`` (a watchdog, for waits that
-    have no timeout of their own -- it runs even when ``notify()`` raised).
-    The main thread takes ``t1`` when its wait returns, then calls
-    :meth:`collect` for ``t0`` and ``after_notify``'s result.  ``t0`` is handed
-    over after the notify, so nothing but ``notify()`` sits between ``t0`` and
-    the wake.  ``block`` lists signals the notifier blocks in itself (and
-    unblocks before it exits), so that a process-directed signal cannot
-    land on it.  The notifier takes the notifier role of ``params``'
-    placement before its first wake and reports the CPU it last ran on
-    (:attr:`cpu_seen`) when it stops.
-    """
-
-    def __init__(
-        self,
-        params: MeasureParams,
-        notify: Callable[[], object],
-        *,
-        after_notify: Optional[Callable[[], object]] = None,
-        block: Iterable[int] = (),
-        name: str = "wakelab-notifier",
-    ) -> None:
-        self._params = params
-        self._notify = notify
-        self._after_notify = after_notify
-        self._block = list(block)
-        self._started = threading.Event()
-        self._go = threading.Event()
-        self._done = threading.Event()
-        self._stopping = False
-        self._t0 = 0
-        self._after_result: object = None
-        self._error: Optional[BaseException] = None
-        self.cpu_seen: Optional[int] = None
-        # The waiter's own timeout (or the watchdog) always ends a wake.
-        self.handshake_s = params.timeout_s + 5.0
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> None:
-        """Start the notifier; raises HarnessError if it cannot take its role."""
-        self._thread.start()
-        if not self._started.wait(self.handshake_s):
-            raise HarnessError("notifier thread did not start")
-        if self._error is not None:
-            raise HarnessError("notifier thread failed: %s" % (self._error,))
-
-    def announce(self) -> None:
-        """Main thread: I am about to block; start the settle period."""
-        self._done.clear()
-        self._go.set()
-
-    def collect(self) -> Tuple[int, object]:
-        """Main thread, after its wait: ``(t0, after_notify result)`` of this wake."""
-        if not self._done.wait(self.handshake_s):
-            raise HarnessError("notifier thread did not finish its wake")
-        if self._error is not None:
-            raise HarnessError("notifier thread failed: %s" % (self._error,))
-        return self._t0, self._after_result
-
-    def stop(self) -> None:
-        """Let the notifier finish the wake it is in, then end and join it."""
-        self._stopping = True
-        self._go.set()
-        if self._thread.ident is not None:
-            self._thread.join(self.handshake_s)
-
-    def _run(self) -> None:
-        params = self._params
-        settle_s = params.settle_s
-        notify = self._notify
-        after_notify = self._after_notify
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, self._block) if self._block else None
-        try:
-            try:
-                enter_role(params, NOTIFIER)
-            except OSError as exc:
-                raise HarnessError("the notifier thread could not take the notifier's CPU: %s" % exc) from exc
-            self._started.set()
-            while True:
-                self._go.wait()
-                self._go.clear()
-                if self._stopping:
-                    self.cpu_seen = current_cpu()
-                    return
-                time.sleep(settle_s)
-                t0 = now_ns()
-                plant_delay(params, t0)
-                try:
-                    notify()
-                finally:
-                    after = after_notify() if after_notify is not None else None
-                self._t0 = t0
-                self._after_result = after
-                self._done.set()
-        except BaseException as exc:  # surfaced in the main thread by start() or collect()
-            self._error = exc
-            self._started.set()
-            self._done.set()
-        finally:
-            if old_mask is not None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-
-
-def _main_thread_takes_waiter_role(params: MeasureParams) -> None:
-    """Move the main thread, this arm's waiter, to the waiter's CPU (caller restores its mask)."""
-    try:
-        enter_role(params, WAITER)
-    except OSError as exc:
-        raise HarnessError("the main thread could not take the waiter's CPU: %s" % exc) from exc
-
-
 def _ignore_stray(counter: List[int]) -> Callable[[int, object], None]:
     """A SIGUSR1 handler for arms that block SIGUSR1: it only counts strays.
 
@@ -361,63 +284,162 @@ def _ignore_stray(counter: List[int]) -> Callable[[int, object], None]:
     return handler
 
 
+def _timestamping_handler(handled: List[int]) -> Callable[[int, object], None]:
+    """A SIGUSR1 handler whose first statement takes ``t1``; it appends it to ``handled``."""
+
+    def handler(signum: int, frame: object) -> None:
+        t = now_ns()
+        handled.append(t)
+
+    return handler
+
+
+# ---------------------------------------------------------------------------
+# Blocked waiters in the main thread (main-thread driver).
+
+
+def sigwait_main_path(params: MeasureParams, late: List[int]) -> WakePath:
+    """``pthread_kill(main, SIGUSR1)`` ends the main thread's ``sigtimedwait``; SIGUSR1 is blocked.
+
+    Build it in the main thread (the notify targets the calling thread).
+    Closed loop: ``reset`` drains a SIGUSR1 left pending by a late wake,
+    counting it in ``late[0]``.
+    """
+    signum = signal.SIGUSR1
+    sigtimedwait = signal.sigtimedwait
+    wait_set = [signum]
+
+    def drain() -> None:
+        late[0] += _drain_pending(signum)
+
+    def wait(timeout_s: float) -> Optional[int]:
+        got = sigtimedwait(wait_set, timeout_s)
+        t1 = now_ns()
+        return t1 if got is not None else None
+
+    return WakePath(
+        reset=_noop if params.mode == "open" else drain,
+        wait_stamped=wait,
+        notify=functools.partial(signal.pthread_kill, threading.get_ident(), signum),
+    )
+
+
+def pause_path(params: MeasureParams, handled: List[int], foreign: List[int]) -> Tuple[WakePath, Components]:
+    """``pthread_kill(main, SIGUSR1)`` interrupts the main thread's ``signal.pause()``.
+
+    ``t1`` is the first statement of the handler (:func:`_timestamping_handler`
+    on ``handled``), which CPython runs inside ``pause()``; the components are
+    ``handler`` and ``pause_return`` (the first statement after ``pause()``
+    returns).  ``pause()`` has no timeout: the driver's ``interrupt`` bounds
+    it.  If a handler has already run since ``reset`` the wait does not
+    pause (the driver then sees a ``t1`` before ``t0``: stale); if ``pause()``
+    returns with no handler run, another signal ended it (``foreign[0]``).
+    In open loop each wait takes the oldest stamp not yet taken.
+    """
+    signum = signal.SIGUSR1
+    pause = signal.pause
+    open_loop = params.mode == "open"
+    box = {"t1": 0, "returned": 0}
+
+    def reset() -> None:
+        del handled[:]
+
+    def wait(timeout_s: float) -> Optional[int]:  # unbounded: see the driver's interrupt
+        if not handled:
+            pause()
+        returned = now_ns()
+        if not handled:
+            foreign[0] += 1
+            return None
+        t1 = handled.pop(0) if open_loop else handled[0]
+        box["t1"], box["returned"] = t1, returned
+        return t1
+
+    def components() -> Optional[Dict[str, int]]:
+        return {"handler": box["t1"], "pause_return": box["returned"]}
+
+    path = WakePath(
+        reset=_noop if open_loop else reset,
+        wait_stamped=wait,
+        notify=functools.partial(signal.pthread_kill, threading.get_ident(), signum),
+    )
+    return path, components
+
+
+def wakeup_fd_path(params: MeasureParams, rfd: int, handled: List[int], late: List[int]) -> Tuple[WakePath, Components]:
+    """``os.kill(getpid(), SIGUSR1)`` makes the C handler write to the wakeup fd ``rfd`` the main thread selects on.
+
+    ``t1`` is the first statement after ``select`` returns with ``rfd``
+    readable, if what is then read holds SIGUSR1's byte (a byte of another
+    signal, or a timeout, is no wake of ours); the components are
+    ``delivery`` (that ``t1``) and ``handler`` (the Python handler's first
+    statement, :func:`_timestamping_handler` on ``handled``), and a wake
+    whose handler has not run is not counted.  Closed loop: ``reset`` drains
+    the pipe, counting SIGUSR1 bytes in ``late[0]``.
+    """
+    signal_byte = int(signal.SIGUSR1)
+    select_fn = select.select
+    rlist = [rfd]
+    woke = [0]
+
+    def reset() -> None:
+        del handled[:]
+        late[0] += _read_available(rfd).count(signal_byte)
+
+    def clear_stamps() -> None:  # open loop: components are not used, keep the list short
+        del handled[:]
+
+    def wait(timeout_s: float) -> Optional[int]:
+        readable, _, _ = select_fn(rlist, [], [], timeout_s)
+        t1 = now_ns()
+        data = _read_available(rfd) if readable else b""
+        if signal_byte not in data:
+            return None
+        woke[0] = t1
+        return t1
+
+    def components() -> Optional[Dict[str, int]]:
+        if not handled:
+            return None
+        return {"delivery": woke[0], "handler": handled[0]}
+
+    path = WakePath(
+        reset=clear_stamps if params.mode == "open" else reset,
+        wait_stamped=wait,
+        notify=functools.partial(os.kill, os.getpid(), signal.SIGUSR1),
+    )
+    return path, components
+
+
 def measure_sigwait_thread_to_main(params: MeasureParams) -> RawLatency:
     """Wake latency (ns) of a thread's ``pthread_kill(main, SIGUSR1)`` ending the main thread's ``sigtimedwait``.
 
     The main thread blocks SIGUSR1 and parks in ``signal.sigtimedwait``
     (``sigwait`` has no timeout; this is it, bounded by ``timeout_s``); the
     wait consumes the signal, so no handler runs -- the handler-free,
-    blocked counterpart of ``sigusr1-self``.  A helper thread is the notifier.
+    blocked counterpart of ``sigusr1-self``.  The main-thread driver's helper
+    thread is the notifier.
     """
-    collector = LatencyCollector(params)
     signum = signal.SIGUSR1
     strays = [0]
-    late = 0
-    early = 0
-    sigtimedwait = signal.sigtimedwait
-    wait_set = [signum]
-    timeout_s = params.timeout_s
-    waiter_cpu_seen: Optional[int] = None
-    with preserved_signal_state([signum]), preserved_affinity():
-        _main_thread_takes_waiter_role(params)
+    late = [0]
+    with preserved_signal_state([signum]):
         signal.signal(signum, _ignore_stray(strays))
         # Blocked before the notifier starts, so the notifier inherits the block.
         signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
-        notifier = _RoundNotifier(
-            params,
-            functools.partial(signal.pthread_kill, threading.get_ident(), signum),
-            name="wakelab-sigwait-notifier",
-        )
         pending_at_start = _drain_pending(signum)
         try:
-            notifier.start()
-            for _ in range(params.total_wakes):
-                notifier.announce()
-                got = sigtimedwait(wait_set, timeout_s)
-                t1 = now_ns()
-                t0, _ = notifier.collect()
-                if got is not None and t1 >= t0:
-                    collector.add(t1 - t0)
-                    continue
-                # Timed out (the notify came after the wait gave up), or woken by
-                # a SIGUSR1 that was not ours: either way ours is pending now.
-                collector.add(None)
-                if got is not None:
-                    early += 1
-                late += _drain_pending(signum)
-            waiter_cpu_seen = current_cpu()
+            raw = main_driver.measure(
+                params, sigwait_main_path(params, late), block=[signum], name="wakelab-sigwait-notifier"
+            )
         finally:
-            notifier.stop()
-            late += _drain_pending(signum)
-    return collector.result(
-        settle_us=params.settle_us,
+            late[0] += _drain_pending(signum)
+    return _with_info(
+        raw,
         signal_route="thread-directed: signal.pthread_kill to the main thread",
         pending_at_start=pending_at_start,
-        late_signals_drained=late,
-        early_wakes=early,
+        late_signals_drained=late[0],
         stray_handler_runs=strays[0],
-        notifier_cpu_seen=notifier.cpu_seen,
-        waiter_cpu_seen=waiter_cpu_seen,
     )
 
 
@@ -427,86 +449,36 @@ def measure_pause_handler(params: MeasureParams) -> RawLatency:
     The handler runs inside ``signal.pause()`` (CPython checks for signals
     before ``pause`` returns), so the sample is the handler time and the
     return from ``pause`` is the component ``pause_return``; ``handler`` is
-    recorded too.  ``pause`` has no timeout: the notifier is also a watchdog.
-    If ``pause`` has not returned ``timeout_s`` after the notify -- the
-    signal arrived before the main thread was inside ``pause``, the classic
-    pause race -- it re-sends SIGUSR1 (process-directed this time, so that it
-    still works if ``pthread_kill`` failed) until ``pause`` returns, and the
-    wake counts as lost.
+    recorded too.  ``pause`` has no timeout: if it has not returned
+    ``timeout_s`` after the notify -- the signal arrived before the main
+    thread was inside ``pause``, the classic pause race -- the driver's
+    notifier re-sends SIGUSR1 (process-directed this time, so that it still
+    works if ``pthread_kill`` failed) until ``pause`` returns, and the wake
+    counts as lost (``watchdog_rescues``).
     """
-    collector = LatencyCollector(params)
     signum = signal.SIGUSR1
     handled: List[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        t = now_ns()
-        handled.append(t)
-
-    pid = os.getpid()
-    # Set by the main thread once pause() has returned (and on the way out,
-    # whatever happened, which also ends a rescue in progress).
-    woken = threading.Event()
-    rescue_every_s = min(params.timeout_s, 0.05)
-
-    def watchdog() -> bool:
-        """Notifier side, after the notify: True if the wake had to be re-sent."""
-        if woken.wait(params.timeout_s):
-            return False
-        while not woken.is_set():
-            os.kill(pid, signum)
-            woken.wait(rescue_every_s)
-        return True
-
-    rescued = 0
-    out_of_order = 0
-    waiter_cpu_seen: Optional[int] = None
-    with preserved_signal_state([signum]), preserved_affinity():
-        _main_thread_takes_waiter_role(params)
-        signal.signal(signum, handler)
+    foreign = [0]
+    with preserved_signal_state([signum]):
+        signal.signal(signum, _timestamping_handler(handled))
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
-        pause = signal.pause
-        notifier = _RoundNotifier(
-            params,
-            functools.partial(signal.pthread_kill, threading.get_ident(), signum),
-            after_notify=watchdog,
-            # The rescue is process-directed: keep it off the notifier.
-            block=[signum],
-            name="wakelab-pause-notifier",
-        )
+        path, components = pause_path(params, handled, foreign)
         try:
-            notifier.start()
-            for _ in range(params.total_wakes):
-                del handled[:]
-                woken.clear()
-                notifier.announce()
-                pause()
-                t_return = now_ns()
-                woken.set()
-                t0, was_rescued = notifier.collect()
-                t_handler = next((t for t in handled if t >= t0), None)
-                if was_rescued:
-                    rescued += 1
-                    collector.add(None)
-                elif t_handler is None or t_return < t_handler:
-                    # pause() returned for some other signal before ours arrived.
-                    out_of_order += 1
-                    collector.add(None)
-                else:
-                    collector.add(
-                        t_handler - t0, handler=t_handler - t0, pause_return=t_return - t0
-                    )
-            waiter_cpu_seen = current_cpu()
+            raw = main_driver.measure(
+                params,
+                path,
+                interrupt=functools.partial(os.kill, os.getpid(), signum),
+                components=components,
+                # The rescue is process-directed: keep it off the notifier.
+                block=[signum],
+                name="wakelab-pause-notifier",
+            )
         finally:
-            woken.set()
-            notifier.stop()
             _run_queued_handlers()
-    return collector.result(
-        settle_us=params.settle_us,
+    return _with_info(
+        raw,
         signal_route="thread-directed: signal.pthread_kill to the main thread",
-        watchdog_rescues=rescued,
-        foreign_wakes=out_of_order,
-        notifier_cpu_seen=notifier.cpu_seen,
-        waiter_cpu_seen=waiter_cpu_seen,
+        foreign_wakes=cast(int, raw.info.get("foreign_wakes", 0)) + foreign[0],
     )
 
 
@@ -525,170 +497,111 @@ def measure_wakeup_fd_select(params: MeasureParams) -> RawLatency:
     first; had another thread taken the signal, ``select`` would return on
     the byte and the handler would follow at the next eval-breaker check.
     """
-    collector = LatencyCollector(params)
     signum = signal.SIGUSR1
-    signal_byte = int(signum)
     handled: List[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        t = now_ns()
-        handled.append(t)
-
-    select_fn = select.select
-    timeout_s = params.timeout_s
-    missed = 0
+    late = [0]
     with contextlib.ExitStack() as cleanup:
-        # Exit order (reverse of entry): stop the notifier and run queued
-        # handlers, restore the wakeup fd, close the pipe, restore handler/mask.
+        # Exit order (reverse of entry): run queued handlers, restore the wakeup
+        # fd, close the pipe, restore handler and mask.
         cleanup.enter_context(preserved_signal_state([signum]))
-        cleanup.enter_context(preserved_affinity())
-        _main_thread_takes_waiter_role(params)
         rfd, wfd = os.pipe()
         cleanup.callback(os.close, rfd)
         cleanup.callback(os.close, wfd)
         os.set_blocking(rfd, False)
         os.set_blocking(wfd, False)  # set_wakeup_fd insists on it
-        rlist = [rfd]
-        signal.signal(signum, handler)
+        signal.signal(signum, _timestamping_handler(handled))
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
         old_wakeup_fd = signal.set_wakeup_fd(wfd)
         cleanup.callback(signal.set_wakeup_fd, old_wakeup_fd)
-        notifier = _RoundNotifier(
-            params,
-            functools.partial(os.kill, os.getpid(), signum),
-            block=[signum],
-            name="wakelab-wakeup-fd-notifier",
-        )
         cleanup.callback(_run_queued_handlers)
-        cleanup.callback(notifier.stop)
-        notifier.start()
-        for _ in range(params.total_wakes):
-            del handled[:]
-            notifier.announce()
-            readable, _, _ = select_fn(rlist, [], [], timeout_s)
-            t1 = now_ns()
-            data = _read_available(rfd) if readable else b""
-            t0, _ = notifier.collect()
-            t_handler = next((t for t in handled if t >= t0), None)
-            if signal_byte in data and t1 >= t0 and t_handler is not None:
-                collector.add(t1 - t0, delivery=t1 - t0, handler=t_handler - t0)
-                continue
-            # Timed out, or woken by another signal's byte: ours came (or comes)
-            # later; its byte is in the pipe now, since collect() returned.
-            collector.add(None)
-            missed += 1
-            _read_available(rfd)
-        waiter_cpu_seen = current_cpu()
-    return collector.result(
-        settle_us=params.settle_us,
+        path, components = wakeup_fd_path(params, rfd, handled, late)
+        raw = main_driver.measure(
+            params, path, components=components, block=[signum], name="wakelab-wakeup-fd-notifier"
+        )
+        _run_queued_handlers()
+        late[0] += _read_available(rfd).count(int(signum))
+    return _with_info(
+        raw,
         signal_route="process-directed: os.kill(os.getpid()) from a thread that blocks SIGUSR1",
         wakeup_fd="non-blocking os.pipe()",
-        lost_or_foreign=missed,
-        notifier_cpu_seen=notifier.cpu_seen,
-        waiter_cpu_seen=waiter_cpu_seen,
+        lost_or_foreign=raw.lost,
+        late_signals_drained=late[0],
     )
+
+
+# ---------------------------------------------------------------------------
+# A worker thread parked in sigtimedwait (thread driver).
+
+
+def sigwait_thread_path(params: MeasureParams, late: List[int]) -> WakePath:
+    """``pthread_kill(worker, SIGUSR1)`` ends the driver's waiter thread's ``sigtimedwait``.
+
+    The waiter's ident is known only once the driver's waiter thread runs:
+    its first wait records it (and blocks SIGUSR1 in itself, which it has
+    also inherited from the main thread), and ``bind`` -- which runs before
+    ``t0`` -- hands the notifier ``pthread_kill`` aimed at it.  Closed loop:
+    a signal left pending on the waiter by a late wake is drained by the
+    waiter itself before it blocks again (during the settle, outside the
+    window), counting it in ``late[0]``; a late signal after the last wake
+    ends with the waiter thread, where it can reach no handler.
+    """
+    signum = signal.SIGUSR1
+    sigtimedwait = signal.sigtimedwait
+    wait_set = [signum]
+    drain = params.mode != "open"
+    kill: List[Optional[Callable[[], object]]] = [None]
+    known = threading.Event()
+    handshake_s = handshake_timeout_s(params)
+
+    def wait(timeout_s: float) -> Optional[int]:
+        if kill[0] is None:
+            signal.pthread_sigmask(signal.SIG_BLOCK, wait_set)
+            kill[0] = functools.partial(signal.pthread_kill, threading.get_ident(), signum)
+            known.set()
+        if drain:
+            late[0] += _drain_pending(signum)
+        got = sigtimedwait(wait_set, timeout_s)
+        t1 = now_ns()
+        return t1 if got is not None else None
+
+    def bind() -> Callable[[], object]:
+        fire = kill[0]
+        if fire is None:
+            if not known.wait(handshake_s):
+                raise HarnessError("the sigwait worker thread never reached its wait")
+            fire = kill[0]
+            assert fire is not None
+        return fire
+
+    return WakePath(reset=_noop, wait_stamped=wait, bind=bind)
 
 
 def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
     """Wake latency (ns) of the main thread's ``pthread_kill(worker, SIGUSR1)`` ending a worker's ``sigtimedwait``.
 
-    The worker blocks SIGUSR1 in itself and parks in ``signal.sigtimedwait``
-    (bounded by ``timeout_s``); the main thread blocks SIGUSR1 too (and a
-    no-op handler is installed), so a process-directed SIGUSR1 from elsewhere
-    can neither kill the process nor run a handler mid-measurement.
-    ``pthread_kill`` is thread-directed: only the worker can take it.
+    The worker (the thread driver's waiter thread) blocks SIGUSR1 and parks
+    in ``signal.sigtimedwait`` (bounded by ``timeout_s``); the main thread
+    blocks SIGUSR1 too (and a no-op handler is installed), so a
+    process-directed SIGUSR1 from elsewhere can neither kill the process nor
+    run a handler mid-measurement.  ``pthread_kill`` is thread-directed: only
+    the worker can take it.
     """
-    collector = LatencyCollector(params)
     signum = signal.SIGUSR1
     strays = [0]
-    started = threading.Event()
-    go = threading.Event()
-    ready = threading.Event()
-    done = threading.Event()
-    box = {"t1": None, "stop": False, "error": None, "drain": False, "late": 0, "cpu": None}  # type: dict
-
-    def worker() -> None:
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
-        sigtimedwait = signal.sigtimedwait
-        wait_set = [signum]
-        timeout_s = params.timeout_s
-        try:
-            try:
-                enter_role(params, WAITER)
-            except OSError as exc:
-                raise HarnessError("the worker thread could not take the waiter's CPU: %s" % exc) from exc
-            started.set()
-            while True:
-                go.wait()
-                go.clear()
-                if box["stop"]:
-                    box["cpu"] = current_cpu()
-                    return
-                if box["drain"]:
-                    # The last wake came after this thread gave up: it is pending.
-                    box["late"] += _drain_pending(signum)
-                    box["drain"] = False
-                ready.set()
-                got = sigtimedwait(wait_set, timeout_s)
-                t1 = now_ns()
-                box["t1"] = t1 if got is not None else None
-                done.set()
-        except BaseException as exc:  # surfaced by the main thread below
-            box["error"] = exc
-            started.set()
-            ready.set()
-            done.set()
-        finally:
-            box["late"] += _drain_pending(signum)
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-
-    handshake_s = params.timeout_s + 5.0
-    notifier_cpu_seen: Optional[int] = None
+    late = [0]
     with preserved_signal_state([signum]):
         signal.signal(signum, _ignore_stray(strays))
+        # Blocked before the driver starts its waiter thread, which inherits the block.
         signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
-        thread = threading.Thread(target=worker, name="wakelab-sigwait-worker", daemon=True)
         try:
-            thread.start()
-            if not started.wait(handshake_s) or box["error"] is not None:
-                raise HarnessError("worker thread did not start: %s" % (box["error"],))
-            assert thread.ident is not None
-            kill_worker = functools.partial(signal.pthread_kill, thread.ident, signum)
-            for _ in range(params.total_wakes):
-                ready.clear()
-                done.clear()
-                box["t1"] = None
-                go.set()
-                if not ready.wait(handshake_s) or box["error"] is not None:
-                    raise HarnessError("worker thread did not announce itself: %s" % (box["error"],))
-                time.sleep(params.settle_s)
-                t0 = now_ns()
-                plant_delay(params, t0)
-                kill_worker()
-                if not done.wait(handshake_s):
-                    raise HarnessError("worker thread did not return from sigtimedwait")
-                if box["error"] is not None:
-                    raise HarnessError("worker failed: %s" % (box["error"],))
-                t1: Optional[int] = box["t1"]
-                if t1 is not None and t1 >= t0:
-                    collector.add(t1 - t0)
-                else:
-                    collector.add(None)
-                    box["drain"] = True
-            notifier_cpu_seen = current_cpu()
+            raw = thread_driver.measure(params, sigwait_thread_path(params, late), "wakelab-sigwait-worker")
         finally:
-            box["stop"] = True
-            go.set()
-            if thread.ident is not None:
-                thread.join(handshake_s)
-            box["late"] += _drain_pending(signum)
-    return collector.result(
-        settle_us=params.settle_us,
+            late[0] += _drain_pending(signum)
+    return _with_info(
+        raw,
         signal_route="thread-directed: signal.pthread_kill to the worker",
-        late_signals_drained=box["late"],
+        late_signals_drained=late[0],
         stray_handler_runs=strays[0],
-        notifier_cpu_seen=notifier_cpu_seen,
-        waiter_cpu_seen=box["cpu"],
     )
 
 
@@ -696,6 +609,7 @@ ARMS: List[Arm] = [
     Arm(
         name="sigusr1-self",
         family="signals",
+        driver="main",
         kind=LATENCY,
         mechanism="os.kill(os.getpid(), SIGUSR1); the Python handler runs in the main thread, which busy-waits on its flag",
         waiter=SPINNING,
@@ -722,6 +636,7 @@ ARMS: List[Arm] = [
     Arm(
         name="sigwait-thread-to-main",
         family="signals",
+        driver="main",
         kind=LATENCY,
         mechanism=(
             "signal.pthread_kill(main, SIGUSR1) from a notifier thread ends the main thread's "
@@ -739,11 +654,12 @@ ARMS: List[Arm] = [
     Arm(
         name="pause-handler",
         family="signals",
+        driver="main",
         kind=LATENCY,
         mechanism=(
             "signal.pthread_kill(main, SIGUSR1) from a notifier thread interrupts the main thread's "
-            "signal.pause(); the notifier re-sends if pause() has not returned timeout_s later "
-            "(counted lost); blocked counterpart of sigusr1-self"
+            "signal.pause(); if pause() has not returned timeout_s after the notify, the notifier re-sends "
+            "SIGUSR1 (process-directed) until it does (counted lost); blocked counterpart of sigusr1-self"
         ),
         waiter=BLOCKED,
         scope=CROSS_THREAD,
@@ -759,6 +675,7 @@ ARMS: List[Arm] = [
     Arm(
         name="wakeup-fd-select",
         family="signals",
+        driver="main",
         kind=LATENCY,
         mechanism=(
             "os.kill(os.getpid(), SIGUSR1) from a notifier thread; the C handler writes to the "
@@ -779,6 +696,7 @@ ARMS: List[Arm] = [
     Arm(
         name="pthread-kill-sigwait",
         family="signals",
+        driver="thread",
         kind=LATENCY,
         mechanism=(
             "signal.pthread_kill(worker, SIGUSR1) from the main thread ends a worker thread's "
