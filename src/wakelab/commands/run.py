@@ -122,7 +122,8 @@ def register(sub: Any) -> None:
                             help="hold /dev/cpu_dma_latency at 0 during the run so idle CPUs stay shallow (needs root)")
     conditions.add_argument("--mode", choices=("closed", "open"),
                             help="closed (default): notify once the waiter has settled, latency from t0; open: notify on a "
-                                 "fixed schedule and take latency from the scheduled instant (no coordinated omission)")
+                                 "fixed schedule and take latency from the scheduled instant (no coordinated omission); thread, signal "
+                                 "and process arms have it, asyncio and C arms are skipped")
     conditions.add_argument("--interval-us", type=_whole_number("interval_us"), metavar="US",
                             help="open-loop schedule period (default 1000)")
     execution = run.add_argument_group("execution")

@@ -1,15 +1,17 @@
 """Drivers: one per way of waiting, each owning the whole wake loop.
 
-=========  ==============================  ====================================
-driver     the waiter                      arms
-=========  ==============================  ====================================
-thread     a waiter thread of the worker   threads, fds, ``pthread-kill-sigwait``
-main       the worker's main thread        the signal arms whose handler or
-                                           ``sigwait`` runs in the main thread
-loop       an asyncio event loop thread    asyncio
-child      a child process                 processes
-floor      a thread or process in C        native
-=========  ==============================  ====================================
+=========  ==================================  ===================================  =========
+driver     the waiter                          arms                                 open loop
+=========  ==================================  ===================================  =========
+thread     a waiter thread of the worker       threads, fds, ``pthread-kill-sigwait``  yes
+main       the worker's main thread (or, in    the signal arms whose handler or     yes
+           self mode, the notifier itself)     ``sigwait`` runs in the main thread
+loop       an asyncio event loop (a waiter     asyncio                              no
+           thread; the main thread for
+           ``add_signal_handler``)
+child      a child process                     processes                            yes
+floor      a thread or process in C            native                               no
+=========  ==================================  ===================================  =========
 
 A family module supplies only its primitive's moves (``reset``, ``wait``,
 ``notify``, optionally ``before`` and ``after`` the notify); the driver owns
