@@ -9,6 +9,9 @@ For each arm, in one process and back to back:
 * **long settle** -- with a settle far longer than any wake, the median stays far below the
   settle: the settle sleep is outside the window, and ``t0`` is not taken before it.
 
+and, structurally, that an unplanted timed step runs nothing between storing ``t0`` and calling
+the notify (read from its bytecode, so a stray call, branch or hook there fails on any machine).
+
 These catch, among others: ``t0`` taken before the settle, the settle (or any other wait)
 moved inside the window, the planted delay moved after the notify, a driver that ignores the
 planted delay.  They assert the *size* of a planted effect, never a speed.
@@ -74,3 +77,41 @@ def test_a_long_settle_stays_outside_the_window(arm: Arm) -> None:
     median = _median_us(arm, LONG_SETTLE)
     assert median < LONG_SETTLE.settle_us / 2, "%s: median %.0f µs with a %d µs settle" % (
         arm.name, median, LONG_SETTLE.settle_us)
+
+
+def _between_t0_and_the_notify(step) -> List[str]:  # type: ignore[no-untyped-def]
+    """The instructions a timed step runs after storing ``t0`` up to its first call."""
+    import dis
+
+    instructions = list(dis.get_instructions(step))
+    start = next(i for i, ins in enumerate(instructions) if ins.opname.startswith("STORE") and ins.argval == "t0")
+    out = []
+    for ins in instructions[start + 1:]:
+        if ins.opname.startswith("CALL"):
+            break
+        out.append("%s %s" % (ins.opname, ins.argval))
+    return out
+
+
+@pytest.mark.parametrize("shape", ["plain", "before", "after", "both", "bind", "bind-after"])
+def test_nothing_but_the_notify_call_follows_t0(shape: str) -> None:
+    """Structurally: after ``t0`` is stored, an unplanted step loads the notify callable and calls it."""
+    from wakelab.core.drivers import notify_step
+
+    def nothing() -> None:
+        return None
+
+    kwargs = {
+        "plain": {"notify": nothing},
+        "before": {"notify": nothing, "before": nothing},
+        "after": {"notify": nothing, "after": nothing},
+        "both": {"notify": nothing, "before": nothing, "after": nothing},
+        "bind": {"notify": None, "bind": lambda: nothing},
+        "bind-after": {"notify": None, "bind": lambda: nothing, "after": nothing},
+    }[shape]
+    notify = kwargs.pop("notify")
+    step = notify_step(BASE, notify, **kwargs)  # type: ignore[arg-type]
+    loads = _between_t0_and_the_notify(step)
+    allowed_ops = {"LOAD_DEREF", "LOAD_FAST", "PUSH_NULL", "PRECALL", "CACHE", "NOP", "RESUME"}
+    assert all(item.split()[0] in allowed_ops for item in loads), loads
+    assert [item.split()[1] for item in loads if item.startswith(("LOAD_DEREF", "LOAD_FAST"))] == ["fire"], loads
