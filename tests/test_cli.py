@@ -123,7 +123,50 @@ def test_default_runs_never_overwrite_each_other(tmp_path) -> None:
         assert result.returncode == 0, result.stderr
     folders = sorted(os.listdir(tmp_path / "wakelab-runs"))
     assert len(folders) == 2
-    assert all(f.startswith("135-signal-vs-event-wakeup-") for f in folders)
+    assert all(f.startswith("custom-") for f in folders)  # --arms event is not Lab 135
+
+
+def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
+    db = str(tmp_path / "history.sqlite3")
+    result = run_cli("run", "--arms", "event,sigusr1-self,queue", "--n", "5", "--workers", "1", "-q", "--history", db, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    (folder,) = os.listdir(tmp_path / "wakelab-runs")
+    assert folder.startswith("custom-")
+    doc = json.loads((tmp_path / "wakelab-runs" / folder / "summary.json").read_text(encoding="utf-8"))
+    lab = doc["lab"]
+    assert (lab["id"], lab["title"]) == ("custom", "Custom selection: event, sigusr1-self, queue")
+    assert lab["question"] == "How long does each of these arms take on this machine: event, sigusr1-self, queue?"
+    assert lab["comparisons"] == [{"a": "event", "b": "sigusr1-self"}]  # Lab 135's, both arms chosen
+    assert lab["reproduce_script"] is None
+    text = result.stdout
+    assert text.startswith("Custom selection: event, sigusr1-self, queue\n")
+    assert "Lab 135" not in text and "one process" not in text
+    assert "Each arm runs in turn, in a fresh worker process of its own, with the same parameters." in " ".join(text.split())
+    # History records the custom lab, and the REPRODUCE line makes the same lab again.
+    listed = json.loads(run_cli("history", "--json", "--history", db).stdout)
+    assert [r["lab_id"] for r in listed["runs"]] == ["custom"]
+    reproduce = text.split("REPRODUCE\n", 1)[1].split()
+    assert reproduce[:5] == ["wakelab", "run", "--lab", "custom", "--arms"]
+    again = run_cli(*reproduce[1:], "-q", "--no-history", "-o", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stderr
+    lab_again = json.loads((tmp_path / "again" / "summary.json").read_text(encoding="utf-8"))["lab"]
+    assert {k: lab_again[k] for k in ("id", "title", "question", "comparisons", "limits")} == {
+        k: lab[k] for k in ("id", "title", "question", "comparisons", "limits")}
+
+
+@pytest.mark.parametrize("execution, ran", [
+    (["--workers", "2"], "in 2 fresh worker processes, its wakes split between them and pooled"),
+    (["--in-process"], "in the runner's own process"),
+])
+def test_lab_135_limits_say_how_it_ran(tmp_path, execution, ran) -> None:
+    result = run_cli("run", "--arms", "sigusr1-self,event,signal-install", "--n", "5", "--install-n", "100", "--rounds", "1",
+                     *execution, "-q", "--no-history", "-o", str(tmp_path / "ev"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Lab 135: signal vs threading.Event wakeup\n")  # its own arms, in another order
+    limits = result.stdout.split("LIMITS\n", 1)[1].split("\n\n", 1)[0]
+    assert " ".join(limits.split()) == (
+        "- One machine and one interpreter per run; each arm ran %s. - Not a multi-process signal storm, and no "
+        "real-time guarantee. - Figures taken in a VM include the hypervisor's idle and wake-up behaviour." % ran)
 
 
 def test_named_folder_is_replaced_on_request(tmp_path) -> None:

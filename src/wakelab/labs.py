@@ -6,16 +6,23 @@ pairs of arms whose ratio answers it.  Whether a pair is like for like is
 never asserted here: the analysis derives it from the arms' waiter state,
 scope and what the waiter does at t0 (:func:`wakelab.analysis.caveats.pair_arms`),
 and a test holds every pair of :data:`MATCHED_PAIRS` to it.
+
+A run records :func:`lab_for_run`, not the preset itself: arms chosen with
+``--arms`` that are not the lab's own make a lab of their own (``custom``),
+and the sentences that speak of how the run was made (one process or worker
+processes, pinned or not, closed or open loop) are worded for the run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.core.registry import all_arms
+from wakelab.core.registry import all_arms, unknown_name_message
 from wakelab.core.model import MeasureParams
 from wakelab.errors import UsageError
+
+CUSTOM_ID = "custom"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +47,36 @@ class Lab:
     limits: Tuple[str, ...] = ()
     reproduce_script: Optional[str] = None
     aliases: Tuple[str, ...] = ()
+    # A custom selection: the preset whose arms it replaced (its parameters and comparisons).
+    based_on: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunShape:
+    """How a run is made, as far as a lab's prose speaks of it."""
+
+    in_process: bool
+    workers: int  # fresh worker processes per arm (ignored in process)
+    placements: Tuple[str, ...] = ("any",)  # one per cell: any, same or split
+    open_loop: bool = False
+
+
+def _processes(shape: RunShape) -> str:
+    """Where each arm ran, as a clause: 'in the runner's own process' or 'in 3 fresh worker processes'."""
+    if shape.in_process:
+        return "in the runner's own process"
+    if shape.workers == 1:
+        return "in a fresh worker process of its own"
+    return "in %d fresh worker processes, its wakes split between them and pooled" % shape.workers
+
+
+# The sentences below speak of how a run is made.  The presets hold them as written for the
+# original lab; :func:`lab_for_run` rewords each for the run at hand (see _REWORDED).
+_ONE_PROCESS = "One machine, one process, one interpreter per run."
+
+
+def _one_process_for(shape: RunShape) -> str:
+    return "One machine and one interpreter per run; each arm ran %s." % _processes(shape)
 
 
 LAB_135 = Lab(
@@ -64,7 +101,7 @@ LAB_135 = Lab(
         "almost at once, a blocked or computing one may not.",
     ),
     limits=(
-        "One machine, one process, one interpreter per run.",
+        _ONE_PROCESS,
         "Not a multi-process signal storm, and no real-time guarantee.",
         "Figures taken in a VM include the hypervisor's idle and wake-up behaviour.",
     ),
@@ -82,9 +119,22 @@ MATCHED_PAIRS = (
     Comparison("wakeup-fd-select", "pipe"),
 )
 
+_UNPINNED = "Figures taken in a VM include the hypervisor's idle and wake-up behaviour; where each side ran is not pinned."
+
+
+def _unpinned_for(shape: RunShape) -> str:
+    vm = "Figures taken in a VM include the hypervisor's idle and wake-up behaviour"
+    pinned = [p != "any" for p in shape.placements]
+    if not any(pinned):
+        return _UNPINNED
+    if all(pinned):
+        return vm + "; --placement pins the notifier and waiter to virtual CPUs, not to physical ones."
+    return vm + "; some cells pin the notifier and waiter (--placement), others leave them unpinned."
+
+
 _COMMON_LIMITS = (
     "One machine and one interpreter per run; compare interpreters or machines side by side, never across days.",
-    "Figures taken in a VM include the hypervisor's idle and wake-up behaviour; where each side ran is not pinned.",
+    _UNPINNED,
 )
 
 LAB_MATCHED = Lab(
@@ -119,6 +169,30 @@ LAB_MATCHED = Lab(
     limits=_COMMON_LIMITS,
 )
 
+_IN_ONE_PROCESS = ", in one process,"
+
+
+def _in_one_process_for(shape: RunShape) -> str:
+    if shape.in_process:
+        return ", in the runner's own process,"
+    if shape.workers == 1:
+        return ", in a fresh worker process of its own,"
+    return ", in %d fresh worker processes of its own," % shape.workers
+
+
+_SETTLE = "Blocked waiters announce their wait and are left to settle before t0; spinning waiters poll."
+
+
+def _settle_for(shape: RunShape) -> str:
+    if shape.open_loop:
+        return ("Notifies go out on a fixed schedule (open loop) and each latency is taken from the scheduled "
+                "instant; waiters are not left to settle first.")
+    return _SETTLE
+
+
+_CATALOGUE_RUNS = "Every arm available here runs in turn%s with the same parameters. %s" % (_IN_ONE_PROCESS, _SETTLE)
+
+
 LAB_CATALOGUE = Lab(
     id="catalogue",
     title="The wake-mechanism catalogue",
@@ -129,8 +203,7 @@ LAB_CATALOGUE = Lab(
     arms=("*",),
     comparisons=MATCHED_PAIRS,
     methodology=(
-        "Every arm available here runs in turn, in one process, with the same parameters. Blocked "
-        "waiters announce their wait and are left to settle before t0; spinning waiters poll.",
+        _CATALOGUE_RUNS,
         "Arms are grouped by family. Compare within one waiter state; the verdict's ratios are the "
         "matched pairs that answer Lab 135's question fairly. 'vs C' is each arm's p50 over its C "
         "floor's: the interpreter's share where the floor is the same experiment, and marked "
@@ -138,6 +211,15 @@ LAB_CATALOGUE = Lab(
     ),
     limits=_COMMON_LIMITS,
 )
+
+_CHILDREN_STARTED = "Children are started once per arm; start-up is in no sample."
+
+
+def _children_started_for(shape: RunShape) -> str:
+    if shape.in_process or shape.workers == 1:
+        return _CHILDREN_STARTED
+    return "Children are started once per arm in each worker process; start-up is in no sample."
+
 
 LAB_PROCESSES = Lab(
     id="processes",
@@ -155,7 +237,7 @@ LAB_PROCESSES = Lab(
     methodology=(
         "t0 is taken in the parent and t1 in the child. Both are perf_counter_ns(), which on Linux "
         "reads CLOCK_MONOTONIC: one clock for every process of the machine, so the difference is "
-        "meaningful across processes. Children are started once per arm; start-up is in no sample.",
+        "meaningful across processes. " + _CHILDREN_STARTED,
     ),
     limits=_COMMON_LIMITS,
 )
@@ -163,7 +245,36 @@ LAB_PROCESSES = Lab(
 _LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES]
 
 
+def _all_comparisons() -> Tuple[Comparison, ...]:
+    seen: List[Comparison] = []
+    for lab in _LABS:
+        seen += [c for c in lab.comparisons if c not in seen]
+    return tuple(seen)
+
+
+# ``--lab custom --arms A,B``: a selection of arms not taken from a preset (the REPRODUCE line of
+# a custom run names it).  It compares any pair of a preset whose both arms it runs.
+LAB_CUSTOM = Lab(
+    id=CUSTOM_ID,
+    title="Custom selection",
+    question="How long does each selected arm take on this machine?",
+    arms=(),
+    comparisons=_all_comparisons(),
+    limits=_COMMON_LIMITS,
+)
+
+# Sentences of the presets that speak of how the run was made, and how to word each for a run.
+_REWORDED: Dict[str, Callable[[RunShape], str]] = {
+    _ONE_PROCESS: _one_process_for,
+    _UNPINNED: _unpinned_for,
+    _IN_ONE_PROCESS: _in_one_process_for,
+    _SETTLE: _settle_for,
+    _CHILDREN_STARTED: _children_started_for,
+}
+
+
 def all_labs() -> List[Lab]:
+    """The presets (``custom`` is not one: it has no arms of its own)."""
     return list(_LABS)
 
 
@@ -172,11 +283,12 @@ def lab_names() -> List[str]:
 
 
 def get_lab(name: str) -> Lab:
-    """The lab called ``name`` (id or alias); :class:`UsageError` lists the valid ones."""
-    for lab in _LABS:
+    """The lab called ``name`` (id or alias, or ``custom``); :class:`UsageError` lists the valid ones."""
+    for lab in _LABS + [LAB_CUSTOM]:
         if name == lab.id or name in lab.aliases:
             return lab
-    raise UsageError("unknown lab %r (valid: %s)" % (name, ", ".join(lab_names())))
+    aliases = [alias for lab in _LABS for alias in lab.aliases]
+    raise UsageError(unknown_name_message("lab", name, lab_names() + [CUSTOM_ID], also=aliases))
 
 
 def lab_arm_names(lab: Lab) -> List[str]:
@@ -184,3 +296,81 @@ def lab_arm_names(lab: Lab) -> List[str]:
     if lab.arms == ("*",):
         return [arm.name for arm in all_arms()]
     return list(lab.arms)
+
+
+def _name_list(names: Sequence[str], most: int = 6) -> str:
+    if len(names) <= most:
+        return ", ".join(names)
+    return "%s and %d more" % (", ".join(names[:most]), len(names) - most)
+
+
+def _pairs(comparisons: Sequence[Comparison]) -> str:
+    return ", ".join("%s / %s" % (c.a, c.b) for c in comparisons)
+
+
+def custom_lab(base: Lab, arm_names: Sequence[str]) -> Lab:
+    """The lab of ``arm_names`` chosen instead of ``base``'s own arms: ``custom``, not ``base``.
+
+    It keeps ``base``'s parameters and those of its comparisons whose both arms were chosen,
+    and claims none of its question.
+    """
+    names = list(arm_names)
+    kept = tuple(c for c in base.comparisons if c.a in names and c.b in names)
+    methodology = []
+    if base.id == CUSTOM_ID:
+        methodology.append("These arms were chosen with --arms: %s." % ", ".join(names))
+        source = "the preset labs"
+    else:
+        methodology.append(
+            "These arms were chosen with --arms instead of the %s lab's own (%s): %s. A selection is a lab of "
+            "its own, recorded as custom, and claims none of that lab's question."
+            % (base.id, _name_list(lab_arm_names(base)), ", ".join(names))
+        )
+        source = "the %s lab" % base.id
+    runs = "Each arm runs in turn%s with the same parameters." if len(names) > 1 else "The arm runs%s with the parameters given."
+    methodology.append("%s %s" % (runs % _IN_ONE_PROCESS, _SETTLE))
+    if kept:
+        methodology.append(
+            "Ratios reported: %s, kept from %s because both arms of each were chosen. Compare other arms only "
+            "within one waiter state and scope: the caveats say where a pair is not like for like." % (_pairs(kept), source)
+        )
+    else:
+        methodology.append(
+            "No ratio is reported: no comparison of %s has both its arms in this selection. Read the arms side by "
+            "side, within one waiter state and scope." % source
+        )
+    return Lab(
+        id=CUSTOM_ID,
+        title="Custom selection: " + _name_list(names),
+        question=("How long does each of these arms take on this machine: %s?" % _name_list(names, most=12)
+                  if len(names) > 1 else "How long does %s take on this machine?" % names[0]),
+        arms=tuple(names),
+        params=base.params,
+        comparisons=kept,
+        methodology=tuple(methodology),
+        limits=_COMMON_LIMITS,
+        based_on=None if base.id == CUSTOM_ID else base.id,
+    )
+
+
+def is_own_selection(lab: Lab, arm_names: Sequence[str]) -> bool:
+    """True when ``arm_names`` are ``lab``'s own arms (in any order)."""
+    return lab.id != CUSTOM_ID and sorted(arm_names) == sorted(lab_arm_names(lab))
+
+
+def _reword(text: str, shape: RunShape) -> str:
+    for sentence, reword in _REWORDED.items():
+        if sentence in text:
+            text = text.replace(sentence, reword(shape))
+    return text
+
+
+def lab_for_run(lab: Lab, arm_names: Sequence[str], shape: RunShape) -> Lab:
+    """The lab a run of ``arm_names`` under ``lab`` records: ``lab`` itself when they are its own
+    arms, else :func:`custom_lab`; its methodology and limits worded for ``shape``."""
+    chosen = lab if is_own_selection(lab, arm_names) else custom_lab(lab, arm_names)
+    return dataclasses.replace(
+        chosen,
+        methodology=tuple(_reword(p, shape) for p in chosen.methodology),
+        limits=tuple(_reword(p, shape) for p in chosen.limits),
+    )

@@ -34,6 +34,7 @@ def listing() -> Dict[str, Any]:
 
 
 def format_listing(data: Dict[str, Any]) -> str:
+    from wakelab.labs import CUSTOM_ID
     from wakelab.report.text import format_arm_definitions, format_table, wrap
 
     arms: List[Dict[str, Any]] = data["arms"]
@@ -48,6 +49,7 @@ def format_listing(data: Dict[str, Any]) -> str:
     for lab in data["labs"]:
         aliases = " (also: %s)" % ", ".join(lab["aliases"]) if lab["aliases"] else ""
         lines += wrap("%s%s -- %s: %s" % (lab["id"], aliases, lab["title"], ", ".join(lab["arms"])))
+    lines += wrap("%s -- Custom selection: any other choice of arms (--arms A,B,...), a lab of its own" % CUSTOM_ID)
     return "\n".join(lines) + "\n"
 
 

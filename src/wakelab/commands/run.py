@@ -8,13 +8,14 @@ import sys
 from typing import Any, Callable, List, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from wakelab.commands._options import whole_number
+from wakelab.commands._options import suggest_long_options, whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
     from wakelab.core.model import MeasureParams
     from wakelab.harness.runner import Execution
+    from wakelab.labs import Lab
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
 
@@ -58,8 +59,11 @@ def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], L
 def _placement(text: str) -> str:
     from wakelab.core.placement import PLACEMENTS
 
+    from wakelab.core.registry import did_you_mean
+
     if text not in PLACEMENTS:
-        raise argparse.ArgumentTypeError("expected %s, got %r" % (", ".join(PLACEMENTS), text))
+        suggestion = did_you_mean(text, PLACEMENTS)
+        raise argparse.ArgumentTypeError("expected %s, got %r%s" % (", ".join(PLACEMENTS), text, " (%s)" % suggestion if suggestion else ""))
     return text
 
 
@@ -96,7 +100,8 @@ def register(sub: Any) -> None:
         ),
     )
     run.add_argument("--lab", default="135-signal-vs-event-wakeup", help="lab preset (default: %(default)s; see 'wakelab list')")
-    run.add_argument("--arms", metavar="A,B,...", help="comma-separated arms to run instead of the lab's own")
+    run.add_argument("--arms", metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
+                          "recorded as a lab of its own, 'custom', with the lab's parameters")
     run.add_argument("-n", "--n", type=_whole_number("n"), metavar="N", help="counted wakes per latency arm (lab 135: 200)")
     run.add_argument("--warmup", type=_whole_number("warmup"), metavar="N", help="warm-up wakes discarded per latency arm (default 10)")
     run.add_argument("--settle-us", type=_list_of(_whole_number("settle_us"), "microseconds"), metavar="US[,US...]",
@@ -140,20 +145,24 @@ def register(sub: Any) -> None:
     run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_history_option(run, no_history=True)
     run.set_defaults(handler=cmd_run)
+    suggest_long_options(run)
 
 
-def _resolve_arms(args: argparse.Namespace, lab_arms: List[str]) -> List[str]:
-    from wakelab.core.registry import arm_names
+def _resolve_arms(args: argparse.Namespace, lab: Lab) -> List[str]:
+    from wakelab.core.registry import arm_names, unknown_name_message
+    from wakelab.labs import CUSTOM_ID, lab_arm_names
 
     if args.arms is None:
-        return lab_arms
+        if lab.id == CUSTOM_ID:
+            raise UsageError("--lab %s needs --arms A,B,... (the arms to run)" % CUSTOM_ID)
+        return lab_arm_names(lab)
     names = [name.strip() for name in args.arms.split(",") if name.strip()]
     if not names:
         raise UsageError("--arms needs at least one arm name")
     valid = arm_names()
     unknown = [name for name in names if name not in valid]
     if unknown:
-        raise UsageError("unknown arm %r (valid: %s)" % (unknown[0], ", ".join(valid)))
+        raise UsageError(unknown_name_message("arm", unknown[0], valid))
     if len(set(names)) != len(names):
         raise UsageError("--arms names an arm twice")
     return names
@@ -285,17 +294,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan
     from wakelab.harness.workers import InterpreterError
-    from wakelab.labs import get_lab, lab_arm_names
+    from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import make_progress
     from wakelab.report.matrix_text import format_matrix
     from wakelab.report.text import format_summary
 
-    lab = get_lab(args.lab)
-    arm_names = _resolve_arms(args, lab_arm_names(lab))
-    params = _params(args, lab.params)
+    preset = get_lab(args.lab)
+    arm_names = _resolve_arms(args, preset)
+    params = _params(args, preset.params)
     execution = _execution(args)
     pythons = _pythons(args)
     placements = _placements(args)
+    # A selection that is not the preset's own arms is a lab of its own ("custom"), and the lab's
+    # prose is worded for how this run is made.
+    lab = lab_for_run(preset, arm_names, RunShape(
+        in_process=execution.in_process,
+        workers=execution.workers,
+        placements=tuple(name for name, _, _ in placements),
+        open_loop=params.mode == "open",
+    ))
     cells = grid.expand(
         [p for p, _ in pythons],
         [label for _, label in pythons],

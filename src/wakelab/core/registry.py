@@ -8,8 +8,9 @@ registry, ``wakelab list`` and the labs pick it up from there.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
-from typing import Dict, List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from wakelab.core.model import FAMILIES, Arm
 
@@ -36,6 +37,43 @@ def family_module_names() -> List[str]:
 
 class UnknownArmError(LookupError):
     """An arm name that is not in the registry."""
+
+
+def closest_match(name: str, choices: Iterable[str], ignore_prefix: str = "") -> Optional[str]:
+    """The one of ``choices`` that ``name`` most looks like a mistyping of, or None if none is close.
+
+    Case is ignored, and so is ``ignore_prefix`` (``"--"`` for options) on both sides.
+    """
+    def fold(text: str) -> str:
+        if ignore_prefix and text.startswith(ignore_prefix):
+            text = text[len(ignore_prefix):]
+        return text.casefold()
+
+    by_folded: Dict[str, str] = {}
+    for choice in choices:
+        by_folded.setdefault(fold(choice), choice)
+    matches = difflib.get_close_matches(fold(name), list(by_folded), n=1, cutoff=0.6)
+    return by_folded[matches[0]] if matches else None
+
+
+def did_you_mean(name: str, choices: Iterable[str], ignore_prefix: str = "") -> str:
+    """``"did you mean 'event'?"`` for the choice closest to ``name`` (:func:`closest_match`); ``""`` if none is."""
+    match = closest_match(name, choices, ignore_prefix)
+    return "" if match is None else "did you mean %r?" % match
+
+
+def unknown_name_message(what: str, name: str, valid: Iterable[str], valid_label: str = "valid",
+                         also: Iterable[str] = ()) -> str:
+    """``unknown arm 'evnt' (did you mean 'event'?); valid: ...``, or ``unknown arm 'x' (valid: ...)``.
+
+    The message for a name that is not one of ``valid``; ``what`` is ``"arm"`` or ``"lab"``.
+    ``also`` are names suggested but not listed (a lab's aliases).
+    """
+    valid = list(valid)
+    suggestion = did_you_mean(name, valid + list(also))
+    if suggestion:
+        return "unknown %s %r (%s); %s: %s" % (what, name, suggestion, valid_label, ", ".join(valid))
+    return "unknown %s %r (%s: %s)" % (what, name, valid_label, ", ".join(valid))
 
 
 def _floors() -> Dict[str, Tuple[str, str]]:
@@ -103,6 +141,4 @@ def get_arm(name: str) -> Arm:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise UnknownArmError(
-            "unknown arm %r (valid: %s)" % (name, ", ".join(arm_names()))
-        ) from None
+        raise UnknownArmError(unknown_name_message("arm", name, arm_names())) from None
