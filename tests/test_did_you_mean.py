@@ -83,3 +83,18 @@ def test_get_arm_and_get_lab_suggest() -> None:
     with pytest.raises(UsageError, match=r"^unknown lab 'lab153' \(did you mean 'lab135'\?\); valid: 135-signal"):
         get_lab("lab153")
     assert get_lab("custom").id == "custom"
+
+
+def test_history_suggests_the_arm_and_lab_meant(tmp_path) -> None:
+    db = str(tmp_path / "history.sqlite3")
+    run = run_cli("run", "--arms", "event", "--n", "3", "--workers", "1", "-q", "--history", db, "-o", str(tmp_path / "r"))
+    assert run.returncode == 0, run.stderr
+    arm = run_cli("history", "--history", db, "--arm", "evnt")
+    assert arm.returncode == 2 and arm.stdout == ""
+    assert arm.stderr == "wakelab: error: no recorded run has arm 'evnt' (did you mean 'event'?); recorded arms: event\n"
+    lab = run_cli("history", "--history", db, "--lab", "custm")
+    assert lab.returncode == 2 and lab.stdout == ""
+    assert lab.stderr == "wakelab: error: no recorded run of lab 'custm' (did you mean 'custom'?)\n"
+    # A name with nothing close keeps the plain message.
+    plain = run_cli("history", "--history", db, "--arm", "zzzz")
+    assert plain.returncode == 2 and "did you mean" not in plain.stderr

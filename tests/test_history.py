@@ -380,7 +380,7 @@ def test_unknown_arm_names_the_recorded_ones(tmp_path, lab135_summary, capsys) -
     db = str(tmp_path / "h.db")
     history.record_run(lab135_summary, str(tmp_path), db)
     assert cli(capsys, "history", "--history", db, "--arm", "evnt") == (
-        2, "", "wakelab: error: no recorded run has arm 'evnt' (recorded arms: event, signal-install, sigusr1-self)\n")
+        2, "", "wakelab: error: no recorded run has arm 'evnt' (did you mean 'event'?); recorded arms: event, signal-install, sigusr1-self\n")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 # Characters that would break a message over lines (str.splitlines breaks on all of these).
-_BREAKING = {c: "\\x%02x" % c for c in list(range(0x20)) + [0x7F, 0x85]}
+_BREAKING = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
 _BREAKING.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 

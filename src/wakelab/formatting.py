@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 DASH = "-"
 
@@ -73,3 +73,46 @@ def format_ratio(value: Optional[float]) -> str:
     if value >= 1:
         return "%.1f×" % value
     return "%.2g×" % value
+
+
+# -- text from evidence, on a terminal ------------------------------------------------------
+#
+# Notes, hostnames, reasons, paths: every string a bundle or the history holds comes from
+# outside, and a terminal runs the control sequences in it (ESC ] 0 ; ... BEL retitles the
+# window, ESC [ 2 J clears it, a C1 CSI does the same without an ESC).  Whatever prints them
+# writes them through :func:`escape_text`, which turns every such character into a visible
+# escape.  Backslashes are left alone, so escaping twice changes nothing.
+
+# C0 controls, DEL and C1 controls; the line and paragraph separators; the bidirectional
+# embeddings, overrides and isolates that reorder what a terminal shows (Trojan Source).
+_CONTROL_CODES = (
+    list(range(0x20)) + list(range(0x7F, 0xA0)) + [0x2028, 0x2029]
+    + list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+)
+_ESCAPES = {c: ("\\x%02x" % c if c < 0x100 else "\\u%04x" % c) for c in _CONTROL_CODES}
+_ESCAPES_MULTILINE = {c: e for c, e in _ESCAPES.items() if c != 0x0A}
+
+
+def escape_text(text: object, multiline: bool = False) -> str:
+    """``text`` safe to print on a terminal: control characters as visible escapes (``\\x1b``).
+
+    ``multiline`` keeps line feeds (for a whole rendered report); otherwise they
+    are escaped too, so a table cell or a one-line field stays one line.  Lone
+    surrogates, which no encoder writes, become ``\\udcxx``.
+
+    >>> escape_text("host\\x1b]0;pwned\\x07"), escape_text("a\\nb"), escape_text("a\\nb", multiline=True)
+    ('host\\\\x1b]0;pwned\\\\x07', 'a\\\\x0ab', 'a\\nb')
+    """
+    value = str(text).translate(_ESCAPES_MULTILINE if multiline else _ESCAPES)
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def escape_strings(value: Any, multiline: bool = False) -> Any:
+    """A copy of the JSON-like ``value`` with every string in it (keys too) passed through :func:`escape_text`."""
+    if isinstance(value, str):
+        return escape_text(value, multiline)
+    if isinstance(value, Mapping):
+        return {escape_text(k, multiline) if isinstance(k, str) else k: escape_strings(v, multiline) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escape_strings(v, multiline) for v in value]
+    return value

@@ -1,8 +1,9 @@
 """``wakelab compare``: is a run faster or slower than a baseline, arm by arm?
 
 The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`;
-this module parses the options, renders the text table or the JSON document,
-and picks the exit status (0 compared, 1 a regression beyond
+this module parses the options, renders the text table or the JSON document
+(every string from the evidence escaped for the terminal, see
+:func:`wakelab.formatting.escape_text`), and picks the exit status (0 compared, 1 a regression beyond
 ``--fail-on-regression``, 2 bad input or runs that are not comparable).
 """
 
@@ -18,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import whole_number
 from wakelab.errors import UsageError
+from wakelab.formatting import escape_text
 
 EXIT_REGRESSION = 1
 COMPARE_SCHEMA = "wakelab.analysis.compare"
@@ -242,9 +244,9 @@ def format_comparison(comparison: Any) -> List[str]:
     from wakelab.report.text import bullets, format_table
 
     a, b = comparison.baseline.label, comparison.other.label
-    lines = ["%s AGAINST %s" % (b, a)]
+    lines = [escape_text("%s AGAINST %s" % (b, a))]
     # One line each, however long: easy to grep in a CI log.
-    lines.extend("  warning: " + warning for warning in comparison.warnings)
+    lines.extend("  warning: " + escape_text(warning) for warning in comparison.warnings)
     for header, rows in (_latency_rows(comparison), _rate_rows(comparison)):
         if rows:
             lines.append("")
@@ -264,7 +266,7 @@ def format_comparison(comparison: Any) -> List[str]:
             listed.append("%s: %s" % (arm.name, note))
     if listed:
         lines.append("")
-        lines.extend(bullets(listed))
+        lines.extend(bullets([escape_text(item) for item in listed]))
     return lines
 
 
@@ -273,9 +275,9 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     """The text report: the runs, one block per run against the baseline, the regression check, a legend."""
     from wakelab.report.text import bullets, wrap
 
-    out = ["wakelab compare: %s against baseline %s" % (", ".join(r.label for r in runs[1:]), runs[0].label), ""]
+    out = [escape_text("wakelab compare: %s against baseline %s" % (", ".join(r.label for r in runs[1:]), runs[0].label)), ""]
     for run in runs:
-        out.extend(wrap("%s  %s  (%s)" % (run.label, run.source, run.describe())))
+        out.extend(wrap(escape_text("%s  %s  (%s)" % (run.label, run.source, run.describe()))))
     for comparison in comparisons:
         out.append("")
         out.extend(format_comparison(comparison))
@@ -292,7 +294,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
             items.append("pass: no arm is significantly slower than %s by more than %g%%"
                          % (runs[0].label, args.fail_on_regression))
         items.extend("not checked: %s" % text for text in unchecked)
-        out.extend(bullets(items))
+        out.extend(bullets([escape_text(item) for item in items]))
     out.append("")
     out.append("HOW TO READ")
     level = "%g%%" % round(100 * settings.confidence, 6)
@@ -309,5 +311,5 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         "placement, clock frequency, other load) is not in them: repeat a run before trusting a small change.",
     ]))
     out.append("")
-    return "\n".join(out)
+    return escape_text("\n".join(out), multiline=True)
 

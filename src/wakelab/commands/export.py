@@ -47,6 +47,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     elif args.output:
         write_export(export, exporter, args.output)
     else:
-        sys.stdout.write(export.files[0].text)
+        from wakelab.formatting import escape_text
+
+        sys.stdout.write(escape_text(export.files[0].text, multiline=True))
         sys.stdout.flush()
     return EXIT_OK

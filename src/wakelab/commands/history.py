@@ -4,6 +4,10 @@
 p50 and p99 in every recorded run (across interpreters and machines);
 ``wakelab history add RUN ...`` records existing bundles.  The database is
 ``wakelab.history``'s; see there for where it lives and how it stays safe.
+
+Hostnames, lab ids, folders and the rest come from the evidence (or from the
+command line): the text output escapes every control character in them
+(:func:`wakelab.formatting.escape_text`); ``--json`` escapes them as JSON does.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import whole_number
 from wakelab.errors import UsageError
+from wakelab.formatting import escape_text
 
 LIMIT_RANGE = (1, 1_000_000)
 JSON_SCHEMA_VERSION = 1
@@ -86,7 +91,7 @@ def format_runs(runs: Sequence[Any], db_path: str) -> str:
     from wakelab.history import interpreter_label
 
     if not runs:
-        return "no runs recorded in %s\n" % db_path
+        return "no runs recorded in %s\n" % escape_text(db_path)
     rows = []
     for run in runs:
         arms = str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok)
@@ -104,16 +109,17 @@ def format_runs(runs: Sequence[Any], db_path: str) -> str:
         )
     header = ["id", "started (UTC)", "lab", "interpreter", "host", "complete", "arms", "folder"]
     plural = "run" if len(runs) == 1 else "runs"
-    lines = ["HISTORY %s: %d %s, newest first" % (db_path, len(runs), plural)]
+    lines = [escape_text("HISTORY %s: %d %s, newest first" % (db_path, len(runs), plural))]
     lines += _left_table(header, rows, right={0, 6})
-    return "\n".join(lines) + "\n"
+    return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
 def _left_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int]) -> List[str]:
-    """A table whose columns are left-aligned except those in ``right``."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    """A table whose columns are left-aligned except those in ``right`` (cells escaped: one line each)."""
+    table = [[escape_text(c) for c in row] for row in [header, *rows]]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     out = []
-    for row in [header, *rows]:
+    for row in table:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
         out.append("  " + "  ".join(cells).rstrip())
     return out
@@ -151,7 +157,7 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str) -> str:
     )
     plural = "run" if len(points) == 1 else "runs"
     unit = "ops/s is the median round" if rate else "times in µs"
-    lines = ["ARM %s (%s): %d %s, oldest first; %s" % (arm, identity, len(points), plural, unit)]
+    lines = [escape_text("ARM %s (%s): %d %s, oldest first; %s" % (arm, identity, len(points), plural, unit))]
     labels = _condition_labels(points)
     varied = len({_conditions_key(p.conditions) for p in points}) > 1
     header = ["run", "started (UTC)", "lab", "interpreter", "host"]
@@ -181,9 +187,9 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str) -> str:
     lines += _left_table(header, rows, right={0} | numeric)
     if varied:
         for key, label in labels.items():
-            lines += wrap("conditions %s: %s" % (label, key))
+            lines += wrap(escape_text("conditions %s: %s" % (label, key)))
     elif labels:
-        lines += wrap("conditions (every run): %s" % next(iter(labels)))
+        lines += wrap(escape_text("conditions (every run): %s" % next(iter(labels))))
     hosts = {p.hostname for p in points}
     if len(hosts) > 1 or varied:
         spans = []
@@ -196,7 +202,7 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str) -> str:
             "states: compare rows of one host under the same conditions." % " and ".join(spans),
             indent="",
         )
-    return "\n".join(lines) + "\n"
+    return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -228,6 +234,14 @@ def cmd_history(args: argparse.Namespace) -> int:
     filters = _filters(args)
     if args.arm is None:
         runs = history.list_runs(db_path, filters)
+        if not runs and args.lab is not None:
+            from wakelab.core.registry import did_you_mean
+            from wakelab.labs import CUSTOM_ID, all_labs
+
+            known = [lab.id for lab in all_labs()] + [CUSTOM_ID] + [alias for lab in all_labs() for alias in lab.aliases]
+            suggestion = did_you_mean(args.lab, known)
+            if args.lab not in known and suggestion:
+                raise UsageError("no recorded run of lab %r (%s)" % (args.lab, suggestion))
         if args.json:
             doc = {"schema": "wakelab.history.runs", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
                    "runs": [r.to_dict() for r in runs]}
@@ -239,6 +253,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not points:
         known = history.recorded_arms(db_path)
         if known and args.arm not in known:
+            from wakelab.core.registry import did_you_mean
+
+            suggestion = did_you_mean(args.arm, known)
+            if suggestion:
+                raise UsageError("no recorded run has arm %r (%s); recorded arms: %s" % (args.arm, suggestion, ", ".join(known)))
             raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
     if args.json:
         doc = {"schema": "wakelab.history.trend", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
@@ -247,9 +266,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     elif points:
         sys.stdout.write(format_trend(args.arm, points, db_path))
     elif _has_runs(db_path):
-        sys.stdout.write("no recorded run of arm %s matches the filters\n" % args.arm)
+        sys.stdout.write("no recorded run of arm %s matches the filters\n" % escape_text(args.arm))
     else:
-        sys.stdout.write("no runs recorded in %s\n" % db_path)
+        sys.stdout.write("no runs recorded in %s\n" % escape_text(db_path))
     return EXIT_OK
 
 
@@ -279,6 +298,6 @@ def cmd_history_add(args: argparse.Namespace) -> int:
         return EXIT_OK
     words = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
     for result, folder in results:
-        sys.stdout.write("%s: %s\n" % (os.path.realpath(folder), words[result.action] % result.run_id))
-    sys.stdout.write("history: %s\n" % db_path)
+        sys.stdout.write("%s: %s\n" % (escape_text(os.path.realpath(folder)), words[result.action] % result.run_id))
+    sys.stdout.write("history: %s\n" % escape_text(db_path))
     return EXIT_OK

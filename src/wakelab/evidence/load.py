@@ -1,24 +1,43 @@
 """Loading and validating evidence (analysis side: uses jsonschema, imported lazily).
 
 Anything that is not a well-formed summary of a schema this wakelab knows --
-a missing file, a truncated one, wrong types, NaN, absurd nesting -- becomes
-an :class:`EvidenceError` with one line saying what and where.
+a missing file, a truncated one, wrong types, NaN, a number beyond float range
+(``1e400``), absurd nesting -- becomes an :class:`EvidenceError` with one line
+saying what and where.
+
+What is read, and how much.  A bundle is a folder someone else may have made,
+so every file is opened by :func:`read_evidence_file`, which reads only a
+regular file (never a FIFO, which would block, nor a device such as
+``/dev/zero``, which never ends), only inside the bundle's folder once every
+symlink is resolved (a ``samples/`` linked elsewhere is refused), and at most
+a fixed size: summary.json and matrix.json 32 MiB, a samples file 512 MiB
+(:data:`MAX_SUMMARY_BYTES`, :data:`MAX_MATRIX_BYTES`, :data:`MAX_SAMPLES_BYTES`).
+The type is checked with ``stat`` before the file is opened (opening some
+devices has effects of its own), and again with ``fstat`` on the descriptor,
+opened with ``O_NONBLOCK``, so a file swapped in between is caught without
+ever blocking; the size comes from that ``fstat`` and no more than the cap
+plus one byte is read.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-from typing import Any, Dict
+import stat
+from typing import Any, Dict, Union
 
 from wakelab.errors import EvidenceError, one_line
 from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON
 
 # A summary of a thousand arms is well under this; anything larger is not ours.
 MAX_SUMMARY_BYTES = 32 * 1024 * 1024
+# A grid's matrix holds one row per arm and cell: a summary's size is plenty.
+MAX_MATRIX_BYTES = MAX_SUMMARY_BYTES
 # 10 million samples written compactly stay well under this.
 MAX_SAMPLES_BYTES = 512 * 1024 * 1024
+_MIB = 1024 * 1024
 _SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "summary.schema.json")
 
 
@@ -32,10 +51,18 @@ def _reject_constant(name: str) -> float:
     raise ValueError("%s is not valid JSON" % name)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: valid JSON, but no float holds it
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError("the number %s is beyond the range of a float (non-finite numbers are refused)" % shown)
+    return value
+
+
 def parse_json(text: str, where: str) -> Any:
-    """Strict JSON: NaN/Infinity, absurd nesting and absurd integers are errors."""
+    """Strict JSON: NaN/Infinity, numbers beyond float range, absurd nesting and absurd integers are errors."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise EvidenceError("%s is not valid JSON (line %d, column %d: %s)" % (where, exc.lineno, exc.colno, exc.msg)) from None
     except RecursionError:
@@ -65,6 +92,8 @@ def _check_values(value: Any, where: str, path: str = "") -> None:
             _check_text(item, where, at)
         elif isinstance(item, int) and not isinstance(item, bool) and not -_INT_LIMIT < item < _INT_LIMIT:
             raise EvidenceError("%s is not valid evidence: a number at %s is too large" % (where, at or "top level"))
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise EvidenceError("%s is not valid evidence: the number at %s is not finite (%r)" % (where, at or "top level", item))
 
 
 def _check_text(text: str, where: str, at: str) -> None:
@@ -72,6 +101,87 @@ def _check_text(text: str, where: str, at: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise EvidenceError("%s is not valid evidence: a string at %s is not valid Unicode" % (where, at or "top level")) from None
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([folder, path]) == folder
+
+
+def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Union[bytes, bytearray]:
+    """The bytes of ``path``, a regular file inside ``folder``, at most ``max_bytes`` of them.
+
+    ``what`` names the file in messages ("a wakelab summary").  Raises
+    :class:`EvidenceError` for a missing file, anything but a regular file
+    (checked before opening and again on the open descriptor, which is opened
+    non-blocking), a path that leads outside ``folder`` once symlinks are
+    resolved, or a file larger than ``max_bytes``; it never blocks and never
+    reads more than ``max_bytes + 1`` bytes.
+    """
+    try:
+        real = os.path.realpath(path)
+        real_folder = os.path.realpath(folder)
+        info = os.stat(real)
+        if not stat.S_ISREG(info.st_mode):
+            shown = "" if real == os.path.abspath(path) else " (it leads to %s)" % real
+            raise EvidenceError("%s is %s%s, not a regular file: evidence is read only from regular files" % (
+                path, _kind(info.st_mode), shown))
+        if not _inside(real, real_folder):
+            raise EvidenceError("%s leads outside the bundle (to %s): evidence is read only from files inside %s" % (
+                path, real, folder))
+        # O_NOFOLLOW: the resolved path must still be the file, not a link put there since.
+        fd = os.open(real, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise EvidenceError("%s: no such file" % path) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise EvidenceError("cannot read %s: %s" % (path, getattr(exc, "strerror", None) or exc)) from None
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise EvidenceError("%s changed while it was being opened: read it again" % path)
+        if opened.st_size > max_bytes:
+            raise EvidenceError("%s is %d bytes, more than the %d MiB %s can be" % (
+                path, opened.st_size, max_bytes // _MIB, what))
+        # One buffer of the size fstat gave (plus one byte, to see a file that grew), filled in
+        # place: a large samples file is not copied again on its way in.
+        buffer = bytearray(opened.st_size + 1)
+        view = memoryview(buffer)
+        got = 0
+        try:
+            while True:
+                if got == len(buffer):  # it grew since fstat: read on, up to the cap plus one byte
+                    if got > max_bytes:
+                        break
+                    view.release()
+                    buffer.extend(bytes(min(len(buffer), max_bytes + 1 - got)))
+                    view = memoryview(buffer)
+                count = os.readv(fd, [view[got:]])
+                if not count:
+                    break
+                got += count
+        finally:
+            view.release()
+    except OSError as exc:
+        raise EvidenceError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    finally:
+        os.close(fd)
+    if got > max_bytes:
+        raise EvidenceError("%s grew past the %d MiB %s can be while it was read" % (path, max_bytes // _MIB, what))
+    del buffer[got:]
+    return buffer
 
 
 def resolve_summary_path(path: str) -> str:
@@ -82,16 +192,9 @@ def resolve_summary_path(path: str) -> str:
 def load_summary(path: str) -> Dict[str, Any]:
     """Read and validate a summary.json (or the one in folder ``path``)."""
     target = resolve_summary_path(path)
-    try:
-        size = os.path.getsize(target)
-        if size > MAX_SUMMARY_BYTES:
-            raise EvidenceError("%s is %d bytes, too large to be a wakelab summary" % (target, size))
-        with open(target, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise EvidenceError("%s: no such file (give an evidence folder or its summary.json)" % target) from None
-    except OSError as exc:
-        raise EvidenceError("cannot read %s: %s" % (target, exc.strerror or exc)) from None
+    if not os.path.lexists(target):
+        raise EvidenceError("%s: no such file (give an evidence folder or its summary.json)" % target)
+    raw = read_evidence_file(target, os.path.dirname(os.path.abspath(target)), MAX_SUMMARY_BYTES, "a wakelab summary")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -145,15 +248,15 @@ def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
     if not isinstance(relative, str) or not relative:
         raise EvidenceError("arm %r has no samples file (status: %s)" % (entry.get("name"), entry.get("status")))
     path = os.path.normpath(os.path.join(folder, relative))
-    if os.path.commonpath([os.path.abspath(folder), os.path.abspath(path)]) != os.path.abspath(folder):
+    if not _inside(os.path.abspath(path), os.path.abspath(folder)):
         raise EvidenceError("arm %r: samples file %r points outside the bundle" % (entry.get("name"), relative))
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_SAMPLES_BYTES + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
-        raise EvidenceError("cannot read %r: %s" % (path, getattr(exc, "strerror", None) or exc)) from None
-    if len(raw) > MAX_SAMPLES_BYTES:
-        raise EvidenceError("%s is too large to be a wakelab samples file" % path)
+        missing = not os.path.lexists(path)
+    except ValueError:  # a NUL byte in the name
+        missing = False
+    if missing:
+        raise EvidenceError("cannot read %s: no such file (arm %s's samples)" % (path, entry.get("name")))
+    raw = read_evidence_file(path, folder, MAX_SAMPLES_BYTES, "a wakelab samples file")
     try:
         doc = parse_json(raw.decode("utf-8"), path)
     except UnicodeDecodeError:
@@ -182,10 +285,14 @@ _MATRIX_SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "matrix.schema.jso
 
 
 def is_grid_folder(path: str) -> bool:
-    """True for the folder of a grid run (matrix.json and no summary.json of its own)."""
+    """True for the folder of a grid run (matrix.json and no summary.json of its own).
+
+    A matrix.json that is not a regular file still makes a grid folder, so that
+    :func:`load_matrix` says what is wrong with it.
+    """
     return (
         os.path.isdir(path)
-        and os.path.isfile(os.path.join(path, MATRIX_JSON))
+        and os.path.lexists(os.path.join(path, MATRIX_JSON))
         and not os.path.exists(os.path.join(path, SUMMARY_JSON))
     )
 
@@ -195,13 +302,7 @@ def load_matrix(folder: str) -> Dict[str, Any]:
     import jsonschema
 
     target = os.path.join(folder, MATRIX_JSON)
-    try:
-        with open(target, "rb") as fh:
-            raw = fh.read(MAX_SUMMARY_BYTES + 1)
-    except OSError as exc:
-        raise EvidenceError("cannot read %s: %s" % (target, exc.strerror or exc)) from None
-    if len(raw) > MAX_SUMMARY_BYTES:
-        raise EvidenceError("%s is too large to be a wakelab matrix" % target)
+    raw = read_evidence_file(target, folder, MAX_MATRIX_BYTES, "a wakelab matrix")
     try:
         doc = parse_json(raw.decode("utf-8"), target)
     except UnicodeDecodeError:

@@ -1,11 +1,15 @@
-"""``matrix.txt``: a grid of runs side by side, one table per arm (stdlib only)."""
+"""``matrix.txt``: a grid of runs side by side, one table per arm (stdlib only).
+
+Strings from the matrix document are escaped as in summary.txt
+(:func:`wakelab.formatting.escape_text`): no control character is printed.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import NativeRatio, native_ratio
-from wakelab.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, escape_text, format_rate, format_ratio, format_us
 from wakelab.report.text import NATIVE_LEGEND, format_native_cell, format_table, wrap
 
 
@@ -19,12 +23,12 @@ def _interpreter_cell(interp: Mapping[str, Any]) -> str:
 
 
 def format_matrix(doc: Mapping[str, Any]) -> str:
-    """The whole matrix.txt for a matrix document."""
+    """The whole matrix.txt for a matrix document, every string from it escaped (cells, headings, the whole)."""
     lab: Mapping[str, Any] = doc.get("lab") or {}
     cells: Sequence[Mapping[str, Any]] = doc.get("cells") or []
     out: List[str] = [
-        "%s -- side by side" % (lab.get("title") or lab.get("id")),
-        "started %s · %d cells · %s" % (doc.get("started_utc"), len(cells), "complete" if doc.get("complete") else "INCOMPLETE"),
+        escape_text("%s -- side by side" % (lab.get("title") or lab.get("id"))),
+        escape_text("started %s · %d cells · %s" % (doc.get("started_utc"), len(cells), "complete" if doc.get("complete") else "INCOMPLETE")),
         "",
         "CELLS",
     ]
@@ -48,7 +52,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
     ratios = matrix_native_ratios(doc)
     for arm in arms:
         name, arm_rows = arm.get("name"), arm.get("rows") or []
-        out += ["", "%s" % name]
+        out += ["", escape_text(name)]
         kind = next((r.get("kind") for r in arm_rows if r.get("kind")), "latency")
         if kind == "rate":
             base = next((r["rate"]["ops_per_s"] for r in arm_rows if r.get("rate")), None)
@@ -108,7 +112,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
         "caveats and warnings). 'worker spread' is the largest worker median over the smallest.",
         "",
     )
-    return "\n".join(out) + "\n"
+    return escape_text("\n".join(out), multiline=True) + "\n"
 
 
 def matrix_native_ratios(doc: Mapping[str, Any]) -> Dict[str, Dict[str, NativeRatio]]:

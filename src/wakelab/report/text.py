@@ -4,6 +4,11 @@ Order: verdict up front, the lead table, the lab-honesty block, methodology,
 what each arm times, caveats, limits, and the command that reproduces it.
 Everything is computed from the document, so ``wakelab show`` can re-render
 any bundle.  Stdlib only (the runner renders it while measuring).
+
+Every string of the document is evidence from outside (a note, a hostname, a
+reason): it is rendered through :func:`wakelab.formatting.escape_text`, so no
+control character reaches summary.txt or a terminal, and a table cell or a
+heading stays on its line.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from wakelab.analysis.caveats import (
     waiter_at_t0,
 )
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
 WIDTH = 100
 
@@ -40,12 +45,16 @@ def bullets(items: Sequence[str]) -> List[str]:
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1) -> List[str]:
-    """Plain text table; the first ``align_left`` columns are left-aligned."""
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    """Plain text table; the first ``align_left`` columns are left-aligned.
+
+    Each cell is escaped (:func:`~wakelab.formatting.escape_text`): one line, no control characters.
+    """
+    table = [[escape_text(c) for c in row] for row in [header, *rows]]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     out = []
-    for row in [header, *rows]:
+    for row in table:
         cells = [
-            str(c).ljust(w) if i < align_left else str(c).rjust(w)
+            c.ljust(w) if i < align_left else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths))
         ]
         out.append("  " + "  ".join(cells).rstrip())
@@ -281,19 +290,22 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
         items[-1] += " Harness bookkeeping: %s ns per sample against %s ns for a bare pair (%s×)." % (
             harness.get("per_sample_ns"), harness.get("bare_pair_ns"), harness.get("overhead_ratio"))
     execution: Mapping[str, Any] = summary.get("execution") or {}
+    in_process = execution.get("mode") == "in-process"
     if execution:
+        workers = execution.get("workers")
         items.append(
             "Execution: %s."
-            % ("in the runner's own process" if execution.get("mode") == "in-process"
-               else "%s fresh worker process(es) per arm, wakes split between them and pooled" % execution.get("workers"))
+            % ("in the runner's own process" if in_process
+               else "%s fresh worker process%s per arm, wakes split between them and pooled" % (workers, "" if workers == 1 else "es"))
         )
     if params.get("mode") == "open":
         timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
     else:
         timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % params.get("settle_us")
     items.append(
-        "Timing: %s; %s warm-up wakes discarded per latency arm (in each worker) and %s short warm-up round(s) per rate arm; every wait "
-        "times out after %s s (a lost wake)." % (timing, params.get("warmup"), params.get("warmup_rounds"), params.get("timeout_s"))
+        "Timing: %s; %s warm-up wakes discarded per latency arm%s and %s short warm-up round(s) per rate arm; every wait "
+        "times out after %s s (a lost wake)." % (timing, params.get("warmup"), "" if in_process else " (in each worker)",
+                                                 params.get("warmup_rounds"), params.get("timeout_s"))
     )
     placement = params.get("placement") or "any"
     if placement == "any":
@@ -483,7 +495,8 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
-    """The whole summary.txt for ``summary``."""
+    """The whole summary.txt for ``summary``, every string from it escaped (no control characters)."""
+    summary = escape_strings(summary, multiline=True)  # line feeds kept for wrapped text; cells and headings escape them
     lab: Mapping[str, Any] = summary.get("lab") or {}
     interp: Mapping[str, Any] = summary.get("interpreter") or {}
     tool: Mapping[str, Any] = summary.get("tool") or {}
@@ -496,9 +509,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     else:
         state = "IN PROGRESS (or stopped before the end)"
     out: List[str] = [
-        str(lab.get("title") or lab.get("id")),
-        "wakelab %s · %s · %s %s · %s"
-        % (tool.get("version"), summary.get("started_utc"), interp.get("implementation"), interp.get("version"), state),
+        escape_text(lab.get("title") or lab.get("id")),
+        escape_text("wakelab %s · %s · %s %s · %s"
+                    % (tool.get("version"), summary.get("started_utc"), interp.get("implementation"), interp.get("version"), state)),
         "",
     ]
     if lab.get("question"):
@@ -527,9 +540,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         sections.append(("NOTES", bullets([format_warning(w) for w in notes])))
     if lab.get("limits"):
         sections.append(("LIMITS", bullets(lab["limits"])))
-    sections.append(("REPRODUCE", ["  " + c for c in reproduce_commands(summary)]))
+    sections.append(("REPRODUCE", ["  " + escape_text(c) for c in reproduce_commands(summary)]))
     for title, body in sections:
         out.append(title)
         out.extend(body)
         out.append("")
-    return "\n".join(out)
+    return escape_text("\n".join(out), multiline=True)
