@@ -339,6 +339,14 @@ def test_stdout_output(run_dir: str, capsys) -> None:
     assert out.startswith("<!DOCTYPE html>")
 
 
+def test_control_characters_from_evidence_are_shown_not_sent() -> None:
+    """An escape sequence in a note reaches the page as visible text, never as raw bytes."""
+    summary = place(build_lab135_summary(), "\x1b]0;pwned\x07\x1b[2J\x9b1m")
+    page = report_html.render_caveats(summary) + report_html.render_honesty(summary) + report_html.render_verdict(summary)
+    assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7F <= ord(ch) < 0xA0 for ch in page)
+    assert "\\x1b]0;pwned\\x07" in page
+
+
 def place(summary: Dict[str, Any], text: str) -> Dict[str, Any]:
     """``text`` in every free-text field the sections render."""
     summary["note"] = text

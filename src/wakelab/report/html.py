@@ -36,7 +36,7 @@ from wakelab.analysis.caveats import (
     native_ratios,
     waiter_at_t0,
 )
-from wakelab.formatting import DASH, format_ns, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, escape_text, format_ns, format_rate, format_ratio, format_us
 from wakelab.report.text import (
     FAMILY_TITLES,
     NATIVE_LEGEND,
@@ -91,8 +91,12 @@ def load_run(path: str) -> RunEvidence:
 
 
 def esc(value: object) -> str:
-    """Evidence text made safe to place in HTML (element content or a quoted attribute)."""
-    return html.escape(str(value), quote=True)
+    """Evidence text made safe to place in HTML (element content or a quoted attribute).
+
+    Control characters become visible escapes (``\\x1b``) first, so that a page printed
+    to a terminal (``-o -``) cannot carry an escape sequence, and the page shows what is there.
+    """
+    return html.escape(escape_text(str(value), multiline=True), quote=True)
 
 
 def _plain(value: object) -> str:
