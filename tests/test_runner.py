@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 
 import pytest
 
@@ -11,7 +12,7 @@ import wakelab.core.registry as registry
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
 from wakelab.evidence.load import load_summary
 from wakelab.report.text import format_summary
-from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, is_complete, run_plan
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, interruption_reason, is_complete, run_plan
 from wakelab.labs import LAB_135
 from wakelab.analysis.stats import percentile
 
@@ -183,3 +184,24 @@ def test_no_switch_interval_tail_is_looked_for_without_busy_threads(tmp_path, ti
     summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-tail",)))
     assert summary["arms"][0]["quality"] == {"populations": None, "switch_interval_tail": None}
     assert not [w for w in summary["warnings"] if w["kind"] == "switch-interval-tail"]
+
+
+def test_a_signal_carried_by_the_interrupt_is_named(tmp_path, tiny_params, monkeypatch, clean_state) -> None:
+    # The CLI turns SIGTERM and SIGHUP into a KeyboardInterrupt with ``signum``: the run ends as on
+    # Ctrl-C, and the arm's reason names the signal.
+    class Terminated(KeyboardInterrupt):
+        signum = signal.SIGTERM
+
+    def terminate(params):
+        raise Terminated()
+
+    registry.all_arms()
+    monkeypatch.setitem(registry._REGISTRY, "fake-sigterm", _fake("fake-sigterm", terminate))
+    with pytest.raises(RunInterrupted) as caught:
+        run_plan(_plan(tmp_path, tiny_params, arms=("event", "fake-sigterm")))
+    assert caught.value.signum == signal.SIGTERM
+    summary = load_summary(str(tmp_path))
+    assert summary["complete"] is False and summary["interrupted"] is True
+    assert [(a["status"], a["reason"]) for a in summary["arms"]] == [("ok", None), ("interrupted", "interrupted by SIGTERM")]
+    assert interruption_reason(signal.SIGINT) == "interrupted by the user (Ctrl-C)"
+    assert interruption_reason(signal.SIGHUP) == "interrupted by SIGHUP"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -186,3 +187,32 @@ def test_a_short_worker_reply_is_an_arm_failure() -> None:
     assert len(pool.requests) == 1
     full = _ReplyingPool(RawLatency(samples_ns=(5, 6, 7), lost=1, warmup_discarded=2))
     assert len(workers.run_workers("event", SMALL, Conditions(), workers=3, pool=full)) == 3  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_die_with_parent_sets_the_death_signal_and_checks_the_parent() -> None:
+    code = (
+        "import ctypes, os, signal, sys\n"
+        "sys.path[:0] = [%r]\n"
+        "from wakelab.harness.worker import die_with_parent\n"
+        "assert die_with_parent(signal.SIGTERM, os.getppid()) is True\n"
+        "got = ctypes.c_int()\n"
+        "assert ctypes.CDLL(None).prctl(2, ctypes.byref(got), 0, 0, 0) == 0  # PR_GET_PDEATHSIG\n"
+        "assert die_with_parent(signal.SIGKILL, os.getppid() + 1) is False  # re-parented: the parent is gone\n"
+        "print(got.value)\n"
+    ) % workers.package_parent()
+    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, "%d\n" % signal.SIGTERM), result.stderr
+
+
+def test_workers_are_told_this_process_as_their_parent(monkeypatch) -> None:
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(list(args))
+        return real_popen(args, **kwargs)
+
+    monkeypatch.setattr(workers.subprocess, "Popen", popen)
+    workers.run_workers("event", SMALL, Conditions(), workers=1)
+    assert started[0][-3:] == ["--parent-pid", str(os.getpid()), "--serve"]

@@ -3,38 +3,129 @@
 Only this module and ``wakelab.commands`` print or exit; the library raises.
 Exit status: 0 the command did its work (a run may still have lost wakes or
 skipped arms: see ``complete`` in summary.json), 1 an arm failed, 2 bad input
-(one line on stderr), 130 interrupted (the partial evidence is kept,
+(one line on stderr), 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
+SIGHUP (a run keeps the partial evidence: ``interrupted: true``,
 ``complete: false``).
+
+Signals
+-------
+While a command runs, SIGTERM and SIGHUP end it the way Ctrl-C does: their
+handler raises :class:`Terminated`, a ``KeyboardInterrupt`` that carries the
+signal's number, so every ``finally`` and every Ctrl-C path runs for them too
+(the runner kills its workers, marks the arm it was measuring interrupted and
+writes the evidence so far), and the exit status then names the signal.  A
+second one while that is under way ends the process at once, as the signal
+would have.  A signal that was ignored when wakelab started (``nohup``), or
+that already had a handler, is left alone; the handlers are restored when the
+command returns.
+
+A Ctrl-C before the command's own handling is in place prints one line too,
+never a traceback: this module imports next to nothing when it loads, and
+:func:`main` does everything else (argparse, the command modules) inside its
+``KeyboardInterrupt`` handler; ``python -m wakelab`` guards the import of this
+module.  What is left is the interpreter's own start-up, before any of
+wakelab runs.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-from typing import NoReturn, Optional, Sequence
 
-from wakelab import __version__
-from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, command_modules
-from wakelab.errors import WakelabError, one_line
+# Nothing else is imported at load time, not even wakelab's own modules or signal (it loads
+# enum): each import here would widen the window in which a Ctrl-C gives a traceback (see the
+# module docstring).  Type names only below; type checkers take the branch.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from types import FrameType
+    from typing import Dict, List, NoReturn, Optional, Sequence
+
+# Signals that end a command like Ctrl-C (see the module docstring), by name: not every
+# platform has SIGHUP.
+TERMINATING_SIGNALS = ("SIGTERM", "SIGHUP")
+SIGINT = 2  # the same on every platform Python runs on
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad command line gives one line on stderr, not usage plus error."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a command; ``signum`` says which.
 
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
+    A ``KeyboardInterrupt``, so that it passes every ``except Exception`` and
+    takes the same way out as Ctrl-C; the runner reads ``signum`` to say which
+    signal interrupted the run.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return "signal %d" % signum
+
+
+def install_terminating_handlers(received: List[int]) -> Dict[int, object]:
+    """Make SIGTERM and SIGHUP raise :class:`Terminated`; the handlers they had, to restore.
+
+    ``received`` collects the signals that came.  Only a signal at its default
+    disposition is taken over, and only from the main thread (elsewhere
+    nothing is installed).
+    """
+    import signal
+
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
+        if received:  # the first one's clean ending is under way: stop now, as the signal would
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        received.append(signum)
+        raise Terminated(signum)
+
+    previous: Dict[int, object] = {}
+    for name in TERMINATING_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None or signal.getsignal(signum) is not signal.SIG_DFL:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread: signals are not ours to handle
+            break
+    return previous
+
+
+def restore_handlers(previous: Dict[int, object]) -> None:
+    import signal
+
+    for signum, old in previous.items():
+        signal.signal(signum, old)  # type: ignore[arg-type]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+    import importlib
+
+    from wakelab import __version__
+    from wakelab.commands import EXIT_USAGE, command_modules
+
+    class _Parser(argparse.ArgumentParser):
+        """argparse, but a bad command line gives one line on stderr, not usage plus error."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
+
     parser = _Parser(
         prog="wakelab",
         description=(
             "How long does it take to wake a waiter in Python, on this machine and interpreter? "
             "Measures per-wake latency (percentiles, not an average) and writes the evidence."
         ),
-        epilog="Exit status: 0 done, 1 an arm failed, 2 bad input, 130 interrupted (partial evidence kept).",
+        epilog="Exit status: 0 done, 1 an arm failed, 2 bad input, 130 interrupted (Ctrl-C), 143 SIGTERM, "
+               "129 SIGHUP (partial evidence kept).",
     )
     parser.add_argument("--version", action="version", version="wakelab " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -44,24 +135,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _dispatch(argv: List[str]) -> int:
+    from wakelab.commands import EXIT_OK, EXIT_USAGE
+    from wakelab.errors import WakelabError, one_line
+
+    args = build_parser().parse_args(argv)
     args.argv = argv
     try:
         return int(args.handler(args))
     except WakelabError as exc:
         sys.stderr.write("wakelab: error: %s\n" % one_line(str(exc)))
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("wakelab: interrupted\n")
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Survive `| head`: stop quietly, and keep Python from complaining at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the wakelab command line ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    received: List[int] = []
+    try:
+        previous = install_terminating_handlers(received)
+        try:
+            status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            restore_handlers(previous)
+    except KeyboardInterrupt as exc:
+        signum = int(getattr(exc, "signum", SIGINT))
+        sys.stderr.write("wakelab: interrupted%s\n" % ("" if signum == SIGINT else " by " + signal_name(signum)))
+        return 128 + signum  # exit_status_for_signal, which may not be imported yet
+    from wakelab.commands import EXIT_INTERRUPTED, exit_status_for_signal
+
+    if received and status == EXIT_INTERRUPTED:
+        # The command caught the Terminated and ended cleanly (run: "interrupted; the evidence
+        # so far ..."); its status says Ctrl-C, the signal was another.
+        return exit_status_for_signal(received[0])
+    return status
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ which returns an exit status.  Commands print; the library underneath never does
 
 from __future__ import annotations
 
-import pkgutil
-from typing import List
+TYPE_CHECKING = False  # type checkers take the branch; typing costs the CLI's start-up a few ms
+if TYPE_CHECKING:
+    from typing import List
 
 # ``wakelab --help`` lists these first, in this order; any other command module follows.
 PREFERRED_ORDER = ("run", "listing", "show", "compare", "report", "export", "history", "check")
@@ -15,11 +16,23 @@ PREFERRED_ORDER = ("run", "listing", "show", "compare", "report", "export", "his
 
 def command_modules() -> List[str]:
     """Names of the modules in this package that define a subcommand."""
+    import pkgutil  # here, not above: the CLI imports this package before it can handle Ctrl-C
+
     found = [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
     known = [name for name in PREFERRED_ORDER if name in found]
     return known + sorted(set(found) - set(known))
 
+
 EXIT_OK = 0
 EXIT_ARM_FAILED = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+# Ended by a signal, the partial evidence kept: 128 + the signal's number, as a shell reports a
+# process the signal killed.
+EXIT_INTERRUPTED = 130  # SIGINT (2): Ctrl-C
+EXIT_TERMINATED = 143  # SIGTERM (15)
+EXIT_HANGUP = 129  # SIGHUP (1)
+
+
+def exit_status_for_signal(signum: int) -> int:
+    """The exit status of a command ended by signal ``signum`` (130, 143, 129)."""
+    return 128 + int(signum)

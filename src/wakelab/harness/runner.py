@@ -2,7 +2,9 @@
 
 The runner never prints.  It reports progress through an optional callback
 and writes the evidence bundle after every arm, so a crash or Ctrl-C leaves a
-valid ``summary.json`` with ``complete: false``.  Exceptions from one arm are
+valid ``summary.json`` with ``complete: false``.  Any ``KeyboardInterrupt``
+ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
+raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
 
 By default each arm is measured in several fresh worker processes
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import signal
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -51,12 +54,33 @@ ProgressCallback = Callable[[str, Dict[str, Any]], None]
 
 
 class RunInterrupted(Exception):
-    """Ctrl-C during a run; ``summary`` is what was written (``complete: false``)."""
+    """Ctrl-C (or another signal) during a run; ``summary`` is what was written (``complete: false``).
 
-    def __init__(self, summary: Dict[str, Any], folder: str) -> None:
+    ``signum`` is the signal that interrupted it (``SIGINT`` for Ctrl-C).
+    """
+
+    def __init__(self, summary: Dict[str, Any], folder: str, signum: int = signal.SIGINT) -> None:
         super().__init__("run interrupted")
         self.summary = summary
         self.folder = folder
+        self.signum = signum
+
+
+def interrupting_signal(exc: BaseException) -> int:
+    """The signal behind a ``KeyboardInterrupt``: its ``signum`` if it carries one, else SIGINT."""
+    signum = getattr(exc, "signum", None)
+    return int(signum) if isinstance(signum, int) else int(signal.SIGINT)
+
+
+def interruption_reason(signum: int) -> str:
+    """What an interrupted arm's ``reason`` says."""
+    if signum == signal.SIGINT:
+        return "interrupted by the user (Ctrl-C)"
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = "signal %d" % signum
+    return "interrupted by %s" % name
 
 
 DEFAULT_WORKERS = 3
@@ -223,7 +247,8 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
-    Ctrl-C, after writing what was measured so far.
+    Ctrl-C (any ``KeyboardInterrupt``: see the module docstring), after
+    killing the workers and writing what was measured so far.
     """
     def emit(event: str, **info: object) -> None:
         if progress is not None:
@@ -263,14 +288,15 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
                 _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool)
                 write(summary)
             current = None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        signum = interrupting_signal(exc)
         if current is not None and current["status"] == PENDING:
             current["status"] = INTERRUPTED
-            current["reason"] = "interrupted by the user (Ctrl-C)"
+            current["reason"] = interruption_reason(signum)
         summary["interrupted"] = True
         _finish(summary, started)
         write(summary)
-        raise RunInterrupted(summary, plan.folder) from None
+        raise RunInterrupted(summary, plan.folder, signum) from None
     finally:
         if worker_pool is not None:
             worker_pool.close()

@@ -27,6 +27,31 @@ multiprocessing's forkserver), but none of them pays for starting an
 interpreter and importing the package -- which on a small VM costs more than
 a whole arm's worth of wakes.  The template never measures and never starts
 a thread, so forking it is safe.
+
+Dying with the parent
+---------------------
+No measuring process may outlive the run, however the runner ends (Ctrl-C,
+SIGTERM, SIGKILL, a crash).  The runner passes its pid (``--parent-pid``),
+and each process asks the kernel to signal it when its parent dies
+(``prctl(PR_SET_PDEATHSIG)`` through ctypes; Linux only), then re-checks
+``os.getppid()``, since the parent may have died before the request took
+effect:
+
+* a forked worker gets SIGKILL when the template dies;
+* the template gets SIGTERM when the runner dies, and its handler kills the
+  template's whole process group with SIGKILL: the worker, *and whatever the
+  arm started* (waiter children, the C floor and its child), which a plain
+  SIGKILL of the template alone would leave measuring on as orphans;
+* the template also treats end of input while a worker measures as the
+  runner gone (its stdin is a pipe only the runner writes: a liveness pipe
+  that works without prctl), and takes the group down the same way -- so a
+  client keeps the template's stdin open until its last reply has come;
+* when a worker dies without replying, the template kills the rest of its
+  group, which the worker can no longer reap;
+* ``--probe`` and the one-request mode get SIGKILL.
+
+The kernel sends the signal when the *thread* that started the process
+exits, not the process: the runner starts the template from its main thread.
 """
 
 from __future__ import annotations
@@ -34,10 +59,42 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import select
+import signal
 import sys
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 PROTOCOL = 1
+
+
+# prctl(2) option: the signal this process gets when its parent (thread) dies.
+PR_SET_PDEATHSIG = 1
+# The template's exit status when it finds its runner gone.
+EXIT_PARENT_GONE = 3
+
+_prctl: Optional[Callable[..., int]] = None
+
+
+def die_with_parent(signum: int, parent_pid: Optional[int]) -> bool:
+    """Have the kernel send ``signum`` to this process when its parent dies; False if it already has.
+
+    Linux only (``prctl(PR_SET_PDEATHSIG)`` through ctypes); elsewhere, or
+    without ctypes, nothing is set up.  ``parent_pid`` is the pid the parent
+    gave: once the request is in place, a different ``os.getppid()`` means the
+    parent died before it (the process was re-parented), and no signal will come.
+    """
+    global _prctl
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            if _prctl is None:
+                _prctl = ctypes.CDLL(None, use_errno=True).prctl
+            arg = ctypes.c_ulong  # prctl is variadic: every argument after the option is an unsigned long
+            _prctl(PR_SET_PDEATHSIG, arg(signum), arg(0), arg(0), arg(0))
+        except (ImportError, OSError, AttributeError):
+            pass  # no ctypes or no prctl: the template's liveness pipe still works
+    return parent_pid is None or os.getppid() == parent_pid
 
 
 _SAMPLES_MARK = "\u0000samples\u0000"
@@ -118,47 +175,145 @@ def _preload() -> List[str]:
     ]
 
 
-def _read_all(fd: int) -> bytes:
+class _Input:
+    """The template's stdin, read from its fd: the request lines, and the runner's liveness.
+
+    Only the runner holds the pipe's write end, so end of input while a worker
+    measures means the runner is gone.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.closed = False
+        self._buffer = bytearray()
+
+    def fill(self) -> bool:
+        """Read what is there (blocks until something is); False at end of input."""
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.closed = True
+            return False
+        self._buffer += chunk
+        return True
+
+    def readline(self) -> bytes:
+        """The next line (the last may lack its newline); b"" at end of input."""
+        while b"\n" not in self._buffer and not self.closed:
+            self.fill()
+        end = self._buffer.find(b"\n") + 1 or len(self._buffer)
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end]
+        return line
+
+
+# The worker the template is waiting for (0: none).
+_worker_pid = 0
+
+
+def _take_group_down(*_: object) -> None:
+    """The runner is gone: SIGKILL the template's process group -- the worker, whatever its arm
+    started, and the template itself -- and exit.  The template's SIGTERM handler."""
+    if os.getpgrp() == os.getpid():  # started in its own session, as the runner does
+        os.killpg(os.getpid(), signal.SIGKILL)
+    elif _worker_pid:
+        os.kill(_worker_pid, signal.SIGKILL)
+    os._exit(EXIT_PARENT_GONE)
+
+
+def _kill_stragglers() -> None:
+    """SIGKILL every other process of the template's group (Linux: found in /proc).
+
+    A worker that died without replying did not reap what its arm started;
+    a waiter child or the C floor binary would go on measuring beside the
+    next worker.
+    """
+    me = os.getpid()
+    if os.getpgrp() != me or not os.path.isdir("/proc"):
+        return
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as fh:
+                pgrp = int(fh.read().rsplit(b")", 1)[1].split()[2])
+            if pgrp == me:
+                os.kill(int(name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+
+
+def _await_reply(read_end: int, stdin: _Input) -> bytes:
+    """What the worker writes on ``read_end`` until it closes it, watching the runner meanwhile."""
     chunks: List[bytes] = []
     while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+        ready = select.select([read_end] if stdin.closed else [read_end, stdin.fd], [], [])[0]
+        if stdin.fd in ready and not stdin.fill():
+            _take_group_down()
+        if read_end in ready:
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
 
 
-def _serve_one(request_line: bytes, reply_fd: int) -> None:
+def _worker(request: Dict[str, Any], pipe: Sequence[int], template_pid: int, mask: Sequence[int]) -> None:
+    """The forked worker: measure, reply on the pipe's write end, exit (never returns)."""
+    status = 0
+    read_end, write_end = pipe
+    try:
+        os.close(read_end)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the template's handler is not the worker's
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if not die_with_parent(signal.SIGKILL, template_pid):
+            os._exit(EXIT_PARENT_GONE)
+        try:
+            reply = handle(request)
+        except Exception as exc:
+            reply = {"protocol": PROTOCOL, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+            status = 1
+        _reply(write_end, reply)
+    except BaseException:
+        status = 2
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _serve_one(request_line: bytes, reply_fd: int, stdin: _Input) -> None:
     """Fork a fresh worker for one request; forward its reply, or say how it died."""
+    global _worker_pid
     try:
         request = json.loads(request_line.decode("utf-8"))
     except ValueError as exc:
         _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": "bad request: %s" % exc})
         return
     read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker: a new process, sharing nothing at run time with the template
-        status = 0
-        try:
-            os.close(read_end)
-            try:
-                reply = handle(request)
-            except Exception as exc:
-                reply = {"protocol": PROTOCOL, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
-                status = 1
-            _reply(write_end, reply)
-        except BaseException:
-            status = 2
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-    os.close(write_end)
-    data = _read_all(read_end)
-    os.close(read_end)
+    template_pid = os.getpid()
+    # SIGTERM (the runner's death) waits until the fork is done and the worker has dropped the
+    # template's handler: the handler then finds the worker in the group, or the worker gone.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pid = os.fork()
+        if pid == 0:  # the worker: a new process, sharing nothing at run time with the template
+            _worker(request, (read_end, write_end), template_pid, list(mask))
+        _worker_pid = pid
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(write_end)
+    try:
+        data = _await_reply(read_end, stdin)
+    finally:
+        os.close(read_end)
     _, status = os.waitpid(pid, 0)
+    _worker_pid = 0
     if data.endswith(b"\n"):
         _write_all(reply_fd, data)
         return
+    _kill_stragglers()  # what the dead worker's arm started (a C floor) would measure on
     if os.WIFSIGNALED(status):
         error = "worker killed by signal %d" % os.WTERMSIG(status)
     else:
@@ -166,33 +321,43 @@ def _serve_one(request_line: bytes, reply_fd: int) -> None:
     _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": error})
 
 
-def serve(reply_fd: int) -> int:
+def serve(reply_fd: int, parent_pid: Optional[int] = None) -> int:
     """Template mode: one request per line on stdin, one forked worker and one reply line each."""
     import importlib
 
+    signal.signal(signal.SIGTERM, _take_group_down)
+    if not die_with_parent(signal.SIGTERM, parent_pid):
+        return EXIT_PARENT_GONE
     for name in _preload():
         importlib.import_module(name)
-    stdin = sys.stdin.buffer
+    stdin = _Input(sys.stdin.fileno())
     while True:
         line = stdin.readline()
         if not line:
             return 0
         if line.strip():
-            _serve_one(line, reply_fd)
+            _serve_one(line, reply_fd, stdin)
 
 
-def main() -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``[--parent-pid PID] [--probe | --serve]``; without a mode, one request on stdin."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    parent_pid: Optional[int] = None
+    if args[:1] == ["--parent-pid"] and len(args) > 1 and args[1].isdigit():
+        parent_pid, args = int(args[1]), args[2:]
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed from here on goes to stderr
     try:
-        if sys.argv[1:] == ["--probe"]:
+        if args == ["--serve"]:
+            return serve(reply_fd, parent_pid)
+        if not die_with_parent(signal.SIGKILL, parent_pid):
+            return EXIT_PARENT_GONE
+        if args == ["--probe"]:
             from wakelab.harness.clock import calibrate
             from wakelab.harness.metadata import interpreter_info
 
             _reply(reply_fd, {"protocol": PROTOCOL, "ok": True, "interpreter": interpreter_info(), "timer": calibrate()})
             return 0
-        if sys.argv[1:] == ["--serve"]:
-            return serve(reply_fd)
         request = json.loads(sys.stdin.read())
         reply = handle(request)
     except Exception as exc:

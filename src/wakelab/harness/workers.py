@@ -8,6 +8,14 @@ workers.  A worker that crashes, hangs past its deadline, replies with
 garbage or with a record short of what it was asked for (:func:`check_raw`)
 makes the arm fail with that reason; its whole process group is killed and
 reaped, so nothing is left behind.
+
+Nothing is left behind when this process dies either, whatever kills it:
+each measuring process is told this process's pid (``--parent-pid``) and
+asks the kernel for a signal when its parent dies, and the template watches
+its stdin, a pipe only this process writes (see "Dying with the parent" in
+:mod:`wakelab.harness.worker`).  The kernel signals when the *thread* that
+started the process ends: start a :class:`WorkerPool` from a thread that
+outlives its use (the runner uses its main thread).
 """
 
 from __future__ import annotations
@@ -122,7 +130,7 @@ def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: S
     with subprocess.Popen(
         # -S: no site-packages. The measuring process gets the standard library and
         # this package only, and starts several times faster.
-        [python, "-S", "-m", "wakelab.harness.worker", *args],
+        [python, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(os.getpid()), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -192,7 +200,7 @@ class WorkerPool:
         self._proc = subprocess.Popen(
             # -S: no site-packages. The measuring processes get the standard library and
             # this package only, and start several times faster.
-            [self.python, "-S", "-m", "wakelab.harness.worker", "--serve"],
+            [self.python, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(os.getpid()), "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

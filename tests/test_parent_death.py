@@ -1,0 +1,359 @@
+"""No process outlives ``wakelab``, whatever kills it; SIGTERM and SIGHUP end a run like Ctrl-C.
+
+The real thing: ``wakelab run --arms event --n 100000`` (about half a minute of
+measuring) in its own session, a signal once its worker is measuring, then
+every process seen under it must be gone within 2 s.  The template and the
+worker are also killed or cut off one at a time, to show each guard
+(PR_SET_PDEATHSIG in the worker, the template's group kill and liveness pipe,
+the getppid re-check) on its own.  A zombie counts as gone: it no longer runs,
+and in a container nothing may reap it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, Iterable, List, Set, Tuple
+
+import pytest
+
+from wakelab.core.model import MeasureParams
+from wakelab.harness import workers
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG is Linux's")
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+# Time everything under a killed wakelab has to be gone.
+GONE_WITHIN_S = 2.0
+LONG = MeasureParams(n=100000, warmup=0)  # ~30 s of wakes: still measuring when the test strikes
+# Time for an arm's child process to get past its start-up into the wake loop: killed while it
+# starts, it finds its parent gone at its hello and exits of its own accord, proving nothing.
+IN_THE_LOOP_S = 1.0
+
+
+def _table() -> Dict[int, Tuple[int, str]]:
+    """pid -> (ppid, state) of every process, from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def _descendants(root: int) -> Set[int]:
+    children: Dict[int, List[int]] = {}
+    for pid, (ppid, _) in _table().items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _running(pids: Iterable[int]) -> Set[int]:
+    """Those of ``pids`` that still exist and are not zombies."""
+    table = _table()
+    return {pid for pid in pids if pid in table and table[pid][1] != "Z"}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _wait_for(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout_s, what))
+
+
+def _measuring_worker(template: int) -> Set[int]:
+    """The template's forked worker(s), once one exists."""
+    return {pid for pid in _descendants(template) if _cmdline(pid)}
+
+
+def _gone_after(pids: Set[int], since: float) -> float:
+    """Seconds from ``since`` until every one of ``pids`` is gone (fails past GONE_WITHIN_S)."""
+    deadline = since + GONE_WITHIN_S
+    while _running(pids) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    left = _running(pids)
+    assert not left, "still running %.1f s after the kill: %s" % (
+        GONE_WITHIN_S, ["%d %s" % (pid, _cmdline(pid)) for pid in sorted(left)])
+    return time.monotonic() - since
+
+
+def _kill_everything(pids: Iterable[int]) -> None:
+    for pid in _running(pids):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _start_run(out: str, *options: str) -> "subprocess.Popen[str]":
+    return subprocess.Popen(
+        [sys.executable, "-m", "wakelab", "run", "--arms", "event", "--n", "100000", "-o", out, "--no-history", "-q", *options],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=SRC),
+    )
+
+
+def _template_and_worker(root: int, depth: int = 2) -> Set[int]:
+    """Every process under ``root`` once the template's worker is measuring (``depth`` 3: once
+    the worker's arm has started its own child)."""
+
+    def ready() -> Set[int]:
+        found = _descendants(root)
+        deepest = {root}
+        for _ in range(depth):
+            deepest = {pid for pid in found if _table().get(pid, (0, ""))[0] in deepest and _cmdline(pid)}
+        return found if deepest else set()
+
+    found = _wait_for(ready, 60, "the worker template to fork a worker")
+    if depth > 2:
+        time.sleep(IN_THE_LOOP_S)
+    return found
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_end_a_run_like_ctrl_c(tmp_path, signum, status) -> None:
+    out = str(tmp_path / "ev")
+    proc = _start_run(out)
+    seen: Set[int] = set()
+    try:
+        seen = _template_and_worker(proc.pid)
+        killed = time.monotonic()
+        os.kill(proc.pid, signum)
+        _, stderr = proc.communicate(timeout=GONE_WITHIN_S + 10)
+        _gone_after(seen | {proc.pid}, killed)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_everything(seen)
+    assert proc.returncode == status
+    assert stderr == "wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % out
+    with open(os.path.join(out, "summary.json"), encoding="utf-8") as fh:
+        summary = json.load(fh)
+    assert summary["interrupted"] is True and summary["complete"] is False
+    (arm,) = summary["arms"]
+    assert arm["status"] == "interrupted"
+    assert arm["reason"] == "interrupted by %s" % signal.Signals(signum).name
+    show = subprocess.run([sys.executable, "-m", "wakelab", "show", out], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=SRC))
+    assert show.returncode == 0, show.stderr
+
+
+@pytest.mark.parametrize("options", [(), ("--arms", "kill-sigwait-child", "--timeout-s", "20")], ids=["event", "arm-child"])
+def test_sigkill_of_wakelab_takes_its_workers_down(tmp_path, options) -> None:
+    # With a child process of the arm's, waiting up to 20 s for a wake that will not come: only
+    # the template's kill of its whole group ends it in time.
+    proc = _start_run(str(tmp_path / "ev"), *options)
+    seen: Set[int] = set()
+    try:
+        seen = _template_and_worker(proc.pid, depth=3 if options else 2)
+        killed = time.monotonic()
+        proc.kill()
+        proc.communicate(timeout=10)
+        _gone_after(seen, killed)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        _kill_everything(seen)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _start_template(parent_pid: int) -> "subprocess.Popen[bytes]":
+    """A worker template, as WorkerPool starts it, with this test as its parent."""
+    return subprocess.Popen(
+        [sys.executable, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(parent_pid), "--serve"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=workers.worker_env(), start_new_session=True,
+    )
+
+
+def _measure_long(template: "subprocess.Popen[bytes]") -> Set[int]:
+    assert template.stdin is not None
+    request = {"protocol": 1, "arm": "event", "family": "threads", "params": LONG.to_dict(), "conditions": {}}
+    template.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+    template.stdin.flush()
+    return _wait_for(lambda: _measuring_worker(template.pid), 60, "the template to fork a worker")
+
+
+def _end(template: "subprocess.Popen[bytes]") -> None:
+    try:
+        os.killpg(template.pid, signal.SIGKILL)  # the group outlives its leader while a member lives
+    except ProcessLookupError:
+        pass
+    template.wait()
+    for stream in (template.stdin, template.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def test_a_forked_worker_dies_with_its_template() -> None:
+    # SIGKILL of the template alone: nothing but the worker's own PR_SET_PDEATHSIG ends it.
+    template = _start_template(os.getpid())
+    try:
+        worker = _measure_long(template)
+        killed = time.monotonic()
+        template.kill()
+        template.wait()
+        _gone_after(worker, killed)
+    finally:
+        _end(template)
+
+
+def test_what_a_dead_workers_arm_started_is_killed_with_it() -> None:
+    # A worker killed alone (the template lives on) cannot reap its arm's child, which would wait
+    # out its 20 s timeout; the template kills it when it reaps the worker.
+    from wakelab.core.registry import get_arm
+
+    params = MeasureParams(n=100000, warmup=0, timeout_s=20.0)
+    request = {"protocol": 1, "arm": "kill-sigwait-child", "family": get_arm("kill-sigwait-child").family,
+               "params": params.to_dict(), "conditions": {}}
+    template = _start_template(os.getpid())
+    try:
+        assert template.stdin is not None and template.stdout is not None
+        template.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+        template.stdin.flush()
+        worker = _wait_for(lambda: {p for p in _measuring_worker(template.pid) if _table()[p][0] == template.pid}, 60, "a worker")
+        arm_child = _wait_for(lambda: {p for p in _descendants(min(worker)) if _cmdline(p)}, 60, "the arm's child")
+        time.sleep(IN_THE_LOOP_S)
+        killed = time.monotonic()
+        os.kill(min(worker), signal.SIGKILL)
+        _gone_after(arm_child, killed)
+        reply = json.loads(template.stdout.readline())
+        assert reply["ok"] is False and reply["error"] == "worker killed by signal 9"
+    finally:
+        _end(template)
+
+
+def test_the_template_takes_its_worker_down_when_its_input_closes() -> None:
+    # The liveness pipe: the runner (here, this test) is still alive, so no death signal comes;
+    # end of input while a worker measures means the runner is gone.
+    template = _start_template(os.getpid())
+    try:
+        worker = _measure_long(template)
+        killed = time.monotonic()
+        assert template.stdin is not None
+        template.stdin.close()
+        template.wait(GONE_WITHIN_S + 5)
+        _gone_after(worker, killed)
+    finally:
+        _end(template)
+    assert template.returncode in (-signal.SIGKILL, 3)
+
+
+@pytest.mark.parametrize("mode", ["--serve", "--probe"])
+def test_a_worker_whose_parent_is_already_gone_exits_at_once(mode) -> None:
+    # The parent named on the command line is not this process's parent: it died before the
+    # death signal was set up (the process was re-parented), so none will come.
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-m", "wakelab.harness.worker", "--parent-pid", "1", mode],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=workers.worker_env(),
+    )
+    try:
+        out, _ = proc.communicate(timeout=30)  # stdin stays open: a template would wait on it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 3 and out == b""
+
+
+def _run_code(code: str, timeout_s: float = 60) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, "-S", "-c", "import sys; sys.path.insert(0, %r)\n" % SRC + code],
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
+def test_sigterm_raises_terminated_and_the_handlers_are_restored() -> None:
+    code = (
+        "import os, signal\n"
+        "from wakelab import cli\n"
+        "seen = []\n"
+        "def dispatch(argv):\n"
+        "    seen.append(signal.getsignal(signal.SIGTERM))\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return 0\n"
+        "cli._dispatch = dispatch\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup\n"
+        "status = cli.main([])\n"
+        "assert seen[0] not in (signal.SIG_DFL, None), seen\n"
+        "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL\n"
+        "assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
+        "sys.exit(status)\n"
+    )
+    result = _run_code(code)
+    assert (result.returncode, result.stderr) == (143, "wakelab: interrupted by SIGTERM\n")
+
+
+def test_a_second_sigterm_during_the_clean_ending_stops_at_once() -> None:
+    code = (
+        "import os, signal, time\n"
+        "from wakelab import cli\n"
+        "def dispatch(argv):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(5)\n"
+        "    except cli.Terminated:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)  # a cleanup that would never end\n"
+        "        time.sleep(60)\n"
+        "    return 0\n"
+        "cli._dispatch = dispatch\n"
+        "sys.exit(cli.main([]))\n"
+    )
+    started = time.monotonic()
+    result = _run_code(code)
+    assert result.returncode == -signal.SIGTERM and result.stderr == ""
+    assert time.monotonic() - started < 30
+
+
+# Ctrl-C at a precise point of the start-up: a finder that raises KeyboardInterrupt when the
+# module is imported, as a Ctrl-C arriving during that import would.
+_INTERRUPT_AT = """
+class _CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == %r:
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, _CtrlC())
+sys.argv = ["wakelab", "run", "--arms", "event", "--n", "5", "-o", %r, "--no-history", "-q"]
+"""
+
+
+@pytest.mark.parametrize("module", ["wakelab.cli", "wakelab.errors", "argparse", "wakelab.commands.run", "wakelab.harness.runner"])
+def test_ctrl_c_during_start_up_prints_one_line_not_a_traceback(tmp_path, module) -> None:
+    # python -m wakelab
+    start = _INTERRUPT_AT % (module, str(tmp_path / "m")) + "import runpy; runpy.run_module('wakelab', run_name='__main__')\n"
+    result = _run_code(start)
+    assert (result.returncode, result.stderr) == (130, "wakelab: interrupted\n")
+    # the console script: it imports wakelab.cli itself, unguarded
+    script = _INTERRUPT_AT % (module, str(tmp_path / "s")) + "from wakelab.cli import main\nsys.exit(main())\n"
+    result = _run_code(script)
+    if module == "wakelab.cli":
+        return  # the script's own import, before any of wakelab's code can catch anything
+    assert (result.returncode, result.stderr) == (130, "wakelab: interrupted\n")
