@@ -258,8 +258,3 @@ def notify_step(
             return t0
 
     return step
-
-
-def check_order(t0_ns: int, t1_ns: int) -> bool:
-    """True when ``t1`` is not before ``t0``: a wake taken before its own notify answered an older one."""
-    return t1_ns >= t0_ns
