@@ -276,3 +276,46 @@ def test_progress_of_a_real_run(tmp_path, tiny_params) -> None:
     assert re.fullmatch(r"wakelab: \[2/2\] signal-install \.\.\. \((about \d+ s|less than a second) left\)", lines[2])
     assert re.fullmatch(r"wakelab:   [\d,]+ ops/s in \d+\.\d\d s", lines[3])
 
+
+
+def _heartbeat_threads() -> List[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "wakelab-progress"]
+
+
+def test_plain_heartbeat_during_a_long_arm_then_stops() -> None:
+    """Off a terminal a long arm gets 'still measuring' lines; none after it ends, and no thread is left."""
+    import time
+
+    stream = io.StringIO()
+    progress = make_progress(2, quiet=False, stream=stream, heartbeat_s=0.02)
+    progress("arm-start", {"arm": "event", "index": 0, "total": 2})
+    deadline = time.monotonic() + 5
+    while stream.getvalue().count("still measuring") < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    progress("worker-done", {"arm": "event", "worker": 1, "workers": 3})
+    while "workers done: 1/3" not in stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    progress("arm-done", {"arm": "event", "entry": EVENT_ENTRY})
+    assert _heartbeat_threads() == []
+    ended = stream.getvalue()
+    time.sleep(0.1)
+    assert stream.getvalue() == ended  # nothing after the arm's result
+    lines = ended.splitlines()
+    assert lines[0] == "wakelab: [1/2] event ..." and lines[-1] == "wakelab:   " + format_arm_result(EVENT_ENTRY)
+    middle = lines[1:-1]
+    assert len(middle) >= 3 and all(re.fullmatch(r"wakelab:   still measuring event \(\d+ s(, workers done: 1/3)?\)", m) for m in middle)
+    assert middle[-1].endswith(", workers done: 1/3)")
+    # The next arm starts its own; close() (Ctrl-C, the end of the run) stops it too.
+    progress("arm-start", {"arm": "signal", "index": 1, "total": 2})
+    assert len(_heartbeat_threads()) == 1
+    progress.close()
+    assert _heartbeat_threads() == []
+
+
+def test_no_heartbeat_when_none_is_asked_for() -> None:
+    stream = io.StringIO()
+    progress = make_progress(1, quiet=False, stream=stream, heartbeat_s=None)
+    progress("arm-start", {"arm": "event", "index": 0, "total": 1})
+    assert _heartbeat_threads() == []
+    progress.close()
+    assert stream.getvalue() == "wakelab: [1/1] event ...\n"

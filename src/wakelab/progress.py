@@ -6,7 +6,10 @@
 - quiet: nothing at all;
 - plain: one line per event, the same lines whether stderr is a log file, a
   pipe, a CI console, a terminal with ``NO_COLOR`` set or ``TERM=dumb``; after
-  the first arm each start line carries an estimate of the time left;
+  the first arm each start line carries an estimate of the time left, and
+  while an arm runs a line every ``HEARTBEAT_S`` seconds says it still does
+  (``still measuring event (8 s, workers done: 1/3)``), so a log never goes
+  quiet for minutes;
 - live: a ``rich`` progress bar (current arm, arms done/total, elapsed, time
   left) with one line per finished arm printed above it.
 
@@ -18,6 +21,16 @@ disturbance wakelab measures.  The display is therefore redrawn only when an
 event arrives, which is between measurements.  For the same reason it does
 not redirect ``sys.stdout``/``sys.stderr`` (global state an arm might touch).
 
+The plain mode's heartbeat is the one exception to "only when an event
+arrives": the runner reports nothing between an arm's start and its end but
+each worker's end, so a timer thread of this (parent) process writes the
+line.  It sleeps on an ``Event`` between lines (a few microseconds of GIL
+every few seconds, in the parent, not in the workers that measure), is
+started only by the process that made the display, and is stopped and joined
+when the arm ends or the display closes.  With ``--in-process`` the arms are
+measured in this very process, so the run asks for no heartbeat
+(``heartbeat_s=None``).
+
 rich is imported only when the live display is chosen; plain mode uses the
 standard library alone.
 """
@@ -26,12 +39,16 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO
 
 from wakelab.formatting import format_ns, format_rate
 
 Clock = Callable[[], float]
+
+# Seconds between the plain display's "still measuring" lines during an arm.
+HEARTBEAT_S = 4.0
 
 
 class Progress:
@@ -64,11 +81,14 @@ def make_progress(
     quiet: bool,
     stream: Optional[TextIO] = None,
     clock: Clock = time.monotonic,
+    heartbeat_s: Optional[float] = HEARTBEAT_S,
 ) -> Progress:
     """The progress display for a run of ``total_arms`` arms, writing to ``stream`` (default stderr).
 
     ``clock`` (seconds, monotonic) times the arms for the estimate of the time
-    left; tests pass a fake one.
+    left; tests pass a fake one.  ``heartbeat_s``: the plain display's
+    interval between "still measuring" lines during an arm (None: none; see
+    the module docstring).
     """
     if quiet:
         return Progress()
@@ -76,7 +96,7 @@ def make_progress(
         stream = sys.stderr
     if wants_live_display(stream):
         return _LiveProgress(total_arms, stream, clock)
-    return _PlainProgress(total_arms, stream, clock)
+    return _PlainProgress(total_arms, stream, clock, heartbeat_s)
 
 
 def wants_live_display(stream: TextIO, environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -182,11 +202,24 @@ def _int(info: Mapping[str, Any], key: str, default: int) -> int:
 class _PlainProgress(Progress):
     """One line per event, stdlib only: logs, pipes, CI and terminals without colour."""
 
-    def __init__(self, total_arms: int, stream: TextIO, clock: Clock) -> None:
+    def __init__(self, total_arms: int, stream: TextIO, clock: Clock, heartbeat_s: Optional[float] = None) -> None:
         self._stream: Optional[TextIO] = stream
         self._timer = _ArmTimer(total_arms, clock)
+        self._clock = clock
+        self._heartbeat_s = heartbeat_s
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # the heartbeat thread writes too
+        self._ticker: Optional[threading.Thread] = None
+        self._stop_ticker = threading.Event()
+        self._arm: Optional[str] = None
+        self._arm_started = 0.0
+        self._workers: Optional[str] = None
 
     def __call__(self, event: str, info: Dict[str, Any]) -> None:
+        if event in ("arm-start", "arm-skipped", "arm-failed", "arm-done"):
+            self._stop_heartbeat()
+        if event == "worker-done":
+            self._workers = "%s/%s" % (info.get("worker"), info.get("workers"))
         if event == "arm-start":
             index, total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
             line = "wakelab: [%d/%d] %s ..." % (index + 1, total, info.get("arm"))
@@ -195,6 +228,7 @@ class _PlainProgress(Progress):
                 line += " (%s)" % format_time_left(seconds)
             self._timer.start()
             self._write(line)
+            self._start_heartbeat(str(info.get("arm")))
         elif event == "cell-start":
             self._write("wakelab: cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), info.get("cell")))
         elif event == "arm-skipped":
@@ -207,15 +241,39 @@ class _PlainProgress(Progress):
             self._timer.stop(ran=True)
             self._write("wakelab:   %s" % format_arm_result(info.get("entry") or {}))
 
-    def _write(self, line: str) -> None:
-        if self._stream is None:
-            return
-        try:
-            self._stream.write(line + "\n")
-            self._stream.flush()
-        except (OSError, ValueError):
-            # stderr went away (a closed pipe, a closed file): the run matters more than its progress.
-            self._stream = None
+    def close(self) -> None:
+        self._stop_heartbeat()
+
+    def _start_heartbeat(self, arm: str) -> None:
+        if self._heartbeat_s is None or self._stream is None or os.getpid() != self._pid:
+            return  # none asked for, nowhere to write, or a forked child: the display is the parent's
+        self._arm, self._arm_started, self._workers = arm, self._clock(), None
+        stop = self._stop_ticker = threading.Event()
+        self._ticker = threading.Thread(target=self._heartbeat, args=(stop, self._heartbeat_s), name="wakelab-progress", daemon=True)
+        self._ticker.start()
+
+    def _heartbeat(self, stop: threading.Event, interval_s: float) -> None:
+        while not stop.wait(interval_s):
+            line = "wakelab:   still measuring %s (%d s" % (self._arm, int(self._clock() - self._arm_started))
+            workers = self._workers
+            self._write(line + (", workers done: %s)" % workers if workers else ")"), unless=stop)
+
+    def _stop_heartbeat(self) -> None:
+        ticker, self._ticker = self._ticker, None
+        self._stop_ticker.set()
+        if ticker is not None and ticker is not threading.current_thread():
+            ticker.join(timeout=1.0)  # it only ever waits on the event or writes one line
+
+    def _write(self, line: str, unless: Optional[threading.Event] = None) -> None:
+        with self._lock:
+            if self._stream is None or (unless is not None and unless.is_set()):
+                return
+            try:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                # stderr went away (a closed pipe, a closed file): the run matters more than its progress.
+                self._stream = None
 
 
 class _LiveProgress(Progress):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:
@@ -19,6 +19,56 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def is_utf8(text: str) -> bool:
+    """False for a command-line argument that was not valid UTF-8.
+
+    Python hands such bytes over as lone surrogates (``surrogateescape``):
+    they cannot be stored as text (JSON, SQLite, HTML) nor printed.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def not_utf8_message(text: str, why: str) -> str:
+    """``not valid UTF-8 (b'd\\xff'); <why>``: names the bytes without printing them raw."""
+    raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    return "not valid UTF-8 (%s); %s" % (ascii(raw), why)
+
+
+STORED_AS_TEXT = "wakelab stores it as text: give it in UTF-8"
+
+
+def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS_TEXT) -> Callable[[str], Any]:
+    """An option parser that refuses a value that is not valid UTF-8, then applies ``parse``.
+
+    argparse turns the refusal into one line and exit status 2, before the
+    command does anything.
+    """
+
+    def check(text: str) -> Any:
+        if not is_utf8(text):
+            raise argparse.ArgumentTypeError(not_utf8_message(text, why))
+        return text if parse is None else parse(text)
+
+    return check
+
+
+def path_value(what: str, why: str) -> Callable[[str], str]:
+    """A parser for a path option: not empty, and valid UTF-8 (``why`` says where it is stored as text)."""
+
+    def check(text: str) -> str:
+        if not text:
+            raise argparse.ArgumentTypeError("expected %s, got an empty string" % what)
+        if not is_utf8(text):
+            raise argparse.ArgumentTypeError(not_utf8_message(text, why))
+        return text
+
+    return check
 
 
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,8 @@ p50 and p99 in every recorded run (across interpreters and machines);
 Hostnames, lab ids, folders and the rest come from the evidence (or from the
 command line): the text output escapes every control character in them
 (:func:`wakelab.formatting.escape_text`); ``--json`` escapes them as JSON does.
+Filters and paths given on the command line that are not valid UTF-8 are
+refused by argparse (one line, exit 2): they are compared with, and stored as, text.
 """
 
 from __future__ import annotations
@@ -18,18 +20,21 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 from wakelab.commands import EXIT_OK
-from wakelab.commands._options import whole_number
+from wakelab.commands._options import path_value, utf8_text, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
 
 LIMIT_RANGE = (1, 1_000_000)
 JSON_SCHEMA_VERSION = 1
+FILTER_AS_TEXT = "history filters are matched as text: give it in UTF-8"
+HISTORY_AS_TEXT = "the database's path is kept and printed as text: give a UTF-8 path"
+RUN_AS_TEXT = "the history records the bundle's folder as text: rename it in UTF-8"
 HISTORY_HELP = "history database (default: $WAKELAB_HISTORY, else ${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3)"
 
 
 def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False) -> None:
     """Add ``--history PATH`` (and, for ``run``, ``--no-history``) to a command's parser."""
-    parser.add_argument("--history", metavar="PATH", help=HISTORY_HELP)
+    parser.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), help=HISTORY_HELP)
     if no_history:
         parser.add_argument("--no-history", action="store_true", help="do not record this run in the history database")
 
@@ -49,10 +54,10 @@ def register(sub: Any) -> None:
         ),
     )
     add_history_option(history)
-    history.add_argument("--arm", metavar="ARM", help="show this arm's figures in every recorded run, oldest first")
-    history.add_argument("--lab", metavar="LAB", help="only runs of this lab (id or alias)")
-    history.add_argument("--python", metavar="VERSION", help="only runs on this Python version (3.13 matches 3.13.x; 3.13t: free-threaded)")
-    history.add_argument("--host", metavar="HOST", help="only runs on this hostname")
+    history.add_argument("--arm", type=utf8_text(why=FILTER_AS_TEXT), metavar="ARM", help="show this arm's figures in every recorded run, oldest first")
+    history.add_argument("--lab", type=utf8_text(why=FILTER_AS_TEXT), metavar="LAB", help="only runs of this lab (id or alias)")
+    history.add_argument("--python", type=utf8_text(why=FILTER_AS_TEXT), metavar="VERSION", help="only runs on this Python version (3.13 matches 3.13.x; 3.13t: free-threaded)")
+    history.add_argument("--host", type=utf8_text(why=FILTER_AS_TEXT), metavar="HOST", help="only runs on this hostname")
     history.add_argument("--limit", type=whole_number(*LIMIT_RANGE), metavar="N", help="only the newest N runs")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
     history.set_defaults(handler=cmd_history)
@@ -64,9 +69,9 @@ def register(sub: Any) -> None:
         help="record existing evidence bundles in the history",
         description="Record existing evidence bundles in the history. A bundle already recorded is not added twice.",
     )
-    add.add_argument("runs", nargs="+", metavar="RUN", help="an evidence folder or its summary.json")
+    add.add_argument("runs", nargs="+", metavar="RUN", type=path_value("a folder", RUN_AS_TEXT), help="an evidence folder or its summary.json")
     # SUPPRESS: an option given before 'add' is kept, not overwritten by this parser's default.
-    add.add_argument("--history", metavar="PATH", default=argparse.SUPPRESS, help=HISTORY_HELP)
+    add.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
     add.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was recorded as JSON")
     add.set_defaults(handler=cmd_history_add)
 

@@ -8,7 +8,7 @@ import sys
 from typing import Any, Callable, List, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from wakelab.commands._options import suggest_long_options, whole_number
+from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import OutputError, UsageError
 
@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from wakelab.labs import Lab
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
+# Why a path that is not valid UTF-8 is refused up front rather than carried through.
+FOLDER_AS_TEXT = "the folder's name is recorded as text in the evidence and the history: choose a UTF-8 name"
+INTERPRETER_AS_TEXT = "the interpreter's path is recorded as text in the evidence: give a UTF-8 path"
+# How many CPUs --cpus gives each placement.
+PLACEMENT_CPUS = {"same": 1, "split": 2}
 
 # Bounds of the numeric options: beyond them a value is a typo, not a plan.
 LIMITS = {
@@ -99,8 +104,8 @@ def register(sub: Any) -> None:
             "take the lab's defaults."
         ),
     )
-    run.add_argument("--lab", default="135-signal-vs-event-wakeup", help="lab preset (default: %(default)s; see 'wakelab list')")
-    run.add_argument("--arms", metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
+    run.add_argument("--lab", type=utf8_text(), default="135-signal-vs-event-wakeup", help="lab preset (default: %(default)s; see 'wakelab list')")
+    run.add_argument("--arms", type=utf8_text(), metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
                           "recorded as a lab of its own, 'custom', with the lab's parameters")
     run.add_argument("-n", "--n", type=_whole_number("n"), metavar="N", help="counted wakes per latency arm (lab 135: 200)")
     run.add_argument("--warmup", type=_whole_number("warmup"), metavar="N", help="warm-up wakes discarded per latency arm (default 10)")
@@ -135,13 +140,13 @@ def register(sub: Any) -> None:
     execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
                            help="fresh worker processes per arm; the wakes are split between them and pooled (default 3)")
     execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging)")
-    execution.add_argument("--python", action="append", metavar="PATH",
+    execution.add_argument("--python", action="append", metavar="PATH", type=utf8_text(why=INTERPRETER_AS_TEXT),
                            help="interpreter to measure with (repeatable: one cell each); 'all' finds every CPython >= 3.9 "
                                 "on PATH and in pyenv folders (see 'wakelab interpreters')")
-    run.add_argument("-o", "--output", metavar="DIR",
+    run.add_argument("-o", "--output", metavar="DIR", type=path_value("a folder", FOLDER_AS_TEXT),
                      help="evidence folder; an existing bundle there is replaced (default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
     run.add_argument("--json", action="store_true", help="print summary.json to stdout instead of summary.txt")
-    run.add_argument("--note", help="free text recorded in the evidence (for example where the run was made)")
+    run.add_argument("--note", type=utf8_text(), help="free text recorded in the evidence (for example where the run was made)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_history_option(run, no_history=True)
     run.set_defaults(handler=cmd_run)
@@ -234,6 +239,15 @@ def _placements(args: argparse.Namespace) -> List[tuple]:
     names = args.placement or ["any"]
     if args.cpus and names == ["any"]:
         raise UsageError("--cpus needs --placement same or split")
+    if args.cpus:
+        # A grid of same and split takes two CPUs, same using the first; otherwise each its own count.
+        needed = max(PLACEMENT_CPUS.get(name, 0) for name in names)
+        if len(args.cpus) != needed:
+            raise UsageError(
+                "--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; "
+                "same and split together take 2, same using the first)"
+                % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed)
+            )
     out = []
     for name in names:
         cpus = args.cpus
@@ -280,6 +294,48 @@ def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
             return
 
 
+def _check_history(args: argparse.Namespace) -> None:
+    """Refuse, before anything is measured, a history database the run could not be recorded in.
+
+    Creates nothing: an existing database is opened and checked as recording
+    will open it (an older schema is migrated then, as recording would); a
+    missing one needs its nearest existing folder to be writable.
+    """
+    from wakelab.history import HistoryError, open_history, resolve_db_path
+
+    if args.no_history:
+        return
+    path = resolve_db_path(args.history)
+    if not is_utf8(path):  # from $WAKELAB_HISTORY or $XDG_DATA_HOME; --history is checked by argparse
+        raise UsageError("history database path %s" % not_utf8_message(path, "choose another with --history PATH, or --no-history"))
+    hint = "choose another with --history PATH, or --no-history"
+    if os.path.lexists(path):
+        if os.path.isdir(path):
+            raise UsageError("history database %s is a directory (%s)" % (path, hint))
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise UsageError("cannot write history database %s: permission denied (%s)" % (path, hint))
+        try:
+            with open_history(path, create=False):
+                pass
+        except HistoryError as exc:
+            raise UsageError(str(exc)) from None
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError("cannot create history database %s: %s is not a directory (%s)" % (path, parent, hint))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError("cannot create history database %s: %s is not writable (%s)" % (path, parent, hint))
+
+
+def _check_command_line(argv: List[str]) -> None:
+    """The command line is recorded in the evidence as text: refuse an argument that is not UTF-8."""
+    for position, value in enumerate(argv, 1):
+        if not is_utf8(value):
+            raise UsageError("argument %d is %s" % (position, not_utf8_message(value, "the command line is recorded as text")))
+
+
 def _remove_if_empty(folder: str) -> None:
     try:
         os.rmdir(folder)
@@ -295,10 +351,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan
     from wakelab.harness.workers import InterpreterError
     from wakelab.labs import RunShape, get_lab, lab_for_run
-    from wakelab.progress import make_progress
+    from wakelab.progress import HEARTBEAT_S, make_progress
     from wakelab.report.matrix_text import format_matrix
     from wakelab.report.text import format_summary
 
+    _check_command_line(list(args.argv))
     preset = get_lab(args.lab)
     arm_names = _resolve_arms(args, preset)
     params = _params(args, preset.params)
@@ -320,6 +377,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.settle_us or [params.settle_us],
         args.cpu_threads or [0],
     )
+    _check_history(args)
     folder = _output_folder(args, lab.id)
     base = RunPlan(
         lab=lab,
@@ -332,7 +390,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         render_text=format_summary,
     )
     try:
-        with make_progress(len(arm_names) * len(cells), quiet=args.quiet) as progress:
+        # --in-process measures in this process: no heartbeat thread beside the arm (see wakelab.progress).
+        heartbeat_s = None if execution.in_process else HEARTBEAT_S
+        with make_progress(len(arm_names) * len(cells), quiet=args.quiet, heartbeat_s=heartbeat_s) as progress:
             if len(cells) == 1:
                 summary = run_plan(grid.cell_plan(base, cells[0], folder), progress)
                 text = dumps(summary) if args.json else format_summary(summary)
