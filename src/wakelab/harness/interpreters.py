@@ -6,6 +6,11 @@ free-threaded ``python3.Nt``), and in pyenv-style version folders
 hard-coded list of paths.  Candidates are deduplicated by their real path;
 each is then asked for its version, so shims and symlinks that point at the
 same interpreter appear once.
+
+A probe is bounded: it runs in its own session, may take
+:data:`PROBE_TIMEOUT_S` and write :data:`PROBE_CAP_BYTES`, and its whole
+process group is killed when it ends, so a hanging ``python3.99`` (and
+whatever it started) is not waited for long and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -14,8 +19,13 @@ import dataclasses
 import glob
 import os
 import re
-import subprocess
 from typing import Dict, Iterable, List, Optional, Tuple
+
+from wakelab.harness.workers import WorkerError, run_bounded
+
+# Seconds a candidate may take to say what it is, and bytes it may write.
+PROBE_TIMEOUT_S = 10.0
+PROBE_CAP_BYTES = 64 * 1024
 
 _NAME = re.compile(r"^python3(\.\d+t?)?$")
 _PROBE = (
@@ -66,10 +76,12 @@ def _candidates(path_env: Optional[str], pyenv_root: Optional[str]) -> Iterable[
 def probe(path: str) -> Optional[Interpreter]:
     """Ask ``path`` what it is; None when it does not run as Python 3."""
     try:
-        out = subprocess.run([path, "-S", "-c", _PROBE], capture_output=True, timeout=30, check=True).stdout.decode()
-        version, implementation, free_threaded, executable = out.split(None, 3)
+        done = run_bounded([path, "-S", "-c", _PROBE], timeout_s=PROBE_TIMEOUT_S, cap_bytes=PROBE_CAP_BYTES)
+        if done.returncode != 0:
+            return None
+        version, implementation, free_threaded, executable = done.stdout.decode().split(None, 3)
         major, minor, micro = (int(x) for x in version.split("."))
-    except (OSError, subprocess.SubprocessError, ValueError):
+    except (OSError, WorkerError, ValueError):
         return None
     return Interpreter(
         path=executable.strip() or path,

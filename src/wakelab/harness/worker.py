@@ -52,6 +52,32 @@ effect:
 
 The kernel sends the signal when the *thread* that started the process
 exits, not the process: the runner starts the template from its main thread.
+
+Liveness
+--------
+A worker that stops making progress (stopped, deadlocked, a wait that never
+ends) is found within a few seconds plus its longest single wait, whatever
+``n`` is -- without the worker itself doing anything for it.  Nothing runs in
+the measuring process to prove it is alive (a heartbeat thread there would
+take the GIL and wake up inside timed windows); instead the template, which
+is idle while its worker measures, looks every :data:`HEARTBEAT_S` at how
+often the worker and its descendants have been put on a CPU
+(``/proc/<pid>/task/<tid>/schedstat``: run time and run count; ``stat``'s
+CPU ticks where schedstat is missing).  Every wake schedules the measuring
+threads, and every wait in an arm is bounded (:func:`stall_after_s`: the
+settle, the planted delays, the open-loop interval, ``timeout_s`` and the
+handshake slack), so a worker none of whose threads ran for
+:func:`stall_after_s` seconds is stalled: the template SIGKILLs it with what
+its arm started and replies ``worker stalled: ...``.
+
+The template proves its own liveness to the runner: on each request line
+it writes one :data:`HEARTBEAT` byte at once, then one every
+:data:`HEARTBEAT_S` while its worker measures, all before the reply line.
+The byte is a space, which JSON ignores before a document.
+
+Every read from a worker is bounded: a reply longer than
+:func:`reply_cap_bytes` (what ``n`` samples can take, and slack) kills the
+worker and is answered ``worker reply exceeds ...``.
 """
 
 from __future__ import annotations
@@ -62,9 +88,44 @@ import os
 import select
 import signal
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 PROTOCOL = 1
+
+# Liveness (see "Liveness" above).
+HEARTBEAT = b" "
+HEARTBEAT_S = 0.5
+# Seconds a worker may go unscheduled beyond its longest single wait before it is stalled.
+STALL_GRACE_S = 3.0
+# Bytes a reply may take beyond its samples, and per counted wake (a sample and its components).
+REPLY_BASE_BYTES = 1 << 20
+REPLY_PER_WAKE_BYTES = 216
+# The driver's slack on every handshake (wakelab.core.drivers.HANDSHAKE_SLACK_S, kept in step
+# by tests/test_worker_liveness.py): the template must not import a measuring module to read it.
+HANDSHAKE_SLACK_S = 5.0
+
+
+def _number(params: Dict[str, Any], key: str) -> float:
+    value = params.get(key, 0)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def stall_after_s(params: Dict[str, Any]) -> float:
+    """Seconds a worker measuring with ``params`` (a MeasureParams dict) may go without running.
+
+    The longest single wait of any arm -- the settle, both planted delays,
+    the open-loop interval, then ``timeout_s`` plus the handshake slack --
+    and :data:`STALL_GRACE_S`.
+    """
+    wait_us = sum(_number(params, key) for key in ("settle_us", "planted_delay_us", "planted_after_us", "interval_us"))
+    return STALL_GRACE_S + wait_us / 1e6 + _number(params, "timeout_s") + HANDSHAKE_SLACK_S
+
+
+def reply_cap_bytes(params: Dict[str, Any]) -> int:
+    """The most bytes a reply to a request with ``params`` may take."""
+    wakes = _number(params, "n") + _number(params, "warmup") + _number(params, "rounds") + _number(params, "warmup_rounds")
+    return REPLY_BASE_BYTES + int(min(wakes, 1e9)) * REPLY_PER_WAKE_BYTES
 
 
 # prctl(2) option: the signal this process gets when its parent (thread) dies.
@@ -242,17 +303,83 @@ def _kill_stragglers() -> None:
             continue  # gone meanwhile, or not ours to read
 
 
-def _await_reply(read_end: int, stdin: _Input) -> bytes:
-    """What the worker writes on ``read_end`` until it closes it, watching the runner meanwhile."""
+def _read_small(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(4096)
+
+
+def _task_progress(pid: int, tid: str) -> Tuple[int, int]:
+    """How much thread ``tid`` of ``pid`` has run: (run time, times run) -- or CPU ticks."""
+    base = "/proc/%d/task/%s/" % (pid, tid)
+    try:
+        runtime, _, runs = _read_small(base + "schedstat").split()[:3]
+        return int(runtime), int(runs)
+    except (OSError, ValueError):
+        fields = _read_small(base + "stat").rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12]), 0  # utime + stime
+
+
+def progress(pid: int) -> Optional[Tuple[int, int]]:
+    """How much ``pid`` and its descendants have run, summed over their threads; None without /proc.
+
+    Any change between two looks means one of them was put on a CPU.
+    """
+    if not os.path.isdir("/proc/%d/task" % pid):
+        return None
+    total_time = total_runs = 0
+    pending, seen = [pid], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            tids = os.listdir("/proc/%d/task" % current)
+        except OSError:
+            continue  # gone meanwhile
+        for tid in tids:
+            try:
+                used, runs = _task_progress(current, tid)
+                total_time, total_runs = total_time + used, total_runs + runs
+                pending.extend(int(c) for c in _read_small("/proc/%d/task/%s/children" % (current, tid)).split())
+            except (OSError, ValueError, IndexError):
+                continue  # exited meanwhile, or no children file (then only the worker is watched)
+    return total_time, total_runs
+
+
+def _await_reply(read_end: int, stdin: _Input, reply_fd: int, pid: int, params: Dict[str, Any]) -> Tuple[bytes, Optional[str]]:
+    """What the worker writes on ``read_end`` until it closes it, and why it was cut short (or None).
+
+    Meanwhile: the runner is watched (end of input), told every
+    :data:`HEARTBEAT_S` that this template is alive, and the worker is
+    watched for progress and a reply within its cap.
+    """
     chunks: List[bytes] = []
+    size = 0
+    cap = reply_cap_bytes(params)
+    stall_s = stall_after_s(params)
+    last = progress(pid)
+    moved_at = next_beat = time.monotonic()
     while True:
-        ready = select.select([read_end] if stdin.closed else [read_end, stdin.fd], [], [])[0]
+        now = time.monotonic()
+        if now >= next_beat:
+            _write_all(reply_fd, HEARTBEAT)
+            next_beat = now + HEARTBEAT_S
+            seen = progress(pid)
+            if seen != last:
+                last, moved_at = seen, now
+            elif seen is not None and now - moved_at > stall_s:
+                return b"", "worker stalled: it and its children did not run for %.1f s (killed)" % (now - moved_at)
+        ready = select.select([read_end] if stdin.closed else [read_end, stdin.fd], [], [], max(0.0, next_beat - now))[0]
         if stdin.fd in ready and not stdin.fill():
             _take_group_down()
         if read_end in ready:
             chunk = os.read(read_end, 1 << 16)
             if not chunk:
-                return b"".join(chunks)
+                return b"".join(chunks), None
+            size += len(chunk)
+            if size > cap:
+                return b"", "worker reply exceeds %d bytes (killed)" % cap
             chunks.append(chunk)
 
 
@@ -283,9 +410,13 @@ def _worker(request: Dict[str, Any], pipe: Sequence[int], template_pid: int, mas
 def _serve_one(request_line: bytes, reply_fd: int, stdin: _Input) -> None:
     """Fork a fresh worker for one request; forward its reply, or say how it died."""
     global _worker_pid
+    _write_all(reply_fd, HEARTBEAT)  # the request has come: from here on this template beats
     try:
         request = json.loads(request_line.decode("utf-8"))
-    except ValueError as exc:
+        params = request.get("params") or {}
+        if not isinstance(params, dict):
+            raise ValueError("params is not an object")
+    except (ValueError, AttributeError) as exc:
         _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": "bad request: %s" % exc})
         return
     read_end, write_end = os.pipe()
@@ -305,16 +436,20 @@ def _serve_one(request_line: bytes, reply_fd: int, stdin: _Input) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_end)
     try:
-        data = _await_reply(read_end, stdin)
+        data, cut = _await_reply(read_end, stdin, reply_fd, pid, params)
+        if cut is not None:
+            os.kill(pid, signal.SIGKILL)
     finally:
         os.close(read_end)
     _, status = os.waitpid(pid, 0)
     _worker_pid = 0
-    if data.endswith(b"\n"):
+    if cut is None and data.endswith(b"\n"):
         _write_all(reply_fd, data)
         return
     _kill_stragglers()  # what the dead worker's arm started (a C floor) would measure on
-    if os.WIFSIGNALED(status):
+    if cut is not None:
+        error = cut
+    elif os.WIFSIGNALED(status):
         error = "worker killed by signal %d" % os.WTERMSIG(status)
     else:
         error = "worker exited with status %d without a reply" % os.WEXITSTATUS(status)

@@ -16,6 +16,13 @@ its stdin, a pipe only this process writes (see "Dying with the parent" in
 :mod:`wakelab.harness.worker`).  The kernel signals when the *thread* that
 started the process ends: start a :class:`WorkerPool` from a thread that
 outlives its use (the runner uses its main thread).
+
+A worker that stalls is found within a few seconds plus its longest single
+wait, whatever ``n`` is: the template watches it and fails it (see
+"Liveness" in :mod:`wakelab.harness.worker`), and this process watches the
+template's heartbeat (:data:`TEMPLATE_SILENCE_S`).  Every read from a child
+process is bounded (:func:`run_bounded`, :func:`reply_cap_bytes`,
+:data:`STDERR_CAP_BYTES`).
 """
 
 from __future__ import annotations
@@ -34,10 +41,22 @@ from typing import Any, IO, Callable, Dict, List, Optional, Sequence
 import wakelab
 from wakelab.core.model import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
 from wakelab.harness.conditions import Conditions
+from wakelab.harness.worker import HEARTBEAT, reply_cap_bytes
 
 MIN_PYTHON = (3, 9)
-# Seconds a worker may take beyond the time its wakes can take at worst.
+# Seconds a worker may take beyond the time its wakes can take at worst (a backstop: the
+# heartbeat finds a stalled worker long before).
 WORKER_GRACE_S = 60.0
+# Seconds the template may be silent while a worker measures (it beats every HEARTBEAT_S),
+# and before its first byte for a request (a fresh template imports every measuring module).
+TEMPLATE_SILENCE_S = 5.0
+TEMPLATE_START_S = 60.0
+# Bytes a worker template may write to its stderr (a temporary file), and that a probe or a
+# one-request worker may write to stdout; what they write to stderr beyond its tail is dropped.
+STDERR_CAP_BYTES = 16 << 20
+PROBE_CAP_BYTES = 1 << 20
+# Seconds an interpreter may take to say its version.
+PROBE_TIMEOUT_S = 30.0
 
 
 class WorkerError(RuntimeError):
@@ -103,13 +122,19 @@ def split_counts(total: int, parts: int) -> List[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def worker_deadline_s(params: MeasureParams) -> float:
-    """How long one worker may run before it is declared hung."""
-    per_wake = params.settle_s + params.timeout_s + params.planted_delay_ns / 1e9 + 0.01
-    wakes = (params.warmup + params.n) * per_wake
-    # A rate arm's call costs well under 100 µs even on a slow interpreter under load.
-    rate = params.install_n * (params.rounds + params.warmup_rounds) * 2 * 100e-6
-    return WORKER_GRACE_S + wakes + rate
+def worker_deadline_s(params: MeasureParams, kind: str = "latency") -> float:
+    """How long one worker of an arm of ``kind`` may run in all before it is declared hung.
+
+    A backstop for a worker that runs but never finishes; one that stops
+    running is found by its heartbeat within seconds.
+    """
+    if kind == "rate":
+        # A rate arm's call costs well under 100 µs even on a slow interpreter under load.
+        return WORKER_GRACE_S + params.install_n * (params.rounds + params.warmup_rounds) * 2 * 100e-6
+    per_wake = params.settle_s + params.timeout_s + (params.planted_delay_ns + params.planted_after_ns) / 1e9 + 0.01
+    if params.mode == "open":
+        per_wake += params.interval_us / 1e6
+    return WORKER_GRACE_S + (params.warmup + params.n) * per_wake
 
 
 def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
@@ -121,40 +146,96 @@ def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
 
 
 def _last_line(data: bytes) -> str:
-    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    lines = [line for line in data[-65536:].decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1].strip()[:500] if lines else ""
+
+
+class ChildTimeout(WorkerError):
+    """A child process that did not finish in time (its whole process group was killed)."""
+
+
+class ChildOverflow(WorkerError):
+    """A child process that wrote more than it may (its whole process group was killed)."""
+
+
+def run_bounded(
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    cap_bytes: int = PROBE_CAP_BYTES,
+    input: bytes = b"",
+    env: Optional[Dict[str, str]] = None,
+) -> "subprocess.CompletedProcess[bytes]":
+    """Run ``argv`` in its own session and return its status, stdout and the tail of its stderr.
+
+    Every read is bounded: more than ``cap_bytes`` on stdout raises
+    :class:`ChildOverflow`, stderr keeps its last ``cap_bytes``; not done
+    within ``timeout_s`` (including what it started still holding its pipes)
+    raises :class:`ChildTimeout`.  Either way, and always at the end, the whole
+    process group is SIGKILLed and reaped: nothing it started is left behind.
+    ``OSError`` when it cannot be started.
+    """
+    deadline = time.monotonic() + timeout_s
+    with subprocess.Popen(
+        list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        start_new_session=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        out, err = bytearray(), bytearray()
+        try:
+            try:
+                proc.stdin.write(input)  # small (a request), and the pipe holds 64 KiB
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+            exited_at: Optional[float] = None
+            while streams:
+                now = time.monotonic()
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                # Exited, but something it started holds its pipes: that is not waited for long.
+                end = deadline if exited_at is None else min(deadline, exited_at + 1.0)
+                if now >= end:
+                    if exited_at is not None:
+                        break
+                    raise ChildTimeout("%s: no answer within %.0f s (killed with its process group)" % (argv[0], timeout_s))
+                for fd in select.select(list(streams), [], [], min(end - now, 0.2))[0]:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        del streams[fd]
+                        continue
+                    sink = streams[fd]
+                    sink += chunk
+                    if sink is out and len(out) > cap_bytes:
+                        raise ChildOverflow("%s: wrote more than %d bytes (killed with its process group)" % (argv[0], cap_bytes))
+                    if sink is err and len(err) > cap_bytes:
+                        del err[: len(err) - cap_bytes]
+            left = deadline - time.monotonic()
+            try:
+                proc.wait(max(left, 0.0))
+            except subprocess.TimeoutExpired:
+                raise ChildTimeout("%s: no answer within %.0f s (killed with its process group)" % (argv[0], timeout_s)) from None
+        finally:
+            _kill_group(proc)
+    return subprocess.CompletedProcess(list(argv), proc.returncode, bytes(out), bytes(err))
 
 
 def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: Sequence[str] = ()) -> Dict[str, Any]:
     """Run one worker to completion and return its reply document."""
-    with subprocess.Popen(
-        # -S: no site-packages. The measuring process gets the standard library and
-        # this package only, and starts several times faster.
-        [python, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(os.getpid()), *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=worker_env(),
-        start_new_session=True,  # its own process group: a hung worker is killed with its children
-    ) as proc:
-        try:
-            out, err = proc.communicate(json.dumps(request).encode("utf-8"), timeout=deadline_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise WorkerError("worker hung: no reply within %.0f s (killed)" % deadline_s) from None
-        except BaseException:
-            _kill_group(proc)  # Ctrl-C: take the worker and its children down too
-            raise
-        finally:
-            # The worker reaps its own children (process arms); no straggler of its group may
-            # outlive it.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    reply = _parse_reply(out)
+    # -S: no site-packages. The measuring process gets the standard library and
+    # this package only, and starts several times faster.
+    argv = [python, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(os.getpid()), *args]
+    cap = reply_cap_bytes(dict(request.get("params") or {})) if args != ["--probe"] else PROBE_CAP_BYTES
+    try:
+        done = run_bounded(argv, timeout_s=deadline_s, cap_bytes=cap, input=json.dumps(request).encode("utf-8"), env=worker_env())
+    except ChildTimeout:
+        raise WorkerError("worker hung: no reply within %.0f s (killed)" % deadline_s) from None
+    except ChildOverflow:
+        raise WorkerError("worker reply exceeds %d bytes (killed)" % cap) from None
+    reply = _parse_reply(done.stdout)
     if reply is None:
-        raise _ended(proc.returncode, _last_line(err) or _last_line(out) or "no output")
+        raise _ended(done.returncode, _last_line(done.stderr) or _last_line(done.stdout) or "no output")
     return reply
 
 
@@ -212,8 +293,9 @@ class WorkerPool:
     def _stderr_tail(self) -> str:
         if self._stderr is None:
             return ""
-        self._stderr.seek(0)
-        return _last_line(self._stderr.read()[-4096:])
+        size = self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, size - 4096))
+        return _last_line(self._stderr.read(4096))
 
     def _died(self, proc: "subprocess.Popen[bytes]", received: bytes) -> WorkerError:
         returncode = proc.wait()
@@ -253,17 +335,36 @@ class WorkerPool:
             raise self._died(proc, b"") from None
         fd = proc.stdout.fileno()
         received = bytearray()
-        deadline = time.monotonic() + deadline_s
+        cap = reply_cap_bytes(dict(request.get("params") or {}))
+        started = time.monotonic()
+        deadline = started + deadline_s
+        heard: Optional[float] = None  # when the template last wrote anything for this request
         try:
             while not received.endswith(b"\n"):
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                now = time.monotonic()
+                quiet_until = started + TEMPLATE_START_S if heard is None else heard + TEMPLATE_SILENCE_S
+                if now >= deadline:
                     self.kill()
                     raise WorkerError("worker hung: no reply within %.0f s (killed)" % deadline_s)
+                if now >= quiet_until:
+                    self.kill()
+                    raise WorkerError(
+                        "worker stalled: its template sent no heartbeat for %.0f s (killed)"
+                        % (now - (started if heard is None else heard))
+                    )
+                if not select.select([fd], [], [], min(deadline, quiet_until) - now)[0]:
+                    continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     raise self._died(proc, bytes(received))
-                received += chunk
+                heard = time.monotonic()
+                received += chunk.lstrip(HEARTBEAT) if not received else chunk
+                if len(received) > cap:
+                    self.kill()
+                    raise WorkerError("worker reply exceeds %d bytes (killed)" % cap)
+                if self._stderr is not None and os.fstat(self._stderr.fileno()).st_size > STDERR_CAP_BYTES:
+                    self.kill()
+                    raise WorkerError("worker wrote more than %d bytes to stderr (killed)" % STDERR_CAP_BYTES)
         except BaseException:
             if self._proc is proc:
                 self.kill()  # Ctrl-C or any failure: take the template, workers and children down
@@ -306,12 +407,11 @@ def probe_interpreter(python: str) -> Dict[str, Any]:
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise InterpreterError("interpreter %s does not exist or is not executable" % python)
     try:
-        version = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, timeout=60, check=True,
-        ).stdout.decode().strip()
-        major, minor = (int(x) for x in version.split("."))
-    except (OSError, subprocess.SubprocessError, ValueError):
+        done = run_bounded([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout_s=PROBE_TIMEOUT_S)
+        if done.returncode != 0:
+            raise ValueError(done.returncode)
+        major, minor = (int(x) for x in done.stdout.decode().strip().split("."))
+    except (OSError, WorkerError, ValueError):
         raise InterpreterError("%s does not run as a Python interpreter" % python) from None
     if (major, minor) < MIN_PYTHON:
         raise InterpreterError(
@@ -369,7 +469,7 @@ def run_workers(
             "params": worker_params.to_dict(),
             "conditions": conditions.to_dict(),
         }
-        reply = pool.call(request, worker_deadline_s(worker_params))
+        reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
         if reply.get("unavailable"):
             raise ArmUnavailable(str(reply["unavailable"]))
         if not reply.get("ok"):
