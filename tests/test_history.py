@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from typing import Any, Dict, List
 
 import pytest
@@ -44,6 +45,7 @@ def variant(summary: Dict[str, Any], *, started: str, host: str = "testbox", ver
             event_p50_ns: float = 110_000.0, free_threaded: bool = False, conditions: Any = FIXED_CONDITIONS) -> Dict[str, Any]:
     """The lab135 summary, as if made at another time, on another host or interpreter, under ``conditions``."""
     doc = copy.deepcopy(summary)
+    doc["run_id"] = uuid.uuid4().hex  # another run
     doc["started_utc"] = started
     doc["finished_utc"] = started[:-3] + "02Z"
     doc["machine"]["hostname"] = host
@@ -394,8 +396,11 @@ def test_an_empty_version_0_database_is_migrated(tmp_path, lab135_summary) -> No
     assert [r.id for r in history.list_runs(str(db))] == [1]
 
 
+NEXT = history.SCHEMA_VERSION + 1  # a schema version this wakelab does not have yet
+
+
 def _add_v2_migration(monkeypatch, step) -> None:
-    monkeypatch.setattr(history, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(history, "SCHEMA_VERSION", NEXT)
     monkeypatch.setattr(history, "MIGRATIONS", history.MIGRATIONS + [step])
 
 
@@ -411,9 +416,9 @@ def test_an_older_schema_is_migrated_in_place_keeping_its_runs(tmp_path, lab135_
     assert [r.id for r in history.list_runs(db)] == [1]  # opening migrates
     history.record_run(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "new"), db)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == NEXT
         assert conn.execute("SELECT id, tag FROM runs ORDER BY id").fetchall() == [(1, "migrated"), (2, None)]
-        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "2"
+        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == str(NEXT)
     conn.close()
 
 
@@ -427,7 +432,7 @@ def test_a_failed_migration_leaves_the_older_database_intact(tmp_path, lab135_su
         conn.execute("UPDATE no_such_table SET x = 1")
 
     _add_v2_migration(monkeypatch, half_a_migration)
-    with pytest.raises(history.HistoryError, match="no such table: no_such_table while migrating it to schema 2"):
+    with pytest.raises(history.HistoryError, match="no such table: no_such_table while migrating it to schema %d" % NEXT):
         history.list_runs(db)
     assert read_bytes(db) == before
     monkeypatch.undo()

@@ -31,6 +31,9 @@ Safety rules, because a history is only worth something if it survives:
 Schema history (``PRAGMA user_version``, also kept in the ``meta`` table):
   0 -- an empty database (a new file): nothing to keep.
   1 -- ``meta``, ``runs`` and ``arm_results`` (wakelab 0.1).
+  2 -- ``runs.run_uuid``: summary.json's ``run_id``, unique, the key of a run; ``runs``
+       no longer unique on (folder, started_utc), so runs into one folder in the same
+       second are kept apart.  Rows recorded before keep ``run_uuid`` NULL and their old key.
 
 To change the schema: bump :data:`SCHEMA_VERSION`, append one step to
 :data:`MIGRATIONS` that turns version N-1 into N using single statements
@@ -50,7 +53,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from wakelab.errors import WakelabError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_FILENAME = "history.sqlite3"
 ENV_VAR = "WAKELAB_HISTORY"
 # How long a second wakelab waits for another one to finish writing.
@@ -155,8 +158,61 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_start ON runs (started_utc)")
 
 
+_RUNS_V2 = """
+        CREATE TABLE %s (
+            id              INTEGER PRIMARY KEY,
+            run_uuid        TEXT UNIQUE,       -- summary.json run_id (NULL: a bundle older than run ids)
+            recorded_utc    TEXT NOT NULL,     -- when this row was written
+            started_utc     TEXT NOT NULL,     -- summary.json started_utc
+            finished_utc    TEXT,
+            lab_id          TEXT,
+            folder          TEXT NOT NULL,     -- the bundle's folder, absolute
+            complete        INTEGER,           -- summary.json complete (0/1)
+            interrupted     INTEGER,
+            tool_version    TEXT,              -- the wakelab that measured
+            implementation  TEXT,              -- CPython, PyPy ...
+            python_version  TEXT,
+            build           TEXT,
+            executable      TEXT,
+            free_threaded   INTEGER,           -- Py_GIL_DISABLED build (0/1/NULL)
+            gil_enabled     INTEGER,           -- GIL on during the run (0/1/NULL)
+            hostname        TEXT,
+            cpu_model       TEXT,
+            kernel          TEXT,
+            architecture    TEXT,
+            note            TEXT,
+            parameters_json TEXT,
+            conditions_json TEXT,              -- summary.json conditions, when present
+            summary_json    TEXT NOT NULL      -- the whole summary.json, canonical JSON
+        )
+"""
+_RUNS_V1_COLUMNS = (
+    "id, recorded_utc, started_utc, finished_utc, lab_id, folder, complete, interrupted, tool_version, "
+    "implementation, python_version, build, executable, free_threaded, gil_enabled, hostname, cpu_model, "
+    "kernel, architecture, note, parameters_json, conditions_json, summary_json"
+)
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    """Add ``runs.run_uuid`` and drop the UNIQUE (folder, started_utc) key.
+
+    SQLite cannot drop a constraint, so ``runs`` is rebuilt (its rows and ids
+    kept) the way SQLite's documentation describes: create, copy, drop,
+    rename.  Foreign keys are off on a connection being migrated (they are
+    switched on after), so dropping the old table deletes no arm_results.
+    """
+    if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
+        raise sqlite3.OperationalError("foreign keys are on; cannot rebuild runs safely")
+    conn.execute(_RUNS_V2 % "runs_v2")
+    conn.execute("INSERT INTO runs_v2 (%s) SELECT %s FROM runs" % (_RUNS_V1_COLUMNS, _RUNS_V1_COLUMNS))
+    conn.execute("DROP TABLE runs")
+    conn.execute("ALTER TABLE runs_v2 RENAME TO runs")
+    conn.execute("CREATE INDEX runs_by_start ON runs (started_utc)")
+    conn.execute("CREATE INDEX runs_by_folder ON runs (folder, started_utc)")
+
+
 # MIGRATIONS[v] turns a database of version v into version v + 1.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,7 +418,9 @@ def _run_row(summary: Mapping[str, Any], folder: str, summary_json: str) -> Dict
     machine = _dict(summary.get("machine"))
     conditions = summary.get("conditions")
     parameters = summary.get("parameters")
+    run_uuid = summary.get("run_id")
     return {
+        "run_uuid": run_uuid if isinstance(run_uuid, str) and run_uuid else None,
         "recorded_utc": utc_now(),
         "started_utc": summary["started_utc"],
         "finished_utc": _text(summary.get("finished_utc")),
@@ -426,7 +484,8 @@ def record_run(
 ) -> RecordResult:
     """Record one run (its summary.json document and its bundle folder) in the history.
 
-    Idempotent: a run is identified by its folder and ``started_utc``; adding
+    Idempotent: a run is identified by its summary's ``run_id`` (a bundle
+    older than run ids: by its folder and ``started_utc``); adding
     it again changes nothing, and adding a newer state of the same bundle
     (for example one recorded while it was still running) updates the row in
     place.  Raises :class:`HistoryError`; the database is then as it was.
@@ -453,9 +512,13 @@ def record_run(
 
 
 def _store(conn: sqlite3.Connection, row: Dict[str, Any], arms: List[Tuple[Any, ...]], path: str) -> RecordResult:
-    found = conn.execute(
-        "SELECT id, summary_json FROM runs WHERE folder = ? AND started_utc = ?", (row["folder"], row["started_utc"])
-    ).fetchone()
+    if row.get("run_uuid") is not None:
+        found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid = ?", (row["run_uuid"],)).fetchone()
+    else:
+        found = conn.execute(
+            "SELECT id, summary_json FROM runs WHERE run_uuid IS NULL AND folder = ? AND started_utc = ?",
+            (row["folder"], row["started_utc"]),
+        ).fetchone()
     if found is not None and found[1] == row["summary_json"]:
         return RecordResult(run_id=int(found[0]), action="unchanged", db_path=path)
     columns = sorted(row)
@@ -532,6 +595,7 @@ class RunRecord:
     arms: int
     arms_ok: int
     conditions: Optional[Any]
+    run_uuid: Optional[str] = None  # summary.json run_id (None: recorded from an older bundle)
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -606,7 +670,7 @@ def list_runs(
         "runs.cpu_model, runs.kernel, "
         "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id), "
         "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id AND a.status = 'ok'), "
-        "runs.conditions_json FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where
+        "runs.conditions_json, runs.run_uuid FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where
     )
     if filters.limit is not None:
         sql += " LIMIT %d" % int(filters.limit)
@@ -617,6 +681,7 @@ def list_runs(
                 id=r[0], started_utc=r[1], recorded_utc=r[2], lab_id=r[3], folder=r[4], complete=_bool(r[5]),
                 implementation=r[6], python_version=r[7], free_threaded=_bool(r[8]), gil_enabled=_bool(r[9]),
                 hostname=r[10], cpu_model=r[11], kernel=r[12], arms=r[13], arms_ok=r[14], conditions=_loads(r[15]),
+                run_uuid=r[16],
             )
             for r in conn.execute(sql, params)
         ]

@@ -404,13 +404,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                 text = dumps(doc) if args.json else format_matrix(doc)
                 failed = any(r["status"] == FAILED for arm in doc["arms"] for r in arm["rows"])
                 complete = doc["complete"]
-                runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"])) for c in doc["cells"]]
+                # A cell never reached (the disk filled in an earlier one) has no bundle to record.
+                runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"]))
+                        for c in doc["cells"] if c["status"] != "pending"]
     except RunInterrupted as exc:
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED
     except (InterpreterError, ConditionError) as exc:
         _remove_if_empty(folder)
         raise UsageError(str(exc)) from None
+    except OutputError:
+        _remove_if_empty(folder)  # nothing was measured; a folder we just made goes again
+        raise
     _record_history(args, runs)
     sys.stdout.write(text)
     sys.stdout.flush()

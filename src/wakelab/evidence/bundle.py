@@ -12,16 +12,26 @@ sees a whole old file or a whole new one.  The runner rewrites summary.json
 after every arm, so an interrupted run leaves valid files with
 ``complete: false``.
 
+While a run writes a folder it holds an exclusive ``flock`` on
+``.wakelab.lock`` inside it (:func:`lock_output_folder`), so a second run
+into the same folder is refused instead of mixing two runs' files.  Before
+the first write, a run clears the evidence an older bundle left there
+(:func:`clear_bundle`), so no stale ``samples/*.json`` survives a replace.
+
 Schema history (``schema_version``):
-  1 -- first version (wakelab 0.1).
+  1 -- first version (wakelab 0.1); the optional ``run_id`` came later, without a bump.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import re
+import stat
 import tempfile
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 SCHEMA_NAME = "wakelab.summary"
 SAMPLES_SCHEMA = "wakelab.samples"
@@ -29,10 +39,26 @@ SCHEMA_VERSION = 1
 SUMMARY_JSON = "summary.json"
 SUMMARY_TXT = "summary.txt"
 SAMPLES_DIR = "samples"
+MATRIX_JSON = "matrix.json"
+MATRIX_TXT = "matrix.txt"
+CELLS_DIR = "cells"
+LOCK_FILE = ".wakelab.lock"
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old or the new file, never half."""
+class FolderBusy(Exception):
+    """Another wakelab holds the output folder's lock (it is writing a run there)."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__("%s is being written by another wakelab run" % folder)
+        self.folder = folder
+
+
+def write_temp_text(path: str, text: str) -> str:
+    """Write ``text`` (flushed, fsynced) to a new temporary file beside ``path``; returns its name.
+
+    On any failure (a full disk, an I/O error) the temporary file is removed
+    and the error raised; the caller renames the result over ``path``.
+    """
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
@@ -41,13 +67,180 @@ def atomic_write_text(path: str, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new file, never half."""
+    tmp = write_temp_text(path, text)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise
+
+
+def atomic_write_files(files: Mapping[str, str]) -> List[str]:
+    """Write several ``{path: text}`` files, all or none: each goes to a temporary file first,
+    and only when every one is whole are they renamed into place (renames need no space).
+
+    On a failure before the renames every temporary file is removed and no
+    path is touched.  Returns the paths, in order.
+    """
+    temps: List[str] = []
+    try:
+        for path, text in files.items():
+            temps.append(write_temp_text(path, text))
+        for tmp, path in zip(temps, files):
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp in temps:
+            _unlink_quietly(tmp)
+        raise
+    return list(files)
+
+
+class FolderLock:
+    """An exclusive lock on an output folder while a run writes it.
+
+    The lock is ``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock``;
+    the kernel drops it when this process dies, however it dies, so a crash
+    never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy`
+    at once if another process holds it, and OSError if the lock file cannot
+    be made.  :meth:`release` removes the lock file while still holding the
+    lock; an opener waiting on the old file then finds it unlinked and tries
+    again, so two holders are impossible.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.path = os.path.join(folder, LOCK_FILE)
+        self._fd: Optional[int] = None
+
+    def acquire(self) -> "FolderLock":
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise FolderBusy(self.folder) from None
+                raise
+            try:
+                same = os.path.samestat(os.fstat(fd), os.lstat(self.path))
+            except OSError:
+                same = False
+            if same:
+                self._fd = fd
+                return self
+            os.close(fd)  # the holder before us removed this file as it let go: lock the new one
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            _unlink_quietly(self.path)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> "FolderLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# Names of files a bundle (or a grid of bundles) is made of, and of the temporary files
+# atomic_write_text leaves only if it is killed between mkstemp and rename.
+_EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT)
+_SAMPLES_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.json\Z")
+_TEMP_NAME = re.compile(r"\A\.(summary\.json|summary\.txt|matrix\.json|matrix\.txt|[A-Za-z0-9][A-Za-z0-9_.-]*\.json)\.[A-Za-z0-9_]+\.tmp\Z")
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_file_or_link(path: str) -> bool:
+    """A regular file, or a symbolic link (removing a link never touches what it points to)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
+    """Remove the evidence an older bundle left in ``folder``; returns the paths removed.
+
+    Only what looks like wakelab evidence goes: ``summary.json``,
+    ``summary.txt``, ``matrix.json``, ``matrix.txt``, regular ``*.json``
+    files (or links) in ``samples/``, wakelab's own temporary files, and (for a grid)
+    the same inside each ``cells/<label>/``.  Folders left empty are removed.
+    Symbolic links are never followed (a ``samples`` link is removed, not
+    entered), and any other file is left alone.
+    """
+    removed: List[str] = []
+
+    def remove(path: str) -> None:
+        os.unlink(path)
+        removed.append(path)
+
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        path = os.path.join(folder, name)
+        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is_regular(path):
+            remove(path)
+    samples = os.path.join(folder, SAMPLES_DIR)
+    if os.path.islink(samples):
+        remove(samples)
+    elif _is_real_dir(samples):
+        for name in os.listdir(samples):
+            path = os.path.join(samples, name)
+            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is_file_or_link(path):
+                remove(path)
+        _rmdir_if_empty(samples)
+    cells = os.path.join(folder, CELLS_DIR)
+    if _depth == 0 and _is_real_dir(cells):
+        for name in os.listdir(cells):
+            cell = os.path.join(cells, name)
+            if _is_real_dir(cell):
+                removed += clear_bundle(cell, _depth + 1)
+                _rmdir_if_empty(cell)
+        _rmdir_if_empty(cells)
+    return removed
+
+
+def _rmdir_if_empty(folder: str) -> None:
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass  # not empty: holds something that is not ours to remove
 
 
 def dumps(doc: Mapping[str, object]) -> str:

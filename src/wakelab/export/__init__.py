@@ -49,21 +49,31 @@ def write_export(export: Export, exporter: Exporter, destination: str) -> List[s
 
     A one-document format writes the file ``destination``; a per-arm format
     writes its files into the folder ``destination`` (created if needed,
-    files of the same names replaced).  Each file is written atomically, and
-    nothing is written before the whole export has been serialized.
+    files of the same names replaced).  Nothing is written before the whole
+    export has been serialized, and the files are written all or none: each
+    to a temporary file first, renamed into place only when every one is
+    whole, so a full disk or an I/O error leaves no partial or half-new set
+    (and a folder this call created is removed again).
     """
-    from wakelab.evidence.bundle import atomic_write_text
+    from wakelab.evidence.bundle import atomic_write_files
 
+    created = False
     try:
         if exporter.per_arm:
-            os.makedirs(destination, exist_ok=True)
+            if not os.path.isdir(destination):
+                os.makedirs(destination)
+                created = True
             paths = [os.path.join(destination, f.name) for f in export.files]
         else:
             if os.path.isdir(destination):
                 raise OutputError("cannot write %s: it is a folder (give a file name with -o)" % destination)
             paths = [destination]
-        for path, exported in zip(paths, export.files):
-            atomic_write_text(path, exported.text)
+        atomic_write_files({path: exported.text for path, exported in zip(paths, export.files)})
     except OSError as exc:
+        if created:
+            try:
+                os.rmdir(destination)
+            except OSError:
+                pass
         raise OutputError("cannot write %s: %s (choose another path with -o)" % (destination, exc.strerror or exc)) from None
     return paths

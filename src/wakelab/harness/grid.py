@@ -17,11 +17,20 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from wakelab.evidence import bundle
-from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan, utc_now
+from wakelab.errors import OutputError
+from wakelab.harness.runner import (
+    Execution,
+    RunInterrupted,
+    RunPlan,
+    WriteFailed,
+    lock_folder,
+    run_plan_checked,
+    utc_now,
+)
 
 MATRIX_SCHEMA = "wakelab.matrix"
 MATRIX_VERSION = 1
-CELLS_DIR = "cells"
+CELLS_DIR = bundle.CELLS_DIR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,30 +169,70 @@ def run_grid(
     harness imports no renderer) are rewritten after every cell.  On Ctrl-C
     the matrix is written as it stands and :class:`RunInterrupted` is raised.
     """
+    lock = lock_folder(base.folder)
+    try:
+        return _run_grid_locked(base, cells, progress, render_matrix)
+    finally:
+        lock.release()
+
+
+def _run_grid_locked(
+    base: RunPlan,
+    cells: Sequence[Cell],
+    progress: Optional[Callable[[str, Dict[str, Any]], None]],
+    render_matrix: Optional[Callable[[Dict[str, Any]], str]],
+) -> Dict[str, Any]:
     started = utc_now()
     summaries: Dict[str, Dict[str, Any]] = {}
 
     def write() -> Dict[str, Any]:
         doc = matrix_doc(base, cells, summaries, started)
-        bundle.atomic_write_text(os.path.join(base.folder, "matrix.json"), bundle.dumps(doc))
-        if render_matrix is not None:
-            bundle.atomic_write_text(os.path.join(base.folder, "matrix.txt"), render_matrix(doc))
+        try:
+            bundle.atomic_write_text(os.path.join(base.folder, bundle.MATRIX_JSON), bundle.dumps(doc))
+            if render_matrix is not None:
+                bundle.atomic_write_text(os.path.join(base.folder, bundle.MATRIX_TXT), render_matrix(doc))
+        except OSError as exc:
+            raise WriteFailed(base.folder, exc) from None
         return doc
 
-    write()
+    def write_quietly() -> Dict[str, Any]:
+        try:
+            return write()
+        except WriteFailed:
+            return matrix_doc(base, cells, summaries, started)
+
+    try:
+        bundle.clear_bundle(base.folder)
+        write()
+    except OSError as exc:  # WriteFailed is no OSError: clear_bundle's own errors
+        raise OutputError("%s (choose another folder with --output)" % WriteFailed(base.folder, exc)) from None
+    except WriteFailed as exc:
+        raise OutputError("%s; nothing was measured (choose another folder with --output)" % exc) from None
     for index, cell in enumerate(cells):
         folder = os.path.join(base.folder, CELLS_DIR, cell.label)
-        os.makedirs(folder, exist_ok=True)
         if progress is not None:
             progress("cell-start", {"cell": cell.label, "index": index, "total": len(cells)})
         try:
-            summaries[cell.label] = run_plan(cell_plan(base, cell, folder), progress)
+            os.makedirs(folder, exist_ok=True)
+            summaries[cell.label], failure = run_plan_checked(cell_plan(base, cell, folder), progress)
         except RunInterrupted as exc:
             summaries[cell.label] = exc.summary
-            doc = write()
-            raise RunInterrupted(doc, base.folder) from None
-        write()
-    return write()
+            raise RunInterrupted(write_quietly(), base.folder) from None
+        except OSError as exc:  # the cell's folder could not be made
+            if not summaries:
+                raise OutputError("%s (choose another folder with --output)" % WriteFailed(folder, exc)) from None
+            break  # the earlier cells' evidence stands
+        except OutputError:  # the cell measured nothing
+            if not summaries:
+                raise
+            break
+        if failure is not None:
+            break
+        try:
+            write()
+        except WriteFailed:
+            break
+    return write_quietly()
 
 
 __all__ = ["Cell", "Execution", "expand", "run_grid", "matrix_doc", "cell_plan"]

@@ -7,6 +7,17 @@ ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
 raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
 
+The output folder is locked for the whole run (a second run into it gets
+:class:`~wakelab.errors.OutputError` before writing anything), and an older
+bundle's evidence there is removed before the first write.  A write that
+fails (a full disk, an I/O error, lost permission) ends the run at once:
+the arm whose files could not be written, or else the next arm, is recorded
+``failed`` with a reason naming the folder and the OS error, later arms stay
+``pending``, and the summary (``complete: false``) is returned as usual, so
+the caller records it and exits as for a failed arm.  The last summary.json
+that was written whole stays valid.  If no arm was measured, OutputError is
+raised instead.
+
 By default each arm is measured in several fresh worker processes
 (:mod:`wakelab.harness.workers`), on the interpreter the plan names; with
 ``in_process`` the arm runs here, under the same conditions layer, which is
@@ -17,14 +28,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import signal
 import sys
 import time
+import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from wakelab import __version__
 from wakelab.core.registry import get_arm
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
+from wakelab.errors import OutputError
 from wakelab.evidence import bundle
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
@@ -51,6 +65,33 @@ INTERRUPTED = "interrupted"
 PENDING = "pending"
 
 ProgressCallback = Callable[[str, Dict[str, Any]], None]
+
+
+class WriteFailed(Exception):
+    """Writing the evidence folder failed (``error``: the OSError); the run stops."""
+
+    def __init__(self, folder: str, error: OSError) -> None:
+        self.folder = folder
+        self.error = error
+        super().__init__(write_failure_reason(folder, error))
+
+
+def write_failure_reason(folder: str, error: OSError) -> str:
+    """``cannot write evidence to FOLDER: No space left on device``."""
+    return "cannot write evidence to %s: %s" % (folder, error.strerror or error)
+
+
+def lock_folder(folder: str) -> bundle.FolderLock:
+    """The output folder's lock, held; :class:`OutputError` if another run holds it or it cannot be made."""
+    try:
+        return bundle.FolderLock(folder).acquire()
+    except bundle.FolderBusy:
+        raise OutputError(
+            "cannot write evidence to %s: another wakelab run is writing there (wait for it to end, "
+            "or choose another folder with --output)" % folder
+        ) from None
+    except OSError as exc:
+        raise OutputError("%s (choose another folder with --output)" % write_failure_reason(folder, exc)) from None
 
 
 class RunInterrupted(Exception):
@@ -223,6 +264,7 @@ def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, Any]] = None) -> 
                 if c.a in plan.arm_names and c.b in plan.arm_names
             ],
         },
+        "run_id": uuid.uuid4().hex,
         "started_utc": utc_now(),
         "finished_utc": None,
         "wall_s": None,
@@ -248,8 +290,24 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
     Ctrl-C (any ``KeyboardInterrupt``: see the module docstring), after
-    killing the workers and writing what was measured so far.
+    killing the workers and writing what was measured so far; raises
+    :class:`OutputError` when the folder is locked by another run, or cannot
+    be written before any arm was measured.
     """
+    return run_plan_checked(plan, progress)[0]
+
+
+def run_plan_checked(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> tuple:
+    """``(summary, write_error)``: :func:`run_plan`, and the :class:`WriteFailed` that
+    ended the run early (None if every write succeeded)."""
+    lock = lock_folder(plan.folder)
+    try:
+        return _run_locked(plan, progress)
+    finally:
+        lock.release()
+
+
+def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
     def emit(event: str, **info: object) -> None:
         if progress is not None:
             progress(event, info)
@@ -257,7 +315,11 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     def write(summary: Dict[str, Any]) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
-        bundle.write_bundle(plan.folder, summary, None if plan.render_text is None else plan.render_text(summary))
+        text = None if plan.render_text is None else plan.render_text(summary)
+        try:
+            bundle.write_bundle(plan.folder, summary, text)
+        except OSError as exc:
+            raise WriteFailed(plan.folder, exc) from None
 
     started = time.perf_counter()
     execution = plan.execution
@@ -273,8 +335,14 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     arms: List[Dict[str, Any]] = summary["arms"]
     current: Optional[Dict[str, Any]] = None
+    failure: Optional[WriteFailed] = None
     worker_pool = None if execution.in_process else WorkerPool(execution.python)
     try:
+        try:
+            # Replacing a bundle: nothing of the old one may pass for this run's evidence.
+            bundle.clear_bundle(plan.folder)
+        except OSError as exc:
+            raise WriteFailed(plan.folder, exc) from None
         with run_conditions(execution.conditions) as applied:
             summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
             write(summary)
@@ -286,8 +354,8 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
                 # may hold the GIL the waiter needs.
                 tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
                 _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool)
+                current = None
                 write(summary)
-            current = None
     except KeyboardInterrupt as exc:
         signum = interrupting_signal(exc)
         if current is not None and current["status"] == PENDING:
@@ -295,14 +363,64 @@ def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict
             current["reason"] = interruption_reason(signum)
         summary["interrupted"] = True
         _finish(summary, started)
-        write(summary)
+        _write_quietly(write, summary, plan.folder)
         raise RunInterrupted(summary, plan.folder, signum) from None
+    except WriteFailed as exc:
+        failure = exc
     finally:
         if worker_pool is not None:
             worker_pool.close()
+    if failure is None:
+        _finish(summary, started)
+        try:
+            write(summary)
+        except WriteFailed as exc:
+            failure = exc
+        else:
+            return summary, None
+    _end_on_write_failure(summary, failure, emit)
     _finish(summary, started)
-    write(summary)
-    return summary
+    summary["complete"] = False
+    _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
+    if not any(entry["status"] == OK for entry in arms):
+        raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure)
+    return summary, failure
+
+
+def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, Any], folder: str) -> None:
+    """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands).
+
+    If it fails, summary.txt (a copy laid out for people, made again by
+    ``wakelab show``) is removed, so that it can neither contradict
+    summary.json nor hold the space the final summary.json needs, and
+    summary.json alone is tried once more.
+    """
+    try:
+        write(summary)
+        return
+    except WriteFailed:
+        pass
+    try:
+        os.unlink(os.path.join(folder, bundle.SUMMARY_TXT))
+    except OSError:
+        pass
+    try:
+        bundle.write_bundle(folder, summary, None)
+    except OSError:
+        pass
+
+
+def _end_on_write_failure(summary: Dict[str, Any], failure: WriteFailed, emit: Callable[..., None]) -> None:
+    """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
+    could not be written), else the first arm not yet run.  Later arms stay pending."""
+    arms: List[Dict[str, Any]] = summary["arms"]
+    if any(entry["status"] == FAILED and entry.get("reason") == str(failure) for entry in arms):
+        return
+    pending = next((entry for entry in arms if entry["status"] == PENDING), None)
+    if pending is not None:
+        pending["status"] = FAILED
+        pending["reason"] = "not run: %s" % failure
+        emit("arm-failed", arm=pending["name"], reason=pending["reason"])
 
 
 def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool]) -> tuple:
@@ -357,7 +475,14 @@ def _run_arm(
         emit("arm-failed", arm=arm.name, reason=entry["reason"])
         return
     entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
-    entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, bundle.samples_doc(arm.name, raw_to_dict(raw)))
+    try:
+        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, bundle.samples_doc(arm.name, raw_to_dict(raw)))
+    except OSError as exc:
+        failure = WriteFailed(plan.folder, exc)
+        entry["status"] = FAILED
+        entry["reason"] = str(failure)
+        emit("arm-failed", arm=arm.name, reason=entry["reason"])
+        raise failure from None
     summarize_raw(entry, raw)
     if isinstance(raw, RawLatency):
         entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s))
