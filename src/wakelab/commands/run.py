@@ -413,9 +413,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (InterpreterError, ConditionError) as exc:
         _remove_if_empty(folder)
         raise UsageError(str(exc)) from None
-    except OutputError:
-        _remove_if_empty(folder)  # nothing was measured; a folder we just made goes again
-        raise
     _record_history(args, runs)
     sys.stdout.write(text)
     sys.stdout.flush()
