@@ -72,7 +72,7 @@ import os
 import select
 import signal
 import threading
-from typing import Callable, Dict, List, Optional, Tuple, cast
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, cast
 
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s
 from wakelab.core.drivers import main as main_driver
@@ -270,6 +270,25 @@ def _read_available(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+@contextlib.contextmanager
+def _sigusr1_blocked(strays: List[int], late: List[int]) -> Iterator[None]:
+    """SIGUSR1 blocked in this thread (threads started inside inherit the block), for a sigwait arm.
+
+    A no-op handler counts stray deliveries in ``strays[0]``; on the way out,
+    whatever SIGUSR1 is still pending is drained (counted in ``late[0]``)
+    before the handler and mask are restored, so nothing of ours fires after
+    the arm.
+    """
+    signum = signal.SIGUSR1
+    with preserved_signal_state([signum]):
+        signal.signal(signum, _ignore_stray(strays))
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
+        try:
+            yield
+        finally:
+            late[0] += _drain_pending(signum)
+
+
 def _ignore_stray(counter: List[int]) -> Callable[[int, object], None]:
     """A SIGUSR1 handler for arms that block SIGUSR1: it only counts strays.
 
@@ -420,20 +439,14 @@ def measure_sigwait_thread_to_main(params: MeasureParams) -> RawLatency:
     blocked counterpart of ``sigusr1-self``.  The main-thread driver's helper
     thread is the notifier.
     """
-    signum = signal.SIGUSR1
     strays = [0]
     late = [0]
-    with preserved_signal_state([signum]):
-        signal.signal(signum, _ignore_stray(strays))
-        # Blocked before the notifier starts, so the notifier inherits the block.
-        signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
-        pending_at_start = _drain_pending(signum)
-        try:
-            raw = main_driver.measure(
-                params, sigwait_main_path(params, late), block=[signum], name="wakelab-sigwait-notifier"
-            )
-        finally:
-            late[0] += _drain_pending(signum)
+    # Blocked before the notifier starts, so the notifier inherits the block.
+    with _sigusr1_blocked(strays, late):
+        pending_at_start = _drain_pending(signal.SIGUSR1)
+        raw = main_driver.measure(
+            params, sigwait_main_path(params, late), block=[signal.SIGUSR1], name="wakelab-sigwait-notifier"
+        )
     return _with_info(
         raw,
         signal_route="thread-directed: signal.pthread_kill to the main thread",
@@ -586,17 +599,11 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
     run a handler mid-measurement.  ``pthread_kill`` is thread-directed: only
     the worker can take it.
     """
-    signum = signal.SIGUSR1
     strays = [0]
     late = [0]
-    with preserved_signal_state([signum]):
-        signal.signal(signum, _ignore_stray(strays))
-        # Blocked before the driver starts its waiter thread, which inherits the block.
-        signal.pthread_sigmask(signal.SIG_BLOCK, [signum])
-        try:
-            raw = thread_driver.measure(params, sigwait_thread_path(params, late), "wakelab-sigwait-worker")
-        finally:
-            late[0] += _drain_pending(signum)
+    # Blocked before the driver starts its waiter thread, which inherits the block.
+    with _sigusr1_blocked(strays, late):
+        raw = thread_driver.measure(params, sigwait_thread_path(params, late), "wakelab-sigwait-worker")
     return _with_info(
         raw,
         signal_route="thread-directed: signal.pthread_kill to the worker",
