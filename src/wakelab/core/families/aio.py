@@ -249,9 +249,11 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
         return driver.measure(params, add_signal_handler_path, loop_in=driver.IN_MAIN, name="wakelab-signal-sender")
 
 
-# Native floor: call_soon_threadsafe writes a byte to the loop's self-pipe (a socketpair) and the
-# loop wakes from epoll, the experiment native-pipe does in C.  run-coroutine-threadsafe is a round
-# trip (two wakes) and add-signal-handler a signal through the wakeup fd: no C arm matches them.
+# Native floor (core/families/native.FLOORS): call_soon_threadsafe writes a byte to the loop's
+# self-pipe (a socketpair) and the loop wakes from epoll, so native-selector-pipe is the nearest C
+# experiment, but t1 here is in a callback the loop dispatches, which C has no counterpart of: a
+# nearest floor, labelled so.  run-coroutine-threadsafe is a round trip (two wakes) and
+# add-signal-handler a signal through the wakeup fd: no C arm matches them.
 ARMS: List[Arm] = [
     Arm(
         name="call-soon-threadsafe",
