@@ -47,8 +47,8 @@ class Interpreter:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
         return cls(
-            implementation=str(doc.get("implementation") or "?"),
-            version=str(doc.get("version") or "?"),
+            implementation=str(doc.get("implementation", "Python")),
+            version=str(doc.get("version", "?")),
             executable=doc.get("executable"),
             free_threaded_build=bool(doc.get("free_threaded_build")),
             gil_enabled=doc.get("gil_enabled"),
@@ -57,11 +57,12 @@ class Interpreter:
 
     @property
     def label(self) -> str:
-        """``CPython 3.13.0``, ``CPython 3.13.15 free-threaded (GIL off)``: one wording everywhere."""
+        """``CPython 3.13.0``; ``free-threaded``, and ``(GIL off)`` when the GIL was off, where they apply."""
         text = "%s %s" % (self.implementation, self.version)
         if self.free_threaded_build:
-            gil = "GIL on" if self.gil_enabled else "GIL off" if self.gil_enabled is not None else "GIL ?"
-            text += " free-threaded (%s)" % gil
+            text += " free-threaded"
+        if self.gil_enabled is False:
+            text += " (GIL off)"
         return text
 
 

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import OutputError, UsageError
 from wakelab.evidence.bundle import atomic_write_text
-from wakelab.evidence.model import ArmSamples, Bundle
+from wakelab.evidence.model import ArmSamples, Bundle, Interpreter
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
     NativeRatio,
@@ -155,13 +155,7 @@ def _by_name(summary: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
 
 def interpreter_label(summary: Mapping[str, Any]) -> str:
     """``CPython 3.13.5``, with ``free-threaded`` / ``GIL off`` when they apply."""
-    interp = _dict(summary.get("interpreter"))
-    text = "%s %s" % (interp.get("implementation", "Python"), interp.get("version", "?"))
-    if interp.get("free_threaded_build"):
-        text += " free-threaded"
-    if interp.get("gil_enabled") is False:
-        text += " (GIL off)"
-    return text
+    return Interpreter.from_dict(_dict(summary.get("interpreter"))).label
 
 
 def _run_state(summary: Mapping[str, Any]) -> Tuple[str, str]:
