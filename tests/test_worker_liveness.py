@@ -170,6 +170,45 @@ def test_an_endless_line_from_a_worker_is_one_clear_error_in_bounded_memory(tmp_
     assert children() - before == set()
 
 
+def _stdin_closed(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if not os.readlink("/proc/%d/fd/0" % pid).startswith("pipe:"):
+                return True
+        except OSError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _call_after_stdin_closed(tmp_path, body: str) -> str:
+    """The request meets a template that has already closed its stdin (a broken pipe)."""
+    python = _script(tmp_path, "fake-python", body)
+    request = {"protocol": 1, "arm": "event", "params": MeasureParams(n=12, warmup=2).to_dict()}
+    with workers.WorkerPool(python) as pool:
+        proc = pool._start()
+        assert _stdin_closed(proc.pid)
+        started = time.monotonic()
+        with pytest.raises(workers.WorkerError) as caught:
+            pool.call(request, deadline_s=GIVE_UP_S)
+        assert time.monotonic() - started < GIVE_UP_S / 2
+        assert proc.poll() is not None
+    return str(caught.value)
+
+
+def test_a_template_that_stops_reading_but_writes_on_is_cut_off(tmp_path) -> None:
+    # Once a broken pipe waited for the process to exit, and a template still writing never did.
+    message = _call_after_stdin_closed(tmp_path, "exec 0<&-\n" + ENDLESS)
+    assert message.startswith("worker reply exceeds"), message
+
+
+def test_a_template_that_closes_its_pipes_but_lives_on_is_killed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(workers, "DIED_WAIT_S", 0.5)
+    message = _call_after_stdin_closed(tmp_path, "exec 0<&- 1>&-\nexec sleep 600")
+    assert "did not exit" in message, message
+
+
 def test_an_endless_probe_reply_is_refused(tmp_path) -> None:
     python = _script(tmp_path, "fake-python", 'case "$*" in *--probe*) %s;; esac\nexec %s "$@"' % (ENDLESS, sys.executable))
     with pytest.raises(workers.InterpreterError, match=r"reply exceeds %d bytes" % workers.PROBE_CAP_BYTES):

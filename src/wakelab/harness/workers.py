@@ -51,6 +51,8 @@ WORKER_GRACE_S = 60.0
 # and before its first byte for a request (a fresh template imports every measuring module).
 TEMPLATE_SILENCE_S = 5.0
 TEMPLATE_START_S = 60.0
+# How long a template that closed its output gets to exit before it is killed.
+DIED_WAIT_S = 5.0
 # Bytes a worker template may write to its stderr (a temporary file), and that a probe or a
 # one-request worker may write to stdout; what they write to stderr beyond its tail is dropped.
 STDERR_CAP_BYTES = 16 << 20
@@ -248,8 +250,10 @@ def _parse_reply(data: bytes) -> Optional[Dict[str, Any]]:
     return reply if isinstance(reply, dict) and "ok" in reply else None
 
 
-def _ended(returncode: int, detail: str) -> WorkerError:
+def _ended(returncode: Optional[int], detail: str) -> WorkerError:
     """How a worker process that gave no valid reply ended."""
+    if returncode is None:
+        return WorkerError("worker closed its output without a reply and did not exit (killed; %s)" % detail)
     if returncode < 0:
         return WorkerError("worker killed by signal %d (%s)" % (-returncode, detail))
     return WorkerError("worker exited with status %d without a valid reply (%s)" % (returncode, detail))
@@ -298,7 +302,10 @@ class WorkerPool:
         return _last_line(self._stderr.read(4096))
 
     def _died(self, proc: "subprocess.Popen[bytes]", received: bytes) -> WorkerError:
-        returncode = proc.wait()
+        try:
+            returncode: Optional[int] = proc.wait(DIED_WAIT_S)
+        except subprocess.TimeoutExpired:
+            returncode = None  # closed its output but did not exit: killed below
         received += self._drain_stdout(proc)
         if received.strip():
             self.kill()
@@ -332,7 +339,9 @@ class WorkerPool:
             proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
             proc.stdin.flush()
         except BrokenPipeError:
-            raise self._died(proc, b"") from None
+            # The template stopped reading; it may still be running (and writing). What it
+            # sends, or its end of output, says what happened: the bounded read below decides.
+            pass
         fd = proc.stdout.fileno()
         received = bytearray()
         cap = reply_cap_bytes(dict(request.get("params") or {}))
