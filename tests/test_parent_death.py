@@ -17,11 +17,12 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, Iterable, List, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import pytest
 
 from wakelab.core.model import MeasureParams
+from wakelab import history
 from wakelab.harness import workers
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG is Linux's")
@@ -110,9 +111,10 @@ def _kill_everything(pids: Iterable[int]) -> None:
             pass
 
 
-def _start_run(out: str, *options: str) -> "subprocess.Popen[str]":
+def _start_run(out: str, *options: str, history: Optional[str] = None) -> "subprocess.Popen[str]":
+    recording = ["--history", history] if history else ["--no-history"]
     return subprocess.Popen(
-        [sys.executable, "-m", "wakelab", "run", "--arms", "event", "--n", "100000", "-o", out, "--no-history", "-q", *options],
+        [sys.executable, "-m", "wakelab", "run", "--arms", "event", "--n", "100000", "-o", out, *recording, "-q", *options],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         env=dict(os.environ, PYTHONPATH=SRC),
     )
@@ -138,7 +140,8 @@ def _template_and_worker(root: int, depth: int = 2) -> Set[int]:
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_and_sighup_end_a_run_like_ctrl_c(tmp_path, signum, status) -> None:
     out = str(tmp_path / "ev")
-    proc = _start_run(out)
+    db = str(tmp_path / "history.db")
+    proc = _start_run(out, history=db)
     seen: Set[int] = set()
     try:
         seen = _template_and_worker(proc.pid)
@@ -159,6 +162,9 @@ def test_sigterm_and_sighup_end_a_run_like_ctrl_c(tmp_path, signum, status) -> N
     (arm,) = summary["arms"]
     assert arm["status"] == "interrupted"
     assert arm["reason"] == "interrupted by %s" % signal.Signals(signum).name
+    # The interrupted run is in the history, marked so.
+    (row,) = history.list_runs(db)
+    assert (row.folder, row.complete, row.interrupted) == (os.path.realpath(out), False, True)
     show = subprocess.run([sys.executable, "-m", "wakelab", "show", out], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, PYTHONPATH=SRC))
     assert show.returncode == 0, show.stderr

@@ -596,6 +596,7 @@ class RunRecord:
     arms_ok: int
     conditions: Optional[Any]
     run_uuid: Optional[str] = None  # summary.json run_id (None: recorded from an older bundle)
+    interrupted: Optional[bool] = None  # ended by Ctrl-C or a signal (what was measured is kept)
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -670,7 +671,7 @@ def list_runs(
         "runs.cpu_model, runs.kernel, "
         "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id), "
         "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id AND a.status = 'ok'), "
-        "runs.conditions_json, runs.run_uuid FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where
+        "runs.conditions_json, runs.run_uuid, runs.interrupted FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where
     )
     if filters.limit is not None:
         sql += " LIMIT %d" % int(filters.limit)
@@ -681,7 +682,7 @@ def list_runs(
                 id=r[0], started_utc=r[1], recorded_utc=r[2], lab_id=r[3], folder=r[4], complete=_bool(r[5]),
                 implementation=r[6], python_version=r[7], free_threaded=_bool(r[8]), gil_enabled=_bool(r[9]),
                 hostname=r[10], cpu_model=r[11], kernel=r[12], arms=r[13], arms_ok=r[14], conditions=_loads(r[15]),
-                run_uuid=r[16],
+                run_uuid=r[16], interrupted=_bool(r[17]),
             )
             for r in conn.execute(sql, params)
         ]

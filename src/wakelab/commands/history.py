@@ -107,7 +107,7 @@ def format_runs(runs: Sequence[Any], db_path: str) -> str:
                 run.lab_id or "-",
                 interpreter_label(run.implementation, run.python_version, run.free_threaded, run.gil_enabled),
                 run.hostname or "-",
-                _yes_no(run.complete),
+                "interrupted" if run.interrupted else _yes_no(run.complete),
                 arms,
                 run.folder,
             ]

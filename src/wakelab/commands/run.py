@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, List, TYPE_CHECKING
+from typing import Any, Callable, Dict, List, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
-from wakelab.errors import OutputError, UsageError
+from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from wakelab.core.model import MeasureParams
@@ -294,6 +294,22 @@ def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
             return
 
 
+def _cell_runs(doc: Dict[str, Any], folder: str) -> List[tuple]:
+    """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
+    from wakelab.evidence.load import load_summary
+
+    runs = []
+    for cell in doc.get("cells", []):
+        if cell.get("status") == "pending":
+            continue
+        cell_folder = os.path.join(folder, cell["folder"])
+        try:
+            runs.append((load_summary(cell_folder), cell_folder))
+        except EvidenceError:
+            continue  # interrupted before its first write: nothing to record
+    return runs
+
+
 def _check_history(args: argparse.Namespace) -> None:
     """Refuse, before anything is measured, a history database the run could not be recorded in.
 
@@ -345,7 +361,6 @@ def _remove_if_empty(folder: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.evidence.bundle import dumps
-    from wakelab.evidence.load import load_summary
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan
@@ -404,10 +419,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 text = dumps(doc) if args.json else format_matrix(doc)
                 failed = any(r["status"] == FAILED for arm in doc["arms"] for r in arm["rows"])
                 complete = doc["complete"]
-                # A cell never reached (the disk filled in an earlier one) has no bundle to record.
-                runs = [(load_summary(os.path.join(folder, c["folder"])), os.path.join(folder, c["folder"]))
-                        for c in doc["cells"] if c["status"] != "pending"]
+                runs = _cell_runs(doc, folder)
     except RunInterrupted as exc:
+        # What was measured before the signal is history too (marked interrupted, complete: false).
+        _record_history(args, [(exc.summary, exc.folder)] if len(cells) == 1 else _cell_runs(exc.summary, exc.folder))
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED
     except (InterpreterError, ConditionError) as exc:
