@@ -363,3 +363,42 @@ def test_ctrl_c_during_start_up_prints_one_line_not_a_traceback(tmp_path, module
     if module == "wakelab.cli":
         return  # the script's own import, before any of wakelab's code can catch anything
     assert (result.returncode, result.stderr) == (130, "wakelab: interrupted\n")
+
+
+def test_the_c_floor_dies_with_the_worker_that_started_it(tmp_path) -> None:
+    # wakelab SIGKILLed: its template and worker die by PR_SET_PDEATHSIG, and nobody is left to
+    # kill the C binary the worker ran; it must watch its parent itself.
+    from wakelab.core.drivers import floor
+
+    try:
+        binary = floor.floor_binary().path
+    except floor.NativeFloorError as exc:
+        pytest.skip("no native floor here: %s" % exc)
+    runner = ("import os, subprocess, sys; from wakelab.core.drivers import floor; from wakelab.core.model import MeasureParams; "
+              "subprocess.run([sys.argv[1], 'native-condvar'] + floor._floor_args(MeasureParams(n=100000, warmup=0), None))")
+    parent = subprocess.Popen([sys.executable, "-c", runner, binary], env=dict(os.environ, PYTHONPATH=SRC),
+                              stdout=subprocess.DEVNULL, start_new_session=True)
+    seen: Set[int] = set()
+    try:
+        seen = _wait_for(lambda: {p for p in _descendants(parent.pid) if binary in _cmdline(p)}, 60, "the C floor to start")
+        time.sleep(IN_THE_LOOP_S)
+        killed = time.monotonic()
+        parent.kill()
+        parent.wait()
+        _gone_after(seen, killed)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        _kill_everything(seen)
+
+
+def test_the_c_floor_refuses_to_start_for_a_parent_already_gone() -> None:
+    from wakelab.core.drivers import floor
+
+    try:
+        binary = floor.floor_binary().path
+    except floor.NativeFloorError as exc:
+        pytest.skip("no native floor here: %s" % exc)
+    done = subprocess.run([binary, "native-condvar", "n=100000", "parent_pid=1"], capture_output=True, timeout=30)
+    assert (done.returncode, done.stdout) == (3, b"")

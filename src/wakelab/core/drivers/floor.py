@@ -332,6 +332,8 @@ def _floor_args(params: MeasureParams, extra: Optional[Mapping[str, int]]) -> Li
         # -1: not pinned (placement "any"); the binary pins its own threads otherwise.
         "notifier_cpu": _placement_cpu(params, NOTIFIER),
         "waiter_cpu": _placement_cpu(params, WAITER),
+        # The binary dies with this process (PR_SET_PDEATHSIG), checked against this pid.
+        "parent_pid": os.getpid(),
     }
     values.update(extra or {})
     return ["%s=%d" % (key, value) for key, value in values.items()]

@@ -116,9 +116,10 @@ typedef struct {
     long lose_every;
     long notifier_cpu; /* -1: not pinned */
     long waiter_cpu;   /* -1: not pinned */
+    long parent_pid;   /* 0: not watched; else die with that parent (PR_SET_PDEATHSIG) */
 } params_t;
 
-static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1};
+static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0};
 
 /* The CPU each side last ran on, read at the end of its loop (-1: unknown). */
 static int notifier_cpu_seen = -1;
@@ -1479,6 +1480,7 @@ static void parse_param(const char *arg)
         {"lose_every", &P.lose_every, 0},
         {"notifier_cpu", &P.notifier_cpu, -1},
         {"waiter_cpu", &P.waiter_cpu, -1},
+        {"parent_pid", &P.parent_pid, 0},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -1555,6 +1557,13 @@ int main(int argc, char **argv)
         parse_param(argv[i]);
     /* A write to a pipe or socket whose reader died is an error here, not a death (as in Python). */
     signal(SIGPIPE, SIG_IGN);
+    /* Die with the worker that started us: nothing outlives wakelab, however it is killed. */
+    if (P.parent_pid) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+            fail("prctl (PR_SET_PDEATHSIG)", errno);
+        if ((long)getppid() != P.parent_pid) /* the parent died before the line above */
+            _exit(3);
+    }
 
     if (!strcmp(name, "selftest")) {
         printf("wakelab-floor %d ok\n", FLOOR_FORMAT);
