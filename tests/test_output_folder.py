@@ -335,6 +335,25 @@ def test_a_summary_that_cannot_be_written_blames_the_next_arm(tmp_path, tiny_par
     assert sorted(os.listdir(folder)) == ["samples", "summary.json"]  # no temp file left
 
 
+def test_a_final_summary_that_cannot_be_written_fails_the_run(tmp_path, env, capsys, monkeypatch) -> None:
+    # Every arm measured, then the disk fills: no arm failed, but the run did (exit 1, one line).
+    monkeypatch.setenv("WAKELAB_HISTORY", env["WAKELAB_HISTORY"])
+    out = str(tmp_path / "out")
+    real = bundle.write_bundle
+
+    def full_at_the_end(folder_, summary, text):
+        if summary.get("finished_utc"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(folder_, summary, text)
+
+    monkeypatch.setattr(bundle, "write_bundle", full_at_the_end)
+    assert main(["run", "--in-process", "--arms", "event", "-n", "5", "--warmup", "0", "-q", "-o", out]) == 1
+    err = capsys.readouterr().err
+    assert err == "wakelab: cannot write evidence to %s: No space left on device; the last whole summary.json stands (complete: false)\n" % out
+    on_disk = assert_consistent(out)
+    assert on_disk["complete"] is False and [a["status"] for a in on_disk["arms"]] == ["ok"]
+
+
 def test_a_folder_unwritable_from_the_start_is_an_output_error(tmp_path, tiny_params, monkeypatch) -> None:
     folder = str(tmp_path / "b")
     os.makedirs(folder)

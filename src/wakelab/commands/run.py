@@ -363,7 +363,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.evidence.bundle import dumps
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
-    from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan
+    from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan_checked
     from wakelab.harness.workers import InterpreterError
     from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import HEARTBEAT_S, make_progress
@@ -404,14 +404,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         execution=execution,
         render_text=format_summary,
     )
+    write_error = None
     try:
         # --in-process measures in this process: no heartbeat thread beside the arm (see wakelab.progress).
         heartbeat_s = None if execution.in_process else HEARTBEAT_S
         with make_progress(len(arm_names) * len(cells), quiet=args.quiet, heartbeat_s=heartbeat_s) as progress:
             if len(cells) == 1:
-                summary = run_plan(grid.cell_plan(base, cells[0], folder), progress)
+                summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
                 text = dumps(summary) if args.json else format_summary(summary)
-                failed = any(a["status"] == FAILED for a in summary["arms"])
+                # A write that failed after the last arm fails no arm, but the run still failed.
+                failed = write_error is not None or any(a["status"] == FAILED for a in summary["arms"])
                 complete = summary["complete"]
                 runs = [(summary, folder)]
             else:
@@ -431,6 +433,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     _record_history(args, runs)
     sys.stdout.write(text)
     sys.stdout.flush()
-    if not args.quiet:
+    if write_error is not None and not any(a["status"] == FAILED for a in summary["arms"]):
+        # Every arm was measured but the final summary could not be written: say so (no arm did).
+        sys.stderr.write("wakelab: %s; the last whole summary.json stands (complete: false)\n" % write_error)
+    elif not args.quiet:
         sys.stderr.write("wakelab: evidence in %s (complete: %s)\n" % (folder, str(complete).lower()))
     return EXIT_ARM_FAILED if failed else EXIT_OK
