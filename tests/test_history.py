@@ -42,9 +42,16 @@ FIXED_CONDITIONS = {"cpu_threads": 0, "cpu_procs": 0, "idle_hold": False}
 
 
 def variant(summary: Dict[str, Any], *, started: str, host: str = "testbox", version: str = "3.13.5",
-            event_p50_ns: float = 110_000.0, free_threaded: bool = False, conditions: Any = FIXED_CONDITIONS) -> Dict[str, Any]:
-    """The lab135 summary, as if made at another time, on another host or interpreter, under ``conditions``."""
+            event_p50_ns: float = 110_000.0, free_threaded: bool = False, conditions: Any = FIXED_CONDITIONS,
+            placement: Any = None, **parameters: Any) -> Dict[str, Any]:
+    """The lab135 summary, as if made at another time, on another host or interpreter, under ``conditions``.
+
+    ``placement`` is (placement, notifier CPU, waiter CPU); ``parameters`` replace the run's parameters.
+    """
     doc = copy.deepcopy(summary)
+    if placement is not None:
+        doc["parameters"].update(placement=placement[0], notifier_cpu=placement[1], waiter_cpu=placement[2])
+    doc["parameters"].update(parameters)
     doc["run_id"] = uuid.uuid4().hex  # another run
     doc["started_utc"] = started
     doc["finished_utc"] = started[:-3] + "02Z"
@@ -268,7 +275,8 @@ def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox   200     0  110  207\n"
         "    1  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.11.7  otherbox  200     0  250  207\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox   200     0  105  207\n"
-        '  conditions (every run): {"cpu_procs": 0, "cpu_threads": 0, "idle_hold": false}\n'
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs, no busy threads, no busy processes,\n"
+        "  no idle hold, in worker processes\n"
         "\n"
         "Note: these runs span 2 machines. A wake's cost depends on the machine, its CPU placement and idle\n"
         "states: compare rows of one host under the same conditions.\n"
@@ -281,14 +289,15 @@ def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
         "  run  started (UTC)     lab                         interpreter     host         ops/s  status\n"
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox  1,000,000\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox  1,000,000\n"
-        '  conditions (every run): {"cpu_procs": 0, "cpu_threads": 0, "idle_hold": false}\n'
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs, no busy threads, no busy processes,\n"
+        "  no idle hold, in worker processes\n"
     )
 
 
-def test_trend_labels_conditions_and_shows_failed_arms(tmp_path, lab135_summary, capsys) -> None:
+def test_trend_tells_conditions_apart_in_words_and_shows_failed_arms(tmp_path, lab135_summary, capsys) -> None:
     db = str(tmp_path / "h.db")
-    pinned = variant(lab135_summary, started="2026-10-01T06:00:00Z", conditions={"placement": "same-cpu"})
-    split = variant(lab135_summary, started="2026-10-02T06:00:00Z", conditions={"placement": "split"})
+    pinned = variant(lab135_summary, started="2026-10-01T06:00:00Z", placement=("same", 0, 0), event_p50_ns=5_600.0)
+    split = variant(lab135_summary, started="2026-10-02T06:00:00Z", placement=("split", 0, 1), event_p50_ns=26_500.0)
     failed = variant(lab135_summary, started="2026-10-03T06:00:00Z", free_threaded=True, conditions=None)
     failed["arms"][0].update(status="failed", latency=None, reason="RuntimeError: boom")
     for i, doc in enumerate([pinned, split, failed]):
@@ -298,12 +307,15 @@ def test_trend_labels_conditions_and_shows_failed_arms(tmp_path, lab135_summary,
     assert (status, err) == (0, "")
     assert out == (
         "ARM event (threads, latency, blocked waiter, cross-thread): 3 runs, oldest first; times in µs\n"
-        "  run  started (UTC)     lab                         interpreter      host       n  lost  p50  p99  conditions  status\n"
-        "    1  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5   testbox  200     0  110  207  A\n"
-        "    2  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.13.5   testbox  200     0  110  207  B\n"
-        "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5t  testbox    -     -    -    -  -           failed\n"
-        '  conditions A: {"placement": "same-cpu"}\n'
-        '  conditions B: {"placement": "split"}\n'
+        "  run  started (UTC)     lab                         interpreter      host       n  lost   p50  p99"
+        "  conditions                                                                           status\n"
+        "    1  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5   testbox  200     0  5.60  207"
+        "  same CPU (0), no busy threads, no busy processes, no idle hold\n"
+        "    2  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.13.5   testbox  200     0  26.5  207"
+        "  split CPUs (notifier 0, waiter 1), no busy threads, no busy processes, no idle hold\n"
+        "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5t  testbox    -     -     -    -"
+        "  unpinned                                                                             failed\n"
+        "  conditions (every run): closed loop, settle 1000 µs, in worker processes\n"
         "\n"
         "Note: these runs span different conditions. A wake's cost depends on the machine, its CPU placement\n"
         "and idle states: compare rows of one host under the same conditions.\n"
@@ -591,6 +603,401 @@ def test_bad_options(args, message, capsys) -> None:
         main(["history", *args])
     out, err = capsys.readouterr()
     assert (info.value.code, out, err) == (2, "", message + "\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# Never overwrite a file that is not an SQLite database (issue 14)
+
+NOT_SQLITE = ('history database %s is not an SQLite database (it does not start with "SQLite format 3"); '
+              "it was left untouched: move it aside or use --history PATH")
+
+
+# SQLite takes a file shorter than its header for an empty database and writes over it: a
+# one-byte file was lost that way before the header check.
+@pytest.mark.parametrize("content", [b"x", b"my notes\n", b"0123456789abcde", b"not sqlite" * 9 + b"!", b"SQLite format 2\x00" + b"\x00" * 200])
+def test_a_file_that_is_not_sqlite_is_refused_byte_identical(tmp_path, lab135_summary, capsys, content) -> None:
+    db = tmp_path / "history.db"
+    db.write_bytes(content)
+    folder = write_bundle(tmp_path / "run", lab135_summary)
+    message = NOT_SQLITE % db
+
+    with pytest.raises(history.HistoryError) as info:
+        history.record_run(lab135_summary, folder, str(db))
+    assert str(info.value) == message
+    for args in (["history"], ["history", "--arm", "event"], ["history", "add", folder], ["history", "import", folder]):
+        assert cli(capsys, *args[:1], "--history", str(db), *args[1:]) == (2, "", "wakelab: error: %s\n" % message)
+    # A run is refused before it measures anything.
+    out = tmp_path / "out"
+    status, stdout, err = cli(capsys, "run", "--in-process", "--arms", "event", "-n", "5", "--warmup", "0", "-q",
+                              "-o", str(out), "--history", str(db))
+    assert (status, err) == (2, "wakelab: error: %s\n" % message)
+    assert not out.exists()
+    assert db.read_bytes() == content
+    assert sorted(os.listdir(str(tmp_path))) == ["history.db", "run"]  # no journal beside it
+
+
+def test_a_truncated_sqlite_header_is_refused_byte_identical(tmp_path, lab135_summary) -> None:
+    db = tmp_path / "h.db"
+    content = b"SQLite format 3\x00" + b"\x10\x00" + b"\x00" * 30  # the magic, then not the whole 100-byte header
+    db.write_bytes(content)
+    with pytest.raises(history.HistoryError) as info:
+        history.record_run(lab135_summary, str(tmp_path), str(db))
+    assert str(info.value) == (
+        "history database %s is unreadable (48 bytes, shorter than SQLite's 100-byte header); it was left untouched: "
+        "move it aside or use --history PATH" % db)
+    assert db.read_bytes() == content
+
+
+def test_a_fifo_named_as_the_history_is_refused_without_blocking(tmp_path, lab135_summary, capsys) -> None:
+    fifo = tmp_path / "h.db"
+    os.mkfifo(str(fifo))
+    message = "history database %s is not a regular file (a FIFO); it was left untouched: use --history PATH" % fifo
+    with pytest.raises(history.HistoryError) as info:
+        history.list_runs(str(fifo))
+    assert str(info.value) == message
+    assert cli(capsys, "history", "--history", str(fifo)) == (2, "", "wakelab: error: %s\n" % message)
+
+
+def test_an_empty_file_and_a_real_database_still_open(tmp_path, lab135_summary) -> None:
+    db = tmp_path / "h.db"
+    db.write_bytes(b"")
+    assert history.record_run(lab135_summary, str(tmp_path), str(db)).action == "added"
+    assert db.read_bytes()[:16] == b"SQLite format 3\x00"
+    assert [r.id for r in history.list_runs(str(db))] == [1]
+
+
+# ----------------------------------------------------------------------------------------------
+# Conditions: every condition that changes a figure keys the history (issue 9)
+
+
+def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_summary) -> None:
+    doc = variant(lab135_summary, started="2026-10-01T06:00:00Z", placement=("split", 0, 1), mode="open", interval_us=500,
+                  planted_delay_us=50, repeat=5,
+                  conditions={"cpu_threads": 2, "cpu_procs": 3, "applied_cpu_procs": 1, "idle_hold": True,
+                              "applied_idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x"})
+    assert history.figure_conditions(doc) == {
+        "placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "open", "interval_us": 500, "settle_us": 1000,
+        "planted_delay_us": 50, "planted_after_us": 0, "repeat": 5, "busy_threads": 2, "busy_procs": 1,
+        "idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x", "execution": "workers",
+    }
+    # What the summary does not record is left out, not guessed.
+    plain = variant(lab135_summary, started="2026-10-01T06:00:00Z", conditions=None)
+    del plain["execution"]
+    assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000}
+    assert history.figure_conditions({"started_utc": "x", "arms": []}) is None
+
+    from wakelab.commands.history import condition_phrases
+
+    assert list(condition_phrases(history.figure_conditions(doc)).values()) == [
+        "split CPUs (notifier 0, waiter 1)", "open loop every 500 µs", "settle 1000 µs", "planted delay 50 µs", "repeat 5",
+        "2 busy threads", "1 busy process", "switch interval 0.001 s", "no idle hold", "in worker processes", "future_knob x",
+    ]
+
+
+def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_path, capsys) -> None:
+    from wakelab.core.placement import can_pin
+
+    if not can_pin() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs this process may pin to")
+    db, out = str(tmp_path / "h.db"), str(tmp_path / "grid")
+    status = main(["run", "--in-process", "--arms", "event", "-n", "5", "--warmup", "0", "--placement", "same,split",
+                   "--cpu-threads", "0,1", "-q", "-o", out, "--history", db])
+    capsys.readouterr()
+    assert status == 0
+    runs = history.list_runs(db)
+    assert len(runs) == 4
+    keys = {json.dumps(r.figure_conditions, sort_keys=True) for r in runs}
+    assert len(keys) == 4  # same/split x 0/1 busy threads: four conditions, four keys
+    assert {(r.figure_conditions["placement"], r.figure_conditions["busy_threads"]) for r in runs} == {
+        ("same", 0), ("same", 1), ("split", 0), ("split", 1)}
+    assert len({json.dumps(r.conditions, sort_keys=True) for r in runs}) == 2  # the conditions block alone cannot tell placement
+
+    status, text, err = cli(capsys, "history", "--history", db, "--arm", "event")
+    assert (status, err) == (0, "")
+    rows = {line.split()[0]: line for line in text.splitlines()[2:6]}
+    by_cell = {os.path.basename(r.folder): str(r.id) for r in runs}
+    assert "same CPU (" in rows[by_cell["same_threads0"]] and "no busy threads" in rows[by_cell["same_threads0"]]
+    assert "split CPUs (notifier " in rows[by_cell["split_threads1"]] and "1 busy thread" in rows[by_cell["split_threads1"]]
+    assert "conditions (every run): closed loop, settle 1000 µs, no busy processes, default switch interval," in text
+
+    # The grid folder itself, imported into another history and added to a third: the same four runs and keys.
+    for action, name in (("import", "imported.db"), ("add", "added.db")):
+        other = str(tmp_path / name)
+        status, text, err = cli(capsys, "history", action, "--history", other, out)
+        assert (status, err) == (0, "")
+        assert {r.run_uuid: r.figure_conditions for r in history.list_runs(other)} == {r.run_uuid: r.figure_conditions for r in runs}
+    assert text.splitlines()[-1] == "history: %s" % other
+    assert cli(capsys, "history", "import", "--history", other, out)[1].splitlines()[-2] == (
+        "imported 4 runs (4 already recorded) from 1 machine")
+
+
+def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None:
+    """A history as wakelab 0.2 wrote it (schema 2), holding ``docs``."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        history._migrate_0_to_1(conn)
+        history._migrate_1_to_2(conn)
+        conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '2')")
+        conn.execute("PRAGMA user_version = 2")
+        for doc in docs:
+            row = history._run_row(doc, folder, history._canonical(doc))  # the schema-2 columns
+            cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
+            conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
+                             [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def test_a_version_2_history_is_migrated_and_its_runs_keyed_by_conditions(tmp_path, lab135_summary, capsys) -> None:
+    db = str(tmp_path / "h.db")
+    same = variant(lab135_summary, started="2026-10-01T06:00:00Z", placement=("same", 0, 0), event_p50_ns=5_600.0)
+    split = variant(lab135_summary, started="2026-10-02T06:00:00Z", placement=("split", 0, 1), event_p50_ns=26_500.0)
+    _version_2_history(db, [same, split], str(tmp_path))
+    with sqlite3.connect(db) as conn:
+        arms_before = conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall()
+        columns_before = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
+    conn.close()
+    assert "conditions_key" not in columns_before
+
+    runs = history.list_runs(db)  # opening migrates
+
+    assert [r.id for r in runs] == [2, 1]
+    assert [r.figure_conditions["placement"] for r in runs] == ["split", "same"]
+    assert [(r.cpu_count, r.imported_utc) for r in runs] == [(2, None), (2, None)]
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 3
+        assert conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall() == arms_before
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 2
+    finally:
+        conn.close()
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event")
+    assert "same CPU (0)" in out.splitlines()[2] and "split CPUs (notifier 0, waiter 1)" in out.splitlines()[3]
+    # Recorded again after the migration: the same runs, unchanged.
+    assert [history.record_run(d, str(tmp_path), db).action for d in (same, split)] == ["unchanged", "unchanged"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Runs from other machines: history import
+
+
+def _fleet(tmp_path, lab135_summary) -> Dict[str, str]:
+    """Bundles as CI artifacts: two machines' runs and a grid of two cells (one never ran) from a third."""
+    base = tmp_path / "artifacts"
+    bundles = {
+        "a": write_bundle(base / "ci-a", variant(lab135_summary, started="2026-10-01T06:00:00Z", host="ci-a")),
+        "b": write_bundle(base / "ci-b", variant(lab135_summary, started="2026-10-01T06:05:00Z", host="ci-b", event_p50_ns=90_000.0)),
+    }
+    grid = base / "ci-c-grid"
+    cells = []
+    for label, placement, p50 in (("same", ("same", 0, 0), 6_000.0), ("split", ("split", 0, 1), 25_000.0)):
+        doc = variant(lab135_summary, started="2026-10-01T06:10:00Z", host="ci-c", placement=placement, event_p50_ns=p50)
+        write_bundle(grid / "cells" / label, doc)
+        cells.append({"label": label, "folder": "cells/" + label, "dimensions": {"placement": label}, "status": "done",
+                      "complete": True, "interpreter": doc["interpreter"]})
+    cells.append({"label": "never", "folder": "cells/never", "dimensions": {"placement": "any"}, "status": "pending",
+                  "complete": False, "interpreter": None})
+    matrix = {"schema": "wakelab.matrix", "schema_version": 1, "lab": {"id": "custom", "title": "t"}, "started_utc": "2026-10-01T06:10:00Z",
+              "command": ["wakelab"], "complete": False, "dimensions": ["placement"], "cells": cells, "arms": []}
+    with open(str(grid / "matrix.json"), "w", encoding="utf-8") as fh:
+        json.dump(matrix, fh)
+    bundles["grid"] = str(grid)
+    return bundles
+
+
+def test_import_records_bundles_and_grid_cells_with_provenance_once(tmp_path, lab135_summary, capsys) -> None:
+    import platform
+
+    bundles = _fleet(tmp_path, lab135_summary)
+    db = str(tmp_path / "fleet.db")
+    status, out, err = cli(capsys, "history", "import", "--history", db, bundles["a"], bundles["b"], bundles["grid"])
+    assert (status, err) == (0, "")
+    art = os.path.realpath(str(tmp_path / "artifacts"))
+    assert out.replace(art, "ART") == (
+        "ART/ci-a (ci-a): recorded as run 1\n"
+        "ART/ci-b (ci-b): recorded as run 2\n"
+        "ART/ci-c-grid/cells/same (ci-c): recorded as run 3\n"
+        "ART/ci-c-grid/cells/split (ci-c): recorded as run 4\n"
+        "imported 4 runs from 3 machines; 1 cell of a grid never ran\n"
+        "history: %s\n" % db
+    )
+    runs = {r.id: r for r in history.list_runs(db)}
+    assert {r.hostname for r in runs.values()} == {"ci-a", "ci-b", "ci-c"}
+    assert runs[3].imported_from == os.path.join(bundles["grid"], "cells", "same")
+    assert all(r.imported_by == (platform.node() or None) and r.imported_utc for r in runs.values())
+    assert (runs[1].cpu_model, runs[1].kernel, runs[1].cpu_count) == ("Test CPU @ 2.00GHz", "6.1.0-test", 2)
+    assert runs[3].figure_conditions != runs[4].figure_conditions
+    before = read_bytes(db)
+
+    # Again, and with a bundle given twice: nothing is added.
+    status, out, err = cli(capsys, "history", "import", "--history", db, bundles["grid"], bundles["a"], bundles["a"])
+    assert (status, err) == (0, "")
+    assert out.splitlines()[-2] == "imported 4 runs (4 already recorded) from 2 machines; 1 cell of a grid never ran"
+    assert len(history.list_runs(db)) == 4
+    assert read_bytes(db) == before
+
+    status, out, err = cli(capsys, "history", "--history", db)
+    assert out.splitlines()[1].split() == ["id", "started", "(UTC)", "lab", "interpreter", "host", "complete", "arms", "source", "folder"]
+    assert "  imported 20" in out.splitlines()[2]
+
+
+def test_import_keeps_the_first_provenance_and_dedups_old_bundles_by_folder_and_start(tmp_path, lab135_summary, capsys) -> None:
+    db = str(tmp_path / "h.db")
+    local = write_bundle(tmp_path / "local", lab135_summary)
+    assert cli(capsys, "history", "add", "--history", db, local)[0] == 0
+    old = variant(lab135_summary, started="2026-10-04T06:00:00Z", host="old-ci")
+    del old["run_id"]  # a bundle from before run ids
+    old_folder = write_bundle(tmp_path / "old", old)
+    for expected in ("imported 2 runs (1 already recorded) from 2 machines", "imported 2 runs (2 already recorded) from 2 machines"):
+        status, out, err = cli(capsys, "history", "import", "--history", db, local, old_folder)
+        assert (status, err, out.splitlines()[-2]) == (0, "", expected)
+    runs = {r.hostname: r for r in history.list_runs(db)}
+    assert runs["testbox"].imported_utc is None  # recorded here first: it stays a local run
+    assert runs["old-ci"].imported_from == old_folder and runs["old-ci"].run_uuid is None
+
+
+def test_import_of_a_bad_bundle_is_one_line_exit_2_and_records_nothing(tmp_path, lab135_summary, capsys) -> None:
+    bundles = _fleet(tmp_path, lab135_summary)
+    db = tmp_path / "h.db"
+    missing = str(tmp_path / "nope")
+    cases = {
+        missing: "%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % missing,
+        str(tmp_path / "artifacts"): "%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid); "
+                                      "it holds 3 bundles: give them as %s" % (tmp_path / "artifacts", tmp_path / "artifacts" / "*"),
+    }
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_text('{"schema": "wakelab.summary", "x": 1e400}', encoding="utf-8")
+    cases[str(bad)] = "%s is not valid evidence: the number 1e400 is beyond the range of a float (non-finite numbers are refused)" % (
+        bad / "summary.json")
+    for path, message in cases.items():
+        status, out, err = cli(capsys, "history", "import", "--history", str(db), bundles["a"], path)
+        assert (status, out, err) == (2, "", "wakelab: error: %s\n" % message)
+    assert not db.exists()
+
+    # A grid cell that leads outside the grid is refused.
+    outside = write_bundle(tmp_path / "elsewhere", lab135_summary)
+    cell = os.path.join(bundles["grid"], "cells", "split")
+    os.rename(cell, cell + ".moved")
+    os.symlink(outside, cell)
+    status, out, err = cli(capsys, "history", "import", "--history", str(db), bundles["grid"])
+    assert (status, err) == (2, "wakelab: error: %s: cell split's folder cells/split leads outside the grid\n" % bundles["grid"])
+    assert not db.exists()
+
+
+def test_import_is_all_or_nothing_when_writing_fails(tmp_path, lab135_summary, capsys, monkeypatch) -> None:
+    bundles = _fleet(tmp_path, lab135_summary)
+    db = str(tmp_path / "h.db")
+    history.record_run(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
+    before = read_bytes(db)
+    store, calls = history._store, []
+
+    def fail_on_the_third(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise sqlite3.OperationalError("disk I/O error")
+        return store(*args)
+
+    monkeypatch.setattr(history, "_store", fail_on_the_third)
+    status, out, err = cli(capsys, "history", "import", "--history", db, bundles["a"], bundles["b"], bundles["grid"])
+    assert (status, out) == (2, "")
+    assert err == "wakelab: error: history database %s: disk I/O error while recording 4 runs\n" % db
+    assert read_bytes(db) == before
+    assert [r.id for r in history.list_runs(db)] == [1]
+
+
+def test_import_json(tmp_path, lab135_summary, capsys) -> None:
+    bundles = _fleet(tmp_path, lab135_summary)
+    db = str(tmp_path / "h.db")
+    status, out, err = cli(capsys, "history", "import", "--history", db, "--json", bundles["a"], bundles["a"])
+    doc = json.loads(out)
+    assert (status, doc["schema"], doc["database"]) == (0, "wakelab.history.import", db)
+    assert doc["counts"] == {"runs": 2, "added": 1, "unchanged": 1, "updated": 0, "machines": 1, "pending_cells": 0}
+    assert [(r["action"], r["hostname"], r["imported_from"]) for r in doc["imported"]] == [
+        ("added", "ci-a", bundles["a"]), ("unchanged", "ci-a", bundles["a"])]
+    assert doc["summary"] == "imported 2 runs (1 already recorded) from 1 machine"
+
+
+def test_imported_machine_facts_reach_the_terminal_escaped(tmp_path, lab135_summary, capsys) -> None:
+    doc = variant(lab135_summary, started="2026-10-01T06:00:00Z", host="evil\x1b]0;pwned\x07")
+    doc["machine"]["cpu_model"] = "CPU\x1b[2J"
+    folder = write_bundle(tmp_path / "evil", doc)
+    db = str(tmp_path / "h.db")
+    outputs = [cli(capsys, "history", "import", "--history", db, folder)[1]]
+    outputs += [cli(capsys, "history", "--history", db, *args)[1] for args in (["--by-host"], ["--arm", "event", "--group", "machine"])]
+    for out in outputs:
+        assert "\x1b" not in out and "\x07" not in out
+        assert "evil\\x1b]0;pwned\\x07" in out or "CPU\\x1b[2J" in out
+
+
+# ----------------------------------------------------------------------------------------------
+# Grouped by machine
+
+
+def test_list_and_trend_grouped_by_host_golden(tmp_path, three_runs, capsys) -> None:
+    db = str(tmp_path / "h.db")
+    assert cli(capsys, "history", "add", "--history", db, *three_runs)[0] == 0
+    runs = os.path.realpath(str(tmp_path / "runs"))
+
+    status, out, err = cli(capsys, "history", "--history", db, "--by-host")
+    assert (status, err) == (0, "")
+    assert out.replace(runs, "RUNS").replace(db, "DB") == (
+        "HISTORY DB: 3 runs on 2 hosts, newest first\n"
+        "host otherbox: Test CPU @ 2.00GHz, 2 CPUs, kernel 6.1.0-test, x86_64; 1 run\n"
+        "  id  started (UTC)     lab                         interpreter     complete  arms  folder\n"
+        "   1  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.11.7  yes          3  RUNS/b\n"
+        "host testbox: Test CPU @ 2.00GHz, 2 CPUs, kernel 6.1.0-test, x86_64; 2 runs\n"
+        "  id  started (UTC)     lab                         interpreter     complete  arms  folder\n"
+        "   3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  yes          3  RUNS/c\n"
+        "   2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  yes          3  RUNS/a\n"
+    )
+    assert cli(capsys, "history", "--history", db, "--group", "host") == (status, out, err)
+
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--group", "host")
+    assert (status, err) == (0, "")
+    assert out == (
+        "ARM event (threads, latency, blocked waiter, cross-thread): 3 runs on 2 hosts, oldest first; times in µs\n"
+        "host otherbox: Test CPU @ 2.00GHz, 2 CPUs, kernel 6.1.0-test, x86_64; 1 run\n"
+        "  run  started (UTC)     lab                         interpreter       n  lost  p50  p99  status\n"
+        "    1  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.11.7  200     0  250  207\n"
+        "host testbox: Test CPU @ 2.00GHz, 2 CPUs, kernel 6.1.0-test, x86_64; 2 runs\n"
+        "  run  started (UTC)     lab                         interpreter       n  lost  p50  p99  status\n"
+        "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  200     0  110  207\n"
+        "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  200     0  105  207\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs, no busy threads, no busy processes,\n"
+        "  no idle hold, in worker processes\n"
+        "\n"
+        "Note: these runs span 2 machines. A wake's cost depends on the machine, its CPU placement and idle\n"
+        "states: compare rows of one host under the same conditions.\n"
+    )
+
+    # By machine: two hostnames, one kind of machine (as CI runners whose names change every job).
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--group", "machine")
+    assert out.splitlines()[1] == "machine Test CPU @ 2.00GHz, 2 CPUs, kernel 6.1.0-test, x86_64: 3 runs on hosts otherbox, testbox"
+    assert out.splitlines()[2].split()[5] == "host"
+
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--by-host", "--json")
+    doc = json.loads(out)
+    assert (doc["group_by"], [(g["name"], g["runs"]) for g in doc["groups"]]) == ("host", [("otherbox", [1]), ("testbox", [2, 3])])
+    assert doc["groups"][0]["machines"] == ["Test CPU @ 2.00GHz, 2 CPUs, kernel 6.1.0-test, x86_64"]
+
+
+def test_host_filter_finds_imported_runs_and_grouping_options_exclude_each_other(tmp_path, lab135_summary, capsys) -> None:
+    bundles = _fleet(tmp_path, lab135_summary)
+    db = str(tmp_path / "h.db")
+    assert cli(capsys, "history", "import", "--history", db, bundles["a"], bundles["grid"])[0] == 0
+    assert [r.hostname for r in history.list_runs(db, history.HistoryFilter(host="ci-c"))] == ["ci-c", "ci-c"]
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--host", "ci-c", "--by-host")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[1].startswith("host ci-c: ") and "ci-a" not in out
+    with pytest.raises(SystemExit) as info:
+        main(["history", "--by-host", "--group", "machine"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (
+        "wakelab history: error: argument --group: not allowed with argument --by-host (see wakelab history --help)\n")
 
 
 # ----------------------------------------------------------------------------------------------

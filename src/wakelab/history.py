@@ -18,7 +18,10 @@ Safety rules, because a history is only worth something if it survives:
   fails ``PRAGMA integrity_check``, or is an SQLite database of some other
   program, is refused with one line and left byte for byte as it was: no
   repair, no truncation, no "start a fresh one".  Nothing is written to a file
-  before it has passed those checks.
+  before it has passed those checks.  The first is ours, not SQLite's: an
+  existing non-empty file must be a regular file that starts with SQLite's
+  header (``SQLite format 3\0``, 100 bytes), because SQLite itself takes a
+  file too short for that header for an empty database and overwrites it.
 * **Every write is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``), in
   SQLite's default rollback-journal mode, so a crash or a full disk mid-record
   leaves the database as it was before.  Migrations run in the same kind of
@@ -34,6 +37,19 @@ Schema history (``PRAGMA user_version``, also kept in the ``meta`` table):
   2 -- ``runs.run_uuid``: summary.json's ``run_id``, unique, the key of a run; ``runs``
        no longer unique on (folder, started_utc), so runs into one folder in the same
        second are kept apart.  Rows recorded before keep ``run_uuid`` NULL and their old key.
+  3 -- ``runs.conditions_key``: the conditions that change a figure (placement, load,
+       switch interval, loop, settle ...; see :func:`figure_conditions`), canonical JSON,
+       so that a same-CPU and a split run never share a key; ``runs.cpu_count`` and
+       ``runs.machine_id`` for telling machines apart; ``runs.imported_utc``,
+       ``imported_from`` and ``imported_by``: the provenance of a run recorded by
+       ``wakelab history import`` (NULL for a run recorded where it was measured).
+       Existing rows get their key and CPU count from their stored summary.
+
+Where the runs come from: ``wakelab run`` records each run (and each cell of a grid)
+as it ends, ``wakelab history add`` records bundles of this machine, and ``wakelab
+history import`` records bundles made elsewhere (other machines, CI artifacts), keeping
+their machine's facts from the bundle and noting where and when they were imported.
+:func:`record_runs` writes any number of runs in one transaction: all or none.
 
 To change the schema: bump :data:`SCHEMA_VERSION`, append one step to
 :data:`MIGRATIONS` that turns version N-1 into N using single statements
@@ -49,11 +65,12 @@ import datetime
 import json
 import os
 import sqlite3
+import stat
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import WakelabError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_FILENAME = "history.sqlite3"
 ENV_VAR = "WAKELAB_HISTORY"
 # How long a second wakelab waits for another one to finish writing.
@@ -61,6 +78,9 @@ BUSY_TIMEOUT_S = 10.0
 # PRAGMA application_id of a wakelab history ("wake" in ASCII): SQLite's own way to tell
 # one program's database files from another's, so that a wrong --history is refused.
 APPLICATION_ID = 0x77616B65
+# The first 16 bytes of every SQLite 3 database file; its whole header is 100 bytes.
+SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_HEADER_BYTES = 100
 
 
 class HistoryError(WakelabError):
@@ -211,8 +231,44 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_folder ON runs (folder, started_utc)")
 
 
+# Columns schema 3 adds to runs (ALTER TABLE ADD COLUMN keeps every row and id).
+_RUNS_V3_COLUMNS = (
+    ("conditions_key", "TEXT"),   # figure_conditions(summary), canonical JSON (NULL: the summary says none)
+    ("cpu_count", "INTEGER"),     # summary.json machine.cpu_count
+    ("machine_id", "TEXT"),       # summary.json machine.machine_id, when the bundle has one
+    ("imported_utc", "TEXT"),     # when 'wakelab history import' recorded it (NULL: recorded where measured)
+    ("imported_from", "TEXT"),    # the path it was imported from, absolute, as given
+    ("imported_by", "TEXT"),      # the hostname of the machine that imported it
+)
+
+
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Add the conditions key, the CPU count, machine id and import provenance to ``runs``.
+
+    Rows recorded before get their conditions key and CPU count from the
+    summary.json each row keeps; a summary edited by hand into something that
+    is not JSON keeps NULL there (it still lists).
+    """
+    for name, kind in _RUNS_V3_COLUMNS:
+        conn.execute("ALTER TABLE runs ADD COLUMN %s %s" % (name, kind))
+    for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
+        try:
+            summary = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(summary, dict):
+            continue
+        facts = _machine_facts(summary)
+        conn.execute(
+            "UPDATE runs SET conditions_key = ?, cpu_count = ?, machine_id = ? WHERE id = ?",
+            (facts["conditions_key"], facts["cpu_count"], facts["machine_id"], run_id),
+        )
+    conn.execute("CREATE INDEX runs_by_host ON runs (hostname, started_utc)")
+    conn.execute("CREATE INDEX runs_by_conditions ON runs (conditions_key)")
+
+
 # MIGRATIONS[v] turns a database of version v into version v + 1.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -330,6 +386,56 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         conn.execute("PRAGMA user_version = %d" % int(SCHEMA_VERSION))
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _check_sqlite_file(path: str) -> None:
+    """Refuse, before SQLite sees it, an existing file that is not an SQLite database.
+
+    SQLite takes a file too short to hold its header for an empty database and
+    writes a new one over it (a one-byte text file named history.db was lost
+    that way), so a non-empty file must start with SQLite's 16-byte magic and
+    hold its whole 100-byte header.  Only a regular file is read (opened
+    non-blocking, so a FIFO cannot hang us, and checked with ``fstat``); an
+    empty file is a new database.  Nothing is written.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise HistoryError(
+            "cannot open history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise HistoryError(
+                "history database %s is not a regular file (%s); it was left untouched: use --history PATH"
+                % (path, _file_kind(info.st_mode))
+            )
+        if info.st_size == 0:
+            return
+        head = os.read(fd, SQLITE_HEADER_BYTES)
+    except OSError as exc:
+        raise HistoryError("cannot read history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)) from None
+    finally:
+        os.close(fd)
+    if not head.startswith(SQLITE_HEADER):
+        raise HistoryError(
+            "history database %s is not an SQLite database (it does not start with \"SQLite format 3\"); "
+            "it was left untouched: move it aside or use --history PATH" % path
+        )
+    if len(head) < SQLITE_HEADER_BYTES:
+        raise _corrupt(path, "%d bytes, shorter than SQLite's %d-byte header" % (len(head), SQLITE_HEADER_BYTES))
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 @contextlib.contextmanager
 def open_history(
     db_path: Optional[str] = None, *, create: bool = True, timeout_s: float = BUSY_TIMEOUT_S
@@ -354,6 +460,8 @@ def open_history(
             ) from None
     elif os.path.isdir(path):
         raise HistoryError("history database %s is a directory (give a file with --history PATH)" % path)
+    else:
+        _check_sqlite_file(path)
     conn = _connect(path, timeout_s)
     try:
         version = _check_readable(conn, path, timeout_s)
@@ -475,6 +583,21 @@ def _arm_rows(summary: Mapping[str, Any]) -> List[Tuple[Any, ...]]:
     return rows
 
 
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Where a run recorded by ``wakelab history import`` came from.
+
+    ``imported_from`` is the path given (made absolute, symlinks kept, as the
+    user named it), ``imported_utc`` when, ``imported_by`` the hostname of the
+    machine that imported it.  The machine that *measured* the run is the
+    bundle's own ``machine`` block, recorded as it is.
+    """
+
+    imported_from: str
+    imported_utc: str
+    imported_by: Optional[str]
+
+
 def record_run(
     summary: Mapping[str, Any],
     folder: str,
@@ -490,25 +613,141 @@ def record_run(
     (for example one recorded while it was still running) updates the row in
     place.  Raises :class:`HistoryError`; the database is then as it was.
     """
-    if not isinstance(summary, Mapping) or not isinstance(summary.get("started_utc"), str):
-        raise HistoryError("cannot record run in %s: its summary has no started_utc" % folder)
-    if not isinstance(summary.get("arms"), list):
-        raise HistoryError("cannot record run in %s: its summary has no arms list" % folder)
-    try:
-        summary_json = _canonical(summary)
-    except (TypeError, ValueError) as exc:
-        raise HistoryError("cannot record run in %s: its summary is not plain JSON (%s)" % (folder, exc)) from None
-    folder = os.path.realpath(folder)
+    return record_runs([(summary, folder, None)], db_path, timeout_s=timeout_s)[0]
+
+
+def record_runs(
+    runs: Sequence[Tuple[Mapping[str, Any], str, Optional[Provenance]]],
+    db_path: Optional[str] = None,
+    *,
+    timeout_s: float = BUSY_TIMEOUT_S,
+) -> List[RecordResult]:
+    """Record several runs, ``(summary, folder, provenance)`` each, in one transaction: all or none.
+
+    Each run is recorded as :func:`record_run` records one (same key, same
+    idempotence); a run given twice is recorded once, the second time
+    ``unchanged``.  ``provenance`` is None for a run recorded where it was
+    measured.  Every summary is checked before the database is opened: one
+    that cannot be recorded raises :class:`HistoryError` and nothing is
+    written; so does a failure while writing (the transaction rolls back).
+    """
+    prepared = []
+    for summary, folder, provenance in runs:
+        if not isinstance(summary, Mapping) or not isinstance(summary.get("started_utc"), str):
+            raise HistoryError("cannot record run in %s: its summary has no started_utc" % folder)
+        if not isinstance(summary.get("arms"), list):
+            raise HistoryError("cannot record run in %s: its summary has no arms list" % folder)
+        try:
+            summary_json = _canonical(summary)
+        except (TypeError, ValueError) as exc:
+            raise HistoryError("cannot record run in %s: its summary is not plain JSON (%s)" % (folder, exc)) from None
+        row = _run_row(summary, os.path.realpath(folder), summary_json)
+        row.update(_machine_facts(summary))
+        row.update(_provenance_row(provenance))
+        prepared.append((row, _arm_rows(summary)))
     path = resolve_db_path(db_path)
-    row = _run_row(summary, folder, summary_json)
-    arms = _arm_rows(summary)
+    if not prepared:
+        return []
     with open_history(path, create=True, timeout_s=timeout_s) as conn:
         assert conn is not None
+        doing = "recording the run" if len(prepared) == 1 else "recording %d runs" % len(prepared)
         try:
             with _write_transaction(conn):
-                return _store(conn, row, arms, path)
+                return [_store(conn, row, arms, path) for row, arms in prepared]
         except sqlite3.Error as exc:
-            raise _operational(path, exc, timeout_s, "recording the run") from None
+            raise _operational(path, exc, timeout_s, doing) from None
+
+
+def _provenance_row(provenance: Optional[Provenance]) -> Dict[str, Any]:
+    if provenance is None:
+        return {"imported_utc": None, "imported_from": None, "imported_by": None}
+    return {
+        "imported_utc": provenance.imported_utc,
+        "imported_from": provenance.imported_from,
+        "imported_by": provenance.imported_by,
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# The conditions a figure depends on
+
+# Why a key of its own: summary.json's ``conditions`` block holds the load and the idle hold, but
+# the placement, the loop, the settle and the planted delay are ``parameters``; two runs that
+# differ only there (a same-CPU cell and a split cell of one grid: p50 5.6 against 26.5 µs) had
+# equal ``conditions`` and were shown as one series.  The key gathers every recorded condition
+# that changes what a wake costs, and leaves out what only changes how precisely it is known
+# (n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not
+# record is left out of the key, not guessed: "unknown" is not "none".
+
+_KNOWN_CONDITIONS = ("cpu_threads", "cpu_procs", "applied_cpu_procs", "switch_interval_s", "idle_hold", "applied_idle_hold")
+
+
+def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The conditions of a run that change its figures, as a flat JSON object (None: none recorded).
+
+    Keys, each present only when the summary records it:
+    ``placement`` (any / same / split) with ``notifier_cpu`` and ``waiter_cpu``
+    when pinned; ``loop`` (closed / open) with ``interval_us`` for an open
+    loop; ``settle_us``; ``planted_delay_us`` and ``planted_after_us`` when a
+    delay was planted; ``repeat`` (repetitions per arm); ``busy_threads``;
+    ``busy_procs`` and ``idle_hold`` as applied (the request when nothing says
+    what was applied); ``switch_interval_s`` (None: the interpreter's
+    default); ``execution`` (workers / in-process).  Keys of ``conditions``
+    that this wakelab does not know are kept as they are, so that a newer
+    condition still tells runs apart.
+    """
+    parameters, conditions, execution = summary.get("parameters"), summary.get("conditions"), summary.get("execution")
+    key: Dict[str, Any] = {}
+    if isinstance(parameters, dict):
+        placement = parameters.get("placement")
+        key["placement"] = placement if isinstance(placement, str) and placement else "any"
+        if key["placement"] != "any":
+            for name in ("notifier_cpu", "waiter_cpu"):
+                if parameters.get(name) is not None:
+                    key[name] = parameters[name]
+        mode = parameters.get("mode")
+        key["loop"] = mode if isinstance(mode, str) and mode else "closed"  # before open loop, every run was closed
+        if key["loop"] != "closed" and "interval_us" in parameters:
+            key["interval_us"] = parameters["interval_us"]
+        if "settle_us" in parameters:
+            key["settle_us"] = parameters["settle_us"]
+        if parameters.get("planted_delay_us"):
+            key["planted_delay_us"] = parameters["planted_delay_us"]
+            key["planted_after_us"] = parameters.get("planted_after_us") or 0
+        for name in ("repeat", "repetitions"):
+            if parameters.get(name) is not None:
+                key["repeat"] = parameters[name]
+    if isinstance(conditions, dict):
+        if "cpu_threads" in conditions:
+            key["busy_threads"] = conditions["cpu_threads"]
+        for name, applied, requested in (("busy_procs", "applied_cpu_procs", "cpu_procs"), ("idle_hold", "applied_idle_hold", "idle_hold")):
+            if applied in conditions:
+                key[name] = conditions[applied]
+            elif requested in conditions:
+                key[name] = conditions[requested]
+        if "switch_interval_s" in conditions:
+            key["switch_interval_s"] = conditions["switch_interval_s"]
+        for name in sorted(conditions):
+            if name not in _KNOWN_CONDITIONS:
+                key[name] = conditions[name]
+    if isinstance(execution, dict) and isinstance(execution.get("mode"), str):
+        key["execution"] = execution["mode"]
+    return key or None
+
+
+def _machine_facts(summary: Mapping[str, Any]) -> Dict[str, Any]:
+    """The schema-3 columns that come from the summary itself."""
+    machine = _dict(summary.get("machine"))
+    key = figure_conditions(summary)
+    try:
+        conditions_key = _canonical(key) if key is not None else None
+    except (TypeError, ValueError):
+        conditions_key = None
+    return {
+        "conditions_key": conditions_key,
+        "cpu_count": _integer(machine.get("cpu_count")),
+        "machine_id": _text(machine.get("machine_id")),
+    }
 
 
 def _store(conn: sqlite3.Connection, row: Dict[str, Any], arms: List[Tuple[Any, ...]], path: str) -> RecordResult:
@@ -597,6 +836,13 @@ class RunRecord:
     conditions: Optional[Any]
     run_uuid: Optional[str] = None  # summary.json run_id (None: recorded from an older bundle)
     interrupted: Optional[bool] = None  # ended by Ctrl-C or a signal (what was measured is kept)
+    architecture: Optional[str] = None
+    cpu_count: Optional[int] = None
+    machine_id: Optional[str] = None
+    figure_conditions: Optional[Dict[str, Any]] = None  # see figure_conditions() (None: none recorded)
+    imported_utc: Optional[str] = None  # provenance of a run from 'wakelab history import' (None: measured here)
+    imported_from: Optional[str] = None
+    imported_by: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -631,6 +877,13 @@ class ArmPoint:
     max_ns: Optional[float]
     mean_ns: Optional[float]
     ops_per_s: Optional[float]
+    figure_conditions: Optional[Dict[str, Any]] = None  # see figure_conditions() (None: none recorded)
+    cpu_model: Optional[str] = None
+    cpu_count: Optional[int] = None
+    kernel: Optional[str] = None
+    architecture: Optional[str] = None
+    machine_id: Optional[str] = None
+    imported_from: Optional[str] = None  # None: recorded where it was measured
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -647,6 +900,12 @@ def _loads(text: Optional[str]) -> Optional[Any]:
         return json.loads(text)
     except ValueError:  # edited by hand: show the text rather than fail the listing
         return text
+
+
+def _key(text: Optional[str]) -> Optional[Dict[str, Any]]:
+    """A stored conditions key as an object (one edited by hand into something else: None)."""
+    value = _loads(text)
+    return value if isinstance(value, dict) else None
 
 
 def _read(db_path: Optional[str], timeout_s: float, query: Callable[[sqlite3.Connection], List[Any]]) -> List[Any]:
@@ -671,7 +930,9 @@ def list_runs(
         "runs.cpu_model, runs.kernel, "
         "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id), "
         "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id AND a.status = 'ok'), "
-        "runs.conditions_json, runs.run_uuid, runs.interrupted FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where
+        "runs.conditions_json, runs.run_uuid, runs.interrupted, runs.architecture, runs.cpu_count, runs.machine_id, "
+        "runs.conditions_key, runs.imported_utc, runs.imported_from, runs.imported_by "
+        "FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where
     )
     if filters.limit is not None:
         sql += " LIMIT %d" % int(filters.limit)
@@ -682,7 +943,8 @@ def list_runs(
                 id=r[0], started_utc=r[1], recorded_utc=r[2], lab_id=r[3], folder=r[4], complete=_bool(r[5]),
                 implementation=r[6], python_version=r[7], free_threaded=_bool(r[8]), gil_enabled=_bool(r[9]),
                 hostname=r[10], cpu_model=r[11], kernel=r[12], arms=r[13], arms_ok=r[14], conditions=_loads(r[15]),
-                run_uuid=r[16], interrupted=_bool(r[17]),
+                run_uuid=r[16], interrupted=_bool(r[17]), architecture=r[18], cpu_count=r[19], machine_id=r[20],
+                figure_conditions=_key(r[21]), imported_utc=r[22], imported_from=r[23], imported_by=r[24],
             )
             for r in conn.execute(sql, params)
         ]
@@ -705,7 +967,9 @@ def arm_trend(
         "runs.free_threaded, runs.gil_enabled, runs.hostname, runs.conditions_json, arm_results.arm, "
         "arm_results.family, arm_results.kind, arm_results.waiter, arm_results.scope, arm_results.status, "
         "arm_results.n, arm_results.lost, arm_results.p50_ns, arm_results.p90_ns, arm_results.p99_ns, "
-        "arm_results.p99_9_ns, arm_results.max_ns, arm_results.mean_ns, arm_results.ops_per_s "
+        "arm_results.p99_9_ns, arm_results.max_ns, arm_results.mean_ns, arm_results.ops_per_s, "
+        "runs.conditions_key, runs.cpu_model, runs.cpu_count, runs.kernel, runs.architecture, runs.machine_id, "
+        "runs.imported_from "
         "FROM arm_results JOIN runs ON runs.id = arm_results.run_id%s "
         "ORDER BY runs.started_utc DESC, runs.id DESC, arm_results.position DESC" % where
     )
@@ -716,7 +980,7 @@ def arm_trend(
         points = []
         for r in conn.execute(sql, params + [arm]):
             values = list(r)
-            values[6], values[7], values[9] = _bool(r[6]), _bool(r[7]), _loads(r[9])
+            values[6], values[7], values[9], values[25] = _bool(r[6]), _bool(r[7]), _loads(r[9]), _key(r[25])
             points.append(ArmPoint(*values))
         points.reverse()
         return points
@@ -755,6 +1019,9 @@ __all__: Sequence[str] = (
     "resolve_db_path",
     "open_history",
     "record_run",
+    "record_runs",
+    "Provenance",
+    "figure_conditions",
     "list_runs",
     "arm_trend",
     "recorded_arms",

@@ -1,9 +1,19 @@
-"""``wakelab history``: the runs recorded so far, and one arm's trend across them.
+"""``wakelab history``: the runs recorded so far, one arm's trend across them, and a fleet's runs.
 
 ``wakelab history`` lists runs, newest first; ``--arm NAME`` shows that arm's
-p50 and p99 in every recorded run (across interpreters and machines);
-``wakelab history add RUN ...`` records existing bundles.  The database is
-``wakelab.history``'s; see there for where it lives and how it stays safe.
+p50 and p99 in every recorded run (across interpreters and machines), with the
+conditions that change a figure (placement, load, switch interval, loop,
+settle) so that a same-CPU and a split run are told apart; ``--group host``
+(``--by-host``) or ``--group machine`` puts each machine's runs together.
+``wakelab history add RUN ...`` records existing bundles of this machine;
+``wakelab history import BUNDLE ...`` records bundles made elsewhere (other
+machines, CI artifacts), grids cell by cell, keeping where they came from.
+The database is ``wakelab.history``'s; see there for where it lives and how it
+stays safe.
+
+``add`` and ``import`` are all or nothing per invocation: every bundle is read
+and validated first (one that is not a valid bundle: one line, exit 2, nothing
+recorded), then every run is recorded in one transaction.
 
 Hostnames, lab ids, folders and the rest come from the evidence (or from the
 command line): the text output escapes every control character in them
@@ -16,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value, utf8_text, whole_number
-from wakelab.errors import UsageError
+from wakelab.errors import EvidenceError, UsageError
 from wakelab.formatting import escape_text
 
 LIMIT_RANGE = (1, 1_000_000)
@@ -30,6 +41,7 @@ FILTER_AS_TEXT = "history filters are matched as text: give it in UTF-8"
 HISTORY_AS_TEXT = "the database's path is kept and printed as text: give a UTF-8 path"
 RUN_AS_TEXT = "the history records the bundle's folder as text: rename it in UTF-8"
 HISTORY_HELP = "history database (default: $WAKELAB_HISTORY, else ${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3)"
+GROUPS = ("host", "machine")
 
 
 def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False) -> None:
@@ -43,14 +55,17 @@ def register(sub: Any) -> None:
     history = sub.add_parser(
         "history",
         usage=(
-            "wakelab history [--history PATH] [--arm ARM] [--lab LAB] [--python VERSION] [--host HOST] [--limit N] [--json]\n"
-            "       wakelab history add [--history PATH] [--json] RUN [RUN ...]"
+            "wakelab history [--history PATH] [--arm ARM] [--lab LAB] [--python VERSION] [--host HOST] [--limit N]\n"
+            "                       [--group {host,machine} | --by-host] [--json]\n"
+            "       wakelab history add [--history PATH] [--json] RUN [RUN ...]\n"
+            "       wakelab history import [--history PATH] [--json] BUNDLE [BUNDLE ...]"
         ),
-        help="list recorded runs, or one arm's trend across them",
+        help="list recorded runs, or one arm's trend across them; import runs from other machines",
         description=(
             "List the runs recorded in the history database, newest first; with --arm, show one arm's "
-            "p50 and p99 in every recorded run, across interpreters and machines. 'wakelab run' records "
-            "each run; 'wakelab history add RUN' records an existing bundle."
+            "p50 and p99 in every recorded run, across interpreters and machines, with the conditions "
+            "that change it. 'wakelab run' records each run; 'wakelab history add RUN' records an existing "
+            "bundle; 'wakelab history import BUNDLE' records bundles made on other machines."
         ),
     )
     add_history_option(history)
@@ -59,6 +74,13 @@ def register(sub: Any) -> None:
     history.add_argument("--python", type=utf8_text(why=FILTER_AS_TEXT), metavar="VERSION", help="only runs on this Python version (3.13 matches 3.13.x; 3.13t: free-threaded)")
     history.add_argument("--host", type=utf8_text(why=FILTER_AS_TEXT), metavar="HOST", help="only runs on this hostname")
     history.add_argument("--limit", type=whole_number(*LIMIT_RANGE), metavar="N", help="only the newest N runs")
+    grouping = history.add_mutually_exclusive_group()
+    grouping.add_argument(
+        "--group", choices=GROUPS, metavar="{host,machine}",
+        help="put each machine's runs together: by hostname (host), or by CPU model, CPU count, kernel and "
+             "architecture (machine: for CI runners, whose hostnames change every job)",
+    )
+    grouping.add_argument("--by-host", dest="group", action="store_const", const="host", help="the same as --group host")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
     history.set_defaults(handler=cmd_history)
 
@@ -67,13 +89,34 @@ def register(sub: Any) -> None:
         "add",
         prog="wakelab history add",
         help="record existing evidence bundles in the history",
-        description="Record existing evidence bundles in the history. A bundle already recorded is not added twice.",
+        description=(
+            "Record existing evidence bundles (or grid folders, cell by cell) in the history. A bundle already "
+            "recorded is not added twice. All or nothing: one bad RUN records none."
+        ),
     )
-    add.add_argument("runs", nargs="+", metavar="RUN", type=path_value("a folder", RUN_AS_TEXT), help="an evidence folder or its summary.json")
+    add.add_argument("runs", nargs="+", metavar="RUN", type=path_value("a folder", RUN_AS_TEXT), help="an evidence folder, its summary.json, or a grid folder")
     # SUPPRESS: an option given before 'add' is kept, not overwritten by this parser's default.
     add.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
     add.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was recorded as JSON")
     add.set_defaults(handler=cmd_history_add)
+
+    imp = actions.add_parser(
+        "import",
+        prog="wakelab history import",
+        help="record bundles made on other machines (CI artifacts), keeping where they came from",
+        description=(
+            "Record evidence bundles made elsewhere -- other machines, CI artifacts -- in this history: single-run "
+            "bundles and grid folders (each cell). Each run keeps the machine facts of its own bundle (hostname, "
+            "CPU model and count, kernel) and notes where and when it was imported. A run is recognised by its "
+            "run id (a bundle older than run ids: by its folder and start time), so importing again adds nothing. "
+            "All or nothing: every BUNDLE is read and validated first, and one that is not a valid bundle records none."
+        ),
+    )
+    imp.add_argument("bundles", nargs="+", metavar="BUNDLE", type=path_value("a folder", RUN_AS_TEXT),
+                     help="an evidence folder, its summary.json, or a grid folder (matrix.json and cells/)")
+    imp.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
+    imp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was imported as JSON")
+    imp.set_defaults(handler=cmd_history_import)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -91,66 +134,248 @@ def _yes_no(value: Optional[bool]) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
-def format_runs(runs: Sequence[Any], db_path: str) -> str:
-    """The run list as text (``runs`` are :class:`wakelab.history.RunRecord`)."""
+def _plural(count: int, word: str, words: Optional[str] = None) -> str:
+    return "%d %s" % (count, word if count == 1 else (words or word + "s"))
+
+
+def describe_machine(cpu_model: Optional[str], cpu_count: Optional[int], kernel: Optional[str], architecture: Optional[str]) -> str:
+    """``AMD EPYC, 2 CPUs, kernel 6.8.0, x86_64``: what a run's bundle says about its machine."""
+    parts = [cpu_model or "unknown CPU"]
+    if isinstance(cpu_count, int):
+        parts.append(_plural(cpu_count, "CPU"))
+    if kernel:
+        parts.append("kernel " + kernel)
+    if architecture:
+        parts.append(architecture)
+    return ", ".join(parts)
+
+
+def _machine_of(record: Any) -> str:
+    return describe_machine(record.cpu_model, record.cpu_count, record.kernel, record.architecture)
+
+
+def _host_of(record: Any) -> str:
+    return record.hostname or "(no hostname)"
+
+
+def _unique(values: Sequence[str]) -> List[str]:
+    seen: List[str] = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+def _groups(records: Sequence[Any], group: str) -> List[Tuple[str, List[int]]]:
+    """(title, indices into ``records``) for each host or machine, sorted by name; ``records`` keep their order."""
+    name_of = _host_of if group == "host" else _machine_of
+    members: Dict[str, List[int]] = {}
+    for index, record in enumerate(records):
+        members.setdefault(name_of(record), []).append(index)
+    out = []
+    for name in sorted(members):
+        indices = members[name]
+        count = _plural(len(indices), "run")
+        if group == "host":
+            machines = sorted({_machine_of(records[i]) for i in indices})
+            title = "host %s: %s; %s" % (name, "; ".join(machines), count)
+        else:
+            hosts = sorted({_host_of(records[i]) for i in indices})
+            title = "machine %s: %s on %s %s" % (name, count, "host" if len(hosts) == 1 else "hosts", ", ".join(hosts))
+        out.append((title, indices))
+    return out
+
+
+def _group_docs(records: Sequence[Any], group: Optional[str], id_of: Callable[[Any], int]) -> Optional[List[Dict[str, Any]]]:
+    if group is None:
+        return None
+    name_of = _host_of if group == "host" else _machine_of
+    docs = []
+    for _title, indices in _groups(records, group):
+        docs.append({
+            "name": name_of(records[indices[0]]),
+            "hosts": sorted({_host_of(records[i]) for i in indices}),
+            "machines": sorted({_machine_of(records[i]) for i in indices}),
+            "runs": [id_of(records[i]) for i in indices],
+        })
+    return docs
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int],
+           sections: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> List[str]:
+    """A table whose columns are left-aligned except those in ``right`` (cells escaped: one line each).
+
+    With ``sections`` (title, row indices), each section gets its title and
+    the header again; the column widths are shared, so the sections line up.
+    """
+    table = [[escape_text(c) for c in row] for row in [header, *rows]]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        return "  " + "  ".join(cells).rstrip()
+
+    if sections is None:
+        return [line(row) for row in table]
+    out = []
+    for title, indices in sections:
+        out.append(escape_text(title))
+        out.append(line(table[0]))
+        out += [line(table[1 + i]) for i in indices]
+    return out
+
+
+def format_runs(runs: Sequence[Any], db_path: str, group: Optional[str] = None) -> str:
+    """The run list as text (``runs`` are :class:`wakelab.history.RunRecord`), grouped by ``group`` if given."""
     from wakelab.history import interpreter_label
 
     if not runs:
         return "no runs recorded in %s\n" % escape_text(db_path)
+    with_host = group != "host"
+    imported = any(run.imported_utc for run in runs)
     rows = []
     for run in runs:
         arms = str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok)
-        rows.append(
-            [
-                str(run.id),
-                _date(run.started_utc),
-                run.lab_id or "-",
-                interpreter_label(run.implementation, run.python_version, run.free_threaded, run.gil_enabled),
-                run.hostname or "-",
-                "interrupted" if run.interrupted else _yes_no(run.complete),
-                arms,
-                run.folder,
-            ]
-        )
-    header = ["id", "started (UTC)", "lab", "interpreter", "host", "complete", "arms", "folder"]
-    plural = "run" if len(runs) == 1 else "runs"
-    lines = [escape_text("HISTORY %s: %d %s, newest first" % (db_path, len(runs), plural))]
-    lines += _left_table(header, rows, right={0, 6})
+        row = [
+            str(run.id),
+            _date(run.started_utc),
+            run.lab_id or "-",
+            interpreter_label(run.implementation, run.python_version, run.free_threaded, run.gil_enabled),
+        ]
+        if with_host:
+            row.append(run.hostname or "-")
+        row += ["interrupted" if run.interrupted else _yes_no(run.complete), arms]
+        if imported:
+            row.append(("imported " + run.imported_utc[:10]) if run.imported_utc else "-")
+        row.append(run.folder)
+        rows.append(row)
+    header = ["id", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else []) + ["complete", "arms"]
+    header += (["source"] if imported else []) + ["folder"]
+    title = "HISTORY %s: %s" % (db_path, _plural(len(runs), "run"))
+    if group is not None:
+        count = len({(_host_of if group == "host" else _machine_of)(run) for run in runs})
+        title += " on %s" % _plural(count, group)
+    lines = [escape_text(title + ", newest first")]
+    sections = _groups(runs, group) if group is not None else None
+    lines += _table(header, rows, right={0, header.index("arms")}, sections=sections)
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
-def _left_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int]) -> List[str]:
-    """A table whose columns are left-aligned except those in ``right`` (cells escaped: one line each)."""
-    table = [[escape_text(c) for c in row] for row in [header, *rows]]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    out = []
-    for row in table:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        out.append("  " + "  ".join(cells).rstrip())
-    return out
+# ----------------------------------------------------------------------------------------------
+# Conditions in words
+
+# The order in which a run's conditions are written, and which keys of the conditions key
+# (wakelab.history.figure_conditions) each phrase covers.
+_PHRASE_KEYS = (
+    ("placement", ("placement", "notifier_cpu", "waiter_cpu")),
+    ("loop", ("loop", "interval_us")),
+    ("settle", ("settle_us",)),
+    ("planted", ("planted_delay_us", "planted_after_us")),
+    ("repeat", ("repeat",)),
+    ("busy threads", ("busy_threads",)),
+    ("busy procs", ("busy_procs",)),
+    ("switch interval", ("switch_interval_s",)),
+    ("idle hold", ("idle_hold",)),
+    ("execution", ("execution",)),
+)
 
 
-def _conditions_key(conditions: Any) -> Optional[str]:
-    return None if conditions is None else json.dumps(conditions, sort_keys=True, separators=(", ", ": "))
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _condition_labels(points: Sequence[Any]) -> Dict[str, str]:
-    """Conditions (canonical JSON) -> a short label (A, B, ...), in order of first appearance.
+def _busy(value: Any, what: str, whats: str) -> str:
+    if value == 0:
+        return "no busy %s" % whats
+    return "%s busy %s" % (_plain(value), what if value == 1 else whats)
 
-    Conditions are opaque here: two runs are under the same conditions when
-    their ``conditions`` objects are equal.
+
+def _phrase(field: str, key: Mapping[str, Any]) -> Optional[str]:
+    """One field of a conditions key in words; None when the key does not record it."""
+    if field == "placement":
+        placement, notifier, waiter = key.get("placement"), key.get("notifier_cpu"), key.get("waiter_cpu")
+        if placement is None:
+            return None
+        if placement == "any":
+            return "unpinned"
+        if placement == "same":
+            return "same CPU" + ("" if notifier is None else " (%s)" % _plain(notifier))
+        if placement == "split":
+            cpus = "" if notifier is None and waiter is None else " (notifier %s, waiter %s)" % (_plain(notifier), _plain(waiter))
+            return "split CPUs" + cpus
+        return "placement %s" % _plain(placement)
+    if field == "loop":
+        loop = key.get("loop")
+        if loop is None:
+            return None
+        if loop == "open" and key.get("interval_us") is not None:
+            return "open loop every %s µs" % _plain(key["interval_us"])
+        return "%s loop" % _plain(loop)
+    if field == "settle":
+        return None if "settle_us" not in key else "settle %s µs" % _plain(key["settle_us"])
+    if field == "planted":
+        if not key.get("planted_delay_us"):
+            return None
+        after = key.get("planted_after_us")
+        return "planted delay %s µs%s" % (_plain(key["planted_delay_us"]), " after %s µs" % _plain(after) if after else "")
+    if field == "repeat":
+        return None if "repeat" not in key else "repeat %s" % _plain(key["repeat"])
+    if field == "busy threads":
+        return None if "busy_threads" not in key else _busy(key["busy_threads"], "thread", "threads")
+    if field == "busy procs":
+        return None if "busy_procs" not in key else _busy(key["busy_procs"], "process", "processes")
+    if field == "switch interval":
+        if "switch_interval_s" not in key:
+            return None
+        value = key["switch_interval_s"]
+        return "default switch interval" if value is None else "switch interval %s s" % _plain(value)
+    if field == "idle hold":
+        return None if "idle_hold" not in key else ("idle hold" if key["idle_hold"] else "no idle hold")
+    if field == "execution":
+        if "execution" not in key:
+            return None
+        return {"workers": "in worker processes", "in-process": "in-process"}.get(key["execution"], "execution %s" % _plain(key["execution"]))
+    return "%s %s" % (field, _plain(key[field])) if field in key else None
+
+
+def condition_phrases(key: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    """A conditions key (:func:`wakelab.history.figure_conditions`) in words: field -> phrase, in order.
+
+    ``{"placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "closed", "settle_us": 1000}``
+    gives ``split CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key
+    this wakelab does not know is written ``name value``.
     """
-    labels: Dict[str, str] = {}
-    for point in points:
-        key = _conditions_key(point.conditions)
-        if key is not None and key not in labels:
-            n = len(labels)
-            labels[key] = chr(ord("A") + n) if n < 26 else "C%d" % (n + 1)
-    return labels
+    if not key:
+        return {}
+    phrases: Dict[str, str] = {}
+    covered: Set[str] = set()
+    for field, keys in _PHRASE_KEYS:
+        covered.update(keys)
+        text = _phrase(field, key)
+        if text is not None:
+            phrases[field] = text
+    for name in sorted(set(key) - covered):
+        text = _phrase(name, key)
+        if text is not None:
+            phrases[name] = text
+    return phrases
 
 
-def format_trend(arm: str, points: Sequence[Any], db_path: str) -> str:
-    """One arm across runs, oldest first (``points`` are :class:`wakelab.history.ArmPoint`)."""
+def _conditions_split(points: Sequence[Any]) -> Tuple[List[str], List[str], List[Dict[str, str]]]:
+    """(fields that differ between runs, fields the same in every run, each point's phrases).
+
+    A field differs when its words differ between two runs, or when some run
+    does not record it (unknown is not the same as any value).
+    """
+    phrases = [condition_phrases(p.figure_conditions) for p in points]
+    fields = _unique([f for ph in phrases for f in ph])
+    varying = [f for f in fields if len({ph.get(f) for ph in phrases}) > 1]
+    constant = [f for f in fields if f not in varying]
+    return varying, constant, phrases
+
+
+def format_trend(arm: str, points: Sequence[Any], db_path: str, group: Optional[str] = None) -> str:
+    """One arm across runs, oldest first (``points`` are :class:`wakelab.history.ArmPoint`), grouped by ``group`` if given."""
     from wakelab.history import interpreter_label
     from wakelab.formatting import format_rate, format_us
     from wakelab.report.text import wrap
@@ -160,47 +385,48 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str) -> str:
     identity = ", ".join(
         part for part in (last.family, last.kind, "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None, last.scope) if part
     )
-    plural = "run" if len(points) == 1 else "runs"
     unit = "ops/s is the median round" if rate else "times in µs"
-    lines = [escape_text("ARM %s (%s): %d %s, oldest first; %s" % (arm, identity, len(points), plural, unit))]
-    labels = _condition_labels(points)
-    varied = len({_conditions_key(p.conditions) for p in points}) > 1
-    header = ["run", "started (UTC)", "lab", "interpreter", "host"]
+    count = _plural(len(points), "run")
+    if group is not None:
+        count += " on %s" % _plural(len({(_host_of if group == "host" else _machine_of)(p) for p in points}), group)
+    lines = [escape_text("ARM %s (%s): %s, oldest first; %s" % (arm, identity, count, unit))]
+    varying, constant, phrases = _conditions_split(points)
+    with_host = group != "host"
+    header = ["run", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
     header += ["ops/s"] if rate else ["n", "lost", "p50", "p99"]
-    if varied:
+    if varying:
         header.append("conditions")
     header.append("status")
     rows = []
-    for p in points:
+    for p, words in zip(points, phrases):
         row = [
             str(p.run_id),
             _date(p.started_utc),
             p.lab_id or "-",
             interpreter_label(p.implementation, p.python_version, p.free_threaded, p.gil_enabled),
-            p.hostname or "-",
         ]
+        if with_host:
+            row.append(p.hostname or "-")
         if rate:
             row.append(format_rate(p.ops_per_s))
         else:
             row += ["-" if p.n is None else str(p.n), "-" if p.lost is None else str(p.lost), format_us(p.p50_ns), format_us(p.p99_ns)]
-        if varied:
-            key = _conditions_key(p.conditions)
-            row.append("-" if key is None else labels[key])
+        if varying:
+            row.append(", ".join(words[f] for f in varying if f in words) or "-")
         row.append("" if p.status == "ok" else (p.status or "-"))
         rows.append(row)
-    numeric = set(range(5, 6 if rate else 9))
-    lines += _left_table(header, rows, right={0} | numeric)
-    if varied:
-        for key, label in labels.items():
-            lines += wrap(escape_text("conditions %s: %s" % (label, key)))
-    elif labels:
-        lines += wrap(escape_text("conditions (every run): %s" % next(iter(labels))))
+    first_figure = 5 if with_host else 4
+    numeric = set(range(first_figure, first_figure + (1 if rate else 4)))
+    sections = _groups(points, group) if group is not None else None
+    lines += _table(header, rows, right={0} | numeric, sections=sections)
+    if constant:
+        lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
     hosts = {p.hostname for p in points}
-    if len(hosts) > 1 or varied:
+    if len(hosts) > 1 or varying:
         spans = []
         if len(hosts) > 1:
             spans.append("%d machines" % len(hosts))
-        if varied:
+        if varying:
             spans.append("different conditions")
         lines += [""] + wrap(
             "Note: these runs span %s. A wake's cost depends on the machine, its CPU placement and idle "
@@ -237,6 +463,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     db_path = history.resolve_db_path(args.history)
     filters = _filters(args)
+    group = getattr(args, "group", None)
     if args.arm is None:
         runs = history.list_runs(db_path, filters)
         if not runs and args.lab is not None:
@@ -250,9 +477,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         if args.json:
             doc = {"schema": "wakelab.history.runs", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
                    "runs": [r.to_dict() for r in runs]}
+            if group is not None:
+                doc.update(group_by=group, groups=_group_docs(runs, group, lambda r: r.id))
             sys.stdout.write(_dump(doc))
         else:
-            sys.stdout.write(format_runs(runs, db_path))
+            sys.stdout.write(format_runs(runs, db_path, group))
         return EXIT_OK
     points = history.arm_trend(args.arm, db_path, filters)
     if not points:
@@ -267,9 +496,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         doc = {"schema": "wakelab.history.trend", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
                "arm": args.arm, "runs": [p.to_dict() for p in points]}
+        if group is not None:
+            doc.update(group_by=group, groups=_group_docs(points, group, lambda p: p.run_id))
         sys.stdout.write(_dump(doc))
     elif points:
-        sys.stdout.write(format_trend(args.arm, points, db_path))
+        sys.stdout.write(format_trend(args.arm, points, db_path, group))
     elif _has_runs(db_path):
         sys.stdout.write("no recorded run of arm %s matches the filters\n" % escape_text(args.arm))
     else:
@@ -283,19 +514,78 @@ def _has_runs(db_path: str) -> bool:
     return bool(history.list_runs(db_path, history.HistoryFilter(limit=1)))
 
 
-def cmd_history_add(args: argparse.Namespace) -> int:
-    import os
+# ----------------------------------------------------------------------------------------------
+# Reading the bundles to record (add, import)
 
+
+def _inside(path: str, folder: str) -> bool:
+    return path != folder and os.path.commonpath([folder, path]) == folder
+
+
+def _not_a_bundle(given: str) -> EvidenceError:
+    """The error for a folder that holds neither summary.json nor matrix.json (with a hint for a folder of bundles)."""
+    from wakelab.evidence.bundle import SUMMARY_JSON
+    from wakelab.evidence.load import MATRIX_JSON
+
+    try:
+        inner = sorted(
+            name for name in os.listdir(given)
+            if os.path.lexists(os.path.join(given, name, SUMMARY_JSON)) or os.path.lexists(os.path.join(given, name, MATRIX_JSON))
+        )
+    except OSError:
+        inner = []
+    hint = ""
+    if inner:
+        hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*"))
+    return EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
+
+
+def read_bundles(paths: Sequence[str]) -> Tuple[List[Tuple[Dict[str, Any], str, str]], int]:
+    """Every run in ``paths`` as (summary, bundle folder, the path given), and how many grid cells never ran.
+
+    A path is a bundle folder, its summary.json, or a grid folder (each of
+    its cells that ran; a cell's folder must be inside the grid).  Every file
+    is read through the evidence loaders (regular files inside the bundle,
+    size caps, strict JSON, the schema).  Raises :class:`EvidenceError` at the
+    first path that is not a valid bundle.
+    """
+    from wakelab.evidence.load import is_grid_folder, load_matrix, load_summary, resolve_summary_path
+
+    found: List[Tuple[Dict[str, Any], str, str]] = []
+    pending = 0
+    for given in paths:
+        try:
+            exists = os.path.lexists(given)
+        except ValueError:  # a NUL byte
+            exists = False
+        if not exists:
+            raise EvidenceError("%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % given)
+        if is_grid_folder(given):
+            grid = os.path.realpath(given)
+            for cell in load_matrix(given)["cells"]:
+                if cell["status"] == "pending":
+                    pending += 1
+                    continue
+                folder = os.path.join(given, cell["folder"])
+                if not _inside(os.path.realpath(folder), grid):
+                    raise EvidenceError("%s: cell %s's folder %s leads outside the grid" % (given, cell["label"], cell["folder"]))
+                found.append((load_summary(folder), folder, given))
+            continue
+        if os.path.isdir(given) and not os.path.lexists(resolve_summary_path(given)):
+            raise _not_a_bundle(given)
+        summary = load_summary(given)
+        found.append((summary, os.path.dirname(os.path.abspath(resolve_summary_path(given))), given))
+    return found, pending
+
+
+def cmd_history_add(args: argparse.Namespace) -> int:
     from wakelab import history
-    from wakelab.evidence.load import load_summary, resolve_summary_path
 
     db_path = history.resolve_db_path(args.history)
-    # Validate every bundle first: one bad RUN records nothing.
-    bundles = []
-    for run in args.runs:
-        summary = load_summary(run)
-        bundles.append((summary, os.path.dirname(os.path.abspath(resolve_summary_path(run)))))
-    results = [(history.record_run(summary, folder, db_path), folder) for summary, folder in bundles]
+    # Validate every bundle first, then record them in one transaction: one bad RUN records nothing.
+    bundles, _pending = read_bundles(args.runs)
+    recorded = history.record_runs([(summary, folder, None) for summary, folder, _given in bundles], db_path)
+    results = list(zip(recorded, [folder for _summary, folder, _given in bundles]))
     if getattr(args, "json", False):
         doc = {"schema": "wakelab.history.add", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
                "recorded": [{"run_id": r.run_id, "action": r.action, "folder": os.path.realpath(f)} for r, f in results]}
@@ -304,5 +594,68 @@ def cmd_history_add(args: argparse.Namespace) -> int:
     words = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
     for result, folder in results:
         sys.stdout.write("%s: %s\n" % (escape_text(os.path.realpath(folder)), words[result.action] % result.run_id))
+    sys.stdout.write("history: %s\n" % escape_text(db_path))
+    return EXIT_OK
+
+
+def _hostname(summary: Mapping[str, Any]) -> Optional[str]:
+    machine = summary.get("machine")
+    host = machine.get("hostname") if isinstance(machine, dict) else None
+    return host if isinstance(host, str) and host else None
+
+
+def format_import_summary(actions: Sequence[str], hosts: Sequence[Optional[str]]) -> str:
+    """``imported 3 runs (1 already recorded) from 2 machines``: every run found, and what was there already.
+
+    ``actions`` are the :class:`wakelab.history.RecordResult` actions, one per
+    run; machines are told apart by hostname.
+    """
+    already, updated = actions.count("unchanged"), actions.count("updated")
+    notes = []
+    if already:
+        notes.append("%d already recorded" % already)
+    if updated:
+        notes.append("%d updated" % updated)
+    machines = len({h or "" for h in hosts})
+    return "imported %s%s from %s" % (
+        _plural(len(actions), "run"), " (%s)" % ", ".join(notes) if notes else "", _plural(machines, "machine"))
+
+
+def cmd_history_import(args: argparse.Namespace) -> int:
+    import platform
+
+    from wakelab import history
+
+    db_path = history.resolve_db_path(args.history)
+    bundles, pending = read_bundles(args.bundles)
+    when, by = history.utc_now(), platform.node() or None
+    runs = [(summary, folder, history.Provenance(imported_from=os.path.abspath(folder), imported_utc=when, imported_by=by))
+            for summary, folder, _given in bundles]
+    results = history.record_runs(runs, db_path)
+    hosts = [_hostname(summary) for summary, _folder, _given in bundles]
+    line = format_import_summary([r.action for r in results], hosts)
+    if pending:
+        line += "; %s of a grid never ran" % _plural(pending, "cell")
+    if getattr(args, "json", False):
+        doc = {
+            "schema": "wakelab.history.import", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
+            "imported_utc": when, "imported_by": by, "summary": line,
+            "counts": {"runs": len(results), "added": [r.action for r in results].count("added"),
+                       "unchanged": [r.action for r in results].count("unchanged"),
+                       "updated": [r.action for r in results].count("updated"),
+                       "machines": len({h or "" for h in hosts}), "pending_cells": pending},
+            "imported": [
+                {"run_id": r.run_id, "action": r.action, "run_uuid": summary.get("run_id"), "hostname": host,
+                 "folder": os.path.realpath(folder), "imported_from": os.path.abspath(folder), "given": given}
+                for r, (summary, folder, given), host in zip(results, bundles, hosts)
+            ],
+        }
+        sys.stdout.write(_dump(doc))
+        return EXIT_OK
+    words = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
+    for result, (_summary, folder, _given), host in zip(results, bundles, hosts):
+        sys.stdout.write("%s (%s): %s\n" % (escape_text(os.path.realpath(folder)), escape_text(host or "no hostname"),
+                                            words[result.action] % result.run_id))
+    sys.stdout.write(line + "\n")
     sys.stdout.write("history: %s\n" % escape_text(db_path))
     return EXIT_OK
