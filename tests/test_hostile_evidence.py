@@ -456,7 +456,7 @@ def test_history_prints_escapes(tmp_path) -> None:
 def test_export_to_stdout_is_terminal_safe_and_files_keep_the_data(tmp_path) -> None:
     folder = hostile_bundle(tmp_path, "hostile", everywhere=True)
     csv_file, json_file = str(tmp_path / "out.csv"), str(tmp_path / "out.json")
-    results = run_all([["export", "-f", "markdown", folder], ["export", "-f", "json", folder],
+    results = run_all([["export", "-f", "markdown", folder, "-o", "-"], ["export", "-f", "json", folder, "-o", "-"],
                        ["export", "-f", "csv", folder, "-o", csv_file], ["export", "-f", "json", folder, "-o", json_file]],
                       cwd=str(tmp_path))
     assert_terminal_safe(results[0], CONTROLS)
@@ -471,7 +471,7 @@ def test_export_to_stdout_is_terminal_safe_and_files_keep_the_data(tmp_path) -> 
 
 def test_export_csv_to_stdout_is_terminal_safe(tmp_path) -> None:
     folder = hostile_bundle(tmp_path, "hostile", everywhere=True)
-    out = assert_terminal_safe(wakelab("export", "-f", "csv", folder, cwd=str(tmp_path)))
+    out = assert_terminal_safe(wakelab("export", "-f", "csv", folder, "-o", "-", cwd=str(tmp_path)))
     assert "threads" + SHOWN in out
 
 

@@ -166,6 +166,10 @@ class FolderLock:
 # atomic_write_text leaves only if it is killed between mkstemp and rename.
 _EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT)
 _SAMPLES_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.json\Z")
+# Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default:
+# made from the evidence a new run replaces, so they go with it.
+EXPORT_DIR = "export"
+_EXPORT_NAME = re.compile(r"\A\.?[A-Za-z0-9][A-Za-z0-9_.-]*\.(csv|md|json)(\.[A-Za-z0-9_]+\.tmp)?\Z")
 _TEMP_NAME = re.compile(r"\A\.(summary\.json|summary\.txt|matrix\.json|matrix\.txt|[A-Za-z0-9][A-Za-z0-9_.-]*\.json)\.[A-Za-z0-9_]+\.tmp\Z")
 
 
@@ -197,8 +201,10 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
 
     Only what looks like wakelab evidence goes: ``summary.json``,
     ``summary.txt``, ``matrix.json``, ``matrix.txt``, regular ``*.json``
-    files (or links) in ``samples/``, wakelab's own temporary files, and (for a grid)
-    the same inside each ``cells/<label>/``.  Folders left empty are removed.
+    files (or links) in ``samples/``, the files ``wakelab export`` writes by
+    default into ``export/`` and ``export/pyperf/`` (``*.csv``, ``*.md``,
+    ``*.json``: made from the old evidence), wakelab's own temporary files,
+    and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed.
     Symbolic links are never followed (a ``samples`` link is removed, not
     entered), and any other file is left alone.
     """
@@ -225,6 +231,17 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
             if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is_file_or_link(path):
                 remove(path)
         _rmdir_if_empty(samples)
+    export = os.path.join(folder, EXPORT_DIR)
+    if _is_real_dir(export):
+        pyperf = os.path.join(export, "pyperf")
+        for sub in (pyperf, export):
+            if not _is_real_dir(sub):
+                continue
+            for name in os.listdir(sub):
+                path = os.path.join(sub, name)
+                if _EXPORT_NAME.match(name) and _is_file_or_link(path):
+                    remove(path)
+            _rmdir_if_empty(sub)
     cells = os.path.join(folder, CELLS_DIR)
     if _depth == 0 and _is_real_dir(cells):
         for name in os.listdir(cells):

@@ -1,10 +1,19 @@
-"""Exports: the evidence of a run in other tools' formats.
+"""Exports: the evidence of a run, or of a grid of runs, in other tools' formats.
 
 One module per format, each exposing an ``EXPORTER`` behind the interface in
 :mod:`wakelab.export.base` (as hyperfine keeps one exporter per file behind
-one ``serialize``): ``csv_format``, ``markdown``, ``json_format`` and
-``pyperf_format``.  Adding a format is one module plus one line in
-:data:`EXPORTERS`.
+one ``serialize``): ``csv_format``, ``samples_csv``, ``markdown``,
+``json_format`` and ``pyperf_format``.  Adding a format is one module plus one
+line in :data:`EXPORTERS`.
+
+Where exports go.  With no destination, beside the evidence they come from:
+``RUN/export/`` (pyperf: ``RUN/export/pyperf/``), and for a grid
+``GRID/export/``, under names taken from the run (``<run>.csv``,
+``<run>.samples.csv``, ``<run>.md``, ``<run>.summary.json``,
+``pyperf/<run>.json``; a grid's pyperf suites are ``pyperf/<cell>.json``).
+A destination is ``-`` (stdout), a folder (an existing one, one written with a
+trailing ``/``, or for pyperf any path not ending in ``.json``) to write those
+names into, or the file to write.
 
 Analysis side: these modules import only the standard library at the top;
 a format that needs a third-party package (pyperf) imports it inside its
@@ -15,20 +24,35 @@ and raises :class:`wakelab.errors.OutputError`.
 from __future__ import annotations
 
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from wakelab.errors import OutputError, UsageError
-from wakelab.export import csv_format, json_format, markdown, pyperf_format
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, load_evidence
+from wakelab.export import csv_format, json_format, markdown, pyperf_format, samples_csv
+from wakelab.export.base import (
+    EXPORT_DIR,
+    Evidence,
+    Export,
+    ExportedFile,
+    Exporter,
+    Grid,
+    GridCell,
+    Source,
+    load_evidence,
+    load_grid,
+    load_source,
+)
 
 EXPORTERS: Dict[str, Exporter] = {
     exporter.name: exporter
-    for exporter in (csv_format.EXPORTER, markdown.EXPORTER, json_format.EXPORTER, pyperf_format.EXPORTER)
+    for exporter in (csv_format.EXPORTER, samples_csv.EXPORTER, markdown.EXPORTER, json_format.EXPORTER,
+                     pyperf_format.EXPORTER)
 }
 
+STDOUT = "-"
+
 __all__ = [
-    "EXPORTERS", "Evidence", "Export", "ExportedFile", "Exporter",
-    "get_exporter", "load_evidence", "write_export", "default_folder",
+    "EXPORTERS", "EXPORT_DIR", "STDOUT", "Evidence", "Export", "ExportedFile", "Exporter", "Grid", "GridCell", "Source",
+    "get_exporter", "load_evidence", "load_grid", "load_source", "write_export", "default_folder", "output_paths",
 ]
 
 
@@ -39,41 +63,92 @@ def get_exporter(name: str) -> Exporter:
         raise UsageError("unknown export format %r (valid: %s)" % (name, ", ".join(EXPORTERS))) from None
 
 
-def default_folder(evidence: Evidence, exporter: Exporter) -> str:
-    """Where a per-arm format writes when no folder is given: ``./<run-folder>-<format>``."""
-    return "%s-%s" % (evidence.name, exporter.name)
+def default_folder(source: Source, exporter: Exporter) -> str:
+    """Where ``exporter`` writes when no destination is given: ``<run or grid folder>/export[/<subfolder>]``."""
+    folder = os.path.join(source.folder, EXPORT_DIR)
+    return os.path.join(folder, exporter.subfolder) if exporter.subfolder else folder
+
+
+def is_folder_destination(destination: str, exporter: Exporter) -> bool:
+    """True when ``destination`` names a folder to write into rather than the file to write."""
+    if os.path.isdir(destination) or destination.endswith(os.sep) or (os.altsep and destination.endswith(os.altsep)):
+        return True
+    return exporter.file_suffix is not None and not destination.endswith(exporter.file_suffix)
+
+
+def output_paths(export: Export, exporter: Exporter, destination: str) -> List[str]:
+    """The paths ``export`` goes to for ``destination`` (see the module's docstring).
+
+    Raises :class:`UsageError` for a file destination of an export that is
+    several files (a grid's pyperf suites).
+    """
+    if is_folder_destination(destination, exporter):
+        return [os.path.join(destination, f.name) for f in export.files]
+    if len(export.files) != 1:
+        raise UsageError("this export is %d files (%s ...): give a folder with -o, not the file %s" % (
+            len(export.files), export.files[0].name, destination))
+    return [destination]
+
+
+def _make_folders(folder: str) -> List[str]:
+    """Create ``folder`` and any missing parents; the folders created, deepest first."""
+    missing = []
+    path = os.path.abspath(folder)
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    created: List[str] = []
+    try:
+        for path in reversed(missing):
+            os.mkdir(path)
+            created.insert(0, path)
+    except FileExistsError:
+        # A file where a folder must go (or a race): say so the way makedirs would.
+        _remove_folders(created)
+        raise NotADirectoryError(20, "Not a directory") from None
+    except OSError:
+        _remove_folders(created)
+        raise
+    return created
+
+
+def _remove_folders(folders: List[str]) -> None:
+    for folder in folders:  # deepest first
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
 
 
 def write_export(export: Export, exporter: Exporter, destination: str) -> List[str]:
-    """Write ``export`` to ``destination``; returns the paths written.
+    """Write ``export`` to ``destination`` (a folder or a file, see :func:`output_paths`); the paths written.
 
-    A one-document format writes the file ``destination``; a per-arm format
-    writes its files into the folder ``destination`` (created if needed,
-    files of the same names replaced).  Nothing is written before the whole
-    export has been serialized, and the files are written all or none: each
-    to a temporary file first, renamed into place only when every one is
-    whole, so a full disk or an I/O error leaves no partial or half-new set
-    (and a folder this call created is removed again).
+    Folders are created as needed and files of the same names replaced.
+    Nothing is written before the whole export has been serialized, and the
+    files are written all or none: each to a temporary file first, renamed
+    into place only when every one is whole, so a full disk or an I/O error
+    leaves no partial or half-new set (and folders this call created are
+    removed again).
     """
     from wakelab.evidence.bundle import atomic_write_files
 
-    created = False
+    paths = output_paths(export, exporter, destination)
+    created: List[str] = []
     try:
-        if exporter.per_arm:
-            if not os.path.isdir(destination):
-                os.makedirs(destination)
-                created = True
-            paths = [os.path.join(destination, f.name) for f in export.files]
-        else:
-            if os.path.isdir(destination):
-                raise OutputError("cannot write %s: it is a folder (give a file name with -o)" % destination)
-            paths = [destination]
+        for path in paths:
+            if os.path.isdir(path):
+                raise OutputError("cannot write %s: it is a folder (give a file name with -o)" % path)
+        created = _make_folders(os.path.dirname(os.path.abspath(paths[0])))
         atomic_write_files({path: exported.text for path, exported in zip(paths, export.files)})
     except OSError as exc:
-        if created:
-            try:
-                os.rmdir(destination)
-            except OSError:
-                pass
+        _remove_folders(created)
         raise OutputError("cannot write %s: %s (choose another path with -o)" % (destination, exc.strerror or exc)) from None
     return paths
+
+
+def destination_for(source: Source, exporter: Exporter, output: Optional[str]) -> str:
+    """``output`` as given, or the default folder beside the evidence (with a trailing separator)."""
+    return output if output else os.path.join(default_folder(source, exporter), "")

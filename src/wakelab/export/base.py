@@ -1,31 +1,76 @@
-"""The one interface every export format implements.
+"""The one interface every export format implements, and what it reads.
 
-An exporter turns an :class:`Evidence` (a loaded bundle) into an
-:class:`Export`: the files it would write, as text, plus notes on what it had
-to leave out.  Serializing is pure; writing (stdout, one file, a folder) is
-done afterwards by :func:`wakelab.export.write_export`, so a format that
-fails half-way leaves nothing on disk.
+An exporter turns what it is given -- one run (an :class:`Evidence`, a loaded
+bundle) or a grid of runs (a :class:`Grid`: matrix.json and the bundle of each
+cell) -- into an :class:`Export`: the files it would write, as text, plus
+notes on what it had to leave out.  Serializing is pure; writing (stdout, one
+file, a folder) is done afterwards by :func:`wakelab.export.write_export`, so
+a format that fails half-way leaves nothing on disk.
 
-Formats that write one document (csv, markdown, json) return one file; a
-format that writes one file per arm (pyperf) sets ``per_arm`` and returns
-several, named relative to the output folder.
+Most formats write one document for a run and one for a grid (a grid's CSV
+and Markdown carry each cell's labels as columns).  pyperf writes one suite
+per run, so a grid gives one file per cell.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Tuple
+import os
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
+from wakelab.errors import EvidenceError
 from wakelab.evidence.model import Bundle
 
 
 # A loaded bundle, as the evidence model gives it.
 Evidence = Bundle
 
+# Where exports go when no -o is given: a folder of their own inside the run (or grid) folder,
+# so that they stay beside the evidence they were made from.
+EXPORT_DIR = "export"
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCell:
+    """One cell of a grid: its label, its value of each grid dimension, and its run."""
+
+    label: str
+    dimensions: Mapping[str, Any]
+    evidence: Evidence
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """A grid folder: its validated matrix.json, the cells that have evidence, and the ones that do not.
+
+    ``dimensions`` are the matrix's dimension names in its order (``python``,
+    ``placement``, ``settle_us``, ``cpu_threads`` ...); ``missing`` the labels
+    of cells that never wrote a summary (a grid stopped before them).
+    """
+
+    source: str
+    folder: str
+    matrix: Mapping[str, Any] = dataclasses.field(repr=False)
+    cells: Tuple[GridCell, ...]
+    missing: Tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The grid folder's own name."""
+        return os.path.basename(os.path.abspath(self.folder))
+
+    @property
+    def dimensions(self) -> Tuple[str, ...]:
+        return tuple(str(d) for d in self.matrix.get("dimensions") or ())
+
+
+# What an exporter is given: one run or a grid.
+Source = Union[Evidence, Grid]
+
 
 @dataclasses.dataclass(frozen=True)
 class ExportedFile:
-    """One output file: its name (relative to the output folder) and its text."""
+    """One output file: its name (a plain file name) and its text."""
 
     name: str
     text: str
@@ -43,19 +88,74 @@ class Export:
 class Exporter:
     """One export format.
 
-    ``serialize`` never writes and never prints; it raises
-    :class:`wakelab.errors.WakelabError` subclasses for input it cannot use.
+    ``serialize`` (a run) and ``serialize_grid`` (a grid) never write and
+    never print; they raise :class:`wakelab.errors.WakelabError` subclasses
+    for input they cannot use.  ``subfolder`` is where, inside the run's
+    ``export/`` folder, the format writes by default (pyperf: ``pyperf/``, so
+    that ``compare_to`` names each suite after its run or cell).  When
+    ``file_suffix`` is set, an ``-o`` path that does not end in it names a
+    folder to write into (pyperf suites are ``.json``).
     """
 
     name: str
     help: str
     serialize: Callable[[Evidence], Export]
-    per_arm: bool = False
+    serialize_grid: Callable[[Grid], Export]
+    subfolder: str = ""
+    file_suffix: Optional[str] = None
+
+    def export(self, source: Source) -> Export:
+        """Serialize ``source``, a run or a grid."""
+        if isinstance(source, Grid):
+            return self.serialize_grid(source)
+        return self.serialize(source)
 
 
 def load_evidence(path: str) -> Evidence:
     """Load and validate the bundle at ``path`` (a folder or its summary.json)."""
     return Bundle.load(path)
+
+
+def load_grid(path: str) -> Grid:
+    """Load a grid folder: its matrix.json and the bundle of every cell that has one.
+
+    A cell that never wrote its summary.json (the grid stopped before it) is
+    listed in ``missing``; a cell whose summary is there but invalid is an
+    :class:`EvidenceError`, as for a single run.
+    """
+    from wakelab.evidence.bundle import SUMMARY_JSON
+    from wakelab.evidence.load import load_matrix
+
+    matrix = load_matrix(path)
+    cells = []
+    missing = []
+    for cell in matrix.get("cells") or ():
+        label = str(cell["label"])
+        folder = os.path.join(path, str(cell["folder"]))
+        if cell.get("status") != "done" and not os.path.lexists(os.path.join(folder, SUMMARY_JSON)):
+            missing.append(label)
+            continue
+        real, grid_real = os.path.realpath(folder), os.path.realpath(path)
+        if real == grid_real or os.path.commonpath([real, grid_real]) != grid_real:
+            # A cell is read from inside the grid only, as a bundle's files are from inside the bundle.
+            raise EvidenceError("%s: cell %s leads outside the grid (to %s): a grid's cells are read only from "
+                                "inside its folder" % (path, label, real))
+        evidence = Bundle.load(folder, label=label)
+        cells.append(GridCell(label=label, dimensions=dict(cell.get("dimensions") or {}), evidence=evidence))
+    if not cells:
+        raise EvidenceError("%s: no cell of this grid has evidence yet (nothing to export)" % path)
+    return Grid(source=path, folder=os.path.abspath(path), matrix=matrix, cells=tuple(cells), missing=tuple(missing))
+
+
+def load_source(path: str) -> Source:
+    """A grid when ``path`` is a grid folder (matrix.json, no summary.json), else one run."""
+    from wakelab.evidence.load import is_grid_folder
+
+    return load_grid(path) if is_grid_folder(path) else load_evidence(path)
+
+
+def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
+    return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
 
 
 def arm_entries(evidence: Evidence) -> Tuple[Mapping[str, Any], ...]:

@@ -1,18 +1,37 @@
 """``--format csv``: one row per arm, for spreadsheets and data frames.
 
 hyperfine's conventions: a header row of machine-friendly column names with
-the unit in the name, numbers written in full (no thousands separators, no
-unit suffixes), and an empty cell where a value does not exist (a rate arm
-has no percentiles; p99.9 needs 1000 wakes; a skipped arm has no figures).
+the unit in the name, numbers without thousands separators or unit suffixes,
+and an empty cell where a value does not exist (a rate arm has no
+percentiles; p99.9 needs 1000 wakes; a skipped arm has no figures).
+
+Rounding.  Each column has one fixed format, so that a data frame reads it as
+one type and no cell shows a float artefact (``42741.39999999999``):
+
+* counts and figures that are a measured sample or a whole number (``n``,
+  ``lost``, ``min_ns``, ``max_ns``, ``rounds``, ``n_per_round``): integers;
+* derived times in ns (percentiles, which interpolate between two wakes, the
+  mean and standard deviation, ``ns_per_op``, ``net_ns_per_op``): exactly one
+  decimal -- 0.1 ns is far below the ~50 ns floor of ``perf_counter_ns()``,
+  so no information is lost;
+* rates (``*ops_per_s``): integers (whole operations per second).
+
+summary.json keeps the unrounded figures; ``samples-csv`` has every wake.
+
+A grid's CSV has one row per cell and arm: the first columns are the cell's
+label, its value of each grid dimension (``python``, ``placement``,
+``settle_us``, ``cpu_threads`` ...) and the interpreter that measured it
+(:data:`GRID_COLUMNS`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from typing import Any, List, Mapping, Optional
+import math
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, arm_entries
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
 LATENCY_COLUMNS = (
@@ -23,27 +42,55 @@ RATE_COLUMNS = (
     "ns_per_op", "net_ns_per_op",
 )
 COLUMNS = ARM_COLUMNS + LATENCY_COLUMNS + RATE_COLUMNS
+# A grid's rows start with these (then one column per grid dimension, then INTERPRETER_COLUMN).
+GRID_COLUMNS = ("cell",)
+INTERPRETER_COLUMN = "interpreter"
+
+# The columns written as integers; every other figure column has one decimal.
+INTEGER_COLUMNS = frozenset(("n", "lost", "min_ns", "max_ns", "rounds", "n_per_round"))
+RATE_INTEGER_COLUMNS = frozenset(("ops_per_s", "min_ops_per_s", "max_ops_per_s", "baseline_ops_per_s"))
+DECIMALS = 1
 
 # A spreadsheet runs a cell that starts with one of these as a formula; evidence
 # strings are data, so such a cell gets a leading apostrophe (OWASP's advice).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def format_number(value: Any) -> str:
-    """A JSON number as a CSV cell: integers as integers, floats round-trip exactly.
+def _number(value: Any) -> Optional[float]:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
-    >>> format_number(109500.0), format_number(2099.5), format_number(7), format_number(None)
-    ('109500', '2099.5', '7', '')
+
+def format_integer(value: Any) -> str:
+    """A figure as a whole number (rounded half to even), ``""`` when it does not exist.
+
+    >>> format_integer(909090.9090909091), format_integer(7), format_integer(None)
+    ('909091', '7', '')
     """
-    if value is None or isinstance(value, bool):
-        return ""
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 2**53:
-            return str(int(value))
-        return repr(value)
-    return ""
+    number = _number(value)
+    return "" if number is None else str(int(round(number)))
+
+
+def format_decimal(value: Any, decimals: int = DECIMALS) -> str:
+    """A figure with exactly ``decimals`` decimals, ``""`` when it does not exist.
+
+    >>> format_decimal(42741.39999999999), format_decimal(109500), format_decimal(57.879184513951124)
+    ('42741.4', '109500.0', '57.9')
+    """
+    number = _number(value)
+    if number is None:
+        return ""
+    text = "%.*f" % (decimals, number)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0"
+
+
+def formatter_for(column: str) -> Callable[[Any], str]:
+    """How the figure column ``column`` is written (see the module's rounding rule)."""
+    return format_integer if column in INTEGER_COLUMNS or column in RATE_INTEGER_COLUMNS else format_decimal
 
 
 def format_text(value: Optional[object]) -> str:
@@ -56,27 +103,79 @@ def format_text(value: Optional[object]) -> str:
     return text
 
 
+def format_value(value: Any) -> str:
+    """A grid dimension's value (a string, an integer or null) as a cell."""
+    if value is None:
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return format_text(value)
+
+
 def arm_row(entry: Mapping[str, Any]) -> List[str]:
     row = [format_text(entry.get("name" if column == "arm" else column)) for column in ARM_COLUMNS]
     latency: Mapping[str, Any] = entry.get("latency") or {}
     rate: Mapping[str, Any] = entry.get("rate") or {}
-    row.extend(format_number(latency.get(column)) for column in LATENCY_COLUMNS)
-    row.extend(format_number(rate.get(column)) for column in RATE_COLUMNS)
+    row.extend(formatter_for(column)(latency.get(column)) for column in LATENCY_COLUMNS)
+    row.extend(formatter_for(column)(rate.get(column)) for column in RATE_COLUMNS)
     return row
+
+
+def grid_label_columns(grid: Grid, taken: Sequence[str]) -> List[str]:
+    """The label columns of a grid's rows: ``cell``, each dimension, ``interpreter``.
+
+    A dimension whose name is already a column is prefixed ``cell_``.
+    """
+    names = list(GRID_COLUMNS)
+    for dimension in grid.dimensions:
+        name = dimension if dimension not in taken and dimension not in names else "cell_" + dimension
+        names.append(format_text(name))
+    return names + [INTERPRETER_COLUMN]
+
+
+def grid_label_cells(grid: Grid) -> Dict[str, List[str]]:
+    """Per cell label, the values of :func:`grid_label_columns`."""
+    return {
+        cell.label: [format_text(cell.label)]
+        + [format_value(cell.dimensions.get(d)) for d in grid.dimensions]
+        + [format_text(cell.evidence.interpreter.label)]
+        for cell in grid.cells
+    }
+
+
+def _write(rows: Sequence[Sequence[str]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def format_csv(evidence: Evidence) -> str:
     """The run's arms as CSV text (``\\n`` line ends, header first)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for entry in arm_entries(evidence):
-        writer.writerow(arm_row(entry))
-    return out.getvalue()
+    return _write([list(COLUMNS)] + [arm_row(entry) for entry in arm_entries(evidence)])
+
+
+def format_grid_csv(grid: Grid) -> str:
+    """A grid's arms as CSV: a row per cell and arm, the cell's labels first."""
+    labels = grid_label_cells(grid)
+    rows: List[List[str]] = [grid_label_columns(grid, COLUMNS) + list(COLUMNS)]
+    for cell in grid.cells:
+        rows.extend(labels[cell.label] + arm_row(entry) for entry in arm_entries(cell.evidence))
+    return _write(rows)
 
 
 def serialize(evidence: Evidence) -> Export:
     return Export(files=(ExportedFile(evidence.name + ".csv", format_csv(evidence)),))
 
 
-EXPORTER = Exporter(name="csv", help="one row per arm, times in ns (for spreadsheets and data frames)", serialize=serialize)
+def serialize_grid(grid: Grid) -> Export:
+    return Export(files=(ExportedFile(grid.name + ".csv", format_grid_csv(grid)),), notes=missing_cell_notes(grid))
+
+
+EXPORTER = Exporter(
+    name="csv",
+    help="one row per arm (a grid: per cell and arm, cell labels as columns); times in ns with one decimal, "
+    "counts and ops/s as integers",
+    serialize=serialize,
+    serialize_grid=serialize_grid,
+)

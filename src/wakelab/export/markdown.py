@@ -5,14 +5,23 @@ then any arm that produced no figures with its status and reason.  Every
 string that comes from the evidence is escaped, so a summary.json cannot
 break the table (``|``) or inject markup (``<b>``, ``*``, ``[link](...)``)
 into the page that shows it.
+
+Times are in µs with three significant digits (``110``, ``20.5``, ``2.10``:
+never more than two decimals), as the text summary writes them; ops/s are
+whole numbers with thousands separators.  The exact figures are in
+summary.json and ``--format csv``.
+
+A grid's tables have a row per arm and cell, one arm's cells together, led
+by the cell's label, its interpreter and every dimension that differs
+between the cells.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, arm_entries
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
 from wakelab.analysis.caveats import NativeRatio, native_ratios
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
@@ -92,41 +101,47 @@ NATIVE_NOTE = (
 )
 
 
-def latency_table(arms: Sequence[Mapping[str, Any]], ratios: Mapping[str, NativeRatio]) -> List[str]:
-    show_native = any(str(a.get("name")) in ratios for a in arms)
-    header = ["Arm", "Family", "Waiter", "Scope", "n", "Lost", "Min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]",
-              "p99.9 [µs]", "Max [µs]", "Mean ± σ [µs]"]
+# A row of a table: the cells that lead it (the arm's identity; for a grid, its cell's labels
+# too), the arm's summary entry, and the "vs C" ratios of the run it comes from.
+Row = Tuple[List[str], Mapping[str, Any], Mapping[str, NativeRatio]]
+
+
+def _has_native(rows: Sequence[Row]) -> bool:
+    return any(str(entry.get("name")) in ratios for _, entry, ratios in rows)
+
+
+def latency_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
+    show_native = _has_native(rows)
+    header = list(lead_header) + ["n", "Lost", "Min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]",
+                                  "p99.9 [µs]", "Max [µs]", "Mean ± σ [µs]"]
     if show_native:
         header.append("p50 vs C")
-    rows: List[List[str]] = []
-    for entry in arms:
-        head = [code(entry.get("name")), escape(entry.get("family")), escape(entry.get("waiter")), escape(entry.get("scope"))]
-        row = head + _latency_cells(entry["latency"])
+    lines: List[List[str]] = []
+    for lead, entry, ratios in rows:
+        row = list(lead) + _latency_cells(entry["latency"])
         if show_native:
             row.append(native_cell(ratios.get(str(entry.get("name")))))
-        rows.append(row)
+        lines.append(row)
         components: Mapping[str, Any] = entry.get("components") or {}
         for name in sorted(components):
-            sub = [code("%s.%s" % (entry.get("name"), name)), "", "", ""] + _latency_cells(components[name])
+            sub = [code("%s.%s" % (entry.get("name"), name))] + [""] * (len(lead) - 1) + _latency_cells(components[name])
             if show_native:
                 sub.append("")
-            rows.append(sub)
-    return format_table(header, rows, left=4)
+            lines.append(sub)
+    return format_table(header, lines, left=len(lead_header))
 
 
-def rate_table(arms: Sequence[Mapping[str, Any]], ratios: Mapping[str, NativeRatio]) -> List[str]:
-    show_native = any(str(a.get("name")) in ratios for a in arms)
-    header = ["Arm", "Family", "Ops per round", "Rounds", "Median ops/s", "Slowest ops/s", "Fastest ops/s",
-              "Empty loop ops/s", "Net ns/op"]
+def rate_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
+    show_native = _has_native(rows)
+    header = list(lead_header) + ["Ops per round", "Rounds", "Median ops/s", "Slowest ops/s", "Fastest ops/s",
+                                  "Empty loop ops/s", "Net ns/op"]
     if show_native:
         header.append("C is faster by")
-    rows: List[List[str]] = []
-    for entry in arms:
+    lines: List[List[str]] = []
+    for lead, entry, ratios in rows:
         rate: Mapping[str, Any] = entry["rate"]
         net = rate.get("net_ns_per_op")
-        row = [
-            code(entry.get("name")),
-            escape(entry.get("family")),
+        row = list(lead) + [
             format_rate(rate.get("n_per_round")),
             str(rate.get("rounds", DASH)),
             format_rate(rate.get("ops_per_s")),
@@ -137,36 +152,106 @@ def rate_table(arms: Sequence[Mapping[str, Any]], ratios: Mapping[str, NativeRat
         ]
         if show_native:
             row.append(native_cell(ratios.get(str(entry.get("name")))))
-        rows.append(row)
-    return format_table(header, rows, left=2)
+        lines.append(row)
+    return format_table(header, lines, left=len(lead_header))
 
 
-def not_measured_table(arms: Sequence[Mapping[str, Any]]) -> List[str]:
-    rows = [[code(a.get("name")), escape(a.get("status")), escape(a.get("reason"))] for a in arms]
-    return format_table(["Arm", "Status", "Reason"], rows, left=3)
+def not_measured_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
+    lines = [list(lead) + [escape(entry.get("status")), escape(entry.get("reason"))] for lead, entry, _ in rows]
+    return format_table(list(lead_header) + ["Status", "Reason"], lines, left=len(lead_header) + 2)
+
+
+def _kind_of(entry: Mapping[str, Any]) -> str:
+    """Which table an arm goes in: ``latency``, ``rate``, or ``rest`` (no figures)."""
+    if entry.get("latency"):
+        return "latency"
+    return "rate" if entry.get("rate") else "rest"
+
+
+def join_tables(tables: Sequence[List[str]], with_native_note: bool) -> str:
+    if not tables:
+        return "_This run has no arms._\n"
+    tables = list(tables) + ([[NATIVE_NOTE]] if with_native_note else [])
+    return "\n\n".join("\n".join(table) for table in tables) + "\n"
 
 
 def format_markdown(evidence: Evidence) -> str:
     """The run's arms as GitHub-flavoured Markdown tables."""
-    arms = arm_entries(evidence)
     ratios = native_ratios(evidence.summary)
-    latency = [a for a in arms if a.get("latency")]
-    rate = [a for a in arms if not a.get("latency") and a.get("rate")]
-    rest = [a for a in arms if not a.get("latency") and not a.get("rate")]
+    by_kind: Dict[str, List[Row]] = {"latency": [], "rate": [], "rest": []}
+    for entry in arm_entries(evidence):
+        kind = _kind_of(entry)
+        lead = [code(entry.get("name"))]
+        if kind != "rest":
+            lead.append(escape(entry.get("family")))
+        if kind == "latency":
+            lead += [escape(entry.get("waiter")), escape(entry.get("scope"))]
+        by_kind[kind].append((lead, entry, ratios))
     tables = [table for table in (
-        latency_table(latency, ratios) if latency else None,
-        rate_table(rate, ratios) if rate else None,
-        not_measured_table(rest) if rest else None,
+        latency_table(by_kind["latency"], ["Arm", "Family", "Waiter", "Scope"]) if by_kind["latency"] else None,
+        rate_table(by_kind["rate"], ["Arm", "Family"]) if by_kind["rate"] else None,
+        not_measured_table(by_kind["rest"], ["Arm"]) if by_kind["rest"] else None,
     ) if table]
-    if not tables:
-        return "_This run has no arms._\n"
-    if any(str(a.get("name")) in ratios for a in latency + rate):
-        tables.append([NATIVE_NOTE])
-    return "\n\n".join("\n".join(table) for table in tables) + "\n"
+    return join_tables(tables, _has_native(by_kind["latency"] + by_kind["rate"]))
+
+
+# Headers of the grid dimensions a Markdown table shows (python is the Interpreter column).
+DIMENSION_HEADERS = {"placement": "Placement", "settle_us": "Settle [µs]", "cpu_threads": "Busy threads"}
+
+
+def grid_lead_header(grid: Grid) -> Tuple[List[str], List[str]]:
+    """The lead header of a grid's tables, and the dimensions shown: those whose value differs between cells."""
+    shown = [
+        d for d in grid.dimensions
+        if d != "python" and len({repr(cell.dimensions.get(d)) for cell in grid.cells}) > 1
+    ]
+    return ["Arm", "Cell", "Interpreter"] + [escape(DIMENSION_HEADERS.get(d, d)) for d in shown], shown
+
+
+def format_grid_markdown(grid: Grid) -> str:
+    """A grid's arms as Markdown tables: for each arm, a row per cell (the cell's labels as columns).
+
+    Rows are grouped by arm, in the order the arms first appear, so that one
+    arm's cells sit one under the other; the cell's label, its interpreter and
+    each dimension that differs between cells lead the row.
+    """
+    header, shown = grid_lead_header(grid)
+    order: List[str] = []
+    by_arm: Dict[str, List[Row]] = {}
+    for cell in grid.cells:
+        ratios = native_ratios(cell.evidence.summary)
+        lead = [escape(cell.label), escape(cell.evidence.interpreter.label)] + [
+            escape(cell.dimensions.get(d)) for d in shown]
+        for entry in arm_entries(cell.evidence):
+            name = str(entry.get("name"))
+            if name not in by_arm:
+                order.append(name)
+                by_arm[name] = []
+            by_arm[name].append(([code(name)] + lead, entry, ratios))
+    by_kind: Dict[str, List[Row]] = {"latency": [], "rate": [], "rest": []}
+    for name in order:
+        for row in by_arm[name]:
+            by_kind[_kind_of(row[1])].append(row)
+    tables = [table for table in (
+        latency_table(by_kind["latency"], header) if by_kind["latency"] else None,
+        rate_table(by_kind["rate"], header) if by_kind["rate"] else None,
+        not_measured_table(by_kind["rest"], header) if by_kind["rest"] else None,
+    ) if table]
+    return join_tables(tables, _has_native(by_kind["latency"] + by_kind["rate"]))
 
 
 def serialize(evidence: Evidence) -> Export:
     return Export(files=(ExportedFile(evidence.name + ".md", format_markdown(evidence)),))
 
 
-EXPORTER = Exporter(name="markdown", help="GitHub-flavoured Markdown tables, latency in µs", serialize=serialize)
+def serialize_grid(grid: Grid) -> Export:
+    return Export(files=(ExportedFile(grid.name + ".md", format_grid_markdown(grid)),), notes=missing_cell_notes(grid))
+
+
+EXPORTER = Exporter(
+    name="markdown",
+    help="GitHub-flavoured Markdown tables, times in µs to three significant digits "
+    "(a grid: a row per cell and arm, cell labels as columns)",
+    serialize=serialize,
+    serialize_grid=serialize_grid,
+)

@@ -1,16 +1,26 @@
-"""``--format pyperf``: one pyperf JSON file per arm, built with pyperf's own API.
+"""``--format pyperf``: a pyperf benchmark suite per run, built with pyperf's own API.
 
-The point is interoperation: ``python -m pyperf stats``, ``hist`` and
-``compare_to`` work on wakelab's raw samples, so two runs (two interpreters,
-two kernels, two placements) can be compared with pyperf's significance test.
+The point is interoperation: ``python -m pyperf compare_to``, ``stats`` and
+``hist`` work on wakelab's raw samples, so two runs (two interpreters, two
+kernels, two placements) can be compared whole with pyperf's significance
+test: ``python -m pyperf compare_to A.json B.json --table`` lists every arm
+with both runs' means and whether the difference is significant.
 
 How wakelab's evidence maps onto pyperf's model:
 
-* **One benchmark per series, named after the arm.**  ``compare_to`` pairs
-  benchmarks by name, so ``event.json`` of two runs compare as ``event``.  A
-  latency arm's components (``wakeup-fd-select`` splits a wake into delivery
-  and handler run) become ``<arm>.<component>.json``; a rate arm's empty loop
-  becomes ``<arm>.empty-loop.json``.
+* **One suite file per run, named after the run** (``compare_to`` heads its
+  columns with the file names), **one benchmark per series, named after the
+  arm.**  ``compare_to`` pairs benchmarks by name, so two runs' ``event``
+  compare as ``event``; a benchmark that only one run has is listed as
+  ignored.  A latency arm's components (``wakeup-fd-select`` splits a wake
+  into delivery and handler run) become benchmarks ``<arm>.<component>``; a
+  rate arm's empty loop becomes ``<arm>.empty-loop``.  One file per arm is
+  not written: ``pyperf stats -b event`` / ``hist -b event`` pick one arm
+  out of a suite.
+* **A grid gives one suite per cell, named after the cell**, with the
+  cell's labels in each run's metadata (``wakelab_cell``,
+  ``wakelab_cell_placement`` ...): ``compare_to`` over a grid's files puts
+  the cells side by side, a column each.
 * **Values are seconds** (pyperf's unit ``second``).  A latency arm gives one
   value per counted wake: ``sample_ns / 1e9``.  A rate arm gives one value per
   counted round, the time of one operation: ``round_ns / n_per_round / 1e9``,
@@ -43,13 +53,15 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, UsageError
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, arm_entries
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, arm_entries, missing_cell_notes
 
 # The oldest pyperf this module is tested with (Run/Benchmark/dump API, JSON format 1.0).
 PYPERF_REQUIREMENT = "pyperf>=2.6"
 UNIT = "second"
 EMPTY_LOOP = "empty-loop"
-# Component names become part of a file name: keep them to a safe alphabet.
+# A suite file's suffix: pyperf reads .json (and .json.gz, which wakelab does not write).
+SUFFIX = ".json"
+# Component names become part of a benchmark name (pyperf prints it, -b selects by it): a safe alphabet.
 _SAFE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
@@ -239,24 +251,22 @@ def build_benchmark(
         raise EvidenceError("%s cannot be written as a pyperf benchmark: %s" % (name, exc)) from None
 
 
-def format_benchmark(benchmark: Any) -> str:
-    """pyperf's JSON text of one benchmark, as pyperf itself dumps it."""
-    out = io.StringIO()
-    benchmark.dump(out)
-    return out.getvalue()
+def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object]] = None) -> Tuple[Any, List[str]]:
+    """The run as one pyperf.BenchmarkSuite (a benchmark per series), and notes on what was left out.
 
-
-def serialize(evidence: Evidence) -> Export:
-    _pyperf()  # fail early, before reading any samples, if pyperf is missing
-    files: List[ExportedFile] = []
+    ``extra_metadata`` is added to every run (a grid cell's labels).  The
+    suite is None when no arm has samples pyperf can hold.
+    """
+    pyperf = _pyperf()
+    benchmarks = []
     notes: List[str] = []
     for entry in arm_entries(evidence):
         arm = str(entry.get("name"))
         if entry.get("status") != "ok" or not entry.get("samples_file"):
-            reason = entry.get("reason")
-            notes.append("arm %s not exported: %s%s" % (arm, entry.get("status"), " (%s)" % _one_line(reason) if _one_line(reason) else ""))
+            reason = _one_line(entry.get("reason"))
+            notes.append("arm %s not exported: %s%s" % (arm, entry.get("status"), " (%s)" % reason if reason else ""))
             continue
-        metadata = run_metadata(evidence, entry)
+        metadata = dict(run_metadata(evidence, entry), **(extra_metadata or {}))
         counts = worker_counts(entry)
         for name, values_ns, per_value in _series(evidence, entry):
             if 0 in values_ns:
@@ -274,15 +284,74 @@ def serialize(evidence: Evidence) -> Export:
                 # The arm's wall time covers all its workers: as every run's duration,
                 # pyperf would count it once per run.  Without it pyperf sums the values.
                 runs = [({k: v for k, v in meta.items() if k != "duration"}, values) for meta, values in runs]
-            files.append(ExportedFile(name + ".json", format_benchmark(build_benchmark(name, runs, per_value))))
-    if not files:
+            benchmarks.append(build_benchmark(name, runs, per_value))
+    if not benchmarks:
+        return None, notes
+    try:
+        return pyperf.BenchmarkSuite(benchmarks), notes
+    except ValueError as exc:  # two series of one name: summary.json lists arms once, so not ours
+        raise EvidenceError("%s cannot be written as a pyperf suite: %s" % (evidence.folder, exc)) from None
+
+
+def format_suite(suite: Any) -> str:
+    """pyperf's JSON text of a suite, as pyperf itself dumps it (compact, sorted keys)."""
+    out = io.StringIO()
+    suite.dump(out)
+    return out.getvalue()
+
+
+def serialize(evidence: Evidence) -> Export:
+    _pyperf()  # fail early, before reading any samples, if pyperf is missing
+    suite, notes = build_suite(evidence)
+    if suite is None:
         raise EvidenceError("%s has no arm with samples to export to pyperf" % evidence.folder)
+    return Export(files=(ExportedFile(evidence.name + SUFFIX, format_suite(suite)),), notes=tuple(notes))
+
+
+def cell_metadata(grid: Grid, cell: GridCell) -> Dict[str, object]:
+    """pyperf metadata naming a grid cell: ``wakelab_cell`` and ``wakelab_cell_<dimension>``."""
+    metadata: Dict[str, object] = {"wakelab_cell": cell.label}
+    for dimension in grid.dimensions:
+        value = cell.dimensions.get(dimension)
+        key = "wakelab_cell_" + re.sub(r"[^A-Za-z0-9_]", "_", dimension)
+        if isinstance(value, int) and not isinstance(value, bool):
+            metadata[key] = value
+        else:
+            text = _one_line(value)
+            if text is not None:
+                metadata[key] = text
+    return metadata
+
+
+def serialize_grid(grid: Grid) -> Export:
+    """One suite per cell, named after the cell, its benchmarks named after the arms.
+
+    So ``python -m pyperf compare_to a.json b.json c.json --table`` over a
+    grid's export has a column per cell and a row per arm: the grid side by
+    side with pyperf's significance test, and two grids' same cells compare
+    as two runs do.
+    """
+    _pyperf()
+    files: List[ExportedFile] = []
+    notes: List[str] = list(missing_cell_notes(grid))
+    for cell in grid.cells:
+        suite, cell_notes = build_suite(cell.evidence, cell_metadata(grid, cell))
+        notes.extend("cell %s: %s" % (cell.label, note) for note in cell_notes)
+        if suite is None:
+            notes.append("cell %s not exported: no arm with samples" % cell.label)
+            continue
+        files.append(ExportedFile(cell.label + SUFFIX, format_suite(suite)))
+    if not files:
+        raise EvidenceError("%s: no cell has an arm with samples to export to pyperf" % grid.folder)
     return Export(files=tuple(files), notes=tuple(notes))
 
 
 EXPORTER = Exporter(
     name="pyperf",
-    help="one pyperf JSON file per arm (values in seconds) for 'python -m pyperf stats/hist/compare_to'",
+    help="a pyperf suite per run (a grid: per cell), one benchmark per arm, values in seconds, "
+    "for 'python -m pyperf compare_to A.json B.json --table', stats and hist",
     serialize=serialize,
-    per_arm=True,
+    serialize_grid=serialize_grid,
+    subfolder="pyperf",
+    file_suffix=SUFFIX,
 )
