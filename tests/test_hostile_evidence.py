@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import zlib
 import os
 import re
 import shutil
@@ -398,6 +399,8 @@ def hostile_bundle(tmp_path: Any, name: str, everywhere: bool) -> str:
     doc = read_summary(folder)
     doc["note"] = "multi\nline note " + PAYLOAD
     doc["machine"]["hostname"] = "host\n" + PAYLOAD  # a line feed too: a table cell or warning stays one line
+    if "run_id" in doc:
+        doc["run_id"] = "%032x" % (zlib.crc32(name.encode()) + 1)  # another run than the good one
     skipped = next(a for a in doc["arms"] if a["name"] == "sigusr1-self")
     skipped.update(status="skipped", reason="no signals here" + PAYLOAD, latency=None, samples_file=None, components={})
     if everywhere:

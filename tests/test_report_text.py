@@ -253,3 +253,163 @@ def test_matrix_shows_vs_c_per_cell_and_labels_a_nearest_floor() -> None:
         for r in arm["rows"]:
             r.pop("native", None)
     assert "vs C" not in format_matrix(doc)  # a matrix before 0.2: no relation recorded, no column
+
+
+# -- guidance in summary.txt, the ranked verdict, the short form -------------------------------------
+
+
+def _section(text: str, title: str) -> str:
+    start = text.index("\n" + title) + 1
+    end = text.index("\n\n", start)
+    return text[start:end]
+
+
+def test_summary_txt_gives_the_full_guidance_after_the_verdict(lab135_summary) -> None:
+    from wakelab.analysis.guidance import guidance_for
+    from wakelab.evidence.model import Bundle
+
+    text = format_summary(lab135_summary)
+    titles = [line for line in text.splitlines() if line and line == line.lstrip() and line.isupper() is False and line[:4].isupper()]
+    assert titles.index("GUIDANCE (drawn from this run's figures; each point names what it rests on)") == (
+        titles.index("VERDICT (from this run's figures)") + 1)
+    guidance = guidance_for(Bundle("", "", lab135_summary))
+    section = " ".join(_section(text, "GUIDANCE").split())
+    assert " ".join(guidance.headline.split()) in section
+    assert len(guidance) == 7
+    for item in guidance:
+        assert " ".join(item.text.split()) in section
+
+
+def test_a_many_armed_verdict_ranks_the_arms() -> None:
+    from test_guidance import CATALOGUE_P50_US, build_summary
+
+    summary = build_summary("catalogue", CATALOGUE_P50_US)
+    verdict = format_verdict(summary)
+    # The fixture's workers agree within 4%: 14.1 against 15.6 µs (1.11×) is a difference, 15.3 µs (1.09×) is not.
+    assert verdict[0].startswith("  in-process wake (blocked waiter): pipe 14.1 µs; within noise: eventfd 1.09×; clearly slower:")
+    assert verdict[1].startswith("    selector-pipe 1.11×, event 1.18×, ")
+    assert "slowest: run-coroutine-threadsafe 135 µs (9.6×)" in " ".join(" ".join(verdict).split())
+    assert not any(line.startswith("  event: p50") for line in verdict)  # no line per arm: the table has them
+    assert any(line.startswith("  across processes: eventfd-fork 13.3 µs") for line in verdict)
+    assert any(line.startswith("  signal-install: 160,949 ops/s") for line in verdict)
+    assert len(verdict) < 34  # the old per-arm verdict of a catalogue run
+    few = build_summary("custom", {"event": 10.0, "pipe": 14.0}, arms=["event", "pipe"])
+    assert format_verdict(few)[0].startswith("  event: p50 ")
+
+
+def _catalogue_variants():  # type: ignore[no-untyped-def]
+    from test_guidance import CATALOGUE_P50_US, build_summary
+
+    yield "every arm", build_summary("catalogue", CATALOGUE_P50_US)
+    no_c = {k: (None if k.startswith("native-") else v) for k, v in CATALOGUE_P50_US.items()}
+    yield "no C compiler", build_summary("catalogue", no_c, rates={"signal-install": 160_949.0})
+    lossy = build_summary("catalogue", CATALOGUE_P50_US)
+    for entry in lossy["arms"]:
+        if entry.get("latency"):
+            entry["latency"]["lost"] = 3
+    yield "lost wakes everywhere", lossy
+    wide = {k: (0.7, 1.0, 1.4) for k in CATALOGUE_P50_US}
+    yield "everything within noise", build_summary("catalogue", CATALOGUE_P50_US, factors=wide)
+
+
+def test_the_short_form_fits_a_screen(lab135_summary) -> None:
+    from wakelab.report.text import BRIEF_MAX_LINES, BRIEF_MAX_LINES_MANY, format_brief
+
+    assert (BRIEF_MAX_LINES, BRIEF_MAX_LINES_MANY) == (25, 40)
+    long_folder = "/home/someone/projects/wakelab-runs/135-signal-vs-event-wakeup-20261201T103000Z"
+    committed = os.path.join(os.path.dirname(GOLDEN), "..", "lab-evidence", "135-signal-vs-event-wakeup", "results")
+    from wakelab.evidence.load import load_summary
+
+    for summary in (lab135_summary, load_summary(committed)):
+        lines = format_brief(summary, long_folder).splitlines()
+        assert len(lines) <= 25, "\n".join(lines)
+        assert max(len(line) for line in lines) <= 100
+        assert lines[2] == "VERDICT" and "GUIDANCE" in lines[:12]
+        assert "Full text: %s/summary.txt (" % long_folder in " ".join(lines[-3:])
+    for name, summary in _catalogue_variants():
+        lines = format_brief(summary, long_folder).splitlines()
+        assert len(lines) <= 40, (name, len(lines), "\n".join(lines))
+        assert max(len(line) for line in lines) <= 100, name
+        assert lines[2] == "VERDICT" and lines[3].startswith("  in-process wake (blocked waiter): "), name
+        assert "summary.txt" in "".join(lines[-2:])
+
+
+def test_the_short_form_matches_golden(lab135_summary) -> None:
+    from wakelab.report.text import format_brief
+
+    text = format_brief(lab135_summary, "/tmp/wakelab-runs/lab135")
+    assert text == _golden("lab135_brief.txt", text)
+
+
+def test_the_short_form_lists_what_was_not_measured() -> None:
+    from test_guidance import CATALOGUE_P50_US, build_summary
+    from wakelab.report.text import format_brief
+
+    no_c = {k: (None if k.startswith("native-") else v) for k, v in CATALOGUE_P50_US.items()}
+    text = " ".join(format_brief(build_summary("catalogue", no_c, rates={"signal-install": 160_949.0})).split())
+    assert "Not measured: native-condvar (skipped), native-pipe (skipped)," in text
+    assert "vs C" not in text  # no floor measured, no column
+
+
+def _run(args, tty: bool, tmp_path):  # type: ignore[no-untyped-def]
+    """``wakelab run ARGS`` with stdout on a pseudo-terminal (``tty``) or a pipe: (exit code, stdout, stderr)."""
+    import subprocess
+    import sys
+    import threading
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(GOLDEN), "..", "src"))
+    command = [sys.executable, "-m", "wakelab", "run", "--no-history", "-o", str(tmp_path / "ev"), *args]
+    if not tty:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        return done.returncode, done.stdout, done.stderr
+    master, slave = os.openpty()
+    chunks = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run(command, stdout=slave, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    finally:
+        os.close(slave)
+    reader.join(10)
+    os.close(master)
+    return done.returncode, b"".join(chunks).decode("utf-8").replace("\r\n", "\n"), done.stderr
+
+
+RUN_ARGS = ["--arms", "event,sigusr1-self", "--n", "5", "--warmup", "1", "--workers", "1"]
+
+
+def test_run_prints_the_short_form_on_a_terminal_and_the_full_text_off_it(tmp_path) -> None:
+    code, out, err = _run(RUN_ARGS, True, tmp_path)
+    assert code == 0, err
+    assert "\nGUIDANCE\n" in out and "Full text: %s/summary.txt" % (tmp_path / "ev") in " ".join(out.split("\n"))
+    assert "LAB HONESTY" not in out and "wakelab: evidence in" not in err  # the short form says where
+    code, out, err = _run(RUN_ARGS, False, tmp_path)
+    assert code == 0, err
+    with open(tmp_path / "ev" / "summary.txt", encoding="utf-8") as fh:
+        assert out == fh.read()  # scripts still read summary.txt
+    assert "wakelab: evidence in %s (complete: true)" % (tmp_path / "ev") in err
+
+
+def test_full_and_brief_override_the_terminal_test(tmp_path) -> None:
+    code, out, err = _run(RUN_ARGS + ["--full"], True, tmp_path)
+    assert code == 0, err
+    with open(tmp_path / "ev" / "summary.txt", encoding="utf-8") as fh:
+        assert out == fh.read()
+    code, out, err = _run(RUN_ARGS + ["--brief", "-q"], False, tmp_path)
+    assert code == 0, err
+    assert out.startswith("Custom selection") and "\nGUIDANCE\n" in out and "LAB HONESTY" not in out
+    assert len(out.splitlines()) <= 25
+    code, out, err = _run(RUN_ARGS + ["--brief", "--json"], False, tmp_path)
+    assert code == 2 and out == ""
+    assert "argument --json: not allowed with argument --brief" in err or "argument --brief: not allowed with argument --json" in err

@@ -139,13 +139,21 @@ def register(sub: Any) -> None:
     execution = run.add_argument_group("execution")
     execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
                            help="fresh worker processes per arm; the wakes are split between them and pooled (default 3)")
-    execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging)")
+    execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging: no stall watch, and off a "
+                                "terminal no 'still measuring' lines, as a thread beside the arm would disturb it)")
     execution.add_argument("--python", action="append", metavar="PATH", type=utf8_text(why=INTERPRETER_AS_TEXT),
                            help="interpreter to measure with (repeatable: one cell each); 'all' finds every CPython >= 3.9 "
                                 "on PATH and in pyenv folders (see 'wakelab interpreters')")
     run.add_argument("-o", "--output", metavar="DIR", type=path_value("a folder", FOLDER_AS_TEXT),
                      help="evidence folder; an existing bundle there is replaced (default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
-    run.add_argument("--json", action="store_true", help="print summary.json to stdout instead of summary.txt")
+    output = run.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print summary.json to stdout instead of summary.txt")
+    output.add_argument("--full", action="store_true",
+                        help="print the whole summary.txt to stdout, on a terminal too (the default off a terminal: "
+                             "pipes and files get the full text)")
+    output.add_argument("--brief", action="store_true",
+                        help="print the short summary (verdict, guidance headline, compact table, where the full text "
+                             "is), off a terminal too (the default on a terminal); a grid prints its matrix either way")
     run.add_argument("--note", type=utf8_text(), help="free text recorded in the evidence (for example where the run was made)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_history_option(run, no_history=True)
@@ -352,6 +360,19 @@ def _check_command_line(argv: List[str]) -> None:
             raise UsageError("argument %d is %s" % (position, not_utf8_message(value, "the command line is recorded as text")))
 
 
+def _brief_wanted(args: argparse.Namespace) -> bool:
+    """The short form for ``--brief``, or by default when stdout is a terminal (as ``ls`` does: people
+    get a screen, pipes and files the full text, so scripts read what they always read)."""
+    if args.json or args.full:
+        return False
+    if args.brief:
+        return True
+    try:
+        return bool(sys.stdout.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return False
+
+
 def _remove_if_empty(folder: str) -> None:
     try:
         os.rmdir(folder)
@@ -368,7 +389,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import HEARTBEAT_S, make_progress
     from wakelab.report.matrix_text import format_matrix
-    from wakelab.report.text import format_summary
+    from wakelab.report.text import format_brief, format_summary
 
     _check_command_line(list(args.argv))
     preset = get_lab(args.lab)
@@ -411,12 +432,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         with make_progress(len(arm_names) * len(cells), quiet=args.quiet, heartbeat_s=heartbeat_s) as progress:
             if len(cells) == 1:
                 summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
-                text = dumps(summary) if args.json else format_summary(summary)
+                brief = _brief_wanted(args)
+                if args.json:
+                    text = dumps(summary)
+                else:
+                    text = format_brief(summary, folder) if brief else format_summary(summary)
                 # A write that failed after the last arm fails no arm, but the run still failed.
                 failed = write_error is not None or any(a["status"] == FAILED for a in summary["arms"])
                 complete = summary["complete"]
                 runs = [(summary, folder)]
             else:
+                brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
                 text = dumps(doc) if args.json else format_matrix(doc)
                 failed = any(r["status"] == FAILED for arm in doc["arms"] for r in arm["rows"])
@@ -436,6 +462,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if write_error is not None and not any(a["status"] == FAILED for a in summary["arms"]):
         # Every arm was measured but the final summary could not be written: say so (no arm did).
         sys.stderr.write("wakelab: %s; the last whole summary.json stands (complete: false)\n" % write_error)
-    elif not args.quiet:
+    elif not args.quiet and not brief:  # the short form ends with where the evidence is
         sys.stderr.write("wakelab: evidence in %s (complete: %s)\n" % (folder, str(complete).lower()))
     return EXIT_ARM_FAILED if failed else EXIT_OK

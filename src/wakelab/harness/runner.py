@@ -54,6 +54,7 @@ from wakelab.harness.workers import (
 )
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
+from wakelab.analysis.guidance import guidance_dict
 from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
 from wakelab.analysis.stats import summarize_latency, summarize_rate
 
@@ -315,6 +316,7 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
     def write(summary: Dict[str, Any]) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
+        summary["guidance"] = guidance_dict(summary)
         text = None if plan.render_text is None else plan.render_text(summary)
         try:
             bundle.write_bundle(plan.folder, summary, text)

@@ -1,9 +1,15 @@
 """``summary.txt``: the run for people, rendered from the summary document alone.
 
-Order: verdict up front, the lead table, the lab-honesty block, methodology,
-what each arm times, caveats, limits, and the command that reproduces it.
-Everything is computed from the document, so ``wakelab show`` can re-render
-any bundle.  Stdlib only (the runner renders it while measuring).
+Order: verdict up front, the guidance drawn from it, the lead table, the
+lab-honesty block, methodology, what each arm times, caveats, limits, and the
+command that reproduces it.  Everything is computed from the document, so
+``wakelab show`` can re-render any bundle.  Stdlib only (the runner renders it
+while measuring).
+
+:func:`format_brief` is the short form ``wakelab run`` prints on a terminal:
+the verdict, the guidance's headline, a compact table and where the full text
+is -- a screen, not a scroll (about 20 lines for Lab 135, under 40 for the
+catalogue's 41 arms).
 
 Every string of the document is evidence from outside (a note, a hostname, a
 reason): it is rendered through :func:`wakelab.formatting.escape_text`, so no
@@ -13,8 +19,10 @@ heading stays on its line.
 
 from __future__ import annotations
 
-import textwrap
 import json
+import os
+import re
+import textwrap
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
@@ -27,7 +35,9 @@ from wakelab.analysis.caveats import (
     native_ratios,
     waiter_at_t0,
 )
+from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, rank_wake_paths
 from wakelab.core.registry import FAMILY_TITLES
+from wakelab.evidence.model import Bundle
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
 WIDTH = 100
@@ -35,6 +45,26 @@ WIDTH = 100
 
 def wrap(text: str, indent: str = "  ") -> List[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent]
+
+
+_FIGURE_UNIT = re.compile(r"(\d) (ns|µs|ms|s|ops/s)\b")
+_KEEP = "\u00a0"  # textwrap never breaks at a no-break space
+
+
+def wrap_figures(text: str, indent: str = "  ", subsequent: Optional[str] = None) -> List[str]:
+    """:func:`wrap`, never parting a figure from its unit (``2.10 µs`` stays on one line)."""
+    kept = _FIGURE_UNIT.sub(lambda m: m.group(1) + _KEEP + m.group(2), text)
+    lines = textwrap.wrap(kept, WIDTH, initial_indent=indent, subsequent_indent=indent if subsequent is None else subsequent,
+                          break_on_hyphens=False) or [indent]
+    return [line.replace(_KEEP, " ") for line in lines]
+
+
+def bullets_figures(items: Sequence[str]) -> List[str]:
+    """:func:`bullets` with :func:`wrap_figures`."""
+    lines: List[str] = []
+    for item in items:
+        lines.extend(wrap_figures(item, "  - ", "    "))
+    return lines
 
 
 def bullets(items: Sequence[str]) -> List[str]:
@@ -113,13 +143,46 @@ def _status_word(entry: Mapping[str, Any]) -> str:
     )
 
 
-def format_verdict(summary: Mapping[str, Any]) -> List[str]:
-    """One line per measured arm, then each of the lab's comparisons."""
+# Above this many latency arms with figures, the verdict ranks them instead of listing each.
+RANK_ABOVE = 6
+
+
+def _in_memory(summary: Mapping[str, Any]) -> Bundle:
+    """The evidence model's view of a summary document held in memory."""
+    return Bundle(source="", folder="", summary=summary)
+
+
+def _measured_latency_count(summary: Mapping[str, Any]) -> int:
+    return sum(1 for e in summary.get("arms", []) if e.get("status") == "ok" and (e.get("latency") or {}).get("p50_ns") is not None)
+
+
+def format_rankings(summary: Mapping[str, Any], limit: Optional[int] = None) -> List[str]:
+    """One line per group of comparable arms (in-process, signals, processes ...), fastest first."""
     lines: List[str] = []
+    for ranking in rank_wake_paths(_in_memory(summary)):
+        lines.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, limit)), "  ", "    "))
+    return lines
+
+
+def _not_measured(summary: Mapping[str, Any]) -> List[str]:
+    names = ["%s (%s)" % (e.get("name"), _status_word(e)) for e in summary.get("arms", []) if e.get("status") != "ok"]
+    if not names:
+        return []
+    return wrap("Not measured: %s." % ", ".join(names))
+
+
+def format_verdict(summary: Mapping[str, Any]) -> List[str]:
+    """One line per measured arm (many arms: ranked by group), then each of the lab's comparisons."""
+    lines: List[str] = []
+    ranked = _measured_latency_count(summary) > RANK_ABOVE
+    if ranked:
+        lines.extend(format_rankings(summary))
     for entry in summary.get("arms", []):
         if entry.get("status") != "ok":
             continue
         if entry.get("latency"):
+            if ranked:
+                continue
             lat = _latency(entry)
             text = "%s: p50 %s, p99 %s over %s wakes (%s waiter, %s)." % (
                 entry["name"],
@@ -154,8 +217,17 @@ def format_verdict(summary: Mapping[str, Any]) -> List[str]:
             format_pairing(pairing),
         )
         lines.extend(wrap(text))
+    if ranked:
+        lines.extend(_not_measured(summary))
     if not lines:
         lines.append("  No arm produced figures in this run.")
+    return lines
+
+
+def format_guidance(guidance: Guidance) -> List[str]:
+    """The headline, then one bullet per piece of advice (each names the arms and figures it rests on)."""
+    lines = wrap_figures(guidance.headline)
+    lines.extend(bullets_figures([item.text for item in guidance]))
     return lines
 
 
@@ -519,6 +591,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         out.append("")
     sections: List[tuple] = [
         ("VERDICT (from this run's figures)", format_verdict(summary)),
+        ("GUIDANCE (drawn from this run's figures; each point names what it rests on)",
+         format_guidance(guidance_for(_in_memory(summary)))),
         ("LEAD TABLE", format_lead_table(summary)),
         ("LAB HONESTY", format_honesty(summary)),
     ]
@@ -546,3 +620,150 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         out.extend(body)
         out.append("")
     return escape_text("\n".join(out), multiline=True)
+
+
+# -- the short form, for a terminal ---------------------------------------------------------------
+
+# A compact table with more rows than this is laid out in two columns.
+BRIEF_ONE_COLUMN_ROWS = 12
+# The short form's length: a screen for a lab of a few arms, and for a many-armed one.
+BRIEF_MAX_LINES = 25
+BRIEF_MAX_LINES_MANY = 40
+NEAREST_MARK = "~"
+
+
+def _compact_row(entry: Mapping[str, Any], ratio: Optional[NativeRatio], wide: bool) -> List[str]:
+    """``[arm, (waiter, scope,) p50, p99, (max,) vs C]`` of a measured latency arm, in µs."""
+    lat = _latency(entry)
+    native = DASH if ratio is None else format_ratio(ratio.ratio) + ("" if ratio.interpreter_share else NEAREST_MARK)
+    if wide:
+        return [str(entry.get("name")), str(entry.get("waiter")), str(entry.get("scope")), format_us(lat.get("p50_ns")),
+                format_us(lat.get("p99_ns")), format_us(lat.get("max_ns")), native]
+    return [str(entry.get("name")), format_us(lat.get("p50_ns")), format_us(lat.get("p99_ns")), native]
+
+
+def _measured(entry: Mapping[str, Any]) -> bool:
+    figures = entry.get("latency") if entry.get("kind") == "latency" else entry.get("rate")
+    return entry.get("status") == "ok" and bool(figures)
+
+
+def format_compact_table(summary: Mapping[str, Any]) -> List[str]:
+    """Each measured latency arm's p50 and p99 (µs) and vs C -- two columns side by side for many arms --,
+    then the rate arms, the lost wakes and the arms not measured, one line each.
+
+    A C floor that a shown arm is measured against has no row of its own: its
+    figure is in that arm's "vs C".
+    """
+    arms: List[Mapping[str, Any]] = list(summary.get("arms", []))
+    ratios = native_ratios(summary)
+    floors = {r.native for r in ratios.values()}
+    latency = [a for a in arms if a.get("kind") == "latency" and _measured(a) and str(a.get("name")) not in floors]
+    wide = len(latency) <= BRIEF_ONE_COLUMN_ROWS
+    rows = [_compact_row(a, ratios.get(str(a.get("name"))), wide) for a in latency]
+    show_native = any(row[-1] != DASH for row in rows)
+    header = ["latency (µs)", "waiter", "scope", "p50", "p99", "max", "vs C"] if wide else ["latency (µs)", "p50", "p99", "vs C"]
+    if not show_native:
+        header, rows = header[:-1], [row[:-1] for row in rows]
+    lines: List[str] = []
+    if rows and wide:
+        lines.extend(format_table(header, rows, align_left=3))
+    elif rows:
+        half = (len(rows) + 1) // 2
+        left = format_table(header, rows[:half])
+        right = format_table(header, rows[half:]) + [""]
+        pad = max(len(line) for line in left)
+        lines.extend(("%s  │%s" % (one.ljust(pad), two) if two else one).rstrip() for one, two in zip(left, right))
+    for a in arms:
+        if a.get("kind") != "rate" or not _measured(a) or str(a.get("name")) in floors:
+            continue
+        ops = _finite_positive((a.get("rate") or {}).get("ops_per_s"))
+        if ops is None:
+            continue
+        text = "%s: %s ops/s, %s per call" % (a.get("name"), format_rate(ops), format_ns(1e9 / ops))
+        ratio = ratios.get(str(a.get("name")))
+        if ratio is not None:
+            text += "; C %s faster" % format_ratio(ratio.ratio)
+        lines.extend(wrap(text))
+    lost = ["%s %d" % (a.get("name"), lost_wakes(a).total) for a in latency if lost_wakes(a).total]
+    if lost:
+        lines.extend(wrap("Lost wakes: %s." % ", ".join(lost)))
+    missing = [a for a in arms if not _measured(a)]
+    if missing:
+        lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.get("name"), _status_word(a) or "no figures")
+                                                          for a in missing)))
+    if show_native:
+        lines.extend(wrap("vs C: p50 over its C floor's, from this run; %s: a nearest floor, not the same experiment."
+                          % NEAREST_MARK))
+    return lines
+
+
+def _finite_positive(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if number > 0 and number != float("inf") else None
+
+
+def _brief_pairings(summary: Mapping[str, Any]) -> List[str]:
+    lines: List[str] = []
+    for pairing in lab_pairings(summary):
+        if pairing.p50_ratio is None:
+            continue
+        differ = [d.aspect for d in pairing.differences]
+        lines.extend(wrap("%s / %s = %s at p50%s; %s." % (
+            pairing.a, pairing.b, format_ratio(pairing.p50_ratio),
+            (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
+            "like for like" if not differ else "NOT like for like (%s differ)" % _and_list(differ))))
+    return lines
+
+
+def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> str:
+    """The short form for a terminal: verdict, guidance headline, compact table, where the full text is.
+
+    At most :data:`BRIEF_MAX_LINES` lines for a run of a few latency arms and
+    :data:`BRIEF_MAX_LINES_MANY` for more than :data:`RANK_ABOVE` (the lab's
+    pairings are left to the full text when they would not fit).  Every string
+    from the document is escaped, as in :func:`format_summary`.
+    """
+    summary = escape_strings(summary, multiline=False)
+    lab: Mapping[str, Any] = summary.get("lab") or {}
+    interp: Mapping[str, Any] = summary.get("interpreter") or {}
+    state = "complete" if summary.get("complete") else ("INCOMPLETE (interrupted)" if summary.get("interrupted") else "INCOMPLETE")
+    bundle = _in_memory(summary)
+    rankings: List[str] = []
+    for ranking in rank_wake_paths(bundle):
+        if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table
+            rankings.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, 3)), "  ", "    "))
+    pairings = _brief_pairings(summary)
+    guidance = guidance_for(bundle)
+    warnings, _notes = split_warnings(summary.get("warnings") or [])
+    caveats: Sequence[str] = summary.get("caveats") or []
+    where = os.path.join(escape_text(folder), "summary.txt") if folder else "summary.txt"
+    counts = [_count(len(guidance), "point of guidance", "points of guidance"), _count(len(caveats), "caveat", "caveats"),
+              _count(len(warnings), "measurement-quality warning", "measurement-quality warnings")]
+
+    def assemble(with_pairings: bool) -> List[str]:
+        verdict = rankings + (pairings if with_pairings or not rankings else [])
+        out = ["%s · %s · %s %s · %s" % (lab.get("title") or lab.get("id"), summary.get("started_utc"),
+                                         interp.get("implementation"), interp.get("version"), state),
+               "", "VERDICT"]
+        out += verdict or ["  See the table."]
+        out += ["", "GUIDANCE"] + wrap_figures(guidance.headline) + [""]
+        out += format_compact_table(summary)
+        out += [""] + wrap("Full text: %s (%s); figures and raw samples beside it." % (where, ", ".join(counts)), "")
+        return out
+
+    limit = BRIEF_MAX_LINES_MANY if _measured_latency_count(summary) > RANK_ABOVE else BRIEF_MAX_LINES
+    lines = assemble(with_pairings=True)
+    if len(lines) > limit:
+        lines = assemble(with_pairings=False)
+    return escape_text("\n".join(lines), multiline=True) + "\n"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return "%s %s" % (n if n else "no", one if n == 1 else many)
+
+
+def _and_list(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])

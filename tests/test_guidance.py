@@ -1,0 +1,339 @@
+"""Guidance computed from a run's figures: it follows the figures, respects the noise, cites only what was measured."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import pytest
+
+from conftest import FIXED_INTERPRETER, FIXED_MACHINE, FIXED_SYSTEM, FIXED_TIMER
+from wakelab.analysis.caveats import derive_caveats
+from wakelab.analysis.guidance import (
+    IN_PROCESS,
+    PITFALL,
+    PREFER,
+    SELF_TEST,
+    SIGNALS,
+    TAIL,
+    Guidance,
+    format_times,
+    guidance_dict,
+    guidance_for,
+    rank_wake_paths,
+)
+from wakelab.analysis.quality import derive_warnings
+from wakelab.core.model import MeasureParams, RawLatency, RawRate
+from wakelab.evidence.model import Bundle
+from wakelab.formatting import format_ns
+from wakelab.harness import runner
+from wakelab.labs import get_lab, lab_arm_names
+
+# p50s (µs) of a real catalogue run on this project's 2-vCPU VM (wakelab 0.2.0, CPython 3.11.7).
+CATALOGUE_P50_US: Dict[str, float] = {
+    "event": 16.6, "condition": 16.9, "lock-handoff": 19.3, "semaphore": 27.3, "queue": 30.9, "simplequeue": 22.0,
+    "future": 29.2, "event-spin": 19.7, "queue-spin": 22.5, "sigusr1-self": 3.53, "sigwait-thread-to-main": 26.8,
+    "pause-handler": 37.9, "wakeup-fd-select": 36.3, "pthread-kill-sigwait": 21.0, "pipe": 14.1, "eventfd": 15.3,
+    "socketpair": 18.4, "selector-pipe": 15.6, "call-soon-threadsafe": 34.7, "asyncio-event": 57.1,
+    "run-coroutine-threadsafe": 135.0, "add-signal-handler": 82.6, "kill-sigwait-child": 20.4, "pipe-process": 15.7,
+    "mp-event": 38.4, "mp-queue": 104.0, "eventfd-fork": 13.3, "native-condvar": 6.85, "native-pipe": 10.6,
+    "native-eventfd": 8.46, "native-socketpair": 16.1, "native-selector-pipe": 10.6, "native-self-signal": 2.23,
+    "native-sigwait": 15.2, "native-pause-handler": 16.3, "native-wakeup-fd-select": 16.8, "native-pipe-process": 7.33,
+    "native-eventfd-fork": 6.76, "native-kill-sigwait-child": 10.3,
+}
+RATES_OPS = {"signal-install": 160_949.0, "native-sigaction-install": 3_469_984.0}
+# Each worker's level, as a factor of the arm's: a narrow spread (4%), so clear differences stay clear.
+NARROW = (0.98, 1.0, 1.02)
+
+
+def _worker_samples(p50_ns: float, factor: float, m: int = 100, planted_ns: int = 0) -> Tuple[int, ...]:
+    """``m`` wakes spread evenly from 0.8x to 1.2x of ``p50_ns * factor``, plus a tail wake at 4x."""
+    level = p50_ns * factor
+    body = [int(round(level * (0.8 + 0.4 * i / (m - 2)))) + planted_ns for i in range(m - 1)]
+    return tuple(body + [int(round(level * 4)) + planted_ns])
+
+
+def build_summary(
+    lab_name: str,
+    p50_us: Mapping[str, Optional[float]],
+    arms: Optional[Sequence[str]] = None,
+    factors: Mapping[str, Sequence[float]] = {},
+    planted_us: Mapping[str, int] = {},
+    rates: Mapping[str, float] = RATES_OPS,
+    workers: bool = True,
+) -> Dict[str, object]:
+    """A summary of ``lab_name`` whose arms have these p50s (None: skipped), made by the runner's own code."""
+    lab = get_lab(lab_name)
+    names = list(arms) if arms is not None else lab_arm_names(lab)
+    plan = runner.RunPlan(lab=lab, arm_names=names, params=MeasureParams(n=300, install_n=20000, rounds=7),
+                          folder="/nonexistent", command=["wakelab", "run"])
+    summary = runner.new_summary(plan)
+    summary.update({
+        "started_utc": "2026-12-01T06:00:00Z", "finished_utc": "2026-12-01T06:00:30Z", "wall_s": 30.0,
+        "interpreter": dict(FIXED_INTERPRETER), "machine": dict(FIXED_MACHINE), "timer": dict(FIXED_TIMER),
+        "system": dict(FIXED_SYSTEM), "tool": {"name": "wakelab", "version": "0.2.0"},
+        "execution": {"mode": "workers", "workers": 3, "python": "/usr/bin/python3.13"} if workers else {"mode": "in-process"},
+    })
+    for entry in summary["arms"]:  # type: ignore[union-attr]
+        name = entry["name"]
+        if entry["kind"] == "rate":
+            ops = rates.get(name)
+            if ops is None:
+                entry.update(status=runner.SKIPPED, reason="not in this fixture")
+                continue
+            per_round = int(round(20000 * 1e9 / ops))
+            raw = RawRate(n_per_round=20000, round_ns=(per_round,) * 7, baseline_round_ns=(300_000,) * 7, warmup_rounds=1)
+            runner.summarize_raw(entry, raw)
+            entry["workers"] = [runner.worker_figures(raw, 100 + i, {}) for i in range(3)] if workers else []
+        else:
+            p50 = p50_us.get(name)
+            if p50 is None:
+                entry.update(status=runner.SKIPPED, reason="not available in this fixture")
+                continue
+            shards = [
+                RawLatency(samples_ns=_worker_samples(p50 * 1000, f, 100 if workers else 300, 1000 * planted_us.get(name, 0)),
+                           lost=0, warmup_discarded=10)
+                for f in (factors.get(name, NARROW) if workers else (1.0,))
+            ]
+            pooled = RawLatency(samples_ns=tuple(s for shard in shards for s in shard.samples_ns), lost=0, warmup_discarded=30)
+            runner.summarize_raw(entry, pooled)
+            entry["workers"] = [runner.worker_figures(shard, 100 + i, {}) for i, shard in enumerate(shards)] if workers else []
+        entry["spread"] = runner.worker_spread(entry["workers"])
+        entry["status"] = runner.OK
+        entry["wall_s"] = 0.5
+        entry["samples_file"] = "samples/%s.json" % name
+    summary["complete"] = runner.is_complete(summary)
+    summary["caveats"] = derive_caveats(summary)
+    summary["warnings"] = derive_warnings(summary)
+    return summary
+
+
+def p50(summary: Mapping[str, object], arm: str) -> str:
+    """The arm's p50 as the guidance words it."""
+    entry = next(e for e in summary["arms"] if e["name"] == arm)  # type: ignore[attr-defined]
+    return format_ns(entry["latency"]["p50_ns"])
+
+
+def ratio(summary: Mapping[str, object], a: str, b: str) -> str:
+    entries = {e["name"]: e for e in summary["arms"]}  # type: ignore[attr-defined]
+    return format_times(entries[a]["latency"]["p50_ns"] / entries[b]["latency"]["p50_ns"])
+
+
+def guidance_of(summary: Mapping[str, object]) -> Guidance:
+    return guidance_for(Bundle(source="", folder="", summary=summary))
+
+
+def _item(guidance: Guidance, topic: str) -> str:
+    texts = [a.text for a in guidance if a.topic == topic]
+    assert texts, "no %s advice in %s" % (topic, [a.topic for a in guidance])
+    return " ".join(texts)
+
+
+def _names_in(text: str, names: Iterable[str]) -> List[str]:
+    """The arm names that occur in ``text`` as whole names (``pipe`` is not in ``pipe-process``)."""
+    return [n for n in names if re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(n), text)]
+
+
+# -- the recommendation follows the figures ---------------------------------------------------
+
+
+WAKE_P50_US = {"event": 10.0, "pipe": 14.0, "queue": 30.0}
+
+
+def test_the_fastest_clear_arm_is_recommended_and_by_how_much() -> None:
+    summary = build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"])
+    assert (p50(summary, "event"), p50(summary, "pipe"), ratio(summary, "pipe", "event")) == ("10.0 µs", "14.0 µs", "1.40×")
+    guidance = guidance_of(summary)
+    assert guidance.headline.startswith("Prefer event in-process (10.0 µs; pipe 1.40× that)")
+    prefer = _item(guidance, PREFER)
+    assert "Fastest in-process wake: event, p50 10.0 µs." in prefer
+    assert "the next, pipe (14.0 µs), is 1.40× that, beyond this run's noise (their worker processes' medians do not overlap, and it is over 1.1×)" in prefer
+    assert "Slowest: queue, %s (%s the fastest)." % (p50(summary, "queue"), ratio(summary, "queue", "event")) in prefer
+    prefer_item = next(a for a in guidance if a.topic == PREFER)
+    assert [(c.arm, c.figure) for c in prefer_item.cites] == [("event", "p50"), ("pipe", "p50"), ("queue", "p50")]
+    assert prefer_item.cites[0].value_ns == pytest.approx(10_000, rel=0.01)
+
+
+def test_a_planted_delay_in_event_changes_the_recommendation() -> None:
+    before = guidance_of(build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"]))
+    planted = build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"], planted_us={"event": 2000})
+    after = guidance_of(planted)
+    assert before.headline.startswith("Prefer event in-process")
+    assert after.headline.startswith("Prefer pipe in-process (14.0 µs; queue %s that); event %s that"
+                                     % (ratio(planted, "queue", "pipe"), ratio(planted, "event", "pipe")))
+    prefer = _item(after, PREFER)
+    assert prefer.startswith("Fastest in-process wake: pipe, p50 14.0 µs.")
+    assert "Slowest: event, %s" % p50(planted, "event") in prefer
+    event_cites = [c for a in after for c in a.cites if c.arm == "event" and c.figure == "p50"]
+    assert event_cites and all(c.value_ns > 2_000_000 for c in event_cites)
+    # The ranking the verdict lays out moves the same way.
+    (ranking,) = [r for r in rank_wake_paths(Bundle("", "", planted)) if r.group == IN_PROCESS]
+    assert [r.name for r in ranking.ranked] == ["pipe", "queue", "event"]
+
+
+def test_a_difference_inside_the_workers_spread_is_not_called_faster() -> None:
+    # event 10 and pipe 12 µs, but each arm's workers range over +-15%: the ranges overlap.
+    wide = {"event": (0.85, 1.0, 1.15), "pipe": (0.85, 1.0, 1.15)}
+    summary = build_summary("custom", {"event": 10.0, "pipe": 12.0}, arms=["event", "pipe"], factors=wide)
+    guidance = guidance_of(summary)
+    assert "prefer" not in guidance.headline.lower()
+    assert guidance.headline.startswith("Fastest in-process wake: event %s, with pipe (%s) within noise"
+                                        % (p50(summary, "event"), ratio(summary, "pipe", "event")))
+    assert "Within this run's noise of it: pipe %s (%s) -- choose among these by API, not speed." % (
+        p50(summary, "pipe"), ratio(summary, "pipe", "event")) in _item(guidance, PREFER)
+    # The same medians with a narrow spread are a difference; a 5% one is not, however narrow.
+    narrow = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 12.0}, arms=["event", "pipe"]))
+    assert narrow.headline.startswith("Prefer event in-process (10.0 µs; pipe 1.20× that)")
+    tight = {"event": (0.999, 1.0, 1.001), "pipe": (0.999, 1.0, 1.001)}
+    close = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 10.5}, arms=["event", "pipe"], factors=tight))
+    assert "within noise" in close.headline
+
+
+def test_without_workers_only_a_large_ratio_is_a_difference() -> None:
+    one_process = {"workers": False}
+    close = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 14.0}, arms=["event", "pipe"], **one_process))
+    assert "within noise" in close.headline
+    far = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 16.0}, arms=["event", "pipe"], **one_process))
+    assert far.headline.startswith("Prefer event in-process")
+    assert "no spread between workers to judge by (a single worker, or in-process), so only a 1.5× difference counts" in " ".join(_item(far, PREFER).split())
+
+
+def test_one_in_process_arm_is_described_not_ranked(lab135_summary) -> None:
+    guidance = guidance_of(lab135_summary)
+    assert guidance.headline == ("In-process, event wakes a thread in 110 µs (p50); signals for process control "
+                                 "(sigusr1-self's 2.10 µs is a busy-wait round trip, not a faster wake).")
+    prefer = _item(guidance, PREFER)
+    assert prefer.startswith("event is the only in-process wake path this run measured: p50 110 µs, p99 207 µs.")
+    signals = _item(guidance, SIGNALS)
+    assert "It does not make signals a faster wake than event (110 µs)" in signals
+    # Change the figure and the advice follows.
+    lab135_summary["arms"][0]["latency"]["p50_ns"] = 21_000.0
+    assert "event wakes a thread in 21.0 µs" in guidance_of(lab135_summary).headline
+
+
+# -- signals, install, tail, pitfalls -----------------------------------------------------------
+
+
+def test_a_handler_path_is_costed_against_its_sigwait_counterpart() -> None:
+    arms = ["pause-handler", "sigwait-thread-to-main", "pipe"]
+    summary = build_summary("custom", {"pause-handler": 38.0, "sigwait-thread-to-main": 26.0, "pipe": 14.0}, arms=arms)
+    guidance = guidance_of(summary)
+    signals = _item(guidance, SIGNALS)
+    extra = format_ns(next(e for e in summary["arms"] if e["name"] == "pause-handler")["latency"]["p50_ns"]  # type: ignore[attr-defined]
+                      - next(e for e in summary["arms"] if e["name"] == "sigwait-thread-to-main")["latency"]["p50_ns"])  # type: ignore[attr-defined]
+    assert ("A handler costs more than delivery: pause-handler p50 %s against sigwait-thread-to-main %s, %s more (%s) for "
+            "running a Python handler" % (p50(summary, "pause-handler"), p50(summary, "sigwait-thread-to-main"), extra,
+                                          ratio(summary, "pause-handler", "sigwait-thread-to-main"))) in signals
+    assert "a Python handler adds %s (pause-handler vs sigwait-thread-to-main)" % extra in guidance.headline
+    assert ("Signals are not a faster way to wake a thread: the fastest blocked signal path, sigwait-thread-to-main (%s), is %s"
+            % (p50(summary, "sigwait-thread-to-main"), ratio(summary, "sigwait-thread-to-main", "pipe"))) in signals
+    same = build_summary("custom", {"pause-handler": 26.5, "sigwait-thread-to-main": 26.0, "pipe": 14.0}, arms=arms)
+    assert "pause-handler p50 %s against sigwait-thread-to-main %s: no difference beyond this run's noise" % (
+        p50(same, "pause-handler"), p50(same, "sigwait-thread-to-main")) in _item(guidance_of(same), SIGNALS)
+    assert "handler adds" not in guidance_of(same).headline
+
+
+def test_install_rate_is_worded_as_time_per_reload() -> None:
+    summary = build_summary("custom", {}, arms=["signal-install", "native-sigaction-install"])
+    install = next(a for a in guidance_of(summary) if a.topic == "handler install")
+    assert install.text.startswith("signal.signal() rebinding ran at 160,949/s: 6.21 µs per install, so a reload that "
+                                   "re-installs 3 handlers spends 18.6 µs on it.")
+    assert "C's native-sigaction-install: 288 ns per call (22× faster)." in install.text
+    assert [(c.arm, c.figure) for c in install.cites] == [("signal-install", "per_call"), ("native-sigaction-install", "per_call")]
+    assert install.cites[0].value_ns == pytest.approx(1e9 / 160_949, rel=1e-3)
+
+
+def test_the_tail_says_whether_load_was_added() -> None:
+    summary = build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"])
+    tail = _item(guidance_of(summary), TAIL)
+    assert tail.startswith("Tail: event: p99 ")
+    assert "No load was added: --cpu-threads 2" in tail
+    summary["conditions"]["cpu_threads"] = 2  # type: ignore[index]
+    loaded = _item(guidance_of(summary), TAIL)
+    assert loaded.startswith("Tail with 2 busy Python threads beside the waiter: event: p99 ")
+    assert "No load was added" not in loaded
+    assert guidance_of(summary).headline.startswith("With 2 busy Python threads beside the waiter: prefer event in-process")
+
+
+def test_pitfalls_need_the_arms_they_cite(lab135_summary) -> None:
+    pitfalls = [a for a in guidance_of(lab135_summary) if a.topic == PITFALL]
+    texts = " ".join(a.text for a in pitfalls)
+    assert "Main-thread-only delivery" in texts and "Heavy handlers" in texts
+    assert ("Busy-wait figures: sigusr1-self's 2.10 µs was measured with its waiter spinning; it does not apply to a thread "
+            "blocked in pause() or sigwait.") in texts
+    assert all(c.arm == "sigusr1-self" for a in pitfalls for c in a.cites)
+    only_event = guidance_of(build_summary("custom", {"event": 10.0}, arms=["event"]))
+    assert not [a for a in only_event if a.topic in (PITFALL, SIGNALS)]
+
+
+def test_a_planted_delay_is_said_first() -> None:
+    summary = build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"])
+    summary["parameters"]["planted_delay_us"] = 2000  # type: ignore[index]
+    guidance = guidance_of(summary)
+    assert guidance.headline.startswith("Self-test (planted delay 2,000 µs): prefer event in-process")
+    assert guidance.items[0].topic == SELF_TEST
+
+
+# -- only what was measured ----------------------------------------------------------------------
+
+
+def test_arms_not_measured_are_never_cited_nor_named() -> None:
+    rng = random.Random(135)
+    every = list(CATALOGUE_P50_US)
+    for trial in range(40):
+        kept = {name: p50 for name, p50 in CATALOGUE_P50_US.items() if rng.random() < (0.2 + 0.6 * trial / 40)}
+        rates = {name: ops for name, ops in RATES_OPS.items() if rng.random() < 0.5}
+        summary = build_summary("catalogue", kept, rates=rates)
+        if trial % 3 == 0 and kept:  # a failed arm keeps no figures either
+            victim = sorted(kept)[0]
+            entry = next(e for e in summary["arms"] if e["name"] == victim)  # type: ignore[union-attr]
+            entry.update(status="failed", reason="boom")
+            del kept[victim]
+        measured = set(kept) | set(rates)
+        guidance = guidance_of(summary)
+        assert set(guidance.cited_arms()) <= measured, (trial, set(guidance.cited_arms()) - measured)
+        words = " ".join([guidance.headline] + [a.text for a in guidance])
+        assert not _names_in(words, set(every) - measured), (trial, _names_in(words, set(every) - measured))
+        for advice in guidance:
+            assert advice.cites, advice  # every claim rests on a figure
+
+
+def test_no_figures_no_advice() -> None:
+    summary = build_summary("custom", {}, arms=["event", "pipe"], rates={})
+    guidance = guidance_of(summary)
+    assert guidance.headline == "No arm produced figures in this run: nothing to advise."
+    assert len(guidance) == 0
+
+
+def test_guidance_has_a_json_form() -> None:
+    summary = build_summary("catalogue", CATALOGUE_P50_US)
+    doc = guidance_dict(summary)
+    assert json.loads(json.dumps(doc)) == doc
+    assert set(doc) == {"headline", "items"}
+    for item in doc["items"]:
+        assert set(item) == {"topic", "text", "cites"}
+        for cite in item["cites"]:
+            assert set(cite) == {"arm", "figure", "value_ns"} and cite["value_ns"] > 0
+
+
+def test_hostile_figures_do_not_break_the_guidance(lab135_summary) -> None:
+    for value in (0, -5.0, None, 1e308):
+        summary = copy.deepcopy(lab135_summary)
+        summary["arms"][0]["latency"]["p50_ns"] = value
+        summary["arms"][0]["spread"] = {"of": "p50_ns", "min": value, "max": "x"}
+        summary["arms"][2]["rate"]["ops_per_s"] = value
+        guidance = guidance_of(summary)
+        assert guidance.headline
+        if value is None or value <= 0:
+            assert "event" not in guidance.cited_arms()
+
+
+def test_the_json_form_is_what_the_schema_documents() -> None:
+    from wakelab.evidence.load import validate_summary
+
+    summary = build_summary("catalogue", CATALOGUE_P50_US)
+    summary["guidance"] = guidance_dict(summary)
+    validate_summary(json.loads(json.dumps(summary)), "summary.json")
