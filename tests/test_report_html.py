@@ -5,7 +5,8 @@ parameters (an Event arm beside its native condvar floor, the spinning
 self-signal arm, and the install-rate arms).  A second "interpreter" is a
 copy of that bundle with its samples scaled and its figures recomputed, so
 the comparison has something to compare.  The browser tests at the end load
-the pages in a real headless Chromium and are skipped when none is installed.
+the pages in a real headless Chromium and are skipped when none is installed
+(the catalogue's interactive overview is driven in tests/browser/).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import html.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (pip install 'matplotlib>=3.6')")
+pytest.importorskip("plotly", reason="the HTML report's charts need plotly (pip install 'plotly>=5.15')")
 
 from browser.chromium import Chromium, find_chromium  # noqa: E402
 from conftest import build_lab135_summary  # noqa: E402
@@ -34,7 +37,7 @@ from wakelab.harness.runner import RunPlan, run_plan  # noqa: E402
 from wakelab.labs import LAB_135  # noqa: E402
 from wakelab.evidence.model import Bundle  # noqa: E402
 from wakelab.report import html as report_html  # noqa: E402
-from wakelab.report import plots  # noqa: E402
+from wakelab.report import interactive, plots  # noqa: E402
 from wakelab.analysis.stats import summarize_latency  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -179,8 +182,39 @@ def tag_names(page: str) -> List[str]:
 URL_ATTRIBUTES = ("src", "href", "xlink:href", "srcset", "action", "formaction", "poster", "data", "background", "ping")
 
 
+SCRIPT = re.compile(r"<script([^>]*)>(.*?)</script>", re.DOTALL)
+
+
+def split_scripts(page: str) -> Tuple[str, List[str], List[Any]]:
+    """The page without its scripts, the code of its executable scripts, and its JSON data blocks (parsed)."""
+    code: List[str] = []
+    data: List[Any] = []
+    for attrs, text in SCRIPT.findall(page):
+        if attrs.startswith(' type="application/json"'):
+            assert "<" not in text and ">" not in text and "&" not in text  # nothing in a data block can end it or open a tag
+            data.append(json.loads(text))
+        else:
+            assert attrs == "", attrs  # no src, no type: only our two inline scripts
+            code.append(text)
+    return SCRIPT.sub("", page), code, data
+
+
+def chart_specs(page: str) -> Dict[str, Any]:
+    """Each interactive chart's figure, by element id."""
+    return {m.group(1): json.loads(m.group(2)) for m in re.finditer(r'<script type="application/json" id="([^"]+)-spec">(.*?)</script>', page)}
+
+
 def assert_self_contained(page: str) -> None:
-    parsed = inspect(page)
+    rest, code, _ = split_scripts(page)
+    if code:
+        # plotly.js as the installed package ships it, and the glue: nothing else runs, and the CSP allows only them.
+        assert code == [interactive.plotly_js(), interactive.GLUE_JS]
+        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+        assert csp is not None
+        assert csp.group(1) == report_html.page_csp([interactive.script_hash(c) for c in code])
+        assert "connect-src" not in csp.group(1) and "default-src 'none'" in csp.group(1)  # fetch, XHR, websockets: none
+        assert "unsafe-inline" not in csp.group(1).split("script-src", 1)[1].split(";")[0]
+    parsed = inspect(rest)
     for tag, attrs in parsed.tags:
         assert tag not in ("script", "iframe", "object", "embed", "base", "form"), tag
         for name, value in attrs.items():
@@ -193,10 +227,10 @@ def assert_self_contained(page: str) -> None:
             raise AssertionError("meta refresh")
     for css in parsed.styles:
         assert "@import" not in css and "url(http" not in css.replace(" ", "") and "//" not in css, css[:200]
-    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
+    assert "http://" not in rest.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
         'xmlns:xlink="http://www.w3.org/1999/xlink"', ""
     )
-    assert "https://" not in page
+    assert "https://" not in rest
 
 
 # --- the page ---------------------------------------------------------------------------
@@ -210,14 +244,13 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     page = read(out_file)
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
-    pairs = report_html.native_pairs(summary)
-    expected_plots = len(measured) + (1 if pairs else 0)
-    assert err == "wakelab: report in %s (%d kB, %d plots)\n" % (
-        out_file, max(1, round(len(page.encode()) / 1024)), expected_plots
+    size = len(page.encode())
+    assert err == "wakelab: report in %s (%.1f MB, 1 run, 2 interactive charts, %d plots)\n" % (
+        out_file, size / (1 << 20), len(measured)
     )
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
-    assert page.count("<svg ") == expected_plots
-    for anchor in ("verdict", "lead-table", "honesty", "caveats", "distributions", "details"):
+    assert page.count('<svg role="img" ') == len(measured)  # one distribution per measured latency arm
+    for anchor in ("guidance", "verdict", "overview", "lead-table", "honesty", "caveats", "distributions", "details"):
         assert 'id="%s"' % anchor in page
     for a in summary["arms"]:
         assert ">%s<" % a["name"] in page  # every arm has a row, whatever its status
@@ -225,25 +258,40 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     # The lab's comparison and its honest judgement.
     assert "<strong>event / sigusr1-self</strong>" in page
     assert "NOT like for like" in page
-    # p50 and p99 are marked on the distributions (n = 120 reports p99).
+    # p50 and p99 are marked on the distributions (n = 120 reports p99), each folded until opened.
     event = entry(summary, "event")["latency"]
     assert "p50 " + report_html.format_ns(event["p50_ns"]) in page
     assert "p99 " + report_html.format_ns(event["p99_ns"]) in page
+    assert '<details class="arm" id="arm-event">' in page
     assert "ECDF" in page and "histogram" in page
     assert "log scale" in page
+    # The charts: the overview of every latency arm and the rate arms, plotly.js inlined once.
+    specs = chart_specs(page)
+    assert sorted(specs) == ["chart-1", "chart-2"]
+    rows = specs["chart-1"]["layout"]["meta"]["orders"]["p50"]
+    assert rows == [a["name"] for a in sorted(measured, key=lambda a: (a["latency"]["p50_ns"], a["name"]))]
+    assert specs["chart-1"]["layout"]["xaxis"]["type"] == "log"
+    assert page.count(interactive.plotly_js()) == 1
     assert_self_contained(page)
 
 
-def test_native_bars_appear_beside_their_python_arm(run_dir: str) -> None:
+def test_overview_sets_each_arm_beside_its_floor(run_dir: str) -> None:
     summary = load_summary(run_dir)
     if entry(summary, "native-condvar")["status"] != "ok":
         pytest.skip("native-condvar did not run here: %s" % entry(summary, "native-condvar")["reason"])
-    pairs = report_html.native_pairs(summary)
-    assert [(p.arm, p.native) for p in pairs] == [("event", "native-condvar")]
     page = report_html.render_report([report_html.load_run(run_dir)])
-    assert 'id="native"' in page
-    assert "event vs native-condvar" in page  # the bar's label, drawn as SVG text
-    assert "p50 of each Python arm beside its native counterpart" in page
+    overview = chart_specs(page)["chart-1"]
+    floors = [t for t in overview["data"] if t["meta"].get("floor")]
+    assert [(t["name"], t["y"], t["x"]) for t in floors] == [
+        ("C floor p50", ["event"], [entry(summary, "native-condvar")["latency"]["p50_ns"] / 1e3])]
+    dots = {y: x for t in overview["data"] if t["mode"] == "markers" and not t["meta"].get("floor") for y, x in zip(t["y"], t["x"])}
+    assert dots["event"] == entry(summary, "event")["latency"]["p50_ns"] / 1e3
+    hover = next(t for t in floors)["text"][0]
+    assert "C floor native-condvar" in hover and "its floor" in hover
+    # The range bars: p90 to p99 of each arm.
+    bars = [t for t in overview["data"] if t["mode"] == "lines" and "event" in t["y"]]
+    lat = entry(summary, "event")["latency"]
+    assert bars[0]["x"][:2] == [lat["p90_ns"] / 1e3, lat["p99_ns"] / 1e3]
 
 
 def test_page_is_deterministic(run_dir: str) -> None:
@@ -252,9 +300,7 @@ def test_page_is_deterministic(run_dir: str) -> None:
 
 
 def test_svg_ids_are_unique_and_every_reference_resolves(run_dir: str, second_run_dir: str) -> None:
-    import re
-
-    page = report_html.render_report([report_html.load_run(run_dir), report_html.load_run(second_run_dir)])
+    page, _, _ = split_scripts(report_html.render_report([report_html.load_run(run_dir), report_html.load_run(second_run_dir)]))
     ids = re.findall(r'<[^<>]*\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
     references = set(re.findall(r'url\(#([^)]+)\)', page)) | set(re.findall(r'href="#([^"]+)"', page))
@@ -274,15 +320,23 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert second_label in page
     assert "What differs between the runs" in page
     assert "interpreter.version" in page and "conditions.cpu_threads" in page
-    assert "p50 and p99 of each arm, per run" in page  # the comparison chart
     assert "p50 vs #1" in page
     assert "Rate arms: median ops/s per run" in page
     assert ">0.5×<" in page  # the copy's samples are half the original's
     assert 'id="run-1"' in page and 'id="run-2"' in page
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
-    per_run_native = 1 if report_html.native_pairs(summary) else 0
-    assert page.count("<svg ") == 1 + len(measured) + 2 * per_run_native
+    assert page.count('<svg role="img" ') == len(measured)  # each arm's distributions, the runs overlaid
+    specs = chart_specs(page)
+    overview = specs["chart-1"]
+    assert {t["meta"]["run"] for t in overview["data"]} == {0, 1}
+    assert overview["layout"]["scattermode"] == "group"  # the runs of one arm side by side in its row
+    names = {t["name"] for t in overview["data"] if t.get("showlegend")}
+    assert {first_label, second_label} <= names
+    # Interpreter and condition grids as their own charts (heat maps), and the rate arms.
+    titles = [spec["layout"]["title"]["text"] for spec in specs.values() if spec["data"][0]["type"] == "heatmap"]
+    assert titles == ["p50 by interpreter", "p50 by busy threads"]
+    assert any(spec["data"][0]["type"] == "bar" for spec in specs.values())
     assert_self_contained(page)
 
 
@@ -290,17 +344,22 @@ def test_hostile_strings_are_escaped(hostile_dir: str, run_dir: str, tmp_path, c
     out_file = tmp_path / "hostile.html"
     status, _, err = render_cli(capsys, hostile_dir, run_dir, "-o", str(out_file))
     assert status == 0, err
-    page = read(out_file)
-    assert HOSTILE not in page
+    whole = read(out_file)
+    assert HOSTILE not in whole
+    assert_self_contained(whole)
+    page, _, data = split_scripts(whole)
     assert "<script" not in page and "<img" not in page and "<b>k</b>" not in page and "<i>x</i>" not in page
     assert HOSTILE_ESCAPED in page
-    # In the SVG too: the run label (from interpreter.version) is drawn in the comparison chart
-    # and the legends, where matplotlib escapes it; mathtext is not interpreted.
+    # In the SVG too: the run label (from interpreter.version) is drawn in the legends,
+    # where matplotlib escapes it; mathtext is not interpreted.
     assert "3.13 &lt;img src=x onerror=" in page
     assert r"$\frac{1}{0}$" in page
     names = tag_names(page)
     assert "img" not in names and "script" not in names and "i" not in names
-    assert_self_contained(page)
+    # In the charts: plotly reads <b>, <br>, <a> in labels, so evidence reaches it escaped (and the JSON escapes that).
+    texts = json.dumps(data)
+    assert "3.13 &lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in texts
+    assert "<img" not in texts and "<script" not in texts and "<i>x" not in texts
     # The failed arm is shown with its (escaped) reason.
     assert "FAILED</span> RuntimeError: &lt;img" in page
 
@@ -382,9 +441,164 @@ def test_evidence_text_never_changes_the_markup(text: str) -> None:
             report_html.render_caveats(summary), report_html.render_details(summary),
             report_html.render_runs_table(runs, labels), report_html.render_differences(runs, labels),
             report_html.render_comparison_table(runs, labels), report_html.render_rate_comparison(runs, labels),
+            report_html.render_overview(runs, labels, report_html._Charts()), report_html.render_grids(runs, report_html._Charts()),
+            report_html.render_rate_chart(runs, labels, report_html._Charts()),
         ])
 
-    assert tag_names(sections("x" + text)) == tag_names(sections("x"))
+    hostile_page, plain_page = sections("x" + text), sections("x")
+    assert tag_names(hostile_page) == tag_names(plain_page)
+    _, _, data = split_scripts(hostile_page)  # every data block parses, and holds no < > &
+    assert len(data) == len(split_scripts(plain_page)[2]) >= 3
+
+
+# --- several runs: grids, order, machines ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def grid_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real grid: two placements of event beside its C floor (matrix.json and cells/)."""
+    folder = str(tmp_path_factory.mktemp("grid") / "grid")
+    status = main(["run", "--arms", "event,native-condvar,signal-install", "--n", "120", "--install-n", "500", "--rounds", "2",
+                   "--placement", "same,split", "-o", folder, "--no-history", "-q"])
+    assert status == 0
+    return folder
+
+
+def test_a_grid_folder_is_reported_as_its_cells(grid_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "grid.html"
+    status, out, err = render_cli(capsys, grid_dir, "-o", str(out_file))
+    assert status == 0 and out == "", err
+    assert ", 2 runs, " in err
+    page = read(out_file)
+    assert "2 cells of the grid %s" % grid_dir in page
+    assert 'id="run-1"' in page and 'id="run-2"' in page
+    specs = chart_specs(page)
+    heatmaps = [spec for spec in specs.values() if spec["data"][0]["type"] == "heatmap"]
+    assert [h["layout"]["title"]["text"] for h in heatmaps] == ["p50 by placement"]
+    assert [t.split("<br>")[0] for t in heatmaps[0]["layout"]["xaxis"]["ticktext"]] == ["<b>same</b>", "<b>split</b>"]
+    assert "placement=same" in page and "placement=split" in page  # the runs' labels say which cell is which
+    assert "The runs used different parameters" not in page  # placement is the grid's condition, not a change of method
+    assert_self_contained(page)
+
+
+def test_a_grid_cell_outside_the_grid_is_refused(grid_dir: str, tmp_path, capsys) -> None:
+    """matrix.json's schema names cells/<label> only; a cell that is a symlink out of the grid is refused too."""
+    bad = str(tmp_path / "grid")
+    shutil.copytree(grid_dir, bad)
+    cell = os.path.join(bad, read_json(os.path.join(bad, "matrix.json"))["cells"][0]["folder"])
+    shutil.move(cell, str(tmp_path / "elsewhere"))
+    os.symlink(str(tmp_path / "elsewhere"), cell)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(capsys, [bad], "names a folder outside the grid", out_dir / "r.html")
+
+
+def test_a_cell_not_run_yet_is_noted(grid_dir: str, tmp_path) -> None:
+    partial = str(tmp_path / "grid")
+    shutil.copytree(grid_dir, partial)
+    matrix = read_json(os.path.join(partial, "matrix.json"))
+    shutil.rmtree(os.path.join(partial, matrix["cells"][1]["folder"]))
+    loaded = report_html.load_runs([partial])
+    assert len(loaded.runs) == 1
+    assert loaded.notes == ["%s: 1 cell not run yet (%s)." % (partial, matrix["cells"][1]["label"])]
+    assert loaded.notes[0] in report_html.render_report(loaded.runs, loaded.notes)
+
+
+def with_version(version: str, host: Optional[str] = None) -> Callable[[Dict[str, Any]], None]:
+    def edit(summary: Dict[str, Any]) -> None:
+        summary["interpreter"]["version"] = version
+        if host is not None:
+            summary["machine"]["hostname"] = host
+    return edit
+
+
+def test_runs_are_ordered_by_interpreter_version_not_as_given(run_dir: str, tmp_path) -> None:
+    ten = modified_copy(run_dir, str(tmp_path / "a"), with_version("3.10.14"))
+    nine = modified_copy(run_dir, str(tmp_path / "b"), with_version("3.9.19"))
+    thirteen = modified_copy(run_dir, str(tmp_path / "c"), with_version("3.13.0rc1"))
+    runs = [report_html.load_run(p) for p in (ten, thirteen, nine)]
+    assert [r.source for r in report_html.order_runs(runs)] == [nine, ten, thirteen]
+    page = report_html.render_report(runs)
+    assert page.index("#1 CPython 3.9.19") < page.index("#2 CPython 3.10.14") < page.index("#3 CPython 3.13.0rc1")
+    assert report_html.version_key("3.10.4") > report_html.version_key("3.9.18")
+
+
+def test_a_fleet_is_grouped_and_labelled_by_machine(run_dir: str, tmp_path) -> None:
+    bundles = [
+        modified_copy(run_dir, str(tmp_path / "b1"), with_version("3.12.3", "ci-runner-b")),
+        modified_copy(run_dir, str(tmp_path / "a1"), with_version("3.12.3", "ci-runner-a")),
+        modified_copy(run_dir, str(tmp_path / "a2"), with_version("3.11.9", "ci-runner-a"), scale=2.0),
+    ]
+    page = report_html.render_report([report_html.load_run(p) for p in bundles])
+    assert "3 runs from 2 machines (ci-runner-a, ci-runner-b)" in page
+    # Machine first, then version: both of runner a, then runner b; each label names its host.
+    assert page.index("#1 ci-runner-a · CPython 3.11.9") < page.index("#2 ci-runner-a · CPython 3.12.3") \
+        < page.index("#3 ci-runner-b · CPython 3.12.3")
+    assert page.count('<tr class="family"><th colspan="5">machine ci-runner-') == 2
+    titles = [s["layout"]["title"]["text"] for s in chart_specs(page).values() if s["data"][0]["type"] == "heatmap"]
+    assert titles == ["p50 by machine", "p50 by interpreter"]
+    assert "These runs come from different machines" in page
+
+
+def test_the_honesty_block_is_words_not_json(run_dir: str) -> None:
+    summary = load_summary(run_dir)
+    summary["system"] = dict(summary.get("system") or {}, idle_states=[
+        {"disabled": False, "exit_latency_us": 0, "name": "POLL"}, {"disabled": True, "exit_latency_us": 120, "name": "C6"}],
+        cpuidle_driver="intel_idle", load_average=[0.5, 0.25, 0.125], hypervisor=True)
+    text = report_html.render_honesty(summary)
+    assert "idle states POLL (exit 0 µs), C6 (exit 120 µs, disabled); 1 disabled" in text
+    assert "load average 0.5 / 0.25 / 0.125 (1, 5, 15 min)" in text
+    assert "under a hypervisor" in text
+    assert '{"' not in text and "[{" not in text and "&quot;disabled&quot;" not in text and "false" not in text
+
+
+def test_guidance_is_laid_out_with_its_cites(run_dir: str) -> None:
+    guidance = pytest.importorskip("wakelab.analysis.guidance")
+    run = report_html.load_run(run_dir)
+    advice = guidance.guidance_for(run.bundle)
+    section = report_html.render_guidance(run)
+    assert section.startswith('<p class="answer">%s</p>' % report_html.esc(advice.headline))
+    assert section.count("<li>") == len(advice.items)
+    for item in advice.items:
+        for cite in item.cites:
+            assert report_html.esc(cite.arm) in section
+
+
+# --- pieces ------------------------------------------------------------------------------
+
+
+def test_json_for_script_cannot_end_its_block() -> None:
+    text = interactive.json_for_script({"a": "</script><!-- & \u2028", "b": [1.5, None]})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028", "b": [1.5, None]}
+    assert interactive.label("<b>x</b> &amp;") == "&lt;b&gt;x&lt;/b&gt; &amp;amp;"
+    assert interactive.json_for_script(["\x1b[2J\x9b1m\x7f"]) == '["\\u001b[2J\\u009b1m\\u007f"]'
+
+
+def test_inlined_plotly_js_holds_no_raw_control_character() -> None:
+    """plotly.js ships a raw \\x1a and \\x01 in string literals: inlined, they are escapes (a page sent to a terminal stays text)."""
+    js = interactive.plotly_js()
+    assert re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", js) is None
+    assert "`\\x89PNG\\r\n\\x1a\n`" in js  # the PNG signature, its \\x1a now an escape: the same string to JavaScript
+
+
+def test_a_page_with_charts_allows_only_its_own_scripts(run_dir: str) -> None:
+    page = report_html.render_report([report_html.load_run(run_dir)])
+    _, code, _ = split_scripts(page)
+    assert "script-src %s %s;" % (interactive.script_hash(code[0]), interactive.script_hash(code[1])) in page
+    assert interactive.script_hash("x") == "'sha256-LXEWQrcmsEQBYnyp+6wy9chTD7GQPMTbAiWHF5IaSIE='"  # printf x | sha256sum, base64
+
+
+def test_histogram_window_leaves_an_outlier_out_and_a_clean_run_whole() -> None:
+    import numpy as np
+
+    body = np.sort(np.concatenate([np.linspace(10_000, 30_000, 199), [3_000_000]]))
+    lo, hi = plots.histogram_window(body)
+    assert lo == 10_000 and hi < 31_000  # the 3 ms wake goes to the edge bin
+    clean = np.linspace(10_000, 30_000, 200)
+    assert plots.histogram_window(clean) == (10_000, 30_000)
+    svg = plots.plot_distribution([plots.Series("x", list(body.astype(int)), 20_000, 30_000)], id_prefix="o-")
+    assert ">1 wake up to<" in svg and ">3.00 ms<" in svg  # its count and the extreme, on two lines
 
 
 # --- bad input: one line, exit 2, nothing written ----------------------------------------
@@ -526,8 +740,9 @@ def test_distribution_of_identical_and_zero_samples() -> None:
 
 def test_file_size_stays_reasonable_per_plot(run_dir: str) -> None:
     page = report_html.render_report([report_html.load_run(run_dir)])
-    plots_in_page = page.count("<svg ")
-    assert len(page.encode()) < 60_000 + 40_000 * plots_in_page
+    plots_in_page = report_html.count_plots(page)
+    assert page.count(interactive.plotly_js()) == 1  # plotly.js once, however many charts
+    assert len(page.encode()) - len(interactive.plotly_js().encode()) < 60_000 + 40_000 * plots_in_page
 
 
 # --- in a real browser ------------------------------------------------------------------
@@ -539,16 +754,21 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-def load_in_browser(page_path: str, profile: str, screenshot: str) -> Dict[str, Any]:
+def load_in_browser(page_path: str, profile: str, screenshot: str, width: int = 1280) -> Dict[str, Any]:
     url = "file://" + os.path.abspath(page_path)
     with Chromium.launch(profile, CHROMIUM) as browser:
-        page = browser.open(url)
+        page = browser.open(url, width=width, offline=True)
+        page.wait_until("[...document.querySelectorAll('div.chart')].every(d => d.getAttribute('data-drawn') === '1')")
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         facts = page.evaluate(
-            "JSON.stringify({svg: document.querySelectorAll('main svg').length,"
-            " drawn: [...document.querySelectorAll('main svg')].filter(s => s.getBoundingClientRect().width > 200).length,"
-            " scripts: document.querySelectorAll('script').length,"
-            " imgs: document.querySelectorAll('img').length,"
+            "JSON.stringify({svg: document.querySelectorAll('main svg[role=img]').length,"
+            " drawn: [...document.querySelectorAll('main svg[role=img]')].filter(s => s.getBoundingClientRect().width > 200).length,"
+            " charts: document.querySelectorAll('div.chart[data-drawn=\"1\"]').length,"
+            " scripts: document.querySelectorAll('script:not([type])').length,"
+            " imgs: document.querySelectorAll('main img').length,"
             " tables: document.querySelectorAll('table').length,"
+            " wide: [...document.querySelectorAll('.table-wrap')].filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.querySelector('table').className),"
+            " page_width: document.documentElement.scrollWidth,"
             " title: document.title, h1: document.querySelector('h1').textContent,"
             " texts: [...document.querySelectorAll('svg text')].map(t => t.textContent).join('\\n')})"
         )
@@ -560,6 +780,11 @@ def load_in_browser(page_path: str, profile: str, screenshot: str) -> Dict[str, 
     return result  # type: ignore[no-any-return]
 
 
+def only_the_page(requests: List[str], url: str) -> bool:
+    """Nothing but the page itself and data: URLs (plotly draws a heat map into one)."""
+    return requests[0] == url and all(r == url or r.startswith("data:") for r in requests)
+
+
 @needs_chromium
 def test_page_in_a_real_browser(run_dir: str, tmp_path, capsys) -> None:
     out_file = tmp_path / "report.html"
@@ -567,10 +792,11 @@ def test_page_in_a_real_browser(run_dir: str, tmp_path, capsys) -> None:
     page = read(out_file)
     seen = load_in_browser(str(out_file), str(tmp_path / "profile"), os.path.join(ARTIFACTS, "report-single.png"))
     assert seen["errors"] == []
-    assert seen["requests"] == ["file://" + str(out_file)]  # the page itself, nothing else
-    assert seen["svg"] == page.count("<svg ") >= 3
+    assert only_the_page(seen["requests"], "file://" + str(out_file))
+    assert seen["svg"] == page.count('<svg role="img" ') >= 3
     assert seen["drawn"] == seen["svg"]  # every plot is laid out at a readable width
-    assert seen["scripts"] == 0 and seen["imgs"] == 0
+    assert seen["charts"] == report_html.count_charts(page) == 2  # plotly drew every chart
+    assert seen["scripts"] == 2 and seen["imgs"] == 0
     assert seen["tables"] >= 3
     assert seen["h1"] == "Lab 135: signal vs threading.Event wakeup"
     assert "ECDF" in seen["texts"]
@@ -582,11 +808,24 @@ def test_hostile_comparison_page_in_a_real_browser(hostile_dir: str, run_dir: st
     assert render_cli(capsys, hostile_dir, run_dir, second_run_dir, "-o", str(out_file))[0] == 0
     seen = load_in_browser(str(out_file), str(tmp_path / "profile"), os.path.join(ARTIFACTS, "report-compare-hostile.png"))
     assert seen["errors"] == []
-    assert seen["requests"] == ["file://" + str(out_file)]
-    assert seen["scripts"] == 0 and seen["imgs"] == 0  # the markup in the evidence stayed text
+    assert only_the_page(seen["requests"], "file://" + str(out_file))
+    assert seen["scripts"] == 2 and seen["imgs"] == 0  # the markup in the evidence stayed text
     assert seen["title"] == "Lab " + HOSTILE  # shown as text, exactly
     assert HOSTILE in seen["texts"].replace("\n", " ") or "3.13 <img src=x" in seen["texts"]
-    assert seen["svg"] >= 4
+    assert "3.13 <img src=x" in seen["texts"]  # ... in plotly's legend and tick labels too, drawn as text
+    assert seen["svg"] >= 2 and seen["charts"] >= 3
+
+
+@needs_chromium
+def test_eight_runs_fit_a_laptop_screen(run_dir: str, tmp_path) -> None:
+    """Eight interpreters side by side, every section unfolded: no table scrolls sideways at 1366 px."""
+    folders = [modified_copy(run_dir, str(tmp_path / ("r%d" % minor)), with_version("3.%d.1" % minor)) for minor in range(6, 14)]
+    out_file = tmp_path / "eight.html"
+    report_html.write_report(str(out_file), report_html.render_report([report_html.load_run(f) for f in folders]))
+    seen = load_in_browser(str(out_file), str(tmp_path / "profile"), os.path.join(ARTIFACTS, "report-eight.png"), width=1366)
+    assert seen["errors"] == []
+    assert seen["wide"] == [] and seen["page_width"] <= 1366
+    assert seen["tables"] >= 8
 
 
 @needs_chromium
@@ -649,12 +888,15 @@ def test_lead_table_labels_a_nearest_floor() -> None:
     assert "a ratio marked &#x27;nearest floor&#x27; is against the closest C experiment there is" in table
 
 
-def test_native_plot_labels_a_nearest_floor() -> None:
-    pairs = report_html.native_pairs(_with_floors())
-    assert [(p.arm, p.native, p.p50_ns, p.native_p50_ns) for p in pairs] == [
-        ("event", "native-condvar", 109_500.0, 22_000.0),
-        ("sigusr1-self", "native-self-signal (nearest floor)", 2099.5, 1050.0),
-    ]
+def test_overview_labels_a_nearest_floor() -> None:
+    summary = _with_floors()
+    runs = [report_html.RunEvidence(Bundle("s", "", summary), {})]
+    chart = report_html.render_overview(runs, [report_html.RunLabel("r", "r", "#0072B2")], report_html._Charts())
+    spec = chart_specs(chart)["chart-1"]
+    floors = {t["name"]: (t["y"], t["x"]) for t in spec["data"] if t["meta"].get("floor")}
+    assert floors == {"C floor p50": (["event"], [22.0]), "nearest C floor p50": (["sigusr1-self"], [1.05])}
+    hover = next(t for t in spec["data"] if t["name"] == "nearest C floor p50")["text"][0]
+    assert "nearest floor, not the same experiment" in hover and "2.0× its floor" in hover
 
 
 def test_verdict_judges_scope_and_the_waiter_at_t0() -> None:

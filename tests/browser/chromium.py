@@ -10,6 +10,7 @@ Typical use::
     with Chromium.launch(profile_dir) as browser:
         page = browser.open("file:///.../report.html")
         page.evaluate("document.querySelectorAll('svg').length")
+        page.click("button.sort[data-sort=name]")   # real mouse events; page.hover(selector) too
         page.screenshot("shot.png")
         page.errors          # console errors, uncaught exceptions, CSP and load errors
         page.requests        # every URL the page asked for
@@ -165,12 +166,20 @@ class Chromium:
 
     # -- pages ----------------------------------------------------------------------------
 
-    def open(self, url: str, width: int = 1280, height: int = 2000) -> "Page":
-        """A new tab showing ``url``, loaded (its load event fired), with console and network watched."""
+    def open(self, url: str, width: int = 1280, height: int = 2000, offline: bool = False) -> "Page":
+        """A new tab showing ``url``, loaded (its load event fired), with console and network watched.
+
+        ``offline``: the tab has no network at all (DevTools network emulation, and every
+        http, https, ws and wss URL blocked), so a page that needs one fails visibly.
+        """
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(domain + ".enable", session=session)
+        if offline:
+            self.call("Network.emulateNetworkConditions",
+                      {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}, session)
+            self.call("Network.setBlockedURLs", {"urls": ["http://*", "https://*", "ws://*", "wss://*"]}, session)
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
         page = Page(self, session, width)
@@ -254,6 +263,41 @@ class Page:
     def requests(self) -> List[str]:
         """Every URL the page requested (the page itself included)."""
         return [p["request"]["url"] for p in self._events("Network.requestWillBeSent")]
+
+    def wait_until(self, expression: str, timeout_s: float = 30.0) -> Any:
+        """Poll ``expression`` until it is truthy and return it; :class:`BrowserError` after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise BrowserError("still false after %.0f s: %s" % (timeout_s, expression))
+            time.sleep(0.1)
+
+    def _center(self, selector: str) -> Dict[str, float]:
+        box = self.evaluate(
+            "(() => { const e = document.querySelector(%s); if (!e) return null; e.scrollIntoView({block: 'center'});"
+            " const r = e.getBoundingClientRect(); return {x: r.left + r.width / 2, y: r.top + r.height / 2}; })()"
+            % json.dumps(selector)
+        )
+        if not box:
+            raise BrowserError("no element matches %s" % selector)
+        return box  # type: ignore[no-any-return]
+
+    def hover(self, selector: str) -> None:
+        """Move the mouse onto the middle of the first element matching ``selector`` (real input events)."""
+        box = self._center(selector)
+        self.browser.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": box["x"], "y": box["y"]}, self.session)
+
+    def click(self, selector: str) -> None:
+        """Click the middle of the first element matching ``selector`` with the mouse (real input events)."""
+        box = self._center(selector)
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            params = {"type": kind, "x": box["x"], "y": box["y"], "button": "left", "clickCount": 1}
+            if kind == "mouseMoved":
+                params = {"type": kind, "x": box["x"], "y": box["y"]}
+            self.browser.call("Input.dispatchMouseEvent", params, self.session)
 
     def screenshot(self, path: str, full_page: bool = True, max_height: int = 16000) -> str:
         """Save a PNG of the page (its whole height, up to ``max_height`` px); returns ``path``."""

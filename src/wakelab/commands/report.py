@@ -1,4 +1,4 @@
-"""``wakelab report``: one self-contained HTML page from one or more evidence bundles."""
+"""``wakelab report``: one self-contained HTML page from one or more evidence bundles or grids."""
 
 from __future__ import annotations
 
@@ -16,15 +16,18 @@ DEFAULT_OUTPUT = "report.html"
 def register(sub: Any) -> None:
     report = sub.add_parser(
         "report",
-        help="write a self-contained HTML report (plots included) of one or more runs",
+        help="write a self-contained HTML report (interactive charts and plots included) of one or more runs or grids",
         description=(
-            "Write one HTML file, with nothing fetched from the network, holding each run's verdict, lead table, "
-            "honesty block and caveats, and plots: every latency arm's histogram and ECDF (log time axis, p50 and "
-            "p99 marked), Python arms beside their native floor, and, given several runs, the runs side by side. "
-            "Needs matplotlib."
+            "Write one HTML file, with nothing fetched from the network, holding each run's guidance, verdict, lead "
+            "table, honesty block and caveats, and charts: every latency arm on one shared log axis (p50, p90 to p99, "
+            "its C floor beside it; sortable, families can be hidden, hover for the figures), the rate arms, and each "
+            "arm's histogram and ECDF on demand. Given several runs or a grid folder (matrix.json and cells/), its "
+            "cells are compared: ordered by machine and interpreter version, a heat map per dimension that varies, "
+            "runs from several machines labelled by host (a fleet). Needs plotly (inlined in the page) and matplotlib."
         ),
     )
-    report.add_argument("runs", nargs="+", metavar="RUN", help="an evidence folder or its summary.json (several: compare them)")
+    report.add_argument("runs", nargs="+", metavar="RUN",
+                        help="an evidence folder, its summary.json, or a grid folder (several: compare them)")
     report.add_argument("-o", "--output", metavar="FILE", default=DEFAULT_OUTPUT, type=_output_path,
                         help="where to write the page (default: %(default)s; '-' for stdout); an existing file is replaced")
     report.add_argument("-q", "--quiet", action="store_true", help="no line on stderr saying where the report went")
@@ -64,12 +67,12 @@ def check_destination(path: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from wakelab.formatting import escape_text
-    from wakelab.report.html import count_plots, load_run, render_report, write_report
+    from wakelab.report.html import count_charts, count_plots, load_runs, render_report, write_report
 
     if args.output != "-":
         check_destination(args.output)
-    runs = [load_run(path) for path in args.runs]
-    page = render_report(runs)
+    loaded = load_runs(args.runs)
+    page = render_report(loaded.runs, loaded.notes)
     if args.output == "-":
         sys.stdout.write(page)
         sys.stdout.flush()
@@ -77,8 +80,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     write_report(args.output, page)
     if not args.quiet:
         size = len(page.encode("utf-8"))
+        charts = count_charts(page)
         sys.stderr.write(
-            "wakelab: report in %s (%s, %d plots)\n" % (escape_text(os.path.abspath(args.output)), _size_text(size), count_plots(page))
+            "wakelab: report in %s (%s, %d run%s, %d interactive chart%s, %d plots)\n" % (
+                escape_text(os.path.abspath(args.output)), _size_text(size), len(loaded.runs), "" if len(loaded.runs) == 1 else "s",
+                charts, "" if charts == 1 else "s", count_plots(page) - charts)
         )
     return EXIT_OK
 

@@ -1,20 +1,29 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
-The page holds what ``summary.txt`` holds -- verdict, lead table, honesty
-block, caveats -- rendered as HTML from the same summary documents, plus the
-pictures a text file cannot give: each arm's latency distribution
-(histogram and ECDF on a log time axis, p50 and p99 marked), each Python
-arm's p50 beside its native floor, and, given several runs, the runs side by
-side (per arm p50 to p99, labelled by interpreter and conditions).
+The page holds what ``summary.txt`` holds -- verdict, guidance (where the
+analysis layer words it), lead table, honesty block, caveats -- rendered as
+HTML from the same summary documents, and the pictures a text file cannot
+give.  It leads with charts that compare at a glance (see
+:mod:`wakelab.report.interactive`): every latency arm on one shared log axis
+(p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
+figures on hover), the rate arms, and, given several runs (a grid's cells,
+interpreters, machines), a heat map per dimension that varies.  Each arm's
+distribution (histogram and ECDF on log axes, as inline SVG from
+:mod:`wakelab.report.plots`) is folded away until asked for.
 
-Self-contained means the page never fetches anything: the styles are inline,
-the plots are inline SVG (see :mod:`wakelab.report.plots`), there is no
-script at all, and a Content-Security-Policy forbids every fetch and every
-script, so even a page someone edited by hand cannot phone home.
+Several runs are ordered by machine, then interpreter version (3.9 before
+3.10), whatever order the paths came in; runs from several machines are
+labelled by host name: a fleet report.
+
+Self-contained means the page never fetches anything: styles are inline,
+plotly.js is inlined once, figures are JSON data blocks, and a
+Content-Security-Policy allows only the page's own two scripts (by hash) and
+forbids every fetch, so even a page someone edited by hand cannot phone home.
 
 Every string that comes from evidence (a note, a mechanism, a lab title, a
 failure reason, a condition) is escaped with :func:`html.escape` where it
-enters the page; figures drawn by matplotlib are escaped by its SVG writer.
+enters the page; figures drawn by matplotlib are escaped by its SVG writer,
+and text handed to plotly is escaped before it (:func:`interactive.label`).
 """
 
 from __future__ import annotations
@@ -23,9 +32,11 @@ import dataclasses
 import html
 import json
 import math
+import os
+import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.errors import OutputError, UsageError
+from wakelab.errors import EvidenceError, OutputError, UsageError
 from wakelab.evidence.bundle import atomic_write_text
 from wakelab.evidence.model import ArmSamples, Bundle, Interpreter
 from wakelab.analysis.caveats import (
@@ -48,6 +59,7 @@ from wakelab.report.text import (
 )
 
 MATPLOTLIB_HINT = "pip install 'matplotlib>=3.6'"
+PLOTLY_HINT = "pip install 'plotly>=5.15'"
 # Structured values (a list, a dict) longer than this are cut in tables (the bundle keeps them whole).
 MAX_VALUE_CHARS = 400
 STATUS_WORDS = {"ok": "ok", "skipped": "skipped", "failed": "FAILED", "interrupted": "interrupted", "pending": "not run"}
@@ -59,6 +71,7 @@ class RunEvidence:
 
     bundle: Bundle
     samples: Mapping[str, ArmSamples]
+    grid: Optional[str] = None  # the grid folder this run is a cell of
 
     @property
     def source(self) -> str:
@@ -76,7 +89,7 @@ class RunEvidence:
 # --- loading ----------------------------------------------------------------------------
 
 
-def load_run(path: str) -> RunEvidence:
+def load_run(path: str, grid: Optional[str] = None) -> RunEvidence:
     """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples.
 
     Raises :class:`EvidenceError` when the summary or the samples of an arm
@@ -84,7 +97,77 @@ def load_run(path: str) -> RunEvidence:
     """
     bundle = Bundle.load(path, grid_hint="report its cells")
     samples = {arm.name: bundle.latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
-    return RunEvidence(bundle, samples)
+    return RunEvidence(bundle, samples, grid)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportInput:
+    """What a report is made of: the runs, and notes about what was given but could not be shown."""
+
+    runs: List[RunEvidence]
+    notes: List[str]
+
+
+def load_grid(folder: str) -> ReportInput:
+    """The cells of the grid in ``folder`` (matrix.json and cells/) that hold evidence, in the matrix's order.
+
+    A cell not run yet (no summary.json) is left out with a note; a cell
+    whose folder lies outside the grid is refused (:class:`EvidenceError`).
+    """
+    from wakelab.evidence.load import load_matrix
+
+    matrix = load_matrix(folder)
+    root = os.path.realpath(folder)
+    runs: List[RunEvidence] = []
+    pending: List[str] = []
+    for cell in _list(matrix.get("cells")):
+        cell = _dict(cell)
+        relative = str(cell.get("folder") or "")
+        target = os.path.realpath(os.path.join(folder, relative))
+        if not relative or os.path.isabs(relative) or os.path.commonpath([root, target]) != root or target == root:
+            raise EvidenceError("%s: cell %s names a folder outside the grid (%s)" % (
+                os.path.join(folder, "matrix.json"), cell.get("label"), relative))
+        if not os.path.lexists(os.path.join(target, "summary.json")):
+            pending.append(str(cell.get("label")))
+            continue
+        runs.append(load_run(os.path.join(folder, relative), grid=folder))
+    if not runs:
+        raise EvidenceError("%s is a grid none of whose cells has evidence yet" % folder)
+    notes = ["%s: %d cell%s not run yet (%s)." % (folder, len(pending), "" if len(pending) == 1 else "s", ", ".join(pending))] if pending else []
+    return ReportInput(runs, notes)
+
+
+def load_runs(paths: Sequence[str]) -> ReportInput:
+    """Every run named by ``paths``: a bundle (its folder or summary.json) or a grid folder (its cells)."""
+    from wakelab.evidence.load import is_grid_folder
+
+    runs: List[RunEvidence] = []
+    notes: List[str] = []
+    for path in paths:
+        if is_grid_folder(path):
+            loaded = load_grid(path)
+            runs.extend(loaded.runs)
+            notes.extend(loaded.notes)
+        else:
+            runs.append(load_run(path))
+    return ReportInput(runs, notes)
+
+
+def version_key(version: str) -> Tuple[int, ...]:
+    """``3.10.4`` as (3, 10, 4), so that 3.9 sorts before 3.10 (``3.13.0rc1`` as (3, 13, 0))."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def order_runs(runs: Sequence[RunEvidence]) -> List[RunEvidence]:
+    """Runs by machine (when there are several), then interpreter version; otherwise as given."""
+    hosts = {r.bundle.hostname for r in runs}
+
+    def key(run: RunEvidence) -> Tuple[Any, ...]:
+        interp = run.bundle.interpreter
+        return (run.bundle.hostname if len(hosts) > 1 else "", version_key(interp.version), interp.implementation,
+                interp.free_threaded_build)
+
+    return sorted(runs, key=key)
 
 
 # --- small helpers ----------------------------------------------------------------------
@@ -371,12 +454,124 @@ def _kv_html(mapping: object) -> str:
     return "; ".join("%s: <code>%s</code>" % (esc(k), esc(v)) for k, v in _pairs(mapping))
 
 
+def readable(value: object) -> str:
+    """A structured value from the evidence in words, never JSON: ``yes``/``no``, lists joined, dicts as ``key value``."""
+    if value is None:
+        return "not reported"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "%g" % value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable(v) for v in value) if value else "none"
+    if isinstance(value, dict):
+        return "; ".join("%s %s" % (k, readable(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+    text = str(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def _idle_words(system: Mapping[str, Any], conditions: Mapping[str, Any]) -> str:
+    """The CPU idle set-up in words: driver, governor, each state's exit latency, and the idle hold."""
+    parts = []
+    if system.get("cpuidle_driver") or system.get("cpuidle_governor"):
+        parts.append("cpuidle driver <b>%s</b>, governor %s" % (esc(readable(system.get("cpuidle_driver"))),
+                                                                 esc(readable(system.get("cpuidle_governor")))))
+    states = [s for s in _list(system.get("idle_states")) if isinstance(s, dict)]
+    if states:
+        words = []
+        for state in states:
+            text = "%s (exit %s µs%s)" % (esc(readable(state.get("name"))), esc(readable(state.get("exit_latency_us"))),
+                                          ", disabled" if state.get("disabled") else "")
+            words.append(text)
+        disabled = sum(1 for st in states if st.get("disabled"))
+        parts.append("idle states %s; %s" % (", ".join(words), "none disabled" if not disabled else "%d disabled" % disabled))
+    if conditions.get("idle_hold"):
+        parts.append("<b>/dev/cpu_dma_latency held at 0</b> (idle CPUs kept shallow)" if conditions.get("applied_idle_hold", True)
+                     else '<span class="warn">idle hold requested but not applied</span>')
+    else:
+        parts.append("no low-latency idle request held (deep idle states allowed)")
+    return "; ".join(parts)
+
+
+def _system_words(system: Mapping[str, Any]) -> str:
+    parts = []
+    if system.get("clocksource"):
+        parts.append("clocksource <b>%s</b>" % esc(readable(system["clocksource"])))
+    if "cpufreq_governor" in system:
+        parts.append("frequency governor %s" % esc(readable(system.get("cpufreq_governor"))))
+    smt = system.get("smt_active")
+    if smt is not None:
+        parts.append("SMT %s" % ("on" if str(smt) in ("1", "True", "true") else "off"))
+    if "isolated_cpus" in system:
+        parts.append("isolated CPUs: %s" % esc(system.get("isolated_cpus") or "none"))
+    if "nohz_full" in system:
+        parts.append("nohz_full: %s" % esc(system.get("nohz_full") or "not set"))
+    load = _list(system.get("load_average"))
+    if len(load) == 3:
+        parts.append("load average %s (1, 5, 15 min)" % esc(" / ".join(readable(v) for v in load)))
+    if system.get("hypervisor"):
+        parts.append("<b>under a hypervisor</b> (its idle and wake-up behaviour is in every figure)")
+    known = {"clocksource", "cpufreq_governor", "smt_active", "isolated_cpus", "nohz_full", "load_average", "hypervisor",
+             "idle_states", "cpuidle_driver", "cpuidle_governor"}
+    for key in sorted(k for k in system if k not in known):
+        parts.append("%s: %s" % (esc(key.replace("_", " ")), esc(readable(system[key]))))
+    return "; ".join(parts)
+
+
+def _placement_words(params: Mapping[str, Any], conditions: Mapping[str, Any]) -> str:
+    placement = params.get("placement") or "any"
+    if placement == "any":
+        where = "unpinned (the scheduler chose the CPUs)"
+    elif placement == "same":
+        where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.get("notifier_cpu"))
+    else:
+        where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.get("notifier_cpu")), esc(params.get("waiter_cpu")))
+    load = []
+    if conditions.get("cpu_threads"):
+        load.append("%s busy Python thread(s) beside the waiter" % esc(conditions["cpu_threads"]))
+    if conditions.get("cpu_procs"):
+        load.append("%s busy process(es)" % esc(conditions["cpu_procs"]))
+    if conditions.get("switch_interval_s") is not None:
+        load.append("switch interval set to %s s" % esc(conditions["switch_interval_s"]))
+    return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
+
+
+def _execution_words(summary: Mapping[str, Any]) -> str:
+    execution = _dict(summary.get("execution"))
+    if not execution:
+        return ""
+    if execution.get("mode") == "in-process":
+        text = "in the runner's own process"
+    else:
+        workers = execution.get("workers")
+        text = "%s fresh worker process%s per arm, wakes split between them and pooled" % (esc(workers), "" if workers == 1 else "es")
+    if execution.get("python"):
+        text += " · <code>%s</code>" % esc(execution["python"])
+    return text
+
+
+def _timing_words(params: Mapping[str, Any]) -> str:
+    if params.get("mode") == "open":
+        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % esc(params.get("interval_us"))
+    else:
+        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % esc(params.get("settle_us"))
+    return (
+        "%s; %s counted wakes per latency arm after %s warm-up wakes; rate arms: %s rounds of %s calls after %s warm-up round(s); "
+        "every wait times out after %s s (a lost wake)%s"
+        % (timing, esc(params.get("n")), esc(params.get("warmup")), esc(params.get("rounds")), esc(format_rate(params.get("install_n"))),
+           esc(params.get("warmup_rounds")), esc(params.get("timeout_s")),
+           ('; <span class="warn">planted delay %s µs</span> (self-test)' % esc(params["planted_delay_us"])) if params.get("planted_delay_us") else "")
+    )
+
+
 def render_honesty(summary: Mapping[str, Any]) -> str:
-    """When, on what, how: the facts a reader needs before quoting a figure."""
+    """When, on what, how: the facts a reader needs before quoting a figure, in words (no raw JSON)."""
     interp = _dict(summary.get("interpreter"))
     machine = _dict(summary.get("machine"))
     params = _dict(summary.get("parameters"))
     timer = _dict(summary.get("timer"))
+    system = _dict(summary.get("system"))
+    conditions = _dict(summary.get("conditions"))
     gil = interp.get("gil_enabled")
     gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil)) if isinstance(gil, (bool, type(None))) else str(gil)
     rows: List[Tuple[str, str]] = [
@@ -393,30 +588,29 @@ def render_honesty(summary: Mapping[str, Any]) -> str:
         ),
         (
             "Machine",
-            "%s %s %s, %s, %s CPUs (allowed: %s)%s"
+            "%s%s %s %s, %s, %s CPUs (allowed: %s)"
             % (
+                ("host <b>%s</b>: " % esc(machine["hostname"])) if machine.get("hostname") else "",
                 esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("architecture")),
-                esc(machine.get("cpu_model")), esc(machine.get("cpu_count")), esc(_plain(machine.get("cpus_allowed"))),
-                (", host <code>%s</code>" % esc(machine["hostname"])) if machine.get("hostname") else "",
+                esc(machine.get("cpu_model")), esc(machine.get("cpu_count")), esc(readable(machine.get("cpus_allowed"))),
             ),
         ),
     ]
     if timer:
-        rows.append((
-            "Timer",
-            "%s (%s); back-to-back floor <b>%s ns</b> median, %s ns min"
-            % (esc(timer.get("clock")), esc(timer.get("implementation")), esc(timer.get("floor_p50_ns")), esc(timer.get("floor_min_ns"))),
-        ))
-    rows.append((
-        "Waits",
-        "blocked waiters settle %s µs before each notify; %s warm-up wakes discarded per latency arm and %s warm-up "
-        "round(s) per rate arm; every wait times out after %s s (a lost wake)"
-        % (esc(params.get("settle_us")), esc(params.get("warmup")), esc(params.get("warmup_rounds")), esc(params.get("timeout_s"))),
-    ))
-    rows.append(("Parameters", _kv_html(params)))
-    for key, label in (("execution", "Execution"), ("conditions", "Conditions"), ("system", "System")):
-        if summary.get(key):
-            rows.append((label, _kv_html(summary.get(key))))
+        text = "%s (%s); back-to-back floor <b>%s ns</b> median, %s ns min: no figure below it means anything" % (
+            esc(timer.get("clock")), esc(timer.get("implementation")), esc(timer.get("floor_p50_ns")), esc(timer.get("floor_min_ns")))
+        harness = _dict(timer.get("harness"))
+        if harness:
+            text += "; harness bookkeeping %s ns per sample against %s ns for a bare pair (%s×)" % (
+                esc(harness.get("per_sample_ns")), esc(harness.get("bare_pair_ns")), esc(harness.get("overhead_ratio")))
+        rows.append(("Clock", text))
+    rows.append(("Execution", _execution_words(summary)))
+    rows.append(("Timing", _timing_words(params)))
+    rows.append(("Placement", _placement_words(params, conditions)))
+    if system or conditions:
+        rows.append(("CPU idle", _idle_words(system, conditions)))
+    if system:
+        rows.append(("System", _system_words(system)))
     latency_arms = [a for a in _arms(summary) if a.get("kind") == "latency"]
     if len({str(a.get("waiter")) for a in latency_arms}) > 1:
         states: Dict[str, List[str]] = {}
@@ -440,7 +634,14 @@ def render_honesty(summary: Mapping[str, Any]) -> str:
     command = _list(summary.get("command"))
     if command:
         rows.append(("Command", "<code>%s</code>" % esc(" ".join(str(c) for c in command))))
-    return _dl(rows)
+    recorded = "".join(
+        "<dt>%s</dt><dd>%s</dd>" % (esc(section), esc(readable(summary.get(section))))
+        for section in ("parameters", "conditions", "execution", "system") if summary.get(section)
+    )
+    out = _dl(rows)
+    if recorded:
+        out += '<details class="recorded"><summary>Every recorded setting</summary><dl class="facts">%s</dl></details>' % recorded
+    return out
 
 
 def render_caveats(summary: Mapping[str, Any]) -> str:
@@ -484,19 +685,6 @@ def render_details(summary: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def native_pairs(summary: Mapping[str, Any]) -> List[Any]:
-    """Python latency arms measured beside their native counterpart in this run."""
-    from wakelab.report.plots import NativePair
-
-    pairs = []
-    for ratio in native_ratios(summary).values():
-        if ratio.kind == "latency":
-            # The plot labels each bar "<arm> vs <native>": a nearest floor says so in that label.
-            native = ratio.native if ratio.interpreter_share else "%s (%s)" % (ratio.native, NEAREST_FLOOR)
-            pairs.append(NativePair(ratio.arm, native, ratio.python_value, ratio.native_value))
-    return pairs
-
-
 # --- several runs -----------------------------------------------------------------------
 
 _DIFF_SECTIONS = ("interpreter", "conditions", "execution", "parameters", "machine")
@@ -531,6 +719,9 @@ class RunLabel:
 # Conditions named in a run's label, at most; the table "What differs" has them all.
 MAX_LABEL_CONDITIONS = 3
 MAX_SHORT_LABEL_CHARS = 32
+MAX_HOST_CHARS = 24
+# Besides conditions, the fields a run's label names when they tell the runs apart (a grid's placements, settle times).
+LABEL_FIELDS = ("parameters.placement", "parameters.settle_us", "parameters.mode", "execution.mode", "execution.workers")
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -541,14 +732,18 @@ def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     """``#1 CPython 3.11.7``, and in full with the conditions that tell the runs apart."""
     from wakelab.report.plots import PALETTE
 
-    differing = [k for k in differing_fields(runs) if k.startswith("conditions.") or k in ("execution.mode", "execution.workers")]
+    differing = [k for k in differing_fields(runs) if k.startswith("conditions.") or k in LABEL_FIELDS]
     # A condition as requested says what the run was meant to be; its applied_ twin is in the table.
     requested = [k for k in differing if not k.split(".", 1)[1].startswith("applied_")] or differing
     shown = requested[:MAX_LABEL_CONDITIONS]
     labels = []
+    fleet = len({r.bundle.hostname for r in runs}) > 1
     for i, run in enumerate(runs, 1):
         flat = _flat(run.summary)
         short = "#%d %s" % (i, _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
+        if fleet:
+            short = "#%d %s · %s" % (i, _truncate(run.bundle.hostname or "?", MAX_HOST_CHARS),
+                                     _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
         extra = ", ".join("%s=%s" % (k.split(".", 1)[1], flat.get(k, DASH)) for k in shown)
         if len(requested) > len(shown):
             extra += ", …"
@@ -561,22 +756,51 @@ def _swatch(label: RunLabel) -> str:
 
 
 def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
+    """One row per run (grouped by machine when they come from several: a fleet)."""
+    fleet = len({r.bundle.hostname for r in runs}) > 1
     rows = []
+    host: Optional[str] = None
     for run, label in zip(runs, labels):
         s = run.summary
+        if fleet and run.bundle.hostname != host:
+            host = run.bundle.hostname
+            machine = _dict(s.get("machine"))
+            rows.append('<tr class="family"><th colspan="5">machine %s <span class="muted">%s %s, %s, %s CPUs</span></th></tr>' % (
+                esc(host or "?"), esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("cpu_model")), esc(machine.get("cpu_count"))))
         state, css = _run_state(s)
         rows.append(
-            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
+            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td><td>%s</td></tr>'
             % (
                 _swatch(label), esc(label.full), esc(run.source), esc(_dict(s.get("lab")).get("id")), esc(s.get("started_utc")),
-                esc(_dict(s.get("machine")).get("hostname")), _kv_html(s.get("conditions")) or '<span class="muted">-</span>',
+                _conditions_words(s),
                 '<span class="badge %s">%s</span>' % (css, esc(state)),
             )
         )
     return (
-        '<div class="table-wrap"><table class="runs"><thead><tr><th>run</th><th>evidence</th><th>lab</th><th>started (UTC)</th>'
-        "<th>host</th><th>conditions</th><th>state</th></tr></thead><tbody>%s</tbody></table></div>" % "".join(rows)
+        '<div class="table-wrap"><table class="runs"><thead><tr><th>run</th><th>evidence</th><th>lab, started (UTC)</th>'
+        "<th>conditions</th><th>state</th></tr></thead><tbody>%s</tbody></table></div>" % "".join(rows)
     )
+
+
+def _conditions_words(summary: Mapping[str, Any]) -> str:
+    """Placement and load of a run in a few words (escaped)."""
+    params = _dict(summary.get("parameters"))
+    conditions = _dict(summary.get("conditions"))
+    words = ["placement %s" % esc(params.get("placement") or "any")]
+    if params.get("settle_us") is not None:
+        words.append("settle %s µs" % esc(params["settle_us"]))
+    for key, text in (("cpu_threads", "busy threads"), ("cpu_procs", "busy processes")):
+        if conditions.get(key):
+            words.append("%s %s" % (esc(conditions[key]), text))
+    if conditions.get("idle_hold"):
+        words.append("idle hold")
+    if conditions.get("switch_interval_s") is not None:
+        words.append("switch interval %s s" % esc(conditions["switch_interval_s"]))
+    return ", ".join(words)
+
+
+# Parameters that are conditions a grid sweeps (where the two sides ran, the settle time, the loop), not a change of method.
+CONDITION_PARAMETERS = ("placement", "notifier_cpu", "waiter_cpu", "settle_us", "mode", "interval_us")
 
 
 def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
@@ -584,20 +808,23 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
     notes = []
     if any(f.startswith("machine.hostname") or f.startswith("machine.cpu_model") for f in fields):
         notes.append("These runs come from different machines: a difference may be the machine, not the interpreter or the conditions.")
-    if any(f.startswith("parameters.") for f in fields):
+    if any(f.startswith("parameters.") and f.split(".", 1)[1] not in CONDITION_PARAMETERS for f in fields):
         notes.append("The runs used different parameters (see below): compare with care.")
     if "lab" in fields:
         notes.append("The runs are of different labs; only arms present in both are compared.")
     if not fields:
         return '<p class="muted">Nothing recorded differs between these runs except the date: they repeat one experiment.</p>'
     flats = [_flat(r.summary) for r in runs]
-    head = "".join("<th>%s</th>" % esc(label.short) for label in labels)
-    rows = "".join(
-        '<tr><th scope="row"><code>%s</code></th>%s</tr>' % (esc(f), "".join("<td>%s</td>" % esc(fl.get(f, DASH)) for fl in flats))
-        for f in fields
-    )
-    return "%s<div class=\"table-wrap\"><table class=\"diff\"><caption>What differs between the runs</caption><thead><tr><th>field</th>%s</tr></thead>" \
-        "<tbody>%s</tbody></table></div>" % ("".join('<p class="note">%s</p>' % esc(n) for n in notes), head, rows)
+    tables = []
+    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
+        head = "".join("<th>%s</th>" % esc(labels[i].short) for i in chunk)
+        rows = "".join(
+            '<tr><th scope="row"><code>%s</code></th>%s</tr>' % (esc(f), "".join("<td>%s</td>" % esc(flats[i].get(f, DASH)) for i in chunk))
+            for f in fields
+        )
+        tables.append("<div class=\"table-wrap\"><table class=\"diff\"><caption>What differs between the runs</caption><thead><tr><th>field</th>%s</tr></thead>"
+                      "<tbody>%s</tbody></table></div>" % (head, rows))
+    return "".join('<p class="note">%s</p>' % esc(n) for n in notes) + "".join(tables)
 
 
 def _arm_order(runs: Sequence[RunEvidence], kind: Optional[str] = "latency") -> List[str]:
@@ -609,39 +836,46 @@ def _arm_order(runs: Sequence[RunEvidence], kind: Optional[str] = "latency") -> 
     return names
 
 
+# Runs side by side in one table, at most: more are split into tables of this many, so none scrolls sideways.
+MAX_RUNS_PER_TABLE = 6
+
+
+def _chunks(count: int, size: int) -> List[range]:
+    return [range(i, min(i + size, count)) for i in range(0, count, size)]
+
+
 def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
+    """p50 / p99 of each arm per run (µs), each with its p50 over run #1's, in tables that fit a laptop's width."""
     names = _arm_order(runs)
     maps = [_by_name(r.summary) for r in runs]
-    head = "".join(
-        '<th colspan="%d" title="%s">%s%s</th>' % (2 if i == 0 else 3, esc(label.full), _swatch(label), esc(label.short))
-        for i, label in enumerate(labels)
-    )
-    sub = "".join("<th>p50</th><th>p99</th>" + ("<th>p50 vs #1</th>" if i else "") for i in range(len(runs)))
-    rows = []
-    for name in names:
-        cells = []
-        base = _p50(maps[0].get(name))
-        for i, m in enumerate(maps):
-            entry = m.get(name)
-            width = 2 if i == 0 else 3
-            if entry is None:
-                cells.append('<td class="muted" colspan="%d">not in this run</td>' % width)
-                continue
-            if _p50(entry) is None:
-                cells.append('<td class="muted" colspan="%d">%s</td>' % (width, esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))))
-                continue
-            lat = _latency(entry)
-            cells.append('<td class="num"><b>%s</b></td><td class="num">%s</td>' % (esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns")))))
-            if i:
-                ratio = lat["p50_ns"] / base if base else None
+    tables = []
+    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
+        head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
+        rows = []
+        for name in names:
+            cells = []
+            base = _p50(maps[0].get(name))
+            for i in chunk:
+                entry = maps[i].get(name)
+                if entry is None:
+                    cells.append('<td class="muted">not in this run</td>')
+                    continue
+                if _p50(entry) is None:
+                    cells.append('<td class="muted">%s</td>' % esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status"))))
+                    continue
+                lat = _latency(entry)
+                ratio = lat["p50_ns"] / base if base and i else None
                 css = "" if ratio is None else ("slower" if ratio > 1.1 else "faster" if ratio < 1 / 1.1 else "")
-                cells.append('<td class="num %s">%s</td>' % (css, esc(format_ratio(ratio))))
-        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
-    return (
-        '<div class="table-wrap"><table class="compare"><caption>p50 and p99 per run, µs; the ratio is each run\'s p50 over run #1\'s '
-        "(above 1: slower than #1)</caption><thead><tr><th rowspan=\"2\">arm</th>%s</tr><tr>%s</tr></thead><tbody>%s</tbody></table></div>"
-        % (head, sub, "".join(rows))
-    )
+                cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
+                    esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))),
+                    ('<br><span class="ratio %s">%s</span>' % (css, esc(format_ratio(ratio)))) if ratio is not None else ""))
+            rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
+        tables.append(
+            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, each run\'s p50 over run #1\'s '
+            "(p50 vs #1; above 1: slower than #1)</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
+            % (head, "".join(rows))
+        )
+    return "".join(tables)
 
 
 def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
@@ -650,25 +884,29 @@ def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabe
     if not names:
         return ""
     maps = [_by_name(r.summary) for r in runs]
-    head = "".join('<th title="%s">%s%s</th>' % (esc(label.full), _swatch(label), esc(label.short)) for label in labels)
-    rows = []
-    for name in names:
-        rates = [_dict(m.get(name, {}).get("rate")).get("ops_per_s") if m.get(name, {}).get("status") == "ok" else None for m in maps]
-        cells = []
-        for i, rate in enumerate(rates):
-            if rate is None:
-                entry = maps[i].get(name)
-                cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))))
-                continue
-            text = "<b>%s</b>" % esc(format_rate(rate))
-            if i and rates[0]:
-                text += ' <span class="muted">(%s of #1)</span>' % esc(format_ratio(rate / rates[0]))
-            cells.append('<td class="num">%s</td>' % text)
-        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
-    return (
-        '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median ops/s per run (higher is faster)</caption>'
-        "<thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows))
-    )
+    tables = []
+    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
+        head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
+        rows = []
+        for name in names:
+            rates = [_dict(m.get(name, {}).get("rate")).get("ops_per_s") if m.get(name, {}).get("status") == "ok" else None for m in maps]
+            cells = []
+            for i in chunk:
+                rate = rates[i]
+                if rate is None:
+                    entry = maps[i].get(name)
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))))
+                    continue
+                text = "<b>%s</b>" % esc(format_rate(rate))
+                if i and rates[0]:
+                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate / rates[0]))
+                cells.append('<td class="num">%s</td>' % text)
+            rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
+        tables.append(
+            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median ops/s per run (higher is faster)</caption>'
+            "<thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows))
+        )
+    return "".join(tables)
 
 
 # --- distributions ----------------------------------------------------------------------
@@ -736,17 +974,31 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
             if series
             else '<p class="muted noplot">No samples to plot.</p>'
         )
+        headline = _headline(entries)
         cards.append(
-            '<article class="arm" id="arm-%s"><h3>%s %s %s %s</h3><ul class="figs">%s</ul>%s</article>'
+            '<details class="arm" id="arm-%s"><summary><b>%s</b> %s %s %s <span class="muted">%s</span></summary>'
+            '<ul class="figs">%s</ul>%s</details>'
             % (
-                esc(_slug(name)), esc(name), _badge(first.get("family"), "fam"),
+                esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(str(first.get("family")), first.get("family")), "fam"),
                 _badge(first.get("waiter"), "w-" + str(first.get("waiter"))), _badge(first.get("scope"), "scope"),
-                "".join(facts), figure,
+                headline, "".join(facts), figure,
             )
         )
     if not cards:
         return '<p class="muted">No latency arms.</p>'
     return '<div class="arms">%s</div>' % "".join(cards)
+
+
+def _headline(entries: Sequence[Optional[Mapping[str, Any]]]) -> str:
+    """The figures a folded arm shows: p50 and p99 of the first run that measured it (escaped)."""
+    for entry in entries:
+        if entry is not None and _p50(entry) is not None:
+            lat = _latency(entry)
+            return "p50 %s · p99 %s" % (esc(format_ns(lat.get("p50_ns"))), esc(format_ns(lat.get("p99_ns"))) if lat.get("p99_ns") is not None else DASH)
+    for entry in entries:
+        if entry is not None:
+            return esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))
+    return ""
 
 
 # --- the page ---------------------------------------------------------------------------
@@ -811,31 +1063,63 @@ ul.caveats{padding-left:1.2em}
 ul.caveats li{margin:4px 0}
 details{margin:8px 0;border:1px solid var(--line);border-radius:6px;padding:6px 12px}
 details summary{cursor:pointer;font-weight:600}
-.arms{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}
-article.arm{border:1px solid var(--line);border-radius:8px;padding:10px 14px 8px;background:#fff;min-width:0}
-article.arm h3{margin:0 0 4px;font-size:1rem}
-ul.figs{list-style:none;margin:0 0 4px;padding:0;font-size:.85rem;color:#39434d}
+.arms{display:block}
+details.arm{border-radius:6px;padding:4px 12px;margin:4px 0}
+details.arm[open]{padding-bottom:10px}
+details.arm summary{font-weight:400}
+ul.figs{list-style:none;margin:6px 0 4px;padding:0;font-size:.85rem;color:#39434d}
+.plot{max-width:820px}
 .plot svg{display:block;width:100%;height:auto}
 .plot.wide{max-width:920px}
+.chart{width:100%;margin:4px 0 14px}
+.controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:8px 0 2px;font-size:.84rem}
+.controls .sep{margin-left:14px}
+.controls button{font:inherit;border:1px solid #c9d0d7;background:#fff;color:var(--fg);border-radius:999px;padding:1px 10px;cursor:pointer}
+.controls button.sort[aria-pressed=true]{background:var(--accent);border-color:var(--accent);color:#fff}
+.controls button.family[aria-pressed=false]{opacity:.5;text-decoration:line-through}
+.controls button:focus-visible{outline:2px solid var(--accent);outline-offset:1px}
+ul.guidance{padding-left:1.2em;margin:6px 0}
+ul.guidance li{margin:5px 0}
+.badge.topic{background:#e8eef6;color:#20466e}
+.cites{font-size:.8rem}
+.cite{display:inline-block;margin-right:6px;color:var(--muted);text-decoration:none;border-bottom:1px dotted #aab4be}
+.ratio{font-size:.8rem;color:var(--muted)}
+.ratio.slower{color:var(--bad)} .ratio.faster{color:var(--good)}
+details.run{border:0;border-top:1px solid var(--line);border-radius:0;padding:8px 0;margin:18px 0 0}
+details.run>summary h2{display:inline;border:0;margin:0;padding:0}
+table.runs td,table.diff td,table.defs td{overflow-wrap:anywhere}
+table.runs code,table.diff code{word-break:break-all}
 .noplot{margin:8px 0}
 section.run{margin-top:8px}
 footer{margin-top:48px;color:var(--muted);font-size:.82rem;border-top:1px solid var(--line);padding-top:10px}
 @media (max-width:700px){main{padding:16px}.arms{grid-template-columns:1fr}dl.facts{grid-template-columns:1fr}}
-@media print{thead th{position:static}.arms{display:block}article.arm{break-inside:avoid;margin-bottom:12px}}
+@media print{thead th{position:static}details.arm{break-inside:avoid;margin-bottom:12px}.controls{display:none}}
 """
 
+# A page without charts runs no script at all; one with charts allows exactly its own two, by hash.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
-def _page(title: str, body: str) -> str:
+def page_csp(script_hashes: Sequence[str]) -> str:
+    """The Content-Security-Policy of a page whose only scripts are those with ``script_hashes``."""
+    if not script_hashes:
+        return CSP
+    return "default-src 'none'; script-src %s; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; " \
+        "form-action 'none'" % " ".join(script_hashes)
+
+
+def _page(title: str, body: str, scripts: Sequence[str] = ()) -> str:
+    from wakelab.report.interactive import script_hash
+
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta http-equiv="Content-Security-Policy" content="%s">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="wakelab">'
         '<link rel="icon" href="data:,">'
-        "<title>%s</title><style>%s</style></head>\n<body><main>%s</main></body></html>\n"
-        % (CSP, esc(title), CSS.strip(), body)
+        "<title>%s</title><style>%s</style></head>\n<body><main>%s</main>%s</body></html>\n"
+        % (page_csp([script_hash(js) for js in scripts]), esc(title), CSS.strip(), body,
+           "".join("<script>%s</script>" % js for js in scripts))
     )
 
 
@@ -844,69 +1128,253 @@ def _section(anchor: str, title: str, body: str, toc: List[Tuple[str, str]]) -> 
     return '<section id="%s"><h2>%s</h2>%s</section>' % (esc(anchor), esc(title), body)
 
 
-def _run_sections(run: RunEvidence, label: Optional[RunLabel], anchor: str, plots_: _Plots, toc: List[Tuple[str, str]]) -> str:
-    s = run.summary
-    parts = [
-        "<h3>Verdict (from this run's figures)</h3>" if label else "",
-        render_verdict(s),
-    ]
-    pairs = native_pairs(s)
-    body_lead = render_lead_table(s)
-    body_native = ""
-    if pairs:
-        from wakelab.report.plots import plot_native_pairs
+class _Charts:
+    """The interactive charts of one page, each with its own element id."""
 
-        body_native = (
-            '<p class="muted">Each Python arm\'s p50 beside the p50 of its C floor, measured in this run. Where the C '
-            'experiment is the same (same scope, waiter state and t1) the gap is the interpreter\'s share of the wake; '
-            'a floor marked "nearest floor" is only the closest C experiment, and its gap is not.</p><div class="plot wide">%s</div>'
-            % plot_native_pairs(pairs, id_prefix=plots_.prefix())
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next_id(self) -> str:
+        self.count += 1
+        return "chart-%d" % self.count
+
+
+# --- guidance (computed by the analysis layer, laid out here) ---------------------------------
+
+
+def guidance_of(run: RunEvidence) -> Optional[Any]:
+    """:func:`wakelab.analysis.guidance.guidance_for` of the run (a ``Guidance``), or None where that module is absent.
+
+    The analysis layer computes the advice (a headline, and items each with a
+    topic, a text and the figures it cites); this renderer only lays it out.
+    Imported lazily, so that a wakelab without the module still writes reports.
+    """
+    try:
+        from wakelab.analysis.guidance import guidance_for
+    except ImportError as exc:
+        if exc.name not in ("wakelab.analysis.guidance", "wakelab.analysis"):
+            raise
+        return None
+    return guidance_for(run.bundle)
+
+
+def render_guidance(run: RunEvidence) -> str:
+    """The GUIDANCE section's body (escaped HTML): the headline, then each claim with the figures it cites."""
+    found = guidance_of(run)
+    if found is None or (not found.headline and not found.items):
+        return ""
+    # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.
+    cards = {str(a.get("name")) for a in _arms(run.summary) if a.get("kind") == "latency"}
+    items = []
+    for advice in found.items:
+        cites = "".join(
+            ('<a class="cite" href="#arm-%s">%%s</a>' % esc(_slug(cite.arm)) if cite.arm in cards else '<span class="cite">%s</span>')
+            % ("%s %s %s" % (esc(cite.arm), esc(cite.figure.replace("per_call", "per call")), esc(format_ns(cite.value_ns))))
+            for cite in advice.cites
         )
-    if label is None:
-        out = [
-            _section("verdict", "Verdict", "".join(parts), toc),
-            _section("lead-table", "Lead table", body_lead, toc),
-            _section("honesty", "Lab honesty", render_honesty(s), toc),
-            _section("caveats", "Caveats", render_caveats(s), toc),
-        ]
-        if body_native:
-            out.append(_section("native", "Python vs native (C)", body_native, toc))
-        return "".join(out)
+        items.append('<li><span class="badge topic">%s</span> %s%s</li>' % (
+            esc(advice.topic), esc(advice.text), (' <span class="cites">%s</span>' % cites) if cites else ""))
+    return '<p class="answer">%s</p><ul class="guidance">%s</ul>' % (esc(found.headline), "".join(items))
+
+
+# --- the charts ----------------------------------------------------------------------------
+
+
+def _family_order(runs: Sequence[RunEvidence]) -> List[str]:
+    families: List[str] = []
+    for run in runs:
+        for a in _arms(run.summary):
+            if str(a.get("family")) not in families:
+                families.append(str(a.get("family")))
+    return families
+
+
+def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:
+    from wakelab.report.interactive import ArmPoint, Floor
+
+    points = []
+    for index, run in enumerate(runs):
+        ratios = native_ratios(run.summary)
+        by_name = _by_name(run.summary)
+        for a in _arms(run.summary):
+            if a.get("kind") != "latency" or _p50(a) is None:
+                continue
+            lat = _latency(a)
+            ratio = ratios.get(str(a.get("name")))
+            floor = None
+            if ratio is not None and ratio.kind == "latency" and _p50(by_name.get(ratio.native)) is not None:
+                floor = Floor(ratio.native, ratio.native_value, ratio.ratio, ratio.interpreter_share)
+            points.append(ArmPoint(
+                run=index, arm=str(a.get("name")), family=str(a.get("family")),
+                family_title=FAMILY_TITLES.get(str(a.get("family")), str(a.get("family"))),
+                waiter=str(a.get("waiter")), scope=str(a.get("scope")), n=int(lat.get("n") or 0), lost=int(lat.get("lost") or 0),
+                p50_ns=float(lat["p50_ns"]), p90_ns=lat.get("p90_ns"), p99_ns=lat.get("p99_ns"), p99_9_ns=lat.get("p99_9_ns"),
+                max_ns=lat.get("max_ns"), floor=floor,
+            ))
+    return points
+
+
+def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+    """The chart that compares at a glance: every latency arm of every run on one log axis, with its buttons."""
+    from wakelab.report.interactive import Series, chart_html, overview_chart, sort_controls
+
+    points = _latency_points(runs)
+    if not points:
+        return '<p class="muted">No latency arm produced figures.</p>'
+    families = _family_order(runs)
+    chart = overview_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels], families)
+    shown = [f for f in families if any(p.family == f for p in points)]
+    controls = sort_controls(chart.chart_id, [(f, FAMILY_TITLES.get(f, f)) for f in shown])
+    several = len(runs) > 1
+    intro = (
+        "Every latency arm on one shared log axis: the dot is its p50, the bar spans p90 to p99, and the open diamond "
+        "is the p50 of its C floor in the same run (grey where it is only the nearest floor, not the same experiment). "
+        "Hover a dot for the figures; sort the rows, or hide a family, with the buttons; %s."
+        % ("each run has its colour, and clicking a run in the legend hides it" if several
+           else "clicking a family in the legend hides its dots")
+    )
+    return '<p class="muted">%s</p>%s%s' % (esc(intro), controls, chart_html(chart))
+
+
+def render_rate_chart(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+    from wakelab.report.interactive import RatePoint, Series, chart_html, rate_chart
+
+    points = []
+    for index, run in enumerate(runs):
+        for a in _arms(run.summary):
+            rate = _dict(a.get("rate"))
+            if a.get("kind") != "rate" or a.get("status") != "ok" or not rate.get("ops_per_s"):
+                continue
+            points.append(RatePoint(
+                run=index, arm=str(a.get("name")), ops_per_s=float(rate["ops_per_s"]),
+                min_ops_per_s=float(rate.get("min_ops_per_s") or rate["ops_per_s"]),
+                max_ops_per_s=float(rate.get("max_ops_per_s") or rate["ops_per_s"]),
+                baseline_ops_per_s=float(rate.get("baseline_ops_per_s") or 0.0), net_ns_per_op=rate.get("net_ns_per_op"),
+                rounds=int(rate.get("rounds") or 0), n_per_round=int(rate.get("n_per_round") or 0),
+            ))
+    if not points:
+        return ""
+    chart = rate_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels])
+    return '<h3>Rate arms</h3><p class="muted">Median operations per second of each rate arm%s (higher is faster); whiskers span the ' \
+        'slowest and the fastest round; hover for the empty-loop baseline.</p>%s' % (
+            ", per run" if len(runs) > 1 else "", chart_html(chart))
+
+
+# Dimensions a set of runs can vary in, as (key, title); the values come from run_dimension.
+DIMENSIONS = (
+    ("machine", "machine"), ("interpreter", "interpreter"), ("placement", "placement"), ("settle_us", "settle time"),
+    ("cpu_threads", "busy threads"), ("cpu_procs", "busy processes"), ("idle_hold", "idle hold"),
+    ("switch_interval_s", "switch interval"), ("mode", "loop"),
+)
+
+
+def run_dimension(run: RunEvidence, key: str) -> str:
+    """The value of dimension ``key`` for ``run``, in words (plain text)."""
+    s = run.summary
+    params = _dict(s.get("parameters"))
+    conditions = _dict(s.get("conditions"))
+    if key == "machine":
+        return run.bundle.hostname or "?"
+    if key == "interpreter":
+        return interpreter_label(s)
+    if key == "placement":
+        return str(params.get("placement") or "any")
+    if key == "settle_us":
+        return "settle %s µs" % params.get("settle_us")
+    if key == "mode":
+        return "%s loop" % (params.get("mode") or "closed")
+    if key == "idle_hold":
+        return "idle hold" if conditions.get("idle_hold") else "no idle hold"
+    if key == "switch_interval_s":
+        value = conditions.get("switch_interval_s")
+        return "switch interval %s s" % value if value is not None else "default switch interval"
+    return "%s %s" % (conditions.get(key) or 0, dict(DIMENSIONS).get(key, key))
+
+
+def varying_dimensions(runs: Sequence[RunEvidence]) -> List[Tuple[str, str]]:
+    return [(key, title) for key, title in DIMENSIONS if len({run_dimension(r, key) for r in runs}) > 1]
+
+
+def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
+    """A heat map of p50 per arm for each dimension the runs vary in (interpreter, placement, machine, ...)."""
+    from wakelab.report.interactive import GridCell, chart_html, grid_chart, label as plot_text
+
+    dims = varying_dimensions(runs)
+    names = [n for n in _arm_order(runs) if any(_p50(_by_name(r.summary).get(n)) is not None for r in runs)]
+    if not dims or not names:
+        return ""
+    out = []
+    for key, title in dims:
+        values = [run_dimension(r, key) for r in runs]
+        first_seen = {v: values.index(v) for v in values}
+        columns = sorted(range(len(runs)), key=lambda i: (first_seen[values[i]], i))
+        others = [k for k, _ in dims if k != key]
+        ticks = []
+        for i in columns:
+            rest = " · ".join(plot_text(run_dimension(runs[i], k)) for k in others)
+            ticks.append("<b>%s</b>%s" % (plot_text(values[i]), ("<br>" + rest) if rest else ""))
+        cells = []
+        for column, i in enumerate(columns):
+            by_name = _by_name(runs[i].summary)
+            for name in names:
+                entry = by_name.get(name)
+                if _p50(entry) is not None and entry is not None:
+                    lat = _latency(entry)
+                    cells.append(GridCell(name, column, float(lat["p50_ns"]), lat.get("p99_ns")))
+        chart = grid_chart(charts.next_id(), "p50 by %s" % title, names, ticks, cells)
+        out.append(chart_html(chart))
+    return ('<h3>Grids</h3><p class="muted">p50 of each arm in each run, one heat map per dimension the runs vary in '
+            "(columns grouped by it); darker is slower, on a log colour scale. Hover a cell for p50 and p99.</p>%s" % "".join(out))
+
+
+def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
+    """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
+    s = run.summary
+    verdict = render_verdict(s)
+    body_lead = render_lead_table(s)
+    guidance = render_guidance(run)
     state, css = _run_state(s)
     toc.append((anchor, label.short))
     return (
-        '<section class="run" id="%s"><h2>%s%s <span class="badge %s">%s</span></h2><p class="meta"><code>%s</code> · %s · %s</p>%s'
-        "<h3>Lead table</h3>%s%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</section>"
+        '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
+        '<p class="meta"><code>%s</code> · %s · %s</p>%s'
+        "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
         % (
             esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(_dict(s.get("lab")).get("title")), esc(s.get("started_utc")),
-            "".join(parts), body_lead, ("<h3>Python vs native (C)</h3>" + body_native) if body_native else "",
+            ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
             render_honesty(s), render_caveats(s), render_details(s),
         )
     )
 
 
-def render_report(runs: Sequence[RunEvidence]) -> str:
-    """The whole HTML page for ``runs`` (one or more loaded bundles)."""
+def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = ()) -> str:
+    """The whole HTML page for ``runs`` (one or more loaded bundles; several are shown in :func:`order_runs` order)."""
     if not runs:
         raise UsageError("give at least one evidence folder")
+    from wakelab.report.interactive import InteractiveUnavailable
     from wakelab.report.plots import PlottingUnavailable
 
     try:
-        return _render(runs)
+        return _render(order_runs(runs) if len(runs) > 1 else list(runs), notes)
     except PlottingUnavailable as exc:
         raise UsageError("the HTML report needs matplotlib and numpy (%s): %s" % (MATPLOTLIB_HINT, exc)) from None
+    except InteractiveUnavailable as exc:
+        raise UsageError("the HTML report needs plotly for its charts (%s): %s" % (PLOTLY_HINT, exc)) from None
 
 
-def _render(runs: Sequence[RunEvidence]) -> str:
+def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
     from wakelab import __version__
-    from wakelab.report.plots import RunFigures, figures_by_arm, plot_run_comparison
+    from wakelab.report.interactive import GLUE_JS, plotly_js
 
     plots_ = _Plots()
+    charts = _Charts()
     toc: List[Tuple[str, str]] = []
     first = runs[0].summary
     lab = _dict(first.get("lab"))
     same_lab = len({str(_dict(r.summary.get("lab")).get("id")) for r in runs}) == 1
     several = len(runs) > 1
+    hosts = sorted({r.bundle.hostname for r in runs})
+    grids = sorted({r.grid for r in runs if r.grid})
     title = str(lab.get("title") or lab.get("id") or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
     header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
     if same_lab and lab.get("question"):
@@ -920,42 +1388,55 @@ def _render(runs: Sequence[RunEvidence]) -> str:
                css, esc(state), esc(runs[0].source))
         )
         labels = [RunLabel(interpreter_label(first), interpreter_label(first), "#0072B2")]
-        body.append(_run_sections(runs[0], None, "run-1", plots_, toc))
+        guidance = render_guidance(runs[0])
+        if guidance:
+            body.append(_section("guidance", "Guidance", guidance, toc))
+        glance = render_overview(runs, labels, charts) + render_rate_chart(runs, labels, charts)
+        body.append(_section("overview", "At a glance", glance, toc))
+        body.append(_section("verdict", "Verdict", render_verdict(first), toc))
+        body.append(_section("lead-table", "Lead table", render_lead_table(first), toc))
+        body.append(_section("honesty", "Lab honesty", render_honesty(first), toc))
+        body.append(_section("caveats", "Caveats", render_caveats(first), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
         details = render_details(first)
         if details:
             body.append(_section("details", "Definitions, methodology, reproduce", details, toc))
     else:
         labels = run_labels(runs)
-        header.append('<p class="meta">%d runs · report by wakelab %s</p>' % (len(runs), esc(__version__)))
-        arms = [name for name in _arm_order(runs) if any(name in figures_by_arm(r.summary) for r in runs)]
-        comparison = [render_runs_table(runs, labels), render_differences(runs, labels)]
-        if arms:
-            chart = plot_run_comparison(
-                arms, [RunFigures(label.full, figures_by_arm(r.summary), label.color) for r, label in zip(runs, labels)],
-                id_prefix=plots_.prefix(),
-            )
-            comparison.append("<h3>p50 to p99 per arm, per run</h3><div class=\"plot wide\">%s</div>" % chart)
-        comparison.append(render_comparison_table(runs, labels))
-        comparison.append(render_rate_comparison(runs, labels))
+        what = "%d runs" % len(runs)
+        if grids:
+            what = "%d cells of the grid%s %s" % (len(runs), "s" if len(grids) > 1 else "", ", ".join(grids))
+        if len(hosts) > 1:
+            what += " from %d machines (%s)" % (len(hosts), ", ".join(hosts))
+        header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
+        glance = render_overview(runs, labels, charts) + render_grids(runs, charts) + render_rate_chart(runs, labels, charts)
+        body.append(_section("overview", "At a glance", glance, toc))
+        comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
+                      render_comparison_table(runs, labels), render_rate_comparison(runs, labels)]
         body.append(_section("comparison", "Runs compared", "".join(comparison), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_), toc))
         for i, (run, label) in enumerate(zip(runs, labels), 1):
-            body.append(_run_sections(run, label, "run-%d" % i, plots_, toc))
+            body.append(_run_sections(run, label, "run-%d" % i, toc))
+    if notes:
+        header.append("".join('<p class="note">%s</p>' % esc(n) for n in notes))
     nav = '<nav class="toc">%s</nav>' % "".join('<a href="#%s">%s</a>' % (esc(a), esc(t)) for a, t in toc)
     header.append(nav + "</header>")
     footer = (
         "<footer>Generated by wakelab %s from the evidence bundle%s above. Times are wake latencies t1 - t0 "
-        "(perf_counter_ns); percentiles use linear interpolation between closest ranks. %d plot%s.</footer>"
-        % (esc(__version__), "s" if several else "", plots_.count, "" if plots_.count == 1 else "s")
+        "(perf_counter_ns); percentiles use linear interpolation between closest ranks. %d interactive chart%s (plotly.js, "
+        "inlined), %d plot%s.</footer>"
+        % (esc(__version__), "s" if several else "", charts.count, "" if charts.count == 1 else "s",
+           plots_.count, "" if plots_.count == 1 else "s")
     )
-    return _page(title, "".join(header) + "".join(body) + footer)
+    scripts = [plotly_js(), GLUE_JS] if charts.count else []
+    return _page(title, "".join(header) + "".join(body) + footer, scripts)
 
 
 def _distribution_intro(several: bool) -> str:
     text = (
-        "Each arm's wakes as a histogram (share of wakes per bin) and an ECDF (fraction of wakes at or below a latency), "
-        "both on a log time axis. "
+        "Each arm's wakes as a histogram (share of wakes per log-spaced bin; the rare wakes far beyond the rest are "
+        "gathered in one hatched bin at the edge, so one outlier cannot squash the others) and an ECDF (fraction of "
+        "wakes at or below a latency, over the whole range), both on a log time axis. Open an arm to see them. "
     )
     if several:
         text += "Runs are overlaid in their colours; on the ECDF a dot marks each run's p50 and a diamond its p99."
@@ -965,8 +1446,13 @@ def _distribution_intro(several: bool) -> str:
 
 
 def count_plots(page: str) -> int:
-    """How many figures a rendered page holds."""
-    return page.count("<svg ")
+    """How many figures a rendered page holds: SVG plots (each opens ``<svg role="img"``) and interactive charts."""
+    return page.count('<svg role="img" ') + count_charts(page)
+
+
+def count_charts(page: str) -> int:
+    """How many interactive (plotly) charts a rendered page holds."""
+    return page.count('data-chart="1"')
 
 
 def write_report(path: str, page: str) -> None:

@@ -31,14 +31,13 @@ import math
 import re
 import unicodedata
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
-from wakelab.formatting import format_ns, format_ratio
+from wakelab.formatting import format_ns
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#999999")
 PYTHON_COLOR = "#0072B2"
-NATIVE_COLOR = "#E69F00"
 COMPONENT_COLORS = ("#009E73", "#CC79A7", "#D55E00", "#56B4E9")
 MARK_COLOR = "#444444"
 
@@ -89,25 +88,6 @@ class Series:
     p99_ns: Optional[float]
     color: str = PYTHON_COLOR
     dashed: bool = False  # components of a wake are drawn dashed, on the ECDF only
-
-
-@dataclasses.dataclass(frozen=True)
-class NativePair:
-    """A Python arm's p50 beside the p50 of the same experiment in C."""
-
-    arm: str
-    native: str
-    p50_ns: float
-    native_p50_ns: float
-
-
-@dataclasses.dataclass(frozen=True)
-class RunFigures:
-    """One run's p50 and p99 (ns) per arm, for the comparison of runs."""
-
-    label: str
-    figures: Mapping[str, Tuple[Optional[float], Optional[float]]]
-    color: str = PYTHON_COLOR
 
 
 def plot_label(text: object) -> str:
@@ -209,6 +189,34 @@ def ecdf_points(sorted_ns: Any, max_points: int = ECDF_MAX_POINTS) -> Tuple[Any,
     return sorted_ns[index], (index + 1) / n
 
 
+# The histogram bins the wakes between these shares of each series (each side at least one wake);
+# wakes beyond, when far out (OUTLIER_FACTOR past the window's edge), go to one hatched bin at each
+# edge, so that one outlier cannot stretch the bins and squash the rest into one.
+HIST_TAIL_SHARE = 0.01
+OUTLIER_FACTOR = 1.5
+
+
+def histogram_window(sorted_ns: Any, tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
+    """(lo, hi) in ns: the range the histogram bins, leaving far-out wakes (at most ``tail_share`` a side) to edge bins.
+
+    ``sorted_ns`` is sorted ascending and not empty.  An edge moves in only
+    when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a
+    distribution without outliers is binned whole.
+    """
+    import bisect
+
+    n = len(sorted_ns)
+    k = max(1, int(n * tail_share)) if n > 2 else 0
+    lo, hi = float(sorted_ns[0]), float(sorted_ns[-1])
+    if k:
+        inner_lo, inner_hi = float(sorted_ns[k]), float(sorted_ns[n - 1 - k])
+        values = [float(v) for v in sorted_ns]
+        # Only the far-out wakes leave the window: every wake within OUTLIER_FACTOR of the inner range stays in.
+        lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
+        hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
+    return lo, hi
+
+
 def _bin_edges(np: Any, lo_ns: float, hi_ns: float, n: int) -> Any:
     lo, hi = max(lo_ns, MIN_PLOT_NS), max(hi_ns, MIN_PLOT_NS)
     if hi <= lo * 1.02:  # (nearly) one value: a narrow window around it
@@ -240,8 +248,10 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
     """Histogram and ECDF of one arm's wake latencies, side by side, on log time axes (SVG).
 
     ``series`` holds one entry per run (overlaid, each in its own colour) plus,
-    for a single run, dashed component series drawn on the ECDF only.  Both
-    panels share the x range.  With ``marks``, p50 and p99 of the first
+    for a single run, dashed component series drawn on the ECDF only.  The
+    histogram bins the body of the wakes (:func:`histogram_window`) and
+    gathers far-out ones in a hatched bin at each edge, labelled with their
+    count and extreme; the ECDF spans every wake.  With ``marks``, p50 and p99 of the first
     series are drawn as labelled lines; every series gets p50/p99 markers on
     its ECDF.
     """
@@ -259,8 +269,13 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
         fig.subplots_adjust(left=0.085, right=0.985, bottom=0.19, top=0.9, wspace=0.27)
         ax_hist, ax_ecdf = fig.subplots(1, 2)
         main = [(s, a) for s, a in zip(series, arrays) if not s.dashed and len(a)]
-        edges = _bin_edges(np, lo_ns, hi_ns, max(len(a) for _, a in main) if main else 10)
+        windows = [histogram_window(a) for _, a in main] or [(lo_ns, hi_ns)]
+        win_lo, win_hi = min(w[0] for w in windows), max(w[1] for w in windows)
+        edges = _bin_edges(np, win_lo, win_hi, max(len(a) for _, a in main) if main else 10)
+        win_lo, win_hi = float(edges[0]), float(edges[-1])
+        step = float(edges[1] / edges[0])
         overlay = len(main) > 1
+        hist_lo, hist_hi = win_lo, win_hi
         for s, a in main:
             counts, _ = np.histogram(a, bins=edges)
             share = counts / len(a)
@@ -268,6 +283,21 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
                 share, edges / 1e3, fill=not overlay, alpha=0.55 if not overlay else 1.0, color=s.color,
                 linewidth=1.2 if overlay else 0, label=plot_label(s.label),
             )
+            below, beyond = int(np.count_nonzero(a < win_lo)), int(np.count_nonzero(a > win_hi))
+            for count, left, extreme, side in ((below, win_lo / step, float(a[0]), "below"), (beyond, win_hi, float(a[-1]), "beyond")):
+                if not count:
+                    continue
+                ax_hist.bar(left / 1e3, count / len(a), width=(left * step - left) / 1e3, align="edge", color="none",
+                            edgecolor=s.color, hatch="////", linewidth=0.8)
+                ax_hist.annotate(
+                    "%d wake%s %s\n%s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to", format_ns(extreme)),
+                    xy=((left * step ** 0.5) / 1e3, count / len(a)), xytext=(0, 3), textcoords="offset points",
+                    ha="right" if side == "beyond" else "left", va="bottom", fontsize=6.5, color="#444444",
+                )
+                if side == "below":
+                    hist_lo = min(hist_lo, left)
+                else:
+                    hist_hi = max(hist_hi, left * step)
         ax_hist.set_xlabel("wake latency (µs, log scale)")
         ax_hist.set_ylabel("share of wakes")
         ax_hist.set_title("histogram", loc="left", color="#333333")
@@ -291,8 +321,12 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
         ax_ecdf.set_xlabel("wake latency (µs, log scale)")
         ax_ecdf.set_ylabel("fraction of wakes ≤ x")
         ax_ecdf.set_title("ECDF", loc="left", color="#333333")
-        for ax in (ax_hist, ax_ecdf):
-            _log_axis(ax, lo_ns / 1e3, hi_ns / 1e3)
+        if marks and main:
+            for value in (main[0][0].p50_ns, main[0][0].p99_ns):
+                if value is not None:
+                    hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
+        _log_axis(ax_hist, hist_lo / 1e3, hist_hi / 1e3)
+        _log_axis(ax_ecdf, lo_ns / 1e3, hi_ns / 1e3)
         if marks and main:
             first = main[0][0]
             for ax, top in ((ax_hist, 0.98), (ax_ecdf, 0.98)):
@@ -303,80 +337,6 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
         if len(series) > 1:
             ax_ecdf.legend(loc="lower right", handlelength=1.6)
         return figure_to_svg(fig, "wakelab latency distribution: histogram and ECDF", id_prefix)
-
-
-def plot_native_pairs(pairs: Sequence[NativePair], *, id_prefix: str) -> str:
-    """Horizontal bars: each Python arm's p50 beside its native counterpart's, with the ratio (SVG)."""
-    with _Plotting() as plt_:
-        np = plt_.np
-        rows = len(pairs)
-        fig = plt_.figure(6.8, 0.9 + 0.42 * rows)
-        ax = fig.subplots()
-        y = np.arange(rows)[::-1].astype(float)
-        height = 0.36
-        python_us = np.array([p.p50_ns for p in pairs]) / 1e3
-        native_us = np.array([p.native_p50_ns for p in pairs]) / 1e3
-        ax.barh(y + height / 2, python_us, height, color=PYTHON_COLOR, label="Python arm p50")
-        ax.barh(y - height / 2, native_us, height, color=NATIVE_COLOR, label="native (C) p50")
-        top = float(max(python_us.max(), native_us.max())) if rows else 1.0
-        for yi, p, py_us, c_us in zip(y, pairs, python_us, native_us):
-            ratio = p.p50_ns / p.native_p50_ns if p.native_p50_ns else None
-            ax.text(py_us + top * 0.01, yi + height / 2, "%s  (%s native)" % (format_ns(p.p50_ns), format_ratio(ratio)),
-                    va="center", fontsize=7, color="#222222")
-            ax.text(c_us + top * 0.01, yi - height / 2, format_ns(p.native_p50_ns), va="center", fontsize=7, color="#555555")
-        ax.set_yticks(y)
-        ax.set_yticklabels([plot_label("%s vs %s" % (p.arm, p.native)) for p in pairs])
-        ax.set_xlim(0, top * 1.35)
-        ax.set_xlabel("p50 wake latency (µs)")
-        ax.grid(False, axis="y")
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
-        return figure_to_svg(fig, "p50 of each Python arm beside its native counterpart", id_prefix)
-
-
-def plot_run_comparison(arms: Sequence[str], runs: Sequence[RunFigures], *, id_prefix: str) -> str:
-    """Per arm, each run's p50 (dot) to p99 (bar end) on a log axis, runs side by side (SVG)."""
-    with _Plotting() as plt_:
-        np = plt_.np
-        n_runs = len(runs)
-        row_height = 0.13 * n_runs + 0.16
-        fig = plt_.figure(7.2, 1.0 + row_height * len(arms) + 0.18 * n_runs)
-        ax = fig.subplots()
-        # Each arm owns a band of height 1 (shaded every other arm); its runs sit inside it.
-        spread = min(0.6, 0.2 * (n_runs - 1))
-        offsets = np.linspace(-spread / 2, spread / 2, n_runs) if n_runs > 1 else np.zeros(1)
-        for i in range(0, len(arms), 2):
-            ax.axhspan(len(arms) - 1 - i - 0.5, len(arms) - 1 - i + 0.5, color="#f3f5f7", zorder=0, linewidth=0)
-        lo, hi = float("inf"), 0.0
-        for run, off in zip(runs, offsets):
-            color = run.color
-            label = plot_label(run.label)
-            for i, arm in enumerate(arms):
-                p50, p99 = run.figures.get(arm, (None, None))
-                if p50 is None:
-                    continue
-                yi = len(arms) - 1 - i - off
-                x50 = max(p50, MIN_PLOT_NS) / 1e3
-                lo, hi = min(lo, x50), max(hi, x50)
-                if p99 is not None:
-                    x99 = max(p99, MIN_PLOT_NS) / 1e3
-                    hi = max(hi, x99)
-                    ax.plot([x50, x99], [yi, yi], color=color, linewidth=1.6, solid_capstyle="butt")
-                    ax.plot([x99], [yi], marker="|", markersize=6, markeredgewidth=1.6, color=color)
-                ax.plot([x50], [yi], marker="o", markersize=4, color=color, linestyle="none", label=label)
-                label = "_nolegend_"
-        ax.set_yticks(np.arange(len(arms))[::-1])
-        ax.set_yticklabels([plot_label(a) for a in arms])
-        ax.set_ylim(-0.5, len(arms) - 0.5)
-        if hi > 0:
-            _log_axis(ax, lo, hi)
-        tall = len(arms) > 12
-        if tall:  # time labels at the top as well, and the legend above them
-            ax.tick_params(axis="x", labeltop=True, top=True)
-        ax.grid(False, axis="y")
-        ax.set_xlabel("wake latency (µs, log scale): dot = p50, bar end = p99")
-        above = 0.25 / max(fig.get_figheight() - 1.0, 0.5) if tall else 0.0  # clear the top tick labels
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0 + above), handletextpad=0.3)
-        return figure_to_svg(fig, "p50 and p99 of each arm, per run", id_prefix)
 
 
 # --- SVG post-processing ----------------------------------------------------------------
@@ -453,26 +413,12 @@ def _compact(svg: str) -> str:
     return "".join(out)
 
 
-def figures_by_arm(summary: Mapping[str, Any]) -> Dict[str, Tuple[Optional[float], Optional[float]]]:
-    """p50 and p99 (ns) of each measured latency arm of ``summary``."""
-    out: Dict[str, Tuple[Optional[float], Optional[float]]] = {}
-    for entry in summary.get("arms") or []:
-        latency = entry.get("latency") if entry.get("status") == "ok" else None
-        if latency and latency.get("p50_ns") is not None:
-            out[str(entry["name"])] = (latency.get("p50_ns"), latency.get("p99_ns"))
-    return out
-
-
 __all__: List[str] = [
-    "NativePair",
     "PlottingUnavailable",
-    "RunFigures",
     "Series",
     "ecdf_points",
+    "histogram_window",
     "figure_to_svg",
-    "figures_by_arm",
     "plot_distribution",
-    "plot_native_pairs",
-    "plot_run_comparison",
     "plot_label",
 ]

@@ -1,0 +1,561 @@
+"""Interactive charts for the HTML report: plotly.js, embedded once per page (analysis side).
+
+The report's charts that compare arms at a glance -- the overview of every
+arm on one log axis, the rate arms, the grids -- are plotly figures: hover
+shows the figures, the legend toggles series, and a few buttons sort the
+overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
+the ``plotly`` package from PyPI, imported lazily) is inlined in the page
+once, each chart's figure is a JSON data block, and one small glue script
+draws them and wires the buttons.  No plotting code is written here: the
+glue only calls ``Plotly.newPlot``, ``Plotly.relayout`` and
+``Plotly.restyle``.
+
+Why the page is still safe with scripts in it:
+
+- The page's Content-Security-Policy allows exactly two scripts, by their
+  SHA-256 (:func:`script_hashes`): plotly.js and the glue.  Markup that got
+  into the page some other way could not run a script, inline or fetched,
+  and ``connect-src`` falls back to ``'none'``: no script can phone home.
+- A figure's JSON sits in ``<script type="application/json">``, a data
+  block the browser never runs, with ``<``, ``>`` and ``&`` written as
+  JSON escapes (:func:`json_for_script`), so evidence text can neither end
+  the block nor start a tag.
+- plotly reads a small set of HTML-like tags (``<b>``, ``<br>``, ``<a>``)
+  in labels and hover text, and decodes entities: every string from the
+  evidence is passed through :func:`html.escape` first (:func:`label`), so
+  it is drawn as the text it is.
+
+A figure is a plain dict (``data``, ``layout``, ``config``); the renderer
+builds it from figures the analysis layer computed and sorts nothing but
+lists of names.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import functools
+import hashlib
+import html
+import json
+import math
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from wakelab.formatting import escape_text, format_ns, format_rate, format_ratio
+
+PLOTLY_HINT = "pip install 'plotly>=5.15'"
+# Pixels per arm row in the overview; the chart grows with the arms so labels never overlap.
+ROW_PX = 24
+GROUP_ROW_PX = 12  # extra pixels per arm for each further run sharing a row
+CHART_MARGIN_PX = 110
+FLOOR_MATCHED_COLOR = "#222222"
+FLOOR_NEAREST_COLOR = "#8a8a8a"
+RANGE_OPACITY = 0.45
+# Families in the catalogue's order, with the colours the overview gives them (Okabe-Ito).
+FAMILY_COLORS = {
+    "threads": "#0072B2",
+    "signals": "#D55E00",
+    "fds": "#009E73",
+    "aio": "#CC79A7",
+    "processes": "#E69F00",
+    "native": "#555555",
+}
+OTHER_FAMILY_COLOR = "#56B4E9"
+CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    # No "edit in Chart Studio", no image export that needs a server; zooming and panning stay.
+    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"],
+    "scrollZoom": False,
+}
+FONT = {"family": 'system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif',
+        "size": 12, "color": "#1d2329"}
+
+
+class InteractiveUnavailable(Exception):
+    """plotly is not installed."""
+
+
+_C1_CONTROL = re.compile("[\x7f-\x9f]")
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_js() -> str:
+    r"""The text of plotly.js as the installed ``plotly`` package ships it, fit to inline and to print.
+
+    plotly.js holds a few raw control characters inside string literals (a
+    PNG signature's ``\x1a``); each is written as its ``\xNN`` escape, the
+    same string to JavaScript, so that a page sent to a terminal (``-o -``)
+    carries no control sequence.  One after a backslash could not be
+    rewritten so; none is, and such a build is refused rather than changed.
+    """
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError as exc:
+        raise InteractiveUnavailable(str(exc)) from None
+    text: str = get_plotlyjs()
+    if "</script" in text.lower():  # would end the inline script early; no plotly.js release has it
+        raise InteractiveUnavailable("this plotly.js cannot be inlined (it holds '</script')")
+    if any(m.start() and text[m.start() - 1] == "\\" for m in _RAW_CONTROL.finditer(text)):
+        raise InteractiveUnavailable("this plotly.js holds an escaped raw control character wakelab cannot rewrite")
+    return _RAW_CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+
+
+def plotly_version() -> str:
+    try:
+        import plotly
+    except ImportError as exc:
+        raise InteractiveUnavailable(str(exc)) from None
+    return str(plotly.__version__)
+
+
+def label(text: object) -> str:
+    """Evidence text made safe for plotly's labels and hover text: no tag, no entity it would read."""
+    return html.escape(" ".join(str(text).split()), quote=True)
+
+
+def json_for_script(value: Any) -> str:
+    """``value`` as JSON fit to sit inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` (and the two JavaScript line separators) become
+    ``\\uXXXX`` escapes: the same JSON to a parser, and no ``</script>`` or
+    ``<!--`` can appear in the page's text; so do DEL and the C1 controls.
+    """
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True)
+    for ch, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, escape)
+    # json.dumps escapes C0 controls; DEL and the C1 controls too, so a page printed to a terminal carries none.
+    return _C1_CONTROL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def script_hash(text: str) -> str:
+    """The CSP source (``'sha256-...'``) that allows the inline script ``text``."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-%s'" % base64.b64encode(digest).decode("ascii")
+
+
+def us(value_ns: Optional[float]) -> Optional[float]:
+    """ns to µs for a chart axis (None stays None); a 0 is drawn at 1 ns, where a log axis can show it."""
+    if value_ns is None:
+        return None
+    return max(float(value_ns), 1.0) / 1e3
+
+
+# --- inputs ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    """An arm's C floor in the same run: its name, p50 and whether it is the same experiment."""
+
+    name: str
+    p50_ns: float
+    ratio: Optional[float]
+    same_experiment: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmPoint:
+    """One measured latency arm of one run, as the overview draws it (figures in ns)."""
+
+    run: int
+    arm: str
+    family: str
+    family_title: str
+    waiter: str
+    scope: str
+    n: int
+    lost: int
+    p50_ns: float
+    p90_ns: Optional[float]
+    p99_ns: Optional[float]
+    p99_9_ns: Optional[float]
+    max_ns: Optional[float]
+    floor: Optional[Floor] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RatePoint:
+    """One measured rate arm of one run."""
+
+    run: int
+    arm: str
+    ops_per_s: float
+    min_ops_per_s: float
+    max_ops_per_s: float
+    baseline_ops_per_s: float
+    net_ns_per_op: Optional[float]
+    rounds: int
+    n_per_round: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """How a chart names and colours one run (or one grid cell)."""
+
+    name: str
+    color: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Chart:
+    """A figure to place in the page: its element id, figure dict and what the glue may do with it."""
+
+    chart_id: str
+    figure: Dict[str, Any]
+    aria_label: str
+    height_px: int
+
+
+def family_color(family: str) -> str:
+    return FAMILY_COLORS.get(family, OTHER_FAMILY_COLOR)
+
+
+def log_ticks(lo: float, hi: float) -> List[float]:
+    """1-2-5 steps covering [lo, hi] (a log axis readable over one decade and over five); fewer steps over many decades."""
+    if lo <= 0 or hi <= 0:
+        return []
+    decades = math.log10(hi / lo)
+    steps = (1.0, 2.0, 5.0) if decades <= 3.5 else (1.0, 3.0) if decades <= 5 else (1.0,)
+    out = []
+    for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for step in steps:
+            value = step * 10 ** exponent
+            if lo / 1.3 <= value <= hi * 1.3:
+                out.append(float("%.6g" % value))
+    return out
+
+
+def tick_text(value: float) -> str:
+    """A tick label: 0.5, 2, 50, 1,000 ..."""
+    return "{:,.0f}".format(value) if value >= 1000 else "%g" % value
+
+
+# --- the overview ------------------------------------------------------------------------
+
+
+def _hover(point: ArmPoint, run_name: Optional[str]) -> str:
+    lines = ["<b>%s</b>%s" % (label(point.arm), (" · " + label(run_name)) if run_name else "")]
+    lines.append("%s · %s waiter · %s" % (label(point.family_title), label(point.waiter), label(point.scope)))
+    figures = ["p50 <b>%s</b>" % format_ns(point.p50_ns)]
+    for key, value in (("p90", point.p90_ns), ("p99", point.p99_ns), ("p99.9", point.p99_9_ns), ("max", point.max_ns)):
+        if value is not None:
+            figures.append("%s %s" % (key, format_ns(value)))
+    lines.append(" · ".join(figures))
+    lines.append("n %d%s" % (point.n, (" · <b>%d lost</b>" % point.lost) if point.lost else ""))
+    if point.floor is not None:
+        lines.append("C floor %s: p50 %s%s%s" % (
+            label(point.floor.name), format_ns(point.floor.p50_ns),
+            (" · %s its floor" % format_ratio(point.floor.ratio)) if point.floor.ratio is not None else "",
+            "" if point.floor.same_experiment else " (nearest floor, not the same experiment)",
+        ))
+    return "<br>".join(lines)
+
+
+def overview_orders(points: Sequence[ArmPoint], family_order: Sequence[str]) -> Dict[str, List[str]]:
+    """The overview's arm orders, top to bottom: by p50 (first run that has the arm), by family, by name."""
+    first: Dict[str, ArmPoint] = {}
+    for p in points:
+        first.setdefault(label(p.arm), p)
+    names = list(first)
+    rank = {f: i for i, f in enumerate(family_order)}
+    return {
+        "p50": sorted(names, key=lambda a: (first[a].p50_ns, a)),
+        "family": sorted(names, key=lambda a: (rank.get(first[a].family, len(rank)), names.index(a))),
+        "name": sorted(names, key=lambda a: a.lower()),
+    }
+
+
+def overview_chart(
+    chart_id: str,
+    points: Sequence[ArmPoint],
+    series: Sequence[Series],
+    family_order: Sequence[str],
+) -> Chart:
+    """Every latency arm on one shared log axis: p50 dot, p90-p99 bar, its C floor beside it.
+
+    One row per arm (the same arm of several runs shares its row, each run
+    offset in its own colour).  The figure carries the row orders the sort
+    buttons apply (``layout.meta.orders``) and each trace's family
+    (``meta.family``) for the family buttons.
+    """
+    several = len(series) > 1
+    orders = overview_orders(points, family_order)
+    families = [f for f in family_order if any(p.family == f for p in points)]
+    families += sorted({p.family for p in points} - set(families))
+    titles = {p.family: p.family_title for p in points}
+    data: List[Dict[str, Any]] = []
+    for run_index, run in enumerate(series):
+        for family in families:
+            mine = [p for p in points if p.run == run_index and p.family == family]
+            if not mine:
+                continue
+            color = run.color if several else family_color(family)
+            group = "run-%d" % run_index if several else "family-%s" % family
+            name = run.name if several else titles.get(family, family)
+            first_of_group = not any(t.get("legendgroup") == group for t in data)
+            common = {"legendgroup": group, "meta": {"family": family, "run": run_index}, "orientation": "h"}
+            if several:
+                common.update(offsetgroup=str(run_index), alignmentgroup="overview")
+            xs: List[Optional[float]] = []
+            ys: List[Optional[str]] = []
+            for p in mine:
+                if p.p90_ns is not None and p.p99_ns is not None:
+                    xs += [us(p.p90_ns), us(p.p99_ns), None]
+                    ys += [label(p.arm), label(p.arm), None]
+            if xs:
+                data.append(dict(common, type="scatter", mode="lines", x=xs, y=ys, name=label(name) + " p90–p99",
+                                 showlegend=False, hoverinfo="skip", opacity=RANGE_OPACITY,
+                                 line={"color": color, "width": 7}, connectgaps=False))
+            data.append(dict(
+                common, type="scatter", mode="markers", name=label(name), showlegend=first_of_group,
+                x=[us(p.p50_ns) for p in mine], y=[label(p.arm) for p in mine],
+                text=[_hover(p, run.name if several else None) for p in mine],
+                hovertemplate="%{text}<extra></extra>",
+                marker={"color": color, "size": 9, "symbol": "circle", "line": {"color": "#ffffff", "width": 1}},
+            ))
+        for same, color, title in ((True, FLOOR_MATCHED_COLOR, "C floor p50"), (False, FLOOR_NEAREST_COLOR, "nearest C floor p50")):
+            group = "floor-%s" % ("same" if same else "nearest")  # one legend entry for every run's floors
+            for family in families:
+                floored = [p for p in points if p.run == run_index and p.family == family and p.floor is not None
+                           and p.floor.same_experiment == same]
+                if not floored:
+                    continue
+                common = {"legendgroup": group, "meta": {"family": family, "run": run_index, "floor": True}, "orientation": "h"}
+                if several:
+                    common.update(offsetgroup=str(run_index), alignmentgroup="overview")
+                data.append(dict(
+                    common, type="scatter", mode="markers", name=title,
+                    showlegend=not any(t.get("legendgroup") == group for t in data),
+                    x=[us(p.floor.p50_ns) for p in floored if p.floor], y=[label(p.arm) for p in floored],
+                    text=[_hover(p, run.name if several else None) for p in floored],
+                    hovertemplate="%{text}<extra></extra>",
+                    marker={"color": "rgba(0,0,0,0)", "size": 9, "symbol": "diamond",
+                            "line": {"color": color, "width": 1.6}},
+                ))
+    rows = len(orders["p50"])
+    xs_all = [x for t in data for x in t["x"] if x is not None]
+    tickvals = log_ticks(min(xs_all), max(xs_all)) if xs_all else []
+    height = CHART_MARGIN_PX + rows * (ROW_PX + GROUP_ROW_PX * (len(series) - 1))
+    layout: Dict[str, Any] = {
+        "font": FONT,
+        "height": height,
+        "margin": {"l": 10, "r": 16, "t": 36, "b": 44},
+        "hovermode": "closest",
+        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 11}},
+        "xaxis": {"type": "log", "title": {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"},
+                  "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
+                  "tickvals": tickvals, "ticktext": [tick_text(v) for v in tickvals]},
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(orders["p50"])),
+                  "range": [-0.5, rows - 0.5], "automargin": True, "gridcolor": "#f0f0f0", "ticks": "",
+                  "fixedrange": True},
+        "plot_bgcolor": "#ffffff",
+        "paper_bgcolor": "#ffffff",
+        "meta": {"orders": orders, "row_px": ROW_PX + GROUP_ROW_PX * (len(series) - 1), "margin_px": CHART_MARGIN_PX},
+    }
+    if several:
+        layout.update(scattermode="group", scattergap=0.35)
+    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
+                 "every latency arm on one log axis: p50, p90 to p99 and its C floor", height)
+
+
+# --- rate arms ---------------------------------------------------------------------------
+
+
+def rate_chart(chart_id: str, points: Sequence[RatePoint], series: Sequence[Series]) -> Chart:
+    """Median ops/s of each rate arm, one bar per run, the slowest and fastest round as whiskers (log axis)."""
+    arms: List[str] = []
+    for p in points:
+        if label(p.arm) not in arms:
+            arms.append(label(p.arm))
+    data = []
+    for run_index, run in enumerate(series):
+        mine = [p for p in points if p.run == run_index]
+        if not mine:
+            continue
+        data.append({
+            "type": "bar", "orientation": "h", "name": label(run.name), "marker": {"color": run.color},
+            "x": [p.ops_per_s for p in mine], "y": [label(p.arm) for p in mine],
+            "error_x": {"type": "data", "symmetric": False, "array": [max(0.0, p.max_ops_per_s - p.ops_per_s) for p in mine],
+                        "arrayminus": [max(0.0, p.ops_per_s - p.min_ops_per_s) for p in mine], "color": "#333333",
+                        "thickness": 1.2, "width": 4},
+            "text": ["<b>%s</b>%s<br>median <b>%s ops/s</b> over %d rounds of %s calls<br>slowest round %s · fastest %s<br>"
+                     "empty loop %s iterations/s%s" % (
+                         label(p.arm), (" · " + label(run.name)) if len(series) > 1 else "", format_rate(p.ops_per_s), p.rounds,
+                         format_rate(p.n_per_round), format_rate(p.min_ops_per_s), format_rate(p.max_ops_per_s),
+                         format_rate(p.baseline_ops_per_s),
+                         (" · net %.1f ns/call" % p.net_ns_per_op) if p.net_ns_per_op is not None else "")
+                     for p in mine],
+            "hovertemplate": "%{text}<extra></extra>", "textposition": "none",
+        })
+    rows = len(arms)
+    height = 90 + rows * (26 + 16 * (len(series) - 1))
+    layout = {
+        "font": FONT, "height": height, "barmode": "group", "bargap": 0.3,
+        "margin": {"l": 10, "r": 16, "t": 30, "b": 44},
+        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"},
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        "xaxis": {"type": "log", "title": {"text": "operations per second (log scale; whiskers: slowest and fastest round)"},
+                  "gridcolor": "#e4e4e4", "automargin": True},
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(arms)), "automargin": True,
+                  "fixedrange": True},
+        "showlegend": len(series) > 1,
+        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+    }
+    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "rate arms: median operations per second", height)
+
+
+# --- grids -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCell:
+    """One value of the heat map: an arm in one column (a run of the grid)."""
+
+    arm: str
+    column: int
+    p50_ns: float
+    p99_ns: Optional[float]
+
+
+def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence[str], cells: Sequence[GridCell]) -> Chart:
+    """A heat map of p50 per arm (rows) and column (an interpreter, a condition, a machine): log colour scale."""
+    index = {a: i for i, a in enumerate(arms)}
+    z: List[List[Optional[float]]] = [[None] * len(columns) for _ in arms]
+    text: List[List[str]] = [[""] * len(columns) for _ in arms]
+    hover: List[List[str]] = [["not measured"] * len(columns) for _ in arms]
+    values = []
+    for c in cells:
+        row = index[c.arm]
+        z[row][c.column] = math.log10(max(c.p50_ns, 1.0) / 1e3)
+        values.append(max(c.p50_ns, 1.0) / 1e3)
+        text[row][c.column] = format_ns(c.p50_ns)
+        hover[row][c.column] = "<b>%s</b> · %s<br>p50 <b>%s</b>%s" % (
+            label(c.arm), columns[c.column].replace("<br>", " · "), format_ns(c.p50_ns),
+            (" · p99 %s" % format_ns(c.p99_ns)) if c.p99_ns is not None else "")
+    lo = math.floor(math.log10(min(values))) if values else 0
+    hi = math.ceil(math.log10(max(values))) if values else 1
+    ticks = [float(v) for v in range(lo, max(hi, lo + 1) + 1)]
+    data = [{
+        "type": "heatmap", "x": list(range(len(columns))), "y": [label(a) for a in arms], "z": z, "text": text,
+        "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "texttemplate": "%{text}",
+        "textfont": {"size": 11}, "colorscale": "Blues", "reversescale": True, "zmin": ticks[0], "zmax": ticks[-1], "xgap": 2, "ygap": 2,
+        "colorbar": {"title": {"text": "p50"}, "tickvals": ticks, "ticktext": [format_ns(10 ** t * 1e3) for t in ticks],
+                     "thickness": 12},
+    }]
+    height = 120 + 26 * len(arms)
+    layout = {
+        "font": FONT, "height": height, "title": {"text": label(title), "x": 0, "font": {"size": 13}},
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "xaxis": {"tickvals": list(range(len(columns))), "ticktext": list(columns), "side": "top", "automargin": True,
+                  "fixedrange": True},
+        "yaxis": {"autorange": "reversed", "automargin": True, "fixedrange": True, "type": "category"},
+        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"},
+        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+    }
+    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "p50 per arm and %s" % title, height)
+
+
+# --- placing charts in the page ------------------------------------------------------------
+
+
+def chart_html(chart: Chart) -> str:
+    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`)."""
+    return (
+        '<div class="chart" id="%s" data-chart="1" role="img" aria-label="%s" style="min-height:%dpx"></div>'
+        '<script type="application/json" id="%s-spec">%s</script>'
+        % (html.escape(chart.chart_id), html.escape(chart.aria_label), chart.height_px, html.escape(chart.chart_id),
+           json_for_script(chart.figure))
+    )
+
+
+def _attr(text: str) -> str:
+    """Evidence text for HTML content or a quoted attribute: control characters shown as escapes, markup escaped."""
+    return html.escape(escape_text(text, multiline=True), quote=True)
+
+
+def sort_controls(chart_id: str, families: Sequence[Tuple[str, str]]) -> str:
+    """The overview's buttons: sort its rows, show or hide a family (``families``: (id, title) pairs)."""
+    sorts = "".join(
+        '<button type="button" class="sort" data-chart="%s" data-sort="%s" aria-pressed="%s">%s</button>'
+        % (html.escape(chart_id), key, "true" if key == "p50" else "false", text)
+        for key, text in (("p50", "p50"), ("family", "family"), ("name", "name"))
+    )
+    toggles = "".join(
+        '<button type="button" class="family" data-chart="%s" data-family="%s" aria-pressed="true">'
+        '<span class="swatch" style="background:%s"></span>%s</button>'
+        % (html.escape(chart_id), _attr(fid), html.escape(family_color(fid)), _attr(title))
+        for fid, title in families
+    )
+    return ('<div class="controls" role="toolbar" aria-label="overview controls"><span class="muted">Sort by</span> %s'
+            '<span class="muted sep">Families</span> %s</div>' % (sorts, toggles))
+
+
+# The glue: draws each chart from its data block and wires the overview's buttons.  Rows of hidden
+# families (or runs hidden from the legend) are dropped from the axis, so the chart closes up.
+GLUE_JS = r"""(function () {
+  "use strict";
+  var charts = {};
+  function spec(div) { return JSON.parse(document.getElementById(div.id + "-spec").textContent); }
+  function hiddenFamilies(id) {
+    var out = {};
+    document.querySelectorAll('button.family[data-chart="' + id + '"]').forEach(function (b) {
+      if (b.getAttribute("aria-pressed") === "false") { out[b.getAttribute("data-family")] = true; }
+    });
+    return out;
+  }
+  function layoutRows(id) {
+    var div = document.getElementById(id), state = charts[id];
+    if (!state || !state.orders) { return; }
+    var shown = {};
+    div.data.forEach(function (t) {
+      if (t.visible === false || t.visible === "legendonly") { return; }
+      (t.y || []).forEach(function (y) { if (y !== null) { shown[y] = true; } });
+    });
+    var rows = state.orders[state.sort].filter(function (a) { return shown[a]; });
+    var n = Math.max(rows.length, 1);
+    Plotly.relayout(div, {
+      "yaxis.categoryarray": rows.slice().reverse(),
+      "yaxis.range": [-0.5, n - 0.5],
+      "height": state.margin + n * state.rowPx
+    });
+    div.setAttribute("data-rows", rows.join("\n"));
+  }
+  document.querySelectorAll("div.chart[data-chart]").forEach(function (div) {
+    var fig = spec(div), meta = (fig.layout && fig.layout.meta) || {};
+    charts[div.id] = { orders: meta.orders, sort: "p50", rowPx: meta.row_px, margin: meta.margin_px };
+    Plotly.newPlot(div, fig.data, fig.layout, fig.config).then(function () {
+      div.setAttribute("data-drawn", "1");
+      if (meta.orders) {
+        div.setAttribute("data-rows", meta.orders.p50.join("\n"));
+        div.on("plotly_legendclick", function () { setTimeout(function () { layoutRows(div.id); }, 0); return true; });
+      }
+    });
+  });
+  document.querySelectorAll("button.sort[data-chart]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var id = button.getAttribute("data-chart");
+      charts[id].sort = button.getAttribute("data-sort");
+      document.querySelectorAll('button.sort[data-chart="' + id + '"]').forEach(function (b) {
+        b.setAttribute("aria-pressed", b === button ? "true" : "false");
+      });
+      layoutRows(id);
+    });
+  });
+  document.querySelectorAll("button.family[data-chart]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var id = button.getAttribute("data-chart"), div = document.getElementById(id);
+      button.setAttribute("aria-pressed", button.getAttribute("aria-pressed") === "false" ? "true" : "false");
+      var hidden = hiddenFamilies(id), traces = [], visible = [];
+      div.data.forEach(function (t, i) {
+        var fam = t.meta && t.meta.family;
+        if (fam) { traces.push(i); visible.push(hidden[fam] ? false : true); }
+      });
+      Plotly.restyle(div, { visible: visible }, traces).then(function () { layoutRows(id); });
+    });
+  });
+})();
+"""

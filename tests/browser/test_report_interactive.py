@@ -1,0 +1,143 @@
+"""The catalogue's HTML report in a real headless Chromium, with the network off.
+
+The bundle is a real catalogue run (every arm available here, n = 200).  The
+page is opened offline (DevTools network emulation, and every http/https/ws
+URL blocked) and driven with real mouse events: the overview must draw every
+measured latency arm on one log axis, in p50 order; clicking "name" must
+re-order the rows the browser draws; hiding a family must drop its rows;
+hovering a dot must show its figures; an arm's details must open with its
+plot laid out; and nothing may log an error or leave the page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List
+
+import pytest
+
+pytest.importorskip("plotly", reason="the HTML report's charts need plotly (pip install 'plotly>=5.15')")
+pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (pip install 'matplotlib>=3.6')")
+
+from browser.chromium import Chromium, Page, find_chromium  # noqa: E402
+from wakelab.cli import main  # noqa: E402
+from wakelab.evidence.load import load_summary  # noqa: E402
+
+CHROMIUM = find_chromium()
+ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "artifacts")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium to load the page in (apt-get install chromium, or set WAKELAB_CHROMIUM)"),
+    pytest.mark.slow,
+]
+# The laptop screen the tables must fit without scrolling sideways.
+LAPTOP_PX = 1366
+# Rows of the overview as the browser drew them, top to bottom: its y tick labels ordered by position.
+DRAWN_ROWS = (
+    "[...document.querySelectorAll('#chart-1 .yaxislayer-above .ytick text')]"
+    ".map(t => [t.getBoundingClientRect().top, t.textContent]).sort((a, b) => a[0] - b[0]).map(p => p[1])"
+)
+
+
+@pytest.fixture(scope="module")
+def catalogue(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = str(tmp_path_factory.mktemp("catalogue") / "run")
+    status = main(["run", "--lab", "catalogue", "--n", "200", "--install-n", "2000", "--rounds", "3",
+                   "-o", folder, "--no-history", "-q"])
+    assert status == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def report(catalogue: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = str(tmp_path_factory.mktemp("report") / "catalogue.html")
+    assert main(["report", catalogue, "-o", out, "-q"]) == 0
+    return out
+
+
+def measured_latency_arms(folder: str) -> List[Dict[str, Any]]:
+    return [a for a in load_summary(folder)["arms"]
+            if a["kind"] == "latency" and a["status"] == "ok" and a["latency"] and a["latency"]["p50_ns"] is not None]
+
+
+def open_offline(browser: Chromium, path: str) -> Page:
+    page = browser.open("file://" + path, width=LAPTOP_PX, height=900, offline=True)
+    page.wait_until("[...document.querySelectorAll('div.chart')].every(d => d.getAttribute('data-drawn') === '1')")
+    return page
+
+
+def drawn_rows(page: Page) -> List[str]:
+    return page.evaluate(DRAWN_ROWS)  # type: ignore[no-any-return]
+
+
+def test_overview_sorts_hides_and_hovers_offline(catalogue: str, report: str, tmp_path) -> None:
+    arms = measured_latency_arms(catalogue)
+    assert len(arms) >= 20  # a catalogue: threads, signals, fds, asyncio, processes and the C floors
+    by_p50 = [a["name"] for a in sorted(arms, key=lambda a: (a["latency"]["p50_ns"], a["name"]))]
+    native = {a["name"] for a in arms if a["family"] == "native"}
+    with Chromium.launch(str(tmp_path / "profile"), CHROMIUM) as browser:
+        page = open_offline(browser, report)
+        # One chart, one shared log time axis, every measured arm a row of it, fastest p50 first.
+        axes = page.evaluate("JSON.stringify(Object.keys(document.getElementById('chart-1')._fullLayout)"
+                             ".filter(k => /^[xy]axis\\d*$/.test(k)))")
+        assert json.loads(axes) == ["xaxis", "yaxis"]
+        assert page.evaluate("document.getElementById('chart-1')._fullLayout.xaxis.type") == "log"
+        assert drawn_rows(page) == by_p50
+        floors = page.evaluate("document.querySelectorAll('#chart-1 .legendtext').length")
+        assert floors >= 2  # families and the C floor in the legend
+
+        page.click("button.sort[data-sort=name]")
+        page.wait_until("document.querySelector('button.sort[data-sort=name]').getAttribute('aria-pressed') === 'true'")
+        page.wait_until("%s.join('|') !== %s" % (DRAWN_ROWS, json.dumps("|".join(by_p50))))
+        assert drawn_rows(page) == sorted(by_p50, key=str.lower)
+
+        page.click("button.family[data-family=native]")
+        page.wait_until("%s.length === %d" % (DRAWN_ROWS, len(by_p50) - len(native)))
+        assert not set(drawn_rows(page)) & native
+        page.click("button.family[data-family=native]")  # and back
+        page.wait_until("%s.length === %d" % (DRAWN_ROWS, len(by_p50)))
+
+        # Hover the p50 dot of event: plotly's hover label shows its figures.
+        event = next(a for a in arms if a["name"] == "event")
+        trace = page.evaluate(
+            "document.getElementById('chart-1').data.findIndex(t => t.mode === 'markers' && t.meta.family === 'threads' && !t.meta.floor)")
+        point = page.evaluate("document.getElementById('chart-1').data[%d].y.indexOf('event')" % trace)
+        page.hover("#chart-1 .scatterlayer .trace:nth-of-type(%d) path.point:nth-of-type(%d)" % (trace + 1, point + 1))
+        hover = page.wait_until("(document.querySelector('#chart-1 .hoverlayer .hovertext') || {}).textContent")
+        assert "event" in hover and "p50" in hover and "p99" in hover
+        assert report_ns(event["latency"]["p50_ns"]) in hover
+
+        # Detail on demand: an arm's histogram and ECDF open with it, at a readable width.
+        assert page.evaluate("document.getElementById('arm-event').open") is False
+        page.click("#arm-event > summary")
+        page.wait_until("document.getElementById('arm-event').open")
+        assert page.evaluate("document.querySelector('#arm-event svg').getBoundingClientRect().width") > 400
+
+        # Tables fit a 1366 px laptop screen, folded ones opened too: nothing scrolls sideways.
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        wide = page.evaluate("JSON.stringify([...document.querySelectorAll('.table-wrap')]"
+                             ".filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.querySelector('table').className))")
+        assert json.loads(wide) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP_PX
+
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        page.screenshot(os.path.join(ARTIFACTS, "report-catalogue.png"))
+        assert page.errors == []
+        assert all(url == "file://" + report or url.startswith("data:") for url in page.requests), page.requests
+
+
+def report_ns(value: float) -> str:
+    from wakelab.formatting import format_ns
+
+    return format_ns(value)
+
+
+def test_the_offline_tab_has_no_network(tmp_path) -> None:
+    """The offline switch is not blind: a page that fetches is refused and says so."""
+    fetching = tmp_path / "fetch.html"
+    fetching.write_text('<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title></head>'
+                        '<body><img src="http://198.51.100.1/x.png"></body></html>', encoding="utf-8")
+    with Chromium.launch(str(tmp_path / "profile"), CHROMIUM) as browser:
+        page = browser.open("file://%s" % fetching, offline=True)
+        assert "http://198.51.100.1/x.png" in page.requests
+        assert any("load failed" in e for e in page.errors)
