@@ -8,7 +8,7 @@ import time
 from wakelab.core.registry import get_arm
 from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import thread as driver
-from wakelab.core.drivers.thread import match_open_loop
+from wakelab.core.drivers.thread import last_notify_answered, match_open_loop
 from wakelab.core.model import MeasureParams
 
 OPEN = MeasureParams(n=20, warmup=2, settle_us=200, mode="open", interval_us=2000)
@@ -61,6 +61,18 @@ def test_matching_counts_coalesced_notifies_apart_from_timeouts() -> None:
     assert first == {0: 150, 1: 420} and coalesced == [2]
     # A wake before any notify began answers nothing.
     assert match_open_loop(issued, [50]) == ({}, [])
+
+
+def test_the_last_notify_is_answered_only_by_a_wake_after_its_call_began() -> None:
+    # The open loop's notifier waits for this before it ends the run. A late wake of the notify
+    # before (at 520, after the last t0 of 500 but before its notify call at 500 + 200) once ended
+    # it early, and the last notify's own wake, arriving after the end, was lost.
+    issued = [0, 100, 500]
+    assert not last_notify_answered(issued, [], planted_delay_ns=200)
+    assert not last_notify_answered(issued, [50, 520], planted_delay_ns=200)
+    assert last_notify_answered(issued, [50, 520, 720], planted_delay_ns=200)
+    assert last_notify_answered(issued, [50, 520])  # no planted delay: the call began at t0
+    assert not last_notify_answered([], [50])
 
 
 def test_planted_delay_shows_up_in_open_loop() -> None:

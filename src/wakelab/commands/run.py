@@ -141,6 +141,11 @@ def register(sub: Any) -> None:
                            help="fresh worker processes per arm; the wakes are split between them and pooled (default 3)")
     execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging: no stall watch, and off a "
                                 "terminal no 'still measuring' lines, as a thread beside the arm would disturb it)")
+    execution.add_argument("--trace", action="store_true",
+                           help="also split every wake into notify path, scheduler, GIL wait and interpreter, from the "
+                                "kernel's scheduler events (perf; needs root or kernel.perf_event_paranoid=-1): each "
+                                "latency arm is measured twice more, traced and then untraced again, for the overhead; "
+                                "without permission the run goes on untraced")
     execution.add_argument("--python", action="append", metavar="PATH", type=utf8_text(why=INTERPRETER_AS_TEXT),
                            help="interpreter to measure with (repeatable: one cell each); 'all' finds every CPython >= 3.9 "
                                 "on PATH and in pyenv folders (see 'wakelab interpreters')")
@@ -285,7 +290,23 @@ def _execution(args: argparse.Namespace) -> Execution:
         switch_interval_s=args.switch_interval,
         idle_hold=args.idle_hold,
     )
-    return Execution(workers=args.workers or DEFAULT_WORKERS, in_process=args.in_process, conditions=conditions)
+    return Execution(workers=args.workers or DEFAULT_WORKERS, in_process=args.in_process, conditions=conditions,
+                     trace=args.trace)
+
+
+def _trace_notice(progress: Callable[[str, Dict[str, Any]], None]) -> Callable[[str, Dict[str, Any]], None]:
+    """``progress``, and once per run, on stderr, why a --trace run goes on untraced."""
+    from wakelab.formatting import escape_text
+
+    said: List[str] = []
+
+    def callback(event: str, info: Dict[str, Any]) -> None:
+        if event == "trace-unavailable" and not said:
+            said.append(str(info.get("reason")))
+            sys.stderr.write("wakelab: not tracing (the run goes on untraced): %s\n" % escape_text(info.get("reason")))
+        progress(event, info)
+
+    return callback
 
 
 def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
@@ -429,7 +450,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         # --in-process measures in this process: no heartbeat thread beside the arm (see wakelab.progress).
         heartbeat_s = None if execution.in_process else HEARTBEAT_S
-        with make_progress(len(arm_names) * len(cells), quiet=args.quiet, heartbeat_s=heartbeat_s) as progress:
+        with make_progress(len(arm_names) * len(cells), quiet=args.quiet, heartbeat_s=heartbeat_s) as shown:
+            progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
                 summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
                 brief = _brief_wanted(args)

@@ -132,6 +132,71 @@ class RateFigures:
 
 
 @dataclasses.dataclass(frozen=True)
+class TraceFigures:
+    """Where an arm's time goes (a run with ``--trace``; see ``wakelab.analysis.components``).
+
+    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise
+    ``at_p50`` / ``at_p99`` map each component (notify, sched_wake,
+    sched_queue, gil_wait, interpreter, unattributed) to its mean in ns over
+    the wakes ranked around the median / at the tail (they sum to
+    ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own
+    p50/p90/p99; the overhead is the traced pass's p50 against the untraced one.
+    """
+
+    traced: bool
+    reason: Optional[str]
+    untraced_p50_ns: Optional[float] = None
+    traced_p50_ns: Optional[float] = None
+    overhead_ratio: Optional[float] = None
+    at_p50_ns: Optional[float] = None
+    at_p99_ns: Optional[float] = None
+    at_p50: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    at_p99: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    percentiles: Mapping[str, Mapping[str, Optional[float]]] = dataclasses.field(default_factory=dict)
+    wakes: int = 0
+    fully_attributed: int = 0
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceFigures":
+        comps = doc.get("components") if isinstance(doc.get("components"), Mapping) else {}
+        overhead = doc.get("overhead") if isinstance(doc.get("overhead"), Mapping) else {}
+        assert isinstance(comps, Mapping) and isinstance(overhead, Mapping)
+
+        def band(key: str) -> Tuple[Optional[float], Dict[str, float]]:
+            value = comps.get(key)
+            if not isinstance(value, Mapping):
+                return None, {}
+            parts = value.get("parts_ns") if isinstance(value.get("parts_ns"), Mapping) else {}
+            assert isinstance(parts, Mapping)
+            return _opt_float(value.get("latency_ns")), {
+                str(k): float(v) for k, v in parts.items() if _opt_float(v) is not None
+            }
+
+        p50_ns, p50 = band("at_p50")
+        p99_ns, p99 = band("at_p99")
+        raw_percentiles = comps.get("percentiles") if isinstance(comps.get("percentiles"), Mapping) else {}
+        assert isinstance(raw_percentiles, Mapping)
+        return cls(
+            traced=doc.get("traced") is True,
+            reason=doc.get("reason") if isinstance(doc.get("reason"), str) else None,
+            untraced_p50_ns=_opt_float(overhead.get("untraced_p50_ns")),
+            traced_p50_ns=_opt_float(overhead.get("traced_p50_ns")),
+            overhead_ratio=_opt_float(overhead.get("ratio")),
+            at_p50_ns=p50_ns,
+            at_p99_ns=p99_ns,
+            at_p50=p50,
+            at_p99=p99,
+            percentiles={
+                str(name): {str(k): _opt_float(v) for k, v in figures.items()}
+                for name, figures in raw_percentiles.items()
+                if isinstance(figures, Mapping)
+            },
+            wakes=_opt_int(comps.get("wakes")) or 0,
+            fully_attributed=_opt_int(comps.get("fully_attributed")) or 0,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class ArmRecord:
     """One arm of a run: its identity, how it ended, and its figures."""
 
@@ -178,6 +243,12 @@ class ArmRecord:
             samples_file=doc.get("samples_file"),
             entry=doc,
         )
+
+    @property
+    def trace(self) -> Optional[TraceFigures]:
+        """Where the arm's time goes, in a run that asked for tracing (None otherwise)."""
+        doc = self.entry.get("trace")
+        return TraceFigures.from_dict(doc) if isinstance(doc, Mapping) else None
 
     @property
     def measured(self) -> bool:

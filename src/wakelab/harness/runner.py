@@ -22,6 +22,18 @@ By default each arm is measured in several fresh worker processes
 (:mod:`wakelab.harness.workers`), on the interpreter the plan names; with
 ``in_process`` the arm runs here, under the same conditions layer, which is
 easier to debug.
+
+Tracing (``Execution.trace``).  Each latency arm the kernel wakes is measured
+three times in the same run: first untraced (its figures, as always), then
+while :mod:`wakelab.harness.trace` records the scheduler's events, with the
+drivers keeping each wake's ``t0``, then untraced again, so that the tracing
+overhead is the traced p50 against untraced passes on both sides of it.  The traced pass's wakes are split at the
+waiter's events (:mod:`wakelab.analysis.components`) and stored in the arm's
+samples file beside its latencies (``traced``); the arm's ``trace`` entry in
+summary.json holds the component percentiles, where the median and tail
+wakes go, and the tracing overhead (traced against untraced p50).  Where
+tracing cannot run, the run goes on untraced and ``tracing.reason`` says why
+(reported once through the progress callback as ``trace-unavailable``).
 """
 
 from __future__ import annotations
@@ -55,6 +67,8 @@ from wakelab.harness.workers import (
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import guidance_dict
+from wakelab.analysis.components import component_series, split_wakes, summarize_components, why_untraceable
+from wakelab.harness import trace as sched_trace
 from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
 from wakelab.analysis.stats import summarize_latency, summarize_rate
 
@@ -137,13 +151,18 @@ class Execution:
     python: Optional[str] = None
     in_process: bool = False
     conditions: Conditions = Conditions()
+    # Split every wake at the kernel's scheduler events (see "Tracing" above).
+    trace: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        out: Dict[str, Any] = {
             "mode": "in-process" if self.in_process else "workers",
             "workers": 1 if self.in_process else self.workers,
             "python": self.python or sys.executable,
         }
+        if self.trace:
+            out["trace"] = True
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,6 +305,20 @@ def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, Any]] = None) -> 
     }
 
 
+def new_tracing(requested: bool) -> Dict[str, Any]:
+    """The summary's ``tracing`` record before any arm ran."""
+    return {
+        "requested": requested,
+        "traced": False,
+        "reason": None if requested else "not asked for (wakelab run --trace)",
+        "tool": "perf record -a -k CLOCK_MONOTONIC",
+        "events": list(sched_trace.EVENTS),
+        "clock": "CLOCK_MONOTONIC",
+        "overhead_method": "each traced arm is measured three times in this run: untraced (its figures), traced, and "
+        "an untraced one after it brackets the traced pass; overhead = traced p50 / mean of the two untraced p50s",
+    }
+
+
 def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, Any]:
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
@@ -333,6 +366,14 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
         interpreter, timer = probed["interpreter"], probed["timer"]
     summary = new_summary(plan, interpreter)
     summary["timer"] = timer
+    if execution.trace:
+        summary["tracing"] = new_tracing(True)
+        reason = sched_trace.precheck()
+        if reason is None:
+            summary["tracing"]["traced"] = True
+        else:
+            summary["tracing"]["reason"] = reason
+            emit("trace-unavailable", reason=reason)
     # Where tails cluster at multiples of this, another thread held the GIL.
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     arms: List[Dict[str, Any]] = summary["arms"]
@@ -356,6 +397,9 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
                 # may hold the GIL the waiter needs.
                 tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
                 _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool)
+                if execution.trace and entry["status"] == OK:
+                    write(summary)  # the arm's own figures are evidence before the traced pass starts
+                    _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
                 current = None
                 write(summary)
     except KeyboardInterrupt as exc:
@@ -427,17 +471,32 @@ def _end_on_write_failure(summary: Dict[str, Any], failure: WriteFailed, emit: C
 
 def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool]) -> tuple:
     """``(raw, per-worker figures)`` of one arm, in workers or in this process."""
+    raws, figures = _measure_raws(plan, arm, emit, worker_pool)
+    return pool_raws(raws), figures
+
+
+def _measure_raws(
+    plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False
+) -> tuple:
+    """``([raw of each worker], per-worker figures)``; ``stamps``: keep each wake's t0 (traced)."""
     execution = plan.execution
     if execution.in_process:
         reason = arm.unavailable_reason()
         if reason is not None:
             raise ArmUnavailable(reason)
-        with worker_conditions(plan.params, execution.conditions):
-            raw = arm.measure(plan.params)
+        import wakelab.core.drivers as drivers
+
+        recording = drivers.RECORD_T0
+        drivers.RECORD_T0 = stamps
+        try:
+            with worker_conditions(plan.params, execution.conditions):
+                raw = arm.measure(plan.params)
+        finally:
+            drivers.RECORD_T0 = recording
         problem = check_raw(raw, plan.params, arm.kind)
         if problem is not None:
             raise IncompleteReply("the arm %s" % problem)
-        return raw, []
+        return [raw], []
     results = run_workers(
         arm.name,
         plan.params,
@@ -446,8 +505,164 @@ def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Op
         python=execution.python,
         on_worker=lambda i, total: emit("worker-done", arm=arm.name, worker=i + 1, workers=total),
         pool=worker_pool,
+        stamps=stamps,
     )
-    return pool_raws([r.raw for r in results]), [worker_figures(r.raw, r.pid, r.applied) for r in results]
+    return [r.raw for r in results], [worker_figures(r.raw, r.pid, r.applied) for r in results]
+
+
+def _trace_arm(
+    plan: RunPlan,
+    arm: Arm,
+    entry: Dict[str, Any],
+    tracing: Dict[str, Any],
+    emit: Callable[..., None],
+    worker_pool: Optional[WorkerPool],
+) -> None:
+    """The traced pass of a measured arm: ``entry["trace"]``, and the samples file's ``traced`` part.
+
+    Never fails the arm: whatever goes wrong is recorded as the reason the
+    arm was not split.  A session perf cannot start ends tracing for the run.
+    """
+    if not tracing.get("traced"):
+        entry["trace"] = {"traced": False, "reason": tracing.get("reason")}
+        return
+    reason = why_untraceable(entry)
+    if reason is None and plan.params.mode != "closed":
+        reason = "open loop: wakes are matched to notifies after the fact, so no wake has one t0 to split from"
+    if reason is None and not arm.driver:
+        reason = "this arm has no driver that reports its waiter's thread"
+    if reason is not None:
+        entry["trace"] = {"traced": False, "reason": reason}
+        return
+    emit("arm-trace", arm=arm.name)
+    session = sched_trace.SchedTrace()
+    try:
+        try:
+            session.start()
+        except sched_trace.TraceUnavailable as exc:
+            tracing["traced"] = False
+            tracing["reason"] = str(exc)
+            emit("trace-unavailable", reason=str(exc))
+            entry["trace"] = {"traced": False, "reason": str(exc)}
+            return
+        started = time.perf_counter()
+        try:
+            # Quietly: the arm was reported done; its workers' progress would count twice.
+            raws, _ = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=True)
+        finally:
+            session.stop()
+        wall_s = round(time.perf_counter() - started, 6)
+        traced = _split_traced(session, raws)
+        # The machine drifts between passes: an untraced pass after the traced one brackets it.
+        after, _ = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool)
+        after_p50 = summarize_latency(pool_raws(after).samples_ns).percentiles_ns.get("p50")  # type: ignore[union-attr]
+    except KeyboardInterrupt:
+        raise
+    except NotSplit as exc:
+        entry["trace"] = {"traced": False, "reason": str(exc)}
+        return
+    except Exception as exc:  # the arm's own figures stand; say why it was not split
+        entry["trace"] = {"traced": False, "reason": "the traced pass failed: %s: %s" % (type(exc).__name__, exc)}
+        return
+    finally:
+        data_bytes = session.data_bytes()
+        session.close()
+    samples: List[int] = traced["samples_ns"]
+    untraced_p50 = (entry.get("latency") or {}).get("p50_ns")
+    traced_stats = summarize_latency(samples, traced["lost"]).to_dict()
+    traced_p50 = _opt_number(traced_stats.get("p50_ns"))
+    baselines = [v for v in (untraced_p50, after_p50) if isinstance(v, (int, float)) and v > 0]
+    baseline = sum(baselines) / len(baselines) if baselines else None
+    entry["trace"] = {
+        "traced": True,
+        "reason": None,
+        "wall_s": wall_s,
+        "perf_data_bytes": data_bytes,
+        "events": traced["events"],
+        "latency": traced_stats,
+        "overhead": {
+            "untraced_p50_ns": untraced_p50,
+            "untraced_after_p50_ns": after_p50,
+            "traced_p50_ns": traced_p50,
+            # Against the mean of the untraced passes before and after the traced one.
+            "ratio": round(traced_p50 / baseline, 4) if baseline and traced_p50 is not None else None,
+        },
+        "components": summarize_components(samples, traced["splits"]),
+    }
+    try:
+        doc = bundle.samples_doc(arm.name, raw_to_dict(pool_raws(raws)))
+        base = entry.get("samples_file")
+        if base:  # keep the untraced samples the arm's figures come from; add the traced pass beside them
+            doc = _untraced_doc(plan.folder, arm.name, base) or doc
+        doc["traced"] = {
+            "samples_ns": samples,
+            "components_ns": component_series(traced["splits"]),
+            "components": list(traced["order"]),
+            "unit": "ns",
+        }
+        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, doc)
+    except OSError as exc:
+        failure = WriteFailed(plan.folder, exc)
+        entry["status"] = FAILED
+        entry["reason"] = str(failure)
+        emit("arm-failed", arm=arm.name, reason=entry["reason"])
+        raise failure from None
+
+
+class NotSplit(RuntimeError):
+    """The driver says why its wakes cannot be split (the message), after the traced pass."""
+
+
+def _opt_number(value: object) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _untraced_doc(folder: str, arm_name: str, relative: str) -> Optional[Dict[str, Any]]:
+    """The samples document the untraced pass wrote (None if it cannot be read back)."""
+    import json
+
+    try:
+        with open(os.path.join(folder, relative), "rb") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("arm") == arm_name else None
+
+
+def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw]) -> Dict[str, Any]:
+    """Every worker's wakes split at its waiter's events, pooled in worker order."""
+    from wakelab.analysis.components import COMPONENTS
+
+    tids = set()
+    for raw in raws:
+        for key in ("waiter_tid", "notifier_tid"):
+            value = raw.info.get(key)
+            if isinstance(value, int):
+                tids.add(value)
+    by_tid = session.events(tids)
+    samples: List[int] = []
+    splits: List[Any] = []
+    lost = 0
+    for raw in raws:
+        assert isinstance(raw, RawLatency)
+        info = raw.info
+        t0s = info.pop("wake_t0_ns", None)  # bulky: in the samples file's traced part, not in info
+        tid = info.get("waiter_tid")
+        if isinstance(info.get("not_split"), str):
+            raise NotSplit(str(info["not_split"]))
+        if not isinstance(t0s, list) or len(t0s) != len(raw.samples_ns) or not isinstance(tid, int):
+            raise RuntimeError("the traced worker did not report its waiter's thread and each wake's t0")
+        notifier = info.get("notifier_tid")
+        splits.extend(split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns, notifier if isinstance(notifier, int) else None))
+        samples.extend(raw.samples_ns)
+        lost += raw.lost
+    return {
+        "samples_ns": samples,
+        "lost": lost,
+        "splits": splits,
+        "order": COMPONENTS,
+        "events": sum(len(v) for k, v in by_tid.items() if any(r.info.get("waiter_tid") == k for r in raws)),
+    }
 
 
 def _run_arm(

@@ -8,6 +8,12 @@ Protocol (version 1): one JSON request on stdin::
 
     {"protocol": 1, "arm": "event", "family": "threads", "params": {...MeasureParams...}, "conditions": {...Conditions...}}
 
+and, in a traced run, ``"stamps": true``: the drivers then keep each wake's
+``t0`` and report it, with both sides' kernel thread ids, in the raw record's
+``info`` (``wake_t0_ns``, ``waiter_tid``, ``notifier_tid``; see
+:data:`wakelab.core.drivers.RECORD_T0`), for the runner to match to the
+scheduler events it recorded meanwhile.  The worker itself does not trace.
+
 and one JSON reply, written to the file descriptor that was stdout when the
 worker started::
 
@@ -204,6 +210,10 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
     reason = arm.unavailable_reason()
     if reason is not None:
         return {"protocol": PROTOCOL, "ok": False, "unavailable": reason, "error": reason}
+    if request.get("stamps") is True:
+        import wakelab.core.drivers as drivers
+
+        drivers.RECORD_T0 = True  # this forked worker measures one arm, then exits
     with worker_conditions(params, conditions) as applied:
         raw = arm.measure(params)
     if isinstance(raw, RawLatency):

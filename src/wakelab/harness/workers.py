@@ -452,6 +452,7 @@ def run_workers(
     python: Optional[str] = None,
     on_worker: Optional[Callable[[int, int], None]] = None,
     pool: Optional[WorkerPool] = None,
+    stamps: bool = False,
 ) -> List[WorkerResult]:
     """Measure ``arm_name`` in up to ``workers`` fresh processes, one after another.
 
@@ -459,10 +460,12 @@ def run_workers(
     own warm-up wakes); rate arms split ``params.rounds``.  Raises
     :class:`WorkerError` when any worker fails.  ``pool`` is the template to
     fork workers from (one is started, and closed, for this call if omitted).
+    ``stamps`` asks the workers to keep each wake's ``t0`` in the raw record's
+    ``info["wake_t0_ns"]`` (a traced run: :data:`wakelab.core.drivers.RECORD_T0`).
     """
     if pool is None:
         with WorkerPool(python) as own:
-            return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own)
+            return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own, stamps=stamps)
     from wakelab.core.registry import get_arm
 
     arm = get_arm(arm_name)
@@ -478,6 +481,8 @@ def run_workers(
             "params": worker_params.to_dict(),
             "conditions": conditions.to_dict(),
         }
+        if stamps:
+            request["stamps"] = True
         reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
         if reply.get("unavailable"):
             raise ArmUnavailable(str(reply["unavailable"]))

@@ -36,6 +36,7 @@ from wakelab.analysis.caveats import (
     waiter_at_t0,
 )
 from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, rank_wake_paths
+from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_rate, format_ratio, format_us
@@ -596,6 +597,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         ("LEAD TABLE", format_lead_table(summary)),
         ("LAB HONESTY", format_honesty(summary)),
     ]
+    where = format_where_the_time_goes(summary)  # empty unless the run asked for --trace
+    if where:
+        sections.insert(2, ("WHERE THE TIME GOES", where))
     if lab.get("methodology"):
         method: List[str] = []
         for paragraph in lab["methodology"]:

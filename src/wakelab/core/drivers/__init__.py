@@ -62,10 +62,51 @@ a held GIL.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Dict, List, Optional
 
-from wakelab.core.model import MeasureParams, now_ns
+from wakelab.core.model import LatencyCollector, MeasureParams, now_ns
+
+
+#: Set (by the worker, or the runner in process) when the run is traced: the closed-loop
+#: drivers then keep every wake's ``t0`` -- stored after the wake is over, never inside the
+#: timed window -- so that the kernel's scheduler events can be matched to each wake
+#: (:mod:`wakelab.analysis.components`).  Off, nothing is kept.
+RECORD_T0 = False
+
+
+def native_tid() -> Optional[int]:
+    """The calling thread's kernel thread id (what the scheduler's events name), None if unknown."""
+    get = getattr(threading, "get_native_id", None)
+    if get is None:
+        return None
+    try:
+        return int(get())
+    except (OSError, ValueError):  # pragma: no cover - not on Linux
+        return None
+
+
+def recording_t0() -> bool:
+    """True when the drivers keep each wake's ``t0`` (:data:`RECORD_T0`)."""
+    return RECORD_T0
+
+
+def wake_t0_log(params: MeasureParams) -> Optional[List[int]]:
+    """A slot per wake for its ``t0`` when the run is traced (:data:`RECORD_T0`), else None."""
+    return [0] * params.total_wakes if RECORD_T0 else None
+
+
+def t0_info(collector: LatencyCollector, t0s: Optional[List[int]], warmup: int) -> Dict[str, object]:
+    """``{"wake_t0_ns": [...]}``: the ``t0`` of each counted sample, aligned with ``samples_ns``.
+
+    Empty when no log was kept.  The collector's slots say which wakes were
+    counted: warm-up wakes and lost ones (None) have no sample.
+    """
+    if t0s is None:
+        return {}
+    kept = [t0s[i] for i, value in enumerate(collector.slots) if i >= warmup and type(value) is int]
+    return {"wake_t0_ns": kept}
 
 
 class HarnessError(RuntimeError):

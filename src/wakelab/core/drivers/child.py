@@ -111,7 +111,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.core.drivers import HarnessError, handshake_timeout_s, notify_step
+from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, t0_info, wake_t0_log
 from wakelab.core.drivers import child_side
 from wakelab.core.drivers.child_side import OPEN, QUIT, WaitSide
 from wakelab.core.drivers.thread import match_open_loop
@@ -608,6 +608,10 @@ def _measure_child(params: MeasureParams, path: ChildPath, name: str) -> RawLate
         child_cpus=hello.get("cpus"),
         notifier_cpu_seen=notifier_cpu_seen,
         waiter_cpu_seen=farewell.get("waiter_cpu_seen"),
+        notifier_tid=native_tid(),
+        # The child waits in its main thread, whose kernel thread id is its pid.
+        waiter_tid=session.child.pid,
+        waiter_pid=session.child.pid,
         **loop_info,
     )
 
@@ -636,6 +640,7 @@ def _drive_closed(
     sleep = time.sleep
     total = params.total_wakes
     stale = 0
+    t0s = wake_t0_log(params)
     for index in range(total):
         phase = _phase(index, total)
         session.send(index, phase)
@@ -654,7 +659,9 @@ def _drive_closed(
             slots[index] = None
         else:
             slots[index] = t1 - t0
-    return collector, {"mode": "closed", "stale_wakes": stale}
+        if t0s is not None:
+            t0s[index] = t0  # the wake is over: outside the timed window
+    return collector, {"mode": "closed", "stale_wakes": stale, **t0_info(collector, t0s, params.warmup)}
 
 
 def _drive_open(

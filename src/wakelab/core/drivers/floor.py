@@ -65,6 +65,7 @@ import tempfile
 import threading
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from wakelab.core.drivers import recording_t0
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, RawRate
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_for
 
@@ -480,6 +481,41 @@ def parse_rate_output(text: str, experiment: str) -> List[Tuple[int, int]]:
     return rounds
 
 
+STAMPS_HEADER = "stamps"
+STAMPS_END = "end stamps"
+
+
+def split_stamps(text: str, experiment: str) -> Tuple[str, Optional[Dict[str, object]]]:
+    """``(output, stamps)``: the binary's output without its ``stamps=1`` trailer, and the trailer.
+
+    The trailer (see the C source) gives both sides' kernel thread ids and
+    each wake's ``t0``: ``{"notifier_tid": .., "waiter_tid": .., "t0_ns": [...]}``.
+    ``stamps`` is None when the output has no trailer (the self-signal
+    experiment has no waiter to trace).
+    """
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith(STAMPS_HEADER + " ")), None)
+    if at is None:
+        return text, None
+    head = lines[at].split(" ")
+    if (
+        len(head) != 4
+        or not head[1].startswith("notifier_tid=")
+        or not head[2].startswith("waiter_tid=")
+        or lines[-1] != STAMPS_END
+    ):
+        raise _garbage(experiment, "bad stamps trailer", text)
+    count = _int_field(head[3], experiment, text)
+    t0s = [_int_field(line, experiment, text) for line in lines[at + 1 : -1]]
+    if len(t0s) != count:
+        raise _garbage(experiment, "expected %d stamps" % count, text)
+    return "\n".join(lines[:at]) + "\n", {
+        "notifier_tid": _int_field(head[1].partition("=")[2], experiment, text) or None,
+        "waiter_tid": _int_field(head[2].partition("=")[2], experiment, text) or None,
+        "t0_ns": t0s,
+    }
+
+
 def measure_latency(
     experiment: str,
     params: MeasureParams,
@@ -488,13 +524,19 @@ def measure_latency(
     """Wake latencies (ns) of a native latency experiment, warm-ups dropped.
 
     Closed loop only: the binary has no open-loop mode (:data:`OPEN_LOOP`).
+    In a traced run (:func:`~wakelab.core.drivers.recording_t0`) the binary
+    is asked for its stamps too, and ``info`` keeps both sides' thread ids
+    and ``wake_t0_ns`` (see :func:`split_stamps`).
     """
     if params.mode != "closed":
         raise NativeFloorError(
             "the native floor %s times closed loop only (mode %r asked)" % (experiment, params.mode)
         )
     binary = floor_binary()
-    text = run_floor(experiment, params, extra)
+    traced = recording_t0()
+    if traced:
+        extra = dict(extra or {}, stamps=1)
+    text, stamps = split_stamps(run_floor(experiment, params, extra), experiment)
     records = parse_latency_records(text, experiment)
     wakes = [None if isinstance(r, str) else r for r in records]
     if len(wakes) != params.total_wakes:
@@ -510,6 +552,14 @@ def measure_latency(
     info["mode"] = "closed"
     info["stale_wakes"] = sum(1 for r in records if r == STALE)
     info.update(parse_ran_on(text, experiment))
+    if stamps is not None:
+        info["notifier_tid"] = stamps["notifier_tid"]
+        info["waiter_tid"] = stamps["waiter_tid"]
+        t0s = stamps["t0_ns"]
+        assert isinstance(t0s, list)
+        if len(t0s) != len(wakes):
+            raise NativeFloorError("native floor %s gave %d stamps for %d wakes" % (experiment, len(t0s), len(wakes)))
+        info["wake_t0_ns"] = [t0s[i] for i in range(params.warmup, len(wakes)) if wakes[i] is not None]
     return collector.result(**info)
 
 

@@ -86,7 +86,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional
 
-from wakelab.core.drivers import HarnessError, handshake_timeout_s, notify_step
+from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, recording_t0, t0_info, wake_t0_log
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency
 from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 
@@ -262,6 +262,8 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
     done = side.done
     done_wait = done.wait
     stale = 0
+    # A round trip's t1 is the notifier's (the reply), not the loop thread's: no t0 log for it.
+    t0s = None if first_leg else wake_t0_log(params)
     for index in range(params.total_wakes):
         ready.clear()
         done.clear()
@@ -288,9 +290,12 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
                 latency = side.reply_ns - t0
                 legs[first_leg] = stamp - t0
         collector.add(latency, **legs)
+        if t0s is not None:
+            t0s[index] = t0  # the wake is over: outside the timed window
         if latency is None:
             time.sleep(grace_s)
     waiter_cpu_seen = _call_in_loop(loop, current_cpu, handshake_s)
+    waiter_tid = _call_in_loop(loop, native_tid, handshake_s)
     return collector.result(
         settle_us=params.settle_us,
         mode="closed",
@@ -300,7 +305,18 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
         asyncio_debug=False,
         notifier_cpu_seen=current_cpu(),
         waiter_cpu_seen=waiter_cpu_seen,
+        notifier_tid=native_tid(),
+        waiter_tid=waiter_tid,
+        **t0_info(collector, t0s, params.warmup),
+        **_round_trip_note(first_leg),
     )
+
+
+def _round_trip_note(first_leg: Optional[str]) -> Dict[str, object]:
+    """Why a traced round trip keeps no ``t0`` log (see ``_notify_wakes``)."""
+    if not first_leg or not recording_t0():
+        return {}
+    return {"not_split": "a round trip: t1 is the notifier's reply, so no one waiter's events span the wake"}
 
 
 def _reply_waiter(side: _LoopSide, reply: Callable[[float], Optional[int]], timeout_s: float) -> Callable[[], None]:

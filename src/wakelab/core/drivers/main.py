@@ -67,8 +67,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
-from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s
-from wakelab.core.drivers.thread import match_open_loop
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, recording_t0, t0_info
+from wakelab.core.drivers.thread import last_notify_answered, match_open_loop
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
 
@@ -167,12 +167,13 @@ def _drive_closed(
     started = threading.Event()
     t0s: List[int] = [0] * total
     rescued: List[bool] = [False] * total
-    box: Dict[str, object] = {"stop": False, "error": None, "cpu": None, "waking": False}
+    box: Dict[str, object] = {"stop": False, "error": None, "cpu": None, "waking": False, "tid": None}
 
     def notifier() -> None:
         old_mask: Optional[Set[Any]] = None
         try:
             old_mask = _enter_notifier_role(params, block)
+            box["tid"] = native_tid()
             started.set()
             settle_s = params.settle_s
             done_wait = done.wait
@@ -253,6 +254,8 @@ def _drive_closed(
     info: Dict[str, object] = {}
     if interrupt is not None:
         info["watchdog_rescues"] = sum(rescued[params.warmup:])
+    # t0s is kept anyway (the notifier hands t0 over in it); a traced run keeps it in info.
+    info.update(t0_info(collector, t0s if recording_t0() else None, params.warmup))
     return collector.result(
         settle_us=params.settle_us,
         mode="closed",
@@ -260,6 +263,8 @@ def _drive_closed(
         foreign_wakes=foreign,
         notifier_cpu_seen=box["cpu"],
         waiter_cpu_seen=current_cpu(),
+        notifier_tid=box["tid"],
+        waiter_tid=native_tid(),
         **info,
     )
 
@@ -285,7 +290,7 @@ def _drive_open(
     started = threading.Event()
     go = threading.Event()
     out = threading.Event()  # the main thread has left its wait loop
-    box: Dict[str, object] = {"stop": False, "stop_ns": 0, "error": None, "cpu": None}
+    box: Dict[str, object] = {"stop": False, "stop_ns": 0, "error": None, "cpu": None, "tid": None}
 
     def stop() -> None:
         box["stop_ns"] = now_ns()  # a wake after this instant is none of the schedule's
@@ -295,6 +300,7 @@ def _drive_open(
         old_mask: Optional[Set[Any]] = None
         try:
             old_mask = _enter_notifier_role(params, block)
+            box["tid"] = native_tid()
             started.set()
             if not go.wait(handshake_s):
                 raise HarnessError("the main thread did not start waiting")
@@ -311,7 +317,7 @@ def _drive_open(
                 scheduled.append(due)
             # Let the last wake arrive (or time out).
             deadline = now_ns() + int(params.timeout_s * 1e9)
-            while issued and not out.is_set() and now_ns() < deadline and (not wakes or wakes[-1] < issued[-1]):
+            while issued and not out.is_set() and now_ns() < deadline and not last_notify_answered(issued, wakes, params.planted_delay_ns):
                 time.sleep(0.001)
             box["cpu"] = current_cpu()
         except BaseException as exc:  # surfaced in the main thread
@@ -367,6 +373,8 @@ def _drive_open(
         coalesced=sum(1 for i in coalesced if i >= params.warmup),
         notifier_cpu_seen=box["cpu"],
         waiter_cpu_seen=current_cpu(),
+        notifier_tid=box["tid"],
+        waiter_tid=native_tid(),
     )
 
 
@@ -398,7 +406,10 @@ def measure_self(params: MeasureParams, path: WakePath) -> RawLatency:
                 t1 = None
             slots[index] = None if t1 is None else t1 - t0
         cpu = current_cpu()
-        return collector.result(mode="closed", stale_wakes=stale, notifier_cpu_seen=cpu, waiter_cpu_seen=cpu)
+        tid = native_tid()
+        return collector.result(
+            mode="closed", stale_wakes=stale, notifier_cpu_seen=cpu, waiter_cpu_seen=cpu, notifier_tid=tid, waiter_tid=tid
+        )
 
     interval_ns = params.interval_us * 1000
     base = now_ns() + max(params.settle_us * 1000, interval_ns)

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, t0_info, wake_t0_log
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import WAITER, current_cpu, enter_role
 
@@ -62,12 +62,14 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
     go = threading.Event()
     ready = threading.Event()
     done = threading.Event()
-    box: Dict[str, object] = {"t1": None, "stop": False, "error": None, "cpu": None}
+    box: Dict[str, object] = {"t1": None, "stop": False, "error": None, "cpu": None, "tid": None}
     timeout_s = params.timeout_s
+    t0s = wake_t0_log(params)
 
     def waiter() -> None:
         try:
             _take_waiter_role(params)
+            box["tid"] = native_tid()  # before the first wake: what the kernel's events call it
             while True:
                 go.wait()
                 go.clear()
@@ -108,6 +110,8 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
                 stale += 1  # the wait returned before this notify: an older wake, not this one
                 t1 = None
             slots[index] = None if t1 is None else t1 - t0  # type: ignore[operator]
+            if t0s is not None:
+                t0s[index] = t0  # the wake is over: outside the timed window
     finally:
         box["stop"] = True
         go.set()
@@ -118,6 +122,9 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
         stale_wakes=stale,
         notifier_cpu_seen=current_cpu(),
         waiter_cpu_seen=box["cpu"],
+        notifier_tid=native_tid(),
+        waiter_tid=box["tid"],
+        **t0_info(collector, t0s, params.warmup),
     )
 
 
@@ -129,13 +136,14 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
     wait = path.stamped()
     step = path.step(params)
     wakes: List[int] = []  # t1 of every wake, appended by the waiter
-    box: Dict[str, object] = {"stop": False, "error": None, "cpu": None}
+    box: Dict[str, object] = {"stop": False, "error": None, "cpu": None, "tid": None}
     started = threading.Event()
     poll_s = min(params.timeout_s, 0.05)
 
     def waiter() -> None:
         try:
             _take_waiter_role(params)
+            box["tid"] = native_tid()
             started.set()
             while not box["stop"]:
                 t1 = wait(poll_s)
@@ -171,7 +179,7 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
             scheduled.append(due)
         # Let the last wake arrive (or time out).
         deadline = now_ns() + int(params.timeout_s * 1e9)
-        while now_ns() < deadline and (not wakes or wakes[-1] < issued[-1]):
+        while now_ns() < deadline and not last_notify_answered(issued, wakes, params.planted_delay_ns):
             time.sleep(0.001)
     finally:
         box["stop"] = True
@@ -191,6 +199,8 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
         coalesced=counted_coalesced,
         notifier_cpu_seen=current_cpu(),
         waiter_cpu_seen=box["cpu"],
+        notifier_tid=native_tid(),
+        waiter_tid=box["tid"],
     )
 
 
@@ -200,6 +210,15 @@ def _take_waiter_role(params: MeasureParams) -> None:
         enter_role(params, WAITER)
     except OSError as exc:
         raise HarnessError("the waiter thread could not take the waiter's CPU: %s" % exc) from exc
+
+
+def last_notify_answered(issued: List[int], wakes: List[int], planted_delay_ns: int = 0) -> bool:
+    """True once a wake came after the last notify call began (its ``t0`` plus any planted delay).
+
+    A wake between the last ``t0`` and its notify call is an earlier notify's, late: the open
+    loop must wait on for the last one's, or end the run with it still on the way.
+    """
+    return bool(issued) and bool(wakes) and wakes[-1] >= issued[-1] + planted_delay_ns
 
 
 def match_open_loop(issued: List[int], wakes: List[int], planted_delay_ns: int = 0) -> Tuple[Dict[int, int], List[int]]:

@@ -48,7 +48,8 @@
  *   keys: n warmup settle_us timeout_ms planted_delay_us planted_after_us
  *         install_n rounds warmup_rounds notifier_cpu waiter_cpu (-1: not
  *         pinned) lose_every (fault injection for tests: the notifier skips
- *         every lose_every-th notify, so that wake is lost)
+ *         every lose_every-th notify, so that wake is lost) stamps (1: add
+ *         the traced-run trailer described below)
  *   EXPERIMENT "selftest" only prints "wakelab-floor FORMAT ok".
  *
  * Output (stdout), format version FLOOR_FORMAT:
@@ -62,6 +63,13 @@
  *   The ran-on line is "ran-on notifier=CPU waiter=CPU" for the experiments
  *   with two sides and "ran-on notifier=CPU" for the single-threaded ones;
  *   CPU is "-" when sched_getcpu() failed.
+ *   With stamps=1 (a traced run) a latency experiment with a waiter adds,
+ *   after "end COUNT", the trailer "stamps notifier_tid=TID waiter_tid=TID
+ *   COUNT", then COUNT lines each the wake's t0 (CLOCK_MONOTONIC ns, 0 for a
+ *   wake without one), then "end stamps": the kernel thread ids whose
+ *   scheduler events the Python side matches to each wake.  t0 is stored
+ *   after the wake is over, outside the timed window.  Without stamps=1 the
+ *   output is exactly as above.
  * Format history: 1 -- records and end line; 2 -- adds the ran-on line;
  *   3 -- adds "stale" records (a wake that answered an older notify, never a
  *   negative figure), the planted_after_us key and the experiments
@@ -89,6 +97,7 @@
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +126,7 @@ typedef struct {
     long notifier_cpu; /* -1: not pinned */
     long waiter_cpu;   /* -1: not pinned */
     long parent_pid;   /* 0: not watched; else die with that parent (PR_SET_PDEATHSIG) */
+    long stamps;       /* 1: print each wake's t0 and both sides' thread ids (traced runs) */
 } params_t;
 
 static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0};
@@ -124,6 +134,10 @@ static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0};
 /* The CPU each side last ran on, read at the end of its loop (-1: unknown). */
 static int notifier_cpu_seen = -1;
 static int waiter_cpu_seen = -1;
+/* Kernel thread ids of both sides and each wake's t0, for stamps=1 (0: unknown). */
+static long notifier_tid = 0;
+static long waiter_tid = 0;
+static int64_t *T0S = NULL;
 
 /* Cross-process experiments: the waiter child (parent side), and whether we are it. */
 static pid_t waiter_child = 0;
@@ -443,6 +457,7 @@ static void *waiter_loop(void *unused)
     (void)unused;
     pin_self(P.waiter_cpu, "waiter");
     waiter_id = pthread_self();
+    waiter_tid = (long)syscall(SYS_gettid);
     if (EXP->waiter_init)
         EXP->waiter_init();
     long handshake_ms = P.timeout_ms + HANDSHAKE_SLACK_MS;
@@ -507,6 +522,7 @@ static void *notifier_loop(void *unused)
     (void)unused;
     const thread_experiment_t *exp = EXP;
     pin_self(P.notifier_cpu, "notifier");
+    notifier_tid = (long)syscall(SYS_gettid);
     step_fn step = chosen_step();
     long handshake_ms = P.timeout_ms + HANDSHAKE_SLACK_MS;
     for (long i = 0; i < TOTAL; i++) {
@@ -535,6 +551,8 @@ static void *notifier_loop(void *unused)
         int64_t t1 = ctl_t1;
         pthread_mutex_unlock(&ctl_lock);
         SAMPLES[i] = rescued ? LOST : wake_record(t0, t1);
+        if (T0S)
+            T0S[i] = t0; /* the wake is over: outside the timed window */
     }
     notifier_cpu_seen = sched_getcpu();
 
@@ -1215,6 +1233,8 @@ static void run_process_experiment(const process_experiment_t *exp, int64_t *sam
         _exit(3); /* not reached */
     }
     waiter_child = pid;
+    waiter_tid = (long)pid; /* the child waits in its only thread */
+    notifier_tid = (long)syscall(SYS_gettid);
     close(ctl[1]);
     if (exp->parent_init)
         exp->parent_init();
@@ -1233,6 +1253,8 @@ static void run_process_experiment(const process_experiment_t *exp, int64_t *sam
 
         m = expect_msg(ctl[0], MSG_WOKE, MSG_LOST, handshake_ms, i);
         samples[i] = wake_record(t0, m.tag == MSG_WOKE ? m.value : 0);
+        if (T0S)
+            T0S[i] = t0; /* the wake is over: outside the timed window */
     }
     notifier_cpu_seen = sched_getcpu();
     send_msg(ctl[0], MSG_QUIT, 0);
@@ -1457,7 +1479,7 @@ static void usage(const char *msg)
     fprintf(stderr,
             " native-sigaction-install selftest\n"
             "keys: n warmup settle_us timeout_ms planted_delay_us planted_after_us install_n\n"
-            "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every\n");
+            "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every stamps\n");
     exit(2);
 }
 
@@ -1481,6 +1503,7 @@ static void parse_param(const char *arg)
         {"notifier_cpu", &P.notifier_cpu, -1},
         {"waiter_cpu", &P.waiter_cpu, -1},
         {"parent_pid", &P.parent_pid, 0},
+        {"stamps", &P.stamps, 0},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -1593,6 +1616,8 @@ int main(int argc, char **argv)
     long total = P.warmup + P.n;
     int64_t *samples = alloc_samples(total);
     int with_waiter = 1;
+    if (P.stamps)
+        T0S = alloc_samples(total);
     if (EXPERIMENTS[k].thread)
         run_thread_experiment(EXPERIMENTS[k].thread, samples, total);
     else if (EXPERIMENTS[k].process)
@@ -1602,5 +1627,12 @@ int main(int argc, char **argv)
         with_waiter = 0;
     }
     print_latency(name, samples, total, with_waiter);
+    if (P.stamps && with_waiter) {
+        printf("stamps notifier_tid=%ld waiter_tid=%ld %ld\n", notifier_tid, waiter_tid, total);
+        for (long i = 0; i < total; i++)
+            printf("%lld\n", (long long)T0S[i]);
+        fputs("end stamps\n", stdout);
+        finish_output();
+    }
     return 0;
 }

@@ -1,0 +1,377 @@
+"""Collecting the kernel's scheduler events around a measurement, with ``perf``.
+
+Why ``perf`` and not tracefs.  Both read the same tracepoints.  tracefs
+(``/sys/kernel/tracing``) is one buffer for the whole machine: two programs
+tracing at once (two wakelab runs, or another tool) switch each other's events
+on and off and read each other's data, and its text output gives timestamps in
+microseconds only.  ``perf record`` opens its own per-CPU buffers, so any
+number of sessions coexist, stamps each event in nanoseconds on the clock we
+ask for (``-k CLOCK_MONOTONIC``: the clock behind ``time.perf_counter_ns()``
+on Linux, so events line up with every wake's ``t0`` and ``t1``), and ``perf
+script`` prints them in a stable text format.  Debian ships it as
+``linux-perf``.  Nothing here runs in a measuring process: the worker side
+stays stdlib-only and does not know it is traced, beyond keeping each wake's
+``t0`` (:data:`wakelab.core.drivers.RECORD_T0`).
+
+A session records system-wide (``-a``), because the measuring threads do not
+exist yet when it starts, and is *armed* through perf's control fifo: it
+starts disabled (``-D -1``), and :meth:`SchedTrace.start` returns only once
+perf acknowledged ``enable``, so no wake is measured before the events flow.
+:meth:`SchedTrace.stop` disables and ends it; :meth:`SchedTrace.events` runs
+``perf script`` and keeps only the events that name the given thread ids.
+
+Where tracing is not allowed (no ``perf``, not root and
+``kernel.perf_event_paranoid`` too high, no tracepoints), :class:`TraceUnavailable`
+carries one sentence saying why and how to enable it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, Iterable, List, Optional, Sequence, Set
+
+from wakelab.analysis.components import SchedEvent
+
+#: The tracepoints recorded: who wakes whom, who runs where, who moves.
+EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch", "sched:sched_migrate_task")
+#: How long perf may take to come up and acknowledge ``enable``.
+START_TIMEOUT_S = 15.0
+#: How long perf may take to end after ``stop`` (it writes its buffers out).
+STOP_TIMEOUT_S = 30.0
+#: How long ``perf script`` may take.
+SCRIPT_TIMEOUT_S = 180.0
+#: Per-CPU buffer in pages: room for a burst of a busy machine's context switches.
+MMAP_PAGES = 1024
+
+HOW_TO_ENABLE = (
+    "run as root, or allow it with 'sysctl kernel.perf_event_paranoid=-1' "
+    "(and install perf: 'apt install linux-perf')"
+)
+
+
+class TraceUnavailable(RuntimeError):
+    """Tracing cannot run here; the message says why and how to enable it."""
+
+
+_LINE = re.compile(r"^\s*(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<ns>\d{9}):\s+(?P<event>[\w:]+):\s(?P<rest>.*)$")
+_WAKE = re.compile(r"\spid=(?P<pid>\d+)\s+prio=-?\d+\s+target_cpu=(?P<target>\d+)")
+_SWITCH = re.compile(
+    r"\sprev_pid=(?P<prev>\d+)\s+prev_prio=-?\d+\s+prev_state=(?P<state>\S+)\s+==>\s+next_comm=.*\snext_pid=(?P<next>\d+)\s+next_prio=-?\d+\s*$"
+)
+_MIGRATE = re.compile(r"\spid=(?P<pid>\d+)\s+prio=-?\d+\s+orig_cpu=(?P<orig>\d+)\s+dest_cpu=(?P<dest>\d+)")
+
+
+def parse_line(line: str) -> Optional[SchedEvent]:
+    """One line of ``perf script -F tid,cpu,time,event,trace --ns`` as an event (None: not one).
+
+    ``comm`` fields may hold spaces, so each field is found by its key.
+    """
+    match = _LINE.match(line)
+    if match is None:
+        return None
+    time_ns = int(match.group("sec")) * 1_000_000_000 + int(match.group("ns"))
+    event = match.group("event")
+    rest = " " + match.group("rest")
+    cpu = int(match.group("cpu"))
+    tid = int(match.group("tid"))
+    if event in ("sched:sched_waking", "sched:sched_wakeup"):
+        wake = _WAKE.search(rest)
+        if wake is None:
+            return None
+        kind = "waking" if event.endswith("waking") else "wakeup"
+        return SchedEvent(time_ns, kind, cpu, tid, pid=int(wake.group("pid")), target_cpu=int(wake.group("target")))
+    if event == "sched:sched_switch":
+        switch = _SWITCH.search(rest)
+        if switch is None:
+            return None
+        return SchedEvent(
+            time_ns, "switch", cpu, tid,
+            prev_pid=int(switch.group("prev")), prev_state=switch.group("state"), next_pid=int(switch.group("next")),
+        )
+    if event == "sched:sched_migrate_task":
+        move = _MIGRATE.search(rest)
+        if move is None:
+            return None
+        return SchedEvent(
+            time_ns, "migrate", cpu, tid,
+            pid=int(move.group("pid")), orig_cpu=int(move.group("orig")), dest_cpu=int(move.group("dest")),
+        )
+    return None
+
+
+def parse_script(lines: Iterable[str], tids: Optional[Set[int]] = None) -> Dict[int, List[SchedEvent]]:
+    """Events by thread id (each list in time order), only for ``tids`` if given.
+
+    A switch names two threads and is filed under both.
+    """
+    by_tid: Dict[int, List[SchedEvent]] = {}
+    for line in lines:
+        event = parse_line(line)
+        if event is None:
+            continue
+        if event.kind == "switch":
+            about = {event.prev_pid, event.next_pid}
+        else:
+            about = {event.pid}
+        for tid in about:
+            if tid and (tids is None or tid in tids):
+                by_tid.setdefault(tid, []).append(event)
+    for events in by_tid.values():
+        events.sort(key=lambda e: e.time_ns)
+    return by_tid
+
+
+def perf_path() -> Optional[str]:
+    """``perf`` on ``PATH`` (None: not installed)."""
+    return shutil.which("perf")
+
+
+def precheck() -> Optional[str]:
+    """Why tracing cannot run here, found without starting perf (None: worth trying)."""
+    if perf_path() is None:
+        return "tracing needs perf, which is not on PATH (install it: 'apt install linux-perf')"
+    if os.geteuid() != 0:
+        try:
+            with open("/proc/sys/kernel/perf_event_paranoid") as f:
+                paranoid = int(f.read().strip())
+        except (OSError, ValueError):
+            paranoid = None
+        if paranoid is not None and paranoid > -1:
+            return "tracing the scheduler system-wide is not allowed (kernel.perf_event_paranoid=%d, not root): %s" % (
+                paranoid, HOW_TO_ENABLE)
+    return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("'trace' not valid"):
+            return line
+    return "(no message)"
+
+
+class SchedTrace:
+    """One ``perf record`` session of the scheduler tracepoints, on CLOCK_MONOTONIC.
+
+    Use as ``with SchedTrace() as trace: ...measure...`` then
+    ``trace.events(tids)``; or call :meth:`start`, :meth:`stop`,
+    :meth:`close` yourself.  :meth:`close` (also on error) ends perf and
+    removes the temporary folder.  Raises :class:`TraceUnavailable` from
+    :meth:`start` when perf cannot record here.
+    """
+
+    def __init__(self, events: Sequence[str] = EVENTS, perf: Optional[str] = None) -> None:
+        self._events = tuple(events)
+        self._perf = perf
+        self._dir: Optional[str] = None
+        self._proc: Optional["subprocess.Popen[bytes]"] = None
+        self._ctl: Optional[int] = None
+        self._ack: Optional[int] = None
+        self._stderr: Optional[object] = None
+        self.started_ns = 0
+        self.stopped_ns = 0
+
+    # -- life cycle ---------------------------------------------------------
+    def __enter__(self) -> "SchedTrace":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is None:
+            self.stop()
+        else:
+            self.close()
+
+    @property
+    def data_path(self) -> str:
+        assert self._dir is not None
+        return os.path.join(self._dir, "perf.data")
+
+    def start(self) -> None:
+        """Start perf and return once it records; :class:`TraceUnavailable` if it cannot."""
+        reason = precheck() if self._perf is None else None
+        if reason is not None:
+            raise TraceUnavailable(reason)
+        perf = self._perf or perf_path() or "perf"
+        self._dir = tempfile.mkdtemp(prefix="wakelab-trace-")
+        ctl = os.path.join(self._dir, "ctl")
+        ack = os.path.join(self._dir, "ack")
+        os.mkfifo(ctl, 0o600)
+        os.mkfifo(ack, 0o600)
+        argv = [perf, "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-m", str(MMAP_PAGES)]
+        for event in self._events:
+            argv += ["-e", event]
+        argv += ["-D", "-1", "--control", "fifo:%s,%s" % (ctl, ack), "-o", self.data_path]
+        # perf records for as long as its workload lives: a process that reads its stdin, a
+        # pipe only this process writes, so perf ends when we close it -- or when we die.
+        argv += ["--", sys.executable, "-S", "-c", "import sys; sys.stdin.buffer.read()"]
+        stderr = tempfile.TemporaryFile(dir=self._dir)
+        self._stderr = stderr
+        try:
+            try:
+                self._proc = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+                )
+            except OSError as exc:
+                raise TraceUnavailable("cannot start perf (%s): %s" % (perf, exc.strerror or exc)) from None
+            # The ack fifo is opened non-blocking at once; the ctl fifo once perf reads it.
+            self._ack = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while self._ctl is None:
+                try:
+                    self._ctl = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as exc:
+                    if exc.errno != errno.ENXIO:
+                        raise
+                    self._check_alive(deadline)
+                    time.sleep(0.01)
+            self._command("enable", deadline)
+            self.started_ns = time.perf_counter_ns()
+        except BaseException:
+            self.close()
+            raise
+
+    def _perf_error(self) -> str:
+        stderr = self._stderr
+        if stderr is None:
+            return "(no message)"
+        try:
+            stderr.seek(0)  # type: ignore[attr-defined]
+            return _first_line(stderr.read(1 << 16).decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            return "(no message)"
+
+    def _check_alive(self, deadline: float) -> None:
+        proc = self._proc
+        assert proc is not None
+        if proc.poll() is not None:
+            raise TraceUnavailable(
+                "perf could not record the scheduler's events (exit status %s: %s); %s"
+                % (proc.returncode, self._perf_error(), HOW_TO_ENABLE)
+            )
+        if time.monotonic() > deadline:
+            raise TraceUnavailable("perf did not start recording within %.0f s" % START_TIMEOUT_S)
+
+    def _command(self, command: str, deadline: float) -> None:
+        """Send ``command`` on the control fifo and wait for perf's ``ack``."""
+        assert self._ctl is not None and self._ack is not None
+        os.write(self._ctl, (command + "\n").encode("ascii"))
+        received = b""
+        while b"ack" not in received:
+            try:
+                received += os.read(self._ack, 64)
+            except BlockingIOError:
+                pass
+            if b"ack" in received:
+                break
+            self._check_alive(deadline)
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        """Stop recording and let perf write its data out."""
+        proc = self._proc
+        if proc is None:
+            return
+        self.stopped_ns = time.perf_counter_ns()
+        try:
+            if proc.poll() is None:
+                try:
+                    self._command("disable", time.monotonic() + STOP_TIMEOUT_S)
+                except (OSError, TraceUnavailable):
+                    pass
+                self._end(proc)
+                if proc.returncode not in (0, -signal.SIGINT):
+                    raise TraceUnavailable("perf record failed (exit status %s: %s)" % (proc.returncode, self._perf_error()))
+        finally:
+            self._close_fifos()
+
+    @staticmethod
+    def _end(proc: "subprocess.Popen[bytes]") -> None:
+        """End perf: its workload's stdin closes (perf then writes its data out), else SIGINT, else SIGKILL."""
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+            raise TraceUnavailable("perf did not end within %.0f s of being stopped" % (2 * STOP_TIMEOUT_S)) from None
+
+    def events(self, tids: Iterable[int]) -> Dict[int, List[SchedEvent]]:
+        """The recorded events about ``tids``, by thread id, in time order (after :meth:`stop`)."""
+        wanted = {int(t) for t in tids if t}
+        perf = self._perf or perf_path() or "perf"
+        argv = [perf, "script", "-i", self.data_path, "-F", "tid,cpu,time,event,trace", "--ns"]
+        assert self._dir is not None
+        with tempfile.TemporaryFile(dir=self._dir) as out, tempfile.TemporaryFile(dir=self._dir) as err:
+            try:
+                proc = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=SCRIPT_TIMEOUT_S, check=False
+                )
+            except subprocess.TimeoutExpired:
+                raise TraceUnavailable("perf script did not finish within %.0f s" % SCRIPT_TIMEOUT_S) from None
+            except OSError as exc:
+                raise TraceUnavailable("cannot run perf script: %s" % (exc.strerror or exc)) from None
+            if proc.returncode != 0:
+                err.seek(0)
+                raise TraceUnavailable("perf script failed: %s" % _first_line(err.read(1 << 16).decode("utf-8", "replace")))
+            out.seek(0)
+            lines = (raw.decode("utf-8", "replace") for raw in out)
+            return parse_script(lines, wanted)
+
+    def data_bytes(self) -> int:
+        """Size of perf's recording (0 if there is none)."""
+        try:
+            return os.path.getsize(self.data_path)
+        except (OSError, AssertionError):
+            return 0
+
+    def _close_fifos(self) -> None:
+        for fd in (self._ctl, self._ack):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._ctl = self._ack = None
+
+    def close(self) -> None:
+        """End perf if it still runs and remove the temporary folder."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                self._end(proc)
+            except TraceUnavailable:
+                pass
+        if proc is not None and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        self._close_fifos()
+        if self._stderr is not None:
+            try:
+                self._stderr.close()  # type: ignore[attr-defined]
+            except OSError:
+                pass
+            self._stderr = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
