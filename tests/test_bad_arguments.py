@@ -95,6 +95,19 @@ def test_non_utf8_arguments_are_refused_up_front(place, args, line) -> None:
     assert_refused(wakelab(args, cwd, env), line, cwd, history)
 
 
+@pytest.mark.parametrize("args", [["list", "--bogus\x1b[2J"], ["show", "x\x1b]0;pwned\x07", "extra\u202e"],
+                                  ["run", "--arsm\x9b31m"]], ids=["unrecognized", "extra", "c1-option"])
+def test_an_argument_argparse_echoes_reaches_stderr_escaped(place, args) -> None:
+    # argparse repeats what it did not recognize; a terminal must never get it raw.
+    cwd, env, history = place
+    result = wakelab(args, cwd, env)
+    assert result.returncode == 2 and result.stdout == b""
+    line = result.stderr.decode("utf-8")
+    assert line.count("\n") == 1 and line.startswith("wakelab") and "unrecognized arguments" in line
+    assert "\\x1b" in line or "\\x9b" in line or "\\u202e" in line  # shown, as a visible escape
+    assert not set(line) & {"\x1b", "\x07", "\x9b", "\u202e"}
+
+
 def test_an_empty_output_folder_is_refused(place) -> None:
     cwd, env, history = place
     result = wakelab(["run", "--arms", "event", "-n", "5", "-o", ""], cwd, env)

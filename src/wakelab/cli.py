@@ -116,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
         """argparse, but a bad command line gives one line on stderr, not usage plus error."""
 
         def error(self, message: str) -> NoReturn:
-            self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
+            from wakelab.formatting import escape_text  # argparse echoes arguments: never raw to a terminal
+
+            self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, escape_text(message), self.prog))
 
     parser = _Parser(
         prog="wakelab",
