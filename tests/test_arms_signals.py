@@ -613,3 +613,31 @@ def test_arm_agrees_with_an_independent_probe(name: str, probe: Callable[[], flo
         ours.append(statistics.median(_run(name, params).samples_ns) / 1000.0)
     assert min(ours) <= 3 * min(probes) + 300, "%s: wakelab median %.1f µs against the probe's %.1f µs" % (
         name, min(ours), min(probes))
+
+
+def test_unwrapped_install_times_the_c_function_and_restores_the_handler(monkeypatch) -> None:
+    import _signal
+
+    from wakelab.core.model import RawRate
+    from wakelab.core.registry import get_arm
+
+    arm = get_arm("signal-install-unwrapped")
+    assert arm.unavailable_reason() is None and arm.kind == "rate" and arm.native == "native-sigaction-install"
+    calls = {"inner": 0, "wrapper": 0}
+    inner, wrapper = _signal.signal, signal.signal
+
+    def counted_inner(*a):  # type: ignore[no-untyped-def]
+        calls["inner"] += 1
+        return inner(*a)
+
+    def counted_wrapper(*a):  # type: ignore[no-untyped-def]
+        calls["wrapper"] += 1
+        return wrapper(*a)
+
+    before = signal.getsignal(signal.SIGUSR1)
+    monkeypatch.setattr(_signal, "signal", counted_inner)
+    monkeypatch.setattr(signal, "signal", counted_wrapper)
+    raw = arm.measure(MeasureParams(install_n=50, rounds=2, warmup_rounds=1))
+    assert isinstance(raw, RawRate) and len(raw.round_ns) == 2
+    assert calls["inner"] >= 150 and calls["wrapper"] <= 2  # the wrapper only to restore the handler
+    assert signal.getsignal(signal.SIGUSR1) is before

@@ -708,3 +708,125 @@ def test_settings_are_recorded() -> None:
     settings = dataclasses.replace(cmp.Settings(), alpha=0.1)
     assert settings.confidence == pytest.approx(0.9)
     assert settings.to_dict()["alpha"] == 0.1
+
+
+# ---------------------------------------------------------------------------
+# Where the time goes: two traced runs (wakelab run --trace)
+# ---------------------------------------------------------------------------
+
+TRACED_WAKES = 200
+
+
+def traced_components(notify_extra: int = 0, queue_extra: int = 0) -> Dict[str, list]:
+    """Per-wake components of a traced pass of ``TRACED_WAKES`` wakes (ns), with a shift planted in some."""
+    series = {
+        "notify": [3000 + 10 * (i % 50) + notify_extra for i in range(TRACED_WAKES)],
+        "sched_wake": [2000 + (i % 13) for i in range(TRACED_WAKES)],
+        "sched_queue": [4000 + 7 * (i % 31) + queue_extra for i in range(TRACED_WAKES)],
+        "gil_wait": [0 if i % 10 else 5000 for i in range(TRACED_WAKES)],
+        "interpreter": [1000 + (i % 7) for i in range(TRACED_WAKES)],
+        "unattributed": [0] * TRACED_WAKES,
+    }
+    return series
+
+
+def add_trace(folder: str, arm: str, series: Dict[str, list]) -> str:
+    """Mark ``arm`` of the bundle in ``folder`` traced, with ``series`` as its traced pass (as the runner stores it)."""
+    summary = read_json(os.path.join(folder, "summary.json"))
+    entry = _arm(summary, arm)
+    path = os.path.join(folder, entry["samples_file"])
+    doc = read_json(path)
+    samples = [sum(values) for values in zip(*series.values())]
+    doc["traced"] = {"samples_ns": samples, "components_ns": dict(series, gil_cycles=[0] * len(samples)),
+                     "components": list(series), "unit": "ns"}
+    bundle.atomic_write_text(path, json.dumps(doc))
+    entry["trace"] = {"traced": True, "reason": None, "components": {"wakes": len(samples)}}
+    summary["tracing"] = {"requested": True, "traced": True, "reason": None}
+    bundle.atomic_write_text(os.path.join(folder, "summary.json"), bundle.dumps(summary))
+    return folder
+
+
+def test_percentile_difference_with_its_interval() -> None:
+    shifted = [v + 500.0 for v in BASE]
+    moved = cmp.bootstrap_percentile_difference(BASE, shifted)
+    assert (moved.baseline, moved.other, moved.difference) == (10_099.5, 10_599.5, 500.0)
+    assert moved.low <= 500.0 <= moved.high and moved.excludes_zero()
+    same = cmp.bootstrap_percentile_difference(BASE, BASE)
+    assert same.difference == 0.0 and same.low < 0.0 < same.high and not same.excludes_zero()
+    # A p50 of 0 (a GIL wait most wakes do not have) is no obstacle, unlike a ratio.
+    zeros = cmp.bootstrap_percentile_difference([0.0] * 50, [0.0] * 50)
+    assert (zeros.difference, zeros.low, zeros.high) == (0.0, 0.0, 0.0)
+    assert cmp.bootstrap_percentile_difference(BASE, shifted, seed=7) == cmp.bootstrap_percentile_difference(BASE, shifted, seed=7)
+    with pytest.raises(ValueError, match="non-empty"):
+        cmp.bootstrap_percentile_difference([], BASE)
+
+
+def test_traced_runs_name_the_component_that_moved(tmp_path, lab135_bundle, capsys) -> None:
+    a = add_trace(modified_copy(lab135_bundle, tmp_path / "ta"), "event", traced_components())
+    b = add_trace(modified_copy(lab135_bundle, tmp_path / "tb"), "event", traced_components(notify_extra=5000, queue_extra=300))
+    status, doc = compare_json(capsys, a, b)
+    assert status == 0
+    event = next(arm for arm in doc["comparisons"][0]["arms"] if arm["arm"] == "event")
+    found = event["components"]
+    assert (found["moved_most"], found["significant"]) == ("notify", True)
+    assert (found["n_baseline"], found["n_other"]) == (TRACED_WAKES, TRACED_WAKES)
+    notify = found["p50"]["notify"]
+    assert (notify["baseline"], notify["other"], notify["difference"]) == (3245.0, 8245.0, 5000.0)
+    assert notify["ci_low"] <= 5000.0 <= notify["ci_high"]
+    assert notify["ratio"] == pytest.approx(8245 / 3245)
+    assert found["p50"]["sched_queue"]["difference"] == 300.0  # moved too, but less
+    assert found["p50"]["interpreter"]["difference"] == 0.0 and found["p50"]["gil_wait"]["ratio"] is None  # 0 in A: no ratio
+    # Rate arms and untraced arms carry nothing new.
+    assert all("components" not in arm for arm in doc["comparisons"][0]["arms"] if arm["arm"] != "event")
+    status, out, err = run_compare(capsys, a, b)
+    assert status == 0 and err == ""
+    assert ("event: the component that moved most: notify path p50 3.25 µs in A, 8.24 in B (+5.00 µs, CI +"
+            in " ".join(out.split()))
+    table = out.split("where the time goes (µs)", 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = [" ".join(line.split()) for line in table[1:]]
+    assert rows[0].startswith("event notify * 200/200 3.25 8.24 +5.00 (")
+    assert not any(row.startswith("other") for row in rows)  # 0 in both runs: left out
+    assert "* marks the component that moved most" in " ".join(out.split())
+
+
+def test_traced_runs_with_nothing_moved_say_so(tmp_path, lab135_bundle, capsys) -> None:
+    a = add_trace(modified_copy(lab135_bundle, tmp_path / "ta"), "event", traced_components())
+    b = add_trace(modified_copy(lab135_bundle, tmp_path / "tb"), "event", traced_components())
+    status, doc = compare_json(capsys, a, b)
+    found = next(arm for arm in doc["comparisons"][0]["arms"] if arm["arm"] == "event")["components"]
+    assert (found["moved_most"], found["significant"]) == (None, False)
+    _, out, _ = run_compare(capsys, a, b)
+    assert "event: no component's p50 moved" in out
+
+
+def test_untraced_runs_compare_as_before(tmp_path, lab135_bundle, capsys) -> None:
+    status, doc = compare_json(capsys, lab135_bundle, lab135_bundle)
+    assert all("components" not in arm for arm in doc["comparisons"][0]["arms"])
+    _, out, _ = run_compare(capsys, lab135_bundle, lab135_bundle)
+    assert "where the time goes" not in out.lower() and "--trace" not in out
+    # One run traced, the other not: said, and nothing compared.
+    b = add_trace(modified_copy(lab135_bundle, tmp_path / "tb"), "event", traced_components())
+    status, doc = compare_json(capsys, lab135_bundle, b)
+    event = next(arm for arm in doc["comparisons"][0]["arms"] if arm["arm"] == "event")
+    assert "components" not in event
+    assert "only B was traced: where the time goes is not compared" in event["notes"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda doc: doc["traced"]["components_ns"]["notify"].__setitem__(0, 10**9), "do not sum"),
+    (lambda doc: doc["traced"]["components_ns"].pop("gil_wait"), "component gil_wait must be 200"),
+    (lambda doc: doc.pop("traced"), "has no traced part"),
+    # Consistent in itself, but one wake fewer than summary.json's trace.components.wakes.
+    (lambda doc: [v.pop() for v in [doc["traced"]["samples_ns"], *doc["traced"]["components_ns"].values()]],
+     "traced wakes 199 from the samples, 200 in the summary"),
+])
+def test_a_damaged_traced_part_is_one_line(tmp_path, lab135_bundle, capsys, damage, message) -> None:
+    a = add_trace(modified_copy(lab135_bundle, tmp_path / "ta"), "event", traced_components())
+    b = add_trace(modified_copy(lab135_bundle, tmp_path / "tb"), "event", traced_components())
+    path = os.path.join(b, "samples", "event.json")
+    doc = read_json(path)
+    damage(doc)
+    bundle.atomic_write_text(path, json.dumps(doc))
+    status, out, err = run_compare(capsys, a, b)
+    assert status == 2 and out == ""
+    assert err.startswith("wakelab: ") and err.count("\n") == 1 and message in err, err

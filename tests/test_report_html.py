@@ -928,3 +928,122 @@ def test_honesty_says_when_spinning_is_waiting_for_the_gil() -> None:
     assert "<dt>Spinning under the GIL</dt><dd>event-spin: a waiter in another thread cannot poll" in report_html.render_honesty(summary)
     summary["interpreter"]["gil_enabled"] = False
     assert "Spinning under the GIL" not in report_html.render_honesty(summary)
+
+
+# --- where the time goes (a traced run) ---------------------------------------------------------
+
+TRACE_P50 = {"notify": 10_000.0, "sched_wake": 4_000.0, "sched_queue": 6_000.0, "gil_wait": 2_000.0,
+             "interpreter": 7_500.0, "unattributed": 500.0}
+TRACE_P99 = {"notify": 12_000.0, "sched_wake": 5_000.0, "sched_queue": 300_000.0, "gil_wait": 90_000.0,
+             "interpreter": 20_000.0, "unattributed": 0.0}
+FLOOR_P50 = {"notify": 2_000.0, "sched_wake": 3_000.0, "sched_queue": 2_500.0, "gil_wait": 0.0, "interpreter": 1_500.0,
+             "unattributed": 0.0}
+
+
+def fake_trace(p50: Dict[str, float], p99: Dict[str, float], untraced_ns: float, traced_ns: float) -> Dict[str, Any]:
+    """An arm's ``trace`` entry as the runner writes it (figures chosen, not measured)."""
+    return {
+        "traced": True, "reason": None, "wall_s": 0.5, "perf_data_bytes": 1000, "events": 400,
+        "overhead": {"untraced_p50_ns": untraced_ns, "untraced_after_p50_ns": untraced_ns * 1.1, "traced_p50_ns": traced_ns,
+                     "ratio": round(traced_ns / (untraced_ns * 1.05), 4)},
+        "components": {
+            "wakes": 120, "fully_attributed": 117, "with_gil_cycles": 9, "from_idle_fraction": 0.0,
+            "cross_cpu_fraction": 0.1, "parked_at_t0_fraction": 1.0,
+            "percentiles": {name: {"p50_ns": v, "p90_ns": v, "p99_ns": v, "mean_ns": v, "max_ns": v} for name, v in p50.items()},
+            "at_p50": {"wakes": 12, "latency_ns": sum(p50.values()), "parts_ns": dict(p50)},
+            "at_p99": {"wakes": 2, "latency_ns": sum(p99.values()), "parts_ns": dict(p99)},
+        },
+    }
+
+
+def traced(summary: Dict[str, Any]) -> None:
+    summary["tracing"] = {"requested": True, "traced": True, "reason": None, "tool": "perf record -a -k CLOCK_MONOTONIC",
+                          "events": ["sched:sched_waking", "sched:sched_switch"], "clock": "CLOCK_MONOTONIC",
+                          "overhead_method": "traced against untraced"}
+    summary["execution"]["trace"] = True
+    entry(summary, "event")["trace"] = fake_trace(TRACE_P50, TRACE_P99, 12_000.0, 30_000.0)
+    entry(summary, "native-condvar").update(status="ok")
+    entry(summary, "native-condvar")["trace"] = fake_trace(FLOOR_P50, FLOOR_P50, 6_000.0, 9_000.0)
+    entry(summary, "sigusr1-self")["trace"] = {"traced": False, "reason": "the waiter spins on a CPU " + HOSTILE}
+    for name in ("signal-install", "native-sigaction-install"):
+        entry(summary, name)["trace"] = {"traced": False, "reason": "not a wake: a rate arm times a loop of calls"}
+
+
+@pytest.fixture(scope="module")
+def traced_dir(run_dir: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    if entry(load_summary(run_dir), "native-condvar")["status"] != "ok":
+        pytest.skip("native-condvar did not run here")
+    return modified_copy(run_dir, str(tmp_path_factory.mktemp("traced") / "run"), traced)
+
+
+def component_charts(page: str) -> Dict[str, Any]:
+    return {k: v for k, v in chart_specs(page).items() if any("component" in (t.get("meta") or {}) for t in v["data"])}
+
+
+def test_a_traced_run_draws_where_the_time_goes(traced_dir: str) -> None:
+    page = report_html.render_report([report_html.load_run(traced_dir)])
+    assert '<a href="#where-time-goes">Where the time goes</a>' in page
+    charts = component_charts(page)
+    assert len(charts) == 1
+    (spec,) = charts.values()
+    layout = spec["layout"]
+    assert layout["barmode"] == "stack"
+    # Python above its C floor (the category array runs bottom to top).
+    assert list(reversed(layout["yaxis"]["categoryarray"])) == ["event", "native-condvar"]
+    assert layout["xaxis"].get("type", "linear") == layout["xaxis2"].get("type", "linear") == "linear"  # stacked parts
+    traces = spec["data"]
+    assert [t["meta"]["component"] for t in traces if t["meta"]["band"] == "p50"] == [
+        "notify", "sched_wake", "sched_queue", "gil_wait", "interpreter", "unattributed"]
+    assert [t["showlegend"] for t in traces] == [True, False] * 6  # one legend entry per component, for both bands
+    assert {t["xaxis"] for t in traces if t["meta"]["band"] == "p99"} == {"x2"}
+    for band, parts in (("p50", TRACE_P50), ("p99", TRACE_P99)):
+        mine = [t for t in traces if t["meta"]["band"] == band]
+        by_component = {t["meta"]["component"]: dict(zip(t["y"], t["x"])) for t in mine}
+        assert {name: by_component[name]["event"] for name in parts} == {k: v / 1e3 for k, v in parts.items()}
+        # The bars stack to the band's latency: the parts sum.
+        assert sum(by_component[name]["event"] for name in parts) == pytest.approx(sum(parts.values()) / 1e3)
+    floor_notify = next(t for t in traces if t["meta"] == {"component": "notify", "band": "p50"})
+    assert floor_notify["x"] == [10.0, 2.0]
+    assert "C floor of event" in floor_notify["text"][1] and "notify path" in floor_notify["text"][0]
+    assert "(33%)" in floor_notify["text"][0]  # 10 of 30 µs
+    # "Python is 3x C", split: the arm's parts minus its floor's, summing to the difference.
+    assert ("<li><code>event</code> at p50: 21.0 µs above <code>native-condvar</code> (30.0 against 9.00 µs): notify path "
+            "+8.00, wake delivery +1.00, run-queue wait +3.50, GIL wait +2.00, interpreter +6.00, unattributed +0.50 µs.</li>"
+            ) in page
+    # The overhead table: untraced, traced, untraced after, and their ratio; wakes attributed.
+    assert '<table class="trace-overhead">' in page
+    assert "<td>12.0</td><td>30.0</td><td>13.2</td><td>2.38×</td><td>117 / 120</td>" in page
+    # Arms that were not split say why (latency arms only), escaped.
+    not_split = page.split('<ul class="trace-not-split">', 1)[1].split("</ul>", 1)[0]
+    assert "<code>sigusr1-self</code>: the waiter spins on a CPU " + HOSTILE_ESCAPED in not_split
+    assert "signal-install" not in not_split
+    assert page.count(interactive.plotly_js()) == 1  # one copy of plotly.js, however many charts
+    assert_self_contained(page)
+
+
+def test_an_untraced_run_has_no_where_the_time_goes(run_dir: str) -> None:
+    page = report_html.render_report([report_html.load_run(run_dir)])
+    assert "where-time-goes" not in page and "Where the time goes" not in page
+    assert component_charts(page) == {}
+
+
+def test_tracing_that_could_not_run_says_why_and_draws_nothing(run_dir: str, tmp_path) -> None:
+    def unavailable(summary: Dict[str, Any]) -> None:
+        summary["tracing"] = {"requested": True, "traced": False, "reason": "no perf " + HOSTILE}
+        entry(summary, "event")["trace"] = {"traced": False, "reason": "no perf " + HOSTILE}
+
+    folder = modified_copy(run_dir, str(tmp_path / "run"), unavailable)
+    page = report_html.render_report([report_html.load_run(folder)])
+    assert '<p class="trace-off">Tracing was asked for but did not run: no perf %s. The figures above are untraced.</p>' % (
+        HOSTILE_ESCAPED) in page
+    assert component_charts(page) == {}
+    assert "trace-overhead" not in page
+    assert HOSTILE not in page
+
+
+def test_several_runs_show_where_the_time_goes_for_the_traced_ones(traced_dir: str, second_run_dir: str) -> None:
+    page = report_html.render_report([report_html.load_run(traced_dir), report_html.load_run(second_run_dir)])
+    section = page.split('<section id="where-time-goes">', 1)[1].split("</section>", 1)[0]
+    assert section.count("<h3>") == 1  # the traced run only
+    assert len(component_charts(page)) == 1
+    assert page.count(interactive.plotly_js()) == 1

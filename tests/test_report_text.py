@@ -346,7 +346,8 @@ def test_the_short_form_lists_what_was_not_measured() -> None:
     from wakelab.report.text import format_brief
 
     no_c = {k: (None if k.startswith("native-") else v) for k, v in CATALOGUE_P50_US.items()}
-    text = " ".join(format_brief(build_summary("catalogue", no_c, rates={"signal-install": 160_949.0})).split())
+    text = " ".join(format_brief(build_summary("catalogue", no_c, rates={"signal-install": 160_949.0,
+                                                                         "signal-install-unwrapped": 1_000_000.0})).split())
     assert "Not measured: native-condvar (skipped), native-pipe (skipped)," in text
     assert "vs C" not in text  # no floor measured, no column
 

@@ -141,3 +141,41 @@ def test_the_offline_tab_has_no_network(tmp_path) -> None:
         page = browser.open("file://%s" % fetching, offline=True)
         assert "http://198.51.100.1/x.png" in page.requests
         assert any("load failed" in e for e in page.errors)
+
+
+def test_where_the_time_goes_draws_stacked_bars_offline(tmp_path) -> None:
+    """A real traced run (perf, root): the stacked bars draw, Python above its C floor, each bar as long as its parts."""
+    from wakelab.harness import trace as sched_trace
+
+    reason = sched_trace.precheck()
+    if reason is not None:
+        pytest.skip("tracing is not available here: %s" % reason)
+    folder = str(tmp_path / "traced")
+    assert main(["run", "--arms", "event,native-condvar", "--n", "60", "--workers", "1", "--trace",
+                 "-o", folder, "--no-history", "-q"]) == 0
+    arms = {a["name"]: a for a in load_summary(folder)["arms"]}
+    if not all((arms[n].get("trace") or {}).get("traced") for n in arms):
+        pytest.skip("an arm was not traced: %s" % [(n, (a.get("trace") or {}).get("reason")) for n, a in arms.items()])
+    out = str(tmp_path / "traced.html")
+    assert main(["report", folder, "-o", out, "-q"]) == 0
+    with Chromium.launch(str(tmp_path / "profile"), CHROMIUM) as browser:
+        page = open_offline(browser, out)
+        chart = page.evaluate("[...document.querySelectorAll('div.chart')].find(d => d.data && d.data.some("
+                              "t => t.meta && t.meta.component)).id")
+        assert chart
+        rows = page.evaluate(
+            "[...document.querySelectorAll('#%s .yaxislayer-above .ytick text')]"
+            ".map(t => [t.getBoundingClientRect().top, t.textContent]).sort((a, b) => a[0] - b[0]).map(p => p[1])" % chart)
+        assert rows == ["event", "native-condvar"]
+        # Every component of both bands is a drawn bar trace; the event row's p50 segments span its band's latency.
+        assert page.evaluate("document.querySelectorAll('#%s .barlayer .trace').length" % chart) == 12
+        drawn_us = page.evaluate(
+            "(() => { const d = document.getElementById('%s'); return d.data.filter(t => t.meta.band === 'p50')"
+            ".reduce((s, t) => s + t.x[t.y.indexOf('event')], 0); })()" % chart)
+        band = arms["event"]["trace"]["components"]["at_p50"]
+        assert drawn_us == pytest.approx(band["latency_ns"] / 1e3, rel=1e-9)
+        widths = page.evaluate("[...document.querySelectorAll('#%s .barlayer .point path')].map(p => p.getBBox().width)" % chart)
+        assert sum(w > 0 for w in widths) >= 4  # visible segments, not an empty frame
+        assert page.errors == []
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        page.screenshot(os.path.join(ARTIFACTS, "report-where-time-goes.png"))

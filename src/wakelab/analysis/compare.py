@@ -261,6 +261,81 @@ def bootstrap_ratio_ci(
 
 
 @dataclasses.dataclass(frozen=True)
+class DifferenceCI:
+    """``percentile(other) - percentile(baseline)`` of one percentile, with its bootstrap interval.
+
+    Used where a ratio is often undefined: a component of a wake (GIL wait,
+    the unattributed remainder) has a p50 of 0 in many runs.  ``low``/``high``
+    are NaN when the samples were too few to resample (``resamples`` 0).
+    """
+
+    q: float
+    baseline: float
+    other: float
+    difference: float
+    low: float
+    high: float
+    confidence: float
+    resamples: int
+
+    def excludes_zero(self) -> bool:
+        return self.low > 0.0 or self.high < 0.0
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "q": self.q,
+            "baseline": _finite(self.baseline),
+            "other": _finite(self.other),
+            "difference": _finite(self.difference),
+            "ci_low": _finite(self.low),
+            "ci_high": _finite(self.high),
+            "confidence": self.confidence,
+            "resamples": self.resamples,
+        }
+
+
+def bootstrap_percentile_difference(
+    baseline: Sequence[float],
+    other: Sequence[float],
+    q: float = 50.0,
+    confidence: float = 1.0 - DEFAULT_ALPHA,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = DEFAULT_SEED,
+) -> DifferenceCI:
+    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval.
+
+    The same resampling as :func:`bootstrap_percentile_ratios` (each sample
+    independently, order statistics drawn exactly, one stream per run from
+    ``seed``); the interval is read off the quantiles of the resampled
+    differences, rounded outwards.  Raises ValueError as that function does
+    (an empty sample, a non-finite value, settings out of range), but a
+    percentile of 0 is fine here.
+    """
+    import numpy as np
+
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
+    if resamples < 1:
+        raise ValueError("resamples must be positive, got %r" % (resamples,))
+    if not 0.0 <= q <= 100.0:
+        raise ValueError("percentile must be within 0..100, got %r" % (q,))
+    base = _as_sorted_array(baseline, "baseline")
+    oth = _as_sorted_array(other, "other")
+    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
+    base_boot = _resampled_percentiles(base, (q,), resamples, np.random.default_rng(base_seed))[0]
+    other_boot = _resampled_percentiles(oth, (q,), resamples, np.random.default_rng(other_seed))[0]
+    differences = np.sort(other_boot - base_boot)
+    tail = (1.0 - confidence) / 2.0
+    last = differences.size - 1
+    low = float(differences[int(math.floor(tail * last))])
+    high = float(differences[int(math.ceil((1.0 - tail) * last))])
+    base_q = type7_percentile(base.tolist(), q)
+    other_q = type7_percentile(oth.tolist(), q)
+    return DifferenceCI(q=q, baseline=base_q, other=other_q, difference=other_q - base_q, low=low, high=high,
+                        confidence=confidence, resamples=resamples)
+
+
+@dataclasses.dataclass(frozen=True)
 class RankTest:
     """A two-sided Mann-Whitney U test of ``other`` against ``baseline``.
 
@@ -371,6 +446,38 @@ class Settings:
 
 
 @dataclasses.dataclass(frozen=True)
+class ComponentComparison:
+    """Where an arm's wake moved between two traced runs: each component's p50 in both, and which moved most.
+
+    ``shifts`` maps each component of a wake (:data:`wakelab.analysis.components.COMPONENTS`,
+    in wake order) to its :class:`DifferenceCI` (ns, other minus baseline), bootstrapped from
+    the per-wake components of each run's traced pass.  ``moved_most`` is the component with the
+    largest difference whose interval excludes 0 (``significant``), or, when none does, the
+    largest difference (``significant`` False).  ``n_baseline``/``n_other`` count traced wakes.
+    """
+
+    shifts: Mapping[str, DifferenceCI]
+    moved_most: Optional[str]
+    significant: bool
+    n_baseline: int
+    n_other: int
+
+    def ratio(self, component: str) -> Optional[float]:
+        """Other over baseline p50 of ``component`` (None where the baseline's is 0)."""
+        shift = self.shifts[component]
+        return shift.other / shift.baseline if shift.baseline else None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "n_baseline": self.n_baseline,
+            "n_other": self.n_other,
+            "moved_most": self.moved_most,
+            "significant": self.significant,
+            "p50": {name: dict(shift.to_dict(), ratio=_finite(self.ratio(name))) for name, shift in self.shifts.items()},
+        }
+
+
+@dataclasses.dataclass(frozen=True)
 class ArmComparison:
     """One arm in two runs.
 
@@ -393,6 +500,8 @@ class ArmComparison:
     test: Optional[RankTest]
     verdict: str
     notes: Tuple[str, ...] = ()
+    # Both runs traced (wakelab run --trace): where the wake moved; None otherwise.
+    components: Optional[ComponentComparison] = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -429,6 +538,7 @@ class ArmComparison:
             "mann_whitney": self.test.to_dict() if self.test else None,
             "verdict": self.verdict,
             "notes": list(self.notes),
+            **({"components": self.components.to_dict()} if self.components is not None else {}),
         }
 
 
@@ -620,6 +730,63 @@ def load_series(run: Run, entry: Mapping[str, Any]) -> Tuple[Any, str]:
     return rates, unit
 
 
+def _traced(entry: Mapping[str, Any]) -> bool:
+    trace = entry.get("trace")
+    return isinstance(trace, Mapping) and trace.get("traced") is True
+
+
+def load_traced_components(run: Run, entry: Mapping[str, Any]) -> Dict[str, Any]:
+    """The per-wake components of a traced arm's traced pass, one float64 array each (ns).
+
+    Checked: the samples file's ``traced`` part is well formed, each wake's components sum to
+    its latency, and it holds as many wakes as the summary's ``trace.components.wakes``.
+    """
+    import numpy as np
+
+    from wakelab.analysis.components import COMPONENTS, TracedSeriesError, traced_series
+    from wakelab.evidence.load import load_samples
+
+    name = str(entry["name"])
+    doc = load_samples(run.folder, dict(entry))
+    try:
+        series = traced_series(doc)
+    except TracedSeriesError as exc:
+        raise EvidenceError("%s: arm %s: the samples file's traced part is unusable: %s" % (run.source, name, exc)) from None
+    del doc
+    if series is None:
+        raise EvidenceError("%s: arm %s: summary.json says it was traced, but its samples file has no traced part"
+                            % (run.source, name))
+    wakes = ((entry.get("trace") or {}).get("components") or {}).get("wakes")
+    if len(series["latency"]) != wakes:
+        raise _mismatch(run, name, "traced wakes", len(series["latency"]), wakes)
+    if not series["latency"]:
+        raise EvidenceError("%s: arm %s: the traced pass holds no wake" % (run.source, name))
+    return {key: np.asarray(series[key], dtype=np.float64) for key in ("latency",) + COMPONENTS}
+
+
+def compare_components(baseline: Mapping[str, Any], other: Mapping[str, Any], name: str,
+                       settings: Settings) -> ComponentComparison:
+    """Each component's p50 in two traced passes (``baseline``/``other``: :func:`load_traced_components`),
+    with a bootstrap interval of the difference, and the component that moved most."""
+    from wakelab.analysis.components import COMPONENTS
+
+    n_a, n_b = len(baseline["latency"]), len(other["latency"])
+    shifts: Dict[str, DifferenceCI] = {}
+    for component in COMPONENTS:
+        a, b = baseline[component], other[component]
+        if min(n_a, n_b) >= MIN_PER_SIDE:
+            shifts[component] = bootstrap_percentile_difference(
+                a, b, 50.0, settings.confidence, settings.resamples, _arm_seed(settings.seed, "%s/%s" % (name, component)))
+        else:
+            base_q, other_q = type7_percentile(sorted(a.tolist()), 50.0), type7_percentile(sorted(b.tolist()), 50.0)
+            nan = float("nan")
+            shifts[component] = DifferenceCI(50.0, base_q, other_q, other_q - base_q, nan, nan, settings.confidence, 0)
+    moved = [c for c in COMPONENTS if shifts[c].excludes_zero()]
+    pool = moved or [c for c in COMPONENTS if shifts[c].difference != 0]
+    most = max(pool, key=lambda c: (abs(shifts[c].difference), -COMPONENTS.index(c))) if pool else None
+    return ComponentComparison(shifts, most, bool(moved), n_a, n_b)
+
+
 def _arm_seed(seed: int, name: str) -> List[int]:
     # One stream per arm: adding or dropping an arm never changes another arm's interval.
     return [seed, zlib.crc32(name.encode("utf-8"))]
@@ -693,10 +860,17 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
     if lost_a or lost_b:
         notes.append("lost wakes are not in the samples: %d in %s, %d in %s"
                      % (lost_a, baseline.label, lost_b, other.label))
+    components: Optional[ComponentComparison] = None
+    if kind == LATENCY and _traced(a_entry) and _traced(b_entry):
+        components = compare_components(load_traced_components(baseline, a_entry), load_traced_components(other, b_entry),
+                                        name, settings)
+    elif kind == LATENCY and _traced(a_entry) != _traced(b_entry):
+        notes.append("only %s was traced: where the time goes is not compared"
+                     % (baseline.label if _traced(a_entry) else other.label))
     return ArmComparison(
         name=name, kind=kind, waiter=str(a_entry.get("waiter")), scope=str(a_entry.get("scope")),
         n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
-        ratios=ratios, test=test, verdict=word, notes=tuple(notes),
+        ratios=ratios, test=test, verdict=word, notes=tuple(notes), components=components,
     )
 
 

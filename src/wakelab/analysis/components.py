@@ -309,9 +309,11 @@ def _us(value: Optional[float]) -> str:
     return format_us(value)
 
 
-def _band_line(label: str, band: Mapping[str, Any]) -> str:
+def _band_line(label: str, band: Mapping[str, Any], native: bool = False) -> str:
     parts: Mapping[str, float] = band.get("parts_ns") or {}
-    shown = ["%s %s" % (SHORT_NAMES[name], _us(parts.get(name))) for name in COMPONENTS if name != "unattributed"]
+    # In C there is no GIL: the extra sleep/wake cycles are the waiter re-sleeping on a lock.
+    names = dict(SHORT_NAMES, gil_wait="re-sleep") if native else SHORT_NAMES
+    shown = ["%s %s" % (names[name], _us(parts.get(name))) for name in COMPONENTS if name != "unattributed"]
     text = "%s %s µs = %s" % (label, _us(band.get("latency_ns")), " + ".join(shown))
     if parts.get("unattributed"):
         text += " + other %s" % _us(parts.get("unattributed"))
@@ -334,7 +336,8 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
     out = [
         "  each wake split at the kernel's scheduler events (perf, CLOCK_MONOTONIC), in µs; the",
         "  parts of a wake sum to it: notify path + scheduler (wake delivery, run-queue wait) +",
-        "  GIL wait + interpreter; 'at p50' = mean of the wakes ranked 45th-55th percentile.",
+        "  GIL wait (for C: re-sleep on a lock) + interpreter; 'at p50' = mean of the wakes ranked",
+        "  45th-55th percentile.",
     ]
     if not tracing.get("traced"):
         out.append("  tracing stopped during the run: " + escape_text(tracing.get("reason") or "unknown reason"))
@@ -365,10 +368,11 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
         comps: Mapping[str, Any] = trace.get("components") or {}
         at50 = comps.get("at_p50")
         at99 = comps.get("at_p99")
+        native = arm.get("family") == "native"
         if at50:
-            out.append("  %-26s %s" % (name, _band_line("p50", at50)))
+            out.append("  %-26s %s" % (name, _band_line("p50", at50, native)))
         if at99:
-            out.append("  %-26s %s" % ("", _band_line("p99", at99)))
+            out.append("  %-26s %s" % ("", _band_line("p99", at99, native)))
         overhead: Mapping[str, Any] = trace.get("overhead") or {}
         notes = []
         if overhead.get("untraced_p50_ns") is not None:
@@ -379,6 +383,8 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
             if isinstance(overhead.get("ratio"), (int, float)):
                 note += " (x%.2f)" % overhead["ratio"]
             notes.append(note)
+        if trace.get("lost_events"):
+            notes.append("perf dropped %d events (a busy machine): their wakes are unattributed" % trace["lost_events"])
         if comps.get("wakes"):
             notes.append("%d/%d wakes fully attributed" % (comps.get("fully_attributed") or 0, comps.get("wakes") or 0))
             if comps.get("with_gil_cycles"):
@@ -390,3 +396,119 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
         if notes:
             out.append("  %-26s (%s)" % ("", "; ".join(notes)))
     return [escape_text(line) for line in out]
+
+
+# -- views for renderers (HTML, compare) ----------------------------------------------------------
+
+
+def traced_arm_order(summary: Mapping[str, Any]) -> List[Tuple[Mapping[str, Any], Optional[str]]]:
+    """The arms of a run in the order a "where the time goes" view shows them: each Python arm,
+    then its C floor (once, after the first arm it is the floor of); pairs ``(arm entry, floor_of)``
+    where ``floor_of`` names the Python arm a C floor is shown beside (None for the others)."""
+    arms = [a for a in summary.get("arms") or [] if isinstance(a, Mapping)]
+    by_name = {a.get("name"): a for a in arms}
+    floors = {a.get("native") for a in arms if a.get("native")}
+    shown: set = set()
+    order: List[Tuple[Mapping[str, Any], Optional[str]]] = []
+    for arm in arms:
+        name = arm.get("name")
+        if name in shown or (arm.get("family") == "native" and name in floors):
+            continue
+        order.append((arm, None))
+        shown.add(name)
+        floor = by_name.get(arm.get("native"))
+        if floor is not None and floor.get("name") not in shown:
+            order.append((floor, str(name)))
+            shown.add(floor.get("name"))
+    for arm in arms:  # a floor whose Python arms are all absent still has its place
+        if arm.get("name") not in shown:
+            order.append((arm, None))
+            shown.add(arm.get("name"))
+    return order
+
+
+class TracedSeriesError(ValueError):
+    """The samples file's ``traced`` part is not a per-wake component series of its traced wakes."""
+
+
+def traced_series(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
+    """The per-wake component series of a samples document's ``traced`` part (None when it has none).
+
+    Returns ``{"latency": [...], <component>: [...], ...}`` for :data:`COMPONENTS`, each list as long
+    as the traced wakes; raises :class:`TracedSeriesError` when the part is malformed (a missing
+    component, lists of other lengths, values that are not non-negative integers, or wakes whose
+    components do not sum to their latency).
+    """
+    part = doc.get("traced")
+    if part is None:
+        return None
+    if not isinstance(part, Mapping):
+        raise TracedSeriesError("'traced' is not an object")
+    samples = part.get("samples_ns")
+    series = part.get("components_ns")
+    if not isinstance(samples, list) or not isinstance(series, Mapping):
+        raise TracedSeriesError("'traced' needs samples_ns and components_ns")
+
+    def ints(values: Any, what: str) -> List[int]:
+        if not isinstance(values, list) or len(values) != len(samples) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
+        ):
+            raise TracedSeriesError("traced %s must be %d non-negative integers (one per traced wake)" % (what, len(samples)))
+        return values
+
+    out: Dict[str, List[int]] = {"latency": ints(samples, "samples_ns")}
+    for name in COMPONENTS:
+        out[name] = ints(series.get(name), "component %s" % name)
+    if not check_sums(out["latency"], out):
+        raise TracedSeriesError("the traced components do not sum to each wake's latency")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class FloorGap:
+    """How a traced Python arm's band (``p50``: the median wakes, ``p99``: the tail) differs from its
+    traced C floor's, component by component: "Python is 2x C" as "Python's extra 6 µs: 4 in the
+    notify path, 2 after the waiter is on a CPU".  ``parts_ns`` maps each component to the arm's
+    band mean minus the floor's (ns; they sum to ``extra_ns``); ``matched`` is False for a nearest
+    floor (not the same experiment)."""
+
+    arm: str
+    floor: str
+    band: str
+    arm_ns: float
+    floor_ns: float
+    parts_ns: Dict[str, float]
+    matched: bool
+
+    @property
+    def extra_ns(self) -> float:
+        return self.arm_ns - self.floor_ns
+
+
+def floor_gaps(summary: Mapping[str, Any], band: str = "p50") -> List[FloorGap]:
+    """:class:`FloorGap` of every traced Python arm whose C floor was traced in the same run, in
+    :func:`traced_arm_order` order (``band``: ``p50`` or ``p99``)."""
+    key = {"p50": "at_p50", "p99": "at_p99"}[band]
+    arms = [a for a in summary.get("arms") or [] if isinstance(a, Mapping)]
+    by_name = {a.get("name"): a for a in arms}
+
+    def band_of(entry: Optional[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+        trace = entry.get("trace") if isinstance(entry, Mapping) else None
+        if not isinstance(trace, Mapping) or trace.get("traced") is not True:
+            return None
+        found = (trace.get("components") or {}).get(key)
+        if not isinstance(found, Mapping) or not isinstance(found.get("parts_ns"), Mapping):
+            return None
+        return found
+
+    gaps: List[FloorGap] = []
+    for entry, floor_of in traced_arm_order(summary):
+        if floor_of is not None or not entry.get("native"):
+            continue
+        mine, theirs = band_of(entry), band_of(by_name.get(entry.get("native")))
+        if mine is None or theirs is None:
+            continue
+        parts = {name: float(mine["parts_ns"].get(name) or 0.0) - float(theirs["parts_ns"].get(name) or 0.0) for name in COMPONENTS}
+        gaps.append(FloorGap(str(entry.get("name")), str(entry.get("native")), band, float(mine.get("latency_ns") or 0.0),
+                             float(theirs.get("latency_ns") or 0.0), parts, entry.get("native_match") != "nearest"))
+    return gaps

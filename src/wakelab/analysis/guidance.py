@@ -94,6 +94,8 @@ HANDLER_ARMS = ("sigusr1-self", "pause-handler", "wakeup-fd-select", "add-signal
 SIGWAIT_ARMS = ("sigwait-thread-to-main", "pthread-kill-sigwait", "kill-sigwait-child")
 # How many handlers a reload re-installs in the install arithmetic (SIGHUP, SIGTERM, SIGINT).
 RELOAD_HANDLERS = 3
+# The install arm without signal.signal's Python wrapper (_signal.signal): splits an install's cost.
+UNWRAPPED_INSTALL = "signal-install-unwrapped"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -520,7 +522,26 @@ def _install_advice(bundle: Bundle) -> Optional[Advice]:
         text += " Its rounds ranged from %s/s to %s/s." % (format_rate(slowest), format_rate(fastest))
     native = arms.get(str(install.native)) if install.native else None
     native_ops = _positive(native.rate.ops_per_s) if native is not None and native.measured and native.rate else None
-    if native is not None and native_ops is not None:
+    unwrapped = arms.get(UNWRAPPED_INSTALL)
+    unwrapped_ops = _positive(unwrapped.rate.ops_per_s) if unwrapped is not None and unwrapped.measured and unwrapped.rate else None
+    if unwrapped is not None and unwrapped_ops is not None:
+        # Where the rebinding cost goes: Lib/signal.py's wrapper, the C function under it, the kernel call.
+        inner = 1e9 / unwrapped_ops
+        cites.append(Cite(unwrapped.name, "per_call", inner))
+        wrapper = per_call - inner
+        if wrapper > 0:
+            text += " Where it goes: signal.signal %s per call = _signal.signal %s + Python wrapper %s (%.0f%%: its enum " \
+                    "conversions of the signal and the old handler)" % (
+                        format_ns(per_call), format_ns(inner), format_ns(wrapper), 100 * wrapper / per_call)
+        else:
+            text += " Where it goes: _signal.signal (%s, the C function under the wrapper) took as long as signal.signal " \
+                    "(%s): the wrapper's share is within this run's noise" % (format_ns(inner), format_ns(per_call))
+        if native is not None and native_ops is not None:
+            cites.append(Cite(native.name, "per_call", 1e9 / native_ops))
+            text += "; C sigaction() (%s) %s." % (native.name, format_ns(1e9 / native_ops))
+        else:
+            text += "."
+    elif native is not None and native_ops is not None:
         cites.append(Cite(native.name, "per_call", 1e9 / native_ops))
         text += " C's %s: %s per call (%s faster)." % (native.name, format_ns(1e9 / native_ops), format_ratio(native_ops / ops))
     return Advice(INSTALL, text, tuple(cites))

@@ -82,6 +82,9 @@ def register(sub: Any) -> None:
         description=(
             "Compare each RUN with BASELINE, arm by arm: p50 and p99 of both, their ratio with a\n"
             "bootstrap confidence interval from the raw samples, a Mann-Whitney U test, and a verdict.\n"
+            "Where both runs were made with 'wakelab run --trace', also each component of a wake (notify\n"
+            "path, scheduler, GIL wait, interpreter): its p50 in both, the difference with a bootstrap\n"
+            "interval, and which component moved most.\n"
             "A RUN is an evidence folder or its summary.json. Output is deterministic (fixed seed)."
         ),
         epilog=EPILOG,
@@ -132,7 +135,10 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     ``runs``: label, path and description of each run (A is the baseline);
     ``settings``: alpha, CI level, resamples, seed; ``comparisons``: one per
     run after the first, with per-arm ratios (``p50``/``p99`` of wake times,
-    or ``median`` of ops/s), CIs, the Mann-Whitney result and the verdict;
+    or ``median`` of ops/s), CIs, the Mann-Whitney result and the verdict, and,
+    where both runs traced the arm, ``components`` (``moved_most``,
+    ``significant``, and per component its ``p50`` in both runs, the
+    ``difference`` with ``ci_low``/``ci_high``, and the ``ratio``; ns);
     ``regression_check``: null without ``--fail-on-regression``;
     ``exit_status``: what the command returned.
     """
@@ -232,6 +238,81 @@ def _rate_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     return header, rows
 
 
+def _signed_us(value_ns: float) -> str:
+    from wakelab.formatting import format_us
+
+    if value_ns is None or math.isnan(value_ns):
+        return "-"
+    sign = "+" if value_ns > 0 else "-" if value_ns < 0 else ""
+    return sign + format_us(abs(value_ns))
+
+
+def _difference_with_ci(shift: Any) -> str:
+    text = _signed_us(shift.difference)
+    if not math.isnan(shift.low):
+        text += " (%s to %s)" % (_signed_us(shift.low), _signed_us(shift.high))
+    return text
+
+
+def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
+    """Per traced arm, each component's p50 in both runs, the difference with its interval, and the ratio.
+
+    Components at 0 in both runs (often the GIL wait and the unattributed remainder) are left out.
+    """
+    from wakelab.analysis.components import SHORT_NAMES
+    from wakelab.formatting import format_us
+
+    a, b = comparison.baseline.label, comparison.other.label
+    level = "%g%%" % round(100 * _confidence(comparison), 6)
+    header = ["where the time goes (µs)", "component", "traced %s/%s" % (a, b), "%s p50" % a, "%s p50" % b,
+              "%s-%s p50 (%s CI)" % (b, a, level), "%s/%s" % (b, a)]
+    rows = []
+    for arm in comparison.arms:
+        found = arm.components
+        if found is None:
+            continue
+        first = True
+        for name, shift in found.shifts.items():
+            if shift.baseline == 0 and shift.other == 0:
+                continue
+            mark = " *" if name == found.moved_most and found.significant else ""
+            rows.append([
+                arm.name if first else "",
+                SHORT_NAMES.get(name, name) + mark,
+                "%d/%d" % (found.n_baseline, found.n_other) if first else "",
+                format_us(shift.baseline), format_us(shift.other), _difference_with_ci(shift),
+                _ratio(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
+            ])
+            first = False
+    return header, rows
+
+
+# How the moved-most line names a component of a wake (wakelab.analysis.components.COMPONENTS).
+MOVED_WORDS = {
+    "notify": "notify path", "sched_wake": "scheduler wake delivery", "sched_queue": "run-queue wait",
+    "gil_wait": "GIL wait", "interpreter": "interpreter", "unattributed": "unattributed remainder",
+}
+
+
+def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
+    """One line naming the component of ``arm``'s wake that moved most between two traced runs (None: untraced)."""
+    from wakelab.formatting import format_us
+
+    found = arm.components
+    if found is None:
+        return None
+    if found.moved_most is None:
+        return "%s: no component's p50 moved" % arm.name
+    shift = found.shifts[found.moved_most]
+    ci = "" if math.isnan(shift.low) else ", CI %s to %s" % (_signed_us(shift.low), _signed_us(shift.high))
+    figures = "%s p50 %s µs in %s, %s in %s (%s µs%s)" % (
+        MOVED_WORDS.get(found.moved_most, found.moved_most), format_us(shift.baseline), baseline,
+        format_us(shift.other), other, _signed_us(shift.difference), ci)
+    if found.significant:
+        return "%s: the component that moved most: %s" % (arm.name, figures)
+    return "%s: no component moved beyond its interval; the largest change: %s" % (arm.name, figures)
+
+
 def _confidence(comparison: Any) -> float:
     for arm in comparison.arms:
         for ratio in arm.ratios.values():
@@ -247,7 +328,7 @@ def format_comparison(comparison: Any) -> List[str]:
     lines = [escape_text("%s AGAINST %s" % (b, a))]
     # One line each, however long: easy to grep in a CI log.
     lines.extend("  warning: " + escape_text(warning) for warning in comparison.warnings)
-    for header, rows in (_latency_rows(comparison), _rate_rows(comparison)):
+    for header, rows in (_latency_rows(comparison), _component_rows(comparison), _rate_rows(comparison)):
         if rows:
             lines.append("")
             lines.extend(format_table(header, rows, align_left=2))
@@ -261,6 +342,10 @@ def format_comparison(comparison: Any) -> List[str]:
         listed.append("only in %s (not compared): %s" % (b, ", ".join(comparison.only_in_other)))
     for name, reason in comparison.not_compared:
         listed.append("%s not compared: %s" % (name, reason))
+    for arm in comparison.arms:
+        moved = format_moved(arm, a, b)
+        if moved is not None:
+            listed.append(moved)
     for arm in comparison.arms:
         for note in arm.notes:
             listed.append("%s: %s" % (arm.name, note))
@@ -309,7 +394,13 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         "(0.50: no shift; the common-language effect size).",
         "The CI and the test see only the wake-to-wake noise within each run. Run-to-run variation (CPU "
         "placement, clock frequency, other load) is not in them: repeat a run before trusting a small change.",
-    ]))
+    ] + ([
+        "Where the time goes (runs made with --trace): each component's own p50 over the traced wakes of each run "
+        "(notify path, scheduler wake delivery and run-queue wait, GIL wait, interpreter; these p50s do not sum), "
+        "the other run's minus the baseline's with its %s bootstrap interval, and their ratio; * marks the "
+        "component that moved most among those whose interval excludes 0. The traced passes ran with perf "
+        "recording, slower than the untraced figures above." % level
+    ] if any(arm.components is not None for c in comparisons for arm in c.arms) else [])))
     out.append("")
     return escape_text("\n".join(out), multiline=True)
 

@@ -579,6 +579,7 @@ def _trace_arm(
         "wall_s": wall_s,
         "perf_data_bytes": data_bytes,
         "events": traced["events"],
+        "lost_events": session.lost_events,
         "latency": traced_stats,
         "overhead": {
             "untraced_p50_ns": untraced_p50,

@@ -107,13 +107,25 @@ def parse_line(line: str) -> Optional[SchedEvent]:
     return None
 
 
-def parse_script(lines: Iterable[str], tids: Optional[Set[int]] = None) -> Dict[int, List[SchedEvent]]:
+# perf script --show-lost-events: a line where perf's ring buffer overflowed and events were dropped.
+_LOST = re.compile(r"\bLOST (?P<count>\d+) events!")
+
+
+def parse_script(
+    lines: Iterable[str], tids: Optional[Set[int]] = None, lost: Optional[List[int]] = None
+) -> Dict[int, List[SchedEvent]]:
     """Events by thread id (each list in time order), only for ``tids`` if given.
 
-    A switch names two threads and is filed under both.
+    A switch names two threads and is filed under both.  Events perf reports
+    it dropped (``LOST N events!``) are added up in ``lost[0]`` if given.
     """
     by_tid: Dict[int, List[SchedEvent]] = {}
     for line in lines:
+        dropped = _LOST.search(line)
+        if dropped is not None:
+            if lost is not None:
+                lost[0] += int(dropped.group("count"))
+            continue
         event = parse_line(line)
         if event is None:
             continue
@@ -178,6 +190,9 @@ class SchedTrace:
         self._stderr: Optional[object] = None
         self.started_ns = 0
         self.stopped_ns = 0
+        # Events perf dropped (its buffer overflowed, on a busy machine): wakes they belonged to
+        # show as unattributed.  Set by :meth:`events`.
+        self.lost_events = 0
 
     # -- life cycle ---------------------------------------------------------
     def __enter__(self) -> "SchedTrace":
@@ -318,7 +333,7 @@ class SchedTrace:
         """The recorded events about ``tids``, by thread id, in time order (after :meth:`stop`)."""
         wanted = {int(t) for t in tids if t}
         perf = self._perf or perf_path() or "perf"
-        argv = [perf, "script", "-i", self.data_path, "-F", "tid,cpu,time,event,trace", "--ns"]
+        argv = [perf, "script", "-i", self.data_path, "-F", "tid,cpu,time,event,trace", "--ns", "--show-lost-events"]
         assert self._dir is not None
         with tempfile.TemporaryFile(dir=self._dir) as out, tempfile.TemporaryFile(dir=self._dir) as err:
             try:
@@ -334,7 +349,10 @@ class SchedTrace:
                 raise TraceUnavailable("perf script failed: %s" % _first_line(err.read(1 << 16).decode("utf-8", "replace")))
             out.seek(0)
             lines = (raw.decode("utf-8", "replace") for raw in out)
-            return parse_script(lines, wanted)
+            lost = [0]
+            found = parse_script(lines, wanted, lost)
+            self.lost_events = lost[0]
+            return found
 
     def data_bytes(self) -> int:
         """Size of perf's recording (0 if there is none)."""

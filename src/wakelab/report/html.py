@@ -7,7 +7,10 @@ give.  It leads with charts that compare at a glance (see
 :mod:`wakelab.report.interactive`): every latency arm on one shared log axis
 (p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
 figures on hover), the rate arms, and, given several runs (a grid's cells,
-interpreters, machines), a heat map per dimension that varies.  Each arm's
+interpreters, machines), a heat map per dimension that varies.  A run made
+with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
+its median and tail wakes split into notify path, scheduler, GIL wait and
+interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
 distribution (histogram and ECDF on log axes, as inline SVG from
 :mod:`wakelab.report.plots`) is folded away until asked for.
 
@@ -1260,6 +1263,117 @@ def render_rate_chart(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], c
             ", per run" if len(runs) > 1 else "", chart_html(chart))
 
 
+# How the page names each component of a wake in running text.
+COMPONENT_WORDS = {
+    "notify": "notify path", "sched_wake": "wake delivery", "sched_queue": "run-queue wait", "gil_wait": "GIL wait",
+    "interpreter": "interpreter", "unattributed": "unattributed",
+}
+
+
+def _signed_us_text(value_ns: float) -> str:
+    """A difference in µs with its sign (``+7.58``, ``−5.92``, ``0``)."""
+    if not value_ns:
+        return "0"
+    return ("+" if value_ns > 0 else "\u2212") + format_us(abs(value_ns))
+
+
+def _trace_bands(trace: Any) -> Dict[str, Tuple[float, Mapping[str, float]]]:
+    """The p50 and p99 bands of an arm's :class:`~wakelab.evidence.model.TraceFigures` that have figures."""
+    bands: Dict[str, Tuple[float, Mapping[str, float]]] = {}
+    for key, latency_ns, parts in (("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)):
+        if latency_ns is not None and parts:
+            bands[key] = (float(latency_ns), parts)
+    return bands
+
+
+def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
+    """Where each traced arm's time goes (a run with ``--trace``): stacked bars at p50 and at p99, each
+    Python arm beside its C floor, then the tracing overhead; empty for a run that did not ask to trace.
+
+    The bands (``trace.at_p50`` / ``at_p99``) and the overhead were computed by the analysis layer
+    (:mod:`wakelab.analysis.components`, stored in summary.json); this lays them out.
+    """
+    from wakelab.analysis.components import COMPONENT_TITLES, COMPONENTS, floor_gaps, traced_arm_order
+    from wakelab.report.interactive import ComponentBar, chart_html, components_chart
+
+    s = run.summary
+    tracing = _dict(s.get("tracing"))
+    if not tracing.get("requested"):
+        return ""
+    records = {arm.name: arm for arm in run.bundle.arms()}
+    bars: List[Any] = []
+    overhead_rows: List[str] = []
+    not_split: List[str] = []
+    for entry, floor_of in traced_arm_order(s):
+        record = records.get(str(entry.get("name")))
+        trace = record.trace if record is not None else None
+        if trace is None or record is None:
+            continue
+        if not trace.traced:
+            if record.kind == "latency" and record.measured:
+                not_split.append("<li><code>%s</code>: %s</li>" % (esc(record.name), esc(trace.reason or "no reason recorded")))
+            continue
+        bands = _trace_bands(trace)
+        if bands:
+            bars.append(ComponentBar(record.name, bands, floor_of))
+        after = _dict(_dict(entry.get("trace")).get("overhead")).get("untraced_after_p50_ns")
+        overhead_rows.append(
+            "<tr><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td></tr>" % (
+                esc(record.name), (' <span class="muted">C floor of %s</span>' % esc(floor_of)) if floor_of else "",
+                esc(format_us(trace.untraced_p50_ns)), esc(format_us(trace.traced_p50_ns)),
+                esc(format_us(after if isinstance(after, (int, float)) and not isinstance(after, bool) else None)),
+                ("%.2f×" % trace.overhead_ratio) if trace.overhead_ratio is not None else DASH,
+                trace.fully_attributed, trace.wakes))
+    parts: List[str] = []
+    if not tracing.get("traced") and not bars:
+        return '<p class="trace-off">Tracing was asked for but did not run: %s. The figures above are untraced.</p>' % esc(
+            tracing.get("reason") or "no reason recorded")
+    if not tracing.get("traced"):
+        parts.append('<p class="trace-off">Tracing stopped during the run: %s.</p>' % esc(tracing.get("reason") or "no reason recorded"))
+    if bars:
+        chart = components_chart(charts.next_id(), bars, COMPONENTS, COMPONENT_TITLES)
+        parts.append(
+            '<p class="muted">Each traced wake was split at the kernel\'s scheduler events (%s, on the clock of t0 and t1): '
+            "notify path (t0 to the kernel waking the waiter), scheduler (wake delivery: the cross-CPU interrupt and idle "
+            "exit; run-queue wait), GIL wait (further sleep/wake cycles after the waiter first ran) and interpreter (on a "
+            "CPU, up to t1); what the events cannot place is shown as unattributed. The parts of every wake sum to its "
+            "latency. Left: the mean parts of the wakes ranked 45th to 55th percentile (where the median wake goes); "
+            "right: of the wakes at the 99th percentile and above. Each Python arm is drawn above its C floor. Hover a "
+            "segment for its figure; click a component in the legend to hide it.</p>%s"
+            % (esc(tracing.get("tool") or "perf"), chart_html(chart)))
+    gaps = [gap for band in ("p50", "p99") for gap in floor_gaps(s, band)]
+    if gaps:
+        items = []
+        for gap in gaps:
+            shown = ["%s %s" % (esc(COMPONENT_WORDS[name]), esc(_signed_us_text(value)))
+                     for name, value in gap.parts_ns.items() if name != "unattributed" or value]
+            items.append("<li><code>%s</code> at %s: %s µs %s %s<code>%s</code> (%s against %s µs): %s µs.</li>" % (
+                esc(gap.arm), esc(gap.band), esc(format_us(abs(gap.extra_ns))), "above" if gap.extra_ns >= 0 else "below",
+                "" if gap.matched else "its nearest C floor (not the same experiment) ", esc(gap.floor),
+                esc(format_us(gap.arm_ns)), esc(format_us(gap.floor_ns)), ", ".join(shown)))
+        parts.append('<p class="muted">Where the difference from C goes (the arm\'s parts minus its floor\'s, in the same '
+                     'band; they sum to the difference):</p><ul class="trace-gaps">%s</ul>' % "".join(items))
+    if overhead_rows:
+        parts.append(
+            '<div class="table-wrap"><table class="trace-overhead"><caption>Tracing overhead: each arm measured untraced '
+            "(its figures), traced, and untraced again, in this run; µs</caption><thead><tr><th>arm</th><th>untraced p50</th>"
+            "<th>traced p50</th><th>untraced p50 after</th><th>traced / untraced</th><th>wakes fully attributed</th></tr>"
+            "</thead><tbody>%s</tbody></table></div>" % "".join(overhead_rows))
+    if not_split:
+        parts.append('<p class="muted">Not split:</p><ul class="trace-not-split">%s</ul>' % "".join(not_split))
+    return "".join(parts)
+
+
+def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+    """:func:`render_where_time_goes` for each run of several that asked to trace, under its label."""
+    out = []
+    for run, run_label in zip(runs, labels):
+        body = render_where_time_goes(run, charts)
+        if body:
+            out.append("<h3>%s%s</h3>%s" % (_swatch(run_label), esc(run_label.full), body))
+    return "".join(out)
+
+
 # Dimensions a set of runs can vary in, as (key, title); the values come from run_dimension.
 DIMENSIONS = (
     ("machine", "machine"), ("interpreter", "interpreter"), ("placement", "placement"), ("settle_us", "settle time"),
@@ -1393,6 +1507,9 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
             body.append(_section("guidance", "Guidance", guidance, toc))
         glance = render_overview(runs, labels, charts) + render_rate_chart(runs, labels, charts)
         body.append(_section("overview", "At a glance", glance, toc))
+        where = render_where_time_goes(runs[0], charts)
+        if where:
+            body.append(_section("where-time-goes", "Where the time goes", where, toc))
         body.append(_section("verdict", "Verdict", render_verdict(first), toc))
         body.append(_section("lead-table", "Lead table", render_lead_table(first), toc))
         body.append(_section("honesty", "Lab honesty", render_honesty(first), toc))
@@ -1411,6 +1528,9 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
         header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
         glance = render_overview(runs, labels, charts) + render_grids(runs, charts) + render_rate_chart(runs, labels, charts)
         body.append(_section("overview", "At a glance", glance, toc))
+        where = render_where_time_goes_runs(runs, labels, charts)
+        if where:
+            body.append(_section("where-time-goes", "Where the time goes", where, toc))
         comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
                       render_comparison_table(runs, labels), render_rate_comparison(runs, labels)]
         body.append(_section("comparison", "Runs compared", "".join(comparison), toc))

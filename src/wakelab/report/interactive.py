@@ -1,7 +1,8 @@
 """Interactive charts for the HTML report: plotly.js, embedded once per page (analysis side).
 
 The report's charts that compare arms at a glance -- the overview of every
-arm on one log axis, the rate arms, the grids -- are plotly figures: hover
+arm on one log axis, the rate arms, the grids, and in a traced run the
+stacked bars of where each wake's time goes -- are plotly figures: hover
 shows the figures, the legend toggles series, and a few buttons sort the
 overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
 the ``plotly`` package from PyPI, imported lazily) is inlined in the page
@@ -40,7 +41,7 @@ import html
 import json
 import math
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.formatting import escape_text, format_ns, format_rate, format_ratio
 
@@ -77,7 +78,9 @@ class InteractiveUnavailable(Exception):
     """plotly is not installed."""
 
 
-_C1_CONTROL = re.compile("[\x7f-\x9f]")
+# DEL, the C1 controls and the bidirectional overrides and isolates (a terminal shown the page
+# must not have its text reordered): escaped in the JSON a page carries.
+_C1_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -126,7 +129,8 @@ def json_for_script(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True)
     for ch, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(ch, escape)
-    # json.dumps escapes C0 controls; DEL and the C1 controls too, so a page printed to a terminal carries none.
+    # json.dumps escapes C0 controls; DEL, the C1 controls and the bidi controls too, so a page printed
+    # to a terminal carries none.
     return _C1_CONTROL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
@@ -457,6 +461,88 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
         "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
     }
     return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "p50 per arm and %s" % title, height)
+
+
+# --- where the time goes (traced runs) ------------------------------------------------------
+
+# One colour per component of a wake, in wake order (Okabe-Ito; the remainder grey).
+COMPONENT_COLORS = {
+    "notify": "#D55E00",
+    "sched_wake": "#56B4E9",
+    "sched_queue": "#0072B2",
+    "gil_wait": "#E69F00",
+    "interpreter": "#009E73",
+    "unattributed": "#B0B0B0",
+}
+COMPONENT_ROW_PX = 34
+BANDS = (("p50", "median wake (45th–55th percentile)"), ("p99", "tail wakes (99th percentile and above)"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentBar:
+    """One traced arm as the stacked bars draw it: where its median and its tail wakes go (ns).
+
+    ``bands`` maps ``p50`` / ``p99`` to (the band's mean latency, its mean
+    components) as the analysis computed them (``trace.at_p50`` / ``at_p99``:
+    the parts sum to the latency); ``floor_of`` names the Python arm this C
+    floor is drawn beside.
+    """
+
+    arm: str
+    bands: Mapping[str, Tuple[float, Mapping[str, float]]]
+    floor_of: Optional[str] = None
+
+
+def _component_hover(bar: ComponentBar, band: str, title: str, latency_ns: float, value_ns: float) -> str:
+    share = (" (%.0f%%)" % (100.0 * value_ns / latency_ns)) if latency_ns > 0 else ""
+    return "<b>%s</b>%s · %s<br>%s: <b>%s</b>%s<br>of %s, the mean of the %s" % (
+        label(bar.arm), (" · C floor of %s" % label(bar.floor_of)) if bar.floor_of else "", band, label(title),
+        format_ns(value_ns), share, format_ns(latency_ns), dict(BANDS)[band])
+
+
+def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Sequence[str],
+                     titles: Mapping[str, str]) -> Chart:
+    """Stacked bars of where each traced arm's time goes: the median wake (left) and the tail (right).
+
+    One row per arm, each Python arm above its C floor; one trace per component
+    and band, the two bands' traces of a component in one legend group (the
+    legend toggles a component in both).  Linear axes: a stacked bar on a log
+    axis would misdraw the parts.
+    """
+    rows = [label(b.arm) for b in bars]
+    data: List[Dict[str, Any]] = []
+    for name in components:
+        title = titles.get(name, name)
+        for index, (band, _) in enumerate(BANDS):
+            mine = [b for b in bars if band in b.bands]
+            if not mine:
+                continue
+            data.append({
+                "type": "bar", "orientation": "h", "name": label(title), "legendgroup": name, "showlegend": index == 0,
+                "marker": {"color": COMPONENT_COLORS.get(name, OTHER_FAMILY_COLOR), "line": {"color": "#ffffff", "width": 0.5}},
+                "x": [max(float(b.bands[band][1].get(name) or 0.0), 0.0) / 1e3 for b in mine],
+                "y": [label(b.arm) for b in mine],
+                "xaxis": "x" if index == 0 else "x2", "yaxis": "y",
+                "text": [_component_hover(b, band, title, b.bands[band][0], float(b.bands[band][1].get(name) or 0.0)) for b in mine],
+                "hovertemplate": "%{text}<extra></extra>", "textposition": "none",
+                "meta": {"component": name, "band": band},
+            })
+    height = 150 + COMPONENT_ROW_PX * max(len(rows), 1)  # the legend (three lines) sits above the bars
+    axis = {"gridcolor": "#e4e4e4", "zeroline": True, "zerolinecolor": "#999999", "automargin": True, "rangemode": "tozero"}
+    layout: Dict[str, Any] = {
+        "font": FONT, "height": height, "barmode": "stack", "bargap": 0.35,
+        "margin": {"l": 10, "r": 16, "t": 24, "b": 44},
+        "hovermode": "closest",
+        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 11}, "traceorder": "normal"},
+        "xaxis": dict(axis, domain=[0.0, 0.47], title={"text": "<b>at p50</b>: %s, µs" % BANDS[0][1]}),
+        "xaxis2": dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,
+                  "fixedrange": True, "ticks": ""},
+        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+    }
+    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
+                 "where each traced arm's time goes: notify path, scheduler, GIL wait, interpreter, at p50 and at p99", height)
 
 
 # --- placing charts in the page ------------------------------------------------------------

@@ -141,6 +141,8 @@ FLOORS: Dict[str, Tuple[str, str]] = {
     "future": ("native-condvar", MATCHED),
     "sigusr1-self": ("native-self-signal", MATCHED),
     "signal-install": ("native-sigaction-install", MATCHED),
+    # _signal.signal: the C function under signal.signal's wrapper, one sigaction() deep.
+    "signal-install-unwrapped": ("native-sigaction-install", MATCHED),
     # C's sigwait floor wakes a worker thread from the main one; sigwait-thread-to-main goes the
     # other way.  To the kernel a thread is a thread: same scope, state and t1.
     "sigwait-thread-to-main": ("native-sigwait", MATCHED),

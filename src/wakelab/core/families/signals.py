@@ -91,6 +91,7 @@ from wakelab.core.model import (
     RawRate,
     now_ns,
 )
+from wakelab.core.families import no_sigtimedwait_reason, this_python
 from wakelab.core.sigstate import preserved_signal_state
 
 Components = main_driver.Components
@@ -163,18 +164,19 @@ def measure_sigusr1_self(params: MeasureParams) -> RawLatency:
 
 
 WARMUP_ROUND_CALLS = 2000
-def measure_signal_install(params: MeasureParams) -> RawRate:
+def measure_signal_install(params: MeasureParams, install: Optional[Callable[..., object]] = None) -> RawRate:
     """Rate of ``signal.signal(SIGUSR1, handler)`` rebinding, in rounds of ``install_n`` calls.
 
     Each round is followed by the same loop with an empty body, so the loop's
     own overhead is reported beside the figure (as lmbench does).  Warm-up
     rounds, discarded, are of at most ``WARMUP_ROUND_CALLS`` calls.
+    ``install`` is the function timed (default ``signal.signal``; ``_signal.signal`` for the unwrapped arm).
     """
 
     def handler(signum: int, frame: object) -> None:
         pass
 
-    install = signal.signal
+    install = install or signal.signal
     signum = signal.SIGUSR1
     counted = range(params.install_n)
     # Warming up (caches, CPython's specializing interpreter) takes far fewer calls than a round.
@@ -203,6 +205,32 @@ def measure_signal_install(params: MeasureParams) -> RawRate:
     )
 
 
+def requires_unwrapped_install() -> Optional[str]:
+    """None where ``_signal.signal`` (the C function under ``signal.signal``) can be timed here."""
+    reason = requires_main_thread_sigusr1()
+    if reason is not None:
+        return reason
+    try:
+        import _signal  # noqa: F401
+    except ImportError:
+        return "%s has no _signal module (signal.signal is not a wrapper around one)" % this_python()
+    return None
+
+
+def measure_signal_install_unwrapped(params: MeasureParams) -> RawRate:
+    """Rate of ``_signal.signal(SIGUSR1, handler)``: ``signal.signal`` without its Python wrapper.
+
+    ``signal.signal`` is Lib/signal.py's wrapper, which converts the signal
+    number and the previous handler to and from enums around the C function
+    ``_signal.signal``; timed the same way as ``signal-install``, the two
+    arms and ``native-sigaction-install`` split an install into wrapper, C
+    function and kernel call.
+    """
+    import _signal
+
+    return measure_signal_install(params, _signal.signal)
+
+
 # ---------------------------------------------------------------------------
 # Blocked signal waiters.
 
@@ -216,7 +244,7 @@ def _requires_main_thread_and(*names: str) -> Callable[[], Optional[str]]:
             return reason
         for name in names:
             if not hasattr(signal, name):
-                return "signal.%s does not exist on this platform" % name
+                return no_sigtimedwait_reason() if name == "sigtimedwait" else "signal.%s does not exist in %s" % (name, this_python())
         return None
 
     return requires
@@ -638,6 +666,22 @@ ARMS: List[Arm] = [
         t1="perf_counter_ns() after the round; ops/s = install_n / (t1 - t0)",
         measure=measure_signal_install,
         requires=requires_main_thread_sigusr1,
+        needs_main_thread=True,
+    ),
+    Arm(
+        name="signal-install-unwrapped",
+        family="signals",
+        kind=RATE,
+        mechanism=(
+            "_signal.signal(SIGUSR1, handler) rebinding in a tight loop: the C function under signal.signal, "
+            "without the wrapper's enum conversions; empty loop as baseline"
+        ),
+        waiter=NO_WAITER,
+        scope=SELF,
+        t0="perf_counter_ns() before a round of install_n calls",
+        t1="perf_counter_ns() after the round; ops/s = install_n / (t1 - t0)",
+        measure=measure_signal_install_unwrapped,
+        requires=requires_unwrapped_install,
         needs_main_thread=True,
     ),
     Arm(
