@@ -227,6 +227,7 @@ def test_live_display_renders_arm_names_and_figures(colour_terminal) -> None:
     assert raw.count("\x1b[?25l") == raw.count("\x1b[?25h") == 1  # the cursor, hidden while live, is shown again
 
 
+
 def test_live_display_with_no_events_writes_nothing(colour_terminal) -> None:
     terminal = FakeTerminal()
     make_progress(2, quiet=False, stream=terminal).close()
@@ -319,3 +320,29 @@ def test_no_heartbeat_when_none_is_asked_for() -> None:
     assert _heartbeat_threads() == []
     progress.close()
     assert stream.getvalue() == "wakelab: [1/1] event ...\n"
+
+
+def test_live_display_keeps_only_failed_and_skipped_arms_on_screen(colour_terminal, monkeypatch) -> None:
+    # Printed for good: what stays on the terminal after the run. Finished arms live above the bar
+    # (transient) and go with it, so the catalogue's summary after them fits a screen.
+    from rich.console import Console
+
+    kept: List[str] = []
+    real = Console.print
+
+    def spy(self, *objects, **kwargs):  # type: ignore[no-untyped-def]
+        kept.append(" ".join(str(o) for o in objects))
+        return real(self, *objects, **kwargs)
+
+    monkeypatch.setattr(Console, "print", spy)
+    terminal, clock = FakeTerminal(), FakeClock()
+    progress = make_progress(3, quiet=False, stream=terminal, clock=clock)
+    progress("arm-start", {"arm": "event", "index": 0, "total": 3})
+    progress("arm-done", {"arm": "event", "entry": EVENT_ENTRY})
+    progress("arm-start", {"arm": "queue", "index": 1, "total": 3})
+    progress("arm-failed", {"arm": "queue", "reason": "worker died"})
+    progress("arm-start", {"arm": "native-cond", "index": 2, "total": 3})
+    progress("arm-skipped", {"arm": "native-cond", "reason": "no C compiler"})
+    progress.close()
+    assert [k for k in kept if k and "NewLine" not in k] == ["[2/3] queue  FAILED: worker died", "[3/3] native-cond  skipped: no C compiler"]
+    assert "[1/3] event  p50 64.9 µs" in ANSI.sub("", terminal.getvalue())  # shown while it ran

@@ -236,6 +236,8 @@ def test_interpreters_with_a_hanging_python_returns_in_time_and_leaves_nothing(t
     _script(tmp_path, "python3.99", "%s 600 &\necho $! > %s\n%s 600" % (sleep, marker, sleep))
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    monkeypatch.setenv("WAKELAB_CACHE", str(tmp_path / "no-cache"))  # nor the interpreter cache CI fills
+    monkeypatch.delenv("WAKELAB_INTERPRETERS", raising=False)
     monkeypatch.setattr(interpreters, "PROBE_TIMEOUT_S", 2.0)
     assert interpreters.PROBE_TIMEOUT_S < 30  # the shipped timeout is monkeypatched only to keep this quick
     before = children()

@@ -16,7 +16,8 @@ processes, pinned or not, closed or open loop) are worded for the run.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import statistics
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.registry import all_arms, unknown_name_message
 from wakelab.core.model import MeasureParams
@@ -31,6 +32,20 @@ class Comparison:
 
     a: str
     b: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LabGrid:
+    """The grid a lab runs across when the command line names none of these dimensions.
+
+    ``pythons``: ``""`` (this interpreter) or ``"free-threading"`` (a CPython
+    release's GIL build, its free-threaded build, and the free-threaded build
+    with ``PYTHON_GIL=1``: :func:`wakelab.harness.interpreters.free_threading_pythons`).
+    """
+
+    pythons: str = ""
+    cpu_threads: Tuple[int, ...] = ()
+    placements: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +64,10 @@ class Lab:
     aliases: Tuple[str, ...] = ()
     # A custom selection: the preset whose arms it replaced (its parameters and comparisons).
     based_on: Optional[str] = None
+    # The grid it runs across by default (None: one cell unless the command line asks for more).
+    grid: Optional[LabGrid] = None
+    # The lab's own table over a grid's matrix document (see gil_ab); None: the per-arm tables only.
+    matrix_verdict: Optional[Callable[[Mapping[str, Any]], Dict[str, Any]]] = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +261,221 @@ LAB_PROCESSES = Lab(
     limits=_COMMON_LIMITS,
 )
 
-_LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES]
+# -- the free-threading lab -----------------------------------------------------------------------
+
+FREE_THREADING_ID = "free-threading"
+# Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).
+GIL_BUILD, NO_GIL, FORCED_GIL = "gil", "no-gil", "ft-gil1"
+ROLE_TITLES = {GIL_BUILD: "GIL build", NO_GIL: "free-threaded", FORCED_GIL: "free-threaded, PYTHON_GIL=1"}
+# Ratios beyond these (either way) are called a change; between them, about the same.
+_CHANGE = 1.5
+
+
+def interpreter_role(interp: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """``gil``, ``no-gil`` or ``ft-gil1`` for a run's interpreter record; None when it has none (PyPy has a GIL: ``gil``)."""
+    if not interp:
+        return None
+    if interp.get("free_threaded_build"):
+        return FORCED_GIL if interp.get("gil_enabled") else NO_GIL
+    return GIL_BUILD
+
+
+def _fig(row: Mapping[str, Any], key: str) -> Optional[float]:
+    lat = row.get("latency") or {}
+    value = lat.get(key)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return a / b if a is not None and b else None
+
+
+def _median(values: Sequence[Optional[float]]) -> Optional[float]:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def _trio(values: Mapping[str, Optional[float]]) -> str:
+    from wakelab.formatting import format_us
+
+    return " / ".join(format_us(values.get(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
+
+
+def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """What removing the GIL did: the free-threading lab's table over a grid's matrix document.
+
+    Pairs, for every latency arm, placement and busy-thread count, the cell
+    of the GIL build with the cell of the free-threaded build (GIL off) and
+    the free-threaded build with ``PYTHON_GIL=1``, by each cell's recorded
+    interpreter (never by its label).  Returns ``rows`` (numbers, ns),
+    ``summary`` (per busy-thread count and placement: the median over the
+    arms of each figure and of the no-GIL / GIL ratio), ready-made text
+    ``tables`` and ``sentences`` that say, with this run's figures, what the
+    GIL's absence did to p50, p99 and the worst case.
+    """
+    from wakelab.formatting import format_ratio, format_us
+
+    cells = {str(c.get("label")): c for c in doc.get("cells") or []}
+    roles = {label: interpreter_role(c.get("interpreter")) for label, c in cells.items()}
+    rows: List[Dict[str, Any]] = []
+    for arm in doc.get("arms") or []:
+        groups: Dict[Tuple[str, int], Dict[str, Mapping[str, Any]]] = {}
+        for row in arm.get("rows") or []:
+            cell = cells.get(str(row.get("cell")))
+            role = roles.get(str(row.get("cell")))
+            if cell is None or role is None or row.get("kind") == "rate" or not row.get("latency"):
+                continue
+            dims = cell.get("dimensions") or {}
+            groups.setdefault((str(dims.get("placement")), int(dims.get("cpu_threads") or 0)), {}).setdefault(role, row)
+        for (placement, busy), by_role in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            entry: Dict[str, Any] = {"arm": arm.get("name"), "placement": placement, "cpu_threads": busy}
+            for key in ("p50", "p99", "max"):
+                values: Dict[str, Optional[float]] = {role: _fig(by_role[role], key + "_ns") for role in by_role}
+                values["ratio"] = _ratio(values.get(NO_GIL), values.get(GIL_BUILD))
+                values["forced_ratio"] = _ratio(values.get(FORCED_GIL), values.get(GIL_BUILD))
+                entry[key] = values
+            rows.append(entry)
+    summary: List[Dict[str, Any]] = []
+    for busy, placement in sorted({(r["cpu_threads"], r["placement"]) for r in rows}):
+        mine = [r for r in rows if (r["cpu_threads"], r["placement"]) == (busy, placement)]
+        item: Dict[str, Any] = {"cpu_threads": busy, "placement": placement, "arms": len(mine)}
+        for key in ("p50", "p99", "max"):
+            figures: Dict[str, Any] = {k: _median([r[key].get(k) for r in mine]) for k in (GIL_BUILD, NO_GIL, FORCED_GIL)}
+            # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
+            figures["ratio"] = _ratio(figures[NO_GIL], figures[GIL_BUILD])
+            figures["forced_ratio"] = _ratio(figures[FORCED_GIL], figures[GIL_BUILD])
+            each = [r[key]["ratio"] for r in mine if r[key].get("ratio") is not None]
+            figures["arms_grew"] = sum(1 for v in each if v >= _CHANGE)
+            figures["arms_shrank"] = sum(1 for v in each if v <= 1 / _CHANGE)
+            figures["arms_compared"] = len(each)
+            item[key] = figures
+        summary.append(item)
+    header = ["busy threads", "placement", "arms", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
+              "no GIL ÷ GIL: p50", "p99", "max", "GIL=1 ÷ GIL: p99"]
+    summary_table = [[str(s["cpu_threads"]), s["placement"], str(s["arms"]), _trio(s["p50"]), _trio(s["p99"]), _trio(s["max"]),
+                      format_ratio(s["p50"]["ratio"]), format_ratio(s["p99"]["ratio"]), format_ratio(s["max"]["ratio"]),
+                      format_ratio(s["p99"]["forced_ratio"])] for s in summary]
+    detail_table = [[str(r["arm"]), str(r["cpu_threads"]), r["placement"], _trio(r["p50"]), _trio(r["p99"]), _trio(r["max"]),
+                     format_ratio(r["p50"]["ratio"]), format_ratio(r["p99"]["ratio"]), format_ratio(r["max"]["ratio"])] for r in rows]
+    detail_header = ["arm", "busy", "placement", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
+                     "no GIL ÷ GIL: p50", "p99", "max"]
+    return {
+        "title": "WHAT REMOVING THE GIL DID (medians over the arms; each figure from this run)",
+        "roles": dict(ROLE_TITLES),
+        "rows": rows,
+        "summary": summary,
+        "tables": [
+            {"title": "", "header": header, "rows": summary_table},
+            {"title": "per arm", "header": detail_header, "rows": detail_table},
+        ],
+        "sentences": _gil_sentences(summary, rows, format_us, format_ratio),
+    }
+
+
+def _change(ratio: Optional[float]) -> str:
+    if ratio is None:
+        return "could not be compared"
+    if ratio >= _CHANGE:
+        return "grew"
+    if ratio <= 1 / _CHANGE:
+        return "shrank"
+    return "stayed about the same"
+
+
+def _ways(figures: Mapping[str, Any]) -> str:
+    """``grew in 4 of 6 arms, shrank in 1``: how the arms went one by one."""
+    return "grew in %d of %d arms, shrank in %d" % (figures["arms_grew"], figures["arms_compared"], figures["arms_shrank"])
+
+
+def _where(items: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join("%d busy, %s" % (s["cpu_threads"], s["placement"]) for s in items)
+
+
+def _gil_sentences(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                   us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> List[str]:
+    if not any(s["p50"]["ratio"] is not None for s in summary):
+        return ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the same "
+                "conditions, so nothing says what removing the GIL did."]
+    out = []
+    for s in summary:
+        busy = s["cpu_threads"]
+        load = "no busy thread" if busy == 0 else "%d busy Python thread%s" % (busy, "" if busy == 1 else "s")
+        p50, p99, worst = s["p50"], s["p99"], s["max"]
+        out.append(
+            "%s, placement %s (median of %d arm%s): without the GIL p50 %s (%s → %s µs, %s; %s), p99 %s (%s → %s µs, "
+            "%s; %s), worst case %s (%s → %s µs, %s; %s)." % (
+                load[0].upper() + load[1:], s["placement"], s["arms"], "" if s["arms"] == 1 else "s",
+                _change(p50["ratio"]), us(p50[GIL_BUILD]), us(p50[NO_GIL]), ratio(p50["ratio"]), _ways(p50),
+                _change(p99["ratio"]), us(p99[GIL_BUILD]), us(p99[NO_GIL]), ratio(p99["ratio"]), _ways(p99),
+                _change(worst["ratio"]), us(worst[GIL_BUILD]), us(worst[NO_GIL]), ratio(worst["ratio"]), _ways(worst),
+            )
+        )
+    loaded = [s for s in summary if s["cpu_threads"] > 0 and s["p99"]["ratio"] is not None]
+    if loaded:
+        grew = [s for s in loaded if s["p99"]["ratio"] >= _CHANGE]
+        shrank = [s for s in loaded if s["p99"]["ratio"] <= 1 / _CHANGE]
+        if grew:
+            out.append(
+                "Where the tail grew without the GIL (%s): the busy threads no longer wait for a GIL, so each keeps a "
+                "CPU busy, and the woken waiter waits in the kernel's run queue for one -- the GIL's hand-over gone, a "
+                "scheduler tail in its place." % _where(grew)
+            )
+        if shrank:
+            out.append(
+                "Where the tail shrank without the GIL (%s): with the GIL the woken waiter must take it from a busy "
+                "thread, which gives it up only when the switch interval (5 ms by default) expires; without it the "
+                "waiter runs as soon as it has a CPU." % _where(shrank)
+            )
+        placements = {s["placement"] for s in loaded}
+        if placements & {"same", "split"}:
+            out.append(
+                "Placement: in same the waiter, the notifier and the busy threads share one CPU; in split the waiter "
+                "has a CPU of its own and the busy threads stay on the notifier's (they inherit its CPU mask)."
+            )
+    forced = [s for s in summary if s["p99"]["forced_ratio"] is not None]
+    if forced:
+        out.append(
+            "PYTHON_GIL=1 on the free-threaded build (the same binary with its GIL back on), p99 against the GIL "
+            "build's: %s. Where it tracks the GIL build, the difference above is the GIL's; where it does not, the "
+            "free-threaded build with its GIL on behaves unlike the GIL build, and the difference is not the GIL's alone."
+            % "; ".join("%d busy, %s: %s" % (s["cpu_threads"], s["placement"], ratio(s["p99"]["forced_ratio"])) for s in forced)
+        )
+    return out
+
+
+LAB_FREE_THREADING = Lab(
+    id=FREE_THREADING_ID,
+    title="Free-threading: the same CPython with the GIL on and off",
+    question=(
+        "What does removing the GIL do to wake latency -- p50, p99 and the worst case -- for thread, queue and fd "
+        "wake-ups, with and without busy Python threads beside the waiter, on one CPU or two?"
+    ),
+    arms=("event", "lock-handoff", "queue", "simplequeue", "pipe", "eventfd"),
+    params=MeasureParams(n=300),
+    methodology=(
+        "One CPython release three ways, by default: its GIL build, its free-threaded build (GIL off), and the "
+        "free-threaded build run with PYTHON_GIL=1 (its GIL back on); wakelab interpreters build 3.13t makes the "
+        "first two from one source with the same flags. Each is a column of the table; each cell of the grid is "
+        "a complete run of its own under cells/.",
+        "Busy threads (0, 1, 2) are pure-Python loops in the measuring process, started before the arm: under a GIL "
+        "they compete with the waiter for it; without one they compete for CPUs only. Placement same pins the "
+        "notifier, the waiter and the busy threads to one CPU; split puts the waiter on a second CPU, the busy "
+        "threads staying with the notifier (they inherit its CPU mask).",
+        "The table pairs cells by the interpreter each recorded (free-threaded build, GIL on as it ran), never by "
+        "name: ratios are the free-threaded build's figure over the GIL build's, under the same conditions. Each "
+        "arm's summary.txt in its cell says where each wake's notifier and waiter ran.",
+    ),
+    limits=_COMMON_LIMITS + (
+        "The GIL and free-threaded builds differ by more than the GIL (reference counting, allocator, "
+        "specialization); the PYTHON_GIL=1 column separates the GIL itself from the rest.",
+    ),
+    aliases=("ft", "nogil"),
+    grid=LabGrid(pythons=FREE_THREADING_ID, cpu_threads=(0, 1, 2), placements=("same", "split")),
+    matrix_verdict=gil_ab,
+)
+
+
+_LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES, LAB_FREE_THREADING]
 
 
 def _all_comparisons() -> Tuple[Comparison, ...]:
@@ -350,6 +583,9 @@ def custom_lab(base: Lab, arm_names: Sequence[str]) -> Lab:
         methodology=tuple(methodology),
         limits=_COMMON_LIMITS,
         based_on=None if base.id == CUSTOM_ID else base.id,
+        # The base's grid and its table over the grid stay: only the arms were chosen.
+        grid=base.grid,
+        matrix_verdict=base.matrix_verdict,
     )
 
 

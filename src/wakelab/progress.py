@@ -11,7 +11,9 @@
   (``still measuring event (8 s, workers done: 1/3)``), so a log never goes
   quiet for minutes;
 - live: a ``rich`` progress bar (current arm, arms done/total, elapsed, time
-  left) with one line per finished arm printed above it.
+  left) with the last few finished arms above it; the bar and those lines
+  vanish when the run ends (the summary that follows fits a screen), while a
+  failed or skipped arm's line is printed for good.
 
 Why the live display never refreshes on its own: rich's default is a thread
 that redraws ten times a second.  Arms run in this process (and, with worker
@@ -37,6 +39,7 @@ standard library alone.
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import threading
@@ -49,6 +52,8 @@ Clock = Callable[[], float]
 
 # Seconds between the plain display's "still measuring" lines during an arm.
 HEARTBEAT_S = 4.0
+# Finished arms the live display keeps in view above its bar (they go with it when the run ends).
+RECENT_RESULTS = 4
 
 
 class Progress:
@@ -294,7 +299,18 @@ class _LiveProgress(Progress):
         self._closed = False
         # The caller decided this stream is a terminal; say so, so rich does not second-guess it.
         self._console = Console(file=stream, force_terminal=True, highlight=False)
-        self._bar = RichProgress(
+        # Finished arms are shown above the bar while the run goes on, the last few only, and go
+        # with it at the end (the summary follows and must fit a screen); a failed or skipped arm
+        # is printed for good.
+        recent: "collections.deque[Any]" = collections.deque(maxlen=RECENT_RESULTS)
+        self._recent = recent
+
+        class _Bar(RichProgress):
+            def get_renderables(self) -> Any:
+                yield from recent
+                yield self.make_tasks_table(self.tasks)
+
+        self._bar = _Bar(
             TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
@@ -326,7 +342,10 @@ class _LiveProgress(Progress):
             self._describe("%s (workers done: %d/%s)" % (info.get("arm"), self._workers_done, info.get("workers")))
         elif event in ("arm-done", "arm-failed", "arm-skipped"):
             self._timer.stop(ran=event != "arm-skipped")
-            self._console.print(self._result_line(event, info))
+            if event == "arm-done":
+                self._recent.append(self._result_line(event, info))
+            else:
+                self._console.print(self._result_line(event, info))
             self._bar.update(self._task, completed=self._timer.finished)
         else:
             return

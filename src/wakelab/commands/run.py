@@ -147,8 +147,10 @@ def register(sub: Any) -> None:
                                 "latency arm is measured twice more, traced and then untraced again, for the overhead; "
                                 "without permission the run goes on untraced")
     execution.add_argument("--python", action="append", metavar="PATH", type=utf8_text(why=INTERPRETER_AS_TEXT),
-                           help="interpreter to measure with (repeatable: one cell each); 'all' finds every CPython >= 3.9 "
-                                "on PATH and in pyenv folders (see 'wakelab interpreters')")
+                           help="interpreter to measure with (repeatable: one cell each); 'all' finds every usable one -- CPython >= 3.9, "
+                                "free-threaded builds and PyPy -- on PATH, in pyenv folders, $WAKELAB_INTERPRETERS and "
+                                "the interpreter cache (see 'wakelab interpreters'); the free-threading lab takes a GIL "
+                                "build, its free-threaded build and that with PYTHON_GIL=1 when none is given")
     run.add_argument("-o", "--output", metavar="DIR", type=path_value("a folder", FOLDER_AS_TEXT),
                      help="evidence folder; an existing bundle there is replaced (default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
     output = run.add_mutually_exclusive_group()
@@ -215,29 +217,34 @@ def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
         raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)" % (target, exc.strerror or exc)) from None
 
 
-def _pythons(args: argparse.Namespace) -> List[tuple]:
-    """``[(path or None, label or None)]`` for the --python options (None: this interpreter)."""
-    from wakelab.harness.interpreters import discover, probe
+def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
+    """``[(path or None, label or None)]`` for the --python options (None: this interpreter); without
+    --python, the lab's own interpreters (the free-threading lab's three columns)."""
+    from wakelab.harness.interpreters import check_given, discover, free_threading_pythons, usable
     from wakelab.harness.workers import MIN_PYTHON
 
     if not args.python:
+        if lab.grid is not None and lab.grid.pythons and not args.in_process:
+            try:
+                return free_threading_pythons()
+            except (ValueError, OSError) as exc:
+                raise UsageError("--lab %s: %s" % (lab.id, exc)) from None
         return [(None, None)]
     if args.in_process:
         raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
     chosen: List[tuple] = []
     for value in args.python:
         if value == "all":
-            found = [i for i in discover() if i.implementation == "cpython" and i.version[:2] >= MIN_PYTHON]
+            found = usable(discover())
             if not found:
-                raise UsageError("--python all found no CPython %d.%d or newer on PATH or in pyenv folders" % MIN_PYTHON)
+                raise UsageError("--python all found no Python %d.%d or newer on PATH, in pyenv folders, $WAKELAB_INTERPRETERS "
+                                 "or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
             chosen += [(i.path, i.label) for i in found]
             continue
-        interpreter = probe(value) if os.path.isfile(value) else None
-        if interpreter is None:
-            raise UsageError("--python %s: not an interpreter that runs here (give the path of a python executable)" % value)
-        if interpreter.version[:2] < MIN_PYTHON:
-            raise UsageError("--python %s is Python %d.%d; the measuring code needs %d.%d or newer"
-                             % ((value,) + interpreter.version[:2] + MIN_PYTHON))
+        try:
+            interpreter = check_given(value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         chosen.append((value, interpreter.label))
     labels = [label for _, label in chosen]
     if len(set(labels)) != len(labels):
@@ -246,10 +253,10 @@ def _pythons(args: argparse.Namespace) -> List[tuple]:
     return chosen
 
 
-def _placements(args: argparse.Namespace) -> List[tuple]:
+def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     from wakelab.core.placement import PlacementError, resolve_cpus
 
-    names = args.placement or ["any"]
+    names = args.placement or list(lab.grid.placements if lab.grid is not None and lab.grid.placements else ["any"])
     if args.cpus and names == ["any"]:
         raise UsageError("--cpus needs --placement same or split")
     if args.cpus:
@@ -417,8 +424,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     arm_names = _resolve_arms(args, preset)
     params = _params(args, preset.params)
     execution = _execution(args)
-    pythons = _pythons(args)
-    placements = _placements(args)
+    pythons = _pythons(args, preset)
+    placements = _placements(args, preset)
     # A selection that is not the preset's own arms is a lab of its own ("custom"), and the lab's
     # prose is worded for how this run is made.
     lab = lab_for_run(preset, arm_names, RunShape(
@@ -432,7 +439,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         [label for _, label in pythons],
         placements,
         args.settle_us or [params.settle_us],
-        args.cpu_threads or [0],
+        args.cpu_threads or list(preset.grid.cpu_threads if preset.grid is not None and preset.grid.cpu_threads else [0]),
     )
     _check_history(args)
     folder = _output_folder(args, lab.id)

@@ -144,7 +144,7 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
                 }
             )
         arms.append({"name": name, "rows": rows})
-    return {
+    doc: Dict[str, Any] = {
         "schema": MATRIX_SCHEMA,
         "schema_version": MATRIX_VERSION,
         "lab": {"id": base.lab.id, "title": base.lab.title},
@@ -155,6 +155,10 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
         "arms": arms,
         "complete": all(c["complete"] for c in cell_entries),
     }
+    # The lab's own answer over the cells (the free-threading lab's GIL A/B), when it has one.
+    if base.lab.matrix_verdict is not None:
+        doc["verdict"] = base.lab.matrix_verdict(doc)
+    return doc
 
 
 def run_grid(

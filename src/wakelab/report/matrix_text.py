@@ -48,6 +48,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
             ]
         )
     out += format_table(["cell", "interpreter", "build", "placement", "settle µs", "cpu threads", "complete"], rows, align_left=4)
+    out += _verdict(doc.get("verdict"))
     arms: Sequence[Mapping[str, Any]] = doc.get("arms") or []
     ratios = matrix_native_ratios(doc)
     for arm in arms:
@@ -113,6 +114,24 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
         "",
     )
     return escape_text("\n".join(out), multiline=True) + "\n"
+
+
+def _verdict(verdict: Any) -> List[str]:
+    """The lab's own tables and sentences over the cells, laid out as the lab's analysis gave them."""
+    if not isinstance(verdict, Mapping):
+        return []
+    out = ["", escape_text(str(verdict.get("title") or "VERDICT"))]
+    for table in verdict.get("tables") or []:
+        if not isinstance(table, Mapping) or not table.get("rows"):
+            continue
+        if table.get("title"):
+            out += ["", "  " + escape_text(str(table["title"]))]
+        header = [str(h) for h in table.get("header") or []]
+        out += format_table(header, [[str(c) for c in row] for row in table["rows"]], align_left=3)
+    out.append("")
+    for sentence in verdict.get("sentences") or []:
+        out += wrap(str(sentence), "  ")
+    return out
 
 
 def matrix_native_ratios(doc: Mapping[str, Any]) -> Dict[str, Dict[str, NativeRatio]]:

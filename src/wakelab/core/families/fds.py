@@ -29,11 +29,11 @@ import os
 import select
 import selectors
 import socket
-import sys
 from typing import Callable, List, Optional, Tuple
 
 from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import thread as driver
+from wakelab.core.families import this_python
 from wakelab.core.model import (
     BLOCKED,
     CROSS_THREAD,
@@ -135,11 +135,7 @@ def measure_pipe(params: MeasureParams) -> RawLatency:
 
 def requires_eventfd() -> Optional[str]:
     if not hasattr(os, "eventfd"):
-        return "os.eventfd needs Linux and Python 3.10+ (this is Python %d.%d on %s)" % (
-            sys.version_info[0],
-            sys.version_info[1],
-            sys.platform,
-        )
+        return "os.eventfd does not exist in %s: it needs Linux and Python 3.10 or newer" % this_python()
     return None
 
 

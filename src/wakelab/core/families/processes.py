@@ -61,7 +61,7 @@ from wakelab.core.drivers.child import (  # noqa: F401 (WaiterChildError: part o
     requires_shared_clock,
 )
 from wakelab.core.drivers.child_side import WaitSide
-from wakelab.core.families import fds
+from wakelab.core.families import fds, no_sigtimedwait_reason
 from wakelab.core.model import BLOCKED, CROSS_PROCESS, LATENCY, Arm, MeasureParams, RawLatency
 
 now_ns = time.perf_counter_ns
@@ -76,8 +76,10 @@ _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.pa
 
 
 def requires_sigwait() -> Optional[str]:
-    if not hasattr(signal, "SIGUSR1") or not hasattr(signal, "sigtimedwait"):
-        return "signal.sigtimedwait and SIGUSR1 are not available on this platform"
+    if not hasattr(signal, "SIGUSR1"):
+        return "SIGUSR1 does not exist on this platform"
+    if not hasattr(signal, "sigtimedwait"):
+        return no_sigtimedwait_reason()
     return requires_shared_clock()
 
 
