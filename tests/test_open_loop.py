@@ -40,7 +40,10 @@ def test_a_stalled_notifier_shows_up_in_every_later_sample() -> None:
     # The fifth notify took 30 ms to land, and the five after it were due within the next 10 ms:
     # each of those six is either a late wake (at least 18 ms after its scheduled instant) or
     # was coalesced into one and counted lost.  None of them can look fast.
-    assert max(raw.samples_ns) >= 30_000_000
+    # The stalled wake is at least 30 ms after its schedule -- or, if the wake before it came late
+    # (after the stalled notify began), the matcher credits that one to it and the stalled wake to
+    # the next notify, due 2 ms later: 28 ms.
+    assert max(raw.samples_ns) >= 27_000_000
     late = sum(1 for s in raw.samples_ns if s >= 18_000_000)
     assert late + raw.lost >= 6
     # Lost notifies here were merged into a late wake, not left unanswered by a timeout.
