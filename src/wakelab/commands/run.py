@@ -330,6 +330,17 @@ def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
             return
 
 
+def _on_disk(summary: Dict[str, Any], folder: str) -> Dict[str, Any]:
+    """What the bundle in ``folder`` says: after a failed write the history records that, not the
+    run's last state in memory, which the disk could not take (``summary`` if none is readable)."""
+    from wakelab.evidence.load import load_summary
+
+    try:
+        return load_summary(folder)
+    except EvidenceError:
+        return summary
+
+
 def _cell_runs(doc: Dict[str, Any], folder: str) -> List[tuple]:
     """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
     from wakelab.evidence.load import load_summary
@@ -469,7 +480,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 # A write that failed after the last arm fails no arm, but the run still failed.
                 failed = write_error is not None or any(a["status"] == FAILED for a in summary["arms"])
                 complete = summary["complete"]
-                runs = [(summary, folder)]
+                runs = [(summary if write_error is None else _on_disk(summary, folder), folder)]
             else:
                 brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)

@@ -196,6 +196,34 @@ def _is_real_dir(path: str) -> bool:
         return False
 
 
+def remove_unnamed_samples(folder: str) -> List[str]:
+    """Remove the samples files that ``folder``'s summary.json does not name; the paths removed.
+
+    A run whose summary could not be written after an arm's samples were (a full disk) would
+    otherwise leave samples no arm of the bundle names.  Nothing is removed if summary.json
+    cannot be read.
+    """
+    try:
+        with open(os.path.join(folder, SUMMARY_JSON), encoding="utf-8") as fh:
+            doc = json.load(fh)
+        named = {os.path.basename(str(a["samples_file"])) for a in doc["arms"] if isinstance(a, dict) and a.get("samples_file")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    samples = os.path.join(folder, SAMPLES_DIR)
+    removed: List[str] = []
+    if not _is_real_dir(samples):
+        return removed
+    for name in os.listdir(samples):
+        path = os.path.join(samples, name)
+        if name not in named and _SAMPLES_NAME.match(name) and _is_file_or_link(path):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
 def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
     """Remove the evidence an older bundle left in ``folder``; returns the paths removed.
 

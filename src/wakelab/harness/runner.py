@@ -428,6 +428,7 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
     _finish(summary, started)
     summary["complete"] = False
     _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
+    bundle.remove_unnamed_samples(plan.folder)  # samples written for arms the summary on disk never named
     if not any(entry["status"] == OK for entry in arms):
         raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure)
     return summary, failure
