@@ -174,6 +174,9 @@ def test_replacing_a_bundle_removes_the_old_ones_evidence_only(tmp_path, env) ->
     (out / "notes.md").write_text("mine")
     (out / "samples" / "README").write_text("mine too")
     (out / ".summary.json.abc123.tmp").write_text("left by a killed run")
+    # The report made of the old evidence, where `wakelab report RUN` writes it by default.
+    assert wakelab("report", str(out), "-q", env=env).returncode == 0
+    assert (out / "report.html").is_file()
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.json").write_text("{}")

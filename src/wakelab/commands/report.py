@@ -28,8 +28,10 @@ def register(sub: Any) -> None:
     )
     report.add_argument("runs", nargs="+", metavar="RUN",
                         help="an evidence folder, its summary.json, or a grid folder (several: compare them)")
-    report.add_argument("-o", "--output", metavar="FILE", default=DEFAULT_OUTPUT, type=_output_path,
-                        help="where to write the page (default: %(default)s; '-' for stdout); an existing file is replaced")
+    report.add_argument("-o", "--output", metavar="FILE", type=_output_path,
+                        help="where to write the page ('-' for stdout; an existing file is replaced). Default: "
+                             "%s beside the evidence (inside the one RUN or grid folder given); with several RUNs, "
+                             "%s in the working directory" % (DEFAULT_OUTPUT, DEFAULT_OUTPUT))
     report.add_argument("-q", "--quiet", action="store_true", help="no line on stderr saying where the report went")
     report.set_defaults(handler=cmd_report)
 
@@ -38,6 +40,16 @@ def _output_path(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("expected a file (or '-' for stdout), got an empty string")
     return text
+
+
+def default_output(runs: Any) -> str:
+    """``report.html`` beside the evidence: in the one run's (or grid's) folder; several runs have
+    no one folder, so the working directory."""
+    if len(runs) != 1:
+        return DEFAULT_OUTPUT
+    given = runs[0]
+    folder = given if os.path.isdir(given) else os.path.dirname(given)
+    return os.path.join(folder, DEFAULT_OUTPUT)
 
 
 def check_destination(path: str) -> None:
@@ -69,6 +81,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from wakelab.formatting import escape_text
     from wakelab.report.html import count_charts, count_plots, load_runs, render_report, write_report
 
+    if args.output is None:
+        args.output = default_output(args.runs)
     if args.output != "-":
         check_destination(args.output)
     loaded = load_runs(args.runs)

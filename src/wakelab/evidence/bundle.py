@@ -164,7 +164,8 @@ class FolderLock:
 
 # Names of files a bundle (or a grid of bundles) is made of, and of the temporary files
 # atomic_write_text leaves only if it is killed between mkstemp and rename.
-_EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT)
+# report.html: the page `wakelab report` writes into a bundle by default, made from its evidence.
+_EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT, "report.html")
 _SAMPLES_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.json\Z")
 # Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default:
 # made from the evidence a new run replaces, so they go with it.
