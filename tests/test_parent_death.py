@@ -402,3 +402,56 @@ def test_the_c_floor_refuses_to_start_for_a_parent_already_gone() -> None:
         pytest.skip("no native floor here: %s" % exc)
     done = subprocess.run([binary, "native-condvar", "n=100000", "parent_pid=1"], capture_output=True, timeout=30)
     assert (done.returncode, done.stdout) == (3, b"")
+
+
+def _catches_sigint(pid: int) -> bool:
+    try:
+        with open("/proc/%d/status" % pid) as fh:
+            caught = next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt:"))
+    except (OSError, StopIteration, ValueError):
+        return False
+    return bool(caught & (1 << (signal.SIGINT - 1)))
+
+
+def test_an_early_ctrl_c_exits_130_not_by_the_signal(tmp_path) -> None:
+    # Ctrl-C in the first tenths of a second, while wakelab starts: its one line, then exit 130.
+    # The interpreter's own shutdown once ended about one such run in three by SIGINT itself (-2).
+    statuses = []
+    for i in range(20):
+        proc = subprocess.Popen([sys.executable, "-m", "wakelab", "run", "--arms", "event", "--n", "100000",
+                                 "-o", str(tmp_path / ("ev%d" % i)), "--no-history", "-q"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PYTHONPATH=SRC))
+        try:
+            # Once Python handles SIGINT (before that, the default action ends any process by it),
+            # and then a little later each time: inside wakelab's start-up.
+            pid = proc.pid
+            _wait_for(lambda: _catches_sigint(pid), 30, "Python to install its SIGINT handler")  # noqa: B023
+            time.sleep(0.02 + 0.005 * i)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if "Could not import runpy module" in err:
+            continue  # struck inside the interpreter's own start-up, before any code of wakelab's
+        statuses.append(proc.returncode)
+        assert "Traceback" not in err
+    assert len(statuses) >= 10 and set(statuses) == {130}, statuses
+
+
+def test_the_program_exits_at_once_with_a_signals_status(monkeypatch) -> None:
+    # The mechanism behind the test above, deterministic: flushed output, then os._exit(130).
+    from wakelab import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda: 130)
+    monkeypatch.setattr(os, "_exit", lambda status: calls.append(status))
+    with pytest.raises(SystemExit):  # os._exit is faked: the code goes on to sys.exit
+        cli.console_main()
+    assert calls == [130]
+    monkeypatch.setattr(cli, "main", lambda: 1)
+    with pytest.raises(SystemExit) as done:
+        cli.console_main()
+    assert done.value.code == 1 and calls == [130]

@@ -177,5 +177,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return status
 
 
+def console_main() -> None:
+    """The ``wakelab`` program (the console script and ``python -m wakelab``): :func:`main`, then exit.
+
+    A run ended by a signal exits with its status (130, 143, 129) at once, its output flushed: left
+    to the interpreter's own shutdown, a Ctrl-C caught early in start-up could still end the process
+    by SIGINT itself (exit -2) after its one line.
+    """
+    status = main()
+    if status > 128:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()
