@@ -591,24 +591,17 @@ def _trace_arm(
         },
         "components": summarize_components(samples, traced["splits"]),
     }
-    try:
-        doc = bundle.samples_doc(arm.name, raw_to_dict(pool_raws(raws)))
-        base = entry.get("samples_file")
-        if base:  # keep the untraced samples the arm's figures come from; add the traced pass beside them
-            doc = _untraced_doc(plan.folder, arm.name, base) or doc
-        doc["traced"] = {
-            "samples_ns": samples,
-            "components_ns": component_series(traced["splits"]),
-            "components": list(traced["order"]),
-            "unit": "ns",
-        }
-        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, doc)
-    except OSError as exc:
-        failure = WriteFailed(plan.folder, exc)
-        entry["status"] = FAILED
-        entry["reason"] = str(failure)
-        emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        raise failure from None
+    doc = bundle.samples_doc(arm.name, raw_to_dict(pool_raws(raws)))
+    base = entry.get("samples_file")
+    if base:  # keep the untraced samples the arm's figures come from; add the traced pass beside them
+        doc = _untraced_doc(plan.folder, arm.name, base) or doc
+    doc["traced"] = {
+        "samples_ns": samples,
+        "components_ns": component_series(traced["splits"]),
+        "components": list(traced["order"]),
+        "unit": "ns",
+    }
+    _write_samples(plan, arm, entry, doc, emit)
 
 
 class NotSplit(RuntimeError):
@@ -617,6 +610,19 @@ class NotSplit(RuntimeError):
 
 def _opt_number(value: object) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _write_samples(plan: RunPlan, arm: Arm, entry: Dict[str, Any], doc: Dict[str, Any], emit: Callable[..., None]) -> None:
+    """Write the arm's samples file and name it in ``entry``; a write that fails fails the arm
+    (its reason is the failure) and ends the run with :class:`WriteFailed`."""
+    try:
+        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, doc)
+    except OSError as exc:
+        failure = WriteFailed(plan.folder, exc)
+        entry["status"] = FAILED
+        entry["reason"] = str(failure)
+        emit("arm-failed", arm=arm.name, reason=entry["reason"])
+        raise failure from None
 
 
 def _untraced_doc(folder: str, arm_name: str, relative: str) -> Optional[Dict[str, Any]]:
@@ -694,14 +700,7 @@ def _run_arm(
         emit("arm-failed", arm=arm.name, reason=entry["reason"])
         return
     entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
-    try:
-        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, bundle.samples_doc(arm.name, raw_to_dict(raw)))
-    except OSError as exc:
-        failure = WriteFailed(plan.folder, exc)
-        entry["status"] = FAILED
-        entry["reason"] = str(failure)
-        emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        raise failure from None
+    _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
     summarize_raw(entry, raw)
     if isinstance(raw, RawLatency):
         entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s))
