@@ -15,6 +15,7 @@ rounds of a tight loop, plus the same loop with an empty body).
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import importlib
 import itertools
@@ -119,6 +120,11 @@ class RawLatency:
     components_ns: Dict[str, Tuple[int, ...]] = dataclasses.field(default_factory=dict)
     info: Dict[str, object] = dataclasses.field(default_factory=dict)
     kind: str = LATENCY
+    # Per wake, aligned with ``samples_ns``: the CPU the waiter ran on right after ``t1`` and the
+    # one the notifier ran on right before ``t0`` (both read outside the timed window), -1 where
+    # unknown.  Empty when the driver does not record them.
+    waiter_cpus: Tuple[int, ...] = ()
+    notifier_cpus: Tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +156,7 @@ def raw_to_dict(raw: Raw) -> Dict[str, object]:
             "warmup_discarded": raw.warmup_discarded,
             "components_ns": {k: list(v) for k, v in raw.components_ns.items()},
             "info": dict(raw.info),
+            **_cpu_lists(raw),
         }
     return {
         "kind": RATE,
@@ -159,6 +166,13 @@ def raw_to_dict(raw: Raw) -> Dict[str, object]:
         "warmup_rounds": raw.warmup_rounds,
         "info": dict(raw.info),
     }
+
+
+def _cpu_lists(raw: RawLatency) -> Dict[str, object]:
+    """The per-wake CPU series as JSON keys, or nothing when the driver recorded none."""
+    if not raw.waiter_cpus and not raw.notifier_cpus:
+        return {}
+    return {"waiter_cpu": list(raw.waiter_cpus), "notifier_cpu": list(raw.notifier_cpus)}
 
 
 def raw_from_dict(data: Dict[str, object]) -> Raw:
@@ -183,12 +197,20 @@ def raw_from_dict(data: Dict[str, object]) -> Raw:
         components = data.get("components_ns") or {}
         if not isinstance(components, dict):
             raise ValueError("components_ns must be an object")
+        samples = ints(data.get("samples_ns"), "samples_ns")
+        cpus = {}
+        for key in ("waiter_cpu", "notifier_cpu"):
+            series = ints(data.get(key, []), key)
+            if series and len(series) != len(samples):
+                raise ValueError("%s must hold one CPU per sample (%d), not %d" % (key, len(samples), len(series)))
+            cpus[key + "s"] = series
         return RawLatency(
-            samples_ns=ints(data.get("samples_ns"), "samples_ns"),
+            samples_ns=samples,
             lost=count(data.get("lost"), "lost"),
             warmup_discarded=count(data.get("warmup_discarded"), "warmup_discarded"),
             components_ns={str(k): ints(v, "components_ns." + str(k)) for k, v in components.items()},
             info=info,
+            **cpus,  # type: ignore[arg-type]
         )
     if data.get("kind") == RATE:
         return RawRate(
@@ -283,6 +305,17 @@ class LatencyCollector:
         self.slots: List[object] = [_UNSET] * params.total_wakes
         self._next = 0
         self._components: Dict[str, List[int]] = {}
+        # Per-wake CPUs (``waiter_cpus[i]`` / ``notifier_cpus[i]`` for the i-th wake, -1 unknown),
+        # stored by drivers that read them outside the timed window; None: not recorded.
+        self.waiter_cpus: Optional[array.array] = None
+        self.notifier_cpus: Optional[array.array] = None
+
+    def record_cpus(self) -> Tuple[array.array, array.array]:
+        """Start recording per-wake CPUs: the two preallocated arrays drivers index into."""
+        total = len(self.slots)
+        self.waiter_cpus = array.array("i", [-1]) * total
+        self.notifier_cpus = array.array("i", [-1]) * total
+        return self.waiter_cpus, self.notifier_cpus
 
     @property
     def counting(self) -> bool:
@@ -306,10 +339,20 @@ class LatencyCollector:
         recorded = (x for x in self.slots if x is not _UNSET)
         samples = tuple(x for x in itertools.islice(recorded, self._warmup, None) if x is not None)
         counted = max(taken - self._warmup, 0)
+        waiter_cpus: Tuple[int, ...] = ()
+        notifier_cpus: Tuple[int, ...] = ()
+        if self.waiter_cpus is not None and self.notifier_cpus is not None:
+            kept = [i for i, x in enumerate(self.slots) if x is not _UNSET][self._warmup:]
+            kept = [i for i in kept if self.slots[i] is not None]
+            waiter, notifier = self.waiter_cpus, self.notifier_cpus
+            waiter_cpus = tuple(waiter[i] if i < len(waiter) else -1 for i in kept)
+            notifier_cpus = tuple(notifier[i] if i < len(notifier) else -1 for i in kept)
         return RawLatency(
             samples_ns=samples,  # type: ignore[arg-type]
             lost=counted - len(samples),
             warmup_discarded=min(taken, self._warmup),
             components_ns={k: tuple(v) for k, v in self._components.items()},
             info=dict(info),
+            waiter_cpus=waiter_cpus,
+            notifier_cpus=notifier_cpus,
         )

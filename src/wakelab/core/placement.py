@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 ANY = "any"
 SAME = "same"
@@ -119,6 +119,30 @@ def current_cpu() -> Optional[int]:
         return int(fields[36])
     except (IndexError, ValueError):
         return None
+
+
+def cpu_reader() -> Optional[Callable[[], int]]:
+    """A cheap ``() -> CPU the calling thread runs on`` for per-wake placement, or None.
+
+    glibc's ``sched_getcpu`` through ``ctypes`` (about 0.3 us a call on CPython here, 0.15 us
+    on PyPy; reading /proc costs about 25 us, too much to do per wake).  Drivers call it only
+    outside the timed window: the waiter right after ``t1``, the notifier right before ``t0``.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        getcpu = libc.sched_getcpu
+    except (ImportError, OSError, AttributeError):
+        return None
+    getcpu.restype = ctypes.c_int
+    getcpu.argtypes = []
+    try:
+        if getcpu() < 0:
+            return None
+    except OSError:
+        return None
+    return getcpu  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager

@@ -520,12 +520,16 @@ def pool_raws(raws: Sequence[Raw]) -> Raw:
             for name, series in raw.components_ns.items():
                 components.setdefault(name, []).extend(series)
         latency = [r for r in raws if isinstance(r, RawLatency)]
+        # Per-wake CPUs only when every worker recorded them: a partial series could not be aligned.
+        with_cpus = all(len(r.waiter_cpus) == len(r.samples_ns) and len(r.notifier_cpus) == len(r.samples_ns) for r in latency)
         return RawLatency(
             samples_ns=tuple(samples),
             lost=sum(r.lost for r in latency),
             warmup_discarded=sum(r.warmup_discarded for r in latency),
             components_ns={k: tuple(v) for k, v in components.items()},
             info={"workers": [dict(r.info) for r in raws]} if len(raws) > 1 else dict(first.info),
+            waiter_cpus=tuple(c for r in latency for c in r.waiter_cpus) if with_cpus else (),
+            notifier_cpus=tuple(c for r in latency for c in r.notifier_cpus) if with_cpus else (),
         )
     rates = [r for r in raws if isinstance(r, RawRate)]
     return RawRate(

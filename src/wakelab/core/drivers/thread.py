@@ -36,7 +36,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, t0_info, wake_t0_log
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
-from wakelab.core.placement import WAITER, current_cpu, enter_role
+from wakelab.core.placement import WAITER, cpu_reader, current_cpu, enter_role
 
 #: This driver honours ``params.mode == "open"``.
 OPEN_LOOP = True
@@ -62,7 +62,9 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
     go = threading.Event()
     ready = threading.Event()
     done = threading.Event()
-    box: Dict[str, object] = {"t1": None, "stop": False, "error": None, "cpu": None, "tid": None}
+    box: Dict[str, object] = {"t1": None, "stop": False, "error": None, "cpu": None, "tid": None, "woke_on": -1}
+    getcpu = cpu_reader()
+    waiter_cpus, notifier_cpus = collector.record_cpus() if getcpu is not None else (None, None)
     timeout_s = params.timeout_s
     t0s = wake_t0_log(params)
 
@@ -78,6 +80,8 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
                     return
                 ready.set()
                 box["t1"] = wait(timeout_s)
+                if getcpu is not None:
+                    box["woke_on"] = getcpu()  # after t1: outside the timed window
                 done.set()
         except BaseException as exc:  # surfaced by the notifier below
             box["error"] = exc
@@ -100,6 +104,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
             if not ready.wait(handshake_s) or box["error"] is not None:
                 raise HarnessError("waiter thread did not announce itself: %r" % (box["error"],))
             time.sleep(settle_s)
+            notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
             t0 = step()
             if not done_wait(handshake_s):
                 raise HarnessError("waiter thread did not return from its wait")
@@ -110,6 +115,9 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
                 stale += 1  # the wait returned before this notify: an older wake, not this one
                 t1 = None
             slots[index] = None if t1 is None else t1 - t0  # type: ignore[operator]
+            if waiter_cpus is not None and notifier_cpus is not None:
+                waiter_cpus[index] = box["woke_on"]  # type: ignore[assignment]
+                notifier_cpus[index] = notified_on
             if t0s is not None:
                 t0s[index] = t0  # the wake is over: outside the timed window
     finally:
