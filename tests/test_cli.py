@@ -98,7 +98,7 @@ def test_show_corrupt_summary(tmp_path, content) -> None:
 
 
 def test_run_writes_bundle_and_prints_summary(tmp_path) -> None:
-    result = run_cli("run", "--n", "10", "--warmup", "1", "--install-n", "200", "--rounds", "2", "-o", str(tmp_path / "ev"))
+    result = run_cli("run", "--n", "10", "--warmup", "1", "--install-n", "200", "--rounds", "2", "--repeat", "1", "-o", str(tmp_path / "ev"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Lab 135: signal vs threading.Event wakeup\n")
     assert "VERDICT (from this run's figures)" in result.stdout
@@ -141,7 +141,8 @@ def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
     text = result.stdout
     assert text.startswith("Custom selection: event, sigusr1-self, queue\n")
     assert "Lab 135" not in text and "one process" not in text
-    assert "Each arm runs in turn, in a fresh worker process of its own, with the same parameters." in " ".join(text.split())
+    assert ("Each arm runs in turn 3 times (one pass over all the arms after another), in a fresh worker process of its "
+            "own each time, with the same parameters.") in " ".join(text.split())
     # History records the custom lab, and the REPRODUCE line makes the same lab again.
     listed = json.loads(run_cli("history", "--json", "--history", db).stdout)
     assert [r["lab_id"] for r in listed["runs"]] == ["custom"]
@@ -155,8 +156,11 @@ def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("execution, ran", [
-    (["--workers", "2"], "in 2 fresh worker processes, its wakes split between them and pooled"),
-    (["--in-process"], "in the runner's own process"),
+    (["--workers", "2", "--repeat", "1"], "in 2 fresh worker processes, its wakes split between them and pooled"),
+    (["--workers", "2"], "3 times, one pass over all the arms after another, each time in 2 fresh worker processes, "
+                         "its wakes split between them all and pooled"),
+    (["--in-process"], "in the runner's own process, 3 times"),
+    (["--in-process", "--repeat", "1"], "in the runner's own process"),
 ])
 def test_lab_135_limits_say_how_it_ran(tmp_path, execution, ran) -> None:
     result = run_cli("run", "--arms", "sigusr1-self,event,signal-install", "--n", "5", "--install-n", "100", "--rounds", "1",

@@ -461,7 +461,7 @@ def fill(folder: str, leave: int = 0) -> None:
 def test_a_disk_that_fills_mid_run_ends_it_cleanly(tmp_path, env) -> None:
     with small_tmpfs("400k") as mnt:
         out = os.path.join(mnt, "run")
-        args = [PYTHON, "-m", "wakelab", "run", "--arms", "event,condition,pipe,eventfd", "-n", "400", "--workers", "1", "-o", out]
+        args = [PYTHON, "-m", "wakelab", "run", "--arms", "event,condition,pipe,eventfd", "-n", "400", "--workers", "1", "--repeat", "1", "-o", out]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         err_lines: List[str] = []
         try:

@@ -117,7 +117,8 @@ def test_records_from_flags_and_spread(lab135_summary) -> None:
     records = derive_warnings(summary)
     assert records == [
         OMITTED_NOTE,
-        {"kind": "worker-spread", "level": "warning", "arm": "event", "figures": {"of": "p50_ns", "max_over_min": 2.5}},
+        {"kind": "worker-spread", "level": "warning", "arm": "event", "figures": {"of": "p50_ns", "max_over_min": 2.5,
+                                                                                 "between": "workers"}},
         {
             "kind": "populations", "level": "warning", "arm": "event",
             "figures": {

@@ -78,12 +78,17 @@ class RunShape:
     workers: int  # fresh worker processes per arm (ignored in process)
     placements: Tuple[str, ...] = ("any",)  # one per cell: any, same or split
     open_loop: bool = False
+    repeat: int = 1  # repetitions per arm (wakelab run --repeat)
 
 
 def _processes(shape: RunShape) -> str:
     """Where each arm ran, as a clause: 'in the runner's own process' or 'in 3 fresh worker processes'."""
     if shape.in_process:
-        return "in the runner's own process"
+        return "in the runner's own process" + ("" if shape.repeat == 1 else ", %d times" % shape.repeat)
+    if shape.repeat > 1:
+        return ("%d times, one pass over all the arms after another, each time in %s, its wakes split between them "
+                "all and pooled" % (shape.repeat, "a fresh worker process" if shape.workers == 1
+                                    else "%d fresh worker processes" % shape.workers))
     if shape.workers == 1:
         return "in a fresh worker process of its own"
     return "in %d fresh worker processes, its wakes split between them and pooled" % shape.workers
@@ -192,11 +197,12 @@ _IN_ONE_PROCESS = ", in one process,"
 
 
 def _in_one_process_for(shape: RunShape) -> str:
+    times = "" if shape.repeat == 1 else " %d times (one pass over all the arms after another)" % shape.repeat
     if shape.in_process:
-        return ", in the runner's own process,"
+        return "%s, in the runner's own process," % times
     if shape.workers == 1:
-        return ", in a fresh worker process of its own,"
-    return ", in %d fresh worker processes of its own," % shape.workers
+        return "%s, in a fresh worker process of its own%s," % (times, " each time" if times else "")
+    return "%s, in %d fresh worker processes of its own%s," % (times, shape.workers, " each time" if times else "")
 
 
 _SETTLE = "Blocked waiters announce their wait and are left to settle before t0; spinning waiters poll."

@@ -216,11 +216,17 @@ def _worker_sides(entry: Mapping[str, Any]) -> List[Optional[bool]]:
 def _population_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[str, Any]], placement: object) -> Optional[Dict[str, Any]]:
     """What in the evidence separates the populations, or None when nothing recorded does.
 
+    ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and
+    the cross-CPU wakes' medians in different populations, each side holding
+    at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains it.
     ``workers``: the worker processes' own medians fall in different
     populations (the level shifted between processes).  ``placement``: the run
     was not pinned and the workers recorded notifier and waiter on the same CPU
     in some and on different CPUs in others.
     """
+    by_cpu = _cpu_cause(entry, populations)
+    if by_cpu is not None:
+        return by_cpu
     medians = [w.get("p50_ns") for w in entry.get("workers") or [] if isinstance(w, Mapping)]
     medians = [float(m) for m in medians if isinstance(m, (int, float))]
     homes = set()
@@ -234,6 +240,38 @@ def _population_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[st
     if placement in (None, "any") and True in sides and False in sides:
         return {"kind": "placement", "same_cpu_workers": sides.count(True), "split_workers": sides.count(False)}
     return None
+
+
+def _home(value: float, populations: Sequence[Mapping[str, Any]]) -> Optional[int]:
+    """The population whose range holds ``value``, else the one whose range is nearest (log scale)."""
+    best, distance = None, None
+    for index, population in enumerate(populations):
+        low, high = float(population["low_ns"]), float(population["high_ns"])
+        if low <= value <= high:
+            return index
+        gap = abs(math.log(value / (low if value < low else high))) if value > 0 and low > 0 else None
+        if gap is not None and (distance is None or gap < distance):
+            best, distance = index, gap
+    return best
+
+
+def _cpu_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    split = entry.get("cpu_split")
+    if not isinstance(split, Mapping):
+        return None
+    same, cross = split.get("same_cpu") or {}, split.get("cross_cpu") or {}
+    n_same, n_cross = same.get("n") or 0, cross.get("n") or 0
+    known = n_same + n_cross
+    same_p50, cross_p50 = same.get("p50_ns"), cross.get("p50_ns")
+    if not known or not isinstance(same_p50, (int, float)) or not isinstance(cross_p50, (int, float)):
+        return None
+    if min(n_same, n_cross) < MIN_POPULATION_SHARE * known:
+        return None
+    homes = {_home(float(same_p50), populations), _home(float(cross_p50), populations)}
+    if len(homes) < 2 or None in homes:
+        return None
+    return {"kind": "cpus", "cross_share": split.get("cross_share"), "same_cpu_p50_ns": same_p50,
+            "cross_cpu_p50_ns": cross_p50, "same_cpu_n": n_same, "cross_cpu_n": n_cross}
 
 
 def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -263,7 +301,8 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         spread: Mapping[str, Any] = e.get("spread") or {}
         ratio = spread.get("max_over_min")
         if isinstance(ratio, (int, float)) and ratio > SPREAD_LIMIT:
-            records.append(_record(WORKER_SPREAD, name, {"of": spread.get("of"), "max_over_min": ratio}))
+            records.append(_record(WORKER_SPREAD, name, {"of": spread.get("of"), "max_over_min": ratio,
+                                                         "between": spread.get("between") or "workers"}))
         quality: Mapping[str, Any] = e.get("quality") or {}
         populations = (quality.get("populations") or {}).get("populations") or []
         if len(populations) >= 2:

@@ -149,3 +149,61 @@ def summarize_rate(
         ns_per_op=ns_per_op,
         net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0),
     )
+
+
+def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cpus: Sequence[int]) -> Optional[Dict[str, object]]:
+    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.
+
+    ``waiter_cpus[i]`` / ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1
+    unknown), read by the driver outside the timed window.  Returns ``None``
+    when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu``
+    each with ``n``, ``p50_ns`` and ``p99_ns`` (None where too few wakes, see
+    :func:`min_n_for`), ``unknown`` (wakes with a side not recorded) and
+    ``cross_share`` (cross-CPU wakes over the wakes with both sides known).
+    """
+    if not samples_ns or len(waiter_cpus) != len(samples_ns) or len(notifier_cpus) != len(samples_ns):
+        return None
+    same: list = []
+    cross: list = []
+    unknown = 0
+    for value, waiter, notifier in zip(samples_ns, waiter_cpus, notifier_cpus):
+        if waiter < 0 or notifier < 0:
+            unknown += 1
+        elif waiter == notifier:
+            same.append(value)
+        else:
+            cross.append(value)
+    known = len(same) + len(cross)
+    if not known:
+        return None
+
+    def population(values: list) -> Dict[str, object]:
+        ordered = sorted(values)
+        return {
+            "n": len(ordered),
+            "p50_ns": percentile(ordered, 50.0) if ordered else None,
+            "p99_ns": percentile(ordered, 99.0) if len(ordered) >= min_n_for(99.0) else None,
+        }
+
+    return {
+        "same_cpu": population(same),
+        "cross_cpu": population(cross),
+        "unknown": unknown,
+        "cross_share": round(len(cross) / known, 4),
+    }
+
+
+def repetition_spread(medians: Sequence[Optional[float]]) -> Optional[Dict[str, object]]:
+    """How far apart the repetitions' own medians are: ``values`` (one per repetition, in order),
+    ``min``, ``max`` and ``range_pct`` ((max - min) / median of the values x 100), or None with
+    fewer than two repetitions measured."""
+    values = [float(v) for v in medians if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(values) < 2:
+        return None
+    middle = statistics.median(values)
+    return {
+        "values": values,
+        "min": min(values),
+        "max": max(values),
+        "range_pct": round((max(values) - min(values)) / middle * 100.0, 2) if middle > 0 else None,
+    }

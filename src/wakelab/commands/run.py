@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, Dict, List, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
@@ -33,6 +34,7 @@ LIMITS = {
     "rounds": (1, 1_000),
     "planted_delay_us": (0, 1_000_000),
     "workers": (1, 64),
+    "repeat": (1, 1000),
     "cpu_threads": (0, 64),
     "cpu_procs": (0, 64),
     "interval_us": (1, 10_000_000),
@@ -139,6 +141,10 @@ def register(sub: Any) -> None:
     execution = run.add_argument_group("execution")
     execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
                            help="fresh worker processes per arm; the wakes are split between them and pooled (default 3)")
+    execution.add_argument("--repeat", type=_whole_number("repeat"), metavar="R",
+                           help="measure every arm R times, one pass over all the arms after another, each time in fresh "
+                                "workers; the wakes are split between all of them, and compare resamples the repetitions "
+                                "(default %d; 1..1000)" % DEFAULT_REPEAT)
     execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging: no stall watch, and off a "
                                 "terminal no 'still measuring' lines, as a thread beside the arm would disturb it)")
     execution.add_argument("--trace", action="store_true",
@@ -298,6 +304,7 @@ def _execution(args: argparse.Namespace) -> Execution:
         idle_hold=args.idle_hold,
     )
     return Execution(workers=args.workers or DEFAULT_WORKERS, in_process=args.in_process, conditions=conditions,
+                     repeat=DEFAULT_REPEAT if args.repeat is None else args.repeat,
                      trace=args.trace)
 
 
@@ -444,6 +451,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=execution.workers,
         placements=tuple(name for name, _, _ in placements),
         open_loop=params.mode == "open",
+        repeat=execution.repeat,
     ))
     cells = grid.expand(
         [p for p, _ in pythons],
@@ -468,7 +476,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         # --in-process measures in this process: no heartbeat thread beside the arm (see wakelab.progress).
         heartbeat_s = None if execution.in_process else HEARTBEAT_S
-        with make_progress(len(arm_names) * len(cells), quiet=args.quiet, heartbeat_s=heartbeat_s) as shown:
+        with make_progress(len(arm_names) * len(cells) * execution.repeat, quiet=args.quiet, heartbeat_s=heartbeat_s) as shown:
             progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
                 summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)

@@ -142,7 +142,7 @@ def cpu_reader() -> Optional[Callable[[], int]]:
             return None
     except OSError:
         return None
-    return getcpu  # type: ignore[no-any-return]
+    return getcpu
 
 
 @contextlib.contextmanager

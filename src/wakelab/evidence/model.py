@@ -23,6 +23,9 @@ from wakelab.errors import EvidenceError
 LATENCY = "latency"
 RATE = "rate"
 PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
+# How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
+# ``execution.repeat`` measured once.
+DEFAULT_REPEAT = 3
 
 
 def _opt_float(value: Any) -> Optional[float]:

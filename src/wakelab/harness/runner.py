@@ -23,6 +23,22 @@ By default each arm is measured in several fresh worker processes
 ``in_process`` the arm runs here, under the same conditions layer, which is
 easier to debug.
 
+Repetitions (``Execution.repeat``, ``wakelab run --repeat R``).  Whole runs
+shift level on real machines (the scheduler's choice of CPUs, frequency, other
+tenants), and the workers of one arm, taken back to back, see only the noise
+of a few seconds.  So every arm is measured ``R`` times, in fresh workers each
+time, in ``R`` passes over all the arms (arm order within a pass as planned):
+a slow drift then reaches every arm alike.  The counted wakes (rate arms:
+rounds) are split between the repetitions, then between each repetition's
+workers, so ``R`` costs worker start-ups and warm-up wakes, not more counted
+wakes.  Each worker's figures carry their ``repetition``; the arm's
+``repetitions`` entry holds each repetition's own median and their range; the
+samples file holds every wake in worker order (the slices compare's
+hierarchical bootstrap resamples).  After each repetition the arm's figures so
+far are written, so an interrupted run keeps them; the arm is ``ok`` once its
+last repetition is in.  Each wake's CPUs (notifier before ``t0``, waiter after
+``t1``), where the driver records them, give the arm's ``cpu_split``.
+
 Tracing (``Execution.trace``).  Each latency arm the kernel wakes is measured
 three times in the same run: first untraced (its figures, as always), then
 while :mod:`wakelab.harness.trace` records the scheduler's events, with the
@@ -52,6 +68,7 @@ from wakelab.core.registry import get_arm
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
 from wakelab.errors import OutputError
 from wakelab.evidence import bundle
+from wakelab.evidence.model import DEFAULT_REPEAT  # noqa: F401  (wakelab run's default, re-exported)
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
@@ -63,6 +80,7 @@ from wakelab.harness.workers import (
     pool_raws,
     probe_interpreter,
     run_workers,
+    split_counts,
 )
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
@@ -70,7 +88,7 @@ from wakelab.analysis.guidance import guidance_dict
 from wakelab.analysis.components import component_series, split_wakes, summarize_components, why_untraceable
 from wakelab.harness import trace as sched_trace
 from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
-from wakelab.analysis.stats import summarize_latency, summarize_rate
+from wakelab.analysis.stats import cpu_split, repetition_spread, summarize_latency, summarize_rate
 
 # Arm statuses in summary.json.
 OK = "ok"
@@ -140,6 +158,7 @@ def interruption_reason(signum: int) -> str:
 
 
 DEFAULT_WORKERS = 3
+REPEAT_LIMITS = (1, 1000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,12 +172,17 @@ class Execution:
     conditions: Conditions = Conditions()
     # Split every wake at the kernel's scheduler events (see "Tracing" above).
     trace: bool = False
+    # Repetitions: every arm is measured this many times, in fresh workers each time, one
+    # pass over all arms after another (see "Repetitions" above).  ``wakelab run``'s default is
+    # DEFAULT_REPEAT; a plan built in code measures once unless it asks.
+    repeat: int = 1
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {
             "mode": "in-process" if self.in_process else "workers",
             "workers": 1 if self.in_process else self.workers,
             "python": self.python or sys.executable,
+            "repeat": self.repeat,
         }
         if self.trace:
             out["trace"] = True
@@ -201,6 +225,8 @@ def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, Any]:
             "info": {},
             "workers": [],
             "spread": None,
+            "repetitions": None,
+            "cpu_split": None,
             "quality": {},
         }
     )
@@ -389,24 +415,33 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
         with run_conditions(execution.conditions) as applied:
             summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
             write(summary)
-            for index, entry in enumerate(arms):
-                current = entry
-                arm = get_arm(str(entry["name"]))
-                emit("arm-start", arm=arm.name, index=index, total=len(arms))
-                # Tails at switch-interval multiples are looked for only where a busy Python thread
-                # may hold the GIL the waiter needs.
-                tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
-                _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool)
-                if execution.trace and entry["status"] == OK:
-                    write(summary)  # the arm's own figures are evidence before the traced pass starts
-                    _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
-                current = None
-                write(summary)
+            repeat = max(1, execution.repeat)
+            taken: List[_Taken] = [_Taken() for _ in arms]
+            for repetition in range(repeat):
+                final = repetition == repeat - 1
+                for index, entry in enumerate(arms):
+                    if entry["status"] in (SKIPPED, FAILED):
+                        continue  # cannot run here, or broke in an earlier repetition
+                    current = entry
+                    arm = get_arm(str(entry["name"]))
+                    emit("arm-start", arm=arm.name, index=repetition * len(arms) + index, total=repeat * len(arms),
+                         repetition=repetition, repetitions=repeat)
+                    # Tails at switch-interval multiples are looked for only where a busy Python thread
+                    # may hold the GIL the waiter needs.
+                    tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
+                    _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
+                    if execution.trace and final and entry["status"] == OK:
+                        write(summary)  # the arm's own figures are evidence before the traced pass starts
+                        _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
+                    current = None
+                    write(summary)
     except KeyboardInterrupt as exc:
         signum = interrupting_signal(exc)
-        if current is not None and current["status"] == PENDING:
-            current["status"] = INTERRUPTED
-            current["reason"] = interruption_reason(signum)
+        for entry in arms:
+            # The arm being measured, and every arm with repetitions still to come.
+            if entry["status"] == PENDING and (entry is current or _measured(entry)):
+                entry["status"] = INTERRUPTED
+                entry["reason"] = interruption_reason(signum)
         summary["interrupted"] = True
         _finish(summary, started)
         _write_quietly(write, summary, plan.folder)
@@ -429,9 +464,14 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
     summary["complete"] = False
     _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
     bundle.remove_unnamed_samples(plan.folder)  # samples written for arms the summary on disk never named
-    if not any(entry["status"] == OK for entry in arms):
+    if not any(entry["status"] == OK or _measured(entry) for entry in arms):
         raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure)
     return summary, failure
+
+
+def _measured(entry: Dict[str, Any]) -> bool:
+    """True when an arm has figures of at least one repetition."""
+    return bool(entry.get("latency") or entry.get("rate"))
 
 
 def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, Any], folder: str) -> None:
@@ -461,6 +501,11 @@ def _end_on_write_failure(summary: Dict[str, Any], failure: WriteFailed, emit: C
     """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
     could not be written), else the first arm not yet run.  Later arms stay pending."""
     arms: List[Dict[str, Any]] = summary["arms"]
+    for entry in arms:
+        if entry["status"] == PENDING and _measured(entry):  # repetitions still to come
+            entry["status"] = FAILED
+            entry["reason"] = "cut short after %d repetitions: %s" % ((entry.get("repetitions") or {}).get("count", 0), failure)
+            emit("arm-failed", arm=entry["name"], reason=entry["reason"])
     if any(entry["status"] == FAILED and entry.get("reason") == str(failure) for entry in arms):
         return
     pending = next((entry for entry in arms if entry["status"] == PENDING), None)
@@ -468,12 +513,6 @@ def _end_on_write_failure(summary: Dict[str, Any], failure: WriteFailed, emit: C
         pending["status"] = FAILED
         pending["reason"] = "not run: %s" % failure
         emit("arm-failed", arm=pending["name"], reason=pending["reason"])
-
-
-def _measure(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool]) -> tuple:
-    """``(raw, per-worker figures)`` of one arm, in workers or in this process."""
-    raws, figures = _measure_raws(plan, arm, emit, worker_pool)
-    return pool_raws(raws), figures
 
 
 def _measure_raws(
@@ -673,6 +712,26 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw]) -> Dict[
     }
 
 
+@dataclasses.dataclass
+class _Taken:
+    """What an arm's repetitions measured so far: every worker's raw record in order, their
+    figures (each with its ``repetition``), and each repetition's pooled median."""
+
+    raws: List[Raw] = dataclasses.field(default_factory=list)
+    figures: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    medians: List[Optional[float]] = dataclasses.field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition: int) -> MeasureParams:
+    """``params`` for one repetition: the counted wakes (rate arms: rounds) split between the
+    repetitions as evenly as possible (see :func:`split_counts`)."""
+    total = params.rounds if kind != LATENCY else params.n
+    counts = split_counts(total, repeat)
+    count = counts[repetition] if repetition < len(counts) else 0
+    return dataclasses.replace(params, rounds=count) if kind != LATENCY else dataclasses.replace(params, n=count)
+
+
 def _run_arm(
     plan: RunPlan,
     arm: Arm,
@@ -680,14 +739,25 @@ def _run_arm(
     emit: Callable[..., None],
     switch_interval_s: Optional[float],
     worker_pool: Optional[WorkerPool],
+    taken: Optional[_Taken] = None,
+    repetition: int = 0,
+    final: bool = True,
 ) -> None:
+    """Measure one repetition of ``arm`` and publish the figures of every repetition so far in
+    ``entry``; the arm is ``ok`` once its ``final`` repetition is in."""
+    taken = taken if taken is not None else _Taken()
+    repeat = max(1, plan.execution.repeat)
+    params = repetition_params(plan.params, arm.kind, repeat, repetition)
     arm_started = time.perf_counter()
     try:
         if plan.params.mode == "open" and not arm.open_loop:
             raise ArmUnavailable(
                 "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
             )
-        raw, per_worker = _measure(plan, arm, emit, worker_pool)
+        if (params.rounds if arm.kind != LATENCY else params.n) > 0:  # more repetitions than wakes: none left for this one
+            raws, per_worker = _measure_raws(dataclasses.replace(plan, params=params), arm, emit, worker_pool)
+        else:
+            raws, per_worker = [], []
     except ArmUnavailable as exc:
         entry["status"] = SKIPPED
         entry["reason"] = str(exc)
@@ -696,18 +766,48 @@ def _run_arm(
     except Exception as exc:  # one arm's failure never ends the run
         entry["status"] = FAILED
         entry["reason"] = "%s: %s" % (type(exc).__name__, exc)
-        entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
+        if repeat > 1:
+            entry["reason"] += " (repetition %d of %d)" % (repetition + 1, repeat)
+        entry["wall_s"] = round(taken.wall_s + time.perf_counter() - arm_started, 6)
         emit("arm-failed", arm=arm.name, reason=entry["reason"])
         return
-    entry["wall_s"] = round(time.perf_counter() - arm_started, 6)
+    taken.wall_s += time.perf_counter() - arm_started
+    for figure in per_worker:
+        figure["repetition"] = repetition
+    taken.raws.extend(raws)
+    taken.figures.extend(per_worker)
+    if raws:
+        taken.medians.append(_pooled_median(raws))
+    if not taken.raws:
+        if final:
+            entry["status"] = FAILED
+            entry["reason"] = "no repetition measured anything"
+            emit("arm-failed", arm=arm.name, reason=entry["reason"])
+        return
+    raw = pool_raws(taken.raws)
+    entry["wall_s"] = round(taken.wall_s, 6)
     _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
     summarize_raw(entry, raw)
     if isinstance(raw, RawLatency):
         entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s))
-    entry["workers"] = per_worker
-    entry["spread"] = worker_spread(per_worker)
-    entry["status"] = OK
+        entry["cpu_split"] = cpu_split(raw.samples_ns, raw.waiter_cpus, raw.notifier_cpus)
+    entry["workers"] = list(taken.figures)
+    # With repetitions, the spread that matters is between them (each pools its workers' wakes).
+    entry["spread"] = worker_spread(taken.figures) if repeat == 1 else repetitions_spread(taken.medians, arm.kind)
+    entry["repetitions"] = {"count": len(taken.medians), "of": "p50_ns" if arm.kind == LATENCY else "ops_per_s",
+                            "spread": repetition_spread(taken.medians)}
+    if final:
+        entry["status"] = OK
     emit("arm-done", arm=arm.name, entry=entry)
+
+
+def _pooled_median(raws: Sequence[Raw]) -> Optional[float]:
+    """One repetition's own median: p50 of its workers' pooled wakes, or its rate arm's ops/s."""
+    raw = pool_raws(raws)
+    if isinstance(raw, RawLatency):
+        return summarize_latency(raw.samples_ns).percentiles_ns.get("p50")
+    assert isinstance(raw, RawRate)
+    return summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns).ops_per_s
 
 
 def worker_figures(raw: Raw, pid: int, applied: Dict[str, Any]) -> Dict[str, Any]:
@@ -729,6 +829,15 @@ def worker_spread(workers: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]
     if len(values) < 2 or min(values) <= 0:
         return None
     return {"of": key, "min": min(values), "max": max(values), "max_over_min": round(max(values) / min(values), 4)}
+
+
+def repetitions_spread(medians: Sequence[Optional[float]], kind: str) -> Optional[Dict[str, Any]]:
+    """How far apart the repetitions' own medians are, in :func:`worker_spread`'s form."""
+    key = "p50_ns" if kind == LATENCY else "ops_per_s"
+    spread = worker_spread([{key: m} for m in medians])
+    if spread is not None:
+        spread["between"] = "repetitions"
+    return spread
 
 
 def _finish(summary: Dict[str, Any], started: float) -> None:

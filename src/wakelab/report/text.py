@@ -38,7 +38,7 @@ from wakelab.analysis.caveats import (
 from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, rank_wake_paths
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import DEFAULT_REPEAT, Bundle
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
 WIDTH = 100
@@ -319,6 +319,47 @@ def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
     return lines
 
 
+def _pct(value: float) -> str:
+    return "%.0f" % value if abs(value) >= 10 else "%.1f" % value
+
+
+def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
+    """Per latency arm: each repetition's p50 and their range, and the same-CPU / cross-CPU
+    split of its wakes (µs); empty when no arm has either."""
+    header = ["arm", "repetition p50s", "range", "same CPU: n", "p50", "p99", "cross CPU: n", "p50", "p99", "crossed"]
+    rows: List[List[str]] = []
+    for a in summary.get("arms", []):
+        if a.get("kind") != "latency" or not _latency(a):
+            continue
+        reps: Mapping[str, Any] = a.get("repetitions") or {}
+        spread: Mapping[str, Any] = reps.get("spread") or {}
+        split: Mapping[str, Any] = a.get("cpu_split") or {}
+        if not spread and not split:
+            continue
+        values = spread.get("values") or []
+        rng = spread.get("range_pct")
+        row = [str(a["name"]), " ".join(format_us(v) for v in values) if values else "-",
+               "%s%%" % _pct(rng) if isinstance(rng, (int, float)) else "-"]
+        if split:
+            same: Mapping[str, Any] = split.get("same_cpu") or {}
+            cross: Mapping[str, Any] = split.get("cross_cpu") or {}
+            share = split.get("cross_share")
+            row += [str(same.get("n", 0)), format_us(same.get("p50_ns")), format_us(same.get("p99_ns")),
+                    str(cross.get("n", 0)), format_us(cross.get("p50_ns")), format_us(cross.get("p99_ns")),
+                    "%s%%" % _pct(share * 100) if isinstance(share, (int, float)) else "-"]
+        else:
+            row += ["-"] * 7
+        rows.append(row)
+    if not rows:
+        return []
+    lines = format_table(header, rows)
+    lines.append("")
+    lines.extend(wrap("range: (largest - smallest repetition p50) / their median. A wake's CPUs are read outside the "
+                      "timed window: the notifier's right before t0, the waiter's right after t1; '-' where an arm "
+                      "does not record them (the C floor, self-signal arms). p99 needs 100 wakes in a population."))
+    return lines
+
+
 def _interpreter_line(interp: Mapping[str, Any]) -> str:
     gil = interp.get("gil_enabled")
     gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil))
@@ -366,10 +407,14 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     in_process = execution.get("mode") == "in-process"
     if execution:
         workers = execution.get("workers")
+        repeat = execution.get("repeat") or 1
+        passes = "" if repeat == 1 else (
+            "%s repetitions (one pass over all arms after another), each in " % repeat)
         items.append(
             "Execution: %s."
-            % ("in the runner's own process" if in_process
-               else "%s fresh worker process%s per arm, wakes split between them and pooled" % (workers, "" if workers == 1 else "es"))
+            % ("in the runner's own process%s" % ("" if repeat == 1 else ", %s repetitions per arm" % repeat) if in_process
+               else "%s%s fresh worker process%s per arm, wakes split between them%s and pooled"
+               % (passes, workers, "" if workers == 1 else "es", "" if repeat == 1 else " all"))
         )
     if params.get("mode") == "open":
         timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
@@ -448,6 +493,11 @@ def _multiples(ks: Sequence[int]) -> str:
 def _population_cause(cause: Optional[Mapping[str, Any]]) -> str:
     if not cause:
         return "Nothing this run recorded tells why; --placement same,split shows whether placement does."
+    if cause.get("kind") == "cpus":
+        share = cause.get("cross_share")
+        return "Where each wake ran explains it: %s of wakes crossed CPUs, p50 %s against %s on one CPU." % (
+            "%s%%" % _pct(float(share) * 100) if isinstance(share, (int, float)) else "some",
+            format_ns(cause.get("cross_cpu_p50_ns")), format_ns(cause.get("same_cpu_p50_ns")))
     if cause.get("kind") == "workers":
         medians = ", ".join(format_ns(m) for m in cause.get("worker_p50_ns") or [])
         return "The worker processes' medians (%s) fall in different populations: the level shifted between processes." % medians
@@ -493,9 +543,15 @@ def _word_warning(record: Mapping[str, Any]) -> str:
             "least one wake lies above it; raise --n to report it." % shown
         )
     if kind == "worker-spread":
+        what = "medians" if f.get("of") == "p50_ns" else "rates"
+        if f.get("between") == "repetitions":
+            return (
+                "%s: repetitions disagree (their %s differ %s): the level shifts over the run; compare gives such an arm "
+                "a wider interval, and more repetitions (--repeat) narrow it." % (arm, what, format_ratio(f.get("max_over_min")))
+            )
         return (
             "%s: worker processes disagree (their %s differ %s): the level shifts between processes; raise --workers "
-            "and compare runs side by side." % (arm, "medians" if f.get("of") == "p50_ns" else "rates", format_ratio(f.get("max_over_min")))
+            "and compare runs side by side." % (arm, what, format_ratio(f.get("max_over_min")))
         )
     if kind == "populations":
         populations: Sequence[Mapping[str, Any]] = f.get("populations") or []
@@ -563,6 +619,8 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
         cli += " --in-process"
     elif execution.get("workers") not in (None, 3):
         cli += " --workers %s" % execution["workers"]
+    if (execution.get("repeat") or 1) != DEFAULT_REPEAT:
+        cli += " --repeat %s" % (execution.get("repeat") or 1)
     commands.append(cli)
     return commands
 
@@ -597,6 +655,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         ("LEAD TABLE", format_lead_table(summary)),
         ("LAB HONESTY", format_honesty(summary)),
     ]
+    spread = format_repetitions_and_placement(summary)
+    if spread:
+        sections.insert(3, ("REPETITIONS AND PLACEMENT (each repetition's own p50; wakes by where they ran)", spread))
     where = format_where_the_time_goes(summary)  # empty unless the run asked for --trace
     if where:
         sections.insert(2, ("WHERE THE TIME GOES", where))

@@ -28,7 +28,7 @@ Closed loop (the default), per wake::
     sleep(settle)
     t0 = notify_step()                    (see wakelab.core.drivers: t0, notify)
     poll(conn, bounded)                   t1 = first statement after the wait returns
-    recv ("woke", t1)       <------------ send ("woke", t1) or ("lost", i)
+    recv ("woke", t1, cpu)  <------------ send ("woke", t1, cpu) or ("lost", i)
 
 Right after the notify step the parent blocks in one ``poll()`` of the
 connection's fd (a C call that releases the GIL and sleeps at once, bounded by
@@ -116,7 +116,7 @@ from wakelab.core.drivers import child_side
 from wakelab.core.drivers.child_side import OPEN, QUIT, WaitSide
 from wakelab.core.drivers.thread import match_open_loop
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
-from wakelab.core.placement import WAITER, cpu_for, current_cpu
+from wakelab.core.placement import WAITER, cpu_for, cpu_reader, current_cpu
 from wakelab.core.sigstate import preserved_signal_state
 
 #: This driver honours ``params.mode == "open"``.
@@ -350,6 +350,7 @@ class _Session:
         self.child = child
         self.conn = conn
         self.reaped_code: Optional[int] = None
+        self.extra: Tuple[Any, ...] = ()  # what the last message held after its two fields
 
     def reap(self) -> int:
         if self.reaped_code is None:
@@ -405,6 +406,7 @@ class _Session:
         except (EOFError, OSError):
             raise self.fault("died", phase, died=True) from None
         tag = message[0]
+        self.extra = tuple(message[2:])
         if tag == "error":
             error = self.fault("failed", phase, died=True)
             raise WaiterChildError("%s\nchild traceback:\n%s" % (error, message[1]))
@@ -641,6 +643,8 @@ def _drive_closed(
     total = params.total_wakes
     stale = 0
     t0s = wake_t0_log(params)
+    getcpu = cpu_reader()
+    waiter_cpus, notifier_cpus = collector.record_cpus() if getcpu is not None else (None, None)
     for index in range(total):
         phase = _phase(index, total)
         session.send(index, phase)
@@ -648,6 +652,7 @@ def _drive_closed(
         if armed != index:
             raise session.fault("armed wake %r instead of %d" % (armed, index), phase)
         sleep(settle_s)
+        notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
         t0 = step()
         if not wait_reply(reply_ms):
             raise session.no_answer(handshake_s, phase)
@@ -659,6 +664,10 @@ def _drive_closed(
             slots[index] = None
         else:
             slots[index] = t1 - t0
+        if waiter_cpus is not None and notifier_cpus is not None:
+            extra = session.extra
+            waiter_cpus[index] = extra[0] if extra and type(extra[0]) is int else -1
+            notifier_cpus[index] = notified_on
         if t0s is not None:
             t0s[index] = t0  # the wake is over: outside the timed window
     return collector, {"mode": "closed", "stale_wakes": stale, **t0_info(collector, t0s, params.warmup)}

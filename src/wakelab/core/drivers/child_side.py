@@ -27,7 +27,8 @@ never inside a timed window)::
     child  -> parent   ("ready", i)      reset() done, about to block in wait(i, timeout_s)
                        ... the parent settles, takes t0, notifies, and blocks
                        in a bounded poll of this connection ...
-    child  -> parent   ("woke", t1)      t1 = perf_counter_ns() right after the wait
+    child  -> parent   ("woke", t1, cpu) t1 = perf_counter_ns() right after the wait,
+                                         then the CPU it woke on (-1 unknown)
                     or ("lost", i)       the wait timed out
   open loop, once:
     parent -> child    (OPEN, span_ns)   the schedule lasts about span_ns
@@ -57,7 +58,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from wakelab.core.placement import current_cpu, pin_current_thread
+from wakelab.core.placement import cpu_reader, current_cpu, pin_current_thread
 
 now_ns = time.perf_counter_ns
 
@@ -104,6 +105,7 @@ def serve(conn: Any, side: WaitSide, timeout_s: float, idle_s: float) -> int:
     reset = side.reset
     wait = side.wait
     send = conn.send
+    getcpu = cpu_reader()
     try:
         send(("hello", child_facts()))
         while True:
@@ -122,7 +124,8 @@ def serve(conn: Any, side: WaitSide, timeout_s: float, idle_s: float) -> int:
             if t1 is None:
                 send(("lost", command))
             else:
-                send(("woke", t1))
+                # The CPU the child woke on, read after t1 (outside the window); -1 unknown.
+                send(("woke", t1, getcpu() if getcpu is not None else -1))
     except EOFError:  # the parent went away: nothing left to do
         return 0
     except BaseException:

@@ -88,7 +88,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional
 
 from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, recording_t0, t0_info, wake_t0_log
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency
-from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
+from wakelab.core.placement import NOTIFIER, WAITER, cpu_reader, current_cpu, enter_role, preserved_affinity
 
 #: This driver does not honour ``params.mode == "open"`` (see the module docstring).
 OPEN_LOOP = False
@@ -209,6 +209,8 @@ class _LoopSide:
         self.stamp: Optional[int] = None  # the loop side's t1 (a round trip: its first leg)
         self.reply_ns: Optional[int] = None  # a round trip's t1, taken by the notifier
         self.error: Optional[BaseException] = None
+        self.getcpu = cpu_reader()
+        self.woke_on = -1  # the loop thread's CPU as it resolved the wake (read after t1)
         self._loop = loop
         self._timeout_s = params.timeout_s
         self._timer: Optional[asyncio.TimerHandle] = None
@@ -231,6 +233,8 @@ class _LoopSide:
         if self._timer is not None:
             self._timer.cancel()
         self.stamp = stamp
+        if self.getcpu is not None:
+            self.woke_on = self.getcpu()  # after t1: outside the timed window
         self.done.set()
 
     def fail(self, exc: BaseException) -> None:
@@ -264,14 +268,18 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
     stale = 0
     # A round trip's t1 is the notifier's (the reply), not the loop thread's: no t0 log for it.
     t0s = None if first_leg else wake_t0_log(params)
+    getcpu = side.getcpu
+    waiter_cpus, notifier_cpus = collector.record_cpus() if getcpu is not None else (None, None)
     for index in range(params.total_wakes):
         ready.clear()
         done.clear()
         side.reply_ns = None
+        side.woke_on = -1
         call_soon(arm, index)
         if not ready.wait(handshake_s) or side.error is not None:
             raise HarnessError("the event loop did not announce it was idle: %r" % (side.error,))
         time.sleep(settle_s)
+        notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
         t0 = step()
         if not done_wait(handshake_s):
             raise HarnessError("the event loop did not resolve wake %d" % index)
@@ -290,6 +298,9 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
                 latency = side.reply_ns - t0
                 legs[first_leg] = stamp - t0
         collector.add(latency, **legs)
+        if waiter_cpus is not None and notifier_cpus is not None:
+            waiter_cpus[index] = side.woke_on
+            notifier_cpus[index] = notified_on
         if t0s is not None:
             t0s[index] = t0  # the wake is over: outside the timed window
         if latency is None:

@@ -70,7 +70,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, recording_t0, t0_info
 from wakelab.core.drivers.thread import last_notify_answered, match_open_loop
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
-from wakelab.core.placement import NOTIFIER, WAITER, current_cpu, enter_role, preserved_affinity
+from wakelab.core.placement import NOTIFIER, WAITER, cpu_reader, current_cpu, enter_role, preserved_affinity
 
 #: This driver honours ``params.mode == "open"`` (both modes: cross-thread and self).
 OPEN_LOOP = True
@@ -168,6 +168,8 @@ def _drive_closed(
     t0s: List[int] = [0] * total
     rescued: List[bool] = [False] * total
     box: Dict[str, object] = {"stop": False, "error": None, "cpu": None, "waking": False, "tid": None}
+    getcpu = cpu_reader()
+    waiter_cpus, notifier_cpus = collector.record_cpus() if getcpu is not None else (None, None)
 
     def notifier() -> None:
         old_mask: Optional[Set[Any]] = None
@@ -185,6 +187,8 @@ def _drive_closed(
                     break
                 box["waking"] = True
                 time.sleep(settle_s)
+                if notifier_cpus is not None:
+                    notifier_cpus[index] = getcpu()  # type: ignore[misc]  # before t0: outside the window
                 t0 = step()
                 if not done_wait(bound_s):
                     if interrupt is None:
@@ -223,6 +227,8 @@ def _drive_closed(
             reset()
             go.set()
             t1 = wait(timeout_s)
+            if waiter_cpus is not None:
+                waiter_cpus[index] = getcpu()  # type: ignore[misc]  # after t1: outside the window
             done.set()
             if not back.wait(handshake_s):
                 raise HarnessError("notifier thread did not finish its wake")

@@ -116,7 +116,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
                 t1 = None
             slots[index] = None if t1 is None else t1 - t0  # type: ignore[operator]
             if waiter_cpus is not None and notifier_cpus is not None:
-                waiter_cpus[index] = box["woke_on"]  # type: ignore[assignment]
+                waiter_cpus[index] = box["woke_on"]
                 notifier_cpus[index] = notified_on
             if t0s is not None:
                 t0s[index] = t0  # the wake is over: outside the timed window
