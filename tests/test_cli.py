@@ -141,8 +141,8 @@ def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
     text = result.stdout
     assert text.startswith("Custom selection: event, sigusr1-self, queue\n")
     assert "Lab 135" not in text and "one process" not in text
-    assert ("Each arm runs in turn 3 times (one pass over all the arms after another), in a fresh worker process of its "
-            "own each time, with the same parameters.") in " ".join(text.split())
+    assert ("Each arm runs in turn 3 times (one pass over all the arms after another), in 3 fresh worker processes of "
+            "its own spread over them, with the same parameters.") in " ".join(text.split())
     # History records the custom lab, and the REPRODUCE line makes the same lab again.
     listed = json.loads(run_cli("history", "--json", "--history", db).stdout)
     assert [r["lab_id"] for r in listed["runs"]] == ["custom"]
@@ -157,8 +157,8 @@ def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
 
 @pytest.mark.parametrize("execution, ran", [
     (["--workers", "2", "--repeat", "1"], "in 2 fresh worker processes, its wakes split between them and pooled"),
-    (["--workers", "2"], "3 times, one pass over all the arms after another, each time in 2 fresh worker processes, "
-                         "its wakes split between them all and pooled"),
+    (["--workers", "2"], "in 3 repetitions (one pass over all the arms after another), in 3 fresh worker processes "
+                         "spread over them, its wakes split between them and pooled"),
     (["--in-process"], "in the runner's own process, 3 times"),
     (["--in-process", "--repeat", "1"], "in the runner's own process"),
 ])

@@ -19,7 +19,7 @@ from wakelab.analysis.stats import cpu_split, percentile, repetition_spread
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency, raw_from_dict, raw_to_dict
 from wakelab.core.placement import allowed_cpus, can_pin, cpu_reader
 from wakelab.evidence.load import load_summary
-from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, repetition_params, run_plan
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, repetition_params, run_plan, workers_in_repetition
 from wakelab.labs import LAB_135
 from wakelab.report.text import format_summary, reproduce_commands
 
@@ -73,6 +73,18 @@ def test_the_counted_wakes_are_split_between_repetitions_not_multiplied() -> Non
     # More repetitions than wakes: the later ones have none left, and the arm still takes n.
     few = MeasureParams(n=2, warmup=0)
     assert [repetition_params(few, LATENCY, 3, r).n for r in range(3)] == [1, 1, 0]
+
+
+@pytest.mark.parametrize("workers, repeat, spread", [(3, 3, [1, 1, 1]), (4, 3, [2, 1, 1]), (3, 5, [1] * 5), (3, 1, [3]),
+                                                    (1, 2, [1, 1])])
+def test_an_arms_workers_are_spread_over_the_repetitions_at_least_one_each(workers, repeat, spread) -> None:
+    execution = Execution(workers=workers, repeat=repeat)
+    assert [workers_in_repetition(execution, r) for r in range(repeat)] == spread
+
+
+def test_more_workers_than_repetitions_run_back_to_back_within_one(tmp_path) -> None:
+    summary = run_plan(_plan(tmp_path, arms=("event",), repeat=2, workers=5))
+    assert [w["repetition"] for w in summary["arms"][0]["workers"]] == [0, 0, 0, 1, 1]
 
 
 def test_repeat_one_is_a_single_pass(tmp_path) -> None:
@@ -206,7 +218,8 @@ def test_the_summary_shows_each_repetition_and_the_cpu_split(tmp_path) -> None:
     assert "REPETITIONS AND PLACEMENT" in text
     row = next(line for line in text.splitlines() if line.strip().startswith("event ") and "%" in line)
     assert len(row.split()) >= 5
-    assert "3 repetitions (one pass over all arms after another), each in 2 fresh worker" in " ".join(text.split())
+    assert ("3 repetitions (one pass over all arms after another), 3 fresh worker processes per arm spread over them"
+            in " ".join(text.split()))
     assert any("--repeat" not in c for c in reproduce_commands(summary))  # 3 is the default: not repeated
     summary["execution"]["repeat"] = 5
     assert reproduce_commands(summary)[-1].endswith(" --repeat 5")

@@ -86,9 +86,8 @@ def _processes(shape: RunShape) -> str:
     if shape.in_process:
         return "in the runner's own process" + ("" if shape.repeat == 1 else ", %d times" % shape.repeat)
     if shape.repeat > 1:
-        return ("%d times, one pass over all the arms after another, each time in %s, its wakes split between them "
-                "all and pooled" % (shape.repeat, "a fresh worker process" if shape.workers == 1
-                                    else "%d fresh worker processes" % shape.workers))
+        return ("in %d repetitions (one pass over all the arms after another), in %d fresh worker processes spread "
+                "over them, its wakes split between them and pooled" % (shape.repeat, max(shape.workers, shape.repeat)))
     if shape.workers == 1:
         return "in a fresh worker process of its own"
     return "in %d fresh worker processes, its wakes split between them and pooled" % shape.workers
@@ -197,12 +196,14 @@ _IN_ONE_PROCESS = ", in one process,"
 
 
 def _in_one_process_for(shape: RunShape) -> str:
-    times = "" if shape.repeat == 1 else " %d times (one pass over all the arms after another)" % shape.repeat
     if shape.in_process:
-        return "%s, in the runner's own process," % times
+        return "%s, in the runner's own process," % ("" if shape.repeat == 1 else " %d times" % shape.repeat)
+    if shape.repeat > 1:
+        return (" %d times (one pass over all the arms after another), in %d fresh worker processes of its own "
+                "spread over them," % (shape.repeat, max(shape.workers, shape.repeat)))
     if shape.workers == 1:
-        return "%s, in a fresh worker process of its own%s," % (times, " each time" if times else "")
-    return "%s, in %d fresh worker processes of its own%s," % (times, shape.workers, " each time" if times else "")
+        return ", in a fresh worker process of its own,"
+    return ", in %d fresh worker processes of its own," % shape.workers
 
 
 _SETTLE = "Blocked waiters announce their wait and are left to settle before t0; spinning waiters poll."

@@ -140,11 +140,12 @@ def register(sub: Any) -> None:
                             help="open-loop schedule period (default 1000)")
     execution = run.add_argument_group("execution")
     execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
-                           help="fresh worker processes per arm; the wakes are split between them and pooled (default 3)")
+                           help="fresh worker processes per arm, spread over the repetitions (at least one in each); "
+                                "the wakes are split between them and pooled (default 3)")
     execution.add_argument("--repeat", type=_whole_number("repeat"), metavar="R",
-                           help="measure every arm R times, one pass over all the arms after another, each time in fresh "
-                                "workers; the wakes are split between all of them, and compare resamples the repetitions "
-                                "(default %d; 1..1000)" % DEFAULT_REPEAT)
+                           help="measure every arm in R passes over all the arms, one after another, each in fresh "
+                                "workers, so that a drift over the run reaches every arm alike; the wakes are split "
+                                "between the passes, and compare resamples the workers (default %d; 1..1000)" % DEFAULT_REPEAT)
     execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging: no stall watch, and off a "
                                 "terminal no 'still measuring' lines, as a thread beside the arm would disturb it)")
     execution.add_argument("--trace", action="store_true",

@@ -26,12 +26,13 @@ easier to debug.
 Repetitions (``Execution.repeat``, ``wakelab run --repeat R``).  Whole runs
 shift level on real machines (the scheduler's choice of CPUs, frequency, other
 tenants), and the workers of one arm, taken back to back, see only the noise
-of a few seconds.  So every arm is measured ``R`` times, in fresh workers each
-time, in ``R`` passes over all the arms (arm order within a pass as planned):
-a slow drift then reaches every arm alike.  The counted wakes (rate arms:
-rounds) are split between the repetitions, then between each repetition's
-workers, so ``R`` costs worker start-ups and warm-up wakes, not more counted
-wakes.  Each worker's figures carry their ``repetition``; the arm's
+of a few seconds.  So every arm is measured in ``R`` passes over all the arms
+(arm order within a pass as planned), in fresh workers each time: a slow drift
+then reaches every arm alike.  An arm's ``workers`` fresh processes are spread
+over the passes, at least one in each (:func:`workers_in_repetition`), and its
+counted wakes (rate arms: rounds) are split between the passes, then between
+each pass's workers: with the defaults (3 workers, 3 repetitions) a run starts
+as many workers and takes as many wakes as a single pass did.  Each worker's figures carry their ``repetition``; the arm's
 ``repetitions`` entry holds each repetition's own median and their range; the
 samples file holds every wake in worker order (the slices compare's
 hierarchical bootstrap resamples).  After each repetition the arm's figures so
@@ -723,6 +724,15 @@ class _Taken:
     wall_s: float = 0.0
 
 
+def workers_in_repetition(execution: Execution, repetition: int) -> int:
+    """How many of an arm's fresh workers run in ``repetition``: ``execution.workers`` in all,
+    spread over the repetitions as evenly as possible, and at least one in each (so an arm
+    has ``max(workers, repeat)`` workers)."""
+    repeat = max(1, execution.repeat)
+    counts = split_counts(max(execution.workers, repeat), repeat)
+    return counts[repetition] if repetition < len(counts) else 1
+
+
 def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition: int) -> MeasureParams:
     """``params`` for one repetition: the counted wakes (rate arms: rounds) split between the
     repetitions as evenly as possible (see :func:`split_counts`)."""
@@ -755,7 +765,8 @@ def _run_arm(
                 "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
             )
         if (params.rounds if arm.kind != LATENCY else params.n) > 0:  # more repetitions than wakes: none left for this one
-            raws, per_worker = _measure_raws(dataclasses.replace(plan, params=params), arm, emit, worker_pool)
+            execution = dataclasses.replace(plan.execution, workers=workers_in_repetition(plan.execution, repetition))
+            raws, per_worker = _measure_raws(dataclasses.replace(plan, params=params, execution=execution), arm, emit, worker_pool)
         else:
             raws, per_worker = [], []
     except ArmUnavailable as exc:

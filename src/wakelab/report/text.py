@@ -408,14 +408,15 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     if execution:
         workers = execution.get("workers")
         repeat = execution.get("repeat") or 1
-        passes = "" if repeat == 1 else (
-            "%s repetitions (one pass over all arms after another), each in " % repeat)
-        items.append(
-            "Execution: %s."
-            % ("in the runner's own process%s" % ("" if repeat == 1 else ", %s repetitions per arm" % repeat) if in_process
-               else "%s%s fresh worker process%s per arm, wakes split between them%s and pooled"
-               % (passes, workers, "" if workers == 1 else "es", "" if repeat == 1 else " all"))
-        )
+        if in_process:
+            how = "in the runner's own process%s" % ("" if repeat == 1 else ", %s repetitions per arm" % repeat)
+        elif repeat == 1:
+            how = "%s fresh worker process%s per arm, wakes split between them and pooled" % (workers, "" if workers == 1 else "es")
+        else:
+            total = max(int(workers or 1), int(repeat))
+            how = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread "
+                   "over them, wakes split between them and pooled" % (repeat, total))
+        items.append("Execution: %s." % how)
     if params.get("mode") == "open":
         timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
     else:

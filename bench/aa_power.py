@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Calibration of ``wakelab compare``: false verdicts between identical runs, and power.
+
+Targets (issue: comparisons that hold across runs):
+
+* **A/A**: at least 20 pairs of identical default Lab 135 runs (``wakelab run`` with its default
+  repeat count), each pair compared; a verdict other than "no difference" / "cannot tell" on an
+  arm's p50 or on a tail judged beside it is a false verdict.  Target: at most 5% of the
+  arm-percentile verdicts.
+* **Power**: for ``event`` and ``sigusr1-self``, a planted delay of +50% of the arm's p50
+  (``--planted-delay-us``, measured on a pilot run) is called "slower" at p50 in at least 90% of
+  at least 20 trials (each trial: an unplanted and a planted run, made back to back, compared).
+  The minimum detectable effect compare reports is quoted beside it.
+
+Every run is a whole command (``python -m wakelab run``), as a user makes it; runs alternate so
+that a drift of the machine reaches both sides.  Quote the figures with the load they were made
+under: this script prints the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import _common
+from _common import verdict
+
+CLEAN = ("no difference", "cannot tell")
+A_A_TARGET = 0.05
+POWER_TARGET = 0.90
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _common.SRC + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run(folder: str, *args: str) -> float:
+    """One ``wakelab run`` into ``folder``; its wall time in seconds."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "-o", folder, *args],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), timeout=600)
+    return time.perf_counter() - started
+
+
+def compare(baseline: str, other: str, *args: str) -> Dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "wakelab", "compare", baseline, other, "--json", *args],
+                          capture_output=True, text=True, env=_env(), timeout=600)
+    if done.returncode not in (0, 1):
+        raise SystemExit("compare failed (%d): %s" % (done.returncode, done.stderr.strip()))
+    doc: Dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def _arms(doc: Any) -> Iterator[Dict[str, Any]]:
+    """Every arm comparison in a compare document (anything with a name and judgements)."""
+    if isinstance(doc, dict):
+        if "name" in doc and ("judgements" in doc or "verdict" in doc):
+            yield doc
+            return
+        for value in doc.values():
+            yield from _arms(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            yield from _arms(value)
+
+
+def judgements(arm: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """``{percentile: judgement}`` of one arm comparison (its p50 alone in an older layout)."""
+    found = arm.get("judgements")
+    if isinstance(found, dict):
+        return {str(k): v for k, v in found.items() if isinstance(v, dict)}
+    if isinstance(found, list):
+        return {str(j.get("key")): j for j in found if isinstance(j, dict)}
+    return {"p50": {"verdict": arm.get("verdict")}}
+
+
+def load_p50_ns(folder: str, arm: str) -> float:
+    with open(os.path.join(folder, "summary.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    entry = next(e for e in doc["arms"] if e["name"] == arm)
+    return float(entry["latency"]["p50_ns"])
+
+
+def a_a(work: str, pairs: int) -> Tuple[List[Tuple[str, str, str]], List[float], int]:
+    """``(false verdicts as (pair, arm, percentile: word)), wall times, verdicts judged)``."""
+    walls: List[float] = []
+    false: List[Tuple[str, str, str]] = []
+    judged = 0
+    for i in range(pairs):
+        a, b = os.path.join(work, "aa-%d-a" % i), os.path.join(work, "aa-%d-b" % i)
+        walls.append(run(a))
+        walls.append(run(b))
+        doc = compare(a, b)
+        for arm in _arms(doc):
+            for key, judgement in judgements(arm).items():
+                word = str(judgement.get("verdict"))
+                if word in ("not tested", "None"):
+                    continue
+                judged += 1
+                if not any(word.startswith(clean) for clean in CLEAN):
+                    false.append(("pair %d" % i, str(arm.get("name")), "%s: %s" % (key, word)))
+        print("  A/A pair %d/%d: %d false so far" % (i + 1, pairs, len(false)), file=sys.stderr)
+    return false, walls, judged
+
+
+def power(work: str, arm: str, trials: int) -> Tuple[int, int, float, List[Optional[float]]]:
+    """``(trials called slower at p50, trials, planted µs, minimum detectable effects seen)``."""
+    pilot = os.path.join(work, "pilot-%s" % arm)
+    run(pilot, "--arms", arm)
+    planted_us = max(1, int(round(0.5 * load_p50_ns(pilot, arm) / 1000.0)))
+    slower = 0
+    mdes: List[Optional[float]] = []
+    for t in range(trials):
+        base, planted = os.path.join(work, "p-%s-%d-a" % (arm, t)), os.path.join(work, "p-%s-%d-b" % (arm, t))
+        if t % 2:  # alternate which side is made first
+            run(planted, "--arms", arm, "--planted-delay-us", str(planted_us))
+            run(base, "--arms", arm)
+        else:
+            run(base, "--arms", arm)
+            run(planted, "--arms", arm, "--planted-delay-us", str(planted_us))
+        doc = compare(base, planted)
+        for found in _arms(doc):
+            p50 = judgements(found).get("p50") or {}
+            if str(p50.get("verdict")) == "slower":
+                slower += 1
+            mde = p50.get("mde_pct", found.get("mde_pct"))
+            mdes.append(float(mde) if isinstance(mde, (int, float)) else None)
+        print("  power %s trial %d/%d: %d slower" % (arm, t + 1, trials, slower), file=sys.stderr)
+    return slower, trials, planted_us, mdes
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=20, help="A/A pairs (default 20)")
+    parser.add_argument("--trials", type=int, default=20, help="power trials per arm (default 20)")
+    parser.add_argument("--only", choices=("aa", "power"), help="run one half only")
+    parser.add_argument("--keep", metavar="DIR", help="keep the runs in DIR (default: a temporary folder, removed)")
+    args = parser.parse_args(argv)
+    work = args.keep or tempfile.mkdtemp(prefix="wakelab-aa-")
+    os.makedirs(work, exist_ok=True)
+    print("load average before: %s" % (os.getloadavg(),))
+    ok = True
+    try:
+        if args.only in (None, "aa"):
+            false, walls, judged = a_a(work, args.pairs)
+            share = len(false) / judged if judged else 1.0
+            ok &= share <= A_A_TARGET
+            print("A/A: %d pairs of default Lab 135 runs, %d verdicts judged, %d false (%.1f%%; target <= %.0f%%): %s"
+                  % (args.pairs, judged, len(false), 100 * share, 100 * A_A_TARGET, verdict(share <= A_A_TARGET)))
+            for item in false:
+                print("  false: %s %s %s" % item)
+            print("default Lab 135 run wall time: median %.2f s over %d runs" % (statistics.median(walls), len(walls)))
+        if args.only in (None, "power"):
+            for arm in ("event", "sigusr1-self"):
+                slower, trials, planted_us, mdes = power(work, arm, args.trials)
+                share = slower / trials if trials else 0.0
+                ok &= share >= POWER_TARGET
+                seen = [m for m in mdes if m is not None]
+                print("power %s: +%d µs planted (+50%% of its pilot p50), called slower in %d of %d trials (%.0f%%; "
+                      "target >= %.0f%%): %s; minimum detectable effect reported: median %s"
+                      % (arm, planted_us, slower, trials, 100 * share, 100 * POWER_TARGET, verdict(share >= POWER_TARGET),
+                         "%.1f%%" % statistics.median(seen) if seen else "not reported"))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print("load average after: %s" % (os.getloadavg(),))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
