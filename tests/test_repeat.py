@@ -137,7 +137,7 @@ def test_an_arm_that_fails_in_a_later_repetition_is_failed_and_not_run_again(tmp
 @pytest.mark.skipif(cpu_reader() is None, reason="sched_getcpu is not reachable through ctypes here")
 def test_per_wake_cpus_are_recorded_and_add_up(tmp_path) -> None:
     summary = run_plan(_plan(tmp_path, arms=("event", "pipe", "sigwait-thread-to-main", "call-soon-threadsafe",
-                                             "pipe-process"), repeat=2))
+                                             "pipe-process", "native-condvar", "native-pause-handler"), repeat=2))
     for entry in summary["arms"]:
         split = entry["cpu_split"]
         assert split is not None, entry["name"]
@@ -156,12 +156,19 @@ def test_pinned_placement_puts_every_wake_on_its_side(tmp_path, placement, same,
     a, b = allowed_cpus()[:2]
     params = MeasureParams(n=24, warmup=2, settle_us=200, placement=placement, notifier_cpu=a,
                            waiter_cpu=a if placement == "same" else b)
-    summary = run_plan(_plan(tmp_path, arms=("event", "pipe", "pipe-process"), repeat=2, params=params))
+    summary = run_plan(_plan(tmp_path, arms=("event", "pipe", "pipe-process", "native-pipe"), repeat=2, params=params))
     for entry in summary["arms"]:
         split = entry["cpu_split"]
         assert (split["same_cpu"]["n"] == entry["latency"]["n"]) is same, (entry["name"], split)
         assert (split["cross_cpu"]["n"] == entry["latency"]["n"]) is cross, (entry["name"], split)
         assert split["cross_share"] == (1.0 if cross else 0.0)
+
+
+def test_arms_that_cannot_record_cpus_say_so_with_no_split(tmp_path) -> None:
+    summary = run_plan(_plan(tmp_path, arms=("sigusr1-self", "native-self-signal", "native-pipe-process"), repeat=1))
+    for entry in summary["arms"]:
+        assert entry["status"] == "ok" and entry["cpu_split"] is None, entry["name"]
+        assert "waiter_cpu" not in json.loads((tmp_path / entry["samples_file"]).read_text())
 
 
 def test_cpu_split_counts_and_percentiles() -> None:

@@ -483,6 +483,31 @@ def parse_rate_output(text: str, experiment: str) -> List[Tuple[int, int]]:
 
 STAMPS_HEADER = "stamps"
 STAMPS_END = "end stamps"
+CPUS_HEADER = "cpus"
+CPUS_END = "end cpus"
+
+
+def split_cpus(text: str, experiment: str) -> Tuple[str, Optional[List[Tuple[int, int]]]]:
+    """``(output, cpus)``: the binary's output without its ``cpus=1`` trailer, and each wake's
+    ``(notifier CPU, waiter CPU)`` from it (-1 unknown; None when there is no trailer: the
+    process and self-signal experiments do not record them)."""
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith(CPUS_HEADER + " ")), None)
+    if at is None:
+        return text, None
+    end = next((i for i in range(at + 1, len(lines)) if lines[i] == CPUS_END), None)
+    if end is None:
+        raise _garbage(experiment, "bad cpus trailer", text)
+    count = _int_field(lines[at].split(" ", 1)[1], experiment, text)
+    pairs: List[Tuple[int, int]] = []
+    for line in lines[at + 1 : end]:
+        fields = line.split(" ")
+        if len(fields) != 2:
+            raise _garbage(experiment, "bad cpus line", text)
+        pairs.append((_int_field(fields[0], experiment, text), _int_field(fields[1], experiment, text)))
+    if len(pairs) != count:
+        raise _garbage(experiment, "expected %d cpu pairs" % count, text)
+    return "\n".join(lines[:at] + lines[end + 1 :]) + "\n", pairs
 
 
 def split_stamps(text: str, experiment: str) -> Tuple[str, Optional[Dict[str, object]]]:
@@ -534,9 +559,11 @@ def measure_latency(
         )
     binary = floor_binary()
     traced = recording_t0()
+    extra = dict(extra or {}, cpus=1)  # each wake's CPUs, read outside the window (thread experiments)
     if traced:
-        extra = dict(extra or {}, stamps=1)
+        extra["stamps"] = 1
     text, stamps = split_stamps(run_floor(experiment, params, extra), experiment)
+    text, cpus = split_cpus(text, experiment)
     records = parse_latency_records(text, experiment)
     wakes = [None if isinstance(r, str) else r for r in records]
     if len(wakes) != params.total_wakes:
@@ -545,6 +572,10 @@ def measure_latency(
             % (experiment, len(wakes), params.total_wakes)
         )
     collector = LatencyCollector(params)
+    if cpus is not None and len(cpus) == len(wakes):
+        notifier_cpus_, waiter_cpus_ = collector.record_cpus()
+        for index, (notifier_cpu, waiter_cpu) in enumerate(cpus):
+            notifier_cpus_[index], waiter_cpus_[index] = notifier_cpu, waiter_cpu
     for latency_ns in wakes:
         collector.add(latency_ns)
     info = binary.info()

@@ -49,7 +49,8 @@
  *         install_n rounds warmup_rounds notifier_cpu waiter_cpu (-1: not
  *         pinned) lose_every (fault injection for tests: the notifier skips
  *         every lose_every-th notify, so that wake is lost) stamps (1: add
- *         the traced-run trailer described below)
+ *         the traced-run trailer described below) cpus (1: add the per-wake
+ *         CPU trailer described below)
  *   EXPERIMENT "selftest" only prints "wakelab-floor FORMAT ok".
  *
  * Output (stdout), format version FLOOR_FORMAT:
@@ -70,6 +71,11 @@
  *   scheduler events the Python side matches to each wake.  t0 is stored
  *   after the wake is over, outside the timed window.  Without stamps=1 the
  *   output is exactly as above.
+ *   With cpus=1 a thread experiment adds, after "end COUNT" and before any
+ *   stamps trailer, "cpus COUNT", then COUNT lines "NOTIFIER_CPU WAITER_CPU"
+ *   (-1: unknown), then "end cpus": the CPU the notifier ran on right before
+ *   t0 and the one the waiter ran on right after t1, both read outside the
+ *   timed window.  Process and self-signal experiments ignore cpus=1.
  * Format history: 1 -- records and end line; 2 -- adds the ran-on line;
  *   3 -- adds "stale" records (a wake that answered an older notify, never a
  *   negative figure), the planted_after_us key and the experiments
@@ -127,9 +133,10 @@ typedef struct {
     long waiter_cpu;   /* -1: not pinned */
     long parent_pid;   /* 0: not watched; else die with that parent (PR_SET_PDEATHSIG) */
     long stamps;       /* 1: print each wake's t0 and both sides' thread ids (traced runs) */
+    long cpus;         /* 1: print each wake's CPUs (thread experiments) */
 } params_t;
 
-static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0};
+static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0};
 
 /* The CPU each side last ran on, read at the end of its loop (-1: unknown). */
 static int notifier_cpu_seen = -1;
@@ -138,6 +145,9 @@ static int waiter_cpu_seen = -1;
 static long notifier_tid = 0;
 static long waiter_tid = 0;
 static int64_t *T0S = NULL;
+/* For cpus=1: each wake's CPUs, the notifier's read before t0 and the waiter's after t1 (-1: unknown). */
+static int *NCPUS = NULL;
+static int *WCPUS = NULL;
 
 /* Cross-process experiments: the waiter child (parent side), and whether we are it. */
 static pid_t waiter_child = 0;
@@ -425,6 +435,7 @@ static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ctl_cond;
 static int ctl_go, ctl_ready, ctl_done, ctl_stop, ctl_failed;
 static int64_t ctl_t1;
+static int ctl_cpu = -1; /* the CPU the waiter woke on, read after t1 */
 
 static void init_monotonic_cond(pthread_cond_t *cond)
 {
@@ -488,9 +499,11 @@ static void *waiter_loop(void *unused)
         pthread_mutex_unlock(&ctl_lock);
 
         int64_t t1 = EXP->wait(P.timeout_ms);
+        int woke_on = WCPUS ? sched_getcpu() : -1; /* after t1: outside the timed window */
 
         pthread_mutex_lock(&ctl_lock);
         ctl_t1 = t1;
+        ctl_cpu = woke_on;
         ctl_done = 1;
         pthread_cond_broadcast(&ctl_cond);
     }
@@ -533,6 +546,7 @@ static void *notifier_loop(void *unused)
         ctl_ready = 0;
         ctl_done = 0;
         ctl_t1 = 0;
+        ctl_cpu = -1;
         ctl_go = 1;
         pthread_cond_broadcast(&ctl_cond);
         struct timespec deadline = monotonic_after_ms(handshake_ms);
@@ -541,6 +555,7 @@ static void *notifier_loop(void *unused)
         pthread_mutex_unlock(&ctl_lock);
 
         sleep_us(P.settle_us);
+        int notified_on = NCPUS ? sched_getcpu() : -1; /* before t0: outside the timed window */
         int64_t t0 = fire();
 
         pthread_mutex_lock(&ctl_lock);
@@ -549,8 +564,13 @@ static void *notifier_loop(void *unused)
         if (!ctl_wait_for(&ctl_done, &deadline))
             fail("waiter thread did not return from its wait", 0);
         int64_t t1 = ctl_t1;
+        int woke_on = ctl_cpu;
         pthread_mutex_unlock(&ctl_lock);
         SAMPLES[i] = rescued ? LOST : wake_record(t0, t1);
+        if (NCPUS) {
+            NCPUS[i] = notified_on;
+            WCPUS[i] = woke_on;
+        }
         if (T0S)
             T0S[i] = t0; /* the wake is over: outside the timed window */
     }
@@ -1504,6 +1524,7 @@ static void parse_param(const char *arg)
         {"waiter_cpu", &P.waiter_cpu, -1},
         {"parent_pid", &P.parent_pid, 0},
         {"stamps", &P.stamps, 0},
+        {"cpus", &P.cpus, 0},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -1618,6 +1639,12 @@ int main(int argc, char **argv)
     int with_waiter = 1;
     if (P.stamps)
         T0S = alloc_samples(total);
+    if (P.cpus && EXPERIMENTS[k].thread) {
+        NCPUS = calloc((size_t)total, sizeof *NCPUS);
+        WCPUS = calloc((size_t)total, sizeof *WCPUS);
+        if (!NCPUS || !WCPUS)
+            fail("calloc (cpus)", errno);
+    }
     if (EXPERIMENTS[k].thread)
         run_thread_experiment(EXPERIMENTS[k].thread, samples, total);
     else if (EXPERIMENTS[k].process)
@@ -1627,6 +1654,13 @@ int main(int argc, char **argv)
         with_waiter = 0;
     }
     print_latency(name, samples, total, with_waiter);
+    if (NCPUS) {
+        printf("cpus %ld\n", total);
+        for (long i = 0; i < total; i++)
+            printf("%d %d\n", NCPUS[i], WCPUS[i]);
+        fputs("end cpus\n", stdout);
+        finish_output();
+    }
     if (P.stamps && with_waiter) {
         printf("stamps notifier_tid=%ld waiter_tid=%ld %ld\n", notifier_tid, waiter_tid, total);
         for (long i = 0; i < total; i++)
