@@ -614,8 +614,15 @@ def test_grid_samples_csv_leads_each_wake_with_its_cell(tmp_path, lab135_summary
 def test_grid_markdown_puts_an_arms_cells_together(tmp_path, lab135_summary, capsys) -> None:
     folder = make_grid(tmp_path, lab135_summary)
     _, out, _ = export(capsys, folder, "-f", "markdown", "-o", "-")
-    cells = _render_table_cells(out)
-    assert cells[0][:4] == ["Arm", "Cell", "Interpreter", "Placement"]  # python is the Interpreter; settle is one value
+    rows = _render_table_cells(out)
+    # First the matrix's cells, every dimension (python is the Interpreter), then the arms cell by cell.
+    assert rows[:3] == [
+        ["Cell", "Interpreter", "Build", "Busy threads", "Placement", "Settle [µs]", "Complete"],
+        ["cpython-3.12.1_same", "CPython 3.12.1", "main, Jun 11 2025 15:36:57", "0", "same", "1000", "yes"],
+        ["cpython-3.13.5_split", "CPython 3.13.5", "main, Jun 11 2025 15:36:57", "0", "split", "1000", "yes"],
+    ]
+    cells = rows[3:]
+    assert cells[0][:4] == ["Arm", "Cell", "Interpreter", "Placement"]  # settle is one value: not repeated per row
     assert [row[:4] for row in cells[1:5]] == [
         ["event", "cpython-3.12.1_same", "CPython 3.12.1", "same"],
         ["event", "cpython-3.13.5_split", "CPython 3.13.5", "split"],
@@ -623,6 +630,8 @@ def test_grid_markdown_puts_an_arms_cells_together(tmp_path, lab135_summary, cap
         ["sigusr1-self", "cpython-3.13.5_split", "CPython 3.13.5", "split"],
     ]
     assert cells[1][7] == "110" and cells[2][7] == "219"  # p50 [µs] of each cell
+    assert cells[0][-2:] == ["p50 vs first", "p99 vs first"]
+    assert [row[-2:] for row in cells[1:5]] == [["first", "first"], ["2.0×", "1.0×"], ["first", "first"], ["1.0×", "1.0×"]]
 
 
 def test_grid_json_is_its_canonical_matrix(tmp_path, lab135_summary, capsys) -> None:
@@ -688,7 +697,7 @@ def test_grid_cell_that_leads_outside_the_grid_is_refused(tmp_path, lab135_summa
     os.symlink(str(tmp_path / "elsewhere"), str(cell))
     status, _, err = export(capsys, folder, "-f", "csv")
     assert status == 2 and err.count("\n") == 1
-    assert "cell cpython-3.13.5_split leads outside the grid (to %s)" % (tmp_path / "elsewhere") in err
+    assert "cell cpython-3.13.5_split's folder cells/cpython-3.13.5_split leads outside the grid (to %s)" % (tmp_path / "elsewhere") in err
     assert not (tmp_path / "grid" / "export").exists()
 
 

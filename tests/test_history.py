@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -275,8 +276,8 @@ def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox   200     0  110  207\n"
         "    1  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.11.7  otherbox  200     0  250  207\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox   200     0  105  207\n"
-        "  conditions (every run): unpinned, closed loop, settle 1000 µs, no busy threads, no busy processes,\n"
-        "  no idle hold, in worker processes\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs, 1 repetition, no busy threads, no\n"
+        "  busy processes, no idle hold, in worker processes\n"
         "\n"
         "Note: these runs span 2 machines. A wake's cost depends on the machine, its CPU placement and idle\n"
         "states: compare rows of one host under the same conditions.\n"
@@ -289,8 +290,8 @@ def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
         "  run  started (UTC)     lab                         interpreter     host         ops/s  status\n"
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox  1,000,000\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox  1,000,000\n"
-        "  conditions (every run): unpinned, closed loop, settle 1000 µs, no busy threads, no busy processes,\n"
-        "  no idle hold, in worker processes\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs, 1 repetition, no busy threads, no\n"
+        "  busy processes, no idle hold, in worker processes\n"
     )
 
 
@@ -315,7 +316,7 @@ def test_trend_tells_conditions_apart_in_words_and_shows_failed_arms(tmp_path, l
         "  split CPUs (notifier 0, waiter 1), no busy threads, no busy processes, no idle hold\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5t  testbox    -     -     -    -"
         "  unpinned                                                                             failed\n"
-        "  conditions (every run): closed loop, settle 1000 µs, in worker processes\n"
+        "  conditions (every run): closed loop, settle 1000 µs, 1 repetition, in worker processes\n"
         "\n"
         "Note: these runs span different conditions. A wake's cost depends on the machine, its CPU placement\n"
         "and idle states: compare rows of one host under the same conditions.\n"
@@ -672,26 +673,69 @@ def test_an_empty_file_and_a_real_database_still_open(tmp_path, lab135_summary) 
 
 def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_summary) -> None:
     doc = variant(lab135_summary, started="2026-10-01T06:00:00Z", placement=("split", 0, 1), mode="open", interval_us=500,
-                  planted_delay_us=50, repeat=5,
+                  planted_delay_us=50,
                   conditions={"cpu_threads": 2, "cpu_procs": 3, "applied_cpu_procs": 1, "idle_hold": True,
                               "applied_idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x"})
-    assert history.figure_conditions(doc) == {
+    doc["execution"]["repeat"] = 5
+    doc["interpreter"].update(free_threaded_build=True, gil_enabled=True, python_gil_env="1", debug_build=True)
+    build = {"implementation": "CPython", "python_version": "3.13.5", "free_threaded": True, "gil_enabled": True,
+             "python_gil": "1", "debug_build": True, "build": "main, Jun 11 2025 15:36:57"}
+    assert history.figure_conditions(doc) == dict(build, **{
         "placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "open", "interval_us": 500, "settle_us": 1000,
         "planted_delay_us": 50, "planted_after_us": 0, "repeat": 5, "busy_threads": 2, "busy_procs": 1,
         "idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x", "execution": "workers",
-    }
-    # What the summary does not record is left out, not guessed.
+    })
+    # What the summary does not record is left out, not guessed -- but a bundle without execution.repeat
+    # measured once, and one without PYTHON_GIL ran without it.
     plain = variant(lab135_summary, started="2026-10-01T06:00:00Z", conditions=None)
     del plain["execution"]
-    assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000}
+    del plain["interpreter"]
+    assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
     assert history.figure_conditions({"started_utc": "x", "arms": []}) is None
 
     from wakelab.commands.history import condition_phrases
 
     assert list(condition_phrases(history.figure_conditions(doc)).values()) == [
-        "split CPUs (notifier 0, waiter 1)", "open loop every 500 µs", "settle 1000 µs", "planted delay 50 µs", "repeat 5",
-        "2 busy threads", "1 busy process", "switch interval 0.001 s", "no idle hold", "in worker processes", "future_knob x",
+        "split CPUs (notifier 0, waiter 1)", "open loop every 500 µs", "settle 1000 µs", "planted delay 50 µs", "5 repetitions",
+        "2 busy threads", "1 busy process", "switch interval 0.001 s", "no idle hold", "in worker processes",
+        "PYTHON_GIL=1", "build main, Jun 11 2025 15:36:57 (debug)", "future_knob x",
     ]
+
+
+@pytest.mark.parametrize("change", [
+    "placement", "settle", "cpu_threads", "cpu_procs", "switch_interval", "idle_hold", "mode", "interval", "planted_delay",
+    "implementation", "version", "free_threaded", "gil", "python_gil", "debug_build", "build", "repeat",
+])
+def test_every_condition_that_changes_a_figure_changes_the_key(lab135_summary, change) -> None:
+    """One change at a time, from a run of the same lab: never the same conditions key."""
+    base = variant(lab135_summary, started="2026-10-01T06:00:00Z", placement=("same", 0, 0))
+    other = copy.deepcopy(base)
+    params, conditions, interp = other["parameters"], other["conditions"], other["interpreter"]
+    {
+        "placement": lambda: params.update(placement="split", waiter_cpu=1),
+        "settle": lambda: params.update(settle_us=200),
+        "cpu_threads": lambda: conditions.update(cpu_threads=1),
+        "cpu_procs": lambda: conditions.update(cpu_procs=2),
+        "switch_interval": lambda: conditions.update(switch_interval_s=0.0001),
+        "idle_hold": lambda: conditions.update(idle_hold=True),
+        "mode": lambda: params.update(mode="open"),
+        "interval": lambda: params.update(mode="open", interval_us=250) or base["parameters"].update(mode="open"),
+        "planted_delay": lambda: params.update(planted_delay_us=60),
+        "implementation": lambda: interp.update(implementation="PyPy"),
+        "version": lambda: interp.update(version="3.13.6"),
+        "free_threaded": lambda: interp.update(free_threaded_build=True),
+        "gil": lambda: interp.update(gil_enabled=False),
+        "python_gil": lambda: interp.update(python_gil_env="0"),
+        "debug_build": lambda: interp.update(debug_build=True),
+        "build": lambda: interp.update(build="heads/main:abc123, Jul 1 2025"),
+        "repeat": lambda: other["execution"].update(repeat=5),
+    }[change]()
+    assert history.figure_conditions(base) != history.figure_conditions(other)
+    # The repetitions absent (older bundles) are one repetition, the same as saying so.
+    if change == "repeat":
+        said = copy.deepcopy(base)
+        said["execution"]["repeat"] = 1
+        assert history.figure_conditions(said) == history.figure_conditions(base)
 
 
 def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_path, capsys) -> None:
@@ -718,7 +762,7 @@ def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_pat
     by_cell = {os.path.basename(r.folder): str(r.id) for r in runs}
     assert "same CPU (" in rows[by_cell["same_threads0"]] and "no busy threads" in rows[by_cell["same_threads0"]]
     assert "split CPUs (notifier " in rows[by_cell["split_threads1"]] and "1 busy thread" in rows[by_cell["split_threads1"]]
-    assert "conditions (every run): closed loop, settle 1000 µs, no busy processes, default switch interval," in text
+    assert re.search(r"conditions \(every run\): closed loop, settle 1000 µs, \d+ repetitions?, no busy processes,", text)
 
     # The grid folder itself, imported into another history and added to a third: the same four runs and keys.
     for action, name in (("import", "imported.db"), ("add", "added.db")):
@@ -768,7 +812,7 @@ def test_a_version_2_history_is_migrated_and_its_runs_keyed_by_conditions(tmp_pa
     assert [(r.cpu_count, r.imported_utc) for r in runs] == [(2, None), (2, None)]
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 4
         assert conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall() == arms_before
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 2
@@ -778,6 +822,85 @@ def test_a_version_2_history_is_migrated_and_its_runs_keyed_by_conditions(tmp_pa
     assert "same CPU (0)" in out.splitlines()[2] and "split CPUs (notifier 0, waiter 1)" in out.splitlines()[3]
     # Recorded again after the migration: the same runs, unchanged.
     assert [history.record_run(d, str(tmp_path), db).action for d in (same, split)] == ["unchanged", "unchanged"]
+
+
+V4_FIELDS = ("repeat", "implementation", "python_version", "free_threaded", "gil_enabled", "python_gil", "debug_build", "build")
+
+
+def _version_3_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None:
+    """A history as schema 3 wrote it: its conditions key without the repetitions and the interpreter build."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for step in history.MIGRATIONS[:3]:
+            step(conn)
+        conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '3')")
+        conn.execute("PRAGMA user_version = 3")
+        for doc in docs:
+            row = history._run_row(doc, folder, history._canonical(doc))
+            row.update(history._machine_facts(doc), imported_utc=None, imported_from=None, imported_by=None)
+            key = {k: v for k, v in history.figure_conditions(doc).items() if k not in V4_FIELDS}
+            row["conditions_key"] = history._canonical(key)
+            cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
+            conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
+                             [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def test_a_version_3_history_is_migrated_and_its_keys_gain_the_build_and_repetitions(tmp_path, lab135_summary, capsys) -> None:
+    db = str(tmp_path / "h.db")
+    gil = variant(lab135_summary, started="2026-10-01T06:00:00Z", placement=("same", 0, 0), event_p50_ns=5_600.0)
+    free = variant(lab135_summary, started="2026-10-02T06:00:00Z", placement=("same", 0, 0), event_p50_ns=7_300.0,
+                   free_threaded=True)
+    _version_3_history(db, [gil, free], str(tmp_path))
+    with sqlite3.connect(db) as conn:
+        arms_before = conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall()
+        assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 1  # schema 3: one key for both builds
+    conn.close()
+
+    runs = history.list_runs(db)  # opening migrates
+
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 4
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+        assert conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall() == arms_before
+        assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 2
+    finally:
+        conn.close()
+    assert [(r.figure_conditions["free_threaded"], r.figure_conditions["gil_enabled"], r.figure_conditions["repeat"]) for r in runs] == [
+        (True, False, 1), (False, True, 1)]
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--json")
+    assert (status, err) == (0, "")
+    assert [s["runs"] for s in json.loads(out)["series"]] == [[1], [2]]
+    # Recorded again after the migration: the same runs, unchanged.
+    assert [history.record_run(d, str(tmp_path), db).action for d in (gil, free)] == ["unchanged", "unchanged"]
+
+
+def test_two_real_runs_same_cpu_and_split_are_two_series(tmp_path, capsys) -> None:
+    """Two tiny real runs, one pinned to one CPU and one split over two: never one key, never one series."""
+    from wakelab.core.placement import can_pin
+
+    if not can_pin() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs this process may pin to")
+    db = str(tmp_path / "h.db")
+    for placement in ("same", "split"):
+        status = main(["run", "--arms", "event,pipe", "--n", "60", "-q", "--placement", placement,
+                       "-o", str(tmp_path / placement), "--history", db])
+        assert status == 0
+    capsys.readouterr()
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--json")
+    assert (status, err) == (0, "")
+    doc = json.loads(out)
+    keys = [p["figure_conditions"] for p in doc["runs"]]
+    assert [k["placement"] for k in keys] == ["same", "split"]
+    assert keys[0] != keys[1]
+    assert [len(s["runs"]) for s in doc["series"]] == [1, 1]
+    status, out, err = cli(capsys, "history", "--history", db, "--arm", "event")
+    rows = out.splitlines()[2:4]
+    assert "same CPU (" in rows[0] and "split CPUs (" in rows[1]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -884,7 +1007,8 @@ def test_import_of_a_bad_bundle_is_one_line_exit_2_and_records_nothing(tmp_path,
     os.rename(cell, cell + ".moved")
     os.symlink(outside, cell)
     status, out, err = cli(capsys, "history", "import", "--history", str(db), bundles["grid"])
-    assert (status, err) == (2, "wakelab: error: %s: cell split's folder cells/split leads outside the grid\n" % bundles["grid"])
+    assert (status, err) == (2, "wakelab: error: %s: cell split's folder cells/split leads outside the grid (to %s): a grid's "
+                             "cells are read only from inside its folder\n" % (bundles["grid"], outside))
     assert not db.exists()
 
 
@@ -967,8 +1091,8 @@ def test_list_and_trend_grouped_by_host_golden(tmp_path, three_runs, capsys) -> 
         "  run  started (UTC)     lab                         interpreter       n  lost  p50  p99  status\n"
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  200     0  110  207\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  200     0  105  207\n"
-        "  conditions (every run): unpinned, closed loop, settle 1000 µs, no busy threads, no busy processes,\n"
-        "  no idle hold, in worker processes\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs, 1 repetition, no busy threads, no\n"
+        "  busy processes, no idle hold, in worker processes\n"
         "\n"
         "Note: these runs span 2 machines. A wake's cost depends on the machine, its CPU placement and idle\n"
         "states: compare rows of one host under the same conditions.\n"

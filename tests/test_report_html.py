@@ -490,18 +490,49 @@ def test_a_grid_cell_outside_the_grid_is_refused(grid_dir: str, tmp_path, capsys
     os.symlink(str(tmp_path / "elsewhere"), cell)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    assert_one_line_error(capsys, [bad], "names a folder outside the grid", out_dir / "r.html")
+    assert_one_line_error(capsys, [bad], "leads outside the grid (to ", out_dir / "r.html")
 
 
 def test_a_cell_not_run_yet_is_noted(grid_dir: str, tmp_path) -> None:
+    """A grid stopped before its last cell (matrix.json: pending, no folder) is reported with a note."""
     partial = str(tmp_path / "grid")
     shutil.copytree(grid_dir, partial)
     matrix = read_json(os.path.join(partial, "matrix.json"))
     shutil.rmtree(os.path.join(partial, matrix["cells"][1]["folder"]))
+    matrix["cells"][1].update(status="pending", complete=False, interpreter=None)
+    bundle.atomic_write_text(os.path.join(partial, "matrix.json"), bundle.dumps(matrix))
     loaded = report_html.load_runs([partial])
     assert len(loaded.runs) == 1
     assert loaded.notes == ["%s: 1 cell not run yet (%s)." % (partial, matrix["cells"][1]["label"])]
-    assert loaded.notes[0] in report_html.render_report(loaded.runs, loaded.notes)
+    page = report_html.render_report(loaded.runs, loaded.notes, loaded.grids)
+    assert loaded.notes[0] in page
+    assert '<th scope="row">%s</th><td>-</td>' % matrix["cells"][1]["label"] in page  # the matrix lists it, not run
+
+
+def test_a_cell_whose_evidence_is_gone_is_refused(grid_dir: str, tmp_path, capsys) -> None:
+    """matrix.json says the cell ran, but its folder is gone: not a grid that stopped early, a grid with a hole."""
+    broken = str(tmp_path / "grid")
+    shutil.copytree(grid_dir, broken)
+    matrix = read_json(os.path.join(broken, "matrix.json"))
+    shutil.rmtree(os.path.join(broken, matrix["cells"][1]["folder"]))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(capsys, [broken], "cell %s ran (matrix.json says done) but its folder %s is missing" % (
+        matrix["cells"][1]["label"], matrix["cells"][1]["folder"]), out_dir / "r.html")
+
+
+def test_a_grid_report_shows_its_matrix_cell_by_cell(grid_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "grid.html"
+    status, _, err = render_cli(capsys, grid_dir, "-o", str(out_file))
+    assert status == 0, err
+    page = read(out_file)
+    matrix = read_json(os.path.join(grid_dir, "matrix.json"))
+    labels = [c["label"] for c in matrix["cells"]]
+    assert 'href="#matrix"' in page and '<table class="cells">' in page
+    for arm in ("event", "native-condvar", "signal-install"):
+        table = re.search(r'<table class="matrix[^"]*" data-arm="%s">(.*?)</table>' % arm, page, flags=re.S)
+        assert table, arm
+        assert re.findall(r'<tr><th scope="row">([^<]*)</th>', table.group(1)) == labels
 
 
 def with_version(version: str, host: Optional[str] = None) -> Callable[[Dict[str, Any]], None]:

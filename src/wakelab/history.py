@@ -44,6 +44,12 @@ Schema history (``PRAGMA user_version``, also kept in the ``meta`` table):
        ``imported_from`` and ``imported_by``: the provenance of a run recorded by
        ``wakelab history import`` (NULL for a run recorded where it was measured).
        Existing rows get their key and CPU count from their stored summary.
+  4 -- the conditions key also holds the repetitions (summary.json ``execution.repeat``;
+       a bundle without it measured once: 1) and the interpreter build that measured
+       (implementation, version, free-threaded build, GIL on, ``PYTHON_GIL``, debug build,
+       build string), so that runs of two builds, or of one and five repetitions, are never
+       one series.  No column changes: every row's key is recomputed from its stored
+       summary.json (a summary that is not JSON keeps its old key).
 
 Where the runs come from: ``wakelab run`` records each run (and each cell of a grid)
 as it ends, ``wakelab history add`` records bundles of this machine, and ``wakelab
@@ -70,7 +76,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from wakelab.errors import WakelabError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_FILENAME = "history.sqlite3"
 ENV_VAR = "WAKELAB_HISTORY"
 # How long a second wakelab waits for another one to finish writing.
@@ -267,8 +273,25 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_conditions ON runs (conditions_key)")
 
 
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    """Recompute every row's conditions key: schema 4's key adds the repetitions and the interpreter build.
+
+    The key is derived from the summary.json each row keeps, so nothing is
+    lost and the step can be repeated; a stored summary that is not a JSON
+    object (edited by hand) keeps the key it had.
+    """
+    for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
+        try:
+            summary = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(summary, dict):
+            continue
+        conn.execute("UPDATE runs SET conditions_key = ? WHERE id = ?", (_machine_facts(summary)["conditions_key"], run_id))
+
+
 # MIGRATIONS[v] turns a database of version v into version v + 1.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _migrate_3_to_4]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -677,9 +700,38 @@ def _provenance_row(provenance: Optional[Provenance]) -> Dict[str, Any]:
 # equal ``conditions`` and were shown as one series.  The key gathers every recorded condition
 # that changes what a wake costs, and leaves out what only changes how precisely it is known
 # (n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not
-# record is left out of the key, not guessed: "unknown" is not "none".
+# record is left out of the key, not guessed: "unknown" is not "none".  Two exceptions, both facts
+# of the bundle's age rather than guesses: a bundle without ``execution.repeat`` measured each arm
+# once (repetitions came later), and a bundle without ``PYTHON_GIL`` ran without it set.
+#
+# The interpreter that measured is part of the key too (schema 4): the interpreter column shows
+# "CPython 3.13.5t", but a GIL build and a free-threaded one, PYTHON_GIL=1 or not, a debug build or
+# two builds of one version are different wake paths, and a series of one must not continue into
+# the other.
 
 _KNOWN_CONDITIONS = ("cpu_threads", "cpu_procs", "applied_cpu_procs", "switch_interval_s", "idle_hold", "applied_idle_hold")
+# summary.json interpreter field -> conditions key field, for the facts of the build that change a wake.
+_INTERPRETER_KEYS = (
+    ("implementation", "implementation"),
+    ("version", "python_version"),
+    ("free_threaded_build", "free_threaded"),
+    ("gil_enabled", "gil_enabled"),
+    ("debug_build", "debug_build"),
+    ("build", "build"),
+)
+# Repetitions of a bundle that does not say: it measured each arm once.
+DEFAULT_REPEAT = 1
+
+
+def _repeat(parameters: Any, execution: Any) -> Any:
+    """summary.json ``execution.repeat`` (older names in ``parameters`` accepted), 1 when absent."""
+    if isinstance(execution, dict) and execution.get("repeat") is not None:
+        return execution["repeat"]
+    if isinstance(parameters, dict):
+        for name in ("repeat", "repetitions"):
+            if parameters.get(name) is not None:
+                return parameters[name]
+    return DEFAULT_REPEAT
 
 
 def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -689,10 +741,14 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     ``placement`` (any / same / split) with ``notifier_cpu`` and ``waiter_cpu``
     when pinned; ``loop`` (closed / open) with ``interval_us`` for an open
     loop; ``settle_us``; ``planted_delay_us`` and ``planted_after_us`` when a
-    delay was planted; ``repeat`` (repetitions per arm); ``busy_threads``;
+    delay was planted; ``repeat`` (repetitions per arm: summary.json
+    ``execution.repeat``, 1 when the bundle does not say); ``busy_threads``;
     ``busy_procs`` and ``idle_hold`` as applied (the request when nothing says
     what was applied); ``switch_interval_s`` (None: the interpreter's
-    default); ``execution`` (workers / in-process).  Keys of ``conditions``
+    default); ``execution`` (workers / in-process); and the interpreter
+    build: ``implementation``, ``python_version``, ``free_threaded``,
+    ``gil_enabled``, ``debug_build``, ``build`` as recorded, and
+    ``python_gil`` when ``PYTHON_GIL`` was set.  Keys of ``conditions``
     that this wakelab does not know are kept as they are, so that a newer
     condition still tells runs apart.
     """
@@ -714,9 +770,8 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
         if parameters.get("planted_delay_us"):
             key["planted_delay_us"] = parameters["planted_delay_us"]
             key["planted_after_us"] = parameters.get("planted_after_us") or 0
-        for name in ("repeat", "repetitions"):
-            if parameters.get(name) is not None:
-                key["repeat"] = parameters[name]
+    if isinstance(parameters, dict) or isinstance(execution, dict):
+        key["repeat"] = _repeat(parameters, execution)
     if isinstance(conditions, dict):
         if "cpu_threads" in conditions:
             key["busy_threads"] = conditions["cpu_threads"]
@@ -732,6 +787,14 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
                 key[name] = conditions[name]
     if isinstance(execution, dict) and isinstance(execution.get("mode"), str):
         key["execution"] = execution["mode"]
+    interpreter = summary.get("interpreter")
+    if isinstance(interpreter, dict):
+        for field, name in _INTERPRETER_KEYS:
+            if interpreter.get(field) is not None:
+                key[name] = interpreter[field]
+        gil_env = interpreter.get("python_gil_env")
+        if isinstance(gil_env, str) and gil_env:
+            key["python_gil"] = gil_env
     return key or None
 
 

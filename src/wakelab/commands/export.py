@@ -20,9 +20,12 @@ def register(sub: Any) -> None:
         "export",
         help="export a run or a grid as csv, samples-csv, markdown, json or pyperf files",
         description=(
-            "Export the evidence of a run, or of a grid (a folder with matrix.json and cells/: every cell, "
-            "with the cell's labels as columns; pyperf: a suite per cell). Without -o the files go beside "
-            "the evidence, into RUN/export/ (pyperf: RUN/export/pyperf/), named after the run."
+            "Export the evidence of a run, or of a grid (a folder with matrix.json and cells/). A grid's csv and "
+            "samples-csv are one file whose rows start with a 'cell' column and the cell's value of each grid "
+            "dimension; markdown is one file: a table of the cells, then each arm cell by cell with its p50 and p99 "
+            "over the first cell; pyperf writes a suite per cell. A cell the grid never ran is left out with a "
+            "note; a grid whose cell evidence is missing or whose matrix.json is corrupt is refused. Without -o "
+            "the files go beside the evidence, into RUN/export/ (pyperf: RUN/export/pyperf/), named after the run."
         ),
         epilog="Formats: " + "; ".join("%s: %s" % (e.name, e.help) for e in EXPORTERS.values()) + ". "
         "CSV rounding: counts, min_ns, max_ns and ops/s are integers; every other time in ns has one decimal "

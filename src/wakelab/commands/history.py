@@ -2,8 +2,10 @@
 
 ``wakelab history`` lists runs, newest first; ``--arm NAME`` shows that arm's
 p50 and p99 in every recorded run (across interpreters and machines), with the
-conditions that change a figure (placement, load, switch interval, loop,
-settle) so that a same-CPU and a split run are told apart; ``--group host``
+conditions that change a figure (placement, load, switch interval, idle hold,
+loop, settle, planted delay, repetitions, the interpreter build) so that a
+same-CPU and a split run are told apart (``--json`` cuts the runs into
+``series``, one per set of conditions); ``--group host``
 (``--by-host``) or ``--group machine`` puts each machine's runs together.
 ``wakelab history add RUN ...`` records existing bundles of this machine;
 ``wakelab history import BUNDLE ...`` records bundles made elsewhere (other
@@ -69,7 +71,10 @@ def register(sub: Any) -> None:
         ),
     )
     add_history_option(history)
-    history.add_argument("--arm", type=utf8_text(why=FILTER_AS_TEXT), metavar="ARM", help="show this arm's figures in every recorded run, oldest first")
+    history.add_argument("--arm", type=utf8_text(why=FILTER_AS_TEXT), metavar="ARM",
+                         help="show this arm's figures in every recorded run, oldest first, with the conditions that set "
+                              "runs apart (placement, load, switch interval, idle hold, loop, settle, planted delay, "
+                              "repetitions, interpreter build); --json adds 'series': the runs of each set of conditions")
     history.add_argument("--lab", type=utf8_text(why=FILTER_AS_TEXT), metavar="LAB", help="only runs of this lab (id or alias)")
     history.add_argument("--python", type=utf8_text(why=FILTER_AS_TEXT), metavar="VERSION", help="only runs on this Python version (3.13 matches 3.13.x; 3.13t: free-threaded)")
     history.add_argument("--host", type=utf8_text(why=FILTER_AS_TEXT), metavar="HOST", help="only runs on this hostname")
@@ -277,7 +282,13 @@ _PHRASE_KEYS = (
     ("switch interval", ("switch_interval_s",)),
     ("idle hold", ("idle_hold",)),
     ("execution", ("execution",)),
+    # The interpreter that measured: the interpreter column names it, so no phrase of its own.
+    ("interpreter", ("implementation", "python_version", "free_threaded", "gil_enabled")),
+    ("PYTHON_GIL", ("python_gil",)),
+    ("build", ("build", "debug_build")),
 )
+# Fields said only where they differ between runs: the same build string in every row is noise.
+_ONLY_WHEN_VARYING = ("build",)
 
 
 def _plain(value: Any) -> str:
@@ -319,7 +330,18 @@ def _phrase(field: str, key: Mapping[str, Any]) -> Optional[str]:
         after = key.get("planted_after_us")
         return "planted delay %s µs%s" % (_plain(key["planted_delay_us"]), " after %s µs" % _plain(after) if after else "")
     if field == "repeat":
-        return None if "repeat" not in key else "repeat %s" % _plain(key["repeat"])
+        if "repeat" not in key:
+            return None
+        return "%s repetition%s" % (_plain(key["repeat"]), "" if key["repeat"] == 1 else "s")
+    if field == "interpreter":
+        return None
+    if field == "PYTHON_GIL":
+        return None if "python_gil" not in key else "PYTHON_GIL=%s" % _plain(key["python_gil"])
+    if field == "build":
+        if "build" not in key and not key.get("debug_build"):
+            return None
+        words = "build %s" % _plain(key["build"]) if "build" in key else "build"
+        return words + (" (debug)" if key.get("debug_build") else "")
     if field == "busy threads":
         return None if "busy_threads" not in key else _busy(key["busy_threads"], "thread", "threads")
     if field == "busy procs":
@@ -374,6 +396,29 @@ def _conditions_split(points: Sequence[Any]) -> Tuple[List[str], List[str], List
     return varying, constant, phrases
 
 
+def trend_series(points: Sequence[Any]) -> List[Dict[str, Any]]:
+    """The points cut into series, one per conditions key (:func:`wakelab.history.figure_conditions`), oldest first.
+
+    A trend is read along one series: two runs share one only when every
+    recorded condition that changes a figure (placement, load, loop, settle,
+    repetitions, the interpreter build ...) is the same, so a same-CPU and a
+    split run never do.  Points without a key (none recorded) are a series of
+    their own each: unknown is not the same as anything.
+    """
+    series: List[Dict[str, Any]] = []
+    by_key: Dict[str, Dict[str, Any]] = {}
+    for point in points:
+        key = point.figure_conditions
+        text = json.dumps(key, sort_keys=True) if key else None
+        if text is None or text not in by_key:
+            entry = {"conditions": key, "runs": []}
+            series.append(entry)
+            if text is not None:
+                by_key[text] = entry
+        (by_key[text] if text is not None else series[-1])["runs"].append(point.run_id)
+    return series
+
+
 def format_trend(arm: str, points: Sequence[Any], db_path: str, group: Optional[str] = None) -> str:
     """One arm across runs, oldest first (``points`` are :class:`wakelab.history.ArmPoint`), grouped by ``group`` if given."""
     from wakelab.history import interpreter_label
@@ -419,6 +464,7 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str, group: Optional[
     numeric = set(range(first_figure, first_figure + (1 if rate else 4)))
     sections = _groups(points, group) if group is not None else None
     lines += _table(header, rows, right={0} | numeric, sections=sections)
+    constant = [f for f in constant if f not in _ONLY_WHEN_VARYING]
     if constant:
         lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
     hosts = {p.hostname for p in points}
@@ -495,7 +541,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
     if args.json:
         doc = {"schema": "wakelab.history.trend", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-               "arm": args.arm, "runs": [p.to_dict() for p in points]}
+               "arm": args.arm, "runs": [p.to_dict() for p in points], "series": trend_series(points)}
         if group is not None:
             doc.update(group_by=group, groups=_group_docs(points, group, lambda p: p.run_id))
         sys.stdout.write(_dump(doc))
@@ -516,10 +562,6 @@ def _has_runs(db_path: str) -> bool:
 
 # ----------------------------------------------------------------------------------------------
 # Reading the bundles to record (add, import)
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path != folder and os.path.commonpath([folder, path]) == folder
 
 
 def _not_a_bundle(given: str) -> EvidenceError:
@@ -549,7 +591,14 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Tuple[Dict[str, Any], str, 
     size caps, strict JSON, the schema).  Raises :class:`EvidenceError` at the
     first path that is not a valid bundle.
     """
-    from wakelab.evidence.load import is_grid_folder, load_matrix, load_summary, resolve_summary_path
+    from wakelab.evidence.load import (
+        is_grid_folder,
+        load_grid_index,
+        load_summary,
+        orphan_cells_error,
+        orphan_cells_folder,
+        resolve_summary_path,
+    )
 
     found: List[Tuple[Dict[str, Any], str, str]] = []
     pending = 0
@@ -561,16 +610,12 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Tuple[Dict[str, Any], str, 
         if not exists:
             raise EvidenceError("%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % given)
         if is_grid_folder(given):
-            grid = os.path.realpath(given)
-            for cell in load_matrix(given)["cells"]:
-                if cell["status"] == "pending":
-                    pending += 1
-                    continue
-                folder = os.path.join(given, cell["folder"])
-                if not _inside(os.path.realpath(folder), grid):
-                    raise EvidenceError("%s: cell %s's folder %s leads outside the grid" % (given, cell["label"], cell["folder"]))
-                found.append((load_summary(folder), folder, given))
+            index = load_grid_index(given)
+            pending += len(index.never_ran)
+            found.extend((load_summary(cell.folder), cell.folder, given) for cell in index.with_evidence)
             continue
+        if orphan_cells_folder(given):
+            raise orphan_cells_error(given)
         if os.path.isdir(given) and not os.path.lexists(resolve_summary_path(given)):
             raise _not_a_bundle(given)
         summary = load_summary(given)

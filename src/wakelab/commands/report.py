@@ -23,7 +23,11 @@ def register(sub: Any) -> None:
             "its C floor beside it; sortable, families can be hidden, hover for the figures), the rate arms, and each "
             "arm's histogram and ECDF on demand. Given several runs or a grid folder (matrix.json and cells/), its "
             "cells are compared: ordered by machine and interpreter version, a heat map per dimension that varies, "
-            "runs from several machines labelled by host (a fleet). Needs plotly (inlined in the page) and matplotlib."
+            "runs from several machines labelled by host (a fleet). A grid gets its matrix: its cells, then each arm "
+            "cell by cell with its p50 and p99 over the first cell's. A ratio is green only when the p50 is faster "
+            "by more than 10% and the p99 is not worse; a p99 worse by more than 10% is drawn red with its ratio, "
+            "whatever the p50 did. A grid cell that never ran is noted; a cell whose evidence is missing, or a "
+            "corrupt matrix.json, is refused. Needs plotly (inlined in the page) and matplotlib."
         ),
     )
     report.add_argument("runs", nargs="+", metavar="RUN",
@@ -86,7 +90,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output != "-":
         check_destination(args.output)
     loaded = load_runs(args.runs)
-    page = render_report(loaded.runs, loaded.notes)
+    page = render_report(loaded.runs, loaded.notes, loaded.grids)
     if args.output == "-":
         sys.stdout.write(page)
         sys.stdout.flush()

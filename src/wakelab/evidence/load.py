@@ -21,12 +21,13 @@ plus one byte is read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import re
 import stat
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Mapping, Tuple, Union
 
 from wakelab.errors import EvidenceError, one_line
 from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON
@@ -317,3 +318,123 @@ def load_matrix(folder: str) -> Dict[str, Any]:
         location = one_line("/".join(str(p) for p in error.absolute_path)) or "top level"
         raise EvidenceError("%s is not a valid wakelab matrix: at %s: %s" % (target, location, one_line(error.message[:200])))
     return doc
+
+
+# --- grids: which cells a grid folder holds ---------------------------------------------------
+#
+# Every reader of a grid (report, export, history add/import) goes through load_grid_index, so a
+# grid is judged one way: matrix.json validated, each cell's folder inside the grid, a cell that
+# never ran (status "pending", no summary.json) told apart from one whose evidence is gone (the
+# matrix says it ran, its summary.json is not there), and a folder that has cells/ but lost its
+# matrix.json named as such rather than taken for a broken run.
+
+CELLS_DIR = "cells"
+CELL_PENDING = "pending"
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCellIndex:
+    """One cell of a grid as its matrix.json lists it.
+
+    ``folder`` is the cell's bundle folder (the grid folder joined with
+    ``relative``, matrix.json's ``cells/<label>``); ``status`` is matrix.json's
+    (pending / running / done); ``has_evidence`` says whether its summary.json
+    is there.
+    """
+
+    label: str
+    folder: str
+    relative: str
+    dimensions: Mapping[str, Any]
+    status: str
+    has_evidence: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class GridIndex:
+    """A grid folder's validated matrix.json and its cells, in the matrix's order."""
+
+    folder: str
+    matrix: Mapping[str, Any]
+    cells: Tuple[GridCellIndex, ...]
+
+    @property
+    def with_evidence(self) -> Tuple[GridCellIndex, ...]:
+        return tuple(c for c in self.cells if c.has_evidence)
+
+    @property
+    def never_ran(self) -> Tuple[str, ...]:
+        """Labels of the cells the grid stopped before (no evidence, matrix.json says pending)."""
+        return tuple(c.label for c in self.cells if not c.has_evidence)
+
+
+def orphan_cells_folder(path: str) -> bool:
+    """True for a folder with ``cells/`` but neither summary.json nor matrix.json: a grid that lost its index."""
+    try:
+        return (
+            os.path.isdir(path)
+            and os.path.isdir(os.path.join(path, CELLS_DIR))
+            and not os.path.lexists(os.path.join(path, MATRIX_JSON))
+            and not os.path.lexists(os.path.join(path, SUMMARY_JSON))
+        )
+    except ValueError:  # a NUL byte in the name
+        return False
+
+
+def orphan_cells_error(path: str) -> EvidenceError:
+    """The one line for :func:`orphan_cells_folder`: what is missing, and which folders are runs."""
+    try:
+        names = sorted(n for n in os.listdir(os.path.join(path, CELLS_DIR))
+                       if os.path.lexists(os.path.join(path, CELLS_DIR, n, SUMMARY_JSON)))
+    except OSError:
+        names = []
+    shown = ", ".join(os.path.join(path, CELLS_DIR, n) for n in names[:3])
+    if len(names) > 3:
+        shown += ", ... (%d in all)" % len(names)
+    hint = "give one of its cells (%s)" % shown if names else "none of its cells has a summary.json either"
+    return EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
+
+
+def load_grid_index(folder: str) -> GridIndex:
+    """Read a grid folder's matrix.json and find each cell's bundle, refusing what is not a whole grid.
+
+    Raises :class:`EvidenceError` (one line) for an invalid matrix.json, a
+    cell listed twice, a cell folder that leads outside the grid once
+    symlinks are resolved, a cell whose evidence is missing although
+    matrix.json says it ran (status running or done), and a grid none of
+    whose cells has evidence.  A cell that never ran (pending, no
+    summary.json) is kept with ``has_evidence`` false: readers note it and go on.
+    Does not read the cells' summaries (see :class:`wakelab.evidence.model.Bundle`).
+    """
+    matrix = load_matrix(folder)
+    where = os.path.join(folder, MATRIX_JSON)
+    root = os.path.realpath(folder)
+    labels: Dict[str, str] = {}
+    folders: Dict[str, str] = {}
+    cells: List[GridCellIndex] = []
+    for entry in matrix.get("cells") or ():
+        label, relative = str(entry["label"]), str(entry["folder"])
+        if label in labels:
+            raise EvidenceError("%s lists cell %s more than once" % (where, label))
+        if os.path.normpath(relative) in folders:
+            raise EvidenceError("%s gives cells %s and %s one folder (%s)" % (
+                where, folders[os.path.normpath(relative)], label, relative))
+        labels[label] = relative
+        folders[os.path.normpath(relative)] = label
+        path = os.path.join(folder, relative)
+        real = os.path.realpath(path)
+        if real == root or os.path.commonpath([root, real]) != root:
+            raise EvidenceError("%s: cell %s's folder %s leads outside the grid (to %s): a grid's cells are read "
+                                "only from inside its folder" % (folder, label, relative, real))
+        has_evidence = os.path.lexists(os.path.join(path, SUMMARY_JSON))
+        status = str(entry["status"])
+        if not has_evidence and status != CELL_PENDING:
+            missing = "its folder %s is missing" % relative if not os.path.lexists(path) else "%s has no %s" % (
+                relative, SUMMARY_JSON)
+            raise EvidenceError("%s: cell %s ran (matrix.json says %s) but %s: the grid's evidence is incomplete "
+                                "(restore the cell, or run the grid again)" % (folder, label, status, missing))
+        cells.append(GridCellIndex(label=label, folder=path, relative=relative, dimensions=dict(entry.get("dimensions") or {}),
+                                   status=status, has_evidence=has_evidence))
+    if not any(c.has_evidence for c in cells):
+        raise EvidenceError("%s: no cell of this grid has evidence yet (it stopped before its first cell)" % folder)
+    return GridIndex(folder=folder, matrix=matrix, cells=tuple(cells))

@@ -18,7 +18,6 @@ import dataclasses
 import os
 from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
-from wakelab.errors import EvidenceError
 from wakelab.evidence.model import Bundle
 
 
@@ -119,39 +118,36 @@ def load_evidence(path: str) -> Evidence:
 def load_grid(path: str) -> Grid:
     """Load a grid folder: its matrix.json and the bundle of every cell that has one.
 
-    A cell that never wrote its summary.json (the grid stopped before it) is
-    listed in ``missing``; a cell whose summary is there but invalid is an
-    :class:`EvidenceError`, as for a single run.
+    The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
+    cell that never ran (the grid stopped before it) is listed in
+    ``missing``; a cell whose evidence is gone although matrix.json says it
+    ran, a cell folder outside the grid, or a corrupt matrix.json is an
+    :class:`EvidenceError`, and so is a cell whose summary is there but
+    invalid, as for a single run.
     """
-    from wakelab.evidence.bundle import SUMMARY_JSON
-    from wakelab.evidence.load import load_matrix
+    from wakelab.evidence.load import load_grid_index
 
-    matrix = load_matrix(path)
-    cells = []
-    missing = []
-    for cell in matrix.get("cells") or ():
-        label = str(cell["label"])
-        folder = os.path.join(path, str(cell["folder"]))
-        if cell.get("status") != "done" and not os.path.lexists(os.path.join(folder, SUMMARY_JSON)):
-            missing.append(label)
-            continue
-        real, grid_real = os.path.realpath(folder), os.path.realpath(path)
-        if real == grid_real or os.path.commonpath([real, grid_real]) != grid_real:
-            # A cell is read from inside the grid only, as a bundle's files are from inside the bundle.
-            raise EvidenceError("%s: cell %s leads outside the grid (to %s): a grid's cells are read only from "
-                                "inside its folder" % (path, label, real))
-        evidence = Bundle.load(folder, label=label)
-        cells.append(GridCell(label=label, dimensions=dict(cell.get("dimensions") or {}), evidence=evidence))
-    if not cells:
-        raise EvidenceError("%s: no cell of this grid has evidence yet (nothing to export)" % path)
-    return Grid(source=path, folder=os.path.abspath(path), matrix=matrix, cells=tuple(cells), missing=tuple(missing))
+    index = load_grid_index(path)
+    cells = tuple(
+        GridCell(label=cell.label, dimensions=dict(cell.dimensions), evidence=Bundle.load(cell.folder, label=cell.label))
+        for cell in index.with_evidence
+    )
+    return Grid(source=path, folder=os.path.abspath(path), matrix=index.matrix, cells=cells, missing=index.never_ran)
 
 
 def load_source(path: str) -> Source:
-    """A grid when ``path`` is a grid folder (matrix.json, no summary.json), else one run."""
-    from wakelab.evidence.load import is_grid_folder
+    """A grid when ``path`` is a grid folder (matrix.json, no summary.json), else one run.
 
-    return load_grid(path) if is_grid_folder(path) else load_evidence(path)
+    A folder with ``cells/`` that lost its matrix.json is refused as such
+    (:class:`EvidenceError`), not read as a broken run.
+    """
+    from wakelab.evidence.load import is_grid_folder, orphan_cells_error, orphan_cells_folder
+
+    if is_grid_folder(path):
+        return load_grid(path)
+    if orphan_cells_folder(path):
+        raise orphan_cells_error(path)
+    return load_evidence(path)
 
 
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:

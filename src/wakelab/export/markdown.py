@@ -11,9 +11,12 @@ never more than two decimals), as the text summary writes them; ops/s are
 whole numbers with thousands separators.  The exact figures are in
 summary.json and ``--format csv``.
 
-A grid's tables have a row per arm and cell, one arm's cells together, led
-by the cell's label, its interpreter and every dimension that differs
-between the cells.
+A grid's export opens with its cells (label, interpreter, build, every
+dimension, complete or not, a cell that never ran included), then tables
+with a row per arm and cell, one arm's cells together, led by the cell's
+label, its interpreter and every dimension that differs between the cells;
+each latency row ends with its p50 and p99 over the arm's first cell, a p99
+worse by more than 10% marked "(worse)".
 """
 
 from __future__ import annotations
@@ -110,24 +113,28 @@ def _has_native(rows: Sequence[Row]) -> bool:
     return any(str(entry.get("name")) in ratios for _, entry, ratios in rows)
 
 
-def latency_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
+def latency_table(rows: Sequence[Row], lead_header: Sequence[str],
+                  trailing: Optional[Tuple[Sequence[str], Sequence[Sequence[str]]]] = None) -> List[str]:
+    """The latency arms' table; ``trailing`` adds columns at the end: (headers, one list of cells per row)."""
     show_native = _has_native(rows)
     header = list(lead_header) + ["n", "Lost", "Min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]",
                                   "p99.9 [µs]", "Max [µs]", "Mean ± σ [µs]"]
     if show_native:
         header.append("p50 vs C")
+    extra_header, extra_cells = trailing if trailing is not None else ((), [()] * len(rows))
+    header += list(extra_header)
     lines: List[List[str]] = []
-    for lead, entry, ratios in rows:
+    for (lead, entry, ratios), extra in zip(rows, extra_cells):
         row = list(lead) + _latency_cells(entry["latency"])
         if show_native:
             row.append(native_cell(ratios.get(str(entry.get("name")))))
-        lines.append(row)
+        lines.append(row + list(extra))
         components: Mapping[str, Any] = entry.get("components") or {}
         for name in sorted(components):
             sub = [code("%s.%s" % (entry.get("name"), name))] + [""] * (len(lead) - 1) + _latency_cells(components[name])
             if show_native:
                 sub.append("")
-            lines.append(sub)
+            lines.append(sub + [""] * len(extra_header))
     return format_table(header, lines, left=len(lead_header))
 
 
@@ -196,7 +203,8 @@ def format_markdown(evidence: Evidence) -> str:
 
 
 # Headers of the grid dimensions a Markdown table shows (python is the Interpreter column).
-DIMENSION_HEADERS = {"placement": "Placement", "settle_us": "Settle [µs]", "cpu_threads": "Busy threads"}
+DIMENSION_HEADERS = {"placement": "Placement", "settle_us": "Settle [µs]", "cpu_threads": "Busy threads",
+                     "cpu_procs": "Busy processes"}
 
 
 def grid_lead_header(grid: Grid) -> Tuple[List[str], List[str]]:
@@ -205,15 +213,71 @@ def grid_lead_header(grid: Grid) -> Tuple[List[str], List[str]]:
         d for d in grid.dimensions
         if d != "python" and len({repr(cell.dimensions.get(d)) for cell in grid.cells}) > 1
     ]
-    return ["Arm", "Cell", "Interpreter"] + [escape(DIMENSION_HEADERS.get(d, d)) for d in shown], shown
+    return ["Arm", "Cell", "Interpreter"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in shown], shown
+
+
+def cells_table(grid: Grid) -> List[str]:
+    """The grid's cells in the matrix's order: label, interpreter, build, every dimension, and whether it is complete.
+
+    A cell that never ran (the grid stopped before it) has a row saying so.
+    """
+    dims = [d for d in grid.dimensions if d != "python"]
+    header = ["Cell", "Interpreter", "Build"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in dims] + ["Complete"]
+    by_label = {cell.label: cell for cell in grid.cells}
+    lines = []
+    for entry in grid.matrix.get("cells") or ():
+        label = str(entry.get("label"))
+        cell = by_label.get(label)
+        dimensions: Mapping[str, Any] = entry.get("dimensions") or {}
+        if cell is None:
+            lines.append([escape(label), DASH, DASH] + [escape(dimensions.get(d)) for d in dims] + ["not run"])
+            continue
+        evidence = cell.evidence
+        complete = "yes" if evidence.complete else ("interrupted" if evidence.interrupted else "no")
+        lines.append([escape(label), escape(evidence.interpreter.label), escape((evidence.summary.get("interpreter") or {}).get("build"))]
+                     + [escape(cell.dimensions.get(d)) for d in dims] + [complete])
+    return format_table(header, lines, left=len(header))
+
+
+VERSUS_HEADER = ("p50 vs first", "p99 vs first")
+# A p99 more than this over the first cell's is marked: the tail got worse, whatever the p50 did.
+TAIL_WORSE = 1.1
+
+
+def _over(value: Any, base: Any) -> Optional[float]:
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (value, base))
+    return float(value) / float(base) if ok else None
+
+
+def versus_first(rows: Sequence[Row]) -> List[List[str]]:
+    """Per latency row of a grid, its p50 and p99 over the first cell's that measured the arm ("first" for that one).
+
+    A p99 worse by more than :data:`TAIL_WORSE` is marked "(worse)", so a
+    cell whose p50 improved while its tail got worse does not read as a win.
+    """
+    firsts: Dict[str, Mapping[str, Any]] = {}
+    out: List[List[str]] = []
+    for _lead, entry, _ratios in rows:
+        latency: Mapping[str, Any] = entry.get("latency") or {}
+        name = str(entry.get("name"))
+        if name not in firsts and latency.get("p50_ns"):
+            firsts[name] = latency
+            out.append(["first", "first"])
+            continue
+        base = firsts.get(name) or {}
+        p50, p99 = _over(latency.get("p50_ns"), base.get("p50_ns")), _over(latency.get("p99_ns"), base.get("p99_ns"))
+        p99_text = format_ratio(p99) + (" (worse)" if p99 is not None and p99 > TAIL_WORSE else "")
+        out.append([format_ratio(p50), p99_text if p99 is not None else DASH])
+    return out
 
 
 def format_grid_markdown(grid: Grid) -> str:
-    """A grid's arms as Markdown tables: for each arm, a row per cell (the cell's labels as columns).
+    """A grid as Markdown: its cells, then its arms' tables with a row per arm and cell (the cell's labels as columns).
 
     Rows are grouped by arm, in the order the arms first appear, so that one
     arm's cells sit one under the other; the cell's label, its interpreter and
-    each dimension that differs between cells lead the row.
+    each dimension that differs between cells lead the row, and each latency
+    row ends with its p50 and p99 over the arm's first cell (as matrix.txt).
     """
     header, shown = grid_lead_header(grid)
     order: List[str] = []
@@ -233,7 +297,8 @@ def format_grid_markdown(grid: Grid) -> str:
         for row in by_arm[name]:
             by_kind[_kind_of(row[1])].append(row)
     tables = [table for table in (
-        latency_table(by_kind["latency"], header) if by_kind["latency"] else None,
+        cells_table(grid),
+        latency_table(by_kind["latency"], header, (VERSUS_HEADER, versus_first(by_kind["latency"]))) if by_kind["latency"] else None,
         rate_table(by_kind["rate"], header) if by_kind["rate"] else None,
         not_measured_table(by_kind["rest"], header) if by_kind["rest"] else None,
     ) if table]
@@ -251,7 +316,7 @@ def serialize_grid(grid: Grid) -> Export:
 EXPORTER = Exporter(
     name="markdown",
     help="GitHub-flavoured Markdown tables, times in µs to three significant digits "
-    "(a grid: a row per cell and arm, cell labels as columns)",
+    "(a grid: a table of its cells, then a row per cell and arm, cell labels as columns, p50 and p99 vs the first cell)",
     serialize=serialize,
     serialize_grid=serialize_grid,
 )

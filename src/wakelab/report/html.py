@@ -35,11 +35,10 @@ import dataclasses
 import html
 import json
 import math
-import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.errors import EvidenceError, OutputError, UsageError
+from wakelab.errors import OutputError, UsageError
 from wakelab.evidence.bundle import atomic_write_text
 from wakelab.evidence.model import ArmSamples, Bundle, Interpreter
 from wakelab.analysis.caveats import (
@@ -75,6 +74,7 @@ class RunEvidence:
     bundle: Bundle
     samples: Mapping[str, ArmSamples]
     grid: Optional[str] = None  # the grid folder this run is a cell of
+    cell: Optional[str] = None  # its cell's label in that grid
 
     @property
     def source(self) -> str:
@@ -92,68 +92,88 @@ class RunEvidence:
 # --- loading ----------------------------------------------------------------------------
 
 
-def load_run(path: str, grid: Optional[str] = None) -> RunEvidence:
+def load_run(path: str, grid: Optional[str] = None, cell: Optional[str] = None) -> RunEvidence:
     """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples.
 
     Raises :class:`EvidenceError` when the summary or the samples of an arm
     that says it was measured are missing, corrupt, or disagree in size.
     """
-    bundle = Bundle.load(path, grid_hint="report its cells")
+    bundle = Bundle.load(path, label=cell or "", grid_hint="report its cells")
     samples = {arm.name: bundle.latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
-    return RunEvidence(bundle, samples, grid)
+    return RunEvidence(bundle, samples, grid, cell)
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCellView:
+    """One cell of a grid as the page lays it out: its label, dimensions and state, and its run (None: never ran)."""
+
+    label: str
+    dimensions: Mapping[str, Any]
+    status: str
+    run: Optional[RunEvidence]
+
+
+@dataclasses.dataclass(frozen=True)
+class GridView:
+    """A grid folder given to ``report``: its matrix.json and every cell, in the matrix's order."""
+
+    folder: str
+    matrix: Mapping[str, Any]
+    cells: Tuple[GridCellView, ...]
+
+    @property
+    def dimensions(self) -> List[str]:
+        return [str(d) for d in _list(self.matrix.get("dimensions"))]
 
 
 @dataclasses.dataclass(frozen=True)
 class ReportInput:
-    """What a report is made of: the runs, and notes about what was given but could not be shown."""
+    """What a report is made of: the runs, notes about what was given but could not be shown, and the grids given."""
 
     runs: List[RunEvidence]
     notes: List[str]
+    grids: List[GridView] = dataclasses.field(default_factory=list)
 
 
 def load_grid(folder: str) -> ReportInput:
     """The cells of the grid in ``folder`` (matrix.json and cells/) that hold evidence, in the matrix's order.
 
-    A cell not run yet (no summary.json) is left out with a note; a cell
-    whose folder lies outside the grid is refused (:class:`EvidenceError`).
+    The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
+    cell not run yet (pending, no summary.json) is left out with a note; a
+    cell whose evidence is gone although matrix.json says it ran, a cell
+    folder outside the grid, or a corrupt matrix.json is an :class:`EvidenceError`.
     """
-    from wakelab.evidence.load import load_matrix
+    from wakelab.evidence.load import load_grid_index
 
-    matrix = load_matrix(folder)
-    root = os.path.realpath(folder)
-    runs: List[RunEvidence] = []
-    pending: List[str] = []
-    for cell in _list(matrix.get("cells")):
-        cell = _dict(cell)
-        relative = str(cell.get("folder") or "")
-        target = os.path.realpath(os.path.join(folder, relative))
-        if not relative or os.path.isabs(relative) or os.path.commonpath([root, target]) != root or target == root:
-            raise EvidenceError("%s: cell %s names a folder outside the grid (%s)" % (
-                os.path.join(folder, "matrix.json"), cell.get("label"), relative))
-        if not os.path.lexists(os.path.join(target, "summary.json")):
-            pending.append(str(cell.get("label")))
-            continue
-        runs.append(load_run(os.path.join(folder, relative), grid=folder))
-    if not runs:
-        raise EvidenceError("%s is a grid none of whose cells has evidence yet" % folder)
+    index = load_grid_index(folder)
+    views = []
+    for cell in index.cells:
+        run = load_run(cell.folder, grid=folder, cell=cell.label) if cell.has_evidence else None
+        views.append(GridCellView(cell.label, cell.dimensions, cell.status, run))
+    runs = [v.run for v in views if v.run is not None]
+    pending = index.never_ran
     notes = ["%s: %d cell%s not run yet (%s)." % (folder, len(pending), "" if len(pending) == 1 else "s", ", ".join(pending))] if pending else []
-    return ReportInput(runs, notes)
+    return ReportInput(runs, notes, [GridView(folder, index.matrix, tuple(views))])
 
 
 def load_runs(paths: Sequence[str]) -> ReportInput:
     """Every run named by ``paths``: a bundle (its folder or summary.json) or a grid folder (its cells)."""
-    from wakelab.evidence.load import is_grid_folder
+    from wakelab.evidence.load import is_grid_folder, orphan_cells_error, orphan_cells_folder
 
     runs: List[RunEvidence] = []
     notes: List[str] = []
+    grids: List[GridView] = []
     for path in paths:
         if is_grid_folder(path):
             loaded = load_grid(path)
             runs.extend(loaded.runs)
             notes.extend(loaded.notes)
+            grids.extend(loaded.grids)
+        elif orphan_cells_folder(path):
+            raise orphan_cells_error(path)
         else:
             runs.append(load_run(path))
-    return ReportInput(runs, notes)
+    return ReportInput(runs, notes, grids)
 
 
 def version_key(version: str) -> Tuple[int, ...]:
@@ -847,6 +867,67 @@ def _chunks(count: int, size: int) -> List[range]:
     return [range(i, min(i + size, count)) for i in range(0, count, size)]
 
 
+# How far a ratio must move from 1 before a colour calls it a change: the noise band the ratios of
+# one figure to another are drawn with (10%, either way).  Without intervals in the evidence this is
+# the only yardstick there is; it is applied to p50 and p99 alike.
+RATIO_NOISE = 1.1
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioTone:
+    """How a p50 ratio (this run over the baseline) is drawn, given its p99 ratio beside it.
+
+    ``css`` is ``slower`` (red), ``faster`` (green) or ``""`` (no colour);
+    ``tail_worse`` is true when the p99 got worse beyond :data:`RATIO_NOISE`,
+    whatever the p50 did: such a ratio is drawn as a regression, with the p99
+    ratio shown.  Green needs both: p50 faster beyond the noise, and a p99
+    known and not worse beyond it.
+    """
+
+    css: str
+    tail_worse: bool
+    why: str
+
+
+def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioTone:
+    """The colour of a p50 ratio, judged with its p99 ratio (see :class:`RatioTone`).
+
+    >>> ratio_tone(0.56, 220.0).css, ratio_tone(0.56, 1.0).css, ratio_tone(0.56, None).css
+    ('slower', 'faster', '')
+    """
+    tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
+    if p50_ratio is None:
+        return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
+    if tail_worse:
+        what = "p50 %s but p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
+        return RatioTone("slower", True, "%s: the tail got worse" % what)
+    if p50_ratio > RATIO_NOISE:
+        return RatioTone("slower", False, "p50 slower by more than %d%%" % round((RATIO_NOISE - 1) * 100))
+    if p50_ratio < 1 / RATIO_NOISE:
+        if p99_ratio is None:
+            return RatioTone("", False, "p50 faster, but no p99 to show the tail did not get worse")
+        return RatioTone("faster", False, "p50 faster and p99 not worse")
+    return RatioTone("", False, "within %d%%" % round((RATIO_NOISE - 1) * 100))
+
+
+def _ratio(value: Any, base: Any) -> Optional[float]:
+    """``value / base`` for two positive finite figures, else None."""
+    if not isinstance(value, (int, float)) or not isinstance(base, (int, float)) or isinstance(value, bool) or isinstance(base, bool):
+        return None
+    if not (math.isfinite(value) and math.isfinite(base)) or value <= 0 or base <= 0:
+        return None
+    return float(value) / float(base)
+
+
+def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: str = "") -> str:
+    """A p50 ratio coloured by :func:`ratio_tone`, with the p99 ratio beside it when the tail got worse (escaped)."""
+    tone = ratio_tone(p50_ratio, p99_ratio)
+    text = esc(format_ratio(p50_ratio)) + esc(suffix) if p50_ratio is not None else ""
+    if tone.tail_worse:
+        text += '%s<span class="tail">p99 %s</span>' % (" · " if text else "", esc(format_ratio(p99_ratio)))
+    return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
+
+
 def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
     """p50 / p99 of each arm per run (µs), each with its p50 over run #1's, in tables that fit a laptop's width."""
     names = _arm_order(runs)
@@ -858,6 +939,7 @@ def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLab
         for name in names:
             cells = []
             base = _p50(maps[0].get(name))
+            base_p99 = _latency(maps[0][name]).get("p99_ns") if base else None
             for i in chunk:
                 entry = maps[i].get(name)
                 if entry is None:
@@ -867,15 +949,15 @@ def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLab
                     cells.append('<td class="muted">%s</td>' % esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status"))))
                     continue
                 lat = _latency(entry)
-                ratio = lat["p50_ns"] / base if base and i else None
-                css = "" if ratio is None else ("slower" if ratio > 1.1 else "faster" if ratio < 1 / 1.1 else "")
+                ratio = _ratio(lat.get("p50_ns"), base) if i else None
                 cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
                     esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))),
-                    ('<br><span class="ratio %s">%s</span>' % (css, esc(format_ratio(ratio)))) if ratio is not None else ""))
+                    ("<br>" + _ratio_html(ratio, _ratio(lat.get("p99_ns"), base_p99))) if ratio is not None else ""))
             rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
         tables.append(
             '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, each run\'s p50 over run #1\'s '
-            "(p50 vs #1; above 1: slower than #1)</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
+            "(p50 vs #1; above 1: slower than #1). Green: p50 faster by more than 10%% and p99 not worse; red: p50 or "
+            "p99 slower by more than 10%% (a worse p99 is shown beside the p50 ratio)</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
             % (head, "".join(rows))
         )
     return "".join(tables)
@@ -1087,7 +1169,7 @@ ul.guidance li{margin:5px 0}
 .cites{font-size:.8rem}
 .cite{display:inline-block;margin-right:6px;color:var(--muted);text-decoration:none;border-bottom:1px dotted #aab4be}
 .ratio{font-size:.8rem;color:var(--muted)}
-.ratio.slower{color:var(--bad)} .ratio.faster{color:var(--good)}
+.ratio.slower{color:var(--bad)} .ratio.faster{color:var(--good)} .ratio .tail{font-weight:600}
 details.run{border:0;border-top:1px solid var(--line);border-radius:0;padding:8px 0;margin:18px 0 0}
 details.run>summary h2{display:inline;border:0;margin:0;padding:0}
 table.runs td,table.diff td,table.defs td{overflow-wrap:anywhere}
@@ -1441,6 +1523,124 @@ def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
             "(columns grouped by it); darker is slower, on a log colour scale. Hover a cell for p50 and p99.</p>%s" % "".join(out))
 
 
+# --- a grid's matrix ------------------------------------------------------------------------
+
+# Headers of the grid dimensions in the cells table (python is the interpreter column).
+GRID_DIMENSION_TITLES = {"placement": "placement", "settle_us": "settle µs", "cpu_threads": "busy threads",
+                         "cpu_procs": "busy processes"}
+
+
+def _cell_state(view: GridCellView) -> Tuple[str, str]:
+    if view.run is None:
+        return "not run", "bad"
+    return _run_state(view.run.summary)
+
+
+def render_grid_matrix(grid: GridView) -> str:
+    """A grid as matrix.txt lays it out: its cells, then one table per arm with a row per cell.
+
+    Figures come from each cell's own (validated) summary.json, in the
+    matrix's cell order; "vs first" is a cell's figure over the first cell
+    that measured the arm, its p50 coloured by :func:`ratio_tone` (a p99
+    that got worse is drawn as a regression, whatever the p50 did).
+    """
+    matrix = grid.matrix
+    lab = _dict(matrix.get("lab"))
+    dims = [d for d in grid.dimensions if d != "python"]
+    head = "".join("<th>%s</th>" % esc(GRID_DIMENSION_TITLES.get(d, d)) for d in dims)
+    rows = []
+    for view in grid.cells:
+        state, css = _cell_state(view)
+        interp = interpreter_label(view.run.summary) if view.run is not None else DASH
+        rows.append('<tr><th scope="row">%s</th><td>%s</td>%s<td><span class="badge %s">%s</span></td></tr>' % (
+            esc(view.label), esc(interp), "".join("<td>%s</td>" % esc(DASH if view.dimensions.get(d) is None else _plain(view.dimensions.get(d))) for d in dims), css, esc(state)))
+    out = [
+        '<p class="meta"><code>%s</code> · %s · started %s · %d cells · %s</p>' % (
+            esc(grid.folder), esc(lab.get("title") or lab.get("id")), esc(matrix.get("started_utc")), len(grid.cells),
+            "complete" if matrix.get("complete") else "INCOMPLETE"),
+        '<div class="table-wrap"><table class="cells"><caption>Cells (each a complete run with its own evidence in '
+        "cells/&lt;cell&gt;/)</caption><thead><tr><th>cell</th><th>interpreter</th>%s<th>state</th></tr></thead>"
+        "<tbody>%s</tbody></table></div>" % (head, "".join(rows)),
+    ]
+    ran = [v for v in grid.cells if v.run is not None]
+    names: List[str] = []
+    for view in ran:
+        assert view.run is not None
+        names.extend(n for n in (str(a.get("name")) for a in _arms(view.run.summary)) if n not in names)
+    for name in names:
+        entries = [(v, _by_name(v.run.summary).get(name) if v.run is not None else None) for v in grid.cells]
+        kind = next((str(e.get("kind")) for _, e in entries if e is not None), "latency")
+        out.append(_matrix_rate_table(name, entries) if kind == "rate" else _matrix_latency_table(name, entries))
+    out.append(
+        '<p class="muted">vs first: the cell\'s figure over the first cell that measured the arm. Green needs the p50 '
+        "faster by more than 10% and the p99 not worse; a p99 worse by more than 10% is drawn red with its ratio, "
+        "even when the p50 got faster. Worker spread: the largest worker median over the smallest.</p>")
+    return "".join(out)
+
+
+def _status_text(view: GridCellView, entry: Optional[Mapping[str, Any]]) -> str:
+    if view.run is None:
+        return "not run"
+    if entry is None:
+        return "not in this cell"
+    status = str(entry.get("status"))
+    reason = entry.get("reason")
+    return "%s%s" % (STATUS_WORDS.get(status, status), ": %s" % reason if reason else "")
+
+
+def _spread_text(entry: Mapping[str, Any]) -> str:
+    value = _dict(entry.get("spread")).get("max_over_min")
+    return format_ratio(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else DASH
+
+
+def _matrix_latency_table(name: str, entries: Sequence[Tuple[GridCellView, Optional[Mapping[str, Any]]]]) -> str:
+    base_entry = next((e for _, e in entries if _p50(e) is not None), None)
+    base = _latency(base_entry) if base_entry is not None else {}
+    rows = []
+    for view, entry in entries:
+        lat = _latency(entry) if entry is not None else {}
+        if entry is None or _p50(entry) is None:
+            rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="10">%s</td></tr>' % (
+                esc(view.label), esc(_status_text(view, entry))))
+            continue
+        first = entry is base_entry
+        p50_ratio = None if first else _ratio(lat.get("p50_ns"), base.get("p50_ns"))
+        p99_ratio = None if first else _ratio(lat.get("p99_ns"), base.get("p99_ns"))
+        figures = [esc(lat.get("n")), '<span class="warn">%s</span>' % esc(lat.get("lost")) if lat.get("lost") else "0"]
+        figures += [esc(format_us(lat.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")]
+        figures[3] = "<b>%s</b>" % figures[3]
+        if first:
+            figures += ['<span class="muted">first</span>', '<span class="muted">first</span>']
+        else:
+            p99_css = "" if p99_ratio is None else ("slower" if p99_ratio > RATIO_NOISE else "faster" if p99_ratio < 1 / RATIO_NOISE else "")
+            figures += [_ratio_html(p50_ratio, p99_ratio) if p50_ratio is not None else DASH,
+                        '<span class="ratio %s">%s</span>' % (p99_css, esc(format_ratio(p99_ratio)))]
+        figures.append(esc(_spread_text(entry)))
+        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
+    head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "worker spread"))
+    return ('<div class="table-wrap"><table class="matrix" data-arm="%s"><caption><b>%s</b> (µs)</caption><thead><tr><th>cell</th>%s</tr>'
+            "</thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
+
+
+def _matrix_rate_table(name: str, entries: Sequence[Tuple[GridCellView, Optional[Mapping[str, Any]]]]) -> str:
+    rates = [_dict(e.get("rate")).get("ops_per_s") if e is not None and e.get("status") == "ok" else None for _, e in entries]
+    base = next((r for r in rates if _ratio(r, 1.0) is not None), None)
+    rows = []
+    for (view, entry), rate in zip(entries, rates):
+        if entry is None or _ratio(rate, 1.0) is None:
+            rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="5">%s</td></tr>' % (
+                esc(view.label), esc(_status_text(view, entry))))
+            continue
+        figures = _dict(entry.get("rate"))
+        ratio = _ratio(rate, base)
+        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in (
+            "<b>%s</b>" % esc(format_rate(rate)), esc(format_rate(figures.get("min_ops_per_s"))), esc(format_rate(figures.get("max_ops_per_s"))),
+            esc(format_ratio(ratio)), esc(_spread_text(entry))))))
+    head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "worker spread"))
+    return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
+            "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
+
+
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
     """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
     s = run.summary
@@ -1461,22 +1661,25 @@ def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tupl
     )
 
 
-def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = ()) -> str:
-    """The whole HTML page for ``runs`` (one or more loaded bundles; several are shown in :func:`order_runs` order)."""
+def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids: Sequence[GridView] = ()) -> str:
+    """The whole HTML page for ``runs`` (one or more loaded bundles; several are shown in :func:`order_runs` order).
+
+    ``grids`` are the grid folders the runs came from (:func:`load_runs`): each gets its matrix, cell by cell.
+    """
     if not runs:
         raise UsageError("give at least one evidence folder")
     from wakelab.report.interactive import InteractiveUnavailable
     from wakelab.report.plots import PlottingUnavailable
 
     try:
-        return _render(order_runs(runs) if len(runs) > 1 else list(runs), notes)
+        return _render(order_runs(runs) if len(runs) > 1 else list(runs), notes, grids)
     except PlottingUnavailable as exc:
         raise UsageError("the HTML report needs matplotlib and numpy (%s): %s" % (MATPLOTLIB_HINT, exc)) from None
     except InteractiveUnavailable as exc:
         raise UsageError("the HTML report needs plotly for its charts (%s): %s" % (PLOTLY_HINT, exc)) from None
 
 
-def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
+def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[GridView] = ()) -> str:
     from wakelab import __version__
     from wakelab.report.interactive import GLUE_JS, plotly_js
 
@@ -1488,7 +1691,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
     same_lab = len({str(_dict(r.summary.get("lab")).get("id")) for r in runs}) == 1
     several = len(runs) > 1
     hosts = sorted({r.bundle.hostname for r in runs})
-    grids = sorted({r.grid for r in runs if r.grid})
+    grid_folders = sorted({r.grid for r in runs if r.grid})
     title = str(lab.get("title") or lab.get("id") or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
     header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
     if same_lab and lab.get("question"):
@@ -1507,6 +1710,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
             body.append(_section("guidance", "Guidance", guidance, toc))
         glance = render_overview(runs, labels, charts) + render_rate_chart(runs, labels, charts)
         body.append(_section("overview", "At a glance", glance, toc))
+        body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes(runs[0], charts)
         if where:
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
@@ -1521,13 +1725,14 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
     else:
         labels = run_labels(runs)
         what = "%d runs" % len(runs)
-        if grids:
-            what = "%d cells of the grid%s %s" % (len(runs), "s" if len(grids) > 1 else "", ", ".join(grids))
+        if grid_folders:
+            what = "%d cells of the grid%s %s" % (len(runs), "s" if len(grid_folders) > 1 else "", ", ".join(grid_folders))
         if len(hosts) > 1:
             what += " from %d machines (%s)" % (len(hosts), ", ".join(hosts))
         header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
         glance = render_overview(runs, labels, charts) + render_grids(runs, charts) + render_rate_chart(runs, labels, charts)
         body.append(_section("overview", "At a glance", glance, toc))
+        body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes_runs(runs, labels, charts)
         if where:
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
@@ -1550,6 +1755,15 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str]) -> str:
     )
     scripts = [plotly_js(), GLUE_JS] if charts.count else []
     return _page(title, "".join(header) + "".join(body) + footer, scripts)
+
+
+def _grid_sections(grids: Sequence[GridView], toc: List[Tuple[str, str]]) -> List[str]:
+    """One section per grid given: its matrix (cells, then each arm cell by cell)."""
+    return [
+        _section("matrix-%d" % i if len(grids) > 1 else "matrix", "Grid matrix" + (" %d" % i if len(grids) > 1 else ""),
+                 render_grid_matrix(grid), toc)
+        for i, grid in enumerate(grids, 1)
+    ]
 
 
 def _distribution_intro(several: bool) -> str:
