@@ -156,7 +156,8 @@ def test_pinned_placement_puts_every_wake_on_its_side(tmp_path, placement, same,
     a, b = allowed_cpus()[:2]
     params = MeasureParams(n=24, warmup=2, settle_us=200, placement=placement, notifier_cpu=a,
                            waiter_cpu=a if placement == "same" else b)
-    summary = run_plan(_plan(tmp_path, arms=("event", "pipe", "pipe-process", "native-pipe"), repeat=2, params=params))
+    summary = run_plan(_plan(tmp_path, arms=("event", "pipe", "pipe-process", "native-pipe", "native-pipe-process"),
+                             repeat=2, params=params))
     for entry in summary["arms"]:
         split = entry["cpu_split"]
         assert (split["same_cpu"]["n"] == entry["latency"]["n"]) is same, (entry["name"], split)
@@ -165,7 +166,7 @@ def test_pinned_placement_puts_every_wake_on_its_side(tmp_path, placement, same,
 
 
 def test_arms_that_cannot_record_cpus_say_so_with_no_split(tmp_path) -> None:
-    summary = run_plan(_plan(tmp_path, arms=("sigusr1-self", "native-self-signal", "native-pipe-process"), repeat=1))
+    summary = run_plan(_plan(tmp_path, arms=("sigusr1-self", "native-self-signal"), repeat=1))
     for entry in summary["arms"]:
         assert entry["status"] == "ok" and entry["cpu_split"] is None, entry["name"]
         assert "waiter_cpu" not in json.loads((tmp_path / entry["samples_file"]).read_text())

@@ -356,7 +356,7 @@ def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
     lines.append("")
     lines.extend(wrap("range: (largest - smallest repetition p50) / their median. A wake's CPUs are read outside the "
                       "timed window: the notifier's right before t0, the waiter's right after t1; '-' where an arm "
-                      "does not record them (self-signal arms, the C floor's process experiments, open loop). p99 "
+                      "does not record them (self-signal arms, open loop). p99 "
                       "needs 100 wakes in a population."))
     return lines
 

@@ -447,6 +447,11 @@ def _int_field(field: str, experiment: str, text: str) -> int:
     return int(field)
 
 
+def _cpu_field(field: str, experiment: str, text: str) -> int:
+    """A CPU number in the cpus trailer: plain digits, or -1 (unknown)."""
+    return -1 if field == "-1" else _int_field(field, experiment, text)
+
+
 LOST = "lost"
 STALE = "stale"
 
@@ -504,7 +509,7 @@ def split_cpus(text: str, experiment: str) -> Tuple[str, Optional[List[Tuple[int
         fields = line.split(" ")
         if len(fields) != 2:
             raise _garbage(experiment, "bad cpus line", text)
-        pairs.append((_int_field(fields[0], experiment, text), _int_field(fields[1], experiment, text)))
+        pairs.append((_cpu_field(fields[0], experiment, text), _cpu_field(fields[1], experiment, text)))
     if len(pairs) != count:
         raise _garbage(experiment, "expected %d cpu pairs" % count, text)
     return "\n".join(lines[:at] + lines[end + 1 :]) + "\n", pairs

@@ -71,11 +71,12 @@
  *   scheduler events the Python side matches to each wake.  t0 is stored
  *   after the wake is over, outside the timed window.  Without stamps=1 the
  *   output is exactly as above.
- *   With cpus=1 a thread experiment adds, after "end COUNT" and before any
+ *   With cpus=1 a thread or process experiment adds, after "end COUNT" and before any
  *   stamps trailer, "cpus COUNT", then COUNT lines "NOTIFIER_CPU WAITER_CPU"
  *   (-1: unknown), then "end cpus": the CPU the notifier ran on right before
  *   t0 and the one the waiter ran on right after t1, both read outside the
- *   timed window.  Process and self-signal experiments ignore cpus=1.
+ *   timed window (a process experiment's child sends its CPU with "woke").
+ *   The self-signal experiment ignores cpus=1.
  * Format history: 1 -- records and end line; 2 -- adds the ran-on line;
  *   3 -- adds "stale" records (a wake that answered an older notify, never a
  *   negative figure), the planted_after_us key and the experiments
@@ -1122,16 +1123,22 @@ enum { MSG_GO = 1, MSG_QUIT, MSG_READY, MSG_WOKE, MSG_LOST, MSG_BYE };
 typedef struct {
     int64_t tag;
     int64_t value;
+    int64_t cpu; /* MSG_WOKE: the CPU the child woke on, read after t1 (-1: unknown) */
 } msg_t;
 
-static void send_msg(int fd, int64_t tag, int64_t value)
+static void send_msg_cpu(int fd, int64_t tag, int64_t value, int64_t cpu)
 {
-    msg_t m = {tag, value};
+    msg_t m = {tag, value, cpu};
     ssize_t put;
     while ((put = send(fd, &m, sizeof m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
     if (put != (ssize_t)sizeof m)
         fail("send (control)", put < 0 ? errno : 0);
+}
+
+static void send_msg(int fd, int64_t tag, int64_t value)
+{
+    send_msg_cpu(fd, tag, value, -1);
 }
 
 /* 1: a message; 0: the other side closed its end; -1: nothing within timeout_ms. */
@@ -1227,7 +1234,7 @@ static void child_main(const process_experiment_t *exp, int ctl, pid_t parent)
         send_msg(ctl, MSG_READY, m.value);
         int64_t t1 = exp->wait(P.timeout_ms);
         if (t1)
-            send_msg(ctl, MSG_WOKE, t1);
+            send_msg_cpu(ctl, MSG_WOKE, t1, sched_getcpu()); /* the CPU after t1: outside the window */
         else
             send_msg(ctl, MSG_LOST, m.value);
     }
@@ -1269,10 +1276,15 @@ static void run_process_experiment(const process_experiment_t *exp, int64_t *sam
             failf("waiter child armed wake %lld instead of %ld", (long long)m.value, i);
 
         sleep_us(P.settle_us);
+        int notified_on = NCPUS ? sched_getcpu() : -1; /* before t0: outside the timed window */
         int64_t t0 = fire();
 
         m = expect_msg(ctl[0], MSG_WOKE, MSG_LOST, handshake_ms, i);
         samples[i] = wake_record(t0, m.tag == MSG_WOKE ? m.value : 0);
+        if (NCPUS) {
+            NCPUS[i] = notified_on;
+            WCPUS[i] = m.tag == MSG_WOKE ? (int)m.cpu : -1;
+        }
         if (T0S)
             T0S[i] = t0; /* the wake is over: outside the timed window */
     }
@@ -1639,7 +1651,7 @@ int main(int argc, char **argv)
     int with_waiter = 1;
     if (P.stamps)
         T0S = alloc_samples(total);
-    if (P.cpus && EXPERIMENTS[k].thread) {
+    if (P.cpus && (EXPERIMENTS[k].thread || EXPERIMENTS[k].process)) {
         NCPUS = calloc((size_t)total, sizeof *NCPUS);
         WCPUS = calloc((size_t)total, sizeof *WCPUS);
         if (!NCPUS || !WCPUS)
