@@ -124,15 +124,18 @@ def current_cpu() -> Optional[int]:
 def cpu_reader() -> Optional[Callable[[], int]]:
     """A cheap ``() -> CPU the calling thread runs on`` for per-wake placement, or None.
 
-    glibc's ``sched_getcpu`` through ``ctypes`` (about 0.3 us a call on CPython here, 0.15 us
-    on PyPy; reading /proc costs about 25 us, too much to do per wake).  Drivers call it only
-    outside the timed window: the waiter right after ``t1``, the notifier right before ``t0``.
+    glibc's ``sched_getcpu`` through ``ctypes`` (about 0.25 us a call on CPython 3.11 here,
+    0.15 us on PyPy; reading /proc costs about 25 us, too much to do per wake).  Drivers call it
+    only outside the timed window: the waiter right after ``t1``, the notifier right before
+    ``t0``.  Through ``ctypes.PyDLL`` where there is one (CPython), so the call keeps the GIL: a
+    ``CDLL`` call would let it go and take it back right before ``t0``, a hand-over a spinning
+    waiter could stretch.  PyPy has no PyDLL (and no such GIL hand-over): ``CDLL`` there.
     """
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        getcpu = libc.sched_getcpu
+        loader = getattr(ctypes, "PyDLL", None) or ctypes.CDLL
+        getcpu = loader(None).sched_getcpu
     except (ImportError, OSError, AttributeError):
         return None
     getcpu.restype = ctypes.c_int
