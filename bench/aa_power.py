@@ -44,8 +44,14 @@ def _env() -> Dict[str, str]:
     return env
 
 
+REUSE = False  # --keep DIR on a folder that has the runs already: compare them again
+MAKE_ONLY = False  # --make-only: make the runs, compare nothing
+
+
 def run(folder: str, *args: str) -> float:
-    """One ``wakelab run`` into ``folder``; its wall time in seconds."""
+    """One ``wakelab run`` into ``folder``; its wall time in seconds (0 for a run reused)."""
+    if REUSE and os.path.exists(os.path.join(folder, "summary.json")):
+        return 0.0
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "-o", folder, *args],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), timeout=600)
@@ -53,6 +59,8 @@ def run(folder: str, *args: str) -> float:
 
 
 def compare(baseline: str, other: str, *args: str) -> Dict[str, Any]:
+    if MAKE_ONLY:
+        return {}
     done = subprocess.run([sys.executable, "-m", "wakelab", "compare", baseline, other, "--json", *args],
                           capture_output=True, text=True, env=_env(), timeout=600)
     if done.returncode not in (0, 1):
@@ -144,8 +152,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--pairs", type=int, default=20, help="A/A pairs (default 20)")
     parser.add_argument("--trials", type=int, default=20, help="power trials per arm (default 20)")
     parser.add_argument("--only", choices=("aa", "power"), help="run one half only")
-    parser.add_argument("--keep", metavar="DIR", help="keep the runs in DIR (default: a temporary folder, removed)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the runs in DIR (default: a temporary folder, removed); "
+                                                     "runs already in DIR are reused, not made again")
+    parser.add_argument("--make-only", action="store_true", help="make the runs (into --keep DIR), compare nothing")
     args = parser.parse_args(argv)
+    global REUSE, MAKE_ONLY
+    REUSE, MAKE_ONLY = bool(args.keep), args.make_only
+    if MAKE_ONLY and not args.keep:
+        parser.error("--make-only needs --keep DIR")
     work = args.keep or tempfile.mkdtemp(prefix="wakelab-aa-")
     os.makedirs(work, exist_ok=True)
     print("load average before: %s" % (os.getloadavg(),))
@@ -159,7 +173,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   % (args.pairs, judged, len(false), 100 * share, 100 * A_A_TARGET, verdict(share <= A_A_TARGET)))
             for item in false:
                 print("  false: %s %s %s" % item)
-            print("default Lab 135 run wall time: median %.2f s over %d runs" % (statistics.median(walls), len(walls)))
+            made = [w for w in walls if w > 0]
+            if made:
+                print("default Lab 135 run wall time: median %.2f s over %d runs" % (statistics.median(made), len(made)))
         if args.only in (None, "power"):
             for arm in ("event", "sigusr1-self"):
                 slower, trials, planted_us, mdes = power(work, arm, args.trials)

@@ -187,7 +187,7 @@ def test_off_tty_progress_says_a_long_arm_is_still_measuring(tmp_path) -> None:
     env = dict(os.environ, PYTHONPATH=SRC, WAKELAB_HISTORY=str(tmp_path / "h.sqlite3"))
     env.pop("NO_COLOR", None)
     cmd = [sys.executable, "-m", "wakelab", "run", "--arms", "event", "-n", "7000", "--settle-us", "1000", "--warmup", "0",
-           "--workers", "2", "--no-history", "-o", str(tmp_path / "out")]
+           "--workers", "2", "--repeat", "1", "--no-history", "-o", str(tmp_path / "out")]
     with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path)) as proc:
         try:
             assert proc.stderr is not None

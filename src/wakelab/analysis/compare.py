@@ -3,32 +3,60 @@
 Analysis side: numpy and scipy are imported lazily, inside the functions that
 need them, so that importing this module costs nothing on the measuring side.
 
-Two layers live here:
+Three layers live here:
 
 * **Pure statistics** on sample arrays, tested with exact fixtures:
-  :func:`bootstrap_ratio_ci` (a percentile bootstrap confidence interval of
-  ``percentile(B) / percentile(A)``), :func:`mann_whitney` (a two-sided
-  Mann-Whitney U test, with the common-language effect size) and
-  :func:`verdict` (the word a reader sees).
+  :func:`bootstrap_ratio_ci` (a one-level percentile bootstrap of
+  ``percentile(B) / percentile(A)``, kept for pooled samples such as traced
+  components), :func:`mann_whitney` (a two-sided Mann-Whitney U test, with the
+  common-language effect size), :func:`verdict` (the word a reader sees) and
+  :func:`minimum_detectable_effect`.
 * **Run comparison**: loading bundles (:func:`load_run`), deciding whether two
   runs measured the same experiment (:func:`check_comparable`, which raises
-  :class:`~wakelab.errors.EvidenceError` when they did not, and returns
-  warnings when they differ in ways that are often the point of comparing),
-  comparing every arm the two share (:func:`compare_runs`) and gating a CI job
+  :class:`~wakelab.errors.EvidenceError` when they did not, unless every
+  difference is named in ``across``), comparing every arm the two share
+  (:func:`compare_runs`, intervals from the two-level bootstrap of
+  :mod:`wakelab.analysis.hierarchical`) and gating a CI job
   (:func:`find_regressions`).
+* **Grids**: :func:`load_grid` reads a grid folder (matrix.json and cells/*),
+  :func:`compare_grid` compares every cell with a baseline cell across the
+  dimensions the grid varies.
 
-Why a verdict needs two tests
------------------------------
-Wake latencies are skewed, multi-modal and full of ties at the timer's
-resolution, so a t-test on means would answer the wrong question.  A verdict
-here needs *both* a shift in the median that a bootstrap of the raw samples
-cannot explain away (the CI of the p50 ratio excludes 1) *and* a rank test
-that finds the two samples stochastically different (Mann-Whitney U, p below
-alpha).  The CI says how big the change is; the rank test guards against a
-median that moved only because the sample is lumpy.  When they disagree the
-verdict is "no significant difference" and the arm's notes say why.
+How a verdict is reached
+------------------------
+For each percentile (p50; p99 when both runs have n >= 100; p99.9 when both
+have n >= 1000, the same rule as summary.json) and for a rate arm's median
+round, the interval of the ratio other/baseline comes from independent
+two-level bootstraps of the two runs: units (worker slices, see the
+hierarchical module) first, then wakes within units.  With a practical
+threshold m (``--min-effect``, 5% by default, like pyperf's ``--min-speed``),
+and the ratio read as a *time* ratio (above 1 slower; a rate arm's ops/s
+ratio is inverted):
 
-How the bootstrap is computed
+* **slower**: the interval lies entirely above 1 + m;
+* **faster**: the interval lies entirely below 1 / (1 + m);
+* **no difference**: the interval lies inside [1 / (1 + m), 1 + m]: any change
+  is smaller than m;
+* **cannot tell**: anything else.  The runs' own spread is too wide for this
+  threshold; the sentence names it: "repetitions vary ±X%" (X: the half-width,
+  in log terms, of the wider of the two runs' own intervals of the percentile)
+  and "the smallest change this comparison could detect is Y%".
+
+Y, the **minimum detectable effect**, is ``(1 + m) exp(h) - 1`` where h is the
+half-width of the ratio's interval in log terms, ``(ln high - ln low) / 2``:
+a true change of Y would centre an interval of the same width at
+``ln(1 + Y)``, whose lower end is then exactly ``ln(1 + m)``: the smallest
+change that can still be called "slower" (found about half the time; twice
+the half-width beyond m is found nearly always).  It is reported for every
+arm and percentile, so a reader sees what a comparison could have found.
+
+Tails are judged beside the median.  A tail verdict "slower" while the p50 is
+not is a *tail regression*: it is noted, and ``--fail-on-regression`` gates on
+p50 and p99 by default (``--metric``), so it fails the check even when the
+median improved.  The Mann-Whitney U test of the pooled wakes stays as a
+secondary column: it sees only wake-to-wake noise, so it never decides.
+
+The one-level bootstrap below
 -----------------------------
 The interval is the plain percentile bootstrap: resample each run's samples
 with replacement, recompute the percentile of each, take the ratio, repeat,
@@ -63,30 +91,70 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_RESAMPLES = 2000
 # Fixed, so that the same inputs always give the same intervals.
 DEFAULT_SEED = 135
-# A rank test on fewer samples per side than this is meaningless.
+# The practical threshold of a verdict, percent (pyperf's --min-speed is 5% too).
+DEFAULT_MIN_EFFECT_PCT = 5.0
+# A comparison on fewer samples (or rounds) per side than this is not tested.
 MIN_PER_SIDE = 3
 # Recomputed figures must match the summary's to this relative tolerance.
 _FIGURE_TOLERANCE = 1e-9
 
 FASTER = "faster"
 SLOWER = "slower"
-NO_DIFFERENCE = "no significant difference"
+NO_DIFFERENCE = "no difference"
+CANNOT_TELL = "cannot tell"
 NOT_TESTED = "not tested"
+VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, CANNOT_TELL, NOT_TESTED)
 
 LATENCY = "latency"
 RATE = "rate"
 
+# Latency percentiles that are judged: key, percentile.  Each is judged when both runs
+# report it (n >= 1 / (1 - q), the rule of summary.json).
+LATENCY_PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9))
+# What --metric names (p99.9 as people write it) -> ratio key.
+METRIC_KEYS = {"p50": "p50", "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
+DEFAULT_METRICS = ("p50", "p99")
+
 Seed = Union[int, Sequence[int]]
 
-# Measurement parameters that make a different experiment: (key, value when a bundle
-# predates the key, why).  Others (n, rounds, timeout ...) change only precision.
-EXPERIMENT_PARAMETERS: Tuple[Tuple[str, object, str], ...] = (
-    ("settle_us", None, "a blocked waiter's settle time is part of the experiment; use the same --settle-us"),
-    ("planted_delay_us", 0, "a planted delay adds to every sample; compare runs with the same --planted-delay-us"),
-    ("placement", "any", "where notifier and waiter run can matter more than the mechanism; use the same --placement"),
-    ("mode", "closed", "open-loop and closed-loop latencies time different things; use the same --mode"),
-    ("interval_us", 1000, "an open-loop schedule's period sets the load; use the same --interval-us"),
+# Differences that may be compared on purpose with --across NAME.
+ACROSS_NAMES: Tuple[str, ...] = (
+    "placement", "settle", "planted-delay", "mode", "interval", "cpu-threads", "cpu-procs", "idle-hold",
+    "switch-interval", "interpreter",
 )
+
+# Measurement parameters that make a different experiment: (key, value when a bundle
+# predates the key, why, the --across name).  Others (n, rounds, timeout ...) change only precision.
+EXPERIMENT_PARAMETERS: Tuple[Tuple[str, object, str, str], ...] = (
+    ("settle_us", None, "a blocked waiter's settle time is part of the experiment; use the same --settle-us",
+     "settle"),
+    ("planted_delay_us", 0, "a planted delay adds to every sample; compare runs with the same --planted-delay-us",
+     "planted-delay"),
+    ("placement", "any", "where notifier and waiter run can matter more than the mechanism; use the same --placement",
+     "placement"),
+    ("mode", "closed", "open-loop and closed-loop latencies time different things; use the same --mode", "mode"),
+    ("interval_us", 1000, "an open-loop schedule's period sets the load; use the same --interval-us", "interval"),
+)
+
+
+def across_name_of_condition(key: str) -> Optional[str]:
+    """The --across name that covers condition ``key`` (``applied_idle_hold`` -> ``idle-hold``), or None."""
+    name = key[len("applied_"):] if key.startswith("applied_") else key
+    if name.endswith("_s"):
+        name = name[:-2]
+    name = name.replace("_", "-")
+    return name if name in ACROSS_NAMES else None
+
+
+def parse_across(text: str) -> Tuple[str, ...]:
+    """``placement,settle`` -> the names, in order; ValueError naming an unknown one and the known ones."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError("expected one or more of %s" % ", ".join(ACROSS_NAMES))
+    for name in names:
+        if name not in ACROSS_NAMES:
+            raise ValueError("unknown name %r (known: %s)" % (name, ", ".join(ACROSS_NAMES)))
+    return tuple(dict.fromkeys(names))
 
 
 # ---------------------------------------------------------------------------
@@ -389,34 +457,62 @@ def smallest_p_value(n_baseline: int, n_other: int) -> float:
     return min(1.0, 2.0 * math.exp(-log_comb))
 
 
-def why_untestable(n_baseline: int, n_other: int, alpha: float, unit: str = "samples") -> Optional[str]:
-    """Why a rank test at ``alpha`` cannot find a difference with these sizes, or None when it can."""
+def why_untestable(n_baseline: int, n_other: int, unit: str = "samples") -> Optional[str]:
+    """Why two samples of these sizes are not compared (too few per side), or None when they are."""
     if min(n_baseline, n_other) < MIN_PER_SIDE:
-        return "too few %s for a test (%d against %d; a rank test needs at least %d on each side)" % (
+        return "too few %s for an interval (%d against %d; at least %d on each side)" % (
             unit, n_baseline, n_other, MIN_PER_SIDE)
-    smallest = smallest_p_value(n_baseline, n_other)
-    if smallest >= alpha:
-        return "too few %s for a test (%d against %d: the smallest possible p is %.3g, not below alpha %g)" % (
-            unit, n_baseline, n_other, smallest, alpha)
     return None
 
 
-def verdict(ci_low: float, ci_high: float, p_value: Optional[float], alpha: float = DEFAULT_ALPHA,
-            higher_is_better: bool = False) -> str:
-    """"faster", "slower", "no significant difference", or "not tested" (no p-value).
+def _time_bounds(ci_low: float, ci_high: float, higher_is_better: bool) -> Tuple[float, float]:
+    """The interval as a time ratio (above 1: slower): a rate's ops/s interval is inverted."""
+    if not higher_is_better:
+        return ci_low, ci_high
+    low = 1.0 / ci_high if ci_high > 0 else math.inf
+    high = 1.0 / ci_low if ci_low > 0 else math.inf
+    return low, high
 
-    ``ci_low``/``ci_high`` bound the ratio other/baseline; a difference needs
-    the interval to exclude 1 *and* ``p_value < alpha``.  For latencies a
-    ratio above 1 is slower; for rates (``higher_is_better``) it is faster.
+
+def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
+            higher_is_better: bool = False) -> str:
+    """"slower", "faster", "no difference", "cannot tell", or "not tested" (no interval: NaN bounds).
+
+    ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m =
+    ``min_effect_pct`` / 100 and the ratio as a time ratio (for rates,
+    ``higher_is_better``, the ops/s ratio inverted): slower when the interval
+    lies above 1 + m, faster when below 1 / (1 + m), no difference when inside
+    [1 / (1 + m), 1 + m], and cannot tell otherwise.
     """
-    if p_value is None:
+    if math.isnan(ci_low) or math.isnan(ci_high):
         return NOT_TESTED
-    if p_value >= alpha or ci_low <= 1.0 <= ci_high:
+    if not 0.0 < min_effect_pct < 100.0:
+        raise ValueError("min_effect_pct must be above 0 and below 100, got %r" % (min_effect_pct,))
+    limit = 1.0 + min_effect_pct / 100.0
+    low, high = _time_bounds(ci_low, ci_high, higher_is_better)
+    if low > limit:
+        return SLOWER
+    if high < 1.0 / limit:
+        return FASTER
+    if low >= 1.0 / limit and high <= limit:
         return NO_DIFFERENCE
-    larger = ci_low > 1.0
-    if higher_is_better:
-        return FASTER if larger else SLOWER
-    return SLOWER if larger else FASTER
+    return CANNOT_TELL
+
+
+def minimum_detectable_effect(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> float:
+    """The smallest change (percent) that an interval this wide could still call "slower" or "faster".
+
+    ``(1 + m) exp(h) - 1`` with h the interval's half-width in log terms,
+    ``(ln high - ln low) / 2``: a true change of that size puts the lower end
+    of an interval of the same width exactly at 1 + m.  ``inf`` when a bound
+    is 0 or infinite, NaN without an interval.
+    """
+    if math.isnan(ci_low) or math.isnan(ci_high):
+        return math.nan
+    if ci_low <= 0 or not math.isfinite(ci_high):
+        return math.inf
+    half = (math.log(ci_high) - math.log(ci_low)) / 2.0
+    return ((1.0 + min_effect_pct / 100.0) * math.exp(half) - 1.0) * 100.0
 
 
 # ---------------------------------------------------------------------------
@@ -430,11 +526,13 @@ Run = Bundle
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """How runs are compared: the significance level (the CI level is 1 - alpha), resamples and seed."""
+    """How runs are compared: the significance level (the CI level is 1 - alpha), the practical
+    threshold of a verdict (``min_effect_pct``), resamples and seed."""
 
     alpha: float = DEFAULT_ALPHA
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
+    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
 
     @property
     def confidence(self) -> float:
@@ -442,7 +540,35 @@ class Settings:
 
     def to_dict(self) -> Dict[str, object]:
         return {"alpha": self.alpha, "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
-                "test": "Mann-Whitney U, two-sided", "interval": "percentile bootstrap of the ratio"}
+                "min_effect_pct": self.min_effect_pct,
+                "test": "Mann-Whitney U, two-sided, on the pooled wakes (secondary: never decides a verdict)",
+                "interval": "two-level bootstrap of the ratio: worker slices, then wakes (rounds) within them",
+                "verdict": "slower / faster: the interval beyond 1 + m / 1 / (1 + m); no difference: inside both; "
+                           "cannot tell: otherwise (m = min_effect_pct / 100)"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """The verdict on one percentile of one arm (``key``: p50, p99, p99_9, or median for a rate).
+
+    ``ci`` is the ratio with its two-level bootstrap interval; ``spread_pct``
+    is how well the runs pin their own level (the half-width, in log terms, of
+    the wider of the two runs' own intervals, percent: "repetitions vary
+    ±spread_pct"); ``mde_pct`` the minimum detectable effect
+    (:func:`minimum_detectable_effect`); ``reason`` the sentence of a
+    "cannot tell".
+    """
+
+    key: str
+    ci: RatioCI
+    verdict: str
+    spread_pct: float
+    mde_pct: float
+    reason: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"verdict": self.verdict, "spread_pct": _finite(self.spread_pct),
+                "min_detectable_effect_pct": _finite(self.mde_pct), "reason": self.reason}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -481,11 +607,13 @@ class ComponentComparison:
 class ArmComparison:
     """One arm in two runs.
 
-    Latency arms carry ``ratios`` keyed ``p50`` and (when both runs have
-    n >= 100) ``p99``, of wake times in ns: above 1 is slower.  Rate arms
-    carry ``median``, the ratio of the median round's ops/s: above 1 is
-    faster (``higher_is_better``).  ``test`` is None when the samples are too
-    few for a rank test (``notes`` says why).
+    Latency arms carry ``ratios`` keyed ``p50``, ``p99`` (both runs n >= 100)
+    and ``p99_9`` (n >= 1000), of wake times in ns: above 1 is slower.  Rate
+    arms carry ``median``, the ratio of the median round's ops/s: above 1 is
+    faster (``higher_is_better``).  ``judgements`` holds the verdict of each
+    ratio, ``verdict`` is the p50's (the median's); ``test`` is the secondary
+    rank test, None when the samples are too few (``notes`` says why).
+    ``units_baseline``/``units_other`` count the units the bootstrap resampled.
     """
 
     name: str
@@ -502,14 +630,28 @@ class ArmComparison:
     notes: Tuple[str, ...] = ()
     # Both runs traced (wakelab run --trace): where the wake moved; None otherwise.
     components: Optional[ComponentComparison] = None
+    judgements: Mapping[str, Judgement] = dataclasses.field(default_factory=dict)
+    units_baseline: int = 1
+    units_other: int = 1
 
     @property
     def higher_is_better(self) -> bool:
         return self.kind == RATE
 
+    @property
+    def tail_regression(self) -> Optional[str]:
+        """The first tail percentile judged "slower" while the p50 is not (None when there is none)."""
+        if self.kind == RATE or self.verdict == SLOWER:
+            return None
+        for key in ("p99", "p99_9"):
+            judged = self.judgements.get(key)
+            if judged is not None and judged.verdict == SLOWER:
+                return key
+        return None
+
     def slowdown(self, metric: str) -> Optional[float]:
-        """How many times slower ``other`` is at ``metric`` (p50/p99; rates use their median), or None."""
-        key = "median" if self.kind == RATE else metric
+        """How many times slower ``other`` is at ``metric`` (a ratio key; rates use their median), or None."""
+        key = "median" if self.kind == RATE else METRIC_KEYS.get(metric, metric)
         ratio = self.ratios.get(key)
         if ratio is None:
             return None
@@ -518,13 +660,19 @@ class ArmComparison:
         return ratio.ratio
 
     def significantly_slower(self, metric: str) -> bool:
-        """Slower by the verdict (p50, rates), or by a p99 CI entirely on the slow side."""
-        if self.kind == RATE or metric == "p50":
-            return self.verdict == SLOWER
-        ratio = self.ratios.get(metric)
-        return ratio is not None and ratio.low > 1.0
+        """The verdict at ``metric`` (rates: their median) is "slower"."""
+        key = "median" if self.kind == RATE else METRIC_KEYS.get(metric, metric)
+        judged = self.judgements.get(key)
+        return judged is not None and judged.verdict == SLOWER
 
     def to_dict(self) -> Dict[str, object]:
+        ratios: Dict[str, object] = {}
+        for key, ratio in self.ratios.items():
+            doc = ratio.to_dict()
+            judged = self.judgements.get(key)
+            if judged is not None:
+                doc.update(judged.to_dict())
+            ratios[key] = doc
         return {
             "arm": self.name,
             "kind": self.kind,
@@ -532,11 +680,14 @@ class ArmComparison:
             "scope": self.scope,
             "n_baseline": self.n_baseline,
             "n_other": self.n_other,
+            "units_baseline": self.units_baseline,
+            "units_other": self.units_other,
             "lost_baseline": self.lost_baseline,
             "lost_other": self.lost_other,
-            "ratios": {key: r.to_dict() for key, r in self.ratios.items()},
+            "ratios": ratios,
             "mann_whitney": self.test.to_dict() if self.test else None,
             "verdict": self.verdict,
+            "tail_regression": self.tail_regression,
             "notes": list(self.notes),
             **({"components": self.components.to_dict()} if self.components is not None else {}),
         }
@@ -544,7 +695,10 @@ class ArmComparison:
 
 @dataclasses.dataclass(frozen=True)
 class RunComparison:
-    """``other`` against ``baseline``: every arm they share, and what they do not."""
+    """``other`` against ``baseline``: every arm they share, and what they do not.
+
+    ``across`` lists the differences compared on purpose (``--across``, or a grid's dimensions).
+    """
 
     baseline: Run
     other: Run
@@ -553,12 +707,14 @@ class RunComparison:
     only_in_baseline: Tuple[str, ...]
     only_in_other: Tuple[str, ...]
     not_compared: Tuple[Tuple[str, str], ...]
+    across: Tuple[str, ...] = ()
 
     def to_dict(self) -> Dict[str, object]:
         return {
             "baseline": self.baseline.label,
             "other": self.other.label,
             "warnings": list(self.warnings),
+            "across": list(self.across),
             "arms": [a.to_dict() for a in self.arms],
             "only_in_baseline": list(self.only_in_baseline),
             "only_in_other": list(self.only_in_other),
@@ -602,16 +758,24 @@ def _differences(a: Mapping[str, Any], b: Mapping[str, Any], keys: Sequence[str]
     return ["%s %s vs %s" % (k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
 
 
-def check_comparable(baseline: Run, other: Run) -> List[str]:
+def check_comparable(baseline: Run, other: Run, across: Sequence[str] = ()) -> List[str]:
     """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.
 
     Refused: no arm in common; a shared arm whose kind, waiter state, scope
     or unit differs; different :data:`EXPERIMENT_PARAMETERS` (settle_us,
     planted_delay_us, placement, mode, and interval_us in open-loop mode);
-    different ``conditions`` (when both runs record them).  Warned: different
-    interpreters, machines, pinned CPUs or wakelab versions, conditions
-    recorded by one run only, an incomplete run.
+    different ``conditions`` (when both runs record them) -- unless ``across``
+    names the difference (:data:`ACROSS_NAMES`).  Warned: different
+    interpreters (unless ``across`` names ``interpreter``), machines, pinned
+    CPUs or wakelab versions, conditions recorded by one run only, an
+    incomplete run.
     """
+    return comparability(baseline, other, across)[0]
+
+
+def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tuple[List[str], List[str]]:
+    """:func:`check_comparable`'s warnings, and the differences compared on purpose (named in ``across``)."""
+    named = set(across)
     a_sum, b_sum = baseline.summary, other.summary
     a_arms, b_arms = baseline.entries_by_name(), other.entries_by_name()
     where = "cannot compare %s with %s" % (other.source, baseline.source)
@@ -625,28 +789,46 @@ def check_comparable(baseline: Run, other: Run) -> List[str]:
             if a.get(key) != b.get(key):
                 raise EvidenceError("%s: arm %s differs in %s (%s in %s, %s in %s): not the same experiment" % (
                     where, name, what, a.get(key), baseline.source, b.get(key), other.source))
+    on_purpose: List[str] = []
     a_params, b_params = a_sum.get("parameters") or {}, b_sum.get("parameters") or {}
-    for key, default, why in EXPERIMENT_PARAMETERS:
-        if key == "interval_us" and a_params.get("mode", "closed") != "open":
-            continue  # the schedule period only matters in open-loop mode
+    for key, default, why, name in EXPERIMENT_PARAMETERS:
+        if key == "interval_us" and (a_params.get("mode", "closed") != "open" or b_params.get("mode", "closed") != "open"):
+            continue  # the schedule period only matters when both runs are open-loop
         a_value, b_value = a_params.get(key, default), b_params.get(key, default)
         if a_value != b_value:
-            raise EvidenceError("%s: %s differs (%s vs %s): %s" % (where, key, a_value, b_value, why))
+            if name not in named:
+                raise EvidenceError("%s: %s differs (%s vs %s): %s, or name it with --across %s to compare on purpose"
+                                    % (where, key, a_value, b_value, why, name))
+            on_purpose.append("%s %s vs %s" % (key, a_value, b_value))
     warnings: List[str] = []
     cpu_diffs = _differences(a_params, b_params, ("notifier_cpu", "waiter_cpu"))
     if cpu_diffs:
-        warnings.append("pinned to other CPUs (%s): differences include the CPUs" % "; ".join(cpu_diffs))
+        if "placement" in named:
+            on_purpose.extend(cpu_diffs)
+        else:
+            warnings.append("pinned to other CPUs (%s): differences include the CPUs" % "; ".join(cpu_diffs))
     has_a, has_b = "conditions" in a_sum, "conditions" in b_sum
     if has_a and has_b:
         a_cond, b_cond = a_sum["conditions"], b_sum["conditions"]
         if a_cond != b_cond:
             if isinstance(a_cond, Mapping) and isinstance(b_cond, Mapping):
                 keys = sorted(set(a_cond) | set(b_cond), key=str)
+                differing = [k for k in keys if a_cond.get(k) != b_cond.get(k)]
+                names = [across_name_of_condition(str(k)) for k in differing]
                 detail = "; ".join("%s %s vs %s" % (k, _compact(a_cond.get(k)), _compact(b_cond.get(k)))
-                                   for k in keys if a_cond.get(k) != b_cond.get(k))
+                                   for k in differing)
+                unnamed = [n for n in names if n not in named]
+                if unnamed:
+                    hint = ""
+                    if all(n is not None for n in unnamed):
+                        hint = " (name it with --across %s to compare on purpose)" % ",".join(
+                            dict.fromkeys(str(n) for n in unnamed))
+                    raise EvidenceError("%s: conditions differ (%s): not the same experiment%s" % (where, detail, hint))
+                on_purpose.extend("%s %s vs %s" % (k, _compact(a_cond.get(k)), _compact(b_cond.get(k)))
+                                  for k in differing)
             else:
                 detail = "%s vs %s" % (_compact(a_cond), _compact(b_cond))
-            raise EvidenceError("%s: conditions differ (%s): not the same experiment" % (where, detail))
+                raise EvidenceError("%s: conditions differ (%s): not the same experiment" % (where, detail))
     elif has_a != has_b:
         warnings.append("only %s records its conditions: cannot check that the conditions match"
                         % (baseline.label if has_a else other.label))
@@ -656,7 +838,10 @@ def check_comparable(baseline: Run, other: Run) -> List[str]:
         detail = "%s vs %s" % (_interpreter_text(a_int), _interpreter_text(b_int))
         if _interpreter_text(a_int) == _interpreter_text(b_int):
             detail = "; ".join(_differences(a_int, b_int, interp_keys))
-        warnings.append("interpreters differ (%s): differences include the interpreter" % detail)
+        if "interpreter" in named:
+            on_purpose.append("interpreter %s" % detail)
+        else:
+            warnings.append("interpreters differ (%s): differences include the interpreter" % detail)
     a_mach, b_mach = a_sum.get("machine") or {}, b_sum.get("machine") or {}
     machine_diffs = _differences(a_mach, b_mach, ("hostname", "cpu_model", "kernel"))
     if machine_diffs:
@@ -669,7 +854,7 @@ def check_comparable(baseline: Run, other: Run) -> List[str]:
         if not run.summary.get("complete"):
             state = "interrupted" if run.summary.get("interrupted") else "see its caveats"
             warnings.append("%s is not a complete run (%s)" % (run.label, state))
-    return warnings
+    return warnings, on_purpose
 
 
 def _compact(value: Any) -> str:
@@ -803,6 +988,88 @@ def _status_reason(run: Run, entry: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+def arm_units(entry: Mapping[str, Any], values: Any) -> Any:
+    """The arm's values split into the units of the two-level bootstrap (its worker slices).
+
+    Latency arms split on each worker record's ``n``, rate arms on its
+    ``rounds``; see :func:`wakelab.analysis.hierarchical.split_units` for the
+    fallback to one unit.
+    """
+    from wakelab.analysis.hierarchical import slice_sizes, split_units
+
+    key = "n" if entry.get("kind") == LATENCY else "rounds"
+    return split_units(values, slice_sizes(entry, key))
+
+
+def _percentile_plan(kind: str, n_a: int, n_b: int) -> List[Tuple[str, float]]:
+    if kind != LATENCY:
+        return [("median", 50.0)]
+    return [(key, q) for key, q in LATENCY_PERCENTILES if min(n_a, n_b) >= min_n_for(q)]
+
+
+def _label_of(key: str) -> str:
+    return "p99.9" if key == "p99_9" else key
+
+
+def judge_arm(baseline_units: Any, other_units: Any, plan: Sequence[Tuple[str, float]], kind: str,
+              settings: Settings, seed: Seed) -> Tuple[Dict[str, RatioCI], Dict[str, Judgement]]:
+    """Ratios, intervals and verdicts of ``plan``'s percentiles from independent two-level bootstraps.
+
+    ``baseline_units``/``other_units`` are :class:`~wakelab.analysis.hierarchical.Units`.
+    Raises ValueError when a baseline percentile is 0.
+    """
+    import numpy as np
+
+    from wakelab.analysis.hierarchical import level_interval, resample_percentiles, widen_for_few_units
+
+    qs = [q for _key, q in plan]
+    base_sorted = np.sort(np.concatenate(baseline_units.values))
+    other_sorted = np.sort(np.concatenate(other_units.values))
+    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
+
+    def boot(units: Any, pooled: Any, seed_seq: Any) -> Any:
+        rng = np.random.default_rng(seed_seq)
+        if units.count == 1:
+            # One unit: the first stage has nothing to choose, and the one-level draw of order
+            # statistics is exact in distribution and costs O(resamples) whatever n.
+            return _resampled_percentiles(pooled, qs, settings.resamples, rng)
+        return resample_percentiles(units, qs, settings.resamples, rng)
+
+    base_boot = boot(baseline_units, base_sorted, base_seed)
+    other_boot = boot(other_units, other_sorted, other_seed)
+    for i, q in enumerate(qs):
+        base_boot[i] = widen_for_few_units(float(np.percentile(base_sorted, q)), base_boot[i], baseline_units.count)
+        other_boot[i] = widen_for_few_units(float(np.percentile(other_sorted, q)), other_boot[i], other_units.count)
+    ratios: Dict[str, RatioCI] = {}
+    judgements: Dict[str, Judgement] = {}
+    for i, (key, q) in enumerate(plan):
+        base_q = float(np.percentile(base_sorted, q))
+        other_q = float(np.percentile(other_sorted, q))
+        if base_q == 0:
+            raise ValueError("the baseline's %s is 0: a ratio to it is undefined" % _label_of(key))
+        low, high = _ratio_interval(other_boot[i], base_boot[i], settings.confidence)
+        ci = RatioCI(q=q, baseline=base_q, other=other_q, ratio=other_q / base_q, low=low, high=high,
+                     confidence=settings.confidence, resamples=settings.resamples)
+        spread = max(level_interval(base_q, base_boot[i], settings.confidence).half_width_pct,
+                     level_interval(other_q, other_boot[i], settings.confidence).half_width_pct)
+        word = verdict(low, high, settings.min_effect_pct, higher_is_better=(kind == RATE))
+        mde = minimum_detectable_effect(low, high, settings.min_effect_pct)
+        reason = None
+        if word == CANNOT_TELL:
+            reason = "cannot tell: repetitions vary ±%s; the smallest change this comparison could detect is %s" % (
+                format_pct(spread), format_pct(mde))
+        ratios[key] = ci
+        judgements[key] = Judgement(key, ci, word, spread, mde, reason)
+    return ratios, judgements
+
+
+def format_pct(value: float) -> str:
+    """A percentage for a sentence: ``12%``, ``3.4%``; an infinite one is "an unbounded amount"."""
+    if not math.isfinite(value):
+        return "an unbounded amount" if value > 0 else "-"
+    return ("%.0f%%" if value >= 10 else "%.1f%%") % value
+
+
 def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> ArmComparison:
     """Compare arm ``name`` of two runs (both ``ok`` with samples); see :class:`ArmComparison`."""
     a_entry, b_entry = baseline.entries_by_name()[name], other.entries_by_name()[name]
@@ -814,49 +1081,53 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
     kind = str(a_entry.get("kind"))
     n_a, n_b = len(a_values), len(b_values)
     notes: List[str] = []
+    plan = _percentile_plan(kind, n_a, n_b)
     if kind == LATENCY:
-        qs = [50.0]
-        if min(n_a, n_b) >= min_n_for(99.0):
-            qs.append(99.0)
-        keys = ["p50", "p99"][: len(qs)]
         unit_word = "samples"
         lost_a = int((a_entry.get("latency") or {}).get("lost") or 0)
         lost_b = int((b_entry.get("latency") or {}).get("lost") or 0)
     else:
-        qs, keys, unit_word = [50.0], ["median"], "rounds"
+        unit_word = "rounds"
         lost_a = lost_b = 0
-    untestable = why_untestable(n_a, n_b, settings.alpha, unit_word)
+    a_units, b_units = arm_units(a_entry, a_values), arm_units(b_entry, b_values)
+    untestable = why_untestable(n_a, n_b, unit_word)
+    judgements: Dict[str, Judgement] = {}
     try:
         if untestable is None:
-            cis = bootstrap_percentile_ratios(a_values, b_values, qs, settings.confidence, settings.resamples,
-                                              _arm_seed(settings.seed, name))
+            ratios, judgements = judge_arm(a_units, b_units, plan, kind, settings, _arm_seed(settings.seed, name))
         else:
-            cis = tuple(_point_ratio(a_values, b_values, q, settings) for q in qs)
+            ratios = {key: _point_ratio(a_values, b_values, q, settings) for key, q in plan}
     except ValueError as exc:
         raise EvidenceError("cannot compare arm %s of %s with %s: %s" % (name, other.source, baseline.source, exc)) from None
-    ratios = dict(zip(keys, cis))
     test: Optional[RankTest] = None
+    main_key = plan[0][0]
     if untestable is not None:
         notes.append(untestable)
         word = NOT_TESTED
     else:
         test = mann_whitney(a_values, b_values)
-        main = ratios[keys[0]]
-        word = verdict(main.low, main.high, test.p_value, settings.alpha, higher_is_better=(kind == RATE))
-        if word == NO_DIFFERENCE and (test.p_value < settings.alpha) != main.excludes_one():
-            if test.p_value < settings.alpha:
-                notes.append("the rank test finds a difference (p = %s) but the %s ratio's CI includes 1"
-                             % (format_p(test.p_value), keys[0]))
-            else:
-                notes.append("the %s ratio's CI excludes 1 but the rank test does not find a difference (p = %s)"
-                             % (keys[0], format_p(test.p_value)))
-        tail = ratios.get("p99")
-        if tail is not None and word == NO_DIFFERENCE and tail.excludes_one():
-            notes.append("the p99 moved (%.2f×, CI %.2f–%.2f) though the median did not"
-                         % (tail.ratio, tail.low, tail.high))
-    spread_note = _spread_note(a_entry, b_entry, ratios[keys[0]].ratio, baseline, other)
-    if spread_note and word in (FASTER, SLOWER):
-        notes.append(spread_note)
+        word = judgements[main_key].verdict
+        if a_units.note and a_units.note == b_units.note:
+            notes.append("%s and %s: %s" % (baseline.label, other.label, a_units.note))
+        else:
+            for run, units in ((baseline, a_units), (other, b_units)):
+                if units.note:
+                    notes.append("%s: %s" % (run.label, units.note))
+        for key, judged in judgements.items():
+            if judged.reason:
+                notes.append("%s %s" % (_label_of(key), judged.reason))
+    arm = ArmComparison(
+        name=name, kind=kind, waiter=str(a_entry.get("waiter")), scope=str(a_entry.get("scope")),
+        n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
+        ratios=ratios, test=test, verdict=word, notes=(), components=None,
+        judgements=judgements, units_baseline=a_units.count, units_other=b_units.count,
+    )
+    tail = arm.tail_regression
+    if tail is not None:
+        ci = ratios[tail]
+        notes.append("tail regression: %s is slower, %s× (CI %s–%s), while the p50 is %s (%s×)"
+                     % (_label_of(tail), _fmt_ratio(ci.ratio), _fmt_ratio(ci.low), _fmt_ratio(ci.high), word,
+                        _fmt_ratio(ratios[main_key].ratio)))
     if lost_a or lost_b:
         notes.append("lost wakes are not in the samples: %d in %s, %d in %s"
                      % (lost_a, baseline.label, lost_b, other.label))
@@ -867,37 +1138,13 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
     elif kind == LATENCY and _traced(a_entry) != _traced(b_entry):
         notes.append("only %s was traced: where the time goes is not compared"
                      % (baseline.label if _traced(a_entry) else other.label))
-    return ArmComparison(
-        name=name, kind=kind, waiter=str(a_entry.get("waiter")), scope=str(a_entry.get("scope")),
-        n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
-        ratios=ratios, test=test, verdict=word, notes=tuple(notes), components=components,
-    )
+    return dataclasses.replace(arm, notes=tuple(notes), components=components)
 
 
-def _spread_note(a_entry: Mapping[str, Any], b_entry: Mapping[str, Any], ratio: float,
-                 baseline: Run, other: Run) -> Optional[str]:
-    """A note when the change is no larger than the spread between one run's worker processes.
-
-    Each worker is a fresh process with its own placement and memory layout;
-    how far apart their medians are is a direct look at run-to-run variation,
-    which neither the bootstrap nor the rank test (both within one run) sees.
-    """
-    widest: Optional[Tuple[float, str]] = None
-    for run, entry in ((baseline, a_entry), (other, b_entry)):
-        spread = entry.get("spread")
-        if not isinstance(spread, Mapping):
-            continue
-        value = spread.get("max_over_min")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 1.0:
-            if widest is None or value > widest[0]:
-                widest = (float(value), run.label)
-    if widest is None or not ratio or not math.isfinite(ratio):
-        return None
-    change = max(ratio, 1.0 / ratio)
-    if change > widest[0]:
-        return None
-    return ("the change (%.2f×) is within the spread between %s's worker processes (%.2f×): it may be run-to-run "
-            "variation" % (ratio, widest[1], widest[0]))
+def _fmt_ratio(value: float) -> str:
+    if not math.isfinite(value):
+        return "inf"
+    return ("%.1f" if value >= 10 else "%.2f") % value
 
 
 def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, settings: Settings) -> RatioCI:
@@ -911,9 +1158,13 @@ def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, se
                    confidence=settings.confidence, resamples=0)
 
 
-def compare_runs(baseline: Run, other: Run, settings: Settings = Settings()) -> RunComparison:
-    """Every arm of ``other`` against the same arm of ``baseline`` (raises EvidenceError when not comparable)."""
-    warnings = check_comparable(baseline, other)
+def compare_runs(baseline: Run, other: Run, settings: Settings = Settings(),
+                 across: Sequence[str] = ()) -> RunComparison:
+    """Every arm of ``other`` against the same arm of ``baseline`` (raises EvidenceError when not comparable).
+
+    ``across`` names the differences compared on purpose (see :func:`check_comparable`).
+    """
+    warnings, on_purpose = comparability(baseline, other, across)
     a_arms, b_arms = baseline.entries_by_name(), other.entries_by_name()
     arms: List[ArmComparison] = []
     not_compared: List[Tuple[str, str]] = []
@@ -933,38 +1184,149 @@ def compare_runs(baseline: Run, other: Run, settings: Settings = Settings()) -> 
         only_in_baseline=tuple(n for n in a_arms if n not in b_arms),
         only_in_other=tuple(n for n in b_arms if n not in a_arms),
         not_compared=tuple(not_compared),
+        across=tuple(on_purpose),
     )
 
 
-def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
-                     metric: str = "p50") -> Tuple[List[Regression], List[str]]:
-    """Arms significantly slower than the baseline by more than ``limit_pct`` percent at ``metric``.
+def parse_metrics(text: str) -> Tuple[str, ...]:
+    """``p50,p99`` -> the names --fail-on-regression gates on; ValueError for an unknown one."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError("expected p50, p99 or p99.9, or a list of them such as p50,p99")
+    for name in names:
+        if name not in METRIC_KEYS:
+            raise ValueError("unknown percentile %r (known: p50, p99, p99.9)" % name)
+    return tuple(dict.fromkeys(names))
 
-    Latency arms gate on ``metric`` (p50: the verdict must be "slower"; p99:
-    the p99 ratio's CI must lie above 1); rate arms gate on their median
-    ops/s.  Also returns, as sentences, the arms that could not be checked
-    (for example no p99 with fewer than 100 wakes).
+
+def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
+                     metrics: Union[str, Sequence[str]] = DEFAULT_METRICS) -> Tuple[List[Regression], List[str]]:
+    """Arms slower than the baseline by more than ``limit_pct`` percent at any of ``metrics``.
+
+    A latency arm regresses at a percentile of ``metrics`` (p50, p99, p99.9)
+    when that percentile's verdict is "slower" (its interval lies above 1 +
+    the minimum effect) and its ratio exceeds 1 + ``limit_pct`` / 100, so a
+    tail regression fails the check even when the p50 improved.  Rate arms
+    gate on their median ops/s.  Also returns, as sentences, what could not be
+    checked (a percentile the runs are too small for, an arm not tested).
     """
-    if metric not in ("p50", "p99"):
-        raise ValueError("metric must be p50 or p99, got %r" % (metric,))
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    keys: List[str] = []
+    for metric in metrics:
+        if metric not in METRIC_KEYS:
+            raise ValueError("metric must be p50, p99 or p99.9, got %r" % (metric,))
+        keys.append(METRIC_KEYS[metric])
+    keys = list(dict.fromkeys(keys))
     limit = 1.0 + limit_pct / 100.0
     found: List[Regression] = []
     unchecked: List[str] = []
     for comparison in comparisons:
         for arm in comparison.arms:
-            slowdown = arm.slowdown(metric)
-            if slowdown is None:
-                unchecked.append("%s in %s: no %s (needs n >= %d in both runs)"
-                                 % (arm.name, comparison.other.label, metric, min_n_for(99.0)))
-                continue
             if arm.verdict == NOT_TESTED:
                 unchecked.append("%s in %s: not tested (too few %s)"
                                  % (arm.name, comparison.other.label, "rounds" if arm.kind == RATE else "samples"))
                 continue
-            if arm.significantly_slower(metric) and slowdown > limit:
-                found.append(Regression(comparison.other.label, arm.name, "median ops/s" if arm.kind == RATE else metric,
-                                        slowdown))
+            for key in (["median"] if arm.kind == RATE else keys):
+                slowdown = arm.slowdown(key)
+                if slowdown is None:
+                    q = dict(LATENCY_PERCENTILES)[key]
+                    unchecked.append("%s in %s: no %s (needs n >= %d in both runs)"
+                                     % (arm.name, comparison.other.label, _label_of(key), min_n_for(q)))
+                    continue
+                if arm.significantly_slower(key) and slowdown > limit:
+                    found.append(Regression(comparison.other.label, arm.name,
+                                            "median ops/s" if arm.kind == RATE else _label_of(key), slowdown))
     return found, unchecked
+
+
+# ---------------------------------------------------------------------------
+# Grids: every cell against a baseline cell
+# ---------------------------------------------------------------------------
+
+# A grid's dimensions (matrix.json) -> the --across name that compares them.
+GRID_DIMENSIONS = {"python": "interpreter", "placement": "placement", "settle_us": "settle",
+                   "cpu_threads": "cpu-threads", "cpu_procs": "cpu-procs", "idle_hold": "idle-hold",
+                   "switch_interval_s": "switch-interval", "mode": "mode"}
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCell:
+    """One cell of a grid: its label, its run (None when it has no evidence) and why not."""
+
+    label: str
+    run: Optional[Run]
+    missing: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """A grid folder as compare reads it: its cells in matrix order, and the --across names its dimensions vary."""
+
+    path: str
+    cells: Tuple[GridCell, ...]
+    across: Tuple[str, ...]
+
+    def cell(self, label: str) -> GridCell:
+        """The cell named ``label`` (EvidenceError naming the grid's cells when there is none)."""
+        for cell in self.cells:
+            if cell.label == label:
+                return cell
+        raise EvidenceError("%s has no cell %s (its cells: %s)" % (
+            self.path, label, _short_list([c.label for c in self.cells])))
+
+
+def load_grid(path: str) -> Grid:
+    """Read the grid at ``path`` (matrix.json and cells/<label>/): its cells and what they vary.
+
+    The cells are found by :func:`wakelab.evidence.load.load_grid_index`, the loader every reader
+    of a grid shares (it refuses a cell listed twice, leading outside the grid, or missing although
+    it ran); a cell that never ran is kept, without a run.
+    """
+    from wakelab.evidence.load import load_grid_index
+
+    index = load_grid_index(path)
+    cells: List[GridCell] = []
+    values: Dict[str, Set[str]] = {}
+    for entry in index.cells:
+        for key, value in entry.dimensions.items():
+            values.setdefault(str(key), set()).add(_compact(value))
+        if not entry.has_evidence:
+            cells.append(GridCell(entry.label, None, "no evidence (%s)" % entry.status))
+            continue
+        cells.append(GridCell(entry.label, Bundle.load(entry.folder, entry.label)))
+    across: List[str] = []
+    for key in sorted(values):
+        if len(values[key]) > 1:
+            name = GRID_DIMENSIONS.get(key) or across_name_of_condition(key)
+            if name is not None and name not in across:
+                across.append(name)
+    return Grid(path, tuple(cells), tuple(across))
+
+
+def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Settings = Settings(),
+                 across: Sequence[str] = ()) -> Tuple[Run, List[RunComparison], List[Tuple[str, str]]]:
+    """Every cell of ``grid`` against ``baseline_cell`` (default: the first), across the grid's dimensions.
+
+    Returns the baseline run, one comparison per other cell with evidence, and
+    the cells not compared with why.  EvidenceError when the baseline cell does
+    not exist or has no evidence.
+    """
+    base = grid.cell(baseline_cell) if baseline_cell is not None else grid.cells[0]
+    if base.run is None:
+        raise EvidenceError("%s: the baseline cell %s has %s: choose another with --baseline-cell" % (
+            grid.path, base.label, base.missing))
+    names = tuple(dict.fromkeys(list(grid.across) + list(across)))
+    comparisons: List[RunComparison] = []
+    skipped: List[Tuple[str, str]] = []
+    for cell in grid.cells:
+        if cell is base:
+            continue
+        if cell.run is None:
+            skipped.append((cell.label, str(cell.missing)))
+            continue
+        comparisons.append(compare_runs(base.run, cell.run, settings, names))
+    return base.run, comparisons, skipped
 
 
 def format_p(p_value: float) -> str:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import string
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import whole_number
@@ -23,33 +24,50 @@ from wakelab.formatting import escape_text
 
 EXIT_REGRESSION = 1
 COMPARE_SCHEMA = "wakelab.analysis.compare"
-COMPARE_SCHEMA_VERSION = 1
+# 2: two-level bootstrap intervals, verdicts with --min-effect (no difference / cannot tell),
+#    per-percentile verdicts, spread and minimum detectable effect, tail_regression, units,
+#    across, grid; --metric is a list.  1: one-level bootstrap, Mann-Whitney + CI verdict.
+COMPARE_SCHEMA_VERSION = 2
 MAX_RUNS = len(string.ascii_uppercase)
 RESAMPLES_LIMITS = (100, 100_000)
 SEED_LIMITS = (0, 2**32 - 1)
 
 EPILOG = """\
-verdicts:
-  faster / slower            the (1 - alpha) bootstrap CI of the p50 ratio excludes 1 AND the two-sided
-                             Mann-Whitney U test gives p < alpha (rate arms: the median round's ops/s)
-  no significant difference  either test does not find a difference
-  not tested                 too few samples or rounds for a rank test (at least 3 per side, and enough
-                             that p < alpha is possible)
+verdicts (per percentile: p50; p99 when both runs have n >= 100; p99.9 when n >= 1000; rate arms: the
+median round's ops/s), from the (1 - alpha) interval of the ratio other/baseline, read as a time ratio
+(above 1 slower), with m = --min-effect / 100:
+  slower          the interval lies entirely above 1 + m
+  faster          the interval lies entirely below 1 / (1 + m)
+  no difference   the interval lies inside [1 / (1 + m), 1 + m]: any change is smaller than m
+  cannot tell     otherwise: the runs vary too much for m; the note names the spread and the minimum
+                  detectable effect (MDE)
+  not tested      fewer than 3 samples or rounds on a side
 
---fail-on-regression PCT fails (exit 1) when an arm of any run is significantly slower than the baseline
-and its ratio exceeds 1 + PCT/100. With --metric p50 (default), "significantly slower" is the verdict
-"slower"; with --metric p99, the p99 ratio's CI lies entirely above 1 (the rank test is about the whole
-distribution, not its tail). Rate arms always gate on their median ops/s.
+The interval comes from a two-level bootstrap: the units of an arm are its worker slices (each fresh worker
+process of each repetition, see wakelab run --repeat); a resample draws units with replacement, then wakes
+within each drawn unit. It sees run-to-run variation between worker processes, not only wake-to-wake noise.
+MDE = (1 + m) * exp(h) - 1, h the half-width of the interval in log terms: the smallest change that this
+comparison could still call slower. The Mann-Whitney U test (MWU p) is shown as a secondary check only.
+
+--fail-on-regression PCT fails (exit 1) when, at any percentile of --metric (default p50,p99), an arm's
+verdict is "slower" and its ratio exceeds 1 + PCT/100: a tail regression fails even when the p50 improved.
+Rate arms always gate on their median ops/s.
+
+runs that differ in conditions are refused unless every difference is named with --across NAME[,NAME]:
+placement, settle, planted-delay, mode, interval, cpu-threads, cpu-procs, idle-hold, switch-interval,
+interpreter (which also turns the interpreter warning into a difference compared on purpose).
+A GRID folder (wakelab run with several --python, --placement, --settle-us or --cpu-threads values) compares
+every cell with --baseline-cell (default: the first) across the dimensions the grid varies.
 
 exit status:
   0  compared (and no regression beyond --fail-on-regression, when given)
-  1  --fail-on-regression: an arm is significantly slower by more than PCT percent
+  1  --fail-on-regression: an arm is slower by more than PCT percent at a gated percentile
   2  bad input: a missing or corrupt bundle, a bad option, or runs that are not comparable
-     (no arm in common, an arm of another kind, waiter state, scope or unit, different
-     --settle-us, --planted-delay-us, --placement, --mode or conditions)
+     (no arm in common, an arm of another kind, waiter state, scope or unit, a difference in
+     --settle-us, --planted-delay-us, --placement, --mode or conditions that --across does not name,
+     a grid mixed with runs, a --baseline-cell the grid does not have)
 
-Differences in interpreter, machine or pinned CPUs are printed as warnings, not errors: they are
-often the point of comparing, but every ratio then includes them.
+Differences in machine or pinned CPUs are printed as warnings, not errors: every ratio then includes them.
 """
 
 
@@ -73,31 +91,70 @@ def _percent(text: str) -> float:
     return value
 
 
+def _min_effect(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a percentage such as 5, got %r" % text) from None
+    if not 0.0 < value < 100.0:  # also rejects nan and inf
+        raise argparse.ArgumentTypeError("must be above 0 and below 100 (percent), got %s" % text)
+    return value
+
+
+def _across(text: str) -> Tuple[str, ...]:
+    from wakelab.analysis.compare import parse_across
+
+    try:
+        return parse_across(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _metrics(text: str) -> Tuple[str, ...]:
+    from wakelab.analysis.compare import parse_metrics
+
+    try:
+        return parse_metrics(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def register(sub: Any) -> None:
-    from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     compare = sub.add_parser(
         "compare",
-        help="compare runs with a baseline, arm by arm, with confidence intervals",
+        help="compare runs (or a grid's cells) with a baseline, arm by arm, with confidence intervals",
         description=(
-            "Compare each RUN with BASELINE, arm by arm: p50 and p99 of both, their ratio with a\n"
-            "bootstrap confidence interval from the raw samples, a Mann-Whitney U test, and a verdict.\n"
-            "Where both runs were made with 'wakelab run --trace', also each component of a wake (notify\n"
-            "path, scheduler, GIL wait, interpreter): its p50 in both, the difference with a bootstrap\n"
-            "interval, and which component moved most.\n"
+            "Compare each RUN with BASELINE, arm by arm: p50, p99 (and p99.9) of both, their ratio with a\n"
+            "two-level bootstrap interval (worker slices, then wakes), a verdict against --min-effect, the\n"
+            "minimum detectable effect, and a Mann-Whitney U test as a secondary check. With a GRID folder\n"
+            "alone, compare every cell with a baseline cell. Where both runs were made with 'wakelab run\n"
+            "--trace', also each component of a wake (notify path, scheduler, GIL wait, interpreter): its p50\n"
+            "in both, the difference with a bootstrap interval, and which component moved most.\n"
             "A RUN is an evidence folder or its summary.json. Output is deterministic (fixed seed)."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    compare.add_argument("baseline", metavar="BASELINE", help="the run the others are compared with (A)")
-    compare.add_argument("runs", metavar="RUN", nargs="+", help="runs to compare with BASELINE (B, C, ...)")
+    compare.add_argument("baseline", metavar="BASELINE",
+                         help="the run the others are compared with (A), or a grid folder to compare its cells")
+    compare.add_argument("runs", metavar="RUN", nargs="*", help="runs to compare with BASELINE (B, C, ...)")
     compare.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, metavar="A",
-                         help="significance level; CIs are at 1 - A (default: %(default)s, a 95%% CI)")
+                         help="intervals are at 1 - A (default: %(default)s, a 95%% interval)")
+    compare.add_argument("--min-effect", type=_min_effect, default=DEFAULT_MIN_EFFECT_PCT, metavar="PCT",
+                         help="the smallest change worth a verdict, percent (default: %(default)g); "
+                              "must be above 0 and below 100")
     compare.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
-                         help="exit 1 when an arm is significantly slower by more than PCT percent (for CI jobs)")
-    compare.add_argument("--metric", choices=("p50", "p99"), default="p50",
-                         help="which latency percentile --fail-on-regression gates on (default: %(default)s)")
+                         help="exit 1 when an arm is slower by more than PCT percent at a --metric percentile "
+                              "(for CI jobs)")
+    compare.add_argument("--metric", type=_metrics, default=DEFAULT_METRICS, metavar="P[,P]",
+                         help="the latency percentiles --fail-on-regression gates on: p50, p99, p99.9 "
+                              "(default: %s)" % ",".join(DEFAULT_METRICS))
+    compare.add_argument("--across", type=_across, default=(), metavar="NAME[,NAME]",
+                         help="compare runs that differ in these conditions on purpose (see below)")
+    compare.add_argument("--baseline-cell", metavar="NAME",
+                         help="with a GRID folder: the cell the others are compared with (default: the first)")
     compare.add_argument("--resamples", type=whole_number(*RESAMPLES_LIMITS), default=DEFAULT_RESAMPLES, metavar="N",
                          help="bootstrap resamples per arm (default: %(default)s)")
     compare.add_argument("--seed", type=whole_number(*SEED_LIMITS), default=DEFAULT_SEED, metavar="S",
@@ -107,49 +164,80 @@ def register(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from wakelab.analysis.compare import Settings, compare_runs, find_regressions, load_run
+    from wakelab.analysis.compare import Settings, compare_grid, compare_runs, find_regressions, load_grid, load_run
+    from wakelab.evidence.load import is_grid_folder
 
+    settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.seed, min_effect_pct=args.min_effect)
     paths = [args.baseline, *args.runs]
-    if len(paths) > MAX_RUNS:
-        raise UsageError("compare takes at most %d runs (a baseline and %d others), got %d" % (MAX_RUNS, MAX_RUNS - 1, len(paths)))
-    runs = [load_run(path, label) for path, label in zip(paths, string.ascii_uppercase)]
-    settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.seed)
-    comparisons = [compare_runs(runs[0], other, settings) for other in runs[1:]]
+    grid = None
+    skipped: List[Tuple[str, str]] = []
+    if not args.runs:
+        if not is_grid_folder(args.baseline):
+            raise UsageError("compare needs BASELINE and at least one RUN, or a grid folder alone (one with "
+                             "matrix.json); %s is not a grid" % args.baseline)
+        grid = load_grid(args.baseline)
+        baseline, comparisons, skipped = compare_grid(grid, args.baseline_cell, settings, args.across)
+        runs = [baseline] + [c.other for c in comparisons]
+    else:
+        for path in paths:
+            if is_grid_folder(path):
+                raise UsageError("%s is a grid of runs: compare it alone (wakelab compare %s [--baseline-cell NAME]), "
+                                 "or name one of its cells (%s) to compare it with runs"
+                                 % (path, path, os.path.join(path, "cells", "NAME")))
+        if args.baseline_cell is not None:
+            raise UsageError("--baseline-cell applies to a grid folder given alone; %s is a run" % args.baseline)
+        if len(paths) > MAX_RUNS:
+            raise UsageError("compare takes at most %d runs (a baseline and %d others), got %d"
+                             % (MAX_RUNS, MAX_RUNS - 1, len(paths)))
+        runs = [load_run(path, label) for path, label in zip(paths, string.ascii_uppercase)]
+        comparisons = [compare_runs(runs[0], other, settings, args.across) for other in runs[1:]]
     regressions: List[Any] = []
     unchecked: List[str] = []
     if args.fail_on_regression is not None:
         regressions, unchecked = find_regressions(comparisons, args.fail_on_regression, args.metric)
     status = EXIT_REGRESSION if regressions else EXIT_OK
     if args.json:
-        doc = format_json(runs, comparisons, settings, args, regressions, unchecked, status)
+        doc = format_json(runs, comparisons, settings, args, regressions, unchecked, status, grid, skipped)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(format_text(runs, comparisons, settings, args, regressions, unchecked))
+        sys.stdout.write(format_text(runs, comparisons, settings, args, regressions, unchecked, grid, skipped))
     return status
 
 
 def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, args: argparse.Namespace,
-                regressions: Sequence[Any], unchecked: Sequence[str], status: int) -> Dict[str, object]:
-    """The ``--json`` document (schema ``wakelab.analysis.compare``, version 1).
+                regressions: Sequence[Any], unchecked: Sequence[str], status: int, grid: Any = None,
+                skipped: Sequence[Tuple[str, str]] = ()) -> Dict[str, object]:
+    """The ``--json`` document (schema ``wakelab.analysis.compare``, version 2).
 
-    ``runs``: label, path and description of each run (A is the baseline);
-    ``settings``: alpha, CI level, resamples, seed; ``comparisons``: one per
-    run after the first, with per-arm ratios (``p50``/``p99`` of wake times,
-    or ``median`` of ops/s), CIs, the Mann-Whitney result and the verdict, and,
-    where both runs traced the arm, ``components`` (``moved_most``,
-    ``significant``, and per component its ``p50`` in both runs, the
-    ``difference`` with ``ci_low``/``ci_high``, and the ``ratio``; ns);
-    ``regression_check``: null without ``--fail-on-regression``;
-    ``exit_status``: what the command returned.
+    ``runs``: label, path and description of each run (A, or the baseline
+    cell, first); ``settings``: alpha, CI level, resamples, seed,
+    ``min_effect_pct``; ``grid``: null for runs, else the grid's ``path``,
+    ``baseline_cell``, ``across`` (the --across names its dimensions vary) and
+    ``not_compared`` cells; ``comparisons``: one per other run, with
+    ``across`` (differences compared on purpose) and per arm ``units_baseline``
+    / ``units_other`` (units the bootstrap resampled), ``ratios`` (``p50``,
+    ``p99``, ``p99_9`` of wake times, or ``median`` of ops/s), each with the
+    figures of both runs, ``ratio``, ``ci_low``/``ci_high``, its ``verdict``,
+    ``spread_pct`` (the runs' own ±), ``min_detectable_effect_pct`` and, for
+    "cannot tell", ``reason``; the arm's ``verdict`` (p50 / median),
+    ``tail_regression`` (the tail percentile judged slower while the p50 is
+    not, or null), the secondary Mann-Whitney result and, where both runs
+    traced the arm, ``components``; ``regression_check``: null without
+    ``--fail-on-regression``; ``exit_status``: what the command returned.
     """
     check: Optional[Dict[str, object]] = None
     if args.fail_on_regression is not None:
         check = {
             "limit_pct": args.fail_on_regression,
-            "metric": args.metric,
+            "metrics": list(args.metric),
             "regressions": [r.to_dict() for r in regressions],
             "unchecked": list(unchecked),
         }
+    grid_doc: Optional[Dict[str, object]] = None
+    if grid is not None:
+        grid_doc = {"path": grid.path, "baseline_cell": runs[0].label, "across": list(grid.across),
+                    "cells": [c.label for c in grid.cells],
+                    "not_compared": [{"cell": label, "reason": why} for label, why in skipped]}
     return {
         "schema": COMPARE_SCHEMA,
         "schema_version": COMPARE_SCHEMA_VERSION,
@@ -160,6 +248,7 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
             for r in runs
         ],
         "baseline": runs[0].label,
+        "grid": grid_doc,
         "settings": settings.to_dict(),
         "comparisons": [c.to_dict() for c in comparisons],
         "regression_check": check,
@@ -189,52 +278,53 @@ def _ratio_with_ci(ci: Any) -> str:
     return text
 
 
-def _latency_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
+def _pct(value: Optional[float], sign: str = "") -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    return sign + (("%.0f%%" if value >= 10 else "%.1f%%") % value)
+
+
+def _percentile_label(key: str) -> str:
+    return {"p99_9": "p99.9", "median": "median"}.get(key, key)
+
+
+def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
+    """One row per judged percentile of each arm of ``kind``: verdict, both figures, ratio and interval, ±, MDE."""
     from wakelab.analysis.compare import LATENCY, format_p
-    from wakelab.formatting import format_us
+    from wakelab.formatting import format_rate, format_us
 
+    figure: Callable[[Optional[float]], str]
     a, b = comparison.baseline.label, comparison.other.label
     level = "%g%%" % round(100 * _confidence(comparison), 6)
-    header = ["latency (µs)", "verdict", "n %s/%s" % (a, b), "%s p50" % a, "%s p50" % b, "%s/%s p50 (%s CI)" % (b, a, level),
-              "%s p99" % a, "%s p99" % b, "%s/%s p99 (%s CI)" % (b, a, level), "MWU p", "P(%s>%s)" % (b, a)]
+    if kind == LATENCY:
+        header = ["latency (µs)", "at", "verdict", "n %s/%s" % (a, b), "units", "%s" % a, "%s" % b,
+                  "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
+        figure = format_us
+    else:
+        header = ["rate (median round)", "at", "verdict", "rounds %s/%s" % (a, b), "units", "%s ops/s" % a,
+                  "%s ops/s" % b, "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
+        figure = format_rate
     rows = []
     for arm in comparison.arms:
-        if arm.kind != LATENCY:
+        if arm.kind != kind:
             continue
-        p50, p99 = arm.ratios.get("p50"), arm.ratios.get("p99")
-        rows.append([
-            arm.name,
-            arm.verdict,
-            "%d/%d" % (arm.n_baseline, arm.n_other),
-            format_us(p50.baseline), format_us(p50.other), _ratio_with_ci(p50),
-            format_us(p99.baseline) if p99 else "-", format_us(p99.other) if p99 else "-", _ratio_with_ci(p99),
-            format_p(arm.test.p_value) if arm.test else "-",
-            "%.2f" % arm.test.p_greater if arm.test else "-",
-        ])
-    return header, rows
-
-
-def _rate_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
-    from wakelab.analysis.compare import RATE, format_p
-    from wakelab.formatting import format_rate
-
-    a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * _confidence(comparison), 6)
-    header = ["rate (median round)", "verdict", "rounds %s/%s" % (a, b), "%s ops/s" % a, "%s ops/s" % b,
-              "%s/%s (%s CI)" % (b, a, level), "MWU p", "P(%s>%s)" % (b, a)]
-    rows = []
-    for arm in comparison.arms:
-        if arm.kind != RATE:
-            continue
-        median = arm.ratios["median"]
-        rows.append([
-            arm.name,
-            arm.verdict,
-            "%d/%d" % (arm.n_baseline, arm.n_other),
-            format_rate(median.baseline), format_rate(median.other), _ratio_with_ci(median),
-            format_p(arm.test.p_value) if arm.test else "-",
-            "%.2f" % arm.test.p_greater if arm.test else "-",
-        ])
+        first = True
+        for key, ci in arm.ratios.items():
+            judged = arm.judgements.get(key)
+            rows.append([
+                arm.name if first else "",
+                _percentile_label(key),
+                judged.verdict if judged is not None else arm.verdict,
+                "%d/%d" % (arm.n_baseline, arm.n_other) if first else "",
+                "%d/%d" % (arm.units_baseline, arm.units_other) if first else "",
+                figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
+                _pct(judged.spread_pct, "±") if judged is not None else "-",
+                _pct(judged.mde_pct) if judged is not None else "-",
+                (format_p(arm.test.p_value) if arm.test else "-") if first else "",
+            ])
+            first = False
     return header, rows
 
 
@@ -322,16 +412,18 @@ def _confidence(comparison: Any) -> float:
 
 def format_comparison(comparison: Any) -> List[str]:
     """The block of one run against the baseline."""
+    from wakelab.analysis.compare import LATENCY, RATE
     from wakelab.report.text import bullets, format_table
 
     a, b = comparison.baseline.label, comparison.other.label
     lines = [escape_text("%s AGAINST %s" % (b, a))]
     # One line each, however long: easy to grep in a CI log.
+    lines.extend("  across: " + escape_text(difference) for difference in comparison.across)
     lines.extend("  warning: " + escape_text(warning) for warning in comparison.warnings)
-    for header, rows in (_latency_rows(comparison), _component_rows(comparison), _rate_rows(comparison)):
+    for header, rows in (_arm_rows(comparison, LATENCY), _component_rows(comparison), _arm_rows(comparison, RATE)):
         if rows:
             lines.append("")
-            lines.extend(format_table(header, rows, align_left=2))
+            lines.extend(format_table(header, rows, align_left=3))
     if not comparison.arms:
         lines.append("")
         lines.append("  No arm has figures in both runs.")
@@ -346,9 +438,12 @@ def format_comparison(comparison: Any) -> List[str]:
         moved = format_moved(arm, a, b)
         if moved is not None:
             listed.append(moved)
+    # A note that several arms share (one unit in both runs, say) is listed once, naming them all.
+    shared: Dict[str, List[str]] = {}
     for arm in comparison.arms:
         for note in arm.notes:
-            listed.append("%s: %s" % (arm.name, note))
+            shared.setdefault(note, []).append(arm.name)
+    listed.extend("%s: %s" % (", ".join(names), note) for note, names in shared.items())
     if listed:
         lines.append("")
         lines.extend(bullets([escape_text(item) for item in listed]))
@@ -356,51 +451,66 @@ def format_comparison(comparison: Any) -> List[str]:
 
 
 def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, args: argparse.Namespace,
-                regressions: Sequence[Any], unchecked: Sequence[str]) -> str:
+                regressions: Sequence[Any], unchecked: Sequence[str], grid: Any = None,
+                skipped: Sequence[Tuple[str, str]] = ()) -> str:
     """The text report: the runs, one block per run against the baseline, the regression check, a legend."""
     from wakelab.report.text import bullets, wrap
 
-    out = [escape_text("wakelab compare: %s against baseline %s" % (", ".join(r.label for r in runs[1:]), runs[0].label)), ""]
+    others = ", ".join(r.label for r in runs[1:]) or "no other cell"
+    if grid is not None:
+        out = [escape_text("wakelab compare: grid %s, cells %s against baseline cell %s" % (grid.path, others, runs[0].label))]
+        if grid.across:
+            out.append(escape_text("  compared across: %s" % ", ".join(grid.across)))
+        out.append("")
+    else:
+        out = [escape_text("wakelab compare: %s against baseline %s" % (others, runs[0].label)), ""]
     for run in runs:
         out.extend(wrap(escape_text("%s  %s  (%s)" % (run.label, run.source, run.describe()))))
+    if skipped:
+        out.extend(bullets([escape_text("cell %s not compared: %s" % (label, why)) for label, why in skipped]))
     for comparison in comparisons:
         out.append("")
         out.extend(format_comparison(comparison))
     if args.fail_on_regression is not None:
         out.append("")
-        out.append("REGRESSION CHECK (--fail-on-regression %g, --metric %s)" % (args.fail_on_regression, args.metric))
+        out.append(escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
+                               % (args.fail_on_regression, ",".join(args.metric), settings.min_effect_pct)))
         limit = 1.0 + args.fail_on_regression / 100.0
         items = [
-            "FAIL: %s in %s is significantly slower than in %s: %s× at %s, above the %s× limit"
+            "FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
             % (r.arm, r.label, runs[0].label, _ratio(r.slowdown), r.metric, _ratio(limit))
             for r in regressions
         ]
         if not regressions:
-            items.append("pass: no arm is significantly slower than %s by more than %g%%"
-                         % (runs[0].label, args.fail_on_regression))
+            items.append("pass: no arm is slower than %s by more than %g%% at %s"
+                         % (runs[0].label, args.fail_on_regression, ", ".join(args.metric)))
         items.extend("not checked: %s" % text for text in unchecked)
         out.extend(bullets([escape_text(item) for item in items]))
     out.append("")
     out.append("HOW TO READ")
     level = "%g%%" % round(100 * settings.confidence, 6)
+    m = settings.min_effect_pct
     out.extend(bullets([
         "Ratios are the other run's figure over the baseline's: for latencies above 1 is slower, for rates "
         "above 1 is faster. Times are µs.",
-        "CI: %s percentile-bootstrap interval of the ratio from the raw samples (%d resamples, seed %d)."
-        % (level, settings.resamples, settings.seed),
-        "A verdict of faster or slower needs both the p50 (or median rate) ratio's CI to exclude 1 and the "
-        "two-sided Mann-Whitney U test (MWU p) to be below %g." % settings.alpha,
-        "P(B>A): the chance that a random sample of the other run is larger than one of the baseline "
-        "(0.50: no shift; the common-language effect size).",
-        "The CI and the test see only the wake-to-wake noise within each run. Run-to-run variation (CPU "
-        "placement, clock frequency, other load) is not in them: repeat a run before trusting a small change.",
+        "CI: %s interval of the ratio from a two-level bootstrap (%d resamples, seed %d): worker slices (units) "
+        "are resampled, then wakes (rounds) within them, so the interval carries the variation between worker "
+        "processes and repetitions, not only wake-to-wake noise. units: slices per run (1: wake-to-wake noise "
+        "only)." % (level, settings.resamples, settings.seed),
+        "Verdict (--min-effect %g%%): slower when the interval lies above %s×, faster when below %s×, no "
+        "difference when inside both, cannot tell otherwise. Tails (p99, p99.9) get their own verdict."
+        % (m, _ratio(1 + m / 100.0), _ratio(1 / (1 + m / 100.0))),
+        "±run: how well the runs pin their own level (the wider half-width of the two runs' own intervals). "
+        "MDE: the smallest change this comparison could call slower, (1 + m) exp(h) - 1 with h the interval's "
+        "half-width in log terms. Repeat runs (wakelab run --repeat) to shrink both.",
+        "MWU p: a Mann-Whitney U test of the pooled wakes, a secondary check that sees wake-to-wake noise only; "
+        "it never decides a verdict.",
     ] + ([
         "Where the time goes (runs made with --trace): each component's own p50 over the traced wakes of each run "
         "(notify path, scheduler wake delivery and run-queue wait, GIL wait, interpreter; these p50s do not sum), "
-        "the other run's minus the baseline's with its %s bootstrap interval, and their ratio; * marks the "
-        "component that moved most among those whose interval excludes 0. The traced passes ran with perf "
-        "recording, slower than the untraced figures above." % level
+        "the other run's minus the baseline's with its %s bootstrap interval (one level: the traced wakes "
+        "pooled), and their ratio; * marks the component that moved most among those whose interval excludes 0. "
+        "The traced passes ran with perf recording, slower than the untraced figures above." % level
     ] if any(arm.components is not None for c in comparisons for arm in c.arms) else [])))
     out.append("")
     return escape_text("\n".join(out), multiline=True)
-
