@@ -115,7 +115,8 @@ def test_every_c_latency_arm_is_some_python_arms_match() -> None:
 
 def test_nearest_pairings_are_few_and_named() -> None:
     nearest = sorted(name for name, (_, match) in native.FLOORS.items() if match == native.NEAREST)
-    assert nearest == ["asyncio-event", "call-soon-threadsafe"]
+    assert nearest == ["anyio-asyncio-run-sync", "anyio-trio-run-sync", "asyncio-event", "call-soon-threadsafe",
+                       "gevent-async-watcher", "trio-token-event", "uvloop-call-soon-threadsafe"]
 
 
 def test_the_registry_copies_the_table_onto_the_python_arm() -> None:

@@ -20,6 +20,7 @@ FAMILY_TABLE = (
     ("signals", "signals", "Signals"),
     ("fds", "fds", "File descriptors"),
     ("asyncio", "aio", "asyncio"),
+    ("asynclibs", "asynclibs", "Async libraries (optional)"),
     ("processes", "processes", "Processes"),
     ("native", "native", "Native floor (C)"),
 )

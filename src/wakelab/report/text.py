@@ -695,7 +695,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
 BRIEF_ONE_COLUMN_ROWS = 12
 # The short form's length: a screen for a lab of a few arms, and for a many-armed one.
 BRIEF_MAX_LINES = 25
-BRIEF_MAX_LINES_MANY = 40
+BRIEF_MAX_LINES_MANY = 44
 NEAREST_MARK = "~"
 
 

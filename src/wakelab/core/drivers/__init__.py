@@ -6,9 +6,12 @@ driver     the waiter                          arms                             
 thread     a waiter thread of the worker       threads, fds, ``pthread-kill-sigwait``  yes
 main       the worker's main thread (or, in    the signal arms whose handler or     yes
            self mode, the notifier itself)     ``sigwait`` runs in the main thread
-loop       an asyncio event loop (a waiter     asyncio                              no
+loop       an asyncio event loop (a waiter     asyncio, ``uvloop-*``                no
            thread; the main thread for
            ``add_signal_handler``)
+task       a task (or greenlet) of a           async libraries: trio, anyio, gevent no
+           library's own loop, in a waiter
+           thread
 child      a child process                     processes                            yes
 floor      a thread or process in C            native                               no
 =========  ==================================  ===================================  =========

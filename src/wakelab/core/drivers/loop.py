@@ -2,10 +2,12 @@
 
 Measuring side: standard library only, Python 3.9+.
 
-Used by the asyncio arms.  The loop is always the standard library's
+Used by the asyncio arms.  The loop is the standard library's
 ``asyncio.SelectorEventLoop`` (epoll on Linux), created here with debug mode
 off, so that neither an installed policy (uvloop) nor ``-X dev`` changes the
-experiment.  A family describes its primitive as a :class:`LoopPath`; this
+experiment; an arm that measures another asyncio loop passes its
+``loop_factory`` (``uvloop-call-soon-threadsafe``).  A family describes its
+primitive as a :class:`LoopPath`; this
 module owns everything else: the loop and the thread it runs in, the
 handshake, the settle, ``t0`` (through :func:`~wakelab.core.drivers.notify_step`),
 the per-wake timeout, ``t1`` bookkeeping, lost and stale wakes, teardown.
@@ -167,6 +169,7 @@ def measure(
     *,
     loop_in: str = IN_THREAD,
     name: str = "wakelab-asyncio-loop",
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] = new_loop,
 ) -> RawLatency:
     """Time ``make_path(loop)``'s notify waking a fresh, idle event loop, one wake at a time.
 
@@ -175,7 +178,9 @@ def measure(
     ``params.timeout_s`` is lost.  ``make_path`` runs in the calling thread
     before the loop starts (with :data:`IN_MAIN`, that is the loop's thread:
     where ``loop.add_signal_handler`` must be called).  ``name`` names the
-    driver's other thread.
+    driver's other thread.  ``loop_factory`` makes the loop: :func:`new_loop`
+    unless an arm measures another asyncio loop (uvloop, in
+    :mod:`wakelab.core.families.asynclibs`).
     """
     if params.mode != "closed":
         raise ValueError("the loop driver has no %r mode (OPEN_LOOP is False)" % (params.mode,))
@@ -183,7 +188,7 @@ def measure(
         raise ValueError("loop_in must be %r or %r, not %r" % (IN_THREAD, IN_MAIN, loop_in))
     if loop_in == IN_MAIN and threading.current_thread() is not threading.main_thread():
         raise HarnessError("a loop driven in the main thread must be measured from the main thread")
-    loop = new_loop()
+    loop = loop_factory()
     try:
         if loop_in == IN_THREAD:
             side = _LoopSide(params, loop, make_path(loop))
@@ -311,9 +316,7 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
         settle_us=params.settle_us,
         mode="closed",
         stale_wakes=stale,
-        loop="asyncio.SelectorEventLoop",
-        selector=selectors.DefaultSelector.__name__,
-        asyncio_debug=False,
+        **_loop_facts(loop),
         notifier_cpu_seen=current_cpu(),
         waiter_cpu_seen=waiter_cpu_seen,
         notifier_tid=native_tid(),
@@ -321,6 +324,13 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
         **t0_info(collector, t0s, params.warmup),
         **_round_trip_note(first_leg),
     )
+
+
+def _loop_facts(loop: asyncio.AbstractEventLoop) -> Dict[str, object]:
+    """What the evidence says of the loop: the stdlib selector loop and its selector, or another loop's class."""
+    if isinstance(loop, asyncio.SelectorEventLoop):
+        return {"loop": "asyncio.SelectorEventLoop", "selector": selectors.DefaultSelector.__name__, "asyncio_debug": False}
+    return {"loop": "%s.%s" % (type(loop).__module__, type(loop).__qualname__), "asyncio_debug": loop.get_debug()}
 
 
 def _round_trip_note(first_leg: Optional[str]) -> Dict[str, object]:
