@@ -1078,3 +1078,126 @@ def test_several_runs_show_where_the_time_goes_for_the_traced_ones(traced_dir: s
     assert section.count("<h3>") == 1  # the traced run only
     assert len(component_charts(page)) == 1
     assert page.count(interactive.plotly_js()) == 1
+
+
+# --- repetitions and placement ------------------------------------------------------------------
+
+REPS_ROW = re.compile(r'<tr><th scope="row"><a href="#arm-[^"]*">(.*?)</a></th>(.*?)</tr>')
+
+
+def reps_rows(fragment: str) -> Dict[str, List[str]]:
+    """The repetitions-and-placement table of a page or fragment: arm -> its cells as text."""
+    table = fragment.split('<table class="reps">', 1)[1].split("</table>", 1)[0]
+    return {html.unescape(name): [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r'<td class="num">(.*?)</td>', cells)]
+            for name, cells in REPS_ROW.findall(table)}
+
+
+@pytest.fixture(scope="module")
+def repeated_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real bundle made as ``wakelab run`` makes one: three repetitions, three workers spread over them."""
+    from wakelab.harness.runner import Execution
+
+    folder = str(tmp_path_factory.mktemp("repeated"))
+    params = MeasureParams(n=150, warmup=2, settle_us=200, timeout_s=1.0)
+    run_plan(RunPlan(lab=LAB_135, arm_names=["event", "sigusr1-self"], params=params, folder=folder, command=["test"],
+                     execution=Execution(workers=3, repeat=3)))
+    return folder
+
+
+def test_a_repeated_run_shows_each_repetition_and_where_its_wakes_ran(repeated_dir: str, run_dir: str, tmp_path, capsys) -> None:
+    out_file = tmp_path / "report.html"
+    assert render_cli(capsys, repeated_dir, "-o", str(out_file))[0] == 0
+    page = read(out_file)
+    summary = load_summary(repeated_dir)
+    # Near the lead table, in the table of contents, with its one-line explanation.
+    assert page.index('id="lead-table"') < page.index('id="repetitions"') < page.index('id="honesty"')
+    assert '<a href="#repetitions">Repetitions and placement</a>' in page
+    section = page.split('id="repetitions"', 1)[1].split("</section>", 1)[0]
+    assert "the notifier&#x27;s right before t0, the waiter&#x27;s right after t1" in section
+    rows = reps_rows(section)
+    assert sorted(rows) == ["event", "sigusr1-self"]
+    for name, cells in rows.items():
+        arm = entry(summary, name)
+        spread = arm["repetitions"]["spread"]
+        assert arm["repetitions"]["count"] == len(spread["values"]) == 3
+        assert cells[0] == " · ".join(report_html.format_us(v) for v in spread["values"])  # each repetition's own p50, in order
+        assert cells[1] == report_html._percent(spread["range_pct"])
+        split = arm["cpu_split"]
+        if split is None:
+            assert cells[2:] == ["-"] * 7, name
+            continue
+        same, cross = split["same_cpu"], split["cross_cpu"]
+        assert cells[2:8] == [str(same["n"]), report_html.format_us(same["p50_ns"]), report_html.format_us(same["p99_ns"]),
+                              str(cross["n"]), report_html.format_us(cross["p50_ns"]), report_html.format_us(cross["p99_ns"])]
+        assert cells[8].startswith(report_html._percent(100 * split["cross_share"]))
+    assert entry(summary, "event")["cpu_split"] is not None and entry(summary, "sigusr1-self")["cpu_split"] is None
+    assert "3 repetitions (one pass over all arms after another), 3 fresh worker processes per arm" in page
+    assert "3 repetitions, medians within" in page  # the spread is between repetitions, not workers
+    # Several runs: each folded run carries its own table (an old-style run without repetitions has only its split).
+    several = report_html.render_report([report_html.load_run(repeated_dir), report_html.load_run(run_dir)])
+    assert several.count("<h3>Repetitions and placement</h3>") == 2
+    runs = several.split('<details class="run"')[1:]
+    values = " · ".join(report_html.format_us(v) for v in entry(summary, "event")["repetitions"]["spread"]["values"])
+    assert sorted(reps_rows(r)["event"][0] for r in runs) == sorted(["-", values])  # run_dir measured once: no spread
+
+
+def with_repetitions(summary: Dict[str, Any]) -> Dict[str, Any]:
+    """Lab 135's two latency arms with chosen repetitions and placement; event's CPUs not recorded."""
+    event, signal = entry(summary, "event"), entry(summary, "sigusr1-self")
+    event["repetitions"] = {"count": 3, "of": "p50_ns", "spread": {"values": [10_000.0, 12_000.0, 11_000.0], "min": 10_000.0,
+                                                                   "max": 12_000.0, "range_pct": 18.18}}
+    event["cpu_split"] = None
+    signal["repetitions"] = {"count": 1, "of": "p50_ns", "spread": None}
+    signal["cpu_split"] = {"same_cpu": {"n": 115, "p50_ns": 2_000.0, "p99_ns": 2_100.0},
+                           "cross_cpu": {"n": 80, "p50_ns": 24_000.0, "p99_ns": None}, "unknown": 5, "cross_share": 0.41}
+    return summary
+
+
+def test_repetitions_and_placement_from_a_fixed_summary() -> None:
+    summary = with_repetitions(build_lab135_summary())
+    rows = reps_rows(report_html.render_repetitions_and_placement(summary))
+    assert rows == {
+        "event": ["10.0 · 12.0 · 11.0", "18%", "-", "-", "-", "-", "-", "-", "-"],  # cpu_split null: dashes, no crash
+        "sigusr1-self": ["-", "-", "115", "2.00", "2.10", "80", "24.0", "-", "41% (5 unknown)"],
+    }
+    page = report_html.render_report([report_html.RunEvidence(Bundle("s", "", summary), {})])
+    assert reps_rows(page) == rows
+    # An arm with neither (one repetition, CPUs not recorded) has no row; a run where no arm has either, no section.
+    entry(summary, "sigusr1-self")["cpu_split"] = None
+    assert sorted(reps_rows(report_html.render_repetitions_and_placement(summary))) == ["event"]
+    entry(summary, "event")["repetitions"]["spread"] = None
+    assert report_html.render_repetitions_and_placement(summary) == ""
+
+
+def test_repetitions_and_placement_escape_the_evidence() -> None:
+    summary = with_repetitions(build_lab135_summary())
+    entry(summary, "event")["name"] = HOSTILE
+    fragment = report_html.render_repetitions_and_placement(summary)
+    assert HOSTILE not in fragment and "<img" not in fragment and "<script" not in fragment
+    assert ">%s</a>" % HOSTILE_ESCAPED in fragment
+    assert list(reps_rows(fragment)) == [HOSTILE, "sigusr1-self"]
+
+
+def before_repeat(summary: Dict[str, Any]) -> None:
+    """A bundle from before --repeat: no repetitions, no cpu_split, a worker spread, no repeat count."""
+    summary["execution"].pop("repeat", None)
+    for arm in summary["arms"]:
+        arm.pop("repetitions", None)
+        arm.pop("cpu_split", None)
+        if isinstance(arm.get("spread"), dict):
+            arm["spread"].pop("between", None)
+
+
+def test_a_bundle_from_before_repetitions_renders_as_before(run_dir: str, tmp_path, capsys) -> None:
+    old = modified_copy(run_dir, str(tmp_path / "old"), before_repeat)
+    out_file = tmp_path / "old.html"
+    status, _, err = render_cli(capsys, old, "-o", str(out_file))
+    assert status == 0 and err.startswith("wakelab: report in ")
+    page = read(out_file)
+    assert 'id="repetitions"' not in page and "Repetitions and placement" not in page and 'class="reps"' not in page
+    assert "3 fresh worker processes per arm, wakes split between them and pooled" in page
+    assert "repetitions" not in page.split('id="honesty"', 1)[1].split("</section>", 1)[0]
+    summary = load_summary(old)
+    assert report_html.render_lead_table(summary) == report_html.render_lead_table(load_summary(run_dir))
+    several = report_html.render_report([report_html.load_run(old), report_html.load_run(run_dir)])
+    assert several.count("<h3>Repetitions and placement</h3>") == 1  # only the new run's

@@ -1,7 +1,8 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
 The page holds what ``summary.txt`` holds -- verdict, guidance (where the
-analysis layer words it), lead table, honesty block, caveats -- rendered as
+analysis layer words it), lead table, each repetition's p50 and the wakes split
+by where they ran, honesty block, caveats -- rendered as
 HTML from the same summary documents, and the pictures a text file cannot
 give.  It leads with charts that compare at a glance (see
 :mod:`wakelab.report.interactive`): every latency arm on one shared log axis
@@ -50,6 +51,8 @@ from wakelab.analysis.caveats import (
     waiter_at_t0,
 )
 from wakelab.formatting import DASH, escape_text, format_ns, format_rate, format_ratio, format_us
+# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
+from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, ratio_tone  # noqa: F401 (RatioTone: part of this module's API)
 from wakelab.report.text import (
     FAMILY_TITLES,
     NATIVE_LEGEND,
@@ -459,6 +462,77 @@ def render_lead_table(summary: Mapping[str, Any]) -> str:
     return "".join(out) or '<p class="muted">This run has no arms.</p>'
 
 
+REPETITIONS_LEGEND = (
+    "Repetitions: each repetition's own p50, in the order they ran; range: (largest - smallest) over their median. "
+    "Where they ran: a wake's CPUs are read outside the timed window (the notifier's right before t0, the waiter's "
+    "right after t1); crossed: the share of the wakes with both CPUs known that ran on two CPUs. '-' where an arm "
+    "does not record them (self-signal arms, the C floor's process experiments, open loop); a p99 needs 100 wakes "
+    "in its population."
+)
+
+
+def _number(value: object) -> Optional[float]:
+    """A finite number from the evidence, else None (a bool, a string, NaN are not figures)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _percent(value: Optional[float]) -> str:
+    if value is None:
+        return DASH
+    return ("%.0f%%" if abs(value) >= 10 else "%.1f%%") % value
+
+
+def _population_cells(population: object) -> List[str]:
+    """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
+    if not isinstance(population, dict):
+        return [DASH] * 3
+    n = population.get("n")
+    return [esc(n if _number(n) is not None else DASH)] + [esc(format_us(_number(population.get(k)))) for k in ("p50_ns", "p99_ns")]
+
+
+def render_repetitions_and_placement(summary: Mapping[str, Any]) -> str:
+    """Per latency arm, each repetition's own p50 and their range, and its wakes split by where they ran.
+
+    Laid out from the arm's ``repetitions`` and ``cpu_split`` as the run
+    recorded them (summary.txt's REPETITIONS AND PLACEMENT); empty for a
+    bundle that has neither (made before ``--repeat``), so such a page is as it was.
+    """
+    rows: List[str] = []
+    for a in _arms(summary):
+        if a.get("kind") != "latency" or a.get("status") != "ok" or not _latency(a):
+            continue
+        spread = _dict(_dict(a.get("repetitions")).get("spread"))
+        split = a.get("cpu_split")
+        if not spread and not isinstance(split, dict):
+            continue
+        values = [v for v in (_number(x) for x in _list(spread.get("values"))) if v is not None]
+        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(_percent(_number(spread.get("range_pct"))))]
+        if isinstance(split, dict):
+            share = _number(split.get("cross_share"))
+            crossed = esc(_percent(None if share is None else 100 * share))
+            unknown = _number(split.get("unknown"))
+            if unknown:
+                crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.get("unknown"))
+            placed = _population_cells(split.get("same_cpu")) + _population_cells(split.get("cross_cpu")) + [crossed]
+        else:
+            placed = [DASH] * 7
+        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
+            esc(_slug(str(a.get("name")))), esc(a.get("name")), "".join('<td class="num">%s</td>' % c for c in reps + placed)))
+    if not rows:
+        return ""
+    return (
+        '<div class="table-wrap"><table class="reps"><caption>Wake latency, µs: each repetition\'s own p50, '
+        "and the wakes split by where they ran</caption><thead>"
+        '<tr><th rowspan="2">arm</th><th colspan="2">repetitions</th><th colspan="3">same CPU</th><th colspan="3">cross CPU</th>'
+        '<th rowspan="2">crossed</th></tr>'
+        "<tr><th>p50 of each</th><th>range</th><th>n</th><th>p50</th><th>p99</th><th>n</th><th>p50</th><th>p99</th></tr>"
+        "</thead><tbody>%s</tbody></table></div>"
+        '<p class="muted legend">%s</p>' % ("".join(rows), esc(REPETITIONS_LEGEND))
+    )
+
+
 def _log_bar(value: Optional[float], lo: float, hi: float) -> str:
     """A bar whose length is ``value``'s place between ``lo`` and ``hi`` on a log scale."""
     if value is None or value <= 0 or lo <= 0:
@@ -563,11 +637,16 @@ def _execution_words(summary: Mapping[str, Any]) -> str:
     execution = _dict(summary.get("execution"))
     if not execution:
         return ""
+    repeat = execution.get("repeat") or 1  # absent before --repeat: one pass
+    workers = execution.get("workers")
     if execution.get("mode") == "in-process":
-        text = "in the runner's own process"
-    else:
-        workers = execution.get("workers")
+        text = "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % esc(repeat))
+    elif repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
         text = "%s fresh worker process%s per arm, wakes split between them and pooled" % (esc(workers), "" if workers == 1 else "es")
+    else:
+        # As summary.txt words it: an arm's workers are spread over its repetitions, at least one in each.
+        text = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over "
+                "them, wakes split between them and pooled" % (esc(repeat), esc(max(int(workers or 1), repeat))))
     if execution.get("python"):
         text += " · <code>%s</code>" % esc(execution["python"])
     return text
@@ -867,49 +946,6 @@ def _chunks(count: int, size: int) -> List[range]:
     return [range(i, min(i + size, count)) for i in range(0, count, size)]
 
 
-# How far a ratio must move from 1 before a colour calls it a change: the noise band the ratios of
-# one figure to another are drawn with (10%, either way).  Without intervals in the evidence this is
-# the only yardstick there is; it is applied to p50 and p99 alike.
-RATIO_NOISE = 1.1
-
-
-@dataclasses.dataclass(frozen=True)
-class RatioTone:
-    """How a p50 ratio (this run over the baseline) is drawn, given its p99 ratio beside it.
-
-    ``css`` is ``slower`` (red), ``faster`` (green) or ``""`` (no colour);
-    ``tail_worse`` is true when the p99 got worse beyond :data:`RATIO_NOISE`,
-    whatever the p50 did: such a ratio is drawn as a regression, with the p99
-    ratio shown.  Green needs both: p50 faster beyond the noise, and a p99
-    known and not worse beyond it.
-    """
-
-    css: str
-    tail_worse: bool
-    why: str
-
-
-def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioTone:
-    """The colour of a p50 ratio, judged with its p99 ratio (see :class:`RatioTone`).
-
-    >>> ratio_tone(0.56, 220.0).css, ratio_tone(0.56, 1.0).css, ratio_tone(0.56, None).css
-    ('slower', 'faster', '')
-    """
-    tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
-    if p50_ratio is None:
-        return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
-    if tail_worse:
-        what = "p50 %s but p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
-        return RatioTone("slower", True, "%s: the tail got worse" % what)
-    if p50_ratio > RATIO_NOISE:
-        return RatioTone("slower", False, "p50 slower by more than %d%%" % round((RATIO_NOISE - 1) * 100))
-    if p50_ratio < 1 / RATIO_NOISE:
-        if p99_ratio is None:
-            return RatioTone("", False, "p50 faster, but no p99 to show the tail did not get worse")
-        return RatioTone("faster", False, "p50 faster and p99 not worse")
-    return RatioTone("", False, "within %d%%" % round((RATIO_NOISE - 1) * 100))
-
-
 def _ratio(value: Any, base: Any) -> Optional[float]:
     """``value / base`` for two positive finite figures, else None."""
     if not isinstance(value, (int, float)) or not isinstance(base, (int, float)) or isinstance(value, bool) or isinstance(base, bool):
@@ -1042,7 +1078,11 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                 text += ' · <span class="warn">%s lost</span>' % esc(lat["lost"])
             spread = _dict(entry.get("spread"))
             if spread.get("max_over_min") is not None and spread.get("of") == "p50_ns":
-                text += " · %s workers, medians within %s" % (esc(len(_list(entry.get("workers")))), esc(format_ratio(spread["max_over_min"])))
+                if spread.get("between") == "repetitions":
+                    text += " · %s repetitions, medians within %s" % (
+                        esc(_dict(entry.get("repetitions")).get("count", DASH)), esc(format_ratio(spread["max_over_min"])))
+                else:
+                    text += " · %s workers, medians within %s" % (esc(len(_list(entry.get("workers")))), esc(format_ratio(spread["max_over_min"])))
             facts.append("<li>%s%s</li>" % (who, text))
             samples = run.samples.get(name)
             if samples is None or not samples.samples_ns:
@@ -1134,6 +1174,11 @@ table.lead thead th:nth-child(n+5){text-align:right}
 table.lead th[scope=row]{font-weight:600;white-space:nowrap}
 table.lead th[scope=row] a{color:inherit;text-decoration:none}
 table.lead th[scope=row] a:hover{color:var(--accent);text-decoration:underline}
+table.reps th[scope=row]{font-weight:600;white-space:nowrap}
+table.reps th[scope=row] a{color:inherit;text-decoration:none}
+table.reps thead tr:first-child th{text-align:center;border-bottom:0}
+table.reps thead tr:first-child th:first-child{text-align:left;vertical-align:bottom}
+table.reps thead tr+tr th{text-align:right}
 tr.family th{background:var(--soft);color:#39434d;font-size:.82rem;text-transform:uppercase;letter-spacing:.04em;padding-top:10px}
 tr.component th,tr.component td{color:var(--muted);font-size:.84rem;font-weight:400}
 tbody tr:hover{background:#fafbfc}
@@ -1574,7 +1619,8 @@ def render_grid_matrix(grid: GridView) -> str:
     out.append(
         '<p class="muted">vs first: the cell\'s figure over the first cell that measured the arm. Green needs the p50 '
         "faster by more than 10% and the p99 not worse; a p99 worse by more than 10% is drawn red with its ratio, "
-        "even when the p50 got faster. Worker spread: the largest worker median over the smallest.</p>")
+        "even when the p50 got faster. Spread: the largest median over the smallest, of the cell's repetitions "
+        "(--repeat), or of its worker processes in a run without repetitions.</p>")
     return "".join(out)
 
 
@@ -1617,7 +1663,7 @@ def _matrix_latency_table(name: str, entries: Sequence[Tuple[GridCellView, Optio
                         '<span class="ratio %s">%s</span>' % (p99_css, esc(format_ratio(p99_ratio)))]
         figures.append(esc(_spread_text(entry)))
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
-    head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "worker spread"))
+    head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix" data-arm="%s"><caption><b>%s</b> (µs)</caption><thead><tr><th>cell</th>%s</tr>'
             "</thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
 
@@ -1636,7 +1682,7 @@ def _matrix_rate_table(name: str, entries: Sequence[Tuple[GridCellView, Optional
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in (
             "<b>%s</b>" % esc(format_rate(rate)), esc(format_rate(figures.get("min_ops_per_s"))), esc(format_rate(figures.get("max_ops_per_s"))),
             esc(format_ratio(ratio)), esc(_spread_text(entry))))))
-    head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "worker spread"))
+    head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
             "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
 
@@ -1646,6 +1692,9 @@ def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tupl
     s = run.summary
     verdict = render_verdict(s)
     body_lead = render_lead_table(s)
+    repetitions = render_repetitions_and_placement(s)
+    if repetitions:
+        body_lead += "<h3>Repetitions and placement</h3>" + repetitions
     guidance = render_guidance(run)
     state, css = _run_state(s)
     toc.append((anchor, label.short))
@@ -1716,6 +1765,9 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
         body.append(_section("verdict", "Verdict", render_verdict(first), toc))
         body.append(_section("lead-table", "Lead table", render_lead_table(first), toc))
+        repetitions = render_repetitions_and_placement(first)
+        if repetitions:
+            body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
         body.append(_section("honesty", "Lab honesty", render_honesty(first), toc))
         body.append(_section("caveats", "Caveats", render_caveats(first), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
