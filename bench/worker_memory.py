@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Peak resident memory of a worker process holding 1,000,000 samples.
 
-Target (issue: trustworthy numbers): under 64 MB.  Runs one real worker
+Target (issue 13: compact raw samples): at most 30 MB (it was 65.6 MB with a
+list of Python ints; the data itself is 8 MB as int64).  Runs one real worker
 (``python -S -m wakelab.harness.worker``) on the spinning ``sigusr1-self``
 arm with n = 1,000,000 and reads the child's peak RSS from
 ``getrusage(RUSAGE_CHILDREN)`` after it exits.  Also reports a worker that
@@ -23,7 +24,7 @@ from _common import verdict
 from wakelab.core.model import MeasureParams
 from wakelab.harness.workers import worker_env
 
-TARGET_MB = 64
+TARGET_MB = 30
 
 
 def peak_rss_mb(n: int, arm: str, family: str) -> tuple:
@@ -38,7 +39,8 @@ def peak_rss_mb(n: int, arm: str, family: str) -> tuple:
     after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     reply = json.loads(proc.stdout)
     assert reply["ok"], reply
-    assert len(reply["raw"]["samples_ns"]) == n
+    raw = reply["raw"]
+    assert len(raw["samples_ns"]) + raw["lost"] == n
     # ru_maxrss of children is the largest child so far: run the big worker last.
     return max(after, before) / 1024.0, wall
 
@@ -50,8 +52,8 @@ def main() -> None:
     small, _ = peak_rss_mb(1000, "sigusr1-self", "signals")
     big, wall = peak_rss_mb(args.n, "sigusr1-self", "signals")
     print("worker with 1,000 samples:     peak RSS %.1f MB" % small)
-    print("worker with %s samples: peak RSS %.1f MB in %.1f s (target < %d MB): %s"
-          % (format(args.n, ","), big, wall, TARGET_MB, verdict(big < TARGET_MB)))
+    print("worker with %s samples: peak RSS %.1f MB in %.1f s (target <= %d MB): %s"
+          % (format(args.n, ","), big, wall, TARGET_MB, verdict(big <= TARGET_MB)))
 
 
 if __name__ == "__main__":

@@ -298,7 +298,9 @@ def test_open_loop_shows_a_stalled_notifier_in_every_later_sample() -> None:
 
     params = MeasureParams(n=10, warmup=0, settle_us=200, timeout_s=1.0, mode="open", interval_us=2000)
     raw = child_driver.measure(params, stalling(processes.pipe_path), "pipe-process")
-    assert max(raw.samples_ns) >= 30_000_000
+    # At least 30 ms after its schedule -- or 28 ms when a late wake before it is credited to the
+    # stalled notify and the stalled wake to the next one, 2 ms later (see test_open_loop.py).
+    assert max(raw.samples_ns) >= 27_000_000
     late = sum(1 for s in raw.samples_ns if s >= 18_000_000)
     assert late + raw.lost >= 6
     assert 0 <= raw.info["coalesced"] <= raw.lost

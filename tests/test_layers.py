@@ -17,6 +17,7 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "src" / "wakelab"
 # Layer of each module, by the longest matching dotted prefix; lower numbers are lower layers.
 LAYERS: Dict[str, Tuple[int, str]] = {
     "wakelab.core": (0, "core"),
+    "wakelab.api": (0, "core"),  # the public arm API (wakelab.api.v1): imported by workers, beside the core
     "wakelab.errors": (1, "leaf"),
     "wakelab.formatting": (1, "leaf"),
     "wakelab": (1, "leaf"),  # the package itself: __version__ only

@@ -865,6 +865,10 @@ def _compact(value: Any) -> str:
 
 
 def _mismatch(run: Run, name: str, what: str, from_samples: object, in_summary: object) -> EvidenceError:
+    soak = run.summary.get("soak") or {}
+    if what == "n" and soak.get("raw_kept") == from_samples:
+        return EvidenceError("%s: arm %s is a soak past its raw-sample cap: the samples file holds its first %s of %s wakes "
+                             "(the rest are in its histogram), and compare resamples raw wakes" % (run.source, name, from_samples, in_summary))
     return EvidenceError("%s: arm %s: the samples file does not match summary.json (%s %s from the samples, %s in the "
                          "summary): the bundle was edited or mixed" % (run.source, name, what, from_samples, in_summary))
 

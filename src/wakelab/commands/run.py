@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Dict, List, TYPE_CHECKING
+from typing import Any, Callable, Dict, List, Sequence, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from wakelab.evidence.model import DEFAULT_REPEAT
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from wakelab.labs import Lab
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
+DEFAULT_LAB = "135-signal-vs-event-wakeup"
+ARM_FILE_AS_TEXT = "an arm file's path is recorded as text in the evidence: give a UTF-8 path"
 # Why a path that is not valid UTF-8 is refused up front rather than carried through.
 FOLDER_AS_TEXT = "the folder's name is recorded as text in the evidence and the history: choose a UTF-8 name"
 INTERPRETER_AS_TEXT = "the interpreter's path is recorded as text in the evidence: give a UTF-8 path"
@@ -96,6 +98,32 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _duration(text: str) -> float:
+    from wakelab.harness.soak import parse_duration_s
+
+    try:
+        return parse_duration_s(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
+    """A --duration run (a soak) measures one latency arm in consecutive workers of its own sizing."""
+    from wakelab.core.registry import get_arm
+
+    if args.n is not None:
+        raise UsageError("--duration and --n exclude each other: a soak takes wakes until the time is up")
+    if len(arm_names) != 1:
+        raise UsageError("--duration runs one arm, and this run has %d (choose one with --arms A)" % len(arm_names))
+    if get_arm(arm_names[0]).kind != "latency":
+        raise UsageError("--duration needs a latency arm; %s measures a rate" % arm_names[0])
+    for flag, given in (("--in-process", args.in_process), ("--trace", args.trace), ("--repeat", args.repeat is not None),
+                        ("--workers", args.workers is not None)):
+        if given:
+            raise UsageError("--duration and %s exclude each other: a soak runs untraced, in consecutive fresh "
+                             "workers it sizes itself" % flag)
+
+
 def register(sub: Any) -> None:
     run = sub.add_parser(
         "run",
@@ -106,9 +134,17 @@ def register(sub: Any) -> None:
             "take the lab's defaults."
         ),
     )
-    run.add_argument("--lab", type=utf8_text(), default="135-signal-vs-event-wakeup", help="lab preset (default: %(default)s; see 'wakelab list')")
-    run.add_argument("--arms", type=utf8_text(), metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
-                          "recorded as a lab of its own, 'custom', with the lab's parameters")
+    run.add_argument("--lab", type=utf8_text(), help="lab preset (default: %s; see 'wakelab list')" % DEFAULT_LAB)
+    arms = run.add_argument("--arms", type=utf8_text(), metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
+                          "recorded as a lab of its own, 'custom', with the lab's parameters. A name that is neither built "
+                          "in nor in an --arm-file is looked up in the installed packages' 'wakelab.arms' entry points")
+    run.add_argument("--arm-file", action="append", metavar="PATH", type=path_value("a Python file", ARM_FILE_AS_TEXT),
+                     help="load your own arms from this Python file (repeatable; the API is wakelab.api.v1, see "
+                          "'pydoc wakelab.api.v1'). Without --arms the files' arms are run (after the lab's own "
+                          "when --lab is given); the evidence records each file's path and sha256")
+    # "--arm" stays the abbreviation of --arms it always was (beside --arm-file argparse would call it
+    # ambiguous); registered by hand so that it is neither in --help nor offered as a suggestion.
+    run._option_string_actions["--arm"] = arms
     run.add_argument("-n", "--n", type=_whole_number("n"), metavar="N", help="counted wakes per latency arm (lab 135: 200)")
     run.add_argument("--warmup", type=_whole_number("warmup"), metavar="N", help="warm-up wakes discarded per latency arm (default 10)")
     run.add_argument("--settle-us", type=_list_of(_whole_number("settle_us"), "microseconds"), metavar="US[,US...]",
@@ -139,6 +175,11 @@ def register(sub: Any) -> None:
     conditions.add_argument("--interval-us", type=_whole_number("interval_us"), metavar="US",
                             help="open-loop schedule period (default 1000)")
     execution = run.add_argument_group("execution")
+    execution.add_argument("--duration", type=_duration, metavar="TIME",
+                           help="soak: run one latency arm until TIME is up (90s, 30m, 2h, 1h30m; cyclictest's -D) instead "
+                                "of for --n wakes, in consecutive fresh workers; raw samples are kept up to 1,000,000, "
+                                "every wake goes into a log-linear histogram (3 significant digits) that the percentiles "
+                                "come from beyond that, as the evidence says; the bundle is checkpointed every 10 s")
     execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
                            help="fresh worker processes per arm, spread over the repetitions (at least one in each); "
                                 "the wakes are split between them and pooled (default 3)")
@@ -175,21 +216,52 @@ def register(sub: Any) -> None:
     suggest_long_options(run)
 
 
-def _resolve_arms(args: argparse.Namespace, lab: Lab) -> List[str]:
+def _load_user_arms(args: argparse.Namespace) -> List[str]:
+    """Load every --arm-file (in order); the names of their arms.  A file that cannot be loaded is a
+    usage error naming it (one line, exit status 2)."""
+    from wakelab.core.user_arms import ArmFileError, load_arm_file
+
+    files = list(args.arm_file or [])
+    real = [os.path.realpath(path) for path in files]
+    for index, path in enumerate(real):
+        if path in real[:index]:
+            raise UsageError("--arm-file names %s twice" % files[index])
+    names: List[str] = []
+    for path in files:
+        try:
+            names += [arm.name for arm in load_arm_file(path)]
+        except ArmFileError as exc:
+            raise UsageError(str(exc)) from None
+    return names
+
+
+def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] = ()) -> List[str]:
     from wakelab.core.registry import arm_names, unknown_name_message
+    from wakelab.core.user_arms import ArmFileError, entry_point_names, load_entry_point
     from wakelab.labs import CUSTOM_ID, lab_arm_names
 
     if args.arms is None:
+        if file_arms and args.lab is None:
+            return list(file_arms)  # the files' arms, and nothing the user did not ask for
         if lab.id == CUSTOM_ID:
             raise UsageError("--lab %s needs --arms A,B,... (the arms to run)" % CUSTOM_ID)
-        return lab_arm_names(lab)
+        names = lab_arm_names(lab)
+        return names + [name for name in file_arms if name not in names]
     names = [name.strip() for name in args.arms.split(",") if name.strip()]
     if not names:
         raise UsageError("--arms needs at least one arm name")
     valid = arm_names()
-    unknown = [name for name in names if name not in valid]
-    if unknown:
-        raise UsageError(unknown_name_message("arm", unknown[0], valid))
+    for name in names:
+        if name in valid:
+            continue
+        try:
+            # Lazy: the installed packages' entry points are read only for a name not known here.
+            found = load_entry_point(name)
+        except ArmFileError as exc:
+            raise UsageError(str(exc)) from None
+        if found is None:
+            raise UsageError(unknown_name_message("arm", name, valid, also=entry_point_names()))
+        valid = arm_names()
     if len(set(names)) != len(names):
         raise UsageError("--arms names an arm twice")
     return names
@@ -439,10 +511,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.report.text import format_brief, format_summary
 
     _check_command_line(list(args.argv))
-    preset = get_lab(args.lab)
-    arm_names = _resolve_arms(args, preset)
+    preset = get_lab(DEFAULT_LAB if args.lab is None else args.lab)
+    file_arms = _load_user_arms(args)
+    arm_names = _resolve_arms(args, preset, file_arms)
     params = _params(args, preset.params)
     execution = _execution(args)
+    if args.duration is not None:
+        import dataclasses
+
+        _check_soak(args, arm_names)
+        execution = dataclasses.replace(execution, workers=1, repeat=1)
     pythons = _pythons(args, preset)
     placements = _placements(args, preset)
     # A selection that is not the preset's own arms is a lab of its own ("custom"), and the lab's
@@ -461,6 +539,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.settle_us or [params.settle_us],
         args.cpu_threads or list(preset.grid.cpu_threads if preset.grid is not None and preset.grid.cpu_threads else [0]),
     )
+    if args.duration is not None and len(cells) != 1:
+        raise UsageError("--duration runs one cell: give one value each to --python, --placement, --settle-us and --cpu-threads")
     _check_history(args)
     folder = _output_folder(args, lab.id)
     base = RunPlan(
@@ -480,7 +560,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         with make_progress(len(arm_names) * len(cells) * execution.repeat, quiet=args.quiet, heartbeat_s=heartbeat_s) as shown:
             progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
-                summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
+                if args.duration is not None:
+                    from wakelab.harness.soak import run_soak
+
+                    summary, write_error = run_soak(grid.cell_plan(base, cells[0], folder), args.duration, progress)
+                else:
+                    summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
                 brief = _brief_wanted(args)
                 if args.json:
                     text = dumps(summary)

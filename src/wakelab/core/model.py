@@ -11,6 +11,13 @@ experiments, and reports keep them apart.
 A latency arm returns :class:`RawLatency` (one ``t1 - t0`` per wake, in
 nanoseconds); a rate arm returns :class:`RawRate` (the elapsed time of whole
 rounds of a tight loop, plus the same loop with an empty body).
+
+Samples are compact.  A worker may hold a million wakes: as Python ints in a
+list they take about 36 bytes each (the object and its pointer), as machine
+integers 8.  So every series is an :class:`IntSeries` (an ``array.array``,
+int64 for times), from the collector's preallocated slots to the raw record
+the worker streams out, and the collector turns its slots into the record's
+samples in place, never through a second copy.
 """
 
 from __future__ import annotations
@@ -18,9 +25,8 @@ from __future__ import annotations
 import array
 import dataclasses
 import importlib
-import itertools
 import time
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, MutableSequence, Optional, Sequence, Tuple, Union
 
 # Kinds of arm.
 LATENCY = "latency"
@@ -40,6 +46,41 @@ CROSS_PROCESS = "cross-process"
 FAMILIES = ("threads", "signals", "fds", "asyncio", "asynclibs", "processes", "native")
 
 now_ns = time.perf_counter_ns
+
+# Sentinels of :attr:`LatencyCollector.slots` in its compact form: the two largest unsigned
+# 64-bit values, which no latency reaches (2 ** 63 ns is 292 years).  (In the list form, a slot
+# not reached holds an object of its own, and a lost wake None or LOST_NS.)
+UNSET_NS = 2**64 - 1  # no wake was recorded in this slot
+LOST_NS = UNSET_NS - 1  # a lost wake: its wait timed out (drivers store it where they used to store None)
+# Arms of up to this many wakes keep their slots in a list (2.5 MB at most), beyond it in an
+# unsigned int64 array (8 bytes a wake instead of about 40).  A list store is the cheapest
+# bookkeeping CPython has (STORE_SUBSCR_LIST_INT); an array's converts the int and frees it,
+# some 10 % of a timer pair more (bench/harness_overhead.py measures both).
+LIST_SLOTS_MAX = 1 << 16
+
+
+class IntSeries(array.array):
+    """A compact series of machine integers: ``IntSeries("q", values)`` (int64), 8 bytes a value.
+
+    An ``array.array`` that also compares equal to a tuple or list holding the
+    same integers, as the tuples it replaces did (``raw.samples_ns == ()``).
+    Unhashable, as arrays are.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return bool(array.array.__eq__(self, other))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+
+def int64s(values: Iterable[int] = ()) -> IntSeries:
+    """An int64 :class:`IntSeries` of ``values`` (OverflowError beyond int64)."""
+    return IntSeries("q", values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,17 +155,17 @@ class RawLatency:
     ``info`` carries arm-specific facts worth keeping (CPUs used, fds ...).
     """
 
-    samples_ns: Tuple[int, ...]
+    samples_ns: Sequence[int]
     lost: int
     warmup_discarded: int
-    components_ns: Dict[str, Tuple[int, ...]] = dataclasses.field(default_factory=dict)
+    components_ns: Dict[str, Sequence[int]] = dataclasses.field(default_factory=dict)
     info: Dict[str, object] = dataclasses.field(default_factory=dict)
     kind: str = LATENCY
     # Per wake, aligned with ``samples_ns``: the CPU the waiter ran on right after ``t1`` and the
     # one the notifier ran on right before ``t0`` (both read outside the timed window), -1 where
     # unknown.  Empty when the driver does not record them.
-    waiter_cpus: Tuple[int, ...] = ()
-    notifier_cpus: Tuple[int, ...] = ()
+    waiter_cpus: Sequence[int] = ()
+    notifier_cpus: Sequence[int] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +177,8 @@ class RawRate:
     """
 
     n_per_round: int
-    round_ns: Tuple[int, ...]
-    baseline_round_ns: Tuple[int, ...]
+    round_ns: Sequence[int]
+    baseline_round_ns: Sequence[int]
     warmup_rounds: int
     info: Dict[str, object] = dataclasses.field(default_factory=dict)
     kind: str = RATE
@@ -146,17 +187,23 @@ class RawRate:
 Raw = Union[RawLatency, RawRate]
 
 
-def raw_to_dict(raw: Raw) -> Dict[str, object]:
-    """A raw record as plain JSON-able data (the samples files and the worker protocol)."""
+def raw_to_dict(raw: Raw, compact: bool = False) -> Dict[str, object]:
+    """A raw record as plain JSON-able data (the samples files and the worker protocol).
+
+    ``compact``: a latency record's series stay the record's own compact
+    arrays instead of becoming lists (for a writer that streams them, such as
+    the worker's reply: no list of a million ints is built).
+    """
     if isinstance(raw, RawLatency):
+        series: Callable[[Sequence[int]], object] = (lambda v: v) if compact else list
         return {
             "kind": LATENCY,
-            "samples_ns": list(raw.samples_ns),
+            "samples_ns": series(raw.samples_ns),
             "lost": raw.lost,
             "warmup_discarded": raw.warmup_discarded,
-            "components_ns": {k: list(v) for k, v in raw.components_ns.items()},
+            "components_ns": {k: series(v) for k, v in raw.components_ns.items()},
             "info": dict(raw.info),
-            **_cpu_lists(raw),
+            **_cpu_lists(raw, series),
         }
     return {
         "kind": RATE,
@@ -168,20 +215,23 @@ def raw_to_dict(raw: Raw) -> Dict[str, object]:
     }
 
 
-def _cpu_lists(raw: RawLatency) -> Dict[str, object]:
+def _cpu_lists(raw: RawLatency, series: Callable[[Sequence[int]], object] = list) -> Dict[str, object]:
     """The per-wake CPU series as JSON keys, or nothing when the driver recorded none."""
     if not raw.waiter_cpus and not raw.notifier_cpus:
         return {}
-    return {"waiter_cpu": list(raw.waiter_cpus), "notifier_cpu": list(raw.notifier_cpus)}
+    return {"waiter_cpu": series(raw.waiter_cpus), "notifier_cpu": series(raw.notifier_cpus)}
 
 
 def raw_from_dict(data: Dict[str, object]) -> Raw:
     """Inverse of :func:`raw_to_dict`; raises ValueError on anything malformed."""
 
-    def ints(value: object, what: str) -> Tuple[int, ...]:
+    def ints(value: object, what: str) -> IntSeries:
         if not isinstance(value, list) or not all(type(v) is int for v in value):
             raise ValueError("%s must be a list of integers" % what)
-        return tuple(value)
+        try:
+            return int64s(value)
+        except OverflowError:
+            raise ValueError("%s holds an integer beyond 64 bits" % what) from None
 
     def count(value: object, what: str) -> int:
         if type(value) is not int or value < 0:
@@ -198,7 +248,7 @@ def raw_from_dict(data: Dict[str, object]) -> Raw:
         if not isinstance(components, dict):
             raise ValueError("components_ns must be an object")
         samples = ints(data.get("samples_ns"), "samples_ns")
-        cpus = {}
+        cpus: Dict[str, Any] = {}
         for key in ("waiter_cpu", "notifier_cpu"):
             series = ints(data.get(key, []), key)
             if series and len(series) != len(samples):
@@ -210,7 +260,7 @@ def raw_from_dict(data: Dict[str, object]) -> Raw:
             warmup_discarded=count(data.get("warmup_discarded"), "warmup_discarded"),
             components_ns={str(k): ints(v, "components_ns." + str(k)) for k, v in components.items()},
             info=info,
-            **cpus,  # type: ignore[arg-type]
+            **cpus,
         )
     if data.get("kind") == RATE:
         return RawRate(
@@ -285,36 +335,38 @@ class Arm:
         }
 
 
-_UNSET: object = object()  # a slot no wake has been recorded in yet
-
-
 class LatencyCollector:
     """Accumulates one arm's wakes, dropping the warm-up ones.
 
     Call :meth:`add` with the latency of each wake in order (``None`` for a
     lost wake); the first ``warmup`` wakes are discarded.  Tight loops write
-    into :attr:`slots` instead, ``slots[i] = latency`` for the i-th wake: a
-    preallocated list and an index store, the cheapest bookkeeping Python
-    offers (no call per wake), so that the harness adds as little as possible
-    to the cost of a timer pair.  The split into warm-up, lost and counted
-    wakes happens once, in :meth:`result`.
+    into :attr:`slots` instead, ``slots[i] = latency`` for the i-th wake and
+    ``slots[i] = LOST_NS`` for a lost one: a preallocated sequence and an
+    index store (no call per wake), so that the harness adds as little as
+    possible to the cost of a timer pair.  Up to :data:`LIST_SLOTS_MAX`
+    wakes the slots are a list (where None also marks a lost wake); beyond,
+    an unsigned int64 array, 8 bytes a wake where a list of ints takes about
+    40, its slots not reached holding :data:`UNSET_NS`.  The split into
+    warm-up, lost and counted wakes happens once, in :meth:`result`, in
+    place: the slots become the record's samples (the collector is spent).
     """
 
     def __init__(self, params: MeasureParams) -> None:
         self._warmup = params.warmup
-        self.slots: List[object] = [_UNSET] * params.total_wakes
+        total = params.total_wakes
+        self.slots: MutableSequence[Any] = [_UNSET] * total if total <= LIST_SLOTS_MAX else _filled("Q", UNSET_NS, total)
         self._next = 0
-        self._components: Dict[str, List[int]] = {}
+        self._components: Dict[str, IntSeries] = {}
         # Per-wake CPUs (``waiter_cpus[i]`` / ``notifier_cpus[i]`` for the i-th wake, -1 unknown),
         # stored by drivers that read them outside the timed window; None: not recorded.
-        self.waiter_cpus: Optional[array.array] = None
-        self.notifier_cpus: Optional[array.array] = None
+        self.waiter_cpus: Optional[IntSeries] = None
+        self.notifier_cpus: Optional[IntSeries] = None
 
-    def record_cpus(self) -> Tuple[array.array, array.array]:
+    def record_cpus(self) -> Tuple[IntSeries, IntSeries]:
         """Start recording per-wake CPUs: the two preallocated arrays drivers index into."""
         total = len(self.slots)
-        self.waiter_cpus = array.array("i", [-1]) * total
-        self.notifier_cpus = array.array("i", [-1]) * total
+        self.waiter_cpus = _filled("i", -1, total)
+        self.notifier_cpus = _filled("i", -1, total)
         return self.waiter_cpus, self.notifier_cpus
 
     @property
@@ -325,34 +377,84 @@ class LatencyCollector:
     def add(self, latency_ns: Optional[int], **components: int) -> None:
         index = self._next
         self._next += 1
+        compact = isinstance(self.slots, array.array)
+        value: Optional[int] = latency_ns
+        if latency_ns is None:
+            value = LOST_NS if compact else None
+        elif latency_ns < 0 and compact:
+            raise ValueError("a negative latency (%d ns): t1 was taken before t0" % latency_ns)
         if index < len(self.slots):
-            self.slots[index] = latency_ns
+            self.slots[index] = value
         else:
-            self.slots.append(latency_ns)
+            self.slots.append(value)
         if index >= self._warmup and latency_ns is not None:
-            for name, value in components.items():
-                self._components.setdefault(name, []).append(value)
+            for name, part in components.items():
+                self._components.setdefault(name, int64s()).append(part)
 
     def result(self, **info: object) -> RawLatency:
-        # Generators, not slices or copies: a million-wake arm must not hold a second list.
-        taken = sum(1 for x in self.slots if x is not _UNSET)
-        recorded = (x for x in self.slots if x is not _UNSET)
-        samples = tuple(x for x in itertools.islice(recorded, self._warmup, None) if x is not None)
-        counted = max(taken - self._warmup, 0)
-        waiter_cpus: Tuple[int, ...] = ()
-        notifier_cpus: Tuple[int, ...] = ()
+        slots = self.slots
+        cpus: List[MutableSequence[int]] = [c for c in (self.waiter_cpus, self.notifier_cpus) if c is not None]
+        for one in cpus:
+            if len(one) < len(slots):  # a driver that appended past the preallocated wakes
+                one.extend([-1] * (len(slots) - len(one)))
+        series = [slots] + cpus
+        if isinstance(slots, array.array):
+            unset = slots.count(UNSET_NS)
+            first_unset = slots.index(UNSET_NS) if unset else len(slots)
+            if unset == len(slots) - first_unset:  # the usual case: the wakes not reached are a tail
+                for one in series:
+                    del one[first_unset:]
+            else:
+                _keep_in_place(series, lambda i: slots[i] != UNSET_NS)
+            any_lost = LOST_NS in slots
+        else:
+            # A list (up to LIST_SLOTS_MAX wakes): drivers store None for a lost wake, or LOST_NS.
+            _keep_in_place(series, lambda i: slots[i] is not _UNSET and slots[i] != UNSET_NS)
+            any_lost = True
+        taken = len(slots)
+        warmup = min(taken, self._warmup)
+        for one in series:
+            del one[:warmup]
+        counted = len(slots)
+        if any_lost:
+            _keep_in_place(series, lambda i: slots[i] is not None and slots[i] != LOST_NS)
+        samples = slots if isinstance(slots, IntSeries) else int64s(slots)
+        self.slots = []  # spent: the samples are the old slots
+        waiter_cpus: Sequence[int] = ()
+        notifier_cpus: Sequence[int] = ()
         if self.waiter_cpus is not None and self.notifier_cpus is not None:
-            kept = [i for i, x in enumerate(self.slots) if x is not _UNSET][self._warmup:]
-            kept = [i for i in kept if self.slots[i] is not None]
-            waiter, notifier = self.waiter_cpus, self.notifier_cpus
-            waiter_cpus = tuple(waiter[i] if i < len(waiter) else -1 for i in kept)
-            notifier_cpus = tuple(notifier[i] if i < len(notifier) else -1 for i in kept)
+            waiter_cpus, notifier_cpus = self.waiter_cpus, self.notifier_cpus
         return RawLatency(
-            samples_ns=samples,  # type: ignore[arg-type]
+            samples_ns=samples,
             lost=counted - len(samples),
-            warmup_discarded=min(taken, self._warmup),
-            components_ns={k: tuple(v) for k, v in self._components.items()},
+            warmup_discarded=warmup,
+            components_ns=dict(self._components),
             info=dict(info),
             waiter_cpus=waiter_cpus,
             notifier_cpus=notifier_cpus,
         )
+
+
+_UNSET: object = object()  # a list slot no wake has been recorded in yet
+
+
+def _filled(typecode: str, value: int, length: int) -> IntSeries:
+    """An :class:`IntSeries` of ``length`` copies of ``value`` (in-place repetition keeps the type)."""
+    series = IntSeries(typecode, (value,))
+    series *= length
+    return series
+
+
+def _keep_in_place(series: Sequence[MutableSequence[int]], keep: Callable[[int], bool]) -> None:
+    """Drop, from every array of ``series`` (aligned, of the same length), the positions where
+    ``keep(i)`` is false, in place: no second copy of a million samples."""
+    first = series[0]
+    kept = 0
+    for i in range(len(first)):
+        if keep(i):
+            if kept != i:
+                for one in series:
+                    one[kept] = one[i]
+            kept += 1
+    for one in series:
+        del one[kept:]

@@ -3,6 +3,12 @@
 Each family module exposes ``ARMS``, a list of :class:`~wakelab.core.model.Arm`.
 Adding an arm means adding it to its family's ``ARMS`` (and a test); the
 registry, ``wakelab list`` and the labs pick it up from there.
+
+User-defined arms (:mod:`wakelab.core.user_arms`: ``--arm-file`` and the
+``wakelab.arms`` entry points) are registered here too, beside the built-in
+ones, once loaded: :func:`register_user_arm`.  They are looked up like any
+other arm, and :func:`user_arm_origin` says where one came from (the worker
+request carries it, so that the worker loads the same file first).
 """
 
 from __future__ import annotations
@@ -108,16 +114,55 @@ def _load() -> Dict[str, Arm]:
 
 
 _REGISTRY: Dict[str, Arm] = {}
+# User-defined arms, in the order they were loaded (see wakelab.core.user_arms).
+_USER_ARMS: Dict[str, Arm] = {}
+
+
+def builtin_arm_names() -> List[str]:
+    """The name of every built-in arm (imports every family module)."""
+    if not _REGISTRY:
+        _REGISTRY.update(_load())
+    return list(_REGISTRY)
+
+
+def register_user_arm(arm: Arm) -> None:
+    """Add a user-defined arm to the registry; ValueError for a name already taken."""
+    if arm.name in _USER_ARMS:
+        raise ValueError("an arm called %r is already loaded" % arm.name)
+    if arm.family not in FAMILY_MODULES:
+        raise ValueError("unknown family %r" % (arm.family,))
+    _USER_ARMS[arm.name] = arm
+
+
+def user_arms() -> List[Arm]:
+    """The user-defined arms loaded so far, in load order."""
+    return list(_USER_ARMS.values())
+
+
+def user_arm_origin(name: str) -> Optional[Dict[str, object]]:
+    """Where the user-defined arm ``name`` came from (its ``origin``), None for a built-in arm."""
+    arm = _USER_ARMS.get(name)
+    origin = getattr(arm, "origin", None) if arm is not None else None
+    return dict(origin) if isinstance(origin, dict) else None
+
+
+def forget_user_arms() -> None:
+    """Unregister every user-defined arm (tests that load arm files in process)."""
+    _USER_ARMS.clear()
 
 
 def find_arm(name: str, family: str) -> Arm:
     """The arm ``name`` of ``family``, importing only that family's module.
 
     Worker processes use this so that measuring ``event`` does not first
-    import asyncio, multiprocessing and the native floor.
+    import asyncio, multiprocessing and the native floor.  A user-defined arm
+    is found once its file is loaded (:mod:`wakelab.core.user_arms`).
     """
     if family not in FAMILY_MODULES:
         raise UnknownArmError("unknown family %r" % (family,))
+    user = _USER_ARMS.get(name)
+    if user is not None and user.family == family:
+        return user
     for arm in _load_family(family):
         if arm.name == name:
             return arm
@@ -125,11 +170,12 @@ def find_arm(name: str, family: str) -> Arm:
 
 
 def all_arms() -> List[Arm]:
-    """Every registered arm, grouped by family in report order."""
+    """Every registered arm, grouped by family in report order (user-defined arms after the
+    built-in ones of their family)."""
     if not _REGISTRY:
         _REGISTRY.update(_load())
     order = {family: i for i, family in enumerate(FAMILIES)}
-    return sorted(_REGISTRY.values(), key=lambda a: order[a.family])
+    return sorted(list(_REGISTRY.values()) + list(_USER_ARMS.values()), key=lambda a: order[a.family])
 
 
 def arm_names() -> List[str]:
@@ -138,6 +184,9 @@ def arm_names() -> List[str]:
 
 def get_arm(name: str) -> Arm:
     """The arm called ``name``; :class:`UnknownArmError` names the valid ones."""
+    user = _USER_ARMS.get(name)
+    if user is not None:
+        return user
     all_arms()
     try:
         return _REGISTRY[name]

@@ -372,6 +372,11 @@ class Bundle:
                 self.source, arm.name, doc.get("kind")))
         values = tuple(doc.get("samples_ns") or ())
         expected = arm.latency.n if arm.latency is not None else None
+        soak = self.summary.get("soak") or {}
+        if len(values) != expected and soak.get("raw_kept") == len(values):
+            raise EvidenceError("%s: arm %s is a soak past its raw-sample cap: the samples file holds its first %d of %s "
+                                "wakes (the rest are in its histogram), which this reads whole" % (
+                                    self.source, arm.name, len(values), expected))
         if len(values) != expected:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
                 os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))

@@ -8,6 +8,10 @@ Protocol (version 1): one JSON request on stdin::
 
     {"protocol": 1, "arm": "event", "family": "threads", "params": {...MeasureParams...}, "conditions": {...Conditions...}}
 
+with, for a user-defined arm, ``"user_arm": {...its origin...}`` (the arm file
+and its sha256, or the entry point: :mod:`wakelab.core.user_arms`), which the
+worker loads before it looks the arm up;
+
 and, in a traced run, ``"stamps": true``: the drivers then keep each wake's
 ``t0`` and report it, with both sides' kernel thread ids, in the raw record's
 ``info`` (``wake_t0_ns``, ``waiter_tid``, ``notifier_tid``; see
@@ -88,7 +92,7 @@ worker and is answered ``worker reply exceeds ...``.
 
 from __future__ import annotations
 
-import dataclasses
+import array
 import json
 import os
 import select
@@ -164,8 +168,9 @@ def die_with_parent(signum: int, parent_pid: Optional[int]) -> bool:
     return parent_pid is None or os.getppid() == parent_pid
 
 
-_SAMPLES_MARK = "\u0000samples\u0000"
+# Series longer than this are streamed in chunks of this many values (see _reply).
 _CHUNK = 20000
+_MARK = "\u0000series-%d\u0000"
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -175,35 +180,59 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _reply(fd: int, doc: Dict[str, Any]) -> None:
-    """Write ``doc`` as one JSON line; a large ``raw.samples_ns`` is streamed in chunks.
+def _is_series(value: object) -> bool:
+    """A series _reply streams: any ``array.array`` (json cannot dump one), a long list or tuple."""
+    return isinstance(value, array.array) or (isinstance(value, (list, tuple)) and len(value) > _CHUNK)
 
-    Streaming keeps a worker holding a million samples from also holding a
-    second, textual copy of them (the 64 MB budget in bench/).
+
+def _mark_series(node: Any, found: List[Any]) -> Any:
+    """``node`` with every long series replaced by a unique marker (the series go into ``found``)."""
+    if _is_series(node):
+        found.append(node)
+        return _MARK % (len(found) - 1)
+    if isinstance(node, dict):
+        return {key: _mark_series(value, found) for key, value in node.items()}
+    return node
+
+
+def _reply(fd: int, doc: Dict[str, Any]) -> None:
+    """Write ``doc`` as one JSON line, every long series in it streamed in chunks.
+
+    A series (the samples, their components, the per-wake CPUs and t0s) may
+    hold a million values, in a compact array (8 bytes each): writing it as
+    ``json.dumps`` would first build a list of a million ints (about 40 bytes
+    each) and a text copy of it.  Each one is replaced by a marker, the rest
+    of the document is dumped, and each marker is written as the series'
+    JSON array, :data:`_CHUNK` values at a time (``bench/worker_memory.py``:
+    a worker holding a million samples stays within 30 MB).
     """
-    raw = doc.get("raw")
-    samples = raw.get("samples_ns") if isinstance(raw, dict) else None
-    if not isinstance(raw, dict) or not isinstance(samples, (list, tuple)):
-        _write_all(fd, (json.dumps(doc, separators=(",", ":")) + "\n").encode("utf-8"))
-        return
-    raw["samples_ns"] = _SAMPLES_MARK
-    head, tail = json.dumps(doc, separators=(",", ":")).split(json.dumps(_SAMPLES_MARK), 1)
-    _write_all(fd, head.encode("utf-8") + b"[")
-    for start in range(0, len(samples), _CHUNK):
-        chunk = ",".join(map(str, samples[start : start + _CHUNK]))
-        _write_all(fd, (("," if start else "") + chunk).encode("ascii"))
-    _write_all(fd, b"]" + (tail + "\n").encode("utf-8"))
+    series: List[Any] = []
+    marked = _mark_series(doc, series)
+    text = json.dumps(marked, separators=(",", ":"))
+    for index, values in enumerate(series):
+        marker = json.dumps(_MARK % index)
+        head, text = text.split(marker, 1)
+        _write_all(fd, head.encode("utf-8") + b"[")
+        for start in range(0, len(values), _CHUNK):
+            chunk = ",".join(map(str, values[start : start + _CHUNK]))
+            _write_all(fd, (("," if start else "") + chunk).encode("ascii"))
+        _write_all(fd, b"]")
+    _write_all(fd, (text + "\n").encode("utf-8"))
 
 
 def handle(request: Dict[str, Any]) -> Dict[str, Any]:
     """Measure the arm described by ``request``; the reply document."""
     from wakelab.core.registry import find_arm
-    from wakelab.core.model import MeasureParams, RawLatency, raw_to_dict
+    from wakelab.core.model import MeasureParams, raw_to_dict
     from wakelab.harness.conditions import Conditions, worker_conditions
     from wakelab.harness.metadata import interpreter_info
 
     if request.get("protocol") != PROTOCOL:
         raise ValueError("worker protocol %r, expected %d" % (request.get("protocol"), PROTOCOL))
+    if request.get("user_arm") is not None:
+        from wakelab.core.user_arms import load_origin
+
+        load_origin(request["user_arm"])  # the same file (checked by its sha256) before the look-up
     arm = find_arm(str(request["arm"]), str(request["family"]))
     params = MeasureParams.from_dict(dict(request["params"]))
     conditions = Conditions.from_dict(dict(request.get("conditions") or {}))
@@ -216,12 +245,8 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
         drivers.RECORD_T0 = True  # this forked worker measures one arm, then exits
     with worker_conditions(params, conditions) as applied:
         raw = arm.measure(params)
-    if isinstance(raw, RawLatency):
-        # The samples are streamed by _reply straight from the tuple: no list copy of them.
-        raw_doc = raw_to_dict(dataclasses.replace(raw, samples_ns=()))
-        raw_doc["samples_ns"] = raw.samples_ns
-    else:
-        raw_doc = raw_to_dict(raw)
+    # The record's compact series go into the reply as they are: _reply streams them.
+    raw_doc = raw_to_dict(raw, compact=True)
     return {
         "protocol": PROTOCOL,
         "ok": True,

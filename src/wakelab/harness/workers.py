@@ -39,7 +39,7 @@ import time
 from typing import Any, IO, Callable, Dict, List, Optional, Sequence
 
 import wakelab
-from wakelab.core.model import MeasureParams, Raw, RawLatency, RawRate, raw_from_dict
+from wakelab.core.model import IntSeries, MeasureParams, Raw, RawLatency, RawRate, int64s, raw_from_dict
 from wakelab.harness.conditions import Conditions
 from wakelab.harness.worker import HEARTBEAT, reply_cap_bytes
 
@@ -466,9 +466,10 @@ def run_workers(
     if pool is None:
         with WorkerPool(python) as own:
             return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own, stamps=stamps)
-    from wakelab.core.registry import get_arm
+    from wakelab.core.registry import get_arm, user_arm_origin
 
     arm = get_arm(arm_name)
+    origin = user_arm_origin(arm_name)  # a user-defined arm: the worker loads its file first
     kind_is_rate = arm.kind == "rate"
     counts = split_counts(params.rounds if kind_is_rate else params.n, workers)
     results: List[WorkerResult] = []
@@ -481,6 +482,8 @@ def run_workers(
             "params": worker_params.to_dict(),
             "conditions": conditions.to_dict(),
         }
+        if origin is not None:
+            request["user_arm"] = origin
         if stamps:
             request["stamps"] = True
         reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
@@ -512,24 +515,25 @@ def pool_raws(raws: Sequence[Raw]) -> Raw:
     """One raw record holding every worker's samples (or rounds), in worker order."""
     first = raws[0]
     if isinstance(first, RawLatency):
-        samples: List[int] = []
-        components: Dict[str, List[int]] = {}
+        # Compact int64 series (8 bytes a wake), never a list of a million ints.
+        samples = int64s()
+        components: Dict[str, IntSeries] = {}
         for raw in raws:
             assert isinstance(raw, RawLatency)
-            samples.extend(raw.samples_ns)
+            samples.extend(iter(raw.samples_ns))  # iter(): an array of another typecode is refused whole
             for name, series in raw.components_ns.items():
-                components.setdefault(name, []).extend(series)
+                components.setdefault(name, int64s()).extend(iter(series))
         latency = [r for r in raws if isinstance(r, RawLatency)]
         # Per-wake CPUs only when every worker recorded them: a partial series could not be aligned.
         with_cpus = all(len(r.waiter_cpus) == len(r.samples_ns) and len(r.notifier_cpus) == len(r.samples_ns) for r in latency)
         return RawLatency(
-            samples_ns=tuple(samples),
+            samples_ns=samples,
             lost=sum(r.lost for r in latency),
             warmup_discarded=sum(r.warmup_discarded for r in latency),
-            components_ns={k: tuple(v) for k, v in components.items()},
+            components_ns=dict(components),
             info={"workers": [dict(r.info) for r in raws]} if len(raws) > 1 else dict(first.info),
-            waiter_cpus=tuple(c for r in latency for c in r.waiter_cpus) if with_cpus else (),
-            notifier_cpus=tuple(c for r in latency for c in r.notifier_cpus) if with_cpus else (),
+            waiter_cpus=IntSeries("i", (c for r in latency for c in r.waiter_cpus)) if with_cpus else (),
+            notifier_cpus=IntSeries("i", (c for r in latency for c in r.notifier_cpus)) if with_cpus else (),
         )
     rates = [r for r in raws if isinstance(r, RawRate)]
     return RawRate(

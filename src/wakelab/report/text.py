@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import textwrap
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -418,6 +419,19 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
             how = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread "
                    "over them, wakes split between them and pooled" % (repeat, total))
         items.append("Execution: %s." % how)
+    soak: Mapping[str, Any] = summary.get("soak") or {}
+    if soak:
+        figures: Mapping[str, Any] = soak.get("figures") or {}
+        if figures.get("from_histogram"):
+            where_from = ("from a log-linear histogram of every wake (HdrHistogram layout, %s significant digits: within "
+                          "%.3g %% of the exact ones); the samples file keeps the first %s wakes, and the histogram"
+                          % ((soak.get("histogram") or {}).get("significant_digits"),
+                             100 * float((soak.get("histogram") or {}).get("relative_error") or 0), soak.get("raw_kept")))
+        else:
+            where_from = "exact (every wake's raw sample is kept)"
+        items.append("Soak: %s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are "
+                     "exact, the percentiles %s." % (soak.get("duration_s"), soak.get("elapsed_s"), soak.get("chunks"),
+                                                     "" if soak.get("finished") else " (ended early)", where_from))
     if params.get("mode") == "open":
         timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
     else:
@@ -589,7 +603,17 @@ def format_arm_definitions(summary: Mapping[str, Any]) -> List[str]:
         lines.extend(wrap("%s -- %s" % (a["name"], a.get("mechanism"))))
         lines.extend(wrap("t0: %s" % a.get("t0"), "      "))
         lines.extend(wrap("t1: %s" % a.get("t1"), "      "))
+        if a.get("user_defined"):
+            lines.extend(wrap("user-defined: %s" % _origin_text(a.get("origin") or {}), "      "))
     return lines
+
+
+def _origin_text(origin: Mapping[str, Any]) -> str:
+    """``arm file /x/arms.py (sha256 1a87ee44125c)`` or ``entry point a = m:A (dist 1.0)``."""
+    if origin.get("source") == "file":
+        return "arm file %s (sha256 %s)" % (origin.get("path"), str(origin.get("sha256"))[:12])
+    dist = " (%s %s)" % (origin.get("distribution"), origin.get("version")) if origin.get("distribution") else ""
+    return "entry point %s%s" % (origin.get("entry_point"), dist)
 
 
 def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
@@ -603,6 +627,13 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
         lab.get("id"), arms, params.get("n"), params.get("warmup"), params.get("settle_us"),
         params.get("timeout_s"), params.get("install_n"), params.get("rounds"),
     )
+    arm_files: List[str] = []
+    for a in summary.get("arms", []):
+        origin = a.get("origin") or {}
+        if a.get("user_defined") and origin.get("source") == "file" and origin.get("path") not in arm_files:
+            arm_files.append(str(origin.get("path")))
+    for path in arm_files:  # user-defined arms: the files they came from (entry points need no option)
+        cli += " --arm-file %s" % shlex.quote(path)
     if params.get("planted_delay_us"):
         cli += " --planted-delay-us %s" % params["planted_delay_us"]
     if params.get("placement") not in (None, "any"):

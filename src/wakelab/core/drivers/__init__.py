@@ -69,7 +69,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional
 
-from wakelab.core.model import LatencyCollector, MeasureParams, now_ns
+from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, now_ns
 
 
 #: Set (by the worker, or the runner in process) when the run is traced: the closed-loop
@@ -108,7 +108,7 @@ def t0_info(collector: LatencyCollector, t0s: Optional[List[int]], warmup: int) 
     """
     if t0s is None:
         return {}
-    kept = [t0s[i] for i, value in enumerate(collector.slots) if i >= warmup and type(value) is int]
+    kept = [t0s[i] for i, value in enumerate(collector.slots) if i >= warmup and type(value) is int and value < LOST_NS]
     return {"wake_t0_ns": kept}
 
 

@@ -115,7 +115,7 @@ from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, 
 from wakelab.core.drivers import child_side
 from wakelab.core.drivers.child_side import OPEN, QUIT, WaitSide
 from wakelab.core.drivers.thread import match_open_loop
-from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
+from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import WAITER, cpu_for, cpu_reader, current_cpu
 from wakelab.core.sigstate import preserved_signal_state
 
@@ -658,10 +658,10 @@ def _drive_closed(
             raise session.no_answer(handshake_s, phase)
         tag, t1 = session.receive(("woke", "lost"), phase)
         if tag == "lost":
-            slots[index] = None
+            slots[index] = LOST_NS
         elif t1 < t0:
             stale += 1  # the wait returned before this notify: an older wake, not this one
-            slots[index] = None
+            slots[index] = LOST_NS
         else:
             slots[index] = t1 - t0
         if waiter_cpus is not None and notifier_cpus is not None:

@@ -69,7 +69,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, recording_t0, t0_info
 from wakelab.core.drivers.thread import last_notify_answered, match_open_loop
-from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
+from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_reader, current_cpu, enter_role, preserved_affinity
 
 #: This driver honours ``params.mode == "open"`` (both modes: cross-thread and self).
@@ -410,7 +410,7 @@ def measure_self(params: MeasureParams, path: WakePath) -> RawLatency:
             if t1 is not None and t1 < t0:
                 stale += 1
                 t1 = None
-            slots[index] = None if t1 is None else t1 - t0
+            slots[index] = LOST_NS if t1 is None else t1 - t0
         cpu = current_cpu()
         tid = native_tid()
         return collector.result(

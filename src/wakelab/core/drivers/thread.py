@@ -35,7 +35,7 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, t0_info, wake_t0_log
-from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
+from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import WAITER, cpu_reader, current_cpu, enter_role
 
 #: This driver honours ``params.mode == "open"``.
@@ -114,7 +114,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
             if t1 is not None and t1 < t0:  # type: ignore[operator]
                 stale += 1  # the wait returned before this notify: an older wake, not this one
                 t1 = None
-            slots[index] = None if t1 is None else t1 - t0  # type: ignore[operator]
+            slots[index] = LOST_NS if t1 is None else t1 - t0  # type: ignore[operator]
             if waiter_cpus is not None and notifier_cpus is not None:
                 waiter_cpus[index] = box["woke_on"]
                 notifier_cpus[index] = notified_on

@@ -1,0 +1,326 @@
+"""A log-linear latency histogram with fixed relative precision (HdrHistogram's layout).
+
+Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can
+keep: raw samples are kept up to a cap, and beyond it this histogram carries
+the distribution in a fixed 55,296 counters (432 KiB), however long the run.
+
+Layout.  Exactly HdrHistogram's for ``lowest_trackable_value = 1`` and 3
+significant digits (``sub_bucket_count = 2048``): values 0..2047 ns have a
+counter each; above, bucket ``b >= 1`` covers ``[1024 << b, 2048 << b)`` in
+1024 sub-buckets of width ``2 ** b``.  A counter therefore holds values
+within ``1/1024`` of each other (relative), so 3 significant digits are
+kept.  The counter index of a value is the one HdrHistogram computes
+(``get_counts_array_index``), so the sparse counts in the evidence are those
+of an HdrHistogram of the same wakes, and :func:`encode_hdr` writes the
+interoperable compressed form (``HISTFAAA...``) that HdrHistogram's tools
+(Java, C, Python ``hdrh``, ``HistogramLogAnalyzer``) decode.
+
+Percentiles.  :meth:`LogLinearHistogram.percentile_ns` follows
+:func:`wakelab.analysis.stats.percentile` (type 7: linear interpolation
+between the two nearest ranks), with each rank's value replaced by the middle
+of its counter's range.  A rank's value ``x`` lies in a counter
+``[low, low + width)`` with ``width <= low / 1024``, so the middle is within
+``(width - 1) / 2 < x / 2048`` of it, and an interpolation of two such values
+is within the same bound: a percentile from the histogram is within
+:data:`RELATIVE_ERROR` (``2 ** -11``, 0.049 %) of the exact type-7 percentile
+of the same wakes; below 2048 ns it is exact.
+
+Recording is vectorised (numpy, imported lazily: the parent's side only, never
+the measuring one) and happens in the parent after a worker has replied, never
+inside a timed window.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+import zlib
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from wakelab.analysis.stats import PERCENTILES, min_n_for
+
+SIGNIFICANT_DIGITS = 3
+# HdrHistogram's derived constants for 3 significant digits and a lowest value of 1 ns.
+SUB_BUCKET_COUNT = 2048
+SUB_BUCKET_HALF_COUNT = 1024
+SUB_BUCKET_HALF_COUNT_MAGNITUDE = 10
+# The largest value a counter can hold: int64's maximum (bucket 52 ends at 2 ** 63).
+HIGHEST_NS = 2**63 - 1
+COUNTS_LEN = 53 * SUB_BUCKET_HALF_COUNT + SUB_BUCKET_HALF_COUNT  # 55,296
+# Bound on |histogram percentile - exact percentile| / exact percentile (see the module docstring).
+RELATIVE_ERROR = 2.0**-11
+# Values at or above this are indexed in Python, not with float64 (which is exact below 2 ** 53).
+_FLOAT_EXACT = 2**53
+
+
+def counts_index(value_ns: int) -> int:
+    """The counter that holds ``value_ns`` (HdrHistogram's ``get_counts_array_index``)."""
+    if value_ns < 0:
+        raise ValueError("a latency cannot be negative: %r" % (value_ns,))
+    bucket = max(0, int(value_ns).bit_length() - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1))
+    return (bucket << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + (int(value_ns) >> bucket)
+
+
+def counter_range(index: int) -> Tuple[int, int]:
+    """``(low, width)``: counter ``index`` holds the values ``low .. low + width - 1``."""
+    if not 0 <= index < COUNTS_LEN:
+        raise ValueError("no counter %r" % (index,))
+    if index < SUB_BUCKET_COUNT:
+        return index, 1
+    bucket = (index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1
+    sub = (index & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT
+    return sub << bucket, 1 << bucket
+
+
+def counter_middle(index: int) -> float:
+    """The value that stands for counter ``index``: the middle of its range (exact below 2048 ns)."""
+    low, width = counter_range(index)
+    return low + (width - 1) / 2.0
+
+
+def _indices(values: Any) -> Any:
+    """Counter indices of a numpy int64 array of non-negative values (float64 below 2 ** 53)."""
+    import numpy as np
+
+    # frexp's exponent is the bit length of an integer that float64 holds exactly.
+    _, bits = np.frexp(values.astype(np.float64))
+    bucket = np.maximum(bits.astype(np.int64) - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1), 0)
+    return (bucket << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + np.right_shift(values, bucket)
+
+
+class LogLinearHistogram:
+    """Counts of latencies (ns) in HdrHistogram's counters, and exact running figures.
+
+    ``total``, ``min_ns``, ``max_ns`` and ``sum_ns`` are exact over every
+    recorded value; the mean and standard deviation are computed from every
+    value (the deviation through Chan's pairwise update in float64), not from
+    the counters; only percentiles come from the counters.
+    """
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.counts = np.zeros(COUNTS_LEN, dtype=np.int64)
+        self.total = 0
+        self.min_ns: Optional[int] = None
+        self.max_ns: Optional[int] = None
+        self.sum_ns = 0
+        self._mean = 0.0
+        self._m2 = 0.0
+
+    def record_many(self, values_ns: Sequence[int]) -> None:
+        """Add every value of ``values_ns`` (non-negative ints: a list, tuple, array or numpy array)."""
+        import numpy as np
+
+        values = np.asarray(values_ns, dtype=np.int64) if not isinstance(values_ns, np.ndarray) else values_ns.astype(np.int64, copy=False)
+        if values.size == 0:
+            return
+        low, high = int(values.min()), int(values.max())
+        if low < 0:
+            raise ValueError("a latency cannot be negative: %d" % low)
+        if high < _FLOAT_EXACT:
+            index = _indices(values)
+        else:
+            index = np.fromiter((counts_index(int(v)) for v in values), dtype=np.int64, count=values.size)
+        self.counts += np.bincount(index, minlength=COUNTS_LEN)
+        n = int(values.size)
+        chunk_sum = int(values.sum(dtype=np.int64)) if high < (2**63 - 1) // n else sum(int(v) for v in values)
+        chunk_mean = chunk_sum / n
+        centred = values.astype(np.float64) - chunk_mean
+        chunk_m2 = float(np.dot(centred, centred))
+        self._merge_moments(n, chunk_mean, chunk_m2)
+        self.sum_ns += chunk_sum
+        self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
+        self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
+
+    def record(self, value_ns: int) -> None:
+        """Add one value (the slow path; :meth:`record_many` for a chunk)."""
+        index = counts_index(value_ns)
+        self.counts[index] += 1
+        self._merge_moments(1, float(value_ns), 0.0)
+        self.sum_ns += int(value_ns)
+        self.min_ns = value_ns if self.min_ns is None else min(self.min_ns, value_ns)
+        self.max_ns = value_ns if self.max_ns is None else max(self.max_ns, value_ns)
+
+    def _merge_moments(self, n: int, mean: float, m2: float) -> None:
+        total = self.total + n
+        delta = mean - self._mean
+        self._mean += delta * n / total
+        self._m2 += m2 + delta * delta * self.total * n / total
+        self.total = total
+
+    def merge(self, other: "LogLinearHistogram") -> None:
+        """Add ``other``'s values to this histogram."""
+        if other.total == 0:
+            return
+        self.counts += other.counts
+        self._merge_moments(other.total, other._mean, other._m2)
+        self.sum_ns += other.sum_ns
+        for mine, theirs, pick in (("min_ns", other.min_ns, min), ("max_ns", other.max_ns, max)):
+            current = getattr(self, mine)
+            setattr(self, mine, theirs if current is None else pick(current, theirs))
+
+    @property
+    def mean_ns(self) -> Optional[float]:
+        return self.sum_ns / self.total if self.total else None
+
+    @property
+    def stdev_ns(self) -> Optional[float]:
+        return math.sqrt(max(self._m2, 0.0) / (self.total - 1)) if self.total >= 2 else None
+
+    def percentile_ns(self, q: float) -> float:
+        """The ``q``-th percentile (0..100), type 7 on the counters' middles (see the module docstring)."""
+        return self.percentiles_ns([q])[0]
+
+    def percentiles_ns(self, qs: Sequence[float]) -> List[float]:
+        """:meth:`percentile_ns` of each of ``qs``, in one pass over the counters."""
+        import numpy as np
+
+        if self.total == 0:
+            raise ValueError("percentile of an empty histogram")
+        cumulative = np.cumsum(self.counts)
+        out: List[float] = []
+        for q in qs:
+            if not 0.0 <= q <= 100.0:
+                raise ValueError("percentile must be within 0..100, got %r" % (q,))
+            position = (self.total - 1) * q / 100.0
+            lower = math.floor(position)
+            upper = min(lower + 1, self.total - 1)
+            # The counter holding the k-th smallest value (0-based): the first whose cumulative count exceeds k.
+            low_index, high_index = (int(i) for i in np.searchsorted(cumulative, [lower, upper], side="right"))
+            low_value = self._clamped_middle(low_index)
+            value = low_value + (self._clamped_middle(high_index) - low_value) * (position - lower)
+            out.append(value)
+        return out
+
+    def _clamped_middle(self, index: int) -> float:
+        # The extreme counters' values are known exactly: never report beyond min or max.
+        middle = counter_middle(index)
+        if self.min_ns is not None and self.max_ns is not None:
+            middle = min(max(middle, float(self.min_ns)), float(self.max_ns))
+        return middle
+
+    def latency_figures(self, lost: int = 0) -> Dict[str, Any]:
+        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters.
+
+        n, lost, min, max, mean and stdev are exact (every value counted); the
+        percentiles are within :data:`RELATIVE_ERROR` of the exact ones, and
+        omitted where the exact summary omits them (too few wakes).
+        """
+        out: Dict[str, Any] = {
+            "n": self.total,
+            "lost": lost,
+            "min_ns": self.min_ns,
+            "max_ns": self.max_ns,
+            "mean_ns": self.mean_ns,
+            "stdev_ns": self.stdev_ns,
+        }
+        omitted: Dict[str, str] = {}
+        wanted = [(key, q) for key, q in PERCENTILES if self.total >= min_n_for(q) and self.total > 0]
+        values = dict(zip([k for k, _ in wanted], self.percentiles_ns([q for _, q in wanted]))) if wanted else {}
+        for key, q in PERCENTILES:
+            out[key + "_ns"] = values.get(key)
+            if key not in values:
+                omitted[key] = "no samples" if self.total == 0 else "needs n >= %d, this arm has n = %d" % (min_n_for(q), self.total)
+        out["omitted"] = omitted
+        return out
+
+    def nonzero(self) -> List[List[int]]:
+        """``[[index, count], ...]`` for every counter that holds a value, in index order."""
+        import numpy as np
+
+        where = np.flatnonzero(self.counts)
+        return [[int(i), int(self.counts[i])] for i in where]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
+        return {
+            "layout": "hdrhistogram",
+            "lowest_trackable_ns": 1,
+            "significant_digits": SIGNIFICANT_DIGITS,
+            "sub_bucket_count": SUB_BUCKET_COUNT,
+            "relative_error": RELATIVE_ERROR,
+            "total": self.total,
+            "min_ns": self.min_ns,
+            "max_ns": self.max_ns,
+            "sum_ns": self.sum_ns,
+            "stdev_ns": self.stdev_ns,
+            "counts": self.nonzero(),
+            "hdr_encoded": encode_hdr(self),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LogLinearHistogram":
+        """Inverse of :meth:`to_dict` (counts and exact figures; the deviation's moments are restored)."""
+        if not isinstance(data, dict) or data.get("layout") != "hdrhistogram" or data.get("sub_bucket_count") != SUB_BUCKET_COUNT:
+            raise ValueError("not a wakelab log-linear histogram")
+        hist = cls()
+        total = 0
+        for pair in data.get("counts") or []:
+            if not (isinstance(pair, list) and len(pair) == 2 and all(type(v) is int for v in pair)):
+                raise ValueError("counts must be [index, count] pairs")
+            index, count = pair
+            if not 0 <= index < COUNTS_LEN or count <= 0:
+                raise ValueError("bad counter %r" % (pair,))
+            hist.counts[index] += count
+            total += count
+        if total != data.get("total"):
+            raise ValueError("counts add up to %d, total says %r" % (total, data.get("total")))
+        hist.total = total
+        hist.min_ns, hist.max_ns = data.get("min_ns"), data.get("max_ns")
+        hist.sum_ns = int(data.get("sum_ns") or 0)
+        hist._mean = hist.sum_ns / total if total else 0.0
+        stdev = data.get("stdev_ns")
+        hist._m2 = float(stdev) ** 2 * (total - 1) if isinstance(stdev, (int, float)) and total >= 2 else 0.0
+        return hist
+
+
+# HdrHistogram's V2 encoding (see HdrHistogram's "Histogram encoding" and hdrh's codec).
+_V2_ENCODING_COOKIE = 0x1C849313
+_V2_COMPRESSED_COOKIE = 0x1C849314  # the V2 compressed cookie with word size 8, as hdrh and Java write it
+
+
+def _zigzag_leb128(values: Iterable[int]) -> bytes:
+    out = bytearray()
+    for value in values:
+        unsigned = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+        # Counts stay far below 2 ** 55, so the 9-byte form of 64-bit values is never needed.
+        while unsigned > 0x7F:
+            out.append((unsigned & 0x7F) | 0x80)
+            unsigned >>= 7
+        out.append(unsigned)
+    return bytes(out)
+
+
+def _run_length(counts: Sequence[int]) -> List[int]:
+    """Counts with each run of zeros written as minus its length (HdrHistogram's payload)."""
+    out: List[int] = []
+    zeros = 0
+    for count in counts:
+        if count == 0:
+            zeros += 1
+            continue
+        if zeros:
+            out.append(-zeros)
+            zeros = 0
+        out.append(count)
+    return out
+
+
+def encode_hdr(hist: LogLinearHistogram) -> str:
+    """HdrHistogram's compressed V2 form of ``hist`` (base64 text, ``HISTFAAA...``).
+
+    Decodes with any HdrHistogram implementation (for example Python's
+    ``hdrh``: ``HdrHistogram.decode(text)``) to the same counts, for
+    ``lowest = 1``, ``highest = max(2, max_ns)``, 3 significant digits.
+    """
+    import numpy as np
+
+    nonzero = np.flatnonzero(hist.counts)
+    used = int(nonzero[-1]) + 1 if nonzero.size else 0
+    payload = _zigzag_leb128(_run_length([int(c) for c in hist.counts[:used]]))
+    highest = max(2, int(hist.max_ns or 0))
+    header = struct.pack(">iiiiqqd", _V2_ENCODING_COOKIE, len(payload), 0, SIGNIFICANT_DIGITS, 1, highest, 1.0)
+    compressed = zlib.compress(header + payload)
+    return base64.b64encode(struct.pack(">ii", _V2_COMPRESSED_COOKIE, len(compressed)) + compressed).decode("ascii")

@@ -1,0 +1,534 @@
+"""User-defined arms: load them from arm files and ``wakelab.arms`` entry points.
+
+Measuring side: standard library only, Python 3.9+ and PyPy.
+
+The user declares an arm with :mod:`wakelab.api.v1` (its primitive's moves,
+name, family, waiter state, scope, ``t0`` and ``t1``); this module turns each
+declaration into a core :class:`~wakelab.core.model.Arm` run by the thread
+driver (:mod:`wakelab.core.drivers.thread`) -- no wake loop of its own -- and
+registers it (:func:`wakelab.core.registry.register_user_arm`).
+
+Where an arm came from is its *origin*, recorded in the evidence and carried
+in every worker request so that the worker loads the same code before it
+looks the arm up (:func:`load_origin`):
+
+* ``{"source": "file", "path": ABSOLUTE, "sha256": HEX}`` -- the hash of the
+  bytes that were compiled and run; a worker refuses a file whose bytes
+  changed since;
+* ``{"source": "entry-point", "group": "wakelab.arms", "entry_point": "name =
+  module:attr", "distribution": NAME, "version": VERSION}``.
+
+Either may hold ``"sys_path"``: the folders the arm's imports came from here
+beyond the standard library (workers start with ``-S``, without
+site-packages; they append these).
+
+Every problem at load time is an :class:`ArmFileError` whose message is one
+line naming the file (and its line) or the entry point: a file that cannot
+be read, a syntax error, an exception or ``sys.exit`` at its top level, a top
+level that runs longer than :data:`~wakelab.api.v1.LOAD_TIMEOUT_S` (bounded
+with ``SIGALRM`` in the main thread; what the file prints goes to stderr), no
+``ARMS``, a declaration against the rules, a name already taken.  Problems
+while measuring are :class:`UserArmError` naming the move and the line that
+raised; the runner fails the arm with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from wakelab.api import v1
+from wakelab.core import drivers
+from wakelab.core import registry
+from wakelab.core.model import LATENCY, Arm, MeasureParams, RawLatency
+
+#: The entry-point group installed packages provide arms in.
+ENTRY_POINT_GROUP = "wakelab.arms"
+#: Largest arm file read (bytes).
+MAX_FILE_BYTES = 4 << 20
+
+
+class ArmFileError(ValueError):
+    """An arm file or entry point that cannot be loaded (the message is one line)."""
+
+
+class UserArmError(RuntimeError):
+    """A user-defined arm's move raised while measuring (the message names the move and the line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class UserArm(Arm):
+    """A core arm declared by the user; ``origin`` says where it came from (see the module docstring)."""
+
+    origin: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> Dict[str, object]:
+        described = Arm.describe(self)
+        described["user_defined"] = True
+        described["origin"] = dict(self.origin)
+        return described
+
+
+def _one_line(text: object, most: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= most else line[: most - 3] + "..."
+
+
+def _where_in(tb: Optional[types.TracebackType], filename: Optional[str]) -> str:
+    """``"line 12, in notify"`` of the innermost frame of ``filename`` in ``tb`` (any file if None)."""
+    found = ""
+    for frame in traceback.extract_tb(tb):
+        if filename is None or os.path.abspath(frame.filename) == filename:
+            found = "%s line %d, in %s" % (os.path.basename(frame.filename), frame.lineno or 0, frame.name)
+    return found
+
+
+def describe_exception(exc: BaseException, filename: Optional[str]) -> str:
+    """``ZeroDivisionError: division by zero (my_arms.py line 12, in notify)``."""
+    text = "%s: %s" % (type(exc).__name__, _one_line(exc)) if str(exc) else type(exc).__name__
+    where = _where_in(exc.__traceback__, filename) or _where_in(exc.__traceback__, None)
+    return "%s (%s)" % (text, where) if where else text
+
+
+# ---------------------------------------------------------------- bounded loading
+
+
+class _LoadTimeout(BaseException):
+    """Raised by the SIGALRM handler when a top level runs too long (a BaseException: no
+    ``except Exception`` in the user's code swallows it)."""
+
+
+@contextlib.contextmanager
+def _bounded(timeout_s: Optional[float]) -> Iterator[None]:
+    """Raise :class:`_LoadTimeout` in this thread after ``timeout_s`` (main thread only; elsewhere unbounded).
+
+    The previous SIGALRM handler and interval timer are restored on the way out.
+    """
+    if not timeout_s or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _LoadTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    started = time.monotonic()
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if old_delay > 0:  # someone else's alarm (a test timeout): put it back, less the time spent here
+            signal.setitimer(signal.ITIMER_REAL, max(old_delay - (time.monotonic() - started), 1e-3), old_interval)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """What the user's top level prints goes to stderr: stdout may carry ``--json``."""
+    saved = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = saved
+
+
+def _stdlib_dirs() -> List[str]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return [os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if paths.get(key)]
+
+
+def _import_dirs(before: Sequence[str], arm_file: Optional[str] = None) -> List[str]:
+    """The ``sys.path`` folders that modules imported since ``before`` came from, beyond the standard
+    library, this package's own folder and ``arm_file`` itself (a worker appends them to its path)."""
+    own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    stdlib = _stdlib_dirs()
+    entries = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
+    seen = set(before)
+    found: List[str] = []
+    for name, module in list(sys.modules.items()):
+        if name in seen:
+            continue
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str):
+            continue
+        filename = os.path.abspath(filename)
+        if filename == arm_file:
+            continue
+        holders = [e for e in entries if filename.startswith(e + os.sep)]
+        if not holders:
+            continue
+        entry = max(holders, key=len)
+        in_stdlib = any(entry == d or entry.startswith(d + os.sep) for d in stdlib) and not (
+            "site-packages" in entry or "dist-packages" in entry
+        )
+        if entry != own and not in_stdlib and entry not in found:
+            found.append(entry)
+    return found
+
+
+def _declared(value: object, where: str) -> List[v1.Arm]:
+    """The declarations in an arm file's ``ARMS`` (ArmFileError naming what is wrong)."""
+    if not isinstance(value, (list, tuple)):
+        raise ArmFileError("%s: ARMS must be a list of wakelab.api.v1.Arm, got %s" % (where, type(value).__name__))
+    if not value:
+        raise ArmFileError("%s: ARMS is empty (declare at least one wakelab.api.v1.Arm)" % where)
+    names: List[str] = []
+    for index, spec in enumerate(value):
+        if not isinstance(spec, v1.Arm):
+            raise ArmFileError("%s: ARMS[%d] is a %s, not a wakelab.api.v1.Arm" % (where, index, type(spec).__name__))
+        if spec.name in names:
+            raise ArmFileError("%s: ARMS declares the arm %r twice" % (where, spec.name))
+        names.append(spec.name)
+    return list(value)
+
+
+def _check_names(specs: Sequence[v1.Arm], where: str, check_builtins: bool) -> None:
+    builtin = set(registry.builtin_arm_names()) if check_builtins else set()
+    taken = {arm.name: arm for arm in registry.user_arms()}
+    for spec in specs:
+        if spec.name in builtin:
+            raise ArmFileError("%s: arm %r is the name of a built-in arm (see 'wakelab list'): choose another name" % (where, spec.name))
+        if spec.name in taken:
+            other = getattr(taken[spec.name], "origin", {})
+            raise ArmFileError("%s: arm %r is already defined by %s" % (where, spec.name, origin_label(other)))
+
+
+def origin_label(origin: Dict[str, Any]) -> str:
+    """``arm file /x/my_arms.py`` or ``entry point my-arm = pkg.mod:ARM (pkg 1.0)``."""
+    if origin.get("source") == "file":
+        return "arm file %s" % origin.get("path")
+    dist = origin.get("distribution")
+    version = origin.get("version")
+    label = "entry point %s" % origin.get("entry_point")
+    return label + (" (%s %s)" % (dist, version) if dist else "")
+
+
+# ---------------------------------------------------------------- arm files
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except IsADirectoryError:
+        raise ArmFileError("arm file %s is a directory, not a Python file" % path) from None
+    except FileNotFoundError:
+        raise ArmFileError("arm file %s does not exist" % path) from None
+    except OSError as exc:
+        raise ArmFileError("cannot read arm file %s: %s" % (path, exc.strerror or exc)) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ArmFileError("arm file %s is larger than %d bytes: is it a Python file?" % (path, MAX_FILE_BYTES))
+    return data
+
+
+def _run_file(path: str, data: bytes, module_name: str, timeout_s: Optional[float]) -> types.ModuleType:
+    """Compile and run the arm file's bytes as module ``module_name``; ArmFileError on any failure."""
+    try:
+        code = compile(data, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise ArmFileError("arm file %s, line %s: syntax error: %s" % (path, exc.lineno, _one_line(exc.msg))) from None
+    except ValueError as exc:  # null bytes, a bad encoding declaration
+        raise ArmFileError("arm file %s is not Python source: %s" % (path, _one_line(exc))) from None
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    sys.modules[module_name] = module  # dataclasses in the file look their module up
+    try:
+        with _stdout_to_stderr(), _bounded(timeout_s):
+            exec(code, module.__dict__)
+    except KeyboardInterrupt:
+        sys.modules.pop(module_name, None)
+        raise
+    except _LoadTimeout:
+        sys.modules.pop(module_name, None)
+        raise ArmFileError(
+            "arm file %s: its top level did not finish within %g s (does it wait or loop when imported? "
+            "waits belong in the arm's moves)" % (path, timeout_s or 0)
+        ) from None
+    except SystemExit as exc:
+        sys.modules.pop(module_name, None)
+        raise ArmFileError("arm file %s: its top level called sys.exit(%s)" % (path, "" if exc.code is None else exc.code)) from None
+    except BaseException as exc:
+        sys.modules.pop(module_name, None)
+        where = _where_in(exc.__traceback__, path)
+        line = where.split(",")[0].rpartition(" ")[2] if where else "?"
+        if isinstance(exc, v1.ArmDeclarationError):
+            raise ArmFileError("arm file %s, line %s: %s" % (path, line, _one_line(exc))) from None
+        raise ArmFileError("arm file %s, line %s: %s" % (path, line, describe_exception(exc, path))) from None
+    return module
+
+
+def load_arm_file(path: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S, *, check_builtins: bool = True,
+                  expect_sha256: Optional[str] = None, sys_path: Sequence[str] = ()) -> List[Arm]:
+    """Load, check and register the arms of the file at ``path``; returns them, in the file's order.
+
+    ``expect_sha256`` (a worker) refuses a file whose bytes are not those the
+    run started with; ``sys_path`` folders are appended to ``sys.path``
+    first.  :class:`ArmFileError` for any problem (nothing is registered then).
+    """
+    path = os.path.abspath(path)
+    data = _read(path)
+    digest = hashlib.sha256(data).hexdigest()
+    if expect_sha256 is not None and digest != expect_sha256:
+        raise ArmFileError("arm file %s changed since the run started (sha256 %s, was %s)" % (path, digest[:12], expect_sha256[:12]))
+    for folder in sys_path:
+        if folder not in sys.path:
+            sys.path.append(folder)
+    before = list(sys.modules)
+    module = _run_file(path, data, "_wakelab_arm_file_" + digest[:16], timeout_s)
+    where = "arm file %s" % path
+    if "ARMS" not in module.__dict__:
+        raise ArmFileError("%s defines no ARMS (a list of wakelab.api.v1.Arm; see 'pydoc wakelab.api.v1')" % where)
+    specs = _declared(module.__dict__["ARMS"], where)
+    _check_names(specs, where, check_builtins)
+    origin: Dict[str, Any] = {"source": "file", "path": path, "sha256": digest}
+    extra = list(sys_path) or _import_dirs(before, path)
+    if extra:
+        origin["sys_path"] = extra
+    arms: List[Arm] = [_core_arm(spec, origin, path) for spec in specs]
+    for arm in arms:
+        registry.register_user_arm(arm)
+    return arms
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def _entry_points() -> List[Any]:
+    from importlib import metadata
+
+    found: Any = metadata.entry_points()
+    if hasattr(found, "select"):
+        return list(found.select(group=ENTRY_POINT_GROUP))
+    return list(found.get(ENTRY_POINT_GROUP, []))  # Python 3.9: a dict of lists
+
+
+def entry_point_names() -> List[str]:
+    """The arm names installed packages offer in the ``wakelab.arms`` group (reads metadata, imports nothing)."""
+    try:
+        return sorted({ep.name for ep in _entry_points()})
+    except Exception:  # broken metadata of some distribution: offer none rather than fail
+        return []
+
+
+def _load_object(value: str, where: str, timeout_s: Optional[float]) -> Tuple[object, List[str]]:
+    from importlib import metadata
+
+    before = list(sys.modules)
+    try:
+        with _stdout_to_stderr(), _bounded(timeout_s):
+            obj = metadata.EntryPoint(name="arm", value=value, group=ENTRY_POINT_GROUP).load()
+            if callable(obj) and not isinstance(obj, v1.Arm):
+                obj = obj()
+    except KeyboardInterrupt:
+        raise
+    except _LoadTimeout:
+        raise ArmFileError("%s: loading it did not finish within %g s" % (where, timeout_s or 0)) from None
+    except SystemExit:
+        raise ArmFileError("%s: loading it called sys.exit()" % where) from None
+    except v1.ArmDeclarationError as exc:
+        raise ArmFileError("%s: %s" % (where, _one_line(exc))) from None
+    except BaseException as exc:
+        raise ArmFileError("%s: %s" % (where, describe_exception(exc, None))) from None
+    return obj, _import_dirs(before)
+
+
+def load_entry_point(name: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S) -> Optional[Arm]:
+    """Load and register the arm an installed package offers as entry point ``name``; None if none does."""
+    try:
+        matches = [ep for ep in _entry_points() if ep.name == name]
+    except Exception as exc:
+        raise ArmFileError("cannot read the installed packages' %s entry points: %s" % (ENTRY_POINT_GROUP, _one_line(exc))) from None
+    if not matches:
+        return None
+    ep = matches[0]
+    dist = getattr(ep, "dist", None)
+    origin: Dict[str, Any] = {
+        "source": "entry-point",
+        "group": ENTRY_POINT_GROUP,
+        "entry_point": "%s = %s" % (ep.name, ep.value),
+        "distribution": dist.metadata["Name"] if dist is not None else None,
+        "version": dist.version if dist is not None else None,
+    }
+    where = origin_label(origin)
+    obj, extra = _load_object(ep.value, where, timeout_s)
+    if extra:
+        origin["sys_path"] = extra
+    return _register_entry_point(obj, origin, where, check_builtins=True)
+
+
+def _register_entry_point(obj: object, origin: Dict[str, Any], where: str, check_builtins: bool) -> Arm:
+    if not isinstance(obj, v1.Arm):
+        raise ArmFileError("%s is a %s, not a wakelab.api.v1.Arm (or a function returning one)" % (where, type(obj).__name__))
+    name = str(origin["entry_point"]).split(" = ", 1)[0]
+    if obj.name != name:
+        raise ArmFileError("%s declares an arm called %r: the entry point's name must be the arm's name" % (where, obj.name))
+    _check_names([obj], where, check_builtins)
+    arm = _core_arm(obj, origin, None)
+    registry.register_user_arm(arm)
+    return arm
+
+
+# ---------------------------------------------------------------- workers
+
+
+def load_origin(origin: object) -> None:
+    """Load the user-defined arm(s) of ``origin`` (a worker request's ``user_arm``) here, once.
+
+    The parent checked names against the built-in arms; a worker does not
+    import every family to check again.  A file is checked against its hash.
+    """
+    if not isinstance(origin, dict):
+        raise ArmFileError("a user arm's origin must be an object, got %s" % type(origin).__name__)
+    for arm in registry.user_arms():
+        if getattr(arm, "origin", None) == origin:
+            return  # loaded already (an in-process run, or a second request to this process)
+    sys_path = origin.get("sys_path") or []
+    if not isinstance(sys_path, list) or not all(isinstance(p, str) for p in sys_path):
+        raise ArmFileError("a user arm's sys_path must be a list of folders")
+    if origin.get("source") == "file":
+        path, digest = origin.get("path"), origin.get("sha256")
+        if not isinstance(path, str) or not isinstance(digest, str):
+            raise ArmFileError("a user arm file's origin needs its path and sha256")
+        load_arm_file(path, check_builtins=False, expect_sha256=digest, sys_path=sys_path)
+        return
+    if origin.get("source") == "entry-point":
+        text = origin.get("entry_point")
+        if not isinstance(text, str) or " = " not in text:
+            raise ArmFileError("a user arm's entry point must read 'name = module:attr'")
+        for folder in sys_path:
+            if folder not in sys.path:
+                sys.path.append(folder)
+        where = origin_label(origin)
+        obj, _ = _load_object(text.split(" = ", 1)[1], where, v1.LOAD_TIMEOUT_S)
+        _register_entry_point(obj, dict(origin), where, check_builtins=False)
+        return
+    raise ArmFileError("unknown user arm source %r" % (origin.get("source"),))
+
+
+# ---------------------------------------------------------------- declaration -> core arm
+
+
+def _requires(spec: v1.Arm, filename: Optional[str]) -> Callable[[], Optional[str]]:
+    check = spec.requires
+
+    def requires() -> Optional[str]:
+        if check is None:
+            return None
+        try:
+            reason = check()
+        except Exception as exc:
+            return "its requires() raised %s" % describe_exception(exc, filename)
+        return None if reason is None else _one_line(reason)
+
+    return requires
+
+
+def _measure(spec: v1.Arm, filename: Optional[str]) -> Callable[[MeasureParams], RawLatency]:
+    """The core arm's measure: the user's moves on the thread driver (no wake loop here)."""
+    from wakelab.core.drivers import thread as driver
+
+    def measure(params: MeasureParams) -> RawLatency:
+        try:
+            path = spec.path()
+        except Exception as exc:
+            raise UserArmError("arm %s: its path() raised %s" % (spec.name, describe_exception(exc, filename))) from None
+        if not isinstance(path, v1.WakePath):
+            raise UserArmError("arm %s: its path() returned a %s, not a wakelab.api.v1.WakePath" % (spec.name, type(path).__name__))
+        core_path, raised = _core_path(path)
+        try:
+            return driver.measure(params, core_path, "wakelab-waiter-" + spec.name)
+        except drivers.HarnessError as exc:
+            if raised:  # the waiter's move raised: name it, with its line
+                move, error = raised[0]
+                raise UserArmError("arm %s: its %s raised %s" % (spec.name, move, describe_exception(error, filename))) from None
+            raise UserArmError("arm %s: %s" % (spec.name, _one_line(exc))) from None
+        except Exception as exc:  # the notifier's moves (reset, before, notify, after, bind) run here
+            raise UserArmError("arm %s: a move raised %s" % (spec.name, describe_exception(exc, filename))) from None
+
+    measure.__name__ = "measure_" + spec.name.replace("-", "_")
+    measure.__doc__ = "Wake latency (ns) of the user-defined arm %s on the thread driver." % spec.name
+    return measure
+
+
+def _core_path(path: v1.WakePath) -> Tuple[drivers.WakePath, List[Tuple[str, BaseException]]]:
+    """The driver's WakePath for the user's moves, and where an exception of the waiter's lands.
+
+    The notify call and ``after`` are handed over untouched (they run inside
+    the timed window).  The waiter's wait is given as a stamped wait that does
+    exactly what the driver's own wrapper does -- wait, then ``t1`` -- inside
+    a ``try`` that notes an exception for the error message.
+    """
+    raised: List[Tuple[str, BaseException]] = []
+    clock = v1.now_ns
+    wait = path.wait
+    stamped = path.wait_stamped
+
+    if wait is not None:
+        plain = wait
+
+        def wait_stamped(timeout_s: float) -> Optional[int]:
+            try:
+                ok = plain(timeout_s)
+                t1 = clock()
+            except BaseException as exc:
+                raised.append(("wait", exc))
+                raise
+            return t1 if ok else None
+
+    else:
+        assert stamped is not None
+        user_stamped = stamped
+
+        def wait_stamped(timeout_s: float) -> Optional[int]:
+            try:
+                t1 = user_stamped(timeout_s)
+            except BaseException as exc:
+                raised.append(("wait_stamped", exc))
+                raise
+            if t1 is not None and type(t1) is not int:
+                raised.append(("wait_stamped", TypeError("it returned a %s, not an int t1 or None" % type(t1).__name__)))
+                raise TypeError("wait_stamped returned a %s" % type(t1).__name__)
+            return t1
+
+    return (
+        drivers.WakePath(
+            reset=path.reset,
+            notify=path.notify,
+            wait_stamped=wait_stamped,
+            before=path.before,
+            after=path.after,
+            bind=path.bind,
+        ),
+        raised,
+    )
+
+
+def _core_arm(spec: v1.Arm, origin: Dict[str, Any], filename: Optional[str]) -> UserArm:
+    mechanism = spec.mechanism or "user-defined arm (%s)" % origin_label(origin)
+    return UserArm(
+        name=spec.name,
+        family=spec.family,
+        kind=LATENCY,
+        mechanism=mechanism,
+        waiter=spec.waiter,
+        scope=spec.scope,
+        t0=spec.t0,
+        t1=spec.t1,
+        measure=_measure(spec, filename),
+        requires=_requires(spec, filename),
+        driver="thread",
+        origin=dict(origin),
+    )
