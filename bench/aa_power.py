@@ -45,6 +45,7 @@ def _env() -> Dict[str, str]:
 
 
 REUSE = False  # --keep DIR on a folder that has the runs already: compare them again
+EXTRA: List[str] = []  # --repeat R: passed to every run
 MAKE_ONLY = False  # --make-only: make the runs, compare nothing
 
 
@@ -53,7 +54,7 @@ def run(folder: str, *args: str) -> float:
     if REUSE and os.path.exists(os.path.join(folder, "summary.json")):
         return 0.0
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "-o", folder, *args],
+    subprocess.run([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "-o", folder, *args, *EXTRA],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), timeout=600)
     return time.perf_counter() - started
 
@@ -69,27 +70,15 @@ def compare(baseline: str, other: str, *args: str) -> Dict[str, Any]:
     return doc
 
 
-def _arms(doc: Any) -> Iterator[Dict[str, Any]]:
-    """Every arm comparison in a compare document (anything with a name and judgements)."""
-    if isinstance(doc, dict):
-        if "name" in doc and ("judgements" in doc or "verdict" in doc):
-            yield doc
-            return
-        for value in doc.values():
-            yield from _arms(value)
-    elif isinstance(doc, list):
-        for value in doc:
-            yield from _arms(value)
+def _arms(doc: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+    """Every arm comparison of a compare document (schema wakelab.analysis.compare, version 2)."""
+    for comparison in doc.get("comparisons") or []:
+        yield from comparison.get("arms") or []
 
 
 def judgements(arm: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """``{percentile: judgement}`` of one arm comparison (its p50 alone in an older layout)."""
-    found = arm.get("judgements")
-    if isinstance(found, dict):
-        return {str(k): v for k, v in found.items() if isinstance(v, dict)}
-    if isinstance(found, list):
-        return {str(j.get("key")): j for j in found if isinstance(j, dict)}
-    return {"p50": {"verdict": arm.get("verdict")}}
+    """``{percentile: judgement}`` of one arm comparison: p50, p99, p99_9 or a rate's median."""
+    return {str(k): v for k, v in (arm.get("ratios") or {}).items() if isinstance(v, dict)}
 
 
 def load_p50_ns(folder: str, arm: str) -> float:
@@ -116,7 +105,7 @@ def a_a(work: str, pairs: int) -> Tuple[List[Tuple[str, str, str]], List[float],
                     continue
                 judged += 1
                 if not any(word.startswith(clean) for clean in CLEAN):
-                    false.append(("pair %d" % i, str(arm.get("name")), "%s: %s" % (key, word)))
+                    false.append(("pair %d" % i, str(arm.get("arm")), "%s: %s" % (key, word)))
         print("  A/A pair %d/%d: %d false so far" % (i + 1, pairs, len(false)), file=sys.stderr)
     return false, walls, judged
 
@@ -136,12 +125,12 @@ def power(work: str, arm: str, trials: int) -> Tuple[int, int, float, List[Optio
         else:
             run(base, "--arms", arm)
             run(planted, "--arms", arm, "--planted-delay-us", str(planted_us))
-        doc = compare(base, planted)
+        doc = compare(base, planted, "--across", "planted-delay")
         for found in _arms(doc):
             p50 = judgements(found).get("p50") or {}
             if str(p50.get("verdict")) == "slower":
                 slower += 1
-            mde = p50.get("mde_pct", found.get("mde_pct"))
+            mde = p50.get("min_detectable_effect_pct")
             mdes.append(float(mde) if isinstance(mde, (int, float)) else None)
         print("  power %s trial %d/%d: %d slower" % (arm, t + 1, trials, slower), file=sys.stderr)
     return slower, trials, planted_us, mdes
@@ -155,9 +144,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--keep", metavar="DIR", help="keep the runs in DIR (default: a temporary folder, removed); "
                                                      "runs already in DIR are reused, not made again")
     parser.add_argument("--make-only", action="store_true", help="make the runs (into --keep DIR), compare nothing")
+    parser.add_argument("--repeat", type=int, metavar="R", help="pass --repeat R to every run (default: wakelab's own)")
     args = parser.parse_args(argv)
     global REUSE, MAKE_ONLY
     REUSE, MAKE_ONLY = bool(args.keep), args.make_only
+    if args.repeat is not None:
+        EXTRA.extend(["--repeat", str(args.repeat)])
     if MAKE_ONLY and not args.keep:
         parser.error("--make-only needs --keep DIR")
     work = args.keep or tempfile.mkdtemp(prefix="wakelab-aa-")
@@ -169,8 +161,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             false, walls, judged = a_a(work, args.pairs)
             share = len(false) / judged if judged else 1.0
             ok &= share <= A_A_TARGET
-            print("A/A: %d pairs of default Lab 135 runs, %d verdicts judged, %d false (%.1f%%; target <= %.0f%%): %s"
-                  % (args.pairs, judged, len(false), 100 * share, 100 * A_A_TARGET, verdict(share <= A_A_TARGET)))
+            print("A/A: %d pairs of default Lab 135 runs%s, %d verdicts judged, %d false (%.1f%%; target <= %.0f%%): %s"
+                  % (args.pairs, " (%s)" % " ".join(EXTRA) if EXTRA else "", judged, len(false), 100 * share,
+                     100 * A_A_TARGET, verdict(share <= A_A_TARGET)))
             for item in false:
                 print("  false: %s %s %s" % item)
             made = [w for w in walls if w > 0]
