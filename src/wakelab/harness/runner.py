@@ -373,15 +373,7 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
         if progress is not None:
             progress(event, info)
 
-    def write(summary: Dict[str, Any]) -> None:
-        summary["caveats"] = derive_caveats(summary)
-        summary["warnings"] = derive_warnings(summary)
-        summary["guidance"] = guidance_dict(summary)
-        text = None if plan.render_text is None else plan.render_text(summary)
-        try:
-            bundle.write_bundle(plan.folder, summary, text)
-        except OSError as exc:
-            raise WriteFailed(plan.folder, exc) from None
+    write = bundle_writer(plan)
 
     started = time.perf_counter()
     execution = plan.execution
@@ -473,6 +465,24 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
 def _measured(entry: Dict[str, Any]) -> bool:
     """True when an arm has figures of at least one repetition."""
     return bool(entry.get("latency") or entry.get("rate"))
+
+
+def bundle_writer(plan: RunPlan) -> Callable[[Dict[str, Any]], None]:
+    """``write(summary)``: the summary's caveats, warnings and guidance derived afresh, then
+    summary.json and summary.txt written into the plan's folder; :class:`WriteFailed` on an OS
+    error."""
+
+    def write(summary: Dict[str, Any]) -> None:
+        summary["caveats"] = derive_caveats(summary)
+        summary["warnings"] = derive_warnings(summary)
+        summary["guidance"] = guidance_dict(summary)
+        text = None if plan.render_text is None else plan.render_text(summary)
+        try:
+            bundle.write_bundle(plan.folder, summary, text)
+        except OSError as exc:
+            raise WriteFailed(plan.folder, exc) from None
+
+    return write
 
 
 def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, Any], folder: str) -> None:

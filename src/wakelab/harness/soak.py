@@ -362,9 +362,7 @@ def _soak_locked(
     clock: Callable[[], float],
     max_wakes: Optional[int] = None,
 ) -> Tuple[Dict[str, Any], Any]:
-    from wakelab.analysis.caveats import derive_caveats
-    from wakelab.analysis.guidance import guidance_dict
-    from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
+    from wakelab.analysis.quality import gil_contended, quality_flags
     from wakelab.core.model import RawLatency
     from wakelab.errors import OutputError
     from wakelab.evidence import bundle
@@ -378,15 +376,7 @@ def _soak_locked(
         if progress is not None:
             progress(event, info)
 
-    def write(summary: Dict[str, Any]) -> None:
-        summary["caveats"] = derive_caveats(summary)
-        summary["warnings"] = derive_warnings(summary)
-        summary["guidance"] = guidance_dict(summary)
-        text = None if plan.render_text is None else plan.render_text(summary)
-        try:
-            bundle.write_bundle(plan.folder, summary, text)
-        except OSError as exc:
-            raise runner.WriteFailed(plan.folder, exc) from None
+    write = runner.bundle_writer(plan)
 
     started = time.perf_counter()
     execution = plan.execution

@@ -52,7 +52,7 @@ from wakelab.analysis.caveats import (
 )
 from wakelab.formatting import DASH, escape_text, format_ns, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, ratio_tone  # noqa: F401 (RatioTone: part of this module's API)
+from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401 (RatioTone: part of this module's API)
 from wakelab.report.text import (
     FAMILY_TITLES,
     NATIVE_LEGEND,
@@ -946,15 +946,6 @@ def _chunks(count: int, size: int) -> List[range]:
     return [range(i, min(i + size, count)) for i in range(0, count, size)]
 
 
-def _ratio(value: Any, base: Any) -> Optional[float]:
-    """``value / base`` for two positive finite figures, else None."""
-    if not isinstance(value, (int, float)) or not isinstance(base, (int, float)) or isinstance(value, bool) or isinstance(base, bool):
-        return None
-    if not (math.isfinite(value) and math.isfinite(base)) or value <= 0 or base <= 0:
-        return None
-    return float(value) / float(base)
-
-
 def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: str = "") -> str:
     """A p50 ratio coloured by :func:`ratio_tone`, with the p99 ratio beside it when the tail got worse (escaped)."""
     tone = ratio_tone(p50_ratio, p99_ratio)
@@ -985,10 +976,10 @@ def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLab
                     cells.append('<td class="muted">%s</td>' % esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status"))))
                     continue
                 lat = _latency(entry)
-                ratio = _ratio(lat.get("p50_ns"), base) if i else None
+                ratio = positive_ratio(lat.get("p50_ns"), base) if i else None
                 cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
                     esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))),
-                    ("<br>" + _ratio_html(ratio, _ratio(lat.get("p99_ns"), base_p99))) if ratio is not None else ""))
+                    ("<br>" + _ratio_html(ratio, positive_ratio(lat.get("p99_ns"), base_p99))) if ratio is not None else ""))
             rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
         tables.append(
             '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, each run\'s p50 over run #1\'s '
@@ -1650,8 +1641,8 @@ def _matrix_latency_table(name: str, entries: Sequence[Tuple[GridCellView, Optio
                 esc(view.label), esc(_status_text(view, entry))))
             continue
         first = entry is base_entry
-        p50_ratio = None if first else _ratio(lat.get("p50_ns"), base.get("p50_ns"))
-        p99_ratio = None if first else _ratio(lat.get("p99_ns"), base.get("p99_ns"))
+        p50_ratio = None if first else positive_ratio(lat.get("p50_ns"), base.get("p50_ns"))
+        p99_ratio = None if first else positive_ratio(lat.get("p99_ns"), base.get("p99_ns"))
         figures = [esc(lat.get("n")), '<span class="warn">%s</span>' % esc(lat.get("lost")) if lat.get("lost") else "0"]
         figures += [esc(format_us(lat.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")]
         figures[3] = "<b>%s</b>" % figures[3]
@@ -1670,15 +1661,15 @@ def _matrix_latency_table(name: str, entries: Sequence[Tuple[GridCellView, Optio
 
 def _matrix_rate_table(name: str, entries: Sequence[Tuple[GridCellView, Optional[Mapping[str, Any]]]]) -> str:
     rates = [_dict(e.get("rate")).get("ops_per_s") if e is not None and e.get("status") == "ok" else None for _, e in entries]
-    base = next((r for r in rates if _ratio(r, 1.0) is not None), None)
+    base = next((r for r in rates if positive_ratio(r, 1.0) is not None), None)
     rows = []
     for (view, entry), rate in zip(entries, rates):
-        if entry is None or _ratio(rate, 1.0) is None:
+        if entry is None or positive_ratio(rate, 1.0) is None:
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="5">%s</td></tr>' % (
                 esc(view.label), esc(_status_text(view, entry))))
             continue
         figures = _dict(entry.get("rate"))
-        ratio = _ratio(rate, base)
+        ratio = positive_ratio(rate, base)
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in (
             "<b>%s</b>" % esc(format_rate(rate)), esc(format_rate(figures.get("min_ops_per_s"))), esc(format_rate(figures.get("max_ops_per_s"))),
             esc(format_ratio(ratio)), esc(_spread_text(entry))))))

@@ -66,7 +66,7 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
     return RatioTone("", False, "within %d%%" % round((RATIO_NOISE - 1) * 100))
 
 
-def _ratio(value: Any, base: Any) -> Optional[float]:
+def positive_ratio(value: Any, base: Any) -> Optional[float]:
     """``value / base`` for two positive finite figures, else None."""
     if not isinstance(value, (int, float)) or not isinstance(base, (int, float)) or isinstance(value, bool) or isinstance(base, bool):
         return None
@@ -150,8 +150,8 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
                 reason = r.get("reason")
                 table.append([str(r.get("cell")), str(r.get("status")) + (": %s" % reason if reason else "")] + [""] * 9)
                 continue
-            p50_ratio = _ratio(lat.get("p50_ns"), base_lat.get("p50_ns"))
-            p99_ratio = _ratio(lat.get("p99_ns"), base_lat.get("p99_ns"))
+            p50_ratio = positive_ratio(lat.get("p50_ns"), base_lat.get("p50_ns"))
+            p99_ratio = positive_ratio(lat.get("p99_ns"), base_lat.get("p99_ns"))
             tone = ratio_tone(p50_ratio, p99_ratio)
             p50_text = format_ratio(p50_ratio)
             if tone.tail_worse:
