@@ -145,11 +145,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                      "runs already in DIR are reused, not made again")
     parser.add_argument("--make-only", action="store_true", help="make the runs (into --keep DIR), compare nothing")
     parser.add_argument("--repeat", type=int, metavar="R", help="pass --repeat R to every run (default: wakelab's own)")
+    parser.add_argument("--run-args", default="", metavar="'ARGS'",
+                        help="more options for every run, e.g. '--placement same --cpus 0'")
+    parser.add_argument("--power-arms", default="event,sigusr1-self", metavar="A,B",
+                        help="the arms of the power half (default: event,sigusr1-self)")
     args = parser.parse_args(argv)
     global REUSE, MAKE_ONLY
     REUSE, MAKE_ONLY = bool(args.keep), args.make_only
     if args.repeat is not None:
         EXTRA.extend(["--repeat", str(args.repeat)])
+    EXTRA.extend(args.run_args.split())
     if MAKE_ONLY and not args.keep:
         parser.error("--make-only needs --keep DIR")
     work = args.keep or tempfile.mkdtemp(prefix="wakelab-aa-")
@@ -170,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if made:
                 print("default Lab 135 run wall time: median %.2f s over %d runs" % (statistics.median(made), len(made)))
         if args.only in (None, "power"):
-            for arm in ("event", "sigusr1-self"):
+            for arm in args.power_arms.split(","):
                 slower, trials, planted_us, mdes = power(work, arm, args.trials)
                 share = slower / trials if trials else 0.0
                 ok &= share >= POWER_TARGET

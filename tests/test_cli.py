@@ -141,7 +141,7 @@ def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
     text = result.stdout
     assert text.startswith("Custom selection: event, sigusr1-self, queue\n")
     assert "Lab 135" not in text and "one process" not in text
-    assert ("Each arm runs in turn 3 times (one pass over all the arms after another), in 3 fresh worker processes of "
+    assert ("Each arm runs in turn 5 times (one pass over all the arms after another), in 5 fresh worker processes of "
             "its own spread over them, with the same parameters.") in " ".join(text.split())
     # History records the custom lab, and the REPRODUCE line makes the same lab again.
     listed = json.loads(run_cli("history", "--json", "--history", db).stdout)
@@ -157,9 +157,9 @@ def test_a_custom_selection_is_its_own_lab(tmp_path) -> None:
 
 @pytest.mark.parametrize("execution, ran", [
     (["--workers", "2", "--repeat", "1"], "in 2 fresh worker processes, its wakes split between them and pooled"),
-    (["--workers", "2"], "in 3 repetitions (one pass over all the arms after another), in 3 fresh worker processes "
+    (["--workers", "2"], "in 5 repetitions (one pass over all the arms after another), in 5 fresh worker processes "
                          "spread over them, its wakes split between them and pooled"),
-    (["--in-process"], "in the runner's own process, 3 times"),
+    (["--in-process"], "in the runner's own process, 5 times"),
     (["--in-process", "--repeat", "1"], "in the runner's own process"),
 ])
 def test_lab_135_limits_say_how_it_ran(tmp_path, execution, ran) -> None:

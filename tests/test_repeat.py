@@ -19,6 +19,7 @@ from wakelab.analysis.stats import cpu_split, percentile, repetition_spread
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency, raw_from_dict, raw_to_dict
 from wakelab.core.placement import allowed_cpus, can_pin, cpu_reader
 from wakelab.evidence.load import load_summary
+from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, repetition_params, run_plan, workers_in_repetition
 from wakelab.labs import LAB_135
 from wakelab.report.text import format_summary, reproduce_commands
@@ -228,9 +229,9 @@ def test_the_summary_shows_each_repetition_and_the_cpu_split(tmp_path) -> None:
     assert len(row.split()) >= 5
     assert ("3 repetitions (one pass over all arms after another), 3 fresh worker processes per arm spread over them"
             in " ".join(text.split()))
-    assert any("--repeat" not in c for c in reproduce_commands(summary))  # 3 is the default: not repeated
-    summary["execution"]["repeat"] = 5
-    assert reproduce_commands(summary)[-1].endswith(" --repeat 5")
+    assert reproduce_commands(summary)[-1].endswith(" --repeat 3")  # not the default: said
+    summary["execution"]["repeat"] = DEFAULT_REPEAT
+    assert "--repeat" not in reproduce_commands(summary)[-1]  # the default: not repeated
 
 
 def _cli(*args, timeout=120):
@@ -246,7 +247,7 @@ def test_bad_repeat_values_are_one_line_and_exit_2(value) -> None:
     assert len(lines) == 1 and "--repeat" in lines[0] and "Traceback" not in result.stderr
 
 
-def test_the_cli_defaults_to_three_repetitions_and_takes_another(tmp_path) -> None:
+def test_the_cli_defaults_to_five_repetitions_and_takes_another(tmp_path) -> None:
     result = _cli("run", "--arms", "event", "--n", "12", "--warmup", "1", "--settle-us", "100", "--repeat", "2",
                   "-o", str(tmp_path / "two"), "--no-history", "-q")
     assert result.returncode == 0, result.stderr
@@ -256,5 +257,5 @@ def test_the_cli_defaults_to_three_repetitions_and_takes_another(tmp_path) -> No
                   "-o", str(tmp_path / "default"), "--no-history", "-q")
     assert result.returncode == 0, result.stderr
     default = json.loads((tmp_path / "default" / "summary.json").read_text())
-    assert default["execution"]["repeat"] == 3
-    assert sorted({w["repetition"] for w in default["arms"][0]["workers"]}) == [0, 1, 2]
+    assert default["execution"]["repeat"] == DEFAULT_REPEAT == 5
+    assert sorted({w["repetition"] for w in default["arms"][0]["workers"]}) == list(range(DEFAULT_REPEAT))

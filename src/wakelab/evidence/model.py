@@ -25,7 +25,7 @@ RATE = "rate"
 PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
 # ``execution.repeat`` measured once.
-DEFAULT_REPEAT = 3
+DEFAULT_REPEAT = 5
 
 
 def _opt_float(value: Any) -> Optional[float]:

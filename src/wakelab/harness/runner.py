@@ -31,8 +31,9 @@ of a few seconds.  So every arm is measured in ``R`` passes over all the arms
 then reaches every arm alike.  An arm's ``workers`` fresh processes are spread
 over the passes, at least one in each (:func:`workers_in_repetition`), and its
 counted wakes (rate arms: rounds) are split between the passes, then between
-each pass's workers: with the defaults (3 workers, 3 repetitions) a run starts
-as many workers and takes as many wakes as a single pass did.  Each worker's figures carry their ``repetition``; the arm's
+each pass's workers: with ``wakelab run``'s defaults (3 workers, 5 repetitions)
+a run takes as many wakes as a single pass did, in 5 workers per arm.  Each
+worker's figures carry their ``repetition``; the arm's
 ``repetitions`` entry holds each repetition's own median and their range; the
 samples file holds every wake in worker order (the slices compare's
 hierarchical bootstrap resamples).  After each repetition the arm's figures so
