@@ -353,7 +353,7 @@ def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
         rows.append(row)
     if not rows:
         return []
-    lines = format_table(header, rows)
+    lines = format_table(header, rows, align_left=2)
     lines.append("")
     lines.extend(wrap("range: (largest - smallest repetition p50) / their median. A wake's CPUs are read outside the "
                       "timed window: the notifier's right before t0, the waiter's right after t1; '-' where an arm "
