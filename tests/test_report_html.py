@@ -1121,7 +1121,7 @@ def test_a_repeated_run_shows_each_repetition_and_where_its_wakes_ran(repeated_d
         spread = arm["repetitions"]["spread"]
         assert arm["repetitions"]["count"] == len(spread["values"]) == 3
         assert cells[0] == " · ".join(report_html.format_us(v) for v in spread["values"])  # each repetition's own p50, in order
-        assert cells[1] == report_html._percent(spread["range_pct"])
+        assert cells[1] == report_html.format_percent(spread["range_pct"])
         split = arm["cpu_split"]
         if split is None:
             assert cells[2:] == ["-"] * 7, name
@@ -1129,7 +1129,7 @@ def test_a_repeated_run_shows_each_repetition_and_where_its_wakes_ran(repeated_d
         same, cross = split["same_cpu"], split["cross_cpu"]
         assert cells[2:8] == [str(same["n"]), report_html.format_us(same["p50_ns"]), report_html.format_us(same["p99_ns"]),
                               str(cross["n"]), report_html.format_us(cross["p50_ns"]), report_html.format_us(cross["p99_ns"])]
-        assert cells[8].startswith(report_html._percent(100 * split["cross_share"]))
+        assert cells[8].startswith(report_html.format_percent(100 * split["cross_share"]))
     assert entry(summary, "event")["cpu_split"] is not None and entry(summary, "sigusr1-self")["cpu_split"] is None
     assert "3 repetitions (one pass over all arms after another), 3 fresh worker processes per arm" in page
     assert "3 repetitions, medians within" in page  # the spread is between repetitions, not workers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional
 
 DASH = "-"
@@ -61,6 +62,16 @@ def format_rate(ops_per_s: Optional[float]) -> str:
     if ops_per_s is None:
         return DASH
     return "{:,.0f}".format(ops_per_s)
+
+
+def format_percent(value: Optional[float], sign: str = "") -> str:
+    """A percentage to two or three figures ("5.4%", "88%"), after ``sign`` (for example "±");
+    a dash when unknown, "inf" when infinite."""
+    if value is None or math.isnan(value):
+        return DASH
+    if math.isinf(value):
+        return "inf"
+    return sign + (("%.0f%%" if abs(value) >= 10 else "%.1f%%") % value)
 
 
 def format_ratio(value: Optional[float]) -> str:

@@ -257,13 +257,7 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     """
     for name, kind in _RUNS_V3_COLUMNS:
         conn.execute("ALTER TABLE runs ADD COLUMN %s %s" % (name, kind))
-    for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
-        try:
-            summary = json.loads(text)
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(summary, dict):
-            continue
+    for run_id, summary in _stored_summaries(conn):
         facts = _machine_facts(summary)
         conn.execute(
             "UPDATE runs SET conditions_key = ?, cpu_count = ?, machine_id = ? WHERE id = ?",
@@ -280,14 +274,22 @@ def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
     lost and the step can be repeated; a stored summary that is not a JSON
     object (edited by hand) keeps the key it had.
     """
+    for run_id, summary in _stored_summaries(conn):
+        conn.execute("UPDATE runs SET conditions_key = ? WHERE id = ?", (_machine_facts(summary)["conditions_key"], run_id))
+
+
+def _stored_summaries(conn: sqlite3.Connection) -> List[Tuple[int, Dict[str, Any]]]:
+    """``(row id, summary)`` of every run whose stored summary.json is a JSON object (a summary
+    edited by hand into something else is left out, and its row keeps what it had)."""
+    rows = []
     for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
         try:
             summary = json.loads(text)
         except (TypeError, ValueError):
             continue
-        if not isinstance(summary, dict):
-            continue
-        conn.execute("UPDATE runs SET conditions_key = ? WHERE id = ?", (_machine_facts(summary)["conditions_key"], run_id))
+        if isinstance(summary, dict):
+            rows.append((run_id, summary))
+    return rows
 
 
 # MIGRATIONS[v] turns a database of version v into version v + 1.

@@ -185,16 +185,22 @@ class RatioCI:
         return self.low > 1.0 or self.high < 1.0
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "q": self.q,
-            "baseline": _finite(self.baseline),
-            "other": _finite(self.other),
-            "ratio": _finite(self.ratio),
-            "ci_low": _finite(self.low),
-            "ci_high": _finite(self.high),
-            "confidence": self.confidence,
-            "resamples": self.resamples,
-        }
+        return _interval_dict(self, "ratio", self.ratio)
+
+
+def _interval_dict(ci: Union["RatioCI", "DifferenceCI"], name: str, value: float) -> Dict[str, object]:
+    """The JSON of an interval record: its percentile, both runs' figures, ``name`` (ratio or
+    difference) and the interval, non-finite figures as null."""
+    return {
+        "q": ci.q,
+        "baseline": _finite(ci.baseline),
+        "other": _finite(ci.other),
+        name: _finite(value),
+        "ci_low": _finite(ci.low),
+        "ci_high": _finite(ci.high),
+        "confidence": ci.confidence,
+        "resamples": ci.resamples,
+    }
 
 
 def _finite(value: Optional[float]) -> Optional[float]:
@@ -350,16 +356,7 @@ class DifferenceCI:
         return self.low > 0.0 or self.high < 0.0
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "q": self.q,
-            "baseline": _finite(self.baseline),
-            "other": _finite(self.other),
-            "difference": _finite(self.difference),
-            "ci_low": _finite(self.low),
-            "ci_high": _finite(self.high),
-            "confidence": self.confidence,
-            "resamples": self.resamples,
-        }
+        return _interval_dict(self, "difference", self.difference)
 
 
 def bootstrap_percentile_difference(

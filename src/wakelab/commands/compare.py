@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import whole_number
 from wakelab.errors import UsageError
-from wakelab.formatting import escape_text
+from wakelab.formatting import escape_text, format_percent
 
 EXIT_REGRESSION = 1
 COMPARE_SCHEMA = "wakelab.analysis.compare"
@@ -278,14 +278,6 @@ def _ratio_with_ci(ci: Any) -> str:
     return text
 
 
-def _pct(value: Optional[float], sign: str = "") -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    if math.isinf(value):
-        return "inf"
-    return sign + (("%.0f%%" if value >= 10 else "%.1f%%") % value)
-
-
 def _percentile_label(key: str) -> str:
     return {"p99_9": "p99.9", "median": "median"}.get(key, key)
 
@@ -320,8 +312,8 @@ def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
                 "%d/%d" % (arm.n_baseline, arm.n_other) if first else "",
                 "%d/%d" % (arm.units_baseline, arm.units_other) if first else "",
                 figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
-                _pct(judged.spread_pct, "±") if judged is not None else "-",
-                _pct(judged.mde_pct) if judged is not None else "-",
+                format_percent(judged.spread_pct, "±") if judged is not None else "-",
+                format_percent(judged.mde_pct) if judged is not None else "-",
                 (format_p(arm.test.p_value) if arm.test else "-") if first else "",
             ])
             first = False

@@ -50,7 +50,7 @@ from wakelab.analysis.caveats import (
     native_ratios,
     waiter_at_t0,
 )
-from wakelab.formatting import DASH, escape_text, format_ns, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, escape_text, format_ns, format_percent, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401 (RatioTone: part of this module's API)
 from wakelab.report.text import (
@@ -478,12 +478,6 @@ def _number(value: object) -> Optional[float]:
     return float(value)
 
 
-def _percent(value: Optional[float]) -> str:
-    if value is None:
-        return DASH
-    return ("%.0f%%" if abs(value) >= 10 else "%.1f%%") % value
-
-
 def _population_cells(population: object) -> List[str]:
     """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
     if not isinstance(population, dict):
@@ -508,10 +502,10 @@ def render_repetitions_and_placement(summary: Mapping[str, Any]) -> str:
         if not spread and not isinstance(split, dict):
             continue
         values = [v for v in (_number(x) for x in _list(spread.get("values"))) if v is not None]
-        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(_percent(_number(spread.get("range_pct"))))]
+        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(_number(spread.get("range_pct"))))]
         if isinstance(split, dict):
             share = _number(split.get("cross_share"))
-            crossed = esc(_percent(None if share is None else 100 * share))
+            crossed = esc(format_percent(None if share is None else 100 * share))
             unknown = _number(split.get("unknown"))
             if unknown:
                 crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.get("unknown"))

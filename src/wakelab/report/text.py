@@ -40,7 +40,7 @@ from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, ra
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import DEFAULT_REPEAT, Bundle
-from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
 WIDTH = 100
 
@@ -320,10 +320,6 @@ def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
     return lines
 
 
-def _pct(value: float) -> str:
-    return "%.0f" % value if abs(value) >= 10 else "%.1f" % value
-
-
 def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
     """Per latency arm: each repetition's p50 and their range, and the same-CPU / cross-CPU
     split of its wakes (µs); empty when no arm has either."""
@@ -340,14 +336,14 @@ def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
         values = spread.get("values") or []
         rng = spread.get("range_pct")
         row = [str(a["name"]), " ".join(format_us(v) for v in values) if values else "-",
-               "%s%%" % _pct(rng) if isinstance(rng, (int, float)) else "-"]
+               format_percent(rng) if isinstance(rng, (int, float)) else DASH]
         if split:
             same: Mapping[str, Any] = split.get("same_cpu") or {}
             cross: Mapping[str, Any] = split.get("cross_cpu") or {}
             share = split.get("cross_share")
             row += [str(same.get("n", 0)), format_us(same.get("p50_ns")), format_us(same.get("p99_ns")),
                     str(cross.get("n", 0)), format_us(cross.get("p50_ns")), format_us(cross.get("p99_ns")),
-                    "%s%%" % _pct(share * 100) if isinstance(share, (int, float)) else "-"]
+                    format_percent(share * 100) if isinstance(share, (int, float)) else DASH]
         else:
             row += ["-"] * 7
         rows.append(row)
@@ -512,7 +508,7 @@ def _population_cause(cause: Optional[Mapping[str, Any]]) -> str:
     if cause.get("kind") == "cpus":
         share = cause.get("cross_share")
         return "Where each wake ran explains it: %s of wakes crossed CPUs, p50 %s against %s on one CPU." % (
-            "%s%%" % _pct(float(share) * 100) if isinstance(share, (int, float)) else "some",
+            format_percent(float(share) * 100) if isinstance(share, (int, float)) else "some",
             format_ns(cause.get("cross_cpu_p50_ns")), format_ns(cause.get("same_cpu_p50_ns")))
     if cause.get("kind") == "workers":
         medians = ", ".join(format_ns(m) for m in cause.get("worker_p50_ns") or [])
