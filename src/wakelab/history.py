@@ -722,7 +722,7 @@ _INTERPRETER_KEYS = (
     ("build", "build"),
 )
 # Repetitions of a bundle that does not say: it measured each arm once.
-DEFAULT_REPEAT = 1
+REPEAT_WHEN_ABSENT = 1
 
 
 def _repeat(parameters: Any, execution: Any) -> Any:
@@ -733,7 +733,7 @@ def _repeat(parameters: Any, execution: Any) -> Any:
         for name in ("repeat", "repetitions"):
             if parameters.get(name) is not None:
                 return parameters[name]
-    return DEFAULT_REPEAT
+    return REPEAT_WHEN_ABSENT
 
 
 def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:

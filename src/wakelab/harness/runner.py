@@ -70,7 +70,6 @@ from wakelab.core.registry import get_arm
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
 from wakelab.errors import OutputError
 from wakelab.evidence import bundle
-from wakelab.evidence.model import DEFAULT_REPEAT  # noqa: F401  (wakelab run's default, re-exported)
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
@@ -176,7 +175,7 @@ class Execution:
     trace: bool = False
     # Repetitions: every arm is measured this many times, in fresh workers each time, one
     # pass over all arms after another (see "Repetitions" above).  ``wakelab run``'s default is
-    # DEFAULT_REPEAT; a plan built in code measures once unless it asks.
+    # wakelab.evidence.model.DEFAULT_REPEAT; a plan built in code measures once unless it asks.
     repeat: int = 1
 
     def to_dict(self) -> Dict[str, Any]:
