@@ -108,6 +108,20 @@ def test_an_argument_argparse_echoes_reaches_stderr_escaped(place, args) -> None
     assert not set(line) & {"\x1b", "\x07", "\x9b", "\u202e"}
 
 
+@pytest.mark.parametrize("args", [["compare", "grid\u202eexe.txt"], ["show", "no\x1b[2Jsuch"], ["export", "x\u2066y", "-f", "csv"]],
+                         ids=["compare-usage", "show-evidence", "export-evidence"])
+def test_a_path_a_command_names_in_its_error_reaches_stderr_escaped(place, args) -> None:
+    # Every WakelabError a command raises is printed through one_line: a bidi override or an
+    # escape sequence in a path the user gave is shown as a visible escape, never raw.
+    cwd, env, history = place
+    result = wakelab(args, cwd, env)
+    assert result.returncode == 2 and result.stdout == b""
+    line = result.stderr.decode("utf-8")
+    assert line.count("\n") == 1 and line.startswith("wakelab")
+    assert "\\u202e" in line or "\\x1b" in line or "\\u2066" in line
+    assert not set(line) & {"\x1b", "\u202e", "\u2066"}
+
+
 def test_an_empty_output_folder_is_refused(place) -> None:
     cwd, env, history = place
     result = wakelab(["run", "--arms", "event", "-n", "5", "-o", ""], cwd, env)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-
-# Characters that would break a message over lines (str.splitlines breaks on all of these).
-_BREAKING = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
-_BREAKING.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+# C0 controls, DEL and C1 controls; the line and paragraph separators; the bidirectional
+# embeddings, overrides and isolates that reorder what a terminal shows (Trojan Source).  Here,
+# in the module every other imports, so that messages and the terminal text
+# (:func:`wakelab.formatting.escape_text`) escape the same characters the same way.
+CONTROL_CODES = (
+    list(range(0x20)) + list(range(0x7F, 0xA0)) + [0x2028, 0x2029]
+    + list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+)
+CONTROL_ESCAPES = {c: ("\\x%02x" % c if c < 0x100 else "\\u%04x" % c) for c in CONTROL_CODES}
 
 
 def one_line(text: str) -> str:
-    """``text`` with line-breaking and control characters escaped, and lone surrogates replaced.
+    """``text`` with line-breaking, control and bidirectional-override characters escaped, and
+    lone surrogates replaced.
 
-    Messages quote file names and strings from evidence files; this keeps the
-    promise of one line on stderr whatever they contain.
+    Messages quote file names, arguments and strings from evidence files; this keeps the promise
+    of one line on stderr, shown as written, whatever they contain.
     """
-    return text.translate(_BREAKING).encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.translate(CONTROL_ESCAPES).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class WakelabError(Exception):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
+from wakelab.errors import CONTROL_ESCAPES
+
 DASH = "-"
 
 
@@ -94,13 +96,7 @@ def format_ratio(value: Optional[float]) -> str:
 # writes them through :func:`escape_text`, which turns every such character into a visible
 # escape.  Backslashes are left alone, so escaping twice changes nothing.
 
-# C0 controls, DEL and C1 controls; the line and paragraph separators; the bidirectional
-# embeddings, overrides and isolates that reorder what a terminal shows (Trojan Source).
-_CONTROL_CODES = (
-    list(range(0x20)) + list(range(0x7F, 0xA0)) + [0x2028, 0x2029]
-    + list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
-)
-_ESCAPES = {c: ("\\x%02x" % c if c < 0x100 else "\\u%04x" % c) for c in _CONTROL_CODES}
+_ESCAPES = CONTROL_ESCAPES  # see wakelab.errors: the one table of characters never shown raw
 _ESCAPES_MULTILINE = {c: e for c, e in _ESCAPES.items() if c != 0x0A}
 
 

@@ -174,7 +174,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.runs:
         if not is_grid_folder(args.baseline):
             raise UsageError("compare needs BASELINE and at least one RUN, or a grid folder alone (one with "
-                             "matrix.json); %s is not a grid" % escape_text(args.baseline))
+                             "matrix.json); %s is not a grid" % args.baseline)
         grid = load_grid(args.baseline)
         baseline, comparisons, skipped = compare_grid(grid, args.baseline_cell, settings, args.across)
         runs = [baseline] + [c.other for c in comparisons]
@@ -183,9 +183,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             if is_grid_folder(path):
                 raise UsageError("%s is a grid of runs: compare it alone (wakelab compare %s [--baseline-cell NAME]), "
                                  "or name one of its cells (%s) to compare it with runs"
-                                 % (escape_text(path), escape_text(path), escape_text(os.path.join(path, "cells", "NAME"))))
+                                 % (path, path, os.path.join(path, "cells", "NAME")))
         if args.baseline_cell is not None:
-            raise UsageError("--baseline-cell applies to a grid folder given alone; %s is a run" % escape_text(args.baseline))
+            raise UsageError("--baseline-cell applies to a grid folder given alone; %s is a run" % args.baseline)
         if len(paths) > MAX_RUNS:
             raise UsageError("compare takes at most %d runs (a baseline and %d others), got %d"
                              % (MAX_RUNS, MAX_RUNS - 1, len(paths)))
