@@ -12,6 +12,9 @@ Targets (issue: comparisons that hold across runs):
   at least 20 trials (each trial: an unplanted and a planted run, made back to back, compared).
   The minimum detectable effect compare reports is quoted beside it.
 
+Compare-grade runs (``wakelab run --rigorous``: more wakes and workers at the same repeat count) are
+calibrated the same way with ``--run-args=--rigorous``.
+
 Every run is a whole command (``python -m wakelab run``), as a user makes it; runs alternate so
 that a drift of the machine reaches both sides.  Quote the figures with the load they were made
 under: this script prints the load average before and after.
@@ -146,7 +149,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--make-only", action="store_true", help="make the runs (into --keep DIR), compare nothing")
     parser.add_argument("--repeat", type=int, metavar="R", help="pass --repeat R to every run (default: wakelab's own)")
     parser.add_argument("--run-args", default="", metavar="'ARGS'",
-                        help="more options for every run, e.g. '--placement same --cpus 0'")
+                        help="more options for every run, after an equals sign when they start with a dash: "
+                             "--run-args=--rigorous, --run-args='--placement same --cpus 0'")
     parser.add_argument("--power-arms", default="event,sigusr1-self", metavar="A,B",
                         help="the arms of the power half (default: event,sigusr1-self)")
     args = parser.parse_args(argv)

@@ -72,6 +72,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--repeat", type=int, action="append", metavar="R",
                         help="also time 'wakelab run --repeat R' (repeatable), alternating with the others")
+    parser.add_argument("--rigorous", action="store_true",
+                        help="also time 'wakelab run --rigorous' (compare-grade), alternating with the others")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=_common.SRC, WAKELAB_HISTORY=os.path.join(tempfile.mkdtemp(), "h.sqlite3"))
     # As on a normal installation, compiled bytecode is cached (some sandboxes set
@@ -79,21 +81,23 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = tempfile.mkdtemp()
     plain, lab = [], []
-    others = {r: [] for r in args.repeat or []}  # type: dict
+    others = {("--repeat", str(r)): [] for r in args.repeat or []}  # type: dict
+    if args.rigorous:
+        others[("--rigorous",)] = []
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(PLAIN)
     for i in range(args.repeats):
         plain.append(timed([sys.executable, fh.name], env))
         lab.append(timed([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "-o", os.path.join(out, str(i))], env))
-        for r, times in others.items():
-            times.append(timed([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", "--repeat", str(r),
-                                "-o", os.path.join(out, "r%d-%d" % (r, i))], env))
+        for k, (flags, times) in enumerate(others.items()):
+            times.append(timed([sys.executable, "-m", "wakelab", "run", "-q", "--no-history", *flags,
+                                "-o", os.path.join(out, "c%d-%d" % (k, i))], env))
     ratio = median(lab) / median(plain)
     print("plain single-file script:  median %.2f s  (%s)" % (median(plain), ", ".join("%.2f" % x for x in plain)))
     print("wakelab run (Lab 135):     median %.2f s  (%s)" % (median(lab), ", ".join("%.2f" % x for x in lab)))
     print("ratio %.2f (target <= %.1f): %s" % (ratio, TARGET, verdict(ratio <= TARGET)))
-    for r, times in others.items():
-        print("  with --repeat %d:         median %.2f s, ratio %.2f" % (r, median(times), median(times) / median(plain)))
+    for flags, times in others.items():
+        print("  with %-20s median %.2f s, ratio %.2f" % (" ".join(flags) + ":", median(times), median(times) / median(plain)))
 
 
 if __name__ == "__main__":

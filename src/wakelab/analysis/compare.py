@@ -1071,6 +1071,17 @@ def format_pct(value: float) -> str:
     return ("%.0f%%" if value >= 10 else "%.1f%%") % value
 
 
+def rigor_hint(baseline: Run, other: Run, judgements: Mapping[str, Judgement]) -> Optional[str]:
+    """What would narrow a "cannot tell", when a side was not made compare-grade (None otherwise)."""
+    if not any(j.verdict == CANNOT_TELL for j in judgements.values()):
+        return None
+    plain = [run.label for run in (baseline, other) if not (run.summary.get("execution") or {}).get("rigorous")]
+    if not plain:
+        return None  # both compare-grade already: more repetitions (--repeat) are what is left
+    return "to tell smaller changes, make %s with wakelab run --rigorous (more wakes and workers per arm)" % (
+        "both runs" if len(plain) == 2 else plain[0])
+
+
 def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> ArmComparison:
     """Compare arm ``name`` of two runs (both ``ok`` with samples); see :class:`ArmComparison`."""
     a_entry, b_entry = baseline.entries_by_name()[name], other.entries_by_name()[name]
@@ -1117,6 +1128,9 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         for key, judged in judgements.items():
             if judged.reason:
                 notes.append("%s %s" % (_label_of(key), judged.reason))
+        hint = rigor_hint(baseline, other, judgements)
+        if hint:
+            notes.append(hint)
     arm = ArmComparison(
         name=name, kind=kind, waiter=str(a_entry.get("waiter")), scope=str(a_entry.get("scope")),
         n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,

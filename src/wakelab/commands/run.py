@@ -43,6 +43,10 @@ LIMITS = {
     "cpu": (0, 4095),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
+# --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
+# rounds, and this many fresh workers per repetition.  bench/aa_power.py measures what it buys.
+RIGOROUS_FACTOR = 5
+RIGOROUS_WORKERS_PER_REPETITION = 2
 SWITCH_INTERVAL_LIMITS = (1e-6, 1.0)
 
 
@@ -118,7 +122,7 @@ def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
     if get_arm(arm_names[0]).kind != "latency":
         raise UsageError("--duration needs a latency arm; %s measures a rate" % arm_names[0])
     for flag, given in (("--in-process", args.in_process), ("--trace", args.trace), ("--repeat", args.repeat is not None),
-                        ("--workers", args.workers is not None)):
+                        ("--workers", args.workers is not None), ("--rigorous", args.rigorous)):
         if given:
             raise UsageError("--duration and %s exclude each other: a soak runs untraced, in consecutive fresh "
                              "workers it sizes itself" % flag)
@@ -187,6 +191,10 @@ def register(sub: Any) -> None:
                            help="measure every arm in R passes over all the arms, one after another, each in fresh "
                                 "workers, so that a drift over the run reaches every arm alike; the wakes are split "
                                 "between the passes, and compare resamples the workers (default %d; 1..1000)" % DEFAULT_REPEAT)
+    execution.add_argument("--rigorous", action="store_true",
+                           help="compare-grade: %d times the lab's counted wakes (--n) and rounds (--rounds), and %d fresh "
+                                "workers per repetition, so that compare can tell smaller changes (an --n, --rounds or "
+                                "--workers given wins)" % (RIGOROUS_FACTOR, RIGOROUS_WORKERS_PER_REPETITION))
     execution.add_argument("--in-process", action="store_true", help="measure in this process instead of workers (debugging: no stall watch, and off a "
                                 "terminal no 'still measuring' lines, as a thread beside the arm would disturb it)")
     execution.add_argument("--trace", action="store_true",
@@ -275,6 +283,11 @@ def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
         for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us")
         if getattr(args, field) is not None
     }
+    if getattr(args, "rigorous", False):
+        # Compare-grade: more of the lab's own counts, unless the command line gives its own.
+        for field in ("n", "rounds"):
+            if field not in overrides:
+                overrides[field] = min(LIMITS[field][1], RIGOROUS_FACTOR * getattr(defaults, field))
     params = dataclasses.replace(defaults, **overrides)
     if params.planted_delay_us / 1e6 >= params.timeout_s:
         raise UsageError("--planted-delay-us must be shorter than --timeout-s, or every wake would be lost")
@@ -366,6 +379,8 @@ def _execution(args: argparse.Namespace) -> Execution:
 
     if args.in_process and args.workers is not None:
         raise UsageError("--workers and --in-process exclude each other")
+    if args.in_process and args.rigorous:
+        raise UsageError("--rigorous and --in-process exclude each other: --rigorous measures in more fresh workers")
     if args.idle_hold:
         try:
             check_idle_hold()
@@ -376,9 +391,12 @@ def _execution(args: argparse.Namespace) -> Execution:
         switch_interval_s=args.switch_interval,
         idle_hold=args.idle_hold,
     )
-    return Execution(workers=args.workers or DEFAULT_WORKERS, in_process=args.in_process, conditions=conditions,
-                     repeat=DEFAULT_REPEAT if args.repeat is None else args.repeat,
-                     trace=args.trace)
+    repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
+    workers = args.workers
+    if workers is None:
+        workers = min(LIMITS["workers"][1], RIGOROUS_WORKERS_PER_REPETITION * repeat) if args.rigorous else DEFAULT_WORKERS
+    return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
+                     trace=args.trace, rigorous=args.rigorous)
 
 
 def _trace_notice(progress: Callable[[str, Dict[str, Any]], None]) -> Callable[[str, Dict[str, Any]], None]:

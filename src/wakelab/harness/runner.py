@@ -177,6 +177,9 @@ class Execution:
     # pass over all arms after another (see "Repetitions" above).  ``wakelab run``'s default is
     # wakelab.evidence.model.DEFAULT_REPEAT; a plan built in code measures once unless it asks.
     repeat: int = 1
+    # Made with ``wakelab run --rigorous`` (compare-grade: more wakes and workers than the lab's
+    # defaults, chosen by the command line; the counts themselves are in parameters and here).
+    rigorous: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {
@@ -187,6 +190,8 @@ class Execution:
         }
         if self.trace:
             out["trace"] = True
+        if self.rigorous:
+            out["rigorous"] = True
         return out
 
 

@@ -414,6 +414,8 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
             total = max(int(workers or 1), int(repeat))
             how = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread "
                    "over them, wakes split between them and pooled" % (repeat, total))
+        if execution.get("rigorous"):
+            how += "; compare-grade (--rigorous: more wakes and workers than the lab's defaults)"
         items.append("Execution: %s." % how)
     soak: Mapping[str, Any] = summary.get("soak") or {}
     if soak:
