@@ -63,8 +63,8 @@ class Progress:
 
     Events: ``arm-start`` {arm, index, total}, ``arm-skipped`` {arm, reason},
     ``arm-failed`` {arm, reason}, ``arm-done`` {arm, entry}, ``worker-done``
-    {arm, worker, workers}, and ``cell-start`` {cell, index, total} before
-    each cell of an interpreter or conditions grid (arm indices then count
+    {arm, worker, workers}, and ``cell-start`` {cell, index, total, repetition,
+    repetitions} before each turn of a cell of an interpreter or conditions grid (arm indices then count
     within the cell); a soak (``wakelab run --duration``) reports
     ``soak-progress`` {arm, n, p50_ns, p99_ns, max_ns, left_s, ...} after
     each of its chunks (:func:`format_soak_progress`).  Unknown events are ignored.  The base class is the
@@ -219,6 +219,15 @@ class _ArmTimer:
         return max(self.total_arms - self.finished, total - index)
 
 
+def cell_heading(info: Mapping[str, Any]) -> str:
+    """``cell 2/4: label``, and which of its repetitions this turn is when it has several."""
+    text = "cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), info.get("cell"))
+    repetitions = _int(info, "repetitions", 1)
+    if repetitions > 1:
+        text += ", repetition %d/%d" % (_int(info, "repetition", 0) + 1, repetitions)
+    return text
+
+
 def _int(info: Mapping[str, Any], key: str, default: int) -> int:
     value = info.get(key, default)
     return value if isinstance(value, int) else default
@@ -256,7 +265,7 @@ class _PlainProgress(Progress):
             self._write(line)
             self._start_heartbeat(str(info.get("arm")))
         elif event == "cell-start":
-            self._write("wakelab: cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), info.get("cell")))
+            self._write("wakelab: %s" % cell_heading(info))
         elif event == "arm-skipped":
             self._timer.stop(ran=False)
             self._write("wakelab:   skipped: %s" % info.get("reason"))
@@ -364,7 +373,7 @@ class _LiveProgress(Progress):
             self._describe(str(info.get("arm")))
         elif event == "cell-start":
             self._cell = str(info.get("cell"))
-            self._console.print(self._Text("cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), self._cell), style="bold"))
+            self._console.print(self._Text(cell_heading(info), style="bold"))
         elif event == "worker-done":
             self._workers_done += 1
             self._describe("%s (workers done: %d/%s)" % (info.get("arm"), self._workers_done, info.get("workers")))

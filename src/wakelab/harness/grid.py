@@ -4,9 +4,16 @@
 four *cells*.  Each cell is an ordinary run with its own complete evidence
 bundle under ``cells/<label>/`` (so ``show``, ``compare``, ``export`` and
 ``report`` work on it unchanged), and the grid writes ``matrix.json`` and
-``matrix.txt`` beside them after every cell: one table per arm with a row per
-cell.  Cells run one after another, never at once, so they do not disturb
-each other.
+``matrix.txt`` beside them after every turn: one table per arm with a row per
+cell.
+
+Cells take turns, one repetition (``--repeat``) each, never at once: the first
+cell's first pass over its arms, then the second cell's, and so on, then the
+second passes in the other order (A B, B A, A B ...).  So a drift of the
+machine over the grid (a host that changes state for seconds or minutes)
+reaches every cell alike, as repetitions make it reach every arm of a run
+alike, and ``compare GRID`` compares cells measured side by side rather than
+one after the other.  A cell's conditions are applied for its turn only.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
 
 from wakelab.evidence import bundle
 from wakelab.errors import OutputError
@@ -23,8 +30,9 @@ from wakelab.harness.runner import (
     RunInterrupted,
     RunPlan,
     WriteFailed,
+    interrupting_signal,
     lock_folder,
-    run_plan_checked,
+    run_turns,
     utc_now,
 )
 
@@ -212,31 +220,93 @@ def _run_grid_locked(
         raise OutputError("%s (choose another folder with --output)" % WriteFailed(base.folder, exc)) from None
     except WriteFailed as exc:
         raise OutputError("%s; nothing was measured (choose another folder with --output)" % exc) from None
-    for index, cell in enumerate(cells):
-        folder = os.path.join(base.folder, CELLS_DIR, cell.label)
-        if progress is not None:
-            progress("cell-start", {"cell": cell.label, "index": index, "total": len(cells)})
-        try:
-            os.makedirs(folder, exist_ok=True)
-            summaries[cell.label], failure = run_plan_checked(cell_plan(base, cell, folder), progress)
-        except RunInterrupted as exc:
-            summaries[cell.label] = exc.summary
-            raise RunInterrupted(write_quietly(), base.folder) from None
-        except OSError as exc:  # the cell's folder could not be made
-            if not summaries:
-                raise OutputError("%s (choose another folder with --output)" % WriteFailed(folder, exc)) from None
-            break  # the earlier cells' evidence stands
-        except OutputError:  # the cell measured nothing
-            if not summaries:
-                raise
-            break
-        if failure is not None:
-            break
-        try:
-            write()
-        except WriteFailed:
-            break
+    # Each cell is a run that stops after every repetition (runner.run_turns) and holds its folder's
+    # lock until it ends; the cells take turns, a repetition each.
+    live: Dict[str, Tuple[Generator[Dict[str, Any], None, tuple], bundle.FolderLock]] = {}
+    ended: Set[str] = set()
+
+    def retire(label: str) -> None:
+        ended.add(label)
+        _, lock = live.pop(label)
+        lock.release()
+
+    def interrupt_the_rest(signum: int) -> None:
+        """Every cell still waiting for its turn ends as the interrupted one did."""
+        for label in list(live):
+            turns, _ = live[label]
+            try:
+                turns.throw(_interruption(signum))
+            except RunInterrupted as exc:
+                summaries[label] = exc.summary
+            except BaseException:  # noqa: BLE001 - it ends either way; its bundle stands as last written
+                pass
+            finally:
+                retire(label)
+
+    repeat = max(1, base.execution.repeat)
+    stop = False
+    try:
+        for turn in range(repeat):
+            # Alternate the order (A B, B A, A B ...), so that no cell always follows another.
+            order = list(enumerate(cells)) if turn % 2 == 0 else list(reversed(list(enumerate(cells))))
+            for index, cell in order:
+                if cell.label in ended:
+                    continue
+                if progress is not None:
+                    progress("cell-start", {"cell": cell.label, "index": index, "total": len(cells),
+                                            "repetition": turn, "repetitions": repeat})
+                try:
+                    if cell.label not in live:
+                        folder = os.path.join(base.folder, CELLS_DIR, cell.label)
+                        os.makedirs(folder, exist_ok=True)
+                        lock = lock_folder(folder)
+                        live[cell.label] = (run_turns(cell_plan(base, cell, folder), progress, take_turns=True), lock)
+                    summaries[cell.label] = next(live[cell.label][0])
+                except StopIteration as end:
+                    summaries[cell.label], failure = end.value
+                    retire(cell.label)
+                    stop = failure is not None
+                except RunInterrupted as exc:
+                    summaries[cell.label] = exc.summary
+                    retire(cell.label)
+                    interrupt_the_rest(exc.signum)
+                    raise RunInterrupted(write_quietly(), base.folder, exc.signum) from None
+                except OSError as exc:  # the cell's folder could not be made
+                    if not summaries:
+                        raise OutputError("%s (choose another folder with --output)" % WriteFailed(
+                            os.path.join(base.folder, CELLS_DIR, cell.label), exc)) from None
+                    stop = True  # the other cells' evidence stands
+                except OutputError:  # the cell measured nothing
+                    if cell.label in live:
+                        retire(cell.label)
+                    if not summaries:
+                        raise
+                    stop = True
+                if not stop:
+                    try:
+                        write()
+                    except WriteFailed:
+                        stop = True
+                if stop:
+                    break
+            if stop:
+                break
+    except KeyboardInterrupt as exc:  # between two cells' turns (a cell's own is RunInterrupted above)
+        signum = interrupting_signal(exc)
+        interrupt_the_rest(signum)
+        raise RunInterrupted(write_quietly(), base.folder, signum) from None
+    finally:
+        for label in list(live):  # stopped early: the rest end where they stand, their workers killed
+            live[label][0].close()
+            retire(label)
     return write_quietly()
+
+
+def _interruption(signum: int) -> KeyboardInterrupt:
+    """A ``KeyboardInterrupt`` that a run reads as ``signum`` (see runner.interrupting_signal)."""
+    exc = KeyboardInterrupt()
+    exc.signum = signum  # type: ignore[attr-defined]
+    return exc
 
 
 __all__ = ["Cell", "Execution", "expand", "run_grid", "matrix_doc", "cell_plan"]

@@ -63,7 +63,7 @@ import signal
 import sys
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence
 
 from wakelab import __version__
 from wakelab.core.registry import get_arm
@@ -368,12 +368,32 @@ def run_plan_checked(plan: RunPlan, progress: Optional[ProgressCallback] = None)
     ended the run early (None if every write succeeded)."""
     lock = lock_folder(plan.folder)
     try:
-        return _run_locked(plan, progress)
+        return finish_turns(run_turns(plan, progress))
     finally:
         lock.release()
 
 
-def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
+def finish_turns(turns: "Generator[Dict[str, Any], None, tuple]") -> tuple:
+    """Run a :func:`run_turns` generator to its end; its ``(summary, write_error)``."""
+    while True:
+        try:
+            next(turns)
+        except StopIteration as stop:
+            return stop.value
+
+
+def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
+              take_turns: bool = False) -> "Generator[Dict[str, Any], None, tuple]":
+    """:func:`run_plan_checked`'s body, as a generator; the caller holds the folder's lock.
+
+    With ``take_turns`` it yields the summary as it stands after every repetition but the
+    last, so that a grid can run its cells' repetitions in turn (one cell's pass, then the
+    next cell's): the run's conditions are then applied for each pass and removed after it,
+    not held while another cell measures.  Without, it never yields.  Its return value
+    (``StopIteration.value``) is ``(summary, write_error)``.  A ``KeyboardInterrupt``
+    thrown in at a yield ends the run as Ctrl-C does (:class:`RunInterrupted`); closing it
+    there kills its workers and leaves the bundle as last written.
+    """
     def emit(event: str, **info: object) -> None:
         if progress is not None:
             progress(event, info)
@@ -410,29 +430,47 @@ def _run_locked(plan: RunPlan, progress: Optional[ProgressCallback]) -> tuple:
             bundle.clear_bundle(plan.folder)
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
-        with run_conditions(execution.conditions) as applied:
-            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
-            write(summary)
-            repeat = max(1, execution.repeat)
-            taken: List[_Taken] = [_Taken() for _ in arms]
+        repeat = max(1, execution.repeat)
+        taken: List[_Taken] = [_Taken() for _ in arms]
+
+        def applied_once(applied: Dict[str, Any]) -> None:
+            if repetition == 0:  # what the conditions were, as the first pass found them
+                summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
+                write(summary)
+
+        def one_pass(repetition: int) -> None:
+            nonlocal current
+            final = repetition == repeat - 1
+            for index, entry in enumerate(arms):
+                if entry["status"] in (SKIPPED, FAILED):
+                    continue  # cannot run here, or broke in an earlier repetition
+                current = entry
+                arm = get_arm(str(entry["name"]))
+                emit("arm-start", arm=arm.name, index=repetition * len(arms) + index, total=repeat * len(arms),
+                     repetition=repetition, repetitions=repeat)
+                # Tails at switch-interval multiples are looked for only where a busy Python thread
+                # may hold the GIL the waiter needs.
+                tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
+                _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
+                if execution.trace and final and entry["status"] == OK:
+                    write(summary)  # the arm's own figures are evidence before the traced pass starts
+                    _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
+                current = None
+                write(summary)
+
+        repetition = 0
+        if not take_turns:
+            with run_conditions(execution.conditions) as applied:
+                applied_once(applied)
+                for repetition in range(repeat):
+                    one_pass(repetition)
+        else:
             for repetition in range(repeat):
-                final = repetition == repeat - 1
-                for index, entry in enumerate(arms):
-                    if entry["status"] in (SKIPPED, FAILED):
-                        continue  # cannot run here, or broke in an earlier repetition
-                    current = entry
-                    arm = get_arm(str(entry["name"]))
-                    emit("arm-start", arm=arm.name, index=repetition * len(arms) + index, total=repeat * len(arms),
-                         repetition=repetition, repetitions=repeat)
-                    # Tails at switch-interval multiples are looked for only where a busy Python thread
-                    # may hold the GIL the waiter needs.
-                    tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
-                    _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
-                    if execution.trace and final and entry["status"] == OK:
-                        write(summary)  # the arm's own figures are evidence before the traced pass starts
-                        _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
-                    current = None
-                    write(summary)
+                with run_conditions(execution.conditions) as applied:
+                    applied_once(applied)
+                    one_pass(repetition)
+                if repetition < repeat - 1:
+                    yield summary  # another cell's turn
     except KeyboardInterrupt as exc:
         signum = interrupting_signal(exc)
         for entry in arms:

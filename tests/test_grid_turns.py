@@ -1,0 +1,131 @@
+"""Grid cells take turns, a repetition each (A B, B A, ...), each with its conditions for its turn only.
+
+Real arms in real workers, small n: the tests assert the order of the work and what the evidence
+says, never how fast anything was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+import pytest
+
+import wakelab.harness.runner as runner
+from conftest import children
+from wakelab.core.model import MeasureParams
+from wakelab.evidence import bundle
+from wakelab.evidence.load import load_summary
+from wakelab.harness import grid
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan
+from wakelab.labs import LAB_135
+from wakelab.report.matrix_text import format_matrix
+from wakelab.report.text import format_summary
+
+SMALL = MeasureParams(n=12, warmup=1, settle_us=100, install_n=300, rounds=3)
+
+
+def _base(tmp_path, repeat: int = 3) -> RunPlan:
+    return RunPlan(lab=LAB_135, arm_names=["event", "signal-install"], params=SMALL, folder=str(tmp_path),
+                   execution=Execution(workers=1, repeat=repeat), render_text=format_summary)
+
+
+def _cells():
+    return grid.expand([None], [None], [("any", None, None)], [100, 300], [0])
+
+
+def _recorder(log):
+    state = {"cell": None}
+
+    def progress(event, info) -> None:
+        if event == "cell-start":
+            state["cell"] = info["cell"]
+            log.append(("turn", info["cell"], info["repetition"]))
+        elif event == "arm-start":
+            log.append(("arm", state["cell"], info["repetition"], info["arm"]))
+    return progress
+
+
+def test_cells_take_turns_a_repetition_each_in_alternating_order(tmp_path) -> None:
+    log: list = []
+    doc = grid.run_grid(_base(tmp_path), _cells(), _recorder(log), render_matrix=format_matrix)
+    assert doc["complete"] is True
+    a, b = "settle100us", "settle300us"
+    assert [x[1:] for x in log if x[0] == "turn"] == [(a, 0), (b, 0), (b, 1), (a, 1), (a, 2), (b, 2)]
+    # Within a turn, that cell's own pass over every arm, and nothing of the other cell's.
+    arms = [x[1:] for x in log if x[0] == "arm"]
+    assert arms == [(c, r, arm) for c, r in [(a, 0), (b, 0), (b, 1), (a, 1), (a, 2), (b, 2)]
+                    for arm in ("event", "signal-install")]
+    for cell in doc["cells"]:
+        summary = load_summary(os.path.join(str(tmp_path), cell["folder"]))
+        assert summary["complete"] is True and summary["execution"]["repeat"] == 3
+        for entry in summary["arms"]:
+            assert [w["repetition"] for w in entry["workers"]] == [0, 1, 2]
+            assert entry["repetitions"]["count"] == 3
+        # The cell's own parameters, whatever ran between its turns.
+        assert summary["parameters"]["settle_us"] == cell["dimensions"]["settle_us"]
+        assert not os.path.exists(os.path.join(str(tmp_path), cell["folder"], bundle.LOCK_FILE))
+    assert (tmp_path / "matrix.txt").read_text(encoding="utf-8") == format_matrix(doc)
+
+
+def _counting_conditions(monkeypatch, seen):
+    real = runner.run_conditions
+
+    @contextlib.contextmanager
+    def counted(conditions):
+        seen.append("enter")
+        with real(conditions) as applied:
+            yield applied
+        seen.append("exit")
+    monkeypatch.setattr(runner, "run_conditions", counted)
+
+
+def test_a_cells_conditions_hold_for_its_turn_only_and_a_run_holds_them_once(tmp_path, monkeypatch) -> None:
+    seen: list = []
+    _counting_conditions(monkeypatch, seen)
+    (tmp_path / "grid").mkdir()
+    (tmp_path / "run").mkdir()
+    grid.run_grid(_base(tmp_path / "grid"), _cells())
+    # Applied and removed around every turn: never two cells' conditions at once.
+    assert seen == ["enter", "exit"] * 6
+    seen.clear()
+    summary = run_plan(_base(tmp_path / "run"))
+    assert summary["complete"] is True and seen == ["enter", "exit"]  # a plain run: once, for all its passes
+
+
+def _interrupt_at(log, cell: str, repetition: int, exc: BaseException):
+    record = _recorder(log)
+
+    def progress(event, info) -> None:
+        record(event, info)
+        if event == "arm-start" and log[-1][1:3] == (cell, repetition) and info["arm"] == "signal-install":
+            raise exc
+    return progress
+
+
+@pytest.mark.parametrize("signum, reason", [(None, "interrupted by the user (Ctrl-C)"), (signal.SIGTERM, "interrupted by SIGTERM")])
+def test_an_interrupt_in_one_cells_turn_ends_every_cell_and_leaves_no_process(tmp_path, signum, reason) -> None:
+    before = children()
+    exc = KeyboardInterrupt()
+    if signum is not None:
+        exc.signum = signum  # type: ignore[attr-defined]
+    log: list = []
+    # The second turn of the second cell: the first cell has measured one repetition and waits.
+    with pytest.raises(RunInterrupted) as caught:
+        grid.run_grid(_base(tmp_path), _cells(), _interrupt_at(log, "settle300us", 1, exc), render_matrix=format_matrix)
+    assert caught.value.signum == (signum or signal.SIGINT)
+    doc = caught.value.summary
+    assert doc["complete"] is False
+    for cell in doc["cells"]:
+        folder = os.path.join(str(tmp_path), cell["folder"])
+        summary = load_summary(folder)
+        assert summary["interrupted"] is True and summary["complete"] is False, cell["label"]
+        assert all(e["status"] == "interrupted" and e["reason"] == reason for e in summary["arms"]), summary["arms"]
+        assert not os.path.exists(os.path.join(folder, bundle.LOCK_FILE))
+    assert (tmp_path / "matrix.txt").read_text(encoding="utf-8") == format_matrix(doc)
+    deadline = time.monotonic() + 10
+    while children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not children() - before
