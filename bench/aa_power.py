@@ -50,6 +50,8 @@ def _env() -> Dict[str, str]:
 REUSE = False  # --keep DIR on a folder that has the runs already: compare them again
 EXTRA: List[str] = []  # --repeat R: passed to every run
 MAKE_ONLY = False  # --make-only: make the runs, compare nothing
+INTERLEAVED = False  # --interleaved: each A/A pair is one grid whose cells take turns
+SETTLE_US = 1000  # Lab 135's settle
 
 
 def run(folder: str, *args: str) -> float:
@@ -62,10 +64,10 @@ def run(folder: str, *args: str) -> float:
     return time.perf_counter() - started
 
 
-def compare(baseline: str, other: str, *args: str) -> Dict[str, Any]:
+def compare(baseline: str, *others_and_args: str) -> Dict[str, Any]:
     if MAKE_ONLY:
         return {}
-    done = subprocess.run([sys.executable, "-m", "wakelab", "compare", baseline, other, "--json", *args],
+    done = subprocess.run([sys.executable, "-m", "wakelab", "compare", baseline, *others_and_args, "--json"],
                           capture_output=True, text=True, env=_env(), timeout=600)
     if done.returncode not in (0, 1):
         raise SystemExit("compare failed (%d): %s" % (done.returncode, done.stderr.strip()))
@@ -97,10 +99,17 @@ def a_a(work: str, pairs: int) -> Tuple[List[Tuple[str, str, str]], List[float],
     false: List[Tuple[str, str, str]] = []
     judged = 0
     for i in range(pairs):
-        a, b = os.path.join(work, "aa-%d-a" % i), os.path.join(work, "aa-%d-b" % i)
-        walls.append(run(a))
-        walls.append(run(b))
-        doc = compare(a, b)
+        if INTERLEAVED:
+            # One grid command whose two cells take turns, a repetition each; they differ by 1 µs of
+            # settle (a grid's values must differ), which no figure here can resolve.
+            grid_folder = os.path.join(work, "aa-%d-grid" % i)
+            walls.append(run(grid_folder, "--settle-us", "%d,%d" % (SETTLE_US, SETTLE_US + 1)))
+            doc = compare(grid_folder)
+        else:
+            a, b = os.path.join(work, "aa-%d-a" % i), os.path.join(work, "aa-%d-b" % i)
+            walls.append(run(a))
+            walls.append(run(b))
+            doc = compare(a, b)
         for arm in _arms(doc):
             for key, judgement in judgements(arm).items():
                 word = str(judgement.get("verdict"))
@@ -147,6 +156,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--keep", metavar="DIR", help="keep the runs in DIR (default: a temporary folder, removed); "
                                                      "runs already in DIR are reused, not made again")
     parser.add_argument("--make-only", action="store_true", help="make the runs (into --keep DIR), compare nothing")
+    parser.add_argument("--interleaved", action="store_true",
+                        help="A/A: make each pair as one grid (--settle-us 1000,1001) whose cells take turns, and "
+                             "compare its cells (wakelab compare GRID), instead of two runs one after the other")
     parser.add_argument("--repeat", type=int, metavar="R", help="pass --repeat R to every run (default: wakelab's own)")
     parser.add_argument("--run-args", default="", metavar="'ARGS'",
                         help="more options for every run, after an equals sign when they start with a dash: "
@@ -154,8 +166,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--power-arms", default="event,sigusr1-self", metavar="A,B",
                         help="the arms of the power half (default: event,sigusr1-self)")
     args = parser.parse_args(argv)
-    global REUSE, MAKE_ONLY
-    REUSE, MAKE_ONLY = bool(args.keep), args.make_only
+    global REUSE, MAKE_ONLY, INTERLEAVED
+    REUSE, MAKE_ONLY, INTERLEAVED = bool(args.keep), args.make_only, args.interleaved
     if args.repeat is not None:
         EXTRA.extend(["--repeat", str(args.repeat)])
     EXTRA.extend(args.run_args.split())
@@ -170,14 +182,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             false, walls, judged = a_a(work, args.pairs)
             share = len(false) / judged if judged else 1.0
             ok &= share <= A_A_TARGET
-            print("A/A: %d pairs of default Lab 135 runs%s, %d verdicts judged, %d false (%.1f%%; target <= %.0f%%): %s"
-                  % (args.pairs, " (%s)" % " ".join(EXTRA) if EXTRA else "", judged, len(false), 100 * share,
+            print("A/A: %d pairs of default Lab 135 runs%s%s, %d verdicts judged, %d false (%.1f%%; target <= %.0f%%): %s"
+                  % (args.pairs, " (%s)" % " ".join(EXTRA) if EXTRA else "",
+                     ", each pair one grid whose cells took turns" if INTERLEAVED else "", judged, len(false), 100 * share,
                      100 * A_A_TARGET, verdict(share <= A_A_TARGET)))
             for item in false:
                 print("  false: %s %s %s" % item)
             made = [w for w in walls if w > 0]
             if made:
-                print("default Lab 135 run wall time: median %.2f s over %d runs" % (statistics.median(made), len(made)))
+                print("%s wall time: median %.2f s over %d" % ("grid of two Lab 135 cells" if INTERLEAVED else "Lab 135 run",
+                                                             statistics.median(made), len(made)))
         if args.only in (None, "power"):
             for arm in args.power_arms.split(","):
                 slower, trials, planted_us, mdes = power(work, arm, args.trials)
