@@ -630,6 +630,8 @@ class ArmComparison:
     judgements: Mapping[str, Judgement] = dataclasses.field(default_factory=dict)
     units_baseline: int = 1
     units_other: int = 1
+    # A soak past its raw-sample cap, by side ("baseline", "other"): the raw samples compared, of how many wakes.
+    raw_kept: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def higher_is_better(self) -> bool:
@@ -686,6 +688,7 @@ class ArmComparison:
             "verdict": self.verdict,
             "tail_regression": self.tail_regression,
             "notes": list(self.notes),
+            **({"raw_kept": {side: dict(kept) for side, kept in self.raw_kept.items()}} if self.raw_kept else {}),
             **({"components": self.components.to_dict()} if self.components is not None else {}),
         }
 
@@ -862,10 +865,6 @@ def _compact(value: Any) -> str:
 
 
 def _mismatch(run: Run, name: str, what: str, from_samples: object, in_summary: object) -> EvidenceError:
-    soak = run.summary.get("soak") or {}
-    if what == "n" and soak.get("raw_kept") == from_samples:
-        return EvidenceError("%s: arm %s is a soak past its raw-sample cap: the samples file holds its first %s of %s wakes "
-                             "(the rest are in its histogram), and compare resamples raw wakes" % (run.source, name, from_samples, in_summary))
     return EvidenceError("%s: arm %s: the samples file does not match summary.json (%s %s from the samples, %s in the "
                          "summary): the bundle was edited or mixed" % (run.source, name, what, from_samples, in_summary))
 
@@ -877,7 +876,10 @@ def _close(a: float, b: Optional[float]) -> bool:
 def load_series(run: Run, entry: Mapping[str, Any]) -> Tuple[Any, str]:
     """The values an arm is compared on, checked against its summary figures, and their unit.
 
-    Latency arms: the wake times (ns), one float64 array.  Rate arms: each round's ops/s.
+    Latency arms: the wake times (ns), one float64 array: every wake, or the
+    raw samples a soak past its raw-sample cap keeps (its first whole chunks,
+    each checked against its worker record: :meth:`Bundle.raw_kept`).  Rate
+    arms: each round's ops/s.
     """
     from wakelab.evidence.load import load_samples
 
@@ -896,8 +898,11 @@ def load_series(run: Run, entry: Mapping[str, Any]) -> Tuple[Any, str]:
         del doc
         latency = entry.get("latency") or {}
         if samples.size != latency.get("n"):
-            raise _mismatch(run, name, "n", samples.size, latency.get("n"))
-        if samples.size:
+            # A soak past its raw-sample cap keeps its first chunks (EvidenceError when they do not line up
+            # with its worker records); its p50 is the histogram's, so each chunk's is checked instead.
+            if run.raw_kept(entry, samples) is None:
+                raise _mismatch(run, name, "n", samples.size, latency.get("n"))
+        elif samples.size:
             p50 = float(np.percentile(samples, 50.0))  # linear interpolation: type 7
             if not _close(p50, latency.get("p50_ns")):
                 raise _mismatch(run, name, "p50", p50, latency.get("p50_ns"))
@@ -1102,6 +1107,14 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         unit_word = "rounds"
         lost_a = lost_b = 0
     a_units, b_units = arm_units(a_entry, a_values), arm_units(b_entry, b_values)
+    raw_kept: Dict[str, Dict[str, int]] = {}
+    for side, run, entry, values, units in (("baseline", baseline, a_entry, a_values, a_units),
+                                            ("other", other, b_entry, b_values, b_units)):
+        total = (entry.get("latency") or {}).get("n") if kind == LATENCY else None
+        if total is not None and len(values) != total:  # load_series let it through: a soak past its raw-sample cap
+            raw_kept[side] = {"kept": len(values), "of": int(total), "units": units.count}
+            notes.append("%s: compared on the first %d of %d wakes: the raw samples kept; the rest are in the histogram"
+                         % (run.label, len(values), total))
     untestable = why_untestable(n_a, n_b, unit_word)
     judgements: Dict[str, Judgement] = {}
     try:
@@ -1135,7 +1148,7 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         name=name, kind=kind, waiter=str(a_entry.get("waiter")), scope=str(a_entry.get("scope")),
         n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
         ratios=ratios, test=test, verdict=word, notes=(), components=None,
-        judgements=judgements, units_baseline=a_units.count, units_other=b_units.count,
+        judgements=judgements, units_baseline=a_units.count, units_other=b_units.count, raw_kept=raw_kept,
     )
     tail = arm.tail_regression
     if tail is not None:

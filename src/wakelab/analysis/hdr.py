@@ -226,6 +226,46 @@ class LogLinearHistogram:
         out["omitted"] = omitted
         return out
 
+    def weighted_values(self) -> Tuple[Any, Any]:
+        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.
+
+        A counter's wakes stand at its middle (:func:`counter_middle`, within
+        :data:`RELATIVE_ERROR` of each wake, exact below 2048 ns), clamped to
+        the exact min and max as :meth:`percentile_ns` clamps them; the fastest
+        and the slowest wake, known exactly, stand at ``min_ns`` and ``max_ns``
+        themselves.  So the counts add up to :attr:`total`, and re-binning
+        them (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts
+        each wake within the histogram's precision of where its raw sample
+        would go, the extremes exactly.  numpy arrays (float64, int64).
+        """
+        import numpy as np
+
+        where = np.flatnonzero(self.counts)
+        counts = self.counts[where].astype(np.int64)
+        if where.size == 0:
+            return np.zeros(0, dtype=np.float64), counts
+        values = np.array([self._clamped_middle(int(i)) for i in where], dtype=np.float64)
+        assert self.min_ns is not None and self.max_ns is not None
+        pieces_v: List[float] = []
+        pieces_c: List[int] = []
+        # The exact extremes, split off their counters (one wake each, unless one counter holds only it).
+        if values[0] != self.min_ns:
+            pieces_v.append(float(self.min_ns))
+            pieces_c.append(1)
+            counts[0] -= 1
+        if values[-1] != self.max_ns and self.total > 1:
+            pieces_v.append(float(self.max_ns))
+            pieces_c.append(1)
+            counts[-1] -= 1
+        if pieces_v:
+            values = np.concatenate([values, np.array(pieces_v)])
+            counts = np.concatenate([counts, np.array(pieces_c, dtype=np.int64)])
+            order = np.argsort(values, kind="stable")
+            values, counts = values[order], counts[order]
+            keep = counts > 0
+            values, counts = values[keep], counts[keep]
+        return values, counts
+
     def nonzero(self) -> List[List[int]]:
         """``[[index, count], ...]`` for every counter that holds a value, in index order."""
         import numpy as np

@@ -19,16 +19,30 @@ p50 and p99 are computed as summary.json computes them
 (:func:`wakelab.analysis.stats.percentile`, type 7); p99 only where the arm
 has the wakes it needs (n >= 100), as in the summary.
 
-numpy is imported lazily, inside :func:`log_histogram`.
+A soak past its raw-sample cap keeps the raw samples of its first chunks
+only; every wake is in its log-linear histogram (:mod:`wakelab.analysis.hdr`).
+:func:`log_histogram_weighted` bins weighted values (a value and the number
+of wakes it stands for) on the same log bins, and
+:func:`log_histogram_of_counters` re-bins such a histogram's counters: every
+wake counted, each placed at its counter's value (within the histogram's
+precision, 0.049 %), p50 and p99 the histogram's own (summary.json's).
+:func:`arm_histogram` picks the raw samples when they are every wake, the
+counters otherwise.
+
+numpy is imported lazily, inside the functions.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
 
 from wakelab.analysis.stats import min_n_for, percentile
+
+if TYPE_CHECKING:
+    from wakelab.analysis.hdr import LogLinearHistogram
+    from wakelab.evidence.model import ArmSamples
 
 # Bins per decade tried, finest first.
 BINS_PER_DECADE = (10, 5, 4, 2, 1)
@@ -52,6 +66,11 @@ class Histogram:
     ``bins`` run from the bin holding the fastest wake to the one holding the
     slowest, empty bins between them included.  ``p99_ns`` is None when the
     arm has too few wakes for it.
+
+    ``from_counters``: binned from a log-linear histogram's counters (a soak
+    past its raw-sample cap), not from raw samples; each wake then sits where
+    its counter's value puts it, within ``relative_error`` of its own, and
+    ``raw_kept`` says how many raw samples the samples file keeps beside it.
     """
 
     n: int
@@ -62,6 +81,9 @@ class Histogram:
     max_ns: int
     p50_ns: float
     p99_ns: Optional[float]
+    from_counters: bool = False
+    relative_error: float = 0.0
+    raw_kept: Optional[int] = None
 
     def bin_index(self, value_ns: float) -> Optional[int]:
         """The index of the bin that holds ``value_ns``, None if none does."""
@@ -147,3 +169,166 @@ def log_histogram(
         p50_ns=p50,
         p99_ns=p99,
     )
+
+
+def weighted_percentile(values_ns: Any, counts: Any, q: float) -> float:
+    """Type-7 percentile ``q`` (0..100) of ascending ``values_ns`` where value ``i`` stands for ``counts[i]`` wakes.
+
+    The same as :func:`wakelab.analysis.stats.percentile` of the values each
+    repeated ``counts[i]`` times, without repeating them.
+    """
+    import numpy as np
+
+    cumulative = np.cumsum(np.asarray(counts, dtype=np.int64))
+    total = int(cumulative[-1]) if cumulative.size else 0
+    if total <= 0:
+        raise ValueError("percentile of an empty sample")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError("percentile must be within 0..100, got %r" % (q,))
+    position = (total - 1) * q / 100.0
+    lower = math.floor(position)
+    upper = min(lower + 1, total - 1)
+    # The value holding the k-th smallest wake (0-based): the first whose cumulative count exceeds k.
+    low_index, high_index = (int(i) for i in np.searchsorted(cumulative, [lower, upper], side="right"))
+    low_value = float(values_ns[low_index])
+    return low_value + (float(values_ns[high_index]) - low_value) * (position - lower)
+
+
+def log_histogram_weighted(
+    values_ns: Sequence[float],
+    counts: Sequence[int],
+    bins_per_decade: Optional[int] = None,
+    max_bins: int = MAX_BINS,
+    *,
+    min_ns: Optional[int] = None,
+    max_ns: Optional[int] = None,
+    p50_ns: Optional[float] = None,
+    p99_ns: Optional[float] = None,
+) -> Histogram:
+    """Bin weighted values on :func:`log_histogram`'s log bins: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
+
+    The bins, zero count and resolution follow :func:`log_histogram` (a value
+    on an edge belongs to the bin that starts there); ``n`` is the sum of the
+    counts.  ``min_ns``/``max_ns`` (the exact extremes, when the values only
+    stand for them) and ``p50_ns``/``p99_ns`` (when the caller has them as
+    the summary computed them) default to those of the weighted values, by
+    :func:`weighted_percentile`; p99 only for n >= 100.  Raises ValueError for
+    no wakes, a negative value or count, or lengths that differ.
+    """
+    import numpy as np
+
+    values: Any = np.asarray(values_ns, dtype=np.float64)
+    weights: Any = np.asarray(counts, dtype=np.int64)
+    if values.shape != weights.shape or values.ndim != 1:
+        raise ValueError("values and counts differ in length (%d against %d)" % (values.size, weights.size))
+    if weights.size and int(weights.min()) < 0:
+        raise ValueError("a count is negative")
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    n = int(weights.sum())
+    if n == 0:
+        raise ValueError("no samples to bin")
+    order = np.argsort(values, kind="stable")
+    values, weights = values[order], weights[order]
+    if values[0] < 0:
+        raise ValueError("a latency value is negative (%g ns)" % values[0])
+    if p50_ns is None:
+        p50_ns = weighted_percentile(values, weights, 50.0)
+    if p99_ns is None and n >= min_n_for(99.0):
+        p99_ns = weighted_percentile(values, weights, 99.0)
+    if n < min_n_for(99.0):
+        p99_ns = None
+    positive = values > 0
+    zeros = int(weights[~positive].sum())
+    bins: Tuple[Bin, ...] = ()
+    if positive.any():
+        pos_values, pos_weights = values[positive], weights[positive]
+        low, high = float(pos_values[0]), float(pos_values[-1])
+        if bins_per_decade is None:
+            bins_per_decade = choose_bins_per_decade(low, high, max_bins)
+        if bins_per_decade < 1:
+            raise ValueError("bins per decade must be at least 1, got %d" % bins_per_decade)
+        k_low, k_high = _span(low, high, bins_per_decade)
+        edges = np.array([_edge(k, bins_per_decade) for k in range(k_low, k_high + 1)])
+        index = np.searchsorted(edges, pos_values, side="right") - 1
+        binned = np.zeros(len(edges) - 1, dtype=np.int64)
+        np.add.at(binned, index, pos_weights)
+        bins = tuple(Bin(float(edges[i]), float(edges[i + 1]), int(binned[i])) for i in range(len(edges) - 1))
+    return Histogram(
+        n=n,
+        bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
+        bins=bins,
+        zero_count=zeros,
+        min_ns=int(min_ns) if min_ns is not None else int(math.floor(values[0])),
+        max_ns=int(max_ns) if max_ns is not None else int(math.ceil(values[-1])),
+        p50_ns=float(p50_ns),
+        p99_ns=None if p99_ns is None else float(p99_ns),
+    )
+
+
+def log_histogram_of_counters(
+    hist: "LogLinearHistogram",
+    bins_per_decade: Optional[int] = None,
+    max_bins: int = MAX_BINS,
+    raw_kept: Optional[int] = None,
+) -> Histogram:
+    """Every wake of a log-linear histogram on :func:`log_histogram`'s log bins.
+
+    Each counter's wakes are binned at its value
+    (:meth:`~wakelab.analysis.hdr.LogLinearHistogram.weighted_values`: within
+    :data:`~wakelab.analysis.hdr.RELATIVE_ERROR` of each wake, the fastest and
+    slowest exactly), so a wake within that much of a bin edge may sit in the
+    neighbouring bin; ``n`` is every recorded wake; min and max are exact;
+    p50 and p99 are the histogram's (as summary.json gives them past a soak's
+    raw-sample cap).  ``raw_kept`` (the raw samples kept beside it) is carried
+    for the renderer.  ValueError for an empty histogram.
+    """
+    import dataclasses as _dataclasses
+
+    from wakelab.analysis.hdr import RELATIVE_ERROR
+
+    if hist.total == 0:
+        raise ValueError("no samples to bin")
+    values, counts = hist.weighted_values()
+    p50 = hist.percentile_ns(50.0)
+    p99 = hist.percentile_ns(99.0) if hist.total >= min_n_for(99.0) else None
+    binned = log_histogram_weighted(values, counts, bins_per_decade, max_bins,
+                                    min_ns=hist.min_ns, max_ns=hist.max_ns, p50_ns=p50, p99_ns=p99)
+    return _dataclasses.replace(binned, from_counters=True, relative_error=RELATIVE_ERROR, raw_kept=raw_kept)
+
+
+def counters_of(samples: "ArmSamples", where: str = "") -> "LogLinearHistogram":
+    """The log-linear histogram of every wake that ``samples`` carries (a soak's samples file).
+
+    Raises :class:`~wakelab.errors.EvidenceError` (one line, ``where`` naming
+    the arm) when there is none, it is malformed, or it does not hold the
+    arm's n wakes.
+    """
+    from wakelab.analysis.hdr import LogLinearHistogram
+    from wakelab.errors import EvidenceError
+
+    prefix = where + ": " if where else ""
+    if samples.histogram is None:
+        raise EvidenceError("%sthe samples file has no histogram of its wakes" % prefix)
+    try:
+        hist = LogLinearHistogram.from_dict(dict(samples.histogram))
+    except (ValueError, TypeError) as exc:
+        raise EvidenceError("%sthe samples file's histogram is unusable: %s" % (prefix, exc)) from None
+    if hist.total != samples.total:
+        raise EvidenceError("%sthe samples file's histogram holds %d wakes, summary.json says n = %d"
+                            % (prefix, hist.total, samples.total))
+    if hist.total and not (type(hist.min_ns) is int and type(hist.max_ns) is int and 0 <= hist.min_ns <= hist.max_ns):
+        raise EvidenceError("%sthe samples file's histogram has no valid min and max" % prefix)
+    return hist
+
+
+def arm_histogram(samples: "ArmSamples", where: str = "", max_bins: int = MAX_BINS) -> Histogram:
+    """The log-binned histogram of every wake of one arm: from its raw samples when they are every wake,
+    else (a soak past its raw-sample cap) from its log-linear histogram's counters.
+
+    EvidenceError when a soak's histogram is unusable (:func:`counters_of`);
+    ValueError when there is nothing to bin.
+    """
+    if samples.every_wake:
+        return log_histogram(samples.samples_ns, max_bins=max_bins)
+    return log_histogram_of_counters(counters_of(samples, where), max_bins=max_bins, raw_kept=samples.kept)

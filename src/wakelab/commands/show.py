@@ -16,7 +16,8 @@ def register(sub: Any) -> None:
     show = sub.add_parser("show", help="re-render summary.txt (or a grid's matrix.txt) from the evidence",
                           description="Validate a bundle's summary.json and print its text summary; for the folder "
                           "of a grid run (several interpreters or conditions), print its side-by-side matrix. "
-                          "With --hist, print a log-binned histogram of the raw wakes instead.")
+                          "With --hist, print a log-binned histogram of the wakes instead (of a soak past its raw-sample cap: "
+                          "of every wake, from its log-linear histogram).")
     # Optional only so that "show --hist RUN" (RUN taken for ARM) is understood too; cmd_show requires it.
     show.add_argument("path", metavar="PATH", nargs="?", help="an evidence folder or its summary.json, or a grid's folder")
     show.add_argument("--hist", nargs="?", const=ALL_ARMS, default=None, metavar="ARM",
@@ -112,7 +113,7 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
 
 
 def show_histograms(path: str, wanted: str) -> int:
-    from wakelab.analysis.histogram import log_histogram
+    from wakelab.analysis.histogram import arm_histogram
     from wakelab.evidence.model import Bundle
     from wakelab.report.hist import format_histograms
 
@@ -120,8 +121,9 @@ def show_histograms(path: str, wanted: str) -> int:
     arms, notes = select_arms(bundle, wanted)
     sections = []
     for arm in arms:
-        samples = bundle.latency_samples(arm).samples_ns
+        # Every wake: the raw samples, or a soak past its raw-sample cap's histogram of them all.
+        samples = bundle.kept_latency_samples(arm)
         title = "%s (%s waiter, %s)" % (arm.name, arm.waiter, arm.scope) if arm.waiter and arm.scope else arm.name
-        sections.append((title, log_histogram(samples)))
+        sections.append((title, arm_histogram(samples, "%s: arm %s" % (bundle.source, arm.name))))
     sys.stdout.write(format_histograms(sections, notes, width=_terminal_width()))
     return EXIT_OK

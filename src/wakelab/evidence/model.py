@@ -15,8 +15,9 @@ Records are frozen: reading evidence never changes it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError
 
@@ -34,6 +35,18 @@ def _opt_float(value: Any) -> Optional[float]:
 
 def _opt_int(value: Any) -> Optional[int]:
     return None if value is None else int(value)
+
+
+def _type7_median(ordered: Sequence[float]) -> float:
+    """The median of sorted ``ordered`` as summary.json computes percentiles (type 7: the mean of the middle two)."""
+    middle = (len(ordered) - 1) / 2.0
+    low = int(math.floor(middle))
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low]) + (float(ordered[high]) - float(ordered[low])) * (middle - low)
+
+
+def _plain_number(value: float) -> str:
+    return ("%d" % value) if float(value).is_integer() else ("%.1f" % value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,10 +274,57 @@ class ArmRecord:
 
 @dataclasses.dataclass(frozen=True)
 class ArmSamples:
-    """The raw samples of one latency arm, as ``samples/<arm>.json`` holds them (checked against the summary)."""
+    """The raw samples of one latency arm, as ``samples/<arm>.json`` holds them (checked against the summary).
+
+    Usually every counted wake (``kept == total``).  A soak past its
+    raw-sample cap keeps only the raw samples of its first whole chunks
+    (``kept < total``); its ``histogram`` (the samples file's log-linear
+    histogram, as stored: read it with
+    :meth:`wakelab.analysis.hdr.LogLinearHistogram.from_dict`) then holds
+    every wake.  ``histogram`` is None for an arm whose samples file has none.
+    """
 
     samples_ns: Tuple[int, ...]
     components_ns: Mapping[str, Tuple[int, ...]]
+    counted: Optional[int] = None  # the arm's counted wakes (summary.json's n); None: len(samples_ns)
+    histogram: Optional[Mapping[str, Any]] = dataclasses.field(default=None, repr=False)
+
+    @property
+    def kept(self) -> int:
+        """Raw samples held."""
+        return len(self.samples_ns)
+
+    @property
+    def total(self) -> int:
+        """The arm's counted wakes: summary.json's n (the raw samples held, when not given)."""
+        return self.kept if self.counted is None else self.counted
+
+    @property
+    def every_wake(self) -> bool:
+        """True when the raw samples are every counted wake (not a soak past its raw-sample cap)."""
+        return self.kept == self.total
+
+
+@dataclasses.dataclass(frozen=True)
+class RawKept:
+    """How many of an arm's counted wakes its samples file keeps as raw samples, and in how many worker units.
+
+    ``kept == total`` for every ordinary arm.  A soak past its raw-sample cap
+    keeps ``kept < total``: the first ``units`` whole chunks, one worker
+    record each in the arm's ``workers``, checked to line up (see
+    :meth:`Bundle.raw_kept`).
+    """
+
+    kept: int
+    total: int
+    units: int
+
+    @property
+    def every_wake(self) -> bool:
+        return self.kept == self.total
+
+    def to_dict(self) -> Dict[str, int]:
+        return {"kept": self.kept, "of": self.total, "units": self.units}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,23 +425,101 @@ class Bundle:
         return load_samples(self.folder, dict(entry))
 
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
-        """The raw wakes of a measured latency arm, checked against the summary's n."""
+        """The raw wakes of a measured latency arm, every one, checked against the summary's n.
+
+        For readers that need every wake (the raw-samples CSV): a soak past
+        its raw-sample cap is refused (EvidenceError, one line); readers that
+        can work on the kept samples call :meth:`kept_latency_samples`.
+        """
+        samples = self.kept_latency_samples(arm)
+        if not samples.every_wake:
+            raise EvidenceError("%s: arm %s is a soak past its raw-sample cap: the samples file holds its first %d of %s "
+                                "wakes (the rest are in its histogram), which this reads whole" % (
+                                    self.source, arm.name, samples.kept, samples.total))
+        return samples
+
+    def kept_latency_samples(self, arm: ArmRecord) -> ArmSamples:
+        """The raw wakes a measured latency arm's samples file keeps: every one, or a soak's first whole chunks.
+
+        Checked against the summary: every wake (n), or, for a soak past its
+        raw-sample cap, the kept chunks lining up with the arm's worker
+        records (:meth:`raw_kept`) and a histogram that holds all n wakes.
+        ``kept``/``total``/``every_wake`` on the result say which.  Raises
+        :class:`~wakelab.errors.EvidenceError` (one line) otherwise.
+        """
         doc = self.samples_doc(arm.entry)
         if doc.get("kind") != LATENCY:
             raise EvidenceError("%s: arm %s: the samples file holds %s samples, the summary says latency" % (
                 self.source, arm.name, doc.get("kind")))
         values = tuple(doc.get("samples_ns") or ())
         expected = arm.latency.n if arm.latency is not None else None
-        soak = self.summary.get("soak") or {}
-        if len(values) != expected and soak.get("raw_kept") == len(values):
-            raise EvidenceError("%s: arm %s is a soak past its raw-sample cap: the samples file holds its first %d of %s "
-                                "wakes (the rest are in its histogram), which this reads whole" % (
-                                    self.source, arm.name, len(values), expected))
-        if len(values) != expected:
+        kept = self.raw_kept(arm.entry, values)
+        if kept is None:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
                 os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
+        histogram = doc.get("histogram")
+        if not isinstance(histogram, Mapping):
+            histogram = None
+        if not kept.every_wake:
+            recorded = histogram.get("total") if histogram is not None else None
+            if recorded != kept.total:
+                where = "has no histogram" if histogram is None else "has a histogram of %s wakes" % (recorded,)
+                raise EvidenceError("%s: arm %s is a soak past its raw-sample cap, but its samples file %s where "
+                                    "summary.json says n = %d: the bundle was edited or mixed" % (
+                                        self.source, arm.name, where, kept.total))
         components = {str(k): tuple(v) for k, v in sorted((doc.get("components_ns") or {}).items())}
-        return ArmSamples(values, components)
+        return ArmSamples(values, components, kept.total, histogram)
+
+    def raw_kept(self, entry: Mapping[str, Any], values: Any) -> Optional[RawKept]:
+        """How many of arm ``entry``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
+
+        Every wake when ``len(values)`` is the summary's n.  A soak past its
+        raw-sample cap (``summary["soak"]["raw_kept"] == len(values) < n``)
+        keeps whole chunks, one worker record each: the records' ``n`` must
+        add up to the kept samples, there must be as many as the soak's
+        ``raw_kept_slices``, and each record's ``p50_ns`` must be the type-7
+        median of its chunk's samples, so that each worker record is one unit
+        of the kept samples; EvidenceError (one line) when they do not line
+        up.  None for any other disagreement with n (the caller words it).
+        ``values`` may be a tuple of ints or a numpy array.
+        """
+        name = entry.get("name")
+        latency = entry.get("latency") if isinstance(entry.get("latency"), Mapping) else {}
+        assert isinstance(latency, Mapping)
+        total = latency.get("n")
+        count = len(values)
+        if count == total:
+            workers = entry.get("workers")
+            return RawKept(count, count, len(workers) if isinstance(workers, list) and workers else 1)
+        soak = self.summary.get("soak") if isinstance(self.summary.get("soak"), Mapping) else None
+        if soak is None or soak.get("raw_kept") != count or not isinstance(total, int) or count >= total:
+            return None
+        refuse = "%s: arm %s is a soak past its raw-sample cap whose kept samples (the first %d of %d wakes) do not " \
+                 "line up with its kept chunks' worker records: %%s" % (self.source, name, count, total)
+        workers = entry.get("workers")
+        if not isinstance(workers, list) or not workers or not all(isinstance(w, Mapping) for w in workers):
+            raise EvidenceError(refuse % "it has none")
+        sizes = [w.get("n") for w in workers]
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes):
+            raise EvidenceError(refuse % "a worker record has no whole n")
+        if sum(sizes) != count:
+            raise EvidenceError(refuse % ("%d workers' n add up to %d" % (len(sizes), sum(sizes))))
+        slices = soak.get("raw_kept_slices")
+        if slices is not None and slices != len(workers):
+            raise EvidenceError(refuse % ("%d worker records, the soak says %s chunks are kept" % (len(workers), slices)))
+        start = 0
+        for index, (record, size) in enumerate(zip(workers, sizes)):
+            chunk = values[start:start + size]
+            start += size
+            claimed = record.get("p50_ns")
+            if not size or claimed is None:
+                continue
+            as_list = getattr(chunk, "tolist", None)  # a numpy array's values as Python numbers: sorted fast
+            median = _type7_median(sorted(as_list() if as_list is not None else chunk))
+            if not isinstance(claimed, (int, float)) or not math.isclose(median, float(claimed), rel_tol=1e-9, abs_tol=1e-6):
+                raise EvidenceError(refuse % ("chunk %d's median is %s ns, its worker record says p50 %s ns"
+                                              % (index + 1, _plain_number(median), claimed)))
+        return RawKept(count, total, len(workers))
 
     # -- dumping ----------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ One row per log bin, like cyclictest's histogram and ``pyperf hist``: the
 bin's range, its count and a bar proportional to the count; the bins that
 hold p50 and p99 say so at the end of their row.  Three or more empty bins in
 a row (the gap between the body and a far outlier) fold into one ``⋮`` row
-naming the range they cover, so an outlier costs two rows, not twenty.
+naming the range they cover, so an outlier costs two rows, not twenty.  A
+histogram re-binned from a soak's log-linear counters says so under its
+title: it holds every wake, at the counters' precision.
 Every string from the evidence goes through
 :func:`wakelab.formatting.escape_text`.
 """
@@ -24,6 +26,11 @@ GAP = "⋮"
 # This many empty bins in a row, or more, fold into one row.
 FOLD_EMPTY = 3
 MIN_BAR_WIDTH = 10
+
+
+def _percent(fraction: float) -> str:
+    """``0.049%``: a relative precision for people (two significant digits; no space, so a wrapped line keeps it whole)."""
+    return "%.2g%%" % (100 * fraction)
 
 
 def _range(one: Bin) -> Tuple[str, str]:
@@ -73,6 +80,14 @@ def format_histogram(title: str, hist: Histogram, width: int = 80) -> str:
             format_ns(hist.min_ns), format_ns(hist.p50_ns),
             format_ns(hist.p99_ns) if hist.p99_ns is not None else "- (needs 100 wakes)", format_ns(hist.max_ns)),
     ]
+    if hist.from_counters:
+        import textwrap
+
+        note = ("the histogram holds all %d wakes, read from the soak's log-linear histogram: each wake is binned at its "
+                "counter's value, within %s of its own; p50 and p99 come from the same counters, as in summary.json%s" % (
+                    hist.n, _percent(hist.relative_error),
+                    " (the samples file keeps the first %d raw samples)" % hist.raw_kept if hist.raw_kept is not None else ""))
+        header[1:1] = textwrap.wrap(note, width=max(40, width), initial_indent="  ", subsequent_indent="  ")
     rows = _rows(hist)
     label_width = max(len(label) for label, count, _ in rows if count is not None)
     count_width = max(len(str(count)) for _, count, _ in rows if count is not None)

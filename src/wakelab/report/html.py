@@ -72,12 +72,19 @@ STATUS_WORDS = {"ok": "ok", "skipped": "skipped", "failed": "FAILED", "interrupt
 
 @dataclasses.dataclass(frozen=True)
 class RunEvidence:
-    """A loaded bundle (the evidence model's :class:`Bundle`) and the raw samples of its measured latency arms."""
+    """A loaded bundle (the evidence model's :class:`Bundle`) and the raw samples of its measured latency arms.
+
+    ``samples`` are the raw samples the samples files keep: every wake, except
+    for a soak past its raw-sample cap (``ArmSamples.every_wake`` False),
+    whose every wake is in ``histograms`` (its
+    :class:`~wakelab.analysis.hdr.LogLinearHistogram`, by arm name).
+    """
 
     bundle: Bundle
     samples: Mapping[str, ArmSamples]
     grid: Optional[str] = None  # the grid folder this run is a cell of
     cell: Optional[str] = None  # its cell's label in that grid
+    histograms: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -99,11 +106,17 @@ def load_run(path: str, grid: Optional[str] = None, cell: Optional[str] = None) 
     """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples.
 
     Raises :class:`EvidenceError` when the summary or the samples of an arm
-    that says it was measured are missing, corrupt, or disagree in size.
+    that says it was measured are missing, corrupt, or disagree in size.  A
+    soak past its raw-sample cap is read as it is kept: the raw samples of its
+    first chunks, and its histogram of every wake (checked here, once).
     """
+    from wakelab.analysis.histogram import counters_of
+
     bundle = Bundle.load(path, label=cell or "", grid_hint="report its cells")
-    samples = {arm.name: bundle.latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
-    return RunEvidence(bundle, samples, grid, cell)
+    samples = {arm.name: bundle.kept_latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
+    histograms = {name: counters_of(kept, "%s: arm %s" % (bundle.source, name))
+                  for name, kept in samples.items() if not kept.every_wake}
+    return RunEvidence(bundle, samples, grid, cell, histograms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -646,6 +659,26 @@ def _execution_words(summary: Mapping[str, Any]) -> str:
     return text
 
 
+def _soak_words(summary: Mapping[str, Any]) -> str:
+    """A soak's duration and where its figures come from (summary.txt's Soak line, with what the page draws from)."""
+    soak = _dict(summary.get("soak"))
+    figures = _dict(soak.get("figures"))
+    hist = _dict(soak.get("histogram"))
+    text = "%s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are exact" % (
+        esc(soak.get("duration_s")), esc(soak.get("elapsed_s")), esc(soak.get("chunks")),
+        "" if soak.get("finished") else ' <span class="warn">(ended early)</span>')
+    if _list(figures.get("from_histogram")):
+        relative = _number(hist.get("relative_error"))
+        text += (", the percentiles come from a log-linear histogram of every wake (HdrHistogram layout, %s significant "
+                 "digits: within %s of the exact ones). The raw samples kept are the first %s wakes, of the first %s "
+                 "workers; the workers' spread and the quality flags are computed on them, the plots are of every wake"
+                 % (esc(hist.get("significant_digits")), esc(DASH if relative is None else "%.2g %%" % (100 * relative)),
+                    esc(soak.get("raw_kept")), esc(soak.get("raw_kept_slices"))))
+    else:
+        text += ", and so are the percentiles (every wake's raw sample is kept)"
+    return text
+
+
 def _timing_words(params: Mapping[str, Any]) -> str:
     if params.get("mode") == "open":
         timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % esc(params.get("interval_us"))
@@ -701,6 +734,8 @@ def render_honesty(summary: Mapping[str, Any]) -> str:
                 esc(harness.get("per_sample_ns")), esc(harness.get("bare_pair_ns")), esc(harness.get("overhead_ratio")))
         rows.append(("Clock", text))
     rows.append(("Execution", _execution_words(summary)))
+    if _dict(summary.get("soak")):
+        rows.append(("Soak", _soak_words(summary)))
     rows.append(("Timing", _timing_words(params)))
     rows.append(("Placement", _placement_words(params, conditions)))
     if system or conditions:
@@ -1029,6 +1064,22 @@ class _Plots:
         return "f%d-" % self.count
 
 
+def kept_words(kept: int, total: int) -> str:
+    """What a figure computed on a soak's kept raw samples is of."""
+    return "from the first %s of %s wakes (the raw samples kept)" % (format(kept, ","), format(total, ","))
+
+
+def soak_plot_words(samples: ArmSamples, counters: Any) -> str:
+    """Where a soak past its raw-sample cap's plots come from (every wake, from its histogram; else the kept raw samples)."""
+    if counters is None:
+        return "Histogram and ECDF %s." % kept_words(samples.kept, samples.total)
+    from wakelab.analysis.hdr import RELATIVE_ERROR
+
+    return ("Histogram and ECDF of all %s wakes, from the soak's log-linear histogram (each wake at its counter's value, "
+            "within %.2g %% of its own); the samples file keeps the raw samples of the first %s."
+            % (format(samples.total, ","), 100 * RELATIVE_ERROR, format(samples.kept, ",")))
+
+
 def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: _Plots) -> str:
     """One card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
     from wakelab.report.plots import COMPONENT_COLORS, Series, plot_distribution
@@ -1068,9 +1119,23 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                         esc(_dict(entry.get("repetitions")).get("count", DASH)), esc(format_ratio(spread["max_over_min"])))
                 else:
                     text += " · %s workers, medians within %s" % (esc(len(_list(entry.get("workers")))), esc(format_ratio(spread["max_over_min"])))
-            facts.append("<li>%s%s</li>" % (who, text))
             samples = run.samples.get(name)
+            counters = run.histograms.get(name)
+            if samples is not None and not samples.every_wake:
+                # A soak past its raw-sample cap: the plots are of every wake, from its histogram;
+                # what summary.json computed on the raw samples (the workers' spread) is of the first K.
+                if spread.get("max_over_min") is not None and spread.get("of") == "p50_ns":
+                    text += ", %s" % esc(kept_words(samples.kept, samples.total))
+                facts.append("<li>%s%s</li>" % (who, text))
+                facts.append('<li class="muted">%s%s</li>' % (who, esc(soak_plot_words(samples, counters))))
+            else:
+                facts.append("<li>%s%s</li>" % (who, text))
             if samples is None or not samples.samples_ns:
+                continue
+            if counters is not None and not samples.every_wake:
+                values, weights = counters.weighted_values()
+                series.append(Series(label.short if several else name, values, lat.get("p50_ns"), lat.get("p99_ns"), label.color,
+                                     weights=weights))
                 continue
             series.append(Series(label.short if several else name, samples.samples_ns, lat.get("p50_ns"), lat.get("p99_ns"), label.color))
             if not several:

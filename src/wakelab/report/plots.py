@@ -80,14 +80,21 @@ class PlottingUnavailable(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-    """One latency distribution to draw: raw samples (ns) and its reported percentiles."""
+    """One latency distribution to draw: raw samples (ns) and its reported percentiles.
+
+    With ``weights``, ``samples_ns`` are values each standing for that many
+    wakes (a soak's log-linear histogram past its raw-sample cap:
+    :meth:`wakelab.analysis.hdr.LogLinearHistogram.weighted_values`), and
+    both the histogram and the ECDF count every wake they stand for.
+    """
 
     label: str
-    samples_ns: Sequence[int]
+    samples_ns: Sequence[float]
     p50_ns: Optional[float]
     p99_ns: Optional[float]
     color: str = PYTHON_COLOR
     dashed: bool = False  # components of a wake are drawn dashed, on the ECDF only
+    weights: Optional[Sequence[int]] = None
 
 
 def plot_label(text: object) -> str:
@@ -170,6 +177,27 @@ def _padded_range(lo: float, hi: float) -> Tuple[float, float]:
     return lo / 1.25, hi * 1.25
 
 
+def weighted_ecdf_points(sorted_ns: Any, weights: Any, max_points: int = ECDF_MAX_POINTS) -> Tuple[Any, Any]:
+    """(x, y) of the empirical CDF of ascending values ``sorted_ns`` standing for ``weights`` wakes each.
+
+    y at a value is the share of wakes at or below it.  Decimated as
+    :func:`ecdf_points` is: the first value, the last ``max_points // 3``
+    values (the tail) and an even spread through the body in probability.
+    """
+    import numpy as np
+
+    cumulative = np.cumsum(np.asarray(weights, dtype=np.int64))
+    total = float(cumulative[-1])
+    k = len(sorted_ns)
+    if k <= max_points:
+        index = np.arange(k)
+    else:
+        tail = max_points // 3
+        body = np.searchsorted(cumulative, np.linspace(1, cumulative[k - tail - 1], max_points - tail), side="left")
+        index = np.unique(np.concatenate([[0], np.minimum(body, k - tail - 1), np.arange(k - tail, k)]))
+    return sorted_ns[index], cumulative[index] / total
+
+
 def ecdf_points(sorted_ns: Any, max_points: int = ECDF_MAX_POINTS) -> Tuple[Any, Any]:
     """(x, y) of the empirical CDF of ``sorted_ns``, decimated to about ``max_points``.
 
@@ -217,6 +245,42 @@ def histogram_window(sorted_ns: Any, tail_share: float = HIST_TAIL_SHARE) -> Tup
     return lo, hi
 
 
+def _weighted_window(sorted_ns: Any, weights: Any, tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
+    """:func:`histogram_window` of weighted values: the ranks count the wakes each value stands for."""
+    import numpy as np
+
+    cumulative = np.cumsum(np.asarray(weights, dtype=np.int64))
+    n = int(cumulative[-1])
+    k = max(1, int(n * tail_share)) if n > 2 else 0
+    lo, hi = float(sorted_ns[0]), float(sorted_ns[-1])
+    if k:
+        # The value holding the wake of rank r (0-based): the first whose cumulative count exceeds r.
+        inner_lo = float(sorted_ns[int(np.searchsorted(cumulative, k, side="right"))])
+        inner_hi = float(sorted_ns[int(np.searchsorted(cumulative, n - 1 - k, side="right"))])
+        lo = float(sorted_ns[int(np.searchsorted(sorted_ns, inner_lo / OUTLIER_FACTOR, side="left"))])
+        hi = float(sorted_ns[int(np.searchsorted(sorted_ns, inner_hi * OUTLIER_FACTOR, side="right")) - 1])
+    return lo, hi
+
+
+def binned_shares(sorted_ns: Any, weights: Any, edges: Any) -> Tuple[Any, int, int]:
+    """The share of wakes in each bin of ``edges``, and the wakes below and beyond them (counted, not shares).
+
+    ``weights`` None: ``sorted_ns`` are raw samples; else each value stands for
+    ``weights[i]`` wakes.  numpy arrays in, a float64 array of shares out.
+    """
+    import numpy as np
+
+    counts, _ = np.histogram(sorted_ns, bins=edges, weights=weights)
+    lo, hi = float(edges[0]), float(edges[-1])
+    if weights is None:
+        total = len(sorted_ns)
+        below, beyond = int(np.count_nonzero(sorted_ns < lo)), int(np.count_nonzero(sorted_ns > hi))
+    else:
+        total = int(np.sum(weights))
+        below, beyond = int(weights[sorted_ns < lo].sum()), int(weights[sorted_ns > hi].sum())
+    return counts / total, below, beyond
+
+
 def _bin_edges(np: Any, lo_ns: float, hi_ns: float, n: int) -> Any:
     lo, hi = max(lo_ns, MIN_PLOT_NS), max(hi_ns, MIN_PLOT_NS)
     if hi <= lo * 1.02:  # (nearly) one value: a narrow window around it
@@ -257,7 +321,24 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
     """
     with _Plotting() as plt_:
         np = plt_.np
-        arrays = [np.sort(np.maximum(np.asarray(s.samples_ns, dtype=np.float64), MIN_PLOT_NS)) for s in series]
+        arrays: List[Any] = []
+        weights: List[Any] = []  # None for raw samples; else the wakes each value stands for
+        for s in series:
+            values = np.maximum(np.asarray(s.samples_ns, dtype=np.float64), MIN_PLOT_NS)
+            if s.weights is None:
+                arrays.append(np.sort(values))
+                weights.append(None)
+                continue
+            counts_of = np.asarray(s.weights, dtype=np.int64)
+            order = np.argsort(values, kind="stable")
+            values, counts_of = values[order], counts_of[order]
+            keep = counts_of > 0
+            arrays.append(values[keep])
+            weights.append(counts_of[keep])
+
+        def wakes(a: Any, w: Any) -> int:
+            return len(a) if w is None else int(w.sum())
+
         filled = [a for a in arrays if len(a)]
         if not filled:
             raise ValueError("plot_distribution needs at least one non-empty series")
@@ -268,30 +349,29 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
         fig = plt_.figure(6.4, 2.35, constrained=False)
         fig.subplots_adjust(left=0.085, right=0.985, bottom=0.19, top=0.9, wspace=0.27)
         ax_hist, ax_ecdf = fig.subplots(1, 2)
-        main = [(s, a) for s, a in zip(series, arrays) if not s.dashed and len(a)]
-        windows = [histogram_window(a) for _, a in main] or [(lo_ns, hi_ns)]
+        main = [(s, a, w) for s, a, w in zip(series, arrays, weights) if not s.dashed and len(a)]
+        windows = [histogram_window(a) if w is None else _weighted_window(a, w) for _, a, w in main] or [(lo_ns, hi_ns)]
         win_lo, win_hi = min(w[0] for w in windows), max(w[1] for w in windows)
-        edges = _bin_edges(np, win_lo, win_hi, max(len(a) for _, a in main) if main else 10)
+        edges = _bin_edges(np, win_lo, win_hi, max(wakes(a, w) for _, a, w in main) if main else 10)
         win_lo, win_hi = float(edges[0]), float(edges[-1])
         step = float(edges[1] / edges[0])
         overlay = len(main) > 1
         hist_lo, hist_hi = win_lo, win_hi
-        for s, a in main:
-            counts, _ = np.histogram(a, bins=edges)
-            share = counts / len(a)
+        for s, a, w in main:
+            total = wakes(a, w)
+            share, below, beyond = binned_shares(a, w, edges)
             ax_hist.stairs(
                 share, edges / 1e3, fill=not overlay, alpha=0.55 if not overlay else 1.0, color=s.color,
                 linewidth=1.2 if overlay else 0, label=plot_label(s.label),
             )
-            below, beyond = int(np.count_nonzero(a < win_lo)), int(np.count_nonzero(a > win_hi))
             for count, left, extreme, side in ((below, win_lo / step, float(a[0]), "below"), (beyond, win_hi, float(a[-1]), "beyond")):
                 if not count:
                     continue
-                ax_hist.bar(left / 1e3, count / len(a), width=(left * step - left) / 1e3, align="edge", color="none",
+                ax_hist.bar(left / 1e3, count / total, width=(left * step - left) / 1e3, align="edge", color="none",
                             edgecolor=s.color, hatch="////", linewidth=0.8)
                 ax_hist.annotate(
                     "%d wake%s %s\n%s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to", format_ns(extreme)),
-                    xy=((left * step ** 0.5) / 1e3, count / len(a)), xytext=(0, 3), textcoords="offset points",
+                    xy=((left * step ** 0.5) / 1e3, count / total), xytext=(0, 3), textcoords="offset points",
                     ha="right" if side == "beyond" else "left", va="bottom", fontsize=6.5, color="#444444",
                 )
                 if side == "below":
@@ -301,10 +381,10 @@ def plot_distribution(series: Sequence[Series], *, id_prefix: str, marks: bool =
         ax_hist.set_xlabel("wake latency (µs, log scale)")
         ax_hist.set_ylabel("share of wakes")
         ax_hist.set_title("histogram", loc="left", color="#333333")
-        for s, a in zip(series, arrays):
+        for s, a, w in zip(series, arrays, weights):
             if not len(a):
                 continue
-            x, y = ecdf_points(a)
+            x, y = ecdf_points(a) if w is None else weighted_ecdf_points(a, w)
             ax_ecdf.plot(
                 np.concatenate([[x[0]], x]) / 1e3, np.concatenate([[0.0], y]),
                 drawstyle="steps-post", color=s.color, linewidth=1.3 if not s.dashed else 1.0,
@@ -416,8 +496,10 @@ def _compact(svg: str) -> str:
 __all__: List[str] = [
     "PlottingUnavailable",
     "Series",
+    "binned_shares",
     "ecdf_points",
     "histogram_window",
+    "weighted_ecdf_points",
     "figure_to_svg",
     "plot_distribution",
     "plot_label",

@@ -422,7 +422,8 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
         figures: Mapping[str, Any] = soak.get("figures") or {}
         if figures.get("from_histogram"):
             where_from = ("from a log-linear histogram of every wake (HdrHistogram layout, %s significant digits: within "
-                          "%.3g %% of the exact ones); the samples file keeps the first %s wakes, and the histogram"
+                          "%.3g %% of the exact ones); the samples file keeps the raw samples of the first %s wakes "
+                          "(compare resamples those) and the histogram of every wake (show --hist and report draw it)"
                           % ((soak.get("histogram") or {}).get("significant_digits"),
                              100 * float((soak.get("histogram") or {}).get("relative_error") or 0), soak.get("raw_kept")))
         else:
