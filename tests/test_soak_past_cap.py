@@ -46,9 +46,8 @@ from wakelab.evidence import bundle
 from wakelab.evidence.load import load_samples, load_summary
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns
-from wakelab.harness.runner import Execution, RunPlan
 from wakelab.harness.soak import run_soak
-from wakelab.labs import LAB_135, RunShape, lab_for_run
+from test_soak import _plan
 
 # The fake soak: 2 s of fake time at 8192 wakes a second (a power of two: the soak's sizing is exact), so a
 # first chunk of 4545 wakes (the soak's guess from the settle time) and then chunks of 819 (chunk_s 0.1 s);
@@ -60,14 +59,6 @@ FAKE_KEPT_CHUNKS = len(FAKE_CHUNKS_KEPT)
 FAKE_PER_WAKE_S = 1.0 / 8192
 
 
-def _plan(folder: str, arm: str = "event", **params: Any) -> RunPlan:
-    return RunPlan(
-        lab=lab_for_run(LAB_135, [arm], RunShape(in_process=False, workers=1)),
-        arm_names=[arm],
-        params=MeasureParams(n=1, warmup=5, settle_us=200, **params),
-        folder=folder,
-        execution=Execution(workers=1),
-    )
 
 
 class _FakePool:

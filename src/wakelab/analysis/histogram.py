@@ -122,6 +122,26 @@ def choose_bins_per_decade(low_ns: float, high_ns: float, max_bins: int = MAX_BI
     return BINS_PER_DECADE[-1]
 
 
+def _log_bins(positive: Any, weights: Any, bins_per_decade: Optional[int], max_bins: int) -> Tuple[Optional[int], Tuple[Bin, ...]]:
+    """``(bins per decade, bins)`` of ascending positive ``positive`` (float64 ns), each value one wake
+    (``weights`` None) or ``weights[i]`` wakes; no bins for no values."""
+    import numpy as np
+
+    if not positive.size:
+        return bins_per_decade, ()
+    low, high = float(positive[0]), float(positive[-1])
+    if bins_per_decade is None:
+        bins_per_decade = choose_bins_per_decade(low, high, max_bins)
+    if bins_per_decade < 1:
+        raise ValueError("bins per decade must be at least 1, got %d" % bins_per_decade)
+    k_low, k_high = _span(low, high, bins_per_decade)
+    edges = np.array([_edge(k, bins_per_decade) for k in range(k_low, k_high + 1)])
+    # side="right": a wake on an edge belongs to the bin that starts there.
+    index = np.searchsorted(edges, positive, side="right") - 1
+    counts = np.bincount(index, weights=weights, minlength=len(edges) - 1)
+    return bins_per_decade, tuple(Bin(float(edges[i]), float(edges[i + 1]), int(round(counts[i]))) for i in range(len(edges) - 1))
+
+
 def log_histogram(
     samples_ns: Sequence[int],
     bins_per_decade: Optional[int] = None,
@@ -146,19 +166,7 @@ def log_histogram(
     p99 = float(percentile(ordered, 99.0)) if n >= min_n_for(99.0) else None
     positive = values[values > 0]
     zeros = n - int(positive.size)
-    bins: Tuple[Bin, ...] = ()
-    if positive.size:
-        low, high = float(positive[0]), float(positive[-1])
-        if bins_per_decade is None:
-            bins_per_decade = choose_bins_per_decade(low, high, max_bins)
-        if bins_per_decade < 1:
-            raise ValueError("bins per decade must be at least 1, got %d" % bins_per_decade)
-        k_low, k_high = _span(low, high, bins_per_decade)
-        edges = np.array([_edge(k, bins_per_decade) for k in range(k_low, k_high + 1)])
-        # side="right": a wake on an edge belongs to the bin that starts there.
-        index = np.searchsorted(edges, positive.astype(np.float64), side="right") - 1
-        counts = np.bincount(index, minlength=len(edges) - 1)
-        bins = tuple(Bin(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(len(edges) - 1))
+    bins_per_decade, bins = _log_bins(positive.astype(np.float64), None, bins_per_decade, max_bins)
     return Histogram(
         n=n,
         bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
@@ -240,20 +248,7 @@ def log_histogram_weighted(
         p99_ns = None
     positive = values > 0
     zeros = int(weights[~positive].sum())
-    bins: Tuple[Bin, ...] = ()
-    if positive.any():
-        pos_values, pos_weights = values[positive], weights[positive]
-        low, high = float(pos_values[0]), float(pos_values[-1])
-        if bins_per_decade is None:
-            bins_per_decade = choose_bins_per_decade(low, high, max_bins)
-        if bins_per_decade < 1:
-            raise ValueError("bins per decade must be at least 1, got %d" % bins_per_decade)
-        k_low, k_high = _span(low, high, bins_per_decade)
-        edges = np.array([_edge(k, bins_per_decade) for k in range(k_low, k_high + 1)])
-        index = np.searchsorted(edges, pos_values, side="right") - 1
-        binned = np.zeros(len(edges) - 1, dtype=np.int64)
-        np.add.at(binned, index, pos_weights)
-        bins = tuple(Bin(float(edges[i]), float(edges[i + 1]), int(binned[i])) for i in range(len(edges) - 1))
+    bins_per_decade, bins = _log_bins(values[positive], weights[positive], bins_per_decade, max_bins)
     return Histogram(
         n=n,
         bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
