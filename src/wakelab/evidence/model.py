@@ -59,9 +59,13 @@ class Interpreter:
     free_threaded_build: bool = False
     gil_enabled: Optional[bool] = None
     python_gil_env: Optional[str] = None
+    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
+    #: evidence from before wakelab recorded it.
+    implementation_version: Optional[str] = None
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
+        own = doc.get("implementation_version")
         return cls(
             implementation=str(doc.get("implementation", "Python")),
             version=str(doc.get("version", "?")),
@@ -69,12 +73,25 @@ class Interpreter:
             free_threaded_build=bool(doc.get("free_threaded_build")),
             gil_enabled=doc.get("gil_enabled"),
             python_gil_env=doc.get("python_gil_env"),
+            implementation_version=None if own is None else str(own),
         )
 
     @property
-    def label(self) -> str:
-        """``CPython 3.13.0``; ``free-threaded``, and ``(GIL off)`` when the GIL was off, where they apply."""
+    def own_version(self) -> Optional[str]:
+        """The implementation's own version where it is not the Python version (PyPy's 7.3.11); None on CPython."""
+        own = self.implementation_version
+        return own if own and self.implementation != "CPython" and own != self.version else None
+
+    @property
+    def name(self) -> str:
+        """``CPython 3.13.0``, or ``PyPy 3.9.16 (7.3.11)`` where the implementation has a version of its own."""
         text = "%s %s" % (self.implementation, self.version)
+        return text if self.own_version is None else "%s (%s)" % (text, self.own_version)
+
+    @property
+    def label(self) -> str:
+        """:attr:`name`; ``free-threaded``, and ``(GIL off)`` when the GIL was off, where they apply."""
+        text = self.name
         if self.free_threaded_build:
             text += " free-threaded"
         if self.gil_enabled is False:

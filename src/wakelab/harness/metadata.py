@@ -9,7 +9,7 @@ import os
 import platform
 import sys
 import sysconfig
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 
 def _gil_state() -> Dict[str, object]:
@@ -23,12 +23,35 @@ def _gil_state() -> Dict[str, object]:
     }
 
 
+# sys.implementation.version's release levels as a version string writes them (3.13.0rc1).
+_RELEASE_LEVELS = {"alpha": "a", "beta": "b", "candidate": "rc"}
+
+
+def format_implementation_version(version: Any) -> str:
+    """``7.3.11`` (or ``7.3.12rc1``): a ``sys.version_info``-like tuple as a dotted version string."""
+    text = "%d.%d.%d" % (version[0], version[1], version[2])
+    level = str(version[3]) if len(version) > 3 else "final"
+    if level in _RELEASE_LEVELS:
+        text += "%s%d" % (_RELEASE_LEVELS[level], version[4] if len(version) > 4 else 0)
+    return text
+
+
+def implementation_version() -> str:
+    """The implementation's own version: PyPy's ``7.3.11`` (``sys.implementation.version``, which is
+    ``sys.pypy_version_info`` there); on CPython the Python version itself, as ``version`` says it."""
+    if sys.implementation.name == "cpython":
+        return platform.python_version()  # the same number, with a development build's "+" kept
+    return format_implementation_version(sys.implementation.version)
+
+
 def interpreter_info() -> Dict[str, object]:
-    """Version, implementation, build and GIL state of the running interpreter."""
+    """Version, implementation (and its own version), build and GIL state of the running interpreter."""
     build_no, build_date = platform.python_build()
     info: Dict[str, object] = {
         "implementation": platform.python_implementation(),
         "version": platform.python_version(),
+        # PyPy 7.3.11 implements Python 3.9.16: "version" is the language's, this the implementation's.
+        "implementation_version": implementation_version(),
         "executable": sys.executable,
         "build": "%s, %s" % (build_no, build_date),
         "compiler": platform.python_compiler(),

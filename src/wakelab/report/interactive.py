@@ -53,12 +53,16 @@ CHART_MARGIN_PX = 110
 FLOOR_MATCHED_COLOR = "#222222"
 FLOOR_NEAREST_COLOR = "#8a8a8a"
 RANGE_OPACITY = 0.45
-# Families in the catalogue's order, with the colours the overview gives them (Okabe-Ito).
+# Families in the catalogue's order (wakelab.core.model.FAMILIES, by name: tests/test_small_fixes.py
+# fails for a family without a colour), with the colours the overview gives them (Okabe-Ito; the
+# async libraries in Tol's wine, a darker kin of asyncio's reddish purple, since Okabe-Ito's sky
+# blue is the colour of a family this version does not know).
 FAMILY_COLORS = {
     "threads": "#0072B2",
     "signals": "#D55E00",
     "fds": "#009E73",
-    "aio": "#CC79A7",
+    "asyncio": "#CC79A7",
+    "asynclibs": "#882255",
     "processes": "#E69F00",
     "native": "#555555",
 }

@@ -39,7 +39,7 @@ from wakelab.analysis.caveats import (
 from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, rank_wake_paths
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import DEFAULT_REPEAT, Bundle
+from wakelab.evidence.model import DEFAULT_REPEAT, Bundle, Interpreter
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
 WIDTH = 100
@@ -358,15 +358,21 @@ def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
     return lines
 
 
+def _interpreter_name(interp: Mapping[str, Any]) -> str:
+    """``CPython 3.13.0``, or ``PyPy 3.9.16 (7.3.11)``: the implementation's own version where it has one."""
+    return Interpreter.from_dict(interp).name
+
+
 def _interpreter_line(interp: Mapping[str, Any]) -> str:
     gil = interp.get("gil_enabled")
     gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil))
     build = "free-threaded build, " if interp.get("free_threaded_build") else ""
-    return "%s %s (%s; %s), %s%s, switch interval %s s" % (
+    own = Interpreter.from_dict(interp).own_version
+    details = (["%s %s" % (interp.get("implementation"), own)] if own else []) + [str(interp.get("build")), str(interp.get("compiler"))]
+    return "%s %s (%s), %s%s, switch interval %s s" % (
         interp.get("implementation"),
         interp.get("version"),
-        interp.get("build"),
-        interp.get("compiler"),
+        "; ".join(details),
         build,
         gil_text,
         interp.get("switch_interval_s"),
@@ -673,8 +679,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         state = "IN PROGRESS (or stopped before the end)"
     out: List[str] = [
         escape_text(lab.get("title") or lab.get("id")),
-        escape_text("wakelab %s · %s · %s %s · %s"
-                    % (tool.get("version"), summary.get("started_utc"), interp.get("implementation"), interp.get("version"), state)),
+        escape_text("wakelab %s · %s · %s · %s"
+                    % (tool.get("version"), summary.get("started_utc"), _interpreter_name(interp), state)),
         "",
     ]
     if lab.get("question"):
@@ -841,8 +847,8 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
 
     def assemble(with_pairings: bool) -> List[str]:
         verdict = rankings + (pairings if with_pairings or not rankings else [])
-        out = ["%s · %s · %s %s · %s" % (lab.get("title") or lab.get("id"), summary.get("started_utc"),
-                                         interp.get("implementation"), interp.get("version"), state),
+        out = ["%s · %s · %s · %s" % (lab.get("title") or lab.get("id"), summary.get("started_utc"),
+                                      _interpreter_name(interp), state),
                "", "VERDICT"]
         out += verdict or ["  See the table."]
         out += ["", "GUIDANCE"] + wrap_figures(guidance.headline) + [""]

@@ -4,13 +4,15 @@ Measuring side: the module imports only the standard library.  Each library
 is imported lazily, inside an arm's ``requires`` and ``measure``, so the arms
 are *optional*: available when the library imports in the measuring
 interpreter, skipped with the reason otherwise ("trio is not installed in this
-interpreter (CPython 3.11.7 on linux)").  wakelab does not depend on any of
-them; its ``test`` extra installs them so that the tests run them for real.
-Worker processes start with ``python -S`` (no site-packages), so the worker
-that measures one of these arms -- a fresh process measuring that one arm --
-first starts ``site`` as a normal start of the interpreter would
-(:func:`see_site_packages`): "installed" means what it means to that
-interpreter run without ``-S``, and the evidence says so (``site_started``).
+interpreter (CPython 3.11.7 on linux)").  ``wakelab list`` imports none of
+them: it asks only whether each is installed (:data:`LISTING_CHECKS`).
+wakelab does not depend on any of them; its ``test`` extra installs them so
+that the tests run them for real.  Worker processes start with ``python -S``
+(no site-packages), so the worker that measures one of these arms -- a fresh
+process measuring that one arm -- first starts ``site`` as a normal start of
+the interpreter would (:func:`see_site_packages`): "installed" means what it
+means to that interpreter run without ``-S``, and the evidence says so
+(``site_started``).
 
 Every arm is a blocked waiter woken across threads: the worker's main thread
 notifies, and a waiter thread runs the library's loop, idle in its poll
@@ -147,12 +149,11 @@ def see_site_packages() -> None:
     site.main()
 
 
-def unimportable_reason(*modules: str) -> Optional[str]:
-    """None when every one of ``modules`` imports in this interpreter, else why not.
+def uninstalled_reason(*modules: str) -> Optional[str]:
+    """None when every one of ``modules`` is installed in this interpreter, else why not.
 
-    Looks first without importing (``find_spec``: an absent library costs
-    nothing), then imports, so that an installed library that fails to import
-    (a wheel built for another Python) is a reason too, not a failed arm.
+    Looks without importing (``find_spec`` of a top-level name imports nothing):
+    what ``wakelab list`` shows (:data:`LISTING_CHECKS`).
     """
     see_site_packages()
     for module in modules:
@@ -162,6 +163,20 @@ def unimportable_reason(*modules: str) -> Optional[str]:
             found = False
         if not found:
             return "%s is not installed in this interpreter (%s)" % (module, this_python())
+    return None
+
+
+def unimportable_reason(*modules: str) -> Optional[str]:
+    """None when every one of ``modules`` imports in this interpreter, else why not.
+
+    Looks first without importing (:func:`uninstalled_reason`: an absent
+    library costs nothing), then imports, so that an installed library that
+    fails to import (a wheel built for another Python) is a reason too, not a
+    failed arm.
+    """
+    reason = uninstalled_reason(*modules)
+    if reason is not None:
+        return reason
     for module in modules:
         try:
             importlib.import_module(module)
@@ -200,11 +215,40 @@ def requires_gevent() -> Optional[str]:
     reason = unimportable_reason("gevent")
     if reason is not None:
         return reason
-    monkey = importlib.import_module("gevent.monkey")  # importing it patches nothing
-    if monkey.is_anything_patched():
+    importlib.import_module("gevent.monkey")  # importing it patches nothing
+    return _gevent_patched_reason()
+
+
+def _gevent_patched_reason() -> Optional[str]:
+    """Why the gevent arm refuses, if gevent's monkey-patching is active here (None if not)."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_anything_patched():
         return ("gevent's monkey-patching is active in this interpreter: threading is green here, so the arm "
                 "could not wake a greenlet from a real thread")
     return None
+
+
+def listed_gevent_reason() -> Optional[str]:
+    """:func:`requires_gevent` without importing gevent: nothing can be patched before
+    ``gevent.monkey`` is imported, so only a process that imported it already can be patched."""
+    return uninstalled_reason("gevent") or _gevent_patched_reason()
+
+
+# Availability without importing, by arm: what ``wakelab list`` shows.  Importing uvloop, trio,
+# anyio and gevent costs the listing most of a second, and importing them in the CLI's process
+# proves little about the measuring interpreter anyway.  The full check -- the arm's ``requires``:
+# the import, uvloop's first loop, gevent's monkey-patching -- runs where the arm is measured:
+# in the worker (``harness.worker.handle``) or the in-process runner, before
+# ``worker_conditions`` and ``measure``, so outside the timed window; the worker template
+# preloads this module, which imports none of the libraries.  An installed library that does
+# not import is listed as available and skipped, with its reason, when it is run.
+LISTING_CHECKS: Dict[str, Callable[[], Optional[str]]] = {
+    "uvloop-call-soon-threadsafe": functools.partial(uninstalled_reason, "uvloop"),
+    "trio-token-event": functools.partial(uninstalled_reason, "trio"),
+    "anyio-asyncio-run-sync": functools.partial(uninstalled_reason, "anyio"),
+    "anyio-trio-run-sync": functools.partial(uninstalled_reason, "anyio", "trio"),
+    "gevent-async-watcher": listed_gevent_reason,
+}
 
 
 def _version(distribution: str) -> str:
