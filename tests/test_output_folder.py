@@ -586,7 +586,7 @@ def test_when_the_final_write_fails_summary_txt_gives_way_to_summary_json(tmp_pa
 
     def no_room_for_the_text_copy(folder_, summary, text):
         calls.append(text is not None)
-        if text is not None and len(calls) >= 3:
+        if text is not None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(folder_, summary, text)
 
@@ -594,7 +594,11 @@ def test_when_the_final_write_fails_summary_txt_gives_way_to_summary_json(tmp_pa
     plan = dataclasses.replace(_plan(folder, tiny_params), render_text=lambda s: "people's copy\n")
     summary = run_plan(plan)
 
+    # summary.txt is laid out as the run ends (after each arm only summary.json is written), and
+    # that write is the one that fails.
+    first = calls.index(True)
+    assert first > len(summary["arms"]) and not any(calls[:first]), calls
     on_disk = assert_consistent(folder)
-    assert [a["status"] for a in on_disk["arms"]] == ["ok", "ok", "failed"]
+    assert [a["status"] for a in on_disk["arms"]] == ["ok", "ok", "ok"]
     assert on_disk == json.loads(json.dumps(summary)) and on_disk["finished_utc"] and on_disk["complete"] is False
     assert sorted(os.listdir(folder)) == ["samples", "summary.json"]  # no summary.txt contradicting it

@@ -436,7 +436,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         def applied_once(applied: Dict[str, Any]) -> None:
             if repetition == 0:  # what the conditions were, as the first pass found them
                 summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
-                write(summary)
+                write(summary, text=False)
 
         def one_pass(repetition: int) -> None:
             nonlocal current
@@ -453,10 +453,10 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
                 tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
                 _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
                 if execution.trace and final and entry["status"] == OK:
-                    write(summary)  # the arm's own figures are evidence before the traced pass starts
+                    write(summary, text=False)  # the arm's own figures are evidence before the traced pass starts
                     _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
                 current = None
-                write(summary)
+                write(summary, text=False)
 
         repetition = 0
         if not take_turns:
@@ -510,18 +510,20 @@ def _measured(entry: Dict[str, Any]) -> bool:
     return bool(entry.get("latency") or entry.get("rate"))
 
 
-def bundle_writer(plan: RunPlan) -> Callable[[Dict[str, Any]], None]:
+def bundle_writer(plan: RunPlan) -> Callable[..., None]:
     """``write(summary)``: the summary's caveats, warnings and guidance derived afresh, then
     summary.json and summary.txt written into the plan's folder; :class:`WriteFailed` on an OS
-    error."""
+    error.  ``write(summary, text=False)`` (the runner's writes after each arm) writes
+    summary.json alone: summary.txt is laid out when the run ends, however it ends, and
+    ``wakelab show`` lays out a summary.json caught mid-run."""
 
-    def write(summary: Dict[str, Any]) -> None:
+    def write(summary: Dict[str, Any], text: bool = True) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
         summary["guidance"] = guidance_dict(summary)
-        text = None if plan.render_text is None else plan.render_text(summary)
+        rendered = None if plan.render_text is None or not text else plan.render_text(summary)
         try:
-            bundle.write_bundle(plan.folder, summary, text)
+            bundle.write_bundle(plan.folder, summary, rendered)
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
 
