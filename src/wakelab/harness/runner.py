@@ -1,8 +1,8 @@
 """The runner: lab preset -> arms -> raw samples -> statistics -> evidence, as it goes.
 
 The runner never prints.  It reports progress through an optional callback
-and writes the evidence bundle after every arm, so a crash or Ctrl-C leaves a
-valid ``summary.json`` with ``complete: false``.  Any ``KeyboardInterrupt``
+and writes the evidence bundle after every arm (summary.txt only as the run
+ends), so a crash or Ctrl-C leaves a valid ``summary.json`` with ``complete: false``.  Any ``KeyboardInterrupt``
 ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
 raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
