@@ -494,7 +494,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         % (m, _ratio(1 + m / 100.0), _ratio(1 / (1 + m / 100.0))),
         "±run: how well the runs pin their own level (the wider half-width of the two runs' own intervals). "
         "MDE: the smallest change this comparison could call slower, (1 + m) exp(h) - 1 with h the interval's "
-        "half-width in log terms. Repeat runs (wakelab run --repeat) to shrink both.",
+        "half-width in log terms. More wakes and workers (wakelab run --rigorous) or repetitions (--repeat) shrink both.",
         "MWU p: a Mann-Whitney U test of the pooled wakes, a secondary check that sees wake-to-wake noise only; "
         "it never decides a verdict.",
     ] + ([
