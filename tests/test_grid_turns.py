@@ -7,6 +7,7 @@ says, never how fast anything was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -129,3 +130,31 @@ def test_an_interrupt_in_one_cells_turn_ends_every_cell_and_leaves_no_process(tm
     while children() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not children() - before
+
+
+@pytest.mark.parametrize("failing_arms", [("signal-install",), ("event", "signal-install")])
+def test_a_write_that_fails_in_one_cells_turn_cuts_the_waiting_cells_short_saying_why(tmp_path, monkeypatch,
+                                                                                      failing_arms) -> None:
+    real = bundle.write_samples
+
+    def full_in_second_cell(folder_, arm_name, doc):
+        if folder_.endswith("settle300us") and arm_name in failing_arms:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(folder_, arm_name, doc)
+
+    monkeypatch.setattr(bundle, "write_samples", full_in_second_cell)
+    cells = grid.expand([None], [None], [("any", None, None)], [100, 300, 500], [0])
+    log: list = []
+    doc = grid.run_grid(_base(tmp_path, repeat=2), cells, _recorder(log), render_matrix=format_matrix)
+    # The first cell had its first turn, the second failed in its own: the third never started.
+    assert [x[1:] for x in log if x[0] == "turn"] == [("settle100us", 0), ("settle300us", 0)]
+    assert doc["cells"][0]["status"] == "done" and doc["cells"][2]["status"] == "pending" and doc["complete"] is False
+    first = load_summary(os.path.join(str(tmp_path), doc["cells"][0]["folder"]))
+    assert first["complete"] is False and first["finished_utc"]
+    for entry in first["arms"]:
+        assert entry["status"] == "failed", entry
+        assert entry["reason"].startswith("cut short after 1 repetitions: cannot write evidence to ")
+        assert "settle300us" in entry["reason"] and os.strerror(errno.ENOSPC) in entry["reason"]
+    assert (tmp_path / doc["cells"][0]["folder"] / "summary.txt").exists()
+    for cell in doc["cells"][:2]:
+        assert not os.path.exists(os.path.join(str(tmp_path), cell["folder"], bundle.LOCK_FILE))

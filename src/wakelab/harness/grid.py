@@ -245,6 +245,7 @@ def _run_grid_locked(
 
     repeat = max(1, base.execution.repeat)
     stop = False
+    failed_write: Optional[WriteFailed] = None  # what stopped the grid, when a write did
     try:
         for turn in range(repeat):
             # Alternate the order (A B, B A, A B ...), so that no cell always follows another.
@@ -263,9 +264,9 @@ def _run_grid_locked(
                         live[cell.label] = (run_turns(cell_plan(base, cell, folder), progress, take_turns=True), lock)
                     summaries[cell.label] = next(live[cell.label][0])
                 except StopIteration as end:
-                    summaries[cell.label], failure = end.value
+                    summaries[cell.label], failed_write = end.value
                     retire(cell.label)
-                    stop = failure is not None
+                    stop = failed_write is not None
                 except RunInterrupted as exc:
                     summaries[cell.label] = exc.summary
                     retire(cell.label)
@@ -276,17 +277,19 @@ def _run_grid_locked(
                         raise OutputError("%s (choose another folder with --output)" % WriteFailed(
                             os.path.join(base.folder, CELLS_DIR, cell.label), exc)) from None
                     stop = True  # the other cells' evidence stands
-                except OutputError:  # the cell measured nothing
+                except OutputError as exc:  # the cell measured nothing
                     if cell.label in live:
                         retire(cell.label)
                     if not summaries:
                         raise
+                    if isinstance(exc.__cause__, WriteFailed):  # because its folder could not be written
+                        failed_write = exc.__cause__
                     stop = True
                 if not stop:
                     try:
                         write()
-                    except WriteFailed:
-                        stop = True
+                    except WriteFailed as exc:
+                        failed_write, stop = exc, True
                 if stop:
                     break
             if stop:
@@ -297,7 +300,16 @@ def _run_grid_locked(
         raise RunInterrupted(write_quietly(), base.folder, signum) from None
     finally:
         for label in list(live):  # stopped early: the rest end where they stand, their workers killed
-            live[label][0].close()
+            turns = live[label][0]
+            if failed_write is None:
+                turns.close()
+            else:  # each ends as a run whose write failed: its arms cut short, saying why
+                try:
+                    turns.throw(WriteFailed(failed_write.folder, failed_write.error))
+                except StopIteration as end:
+                    summaries[label] = end.value[0]
+                except BaseException:  # noqa: BLE001 - it ends either way; its bundle stands as last written
+                    pass
             retire(label)
     return write_quietly()
 

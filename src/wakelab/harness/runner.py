@@ -501,7 +501,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
     _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
     bundle.remove_unnamed_samples(plan.folder)  # samples written for arms the summary on disk never named
     if not any(entry["status"] == OK or _measured(entry) for entry in arms):
-        raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure)
+        raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure) from failure
     return summary, failure
 
 
