@@ -418,22 +418,22 @@ def test_an_early_ctrl_c_exits_130_not_by_the_signal(tmp_path) -> None:
     # The interpreter's own shutdown once ended about one such run in three by SIGINT itself (-2).
     statuses = []
     for i in range(20):
-        proc = subprocess.Popen([sys.executable, "-m", "wakelab", "run", "--arms", "event", "--n", "100000",
-                                 "-o", str(tmp_path / ("ev%d" % i)), "--no-history", "-q"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env=dict(os.environ, PYTHONPATH=SRC))
-        try:
-            # Once Python handles SIGINT (before that, the default action ends any process by it),
-            # and then a little later each time: inside wakelab's start-up.
-            pid = proc.pid
-            _wait_for(lambda: _catches_sigint(pid), 30, "Python to install its SIGINT handler")  # noqa: B023
-            time.sleep(0.02 + 0.005 * i)
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        with subprocess.Popen([sys.executable, "-m", "wakelab", "run", "--arms", "event", "--n", "100000",
+                               "-o", str(tmp_path / ("ev%d" % i)), "--no-history", "-q"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONPATH=SRC)) as proc:
+            try:
+                # Once Python handles SIGINT (before that, the default action ends any process by it),
+                # and then a little later each time: inside wakelab's start-up.
+                pid = proc.pid
+                _wait_for(lambda: _catches_sigint(pid), 30, "Python to install its SIGINT handler")  # noqa: B023
+                time.sleep(0.02 + 0.005 * i)
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         if "Could not import runpy module" in err:
             continue  # struck inside the interpreter's own start-up, before any code of wakelab's
         statuses.append(proc.returncode)
@@ -455,3 +455,41 @@ def test_the_program_exits_at_once_with_a_signals_status(monkeypatch) -> None:
     with pytest.raises(SystemExit) as done:
         cli.console_main()
     assert done.value.code == 1 and calls == [130]
+
+
+def test_a_ctrl_c_the_interpreter_swallows_still_ends_the_command(tmp_path, monkeypatch, capsys) -> None:
+    # The race behind the early Ctrl-C test, made certain: the SIGINT handler runs inside a weakref
+    # callback (importlib runs such callbacks while it imports), where the interpreter can only print
+    # "Exception ignored" and go on.  wakelab must still stop before it measures anything.
+    import weakref
+
+    from wakelab import cli
+
+    real = cli.build_parser
+
+    class _Lock:
+        pass
+
+    def swallowing_build_parser():
+        def callback(ref) -> None:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):  # the handler runs here, between these bytecodes, and raises
+                pass
+
+        lock = _Lock()
+        keep = weakref.ref(lock, callback)
+        del lock  # the callback runs now; its KeyboardInterrupt is printed and dropped
+        assert keep() is None
+        return real()
+
+    monkeypatch.setattr(cli, "build_parser", swallowing_build_parser)
+    swallowed: list = []  # what the interpreter drops goes to sys.unraisablehook (pytest's, else)
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: swallowed.append(unraisable.exc_type))
+    before = signal.getsignal(signal.SIGINT)
+    folder = tmp_path / "run"
+    status = cli.main(["run", "--arms", "event", "--n", "5", "-o", str(folder), "--no-history", "-q"])
+    err = capsys.readouterr().err
+    assert swallowed == [KeyboardInterrupt]  # the interpreter did drop it
+    assert status == 130 and "wakelab: interrupted" in err
+    assert not (folder / "summary.json").exists()  # nothing was measured
+    assert signal.getsignal(signal.SIGINT) is before  # wakelab's handler is gone again

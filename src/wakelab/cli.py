@@ -24,7 +24,10 @@ never a traceback: this module imports next to nothing when it loads, and
 :func:`main` does everything else (argparse, the command modules) inside its
 ``KeyboardInterrupt`` handler; ``python -m wakelab`` guards the import of this
 module.  What is left is the interpreter's own start-up, before any of
-wakelab runs.
+wakelab runs.  A Ctrl-C that lands in a weakref callback (importlib runs
+some while it imports) is swallowed by the interpreter ("Exception ignored");
+wakelab's SIGINT handler also notes every one (:data:`wakelab.commands.INTERRUPTS`),
+and the command raises a lost one again before its work starts.
 """
 
 from __future__ import annotations
@@ -98,6 +101,29 @@ def install_terminating_handlers(received: List[int]) -> Dict[int, object]:
     return previous
 
 
+def install_interrupt_latch() -> Dict[int, object]:
+    """Make SIGINT raise ``KeyboardInterrupt`` as Python's own handler does, and also note it in
+    :data:`wakelab.commands.INTERRUPTS`, so that a Ctrl-C swallowed on the way (see there) is
+    raised again before the command's work; the handler it had, to restore.  Only Python's
+    default handler is taken over, and only from the main thread."""
+    import signal
+
+    from wakelab.commands import INTERRUPTS
+
+    del INTERRUPTS[:]
+
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
+        INTERRUPTS.append(signum)
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return {}
+    try:
+        return {signal.SIGINT: signal.signal(signal.SIGINT, handler)}
+    except ValueError:  # not the main thread
+        return {}
+
+
 def restore_handlers(previous: Dict[int, object]) -> None:
     import signal
 
@@ -141,8 +167,11 @@ def _dispatch(argv: List[str]) -> int:
     from wakelab.commands import EXIT_OK, EXIT_USAGE
     from wakelab.errors import WakelabError, one_line
 
+    from wakelab.commands import raise_if_interrupted
+
     args = build_parser().parse_args(argv)
     args.argv = argv
+    raise_if_interrupted()  # a Ctrl-C lost while the command modules were imported
     try:
         return int(args.handler(args))
     except WakelabError as exc:
@@ -161,6 +190,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         previous = install_terminating_handlers(received)
         try:
+            previous.update(install_interrupt_latch())
             status = _dispatch(list(sys.argv[1:] if argv is None else argv))
         finally:
             restore_handlers(previous)

@@ -33,6 +33,19 @@ EXIT_TERMINATED = 143  # SIGTERM (15)
 EXIT_HANGUP = 129  # SIGHUP (1)
 
 
+# Ctrl-Cs that reached wakelab's SIGINT handler (wakelab.cli.main installs it for a command).
+# Python raises KeyboardInterrupt wherever the main thread is; where that is a weakref callback
+# (importlib runs some while it imports), the interpreter prints "Exception ignored" and the
+# Ctrl-C is lost.  So the command looks here too, before it starts its real work.
+INTERRUPTS: "List[int]" = []
+
+
+def raise_if_interrupted() -> None:
+    """Raise the ``KeyboardInterrupt`` of a Ctrl-C that came and was swallowed (see :data:`INTERRUPTS`)."""
+    if INTERRUPTS:
+        raise KeyboardInterrupt
+
+
 def exit_status_for_signal(signum: int) -> int:
     """The exit status of a command ended by signal ``signum`` (130, 143, 129)."""
     return 128 + int(signum)

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Sequence, TYPE_CHECKING
 
-from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
@@ -528,6 +528,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.report.matrix_text import format_matrix
     from wakelab.report.text import format_brief, format_summary
 
+    raise_if_interrupted()  # a Ctrl-C lost in the imports above: stop before anything is measured
     _check_command_line(list(args.argv))
     preset = get_lab(DEFAULT_LAB if args.lab is None else args.lab)
     file_arms = _load_user_arms(args)
