@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import signal
 import time
@@ -18,6 +19,7 @@ import wakelab.harness.runner as runner
 from conftest import children
 from wakelab.core.model import MeasureParams
 from wakelab.evidence import bundle
+from wakelab.errors import OutputError
 from wakelab.evidence.load import load_summary
 from wakelab.harness import grid
 from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, run_plan
@@ -158,3 +160,65 @@ def test_a_write_that_fails_in_one_cells_turn_cuts_the_waiting_cells_short_sayin
     assert (tmp_path / doc["cells"][0]["folder"] / "summary.txt").exists()
     for cell in doc["cells"][:2]:
         assert not os.path.exists(os.path.join(str(tmp_path), cell["folder"], bundle.LOCK_FILE))
+
+
+def test_a_cell_folder_another_run_holds_stops_the_grid_before_anything_is_measured(tmp_path) -> None:
+    busy = tmp_path / "cells" / "settle300us"
+    busy.mkdir(parents=True)
+    with bundle.FolderLock(str(busy)):
+        with pytest.raises(OutputError, match="another wakelab run is writing there"):
+            grid.run_grid(_base(tmp_path), _cells())
+        assert not (tmp_path / "cells" / "settle100us" / "summary.json").exists()  # nothing measured
+        assert not (tmp_path / "cells" / "settle100us" / bundle.LOCK_FILE).exists()  # and nothing held
+    doc = grid.run_grid(_base(tmp_path), _cells())  # free again: the grid runs
+    assert doc["complete"] is True
+
+
+def test_an_error_in_one_cells_turn_cuts_the_waiting_cells_short_saying_why(tmp_path, monkeypatch) -> None:
+    real = grid.run_turns
+
+    def failing_in_second_cell(plan, progress=None, take_turns=False):
+        if plan.folder.endswith("settle300us"):
+            def broken():
+                raise RuntimeError("the interpreter went away")
+                yield  # a generator, as run_turns is
+            return broken()
+        return real(plan, progress, take_turns)
+
+    monkeypatch.setattr(grid, "run_turns", failing_in_second_cell)
+    with pytest.raises(RuntimeError, match="went away"):
+        grid.run_grid(_base(tmp_path), _cells(), render_matrix=format_matrix)
+    first = load_summary(str(tmp_path / "cells" / "settle100us"))
+    assert first["complete"] is False and first["finished_utc"]
+    for entry in first["arms"]:
+        assert entry["status"] == "failed"
+        assert entry["reason"] == ("cut short after 1 repetitions: the grid stopped at cell settle300us: "
+                                   "the interpreter went away")
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert matrix["cells"][0]["status"] == "done" and matrix["complete"] is False
+    for cell in ("settle100us", "settle300us"):
+        assert not (tmp_path / "cells" / cell / bundle.LOCK_FILE).exists()
+
+
+def test_a_ctrl_c_while_a_cell_writes_its_finished_run_leaves_the_matrix_agreeing(tmp_path, monkeypatch) -> None:
+    real = runner._finish
+    calls = []
+
+    def interrupted_once(summary, started) -> None:
+        calls.append(1)
+        if len(calls) == 2:  # the second cell to finish (A, after B: turns A0 B0 B1 A1)
+            raise KeyboardInterrupt
+        real(summary, started)
+
+    monkeypatch.setattr(runner, "_finish", interrupted_once)
+    with pytest.raises(RunInterrupted) as caught:
+        grid.run_grid(_base(tmp_path, repeat=2), _cells(), render_matrix=format_matrix)
+    doc = caught.value.summary
+    assert doc["complete"] is False
+    assert json.loads((tmp_path / "matrix.json").read_text()) == doc
+    for cell in doc["cells"]:
+        summary = load_summary(os.path.join(str(tmp_path), cell["folder"]))
+        assert cell["complete"] == summary["complete"], cell["label"]
+        assert summary["finished_utc"]
+    a = load_summary(str(tmp_path / "cells" / "settle100us"))
+    assert a["interrupted"] is True and a["complete"] is False

@@ -40,6 +40,7 @@ def test_rigorous_takes_more_of_the_labs_counts_and_two_workers_per_repetition()
     assert execution.to_dict()["rigorous"] is True and "rigorous" not in plain.to_dict()
     # Two per repetition of whatever repeat count is asked for, within --workers' own bound.
     assert _planned("--rigorous", "--repeat", "3")[1].workers == 6
+    assert _planned("--rigorous", "--repeat", "1")[1].workers == DEFAULT_WORKERS  # never fewer than a plain run
     assert _planned("--rigorous", "--repeat", "200")[1].workers == run_command.LIMITS["workers"][1]
 
 
@@ -85,6 +86,7 @@ def test_a_rigorous_run_records_its_counts_and_reproduces_them(tmp_path) -> None
     # The REPRODUCE line gives the counts themselves, so it makes the same run without the flag.
     line = [ln for ln in (folder / "summary.txt").read_text().splitlines() if ln.strip().startswith("wakelab run")][-1]
     assert "--n 1000" in line and "--rounds 35" in line and "--workers 4" in line and "--repeat 2" in line
+    assert line.endswith(" --rigorous")  # a run made from it is recorded compare-grade too
 
 
 def _run(label: str, rigorous: bool) -> Bundle:

@@ -394,7 +394,9 @@ def _execution(args: argparse.Namespace) -> Execution:
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
     workers = args.workers
     if workers is None:
-        workers = min(LIMITS["workers"][1], RIGOROUS_WORKERS_PER_REPETITION * repeat) if args.rigorous else DEFAULT_WORKERS
+        workers = DEFAULT_WORKERS
+        if args.rigorous:  # two per repetition, never fewer than a plain run's
+            workers = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace, rigorous=args.rigorous)
 

@@ -19,9 +19,10 @@ one after the other.  A cell's conditions are applied for its turn only.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import os
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set
 
 from wakelab.evidence import bundle
 from wakelab.errors import OutputError
@@ -29,6 +30,7 @@ from wakelab.harness.runner import (
     Execution,
     RunInterrupted,
     RunPlan,
+    RunStopped,
     WriteFailed,
     interrupting_signal,
     lock_folder,
@@ -220,32 +222,50 @@ def _run_grid_locked(
         raise OutputError("%s (choose another folder with --output)" % WriteFailed(base.folder, exc)) from None
     except WriteFailed as exc:
         raise OutputError("%s; nothing was measured (choose another folder with --output)" % exc) from None
-    # Each cell is a run that stops after every repetition (runner.run_turns) and holds its folder's
-    # lock until it ends; the cells take turns, a repetition each.
-    live: Dict[str, Tuple[Generator[Dict[str, Any], None, tuple], bundle.FolderLock]] = {}
+    # Each cell is a run that stops after every repetition (runner.run_turns); the cells take
+    # turns, a repetition each.  Every cell's folder is made and locked before the first turn, so
+    # a cell that cannot be written stops the grid before anything is measured.
+    locks: Dict[str, bundle.FolderLock] = {}
+    try:
+        for cell in cells:
+            folder = os.path.join(base.folder, CELLS_DIR, cell.label)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as exc:
+                raise OutputError("%s; nothing was measured (choose another folder with --output)" % WriteFailed(folder, exc)) from None
+            locks[cell.label] = lock_folder(folder)
+    except BaseException:
+        for lock in locks.values():
+            lock.release()
+        raise
+    live: Dict[str, Generator[Dict[str, Any], None, tuple]] = {}
     ended: Set[str] = set()
 
     def retire(label: str) -> None:
         ended.add(label)
-        _, lock = live.pop(label)
-        lock.release()
+        live.pop(label, None)
+        lock = locks.pop(label, None)
+        if lock is not None:
+            lock.release()
 
     def interrupt_the_rest(signum: int) -> None:
         """Every cell still waiting for its turn ends as the interrupted one did."""
         for label in list(live):
-            turns, _ = live[label]
             try:
-                turns.throw(_interruption(signum))
+                if inspect.getgeneratorstate(live[label]) == inspect.GEN_CLOSED:
+                    continue  # ended already (it was this cell's turn): nothing to throw into
+                live[label].throw(_interruption(signum))
             except RunInterrupted as exc:
                 summaries[label] = exc.summary
-            except BaseException:  # noqa: BLE001 - it ends either way; its bundle stands as last written
+            except Exception:  # noqa: BLE001 - it ends either way; its bundle stands as last written
                 pass
             finally:
                 retire(label)
 
     repeat = max(1, base.execution.repeat)
-    stop = False
     failed_write: Optional[WriteFailed] = None  # what stopped the grid, when a write did
+    stopped: Optional[str] = None  # what else stopped it early
+    at = cells[0].label if cells else "its start"  # the cell whose turn it is
     try:
         for turn in range(repeat):
             # Alternate the order (A B, B A, A B ...), so that no cell always follows another.
@@ -253,65 +273,76 @@ def _run_grid_locked(
             for index, cell in order:
                 if cell.label in ended:
                     continue
+                at = cell.label
                 if progress is not None:
                     progress("cell-start", {"cell": cell.label, "index": index, "total": len(cells),
                                             "repetition": turn, "repetitions": repeat})
                 try:
                     if cell.label not in live:
                         folder = os.path.join(base.folder, CELLS_DIR, cell.label)
-                        os.makedirs(folder, exist_ok=True)
-                        lock = lock_folder(folder)
-                        live[cell.label] = (run_turns(cell_plan(base, cell, folder), progress, take_turns=True), lock)
-                    summaries[cell.label] = next(live[cell.label][0])
+                        live[cell.label] = run_turns(cell_plan(base, cell, folder), progress, take_turns=True)
+                    summaries[cell.label] = next(live[cell.label])
                 except StopIteration as end:
-                    summaries[cell.label], failed_write = end.value
+                    summaries[cell.label], failure = end.value
                     retire(cell.label)
-                    stop = failed_write is not None
+                    if isinstance(failure, WriteFailed):
+                        failed_write = failure
                 except RunInterrupted as exc:
                     summaries[cell.label] = exc.summary
                     retire(cell.label)
                     interrupt_the_rest(exc.signum)
                     raise RunInterrupted(write_quietly(), base.folder, exc.signum) from None
-                except OSError as exc:  # the cell's folder could not be made
-                    if not summaries:
-                        raise OutputError("%s (choose another folder with --output)" % WriteFailed(
-                            os.path.join(base.folder, CELLS_DIR, cell.label), exc)) from None
-                    stop = True  # the other cells' evidence stands
                 except OutputError as exc:  # the cell measured nothing
-                    if cell.label in live:
-                        retire(cell.label)
+                    retire(cell.label)
                     if not summaries:
                         raise
                     if isinstance(exc.__cause__, WriteFailed):  # because its folder could not be written
                         failed_write = exc.__cause__
-                    stop = True
-                if not stop:
+                    else:
+                        stopped = "cell %s: %s" % (cell.label, exc)
+                if failed_write is None and stopped is None:
                     try:
                         write()
                     except WriteFailed as exc:
-                        failed_write, stop = exc, True
-                if stop:
+                        failed_write = exc
+                if failed_write is not None or stopped is not None:
                     break
-            if stop:
+            if failed_write is not None or stopped is not None:
                 break
     except KeyboardInterrupt as exc:  # between two cells' turns (a cell's own is RunInterrupted above)
         signum = interrupting_signal(exc)
         interrupt_the_rest(signum)
         raise RunInterrupted(write_quietly(), base.folder, signum) from None
+    except RunInterrupted:
+        raise
+    except BaseException as exc:  # an error that ends the grid here (an interpreter that fails its probe, ...)
+        stopped = "cell %s: %s" % (at, str(exc) or type(exc).__name__)
+        raise
     finally:
-        for label in list(live):  # stopped early: the rest end where they stand, their workers killed
-            turns = live[label][0]
-            if failed_write is None:
-                turns.close()
-            else:  # each ends as a run whose write failed: its arms cut short, saying why
-                try:
+        # Stopped early: the cells waiting for their turn end as runs whose write failed, their arms
+        # cut short saying why, their workers gone.
+        for label in list(live):
+            turns = live[label]
+            try:
+                if inspect.getgeneratorstate(turns) == inspect.GEN_CLOSED:
+                    pass  # ended already (it was this cell's turn)
+                elif failed_write is not None:
                     turns.throw(WriteFailed(failed_write.folder, failed_write.error))
-                except StopIteration as end:
-                    summaries[label] = end.value[0]
-                except BaseException:  # noqa: BLE001 - it ends either way; its bundle stands as last written
-                    pass
-            retire(label)
-    return write_quietly()
+                elif stopped is not None:
+                    turns.throw(RunStopped("the grid stopped at %s" % stopped))
+                else:
+                    turns.close()
+            except StopIteration as end:
+                summaries[label] = end.value[0]
+            except Exception:  # noqa: BLE001 - it ends either way; its bundle stands as last written
+                pass
+            finally:
+                retire(label)
+        for lock in locks.values():  # cells that never had a turn
+            lock.release()
+        locks.clear()
+        doc = write_quietly()  # however the grid ends, the matrix says how its cells ended
+    return doc
 
 
 def _interruption(signum: int) -> KeyboardInterrupt:

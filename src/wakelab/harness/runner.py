@@ -110,6 +110,11 @@ class WriteFailed(Exception):
         super().__init__(write_failure_reason(folder, error))
 
 
+class RunStopped(Exception):
+    """Thrown into a run that waits for its turn (:func:`run_turns`) when the grid around it stops
+    for another cell's reason; the run ends as one whose write failed, its arms cut short with it."""
+
+
 def write_failure_reason(folder: str, error: OSError) -> str:
     """``cannot write evidence to FOLDER: No space left on device``."""
     return "cannot write evidence to %s: %s" % (folder, error.strerror or error)
@@ -398,6 +403,19 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         if progress is not None:
             progress(event, info)
 
+    def _interrupted(exc: BaseException) -> RunInterrupted:
+        """Ctrl-C (or another signal): the arms it cut marked, the evidence written, the exception to raise."""
+        signum = interrupting_signal(exc)
+        for entry in arms:
+            # The arm being measured, and every arm with repetitions still to come.
+            if entry["status"] == PENDING and (entry is current or _measured(entry)):
+                entry["status"] = INTERRUPTED
+                entry["reason"] = interruption_reason(signum)
+        summary["interrupted"] = True
+        _finish(summary, started)
+        _write_quietly(write, summary, plan.folder)
+        return RunInterrupted(summary, plan.folder, signum)
+
     write = bundle_writer(plan)
 
     started = time.perf_counter()
@@ -422,7 +440,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     arms: List[Dict[str, Any]] = summary["arms"]
     current: Optional[Dict[str, Any]] = None
-    failure: Optional[WriteFailed] = None
+    failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
     worker_pool = None if execution.in_process else WorkerPool(execution.python)
     try:
         try:
@@ -472,27 +490,20 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
                 if repetition < repeat - 1:
                     yield summary  # another cell's turn
     except KeyboardInterrupt as exc:
-        signum = interrupting_signal(exc)
-        for entry in arms:
-            # The arm being measured, and every arm with repetitions still to come.
-            if entry["status"] == PENDING and (entry is current or _measured(entry)):
-                entry["status"] = INTERRUPTED
-                entry["reason"] = interruption_reason(signum)
-        summary["interrupted"] = True
-        _finish(summary, started)
-        _write_quietly(write, summary, plan.folder)
-        raise RunInterrupted(summary, plan.folder, signum) from None
-    except WriteFailed as exc:
+        raise _interrupted(exc) from None
+    except (WriteFailed, RunStopped) as exc:
         failure = exc
     finally:
         if worker_pool is not None:
             worker_pool.close()
     if failure is None:
-        _finish(summary, started)
         try:
+            _finish(summary, started)
             write(summary)
         except WriteFailed as exc:
             failure = exc
+        except KeyboardInterrupt as exc:  # while the finished run is written: it ends interrupted all the same
+            raise _interrupted(exc) from None
         else:
             return summary, None
     _end_on_write_failure(summary, failure, emit)
@@ -553,7 +564,7 @@ def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, A
         pass
 
 
-def _end_on_write_failure(summary: Dict[str, Any], failure: WriteFailed, emit: Callable[..., None]) -> None:
+def _end_on_write_failure(summary: Dict[str, Any], failure: Exception, emit: Callable[..., None]) -> None:
     """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
     could not be written), else the first arm not yet run.  Later arms stay pending."""
     arms: List[Dict[str, Any]] = summary["arms"]

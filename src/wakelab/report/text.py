@@ -659,6 +659,8 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
         cli += " --workers %s" % execution["workers"]
     if (execution.get("repeat") or 1) != DEFAULT_REPEAT:
         cli += " --repeat %s" % (execution.get("repeat") or 1)
+    if execution.get("rigorous"):
+        cli += " --rigorous"  # the counts above win over its own; the run is recorded compare-grade again
     commands.append(cli)
     return commands
 
