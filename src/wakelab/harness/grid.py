@@ -19,6 +19,7 @@ one after the other.  A cell's conditions are applied for its turn only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import itertools
 import os
@@ -248,15 +249,22 @@ def _run_grid_locked(
         if lock is not None:
             lock.release()
 
-    def interrupt_the_rest(signum: int) -> None:
-        """Every cell still waiting for its turn ends as the interrupted one did."""
+    def end_the_waiting(make_exc: Optional[Callable[[], BaseException]]) -> None:
+        """Every cell still waiting for its turn ends: ``make_exc()`` thrown in at its yield (it then
+        ends as an interrupted run, or as one whose write failed), or closed where it stands (None)."""
         for label in list(live):
+            turns = live[label]
             try:
-                if inspect.getgeneratorstate(live[label]) == inspect.GEN_CLOSED:
-                    continue  # ended already (it was this cell's turn): nothing to throw into
-                live[label].throw(_interruption(signum))
+                if inspect.getgeneratorstate(turns) == inspect.GEN_CLOSED:
+                    pass  # ended already (it was this cell's turn): nothing to throw into
+                elif make_exc is None:
+                    turns.close()
+                else:
+                    turns.throw(make_exc())
             except RunInterrupted as exc:
                 summaries[label] = exc.summary
+            except StopIteration as end:
+                summaries[label] = end.value[0]
             except Exception:  # noqa: BLE001 - it ends either way; its bundle stands as last written
                 pass
             finally:
@@ -290,7 +298,7 @@ def _run_grid_locked(
                 except RunInterrupted as exc:
                     summaries[cell.label] = exc.summary
                     retire(cell.label)
-                    interrupt_the_rest(exc.signum)
+                    end_the_waiting(functools.partial(_interruption, exc.signum))
                     raise RunInterrupted(write_quietly(), base.folder, exc.signum) from None
                 except OutputError as exc:  # the cell measured nothing
                     retire(cell.label)
@@ -311,7 +319,7 @@ def _run_grid_locked(
                 break
     except KeyboardInterrupt as exc:  # between two cells' turns (a cell's own is RunInterrupted above)
         signum = interrupting_signal(exc)
-        interrupt_the_rest(signum)
+        end_the_waiting(functools.partial(_interruption, signum))
         raise RunInterrupted(write_quietly(), base.folder, signum) from None
     except RunInterrupted:
         raise
@@ -321,23 +329,12 @@ def _run_grid_locked(
     finally:
         # Stopped early: the cells waiting for their turn end as runs whose write failed, their arms
         # cut short saying why, their workers gone.
-        for label in list(live):
-            turns = live[label]
-            try:
-                if inspect.getgeneratorstate(turns) == inspect.GEN_CLOSED:
-                    pass  # ended already (it was this cell's turn)
-                elif failed_write is not None:
-                    turns.throw(WriteFailed(failed_write.folder, failed_write.error))
-                elif stopped is not None:
-                    turns.throw(RunStopped("the grid stopped at %s" % stopped))
-                else:
-                    turns.close()
-            except StopIteration as end:
-                summaries[label] = end.value[0]
-            except Exception:  # noqa: BLE001 - it ends either way; its bundle stands as last written
-                pass
-            finally:
-                retire(label)
+        if failed_write is not None:
+            end_the_waiting(functools.partial(WriteFailed, failed_write.folder, failed_write.error))
+        elif stopped is not None:
+            end_the_waiting(functools.partial(RunStopped, "the grid stopped at %s" % stopped))
+        else:
+            end_the_waiting(None)
         for lock in locks.values():  # cells that never had a turn
             lock.release()
         locks.clear()

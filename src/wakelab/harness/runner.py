@@ -451,10 +451,10 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         repeat = max(1, execution.repeat)
         taken: List[_Taken] = [_Taken() for _ in arms]
 
-        def applied_once(applied: Dict[str, Any]) -> None:
-            if repetition == 0:  # what the conditions were, as the first pass found them
-                summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
-                write(summary, text=False)
+        def record_applied(applied: Dict[str, Any]) -> None:
+            """What the conditions were, as the first pass found them."""
+            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
+            write(summary, text=False)
 
         def one_pass(repetition: int) -> None:
             nonlocal current
@@ -476,16 +476,16 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
                 current = None
                 write(summary, text=False)
 
-        repetition = 0
         if not take_turns:
             with run_conditions(execution.conditions) as applied:
-                applied_once(applied)
+                record_applied(applied)
                 for repetition in range(repeat):
                     one_pass(repetition)
         else:
             for repetition in range(repeat):
                 with run_conditions(execution.conditions) as applied:
-                    applied_once(applied)
+                    if repetition == 0:
+                        record_applied(applied)
                     one_pass(repetition)
                 if repetition < repeat - 1:
                     yield summary  # another cell's turn
