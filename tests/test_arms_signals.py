@@ -465,8 +465,10 @@ def test_open_loop_planted_delay_shows(name: str, unchanged: None) -> None:
     assert raw.samples_ns and min(raw.samples_ns) >= 2_000_000
 
 
-def test_main_driver_open_loop_counts_merged_notifies_as_coalesced(unchanged: None) -> None:
-    """A main thread that stalls after a wake misses the notifies meanwhile: one wake answers them."""
+def stalling_open_loop() -> Tuple[MeasureParams, WakePath]:
+    """An open loop that notifies every 2 ms, and an Event wake path whose waiter stalls 30 ms after its fifth wake
+    (the driver's ``measure(params, path)`` arguments): the notifies meanwhile set an Event that is
+    already set, and the one wake after the stall answers about 15 of them (counted coalesced)."""
     event = threading.Event()
     wakes = [0]
 
@@ -474,11 +476,15 @@ def test_main_driver_open_loop_counts_merged_notifies_as_coalesced(unchanged: No
         event.clear()
         wakes[0] += 1
         if wakes[0] == 5:
-            time.sleep(0.03)  # 30 ms: about 15 notifies come and go meanwhile
+            time.sleep(0.03)
 
     path = WakePath(reset=reset_with_a_stall, wait=event.wait, notify=event.set)
-    params = MeasureParams(n=30, warmup=0, settle_us=200, timeout_s=1.0, mode="open", interval_us=2000)
-    raw = main_driver.measure(params, path)
+    return MeasureParams(n=30, warmup=0, settle_us=200, timeout_s=1.0, mode="open", interval_us=2000), path
+
+
+def test_main_driver_open_loop_counts_merged_notifies_as_coalesced(unchanged: None) -> None:
+    """A main thread that stalls after a wake misses the notifies meanwhile: one wake answers them."""
+    raw = main_driver.measure(*stalling_open_loop())
     assert raw.info["coalesced"] >= 5
     assert raw.info["coalesced"] <= raw.lost
     assert max(raw.samples_ns) >= 20_000_000  # the wake after the stall is measured from its schedule

@@ -13,10 +13,10 @@ import os
 import pathlib
 import signal
 import threading
-import time
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
+from test_arms_signals import stalling_open_loop
 
 from wakelab.core import drivers
 from wakelab.core.drivers import WakePath, notify_step
@@ -56,18 +56,7 @@ def test_thread_driver_open_loop_counts_merged_notifies_as_coalesced() -> None:
     The waiter stalls 30 ms after its fifth wake: the notifies meanwhile set an Event that is
     already set, and the one wake after the stall answers all of them.
     """
-    event = threading.Event()
-    wakes = [0]
-
-    def reset_with_a_stall() -> None:
-        event.clear()
-        wakes[0] += 1
-        if wakes[0] == 5:
-            time.sleep(0.03)
-
-    path = WakePath(reset=reset_with_a_stall, wait=event.wait, notify=event.set)
-    params = MeasureParams(n=30, warmup=0, settle_us=200, timeout_s=1.0, mode="open", interval_us=2000)
-    raw = thread_driver.measure(params, path)
+    raw = thread_driver.measure(*stalling_open_loop())
     coalesced = int(raw.info["coalesced"])  # type: ignore[call-overload]
     assert coalesced >= 5
     assert coalesced <= raw.lost

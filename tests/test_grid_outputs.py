@@ -16,7 +16,7 @@ import copy
 import json
 import os
 import re
-from typing import Any, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import pytest
 
@@ -235,11 +235,17 @@ def _matrix_not_a_matrix(grid: str) -> str:
     return "%s is not a wakelab matrix" % os.path.join(grid, "matrix.json")
 
 
-def _matrix_wrong_types(grid: str) -> str:
+def _edit_matrix(grid: str, edit: Callable[[Dict[str, Any]], None]) -> str:
+    """Rewrite the grid's matrix.json with ``edit`` applied to its document; its path."""
     path = os.path.join(grid, "matrix.json")
     doc = json.loads(read(path))
-    doc["cells"][0]["status"] = 7
+    edit(doc)
     bundle.atomic_write_text(path, json.dumps(doc))
+    return path
+
+
+def _matrix_wrong_types(grid: str) -> str:
+    path = _edit_matrix(grid, lambda doc: doc["cells"][0].update(status=7))
     return "%s is not a valid wakelab matrix: at cells/0/status" % path
 
 
@@ -250,26 +256,17 @@ def _matrix_gone(grid: str) -> str:
 
 
 def _cell_listed_twice(grid: str) -> str:
-    path = os.path.join(grid, "matrix.json")
-    doc = json.loads(read(path))
-    doc["cells"].append(dict(doc["cells"][0]))
-    bundle.atomic_write_text(path, json.dumps(doc))
+    path = _edit_matrix(grid, lambda doc: doc["cells"].append(dict(doc["cells"][0])))
     return "%s lists cell same more than once" % path
 
 
 def _two_cells_one_folder(grid: str) -> str:
-    path = os.path.join(grid, "matrix.json")
-    doc = json.loads(read(path))
-    doc["cells"][1]["folder"] = "cells/same"
-    bundle.atomic_write_text(path, json.dumps(doc))
+    path = _edit_matrix(grid, lambda doc: doc["cells"][1].update(folder="cells/same"))
     return "%s gives cells same and threads1 one folder (cells/same)" % path
 
 
 def _cell_is_the_grid(grid: str) -> str:
-    path = os.path.join(grid, "matrix.json")
-    doc = json.loads(read(path))
-    doc["cells"][1]["folder"] = "cells/.."
-    bundle.atomic_write_text(path, json.dumps(doc))
+    _edit_matrix(grid, lambda doc: doc["cells"][1].update(folder="cells/.."))
     return "%s: cell threads1's folder cells/.. leads outside the grid (to %s)" % (grid, os.path.realpath(grid))
 
 

@@ -775,6 +775,13 @@ def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_pat
         "imported 4 runs (4 already recorded) from 1 machine")
 
 
+def _insert_run(conn: sqlite3.Connection, doc: Dict[str, Any], row: Dict[str, Any]) -> None:
+    """One run as an older schema held it: ``row`` (its runs columns) and its arm results."""
+    cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
+    conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
+                     [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+
+
 def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None:
     """A history as wakelab 0.2 wrote it (schema 2), holding ``docs``."""
     conn = sqlite3.connect(db, isolation_level=None)
@@ -785,10 +792,7 @@ def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '2')")
         conn.execute("PRAGMA user_version = 2")
         for doc in docs:
-            row = history._run_row(doc, folder, history._canonical(doc))  # the schema-2 columns
-            cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
-            conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                             [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+            _insert_run(conn, doc, history._run_row(doc, folder, history._canonical(doc)))  # the schema-2 columns
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -841,9 +845,7 @@ def _version_3_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None
             row.update(history._machine_facts(doc), imported_utc=None, imported_from=None, imported_by=None)
             key = {k: v for k, v in history.figure_conditions(doc).items() if k not in V4_FIELDS}
             row["conditions_key"] = history._canonical(key)
-            cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
-            conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                             [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+            _insert_run(conn, doc, row)
         conn.execute("COMMIT")
     finally:
         conn.close()
