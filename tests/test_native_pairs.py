@@ -99,7 +99,7 @@ def test_every_latency_arm_on_either_side_declares_its_t1_shape() -> None:
     sides = {arm.name for arm in PAIRED if arm.kind == LATENCY}
     sides |= {arm.name for arm in native.ARMS if arm.kind == LATENCY}
     assert sides <= set(native.T1_SHAPES), sorted(sides - set(native.T1_SHAPES))
-    points = {native.AFTER_WAIT, native.AFTER_READ, native.HANDLER, native.CALLBACK}
+    points = {native.AFTER_WAIT, native.AFTER_READ, native.HANDLER, native.CALLBACK, native.TASK}
     for name, shape in native.T1_SHAPES.items():
         assert name in ARMS, name
         assert shape.point in points, name
@@ -116,7 +116,8 @@ def test_every_c_latency_arm_is_some_python_arms_match() -> None:
 def test_nearest_pairings_are_few_and_named() -> None:
     nearest = sorted(name for name, (_, match) in native.FLOORS.items() if match == native.NEAREST)
     assert nearest == ["anyio-asyncio-run-sync", "anyio-trio-run-sync", "asyncio-event", "call-soon-threadsafe",
-                       "gevent-async-watcher", "trio-token-event", "uvloop-call-soon-threadsafe"]
+                       "gevent-async-watcher", "interp-pool-submit", "interp-queue", "process-pool-submit",
+                       "thread-pool-submit", "trio-token-event", "uvloop-call-soon-threadsafe"]
 
 
 def test_the_registry_copies_the_table_onto_the_python_arm() -> None:

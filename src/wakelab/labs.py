@@ -268,6 +268,47 @@ LAB_PROCESSES = Lab(
     limits=_COMMON_LIMITS,
 )
 
+# -- the hand-off lab ----------------------------------------------------------------------------
+
+HANDOFF_ID = "handoff"
+
+LAB_HANDOFF = Lab(
+    id=HANDOFF_ID,
+    title="Hand-offs: threads, subinterpreters or processes",
+    question=(
+        "To hand work to another thread, another interpreter or another process, what does the hand-off cost -- "
+        "from deciding to submit to the first statement on the other side -- and what does waking a subinterpreter "
+        "cost by its queue against a pipe?"
+    ),
+    arms=(
+        "thread-pool-submit", "interp-pool-submit", "process-pool-submit",
+        "interp-queue", "interp-pipe", "queue", "pipe",
+        "native-condvar", "native-pipe", "native-pipe-process",
+    ),
+    comparisons=(
+        Comparison("interp-pool-submit", "thread-pool-submit"),
+        Comparison("process-pool-submit", "thread-pool-submit"),
+        Comparison("interp-queue", "interp-pipe"),
+        Comparison("interp-pipe", "pipe"),
+    ),
+    methodology=(
+        "Each executor has one worker, started and warmed up before the first counted wake: a sample is "
+        "executor.submit(task) to the task's first statement on an idle worker, whatever the executor does in "
+        "between (queueing, pickling, a feeder thread, a pipe, an interpreter switch). The process pool uses the "
+        "interpreter's default start method, forkserver where that default is fork (the measuring process has "
+        "threads); the evidence records which.",
+        "interp-queue and interp-pipe wake a thread running inside a subinterpreter (concurrent.interpreters). "
+        "concurrent.interpreters.Queue.get() polls every 10 ms instead of blocking in the kernel, so its settle has "
+        "a random part of at least 20 ms: a fixed settle would lock onto the poll's phase and report a constant. "
+        + _CHILDREN_STARTED,
+    ),
+    limits=_COMMON_LIMITS + (
+        "Subinterpreters and InterpreterPoolExecutor need CPython 3.14 or newer: elsewhere their arms are skipped "
+        "with the reason (wakelab run --python 3.14 runs them).",
+    ),
+    aliases=("interpreters", "executors"),
+)
+
 # -- the free-threading lab -----------------------------------------------------------------------
 
 FREE_THREADING_ID = "free-threading"
@@ -482,7 +523,7 @@ LAB_FREE_THREADING = Lab(
 )
 
 
-_LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES, LAB_FREE_THREADING]
+_LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES, LAB_HANDOFF, LAB_FREE_THREADING]
 
 
 def _all_comparisons() -> Tuple[Comparison, ...]:

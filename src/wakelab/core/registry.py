@@ -28,6 +28,7 @@ FAMILY_TABLE = (
     ("asyncio", "aio", "asyncio"),
     ("asynclibs", "asynclibs", "Async libraries (optional)"),
     ("processes", "processes", "Processes"),
+    ("handoff", "handoff", "Hand-offs: subinterpreters and executors"),
     ("native", "native", "Native floor (C)"),
 )
 if tuple(family for family, _, _ in FAMILY_TABLE) != FAMILIES:

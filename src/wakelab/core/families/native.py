@@ -169,6 +169,16 @@ FLOORS: Dict[str, Tuple[str, str]] = {
     "kill-sigwait-child": ("native-kill-sigwait-child", MATCHED),
     "pipe-process": ("native-pipe-process", MATCHED),
     "eventfd-fork": ("native-eventfd-fork", MATCHED),
+    # Hand-offs (core/families/handoff): C has no subinterpreter and no executor, so nearest only.
+    # A subinterpreter's thread polling a pipe is, to the kernel, a thread polling a pipe: same
+    # scope, waiter and t1, so the ratio is the (sub)interpreter's share.
+    "interp-pipe": ("native-pipe", MATCHED),
+    # The queue's get() sleeps and retries (a timer, not a futex); the executors' workers are
+    # parked on a futex (the work queue) and t1 is the task's first statement.
+    "interp-queue": ("native-condvar", NEAREST),
+    "thread-pool-submit": ("native-condvar", NEAREST),
+    "interp-pool-submit": ("native-condvar", NEAREST),
+    "process-pool-submit": ("native-pipe-process", NEAREST),
 }
 
 # Where t1 is taken, relative to the waiter's wait.
@@ -176,6 +186,7 @@ AFTER_WAIT = "after-wait"  # first statement after the wait returns, before anyt
 AFTER_READ = "after-read"  # after the call that waits *and* consumes returns (recv with a timeout)
 HANDLER = "handler"  # first statement of the signal handler
 CALLBACK = "callback"  # first statement of a callback the event loop dispatched after its wait
+TASK = "task"  # first statement of a task an executor's worker runs after taking it off its queue
 
 
 class T1Shape(NamedTuple):
@@ -213,6 +224,11 @@ T1_SHAPES: Dict[str, T1Shape] = {
     "anyio-trio-run-sync": T1Shape("epoll", CALLBACK),
     "gevent-async-watcher": T1Shape("epoll", CALLBACK),
     "kill-sigwait-child": T1Shape("sigtimedwait", AFTER_WAIT),
+    "interp-pipe": T1Shape("poll", AFTER_WAIT),
+    "interp-queue": T1Shape("sleep-poll", AFTER_WAIT),
+    "thread-pool-submit": T1Shape("futex", TASK),
+    "interp-pool-submit": T1Shape("futex", TASK),
+    "process-pool-submit": T1Shape("poll", TASK),
     "pipe-process": T1Shape("poll", AFTER_WAIT),
     "eventfd-fork": T1Shape("poll", AFTER_WAIT),
     # C
