@@ -64,6 +64,7 @@ FAMILY_COLORS = {
     "asyncio": "#CC79A7",
     "asynclibs": "#882255",
     "processes": "#E69F00",
+    "handoff": "#F0E442",
     "native": "#555555",
 }
 OTHER_FAMILY_COLOR = "#56B4E9"
