@@ -23,6 +23,62 @@ def _gil_state() -> Dict[str, object]:
     }
 
 
+# What besides the GIL changes a wake in this build: the JIT (3.14+'s sys._jit), the cyclic GC in use
+# and multiprocessing's default start method.  One text, run as it is here (build_facts) and by the
+# discovery probe (harness/interpreters.py) in any Python 3.6+ or PyPy with nothing of wakelab
+# importable, so that 'wakelab interpreters' and a run's summary.json say the same.  A fact the
+# interpreter does not expose is left out, never guessed.
+BUILD_FACTS_SOURCE = """
+def build_facts():
+    import sys
+    facts = {}
+    jit = getattr(sys, "_jit", None)
+    if jit is not None:
+        try:
+            facts["jit"] = {"available": bool(jit.is_available()), "enabled": bool(jit.is_enabled())}
+        except Exception:
+            pass
+    try:
+        import gc
+        import sysconfig
+        thresholds = list(gc.get_threshold())
+        facts["gc_thresholds"] = thresholds
+        if sys.implementation.name == "cpython":
+            if sysconfig.get_config_var("Py_GIL_DISABLED"):
+                facts["gc"] = "free-threaded"
+            elif sys.version_info >= (3, 14) and len(thresholds) == 3 and thresholds[2] == 0:
+                # The incremental collector has no third generation: its get_threshold() says 0 there.
+                facts["gc"] = "incremental"
+            else:
+                facts["gc"] = "generational"
+    except Exception:
+        pass
+    translation = getattr(sys, "pypy_translation_info", None)
+    if translation is not None and "gc" not in facts:
+        try:
+            facts["gc"] = str(translation["translation.gc"])
+        except Exception:
+            pass
+    try:
+        import multiprocessing
+        # allow_none: reading the default must not fix it for this process.
+        facts["multiprocessing_start_method"] = (multiprocessing.get_start_method(allow_none=True)
+                                                 or multiprocessing.get_all_start_methods()[0])
+    except Exception:
+        pass
+    return facts
+"""
+_BUILD_FACTS: Dict[str, Any] = {}
+exec(compile(BUILD_FACTS_SOURCE, "<wakelab build facts>", "exec"), _BUILD_FACTS)
+
+
+def build_facts() -> Dict[str, object]:
+    """``jit`` (``{"available", "enabled"}``), ``gc`` (``generational``, ``incremental``,
+    ``free-threaded``, or PyPy's collector), ``gc_thresholds`` and ``multiprocessing_start_method``
+    of the running interpreter, each only where it says."""
+    return dict(_BUILD_FACTS["build_facts"]())
+
+
 # sys.implementation.version's release levels as a version string writes them (3.13.0rc1).
 _RELEASE_LEVELS = {"alpha": "a", "beta": "b", "candidate": "rc"}
 
@@ -61,6 +117,7 @@ def interpreter_info() -> Dict[str, object]:
         "python_gil_env": os.environ.get("PYTHON_GIL"),
     }
     info.update(_gil_state())
+    info.update(build_facts())
     return info
 
 
