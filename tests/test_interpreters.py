@@ -25,6 +25,17 @@ from wakelab.harness.interpreters import (
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
 
+@pytest.fixture(autouse=True)
+def _only_the_fakes(request, monkeypatch, tmp_path_factory) -> None:
+    """Discovery also looks in HOME (uv's and conda's Pythons) and a few variables: the tests below see
+    only the fakes they make.  The real runs at the end use whatever is here."""
+    if "interp" in request.fixturenames:
+        return
+    for name in ("UV_PYTHON_INSTALL_DIR", "XDG_DATA_HOME", "CONDA_PREFIX", "MAMBA_ROOT_PREFIX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+
+
 def _link(folder, name) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     os.symlink(sys.executable, folder / name)

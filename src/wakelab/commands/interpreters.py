@@ -17,9 +17,11 @@ def register(sub: Any) -> None:
         "interpreters",
         help="list the Python interpreters found here (for run --python); 'interpreters build' builds one",
         description="List the Python 3 interpreters (CPython, free-threaded CPython, PyPy) on PATH, in pyenv-style "
-        "folders, in the folders named by $WAKELAB_INTERPRETERS (separated by ':') and in wakelab's interpreter "
-        "cache, with implementation, version, build, GIL state and why any cannot be used ('run --python all' "
-        "measures every usable one).",
+        "folders, among uv's managed Pythons, in conda and mamba environments, in the folders named by "
+        "$WAKELAB_INTERPRETERS (separated by ':') and in wakelab's interpreter cache, each labelled by what it says "
+        "it is, with implementation, version, build, GIL state, JIT, cyclic GC, multiprocessing's default start "
+        "method and why any cannot be used. 'run --python' takes a label from the list (or 3.14, 3.14t, pypy); "
+        "'run --python all' measures every usable one.",
     )
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
     parser.set_defaults(handler=cmd_interpreters)
@@ -62,6 +64,8 @@ def _rows() -> list:
                 "build": interp.build_text if interp else None,
                 "free_threaded": interp.free_threaded if interp else None,
                 "gil_enabled": interp.gil if interp else None,
+                **(interp.facts_dict() if interp else {"jit": None, "gc": None, "gc_thresholds": None,
+                                                         "multiprocessing_start_method": None}),
                 "usable": cand.usable,
                 "reason": cand.reason,
             }
@@ -74,6 +78,8 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
     from wakelab.harness.interpreters import cache_dir
     from wakelab.report.text import format_table
 
+    from wakelab.harness.interpreters import format_jit
+
     rows = _rows()
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -83,17 +89,21 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
         gil = "-" if r["gil_enabled"] is None else ("on" if r["gil_enabled"] else "off")
         if r["free_threaded"] and r["gil_enabled"]:
             gil = "on (PYTHON_GIL)"
+        jit = r["jit"] or {}
         table.append([
             escape_text(str(r["label"] or "?")),
             escape_text(str(r["implementation"] or "-")),
             escape_text(str(r["version"] or "-")),
             escape_text(str(r["build"] or "-")),
             gil,
+            format_jit(jit.get("available"), jit.get("enabled")),
+            escape_text(str(r["gc"] or "-")),
+            escape_text(str(r["multiprocessing_start_method"] or "-")),
             escape_text(str(r["found_in"])),
             escape_text(str(r["path"])),
             "yes" if r["usable"] else "no: %s" % escape_text(str(r["reason"])),
         ])
-    headers = ["interpreter", "implementation", "version", "build", "GIL", "found in", "path", "usable"]
+    headers = ["interpreter", "implementation", "version", "build", "GIL", "JIT", "GC", "mp start", "found in", "path", "usable"]
     lines = format_table(headers, table, align_left=len(headers)) if rows else ["  none found"]
     if rows and not any(r["usable"] for r in rows):
         lines.append("  none found that can run the measuring code")

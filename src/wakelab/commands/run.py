@@ -202,11 +202,14 @@ def register(sub: Any) -> None:
                                 "kernel's scheduler events (perf; needs root or kernel.perf_event_paranoid=-1): each "
                                 "latency arm is measured twice more, traced and then untraced again, for the overhead; "
                                 "without permission the run goes on untraced")
-    execution.add_argument("--python", action="append", metavar="PATH", type=utf8_text(why=INTERPRETER_AS_TEXT),
-                           help="interpreter to measure with (repeatable: one cell each); 'all' finds every usable one -- CPython >= 3.9, "
-                                "free-threaded builds and PyPy -- on PATH, in pyenv folders, $WAKELAB_INTERPRETERS and "
-                                "the interpreter cache (see 'wakelab interpreters'); the free-threading lab takes a GIL "
-                                "build, its free-threaded build and that with PYTHON_GIL=1 when none is given")
+    execution.add_argument("--python", action="append", metavar="PYTHON", type=utf8_text(why=INTERPRETER_AS_TEXT),
+                           help="interpreter to measure with (repeatable: one cell each): a path; a command on PATH "
+                                "(python3.12); a release (3.14 takes the GIL build, 3.14t the free-threaded one, and of "
+                                "several patch releases the newest) or a label 'wakelab interpreters' prints "
+                                "(cpython-3.15.2, pypy); or 'all', every usable one -- CPython >= 3.9, free-threaded "
+                                "builds and PyPy -- on PATH, in pyenv, uv and conda folders, $WAKELAB_INTERPRETERS and "
+                                "the interpreter cache; the free-threading lab takes a GIL build, its free-threaded build "
+                                "and that with PYTHON_GIL=1 when none is given")
     run.add_argument("-o", "--output", metavar="DIR", type=path_value("a folder", FOLDER_AS_TEXT),
                      help="evidence folder; an existing bundle there is replaced (default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
     output = run.add_mutually_exclusive_group()
@@ -312,7 +315,7 @@ def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
 def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     """``[(path or None, label or None)]`` for the --python options (None: this interpreter); without
     --python, the lab's own interpreters (the free-threading lab's three columns)."""
-    from wakelab.harness.interpreters import check_given, discover, free_threading_pythons, usable
+    from wakelab.harness.interpreters import Candidate, free_threading_pythons, resolve_python, survey, usable
     from wakelab.harness.workers import MIN_PYTHON
 
     if not args.python:
@@ -325,19 +328,26 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     if args.in_process:
         raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
     chosen: List[tuple] = []
+    surveyed: List[List[Candidate]] = []
+
+    def found() -> List[Candidate]:  # one survey, only when a value needs it
+        if not surveyed:
+            surveyed.append(survey())
+        return surveyed[0]
+
     for value in args.python:
         if value == "all":
-            found = usable(discover())
-            if not found:
-                raise UsageError("--python all found no Python %d.%d or newer on PATH, in pyenv folders, $WAKELAB_INTERPRETERS "
-                                 "or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
-            chosen += [(i.path, i.label) for i in found]
+            every = usable(c.interpreter for c in found() if c.interpreter is not None)
+            if not every:
+                raise UsageError("--python all found no Python %d.%d or newer on PATH, in pyenv, uv or conda folders, "
+                                 "$WAKELAB_INTERPRETERS or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
+            chosen += [(i.path, i.label) for i in every]
             continue
         try:
-            interpreter = check_given(value)
-        except ValueError as exc:
+            path, interpreter = resolve_python(value, found)
+        except (ValueError, OSError) as exc:
             raise UsageError(str(exc)) from None
-        chosen.append((value, interpreter.label))
+        chosen.append((path, interpreter.label))
     labels = [label for _, label in chosen]
     if len(set(labels)) != len(labels):
         # Two paths to the same version: keep them apart by position.

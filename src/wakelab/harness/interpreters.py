@@ -2,22 +2,42 @@
 
 Candidates come from, in this order:
 
-* the folders on ``PATH``: ``python3``, ``python3.N``, free-threaded
-  ``python3.Nt``, and PyPy's ``pypy3`` / ``pypy3.N``;
+* the folders on ``PATH`` (a distribution's or deadsnakes' ``/usr/bin``,
+  ``/usr/local/bin``, uv's ``~/.local/bin``): ``python3``, ``python3.N``,
+  free-threaded ``python3.Nt``, and PyPy's ``pypy3`` / ``pypy3.N``;
 * pyenv-style version folders (``$PYENV_ROOT/versions/*/bin``, default
-  ``~/.pyenv``);
+  ``~/.pyenv``), ``3.14t`` among them;
+* uv's managed Pythons (``$UV_PYTHON_INSTALL_DIR``, else
+  ``$XDG_DATA_HOME/uv/python``, else ``~/.local/share/uv/python``: one
+  ``cpython-3.15.2-linux-x86_64-gnu/bin``, or
+  ``cpython-3.14.0+freethreaded-.../bin``, per install);
+* conda and mamba environments: ``$CONDA_PREFIX``, the prefixes listed in
+  ``~/.conda/environments.txt``, and the roots ``$MAMBA_ROOT_PREFIX``,
+  ``~/miniconda3``, ``~/anaconda3``, ``~/miniforge3``, ``~/mambaforge`` and
+  ``~/micromamba`` with their ``envs/*`` (each prefix's ``bin/``);
 * the folders (or interpreter paths) named in ``$WAKELAB_INTERPRETERS``,
   separated by ``os.pathsep``: each folder is searched itself, in its
   ``bin/`` and in ``*/bin/`` (a folder of installation prefixes);
-* wakelab's own interpreter cache (:func:`cache_dir`), filled by
-  ``wakelab interpreters build`` (see :mod:`wakelab.harness.build`).
+* wakelab's own interpreter cache (:func:`cache_dir`): the builds of
+  ``wakelab interpreters build`` (see :mod:`wakelab.harness.build`) in
+  ``interpreters/*/bin``, and unpacked distribution packages in
+  ``unpacked/*/usr/bin`` (a prefix counts once its provisioner has written
+  :data:`UNPACKED_MARKER` into it);
 
-never a hard-coded list of paths.  Candidates are deduplicated by their real
-path; each is then asked what it is (implementation, version, whether the
-build is free-threaded, and whether the GIL is on as it runs here, which
-``PYTHON_GIL`` can change), so shims and symlinks that point at the same
-interpreter appear once.  :func:`survey` keeps the candidates that cannot be
-used, with the reason; :func:`discover` returns the interpreters only.
+these documented install locations, never a list of interpreter paths.  Each
+place found is an ``origin``: ``PATH``, ``pyenv``, ``uv``, ``conda``,
+``WAKELAB_INTERPRETERS`` or ``cache``.  Candidates are deduplicated by their
+real path; each is then asked what it is (implementation, version, whether the
+build is free-threaded, whether the GIL is on as it runs here, which
+``PYTHON_GIL`` can change, and what else changes a wake in it: the JIT, the
+cyclic GC, multiprocessing's start method -- see
+:data:`wakelab.harness.metadata.BUILD_FACTS_SOURCE`), so shims and symlinks
+that point at the same interpreter appear once, and a file is labelled by
+what it says it is, never by its name.  :func:`survey` keeps the candidates
+that cannot be used, with the reason; :func:`discover` returns the
+interpreters only; :func:`resolve_python` turns a ``--python`` value (a
+path, a name on PATH, ``3.14``, ``3.14t``, ``cpython-3.15.2``, ``pypy``)
+into one of them.
 
 A probe is bounded: it runs in its own session, may take
 :data:`PROBE_TIMEOUT_S` and write :data:`PROBE_CAP_BYTES`, and its whole
@@ -29,11 +49,14 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import json
 import os
 import re
 import shlex
-from typing import Dict, Iterable, List, Optional, Tuple
+import shutil
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.harness.metadata import BUILD_FACTS_SOURCE
 from wakelab.harness.workers import MIN_PYTHON, WorkerError, run_bounded
 
 # Seconds a candidate may take to say what it is, and bytes it may write.
@@ -46,18 +69,33 @@ ENV_FOLDERS = "WAKELAB_INTERPRETERS"
 ENV_CACHE = "WAKELAB_CACHE"
 # Written last into a finished build's prefix: a cache folder without it is an incomplete build.
 MARKER = "wakelab-build.json"
+# Written last into a prefix of unpacked distribution packages (CACHE/unpacked/NAME/usr/bin/python3.N):
+# a prefix without it is still being unpacked, or was left half done, and is not used.
+UNPACKED_MARKER = "wakelab-unpacked.json"
+# Where uv keeps the Pythons it manages: $UV_PYTHON_INSTALL_DIR, else $XDG_DATA_HOME/uv/python, else
+# ~/.local/share/uv/python.
+ENV_UV = "UV_PYTHON_INSTALL_DIR"
+# Conda and mamba roots in the home folder, as their installers name them; each holds envs/*.
+CONDA_ROOTS = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba")
+# Bytes of ~/.conda/environments.txt read: a list of prefixes, one a line.
+CONDA_LIST_CAP_BYTES = 1024 * 1024
 # First lines of a launcher wakelab wrote (see gil_launcher): its path is kept, not the binary's.
 LAUNCHER_TAG = "# wakelab-launcher"
 
 _NAME = re.compile(r"^(python3(\.\d+t?)?|pypy3(\.\d+)?)$")
-# Prints one line: version, implementation, implementation version, free-threaded build (0/1),
-# GIL on as it runs (0/1/-: not reported), executable.  Runs on any Python 3.
-_PROBE = (
-    "import sys, sysconfig; "
-    "g = getattr(sys, '_is_gil_enabled', None); "
-    "i = sys.implementation; "
-    "print('%d.%d.%d' % sys.version_info[:3], i.name, '%d.%d.%d' % tuple(i.version)[:3], "
-    "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))), '-' if g is None else int(g()), sys.executable)"
+# The probe prints two lines.  First FACTS_TAG and a JSON object of build facts (metadata's
+# BUILD_FACTS_SOURCE); then version, implementation, implementation version, free-threaded build
+# (0/1), GIL on as it runs (0/1/-: not reported), executable.  Runs on any Python 3.6+ and PyPy, in
+# one process.  An answer without the facts line is still understood: the facts are then unknown.
+FACTS_TAG = "wakelab-facts "
+_PROBE = BUILD_FACTS_SOURCE + (
+    "import json, sys, sysconfig\n"
+    "print(%r + json.dumps(build_facts()))\n"
+    "g = getattr(sys, '_is_gil_enabled', None)\n"
+    "i = sys.implementation\n"
+    "print('%%d.%%d.%%d' %% sys.version_info[:3], i.name, '%%d.%%d.%%d' %% tuple(i.version)[:3], "
+    "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))), '-' if g is None else int(g()), sys.executable)\n"
+    % FACTS_TAG
 )
 
 
@@ -73,8 +111,17 @@ class Interpreter:
     # free-threaded build); None when it does not say (before 3.13: always on).
     gil_enabled: Optional[bool] = None
     implementation_version: str = ""
-    # Where it was found: PATH, pyenv, WAKELAB_INTERPRETERS, cache, or given (a --python path).
+    # Where it was found: PATH, pyenv, uv, conda, WAKELAB_INTERPRETERS, cache, or given (a --python path).
     origin: str = "given"
+    # What else changes a wake in this build, as it says (None: it does not say).  The JIT where
+    # sys._jit exists (3.14+): built in, and on as it runs here (PYTHON_JIT can change it).
+    jit_available: Optional[bool] = None
+    jit_enabled: Optional[bool] = None
+    # The cyclic GC: generational, incremental, free-threaded, or PyPy's own (incminimark).
+    gc: Optional[str] = None
+    gc_thresholds: Optional[Tuple[int, ...]] = None
+    # multiprocessing's default start method: forkserver on Linux from 3.14, fork before.
+    start_method: Optional[str] = None
 
     @property
     def gil(self) -> bool:
@@ -105,6 +152,33 @@ class Interpreter:
             return "on (PYTHON_GIL=1)" if self.gil else "off"
         return "on"
 
+    @property
+    def short_name(self) -> str:
+        """``3.12.1``, ``3.14.0t`` for CPython; the :attr:`label` (``pypy-3.9.18``) for others."""
+        return self.version_text if self.implementation == "cpython" else self.label
+
+    @property
+    def jit_text(self) -> str:
+        return format_jit(self.jit_available, self.jit_enabled)
+
+    def facts_dict(self) -> Dict[str, Any]:
+        """The build facts as ``wakelab interpreters --json`` and summary.json name them (None: not said)."""
+        return {
+            "jit": None if self.jit_available is None else {"available": self.jit_available, "enabled": bool(self.jit_enabled)},
+            "gc": self.gc,
+            "gc_thresholds": None if self.gc_thresholds is None else list(self.gc_thresholds),
+            "multiprocessing_start_method": self.start_method,
+        }
+
+
+def format_jit(available: Optional[bool], enabled: Optional[bool]) -> str:
+    """``on``, ``off`` (built in, not enabled), ``none`` (not built in), or ``-`` (no sys._jit to ask)."""
+    if available is None:
+        return "-"
+    if not available:
+        return "none"
+    return "on" if enabled else "off"
+
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
@@ -120,7 +194,7 @@ class Candidate:
         return self.reason is None
 
 
-def cache_dir(environ: Optional[Dict[str, str]] = None) -> str:
+def cache_dir(environ: Optional[Mapping[str, str]] = None) -> str:
     """wakelab's per-user cache folder (it need not exist yet)."""
     env = os.environ if environ is None else environ
     if env.get(ENV_CACHE):
@@ -133,6 +207,43 @@ def interpreters_dir(cache: Optional[str] = None) -> str:
     return os.path.join(cache or cache_dir(), "interpreters")
 
 
+def unpacked_dir(cache: Optional[str] = None) -> str:
+    """Where prefixes of unpacked distribution packages live: ``CACHE/unpacked/NAME/usr/bin/python3.N``."""
+    return os.path.join(cache or cache_dir(), "unpacked")
+
+
+def _home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def uv_python_dir(environ: Optional[Mapping[str, str]] = None) -> str:
+    """The folder of uv's managed Pythons (it need not exist)."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_UV):
+        return os.path.abspath(os.path.expanduser(env[ENV_UV]))
+    data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
+    return os.path.join(os.path.abspath(data), "uv", "python")
+
+
+def conda_prefixes(environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """Conda and mamba environments: ``$CONDA_PREFIX``, ``~/.conda/environments.txt``'s lines, and the
+    usual roots with their ``envs/*``, in that order (some may not exist)."""
+    env = os.environ if environ is None else environ
+    home = _home(env)
+    prefixes = [env["CONDA_PREFIX"]] if env.get("CONDA_PREFIX") else []
+    try:
+        with open(os.path.join(home, ".conda", "environments.txt"), "rb") as fh:
+            listed = fh.read(CONDA_LIST_CAP_BYTES).decode("utf-8", "replace")
+    except OSError:
+        listed = ""
+    prefixes += [line.strip() for line in listed.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    roots = ([env["MAMBA_ROOT_PREFIX"]] if env.get("MAMBA_ROOT_PREFIX") else []) + [os.path.join(home, n) for n in CONDA_ROOTS]
+    for root in roots:
+        prefixes.append(root)
+        prefixes += sorted(glob.glob(os.path.join(glob.escape(root), "envs", "*")))
+    return prefixes
+
+
 def _names_in(folder: str) -> List[str]:
     """The interpreter names in ``folder``, the most specific first (``python3.13t`` before its alias ``python3``)."""
     try:
@@ -143,20 +254,26 @@ def _names_in(folder: str) -> List[str]:
 
 
 def _candidates(path_env: Optional[str], pyenv_root: Optional[str], folders_env: Optional[str],
-                cache: Optional[str]) -> Iterable[Tuple[str, str]]:
+                cache: Optional[str], env: Mapping[str, str]) -> Iterable[Tuple[str, str]]:
     """``(path, origin)`` of every name that looks like an interpreter, in search order."""
-    for folder in (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep):
+    for folder in (path_env if path_env is not None else env.get("PATH", "")).split(os.pathsep):
         if not folder or not os.path.isdir(folder):
             continue
         if os.path.basename(os.path.normpath(folder)) == "shims":
             continue  # pyenv shims: the versions folder below lists the real ones
         for path in _names_in(folder):
             yield path, "PATH"
-    root = pyenv_root if pyenv_root is not None else os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    for folder in sorted(glob.glob(os.path.join(root, "versions", "*", "bin"))):
+    root = pyenv_root if pyenv_root is not None else env.get("PYENV_ROOT") or os.path.join(_home(env), ".pyenv")
+    for folder in sorted(glob.glob(os.path.join(glob.escape(root), "versions", "*", "bin"))):
         for path in _names_in(folder):
             yield path, "pyenv"
-    named = folders_env if folders_env is not None else os.environ.get(ENV_FOLDERS, "")
+    for folder in sorted(glob.glob(os.path.join(glob.escape(uv_python_dir(env)), "*", "bin"))):
+        for path in _names_in(folder):
+            yield path, "uv"
+    for prefix in conda_prefixes(env):
+        for path in _names_in(os.path.join(prefix, "bin")):
+            yield path, "conda"
+    named = folders_env if folders_env is not None else env.get(ENV_FOLDERS, "")
     for entry in named.split(os.pathsep):
         if not entry:
             continue
@@ -164,11 +281,15 @@ def _candidates(path_env: Optional[str], pyenv_root: Optional[str], folders_env:
         if os.path.isfile(entry):
             yield entry, ENV_FOLDERS
             continue
-        for folder in [entry, os.path.join(entry, "bin")] + sorted(glob.glob(os.path.join(entry, "*", "bin"))):
+        for folder in [entry, os.path.join(entry, "bin")] + sorted(glob.glob(os.path.join(glob.escape(entry), "*", "bin"))):
             for path in _names_in(folder):
                 yield path, ENV_FOLDERS
-    for prefix in sorted(glob.glob(os.path.join(interpreters_dir(cache), "*"))):
+    cache = cache or cache_dir(env)
+    for prefix in sorted(glob.glob(os.path.join(glob.escape(interpreters_dir(cache)), "*"))):
         for path in _names_in(os.path.join(prefix, "bin")):
+            yield path, "cache"
+    for prefix in sorted(glob.glob(os.path.join(glob.escape(unpacked_dir(cache)), "*"))):
+        for path in _names_in(os.path.join(prefix, "usr", "bin")):
             yield path, "cache"
 
 
@@ -196,7 +317,12 @@ def probe_detail(path: str, origin: str = "given") -> Tuple[Optional[Interpreter
     if done.returncode != 0:
         return None, "does not run as Python 3 (exit %d%s)" % (done.returncode, ": " + err[-1].strip()[:200] if err else "")
     try:
-        version, implementation, impl_version, free_threaded, gil, executable = done.stdout.decode().split(None, 5)
+        answer = done.stdout.decode()
+        facts: Dict[str, Any] = {}
+        if answer.startswith(FACTS_TAG):
+            first, _, answer = answer.partition("\n")
+            facts = _facts(first[len(FACTS_TAG):])
+        version, implementation, impl_version, free_threaded, gil, executable = answer.split(None, 5)
         major, minor, micro = (int(x) for x in version.split("."))
     except ValueError:
         return None, "does not answer as Python 3 does"
@@ -211,7 +337,31 @@ def probe_detail(path: str, origin: str = "given") -> Tuple[Optional[Interpreter
         gil_enabled=None if gil == "-" else gil == "1",
         implementation_version=impl_version,
         origin=origin,
+        **facts,
     ), None
+
+
+def _facts(text: str) -> Dict[str, Any]:
+    """The probe's build facts as :class:`Interpreter` fields; what is missing or malformed stays unknown."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    facts: Dict[str, Any] = {}
+    jit = doc.get("jit")
+    if isinstance(jit, dict) and isinstance(jit.get("available"), bool):
+        facts["jit_available"] = jit["available"]
+        facts["jit_enabled"] = bool(jit.get("enabled"))
+    if isinstance(doc.get("gc"), str):
+        facts["gc"] = doc["gc"]
+    thresholds = doc.get("gc_thresholds")
+    if isinstance(thresholds, list) and all(isinstance(x, int) for x in thresholds):
+        facts["gc_thresholds"] = tuple(thresholds)
+    if isinstance(doc.get("multiprocessing_start_method"), str):
+        facts["start_method"] = doc["multiprocessing_start_method"]
+    return facts
 
 
 def probe(path: str) -> Optional[Interpreter]:
@@ -227,20 +377,31 @@ def unusable_reason(interpreter: Interpreter) -> Optional[str]:
 
 
 def _incomplete_build(path: str, cache: Optional[str]) -> Optional[str]:
-    prefix = os.path.dirname(os.path.dirname(path))
-    if os.path.dirname(prefix) != interpreters_dir(cache) or os.path.isfile(os.path.join(prefix, MARKER)):
-        return None
-    return ("incomplete build in %s (no %s: interrupted or failed); 'wakelab interpreters build' replaces it"
-            % (prefix, MARKER))
+    """Why ``path`` in wakelab's cache cannot be used yet (its prefix has no marker), or None."""
+    prefix = os.path.dirname(os.path.dirname(path))  # CACHE/interpreters/NAME/bin/python3.N
+    if os.path.dirname(prefix) == interpreters_dir(cache) and not os.path.isfile(os.path.join(prefix, MARKER)):
+        return ("incomplete build in %s (no %s: interrupted or failed); 'wakelab interpreters build' replaces it"
+                % (prefix, MARKER))
+    prefix = os.path.dirname(prefix)  # CACHE/unpacked/NAME/usr/bin/python3.N
+    if os.path.dirname(prefix) == unpacked_dir(cache) and not os.path.isfile(os.path.join(prefix, UNPACKED_MARKER)):
+        return "incomplete unpack in %s (no %s: still being unpacked, or interrupted)" % (prefix, UNPACKED_MARKER)
+    return None
 
 
 def survey(path_env: Optional[str] = None, pyenv_root: Optional[str] = None, folders_env: Optional[str] = None,
-           cache: Optional[str] = None) -> List[Candidate]:
-    """Every distinct candidate, usable or not; interpreters oldest first, then the unusable."""
+           cache: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> List[Candidate]:
+    """Every distinct candidate, usable or not; interpreters oldest first, then the unusable.
+
+    ``environ`` (default: ``os.environ``) names the places (``PATH``, ``HOME``, ``PYENV_ROOT``,
+    ``UV_PYTHON_INSTALL_DIR``, ``XDG_DATA_HOME``, ``CONDA_PREFIX``, ``MAMBA_ROOT_PREFIX``,
+    ``WAKELAB_INTERPRETERS``, ``WAKELAB_CACHE``); the other arguments override one place each.
+    """
+    env = os.environ if environ is None else environ
+    cache = cache or cache_dir(env)
     seen_paths = set()
     good: Dict[Tuple[object, ...], Candidate] = {}
     bad: List[Candidate] = []
-    for path, origin in _candidates(path_env, pyenv_root, folders_env, cache):
+    for path, origin in _candidates(path_env, pyenv_root, folders_env, cache, env):
         real = os.path.realpath(path)
         if real in seen_paths:
             continue
@@ -274,9 +435,9 @@ def _sort_key(interp: Optional[Interpreter]) -> Tuple[object, ...]:
 
 
 def discover(path_env: Optional[str] = None, pyenv_root: Optional[str] = None, folders_env: Optional[str] = None,
-             cache: Optional[str] = None) -> List[Interpreter]:
+             cache: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> List[Interpreter]:
     """Every distinct Python 3 interpreter found (any version: see :func:`usable`), CPython oldest first, then PyPy."""
-    return [c.interpreter for c in survey(path_env, pyenv_root, folders_env, cache) if c.interpreter is not None]
+    return [c.interpreter for c in survey(path_env, pyenv_root, folders_env, cache, environ) if c.interpreter is not None]
 
 
 def usable(found: Iterable[Interpreter]) -> List[Interpreter]:
@@ -300,6 +461,121 @@ def check_given(path: str) -> Interpreter:
     if reason is not None:
         raise ValueError("--python %s is %s" % (path, reason))
     return interpreter
+
+
+# --- what --python names -------------------------------------------------------------------------
+#
+# A --python value is, in this order: 'all' (the command's business); a path (it has a '/'); a
+# command on PATH (python3.12, python3.14t, pypy3: a pyenv shim, a venv's python); or a label as
+# 'wakelab interpreters' prints it, or its start: cpython-3.15.2, 3.15, 3.14t, 3.12.1, pypy,
+# pypy-3.9.18, cpython-3.13.5t-gil.  A label is looked for among the interpreters found here (one
+# survey for every value): a bare release takes the GIL build when there is one, a 't' the
+# free-threaded build, and of several patch releases the newest, whose label says which.  A command
+# on PATH that does not run (a pyenv shim whose version is not selected) is looked for the same way.
+
+_SPEC = re.compile(r"^(?:(?P<impl>cpython|pypy)-?)?(?P<version>\d+\.\d+(?:\.\d+)?)?(?P<t>t)?(?P<gil>-gil)?$")
+_COMMAND = re.compile(r"^(?P<impl>python|pypy)(?P<version>\d+(?:\.\d+)?)?(?P<t>t)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class PythonSpec:
+    """The interpreters a --python label names."""
+
+    implementation: str  # cpython or pypy
+    version: Tuple[int, ...] = ()  # (), (3,), (3, 14) or (3, 14, 2): a prefix of the version
+    # True: free-threaded builds only; None: the GIL build when there is one, else a free-threaded one.
+    free_threaded: Optional[bool] = None
+    # A free-threaded build run with PYTHON_GIL=1 (a label's "-gil").
+    gil_forced: bool = False
+
+    def matches(self, interp: Interpreter) -> bool:
+        return (interp.implementation == self.implementation and interp.version[:len(self.version)] == self.version
+                and (self.free_threaded is None or interp.free_threaded == self.free_threaded))
+
+    @property
+    def text(self) -> str:
+        """``CPython 3.16``, ``free-threaded CPython 3.14``, ``PyPy``."""
+        text = {"cpython": "CPython", "pypy": "PyPy"}.get(self.implementation, self.implementation)
+        if self.version:
+            text += " " + ".".join(str(part) for part in self.version)
+        if self.free_threaded:
+            text = "free-threaded " + text
+        return text + (" with PYTHON_GIL=1" if self.gil_forced else "")
+
+
+def parse_python_spec(value: str) -> Optional[PythonSpec]:
+    """The :class:`PythonSpec` a label or a command name (``python3.12``) stands for; None for anything else."""
+    match = _SPEC.match(value)
+    if match is not None and (match.group("impl") or match.group("version")):
+        impl, version = match.group("impl") or "cpython", match.group("version")
+        threaded, forced = bool(match.group("t")), bool(match.group("gil"))
+        if (threaded and (impl != "cpython" or not version)) or (forced and not threaded):
+            return None
+    else:
+        match = _COMMAND.match(value)
+        if match is None:
+            return None
+        impl, version = "pypy" if match.group("impl") == "pypy" else "cpython", match.group("version")
+        threaded, forced = bool(match.group("t")), False
+        if threaded and (impl != "cpython" or not version or "." not in version):
+            return None
+    return PythonSpec(impl, tuple(int(part) for part in version.split(".")) if version else (),
+                      True if threaded else None, forced)
+
+
+def select(spec: PythonSpec, found: Iterable[Interpreter]) -> Optional[Interpreter]:
+    """The interpreter of ``found`` that ``spec`` names: the newest match, a GIL build before a free-threaded one
+    unless ``spec`` asks for that."""
+    matching = [i for i in found if spec.matches(i)]
+    if spec.free_threaded is None:
+        matching = [i for i in matching if not i.free_threaded] or matching
+    return max(matching, key=lambda i: i.version) if matching else None
+
+
+def resolve_python(value: str, candidates: Callable[[], Sequence[Candidate]],
+                   cache: Optional[str] = None) -> Tuple[str, Interpreter]:
+    """``(path to run, interpreter)`` for a ``--python`` value other than ``all``, or :class:`ValueError`
+    with one line saying what was found instead.  ``candidates`` is called (once) only when the value
+    is looked for among the interpreters found here: pass a cached :func:`survey`."""
+    if os.sep in value or (os.altsep and os.altsep in value):
+        return value, check_given(value)
+    spec = parse_python_spec(value)
+    if _COMMAND.match(value):
+        on_path = shutil.which(value)
+        if on_path is not None:
+            interpreter, _ = probe_detail(on_path, "PATH")
+            if interpreter is not None:  # the interpreter itself, not the shim or link that started it
+                reason = unusable_reason(interpreter)
+                if reason is not None:
+                    raise ValueError("--python %s (%s) is %s" % (value, on_path, reason))
+                return interpreter.path, interpreter
+    if spec is None:
+        if os.path.lexists(value):  # a file in this folder, named like no Python release
+            local = os.path.join(os.curdir, value)
+            return local, check_given(local)
+        raise ValueError("--python %s: not a path, a command on PATH, a release (3.14, 3.14t) or a label that "
+                         "'wakelab interpreters' prints (cpython-3.15.2, pypy)" % value)
+    found = [c.interpreter for c in candidates() if c.interpreter is not None]
+    runnable = usable(found)
+    chosen = select(dataclasses.replace(spec, gil_forced=False), runnable)
+    if chosen is not None and spec.gil_forced:
+        return _with_the_gil_on(value, chosen, cache)
+    if chosen is not None:
+        return chosen.path, chosen
+    too_old = select(spec, found)
+    if too_old is not None:
+        raise ValueError("--python %s: %s at %s is %s" % (value, too_old.label, too_old.path, unusable_reason(too_old)))
+    names = ", ".join(i.short_name for i in runnable) or "none"
+    raise ValueError("--python %s: no %s here; found: %s (wakelab interpreters lists them)" % (value, spec.text, names))
+
+
+def _with_the_gil_on(value: str, interpreter: Interpreter, cache: Optional[str]) -> Tuple[str, Interpreter]:
+    launcher = gil_launcher(interpreter, cache)
+    forced = probe(launcher)
+    if forced is None or not forced.gil:
+        raise ValueError("--python %s: %s does not turn the GIL on with PYTHON_GIL=1 (launcher %s)"
+                         % (value, interpreter.path, launcher))
+    return launcher, forced
 
 
 # --- the free-threading A/B ----------------------------------------------------------------------
