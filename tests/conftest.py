@@ -17,6 +17,10 @@ from wakelab.labs import LAB_135
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.quality import derive_warnings
 
+# The interpreters wakelab built or unpacked (3.13t, 3.14, 3.15: .ci/run provisions them) stay
+# where they are: pin the interpreter cache to the user's before XDG_CACHE_HOME moves below.
+os.environ.setdefault("WAKELAB_CACHE", os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "wakelab"))
 # The native-floor arms compile into $XDG_CACHE_HOME: keep the suite's builds out of the
 # user's cache (subprocesses started by tests inherit this too).
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="wakelab-test-cache-")

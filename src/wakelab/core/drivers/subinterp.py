@@ -39,12 +39,13 @@ period: the arms that need it declare that on their :class:`Arm`
 
 from __future__ import annotations
 
+import importlib
 import os
 import select
 import struct
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, notify_step
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency
@@ -77,7 +78,7 @@ _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.pa
 def requires_interpreters() -> Optional[str]:
     """None where ``concurrent.interpreters`` can make a subinterpreter here, else why not."""
     try:
-        from concurrent import interpreters  # noqa: F401
+        importlib.import_module("concurrent.interpreters")
     except ImportError:
         import platform
 
@@ -140,7 +141,7 @@ def measure(params: MeasureParams, path: WakePath, factory: Callable[..., Any], 
     every driver; ``path.wait`` is not used (the wait is the factory's).
     Samples are ``t1 - t0`` in nanoseconds; a wait that timed out is lost.
     """
-    from concurrent import interpreters
+    interpreters = importlib.import_module("concurrent.interpreters")
 
     from wakelab.core.drivers import settle_schedule_s
     from wakelab.core.placement import NOTIFIER, WAITER, cpu_for, enter_role
@@ -152,7 +153,7 @@ def measure(params: MeasureParams, path: WakePath, factory: Callable[..., Any], 
     handshake_s = handshake_timeout_s(params)
     waiter_cpu = cpu_for(params.placement, params.notifier_cpu, params.waiter_cpu, WAITER)
     enter_role(params, NOTIFIER)
-    fds = []
+    fds: List[int] = []
     go_r, go_w = os.pipe()
     ready_r, ready_w = os.pipe()
     done_r, done_w = os.pipe()

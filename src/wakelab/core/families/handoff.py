@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import importlib
 import math
 import multiprocessing
 import os
@@ -102,8 +103,7 @@ def _start_method() -> str:
 
 def queue_waiter(queue_id: int) -> Tuple[Callable[[], object], Callable[[float], Optional[int]]]:
     """In the subinterpreter: ``Queue.get(timeout)`` on the cross-interpreter queue ``queue_id``."""
-    from concurrent import interpreters
-
+    interpreters = importlib.import_module("concurrent.interpreters")
     queue = interpreters.Queue(queue_id)
     get = queue.get
     get_nowait = queue.get_nowait
@@ -158,8 +158,7 @@ def pipe_waiter(read_fd: int) -> Tuple[Callable[[], object], Callable[[float], O
 
 def measure_interp_queue(params: MeasureParams) -> RawLatency:
     """Wake latency (ns) of ``Queue.put()`` in the main interpreter waking ``Queue.get()`` in a subinterpreter."""
-    from concurrent import interpreters
-
+    interpreters = importlib.import_module("concurrent.interpreters")
     queue = interpreters.create_queue()
     put = functools.partial(queue.put, 1)
     # Stale items are drained in the subinterpreter, before it says it is ready.
@@ -191,7 +190,7 @@ def measure_interp_pool_submit(params: MeasureParams) -> RawLatency:
     """Hand-off latency (ns) of ``InterpreterPoolExecutor.submit`` to the task's first statement."""
     from wakelab.core.drivers.subinterp import _SRC_DIR
 
-    executor_type = getattr(concurrent.futures, "InterpreterPoolExecutor")
+    executor_type = importlib.import_module("concurrent.futures.interpreter").InterpreterPoolExecutor
     # Each worker interpreter gets this wakelab's folder on its sys.path before its first task
     # (the task is pickled by reference: the worker imports this module to run it).
     with executor_type(max_workers=1, initializer=_add_path, initargs=(_SRC_DIR,)) as executor:
