@@ -276,8 +276,8 @@ def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox   200     0  110  207\n"
         "    1  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.11.7  otherbox  200     0  250  207\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox   200     0  105  207\n"
-        "  conditions (every run): unpinned, closed loop, settle 1000 µs, 1 repetition, no busy threads, no\n"
-        "  busy processes, no idle hold, in worker processes\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs + random 0-2000 µs, 1 repetition, no\n"
+        "  busy threads, no busy processes, no idle hold, in worker processes\n"
         "\n"
         "Note: these runs span 2 machines. A wake's cost depends on the machine, its CPU placement and idle\n"
         "states: compare rows of one host under the same conditions.\n"
@@ -290,8 +290,8 @@ def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
         "  run  started (UTC)     lab                         interpreter     host         ops/s  status\n"
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox  1,000,000\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  testbox  1,000,000\n"
-        "  conditions (every run): unpinned, closed loop, settle 1000 µs, 1 repetition, no busy threads, no\n"
-        "  busy processes, no idle hold, in worker processes\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs + random 0-2000 µs, 1 repetition, no\n"
+        "  busy threads, no busy processes, no idle hold, in worker processes\n"
     )
 
 
@@ -316,7 +316,8 @@ def test_trend_tells_conditions_apart_in_words_and_shows_failed_arms(tmp_path, l
         "  split CPUs (notifier 0, waiter 1), no busy threads, no busy processes, no idle hold\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5t  testbox    -     -     -    -"
         "  unpinned                                                                             failed\n"
-        "  conditions (every run): closed loop, settle 1000 µs, 1 repetition, in worker processes\n"
+        "  conditions (every run): closed loop, settle 1000 µs + random 0-2000 µs, 1 repetition, in worker\n"
+        "  processes\n"
         "\n"
         "Note: these runs span different conditions. A wake's cost depends on the machine, its CPU placement\n"
         "and idle states: compare rows of one host under the same conditions.\n"
@@ -682,7 +683,7 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
              "python_gil": "1", "debug_build": True, "build": "main, Jun 11 2025 15:36:57"}
     assert history.figure_conditions(doc) == dict(build, **{
         "placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "open", "interval_us": 500, "settle_us": 1000,
-        "planted_delay_us": 50, "planted_after_us": 0, "repeat": 5, "busy_threads": 2, "busy_procs": 1,
+        "settle_jitter_us": 2000, "planted_delay_us": 50, "planted_after_us": 0, "repeat": 5, "busy_threads": 2, "busy_procs": 1,
         "idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x", "execution": "workers",
     })
     # What the summary does not record is left out, not guessed -- but a bundle without execution.repeat
@@ -690,20 +691,23 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     plain = variant(lab135_summary, started="2026-10-01T06:00:00Z", conditions=None)
     del plain["execution"]
     del plain["interpreter"]
+    del plain["parameters"]["settle_jitter_us"]  # a bundle from before random settles: every settle the same
+    assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
+    plain["parameters"]["settle_jitter_us"] = 0  # no random part is the same experiment as those
     assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
     assert history.figure_conditions({"started_utc": "x", "arms": []}) is None
 
     from wakelab.commands.history import condition_phrases
 
     assert list(condition_phrases(history.figure_conditions(doc)).values()) == [
-        "split CPUs (notifier 0, waiter 1)", "open loop every 500 µs", "settle 1000 µs", "planted delay 50 µs", "5 repetitions",
+        "split CPUs (notifier 0, waiter 1)", "open loop every 500 µs", "settle 1000 µs + random 0-2000 µs", "planted delay 50 µs", "5 repetitions",
         "2 busy threads", "1 busy process", "switch interval 0.001 s", "no idle hold", "in worker processes",
         "PYTHON_GIL=1", "build main, Jun 11 2025 15:36:57 (debug)", "future_knob x",
     ]
 
 
 @pytest.mark.parametrize("change", [
-    "placement", "settle", "cpu_threads", "cpu_procs", "switch_interval", "idle_hold", "mode", "interval", "planted_delay",
+    "placement", "settle", "settle_jitter", "cpu_threads", "cpu_procs", "switch_interval", "idle_hold", "mode", "interval", "planted_delay",
     "implementation", "version", "free_threaded", "gil", "python_gil", "debug_build", "build", "repeat",
 ])
 def test_every_condition_that_changes_a_figure_changes_the_key(lab135_summary, change) -> None:
@@ -714,6 +718,7 @@ def test_every_condition_that_changes_a_figure_changes_the_key(lab135_summary, c
     {
         "placement": lambda: params.update(placement="split", waiter_cpu=1),
         "settle": lambda: params.update(settle_us=200),
+        "settle_jitter": lambda: params.update(settle_jitter_us=12000),
         "cpu_threads": lambda: conditions.update(cpu_threads=1),
         "cpu_procs": lambda: conditions.update(cpu_procs=2),
         "switch_interval": lambda: conditions.update(switch_interval_s=0.0001),
@@ -762,7 +767,7 @@ def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_pat
     by_cell = {os.path.basename(r.folder): str(r.id) for r in runs}
     assert "same CPU (" in rows[by_cell["same_threads0"]] and "no busy threads" in rows[by_cell["same_threads0"]]
     assert "split CPUs (notifier " in rows[by_cell["split_threads1"]] and "1 busy thread" in rows[by_cell["split_threads1"]]
-    assert re.search(r"conditions \(every run\): closed loop, settle 1000 µs, \d+ repetitions?, no busy processes,", text)
+    assert re.search(r"conditions \(every run\): closed loop, settle 1000 µs \+ random 0-2000 µs, \d+ repetitions?, no busy\s+processes,", text)
 
     # The grid folder itself, imported into another history and added to a third: the same four runs and keys.
     for action, name in (("import", "imported.db"), ("add", "added.db")):
@@ -1093,8 +1098,8 @@ def test_list_and_trend_grouped_by_host_golden(tmp_path, three_runs, capsys) -> 
         "  run  started (UTC)     lab                         interpreter       n  lost  p50  p99  status\n"
         "    2  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  200     0  110  207\n"
         "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5  200     0  105  207\n"
-        "  conditions (every run): unpinned, closed loop, settle 1000 µs, 1 repetition, no busy threads, no\n"
-        "  busy processes, no idle hold, in worker processes\n"
+        "  conditions (every run): unpinned, closed loop, settle 1000 µs + random 0-2000 µs, 1 repetition, no\n"
+        "  busy threads, no busy processes, no idle hold, in worker processes\n"
         "\n"
         "Note: these runs span 2 machines. A wake's cost depends on the machine, its CPU placement and idle\n"
         "states: compare rows of one host under the same conditions.\n"

@@ -742,7 +742,8 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     Keys, each present only when the summary records it:
     ``placement`` (any / same / split) with ``notifier_cpu`` and ``waiter_cpu``
     when pinned; ``loop`` (closed / open) with ``interval_us`` for an open
-    loop; ``settle_us``; ``planted_delay_us`` and ``planted_after_us`` when a
+    loop; ``settle_us``, and ``settle_jitter_us`` when the settle had a random
+    part; ``planted_delay_us`` and ``planted_after_us`` when a
     delay was planted; ``repeat`` (repetitions per arm: summary.json
     ``execution.repeat``, 1 when the bundle does not say); ``busy_threads``;
     ``busy_procs`` and ``idle_hold`` as applied (the request when nothing says
@@ -769,6 +770,8 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
             key["interval_us"] = parameters["interval_us"]
         if "settle_us" in parameters:
             key["settle_us"] = parameters["settle_us"]
+        if parameters.get("settle_jitter_us"):  # a random part; 0 or absent: every settle the same
+            key["settle_jitter_us"] = parameters["settle_jitter_us"]
         if parameters.get("planted_delay_us"):
             key["planted_delay_us"] = parameters["planted_delay_us"]
             key["planted_after_us"] = parameters.get("planted_after_us") or 0

@@ -128,6 +128,9 @@ ACROSS_NAMES: Tuple[str, ...] = (
 EXPERIMENT_PARAMETERS: Tuple[Tuple[str, object, str, str], ...] = (
     ("settle_us", None, "a blocked waiter's settle time is part of the experiment; use the same --settle-us",
      "settle"),
+    # Before random settles every settle was the same: a bundle without the key had no random part.
+    ("settle_jitter_us", 0, "the settle's random part decides where a notify lands in a poll; use the same "
+     "--settle-jitter-us", "settle"),
     ("planted_delay_us", 0, "a planted delay adds to every sample; compare runs with the same --planted-delay-us",
      "planted-delay"),
     ("placement", "any", "where notifier and waiter run can matter more than the mechanism; use the same --placement",

@@ -274,7 +274,7 @@ def format_runs(runs: Sequence[Any], db_path: str, group: Optional[str] = None) 
 _PHRASE_KEYS = (
     ("placement", ("placement", "notifier_cpu", "waiter_cpu")),
     ("loop", ("loop", "interval_us")),
-    ("settle", ("settle_us",)),
+    ("settle", ("settle_us", "settle_jitter_us")),
     ("planted", ("planted_delay_us", "planted_after_us")),
     ("repeat", ("repeat",)),
     ("busy threads", ("busy_threads",)),
@@ -323,7 +323,10 @@ def _phrase(field: str, key: Mapping[str, Any]) -> Optional[str]:
             return "open loop every %s µs" % _plain(key["interval_us"])
         return "%s loop" % _plain(loop)
     if field == "settle":
-        return None if "settle_us" not in key else "settle %s µs" % _plain(key["settle_us"])
+        if "settle_us" not in key:
+            return None
+        jitter = " + random 0-%s µs" % _plain(key["settle_jitter_us"]) if key.get("settle_jitter_us") else ""
+        return "settle %s µs%s" % (_plain(key["settle_us"]), jitter)
     if field == "planted":
         if not key.get("planted_delay_us"):
             return None

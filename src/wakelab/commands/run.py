@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Sequence, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
+from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
 from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
@@ -32,6 +33,8 @@ LIMITS = {
     "n": (1, 1_000_000),
     "warmup": (0, 100_000),
     "settle_us": (0, 10_000_000),
+    "settle_jitter_us": (0, 10_000_000),
+    "seed": (0, 2**63 - 1),
     "install_n": (1, 100_000_000),
     "rounds": (1, 1_000),
     "planted_delay_us": (0, 1_000_000),
@@ -154,6 +157,15 @@ def register(sub: Any) -> None:
     run.add_argument("--settle-us", type=_list_of(_whole_number("settle_us"), "microseconds"), metavar="US[,US...]",
                      help="quiet time after a blocked waiter announces its wait, before t0 (default 1000); "
                           "several values sweep it, one cell each")
+    run.add_argument("--settle-jitter-us", type=_whole_number("settle_jitter_us"), metavar="US",
+                     help="random part of every settle, drawn afresh for each wake from 0..US (default %d). It reveals "
+                          "a wait that polls instead of blocking (sleeps P between checks) when US spans P: the default "
+                          "shows polls of up to about 2 ms and costs 1 ms a blocked wake on average; raise it above a "
+                          "longer period to see it (10 ms: 12000); 0 gives every wake the same settle, which locks onto "
+                          "a poll's phase and hides it" % DEFAULT_SETTLE_JITTER_US)
+    run.add_argument("--seed", type=_whole_number("seed"), metavar="N",
+                     help="seed of the random settles (default: drawn for the run and recorded in summary.json, so "
+                          "that --seed N repeats a run's settles wake for wake)")
     run.add_argument("--timeout-s", type=_seconds, metavar="S", help="bound on every wait; a wake not seen by then is lost (default 1.0)")
     run.add_argument("--install-n", type=_whole_number("install_n"), metavar="N", help="calls per round of a rate arm (lab 135: 20000)")
     run.add_argument("--rounds", type=_whole_number("rounds"), metavar="R", help="counted rounds of a rate arm (lab 135: 7)")
@@ -283,7 +295,8 @@ def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
 
     overrides = {
         field: getattr(args, field)
-        for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us")
+        for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us",
+                      "settle_jitter_us", "seed")
         if getattr(args, field) is not None
     }
     if getattr(args, "rigorous", False):

@@ -83,13 +83,22 @@ def int64s(values: Iterable[int] = ()) -> IntSeries:
     return IntSeries("q", values)
 
 
+#: The settle's random part unless told (``wakelab run --settle-jitter-us``), µs: it reveals polls
+#: of up to about 2 ms and costs 1 ms a blocked wake on average (see MeasureParams.settle_jitter_us).
+DEFAULT_SETTLE_JITTER_US = 2000
+
+
 @dataclasses.dataclass(frozen=True)
 class MeasureParams:
     """Everything an arm needs to take its samples.
 
     ``n`` counted wakes after ``warmup`` discarded ones; each blocked wake is
-    preceded by ``settle_us`` of quiet after the waiter announced it is about
-    to wait; every wait gives up after ``timeout_s`` and counts a lost wake.
+    preceded by a settle -- quiet after the waiter announced it is about to
+    wait -- of ``settle_us`` plus a random part drawn afresh for every wake,
+    uniform over 0..``settle_jitter_us`` whole microseconds, from a stream
+    fixed by ``seed`` and ``settle_stream`` (see
+    :func:`wakelab.core.drivers.settle_schedule_s`); every wait gives up after
+    ``timeout_s`` and counts a lost wake.
     ``planted_delay_us`` inserts a wait between ``t0`` and the notify call: it
     exists to prove that the harness sees a slow notify path, and any run that
     uses it says so in its evidence.  ``planted_after_us`` inserts one right
@@ -114,10 +123,28 @@ class MeasureParams:
     # schedule every interval_us; latency is taken from the scheduled instant).
     mode: str = "closed"
     interval_us: int = 1000
+    # The settle's random part, up to this many µs (0: every settle is settle_us).  A wait that
+    # polls instead of blocking (it sleeps P between checks) answers a notify at its next check: a
+    # fixed settle always lands at the same phase of the poll and reports a constant that is not
+    # the wait's latency, while a random part that spans P spreads the wakes over the period and
+    # shows it (wakelab.analysis.quality names the period).  The default spans polls of up to about
+    # 2 ms at an average cost of 1 ms a wake; an arm may ask for more (Arm.min_settle_jitter_us).
+    settle_jitter_us: int = DEFAULT_SETTLE_JITTER_US
+    # Seed of the random settles; None: the runner draws one as a run starts and records it, so a
+    # run is reproduced with --seed.  settle_stream: which of the seed's streams this measurement
+    # draws from -- the runner gives each worker of an arm its own (the arm's k-th worker: k).
+    seed: Optional[int] = None
+    settle_stream: int = 0
 
     @property
     def settle_s(self) -> float:
+        """The settle's fixed part, seconds."""
         return self.settle_us / 1e6
+
+    @property
+    def settle_max_s(self) -> float:
+        """The longest settle any wake can get (fixed and random parts), seconds: for bounds on waits."""
+        return (self.settle_us + max(0, self.settle_jitter_us)) / 1e6
 
     @property
     def planted_delay_ns(self) -> int:
@@ -305,6 +332,12 @@ class Arm:
     # How ``native`` relates to this arm: "matched" (same scope, waiter state and t1: the
     # ratio is the interpreter's share) or "nearest" (the closest C experiment, labelled so).
     native_match: Optional[str] = None
+    # The least random part of the settle this arm is measured with, µs: an arm whose wait is
+    # known to poll every P declares a part that spans P (more than the run's default), so that
+    # its wakes spread over the period instead of locking onto one phase (see
+    # MeasureParams.settle_jitter_us).  The runner applies it where it builds the arm's
+    # parameters (:meth:`params_for`) and records it in the arm's entry.
+    min_settle_jitter_us: int = 0
 
     @property
     def open_loop(self) -> bool:
@@ -316,6 +349,13 @@ class Arm:
 
     def unavailable_reason(self) -> Optional[str]:
         return self.requires()
+
+    def params_for(self, params: MeasureParams) -> MeasureParams:
+        """``params`` as this arm is measured with them: the settle's random part raised to
+        :attr:`min_settle_jitter_us` where the run's is smaller (a minimum, whatever the run asked)."""
+        if self.min_settle_jitter_us > params.settle_jitter_us:
+            return dataclasses.replace(params, settle_jitter_us=self.min_settle_jitter_us)
+        return params
 
     def describe(self) -> Dict[str, object]:
         """The arm's identity as plain data (for evidence and listings)."""

@@ -220,8 +220,36 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def fresh_seed() -> int:
+    """A seed for a run's random settles, drawn from the OS (32 bits: short enough to type back)."""
+    return int.from_bytes(os.urandom(4), "big")
+
+
+def seeded(plan: "RunPlan") -> "RunPlan":
+    """``plan`` with a seed for its random settles: its own, or a fresh one (:func:`fresh_seed`) that
+    the summary then records, so that ``--seed`` reproduces the run's settles."""
+    if plan.params.seed is not None:
+        return plan
+    return dataclasses.replace(plan, params=dataclasses.replace(plan.params, seed=fresh_seed()))
+
+
+def arm_params(params: MeasureParams, arm: Arm, repetition: int = 0, execution: Optional["Execution"] = None) -> MeasureParams:
+    """``params`` as ``arm`` is measured with them in ``repetition``: the settle's random part at least
+    the arm's own minimum (:meth:`~wakelab.core.model.Arm.params_for`), and the settle stream of the
+    repetition's first worker -- the arm's workers are numbered across the repetitions, worker k
+    drawing stream k (:func:`~wakelab.harness.workers.run_workers` numbers a repetition's own)."""
+    params = arm.params_for(params)
+    if execution is not None and repetition:
+        first = sum(workers_in_repetition(execution, r) for r in range(repetition))
+        params = dataclasses.replace(params, settle_stream=params.settle_stream + first)
+    return params
+
+
 def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, Any]:
     entry: Dict[str, Any] = dict(arm.describe())
+    if arm.kind == LATENCY and arm.params_for(params).settle_jitter_us != params.settle_jitter_us:
+        # The arm asked for a larger random part of the settle than the run's: say so where its figures are.
+        entry["settle_jitter_us"] = arm.params_for(params).settle_jitter_us
     entry.update(
         {
             "status": PENDING,
@@ -416,6 +444,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         _write_quietly(write, summary, plan.folder)
         return RunInterrupted(summary, plan.folder, signum)
 
+    plan = seeded(plan)
     write = bundle_writer(plan)
 
     started = time.perf_counter()
@@ -642,6 +671,7 @@ def _trace_arm(
         entry["trace"] = {"traced": False, "reason": reason}
         return
     emit("arm-trace", arm=arm.name)
+    plan = dataclasses.replace(plan, params=arm_params(plan.params, arm))
     session = sched_trace.SchedTrace()
     try:
         try:
@@ -823,7 +853,7 @@ def _run_arm(
     ``entry``; the arm is ``ok`` once its ``final`` repetition is in."""
     taken = taken if taken is not None else _Taken()
     repeat = max(1, plan.execution.repeat)
-    params = repetition_params(plan.params, arm.kind, repeat, repetition)
+    params = arm_params(repetition_params(plan.params, arm.kind, repeat, repetition), arm, repetition, plan.execution)
     arm_started = time.perf_counter()
     try:
         if plan.params.mode == "open" and not arm.open_loop:

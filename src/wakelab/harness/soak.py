@@ -115,7 +115,8 @@ def next_chunk_wakes(rate_per_s: Optional[float], left_s: float, params: Any, ch
     :data:`FIRST_CHUNK_S`.  Always within [:data:`MIN_CHUNK_WAKES`, :data:`MAX_CHUNK_WAKES`].
     """
     if rate_per_s is None:
-        per_wake_s = (params.interval_us if params.mode == "open" else params.settle_us) / 1e6 + 20e-6
+        settle_us = params.settle_us + getattr(params, "settle_jitter_us", 0) / 2  # the settle's mean
+        per_wake_s = (params.interval_us if params.mode == "open" else settle_us) / 1e6 + 20e-6
         target = min(FIRST_CHUNK_S, left_s) / per_wake_s
     else:
         target = rate_per_s * min(chunk_s, left_s)
@@ -376,6 +377,8 @@ def _soak_locked(
         if progress is not None:
             progress(event, info)
 
+    plan = runner.seeded(plan)
+    arm_params = arm.params_for(plan.params)  # the settle's random part: at least the arm's own minimum
     write = runner.bundle_writer(plan)
 
     started = time.perf_counter()
@@ -458,7 +461,7 @@ def _soak_locked(
                     break
                 # A chunk never runs past the next checkpoint: a crash loses one checkpoint interval at most.
                 budget = left if next_checkpoint is None else min(left, max(MIN_CHUNK_S, next_checkpoint - clock()))
-                wakes = next_chunk_wakes(rate, budget, plan.params, chunk_s)
+                wakes = next_chunk_wakes(rate, budget, arm_params, chunk_s)
                 if max_wakes is not None:
                     if state.n + state.lost >= max_wakes:
                         break
@@ -466,7 +469,8 @@ def _soak_locked(
                 room = raw_cap - len(state.kept)
                 if state.keeping and MIN_KEPT_CHUNK <= room < wakes:
                     wakes = room  # fill the raw samples up to the cap exactly, with whole chunks
-                params = dataclasses.replace(plan.params, n=wakes)
+                # Each chunk's worker draws its settles from a stream of its own (chunk k: stream k).
+                params = dataclasses.replace(arm_params, n=wakes, settle_stream=arm_params.settle_stream + state.chunks)
                 chunk_started = clock()
                 try:
                     result = run_workers(arm.name, params, execution.conditions, workers=1, python=execution.python, pool=pool)[0]

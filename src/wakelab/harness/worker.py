@@ -124,11 +124,11 @@ def _number(params: Dict[str, Any], key: str) -> float:
 def stall_after_s(params: Dict[str, Any]) -> float:
     """Seconds a worker measuring with ``params`` (a MeasureParams dict) may go without running.
 
-    The longest single wait of any arm -- the settle, both planted delays,
+    The longest single wait of any arm -- the settle (both its parts), both planted delays,
     the open-loop interval, then ``timeout_s`` plus the handshake slack --
     and :data:`STALL_GRACE_S`.
     """
-    wait_us = sum(_number(params, key) for key in ("settle_us", "planted_delay_us", "planted_after_us", "interval_us"))
+    wait_us = sum(_number(params, key) for key in ("settle_us", "settle_jitter_us", "planted_delay_us", "planted_after_us", "interval_us"))
     return STALL_GRACE_S + wait_us / 1e6 + _number(params, "timeout_s") + HANDSHAKE_SLACK_S
 
 

@@ -133,7 +133,7 @@ def worker_deadline_s(params: MeasureParams, kind: str = "latency") -> float:
     if kind == "rate":
         # A rate arm's call costs well under 100 µs even on a slow interpreter under load.
         return WORKER_GRACE_S + params.install_n * (params.rounds + params.warmup_rounds) * 2 * 100e-6
-    per_wake = params.settle_s + params.timeout_s + (params.planted_delay_ns + params.planted_after_ns) / 1e9 + 0.01
+    per_wake = params.settle_max_s + params.timeout_s + (params.planted_delay_ns + params.planted_after_ns) / 1e9 + 0.01
     if params.mode == "open":
         per_wake += params.interval_us / 1e6
     return WORKER_GRACE_S + (params.warmup + params.n) * per_wake
@@ -475,6 +475,8 @@ def run_workers(
     results: List[WorkerResult] = []
     for index, count in enumerate(counts):
         worker_params = dataclasses.replace(params, rounds=count) if kind_is_rate else dataclasses.replace(params, n=count)
+        # Each worker draws its settles from a stream of its own: the k-th from params' stream + k.
+        worker_params = dataclasses.replace(worker_params, settle_stream=params.settle_stream + index)
         request = {
             "protocol": 1,
             "arm": arm_name,

@@ -440,7 +440,8 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     if params.get("mode") == "open":
         timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
     else:
-        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % params.get("settle_us")
+        timing = "closed loop: blocked waiters settle %s before each notify, latency from t0" % _settle_text(
+            params, summary.get("arms") or [])
     items.append(
         "Timing: %s; %s warm-up wakes discarded per latency arm%s and %s short warm-up round(s) per rate arm; every wait "
         "times out after %s s (a lost wake)." % (timing, params.get("warmup"), "" if in_process else " (in each worker)",
@@ -602,6 +603,23 @@ def _word_warning(record: Mapping[str, Any]) -> str:
     return "%s%s: %s" % ("%s: " % arm if arm else "", kind, json.dumps(dict(f), sort_keys=True))
 
 
+def _settle_text(params: Mapping[str, Any], arms: Sequence[Mapping[str, Any]]) -> str:
+    """``1000 µs`` (a bundle from before random settles), or ``1000 µs plus a random 0-2000 µs (seed 7)``."""
+    text = "%s µs" % params.get("settle_us")
+    jitter = params.get("settle_jitter_us")
+    if jitter is None:
+        return text
+    if jitter:
+        seed = params.get("seed")
+        text += " plus a random 0-%s µs drawn for each wake%s" % (jitter, "" if seed is None else " (seed %s)" % seed)
+    else:
+        text += ", the same for every wake (no random part)"
+    own = ["%s 0-%s µs" % (a.get("name"), a["settle_jitter_us"]) for a in arms if isinstance(a, Mapping) and a.get("settle_jitter_us")]
+    if own:
+        text += " (a larger random part, the arm's own minimum: %s)" % ", ".join(own)
+    return text
+
+
 def format_arm_definitions(summary: Mapping[str, Any]) -> List[str]:
     lines: List[str] = []
     for a in summary.get("arms", []):
@@ -639,6 +657,10 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
             arm_files.append(str(origin.get("path")))
     for path in arm_files:  # user-defined arms: the files they came from (entry points need no option)
         cli += " --arm-file %s" % shlex.quote(path)
+    if params.get("settle_jitter_us") is not None:  # absent from bundles before random settles
+        cli += " --settle-jitter-us %s" % params["settle_jitter_us"]
+        if params.get("seed") is not None:
+            cli += " --seed %s" % params["seed"]
     if params.get("planted_delay_us"):
         cli += " --planted-delay-us %s" % params["planted_delay_us"]
     if params.get("placement") not in (None, "any"):

@@ -50,6 +50,27 @@ the same short path in every driver; ``bench/notify_tail.py`` bounds its cost
 part of what a Python program pays too, since a real notifier carries on
 running after its notify.
 
+The settle, fixed and random
+----------------------------
+A blocked waiter announces its wait, and the notifier lets a settle pass
+before ``t0`` so that the waiter is parked when the notify comes.  Each
+wake's settle is ``params.settle_us`` plus a random part, uniform over
+``0..params.settle_jitter_us`` whole microseconds (:func:`settle_schedule_s`).
+Why random: a wait that does not block in the kernel but polls -- checks,
+sleeps P, checks again (``concurrent.interpreters.Queue.get()`` retries every
+10 ms) -- answers a notify at its next check, and that check's phase is set
+by when the wait began, that is, by the settle.  A fixed settle lands on the
+same phase every time and reports a constant (p50 183 µs with a fixed 20 ms
+settle against 4.4 ms with a random one, for that queue); a random part that
+spans P lands everywhere in the period, so the wakes spread evenly up to P,
+which :mod:`wakelab.analysis.quality` recognises and names.  For a wait that
+blocks, the settle's length changes nothing but the idle state the CPU has
+reached.  The schedule is drawn before the first wake (no draw inside the
+loop), from a ``random.Random`` seeded with ``params.seed``,
+``params.settle_stream`` and the caller's ``stream``: the same seed gives
+the same settles, on any interpreter.  The C floor is given the same
+schedule (:mod:`wakelab.core.drivers.floor`).
+
 Planted delays (self-tests)
 ---------------------------
 ``params.planted_delay_us`` puts a wait of that length between ``t0`` and the
@@ -65,6 +86,7 @@ a held GIL.
 from __future__ import annotations
 
 import dataclasses
+import random
 import threading
 import time
 from typing import Callable, Dict, List, Optional
@@ -198,6 +220,34 @@ def planted_wait(deadline_ns: int) -> None:
         time.sleep(remaining / 1e9)
     while now_ns() < deadline_ns:
         pass
+
+
+def settle_schedule_us(params: MeasureParams, stream: int = 0) -> List[int]:
+    """Each wake's settle in whole microseconds, for ``params.total_wakes`` wakes (warm-up included).
+
+    ``params.settle_us`` plus a part drawn uniformly from ``0..params.settle_jitter_us``
+    (inclusive), from a ``random.Random`` seeded with ``params.seed`` (0 when
+    None: a measurement started outside the runner), ``params.settle_stream``
+    (the worker's stream, set by the runner) and ``stream`` (a driver that
+    needs a second schedule in one measurement asks for stream 1).  Equal
+    arguments give equal schedules on every Python 3.9+ and PyPy (a string seed
+    is hashed with SHA-512, and ``random()`` is the same Mersenne Twister
+    everywhere); a longer run's schedule starts with a shorter one's.  With no
+    random part every settle is ``settle_us``.
+    """
+    fixed = params.settle_us
+    jitter = params.settle_jitter_us
+    total = params.total_wakes
+    if jitter <= 0:
+        return [fixed] * total
+    draw = random.Random("wakelab-settle %d %d %d" % (params.seed or 0, params.settle_stream, stream)).random
+    span = jitter + 1  # 0..jitter inclusive
+    return [fixed + int(draw() * span) for _ in range(total)]
+
+
+def settle_schedule_s(params: MeasureParams, stream: int = 0) -> List[float]:
+    """Each wake's settle in seconds (:func:`settle_schedule_us`), ready for ``time.sleep``."""
+    return [us / 1e6 for us in settle_schedule_us(params, stream)]
 
 
 def notify_step(

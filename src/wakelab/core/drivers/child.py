@@ -111,7 +111,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, t0_info, wake_t0_log
+from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, settle_schedule_s, t0_info, wake_t0_log
 from wakelab.core.drivers import child_side
 from wakelab.core.drivers.child_side import OPEN, QUIT, WaitSide
 from wakelab.core.drivers.thread import match_open_loop
@@ -638,7 +638,7 @@ def _drive_closed(
     poller.register(session.conn.fileno(), select.POLLIN)
     wait_reply = poller.poll
     reply_ms = _poll_ms(handshake_s)
-    settle_s = params.settle_s
+    settles = settle_schedule_s(params)
     sleep = time.sleep
     total = params.total_wakes
     stale = 0
@@ -651,7 +651,7 @@ def _drive_closed(
         _, armed = session.expect(("ready",), handshake_s, phase)
         if armed != index:
             raise session.fault("armed wake %r instead of %d" % (armed, index), phase)
-        sleep(settle_s)
+        sleep(settles[index])
         notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
         t0 = step()
         if not wait_reply(reply_ms):

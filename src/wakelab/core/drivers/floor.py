@@ -15,7 +15,11 @@ owns the whole wake loop -- handshake, settle, ``t0``, the planted waits, the
 notify, ``t1``, lost and stale wakes -- the way :mod:`wakelab.core.drivers.thread`
 owns it for a Python waiter thread.  Its timed step is chosen once per run and
 is exactly ``t0 = clock(); notify();``, then the notifier blocks on its
-completion handshake; ``t0`` is taken after the settle sleep.  The self-test
+completion handshake; ``t0`` is taken after the settle sleep.  The settles
+are the Python drivers' own (:func:`~wakelab.core.drivers.settle_schedule_us`,
+fixed part plus random part, wake for wake), handed to the binary on its
+stdin (``settles=1``), so that a C floor sleeps what its Python arm sleeps and
+the two reach the same idle states.  The self-test
 step adds ``params.planted_delay_us`` between ``t0`` and the notify (it must
 show in every sample) and ``params.planted_after_us`` right after the notify
 (it must not); both sleep and spin only their last 200 µs, as
@@ -65,7 +69,7 @@ import tempfile
 import threading
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.core.drivers import recording_t0
+from wakelab.core.drivers import recording_t0, settle_schedule_us
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, RawRate
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_for
 
@@ -346,7 +350,7 @@ def _run_timeout_s(experiment: str, params: MeasureParams) -> float:
         ops = (params.rounds + params.warmup_rounds) * params.install_n
         return 30.0 + ops * 20e-6
     planted_s = (params.planted_delay_us + params.planted_after_us) / 1e6
-    per_wake = params.settle_s + params.timeout_s + planted_s + 0.05
+    per_wake = params.settle_max_s + params.timeout_s + planted_s + 0.05
     return 30.0 + params.total_wakes * per_wake
 
 
@@ -354,20 +358,25 @@ def run_floor(
     experiment: str,
     params: MeasureParams,
     extra: Optional[Mapping[str, int]] = None,
+    stdin_text: Optional[str] = None,
 ) -> str:
     """Run the native floor's ``experiment`` and return its stdout.
 
     ``extra`` passes further ``key=value`` parameters (tests use ``lose_every``
-    to make the notifier skip wakes).  Raises :class:`NativeFloorError` if the
-    binary cannot start, times out, or exits with an error.
+    to make the notifier skip wakes); ``stdin_text``, when given, is the
+    binary's stdin (the settles of ``settles=1``).  Raises
+    :class:`NativeFloorError` if the binary cannot start, times out, or exits
+    with an error.
     """
     binary = floor_binary()
     argv = [binary.path, experiment] + _floor_args(params, extra)
     timeout_s = _run_timeout_s(experiment, params)
+    feed = None if stdin_text is None else stdin_text.encode("ascii")
     try:
         proc = subprocess.run(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if feed is None else None,
+            input=feed,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             timeout=timeout_s,
@@ -567,7 +576,12 @@ def measure_latency(
     extra = dict(extra or {}, cpus=1)  # each wake's CPUs, read outside the window (thread experiments)
     if traced:
         extra["stamps"] = 1
-    text, stamps = split_stamps(run_floor(experiment, params, extra), experiment)
+    settles = None
+    if params.settle_jitter_us > 0:
+        # The same random settles the Python drivers sleep, wake for wake (the module docstring).
+        extra["settles"] = 1
+        settles = " ".join(str(us) for us in settle_schedule_us(params)) + "\n"
+    text, stamps = split_stamps(run_floor(experiment, params, extra, settles), experiment)
     text, cpus = split_cpus(text, experiment)
     records = parse_latency_records(text, experiment)
     wakes = [None if isinstance(r, str) else r for r in records]

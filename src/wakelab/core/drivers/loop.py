@@ -88,7 +88,9 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional
 
-from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, recording_t0, t0_info, wake_t0_log
+from wakelab.core.drivers import (
+    HarnessError, handshake_timeout_s, native_tid, notify_step, recording_t0, settle_schedule_s, t0_info, wake_t0_log,
+)
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_reader, current_cpu, enter_role, preserved_affinity
 
@@ -263,8 +265,8 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
     step = notify_step(params, path.notify, bind=path.bind, after=after)
     first_leg = path.first_leg
     handshake_s = handshake_timeout_s(params)
-    settle_s = params.settle_s
-    grace_s = max(settle_s, LATE_GRACE_S)
+    settles = settle_schedule_s(params)
+    grace_s = max(params.settle_s, LATE_GRACE_S)
     call_soon = loop.call_soon_threadsafe
     arm = side.arm
     ready = side.ready
@@ -283,7 +285,7 @@ def _notify_wakes(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: 
         call_soon(arm, index)
         if not ready.wait(handshake_s) or side.error is not None:
             raise HarnessError("the event loop did not announce it was idle: %r" % (side.error,))
-        time.sleep(settle_s)
+        time.sleep(settles[index])
         notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
         t0 = step()
         if not done_wait(handshake_s):

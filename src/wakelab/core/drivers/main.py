@@ -67,7 +67,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
-from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, recording_t0, t0_info
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, recording_t0, settle_schedule_s, t0_info
 from wakelab.core.drivers.thread import last_notify_answered, match_open_loop
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_reader, current_cpu, enter_role, preserved_affinity
@@ -177,7 +177,7 @@ def _drive_closed(
             old_mask = _enter_notifier_role(params, block)
             box["tid"] = native_tid()
             started.set()
-            settle_s = params.settle_s
+            settles = settle_schedule_s(params)
             done_wait = done.wait
             for index in range(total):
                 if not go.wait(handshake_s):
@@ -186,7 +186,7 @@ def _drive_closed(
                 if box["stop"]:
                     break
                 box["waking"] = True
-                time.sleep(settle_s)
+                time.sleep(settles[index])
                 if notifier_cpus is not None:
                     notifier_cpus[index] = getcpu()  # type: ignore[misc]  # before t0: outside the window
                 t0 = step()

@@ -62,7 +62,7 @@ import threading
 import time
 from typing import Any, Awaitable, Callable, Coroutine, Dict, Optional, Tuple
 
-from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, t0_info, wake_t0_log
+from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step, settle_schedule_s, t0_info, wake_t0_log
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency
 from wakelab.core.placement import WAITER, cpu_reader, current_cpu, enter_role
 
@@ -221,7 +221,7 @@ def _notify_wakes(params: MeasureParams, side: _WaiterSide) -> Tuple[LatencyColl
     getcpu = cpu_reader()
     waiter_cpus, notifier_cpus = collector.record_cpus() if getcpu is not None else (None, None)
     handshake_s = handshake_timeout_s(params)
-    settle_s = params.settle_s
+    settles = settle_schedule_s(params)
     go, ready, done = side.go, side.ready, side.done
     done_wait = done.wait
     t0s = wake_t0_log(params)
@@ -233,7 +233,7 @@ def _notify_wakes(params: MeasureParams, side: _WaiterSide) -> Tuple[LatencyColl
         go.set()
         if not ready.wait(handshake_s) or side.error is not None:
             raise HarnessError("the waiter task did not announce its wait: %r" % (side.error,))
-        time.sleep(settle_s)
+        time.sleep(settles[index])
         notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
         t0 = step()
         if not done_wait(handshake_s):

@@ -12,7 +12,7 @@ Closed loop (the default), per wake::
     notifier                          waiter
     reset(); go.set()  ------------>  ready.set()          (outside the window)
     ready.wait()       <------------  wait(timeout)        parks in the kernel
-    sleep(settle)
+    sleep(settle)                     (this wake's: fixed + random part)
     t0 = notify_step()                (see wakelab.core.drivers: t0, notify)
     done.wait()                       t1 = first statement after the wait
                        <------------  done.set()
@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, t0_info, wake_t0_log
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, settle_schedule_s, t0_info, wake_t0_log
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import WAITER, cpu_reader, current_cpu, enter_role
 
@@ -91,7 +91,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
     thread = threading.Thread(target=waiter, name=name, daemon=True)
     thread.start()
     handshake_s = handshake_timeout_s(params)
-    settle_s = params.settle_s
+    settles = settle_schedule_s(params)
     done_wait = done.wait
     stale = 0
     try:
@@ -103,7 +103,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
             go.set()
             if not ready.wait(handshake_s) or box["error"] is not None:
                 raise HarnessError("waiter thread did not announce itself: %r" % (box["error"],))
-            time.sleep(settle_s)
+            time.sleep(settles[index])
             notified_on = getcpu() if getcpu is not None else -1  # before t0: outside the window
             t0 = step()
             if not done_wait(handshake_s):

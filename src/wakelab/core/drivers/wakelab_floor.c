@@ -27,7 +27,9 @@
  *       returns (after the read, for a wait that reads, such as recv), or
  *       the first statement of the signal handler;
  *   blocked waiters announce that they are about to wait, then the notifier
- *   lets settle_us pass before t0; every wait is bounded by timeout_ms and a
+ *   lets the wake's settle pass before t0 -- settle_us, or with settles=1
+ *   the wake's own value read from stdin (wakelab's random settles, the
+ *   same schedule its Python drivers sleep); every wait is bounded by timeout_ms and a
  *   wake that does not arrive is printed as "lost"; a wake whose t1 is
  *   before its t0 answered an older notify and is printed as "stale".
  *   Handshake waits (outside the timed window) are bounded too; if one
@@ -50,7 +52,9 @@
  *         pinned) lose_every (fault injection for tests: the notifier skips
  *         every lose_every-th notify, so that wake is lost) stamps (1: add
  *         the traced-run trailer described below) cpus (1: add the per-wake
- *         CPU trailer described below)
+ *         CPU trailer described below) settles (1: read warmup + n whole
+ *         numbers of microseconds from stdin, whitespace-separated, the
+ *         settle of each wake in turn, instead of settle_us for every one)
  *   EXPERIMENT "selftest" only prints "wakelab-floor FORMAT ok".
  *
  * Output (stdout), format version FLOOR_FORMAT:
@@ -135,9 +139,12 @@ typedef struct {
     long parent_pid;   /* 0: not watched; else die with that parent (PR_SET_PDEATHSIG) */
     long stamps;       /* 1: print each wake's t0 and both sides' thread ids (traced runs) */
     long cpus;         /* 1: print each wake's CPUs (thread experiments) */
+    long settles;      /* 1: each wake's settle (us) is read from stdin (SETTLES) */
 } params_t;
 
-static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0};
+static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0, 0};
+/* With settles=1: each wake's settle in us, read before the first wake (NULL: settle_us each). */
+static long *SETTLES = NULL;
 
 /* The CPU each side last ran on, read at the end of its loop (-1: unknown). */
 static int notifier_cpu_seen = -1;
@@ -232,6 +239,26 @@ static void sleep_us(long us)
 {
     if (us > 0)
         sleep_until_ns(now_ns() + (int64_t)us * 1000);
+}
+
+/* This wake's settle in us: its value from stdin with settles=1, else settle_us. */
+static long settle_of(long i)
+{
+    return SETTLES ? SETTLES[i] : P.settle_us;
+}
+
+/* settles=1: read total settles (whole us, 0..1e9) from stdin before the first wake. */
+static void read_settles(long total)
+{
+    SETTLES = calloc(total > 0 ? (size_t)total : 1, sizeof *SETTLES);
+    if (!SETTLES)
+        fail("out of memory", 0);
+    for (long i = 0; i < total; i++) {
+        long value;
+        if (scanf("%ld", &value) != 1 || value < 0 || value > 1000000000L)
+            failf("settles=1: expected %ld settles (whole microseconds) on stdin, got %ld", total, i);
+        SETTLES[i] = value;
+    }
 }
 
 /* Pin the calling thread to cpu (no-op for -1). */
@@ -555,7 +582,7 @@ static void *notifier_loop(void *unused)
             fail("waiter thread did not announce itself", 0);
         pthread_mutex_unlock(&ctl_lock);
 
-        sleep_us(P.settle_us);
+        sleep_us(settle_of(i));
         int notified_on = NCPUS ? sched_getcpu() : -1; /* before t0: outside the timed window */
         int64_t t0 = fire();
 
@@ -1275,7 +1302,7 @@ static void run_process_experiment(const process_experiment_t *exp, int64_t *sam
         if (m.value != i)
             failf("waiter child armed wake %lld instead of %ld", (long long)m.value, i);
 
-        sleep_us(P.settle_us);
+        sleep_us(settle_of(i));
         int notified_on = NCPUS ? sched_getcpu() : -1; /* before t0: outside the timed window */
         int64_t t0 = fire();
 
@@ -1511,7 +1538,7 @@ static void usage(const char *msg)
     fprintf(stderr,
             " native-sigaction-install selftest\n"
             "keys: n warmup settle_us timeout_ms planted_delay_us planted_after_us install_n\n"
-            "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every stamps\n");
+            "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every stamps cpus settles\n");
     exit(2);
 }
 
@@ -1537,6 +1564,7 @@ static void parse_param(const char *arg)
         {"parent_pid", &P.parent_pid, 0},
         {"stamps", &P.stamps, 0},
         {"cpus", &P.cpus, 0},
+        {"settles", &P.settles, 0},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -1649,6 +1677,8 @@ int main(int argc, char **argv)
     long total = P.warmup + P.n;
     int64_t *samples = alloc_samples(total);
     int with_waiter = 1;
+    if (P.settles)
+        read_settles(total);
     if (P.stamps)
         T0S = alloc_samples(total);
     if (P.cpus && (EXPERIMENTS[k].thread || EXPERIMENTS[k].process)) {
