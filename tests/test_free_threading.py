@@ -87,6 +87,51 @@ def test_gil_ab_says_what_removing_the_gil_did() -> None:
     assert ab["tables"][0]["rows"][1][4] == "15.7 / 55000 / 16.0"
 
 
+def test_gil_ab_pairs_each_free_threaded_build_with_its_own_release() -> None:
+    # 3.13 and 3.14, each with its GIL build and its free-threaded build: a 3.14t cell must never be set
+    # beside the 3.13 GIL build, and every row and table says which release it is.
+    doc = _doc({(GIL_BUILD, 0): (6000, 9000, 10000), (NO_GIL, 0): (12000, 18000, 20000)})
+    later = _doc({(GIL_BUILD, 0): (5000, 8000, 9000), (NO_GIL, 0): (5000, 8000, 9000)})
+    for cell, row in zip(later["cells"], later["arms"][0]["rows"]):
+        cell["label"] = row["cell"] = "late-" + cell["label"]
+        cell["interpreter"] = dict(cell["interpreter"], version="3.14.10")
+    doc["cells"] += later["cells"]
+    doc["arms"][0]["rows"] += later["arms"][0]["rows"]
+    ab = gil_ab(doc)
+    assert [(r["release"], r["p50"]["ratio"]) for r in ab["rows"]] == [("3.13", 2.0), ("3.14", 1.0)]
+    assert [s["release"] for s in ab["summary"]] == ["3.13", "3.14"]
+    assert ab["tables"][0]["header"][0] == "release" and [r[0] for r in ab["tables"][0]["rows"]] == ["3.13", "3.14"]
+    text = " ".join(ab["sentences"])
+    assert "CPython 3.13, no busy thread, placement split" in text and "p50 grew (6.00 → 12.0 µs, 2.0×" in text
+    assert "CPython 3.14, no busy thread, placement split" in text and "p50 stayed about the same (5.00 → 5.00 µs" in text
+    # One release: no release column, no release key (the single-release tables stay as they were).
+    single = gil_ab(_doc({(GIL_BUILD, 0): (6000, 9000, 10000), (NO_GIL, 0): (12000, 18000, 20000)}))
+    assert "release" not in single["rows"][0] and single["tables"][0]["header"][0] == "busy threads"
+
+
+def test_the_lab_takes_a_column_trio_for_every_release_with_both_builds(tmp_path, monkeypatch) -> None:
+    from test_interpreters import fake_python
+
+    from wakelab.harness.interpreters import Interpreter, free_threading_pairs
+
+    monkeypatch.delenv("PYTHON_GIL", raising=False)
+
+    def make(folder, name, version, ft):
+        path = fake_python(tmp_path / folder / name, version=version, free_threaded=ft)
+        return Interpreter(path, tuple(int(p) for p in version.split(".")), "cpython", ft, gil_enabled=False if ft else None)
+
+    g13, t13 = make("a", "python3.13", "3.13.5", False), make("a", "python3.13t", "3.13.5", True)
+    g14, t14 = make("b", "python3.14", "3.14.10", False), make("b", "python3.14t", "3.14.10", True)
+    t15 = make("c", "python3.15t", "3.15.2", True)  # no 3.15 GIL build: no pair
+    g12 = make("d", "python3.12", "3.12.1", False)  # no 3.12t: no pair
+    assert free_threading_pairs([t15, g14, t13, g12, t14, g13]) == [(g13, t13), (g14, t14)]
+    columns = free_threading_pythons([t15, g14, t13, g12, t14, g13], cache=str(tmp_path / "cache"))
+    assert [label for _, label in columns] == ["cpython-3.13.5", "cpython-3.13.5t", "cpython-3.13.5t-gil",
+                                               "cpython-3.14.10", "cpython-3.14.10t", "cpython-3.14.10t-gil"]
+    with pytest.raises(ValueError, match=r"needs the GIL build of CPython 3.15 beside"):
+        free_threading_pythons([t15, g14], cache=str(tmp_path / "cache"))
+
+
 def test_gil_ab_without_a_pair_says_so() -> None:
     ab = gil_ab(_doc({(GIL_BUILD, 0): (6000, 9000, 10000)}))
     assert ab["sentences"] == ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the "

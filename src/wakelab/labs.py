@@ -328,6 +328,19 @@ def interpreter_role(interp: Optional[Mapping[str, Any]]) -> Optional[str]:
     return GIL_BUILD
 
 
+def interpreter_release(interp: Optional[Mapping[str, Any]]) -> str:
+    """``3.13`` for a run's interpreter record (its free-threaded build too); ``""`` when it does not say."""
+    version = str((interp or {}).get("version") or "")
+    return ".".join(version.split(".")[:2]).rstrip("t")
+
+
+def _release_order(release: str) -> Tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in release.split(".") if part)
+    except ValueError:
+        return ()
+
+
 def _fig(row: Mapping[str, Any], key: str) -> Optional[float]:
     lat = row.get("latency") or {}
     value = lat.get(key)
@@ -365,18 +378,25 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
 
     cells = {str(c.get("label")): c for c in doc.get("cells") or []}
     roles = {label: interpreter_role(c.get("interpreter")) for label, c in cells.items()}
+    releases = {label: interpreter_release(c.get("interpreter")) for label, c in cells.items()}
+    # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
+    # with its own release's GIL build, and every row and table says which release.
+    several = len({releases[label] for label, role in roles.items() if role is not None}) > 1
     rows: List[Dict[str, Any]] = []
     for arm in doc.get("arms") or []:
-        groups: Dict[Tuple[str, int], Dict[str, Mapping[str, Any]]] = {}
+        groups: Dict[Tuple[str, str, int], Dict[str, Mapping[str, Any]]] = {}
         for row in arm.get("rows") or []:
             cell = cells.get(str(row.get("cell")))
             role = roles.get(str(row.get("cell")))
             if cell is None or role is None or row.get("kind") == "rate" or not row.get("latency"):
                 continue
             dims = cell.get("dimensions") or {}
-            groups.setdefault((str(dims.get("placement")), int(dims.get("cpu_threads") or 0)), {}).setdefault(role, row)
-        for (placement, busy), by_role in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            key = (releases[str(row.get("cell"))] if several else "", str(dims.get("placement")), int(dims.get("cpu_threads") or 0))
+            groups.setdefault(key, {}).setdefault(role, row)
+        for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
             entry: Dict[str, Any] = {"arm": arm.get("name"), "placement": placement, "cpu_threads": busy}
+            if several:
+                entry["release"] = release
             for key in ("p50", "p99", "max"):
                 values: Dict[str, Optional[float]] = {role: _fig(by_role[role], key + "_ns") for role in by_role}
                 values["ratio"] = _ratio(values.get(NO_GIL), values.get(GIL_BUILD))
@@ -384,9 +404,12 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
                 entry[key] = values
             rows.append(entry)
     summary: List[Dict[str, Any]] = []
-    for busy, placement in sorted({(r["cpu_threads"], r["placement"]) for r in rows}):
-        mine = [r for r in rows if (r["cpu_threads"], r["placement"]) == (busy, placement)]
+    for release, busy, placement in sorted({(r.get("release", ""), r["cpu_threads"], r["placement"]) for r in rows},
+                                           key=lambda k: (_release_order(k[0]), k[1], k[2])):
+        mine = [r for r in rows if (r.get("release", ""), r["cpu_threads"], r["placement"]) == (release, busy, placement)]
         item: Dict[str, Any] = {"cpu_threads": busy, "placement": placement, "arms": len(mine)}
+        if several:
+            item["release"] = release
         for key in ("p50", "p99", "max"):
             figures: Dict[str, Any] = {k: _median([r[key].get(k) for r in mine]) for k in (GIL_BUILD, NO_GIL, FORCED_GIL)}
             # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
@@ -407,6 +430,11 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
                      format_ratio(r["p50"]["ratio"]), format_ratio(r["p99"]["ratio"]), format_ratio(r["max"]["ratio"])] for r in rows]
     detail_header = ["arm", "busy", "placement", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
                      "no GIL ÷ GIL: p50", "p99", "max"]
+    if several:
+        header = ["release"] + header
+        detail_header = ["release"] + detail_header
+        summary_table = [[s["release"]] + line for s, line in zip(summary, summary_table)]
+        detail_table = [[r["release"]] + line for r, line in zip(rows, detail_table)]
     return {
         "title": "WHAT REMOVING THE GIL DID (medians over the arms; each figure from this run)",
         "roles": dict(ROLE_TITLES),
@@ -436,7 +464,8 @@ def _ways(figures: Mapping[str, Any]) -> str:
 
 
 def _where(items: Sequence[Mapping[str, Any]]) -> str:
-    return "; ".join("%d busy, %s" % (s["cpu_threads"], s["placement"]) for s in items)
+    return "; ".join("%s%d busy, %s" % ("%s: " % s["release"] if s.get("release") else "", s["cpu_threads"], s["placement"])
+                     for s in items)
 
 
 def _gil_sentences(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
@@ -448,11 +477,14 @@ def _gil_sentences(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[
     for s in summary:
         busy = s["cpu_threads"]
         load = "no busy thread" if busy == 0 else "%d busy Python thread%s" % (busy, "" if busy == 1 else "s")
+        if s.get("release"):
+            load = load[0].lower() + load[1:]
         p50, p99, worst = s["p50"], s["p99"], s["max"]
+        release = "CPython %s, " % s["release"] if s.get("release") else ""
         out.append(
-            "%s, placement %s (median of %d arm%s): without the GIL p50 %s (%s → %s µs, %s; %s), p99 %s (%s → %s µs, "
+            release + "%s, placement %s (median of %d arm%s): without the GIL p50 %s (%s → %s µs, %s; %s), p99 %s (%s → %s µs, "
             "%s; %s), worst case %s (%s → %s µs, %s; %s)." % (
-                load[0].upper() + load[1:], s["placement"], s["arms"], "" if s["arms"] == 1 else "s",
+                load if s.get("release") else load[0].upper() + load[1:], s["placement"], s["arms"], "" if s["arms"] == 1 else "s",
                 _change(p50["ratio"]), us(p50[GIL_BUILD]), us(p50[NO_GIL]), ratio(p50["ratio"]), _ways(p50),
                 _change(p99["ratio"]), us(p99[GIL_BUILD]), us(p99[NO_GIL]), ratio(p99["ratio"]), _ways(p99),
                 _change(worst["ratio"]), us(worst[GIL_BUILD]), us(worst[NO_GIL]), ratio(worst["ratio"]), _ways(worst),
@@ -486,7 +518,7 @@ def _gil_sentences(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[
             "PYTHON_GIL=1 on the free-threaded build (the same binary with its GIL back on), p99 against the GIL "
             "build's: %s. Where it tracks the GIL build, the difference above is the GIL's; where it does not, the "
             "free-threaded build with its GIL on behaves unlike the GIL build, and the difference is not the GIL's alone."
-            % "; ".join("%d busy, %s: %s" % (s["cpu_threads"], s["placement"], ratio(s["p99"]["forced_ratio"])) for s in forced)
+            % "; ".join("%s: %s" % (_where([s]), ratio(s["p99"]["forced_ratio"])) for s in forced)
         )
     return out
 
@@ -501,10 +533,11 @@ LAB_FREE_THREADING = Lab(
     arms=("event", "lock-handoff", "queue", "simplequeue", "pipe", "eventfd"),
     params=MeasureParams(n=300),
     methodology=(
-        "One CPython release three ways, by default: its GIL build, its free-threaded build (GIL off), and the "
-        "free-threaded build run with PYTHON_GIL=1 (its GIL back on); wakelab interpreters build 3.13t makes the "
-        "first two from one source with the same flags. Each is a column of the table; each cell of the grid is "
-        "a complete run of its own under cells/.",
+        "Every CPython release found with both builds (3.13 and 3.13t, 3.14 and 3.14t ...) three ways, by default: "
+        "its GIL build, its free-threaded build (GIL off), and the free-threaded build run with PYTHON_GIL=1 (its GIL "
+        "back on); wakelab interpreters build 3.13t makes the first two from one source with the same flags. Each is "
+        "a column of the table, a free-threaded build only ever set beside its own release's GIL build; each cell of "
+        "the grid is a complete run of its own under cells/.",
         "Busy threads (0, 1, 2) are pure-Python loops in the measuring process, started before the arm: under a GIL "
         "they compete with the waiter for it; without one they compete for CPUs only. Placement same pins the "
         "notifier, the waiter and the busy threads to one CPU; split puts the waiter on a second CPU, the busy "

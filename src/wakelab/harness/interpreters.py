@@ -631,22 +631,45 @@ def free_threading_pair(found: Iterable[Interpreter]) -> Tuple[Optional[Interpre
     return (near[-1] if near else None), ft
 
 
+def free_threading_pairs(found: Iterable[Interpreter]) -> List[Tuple[Interpreter, Interpreter]]:
+    """Every ``(GIL build, free-threaded build)`` pair of one CPython release found, oldest release first.
+
+    One pair per minor version that has both builds (the pair :func:`free_threading_pair` picks
+    among that release's interpreters): 3.13 and 3.13t, 3.14 and 3.14t, ...
+    """
+    found = list(found)
+    cpython = [i for i in found if i.implementation == "cpython" and unusable_reason(i) is None]
+    releases = sorted({i.version[:2] for i in cpython if i.free_threaded and not i.gil})
+    pairs: List[Tuple[Interpreter, Interpreter]] = []
+    for release in releases:
+        gil, ft = free_threading_pair(i for i in cpython if i.version[:2] == release)
+        if gil is not None and ft is not None:
+            pairs.append((gil, ft))
+    return pairs
+
+
 def free_threading_pythons(found: Optional[Iterable[Interpreter]] = None, cache: Optional[str] = None) -> List[Tuple[str, str]]:
-    """``[(path, label)]`` of the free-threading lab's three columns: the GIL build, the free-threaded
-    build, and a launcher that runs the free-threaded build with ``PYTHON_GIL=1``.
+    """``[(path, label)]`` of the free-threading lab's columns: for every CPython release whose GIL build and
+    free-threaded build are both here (:func:`free_threading_pairs`), the GIL build, the free-threaded
+    build, and a launcher that runs the free-threaded build with ``PYTHON_GIL=1``, release by release.
 
     :class:`ValueError` with one line when this machine has no such pair.
     """
-    gil, ft = free_threading_pair(discover(cache=cache) if found is None else found)
-    hint = ("build both with 'wakelab interpreters build 3.13t' (about 6 minutes each on 2 cores), "
-            "or name them with --python GIL_BUILD --python FREE_THREADED_BUILD")
-    if ft is None:
-        raise ValueError("the free-threading lab needs a free-threaded CPython (3.13t or newer) and none was found: " + hint)
-    if gil is None:
+    found = list(discover(cache=cache) if found is None else found)
+    pairs = free_threading_pairs(found)
+    if not pairs:
+        gil, ft = free_threading_pair(found)
+        hint = ("build both with 'wakelab interpreters build 3.13t' (about 6 minutes each on 2 cores), "
+                "or name them with --python GIL_BUILD --python FREE_THREADED_BUILD")
+        if ft is None:
+            raise ValueError("the free-threading lab needs a free-threaded CPython (3.13t or newer) and none was found: " + hint)
         raise ValueError("the free-threading lab needs the GIL build of CPython %d.%d beside %s and none was found: %s"
                          % (ft.version[:2] + (ft.path, hint)))
-    launcher = gil_launcher(ft, cache)
-    forced = probe(launcher)
-    if forced is None or not forced.gil:
-        raise ValueError("%s does not turn the GIL on with PYTHON_GIL=1 (launcher %s)" % (ft.path, launcher))
-    return [(gil.path, gil.label), (ft.path, ft.label), (launcher, forced.label)]
+    columns: List[Tuple[str, str]] = []
+    for gil, ft in pairs:
+        launcher = gil_launcher(ft, cache)
+        forced = probe(launcher)
+        if forced is None or not forced.gil:
+            raise ValueError("%s does not turn the GIL on with PYTHON_GIL=1 (launcher %s)" % (ft.path, launcher))
+        columns += [(gil.path, gil.label), (ft.path, ft.label), (launcher, forced.label)]
+    return columns
