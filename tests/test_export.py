@@ -451,7 +451,7 @@ def test_pyperf_leaves_out_what_it_cannot_hold(tmp_path, lab135_summary, capsys)
 def test_pyperf_missing_is_one_clear_error(tmp_path, lab135_summary, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pyperf", None)  # import pyperf -> ImportError
     evidence = load_evidence(write_bundle(tmp_path / "run", lab135_summary))
-    with pytest.raises(UsageError, match=r"--format pyperf needs the pyperf package: pip install 'pyperf>="):
+    with pytest.raises(UsageError, match=r"--format pyperf needs the pyperf package, which is not installed: pip install 'wakelab\[pyperf\]'"):
         EXPORTERS["pyperf"].serialize(evidence)
 
 

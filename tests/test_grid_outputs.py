@@ -110,7 +110,7 @@ def test_the_planted_tail_regression_has_the_figures_it_claims(tail_grid) -> Non
     (None, 2.0, "slower", True),
 ])
 def test_ratio_tone_needs_p50_and_p99_for_green(p50, p99, css, tail_worse) -> None:
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("plotly")
     from wakelab.report.html import ratio_tone
 
     tone = ratio_tone(p50, p99)
@@ -126,7 +126,6 @@ def _matrix_rows(page: str, arm: str) -> Dict[str, str]:
 
 
 def test_report_of_a_grid_never_draws_a_worse_tail_green(tail_grid, tmp_path, capsys) -> None:
-    pytest.importorskip("matplotlib")
     pytest.importorskip("plotly")
     out = str(tmp_path / "r.html")
     status, _, err = cli(capsys, "report", tail_grid, "-o", out)
@@ -154,7 +153,6 @@ def test_report_of_a_grid_never_draws_a_worse_tail_green(tail_grid, tmp_path, ca
 
 def test_without_the_tail_regression_a_faster_cell_is_green(tmp_path, lab135_summary, capsys) -> None:
     """The guard is the tail, not a refusal to colour: a cell faster at p50 and p99 is green."""
-    pytest.importorskip("matplotlib")
     pytest.importorskip("plotly")
     faster = [v // 2 for v in BASE_EVENT_NS]
     grid = write_grid(str(tmp_path / "grid"), lab135_summary, [("same", "same", BASE_EVENT_NS), ("fast", "split", faster)])
@@ -197,7 +195,6 @@ def test_a_cell_that_never_ran_is_noted_by_every_reader(tmp_path, lab135_summary
     status, out, err = cli(capsys, "history", "add", "--history", str(tmp_path / "h.db"), grid)
     assert (status, err) == (0, "")
     assert out.count("recorded as run") == 1
-    pytest.importorskip("matplotlib")
     pytest.importorskip("plotly")
     page_path = str(tmp_path / "r.html")
     assert cli(capsys, "report", grid, "-o", page_path)[0] == 0
@@ -301,7 +298,6 @@ def _command(reader: str, grid: str, tmp_path) -> List[str]:
 @pytest.mark.parametrize("reader", READERS)
 def test_a_hostile_grid_is_one_line_exit_2_from_every_reader(tail_grid, tmp_path, capsys, damage, reader) -> None:
     if reader == "report":
-        pytest.importorskip("matplotlib")
         pytest.importorskip("plotly")
     if reader == "pyperf":
         pytest.importorskip("pyperf")

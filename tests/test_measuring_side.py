@@ -15,7 +15,7 @@ from wakelab.harness.runner import Execution, RunPlan
 from wakelab.labs import LAB_135
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-THIRD_PARTY = ("numpy", "scipy", "matplotlib", "rich", "jsonschema", "pyperf", "hypothesis")
+THIRD_PARTY = ("numpy", "scipy", "matplotlib", "plotly", "rich", "jsonschema", "pyperf", "hypothesis")
 
 PROBE = """
 import sys

@@ -16,16 +16,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (pip install 'matplotlib>=3.6')")
-pytest.importorskip("plotly", reason="the HTML report's charts need plotly (pip install 'plotly>=5.15')")
+pytest.importorskip("plotly", reason="the HTML report's charts need plotly (pip install -e '.[report]')")
 
 from browser.chromium import Chromium, find_chromium  # noqa: E402
 from conftest import build_lab135_summary  # noqa: E402
@@ -37,11 +34,10 @@ from wakelab.harness.runner import RunPlan, run_plan  # noqa: E402
 from wakelab.labs import LAB_135  # noqa: E402
 from wakelab.evidence.model import Bundle  # noqa: E402
 from wakelab.report import html as report_html  # noqa: E402
-from wakelab.report import interactive, plots  # noqa: E402
+from wakelab.report import distribution, interactive  # noqa: E402
 from wakelab.analysis.stats import summarize_latency  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(os.path.dirname(TESTS), "src")
 ARTIFACTS = os.path.join(TESTS, "artifacts")
 ARMS = ["event", "native-condvar", "sigusr1-self", "signal-install", "native-sigaction-install"]
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
@@ -249,7 +245,7 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
         out_file, size / (1 << 20), len(measured)
     )
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
-    assert page.count('<svg role="img" ') == len(measured)  # one distribution per measured latency arm
+    assert page.count('data-chart="distribution"') == len(measured)  # one distribution per measured latency arm
     for anchor in ("guidance", "verdict", "overview", "lead-table", "honesty", "caveats", "distributions", "details"):
         assert 'id="%s"' % anchor in page
     for a in summary["arms"]:
@@ -267,7 +263,7 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     assert "log scale" in page
     # The charts: the overview of every latency arm and the rate arms, plotly.js inlined once.
     specs = chart_specs(page)
-    assert sorted(specs) == ["chart-1", "chart-2"]
+    assert sorted(specs) == ["chart-1", "chart-2"] + ["plot-%d" % i for i in range(1, len(measured) + 1)]
     rows = specs["chart-1"]["layout"]["meta"]["orders"]["p50"]
     assert rows == [a["name"] for a in sorted(measured, key=lambda a: (a["latency"]["p50_ns"], a["name"]))]
     assert specs["chart-1"]["layout"]["xaxis"]["type"] == "log"
@@ -299,7 +295,7 @@ def test_page_is_deterministic(run_dir: str) -> None:
     assert report_html.render_report(runs) == report_html.render_report(runs)
 
 
-def test_svg_ids_are_unique_and_every_reference_resolves(run_dir: str, second_run_dir: str) -> None:
+def test_ids_are_unique_and_every_reference_resolves(run_dir: str, second_run_dir: str) -> None:
     page, _, _ = split_scripts(report_html.render_report([report_html.load_run(run_dir), report_html.load_run(second_run_dir)]))
     ids = re.findall(r'<[^<>]*\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
@@ -326,7 +322,7 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert 'id="run-1"' in page and 'id="run-2"' in page
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
-    assert page.count('<svg role="img" ') == len(measured)  # each arm's distributions, the runs overlaid
+    assert page.count('data-chart="distribution"') == len(measured)  # each arm's distributions, the runs overlaid
     specs = chart_specs(page)
     overview = specs["chart-1"]
     assert {t["meta"]["run"] for t in overview["data"]} == {0, 1}
@@ -350,8 +346,7 @@ def test_hostile_strings_are_escaped(hostile_dir: str, run_dir: str, tmp_path, c
     page, _, data = split_scripts(whole)
     assert "<script" not in page and "<img" not in page and "<b>k</b>" not in page and "<i>x</i>" not in page
     assert HOSTILE_ESCAPED in page
-    # In the SVG too: the run label (from interpreter.version) is drawn in the legends,
-    # where matplotlib escapes it; mathtext is not interpreted.
+    # The run label (from interpreter.version) is in the tables, escaped; a note's $...$ is text.
     assert "3.13 &lt;img src=x onerror=" in page
     assert r"$\frac{1}{0}$" in page
     names = tag_names(page)
@@ -621,15 +616,16 @@ def test_a_page_with_charts_allows_only_its_own_scripts(run_dir: str) -> None:
 
 
 def test_histogram_window_leaves_an_outlier_out_and_a_clean_run_whole() -> None:
-    import numpy as np
-
-    body = np.sort(np.concatenate([np.linspace(10_000, 30_000, 199), [3_000_000]]))
-    lo, hi = plots.histogram_window(body)
+    clean = [10_000 + 20_000 * i / 199 for i in range(200)]
+    body = sorted(clean[:199] + [3_000_000])
+    lo, hi = distribution.histogram_window(body)
     assert lo == 10_000 and hi < 31_000  # the 3 ms wake goes to the edge bin
-    clean = np.linspace(10_000, 30_000, 200)
-    assert plots.histogram_window(clean) == (10_000, 30_000)
-    svg = plots.plot_distribution([plots.Series("x", list(body.astype(int)), 20_000, 30_000)], id_prefix="o-")
-    assert ">1 wake up to<" in svg and ">3.00 ms<" in svg  # its count and the extreme, on two lines
+    assert distribution.histogram_window(clean) == (10_000, 30_000)
+    figure = distribution.distribution_chart("o", [distribution.Series("x", [int(v) for v in body], 20_000, 30_000)]).figure
+    notes = [a["text"] for a in figure["layout"]["annotations"]]
+    assert "1 wake up to<br>3.00 ms" in notes  # its count and the extreme, on two lines
+    hatched = [t for t in figure["data"] if t.get("fillpattern")]
+    assert len(hatched) == 1 and max(hatched[0]["y"]) == 1 / 200  # one wake of 200, beyond the window
 
 
 # --- bad input: one line, exit 2, nothing written ----------------------------------------
@@ -715,58 +711,61 @@ def test_no_runs_is_a_usage_error(capsys) -> None:
     assert err.count("\n") == 1 and "the following arguments are required: RUN" in err
 
 
-def test_without_matplotlib_one_line(run_dir: str, tmp_path) -> None:
-    code = "import sys; sys.modules['matplotlib'] = None; from wakelab.cli import main; sys.exit(main(sys.argv[1:]))"
-    out_file = tmp_path / "r.html"
-    result = subprocess.run(
-        [sys.executable, "-c", code, "report", run_dir, "-o", str(out_file)],
-        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120,
-    )
-    assert result.returncode == 2
-    assert result.stderr.startswith("wakelab: error: the HTML report needs matplotlib and numpy (pip install 'matplotlib>=3.6')")
-    assert result.stderr.count("\n") == 1
-    assert not out_file.exists()
-
-
-# --- plots ------------------------------------------------------------------------------
+# --- distributions ----------------------------------------------------------------------
 
 
 def test_ecdf_is_exact_when_small_and_keeps_the_tail_when_decimated() -> None:
-    import numpy as np
-
-    small = np.arange(1, 11, dtype=float)
-    x, y = plots.ecdf_points(small)
-    assert list(x) == list(small) and list(y) == [i / 10 for i in range(1, 11)]
-    big = np.arange(100_000, dtype=float)
-    x, y = plots.ecdf_points(big, max_points=300)
+    small = [float(v) for v in range(1, 11)]
+    x, y = distribution.ecdf_points(small)
+    assert x == small and y == [i / 10 for i in range(1, 11)]
+    big = [float(v) for v in range(100_000)]
+    x, y = distribution.ecdf_points(big, max_points=300)
     assert len(x) <= 300
     assert x[0] == 0 and x[-1] == 99_999 and y[-1] == 1.0
-    assert list(x[-100:]) == list(big[-100:])  # the last third of the points: the tail, exact
-    assert all(np.diff(x) > 0) and all(np.diff(y) > 0)
+    assert x[-100:] == big[-100:]  # the last third of the points: the tail, exact
+    assert all(b > a for a, b in zip(x, x[1:])) and all(b > a for a, b in zip(y, y[1:]))
 
 
 def test_plot_label() -> None:
-    assert plots.plot_label("a\x00b\nc\td") == "a b c d"
-    assert len(plots.plot_label("x" * 500)) == plots.MAX_LABEL_CHARS
-    assert plots.plot_label("x" * 500).endswith("…")
+    assert distribution.plot_label("a\x00b\nc\td") == "a b c d"
+    assert len(distribution.plot_label("x" * 500)) == distribution.MAX_LABEL_CHARS
+    assert distribution.plot_label("x" * 500).endswith("…")
 
 
-def test_svg_text_is_escaped_and_not_mathtext() -> None:
+def test_distribution_text_is_escaped() -> None:
+    """plotly reads <b>, <br> and <a> in names and hover text: evidence reaches it escaped."""
     series = [
-        plots.Series("<script>alert(1)</script>", [1000, 2000, 3000], 2000, None),
-        plots.Series(r"$\alpha$ & <b>", [1500, 2500], 2000, None, color=plots.PALETTE[1]),
+        distribution.Series("<script>alert(1)</script>", [1000, 2000, 3000], 2000, None),
+        distribution.Series(r"$\alpha$ & <b>", [1500, 2500], 2000, None, color=distribution.PALETTE[1]),
     ]
-    svg = plots.plot_distribution(series, id_prefix="t-", marks=False)
-    assert svg.startswith("<svg ") and svg.endswith("</svg>")
-    assert "<script" not in svg and "<b>" not in svg
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
-    assert r"$\alpha$ &amp; &lt;b&gt;" in svg
-    assert "<metadata" not in svg and "<?xml" not in svg and "DOCTYPE" not in svg
+    figure = distribution.distribution_chart("t", series, marks=False).figure
+    names = {t["name"] for t in figure["data"]}
+    assert names == {"&lt;script&gt;alert(1)&lt;/script&gt;", r"$\alpha$ &amp; &lt;b&gt;"}
+    texts = json.dumps(figure)
+    assert "<script" not in texts and "& <b>" not in texts
+    assert "\n" not in interactive.json_for_script(figure)
 
 
 def test_distribution_of_identical_and_zero_samples() -> None:
-    svg = plots.plot_distribution([plots.Series("flat", [0, 0, 0], 0, None)], id_prefix="z-")
-    assert "p50 0 ns" in svg
+    figure = distribution.distribution_chart("z", [distribution.Series("flat", [0, 0, 0], 0, None)]).figure
+    assert "p50 0 ns" in [a["text"] for a in figure["layout"]["annotations"]]
+
+
+def test_a_soak_drawn_from_weights_matches_the_values_repeated() -> None:
+    values, counts = [1000.0, 2000.0, 4000.0, 3_000_000.0], [50, 30, 19, 1]
+    repeated = [v for v, c in zip(values, counts) for _ in range(c)]
+    weighted = distribution.distribution_chart("w", [distribution.Series("s", values, 2000, 4000, weights=counts)]).figure
+    raw = distribution.distribution_chart("r", [distribution.Series("s", repeated, 2000, 4000)]).figure
+
+    def panel(figure: Dict[str, Any], axis: str) -> List[Any]:
+        return [(t["x"], t["y"]) for t in figure["data"] if t["xaxis"] == axis]
+
+    assert panel(weighted, "x") == panel(raw, "x")  # the histogram and its hatched edge bin, wake for wake
+    (x, y), _ = panel(weighted, "x2")  # the ECDF, then the p50 and p99 markers
+    assert x == [1.0, 1.0, 2.0, 4.0, 3000.0] and y == [0.0, 0.5, 0.8, 0.99, 1.0]
+    (raw_x, raw_y), _ = panel(raw, "x2")
+    assert {a: b for a, b in zip(raw_x, raw_y)} == {a: b for a, b in zip(x, y)}  # the last point at each value
+    assert weighted["layout"] == raw["layout"]
 
 
 def test_file_size_stays_reasonable_per_plot(run_dir: str) -> None:
@@ -789,12 +788,15 @@ def load_in_browser(page_path: str, profile: str, screenshot: str, width: int = 
     url = "file://" + os.path.abspath(page_path)
     with Chromium.launch(profile, CHROMIUM) as browser:
         page = browser.open(url, width=width, offline=True)
-        page.wait_until("[...document.querySelectorAll('div.chart')].every(d => d.getAttribute('data-drawn') === '1')")
+        # A chart at a glance is drawn as the page loads; an arm's distribution when its arm is unfolded.
+        page.wait_until("[...document.querySelectorAll('div.chart')].every(d => d.getAttribute('data-drawn') === '1'"
+                        " || d.closest('details:not([open])'))")
         page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        page.wait_until("[...document.querySelectorAll('div.chart')].every(d => d.getAttribute('data-drawn') === '1')")
         facts = page.evaluate(
-            "JSON.stringify({svg: document.querySelectorAll('main svg[role=img]').length,"
-            " drawn: [...document.querySelectorAll('main svg[role=img]')].filter(s => s.getBoundingClientRect().width > 200).length,"
-            " charts: document.querySelectorAll('div.chart[data-drawn=\"1\"]').length,"
+            "JSON.stringify({svg: document.querySelectorAll('div.chart[data-chart=distribution]').length,"
+            " drawn: [...document.querySelectorAll('div.chart[data-chart=distribution]')].filter(s => s.getBoundingClientRect().width > 200).length,"
+            " charts: document.querySelectorAll('div.chart[data-chart=\"1\"][data-drawn=\"1\"]').length,"
             " scripts: document.querySelectorAll('script:not([type])').length,"
             " imgs: document.querySelectorAll('main img').length,"
             " tables: document.querySelectorAll('table').length,"
@@ -824,7 +826,7 @@ def test_page_in_a_real_browser(run_dir: str, tmp_path, capsys) -> None:
     seen = load_in_browser(str(out_file), str(tmp_path / "profile"), os.path.join(ARTIFACTS, "report-single.png"))
     assert seen["errors"] == []
     assert only_the_page(seen["requests"], "file://" + str(out_file))
-    assert seen["svg"] == page.count('<svg role="img" ') >= 3
+    assert seen["svg"] == page.count('data-chart="distribution"') >= 3
     assert seen["drawn"] == seen["svg"]  # every plot is laid out at a readable width
     assert seen["charts"] == report_html.count_charts(page) == 2  # plotly drew every chart
     assert seen["scripts"] == 2 and seen["imgs"] == 0

@@ -14,9 +14,10 @@ enforces it)::
 ``core`` imports nothing from the rest of wakelab and only the standard library, on
 Python 3.9+, so that any interpreter on the machine can measure from a plain
 ``PYTHONPATH``.  What the runner needs from ``evidence`` and ``analysis`` is standard
-library only too; third-party libraries (jsonschema, numpy, scipy, matplotlib, pyperf,
-rich) are imported lazily by the commands that need them.  ``errors`` and
-``formatting`` are leaves that any layer above the core may use.
+library only too; third-party libraries (jsonschema and rich, and the extras' numpy,
+scipy, plotly and pyperf: see ``wakelab.extras``) are imported lazily by the commands that
+need them.  ``errors``, ``formatting`` and ``extras`` are leaves that any layer above the
+core may use.
 """
 
 __version__ = "0.2.0"

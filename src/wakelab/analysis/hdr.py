@@ -25,14 +25,19 @@ is within the same bound: a percentile from the histogram is within
 :data:`RELATIVE_ERROR` (``2 ** -11``, 0.049 %) of the exact type-7 percentile
 of the same wakes; below 2048 ns it is exact.
 
-Recording is vectorised (numpy, imported lazily: the parent's side only, never
-the measuring one) and happens in the parent after a worker has replied, never
-inside a timed window.
+Recording happens in the parent after a worker has replied, never inside a
+timed window, and needs nothing beyond the standard library: the counters are
+an ``array('q')``, a value's counter is a shift and a bit length, and a soak's
+wakes (thousands a second at most) cost the parent well under a millisecond a
+second to count.
 """
 
 from __future__ import annotations
 
+import array
 import base64
+import bisect
+import itertools
 import math
 import struct
 import zlib
@@ -50,8 +55,6 @@ HIGHEST_NS = 2**63 - 1
 COUNTS_LEN = 53 * SUB_BUCKET_HALF_COUNT + SUB_BUCKET_HALF_COUNT  # 55,296
 # Bound on |histogram percentile - exact percentile| / exact percentile (see the module docstring).
 RELATIVE_ERROR = 2.0**-11
-# Values at or above this are indexed in Python, not with float64 (which is exact below 2 ** 53).
-_FLOAT_EXACT = 2**53
 
 
 def counts_index(value_ns: int) -> int:
@@ -79,16 +82,6 @@ def counter_middle(index: int) -> float:
     return low + (width - 1) / 2.0
 
 
-def _indices(values: Any) -> Any:
-    """Counter indices of a numpy int64 array of non-negative values (float64 below 2 ** 53)."""
-    import numpy as np
-
-    # frexp's exponent is the bit length of an integer that float64 holds exactly.
-    _, bits = np.frexp(values.astype(np.float64))
-    bucket = np.maximum(bits.astype(np.int64) - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1), 0)
-    return (bucket << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + np.right_shift(values, bucket)
-
-
 class LogLinearHistogram:
     """Counts of latencies (ns) in HdrHistogram's counters, and exact running figures.
 
@@ -99,9 +92,7 @@ class LogLinearHistogram:
     """
 
     def __init__(self) -> None:
-        import numpy as np
-
-        self.counts = np.zeros(COUNTS_LEN, dtype=np.int64)
+        self.counts = array.array("q", bytes(8 * COUNTS_LEN))
         self.total = 0
         self.min_ns: Optional[int] = None
         self.max_ns: Optional[int] = None
@@ -109,26 +100,25 @@ class LogLinearHistogram:
         self._mean = 0.0
         self._m2 = 0.0
 
-    def record_many(self, values_ns: Sequence[int]) -> None:
-        """Add every value of ``values_ns`` (non-negative ints: a list, tuple, array or numpy array)."""
-        import numpy as np
-
-        values = np.asarray(values_ns, dtype=np.int64) if not isinstance(values_ns, np.ndarray) else values_ns.astype(np.int64, copy=False)
-        if values.size == 0:
+    def record_many(self, values_ns: Iterable[int]) -> None:
+        """Add every value of ``values_ns`` (non-negative integers: a list, tuple or array)."""
+        values = [int(v) for v in values_ns]
+        if not values:
             return
-        low, high = int(values.min()), int(values.max())
+        low, high = min(values), max(values)
         if low < 0:
             raise ValueError("a latency cannot be negative: %d" % low)
-        if high < _FLOAT_EXACT:
-            index = _indices(values)
-        else:
-            index = np.fromiter((counts_index(int(v)) for v in values), dtype=np.int64, count=values.size)
-        self.counts += np.bincount(index, minlength=COUNTS_LEN)
-        n = int(values.size)
-        chunk_sum = int(values.sum(dtype=np.int64)) if high < (2**63 - 1) // n else sum(int(v) for v in values)
+        counts = self.counts
+        shift = SUB_BUCKET_HALF_COUNT_MAGNITUDE
+        for v in values:  # counts_index, inlined: this loop is a soak's only per-wake cost in the parent
+            bucket = v.bit_length() - (shift + 1)
+            if bucket < 0:
+                bucket = 0
+            counts[(bucket << shift) + (v >> bucket)] += 1
+        n = len(values)
+        chunk_sum = sum(values)
         chunk_mean = chunk_sum / n
-        centred = values.astype(np.float64) - chunk_mean
-        chunk_m2 = float(np.dot(centred, centred))
+        chunk_m2 = math.fsum((v - chunk_mean) ** 2 for v in values)
         self._merge_moments(n, chunk_mean, chunk_m2)
         self.sum_ns += chunk_sum
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
@@ -154,7 +144,7 @@ class LogLinearHistogram:
         """Add ``other``'s values to this histogram."""
         if other.total == 0:
             return
-        self.counts += other.counts
+        self.counts = array.array("q", map(int.__add__, self.counts, other.counts))
         self._merge_moments(other.total, other._mean, other._m2)
         self.sum_ns += other.sum_ns
         for mine, theirs, pick in (("min_ns", other.min_ns, min), ("max_ns", other.max_ns, max)):
@@ -175,11 +165,9 @@ class LogLinearHistogram:
 
     def percentiles_ns(self, qs: Sequence[float]) -> List[float]:
         """:meth:`percentile_ns` of each of ``qs``, in one pass over the counters."""
-        import numpy as np
-
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
-        cumulative = np.cumsum(self.counts)
+        cumulative = list(itertools.accumulate(self.counts))
         out: List[float] = []
         for q in qs:
             if not 0.0 <= q <= 100.0:
@@ -188,7 +176,7 @@ class LogLinearHistogram:
             lower = math.floor(position)
             upper = min(lower + 1, self.total - 1)
             # The counter holding the k-th smallest value (0-based): the first whose cumulative count exceeds k.
-            low_index, high_index = (int(i) for i in np.searchsorted(cumulative, [lower, upper], side="right"))
+            low_index, high_index = bisect.bisect_right(cumulative, lower), bisect.bisect_right(cumulative, upper)
             low_value = self._clamped_middle(low_index)
             value = low_value + (self._clamped_middle(high_index) - low_value) * (position - lower)
             out.append(value)
@@ -226,7 +214,7 @@ class LogLinearHistogram:
         out["omitted"] = omitted
         return out
 
-    def weighted_values(self) -> Tuple[Any, Any]:
+    def weighted_values(self) -> Tuple[List[float], List[int]]:
         """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.
 
         A counter's wakes stand at its middle (:func:`counter_middle`, within
@@ -236,15 +224,13 @@ class LogLinearHistogram:
         themselves.  So the counts add up to :attr:`total`, and re-binning
         them (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts
         each wake within the histogram's precision of where its raw sample
-        would go, the extremes exactly.  numpy arrays (float64, int64).
+        would go, the extremes exactly.  Two lists of the same length.
         """
-        import numpy as np
-
-        where = np.flatnonzero(self.counts)
-        counts = self.counts[where].astype(np.int64)
-        if where.size == 0:
-            return np.zeros(0, dtype=np.float64), counts
-        values = np.array([self._clamped_middle(int(i)) for i in where], dtype=np.float64)
+        where = [i for i, count in enumerate(self.counts) if count]
+        counts = [self.counts[i] for i in where]
+        if not where:
+            return [], counts
+        values = [self._clamped_middle(i) for i in where]
         assert self.min_ns is not None and self.max_ns is not None
         pieces_v: List[float] = []
         pieces_c: List[int] = []
@@ -258,20 +244,16 @@ class LogLinearHistogram:
             pieces_c.append(1)
             counts[-1] -= 1
         if pieces_v:
-            values = np.concatenate([values, np.array(pieces_v)])
-            counts = np.concatenate([counts, np.array(pieces_c, dtype=np.int64)])
-            order = np.argsort(values, kind="stable")
-            values, counts = values[order], counts[order]
-            keep = counts > 0
-            values, counts = values[keep], counts[keep]
+            values += pieces_v
+            counts += pieces_c
+            order = sorted(range(len(values)), key=values.__getitem__)  # stable: ties keep their order
+            kept = [i for i in order if counts[i] > 0]
+            values, counts = [values[i] for i in kept], [counts[i] for i in kept]
         return values, counts
 
     def nonzero(self) -> List[List[int]]:
         """``[[index, count], ...]`` for every counter that holds a value, in index order."""
-        import numpy as np
-
-        where = np.flatnonzero(self.counts)
-        return [[int(i), int(self.counts[i])] for i in where]
+        return [[i, count] for i, count in enumerate(self.counts) if count]
 
     def to_dict(self) -> Dict[str, Any]:
         """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
@@ -355,11 +337,8 @@ def encode_hdr(hist: LogLinearHistogram) -> str:
     ``hdrh``: ``HdrHistogram.decode(text)``) to the same counts, for
     ``lowest = 1``, ``highest = max(2, max_ns)``, 3 significant digits.
     """
-    import numpy as np
-
-    nonzero = np.flatnonzero(hist.counts)
-    used = int(nonzero[-1]) + 1 if nonzero.size else 0
-    payload = _zigzag_leb128(_run_length([int(c) for c in hist.counts[:used]]))
+    used = next((i + 1 for i in range(len(hist.counts) - 1, -1, -1) if hist.counts[i]), 0)
+    payload = _zigzag_leb128(_run_length(hist.counts[:used]))
     highest = max(2, int(hist.max_ns or 0))
     header = struct.pack(">iiiiqqd", _V2_ENCODING_COOKIE, len(payload), 0, SIGNIFICANT_DIGITS, 1, highest, 1.0)
     compressed = zlib.compress(header + payload)

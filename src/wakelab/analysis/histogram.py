@@ -29,14 +29,16 @@ precision, 0.049 %), p50 and p99 the histogram's own (summary.json's).
 :func:`arm_histogram` picks the raw samples when they are every wake, the
 counters otherwise.
 
-numpy is imported lazily, inside the functions.
+Standard library only: binning is a sort and a bisection per wake.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import math
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.stats import min_n_for, percentile
 
@@ -122,12 +124,11 @@ def choose_bins_per_decade(low_ns: float, high_ns: float, max_bins: int = MAX_BI
     return BINS_PER_DECADE[-1]
 
 
-def _log_bins(positive: Any, weights: Any, bins_per_decade: Optional[int], max_bins: int) -> Tuple[Optional[int], Tuple[Bin, ...]]:
-    """``(bins per decade, bins)`` of ascending positive ``positive`` (float64 ns), each value one wake
+def _log_bins(positive: Sequence[float], weights: Optional[Sequence[int]], bins_per_decade: Optional[int],
+              max_bins: int) -> Tuple[Optional[int], Tuple[Bin, ...]]:
+    """``(bins per decade, bins)`` of ascending positive ``positive`` (ns), each value one wake
     (``weights`` None) or ``weights[i]`` wakes; no bins for no values."""
-    import numpy as np
-
-    if not positive.size:
+    if not positive:
         return bins_per_decade, ()
     low, high = float(positive[0]), float(positive[-1])
     if bins_per_decade is None:
@@ -135,11 +136,12 @@ def _log_bins(positive: Any, weights: Any, bins_per_decade: Optional[int], max_b
     if bins_per_decade < 1:
         raise ValueError("bins per decade must be at least 1, got %d" % bins_per_decade)
     k_low, k_high = _span(low, high, bins_per_decade)
-    edges = np.array([_edge(k, bins_per_decade) for k in range(k_low, k_high + 1)])
-    # side="right": a wake on an edge belongs to the bin that starts there.
-    index = np.searchsorted(edges, positive, side="right") - 1
-    counts = np.bincount(index, weights=weights, minlength=len(edges) - 1)
-    return bins_per_decade, tuple(Bin(float(edges[i]), float(edges[i + 1]), int(round(counts[i]))) for i in range(len(edges) - 1))
+    edges = [_edge(k, bins_per_decade) for k in range(k_low, k_high + 1)]
+    counts = [0] * len(edges)  # _span puts every value below the last edge; one spare slot all the same
+    for i, value in enumerate(positive):
+        # bisect_right: a wake on an edge belongs to the bin that starts there.
+        counts[bisect.bisect_right(edges, value) - 1] += 1 if weights is None else weights[i]
+    return bins_per_decade, tuple(Bin(edges[i], edges[i + 1], counts[i]) for i in range(len(edges) - 1))
 
 
 def log_histogram(
@@ -153,42 +155,36 @@ def log_histogram(
     that fits ``max_bins`` bins.  Raises ValueError for no samples or a
     negative one.
     """
-    import numpy as np
-
     if len(samples_ns) == 0:
         raise ValueError("no samples to bin")
-    values: Any = np.sort(np.asarray(samples_ns, dtype=np.int64))
-    if values[0] < 0:
-        raise ValueError("a latency sample is negative (%d ns)" % values[0])
-    n = int(values.size)
-    ordered = values.tolist()
+    ordered = sorted(int(v) for v in samples_ns)
+    if ordered[0] < 0:
+        raise ValueError("a latency sample is negative (%d ns)" % ordered[0])
+    n = len(ordered)
     p50 = float(percentile(ordered, 50.0))
     p99 = float(percentile(ordered, 99.0)) if n >= min_n_for(99.0) else None
-    positive = values[values > 0]
-    zeros = n - int(positive.size)
-    bins_per_decade, bins = _log_bins(positive.astype(np.float64), None, bins_per_decade, max_bins)
+    zeros = bisect.bisect_right(ordered, 0)
+    bins_per_decade, bins = _log_bins([float(v) for v in ordered[zeros:]], None, bins_per_decade, max_bins)
     return Histogram(
         n=n,
         bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
         bins=bins,
         zero_count=zeros,
-        min_ns=int(values[0]),
-        max_ns=int(values[-1]),
+        min_ns=ordered[0],
+        max_ns=ordered[-1],
         p50_ns=p50,
         p99_ns=p99,
     )
 
 
-def weighted_percentile(values_ns: Any, counts: Any, q: float) -> float:
+def weighted_percentile(values_ns: Sequence[float], counts: Sequence[int], q: float) -> float:
     """Type-7 percentile ``q`` (0..100) of ascending ``values_ns`` where value ``i`` stands for ``counts[i]`` wakes.
 
     The same as :func:`wakelab.analysis.stats.percentile` of the values each
     repeated ``counts[i]`` times, without repeating them.
     """
-    import numpy as np
-
-    cumulative = np.cumsum(np.asarray(counts, dtype=np.int64))
-    total = int(cumulative[-1]) if cumulative.size else 0
+    cumulative = list(itertools.accumulate(int(c) for c in counts))
+    total = cumulative[-1] if cumulative else 0
     if total <= 0:
         raise ValueError("percentile of an empty sample")
     if not 0.0 <= q <= 100.0:
@@ -197,7 +193,7 @@ def weighted_percentile(values_ns: Any, counts: Any, q: float) -> float:
     lower = math.floor(position)
     upper = min(lower + 1, total - 1)
     # The value holding the k-th smallest wake (0-based): the first whose cumulative count exceeds k.
-    low_index, high_index = (int(i) for i in np.searchsorted(cumulative, [lower, upper], side="right"))
+    low_index, high_index = bisect.bisect_right(cumulative, lower), bisect.bisect_right(cumulative, upper)
     low_value = float(values_ns[low_index])
     return low_value + (float(values_ns[high_index]) - low_value) * (position - lower)
 
@@ -223,21 +219,19 @@ def log_histogram_weighted(
     :func:`weighted_percentile`; p99 only for n >= 100.  Raises ValueError for
     no wakes, a negative value or count, or lengths that differ.
     """
-    import numpy as np
-
-    values: Any = np.asarray(values_ns, dtype=np.float64)
-    weights: Any = np.asarray(counts, dtype=np.int64)
-    if values.shape != weights.shape or values.ndim != 1:
-        raise ValueError("values and counts differ in length (%d against %d)" % (values.size, weights.size))
-    if weights.size and int(weights.min()) < 0:
+    given_values = [float(v) for v in values_ns]
+    given_counts = [int(c) for c in counts]
+    if len(given_values) != len(given_counts):
+        raise ValueError("values and counts differ in length (%d against %d)" % (len(given_values), len(given_counts)))
+    if given_counts and min(given_counts) < 0:
         raise ValueError("a count is negative")
-    keep = weights > 0
-    values, weights = values[keep], weights[keep]
-    n = int(weights.sum())
+    # Ascending by value (a stable sort: equal values keep their order), wakes only.
+    order = sorted((i for i, c in enumerate(given_counts) if c > 0), key=given_values.__getitem__)
+    values: List[float] = [given_values[i] for i in order]
+    weights: List[int] = [given_counts[i] for i in order]
+    n = sum(weights)
     if n == 0:
         raise ValueError("no samples to bin")
-    order = np.argsort(values, kind="stable")
-    values, weights = values[order], weights[order]
     if values[0] < 0:
         raise ValueError("a latency value is negative (%g ns)" % values[0])
     if p50_ns is None:
@@ -246,9 +240,9 @@ def log_histogram_weighted(
         p99_ns = weighted_percentile(values, weights, 99.0)
     if n < min_n_for(99.0):
         p99_ns = None
-    positive = values > 0
-    zeros = int(weights[~positive].sum())
-    bins_per_decade, bins = _log_bins(values[positive], weights[positive], bins_per_decade, max_bins)
+    first_positive = bisect.bisect_right(values, 0.0)
+    zeros = sum(weights[:first_positive])
+    bins_per_decade, bins = _log_bins(values[first_positive:], weights[first_positive:], bins_per_decade, max_bins)
     return Histogram(
         n=n,
         bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],

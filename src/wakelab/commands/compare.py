@@ -164,6 +164,9 @@ def register(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from wakelab.extras import require
+
+    require("compare", "wakelab compare")  # before any bundle is read: a missing numpy is no traceback half-way
     from wakelab.analysis.compare import Settings, compare_grid, compare_runs, find_regressions, load_grid, load_run
     from wakelab.evidence.load import is_grid_folder
 

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
             "cell by cell with its p50 and p99 over the first cell's. A ratio is green only when the p50 is faster "
             "by more than 10% and the p99 is not worse; a p99 worse by more than 10% is drawn red with its ratio, "
             "whatever the p50 did. A grid cell that never ran is noted; a cell whose evidence is missing, or a "
-            "corrupt matrix.json, is refused. Needs plotly (inlined in the page) and matplotlib."
+            "corrupt matrix.json, is refused. Needs plotly (inlined in the page): pip install 'wakelab[report]'."
         ),
     )
     report.add_argument("runs", nargs="+", metavar="RUN",
@@ -59,9 +59,8 @@ def default_output(runs: Any) -> str:
 def check_destination(path: str) -> None:
     """Raise :class:`OutputError` unless a report can be written to ``path``; leaves nothing behind.
 
-    Run before anything is loaded or rendered (rendering loads matplotlib,
-    which writes its own cache): a file is tried in the destination's folder,
-    as the atomic write will, and removed.
+    Run before anything is loaded or rendered: a file is tried in the
+    destination's folder, as the atomic write will, and removed.
     """
     import errno
     import tempfile
@@ -82,9 +81,11 @@ def check_destination(path: str) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from wakelab.extras import require
     from wakelab.formatting import escape_text
     from wakelab.report.html import count_charts, count_plots, load_runs, render_report, write_report
 
+    require("report", "wakelab report")
     if args.output is None:
         args.output = default_output(args.runs)
     if args.output != "-":

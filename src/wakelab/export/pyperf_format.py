@@ -55,8 +55,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from wakelab.errors import EvidenceError, UsageError
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, arm_entries, missing_cell_notes
 
-# The oldest pyperf this module is tested with (Run/Benchmark/dump API, JSON format 1.0).
-PYPERF_REQUIREMENT = "pyperf>=2.6"
 UNIT = "second"
 EMPTY_LOOP = "empty-loop"
 # A suite file's suffix: pyperf reads .json (and .json.gz, which wakelab does not write).
@@ -69,7 +67,9 @@ def _pyperf() -> Any:
     try:
         import pyperf  # type: ignore[import-untyped, unused-ignore]  # pyperf ships no type hints
     except ImportError:
-        raise UsageError("--format pyperf needs the pyperf package: pip install '%s'" % PYPERF_REQUIREMENT) from None
+        from wakelab.extras import install_command
+
+        raise UsageError("--format pyperf needs the pyperf package, which is not installed: %s" % install_command("pyperf")) from None
     return pyperf
 
 

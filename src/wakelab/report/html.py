@@ -12,8 +12,8 @@ interpreters, machines), a heat map per dimension that varies.  A run made
 with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
 its median and tail wakes split into notify path, scheduler, GIL wait and
 interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
-distribution (histogram and ECDF on log axes, as inline SVG from
-:mod:`wakelab.report.plots`) is folded away until asked for.
+distribution (histogram and ECDF on log axes, :mod:`wakelab.report.distribution`)
+is folded away until asked for, and drawn when unfolded.
 
 Several runs are ordered by machine, then interpreter version (3.9 before
 3.10), whatever order the paths came in; runs from several machines are
@@ -26,8 +26,8 @@ forbids every fetch, so even a page someone edited by hand cannot phone home.
 
 Every string that comes from evidence (a note, a mechanism, a lab title, a
 failure reason, a condition) is escaped with :func:`html.escape` where it
-enters the page; figures drawn by matplotlib are escaped by its SVG writer,
-and text handed to plotly is escaped before it (:func:`interactive.label`).
+enters the page, and text handed to plotly is escaped before it
+(:func:`interactive.label`).
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ from wakelab.report.text import (
     split_warnings,
 )
 
-MATPLOTLIB_HINT = "pip install 'matplotlib>=3.6'"
-PLOTLY_HINT = "pip install 'plotly>=5.15'"
 # Structured values (a list, a dict) longer than this are cut in tables (the bundle keeps them whole).
 MAX_VALUE_CHARS = 400
+# The kind of chart (interactive.chart_html) an arm's histogram and ECDF are.
+DISTRIBUTION = "distribution"
 STATUS_WORDS = {"ok": "ok", "skipped": "skipped", "failed": "FAILED", "interrupted": "interrupted", "pending": "not run"}
 
 
@@ -861,7 +861,7 @@ def _truncate(text: str, limit: int) -> str:
 
 def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     """``#1 CPython 3.11.7``, and in full with the conditions that tell the runs apart."""
-    from wakelab.report.plots import PALETTE
+    from wakelab.report.distribution import PALETTE
 
     differing = [k for k in differing_fields(runs) if k.startswith("conditions.") or k in LABEL_FIELDS]
     # A condition as requested says what the run was meant to be; its applied_ twin is in the table.
@@ -1054,14 +1054,14 @@ def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabe
 
 
 class _Plots:
-    """Numbers the figures of one page, so every SVG gets its own id prefix."""
+    """The distribution charts of one page, each with its own element id."""
 
     def __init__(self) -> None:
         self.count = 0
 
-    def prefix(self) -> str:
+    def next_id(self) -> str:
         self.count += 1
-        return "f%d-" % self.count
+        return "plot-%d" % self.count
 
 
 def kept_words(kept: int, total: int) -> str:
@@ -1082,7 +1082,8 @@ def soak_plot_words(samples: ArmSamples, counters: Any) -> str:
 
 def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: _Plots) -> str:
     """One card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
-    from wakelab.report.plots import COMPONENT_COLORS, Series, plot_distribution
+    from wakelab.report.distribution import COMPONENT_COLORS, Series, distribution_chart
+    from wakelab.report.interactive import chart_html
 
     cards = []
     several = len(runs) > 1
@@ -1145,7 +1146,7 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                         series.append(Series(comp, values, comp_lat.get("p50_ns"), comp_lat.get("p99_ns"),
                                              COMPONENT_COLORS[j % len(COMPONENT_COLORS)], dashed=True))
         figure = (
-            '<div class="plot">%s</div>' % plot_distribution(series, id_prefix=plots_.prefix(), marks=not several)
+            '<div class="plot">%s</div>' % chart_html(distribution_chart(plots_.next_id(), series, marks=not several), DISTRIBUTION)
             if series
             else '<p class="muted noplot">No samples to plot.</p>'
         )
@@ -1249,7 +1250,6 @@ details.arm[open]{padding-bottom:10px}
 details.arm summary{font-weight:400}
 ul.figs{list-style:none;margin:6px 0 4px;padding:0;font-size:.85rem;color:#39434d}
 .plot{max-width:820px}
-.plot svg{display:block;width:100%;height:auto}
 .plot.wide{max-width:920px}
 .chart{width:100%;margin:4px 0 14px}
 .controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:8px 0 2px;font-size:.84rem}
@@ -1767,15 +1767,13 @@ def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids:
     """
     if not runs:
         raise UsageError("give at least one evidence folder")
+    from wakelab.extras import install_command
     from wakelab.report.interactive import InteractiveUnavailable
-    from wakelab.report.plots import PlottingUnavailable
 
     try:
         return _render(order_runs(runs) if len(runs) > 1 else list(runs), notes, grids)
-    except PlottingUnavailable as exc:
-        raise UsageError("the HTML report needs matplotlib and numpy (%s): %s" % (MATPLOTLIB_HINT, exc)) from None
     except InteractiveUnavailable as exc:
-        raise UsageError("the HTML report needs plotly for its charts (%s): %s" % (PLOTLY_HINT, exc)) from None
+        raise UsageError("the HTML report needs plotly for its charts (%s): %s" % (install_command("report"), exc)) from None
 
 
 def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[GridView] = ()) -> str:
@@ -1855,7 +1853,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         % (esc(__version__), "s" if several else "", charts.count, "" if charts.count == 1 else "s",
            plots_.count, "" if plots_.count == 1 else "s")
     )
-    scripts = [plotly_js(), GLUE_JS] if charts.count else []
+    scripts = [plotly_js(), GLUE_JS] if charts.count or plots_.count else []
     return _page(title, "".join(header) + "".join(body) + footer, scripts)
 
 
@@ -1882,12 +1880,12 @@ def _distribution_intro(several: bool) -> str:
 
 
 def count_plots(page: str) -> int:
-    """How many figures a rendered page holds: SVG plots (each opens ``<svg role="img"``) and interactive charts."""
-    return page.count('<svg role="img" ') + count_charts(page)
+    """How many figures a rendered page holds: the arms' distributions and the charts at a glance."""
+    return page.count('data-chart="%s"' % DISTRIBUTION) + count_charts(page)
 
 
 def count_charts(page: str) -> int:
-    """How many interactive (plotly) charts a rendered page holds."""
+    """How many charts a rendered page holds besides the arms' distributions (the overview, rates, grids, traces)."""
     return page.count('data-chart="1"')
 
 

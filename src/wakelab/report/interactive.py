@@ -1,13 +1,14 @@
 """Interactive charts for the HTML report: plotly.js, embedded once per page (analysis side).
 
-The report's charts that compare arms at a glance -- the overview of every
-arm on one log axis, the rate arms, the grids, and in a traced run the
-stacked bars of where each wake's time goes -- are plotly figures: hover
-shows the figures, the legend toggles series, and a few buttons sort the
-overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
+Every chart of the report is a plotly figure: the overview of every arm on
+one log axis, the rate arms, the grids, in a traced run the stacked bars of
+where each wake's time goes, and each arm's histogram and ECDF
+(:mod:`wakelab.report.distribution`).  Hover shows the figures, the legend
+toggles series, and a few buttons sort the overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
 the ``plotly`` package from PyPI, imported lazily) is inlined in the page
 once, each chart's figure is a JSON data block, and one small glue script
-draws them and wires the buttons.  No plotting code is written here: the
+draws them (a chart inside a folded ``<details>`` when it is unfolded) and
+wires the buttons.  No plotting code is written here: the
 glue only calls ``Plotly.newPlot``, ``Plotly.relayout`` and
 ``Plotly.restyle``.
 
@@ -45,7 +46,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.formatting import escape_text, format_ns, format_rate, format_ratio
 
-PLOTLY_HINT = "pip install 'plotly>=5.15'"
 # Pixels per arm row in the overview; the chart grows with the arms so labels never overlap.
 ROW_PX = 24
 GROUP_ROW_PX = 12  # extra pixels per arm for each further run sharing a row
@@ -553,13 +553,16 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
 # --- placing charts in the page ------------------------------------------------------------
 
 
-def chart_html(chart: Chart) -> str:
-    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`)."""
+def chart_html(chart: Chart, kind: str = "1") -> str:
+    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`).
+
+    ``kind`` (``data-chart``) tells the page's kinds of chart apart for counting; the glue draws them all.
+    """
     return (
-        '<div class="chart" id="%s" data-chart="1" role="img" aria-label="%s" style="min-height:%dpx"></div>'
+        '<div class="chart" id="%s" data-chart="%s" role="img" aria-label="%s" style="min-height:%dpx"></div>'
         '<script type="application/json" id="%s-spec">%s</script>'
-        % (html.escape(chart.chart_id), html.escape(chart.aria_label), chart.height_px, html.escape(chart.chart_id),
-           json_for_script(chart.figure))
+        % (html.escape(chart.chart_id), html.escape(kind), html.escape(chart.aria_label), chart.height_px,
+           html.escape(chart.chart_id), json_for_script(chart.figure))
     )
 
 
@@ -586,7 +589,9 @@ def sort_controls(chart_id: str, families: Sequence[Tuple[str, str]]) -> str:
 
 
 # The glue: draws each chart from its data block and wires the overview's buttons.  Rows of hidden
-# families (or runs hidden from the legend) are dropped from the axis, so the chart closes up.
+# families (or runs hidden from the legend) are dropped from the axis, so the chart closes up.  A
+# chart inside a folded <details> (an arm's distribution) is drawn when it is first unfolded: drawn
+# while hidden it would have no width, and a catalogue's dozens of them would slow the page's load.
 GLUE_JS = r"""(function () {
   "use strict";
   var charts = {};
@@ -615,7 +620,7 @@ GLUE_JS = r"""(function () {
     });
     div.setAttribute("data-rows", rows.join("\n"));
   }
-  document.querySelectorAll("div.chart[data-chart]").forEach(function (div) {
+  function draw(div) {
     var fig = spec(div), meta = (fig.layout && fig.layout.meta) || {};
     charts[div.id] = { orders: meta.orders, sort: "p50", rowPx: meta.row_px, margin: meta.margin_px };
     Plotly.newPlot(div, fig.data, fig.layout, fig.config).then(function () {
@@ -624,6 +629,15 @@ GLUE_JS = r"""(function () {
         div.setAttribute("data-rows", meta.orders.p50.join("\n"));
         div.on("plotly_legendclick", function () { setTimeout(function () { layoutRows(div.id); }, 0); return true; });
       }
+    });
+  }
+  document.querySelectorAll("div.chart[data-chart]").forEach(function (div) {
+    var folded = div.closest("details:not([open])");
+    if (!folded) { draw(div); return; }
+    folded.addEventListener("toggle", function unfolded() {
+      if (!folded.open) { return; }
+      folded.removeEventListener("toggle", unfolded);
+      draw(div);
     });
   });
   document.querySelectorAll("button.sort[data-chart]").forEach(function (button) {

@@ -1,0 +1,379 @@
+"""Each arm's latency distribution for the HTML report: a histogram and an ECDF, as one plotly chart.
+
+The two panels sit side by side on log time axes and are drawn by the page's
+plotly.js like every other chart (:mod:`wakelab.report.interactive`): hover
+gives a bin's share or a point's fraction of wakes, the legend (several runs)
+hides a run in both panels, and the chart is drawn only when its arm is
+unfolded.  What this module computes is only what to draw, with the standard
+library:
+
+- The histogram bins the body of the wakes (:func:`histogram_window`) in
+  log-spaced bins (:func:`bin_edges`, the same for every run overlaid) and
+  gathers far-out wakes in one hatched bin at each edge, labelled with their
+  count and the extreme, so that one outlier cannot squash the others.
+- An ECDF of a million samples would be a million points.  Series are
+  decimated (:func:`ecdf_points`): evenly in probability for the body, and
+  every point of the extreme tail, so p99 and the maximum stay exact.
+- A soak past its raw-sample cap is drawn from its histogram's counters: a
+  value and the number of wakes it stands for (``Series.weights``); both
+  panels count every wake (:func:`weighted_ecdf_points`, ``weights`` in
+  :func:`binned_shares`).
+
+Evidence text (a run's label, a component's name) reaches plotly through
+:func:`plot_label` and :func:`wakelab.report.interactive.label`: one line,
+bounded, escaped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import math
+import unicodedata
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from wakelab.formatting import format_ns
+from wakelab.report.interactive import CONFIG, FONT, Chart, label, log_ticks, tick_text
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies (a run's colour, in order).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#999999")
+PYTHON_COLOR = "#0072B2"
+COMPONENT_COLORS = ("#009E73", "#CC79A7", "#D55E00", "#56B4E9")
+MARK_COLOR = "#444444"
+
+# Beyond this many samples an ECDF is drawn from a decimated subset (tail kept exact).
+ECDF_MAX_POINTS = 600
+# Longest label drawn inside a figure; the full text is in the HTML around it.
+MAX_LABEL_CHARS = 60
+# A sample of 0 ns is off a log axis; it is drawn at the floor of 1 ns.
+MIN_PLOT_NS = 1
+# The histogram bins the wakes between these shares of each series (each side at least one wake);
+# wakes beyond, when far out (OUTLIER_FACTOR past the window's edge), go to one hatched bin at each
+# edge, so that one outlier cannot stretch the bins and squash the rest into one.
+HIST_TAIL_SHARE = 0.01
+OUTLIER_FACTOR = 1.5
+HEIGHT_PX = 300
+# The two panels' shares of the chart's width.
+HIST_DOMAIN = (0.0, 0.45)
+ECDF_DOMAIN = (0.55, 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """One latency distribution to draw: raw samples (ns) and its reported percentiles.
+
+    With ``weights``, ``samples_ns`` are values each standing for that many
+    wakes (a soak's log-linear histogram past its raw-sample cap:
+    :meth:`wakelab.analysis.hdr.LogLinearHistogram.weighted_values`), and
+    both the histogram and the ECDF count every wake they stand for.
+    """
+
+    label: str
+    samples_ns: Sequence[float]
+    p50_ns: Optional[float]
+    p99_ns: Optional[float]
+    color: str = PYTHON_COLOR
+    dashed: bool = False  # components of a wake are drawn dashed, on the ECDF only
+    weights: Optional[Sequence[int]] = None
+
+
+def plot_label(text: object) -> str:
+    """``text`` made fit to draw: printable characters only, one line, bounded length."""
+    cleaned = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in str(text))
+    cleaned = " ".join(cleaned.split())
+    if len(cleaned) > MAX_LABEL_CHARS:
+        cleaned = cleaned[: MAX_LABEL_CHARS - 1] + "…"
+    return cleaned
+
+
+# --- what to draw ------------------------------------------------------------------------
+
+
+def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
+    """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``.
+
+    y at the i-th smallest sample is (i + 1) / n.  Kept exactly: the first
+    sample, the last ``max_points // 3`` samples (the tail holds p99 and the
+    maximum) and an even spread through the body.
+    """
+    n = len(sorted_ns)
+    if n <= max_points:
+        index: Sequence[int] = range(n)
+    else:
+        tail = max_points // 3
+        body = max_points - tail
+        step = (n - tail - 1) / (body - 1)
+        index = sorted({round(i * step) for i in range(body)} | set(range(n - tail, n)))
+    return [float(sorted_ns[i]) for i in index], [(i + 1) / n for i in index]
+
+
+def weighted_ecdf_points(sorted_ns: Sequence[float], weights: Sequence[int],
+                         max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
+    """(x, y) of the empirical CDF of ascending values ``sorted_ns`` standing for ``weights`` wakes each.
+
+    y at a value is the share of wakes at or below it.  Decimated as
+    :func:`ecdf_points` is: the first value, the last ``max_points // 3``
+    values (the tail) and an even spread through the body in probability.
+    """
+    cumulative = list(itertools.accumulate(int(w) for w in weights))
+    total = float(cumulative[-1])
+    k = len(sorted_ns)
+    if k <= max_points:
+        index: Sequence[int] = range(k)
+    else:
+        tail = max_points // 3
+        body = max_points - tail
+        last_body = k - tail - 1
+        top = cumulative[last_body]
+        wanted = [1 + (top - 1) * i / (body - 1) for i in range(body)]  # evenly in wakes, through the body
+        picked = {min(bisect.bisect_left(cumulative, w), last_body) for w in wanted}
+        index = sorted({0} | picked | set(range(k - tail, k)))
+    return [float(sorted_ns[i]) for i in index], [cumulative[i] / total for i in index]
+
+
+def histogram_window(sorted_ns: Sequence[float], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
+    """(lo, hi) in ns: the range the histogram bins, leaving far-out wakes (at most ``tail_share`` a side) to edge bins.
+
+    ``sorted_ns`` is sorted ascending and not empty.  An edge moves in only
+    when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a
+    distribution without outliers is binned whole.
+    """
+    n = len(sorted_ns)
+    k = max(1, int(n * tail_share)) if n > 2 else 0
+    lo, hi = float(sorted_ns[0]), float(sorted_ns[-1])
+    if k:
+        inner_lo, inner_hi = float(sorted_ns[k]), float(sorted_ns[n - 1 - k])
+        values = [float(v) for v in sorted_ns]
+        # Only the far-out wakes leave the window: every wake within OUTLIER_FACTOR of the inner range stays in.
+        lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
+        hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
+    return lo, hi
+
+
+def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
+    """:func:`histogram_window` of weighted values: the ranks count the wakes each value stands for."""
+    cumulative = list(itertools.accumulate(int(w) for w in weights))
+    n = cumulative[-1]
+    k = max(1, int(n * tail_share)) if n > 2 else 0
+    values = [float(v) for v in sorted_ns]
+    lo, hi = values[0], values[-1]
+    if k:
+        # The value holding the wake of rank r (0-based): the first whose cumulative count exceeds r.
+        inner_lo = values[bisect.bisect_right(cumulative, k)]
+        inner_hi = values[bisect.bisect_right(cumulative, n - 1 - k)]
+        lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
+        hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
+    return lo, hi
+
+
+def bin_edges(lo_ns: float, hi_ns: float, wakes: int) -> List[float]:
+    """Log-spaced bin edges over [lo_ns, hi_ns]: 8 to 40 bins, more for more wakes."""
+    lo, hi = max(lo_ns, MIN_PLOT_NS), max(hi_ns, MIN_PLOT_NS)
+    if hi <= lo * 1.02:  # (nearly) one value: a narrow window around it
+        lo, hi = lo / 1.1, hi * 1.1
+    bins = int(min(40, max(8, 1.5 * wakes ** 0.5)))
+    ratio = hi / lo
+    return [lo] + [lo * ratio ** (i / bins) for i in range(1, bins)] + [hi]
+
+
+def binned_shares(sorted_ns: Sequence[float], weights: Optional[Sequence[int]], edges: Sequence[float]) -> Tuple[List[float], int, int]:
+    """The share of wakes in each bin of ``edges``, and the wakes below and beyond them (counted, not shares).
+
+    ``sorted_ns`` ascending; ``weights`` None: raw samples, else each value
+    stands for ``weights[i]`` wakes.  A bin holds ``low <= value < high``, the
+    last one its upper edge too.
+    """
+    bins = len(edges) - 1
+    counts = [0] * bins
+    lo, hi = float(edges[0]), float(edges[-1])
+    below = beyond = total = 0
+    for i, value in enumerate(sorted_ns):
+        wakes = 1 if weights is None else int(weights[i])
+        total += wakes
+        if value < lo:
+            below += wakes
+        elif value > hi:
+            beyond += wakes
+        else:
+            counts[min(bisect.bisect_right(edges, value) - 1, bins - 1)] += wakes
+    return [c / total for c in counts], below, beyond
+
+
+def padded_range(lo: float, hi: float) -> Tuple[float, float]:
+    """A log-axis range around [lo, hi] (µs) that is never empty."""
+    lo = max(lo, MIN_PLOT_NS / 1e3)
+    hi = max(hi, lo)
+    return lo / 1.25, hi * 1.25
+
+
+# --- the chart ---------------------------------------------------------------------------
+
+
+def _short(value: float) -> float:
+    """A coordinate for the page: six significant digits are far below a pixel, and half the bytes."""
+    return float("%.6g" % value)
+
+
+def _log_axis(lo_us: float, hi_us: float, domain: Tuple[float, float], title: str) -> Dict[str, Any]:
+    lo, hi = padded_range(lo_us, hi_us)
+    ticks = log_ticks(lo, hi)
+    return {
+        "type": "log", "domain": list(domain), "range": [math.log10(lo), math.log10(hi)],
+        "tickvals": ticks, "ticktext": [tick_text(v) for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False,
+        "title": {"text": title, "font": {"size": 12}}, "automargin": True,
+    }
+
+
+def _prepared(series: Sequence[Series]) -> List[Tuple[Series, List[float], Optional[List[int]]]]:
+    """Each series' values ascending (at least 1 ns), with the wakes each stands for (None: one each)."""
+    out: List[Tuple[Series, List[float], Optional[List[int]]]] = []
+    for s in series:
+        values = [max(float(v), MIN_PLOT_NS) for v in s.samples_ns]
+        if s.weights is None:
+            out.append((s, sorted(values), None))
+            continue
+        counts = [int(c) for c in s.weights]
+        order = sorted(range(len(values)), key=values.__getitem__)  # stable: equal values keep their order
+        kept = [i for i in order if counts[i] > 0]
+        out.append((s, [values[i] for i in kept], [counts[i] for i in kept]))
+    return out
+
+
+def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool = True) -> Chart:
+    """Histogram and ECDF of one arm's wake latencies, side by side, on log time axes.
+
+    ``series`` holds one entry per run (overlaid, each in its own colour) plus,
+    for a single run, dashed component series drawn on the ECDF only.  With
+    ``marks``, p50 and p99 of the first series are drawn as labelled dashed
+    lines; every series gets a p50 dot and a p99 diamond on its ECDF.
+    """
+    prepared = _prepared(series)
+    filled = [values for _, values, _ in prepared if values]
+    if not filled:
+        raise ValueError("distribution_chart needs at least one non-empty series")
+    lo_ns = min(values[0] for values in filled)
+    hi_ns = max(values[-1] for values in filled)
+    main = [(s, v, w) for s, v, w in prepared if not s.dashed and v]
+    overlay = len(main) > 1
+
+    def wakes(values: List[float], weights: Optional[List[int]]) -> int:
+        return len(values) if weights is None else sum(weights)
+
+    windows = [histogram_window(v) if w is None else weighted_window(v, w) for _, v, w in main] or [(lo_ns, hi_ns)]
+    edges = bin_edges(min(lo for lo, _ in windows), max(hi for _, hi in windows),
+                      max(wakes(v, w) for _, v, w in main) if main else 10)
+    win_lo, win_hi = edges[0], edges[-1]
+    step = edges[1] / edges[0]
+    hist_lo, hist_hi = win_lo, win_hi
+    data: List[Dict[str, Any]] = []
+    annotations: List[Dict[str, Any]] = [
+        {"text": "<b>histogram</b>", "xref": "paper", "yref": "paper", "x": HIST_DOMAIN[0], "y": 1.0, "xanchor": "left",
+         "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
+        {"text": "<b>ECDF</b>", "xref": "paper", "yref": "paper", "x": ECDF_DOMAIN[0], "y": 1.0, "xanchor": "left",
+         "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
+    ]
+    shapes: List[Dict[str, Any]] = []
+    for index, (s, values, weights) in enumerate(main):
+        name = label(plot_label(s.label))
+        total = wakes(values, weights)
+        shares, below, beyond = binned_shares(values, weights, edges)
+        hover = ["<b>%s</b><br>%s – %s: %.1f%% of wakes" % (name, format_ns(edges[i]), format_ns(edges[i + 1]), 100 * shares[i])
+                 for i in range(len(shares))]
+        data.append({
+            "type": "scatter", "mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
+            "x": [_short(e / 1e3) for e in edges], "y": [_short(v) for v in shares + shares[-1:]],
+            "line": {"shape": "hv", "color": s.color, "width": 1.2 if overlay else 0.8},
+            "fill": "none" if overlay else "tozeroy", "opacity": 1.0 if overlay else 0.6,
+            "text": hover + hover[-1:], "hovertemplate": "%{text}<extra></extra>", "xaxis": "x", "yaxis": "y",
+        })
+        for count, left, extreme, side in ((below, win_lo / step, values[0], "below"), (beyond, win_hi, values[-1], "beyond")):
+            if not count:
+                continue
+            height = _short(count / total)
+            right = left * step
+            data.append({
+                "type": "scatter", "mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
+                "x": [_short(x / 1e3) for x in (left, left, right, right, left)], "y": [0, height, height, 0, 0],
+                "fill": "toself", "fillcolor": "rgba(0,0,0,0)", "fillpattern": {"shape": "/", "fgcolor": s.color, "size": 6},
+                "line": {"color": s.color, "width": 0.8},
+                "text": ["<b>%s</b><br>%d wake%s %s %s" % (name, count, "" if count == 1 else "s",
+                                                           "down to" if side == "below" else "up to", format_ns(extreme))] * 5,
+                "hovertemplate": "%{text}<extra></extra>", "xaxis": "x", "yaxis": "y",
+            })
+            annotations.append({
+                "text": "%d wake%s %s<br>%s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to",
+                                                format_ns(extreme)),
+                "x": math.log10(left * step ** 0.5 / 1e3), "y": height, "xref": "x", "yref": "y", "showarrow": False,
+                "xanchor": "right" if side == "beyond" else "left", "yanchor": "bottom", "font": {"size": 10, "color": "#444444"},
+            })
+            if side == "below":
+                hist_lo = min(hist_lo, left)
+            else:
+                hist_hi = max(hist_hi, right)
+    for index, (s, values, weights) in enumerate(prepared):
+        if not values:
+            continue
+        name = label(plot_label(s.label))
+        x, y = ecdf_points(values) if weights is None else weighted_ecdf_points(values, weights)
+        group = "component-%d" % index if s.dashed else "series-%d" % [m[0] for m in main].index(s)
+        data.append({
+            "type": "scatter", "mode": "lines", "name": name, "legendgroup": group, "showlegend": len(series) > 1,
+            "x": [_short(v / 1e3) for v in x[:1] + x], "y": [0.0] + [_short(v) for v in y],
+            "line": {"shape": "hv", "color": s.color, "width": 1.0 if s.dashed else 1.5, "dash": "dash" if s.dashed else "solid"},
+            "text": ["<b>%s</b><br>≤ %s: %.1f%% of wakes" % (name, format_ns(v), 100 * share) for v, share in zip(x[:1] + x, [0.0] + y)],
+            "hovertemplate": "%{text}<extra></extra>", "xaxis": "x2", "yaxis": "y2",
+        })
+        if not s.dashed:
+            marked = [(q, value, symbol) for q, value, symbol in ((0.5, s.p50_ns, "circle"), (0.99, s.p99_ns, "diamond"))
+                      if value is not None]
+            if marked:
+                data.append({
+                    "type": "scatter", "mode": "markers", "name": name, "legendgroup": group, "showlegend": False,
+                    "x": [_short(max(value, MIN_PLOT_NS) / 1e3) for _, value, _ in marked], "y": [q for q, _, _ in marked],
+                    "marker": {"color": s.color, "size": 7, "symbol": [symbol for _, _, symbol in marked]},
+                    "text": ["<b>%s</b><br>p%s %s" % (name, "50" if q == 0.5 else "99", format_ns(value)) for q, value, _ in marked],
+                    "hovertemplate": "%{text}<extra></extra>", "xaxis": "x2", "yaxis": "y2",
+                })
+    first = main[0][0] if main else None
+    if marks and first is not None:
+        for value in (first.p50_ns, first.p99_ns):
+            if value is not None:
+                hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
+    xaxis = _log_axis(hist_lo / 1e3, hist_hi / 1e3, HIST_DOMAIN, "wake latency (µs, log scale)")
+    xaxis2 = _log_axis(lo_ns / 1e3, hi_ns / 1e3, ECDF_DOMAIN, "wake latency (µs, log scale)")
+    if marks and first is not None:
+        for axis_name, axis in (("x", xaxis), ("x2", xaxis2)):
+            lo, hi = axis["range"]
+            for key, value, top in (("p50", first.p50_ns, 1.0), ("p99", first.p99_ns, 0.9)):
+                if value is None:
+                    continue
+                at = math.log10(max(value, MIN_PLOT_NS) / 1e3)
+                shapes.append({"type": "line", "xref": axis_name, "yref": "paper", "x0": 10 ** at, "x1": 10 ** at, "y0": 0, "y1": 1,
+                               "line": {"color": MARK_COLOR, "width": 1, "dash": "dash"}, "layer": "below"})
+                right_side = (at - lo) / (hi - lo) > 0.62
+                annotations.append({
+                    "text": "%s %s" % (key, format_ns(value)), "x": at, "y": top, "xref": axis_name, "yref": "paper",
+                    "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
+                    "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
+                })
+    layout: Dict[str, Any] = {
+        "font": FONT, "height": HEIGHT_PX, "margin": {"l": 10, "r": 16, "t": 28, "b": 44},
+        "hovermode": "closest",
+        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
+        "showlegend": len(series) > 1,
+        "legend": {"x": 1.0, "xanchor": "right", "y": 0.02, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)",
+                   "font": {"size": 11}},
+        "xaxis": xaxis,
+        "yaxis": {"title": {"text": "share of wakes", "font": {"size": 12}}, "tickformat": ".0%", "rangemode": "tozero",
+                  "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
+        "xaxis2": xaxis2,
+        "yaxis2": {"anchor": "x2", "range": [0, 1.02], "tickvals": [0, 0.25, 0.5, 0.75, 0.9, 1.0],
+                   "ticktext": ["0", "", "0.5", "", "0.9", "1"], "title": {"text": "fraction of wakes ≤ x", "font": {"size": 12}},
+                   "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
+        "annotations": annotations,
+        "shapes": shapes,
+        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+    }
+    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
+                 "latency distribution: histogram and ECDF on log time axes", HEIGHT_PX)
