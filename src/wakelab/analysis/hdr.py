@@ -50,8 +50,7 @@ SIGNIFICANT_DIGITS = 3
 SUB_BUCKET_COUNT = 2048
 SUB_BUCKET_HALF_COUNT = 1024
 SUB_BUCKET_HALF_COUNT_MAGNITUDE = 10
-# The largest value a counter can hold: int64's maximum (bucket 52 ends at 2 ** 63).
-HIGHEST_NS = 2**63 - 1
+# 53 buckets: the last, bucket 52, ends at 2 ** 63, so a counter holds any value up to int64's maximum.
 COUNTS_LEN = 53 * SUB_BUCKET_HALF_COUNT + SUB_BUCKET_HALF_COUNT  # 55,296
 # Bound on |histogram percentile - exact percentile| / exact percentile (see the module docstring).
 RELATIVE_ERROR = 2.0**-11

@@ -27,10 +27,8 @@ EXIT_OK = 0
 EXIT_ARM_FAILED = 1
 EXIT_USAGE = 2
 # Ended by a signal, the partial evidence kept: 128 + the signal's number, as a shell reports a
-# process the signal killed.
+# process the signal killed (exit_status_for_signal: 143 for SIGTERM, 129 for SIGHUP).
 EXIT_INTERRUPTED = 130  # SIGINT (2): Ctrl-C
-EXIT_TERMINATED = 143  # SIGTERM (15)
-EXIT_HANGUP = 129  # SIGHUP (1)
 
 
 # Ctrl-Cs that reached wakelab's SIGINT handler (wakelab.cli.main installs it for a command).

@@ -554,10 +554,6 @@ def _dl(rows: Sequence[Tuple[str, str]]) -> str:
     return '<dl class="facts">%s</dl>' % "".join("<dt>%s</dt><dd>%s</dd>" % (esc(k), v) for k, v in rows if v)
 
 
-def _kv_html(mapping: object) -> str:
-    return "; ".join("%s: <code>%s</code>" % (esc(k), esc(v)) for k, v in _pairs(mapping))
-
-
 def readable(value: object) -> str:
     """A structured value from the evidence in words, never JSON: ``yes``/``no``, lists joined, dicts as ``key value``."""
     if value is None:

@@ -111,14 +111,6 @@ def plotly_js() -> str:
     return _RAW_CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
 
 
-def plotly_version() -> str:
-    try:
-        import plotly
-    except ImportError as exc:
-        raise InteractiveUnavailable(str(exc)) from None
-    return str(plotly.__version__)
-
-
 def label(text: object) -> str:
     """Evidence text made safe for plotly's labels and hover text: no tag, no entity it would read."""
     return html.escape(" ".join(str(text).split()), quote=True)
