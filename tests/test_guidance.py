@@ -360,3 +360,27 @@ def test_install_cost_is_split_into_wrapper_c_function_and_kernel_call() -> None
     # Without the unwrapped arm, the install item is as before.
     plain = build_summary("custom", {}, arms=["signal-install", "native-sigaction-install"])
     assert "Where it goes" not in next(a for a in guidance_of(plain) if a.topic == "handler install").text
+
+
+def test_a_wait_that_polls_is_named_with_what_to_use_instead() -> None:
+    summary = build_summary("catalogue", {"event": 20.0, "queue": 30.0}, arms=["event", "queue"])
+    entry = next(e for e in summary["arms"] if e["name"] == "queue")  # type: ignore[attr-defined]
+    entry["quality"] = {"polling": {"low_ns": 60_000, "high_ns": 2_100_000, "period_ns": 2_040_000, "distance": 0.05,
+                                    "edge": 0.02, "spread_over_floor": 20.0, "thinnest_part": 0.8, "thickest_part": 1.2,
+                                    "n": 300, "settle_jitter_us": 4000, "spans_jitter": False}}
+    summary["warnings"] = derive_warnings(summary)
+    guidance = guidance_of(summary)
+    text = _item(guidance, "polling")
+    assert text.startswith("queue's wait polls about every 2.04 ms: it looks for the notify, sleeps, and looks again")
+    assert "blocks in the kernel" in text and "(event took %s here)" % p50(summary, "event") in text
+    assert [c.arm for a in guidance if a.topic == "polling" for c in a.cites] == ["queue", "event"]
+    assert "queue polls (about every 2.04 ms): use a wait that blocks" in guidance.headline
+    # As wide as the random part of the settle: the period is a lower bound, and the advice says how to measure it.
+    entry["quality"]["polling"].update(settle_jitter_us=2000, spans_jitter=True)
+    summary["warnings"] = derive_warnings(summary)
+    text = _item(guidance_of(summary), "polling")
+    assert "polls every 2.04 ms or more" in text and "--settle-jitter-us" in text
+    # No polling warning, no polling advice.
+    entry["quality"] = {}
+    summary["warnings"] = derive_warnings(summary)
+    assert not [a for a in guidance_of(summary) if a.topic == "polling"]

@@ -5,10 +5,14 @@ from __future__ import annotations
 import copy
 import random
 
+import math
+
 from wakelab.analysis.quality import (
     derive_warnings,
+    find_polling,
     find_populations,
     gil_contended,
+    polling_statistics,
     quality_flags,
     switch_interval_tail,
 )
@@ -168,3 +172,72 @@ def test_timer_floor_fires_on_a_slow_clock(lab135_summary) -> None:
         {"kind": "timer-floor", "level": "warning", "arm": "sigusr1-self",
          "figures": {"series": "handler", "p50_ns": 900.0, "floor_ns": 300, "multiple": 10, "clocksource": "tsc"}},
     ]
+
+
+# -- polling: wakes spread evenly up to a period -----------------------------------------------------------------
+
+EVEN = [100_000 + 10_000 * i for i in range(200)]  # 100 µs .. 2.09 ms, evenly
+
+
+def test_an_even_spread_is_described_exactly() -> None:
+    assert polling_statistics(EVEN) == {
+        "low_ns": 100_000, "high_ns": 2_090_000, "period_ns": 1_990_000, "distance": 0.005, "edge": 0.02,
+        "spread_over_floor": 16.6, "thinnest_part": 0.975, "thickest_part": 1.0, "n": 200,
+    }
+    assert polling_statistics(EVEN[:49]) is None  # too few wakes to judge a shape
+    assert polling_statistics([5000] * 100) is None  # no spread at all
+
+
+def test_an_even_spread_is_a_poll_and_the_random_part_decides_whether_the_period_is_measured() -> None:
+    wide = find_polling(EVEN, settle_jitter_us=4000)
+    assert wide is not None and wide["period_ns"] == 1_990_000 and wide["spans_jitter"] is False
+    # As wide as the random part of the settle: the period may be longer than what it reached.
+    assert find_polling(EVEN, settle_jitter_us=2000)["spans_jitter"] is True  # type: ignore[index]
+    assert find_polling(EVEN)["spans_jitter"] is None  # type: ignore[index]
+
+
+def _poll(rng: random.Random, n: int, period_us: float, jitter_us: float) -> list:
+    """Wakes of a wait polled every ``period_us`` after a settle of 1 ms plus a random part."""
+    return [int(1000 * (period_us - ((1000 + rng.uniform(0, jitter_us)) % period_us) + 60 + abs(rng.gauss(0, 20))))
+            for _ in range(n)]
+
+
+def test_polls_are_found_with_their_period() -> None:
+    rng = random.Random(7)
+    for period_us, jitter_us in ((2080, 2080), (2080, 4160), (2080, 3950), (10_050, 20_100), (1060, 2120)):
+        for n in (200, 1000):
+            found = find_polling(_poll(rng, n, period_us, jitter_us), int(jitter_us))
+            assert found is not None, (period_us, jitter_us, n)
+            assert abs(found["period_ns"] - 1000 * period_us) <= 0.1 * 1000 * period_us
+
+
+def test_the_shapes_of_waits_that_block_are_not_polls() -> None:
+    rng = random.Random(11)
+    for n in (50, 200, 1000):
+        shapes = {
+            "lognormal 0.5": [int(20_000 * math.exp(rng.gauss(0, 0.5))) for _ in range(n)],
+            "lognormal 1.0": [int(20_000 * math.exp(rng.gauss(0, 1.0))) for _ in range(n)],
+            "gamma k=4": [int(10_000 * rng.gammavariate(4, 1)) for _ in range(n)],
+            "normal": [max(1, int(rng.gauss(100_000, 30_000))) for _ in range(n)],
+            # Two levels, as a 2-vCPU VM gives a blocked wake: the same CPU or the other, idle, one.
+            "two levels": [int(rng.gauss(15_000, 2000) if rng.random() < 0.5 else rng.gauss(35_000, 4000)) for _ in range(n)],
+            # A busy Python thread: the waiter gets the GIL at once, or after a 5 ms switch interval.
+            "busy thread": [int(rng.gauss(20_000, 3000) if rng.random() < 0.5 else 5_000_000 + rng.expovariate(1 / 200_000))
+                            for _ in range(n)],
+        }
+        for name, samples in shapes.items():
+            assert find_polling(samples, 2000) is None, (name, n, polling_statistics(samples))
+
+
+def test_a_polling_flag_is_a_warning_record(lab135_summary) -> None:
+    summary = copy.deepcopy(lab135_summary)
+    summary["arms"][0]["quality"] = quality_flags(EVEN, None, settle_jitter_us=4000)
+    records = derive_warnings(summary)
+    assert records[-1] == {"kind": "polling", "level": "warning", "arm": "event", "figures": {
+        "low_ns": 100_000, "high_ns": 2_090_000, "period_ns": 1_990_000, "distance": 0.005, "edge": 0.02,
+        "spread_over_floor": 16.6, "thinnest_part": 0.975, "thickest_part": 1.0, "n": 200,
+        "settle_jitter_us": 4000, "spans_jitter": False,
+    }}
+    # Older bundles' flags have no polling key: nothing is said.
+    del summary["arms"][0]["quality"]["polling"]
+    assert [r["kind"] for r in derive_warnings(summary)] == ["percentiles-omitted"]

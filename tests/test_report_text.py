@@ -143,6 +143,23 @@ def test_warning_records_are_worded(lab135_summary) -> None:
         "hpet): the clock's own cost is a tenth of the figure or more.")
 
 
+def test_a_polling_record_is_worded_with_its_period() -> None:
+    figures = {"low_ns": 8_230, "high_ns": 2_059_442, "period_ns": 2_085_882, "distance": 0.0504, "edge": 0.0115,
+               "spread_over_floor": 184.42, "thinnest_part": 0.85, "thickest_part": 1.2, "n": 200,
+               "settle_jitter_us": 4000, "spans_jitter": False}
+    record = {"kind": "polling", "level": "warning", "arm": "poll-2ms", "figures": figures}
+    assert format_warning(record) == (
+        "poll-2ms: this wait polls about every 2.09 ms: its wakes spread evenly from 8.23 µs to 2.06 ms instead of "
+        "bunching near a floor as a blocked wait's do. A notify is seen at the next poll, so a wake costs up to a whole "
+        "period, half of it on average, however fast the machine (distance to an even spread 0.05).")
+    record["figures"] = dict(figures, settle_jitter_us=2000, spans_jitter=True)
+    assert format_warning(record) == (
+        "poll-2ms: this wait polls, every 2.09 ms or more slowly: its wakes spread evenly from 8.23 µs to 2.06 ms instead "
+        "of bunching near a floor as a blocked wait's do, as far as the settle's random part (2.00 ms) reaches, so the "
+        "period may be longer; --settle-jitter-us 4000 (twice that) would measure it (distance to an even spread 0.05). "
+        "A wake that polls costs up to a whole period, half of it on average.")
+
+
 def test_a_record_with_unexpected_figures_is_shown_raw() -> None:
     assert format_warning({"kind": "percentiles-omitted", "level": "note", "arm": None, "figures": {"left_out": 1.5}}) == (
         'percentiles-omitted: {"left_out": 1.5}')

@@ -59,6 +59,7 @@ PROCESSES = "across processes"
 SIGNALS = "signal delivery"
 INSTALL = "handler install"
 TAIL = "tail"
+POLLING = "polling"
 PITFALL = "pitfall"
 SELF_TEST = "self-test"
 
@@ -613,6 +614,42 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
     return Advice(TAIL, text, tuple(_unique(cites)))
 
 
+def _polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Optional[Ranking]) -> Tuple[List[Advice], str]:
+    """What a wait that polls (a ``polling`` warning, :func:`wakelab.analysis.quality.find_polling`) means, and
+    what to use instead; the headline's clause."""
+    warnings = [w for w in bundle.summary.get("warnings") or []
+                if isinstance(w, Mapping) and w.get("kind") == "polling" and w.get("arm") in levels
+                and isinstance(w.get("figures"), Mapping)]
+    polling = [str(w["arm"]) for w in warnings]
+    items: List[Advice] = []
+    clause = ""
+    for warning in warnings:
+        figures: Mapping[str, Any] = warning["figures"]
+        period = _positive(figures.get("period_ns"))
+        if period is None:
+            continue
+        level = levels[str(warning["arm"])]
+        at_least = bool(figures.get("spans_jitter"))
+        every = ("every %s or more" if at_least else "about every %s") % format_ns(period)
+        cites = [level.cite()]
+        text = ("%s's wait polls %s: it looks for the notify, sleeps, and looks again, so a notify is seen only at its "
+                "next look -- its wakes spread evenly up to the period, and its p50, %s, is about half of it. That cost "
+                "does not shrink on a faster machine. Where the wake path matters, wait on something that blocks in the "
+                "kernel until it is notified: threading.Event or Condition, queue.Queue, or a pipe or os.eventfd "
+                "the waiter blocks on in select/poll" % (level.name, every, format_ns(level.p50_ns)))
+        blocking = [r.level for r in in_process.ranked if r.name not in polling] if in_process is not None else []
+        if blocking:
+            cites.append(blocking[0].cite())
+            text += " (%s took %s here)" % (blocking[0].name, format_ns(blocking[0].p50_ns))
+        text += (". If the loop is your own, a shorter sleep only trades the latency for CPU time."
+                 if not at_least else
+                 ". The period may be longer than the settle's random part reached: rerun with a larger "
+                 "--settle-jitter-us to measure it.")
+        items.append(Advice(POLLING, text, tuple(cites)))
+        clause = clause or "%s polls (%s): use a wait that blocks" % (level.name, every)
+    return items, clause
+
+
 def _pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
     items: List[Advice] = []
     handlers = [levels[n] for n in HANDLER_ARMS if n in levels]
@@ -667,7 +704,7 @@ def guidance_for(bundle: Bundle) -> Guidance:
     document in memory).  Returns a :class:`Guidance`: ``headline`` (one line)
     and ``items``, each an :class:`Advice` with ``topic`` (``in-process wake``,
     ``across processes``, ``signal delivery``, ``handler install``, ``tail``,
-    ``pitfall`` or ``self-test``), ``text`` and ``cites`` (``arm``,
+    ``polling``, ``pitfall`` or ``self-test``), ``text`` and ``cites`` (``arm``,
     ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
     and ``value_ns``).  Times are nanoseconds.
     """
@@ -705,6 +742,10 @@ def guidance_for(bundle: Bundle) -> Guidance:
     tail = _tail_advice(bundle, in_process, levels)
     if tail is not None:
         items.append(tail)
+    polling, polling_clause = _polling_advice(bundle, levels, in_process)
+    items += polling
+    if polling_clause:
+        clauses.append(polling_clause)
     items += _pitfalls(levels)
     if not clauses and levels:
         fastest = min(levels.values(), key=lambda lv: lv.p50_ns)

@@ -3,8 +3,9 @@
 As pyperf's ``check`` does for throughput, these say when a run's numbers
 should be read with care and what to do about it: workers that disagree,
 several populations of wakes mixed in one distribution, figures near the
-timer's floor, and tails that sit at multiples of the GIL switch interval
-(another Python thread held the GIL).  A percentile left out for want of wakes
+timer's floor, tails that sit at multiples of the GIL switch interval
+(another Python thread held the GIL), and a wait that polls instead of
+blocking (its wakes spread evenly up to the poll's period).  A percentile left out for want of wakes
 is a *note*, not a warning: the figure is absent, not doubtful.
 
 Per-arm flags are computed from the raw samples when the arm finishes
@@ -33,6 +34,7 @@ WORKER_SPREAD = "worker-spread"
 POPULATIONS = "populations"
 SWITCH_INTERVAL_TAIL = "switch-interval-tail"
 TIMER_FLOOR = "timer-floor"
+POLLING = "polling"
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -59,6 +61,34 @@ SWITCH_MULTIPLES = 8
 SWITCH_CLUSTERING = 3.0
 _SWITCH_MIN_WAKES = 3
 _SWITCH_MIN_SHARE = 0.01
+
+# Polling (see find_polling).  The even spread is fitted on the POLL_FIT_Q-th percentile and its
+# complement.  The wakes must lie within POLL_MAX_DISTANCE of it (Kolmogorov-Smirnov distance: the
+# largest gap between the two cumulative shares); fill each of its POLL_PARTS equal parts with
+# between POLL_MIN_PART and POLL_MAX_PART of an even share (no tail tapering off inside it, no gap
+# between two levels, no pile of wakes at one end); end at its top (the POLL_EDGE_Q-th percentile
+# within POLL_MAX_EDGE widths above the 95th); and spread over at least POLL_MIN_SPREAD_OVER_FLOOR
+# times their floor (the POLL_FLOOR_Q-th percentile) and POLL_MIN_PERIOD_NS (shorter periods are
+# not told apart from the scheduler's and the GIL's own hand-offs).  bench/polling_margin.py checks
+# them: polls of 1 to 10 ms at 200 wakes or more pass -- with 2 % of outliers, and at least 80 % of
+# draws where a random part between one and two periods covers the period unevenly (density 2:1);
+# lognormal, gamma, normal and two-level shapes (waits that block) fail, as do the catalogue's
+# arms on a noisy 2-vCPU VM, with and without a busy thread (the nearest, mp-queue, meets all but
+# the spread over its floor: 4.7 against 8).  What the shape alone cannot tell from a poll is a
+# mixture that is mostly an even spread.
+POLL_MIN_SAMPLES = 50
+POLL_FIT_Q = 5.0
+POLL_EDGE_Q = 97.0
+POLL_FLOOR_Q = 1.0
+POLL_MAX_DISTANCE = 0.2
+POLL_MAX_EDGE = 0.1
+POLL_MIN_SPREAD_OVER_FLOOR = 8.0
+POLL_PARTS = 5
+POLL_MIN_PART = 0.4
+POLL_MAX_PART = 1.8
+POLL_MIN_PERIOD_NS = 100_000
+# A spread this close to the settle's random part may be cut short by it: the period is at least that.
+POLL_SPANS_JITTER = 0.9
 
 # A figure below this multiple of the timer floor (back-to-back perf_counter_ns) has the clock's
 # own cost as at least a tenth of it.  On a TSC clocksource (~50 ns) no wake gets close; on hpet
@@ -166,6 +196,95 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float])
     return {"share": round(share, 4), "count": near, "interval_s": interval_s, "multiples": sorted(per_multiple)}
 
 
+def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, Any]]:
+    """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes).
+
+    ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th
+    percentiles (extended by the 5 % either side that it puts beyond them,
+    ``low_ns`` no lower than the fastest wake), ``period_ns`` its width;
+    ``distance`` the Kolmogorov-Smirnov distance from the wakes to it;
+    ``thinnest_part`` the share of the wakes in the emptiest fifth of it,
+    over an even share (an even spread: about 1; a tail that tapers or a gap
+    between two levels: near 0); ``edge`` how far the 97th percentile lies
+    above the 95th, in widths (an even spread: 0.022; a tail that tapers:
+    more); ``spread_over_floor`` the width over the 1st percentile; ``n``
+    the wakes judged.
+    """
+    values = sorted(v for v in samples_ns if v > 0)
+    n = len(values)
+    if n < POLL_MIN_SAMPLES:
+        return None
+    q_low, q_high = percentile(values, POLL_FIT_Q), percentile(values, 100.0 - POLL_FIT_Q)
+    if q_high <= q_low:
+        return None
+    width = (q_high - q_low) * 100.0 / (100.0 - 2 * POLL_FIT_Q)
+    low = q_low - width * POLL_FIT_Q / 100.0
+    distance = 0.0
+    for i, value in enumerate(values):
+        share = min(1.0, max(0.0, (value - low) / width))
+        distance = max(distance, share - i / n, (i + 1) / n - share)
+    floor = percentile(values, POLL_FLOOR_Q)
+    edge = (percentile(values, POLL_EDGE_Q) - q_high) / width
+    # The share of the wakes in each of POLL_PARTS equal parts of the spread: an even spread puts
+    # 1/POLL_PARTS in each; a tail that tapers, or a gap between two levels, leaves a part thin.
+    parts = [0] * POLL_PARTS
+    for value in values:
+        index = int((value - low) / width * POLL_PARTS)
+        if 0 <= index < POLL_PARTS:
+            parts[index] += 1
+    return {
+        "low_ns": int(round(max(low, values[0]))),
+        "high_ns": int(round(low + width)),
+        "period_ns": int(round(width)),
+        "distance": round(distance, 4),
+        "edge": round(edge, 4),
+        "spread_over_floor": round(width / floor, 2) if floor > 0 else None,
+        "thinnest_part": round(min(parts) / n * POLL_PARTS, 4),
+        "thickest_part": round(max(parts) / n * POLL_PARTS, 4),
+        "n": n,
+    }
+
+
+def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[Dict[str, Any]]:
+    """A wait that polls: wakes spread evenly from near nothing up to a period, or None.
+
+    A waiter that checks a flag and sleeps P between checks answers a notify
+    at its next check.  With a settle whose random part spans P (see
+    :func:`wakelab.core.drivers.settle_schedule_s`) the notify lands anywhere
+    in the period, so the wakes spread evenly from the floor (the check's own
+    cost) to P; a wait that blocks bunches near its floor and tapers off.
+    Flagged when the wakes are close to an even spread (:func:`polling_statistics`'s
+    ``distance`` at most POLL_MAX_DISTANCE), end at its top (``edge`` at most
+    POLL_MAX_EDGE), and that spread is at least POLL_MIN_PERIOD_NS wide and
+    POLL_MIN_SPREAD_OVER_FLOOR times the floor.  Returns the statistics with
+    ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER
+    of ``settle_jitter_us`` (the random part of the settle, µs), which may
+    have cut the spread short -- the period is then at least that long; None
+    when not known.  A period longer than the random part shows no even
+    spread from the floor, and is not flagged: raise the random part above it.
+    """
+    figures = polling_statistics(samples_ns)
+    if figures is None:
+        return None
+    ratio = figures["spread_over_floor"]
+    if (
+        figures["distance"] > POLL_MAX_DISTANCE
+        or figures["edge"] > POLL_MAX_EDGE
+        or figures["thinnest_part"] < POLL_MIN_PART
+        or figures["thickest_part"] > POLL_MAX_PART
+        or figures["period_ns"] < POLL_MIN_PERIOD_NS
+        or ratio is None
+        or ratio < POLL_MIN_SPREAD_OVER_FLOOR
+    ):
+        return None
+    figures = dict(figures)
+    figures["settle_jitter_us"] = settle_jitter_us
+    figures["spans_jitter"] = (
+        None if settle_jitter_us is None else figures["period_ns"] >= POLL_SPANS_JITTER * settle_jitter_us * 1000
+    )
+    return figures
+
+
 def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
     """Whether another Python thread may hold the GIL the arm's waiter needs.
 
@@ -183,15 +302,18 @@ def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
     return bool(busy) or any(applied)
 
 
-def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float]) -> Dict[str, Any]:
+def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None) -> Dict[str, Any]:
     """The per-arm flags stored under ``quality`` in summary.json.
 
     ``interval_s`` is the switch interval, or None where no Python thread can
     hold the GIL the waiter needs (:func:`gil_contended`): then no tail is looked for.
+    ``settle_jitter_us`` is the random part of the settle the wakes were taken
+    with (None: no settle, as in an open loop), for :func:`find_polling`.
     """
     return {
         "populations": find_populations(samples_ns),
         "switch_interval_tail": switch_interval_tail(samples_ns, interval_s),
+        "polling": find_polling(samples_ns, settle_jitter_us),
     }
 
 
@@ -313,6 +435,9 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         tail: Mapping[str, Any] = quality.get("switch_interval_tail") or {}
         if tail and gil_contended(e, summary):
             records.append(_record(SWITCH_INTERVAL_TAIL, name, dict(tail)))
+        polling: Mapping[str, Any] = quality.get("polling") or {}
+        if polling:
+            records.append(_record(POLLING, name, dict(polling)))
         if floor:
             series = [("", e.get("latency") or {})] + sorted((e.get("components") or {}).items())
             for series_name, stats in series:

@@ -896,7 +896,8 @@ def _run_arm(
     _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
     summarize_raw(entry, raw)
     if isinstance(raw, RawLatency):
-        entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s))
+        jitter = params.settle_jitter_us if params.mode == "closed" else None
+        entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s, settle_jitter_us=jitter))
         entry["cpu_split"] = cpu_split(raw.samples_ns, raw.waiter_cpus, raw.notifier_cpus)
     entry["workers"] = list(taken.figures)
     # With repetitions, the spread that matters is between them (each pools its workers' wakes).

@@ -413,7 +413,8 @@ def _soak_locked(
         entry["spread"] = runner.worker_spread(state.slices)
         if final and len(state.kept):
             tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
-            entry["quality"] = runner._jsonable(quality_flags(state.kept, tail_interval_s))
+            jitter = arm_params.settle_jitter_us if arm_params.mode == "closed" else None
+            entry["quality"] = runner._jsonable(quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter))
         record.update(
             elapsed_s=round(clock() - soak_started, 3),
             chunks=state.chunks,

@@ -593,6 +593,8 @@ def _word_warning(record: Mapping[str, Any]) -> str:
             % (arm, 100 * float(f.get("share") or 0), f.get("count"), _multiples(f.get("multiples") or []),
                format_ns(float(f.get("interval_s") or 0) * 1e9))
         )
+    if kind == "polling":
+        return _word_polling(arm, f)
     if kind == "timer-floor":
         series = " of .%s" % f["series"] if f.get("series") else ""
         clocksource = " (clocksource %s)" % f["clocksource"] if f.get("clocksource") else ""
@@ -601,6 +603,24 @@ def _word_warning(record: Mapping[str, Any]) -> str:
             "is a tenth of the figure or more." % (arm, series, format_ns(f.get("p50_ns")), f.get("multiple"), f.get("floor_ns"), clocksource)
         )
     return "%s%s: %s" % ("%s: " % arm if arm else "", kind, json.dumps(dict(f), sort_keys=True))
+
+
+def _word_polling(arm: object, f: Mapping[str, Any]) -> str:
+    """A ``polling`` record (:func:`wakelab.analysis.quality.find_polling`), worded."""
+    period = float(f["period_ns"])
+    spread = "its wakes spread evenly from %s to %s instead of bunching near a floor as a blocked wait's do" % (
+        format_ns(f["low_ns"]), format_ns(f["high_ns"]))
+    figures = "(distance to an even spread %.2f)" % float(f["distance"])
+    jitter = f.get("settle_jitter_us")
+    if f.get("spans_jitter") and jitter:
+        return (
+            "%s: this wait polls, every %s or more slowly: %s, as far as the settle's random part (%s) reaches, "
+            "so the period may be longer; --settle-jitter-us %d (twice that) would measure it %s. A wake that "
+            "polls costs up to a whole period, half of it on average." % (
+                arm, format_ns(period), spread, format_ns(float(jitter) * 1000), 2 * int(jitter), figures))
+    return (
+        "%s: this wait polls about every %s: %s. A notify is seen at the next poll, so a wake costs up to a whole "
+        "period, half of it on average, however fast the machine %s." % (arm, format_ns(period), spread, figures))
 
 
 def _settle_text(params: Mapping[str, Any], arms: Sequence[Mapping[str, Any]]) -> str:
