@@ -1,0 +1,301 @@
+"""The HTML report: one self-contained page from one or more evidence bundles (analysis side).
+
+The page holds what ``summary.txt`` holds -- verdict, guidance (where the
+analysis layer words it), lead table, each repetition's p50 and the wakes split
+by where they ran, honesty block, caveats -- rendered as
+HTML from the same summary documents, and the pictures a text file cannot
+give.  It leads with charts that compare at a glance (see
+:mod:`wakelab.report.interactive`): every latency arm on one shared log axis
+(p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
+figures on hover), the rate arms, and, given several runs (a grid's cells,
+interpreters, machines), a heat map per dimension that varies.  A run made
+with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
+its median and tail wakes split into notify path, scheduler, GIL wait and
+interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
+distribution (histogram and ECDF on log axes, :mod:`wakelab.report.distribution`)
+is folded away until asked for, and drawn when unfolded.
+
+Several runs are ordered by machine, then interpreter version (3.9 before
+3.10), whatever order the paths came in; runs from several machines are
+labelled by host name: a fleet report.
+
+Self-contained means the page never fetches anything: styles are inline,
+plotly.js is inlined once, figures are JSON data blocks, and a
+Content-Security-Policy allows only the page's own two scripts (by hash) and
+forbids every fetch, so even a page someone edited by hand cannot phone home.
+
+Every string that comes from evidence (a note, a mechanism, a lab title, a
+failure reason, a condition) is escaped with :func:`html.escape` where it
+enters the page, and text handed to plotly is escaped before it
+(:func:`interactive.label`).
+
+The package, one module per concern, each importing only those before it:
+:mod:`.common` (escaping, reading a summary), :mod:`.load` (the bundles, runs
+and grids a page is made from), :mod:`.sections` (one run's sections),
+:mod:`.runs` (several runs compared), :mod:`.distributions` (each arm's card),
+:mod:`.page` (CSS, CSP and the page shell), :mod:`.charts` (the charts at a
+glance and where the time goes), :mod:`.matrix` (a grid's matrix); this module
+puts a page together (:func:`render_report`) and re-exports what the other
+modules of wakelab use.
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple
+
+from wakelab.errors import UsageError
+from wakelab.formatting import DASH, escape_text, format_ns, format_percent, format_rate, format_ratio, format_us  # noqa: F401
+# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
+from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401
+from wakelab.report.html.common import (
+    _dict,
+    DISTRIBUTION,
+    esc,
+    interpreter_label,
+    MAX_VALUE_CHARS,
+    _run_state,
+    STATUS_WORDS,
+)
+from wakelab.report.html.load import (
+    GridCellView,
+    GridView,
+    load_grid,
+    load_run,
+    load_runs,
+    order_runs,
+    ReportInput,
+    RunEvidence,
+    version_key,
+)
+from wakelab.report.html.sections import (
+    guidance_of,
+    readable,
+    render_caveats,
+    render_details,
+    render_guidance,
+    render_honesty,
+    render_lead_table,
+    render_repetitions_and_placement,
+    render_verdict,
+    REPETITIONS_LEGEND,
+)
+from wakelab.report.html.runs import (
+    CONDITION_PARAMETERS,
+    differing_fields,
+    LABEL_FIELDS,
+    MAX_HOST_CHARS,
+    MAX_LABEL_CONDITIONS,
+    MAX_RUNS_PER_TABLE,
+    MAX_SHORT_LABEL_CHARS,
+    render_comparison_table,
+    render_differences,
+    render_rate_comparison,
+    render_runs_table,
+    run_labels,
+    _run_sections,
+    RunLabel,
+)
+from wakelab.report.html.distributions import (
+    _distribution_intro,
+    kept_words,
+    _Plots,
+    render_distributions,
+    soak_plot_words,
+)
+from wakelab.report.html.page import (
+    count_charts,
+    count_plots,
+    CSP,
+    CSS,
+    _page,
+    page_csp,
+    _section,
+    write_report,
+)
+from wakelab.report.html.charts import (
+    _Charts,
+    COMPONENT_WORDS,
+    DIMENSIONS,
+    render_grids,
+    render_overview,
+    render_rate_chart,
+    render_where_time_goes,
+    render_where_time_goes_runs,
+    run_dimension,
+    varying_dimensions,
+)
+from wakelab.report.html.matrix import (
+    GRID_DIMENSION_TITLES,
+    _grid_sections,
+    render_grid_matrix,
+)
+
+
+def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids: Sequence[GridView] = ()) -> str:
+    """The whole HTML page for ``runs`` (one or more loaded bundles; several are shown in :func:`order_runs` order).
+
+    ``grids`` are the grid folders the runs came from (:func:`load_runs`): each gets its matrix, cell by cell.
+    """
+    if not runs:
+        raise UsageError("give at least one evidence folder")
+    from wakelab.extras import install_command
+    from wakelab.report.interactive import InteractiveUnavailable
+
+    try:
+        return _render(order_runs(runs) if len(runs) > 1 else list(runs), notes, grids)
+    except InteractiveUnavailable as exc:
+        raise UsageError("the HTML report needs plotly for its charts (%s): %s" % (install_command("report"), exc)) from None
+
+
+def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[GridView] = ()) -> str:
+    from wakelab import __version__
+    from wakelab.report.interactive import GLUE_JS, plotly_js
+
+    plots_ = _Plots()
+    charts = _Charts()
+    toc: List[Tuple[str, str]] = []
+    first = runs[0].summary
+    lab = _dict(first.get("lab"))
+    same_lab = len({str(_dict(r.summary.get("lab")).get("id")) for r in runs}) == 1
+    several = len(runs) > 1
+    hosts = sorted({r.bundle.hostname for r in runs})
+    grid_folders = sorted({r.grid for r in runs if r.grid})
+    title = str(lab.get("title") or lab.get("id") or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
+    header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
+    if same_lab and lab.get("question"):
+        header.append('<p class="question">%s</p>' % esc(lab["question"]))
+    body: List[str] = []
+    if not several:
+        state, css = _run_state(first)
+        header.append(
+            '<p class="meta">wakelab %s · %s · %s · <span class="badge %s">%s</span> · <code>%s</code></p>'
+            % (esc(_dict(first.get("tool")).get("version")), esc(first.get("started_utc")), esc(interpreter_label(first)),
+               css, esc(state), esc(runs[0].source))
+        )
+        labels = [RunLabel(interpreter_label(first), interpreter_label(first), "#0072B2")]
+        guidance = render_guidance(runs[0])
+        if guidance:
+            body.append(_section("guidance", "Guidance", guidance, toc))
+        glance = render_overview(runs, labels, charts) + render_rate_chart(runs, labels, charts)
+        body.append(_section("overview", "At a glance", glance, toc))
+        body.extend(_grid_sections(grids, toc))
+        where = render_where_time_goes(runs[0], charts)
+        if where:
+            body.append(_section("where-time-goes", "Where the time goes", where, toc))
+        body.append(_section("verdict", "Verdict", render_verdict(first), toc))
+        body.append(_section("lead-table", "Lead table", render_lead_table(first), toc))
+        repetitions = render_repetitions_and_placement(first)
+        if repetitions:
+            body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
+        body.append(_section("honesty", "Lab honesty", render_honesty(first), toc))
+        body.append(_section("caveats", "Caveats", render_caveats(first), toc))
+        body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
+        details = render_details(first)
+        if details:
+            body.append(_section("details", "Definitions, methodology, reproduce", details, toc))
+    else:
+        labels = run_labels(runs)
+        what = "%d runs" % len(runs)
+        if grid_folders:
+            what = "%d cells of the grid%s %s" % (len(runs), "s" if len(grid_folders) > 1 else "", ", ".join(grid_folders))
+        if len(hosts) > 1:
+            what += " from %d machines (%s)" % (len(hosts), ", ".join(hosts))
+        header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
+        glance = render_overview(runs, labels, charts) + render_grids(runs, charts) + render_rate_chart(runs, labels, charts)
+        body.append(_section("overview", "At a glance", glance, toc))
+        body.extend(_grid_sections(grids, toc))
+        where = render_where_time_goes_runs(runs, labels, charts)
+        if where:
+            body.append(_section("where-time-goes", "Where the time goes", where, toc))
+        comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
+                      render_comparison_table(runs, labels), render_rate_comparison(runs, labels)]
+        body.append(_section("comparison", "Runs compared", "".join(comparison), toc))
+        body.append(_section("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_), toc))
+        for i, (run, label) in enumerate(zip(runs, labels), 1):
+            body.append(_run_sections(run, label, "run-%d" % i, toc))
+    if notes:
+        header.append("".join('<p class="note">%s</p>' % esc(n) for n in notes))
+    nav = '<nav class="toc">%s</nav>' % "".join('<a href="#%s">%s</a>' % (esc(a), esc(t)) for a, t in toc)
+    header.append(nav + "</header>")
+    footer = (
+        "<footer>Generated by wakelab %s from the evidence bundle%s above. Times are wake latencies t1 - t0 "
+        "(perf_counter_ns); percentiles use linear interpolation between closest ranks. %d interactive chart%s (plotly.js, "
+        "inlined), %d plot%s.</footer>"
+        % (esc(__version__), "s" if several else "", charts.count, "" if charts.count == 1 else "s",
+           plots_.count, "" if plots_.count == 1 else "s")
+    )
+    scripts = [plotly_js(), GLUE_JS] if charts.count or plots_.count else []
+    return _page(title, "".join(header) + "".join(body) + footer, scripts)
+
+
+__all__ = [
+    "COMPONENT_WORDS",
+    "CONDITION_PARAMETERS",
+    "count_charts",
+    "count_plots",
+    "CSP",
+    "CSS",
+    "DASH",
+    "differing_fields",
+    "DIMENSIONS",
+    "DISTRIBUTION",
+    "esc",
+    "escape_text",
+    "format_ns",
+    "format_percent",
+    "format_rate",
+    "format_ratio",
+    "format_us",
+    "GRID_DIMENSION_TITLES",
+    "GridCellView",
+    "GridView",
+    "guidance_of",
+    "interpreter_label",
+    "kept_words",
+    "LABEL_FIELDS",
+    "load_grid",
+    "load_run",
+    "load_runs",
+    "MAX_HOST_CHARS",
+    "MAX_LABEL_CONDITIONS",
+    "MAX_RUNS_PER_TABLE",
+    "MAX_SHORT_LABEL_CHARS",
+    "MAX_VALUE_CHARS",
+    "order_runs",
+    "page_csp",
+    "positive_ratio",
+    "RATIO_NOISE",
+    "ratio_tone",
+    "RatioTone",
+    "readable",
+    "render_caveats",
+    "render_comparison_table",
+    "render_details",
+    "render_differences",
+    "render_distributions",
+    "render_grid_matrix",
+    "render_grids",
+    "render_guidance",
+    "render_honesty",
+    "render_lead_table",
+    "render_overview",
+    "render_rate_chart",
+    "render_rate_comparison",
+    "render_repetitions_and_placement",
+    "render_report",
+    "render_runs_table",
+    "render_verdict",
+    "render_where_time_goes",
+    "render_where_time_goes_runs",
+    "REPETITIONS_LEGEND",
+    "ReportInput",
+    "run_dimension",
+    "run_labels",
+    "RunEvidence",
+    "RunLabel",
+    "soak_plot_words",
+    "STATUS_WORDS",
+    "varying_dimensions",
+    "version_key",
+    "write_report",
+]

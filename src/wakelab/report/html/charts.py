@@ -1,0 +1,285 @@
+"""The charts at a glance: the overview of every arm, the rate arms, where the time goes (traced runs), the grids' heat maps."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from wakelab.analysis.caveats import (
+    native_ratios,
+)
+from wakelab.formatting import DASH, format_us
+from wakelab.report.text import (
+    FAMILY_TITLES,
+)
+from wakelab.report.html.common import _arms, _by_name, _dict, esc, interpreter_label, _latency, _p50
+from wakelab.report.html.load import RunEvidence
+from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
+
+
+class _Charts:
+    """The interactive charts of one page, each with its own element id."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next_id(self) -> str:
+        self.count += 1
+        return "chart-%d" % self.count
+
+
+def _family_order(runs: Sequence[RunEvidence]) -> List[str]:
+    families: List[str] = []
+    for run in runs:
+        for a in _arms(run.summary):
+            if str(a.get("family")) not in families:
+                families.append(str(a.get("family")))
+    return families
+
+
+def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:
+    from wakelab.report.interactive import ArmPoint, Floor
+
+    points = []
+    for index, run in enumerate(runs):
+        ratios = native_ratios(run.summary)
+        by_name = _by_name(run.summary)
+        for a in _arms(run.summary):
+            if a.get("kind") != "latency" or _p50(a) is None:
+                continue
+            lat = _latency(a)
+            ratio = ratios.get(str(a.get("name")))
+            floor = None
+            if ratio is not None and ratio.kind == "latency" and _p50(by_name.get(ratio.native)) is not None:
+                floor = Floor(ratio.native, ratio.native_value, ratio.ratio, ratio.interpreter_share)
+            points.append(ArmPoint(
+                run=index, arm=str(a.get("name")), family=str(a.get("family")),
+                family_title=FAMILY_TITLES.get(str(a.get("family")), str(a.get("family"))),
+                waiter=str(a.get("waiter")), scope=str(a.get("scope")), n=int(lat.get("n") or 0), lost=int(lat.get("lost") or 0),
+                p50_ns=float(lat["p50_ns"]), p90_ns=lat.get("p90_ns"), p99_ns=lat.get("p99_ns"), p99_9_ns=lat.get("p99_9_ns"),
+                max_ns=lat.get("max_ns"), floor=floor,
+            ))
+    return points
+
+
+def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+    """The chart that compares at a glance: every latency arm of every run on one log axis, with its buttons."""
+    from wakelab.report.interactive import Series, chart_html, overview_chart, sort_controls
+
+    points = _latency_points(runs)
+    if not points:
+        return '<p class="muted">No latency arm produced figures.</p>'
+    families = _family_order(runs)
+    chart = overview_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels], families)
+    shown = [f for f in families if any(p.family == f for p in points)]
+    controls = sort_controls(chart.chart_id, [(f, FAMILY_TITLES.get(f, f)) for f in shown])
+    several = len(runs) > 1
+    intro = (
+        "Every latency arm on one shared log axis: the dot is its p50, the bar spans p90 to p99, and the open diamond "
+        "is the p50 of its C floor in the same run (grey where it is only the nearest floor, not the same experiment). "
+        "Hover a dot for the figures; sort the rows, or hide a family, with the buttons; %s."
+        % ("each run has its colour, and clicking a run in the legend hides it" if several
+           else "clicking a family in the legend hides its dots")
+    )
+    return '<p class="muted">%s</p>%s%s' % (esc(intro), controls, chart_html(chart))
+
+
+def render_rate_chart(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+    from wakelab.report.interactive import RatePoint, Series, chart_html, rate_chart
+
+    points = []
+    for index, run in enumerate(runs):
+        for a in _arms(run.summary):
+            rate = _dict(a.get("rate"))
+            if a.get("kind") != "rate" or a.get("status") != "ok" or not rate.get("ops_per_s"):
+                continue
+            points.append(RatePoint(
+                run=index, arm=str(a.get("name")), ops_per_s=float(rate["ops_per_s"]),
+                min_ops_per_s=float(rate.get("min_ops_per_s") or rate["ops_per_s"]),
+                max_ops_per_s=float(rate.get("max_ops_per_s") or rate["ops_per_s"]),
+                baseline_ops_per_s=float(rate.get("baseline_ops_per_s") or 0.0), net_ns_per_op=rate.get("net_ns_per_op"),
+                rounds=int(rate.get("rounds") or 0), n_per_round=int(rate.get("n_per_round") or 0),
+            ))
+    if not points:
+        return ""
+    chart = rate_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels])
+    return '<h3>Rate arms</h3><p class="muted">Median operations per second of each rate arm%s (higher is faster); whiskers span the ' \
+        'slowest and the fastest round; hover for the empty-loop baseline.</p>%s' % (
+            ", per run" if len(runs) > 1 else "", chart_html(chart))
+
+
+# How the page names each component of a wake in running text.
+COMPONENT_WORDS = {
+    "notify": "notify path", "sched_wake": "wake delivery", "sched_queue": "run-queue wait", "gil_wait": "GIL wait",
+    "interpreter": "interpreter", "unattributed": "unattributed",
+}
+
+
+def _signed_us_text(value_ns: float) -> str:
+    """A difference in µs with its sign (``+7.58``, ``−5.92``, ``0``)."""
+    if not value_ns:
+        return "0"
+    return ("+" if value_ns > 0 else "\u2212") + format_us(abs(value_ns))
+
+
+def _trace_bands(trace: Any) -> Dict[str, Tuple[float, Mapping[str, float]]]:
+    """The p50 and p99 bands of an arm's :class:`~wakelab.evidence.model.TraceFigures` that have figures."""
+    bands: Dict[str, Tuple[float, Mapping[str, float]]] = {}
+    for key, latency_ns, parts in (("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)):
+        if latency_ns is not None and parts:
+            bands[key] = (float(latency_ns), parts)
+    return bands
+
+
+def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
+    """Where each traced arm's time goes (a run with ``--trace``): stacked bars at p50 and at p99, each
+    Python arm beside its C floor, then the tracing overhead; empty for a run that did not ask to trace.
+
+    The bands (``trace.at_p50`` / ``at_p99``) and the overhead were computed by the analysis layer
+    (:mod:`wakelab.analysis.components`, stored in summary.json); this lays them out.
+    """
+    from wakelab.analysis.components import COMPONENT_TITLES, COMPONENTS, floor_gaps, traced_arm_order
+    from wakelab.report.interactive import ComponentBar, chart_html, components_chart
+
+    s = run.summary
+    tracing = _dict(s.get("tracing"))
+    if not tracing.get("requested"):
+        return ""
+    records = {arm.name: arm for arm in run.bundle.arms()}
+    bars: List[Any] = []
+    overhead_rows: List[str] = []
+    not_split: List[str] = []
+    for entry, floor_of in traced_arm_order(s):
+        record = records.get(str(entry.get("name")))
+        trace = record.trace if record is not None else None
+        if trace is None or record is None:
+            continue
+        if not trace.traced:
+            if record.kind == "latency" and record.measured:
+                not_split.append("<li><code>%s</code>: %s</li>" % (esc(record.name), esc(trace.reason or "no reason recorded")))
+            continue
+        bands = _trace_bands(trace)
+        if bands:
+            bars.append(ComponentBar(record.name, bands, floor_of))
+        after = _dict(_dict(entry.get("trace")).get("overhead")).get("untraced_after_p50_ns")
+        overhead_rows.append(
+            "<tr><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td></tr>" % (
+                esc(record.name), (' <span class="muted">C floor of %s</span>' % esc(floor_of)) if floor_of else "",
+                esc(format_us(trace.untraced_p50_ns)), esc(format_us(trace.traced_p50_ns)),
+                esc(format_us(after if isinstance(after, (int, float)) and not isinstance(after, bool) else None)),
+                ("%.2f×" % trace.overhead_ratio) if trace.overhead_ratio is not None else DASH,
+                trace.fully_attributed, trace.wakes))
+    parts: List[str] = []
+    if not tracing.get("traced") and not bars:
+        return '<p class="trace-off">Tracing was asked for but did not run: %s. The figures above are untraced.</p>' % esc(
+            tracing.get("reason") or "no reason recorded")
+    if not tracing.get("traced"):
+        parts.append('<p class="trace-off">Tracing stopped during the run: %s.</p>' % esc(tracing.get("reason") or "no reason recorded"))
+    if bars:
+        chart = components_chart(charts.next_id(), bars, COMPONENTS, COMPONENT_TITLES)
+        parts.append(
+            '<p class="muted">Each traced wake was split at the kernel\'s scheduler events (%s, on the clock of t0 and t1): '
+            "notify path (t0 to the kernel waking the waiter), scheduler (wake delivery: the cross-CPU interrupt and idle "
+            "exit; run-queue wait), GIL wait (further sleep/wake cycles after the waiter first ran) and interpreter (on a "
+            "CPU, up to t1); what the events cannot place is shown as unattributed. The parts of every wake sum to its "
+            "latency. Left: the mean parts of the wakes ranked 45th to 55th percentile (where the median wake goes); "
+            "right: of the wakes at the 99th percentile and above. Each Python arm is drawn above its C floor. Hover a "
+            "segment for its figure; click a component in the legend to hide it.</p>%s"
+            % (esc(tracing.get("tool") or "perf"), chart_html(chart)))
+    gaps = [gap for band in ("p50", "p99") for gap in floor_gaps(s, band)]
+    if gaps:
+        items = []
+        for gap in gaps:
+            shown = ["%s %s" % (esc(COMPONENT_WORDS[name]), esc(_signed_us_text(value)))
+                     for name, value in gap.parts_ns.items() if name != "unattributed" or value]
+            items.append("<li><code>%s</code> at %s: %s µs %s %s<code>%s</code> (%s against %s µs): %s µs.</li>" % (
+                esc(gap.arm), esc(gap.band), esc(format_us(abs(gap.extra_ns))), "above" if gap.extra_ns >= 0 else "below",
+                "" if gap.matched else "its nearest C floor (not the same experiment) ", esc(gap.floor),
+                esc(format_us(gap.arm_ns)), esc(format_us(gap.floor_ns)), ", ".join(shown)))
+        parts.append('<p class="muted">Where the difference from C goes (the arm\'s parts minus its floor\'s, in the same '
+                     'band; they sum to the difference):</p><ul class="trace-gaps">%s</ul>' % "".join(items))
+    if overhead_rows:
+        parts.append(
+            '<div class="table-wrap"><table class="trace-overhead"><caption>Tracing overhead: each arm measured untraced '
+            "(its figures), traced, and untraced again, in this run; µs</caption><thead><tr><th>arm</th><th>untraced p50</th>"
+            "<th>traced p50</th><th>untraced p50 after</th><th>traced / untraced</th><th>wakes fully attributed</th></tr>"
+            "</thead><tbody>%s</tbody></table></div>" % "".join(overhead_rows))
+    if not_split:
+        parts.append('<p class="muted">Not split:</p><ul class="trace-not-split">%s</ul>' % "".join(not_split))
+    return "".join(parts)
+
+
+def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+    """:func:`render_where_time_goes` for each run of several that asked to trace, under its label."""
+    out = []
+    for run, run_label in zip(runs, labels):
+        body = render_where_time_goes(run, charts)
+        if body:
+            out.append("<h3>%s%s</h3>%s" % (_swatch(run_label), esc(run_label.full), body))
+    return "".join(out)
+
+
+# Dimensions a set of runs can vary in, as (key, title); the values come from run_dimension.
+DIMENSIONS = (
+    ("machine", "machine"), ("interpreter", "interpreter"), ("placement", "placement"), ("settle_us", "settle time"),
+    ("cpu_threads", "busy threads"), ("cpu_procs", "busy processes"), ("idle_hold", "idle hold"),
+    ("switch_interval_s", "switch interval"), ("mode", "loop"),
+)
+
+
+def run_dimension(run: RunEvidence, key: str) -> str:
+    """The value of dimension ``key`` for ``run``, in words (plain text)."""
+    s = run.summary
+    params = _dict(s.get("parameters"))
+    conditions = _dict(s.get("conditions"))
+    if key == "machine":
+        return run.bundle.hostname or "?"
+    if key == "interpreter":
+        return interpreter_label(s)
+    if key == "placement":
+        return str(params.get("placement") or "any")
+    if key == "settle_us":
+        return "settle %s µs" % params.get("settle_us")
+    if key == "mode":
+        return "%s loop" % (params.get("mode") or "closed")
+    if key == "idle_hold":
+        return "idle hold" if conditions.get("idle_hold") else "no idle hold"
+    if key == "switch_interval_s":
+        value = conditions.get("switch_interval_s")
+        return "switch interval %s s" % value if value is not None else "default switch interval"
+    return "%s %s" % (conditions.get(key) or 0, dict(DIMENSIONS).get(key, key))
+
+
+def varying_dimensions(runs: Sequence[RunEvidence]) -> List[Tuple[str, str]]:
+    return [(key, title) for key, title in DIMENSIONS if len({run_dimension(r, key) for r in runs}) > 1]
+
+
+def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
+    """A heat map of p50 per arm for each dimension the runs vary in (interpreter, placement, machine, ...)."""
+    from wakelab.report.interactive import GridCell, chart_html, grid_chart, label as plot_text
+
+    dims = varying_dimensions(runs)
+    names = [n for n in _arm_order(runs) if any(_p50(_by_name(r.summary).get(n)) is not None for r in runs)]
+    if not dims or not names:
+        return ""
+    out = []
+    for key, title in dims:
+        values = [run_dimension(r, key) for r in runs]
+        first_seen = {v: values.index(v) for v in values}
+        columns = sorted(range(len(runs)), key=lambda i: (first_seen[values[i]], i))
+        others = [k for k, _ in dims if k != key]
+        ticks = []
+        for i in columns:
+            rest = " · ".join(plot_text(run_dimension(runs[i], k)) for k in others)
+            ticks.append("<b>%s</b>%s" % (plot_text(values[i]), ("<br>" + rest) if rest else ""))
+        cells = []
+        for column, i in enumerate(columns):
+            by_name = _by_name(runs[i].summary)
+            for name in names:
+                entry = by_name.get(name)
+                if _p50(entry) is not None and entry is not None:
+                    lat = _latency(entry)
+                    cells.append(GridCell(name, column, float(lat["p50_ns"]), lat.get("p99_ns")))
+        chart = grid_chart(charts.next_id(), "p50 by %s" % title, names, ticks, cells)
+        out.append(chart_html(chart))
+    return ('<h3>Grids</h3><p class="muted">p50 of each arm in each run, one heat map per dimension the runs vary in '
+            "(columns grouped by it); darker is slower, on a log colour scale. Hover a cell for p50 and p99.</p>%s" % "".join(out))

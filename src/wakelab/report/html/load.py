@@ -1,0 +1,149 @@
+"""Loading: the bundles a page is made from (runs, grids and their cells), validated, in the page's order."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab.evidence.model import ArmSamples, Bundle
+from wakelab.report.html.common import _list
+
+
+@dataclasses.dataclass(frozen=True)
+class RunEvidence:
+    """A loaded bundle (the evidence model's :class:`Bundle`) and the raw samples of its measured latency arms.
+
+    ``samples`` are the raw samples the samples files keep: every wake, except
+    for a soak past its raw-sample cap (``ArmSamples.every_wake`` False),
+    whose every wake is in ``histograms`` (its
+    :class:`~wakelab.analysis.hdr.LogLinearHistogram`, by arm name).
+    """
+
+    bundle: Bundle
+    samples: Mapping[str, ArmSamples]
+    grid: Optional[str] = None  # the grid folder this run is a cell of
+    cell: Optional[str] = None  # its cell's label in that grid
+    histograms: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return self.bundle.source
+
+    @property
+    def folder(self) -> str:
+        return self.bundle.folder
+
+    @property
+    def summary(self) -> Mapping[str, Any]:
+        return self.bundle.summary
+
+
+# --- loading ----------------------------------------------------------------------------
+
+
+def load_run(path: str, grid: Optional[str] = None, cell: Optional[str] = None) -> RunEvidence:
+    """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples.
+
+    Raises :class:`EvidenceError` when the summary or the samples of an arm
+    that says it was measured are missing, corrupt, or disagree in size.  A
+    soak past its raw-sample cap is read as it is kept: the raw samples of its
+    first chunks, and its histogram of every wake (checked here, once).
+    """
+    from wakelab.analysis.histogram import counters_of
+
+    bundle = Bundle.load(path, label=cell or "", grid_hint="report its cells")
+    samples = {arm.name: bundle.kept_latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
+    histograms = {name: counters_of(kept, "%s: arm %s" % (bundle.source, name))
+                  for name, kept in samples.items() if not kept.every_wake}
+    return RunEvidence(bundle, samples, grid, cell, histograms)
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCellView:
+    """One cell of a grid as the page lays it out: its label, dimensions and state, and its run (None: never ran)."""
+
+    label: str
+    dimensions: Mapping[str, Any]
+    status: str
+    run: Optional[RunEvidence]
+
+
+@dataclasses.dataclass(frozen=True)
+class GridView:
+    """A grid folder given to ``report``: its matrix.json and every cell, in the matrix's order."""
+
+    folder: str
+    matrix: Mapping[str, Any]
+    cells: Tuple[GridCellView, ...]
+
+    @property
+    def dimensions(self) -> List[str]:
+        return [str(d) for d in _list(self.matrix.get("dimensions"))]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportInput:
+    """What a report is made of: the runs, notes about what was given but could not be shown, and the grids given."""
+
+    runs: List[RunEvidence]
+    notes: List[str]
+    grids: List[GridView] = dataclasses.field(default_factory=list)
+
+
+def load_grid(folder: str) -> ReportInput:
+    """The cells of the grid in ``folder`` (matrix.json and cells/) that hold evidence, in the matrix's order.
+
+    The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
+    cell not run yet (pending, no summary.json) is left out with a note; a
+    cell whose evidence is gone although matrix.json says it ran, a cell
+    folder outside the grid, or a corrupt matrix.json is an :class:`EvidenceError`.
+    """
+    from wakelab.evidence.load import load_grid_index
+
+    index = load_grid_index(folder)
+    views = []
+    for cell in index.cells:
+        run = load_run(cell.folder, grid=folder, cell=cell.label) if cell.has_evidence else None
+        views.append(GridCellView(cell.label, cell.dimensions, cell.status, run))
+    runs = [v.run for v in views if v.run is not None]
+    pending = index.never_ran
+    notes = ["%s: %d cell%s not run yet (%s)." % (folder, len(pending), "" if len(pending) == 1 else "s", ", ".join(pending))] if pending else []
+    return ReportInput(runs, notes, [GridView(folder, index.matrix, tuple(views))])
+
+
+def load_runs(paths: Sequence[str]) -> ReportInput:
+    """Every run named by ``paths``: a bundle (its folder or summary.json) or a grid folder (its cells)."""
+    from wakelab.evidence.load import is_grid_folder, orphan_cells_error, orphan_cells_folder
+
+    runs: List[RunEvidence] = []
+    notes: List[str] = []
+    grids: List[GridView] = []
+    for path in paths:
+        if is_grid_folder(path):
+            loaded = load_grid(path)
+            runs.extend(loaded.runs)
+            notes.extend(loaded.notes)
+            grids.extend(loaded.grids)
+        elif orphan_cells_folder(path):
+            raise orphan_cells_error(path)
+        else:
+            runs.append(load_run(path))
+    return ReportInput(runs, notes, grids)
+
+
+def version_key(version: str) -> Tuple[int, ...]:
+    """``3.10.4`` as (3, 10, 4), so that 3.9 sorts before 3.10 (``3.13.0rc1`` as (3, 13, 0))."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def order_runs(runs: Sequence[RunEvidence]) -> List[RunEvidence]:
+    """Runs by machine (when there are several), then interpreter version; otherwise as given."""
+    hosts = {r.bundle.hostname for r in runs}
+
+    def key(run: RunEvidence) -> Tuple[Any, ...]:
+        interp = run.bundle.interpreter
+        return (run.bundle.hostname if len(hosts) > 1 else "", version_key(interp.version), interp.implementation,
+                interp.free_threaded_build)
+
+    return sorted(runs, key=key)

@@ -1,0 +1,288 @@
+"""Several runs on one page: their labels, what differs between them, the tables that compare them, each run's own sections."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab.formatting import DASH, format_rate, format_ratio, format_us
+# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
+from wakelab.report.matrix_text import positive_ratio, ratio_tone
+from wakelab.report.html.common import (
+    _arms,
+    _by_name,
+    _dict,
+    esc,
+    interpreter_label,
+    _latency,
+    _p50,
+    _pairs,
+    _run_state,
+    _slug,
+    STATUS_WORDS,
+)
+from wakelab.report.html.load import RunEvidence
+from wakelab.report.html.sections import (
+    render_caveats,
+    render_details,
+    render_guidance,
+    render_honesty,
+    render_lead_table,
+    render_repetitions_and_placement,
+    render_verdict,
+)
+
+
+_DIFF_SECTIONS = ("interpreter", "conditions", "execution", "parameters", "machine")
+
+
+def _flat(summary: Mapping[str, Any]) -> Dict[str, str]:
+    flat = {"lab": str(_dict(summary.get("lab")).get("id")), "wakelab": str(_dict(summary.get("tool")).get("version"))}
+    for section in _DIFF_SECTIONS:
+        for key, value in _pairs(summary.get(section)):
+            flat["%s.%s" % (section, key)] = value
+    return flat
+
+
+def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
+    """Fields (``section.key``) whose values are not the same in every run, in a stable order."""
+    flats = [_flat(r.summary) for r in runs]
+    keys: List[str] = []
+    for flat in flats:
+        keys.extend(k for k in flat if k not in keys)
+    return [k for k in keys if len({f.get(k, DASH) for f in flats}) > 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunLabel:
+    """How the page names a run: ``short`` (``#2 CPython 3.13.5``) and ``full`` (with what sets it apart)."""
+
+    short: str
+    full: str
+    color: str
+
+
+# Conditions named in a run's label, at most; the table "What differs" has them all.
+MAX_LABEL_CONDITIONS = 3
+MAX_SHORT_LABEL_CHARS = 32
+MAX_HOST_CHARS = 24
+# Besides conditions, the fields a run's label names when they tell the runs apart (a grid's placements, settle times).
+LABEL_FIELDS = ("parameters.placement", "parameters.settle_us", "parameters.mode", "execution.mode", "execution.workers")
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
+    """``#1 CPython 3.11.7``, and in full with the conditions that tell the runs apart."""
+    from wakelab.report.distribution import PALETTE
+
+    differing = [k for k in differing_fields(runs) if k.startswith("conditions.") or k in LABEL_FIELDS]
+    # A condition as requested says what the run was meant to be; its applied_ twin is in the table.
+    requested = [k for k in differing if not k.split(".", 1)[1].startswith("applied_")] or differing
+    shown = requested[:MAX_LABEL_CONDITIONS]
+    labels = []
+    fleet = len({r.bundle.hostname for r in runs}) > 1
+    for i, run in enumerate(runs, 1):
+        flat = _flat(run.summary)
+        short = "#%d %s" % (i, _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
+        if fleet:
+            short = "#%d %s · %s" % (i, _truncate(run.bundle.hostname or "?", MAX_HOST_CHARS),
+                                     _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
+        extra = ", ".join("%s=%s" % (k.split(".", 1)[1], flat.get(k, DASH)) for k in shown)
+        if len(requested) > len(shown):
+            extra += ", …"
+        labels.append(RunLabel(short, "%s (%s)" % (short, extra) if extra else short, PALETTE[(i - 1) % len(PALETTE)]))
+    return labels
+
+
+def _swatch(label: RunLabel) -> str:
+    return '<span class="swatch" style="background:%s"></span>' % esc(label.color)
+
+
+def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
+    """One row per run (grouped by machine when they come from several: a fleet)."""
+    fleet = len({r.bundle.hostname for r in runs}) > 1
+    rows = []
+    host: Optional[str] = None
+    for run, label in zip(runs, labels):
+        s = run.summary
+        if fleet and run.bundle.hostname != host:
+            host = run.bundle.hostname
+            machine = _dict(s.get("machine"))
+            rows.append('<tr class="family"><th colspan="5">machine %s <span class="muted">%s %s, %s, %s CPUs</span></th></tr>' % (
+                esc(host or "?"), esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("cpu_model")), esc(machine.get("cpu_count"))))
+        state, css = _run_state(s)
+        rows.append(
+            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td><td>%s</td></tr>'
+            % (
+                _swatch(label), esc(label.full), esc(run.source), esc(_dict(s.get("lab")).get("id")), esc(s.get("started_utc")),
+                _conditions_words(s),
+                '<span class="badge %s">%s</span>' % (css, esc(state)),
+            )
+        )
+    return (
+        '<div class="table-wrap"><table class="runs"><thead><tr><th>run</th><th>evidence</th><th>lab, started (UTC)</th>'
+        "<th>conditions</th><th>state</th></tr></thead><tbody>%s</tbody></table></div>" % "".join(rows)
+    )
+
+
+def _conditions_words(summary: Mapping[str, Any]) -> str:
+    """Placement and load of a run in a few words (escaped)."""
+    params = _dict(summary.get("parameters"))
+    conditions = _dict(summary.get("conditions"))
+    words = ["placement %s" % esc(params.get("placement") or "any")]
+    if params.get("settle_us") is not None:
+        words.append("settle %s µs" % esc(params["settle_us"]))
+    for key, text in (("cpu_threads", "busy threads"), ("cpu_procs", "busy processes")):
+        if conditions.get(key):
+            words.append("%s %s" % (esc(conditions[key]), text))
+    if conditions.get("idle_hold"):
+        words.append("idle hold")
+    if conditions.get("switch_interval_s") is not None:
+        words.append("switch interval %s s" % esc(conditions["switch_interval_s"]))
+    return ", ".join(words)
+
+
+# Parameters that are conditions a grid sweeps (where the two sides ran, the settle time, the loop), not a change of method.
+CONDITION_PARAMETERS = ("placement", "notifier_cpu", "waiter_cpu", "settle_us", "mode", "interval_us")
+
+
+def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
+    fields = differing_fields(runs)
+    notes = []
+    if any(f.startswith("machine.hostname") or f.startswith("machine.cpu_model") for f in fields):
+        notes.append("These runs come from different machines: a difference may be the machine, not the interpreter or the conditions.")
+    if any(f.startswith("parameters.") and f.split(".", 1)[1] not in CONDITION_PARAMETERS for f in fields):
+        notes.append("The runs used different parameters (see below): compare with care.")
+    if "lab" in fields:
+        notes.append("The runs are of different labs; only arms present in both are compared.")
+    if not fields:
+        return '<p class="muted">Nothing recorded differs between these runs except the date: they repeat one experiment.</p>'
+    flats = [_flat(r.summary) for r in runs]
+    tables = []
+    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
+        head = "".join("<th>%s</th>" % esc(labels[i].short) for i in chunk)
+        rows = "".join(
+            '<tr><th scope="row"><code>%s</code></th>%s</tr>' % (esc(f), "".join("<td>%s</td>" % esc(flats[i].get(f, DASH)) for i in chunk))
+            for f in fields
+        )
+        tables.append("<div class=\"table-wrap\"><table class=\"diff\"><caption>What differs between the runs</caption><thead><tr><th>field</th>%s</tr></thead>"
+                      "<tbody>%s</tbody></table></div>" % (head, rows))
+    return "".join('<p class="note">%s</p>' % esc(n) for n in notes) + "".join(tables)
+
+
+def _arm_order(runs: Sequence[RunEvidence], kind: Optional[str] = "latency") -> List[str]:
+    names: List[str] = []
+    for run in runs:
+        for a in _arms(run.summary):
+            if (kind is None or a.get("kind") == kind) and str(a.get("name")) not in names:
+                names.append(str(a.get("name")))
+    return names
+
+
+# Runs side by side in one table, at most: more are split into tables of this many, so none scrolls sideways.
+MAX_RUNS_PER_TABLE = 6
+
+
+def _chunks(count: int, size: int) -> List[range]:
+    return [range(i, min(i + size, count)) for i in range(0, count, size)]
+
+
+def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: str = "") -> str:
+    """A p50 ratio coloured by :func:`ratio_tone`, with the p99 ratio beside it when the tail got worse (escaped)."""
+    tone = ratio_tone(p50_ratio, p99_ratio)
+    text = esc(format_ratio(p50_ratio)) + esc(suffix) if p50_ratio is not None else ""
+    if tone.tail_worse:
+        text += '%s<span class="tail">p99 %s</span>' % (" · " if text else "", esc(format_ratio(p99_ratio)))
+    return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
+
+
+def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
+    """p50 / p99 of each arm per run (µs), each with its p50 over run #1's, in tables that fit a laptop's width."""
+    names = _arm_order(runs)
+    maps = [_by_name(r.summary) for r in runs]
+    tables = []
+    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
+        head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
+        rows = []
+        for name in names:
+            cells = []
+            base = _p50(maps[0].get(name))
+            base_p99 = _latency(maps[0][name]).get("p99_ns") if base else None
+            for i in chunk:
+                entry = maps[i].get(name)
+                if entry is None:
+                    cells.append('<td class="muted">not in this run</td>')
+                    continue
+                if _p50(entry) is None:
+                    cells.append('<td class="muted">%s</td>' % esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status"))))
+                    continue
+                lat = _latency(entry)
+                ratio = positive_ratio(lat.get("p50_ns"), base) if i else None
+                cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
+                    esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))),
+                    ("<br>" + _ratio_html(ratio, positive_ratio(lat.get("p99_ns"), base_p99))) if ratio is not None else ""))
+            rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
+        tables.append(
+            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, each run\'s p50 over run #1\'s '
+            "(p50 vs #1; above 1: slower than #1). Green: p50 faster by more than 10%% and p99 not worse; red: p50 or "
+            "p99 slower by more than 10%% (a worse p99 is shown beside the p50 ratio)</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
+            % (head, "".join(rows))
+        )
+    return "".join(tables)
+
+
+def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
+    """Median ops/s of each rate arm per run, and each run's rate over run #1's."""
+    names = _arm_order(runs, "rate")
+    if not names:
+        return ""
+    maps = [_by_name(r.summary) for r in runs]
+    tables = []
+    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
+        head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
+        rows = []
+        for name in names:
+            rates = [_dict(m.get(name, {}).get("rate")).get("ops_per_s") if m.get(name, {}).get("status") == "ok" else None for m in maps]
+            cells = []
+            for i in chunk:
+                rate = rates[i]
+                if rate is None:
+                    entry = maps[i].get(name)
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))))
+                    continue
+                text = "<b>%s</b>" % esc(format_rate(rate))
+                if i and rates[0]:
+                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate / rates[0]))
+                cells.append('<td class="num">%s</td>' % text)
+            rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
+        tables.append(
+            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median ops/s per run (higher is faster)</caption>'
+            "<thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows))
+        )
+    return "".join(tables)
+
+
+def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
+    """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
+    s = run.summary
+    verdict = render_verdict(s)
+    body_lead = render_lead_table(s)
+    repetitions = render_repetitions_and_placement(s)
+    if repetitions:
+        body_lead += "<h3>Repetitions and placement</h3>" + repetitions
+    guidance = render_guidance(run)
+    state, css = _run_state(s)
+    toc.append((anchor, label.short))
+    return (
+        '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
+        '<p class="meta"><code>%s</code> · %s · %s</p>%s'
+        "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
+        % (
+            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(_dict(s.get("lab")).get("title")), esc(s.get("started_utc")),
+            ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
+            render_honesty(s), render_caveats(s), render_details(s),
+        )
+    )

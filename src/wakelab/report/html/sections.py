@@ -1,0 +1,577 @@
+"""The sections of one run: verdict, lead table, repetitions and placement, honesty, caveats, details, guidance."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab.analysis.caveats import (
+    WAITING_FOR_GIL,
+    NativeRatio,
+    gil_enabled,
+    lab_pairings,
+    native_ratios,
+    waiter_at_t0,
+)
+from wakelab.formatting import DASH, format_ns, format_percent, format_rate, format_ratio, format_us
+from wakelab.report.text import (
+    FAMILY_TITLES,
+    NATIVE_LEGEND,
+    NEAREST_FLOOR,
+    format_lost,
+    format_warning,
+    reproduce_commands,
+    split_warnings,
+)
+from wakelab.report.html.common import (
+    _arms,
+    _badge,
+    _dict,
+    esc,
+    interpreter_label,
+    _latency,
+    _list,
+    MAX_VALUE_CHARS,
+    _p50,
+    _slug,
+    _status_cell,
+)
+from wakelab.report.html.load import RunEvidence
+
+
+def render_verdict(summary: Mapping[str, Any]) -> str:
+    """The lab's comparisons first (the answer), then each measured arm's p50 and p99.
+
+    The same figures and judgements as summary.txt's verdict, computed from the
+    same document; only the order differs, so that the answer is the first thing read.
+    """
+    arm_items: List[str] = []
+    comparison_items: List[str] = []
+    for entry in _arms(summary):
+        if entry.get("status") != "ok":
+            continue
+        name = esc(entry.get("name"))
+        if entry.get("latency"):
+            lat = _latency(entry)
+            p99 = lat.get("p99_ns")
+            text = "<strong>%s</strong>: p50 <b>%s</b>, p99 <b>%s</b> over %s wakes %s %s" % (
+                name,
+                esc(format_ns(lat.get("p50_ns"))),
+                esc(format_ns(p99)) if p99 is not None else "not reported",
+                esc(lat.get("n")),
+                _badge(entry.get("waiter"), "w-" + str(entry.get("waiter"))),
+                esc(entry.get("scope")),
+            )
+            if lat.get("lost"):
+                text += ' <span class="warn">%s.</span>' % esc(format_lost(entry))
+        elif entry.get("rate"):
+            rate = _dict(entry.get("rate"))
+            text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
+                name,
+                esc(format_rate(rate.get("ops_per_s"))),
+                esc(rate.get("rounds")),
+                esc(format_rate(rate.get("n_per_round"))),
+                esc(format_rate(rate.get("baseline_ops_per_s"))),
+            )
+        else:
+            continue
+        arm_items.append("<li>%s</li>" % text)
+    for pairing in lab_pairings(summary):
+        if pairing.p50_ratio is None:
+            continue
+        if pairing.like_for_like:
+            judgement = '<span class="badge good">like for like</span> both %s, %s; at t0 the waiter is %s' % (
+                esc(pairing.waiter), esc(pairing.scope), esc(pairing.at_t0)
+            )
+        else:
+            judgement = '<span class="badge bad">NOT like for like</span> %s' % "; ".join(
+                "%s: %s against %s" % (esc(d.aspect), esc(d.a), esc(d.b)) for d in pairing.differences
+            )
+        comparison_items.append(
+            "<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>"
+            % (
+                esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
+                (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "",
+                judgement,
+            )
+        )
+    if not arm_items:
+        return '<p class="muted">No arm produced figures in this run.</p>'
+    out = ""
+    if comparison_items:
+        out += '<ul class="answer">%s</ul>' % "".join(comparison_items)
+    return out + '<ul class="verdict">%s</ul>' % "".join(arm_items)
+
+
+def _native_cell(ratio: Optional[NativeRatio]) -> str:
+    """A "vs C" cell (escaped HTML): the ratio, badged "nearest floor" unless the floor is the same experiment."""
+    if ratio is None:
+        return DASH
+    text = esc(format_ratio(ratio.ratio))
+    if ratio.interpreter_share:
+        return text
+    title = "the closest C experiment, not the same one: not the interpreter's share"
+    return '%s <span class="badge nearest" title="%s">%s</span>' % (text, esc(title), esc(NEAREST_FLOOR))
+
+
+def render_lead_table(summary: Mapping[str, Any]) -> str:
+    """Latency arms grouped by family (µs, with a log-scaled p50 bar), then rate arms."""
+    arms = _arms(summary)
+    ratios = native_ratios(summary)
+    latency_arms = [a for a in arms if a.get("kind") == "latency"]
+    rate_arms = [a for a in arms if a.get("kind") == "rate"]
+    out: List[str] = []
+    if latency_arms:
+        show_native = any(str(a.get("name")) in ratios for a in latency_arms)
+        p50s = [p for p in (_p50(a) for a in latency_arms) if p]
+        lo, hi = (min(p50s), max(p50s)) if p50s else (1.0, 1.0)
+        columns = ["n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
+        head = "".join("<th>%s</th>" % c for c in columns)
+        if show_native:
+            head += '<th title="p50 over the p50 of its C floor, in this run">vs C p50</th>'
+        width = 4 + len(columns) + (1 if show_native else 0)
+        rows: List[str] = []
+        families: List[str] = []
+        for a in latency_arms:
+            if str(a.get("family")) not in families:
+                families.append(str(a.get("family")))
+        for family in families:
+            if len(families) > 1:
+                rows.append('<tr class="family"><th colspan="%d">%s</th></tr>' % (width, esc(FAMILY_TITLES.get(family, family))))
+            for a in latency_arms:
+                if str(a.get("family")) != family:
+                    continue
+                name_cells = '<th scope="row"><a href="#arm-%s">%s</a></th><td>%s</td><td>%s</td>' % (
+                    esc(_slug(str(a.get("name")))), esc(a.get("name")),
+                    _badge(a.get("waiter"), "w-" + str(a.get("waiter"))), esc(a.get("scope")),
+                )
+                lat = _latency(a)
+                if a.get("status") != "ok" or not lat:
+                    rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a, width - 4)))
+                    continue
+                bar = _log_bar(lat.get("p50_ns"), lo, hi)
+                cells = [
+                    esc(lat.get("n")),
+                    '<span class="warn">%s</span>' % esc(lat.get("lost")) if lat.get("lost") else "0",
+                ] + [esc(format_us(lat.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")]
+                cells[3] = "<b>%s</b>" % cells[3]
+                row = '<tr>%s<td class="bar">%s</td>%s' % (name_cells, bar, "".join('<td class="num">%s</td>' % c for c in cells))
+                if show_native:
+                    row += '<td class="num">%s</td>' % _native_cell(ratios.get(str(a.get("name"))))
+                rows.append(row + "</tr>")
+                for comp_name, comp in sorted(_dict(a.get("components")).items()):
+                    comp = _dict(comp)
+                    comp_cells = [esc(comp.get("n")), ""] + [
+                        esc(format_us(comp.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")
+                    ]
+                    rows.append(
+                        '<tr class="component"><th scope="row">↳ %s</th><td colspan="3"></td>%s%s</tr>'
+                        % (esc(comp_name), "".join('<td class="num">%s</td>' % c for c in comp_cells), "<td></td>" if show_native else "")
+                    )
+        out.append(
+            '<div class="table-wrap"><table class="lead"><caption>Wake latency, µs (p50 bar on a log scale)</caption>'
+            '<thead><tr><th>arm</th><th>waiter</th><th>scope</th><th aria-label="p50 on a log scale"></th>%s</tr></thead><tbody>%s</tbody></table></div>'
+            % (head, "".join(rows))
+        )
+    if rate_arms:
+        show_native = any(str(a.get("name")) in ratios for a in rate_arms)
+        columns = ["calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
+        if show_native:
+            columns.append("C is faster by")
+        rows = []
+        for a in rate_arms:
+            rate = _dict(a.get("rate"))
+            name = '<th scope="row">%s</th>' % esc(a.get("name"))
+            if a.get("status") != "ok" or not rate:
+                rows.append('<tr class="not-ok">%s%s</tr>' % (name, _status_cell(a, len(columns))))
+                continue
+            net = rate.get("net_ns_per_op")
+            cells = [
+                esc(format_rate(rate.get("n_per_round"))), esc(rate.get("rounds")),
+                "<b>%s</b>" % esc(format_rate(rate.get("ops_per_s"))),
+                esc(format_rate(rate.get("min_ops_per_s"))), esc(format_rate(rate.get("max_ops_per_s"))),
+                esc(format_rate(rate.get("baseline_ops_per_s"))),
+                esc("%.1f" % net) if isinstance(net, (int, float)) else DASH,
+            ]
+            if show_native:
+                cells.append(_native_cell(ratios.get(str(a.get("name")))))
+            rows.append("<tr>%s%s</tr>" % (name, "".join('<td class="num">%s</td>' % c for c in cells)))
+        out.append(
+            '<div class="table-wrap"><table class="lead rate"><caption>Rate arms</caption><thead><tr><th>arm</th>%s</tr></thead>'
+            "<tbody>%s</tbody></table></div>" % ("".join("<th>%s</th>" % esc(c) for c in columns), "".join(rows))
+        )
+    if ratios:
+        out.append('<p class="muted legend">%s</p>' % esc(NATIVE_LEGEND))
+    return "".join(out) or '<p class="muted">This run has no arms.</p>'
+
+
+REPETITIONS_LEGEND = (
+    "Repetitions: each repetition's own p50, in the order they ran; range: (largest - smallest) over their median. "
+    "Where they ran: a wake's CPUs are read outside the timed window (the notifier's right before t0, the waiter's "
+    "right after t1); crossed: the share of the wakes with both CPUs known that ran on two CPUs. '-' where an arm "
+    "does not record them (self-signal arms, the C floor's process experiments, open loop); a p99 needs 100 wakes "
+    "in its population."
+)
+
+
+def _number(value: object) -> Optional[float]:
+    """A finite number from the evidence, else None (a bool, a string, NaN are not figures)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _population_cells(population: object) -> List[str]:
+    """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
+    if not isinstance(population, dict):
+        return [DASH] * 3
+    n = population.get("n")
+    return [esc(n if _number(n) is not None else DASH)] + [esc(format_us(_number(population.get(k)))) for k in ("p50_ns", "p99_ns")]
+
+
+def render_repetitions_and_placement(summary: Mapping[str, Any]) -> str:
+    """Per latency arm, each repetition's own p50 and their range, and its wakes split by where they ran.
+
+    Laid out from the arm's ``repetitions`` and ``cpu_split`` as the run
+    recorded them (summary.txt's REPETITIONS AND PLACEMENT); empty for a
+    bundle that has neither (made before ``--repeat``), so such a page is as it was.
+    """
+    rows: List[str] = []
+    for a in _arms(summary):
+        if a.get("kind") != "latency" or a.get("status") != "ok" or not _latency(a):
+            continue
+        spread = _dict(_dict(a.get("repetitions")).get("spread"))
+        split = a.get("cpu_split")
+        if not spread and not isinstance(split, dict):
+            continue
+        values = [v for v in (_number(x) for x in _list(spread.get("values"))) if v is not None]
+        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(_number(spread.get("range_pct"))))]
+        if isinstance(split, dict):
+            share = _number(split.get("cross_share"))
+            crossed = esc(format_percent(None if share is None else 100 * share))
+            unknown = _number(split.get("unknown"))
+            if unknown:
+                crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.get("unknown"))
+            placed = _population_cells(split.get("same_cpu")) + _population_cells(split.get("cross_cpu")) + [crossed]
+        else:
+            placed = [DASH] * 7
+        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
+            esc(_slug(str(a.get("name")))), esc(a.get("name")), "".join('<td class="num">%s</td>' % c for c in reps + placed)))
+    if not rows:
+        return ""
+    return (
+        '<div class="table-wrap"><table class="reps"><caption>Wake latency, µs: each repetition\'s own p50, '
+        "and the wakes split by where they ran</caption><thead>"
+        '<tr><th rowspan="2">arm</th><th colspan="2">repetitions</th><th colspan="3">same CPU</th><th colspan="3">cross CPU</th>'
+        '<th rowspan="2">crossed</th></tr>'
+        "<tr><th>p50 of each</th><th>range</th><th>n</th><th>p50</th><th>p99</th><th>n</th><th>p50</th><th>p99</th></tr>"
+        "</thead><tbody>%s</tbody></table></div>"
+        '<p class="muted legend">%s</p>' % ("".join(rows), esc(REPETITIONS_LEGEND))
+    )
+
+
+def _log_bar(value: Optional[float], lo: float, hi: float) -> str:
+    """A bar whose length is ``value``'s place between ``lo`` and ``hi`` on a log scale."""
+    if value is None or value <= 0 or lo <= 0:
+        return ""
+    span = math.log(hi / lo) if hi > lo else 1.0
+    share = 0.08 + 0.92 * (math.log(value / lo) / span if hi > lo else 1.0)
+    return '<span class="p50bar" style="width:%.0f%%"></span>' % (100 * min(1.0, max(0.0, share)))
+
+
+def _dl(rows: Sequence[Tuple[str, str]]) -> str:
+    """A definition list; ``rows`` are (label, already-escaped HTML)."""
+    return '<dl class="facts">%s</dl>' % "".join("<dt>%s</dt><dd>%s</dd>" % (esc(k), v) for k, v in rows if v)
+
+
+def readable(value: object) -> str:
+    """A structured value from the evidence in words, never JSON: ``yes``/``no``, lists joined, dicts as ``key value``."""
+    if value is None:
+        return "not reported"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "%g" % value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable(v) for v in value) if value else "none"
+    if isinstance(value, dict):
+        return "; ".join("%s %s" % (k, readable(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+    text = str(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def _idle_words(system: Mapping[str, Any], conditions: Mapping[str, Any]) -> str:
+    """The CPU idle set-up in words: driver, governor, each state's exit latency, and the idle hold."""
+    parts = []
+    if system.get("cpuidle_driver") or system.get("cpuidle_governor"):
+        parts.append("cpuidle driver <b>%s</b>, governor %s" % (esc(readable(system.get("cpuidle_driver"))),
+                                                                 esc(readable(system.get("cpuidle_governor")))))
+    states = [s for s in _list(system.get("idle_states")) if isinstance(s, dict)]
+    if states:
+        words = []
+        for state in states:
+            text = "%s (exit %s µs%s)" % (esc(readable(state.get("name"))), esc(readable(state.get("exit_latency_us"))),
+                                          ", disabled" if state.get("disabled") else "")
+            words.append(text)
+        disabled = sum(1 for st in states if st.get("disabled"))
+        parts.append("idle states %s; %s" % (", ".join(words), "none disabled" if not disabled else "%d disabled" % disabled))
+    if conditions.get("idle_hold"):
+        parts.append("<b>/dev/cpu_dma_latency held at 0</b> (idle CPUs kept shallow)" if conditions.get("applied_idle_hold", True)
+                     else '<span class="warn">idle hold requested but not applied</span>')
+    else:
+        parts.append("no low-latency idle request held (deep idle states allowed)")
+    return "; ".join(parts)
+
+
+def _system_words(system: Mapping[str, Any]) -> str:
+    parts = []
+    if system.get("clocksource"):
+        parts.append("clocksource <b>%s</b>" % esc(readable(system["clocksource"])))
+    if "cpufreq_governor" in system:
+        parts.append("frequency governor %s" % esc(readable(system.get("cpufreq_governor"))))
+    smt = system.get("smt_active")
+    if smt is not None:
+        parts.append("SMT %s" % ("on" if str(smt) in ("1", "True", "true") else "off"))
+    if "isolated_cpus" in system:
+        parts.append("isolated CPUs: %s" % esc(system.get("isolated_cpus") or "none"))
+    if "nohz_full" in system:
+        parts.append("nohz_full: %s" % esc(system.get("nohz_full") or "not set"))
+    load = _list(system.get("load_average"))
+    if len(load) == 3:
+        parts.append("load average %s (1, 5, 15 min)" % esc(" / ".join(readable(v) for v in load)))
+    if system.get("hypervisor"):
+        parts.append("<b>under a hypervisor</b> (its idle and wake-up behaviour is in every figure)")
+    known = {"clocksource", "cpufreq_governor", "smt_active", "isolated_cpus", "nohz_full", "load_average", "hypervisor",
+             "idle_states", "cpuidle_driver", "cpuidle_governor"}
+    for key in sorted(k for k in system if k not in known):
+        parts.append("%s: %s" % (esc(key.replace("_", " ")), esc(readable(system[key]))))
+    return "; ".join(parts)
+
+
+def _placement_words(params: Mapping[str, Any], conditions: Mapping[str, Any]) -> str:
+    placement = params.get("placement") or "any"
+    if placement == "any":
+        where = "unpinned (the scheduler chose the CPUs)"
+    elif placement == "same":
+        where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.get("notifier_cpu"))
+    else:
+        where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.get("notifier_cpu")), esc(params.get("waiter_cpu")))
+    load = []
+    if conditions.get("cpu_threads"):
+        load.append("%s busy Python thread(s) beside the waiter" % esc(conditions["cpu_threads"]))
+    if conditions.get("cpu_procs"):
+        load.append("%s busy process(es)" % esc(conditions["cpu_procs"]))
+    if conditions.get("switch_interval_s") is not None:
+        load.append("switch interval set to %s s" % esc(conditions["switch_interval_s"]))
+    return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
+
+
+def _execution_words(summary: Mapping[str, Any]) -> str:
+    execution = _dict(summary.get("execution"))
+    if not execution:
+        return ""
+    repeat = execution.get("repeat") or 1  # absent before --repeat: one pass
+    workers = execution.get("workers")
+    if execution.get("mode") == "in-process":
+        text = "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % esc(repeat))
+    elif repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
+        text = "%s fresh worker process%s per arm, wakes split between them and pooled" % (esc(workers), "" if workers == 1 else "es")
+    else:
+        # As summary.txt words it: an arm's workers are spread over its repetitions, at least one in each.
+        text = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over "
+                "them, wakes split between them and pooled" % (esc(repeat), esc(max(int(workers or 1), repeat))))
+    if execution.get("python"):
+        text += " · <code>%s</code>" % esc(execution["python"])
+    return text
+
+
+def _soak_words(summary: Mapping[str, Any]) -> str:
+    """A soak's duration and where its figures come from (summary.txt's Soak line, with what the page draws from)."""
+    soak = _dict(summary.get("soak"))
+    figures = _dict(soak.get("figures"))
+    hist = _dict(soak.get("histogram"))
+    text = "%s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are exact" % (
+        esc(soak.get("duration_s")), esc(soak.get("elapsed_s")), esc(soak.get("chunks")),
+        "" if soak.get("finished") else ' <span class="warn">(ended early)</span>')
+    if _list(figures.get("from_histogram")):
+        relative = _number(hist.get("relative_error"))
+        text += (", the percentiles come from a log-linear histogram of every wake (HdrHistogram layout, %s significant "
+                 "digits: within %s of the exact ones). The raw samples kept are the first %s wakes, of the first %s "
+                 "workers; the workers' spread and the quality flags are computed on them, the plots are of every wake"
+                 % (esc(hist.get("significant_digits")), esc(DASH if relative is None else "%.2g %%" % (100 * relative)),
+                    esc(soak.get("raw_kept")), esc(soak.get("raw_kept_slices"))))
+    else:
+        text += ", and so are the percentiles (every wake's raw sample is kept)"
+    return text
+
+
+def _timing_words(params: Mapping[str, Any]) -> str:
+    if params.get("mode") == "open":
+        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % esc(params.get("interval_us"))
+    else:
+        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % esc(params.get("settle_us"))
+    return (
+        "%s; %s counted wakes per latency arm after %s warm-up wakes; rate arms: %s rounds of %s calls after %s warm-up round(s); "
+        "every wait times out after %s s (a lost wake)%s"
+        % (timing, esc(params.get("n")), esc(params.get("warmup")), esc(params.get("rounds")), esc(format_rate(params.get("install_n"))),
+           esc(params.get("warmup_rounds")), esc(params.get("timeout_s")),
+           ('; <span class="warn">planted delay %s µs</span> (self-test)' % esc(params["planted_delay_us"])) if params.get("planted_delay_us") else "")
+    )
+
+
+def render_honesty(summary: Mapping[str, Any]) -> str:
+    """When, on what, how: the facts a reader needs before quoting a figure, in words (no raw JSON)."""
+    interp = _dict(summary.get("interpreter"))
+    machine = _dict(summary.get("machine"))
+    params = _dict(summary.get("parameters"))
+    timer = _dict(summary.get("timer"))
+    system = _dict(summary.get("system"))
+    conditions = _dict(summary.get("conditions"))
+    gil = interp.get("gil_enabled")
+    gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil)) if isinstance(gil, (bool, type(None))) else str(gil)
+    rows: List[Tuple[str, str]] = [
+        ("Date", "%s (UTC), wall time %s s" % (esc(summary.get("started_utc")), esc(summary.get("wall_s")))),
+        (
+            "Interpreter",
+            "%s <span class=\"muted\">(%s; %s)</span>, %s%s, switch interval %s s%s"
+            % (
+                esc(interpreter_label(summary)), esc(interp.get("build")), esc(interp.get("compiler")),
+                "free-threaded build, " if interp.get("free_threaded_build") else "", esc(gil_text),
+                esc(interp.get("switch_interval_s")),
+                (" · <code>%s</code>" % esc(interp["executable"])) if interp.get("executable") else "",
+            ),
+        ),
+        (
+            "Machine",
+            "%s%s %s %s, %s, %s CPUs (allowed: %s)"
+            % (
+                ("host <b>%s</b>: " % esc(machine["hostname"])) if machine.get("hostname") else "",
+                esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("architecture")),
+                esc(machine.get("cpu_model")), esc(machine.get("cpu_count")), esc(readable(machine.get("cpus_allowed"))),
+            ),
+        ),
+    ]
+    if timer:
+        text = "%s (%s); back-to-back floor <b>%s ns</b> median, %s ns min: no figure below it means anything" % (
+            esc(timer.get("clock")), esc(timer.get("implementation")), esc(timer.get("floor_p50_ns")), esc(timer.get("floor_min_ns")))
+        harness = _dict(timer.get("harness"))
+        if harness:
+            text += "; harness bookkeeping %s ns per sample against %s ns for a bare pair (%s×)" % (
+                esc(harness.get("per_sample_ns")), esc(harness.get("bare_pair_ns")), esc(harness.get("overhead_ratio")))
+        rows.append(("Clock", text))
+    rows.append(("Execution", _execution_words(summary)))
+    if _dict(summary.get("soak")):
+        rows.append(("Soak", _soak_words(summary)))
+    rows.append(("Timing", _timing_words(params)))
+    rows.append(("Placement", _placement_words(params, conditions)))
+    if system or conditions:
+        rows.append(("CPU idle", _idle_words(system, conditions)))
+    if system:
+        rows.append(("System", _system_words(system)))
+    latency_arms = [a for a in _arms(summary) if a.get("kind") == "latency"]
+    if len({str(a.get("waiter")) for a in latency_arms}) > 1:
+        states: Dict[str, List[str]] = {}
+        for a in latency_arms:
+            states.setdefault(str(a.get("waiter")), []).append(str(a.get("name")))
+        described = "; ".join("%s waiter: %s" % (esc(state), esc(", ".join(names))) for state, names in states.items())
+        rows.append((
+            "Models",
+            '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
+        ))
+    gil = gil_enabled(summary)
+    on_gil = [str(a.get("name")) for a in latency_arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
+    if on_gil:
+        rows.append((
+            "Spinning under the GIL",
+            "%s: a waiter in another thread cannot poll while the notifier runs, so at t0 it is waiting for the GIL, "
+            "and its wake is the GIL's hand-over." % esc(", ".join(on_gil)),
+        ))
+    if summary.get("note"):
+        rows.append(("Note", esc(summary["note"])))
+    command = _list(summary.get("command"))
+    if command:
+        rows.append(("Command", "<code>%s</code>" % esc(" ".join(str(c) for c in command))))
+    recorded = "".join(
+        "<dt>%s</dt><dd>%s</dd>" % (esc(section), esc(readable(summary.get(section))))
+        for section in ("parameters", "conditions", "execution", "system") if summary.get(section)
+    )
+    out = _dl(rows)
+    if recorded:
+        out += '<details class="recorded"><summary>Every recorded setting</summary><dl class="facts">%s</dl></details>' % recorded
+    return out
+
+
+def render_caveats(summary: Mapping[str, Any]) -> str:
+    caveats = [c for c in _list(summary.get("caveats"))]
+    quality, notes = split_warnings([w for w in _list(summary.get("warnings")) if isinstance(w, (str, dict))])
+    parts: List[str] = []
+    if caveats:
+        parts.append('<ul class="caveats">%s</ul>' % "".join("<li>%s</li>" % esc(c) for c in caveats))
+    if quality:
+        parts.append(
+            '<h3>Measurement-quality warnings</h3><ul class="caveats quality">%s</ul>'
+            % "".join("<li>%s</li>" % esc(format_warning(w)) for w in quality)
+        )
+    if notes:
+        parts.append('<h3>Notes</h3><ul class="caveats notes">%s</ul>' % "".join("<li>%s</li>" % esc(format_warning(w)) for w in notes))
+    return "".join(parts) or '<p class="muted">No caveats: every arm ran, no wake was lost.</p>'
+
+
+def render_details(summary: Mapping[str, Any]) -> str:
+    """What each arm times, the methodology, limits and how to reproduce: folded away."""
+    lab = _dict(summary.get("lab"))
+    rows = "".join(
+        '<tr><th scope="row">%s</th><td>%s</td><td>%s</td><td>%s</td></tr>'
+        % (esc(a.get("name")), esc(a.get("mechanism")), esc(a.get("t0")), esc(a.get("t1")))
+        for a in _arms(summary)
+    )
+    parts = [
+        '<details><summary>What each arm times (t0, t1)</summary><div class="table-wrap"><table class="defs">'
+        "<thead><tr><th>arm</th><th>mechanism</th><th>t0</th><th>t1</th></tr></thead><tbody>%s</tbody></table></div></details>" % rows
+    ]
+    if _list(lab.get("methodology")):
+        parts.append("<details><summary>Methodology</summary>%s</details>" % "".join("<p>%s</p>" % esc(p) for p in lab["methodology"]))
+    if _list(lab.get("limits")):
+        parts.append("<details><summary>Limits</summary><ul>%s</ul></details>" % "".join("<li>%s</li>" % esc(p) for p in lab["limits"]))
+    try:
+        commands = reproduce_commands(summary)
+    except (KeyError, TypeError, AttributeError):
+        commands = []
+    if commands:
+        parts.append("<details><summary>Reproduce</summary>%s</details>" % "".join("<pre><code>%s</code></pre>" % esc(c) for c in commands))
+    return "".join(parts)
+
+
+def guidance_of(run: RunEvidence) -> Optional[Any]:
+    """:func:`wakelab.analysis.guidance.guidance_for` of the run (a ``Guidance``), or None where that module is absent.
+
+    The analysis layer computes the advice (a headline, and items each with a
+    topic, a text and the figures it cites); this renderer only lays it out.
+    Imported lazily, so that a wakelab without the module still writes reports.
+    """
+    try:
+        from wakelab.analysis.guidance import guidance_for
+    except ImportError as exc:
+        if exc.name not in ("wakelab.analysis.guidance", "wakelab.analysis"):
+            raise
+        return None
+    return guidance_for(run.bundle)
+
+
+def render_guidance(run: RunEvidence) -> str:
+    """The GUIDANCE section's body (escaped HTML): the headline, then each claim with the figures it cites."""
+    found = guidance_of(run)
+    if found is None or (not found.headline and not found.items):
+        return ""
+    # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.
+    cards = {str(a.get("name")) for a in _arms(run.summary) if a.get("kind") == "latency"}
+    items = []
+    for advice in found.items:
+        cites = "".join(
+            ('<a class="cite" href="#arm-%s">%%s</a>' % esc(_slug(cite.arm)) if cite.arm in cards else '<span class="cite">%s</span>')
+            % ("%s %s %s" % (esc(cite.arm), esc(cite.figure.replace("per_call", "per call")), esc(format_ns(cite.value_ns))))
+            for cite in advice.cites
+        )
+        items.append('<li><span class="badge topic">%s</span> %s%s</li>' % (
+            esc(advice.topic), esc(advice.text), (' <span class="cites">%s</span>' % cites) if cites else ""))
+    return '<p class="answer">%s</p><ul class="guidance">%s</ul>' % (esc(found.headline), "".join(items))
