@@ -182,7 +182,7 @@ def test_no_switch_interval_tail_is_looked_for_without_busy_threads(tmp_path, ti
     registry.all_arms()
     monkeypatch.setitem(registry._REGISTRY, "fake-tail", _fake("fake-tail", lambda p: RawLatency(samples, 0, 0)))
     summary = run_plan(_plan(tmp_path, tiny_params, arms=("fake-tail",)))
-    assert summary["arms"][0]["quality"] == {"populations": None, "switch_interval_tail": None}
+    assert summary["arms"][0]["quality"] == {"populations": None, "switch_interval_tail": None, "polling": None}
     assert not [w for w in summary["warnings"] if w["kind"] == "switch-interval-tail"]
 
 

@@ -169,8 +169,10 @@ def test_while_every_wake_is_kept_the_figures_are_exact() -> None:
 
 
 def test_chunks_are_bounded_and_never_outlast_the_time_left() -> None:
-    params = MeasureParams(settle_us=1000)
+    params = MeasureParams(settle_us=1000, settle_jitter_us=0)
     assert next_chunk_wakes(None, 100.0, params) == int(1.0 / 1020e-6)
+    # A random part of the settle adds its mean to every wake.
+    assert next_chunk_wakes(None, 100.0, MeasureParams(settle_us=1000, settle_jitter_us=2000)) == int(1.0 / 2020e-6)
     assert next_chunk_wakes(1_000_000.0, 100.0, params) == MAX_CHUNK_WAKES
     assert next_chunk_wakes(1000.0, 0.5, params) == 500
     assert next_chunk_wakes(1000.0, 1e-6, params) == 1
