@@ -131,13 +131,15 @@ def process_state() -> Dict[str, object]:
     """What an arm must leave as it found it."""
     from wakelab.core.sigstate import snapshot
 
-    # SIGALRM belongs to pytest-timeout while a test runs.
-    watched = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGCHLD]
+    # SIGALRM belongs to pytest-timeout while a test runs.  SIGRTMIN: the storm arms' real-time signal.
+    watched = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGCHLD] + ([signal.SIGRTMIN] if hasattr(signal, "SIGRTMIN") else [])
     return {
         "signals": snapshot(watched),
         "threads": sorted(t.name for t in threading.enumerate()),
         "switch_interval": __import__("sys").getswitchinterval(),
         "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        # The main thread's scheduling policy and priority (wakelab run --policy / --notifier-policy).
+        "scheduling": (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) if hasattr(os, "sched_getscheduler") else None,
     }
 
 

@@ -44,6 +44,7 @@ LIMITS = {
     "cpu_procs": (0, 64),
     "interval_us": (1, 10_000_000),
     "cpu": (0, 4095),
+    "priority": (0, 99),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
 # --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
@@ -184,6 +185,20 @@ def register(sub: Any) -> None:
                             help="sys.setswitchinterval for the measuring process (default: the interpreter's, 0.005)")
     conditions.add_argument("--idle-hold", action="store_true",
                             help="hold /dev/cpu_dma_latency at 0 during the run so idle CPUs stay shallow (needs root)")
+    conditions.add_argument("--policy", choices=("fifo", "rr", "other"),
+                            help="scheduling policy of the waiter thread (thread-driver arms, and the C floor's waiter), "
+                                 "set by the thread itself: fifo or rr are realtime and need root or RLIMIT_RTPRIO "
+                                 "(refused up front otherwise); other is the normal policy. Restored after every arm")
+    conditions.add_argument("--priority", type=_whole_number("priority"), metavar="N",
+                            help="the waiter's realtime priority with --policy fifo or rr (1..99; cyclictest's -p)")
+    conditions.add_argument("--notifier-policy", choices=("fifo", "rr", "other"),
+                            help="scheduling policy of the notifier (the measuring process's main thread, and the C "
+                                 "floor's notifier), as --policy; restored after every arm")
+    conditions.add_argument("--notifier-priority", type=_whole_number("priority"), metavar="N",
+                            help="the notifier's realtime priority with --notifier-policy fifo or rr (1..99)")
+    conditions.add_argument("--mlock", action="store_true",
+                            help="lock the measuring process's memory (mlockall(MCL_CURRENT|MCL_FUTURE), as cyclictest "
+                                 "-m) for every arm; needs root or an unlimited RLIMIT_MEMLOCK")
     conditions.add_argument("--mode", choices=("closed", "open"),
                             help="closed (default): notify once the waiter has settled, latency from t0; open: notify on a "
                                  "fixed schedule and take latency from the scheduled instant (no coordinated omission); thread, signal "
@@ -413,6 +428,7 @@ def _execution(args: argparse.Namespace) -> Execution:
         cpu_procs=args.cpu_procs or 0,
         switch_interval_s=args.switch_interval,
         idle_hold=args.idle_hold,
+        **_realtime_conditions(args),
     )
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
     workers = args.workers
@@ -422,6 +438,51 @@ def _execution(args: argparse.Namespace) -> Execution:
             workers = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace, rigorous=args.rigorous)
+
+
+def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Dict[str, Any]:
+    """``{policy, priority}`` of one side from its two options, checked against the policy's range."""
+    from wakelab.core import realtime
+
+    policy = getattr(args, policy_flag.lstrip("-").replace("-", "_"))
+    priority = getattr(args, priority_flag.lstrip("-").replace("-", "_"))
+    if policy is None:
+        if priority is not None:
+            raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
+        return {}
+    reason = realtime.unavailable_reason()
+    if reason is not None:
+        raise UsageError("%s: %s" % (policy_flag, reason))
+    if priority is None:
+        if policy != "other":
+            raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
+        priority = 0
+    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
+    if problem is not None:
+        raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
+    return {"policy": policy, "priority": priority}
+
+
+def _realtime_conditions(args: argparse.Namespace) -> Dict[str, Any]:
+    """The realtime conditions asked for (--policy, --notifier-policy, --mlock), refused now -- one
+    line, exit status 2 -- where this user or this kernel cannot have them."""
+    from wakelab.harness.conditions import ConditionError, Conditions, check_realtime
+
+    out: Dict[str, Any] = {}
+    for role, policy_flag, priority_flag in (("waiter", "--policy", "--priority"),
+                                             ("notifier", "--notifier-policy", "--notifier-priority")):
+        request = _scheduling_request(args, policy_flag, priority_flag)
+        if request:
+            out[role + "_policy"] = request["policy"]
+            out[role + "_priority"] = request["priority"]
+    if args.mlock:
+        out["mlock"] = True
+    if out:
+        try:
+            check_realtime(Conditions(**out))
+        except ConditionError as exc:
+            raise UsageError(str(exc)) from None
+    return out
 
 
 def _trace_notice(progress: Callable[[str, Dict[str, Any]], None]) -> Callable[[str, Dict[str, Any]], None]:

@@ -5,13 +5,18 @@ Two layers:
 * :func:`worker_conditions` -- inside the process that measures: pins the
   main thread for the placement, sets ``sys.setswitchinterval``, and starts
   ``cpu_threads`` busy Python threads that compete for the GIL with the
-  waiter.  The same code runs in a worker process and with ``--in-process``.
+  waiter; with a realtime request (``wakelab run --policy``,
+  ``--notifier-policy``, ``--mlock``) it switches the main thread (the
+  notifier of the thread driver) to its policy, tells the drivers the
+  waiter's (:mod:`wakelab.core.realtime`), and locks the process's memory.
+  The same code runs in a worker process and with ``--in-process``.
 * :func:`run_conditions` -- around the whole run, in the runner's process:
   ``cpu_procs`` busy processes, and the low-latency idle request
   (``/dev/cpu_dma_latency`` held at 0, as cyclictest does).
 
 Everything is restored in ``finally``: affinity, switch interval, threads
-joined, processes killed and reaped, the idle request released.
+joined, the main thread's scheduling policy and priority, memory unlocked,
+processes killed and reaped, the idle request released.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import sys
 import threading
 from typing import Dict, Iterator, List, Optional
 
+from wakelab.core import realtime
 from wakelab.core.placement import ANY, pin_current_thread, preserved_affinity
 
 CPU_DMA_LATENCY = "/dev/cpu_dma_latency"
@@ -50,9 +56,39 @@ class Conditions:
     cpu_procs: int = 0
     switch_interval_s: Optional[float] = None
     idle_hold: bool = False
+    # Realtime scheduling (wakelab.core.realtime): the waiter's and the notifier's policy ("other",
+    # "fifo", "rr"; None: left as the threads are created) and static priority, and mlockall.
+    waiter_policy: Optional[str] = None
+    waiter_priority: int = 0
+    notifier_policy: Optional[str] = None
+    notifier_priority: int = 0
+    mlock: bool = False
+
+    @property
+    def waiter_scheduling(self) -> Optional[realtime.Scheduling]:
+        """The waiter's requested scheduling, None when not asked for."""
+        return None if self.waiter_policy is None else realtime.Scheduling(self.waiter_policy, self.waiter_priority)
+
+    @property
+    def notifier_scheduling(self) -> Optional[realtime.Scheduling]:
+        """The notifier's requested scheduling, None when not asked for."""
+        return None if self.notifier_policy is None else realtime.Scheduling(self.notifier_policy, self.notifier_priority)
+
+    @property
+    def realtime(self) -> bool:
+        """True when any realtime condition (a policy or the memory lock) was asked for."""
+        return self.waiter_policy is not None or self.notifier_policy is not None or self.mlock
 
     def to_dict(self) -> Dict[str, object]:
-        return dataclasses.asdict(self)
+        """Every condition; the realtime ones only when asked for, so that a run without them
+        records (and keys its history by) what runs before them recorded."""
+        data = dataclasses.asdict(self)
+        for role in ("waiter", "notifier"):
+            if data[role + "_policy"] is None:
+                del data[role + "_policy"], data[role + "_priority"]
+        if not self.mlock:
+            del data["mlock"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, object]) -> "Conditions":
@@ -61,6 +97,57 @@ class Conditions:
         if unknown:
             raise ValueError("unknown conditions: %s" % ", ".join(unknown))
         return cls(**data)  # type: ignore[arg-type]
+
+
+def check_realtime(conditions: Conditions) -> None:
+    """Raise :class:`ConditionError` now (one line) if a realtime condition could not be had later."""
+    for flag, request in (("--policy", conditions.waiter_scheduling), ("--notifier-policy", conditions.notifier_scheduling)):
+        if request is None:
+            continue
+        problem = realtime.permission_problem(request)
+        if problem is not None:
+            priority_flag = "--priority" if flag == "--policy" else "--notifier-priority"
+            raise ConditionError("%s %s %s %d refused: %s" % (flag, request.policy, priority_flag, request.priority, problem))
+    if conditions.mlock:
+        problem = realtime.mlock_problem()
+        if problem is not None:
+            raise ConditionError(problem)
+
+
+@contextlib.contextmanager
+def realtime_conditions(conditions: Conditions) -> Iterator[Dict[str, object]]:
+    """The calling (main) thread under the notifier's policy, the waiter's told to the drivers, and
+    memory locked, for the block; everything put back in ``finally``.  Yields what was applied."""
+    applied: Dict[str, object] = {}
+    if not conditions.realtime:
+        yield applied
+        return
+    previous = None
+    locked = False
+    before = (realtime.WAITER, realtime.NOTIFIER)
+    try:
+        try:
+            if conditions.mlock:
+                realtime.lock_memory()
+                locked = True
+                applied["mlock"] = True
+            notifier = conditions.notifier_scheduling  # None: the main thread stays as it is
+            if notifier is not None:
+                previous = realtime.apply(notifier)
+                applied["notifier_sched"] = notifier.describe()
+            realtime.WAITER = conditions.waiter_scheduling
+            realtime.NOTIFIER = conditions.notifier_scheduling
+            if conditions.waiter_scheduling is not None:
+                applied["waiter_sched"] = conditions.waiter_scheduling.describe()
+            applied["rt_budget"] = realtime.rt_budget()
+        except realtime.RealtimeError as exc:
+            raise ConditionError(str(exc)) from None
+        yield applied
+    finally:
+        realtime.WAITER, realtime.NOTIFIER = before
+        realtime.leave(previous)
+        if locked:
+            realtime.unlock_memory()
 
 
 def _burn(stop: threading.Event) -> None:
@@ -90,7 +177,10 @@ def worker_conditions(params: object, conditions: Conditions) -> Iterator[Dict[s
                 thread.start()
                 burners.append(thread)
             applied["cpu_threads"] = len(burners)
-            yield applied
+            # After the busy threads have started: they stay normal tasks whatever the notifier becomes.
+            with realtime_conditions(conditions) as scheduling:
+                applied.update(scheduling)
+                yield applied
         finally:
             stop.set()
             for thread in burners:

@@ -47,6 +47,12 @@ as ``stale`` (its ``t1`` came before its ``t0``: it answered an older notify)
 is counted lost, never a negative sample, and ``info["stale_wakes"]`` says
 how many there were (warm-up wakes included, as the thread driver counts).
 
+Scheduling.  A realtime request (:mod:`wakelab.core.realtime`: ``wakelab run
+--policy``, ``--notifier-policy``, or an arm of its own) is handed to the
+binary as ``waiter_policy=``/``waiter_priority=`` and
+``notifier_policy=``/``notifier_priority=``; each side applies its own as it
+takes its role, and ``info`` says what they were asked (``waiter_sched``).
+
 Placement.  The binary is told the placement's CPUs (``notifier_cpu=`` and
 ``waiter_cpu=``, -1 for placement ``any``) and pins its own threads with
 ``pthread_setaffinity_np`` (the waiter child of a cross-process experiment
@@ -69,6 +75,7 @@ import tempfile
 import threading
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from wakelab.core import realtime
 from wakelab.core.drivers import recording_t0, settle_schedule_us
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, RawRate
 from wakelab.core.placement import NOTIFIER, WAITER, cpu_for
@@ -340,8 +347,35 @@ def _floor_args(params: MeasureParams, extra: Optional[Mapping[str, int]]) -> Li
         # The binary dies with this process (PR_SET_PDEATHSIG), checked against this pid.
         "parent_pid": os.getpid(),
     }
+    values.update(_scheduling_args())
     values.update(extra or {})
     return ["%s=%d" % (key, value) for key, value in values.items()]
+
+
+def _scheduling_args() -> Dict[str, int]:
+    """The waiter's and the notifier's scheduling policies for the binary (``waiter_policy=1
+    waiter_priority=80``), from :mod:`wakelab.core.realtime`; nothing when none was asked for."""
+    out: Dict[str, int] = {}
+    for role, request in (("waiter", realtime.WAITER), ("notifier", realtime.NOTIFIER)):
+        if request is not None:
+            out[role + "_policy"] = realtime.policy_number(request.policy)
+            out[role + "_priority"] = request.priority
+    return out
+
+
+def scheduling_info() -> Dict[str, object]:
+    """What the binary's threads were asked to run under, for ``info`` (nothing when nothing was)."""
+    out: Dict[str, object] = {}
+    for role, request in (("waiter", realtime.WAITER), ("notifier", realtime.NOTIFIER)):
+        if request is not None:
+            out[role + "_sched"] = request.describe()
+    return out
+
+
+def receiver_argv(experiment: str, params: MeasureParams, extra: Mapping[str, int]) -> List[str]:
+    """The command line of a storm receiver of the binary (``storm-handler``, ``storm-sigwait``),
+    which :mod:`wakelab.core.drivers.storm` runs and talks to itself; builds the binary if needed."""
+    return [floor_binary().path, experiment] + _floor_args(params, extra)
 
 
 def _run_timeout_s(experiment: str, params: MeasureParams) -> float:
@@ -602,6 +636,7 @@ def measure_latency(
     info["mode"] = "closed"
     info["stale_wakes"] = sum(1 for r in records if r == STALE)
     info.update(parse_ran_on(text, experiment))
+    info.update(scheduling_info())
     if stamps is not None:
         info["notifier_tid"] = stamps["notifier_tid"]
         info["waiter_tid"] = stamps["waiter_tid"]

@@ -6,6 +6,11 @@ Used by every arm whose waiter is a thread of the worker that the kernel
 parks (thread primitives, fds, ``pthread-kill-sigwait``) or that polls.  One
 persistent waiter thread per arm, pinned for the run's placement
 (:func:`~wakelab.core.placement.enter_role`), reporting the CPU it last ran on.
+With a realtime request (``wakelab run --policy fifo --priority 80``) the
+waiter thread switches itself as it starts -- ``os.sched_setscheduler(0, ...)``
+from the thread changes that thread alone on Linux -- and puts its policy back
+before it ends (:func:`wakelab.core.realtime.enter_waiter`); ``info``'s
+``waiter_sched`` says what it ran under.
 
 Closed loop (the default), per wake::
 
@@ -34,6 +39,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
+from wakelab.core import realtime
 from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, settle_schedule_s, t0_info, wake_t0_log
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency, now_ns
 from wakelab.core.placement import WAITER, cpu_reader, current_cpu, enter_role
@@ -69,14 +75,16 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
     t0s = wake_t0_log(params)
 
     def waiter() -> None:
+        scheduling = None
         try:
-            _take_waiter_role(params)
+            scheduling = _take_waiter_role(params)
             box["tid"] = native_tid()  # before the first wake: what the kernel's events call it
             while True:
                 go.wait()
                 go.clear()
                 if box["stop"]:
                     box["cpu"] = current_cpu()  # where the wakes ran: read once, at the end
+                    realtime.leave(scheduling)
                     return
                 ready.set()
                 box["t1"] = wait(timeout_s)
@@ -84,6 +92,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
                     box["woke_on"] = getcpu()  # after t1: outside the timed window
                 done.set()
         except BaseException as exc:  # surfaced by the notifier below
+            _leave_quietly(scheduling)
             box["error"] = exc
             done.set()
             ready.set()
@@ -133,6 +142,7 @@ def _drive_closed(params: MeasureParams, path: WakePath, name: str) -> RawLatenc
         notifier_tid=native_tid(),
         waiter_tid=box["tid"],
         **t0_info(collector, t0s, params.warmup),
+        **_scheduling_info(),
     )
 
 
@@ -149,8 +159,9 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
     poll_s = min(params.timeout_s, 0.05)
 
     def waiter() -> None:
+        scheduling = None
         try:
-            _take_waiter_role(params)
+            scheduling = _take_waiter_role(params)
             box["tid"] = native_tid()
             started.set()
             while not box["stop"]:
@@ -160,7 +171,9 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
                 reset()  # consume, so the next notify is a new wake
                 wakes.append(t1)
             box["cpu"] = current_cpu()
+            realtime.leave(scheduling)
         except BaseException as exc:
+            _leave_quietly(scheduling)
             box["error"] = exc
             started.set()
 
@@ -209,15 +222,36 @@ def _drive_open(params: MeasureParams, path: WakePath, name: str) -> RawLatency:
         waiter_cpu_seen=box["cpu"],
         notifier_tid=native_tid(),
         waiter_tid=box["tid"],
+        **_scheduling_info(),
     )
 
 
-def _take_waiter_role(params: MeasureParams) -> None:
-    """Pin the waiter thread for the run's placement; a CPU it cannot take is a harness error."""
+def _take_waiter_role(params: MeasureParams) -> Optional[Tuple[int, int]]:
+    """Pin the waiter thread for the run's placement and give it the waiter's scheduling policy
+    (:func:`wakelab.core.realtime.enter_waiter`); returns what to put back before the thread ends.
+    A CPU or a policy it cannot take is a harness error."""
     try:
         enter_role(params, WAITER)
     except OSError as exc:
         raise HarnessError("the waiter thread could not take the waiter's CPU: %s" % exc) from exc
+    try:
+        return realtime.enter_waiter()
+    except realtime.RealtimeError as exc:
+        raise HarnessError("the waiter thread could not take its scheduling policy: %s" % exc) from exc
+
+
+def _leave_quietly(scheduling: Optional[Tuple[int, int]]) -> None:
+    """Put a failing waiter thread's policy back; the failure it is leaving with is the one to report."""
+    try:
+        realtime.leave(scheduling)
+    except OSError:
+        pass
+
+
+def _scheduling_info() -> Dict[str, object]:
+    """``{"waiter_sched": "SCHED_FIFO priority 80"}`` when the waiter was given a policy, else nothing."""
+    request = realtime.waiter_request()
+    return {} if request is None else {"waiter_sched": request.describe()}
 
 
 def last_notify_answered(issued: List[int], wakes: List[int], planted_delay_ns: int = 0) -> bool:

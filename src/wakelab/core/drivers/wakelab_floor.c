@@ -55,6 +55,11 @@
  *         CPU trailer described below) settles (1: read warmup + n whole
  *         numbers of microseconds from stdin, whitespace-separated, the
  *         settle of each wake in turn, instead of settle_us for every one)
+ *         waiter_policy waiter_priority notifier_policy notifier_priority
+ *         (each side's scheduling policy, by the kernel's number: 0
+ *         SCHED_OTHER, 1 SCHED_FIFO, 2 SCHED_RR; -1, the default, leaves the
+ *         thread as created; applied with SCHED_RESET_ON_FORK as the side
+ *         takes its role, before it pins itself)
  *   EXPERIMENT "selftest" only prints "wakelab-floor FORMAT ok".
  *
  * Output (stdout), format version FLOOR_FORMAT:
@@ -140,9 +145,13 @@ typedef struct {
     long stamps;       /* 1: print each wake's t0 and both sides' thread ids (traced runs) */
     long cpus;         /* 1: print each wake's CPUs (thread experiments) */
     long settles;      /* 1: each wake's settle (us) is read from stdin (SETTLES) */
+    long waiter_policy;     /* -1: leave as created; else SCHED_OTHER (0), SCHED_FIFO (1), SCHED_RR (2) */
+    long waiter_priority;
+    long notifier_policy;   /* the same for the notifier */
+    long notifier_priority;
 } params_t;
 
-static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0, 0};
+static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0, 0, -1, 0, -1, 0};
 /* With settles=1: each wake's settle in us, read before the first wake (NULL: settle_us each). */
 static long *SETTLES = NULL;
 
@@ -261,9 +270,26 @@ static void read_settles(long total)
     }
 }
 
-/* Pin the calling thread to cpu (no-op for -1). */
+/* Give the calling thread its role's scheduling policy (waiter_policy= or notifier_policy=;
+ * -1 leaves it as created).  SCHED_RESET_ON_FORK: threads and children it starts are normal tasks. */
+static void sched_self(const char *role)
+{
+    int waiter = !strcmp(role, "waiter");
+    long policy = waiter ? P.waiter_policy : P.notifier_policy;
+    long priority = waiter ? P.waiter_priority : P.notifier_priority;
+    if (policy < 0)
+        return;
+    struct sched_param sp;
+    memset(&sp, 0, sizeof sp);
+    sp.sched_priority = (int)priority;
+    if (sched_setscheduler(0, (int)policy | SCHED_RESET_ON_FORK, &sp))
+        failf("giving the %s scheduling policy %ld priority %ld: %s", role, policy, priority, strerror(errno));
+}
+
+/* Take a role: its scheduling policy (if one was asked for), then pin to cpu (no-op for -1). */
 static void pin_self(long cpu, const char *role)
 {
+    sched_self(role);
     if (cpu < 0)
         return;
     if (cpu >= CPU_SETSIZE)
@@ -1538,7 +1564,8 @@ static void usage(const char *msg)
     fprintf(stderr,
             " native-sigaction-install selftest\n"
             "keys: n warmup settle_us timeout_ms planted_delay_us planted_after_us install_n\n"
-            "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every stamps cpus settles\n");
+            "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every stamps cpus settles\n"
+            "      waiter_policy waiter_priority notifier_policy notifier_priority\n");
     exit(2);
 }
 
@@ -1565,6 +1592,10 @@ static void parse_param(const char *arg)
         {"stamps", &P.stamps, 0},
         {"cpus", &P.cpus, 0},
         {"settles", &P.settles, 0},
+        {"waiter_policy", &P.waiter_policy, -1},
+        {"waiter_priority", &P.waiter_priority, 0},
+        {"notifier_policy", &P.notifier_policy, -1},
+        {"notifier_priority", &P.notifier_priority, 0},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
