@@ -440,7 +440,7 @@ def test_stale_wakes_are_lost_and_counted(monkeypatch: pytest.MonkeyPatch) -> No
     assert floor.parse_latency_records(text, "native-pipe") == [1500, floor.STALE, floor.LOST, 2200]
     assert floor.parse_latency_output(text, "native-pipe") == [1500, None, None, 2200]
     _fake_binary(monkeypatch, "/unused")
-    monkeypatch.setattr(floor, "run_floor", lambda experiment, params, extra=None: text)
+    monkeypatch.setattr(floor, "run_floor", lambda experiment, params, extra=None, stdin_text=None: text)
     raw = floor.measure_latency("native-pipe", MeasureParams(n=3, warmup=1))
     assert raw.samples_ns == (2200,)  # the first wake was warm-up; stale and lost are lost
     assert raw.lost == 2

@@ -615,7 +615,7 @@ def measure_latency(
         # The same random settles the Python drivers sleep, wake for wake (the module docstring).
         extra["settles"] = 1
         settles = " ".join(str(us) for us in settle_schedule_us(params)) + "\n"
-    text, stamps = split_stamps(run_floor(experiment, params, extra, settles), experiment)
+    text, stamps = split_stamps(run_floor(experiment, params, extra, stdin_text=settles), experiment)
     text, cpus = split_cpus(text, experiment)
     records = parse_latency_records(text, experiment)
     wakes = [None if isinstance(r, str) else r for r in records]
