@@ -391,8 +391,8 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
             if cell is None or role is None or row.get("kind") == "rate" or not row.get("latency"):
                 continue
             dims = cell.get("dimensions") or {}
-            key = (releases[str(row.get("cell"))] if several else "", str(dims.get("placement")), int(dims.get("cpu_threads") or 0))
-            groups.setdefault(key, {}).setdefault(role, row)
+            group = (releases[str(row.get("cell"))] if several else "", str(dims.get("placement")), int(dims.get("cpu_threads") or 0))
+            groups.setdefault(group, {}).setdefault(role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
             entry: Dict[str, Any] = {"arm": arm.get("name"), "placement": placement, "cpu_threads": busy}
             if several:

@@ -166,6 +166,10 @@ def format_rankings(summary: Mapping[str, Any], limit: Optional[int] = None) -> 
     return lines
 
 
+#: Up to this many arms not measured, the short form names each; beyond, it counts them by family.
+BRIEF_MISSING_BY_NAME = 12
+
+
 def _not_measured(summary: Mapping[str, Any]) -> List[str]:
     names = ["%s (%s)" % (e.get("name"), _status_word(e)) for e in summary.get("arms", []) if e.get("status") != "ok"]
     if not names:
@@ -835,7 +839,14 @@ def format_compact_table(summary: Mapping[str, Any]) -> List[str]:
     if lost:
         lines.extend(wrap("Lost wakes: %s." % ", ".join(lost)))
     missing = [a for a in arms if not _measured(a)]
-    if missing:
+    if len(missing) > BRIEF_MISSING_BY_NAME:
+        # Many (a catalogue where optional libraries, a newer Python or a compiler are missing): by family.
+        families: Dict[str, List[str]] = {}
+        for a in missing:
+            families.setdefault(str(a.get("family") or "other"), []).append(_status_word(a) or "no figures")
+        lines.extend(wrap("Not measured: %d arms -- %s; summary.txt says why, arm by arm." % (len(missing), ", ".join(
+            "%s %d (%s)" % (family, len(words), ", ".join(sorted(set(words)))) for family, words in families.items()))))
+    elif missing:
         lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.get("name"), _status_word(a) or "no figures")
                                                           for a in missing)))
     if show_native:

@@ -14,6 +14,10 @@ task       a task (or greenlet) of a           async libraries: trio, anyio, gev
            thread
 child      a child process                     processes                            yes
 floor      a thread or process in C            native                               no
+subinterp  a thread running in a subinter-     ``interp-queue``, ``interp-pipe``    no
+           preter (``concurrent.interpreters``)
+pool       an executor's idle worker (thread,  ``*-pool-submit``                    no
+           subinterpreter or process)
 =========  ==================================  ===================================  =========
 
 A family module supplies only its primitive's moves (``reset``, ``wait``,
