@@ -384,3 +384,39 @@ def test_a_wait_that_polls_is_named_with_what_to_use_instead() -> None:
     entry["quality"] = {}
     summary["warnings"] = derive_warnings(summary)
     assert not [a for a in guidance_of(summary) if a.topic == "polling"]
+
+
+# -- hand-offs (the hand-off lab) ----------------------------------------------------------------
+
+HANDOFF_P50_US = {
+    "thread-pool-submit": 38.0, "interp-pool-submit": 108.0, "process-pool-submit": 174.0,
+    "interp-queue": 5000.0, "interp-pipe": 17.0, "queue": 53.0, "pipe": 33.0,
+    "native-condvar": 3.0, "native-pipe": 6.0, "native-pipe-process": 9.0,
+}
+
+
+def test_the_hand_off_lab_advises_executors_and_the_subinterpreter_wake_apart() -> None:
+    summary = build_summary("handoff", HANDOFF_P50_US)
+    g = guidance_for(Bundle(source="", folder="", summary=summary))
+    rankings = {r.group: [x.name for x in r.ranked] for r in rank_wake_paths(Bundle(source="", folder="", summary=summary))}
+    # The hand-off arms are compared among themselves, not with the in-process wake paths.
+    assert rankings["in-process"] == ["pipe", "queue"]
+    assert rankings["handoff"] == ["interp-pipe", "thread-pool-submit", "interp-pool-submit", "process-pool-submit", "interp-queue"]
+    handoff = [a for a in g.items if a.topic == "hand-off"]
+    assert len(handoff) == 2
+    pools, wake = handoff
+    assert re.match(r"Handing a task to an idle executor worker, submit\(\) to the task's first statement: "
+                    r"thread-pool-submit 38\.\d µs \(p50\); interp-pool-submit 10\d µs \(2\.8×\); "
+                    r"process-pool-submit 17\d µs \(4\.6×\)\.", pools.text), pools.text
+    assert [c.arm for c in pools.cites] == ["thread-pool-submit", "interp-pool-submit", "process-pool-submit"]
+    assert re.search(r"interp-pipe, 29\d× less", wake.text) and "p50 5.0" in wake.text, wake.text
+    assert {c.arm for c in wake.cites} == {"interp-queue", "interp-pipe"}
+    assert re.search(r"to hand off a task, thread-pool-submit is fastest \(38\.\d µs\)", g.headline), g.headline
+
+
+def test_hand_off_advice_cites_only_what_ran() -> None:
+    only_pools = {k: v for k, v in HANDOFF_P50_US.items() if k not in ("interp-queue", "interp-pipe", "interp-pool-submit")}
+    g = guidance_for(Bundle(source="", folder="", summary=build_summary("handoff", only_pools)))
+    handoff = [a for a in g.items if a.topic == "hand-off"]
+    assert len(handoff) == 1 and "interp" not in handoff[0].text.split("Besides")[0]
+    assert "interpreter pool" not in handoff[0].text and "subinterpreter" not in g.headline

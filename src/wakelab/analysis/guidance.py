@@ -60,6 +60,7 @@ SIGNALS = "signal delivery"
 INSTALL = "handler install"
 TAIL = "tail"
 POLLING = "polling"
+HANDOFF = "hand-off"
 PITFALL = "pitfall"
 SELF_TEST = "self-test"
 
@@ -67,12 +68,14 @@ SELF_TEST = "self-test"
 IN_PROCESS = "in-process"
 SIGNAL_GROUP = "signals"
 PROCESS_GROUP = "processes"
+HANDOFF_GROUP = "handoff"
 SPINNING = "spinning"
 NATIVE = "native"
 GROUPS: Tuple[Tuple[str, str], ...] = (
     (IN_PROCESS, "in-process wake (blocked waiter)"),
     (SIGNAL_GROUP, "signal wake (blocked waiter)"),
     (PROCESS_GROUP, "across processes"),
+    (HANDOFF_GROUP, "hand-offs (executor submit, or waking a subinterpreter)"),
     (SPINNING, "spinning waiters"),
     (NATIVE, "C floor"),
 )
@@ -258,6 +261,8 @@ def group_of(arm: ArmRecord) -> str:
         return NATIVE
     if arm.waiter == "spinning":
         return SPINNING
+    if arm.family == "handoff":
+        return HANDOFF_GROUP
     if arm.scope == "cross-process" or arm.family == "processes":
         return PROCESS_GROUP
     if arm.family == "signals" or arm.name in SIGNAL_ARMS_ELSEWHERE:
@@ -638,6 +643,9 @@ def _polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opt
                 "kernel until it is notified: threading.Event or Condition, queue.Queue, or a pipe or os.eventfd "
                 "the waiter blocks on in select/poll" % (level.name, every, format_ns(level.p50_ns)))
         blocking = [r.level for r in in_process.ranked if r.name not in polling] if in_process is not None else []
+        alternative = BLOCKING_INSTEAD.get(level.name)
+        if alternative in levels:
+            blocking = [levels[str(alternative)]]
         if blocking:
             cites.append(blocking[0].cite())
             text += " (%s took %s here)" % (blocking[0].name, format_ns(blocking[0].p50_ns))
@@ -648,6 +656,65 @@ def _polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opt
         items.append(Advice(POLLING, text, tuple(cites)))
         clause = clause or "%s polls (%s): use a wait that blocks" % (level.name, every)
     return items, clause
+
+
+# The executors' hand-off arms (core/families/handoff), fastest hand-off expected first.
+POOL_ARMS = ("thread-pool-submit", "interp-pool-submit", "process-pool-submit")
+# A polling wait -> the blocking wait of the same reach measured beside it, named in the polling advice.
+BLOCKING_INSTEAD = {"interp-queue": "interp-pipe"}
+
+
+def _handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
+    """Threads, subinterpreters or processes for a hand-off, from the executor arms; and what waking a
+    subinterpreter by its queue costs against a pipe.  The headline's clause."""
+    items: List[Advice] = []
+    clause = ""
+    pools = sorted((levels[n] for n in POOL_ARMS if n in levels), key=lambda lv: lv.p50_ns)
+    if pools:
+        first = pools[0]
+        parts = ["Handing a task to an idle executor worker, submit() to the task's first statement: %s %s (p50)"
+                 % (first.name, format_ns(first.p50_ns))]
+        for other in pools[1:]:
+            apart = "" if clearly_faster(first, other) else ", within this run's noise of it"
+            parts.append("%s %s (%s%s)" % (other.name, format_ns(other.p50_ns), format_times(other.p50_ns / first.p50_ns), apart))
+        text = "; ".join(parts) + "."
+        names = [lv.name for lv in pools]
+        notes = []
+        if "thread-pool-submit" in names:
+            notes.append("a thread pool's worker shares the submitter's GIL (right for I/O, or C code that releases it)")
+        if "interp-pool-submit" in names:
+            notes.append("an interpreter pool pickles every task and switches interpreter, but each worker has a GIL of "
+                         "its own, so CPU-bound Python runs in parallel: worth it when a task runs much longer than "
+                         "the hand-off")
+        if "process-pool-submit" in names:
+            notes.append("a process pool adds a pipe and a feeder thread, and isolates the task completely")
+        if notes:
+            text += " Besides the hand-off: " + "; ".join(notes) + "."
+        items.append(Advice(HANDOFF, text, tuple(lv.cite() for lv in pools)))
+        clause = "to hand off a task, %s is fastest (%s)" % (first.name, format_ns(first.p50_ns))
+    queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
+    if queue is not None:
+        least = _min_ns(queue) or queue.p50_ns
+        text = ("Waking a subinterpreter through concurrent.interpreters.Queue: p50 %s, min %s. Its get() does not "
+                "block in the kernel but sleeps and looks again (every 10 ms in CPython 3.14 and 3.15), so a put() is "
+                "seen at the waiter's next look" % (format_ns(queue.p50_ns), format_ns(least)))
+        cites = [queue.cite(), Cite(queue.name, "min", float(least))]
+        if pipe is not None:
+            cites.append(pipe.cite())
+            text += ("; a subinterpreter blocked on an os.pipe the main interpreter writes woke in %s (interp-pipe, %s "
+                     "less). To wake one promptly, block it on a pipe or eventfd and pass the data through the queue "
+                     "after the wake." % (format_ns(pipe.p50_ns), format_times(queue.p50_ns / pipe.p50_ns)))
+        else:
+            text += "."
+        items.append(Advice(HANDOFF, text, tuple(cites)))
+        if not clause:
+            clause = "a subinterpreter's queue wakes in %s (it polls)" % format_ns(queue.p50_ns)
+    return items, clause
+
+
+def _min_ns(level: Level) -> Optional[float]:
+    lat = level.arm.latency
+    return _positive(lat.min_ns) if lat is not None else None
 
 
 def _pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
@@ -704,7 +771,7 @@ def guidance_for(bundle: Bundle) -> Guidance:
     document in memory).  Returns a :class:`Guidance`: ``headline`` (one line)
     and ``items``, each an :class:`Advice` with ``topic`` (``in-process wake``,
     ``across processes``, ``signal delivery``, ``handler install``, ``tail``,
-    ``polling``, ``pitfall`` or ``self-test``), ``text`` and ``cites`` (``arm``,
+    ``hand-off``, ``polling``, ``pitfall`` or ``self-test``), ``text`` and ``cites`` (``arm``,
     ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
     and ``value_ns``).  Times are nanoseconds.
     """
@@ -742,6 +809,10 @@ def guidance_for(bundle: Bundle) -> Guidance:
     tail = _tail_advice(bundle, in_process, levels)
     if tail is not None:
         items.append(tail)
+    handoff, handoff_clause = _handoff_advice(levels)
+    items += handoff
+    if handoff_clause:
+        clauses.append(handoff_clause)
     polling, polling_clause = _polling_advice(bundle, levels, in_process)
     items += polling
     if polling_clause:
