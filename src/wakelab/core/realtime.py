@@ -43,6 +43,7 @@ import contextlib
 import dataclasses
 import os
 import platform
+import sys
 import threading
 from typing import Any, Dict, Iterator, Optional, Tuple
 
@@ -123,7 +124,8 @@ def current() -> Tuple[int, int]:
 
 
 def _reset_on_fork() -> int:
-    return int(getattr(os, "SCHED_RESET_ON_FORK", 0))
+    """``SCHED_RESET_ON_FORK`` (Linux's 0x40000000 where ``os`` lacks the name, as PyPy 3.9's does)."""
+    return int(getattr(os, "SCHED_RESET_ON_FORK", 0x40000000 if sys.platform.startswith("linux") else 0))
 
 
 def apply(request: Scheduling) -> Tuple[int, int]:
