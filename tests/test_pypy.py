@@ -13,7 +13,8 @@ from wakelab.harness.runner import Execution, RunPlan, run_plan
 from wakelab.labs import LAB_135, custom_lab
 
 # What PyPy 3.9 lacks, and the arms that need it.
-NEEDS_SIGTIMEDWAIT = ("sigwait-thread-to-main", "pthread-kill-sigwait", "kill-sigwait-child")
+NEEDS_SIGTIMEDWAIT = ("sigwait-thread-to-main", "pthread-kill-sigwait", "kill-sigwait-child", "storm-usr1-sigwait",
+                      "storm-rt-sigwait")
 NEEDS_EVENTFD = ("eventfd", "eventfd-fork")
 
 

@@ -35,7 +35,9 @@ LONG_SETTLE = MeasureParams(n=6, warmup=1, settle_us=40_000, timeout_s=2.0)
 
 
 def _window_arms() -> List[Arm]:
-    return [a for a in all_arms() if a.kind == LATENCY and a.driver]
+    # The storm driver's arms are proved in tests/test_storms.py: in a storm a probe's wake may
+    # answer any sender's signal, so a planted delay shows by its size only in a sparse storm.
+    return [a for a in all_arms() if a.kind == LATENCY and a.driver and a.driver != "storm"]
 
 
 def _median_us(arm: Arm, params: MeasureParams) -> float:

@@ -43,7 +43,7 @@ CROSS_THREAD = "cross-thread"
 CROSS_PROCESS = "cross-process"
 
 # Families, in report order.
-FAMILIES = ("threads", "signals", "fds", "asyncio", "asynclibs", "processes", "handoff", "native")
+FAMILIES = ("threads", "signals", "fds", "asyncio", "asynclibs", "processes", "handoff", "storms", "native")
 
 now_ns = time.perf_counter_ns
 

@@ -29,6 +29,7 @@ FAMILY_TABLE = (
     ("asynclibs", "asynclibs", "Async libraries (optional)"),
     ("processes", "processes", "Processes"),
     ("handoff", "handoff", "Hand-offs: subinterpreters and executors"),
+    ("storms", "storms", "Signal storms: many senders, one receiver"),
     ("native", "native", "Native floor (C)"),
 )
 if tuple(family for family, _, _ in FAMILY_TABLE) != FAMILIES:

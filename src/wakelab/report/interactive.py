@@ -65,6 +65,7 @@ FAMILY_COLORS = {
     "asynclibs": "#882255",
     "processes": "#E69F00",
     "handoff": "#F0E442",
+    "storms": "#332288",
     "native": "#555555",
 }
 OTHER_FAMILY_COLOR = "#56B4E9"

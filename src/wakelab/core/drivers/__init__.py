@@ -18,6 +18,8 @@ subinterp  a thread running in a subinter-     ``interp-queue``, ``interp-pipe``
            preter (``concurrent.interpreters``)
 pool       an executor's idle worker (thread,  ``*-pool-submit``                    no
            subinterpreter or process)
+storm      the receiver of a signal storm (a   storms                               yes
+           handler, a thread, the C floor)
 =========  ==================================  ===================================  =========
 
 A family module supplies only its primitive's moves (``reset``, ``wait``,

@@ -61,6 +61,9 @@
  *         thread as created; applied with SCHED_RESET_ON_FORK as the side
  *         takes its role, before it pins itself)
  *   EXPERIMENT "selftest" only prints "wakelab-floor FORMAT ok".
+ *   EXPERIMENT "storm-handler" or "storm-sigwait" is the receiving end of a
+ *   signal storm (keys signo cap free_ms quiet_ms), with a line protocol of
+ *   its own on stdin and stdout: see "Storm receivers" below.
  *
  * Output (stdout), format version FLOOR_FORMAT:
  *   wakelab-floor FORMAT latency EXPERIMENT COUNT    then COUNT lines, each
@@ -149,9 +152,13 @@ typedef struct {
     long waiter_priority;
     long notifier_policy;   /* the same for the notifier */
     long notifier_priority;
+    long signo;             /* storm receivers: the signal of the storm */
+    long cap;               /* storm receivers: deliveries whose t1 is kept (the rest only counted) */
+    long free_ms;           /* storm receivers: length of the storm-free pass of the work loop */
+    long quiet_ms;          /* storm receivers: the drain ends after this long without a delivery */
 } params_t;
 
-static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0, 0, -1, 0, -1, 0};
+static params_t P = {200, 10, 1000, 1000, 0, 0, 20000, 7, 1, 0, -1, -1, 0, 0, 0, 0, -1, 0, -1, 0, 10, 100000, 100, 50};
 /* With settles=1: each wake's settle in us, read before the first wake (NULL: settle_us each). */
 static long *SETTLES = NULL;
 
@@ -1532,6 +1539,233 @@ static void run_sigaction_install(int64_t *round_ns, int64_t *baseline_ns, long 
         fail("sigaction (restore)", errno);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Storm receivers (wakelab.core.drivers.storm)                        */
+/*
+ * The receiving end of a signal storm whose senders are other processes:
+ * wakelab's storm driver starts this program and them, and talks to it on
+ * stdin and stdout (a line each way):
+ *   > wakelab-storm 1 ready PID     once the receiver is set up
+ *   < free                          the main thread runs its work loop for free_ms
+ *   > free CHUNKS NS                ... CHUNKS chunks of work in NS ns (the storm-free rate)
+ *   < storm                         the work loop starts, and runs until "stop" (or stdin ends)
+ *   > storming
+ *   < stop
+ *   > storm CHUNKS NS DELIVERED FLUSHED RECORDED
+ *   > RECORDED lines, each one delivery's t1 (CLOCK_MONOTONIC ns), in order
+ *   > end storm
+ * After "stop" the work loop ends and deliveries are awaited until none
+ * came for quiet_ms (at most timeout_ms); then the signal is blocked and
+ * whatever is still pending is consumed with sigtimedwait: FLUSHED, never
+ * counted delivered.
+ *   storm-handler  a sigaction handler (SA_RESTART) runs for each delivery:
+ *                  it counts, and keeps its first clock reading (t1) for the
+ *                  first cap= deliveries;
+ *   storm-sigwait  the signal is blocked in every thread, and a thread loops
+ *                  in sigtimedwait (10 ms at a time): t1 is the first
+ *                  statement after it returns with the signal.
+ * DELIVERED counts the handler's runs or sigtimedwait's returns: how many
+ * times the receiving code ran for the signal.  The control thread that
+ * reads stdin during the storm blocks the signal, so it reaches the main
+ * thread (handler) or the waiting thread (sigwait) only.
+ */
+
+static void finish_output(void);
+static int64_t *alloc_samples(long total);
+
+static volatile long storm_delivered;
+static int64_t *storm_t1;
+static volatile int storm_waiting = 1;  /* the sigwait thread runs while this is 1 */
+static volatile int storm_working = 1;  /* the work loop runs while this is 1 */
+static volatile long storm_sink;
+
+static void storm_record(void)
+{
+    int64_t t = now_ns();
+    long i = storm_delivered;
+    if (i < P.cap)
+        storm_t1[i] = t;
+    storm_delivered = i + 1;
+}
+
+static void storm_handler(int signum)
+{
+    (void)signum;
+    storm_record();
+}
+
+static void *storm_sigwait_loop(void *unused)
+{
+    (void)unused;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, (int)P.signo);
+    struct timespec slice = {0, 10000000};
+    while (storm_waiting) {
+        int rc = sigtimedwait(&set, NULL, &slice);
+        if (rc == (int)P.signo)
+            storm_record();
+        else if (rc < 0 && errno != EAGAIN && errno != EINTR)
+            fail("sigtimedwait", errno);
+    }
+    return NULL;
+}
+
+/* One chunk of work: a loop the compiler may not remove. */
+static void storm_chunk(void)
+{
+    for (long i = 0; i < 10000; i++)
+        storm_sink += i;
+}
+
+/* The work loop: chunks until *flag is 0, or until until_ns (0: no end but the flag). */
+static void storm_work(volatile int *flag, int64_t until_ns, long *chunks, int64_t *ns)
+{
+    int64_t start = now_ns();
+    long count = 0;
+    while (*flag && (until_ns == 0 || now_ns() < until_ns)) {
+        storm_chunk();
+        count++;
+    }
+    *chunks = count;
+    *ns = now_ns() - start;
+}
+
+static void storm_block_here(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, (int)P.signo);
+    int rc = pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (rc)
+        fail("pthread_sigmask", rc);
+}
+
+/* A line from stdin without its newline; "" at its end. */
+static void storm_read_line(char *line, size_t size)
+{
+    if (!fgets(line, (int)size, stdin)) {
+        line[0] = 0;
+        return;
+    }
+    line[strcspn(line, "\n")] = 0;
+}
+
+static void *storm_control_loop(void *unused)
+{
+    (void)unused;
+    char line[64];
+    storm_block_here();
+    do
+        storm_read_line(line, sizeof line);
+    while (line[0] && strcmp(line, "stop"));
+    storm_working = 0;
+    return NULL;
+}
+
+static void storm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void storm_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    finish_output();
+}
+
+static void run_storm(int sigwait_mode)
+{
+    char line[64];
+    int signo = (int)P.signo;
+    pthread_t waiter, control;
+    storm_t1 = alloc_samples(P.cap);
+    pin_self(P.waiter_cpu, "waiter"); /* the receiver is the waiter: its policy and CPU */
+    if (sigwait_mode) {
+        storm_block_here(); /* before any thread: every thread inherits the block */
+        int rc = pthread_create(&waiter, NULL, storm_sigwait_loop, NULL);
+        if (rc)
+            fail("pthread_create", rc);
+    } else {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = storm_handler;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        if (sigaction(signo, &sa, NULL))
+            fail("sigaction", errno);
+    }
+    storm_say("wakelab-storm 1 ready %ld\n", (long)getpid());
+    long chunks;
+    int64_t ns;
+    storm_read_line(line, sizeof line);
+    if (strcmp(line, "free"))
+        failf("expected 'free' on stdin, got '%s'", line);
+    volatile int always = 1;
+    storm_work(&always, now_ns() + (int64_t)P.free_ms * 1000000, &chunks, &ns);
+    storm_say("free %ld %lld\n", chunks, (long long)ns);
+    storm_read_line(line, sizeof line);
+    if (strcmp(line, "storm"))
+        failf("expected 'storm' on stdin, got '%s'", line);
+    /* The control thread starts with the signal blocked (it inherits this thread's mask): a
+     * delivery to it before it could block the signal itself would race the main thread's count. */
+    sigset_t only, before;
+    sigemptyset(&only);
+    sigaddset(&only, signo);
+    int rc = pthread_sigmask(SIG_BLOCK, &only, &before);
+    if (rc)
+        fail("pthread_sigmask", rc);
+    rc = pthread_create(&control, NULL, storm_control_loop, NULL);
+    if (rc)
+        fail("pthread_create", rc);
+    rc = pthread_sigmask(SIG_SETMASK, &before, NULL);
+    if (rc)
+        fail("pthread_sigmask", rc);
+    storm_say("storming\n");
+    storm_work(&storm_working, 0, &chunks, &ns);
+    rc = pthread_join(control, NULL);
+    if (rc)
+        fail("pthread_join", rc);
+    /* The drain: until no delivery for quiet_ms, at most timeout_ms. */
+    int64_t deadline = now_ns() + (int64_t)P.timeout_ms * 1000000;
+    int64_t quiet_ns = (int64_t)P.quiet_ms * 1000000;
+    long seen = storm_delivered;
+    int64_t changed = now_ns();
+    while (now_ns() < deadline) {
+        sleep_us(1000);
+        if (storm_delivered != seen) {
+            seen = storm_delivered;
+            changed = now_ns();
+        } else if (now_ns() - changed >= quiet_ns) {
+            break;
+        }
+    }
+    if (sigwait_mode) {
+        storm_waiting = 0;
+        rc = pthread_join(waiter, NULL);
+        if (rc)
+            fail("pthread_join", rc);
+    } else {
+        storm_block_here();
+    }
+    /* Whatever is still pending reached no code: consume it, count it. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    struct timespec zero = {0, 0};
+    long flushed = 0;
+    while (flushed < 100000000L && sigtimedwait(&set, NULL, &zero) == signo)
+        flushed++;
+    long delivered = storm_delivered;
+    long recorded = delivered < P.cap ? delivered : P.cap;
+    printf("storm %ld %lld %ld %ld %ld\n", chunks, (long long)ns, delivered, flushed, recorded);
+    for (long i = 0; i < recorded; i++)
+        printf("%lld\n", (long long)storm_t1[i]);
+    fputs("end storm\n", stdout);
+    finish_output();
+}
+
 /* ------------------------------------------------------------------ */
 /* Command line and output                                              */
 
@@ -1563,9 +1797,11 @@ static void usage(const char *msg)
         fprintf(stderr, " %s", EXPERIMENTS[k].name);
     fprintf(stderr,
             " native-sigaction-install selftest\n"
+            "storm receivers: storm-handler storm-sigwait\n"
             "keys: n warmup settle_us timeout_ms planted_delay_us planted_after_us install_n\n"
             "      rounds warmup_rounds notifier_cpu waiter_cpu lose_every stamps cpus settles\n"
-            "      waiter_policy waiter_priority notifier_policy notifier_priority\n");
+            "      waiter_policy waiter_priority notifier_policy notifier_priority\n"
+            "      signo cap free_ms quiet_ms (storm receivers)\n");
     exit(2);
 }
 
@@ -1596,6 +1832,10 @@ static void parse_param(const char *arg)
         {"waiter_priority", &P.waiter_priority, 0},
         {"notifier_policy", &P.notifier_policy, -1},
         {"notifier_priority", &P.notifier_priority, 0},
+        {"signo", &P.signo, 1},
+        {"cap", &P.cap, 1},
+        {"free_ms", &P.free_ms, 0},
+        {"quiet_ms", &P.quiet_ms, 1},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -1696,6 +1936,11 @@ int main(int argc, char **argv)
         print_ran_on(0);
         printf("end %ld\n", total);
         finish_output();
+        return 0;
+    }
+
+    if (!strcmp(name, "storm-handler") || !strcmp(name, "storm-sigwait")) {
+        run_storm(!strcmp(name, "storm-sigwait"));
         return 0;
     }
 
