@@ -18,7 +18,7 @@ from wakelab.errors import UsageError
 from wakelab.labs import get_lab
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-LABS = "135-signal-vs-event-wakeup, matched, catalogue, processes, free-threading, custom"
+LABS = "135-signal-vs-event-wakeup, matched, catalogue, processes, handoff, free-threading, storms, realtime, custom"
 
 
 def run_cli(*args: str, cwd=None):

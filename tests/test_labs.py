@@ -62,7 +62,7 @@ def test_catalogue_runs_every_arm() -> None:
 
 
 def test_unknown_lab_lists_the_valid_ones() -> None:
-    with pytest.raises(UsageError, match=r"unknown lab 'nope' \(valid: 135-signal-vs-event-wakeup, matched, catalogue, processes, handoff, free-threading, custom\)"):
+    with pytest.raises(UsageError, match=r"unknown lab 'nope' \(valid: 135-signal-vs-event-wakeup, matched, catalogue, processes, handoff, free-threading, storms, realtime, custom\)"):
         get_lab("nope")
 
 

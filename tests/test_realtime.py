@@ -286,3 +286,79 @@ def test_run_records_the_policy_and_its_evidence(tmp_path) -> None:
     assert arm["info"]["waiter_sched"] == "SCHED_FIFO priority 80"
     applied = arm["workers"][0]["applied"]
     assert applied["waiter_sched"] == "SCHED_FIFO priority 80" and applied["mlock"] is True
+
+
+# -- the realtime lab ------------------------------------------------------------------------------
+
+
+def _cell(label: str, busy: int) -> Dict:
+    return {"label": label, "dimensions": {"cpu_threads": busy}}
+
+
+def _row(cell: str, p50_us: float, p99_us: float) -> Dict:
+    return {"cell": cell, "status": "ok", "kind": "latency",
+            "latency": {"p50_ns": p50_us * 1000, "p99_ns": p99_us * 1000, "max_ns": p99_us * 2000}}
+
+
+def test_the_realtime_verdict_pairs_normal_and_fifo_in_each_cell() -> None:
+    from wakelab.labs import realtime_ab
+
+    doc = {
+        "command": ["wakelab", "run", "--lab", "realtime", "--cpu-procs", "2"],
+        "cells": [_cell("t0", 0), _cell("t1", 1)],
+        "arms": [
+            {"name": "event", "rows": [_row("t0", 30, 1500), _row("t1", 40, 5000)]},
+            {"name": "event-fifo", "rows": [_row("t0", 30, 60), _row("t1", 35, 4800)]},
+            {"name": "native-condvar", "rows": [_row("t0", 20, 900), _row("t1", 20, 950)]},
+            {"name": "native-condvar-fifo", "rows": [_row("t0", 15, 40), _row("t1", 15, 45)]},
+        ],
+    }
+    verdict = realtime_ab(doc)
+    event = [r for r in verdict["rows"] if r["normal"] == "event"]
+    assert [r["cpu_threads"] for r in event] == [0, 1]
+    assert event[0]["p99"]["ratio"] == pytest.approx(60 / 1500) and event[1]["p99"]["ratio"] == pytest.approx(0.96)
+    table = verdict["tables"][0]["rows"]
+    assert table[0] == ["event", "0", "30.0 / 30.0", "1500 / 60.0", "1.0×", "0.04×"]
+    text = " ".join(verdict["sentences"])
+    assert "With 2 busy processes (--cpu-procs) and no busy Python thread: the SCHED_FIFO waiter's p99 was" in text
+    assert "the GIL takes back what realtime bought" in text  # one busy thread: FIFO p99 4.8 ms against 5 ms
+    assert verdict["hogs"] == 2
+
+
+def test_the_realtime_verdict_says_when_there_is_no_hog_or_no_fifo() -> None:
+    from wakelab.labs import realtime_ab
+
+    doc = {
+        "command": ["wakelab", "run", "--lab", "realtime"],
+        "cells": [_cell("t0", 0)],
+        "arms": [
+            {"name": "event", "rows": [_row("t0", 30, 100)]},
+            {"name": "event-fifo", "rows": [{"cell": "t0", "status": "skipped", "reason": "not permitted", "latency": None}]},
+        ],
+    }
+    verdict = realtime_ab(doc)
+    assert verdict["rows"] == []
+    assert any("No hog in this run" in s for s in verdict["sentences"])
+    assert "Not measured: event-fifo: not permitted." in verdict["sentences"]
+
+
+@needs_root
+def test_the_fifo_arms_run_their_waiter_under_fifo_80(tiny_params) -> None:
+    from wakelab.core.registry import get_arm
+
+    before = process_state()
+    for name in ("event-fifo", "native-condvar-fifo"):
+        arm = get_arm(name)
+        if arm.unavailable_reason() is not None:
+            continue
+        raw = arm.measure(tiny_params)
+        assert raw.info["waiter_sched"] == "SCHED_FIFO priority 80" and len(raw.samples_ns) == tiny_params.n
+    assert process_state() == before and realtime.WAITER is None
+
+
+def test_a_fifo_arm_says_why_it_cannot_run(monkeypatch) -> None:
+    from wakelab.core.registry import get_arm
+
+    monkeypatch.setattr(realtime, "permission_problem", lambda request: "Operation not permitted; it needs root")
+    reason = get_arm("event-fifo").unavailable_reason()
+    assert reason == "its waiter runs under SCHED_FIFO priority 80, not permitted here: Operation not permitted; it needs root"

@@ -556,7 +556,161 @@ LAB_FREE_THREADING = Lab(
 )
 
 
-_LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES, LAB_HANDOFF, LAB_FREE_THREADING]
+# -- beyond the original lab's limits: signal storms and realtime scheduling -----------------------
+
+STORM_ARMS = tuple("storm-%s-%s" % (signal, receiver) for receiver in ("handler", "sigwait", "wakeup-fd", "c-handler", "c-sigwait")
+                   for signal in ("usr1", "rt")) + ("storm-usr1-handler-threads", "storm-rt-handler-threads")
+
+LAB_STORMS = Lab(
+    id="storms",
+    title="Signal storms: how much of a storm reaches the code",
+    question=(
+        "When many processes signal one Python program at once, how many of the signals does the program's code "
+        "see -- for a standard signal (SIGUSR1) and a real-time one (SIGRTMIN), received by a Python handler, by "
+        "a thread in sigtimedwait, through the wakeup fd, and in C -- how soon does it react, and how much of its "
+        "main thread's work does the storm cost?"
+    ),
+    arms=STORM_ARMS,
+    params=MeasureParams(n=200),
+    methodology=(
+        "Four sender processes (the -threads arms: four threads of the receiving process) each call os.kill on the "
+        "receiver as fast as they can, 100 sends for every counted probe (at most 200,000 each, and for at most "
+        "30 s); in open loop (--mode open) each sends one signal every --interval-us instead. Sent counts the kill "
+        "calls that returned without error (a real-time signal refused with EAGAIN, its queue full, is counted "
+        "apart); delivered counts how many times the receiving code ran for the signal: the Python handler's calls, "
+        "sigtimedwait's returns, the bytes read from the wakeup fd (CPython's C handler writes one for each delivery "
+        "it sees), the C handler's runs. What is still pending when the receiver stops looking (it waits until "
+        "no delivery came for 50 ms) is flushed by the clean-up, never counted delivered. The delivery ratio is "
+        "delivered over sent.",
+        "Reaction: sender 0 stamps t0 right before a probe's kill, one of its sends in 100; each sample runs to the "
+        "first delivery at or after that kill, whichever sender's signal it answers -- how long after a send the "
+        "receiving code next runs. Lost work: the receiver's main thread runs a pure loop (in C for the C "
+        "receivers) storm-free for 0.1 s before the storm and throughout it; the lost share is one minus the "
+        "storm's rate over the storm-free one, the storm's whole cost to that thread: handling the signal and "
+        "the senders' share of the CPUs alike.",
+        "Each storm runs%s with the same parameters; the senders are started, and wait, before the storm-free "
+        "pass, so that no start-up is in any figure." % _IN_ONE_PROCESS,
+    ),
+    limits=_COMMON_LIMITS + (
+        "A storm's size and rate are the lab's (100 sends a probe from each of four senders); a program under another "
+        "storm, or doing other work between bytecodes, sees another share.",
+    ),
+    aliases=("storm", "signal-storms"),
+)
+
+REALTIME_PAIRS = (("event", "event-fifo"), ("native-condvar", "native-condvar-fifo"))
+
+
+def _hogs(command: Sequence[Any]) -> Optional[int]:
+    """The --cpu-procs of a grid's command line (None when not given)."""
+    words = [str(w) for w in command]
+    for i, word in enumerate(words):
+        if word == "--cpu-procs" and i + 1 < len(words) and words[i + 1].isdigit():
+            return int(words[i + 1])
+        if word.startswith("--cpu-procs=") and word.split("=", 1)[1].isdigit():
+            return int(word.split("=", 1)[1])
+    return None
+
+
+def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """What SCHED_FIFO bought the waiter: the realtime lab's table over a grid's matrix document.
+
+    Pairs, in every cell (busy Python threads 0, 1 ...), a normal waiter with the same one under
+    ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell of this
+    run: p50 and p99 of each and the FIFO / normal ratio, and sentences that say, with these
+    figures, what realtime bought against the hog and what the GIL took back.
+    """
+    from wakelab.formatting import format_ratio, format_us
+
+    cells = [c for c in doc.get("cells") or []]
+    busy = {str(c.get("label")): int((c.get("dimensions") or {}).get("cpu_threads") or 0) for c in cells}
+    by_arm = {str(a.get("name")): {str(r.get("cell")): r for r in a.get("rows") or []} for a in doc.get("arms") or []}
+    rows: List[Dict[str, Any]] = []
+    skipped: List[str] = []
+    for normal, fifo in REALTIME_PAIRS:
+        for cell in cells:
+            label = str(cell.get("label"))
+            a, b = by_arm.get(normal, {}).get(label), by_arm.get(fifo, {}).get(label)
+            if a is None or b is None:
+                continue
+            if not b.get("latency") and b.get("reason") and b.get("reason") not in skipped:
+                skipped.append("%s: %s" % (fifo, b.get("reason")))
+            if not a.get("latency") or not b.get("latency"):
+                continue
+            entry: Dict[str, Any] = {"normal": normal, "fifo": fifo, "cell": label, "cpu_threads": busy.get(label, 0)}
+            for key in ("p50", "p99", "max"):
+                x, y = _fig(a, key + "_ns"), _fig(b, key + "_ns")
+                entry[key] = {"normal": x, "fifo": y, "ratio": _ratio(y, x)}
+            rows.append(entry)
+    hogs = _hogs(doc.get("command") or [])
+    table = [[r["fifo"].replace("-fifo", ""), str(r["cpu_threads"]),
+              "%s / %s" % (format_us(r["p50"]["normal"]), format_us(r["p50"]["fifo"])),
+              "%s / %s" % (format_us(r["p99"]["normal"]), format_us(r["p99"]["fifo"])),
+              format_ratio(r["p50"]["ratio"]), format_ratio(r["p99"]["ratio"])] for r in rows]
+    sentences: List[str] = []
+    load = "%d busy process%s (--cpu-procs)" % (hogs, "" if hogs == 1 else "es") if hogs else "no busy process"
+    for r in rows:
+        if r["normal"] != "event":
+            continue
+        p99 = r["p99"]
+        threads = r["cpu_threads"]
+        where = "With %s and %s" % (load, "no busy Python thread" if not threads else "%d busy Python thread%s" % (
+            threads, "" if threads == 1 else "s"))
+        sentences.append("%s: the SCHED_FIFO waiter's p99 was %s µs against %s µs for the normal one (%s), p50 %s "
+                         "against %s µs." % (where, format_us(p99["fifo"]), format_us(p99["normal"]), format_ratio(p99["ratio"]),
+                                             format_us(r["p50"]["fifo"]), format_us(r["p50"]["normal"])))
+        if threads and p99["ratio"] is not None and p99["ratio"] > 1 / _CHANGE:
+            sentences.append("With a busy Python thread the GIL takes back what realtime bought: the FIFO waiter is "
+                             "running at once, but it cannot run Python until the busy thread gives up the GIL, at "
+                             "the end of its switch interval (5 ms by default).")
+    if not hogs:
+        sentences.append("No hog in this run: what realtime buys shows against competing processes (wakelab run "
+                         "--lab realtime --cpu-procs 2).")
+    sentences += ["Not measured: %s." % s for s in skipped]
+    return {
+        "title": "WHAT REALTIME SCHEDULING BOUGHT THE WAITER (SCHED_FIFO 80 against the normal policy, both from this run)",
+        "rows": rows,
+        "hogs": hogs,
+        "tables": [{"title": "", "header": ["waiter", "busy threads", "p50 µs (normal / FIFO)", "p99 µs (normal / FIFO)",
+                                            "FIFO ÷ normal: p50", "p99"], "rows": table}],
+        "sentences": sentences,
+    }
+
+
+LAB_REALTIME = Lab(
+    id="realtime",
+    title="Realtime scheduling: what SCHED_FIFO buys a Python waiter, and when the GIL takes it back",
+    question=(
+        "With a CPU hog on the machine (--cpu-procs) and with a busy Python thread beside the waiter (--cpu-threads), "
+        "what does running the waiter thread under SCHED_FIFO buy a threading.Event wake -- p50 and p99 -- and how "
+        "does that compare with the same in C?"
+    ),
+    arms=("event", "event-fifo", "native-condvar", "native-condvar-fifo"),
+    params=MeasureParams(n=300),
+    comparisons=(Comparison("event-fifo", "event"), Comparison("native-condvar-fifo", "native-condvar")),
+    methodology=(
+        "event-fifo is the event arm with its waiter thread switched to SCHED_FIFO priority 80 by itself "
+        "(os.sched_setscheduler(0, ...) from the thread: that thread alone, on Linux), and put back before it ends; "
+        "native-condvar-fifo does the same in C. The notifier stays a normal task (wakelab run --notifier-policy "
+        "changes it), and so do the busy threads and processes: every switch sets SCHED_RESET_ON_FORK.",
+        "The grid runs every arm with no busy Python thread and with one (--cpu-threads 0,1), the normal and FIFO "
+        "arms taking turns within each cell's repetitions, so that both sides of each ratio meet the same machine. "
+        "Give the hog with --cpu-procs N: busy processes for the whole run.",
+        "Realtime arms need root, or an RLIMIT_RTPRIO of 80; elsewhere they are skipped with the reason.",
+    ),
+    limits=_COMMON_LIMITS + (
+        "Realtime tasks together may run at most kernel.sched_rt_runtime_us of every sched_rt_period_us on a CPU "
+        "(950000 of 1000000 by default): a waiter that blocks never meets the limit; a FIFO thread that spins "
+        "is stopped for the rest of each period.",
+    ),
+    aliases=("rt", "sched-fifo"),
+    grid=LabGrid(cpu_threads=(0, 1)),
+    matrix_verdict=realtime_ab,
+)
+
+
+_LABS: List[Lab] = [LAB_135, LAB_MATCHED, LAB_CATALOGUE, LAB_PROCESSES, LAB_HANDOFF, LAB_FREE_THREADING, LAB_STORMS,
+                    LAB_REALTIME]
 
 
 def _all_comparisons() -> Tuple[Comparison, ...]:

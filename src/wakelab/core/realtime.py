@@ -86,6 +86,14 @@ WAITER: Optional[Scheduling] = None
 NOTIFIER: Optional[Scheduling] = None
 
 NORMAL = Scheduling("other", 0)
+#: The realtime arms' own waiter (``event-fifo``, ``native-condvar-fifo``): cyclictest's usual priority.
+FIFO_80 = Scheduling("fifo", 80)
+
+
+def requires_realtime(request: Scheduling = FIFO_80) -> Optional[str]:
+    """An arm's ``requires`` for a waiter under ``request``: None when permitted, else why not."""
+    problem = permission_problem(request)
+    return None if problem is None else "its waiter runs under %s, not permitted here: %s" % (request.describe(), problem)
 
 
 def unavailable_reason() -> Optional[str]:

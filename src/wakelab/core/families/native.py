@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
+from wakelab.core import realtime
 from wakelab.core.drivers import floor
 from wakelab.core.model import (
     BLOCKED,
@@ -56,6 +57,17 @@ def requires_native_floor() -> Optional[str]:
 def measure_native_condvar(params: MeasureParams) -> RawLatency:
     """Wake latency (ns) of ``pthread_cond_signal`` waking a thread in ``pthread_cond_timedwait``."""
     return floor.measure_latency("native-condvar", params)
+
+
+def requires_native_floor_fifo() -> Optional[str]:
+    """None when the C floor is built and its waiter may run under ``SCHED_FIFO`` 80 here."""
+    return requires_native_floor() or realtime.requires_realtime()
+
+
+def measure_native_condvar_fifo(params: MeasureParams) -> RawLatency:
+    """native-condvar with its waiter thread under ``SCHED_FIFO`` priority 80 (it sets its own)."""
+    with realtime.waiter_scheduling(realtime.FIFO_80):
+        return floor.measure_latency("native-condvar", params)
 
 
 def measure_native_pipe(params: MeasureParams) -> RawLatency:
@@ -133,6 +145,7 @@ FLOORS: Dict[str, Tuple[str, str]] = {
     # A waiter thread parked on a futex (Event, Condition, Lock, Semaphore, the queues and
     # Future all end in one), t1 right after the wait returns.
     "event": ("native-condvar", MATCHED),
+    "event-fifo": ("native-condvar-fifo", MATCHED),
     "condition": ("native-condvar", MATCHED),
     "lock-handoff": ("native-condvar", MATCHED),
     "semaphore": ("native-condvar", MATCHED),
@@ -201,6 +214,7 @@ class T1Shape(NamedTuple):
 T1_SHAPES: Dict[str, T1Shape] = {
     # Python
     "event": T1Shape("futex", AFTER_WAIT),
+    "event-fifo": T1Shape("futex", AFTER_WAIT),
     "condition": T1Shape("futex", AFTER_WAIT),
     "lock-handoff": T1Shape("futex", AFTER_WAIT),
     "semaphore": T1Shape("futex", AFTER_WAIT),
@@ -233,6 +247,7 @@ T1_SHAPES: Dict[str, T1Shape] = {
     "eventfd-fork": T1Shape("poll", AFTER_WAIT),
     # C
     "native-condvar": T1Shape("futex", AFTER_WAIT),
+    "native-condvar-fifo": T1Shape("futex", AFTER_WAIT),
     "native-pipe": T1Shape("poll", AFTER_WAIT),
     "native-eventfd": T1Shape("poll", AFTER_WAIT),
     "native-socketpair": T1Shape("poll", AFTER_READ),
@@ -261,6 +276,7 @@ def _latency_arm(
     t0: str,
     t1: str,
     measure: Callable[[MeasureParams], RawLatency],
+    requires: Callable[[], Optional[str]] = requires_native_floor,
 ) -> Arm:
     """A C latency arm: run by the floor driver, available when the binary builds."""
     return Arm(
@@ -273,7 +289,7 @@ def _latency_arm(
         t0=t0,
         t1=t1,
         measure=measure,
-        requires=requires_native_floor,
+        requires=requires,
         driver="floor",
     )
 
@@ -287,6 +303,17 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before pthread_mutex_lock(); flag = 1; pthread_cond_signal()" % _CLOCK,
         t1="waiter thread: %s as the first statement after pthread_cond_timedwait() returns" % _CLOCK,
         measure=measure_native_condvar,
+    ),
+    _latency_arm(
+        "native-condvar-fifo",
+        mechanism=("C: flag + pthread_cond_signal() under the mutex wakes a thread blocked in pthread_cond_timedwait() "
+                   "(futex); the waiter thread runs under SCHED_FIFO priority 80, set by itself, the notifier as it is"),
+        waiter=BLOCKED,
+        scope=CROSS_THREAD,
+        t0="notifier thread: %s immediately before pthread_mutex_lock(); flag = 1; pthread_cond_signal()" % _CLOCK,
+        t1="waiter thread (SCHED_FIFO 80): %s as the first statement after pthread_cond_timedwait() returns" % _CLOCK,
+        measure=measure_native_condvar_fifo,
+        requires=requires_native_floor_fifo,
     ),
     _latency_arm(
         "native-pipe",

@@ -52,6 +52,7 @@ import queue
 import threading
 from typing import Callable, Dict, List, Optional, Union
 
+from wakelab.core import realtime
 from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import thread as driver
 from wakelab.core.drivers.thread import poll_wait
@@ -261,6 +262,13 @@ def _measure(name: str) -> Callable[[MeasureParams], RawLatency]:
     return measure
 
 
+def measure_event_fifo(params: MeasureParams) -> RawLatency:
+    """The event arm with its waiter thread under ``SCHED_FIFO`` priority 80, which it takes itself
+    (:func:`wakelab.core.realtime.enter_waiter`): what realtime scheduling buys a Python waiter."""
+    with realtime.waiter_scheduling(realtime.FIFO_80):
+        return driver.measure(params, WAKE_PATHS["event"](), "wakelab-waiter-event-fifo")
+
+
 ARMS: List[Arm] = [
     Arm(
         name="event",
@@ -273,6 +281,20 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Event.set()",
         t1="worker thread: perf_counter_ns() as the first statement after Event.wait() returns",
         measure=_measure("event"),
+    ),
+    Arm(
+        name="event-fifo",
+        family="threads",
+        driver="thread",
+        kind=LATENCY,
+        mechanism=("threading.Event: set() in the main thread wakes a worker blocked in wait(); the worker runs under "
+                   "SCHED_FIFO priority 80, set by itself (os.sched_setscheduler(0, ...)), the notifier as it is"),
+        waiter=BLOCKED,
+        scope=CROSS_THREAD,
+        t0="main thread: perf_counter_ns() immediately before Event.set()",
+        t1="worker thread (SCHED_FIFO 80): perf_counter_ns() as the first statement after Event.wait() returns",
+        measure=measure_event_fifo,
+        requires=realtime.requires_realtime,
     ),
     Arm(
         name="condition",
