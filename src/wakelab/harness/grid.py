@@ -23,7 +23,7 @@ import functools
 import inspect
 import itertools
 import os
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.evidence import bundle
 from wakelab.errors import OutputError
@@ -56,14 +56,25 @@ class Cell:
     waiter_cpu: Optional[int]
     settle_us: int
     cpu_threads: int
+    # A side of an A/B (wakelab ab): its name, and what its workers run with beside the
+    # interpreter (see runner.Execution: PYTHONPATH folders, environment, user arms' origins) and
+    # a planted delay of its own (a self-test).  None / empty: a cell of an ordinary grid.
+    side: Optional[str] = None
+    pythonpath: Tuple[str, ...] = ()
+    env: Tuple[Tuple[str, str], ...] = ()
+    arm_origins: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    planted_delay_us: Optional[int] = None
 
     def dimensions(self) -> Dict[str, Any]:
-        return {
+        dims: Dict[str, Any] = {
             "python": self.python_label,
             "placement": self.placement,
             "settle_us": self.settle_us,
             "cpu_threads": self.cpu_threads,
         }
+        if self.side is not None:
+            dims["side"] = self.side
+        return dims
 
 
 def expand(
@@ -114,8 +125,13 @@ def cell_plan(base: RunPlan, cell: Cell, folder: str) -> RunPlan:
         waiter_cpu=cell.waiter_cpu,
         settle_us=cell.settle_us,
     )
+    if cell.planted_delay_us is not None:
+        params = dataclasses.replace(params, planted_delay_us=cell.planted_delay_us)
     conditions = dataclasses.replace(base.execution.conditions, cpu_threads=cell.cpu_threads)
     execution = dataclasses.replace(base.execution, python=cell.python, conditions=conditions)
+    if cell.side is not None:
+        execution = dataclasses.replace(execution, pythonpath=tuple(cell.pythonpath), env=tuple(cell.env),
+                                        arm_origins=dict(cell.arm_origins))
     return dataclasses.replace(base, params=params, execution=execution, folder=folder)
 
 

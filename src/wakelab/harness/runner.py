@@ -63,7 +63,7 @@ import signal
 import sys
 import time
 import uuid
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab import __version__
 from wakelab.core.registry import get_arm
@@ -73,6 +73,7 @@ from wakelab.evidence import bundle
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
+from wakelab.harness.observed import Observer
 from wakelab.harness.workers import (
     ArmUnavailable,
     IncompleteReply,
@@ -185,6 +186,19 @@ class Execution:
     # Made with ``wakelab run --rigorous`` (compare-grade: more wakes and workers than the lab's
     # defaults, chosen by the command line; the counts themselves are in parameters and here).
     rigorous: bool = False
+    # One side of an A/B (``wakelab ab``): folders put first on the workers' PYTHONPATH (after
+    # wakelab's own folder), environment variables set for them, and the origin of each user
+    # arm as this side loads it (its own arm file; the registry's otherwise).  Empty: a plain run.
+    pythonpath: Tuple[str, ...] = ()
+    env: Tuple[Tuple[str, str], ...] = ()
+    arm_origins: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def worker_env(self) -> Dict[str, str]:
+        """The environment this execution's workers add to wakelab's own (PYTHONPATH: the folders)."""
+        extra = dict(self.env)
+        if self.pythonpath:
+            extra["PYTHONPATH"] = os.pathsep.join(self.pythonpath)
+        return extra
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {
@@ -197,6 +211,10 @@ class Execution:
             out["trace"] = True
         if self.rigorous:
             out["rigorous"] = True
+        if self.pythonpath:
+            out["pythonpath"] = list(self.pythonpath)
+        if self.env:
+            out["env"] = dict(self.env)
         return out
 
 
@@ -332,6 +350,9 @@ def is_complete(summary: Dict[str, Any]) -> bool:
 def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The summary document before any arm ran (``complete: false``)."""
     arms = [_arm_entry(get_arm(name), plan.params) for name in plan.arm_names]
+    for entry in arms:  # a side of an A/B that loads a user arm from its own file says so
+        if entry["name"] in plan.execution.arm_origins:
+            entry["origin"] = dict(plan.execution.arm_origins[entry["name"]])
     return {
         "schema": bundle.SCHEMA_NAME,
         "schema_version": bundle.SCHEMA_VERSION,
@@ -440,6 +461,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
                 entry["status"] = INTERRUPTED
                 entry["reason"] = interruption_reason(signum)
         summary["interrupted"] = True
+        summary["observed"] = observer.finish()
         _finish(summary, started)
         _write_quietly(write, summary, plan.folder)
         return RunInterrupted(summary, plan.folder, signum)
@@ -449,14 +471,15 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
 
     started = time.perf_counter()
     execution = plan.execution
-    if execution.in_process or execution.python in (None, sys.executable):
+    if execution.in_process or (execution.python in (None, sys.executable) and not execution.worker_env()):
         # Workers run this very interpreter: describe and calibrate it here, sparing a process.
         interpreter, timer = interpreter_info(), calibrate()
     else:
-        probed = probe_interpreter(execution.python)
+        probed = probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
         interpreter, timer = probed["interpreter"], probed["timer"]
     summary = new_summary(plan, interpreter)
     summary["timer"] = timer
+    observer = Observer()  # what the machine did meanwhile: summary.json's observed, as the run ends
     if execution.trace:
         summary["tracing"] = new_tracing(True)
         reason = sched_trace.precheck()
@@ -470,7 +493,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
     arms: List[Dict[str, Any]] = summary["arms"]
     current: Optional[Dict[str, Any]] = None
     failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
-    worker_pool = None if execution.in_process else WorkerPool(execution.python)
+    worker_pool = None if execution.in_process else WorkerPool(execution.python, env=execution.worker_env())
     try:
         try:
             # Replacing a bundle: nothing of the old one may pass for this run's evidence.
@@ -527,6 +550,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
             worker_pool.close()
     if failure is None:
         try:
+            summary["observed"] = observer.finish()
             _finish(summary, started)
             write(summary)
         except WriteFailed as exc:
@@ -536,6 +560,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         else:
             return summary, None
     _end_on_write_failure(summary, failure, emit)
+    summary["observed"] = observer.finish()
     _finish(summary, started)
     summary["complete"] = False
     _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
@@ -642,6 +667,7 @@ def _measure_raws(
         on_worker=lambda i, total: emit("worker-done", arm=arm.name, worker=i + 1, workers=total),
         pool=worker_pool,
         stamps=stamps,
+        origin=execution.arm_origins.get(arm.name),
     )
     return [r.raw for r in results], [worker_figures(r.raw, r.pid, r.applied) for r in results]
 

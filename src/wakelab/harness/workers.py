@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, IO, Callable, Dict, List, Optional, Sequence
+from typing import Any, IO, Callable, Dict, List, Mapping, Optional, Sequence
 
 import wakelab
 from wakelab.core.model import IntSeries, MeasureParams, Raw, RawLatency, RawRate, int64s, raw_from_dict
@@ -110,10 +110,14 @@ def package_parent() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(wakelab.__file__)))
 
 
-def worker_env() -> Dict[str, str]:
+def worker_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """This process's environment for a worker: wakelab's folder first on PYTHONPATH, then ``extra``'s
+    PYTHONPATH (an A/B side's folders), then the one inherited; ``extra``'s other variables set."""
     env = dict(os.environ)
-    parent = package_parent()
-    env["PYTHONPATH"] = parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    extra = dict(extra or {})
+    path = [package_parent(), extra.pop("PYTHONPATH", ""), env.get("PYTHONPATH", "")]
+    env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     return env
 
 
@@ -223,14 +227,15 @@ def run_bounded(
     return subprocess.CompletedProcess(list(argv), proc.returncode, bytes(out), bytes(err))
 
 
-def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: Sequence[str] = ()) -> Dict[str, Any]:
-    """Run one worker to completion and return its reply document."""
+def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: Sequence[str] = (),
+                env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Run one worker to completion and return its reply document (``env``: see :func:`worker_env`)."""
     # -S: no site-packages. The measuring process gets the standard library and
     # this package only, and starts several times faster.
     argv = [python, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(os.getpid()), *args]
     cap = reply_cap_bytes(dict(request.get("params") or {})) if args != ["--probe"] else PROBE_CAP_BYTES
     try:
-        done = run_bounded(argv, timeout_s=deadline_s, cap_bytes=cap, input=json.dumps(request).encode("utf-8"), env=worker_env())
+        done = run_bounded(argv, timeout_s=deadline_s, cap_bytes=cap, input=json.dumps(request).encode("utf-8"), env=worker_env(env))
     except ChildTimeout:
         raise WorkerError("worker hung: no reply within %.0f s (killed)" % deadline_s) from None
     except ChildOverflow:
@@ -269,8 +274,9 @@ class WorkerPool:
     next call starts a new one.  Always :meth:`close` it (or use ``with``).
     """
 
-    def __init__(self, python: Optional[str] = None) -> None:
+    def __init__(self, python: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> None:
         self.python = python or sys.executable
+        self.env = dict(env or {})  # added to the workers' environment (see worker_env)
         self._proc: Optional["subprocess.Popen[bytes]"] = None
         self._stderr: Optional[IO[bytes]] = None
 
@@ -289,7 +295,7 @@ class WorkerPool:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env=worker_env(),
+            env=worker_env(self.env),
             start_new_session=True,  # its own process group: a hung worker is killed with its children
         )
         return self._proc
@@ -411,8 +417,9 @@ class WorkerPool:
         self.kill()
 
 
-def probe_interpreter(python: str) -> Dict[str, Any]:
-    """``{"interpreter": {...}, "timer": {...}}`` of ``python``; :class:`InterpreterError` if it cannot measure."""
+def probe_interpreter(python: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """``{"interpreter": {...}, "timer": {...}}`` of ``python`` (its workers' ``env`` added: see
+    :func:`worker_env`); :class:`InterpreterError` if it cannot measure."""
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise InterpreterError("interpreter %s does not exist or is not executable" % python)
     try:
@@ -427,7 +434,7 @@ def probe_interpreter(python: str) -> Dict[str, Any]:
             "%s is Python %d.%d; the measuring code needs %d.%d or newer" % ((python, major, minor) + MIN_PYTHON)
         )
     try:
-        reply = call_worker(python, {}, 120.0, args=["--probe"])
+        reply = call_worker(python, {}, 120.0, args=["--probe"], env=env)
     except WorkerError as exc:
         raise InterpreterError("%s cannot run wakelab's measuring code: %s" % (python, exc)) from None
     return {"interpreter": reply["interpreter"], "timer": reply["timer"]}
@@ -453,6 +460,7 @@ def run_workers(
     on_worker: Optional[Callable[[int, int], None]] = None,
     pool: Optional[WorkerPool] = None,
     stamps: bool = False,
+    origin: Optional[Mapping[str, Any]] = None,
 ) -> List[WorkerResult]:
     """Measure ``arm_name`` in up to ``workers`` fresh processes, one after another.
 
@@ -461,15 +469,19 @@ def run_workers(
     :class:`WorkerError` when any worker fails.  ``pool`` is the template to
     fork workers from (one is started, and closed, for this call if omitted).
     ``stamps`` asks the workers to keep each wake's ``t0`` in the raw record's
-    ``info["wake_t0_ns"]`` (a traced run: :data:`wakelab.core.drivers.RECORD_T0`).
+    ``info["wake_t0_ns"]`` (a traced run: :data:`wakelab.core.drivers.RECORD_T0`).  ``origin``: where
+    a user-defined arm comes from for these workers (an A/B side's own arm file), instead of the
+    registry's.
     """
     if pool is None:
         with WorkerPool(python) as own:
-            return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own, stamps=stamps)
+            return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own, stamps=stamps,
+                               origin=origin)
     from wakelab.core.registry import get_arm, user_arm_origin
 
     arm = get_arm(arm_name)
-    origin = user_arm_origin(arm_name)  # a user-defined arm: the worker loads its file first
+    if origin is None:
+        origin = user_arm_origin(arm_name)  # a user-defined arm: the worker loads its file first
     kind_is_rate = arm.kind == "rate"
     counts = split_counts(params.rounds if kind_is_rate else params.n, workers)
     results: List[WorkerResult] = []
@@ -485,7 +497,7 @@ def run_workers(
             "conditions": conditions.to_dict(),
         }
         if origin is not None:
-            request["user_arm"] = origin
+            request["user_arm"] = dict(origin)
         if stamps:
             request["stamps"] = True
         reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
