@@ -120,7 +120,10 @@ def test_real_time_signals_queue_every_one_is_delivered_or_flushed(name: str) ->
     raw = get_arm(name).measure(TINY)
     info = raw.info
     assert info["sent"] + info["refused"] == storms.STORM_SENDERS * driver.sends_per_sender(TINY)
-    assert info["delivered"] + info["flushed"] == info["sent"]
+    if info.get("strays"):  # a thread outside the arm took some (its handler runs merge): fewer, never more
+        assert info["delivered"] + info["flushed"] < info["sent"], info
+    else:
+        assert info["delivered"] + info["flushed"] == info["sent"], info
     assert info["delivery_ratio"] == pytest.approx(info["delivered"] / info["sent"], abs=1e-6)
     assert 0 < info["work_free_per_s"] and info["work_lost"] <= 1.0
 

@@ -71,12 +71,14 @@ PROCESS_GROUP = "processes"
 HANDOFF_GROUP = "handoff"
 SPINNING = "spinning"
 NATIVE = "native"
+STORM_GROUP = "storms"
 GROUPS: Tuple[Tuple[str, str], ...] = (
     (IN_PROCESS, "in-process wake (blocked waiter)"),
     (SIGNAL_GROUP, "signal wake (blocked waiter)"),
     (PROCESS_GROUP, "across processes"),
     (HANDOFF_GROUP, "hand-offs (executor submit, or waking a subinterpreter)"),
     (SPINNING, "spinning waiters"),
+    (STORM_GROUP, "reaction under a signal storm (see the storm table)"),
     (NATIVE, "C floor"),
 )
 
@@ -252,13 +254,15 @@ def _noise_phrase(a: Level, b: Level) -> str:
 # Arms of another family whose wake is a signal (asyncio's signal handler).
 SIGNAL_ARMS_ELSEWHERE = ("add-signal-handler",)
 # Groups whose arms are each an experiment of their own: listed by p50, never ranked.
-UNRANKED_GROUPS = (SPINNING, NATIVE)
+UNRANKED_GROUPS = (SPINNING, NATIVE, STORM_GROUP)
 
 
 def group_of(arm: ArmRecord) -> str:
     """Which group of :data:`GROUPS` a latency arm is compared within."""
     if arm.family == "native":
         return NATIVE
+    if arm.family == STORM_GROUP:  # each receiver of a storm is an experiment of its own
+        return STORM_GROUP
     if arm.waiter == "spinning":
         return SPINNING
     if arm.family == "handoff":
@@ -568,7 +572,7 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
     if "event" in levels and levels["event"] not in watched:
         watched.append(levels["event"])
     if not watched:
-        watched = [lv for lv in levels.values() if group_of(lv.arm) != NATIVE][:1]
+        watched = [lv for lv in levels.values() if group_of(lv.arm) not in (NATIVE, STORM_GROUP)][:1]
     if not watched:
         return None
     parts: List[str] = []
@@ -588,7 +592,7 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
         return None
     worst: Optional[Tuple[float, Level, str, float]] = None
     for level in levels.values():
-        if group_of(level.arm) == NATIVE or level.figure("p99") is None:
+        if group_of(level.arm) in (NATIVE, STORM_GROUP) or level.figure("p99") is None:
             continue
         p99 = level.figure("p99") or 0.0
         ratio = p99 / level.p50_ns
@@ -771,7 +775,8 @@ def guidance_for(bundle: Bundle) -> Guidance:
     document in memory).  Returns a :class:`Guidance`: ``headline`` (one line)
     and ``items``, each an :class:`Advice` with ``topic`` (``in-process wake``,
     ``across processes``, ``signal delivery``, ``handler install``, ``tail``,
-    ``hand-off``, ``polling``, ``pitfall`` or ``self-test``), ``text`` and ``cites`` (``arm``,
+    ``hand-off``, ``polling``, ``pitfall`` or ``self-test``; ``signal storm`` and ``realtime``
+    from :mod:`wakelab.analysis.storms`), ``text`` and ``cites`` (``arm``,
     ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
     and ``value_ns``).  Times are nanoseconds.
     """
@@ -813,6 +818,13 @@ def guidance_for(bundle: Bundle) -> Guidance:
     items += handoff
     if handoff_clause:
         clauses.append(handoff_clause)
+    from wakelab.analysis import storms  # lazily: it builds on this module
+
+    for advise in (storms.storm_advice, storms.realtime_advice):
+        more, more_clause = advise(bundle, levels)
+        items += more
+        if more_clause:
+            clauses.append(more_clause)
     polling, polling_clause = _polling_advice(bundle, levels, in_process)
     items += polling
     if polling_clause:

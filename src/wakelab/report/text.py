@@ -38,6 +38,7 @@ from wakelab.analysis.caveats import (
 )
 from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, rank_wake_paths
 from wakelab.analysis.components import format_where_the_time_goes
+from wakelab.analysis.storms import format_share, storm_table
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import DEFAULT_REPEAT, Bundle, Interpreter
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
@@ -469,6 +470,9 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     if conditions.get("idle_hold"):
         load.append("/dev/cpu_dma_latency held at 0" if conditions.get("applied_idle_hold", True) else "idle hold requested")
     items.append("Placement: %s. Load: %s." % (where, "; ".join(load) if load else "none added"))
+    scheduling = _scheduling_text(conditions)
+    if scheduling:
+        items.append(scheduling)
     system: Mapping[str, Any] = summary.get("system") or {}
     if system:
         items.append(
@@ -493,6 +497,24 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     if summary.get("note"):
         items.append("Note: %s" % summary["note"])
     return bullets(items)
+
+
+def _scheduling_text(conditions: Mapping[str, Any]) -> str:
+    """``Scheduling: waiter SCHED_FIFO priority 80 (each waiter thread sets its own) ...``; "" when none was asked for."""
+    names = {"other": "SCHED_OTHER", "fifo": "SCHED_FIFO", "rr": "SCHED_RR"}
+    parts = []
+    for role, where in (("waiter", "each waiter thread sets its own, the C floor's too"), ("notifier", "the measuring process's main thread")):
+        policy = conditions.get(role + "_policy")
+        if policy:
+            name = names.get(str(policy), str(policy))
+            if policy != "other":
+                name += " priority %s" % conditions.get(role + "_priority")
+            parts.append("%s %s (%s)" % (role, name, where))
+    if conditions.get("mlock"):
+        parts.append("memory locked (mlockall)")
+    if not parts:
+        return ""
+    return "Scheduling: %s; restored after every arm." % "; ".join(parts)
 
 
 Warning = Union[str, Mapping[str, Any]]
@@ -698,6 +720,13 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
             cli += " %s %s" % (flag, conditions[key])
     if conditions.get("idle_hold"):
         cli += " --idle-hold"
+    for role, flag in (("waiter", "--policy"), ("notifier", "--notifier-policy")):
+        if conditions.get(role + "_policy"):
+            cli += " %s %s" % (flag, conditions[role + "_policy"])
+            if conditions[role + "_policy"] != "other":
+                cli += " %s %s" % (flag.replace("policy", "priority"), conditions.get(role + "_priority"))
+    if conditions.get("mlock"):
+        cli += " --mlock"
     execution: Mapping[str, Any] = summary.get("execution") or {}
     if execution.get("mode") == "in-process":
         cli += " --in-process"
@@ -709,6 +738,32 @@ def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
         cli += " --rigorous"  # the counts above win over its own; the run is recorded compare-grade again
     commands.append(cli)
     return commands
+
+
+def format_storms(summary: Mapping[str, Any]) -> List[str]:
+    """The storm arms side by side: sent, delivered, the ratio, the reaction and the main thread's lost work."""
+    rows = storm_table(summary)
+    if not rows:
+        return []
+    apart = any(f.refused or f.flushed for f in rows)
+    header = ["arm", "signal", "received by", "sent", "delivered", "ratio"] + (["refused", "flushed"] if apart else []) + [
+        "reaction p50 µs", "p99 µs", "work lost"]
+    table = []
+    for f in rows:
+        line = [f.arm, f.signal, f.receiver_title, "{:,}".format(f.sent), "{:,}".format(f.delivered), format_share(f.ratio)]
+        if apart:
+            line += ["{:,}".format(f.refused), "{:,}".format(f.flushed)]
+        table.append(line + [format_us(f.p50_ns), format_us(f.p99_ns), format_share(f.work_lost)])
+    storms = sorted({f.storms for f in rows})
+    out = format_table(header, table, align_left=3)
+    out += wrap(
+        "Sent: os.kill calls that returned without error (refused: EAGAIN, a full real-time queue); delivered: the "
+        "times the receiving code ran for the signal (handler calls, sigtimedwait returns, wakeup-fd bytes read); "
+        "flushed: still pending when the receiver stopped looking, consumed by the clean-up. %s storm%s per arm, "
+        "summed. Reaction: from a probe's send to the first delivery after it. Work lost: the receiver main thread's "
+        "loop rate against a storm-free pass (the median over the storms)." % (
+            "/".join(str(n) for n in storms), "" if storms == [1] else "s"))
+    return out
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
@@ -741,6 +796,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         ("LEAD TABLE", format_lead_table(summary)),
         ("LAB HONESTY", format_honesty(summary)),
     ]
+    storms = format_storms(summary)  # empty unless the run measured a signal storm
+    if storms:
+        sections.insert(1, ("SIGNAL STORMS (what reached the code, summed over every storm of each arm)", storms))
     spread = format_repetitions_and_placement(summary)
     if spread:
         sections.insert(3, ("REPETITIONS AND PLACEMENT (each repetition's own p50; wakes by where they ran)", spread))

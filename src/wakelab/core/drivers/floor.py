@@ -369,6 +369,8 @@ def scheduling_info() -> Dict[str, object]:
     for role, request in (("waiter", realtime.WAITER), ("notifier", realtime.NOTIFIER)):
         if request is not None:
             out[role + "_sched"] = request.describe()
+            if request.realtime:
+                out["rt_budget"] = realtime.rt_budget()
     return out
 
 

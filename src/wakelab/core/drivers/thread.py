@@ -249,9 +249,15 @@ def _leave_quietly(scheduling: Optional[Tuple[int, int]]) -> None:
 
 
 def _scheduling_info() -> Dict[str, object]:
-    """``{"waiter_sched": "SCHED_FIFO priority 80"}`` when the waiter was given a policy, else nothing."""
+    """``{"waiter_sched": "SCHED_FIFO priority 80", "rt_budget": {...}}`` when the waiter was given a
+    policy (the budget for a realtime one), else nothing."""
     request = realtime.waiter_request()
-    return {} if request is None else {"waiter_sched": request.describe()}
+    if request is None:
+        return {}
+    info: Dict[str, object] = {"waiter_sched": request.describe()}
+    if request.realtime:
+        info["rt_budget"] = realtime.rt_budget()  # how much of each period realtime tasks may run
+    return info
 
 
 def last_notify_answered(issued: List[int], wakes: List[int], planted_delay_ns: int = 0) -> bool:

@@ -1,0 +1,284 @@
+"""Signal storms and realtime scheduling, read from a run's figures (stdlib only).
+
+A storm arm's result is counts as well as a latency distribution: its raw
+record's ``info`` -- one per worker process, under ``workers`` when there were
+several -- holds what each storm sent, what reached the code, what was
+flushed, and the receiver's work-loop rates (:mod:`wakelab.core.drivers.storm`
+defines each).  :func:`storm_figures` adds them up over every storm of an arm
+(workers and repetitions); the delivery ratio is the total delivered over the
+total sent.  :func:`storm_advice` and :func:`realtime_advice` turn a run's
+figures into guidance (:mod:`wakelab.analysis.guidance` calls them): what
+share of a storm a Python program sees and what to use instead; what
+``SCHED_FIFO`` bought a waiter, and its pitfalls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any, List, Mapping, Optional, Tuple
+
+from wakelab.analysis.guidance import Advice, Cite, Level
+from wakelab.evidence.model import Bundle
+from wakelab.formatting import format_ns, format_ratio
+
+STORMS = "signal storm"
+REALTIME = "realtime"
+
+RECEIVER_TITLES = {
+    "handler": "Python handler",
+    "sigwait": "sigtimedwait thread",
+    "wakeup-fd": "wakeup fd",
+    "c-handler": "C handler",
+    "c-sigwait": "C sigtimedwait",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class StormFigures:
+    """One storm arm's counts, summed over its storms (one per worker process), and its reaction times."""
+
+    arm: str
+    signal: str
+    receiver: str
+    senders: int
+    sender_kind: str
+    storms: int
+    sent: int
+    refused: int
+    delivered: int
+    flushed: int
+    strays: int
+    work_lost: Optional[float]  # the median over the storms of 1 - storm rate / storm-free rate
+    p50_ns: Optional[float]
+    p99_ns: Optional[float]
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """Delivered over sent (None when nothing was sent)."""
+        return self.delivered / self.sent if self.sent else None
+
+    @property
+    def receiver_title(self) -> str:
+        title = RECEIVER_TITLES.get(self.receiver, self.receiver)
+        return title + (", thread senders" if self.sender_kind == "thread" else "")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _storm_infos(info: Any) -> List[Mapping[str, Any]]:
+    """Each storm's own info: the workers' when there were several, else the one."""
+    if not isinstance(info, Mapping):
+        return []
+    workers = info.get("workers")
+    if isinstance(workers, list):
+        return [w for w in workers if isinstance(w, Mapping) and "sent" in w]
+    return [info] if "sent" in info else []
+
+
+def storm_figures(entry: Mapping[str, Any]) -> Optional[StormFigures]:
+    """The storm figures of one arm entry of summary.json, or None when it is not a measured storm arm."""
+    storms = _storm_infos(entry.get("info"))
+    if entry.get("family") != "storms" or not storms:
+        return None
+    first = storms[0]
+    lost = [float(s["work_lost"]) for s in storms if isinstance(s.get("work_lost"), (int, float))]
+    latency = entry.get("latency") or {}
+    return StormFigures(
+        arm=str(entry.get("name")),
+        signal=str(first.get("signal") or ""),
+        receiver=str(first.get("receiver") or ""),
+        senders=_int(first.get("senders")),
+        sender_kind=str(first.get("sender_kind") or ""),
+        storms=len(storms),
+        sent=sum(_int(s.get("sent")) for s in storms),
+        refused=sum(_int(s.get("refused")) for s in storms),
+        delivered=sum(_int(s.get("delivered")) for s in storms),
+        flushed=sum(_int(s.get("flushed")) for s in storms),
+        strays=sum(_int(s.get("strays")) for s in storms),
+        work_lost=statistics.median(lost) if lost else None,
+        p50_ns=latency.get("p50_ns") if isinstance(latency.get("p50_ns"), (int, float)) else None,
+        p99_ns=latency.get("p99_ns") if isinstance(latency.get("p99_ns"), (int, float)) else None,
+    )
+
+
+def storm_table(summary: Mapping[str, Any]) -> List[StormFigures]:
+    """Every measured storm arm of a summary, in its order."""
+    out = []
+    for entry in summary.get("arms") or []:
+        if isinstance(entry, Mapping):
+            figures = storm_figures(entry)
+            if figures is not None:
+                out.append(figures)
+    return out
+
+
+def format_share(ratio: Optional[float]) -> str:
+    """A delivery ratio as a percentage a reader can compare across orders of magnitude: 100 %, 2.9 %, 0.046 %."""
+    if ratio is None:
+        return "-"
+    percent = 100.0 * ratio
+    if percent >= 99.95:
+        return "%.0f %%" % percent if percent >= 100 else "%.1f %%" % percent
+    if percent >= 1:
+        return "%.1f %%" % percent
+    if percent == 0:
+        return "0 %"
+    return "%.2g %%" % percent
+
+
+# -- guidance ----------------------------------------------------------------------------------
+
+
+def _cite(levels: Mapping[str, Level], name: str) -> Tuple[Cite, ...]:
+    level = levels.get(name)
+    return (level.cite(),) if level is not None else ()
+
+
+def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
+    """What this run's storms say: the share a Python handler saw, what saw more, the cost to the
+    main thread.  ``(items, headline clause)``; nothing when the run measured no storm."""
+    rows = {f.arm: f for f in storm_table(bundle.summary)}
+    if not rows:
+        return [], ""
+    items: List[Advice] = []
+
+    def share(name: str) -> str:
+        f = rows[name]
+        return "%s of %s sent (%s)" % ("{:,}".format(f.delivered), "{:,}".format(f.sent), format_share(f.ratio))
+
+    handlers = [f for f in rows.values() if f.receiver == "handler" and f.sender_kind != "thread"]
+    clause = ""
+    if handlers:
+        parts = ["%s: %s" % (f.signal, share(f.arm)) for f in handlers]
+        worst = min(handlers, key=lambda f: f.ratio if f.ratio is not None else 1.0)
+        text = (
+            "A Python handler under a storm of %d sender processes ran for a fraction of the signals sent -- %s. "
+            "CPython's C handler only sets a flag that the main thread checks between bytecodes, so deliveries merge "
+            "into one handler call however many there were, and a real-time signal's queue is lost at the "
+            "interpreter's level too. A program that counts signals, or expects one handler run per SIGCHLD or "
+            "SIGHUP, is wrong by that much under load." % (handlers[0].senders, "; ".join(parts)))
+        items.append(Advice(STORMS, text, tuple(c for f in handlers for c in _cite(levels, f.arm))))
+        clause = "a Python handler saw %s of a %s storm" % (format_share(worst.ratio), worst.signal)
+    better = [f for f in rows.values() if f.receiver in ("sigwait", "wakeup-fd", "c-handler", "c-sigwait")
+              and f.ratio is not None]
+    queued = [f for f in better if f.signal.startswith("SIGRT")]
+    if queued:
+        best = max(queued, key=lambda f: (f.ratio or 0.0, f.receiver in ("sigwait", "wakeup-fd")))
+        parts = ["%s %s" % (RECEIVER_TITLES.get(f.receiver, f.receiver), share(f.arm)) for f in queued]
+        text = (
+            "To see every signal, take real-time signals off their queue one by one: %s. signal.sigtimedwait "
+            "(sigwaitinfo) in a thread that blocks the signal, or a wakeup fd (CPython's C handler writes one byte a "
+            "delivery; read and count the bytes), sees what C sees; counting in C (a sigaction handler) is the floor."
+            % "; ".join(parts))
+        items.append(Advice(STORMS, text, tuple(c for f in queued for c in _cite(levels, f.arm))))
+        if clause:
+            clause += ", %s %s" % (RECEIVER_TITLES.get(best.receiver, best.receiver), format_share(best.ratio))
+    standard = [f for f in better if f.signal == "SIGUSR1"]
+    if standard:
+        floor = max(standard, key=lambda f: f.ratio or 0.0)
+        text = (
+            "A standard signal is one pending bit in the kernel: sends while it is pending merge before any code "
+            "runs, so no receiver counts a SIGUSR1 storm -- the most any saw here was %s (%s). Count events another "
+            "way (a pipe, an eventfd, a counter), and treat a standard signal as 'at least one happened'."
+            % (format_share(floor.ratio), floor.arm))
+        items.append(Advice(STORMS, text, _cite(levels, floor.arm)))
+    lost = [f for f in rows.values() if f.work_lost is not None and f.receiver in ("handler", "sigwait", "wakeup-fd")]
+    if lost:
+        heaviest = max(lost, key=lambda f: f.work_lost or 0.0)
+        text = (
+            "The storm's cost to the receiver's main thread (its loop rate against a storm-free pass): %s. It counts "
+            "the senders' share of the CPUs as well as the handling; where the signal is taken in another thread the "
+            "main thread pays for that thread's GIL turns instead."
+            % "; ".join("%s %s" % (f.arm, format_share(f.work_lost)) for f in sorted(lost, key=lambda f: -(f.work_lost or 0.0))[:4]))
+        items.append(Advice(STORMS, text, _cite(levels, heaviest.arm)))
+    return items, clause
+
+
+def _p99(level: Level) -> Optional[float]:
+    return level.figure("p99")
+
+
+def _busy(summary: Mapping[str, Any]) -> Tuple[int, int]:
+    conditions = summary.get("conditions") or {}
+    threads = conditions.get("cpu_threads") if isinstance(conditions, Mapping) else 0
+    procs = conditions.get("applied_cpu_procs", conditions.get("cpu_procs")) if isinstance(conditions, Mapping) else 0
+    return (threads if isinstance(threads, int) else 0), (procs if isinstance(procs, int) else 0)
+
+
+def _budget(bundle: Bundle) -> Optional[Mapping[str, Any]]:
+    for arm in bundle.arms():
+        info = arm.entry.get("info") if isinstance(arm.entry, Mapping) else None
+        for one in _storm_infos_or_self(info):
+            budget = one.get("rt_budget")
+            if isinstance(budget, Mapping):
+                return budget
+    return None
+
+
+def _storm_infos_or_self(info: Any) -> List[Mapping[str, Any]]:
+    if not isinstance(info, Mapping):
+        return []
+    workers = info.get("workers")
+    if isinstance(workers, list):
+        return [w for w in workers if isinstance(w, Mapping)]
+    return [info]
+
+
+REALTIME_PAIRS = (("event", "event-fifo"), ("native-condvar", "native-condvar-fifo"))
+
+
+def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
+    """What SCHED_FIFO bought the waiter in this run (a normal and a FIFO arm measured side by side),
+    and its pitfalls: the GIL, the notifier, RT throttling.  ``(items, headline clause)``."""
+    pairs = [(levels[a], levels[b]) for a, b in REALTIME_PAIRS if a in levels and b in levels]
+    if not pairs:
+        return [], ""
+    threads, procs = _busy(bundle.summary)
+    load = ", ".join(x for x in (
+        "%d busy process%s" % (procs, "" if procs == 1 else "es") if procs else "",
+        "%d busy Python thread%s" % (threads, "" if threads == 1 else "s") if threads else "") if x) or "no load added"
+    items: List[Advice] = []
+    clause = ""
+    for normal, fifo in pairs:
+        a99, b99 = _p99(normal), _p99(fifo)
+        if a99 is None or b99 is None:
+            continue
+        ratio = b99 / a99
+        text = ("Under SCHED_FIFO 80 the %s waiter's p99 was %s against %s under the normal policy (%s; p50 %s against "
+                "%s), with %s." % ("Python" if normal.name == "event" else "C", format_ns(b99), format_ns(a99), format_ratio(ratio),
+                                   format_ns(fifo.p50_ns), format_ns(normal.p50_ns), load))
+        if normal.name == "event":
+            if threads and ratio > 0.67:
+                text += (" With a busy Python thread beside it the FIFO waiter runs at once but cannot run Python until "
+                         "that thread gives up the GIL, at the end of its switch interval: the GIL takes back what "
+                         "realtime bought. Realtime helps a Python waiter only where no other thread of the process "
+                         "computes in Python.")
+            elif ratio < 0.67:
+                text += " Realtime protected the tail from the competing load."
+            clause = "SCHED_FIFO took the event waiter's p99 from %s to %s" % (format_ns(a99), format_ns(b99))
+        items.append(Advice(REALTIME, text, (normal.cite("p99"), fifo.cite("p99"))))
+    budget = _budget(bundle)
+    runtime = budget.get("sched_rt_runtime_us") if budget else None
+    period = budget.get("sched_rt_period_us") if budget else None
+    throttle = ""
+    if isinstance(runtime, int) and isinstance(period, int) and 0 < runtime < period:
+        throttle = (" This machine lets realtime tasks run %s of every %s µs on a CPU: a FIFO thread that never blocks "
+                    "(a busy-wait, a Python loop) is stopped for the other %s µs of each period (RT throttling), and "
+                    "until then nothing normal runs on its CPU." % ("{:,}".format(runtime), "{:,}".format(period),
+                                                                    "{:,}".format(period - runtime)))
+    elif runtime == -1:
+        throttle = (" This machine does not throttle realtime tasks (sched_rt_runtime_us is -1): a FIFO thread that "
+                    "never blocks keeps its CPU from every normal task for good.")
+    first = pairs[0][1]
+    items.append(Advice(REALTIME, (
+        "Pitfalls of a realtime waiter: it must block, not spin.%s The notifier stays a normal task unless it is "
+        "switched too (--notifier-policy): a hog can delay it before t0, and a FIFO thread spinning on its CPU starves "
+        "it. And the GIL is not scheduled by priority: a FIFO waiter waits for it like any thread." % throttle),
+        (first.cite("p99"),)))
+    return items, clause
+
+
+__all__ = ["StormFigures", "format_share", "realtime_advice", "storm_advice", "storm_figures", "storm_table"]
