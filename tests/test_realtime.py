@@ -321,8 +321,13 @@ def test_the_realtime_verdict_pairs_normal_and_fifo_in_each_cell() -> None:
     assert table[0] == ["event", "0", "30.0 / 30.0", "1500 / 60.0", "1.0×", "0.04×"]
     text = " ".join(verdict["sentences"])
     assert "With 2 busy processes (--cpu-procs) and no busy Python thread: the SCHED_FIFO waiter's p99 was" in text
-    assert "the GIL takes back what realtime bought" in text  # one busy thread: FIFO p99 4.8 ms against 5 ms
+    assert ("The GIL took back what realtime bought: with 1 busy Python thread the FIFO waiter's p99 was 80× its p99 "
+            "without (4800 against 60.0 µs)") in text
+    assert "In C" not in text  # the C floor's FIFO waiter was faster here
     assert verdict["hogs"] == 2
+    doc["arms"][3]["rows"][0] = _row("t0", 30, 900)  # a FIFO C waiter slower than the normal one: said, with figures
+    assert "In C, SCHED_FIFO did not make the condvar wake faster here (0 busy: p50 20.0 → 30.0 µs" in " ".join(
+        realtime_ab(doc)["sentences"])
 
 
 def test_the_realtime_verdict_says_when_there_is_no_hog_or_no_fifo() -> None:

@@ -649,6 +649,8 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
               format_ratio(r["p50"]["ratio"]), format_ratio(r["p99"]["ratio"])] for r in rows]
     sentences: List[str] = []
     load = "%d busy process%s (--cpu-procs)" % (hogs, "" if hogs == 1 else "es") if hogs else "no busy process"
+    # Without a cell free of busy threads, say from the pair alone when the GIL took realtime's gain back.
+    has_idle = any(r["normal"] == "event" and not r["cpu_threads"] for r in rows)
     for r in rows:
         if r["normal"] != "event":
             continue
@@ -659,10 +661,31 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
         sentences.append("%s: the SCHED_FIFO waiter's p99 was %s µs against %s µs for the normal one (%s), p50 %s "
                          "against %s µs." % (where, format_us(p99["fifo"]), format_us(p99["normal"]), format_ratio(p99["ratio"]),
                                              format_us(r["p50"]["fifo"]), format_us(r["p50"]["normal"])))
-        if threads and p99["ratio"] is not None and p99["ratio"] > 1 / _CHANGE:
+        if threads and p99["ratio"] is not None and p99["ratio"] > 1 / _CHANGE and not has_idle:
             sentences.append("With a busy Python thread the GIL takes back what realtime bought: the FIFO waiter is "
                              "running at once, but it cannot run Python until the busy thread gives up the GIL, at "
                              "the end of its switch interval (5 ms by default).")
+    events = {r["cpu_threads"]: r for r in rows if r["normal"] == "event"}
+    idle = events.get(0)
+    for threads, r in sorted(events.items()):
+        if not threads or idle is None:
+            continue
+        grew = _ratio(r["p99"]["fifo"], idle["p99"]["fifo"])
+        if grew is not None and grew >= 2:
+            sentences.append("The GIL took back %s: with %d busy Python thread%s the FIFO waiter's p99 was %s its p99 "
+                             "without (%s against %s µs) -- it runs at once, then waits for the busy thread to give up "
+                             "the GIL." % ("part of it" if (r["p99"]["ratio"] or 1) < 1 / _CHANGE else "what realtime bought",
+                                          threads, "" if threads == 1 else "s", format_ratio(grew),
+                                          format_us(r["p99"]["fifo"]), format_us(idle["p99"]["fifo"])))
+    floors = [r for r in rows if r["normal"] == "native-condvar"]
+    slower = [r for r in floors if (r["p50"]["ratio"] or 0) >= _CHANGE or (r["p99"]["ratio"] or 0) >= _CHANGE]
+    if slower:
+        sentences.append("In C, SCHED_FIFO did not make the condvar wake faster here (%s). A realtime waiter woken "
+                         "where its notifier runs may preempt it while it still holds the mutex it signalled under, or "
+                         "be pushed to another CPU; --trace shows which." % "; ".join(
+                             "%d busy: p50 %s → %s µs, p99 %s → %s µs" % (
+                                 r["cpu_threads"], format_us(r["p50"]["normal"]), format_us(r["p50"]["fifo"]),
+                                 format_us(r["p99"]["normal"]), format_us(r["p99"]["fifo"])) for r in slower))
     if not hogs:
         sentences.append("No hog in this run: what realtime buys shows against competing processes (wakelab run "
                          "--lab realtime --cpu-procs 2).")

@@ -256,6 +256,10 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
                          "that thread gives up the GIL, at the end of its switch interval: the GIL takes back what "
                          "realtime bought. Realtime helps a Python waiter only where no other thread of the process "
                          "computes in Python.")
+            elif ratio < 0.67 and threads:
+                text += (" Realtime shortened the tail even beside a busy Python thread (the FIFO waiter asks for the GIL "
+                         "at once), but the GIL still costs it: the realtime lab's cell without a busy thread shows how "
+                         "much.")
             elif ratio < 0.67:
                 text += " Realtime protected the tail from the competing load."
             clause = "SCHED_FIFO took the event waiter's p99 from %s to %s" % (format_ns(a99), format_ns(b99))
