@@ -125,6 +125,10 @@ def test_summary_txt_says_the_realtime_conditions_and_how_to_reproduce_them() ->
     assert ("Scheduling: waiter SCHED_FIFO priority 80 (each waiter thread sets its own, the C floor's too); notifier "
             "SCHED_OTHER (the measuring process's main thread); memory locked (mlockall); restored after every arm.") in " ".join(text.split())
     assert "--policy fifo --priority 80 --notifier-policy other --mlock" in text
+    assert ("The waiter's policy was not applied in event: their waiter is not a waiter thread of the thread driver "
+            "or the C floor.") in " ".join(text.split())
+    summary["arms"][0]["info"] = {"workers": [{"waiter_sched": "SCHED_FIFO priority 80"}]}
+    assert "was not applied" not in format_summary(summary)
 
 
 def test_the_storm_lab_reports_every_ratio_in_one_command(tmp_path) -> None:

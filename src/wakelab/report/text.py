@@ -470,7 +470,7 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     if conditions.get("idle_hold"):
         load.append("/dev/cpu_dma_latency held at 0" if conditions.get("applied_idle_hold", True) else "idle hold requested")
     items.append("Placement: %s. Load: %s." % (where, "; ".join(load) if load else "none added"))
-    scheduling = _scheduling_text(conditions)
+    scheduling = _scheduling_text(conditions, summary.get("arms") or [])
     if scheduling:
         items.append(scheduling)
     system: Mapping[str, Any] = summary.get("system") or {}
@@ -499,7 +499,16 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
     return bullets(items)
 
 
-def _scheduling_text(conditions: Mapping[str, Any]) -> str:
+def _took_waiter_policy(entry: Mapping[str, Any]) -> bool:
+    """Whether an arm's waiter ran under the requested policy (its driver recorded ``waiter_sched``)."""
+    info = entry.get("info") or {}
+    if not isinstance(info, Mapping):
+        return False
+    infos = info.get("workers") if isinstance(info.get("workers"), list) else [info]
+    return any(isinstance(one, Mapping) and one.get("waiter_sched") for one in infos)
+
+
+def _scheduling_text(conditions: Mapping[str, Any], arms: Sequence[Mapping[str, Any]] = ()) -> str:
     """``Scheduling: waiter SCHED_FIFO priority 80 (each waiter thread sets its own) ...``; "" when none was asked for."""
     names = {"other": "SCHED_OTHER", "fifo": "SCHED_FIFO", "rr": "SCHED_RR"}
     parts = []
@@ -514,7 +523,13 @@ def _scheduling_text(conditions: Mapping[str, Any]) -> str:
         parts.append("memory locked (mlockall)")
     if not parts:
         return ""
-    return "Scheduling: %s; restored after every arm." % "; ".join(parts)
+    text = "Scheduling: %s; restored after every arm." % "; ".join(parts)
+    untouched = [str(a.get("name")) for a in arms if conditions.get("waiter_policy") and a.get("kind") == "latency"
+                 and a.get("status") == "ok" and not _took_waiter_policy(a)]
+    if untouched:
+        text += (" The waiter's policy was not applied in %s: their waiter is not a waiter thread of the thread driver "
+                 "or the C floor." % ", ".join(untouched))
+    return text
 
 
 Warning = Union[str, Mapping[str, Any]]
