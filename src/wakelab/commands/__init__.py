@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from typing import List
 
 # ``wakelab --help`` lists these first, in this order; any other command module follows.
-PREFERRED_ORDER = ("run", "listing", "show", "compare", "report", "export", "history", "check")
+PREFERRED_ORDER = ("run", "listing", "show", "compare", "ab", "report", "export", "history", "check")
 
 
 def command_modules() -> List[str]:

@@ -1,0 +1,145 @@
+"""The A/B gate: one comparison of two sides that took turns in one run, judged once.
+
+``wakelab ab`` measures two environments (base and head) as the two cells of one grid, whose
+repetitions alternate (A B, B A, ...), so that whatever the machine does over the run reaches
+both sides alike; :func:`wakelab.analysis.compare.compare_grid` compares them.  This module turns
+that comparison into the gate's answer -- the rows every output lays out (text, Markdown,
+JSON) and the result -- so that no renderer decides anything.
+
+The rule is compare's ``--fail-on-regression`` (:func:`~wakelab.analysis.compare.find_regressions`):
+an arm fails when, at a gated percentile, its verdict is "slower" (the interval lies above
+1 + min-effect) *and* its ratio exceeds 1 + limit.  An arm that was not judged (it failed or was
+skipped on a side, or had too few wakes) leaves the gate unable to answer: that is an error, not
+a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from wakelab.analysis.compare import (
+    LATENCY,
+    METRIC_KEYS,
+    NOT_TESTED,
+    Regression,
+    RunComparison,
+    find_regressions,
+)
+
+PASS = "pass"
+REGRESSION = "regression"
+ERROR = "error"
+RESULTS = (PASS, REGRESSION, ERROR)
+
+
+@dataclasses.dataclass(frozen=True)
+class GateRow:
+    """One judged percentile of one arm: both sides' figures, the ratio head/base with its interval,
+    the verdict and minimum detectable effect, whether the gate looks at it and whether it fails."""
+
+    arm: str
+    kind: str
+    key: str  # p50, p99, p99_9 or median (a rate arm's ops/s)
+    base: float
+    head: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    verdict: str
+    mde_pct: Optional[float]
+    gated: bool
+    failed: bool
+
+    @property
+    def label(self) -> str:
+        return "p99.9" if self.key == "p99_9" else self.key
+
+    def to_dict(self) -> Dict[str, object]:
+        def finite(value: Optional[float]) -> Optional[float]:
+            return None if value is None or not math.isfinite(value) else float(value)
+
+        return {
+            "arm": self.arm, "kind": self.kind, "at": self.label, "base": finite(self.base), "head": finite(self.head),
+            "ratio": finite(self.ratio), "ci_low": finite(self.ci_low), "ci_high": finite(self.ci_high),
+            "confidence": self.confidence, "verdict": self.verdict, "min_detectable_effect_pct": finite(self.mde_pct),
+            "gated": self.gated, "failed": self.failed,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """The gate's answer for head against base: ``result`` (pass, regression or error), the rows, the
+    regressions found, what could not be checked, and why the gate could not answer (``errors``)."""
+
+    base: str
+    head: str
+    limit_pct: float
+    metrics: Tuple[str, ...]
+    min_effect_pct: float
+    rows: Tuple[GateRow, ...]
+    regressions: Tuple[Regression, ...]
+    unchecked: Tuple[str, ...]
+    errors: Tuple[str, ...]
+
+    @property
+    def result(self) -> str:
+        if self.regressions:
+            return REGRESSION
+        return ERROR if self.errors else PASS
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "result": self.result,
+            "base": self.base,
+            "head": self.head,
+            "limit_pct": self.limit_pct,
+            "metrics": list(self.metrics),
+            "min_effect_pct": self.min_effect_pct,
+            "rows": [row.to_dict() for row in self.rows],
+            "regressions": [r.to_dict() for r in self.regressions],
+            "unchecked": list(self.unchecked),
+            "errors": list(self.errors),
+        }
+
+
+def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[str], min_effect_pct: float,
+               expected_arms: Sequence[str] = ()) -> Gate:
+    """The gate on ``comparison`` (head against base): see the module docstring.
+
+    ``expected_arms`` are the arms the A/B set out to judge: one missing from the comparison, or
+    not tested, is an error (the gate cannot say it passed).
+    """
+    regressions, unchecked = find_regressions([comparison], limit_pct, metrics)
+    failing = {(r.arm, r.metric) for r in regressions}
+    gated_keys = {METRIC_KEYS[m] for m in metrics}
+    rows: List[GateRow] = []
+    errors: List[str] = []
+    for arm in comparison.arms:
+        if arm.verdict == NOT_TESTED:
+            errors.append("%s was not tested (too few %s to compare)" % (arm.name, "samples" if arm.kind == LATENCY else "rounds"))
+        for key, ci in arm.ratios.items():
+            judged = arm.judgements.get(key)
+            label = "p99.9" if key == "p99_9" else key
+            metric = "median ops/s" if arm.kind != LATENCY else label
+            rows.append(GateRow(
+                arm=arm.name, kind=arm.kind, key=key, base=ci.baseline, head=ci.other, ratio=ci.ratio,
+                ci_low=ci.low, ci_high=ci.high, confidence=ci.confidence,
+                verdict=judged.verdict if judged is not None else arm.verdict,
+                mde_pct=judged.mde_pct if judged is not None else None,
+                gated=arm.kind != LATENCY or key in gated_keys,
+                failed=(arm.name, metric) in failing,
+            ))
+    for name, reason in comparison.not_compared:
+        errors.append("%s was not compared: %s" % (name, reason))
+    judged_names = {arm.name for arm in comparison.arms} | {name for name, _ in comparison.not_compared}
+    for name in expected_arms:
+        if name not in judged_names:
+            errors.append("%s has no figures on both sides" % name)
+    return Gate(
+        base=comparison.baseline.label, head=comparison.other.label, limit_pct=limit_pct, metrics=tuple(metrics),
+        min_effect_pct=min_effect_pct, rows=tuple(rows), regressions=tuple(regressions), unchecked=tuple(unchecked),
+        errors=tuple(errors),
+    )
