@@ -130,7 +130,9 @@ def _own_python_code(fn: object) -> Optional[str]:
     return None
 
 
-WINDOW_ARMS = [a for a in all_arms() if a.kind == LATENCY and a.driver and a.driver != "floor"]
+# The storm driver's t0 is a sender process's, taken before its os.kill with nothing between (no
+# notify step to spy on); tests/test_storms.py proves its window.
+WINDOW_ARMS = [a for a in all_arms() if a.kind == LATENCY and a.driver and a.driver not in ("floor", "storm")]
 
 
 @pytest.mark.parametrize("arm", WINDOW_ARMS, ids=lambda a: a.name)

@@ -25,18 +25,22 @@ So a sample is the whole hand-off a program pays between deciding to submit
 and its code running on the other side: ``submit``'s own bookkeeping, the
 queue's wake of the worker, for the interpreter and process pools the
 pickling and the transfer, and the GIL or interpreter switch.  The notify
-is ``submit`` and the store of the future it returns (one local store, as in
-any program that keeps its future); after it the notifier blocks in
-``future.result``, which drops the GIL.
+is ``submit`` itself, called from C (a deque's ``extend`` over a one-use ``map``,
+made before ``t0``) so that the future it returns is kept with no Python frame
+of wakelab's in the window; after it the notifier blocks in ``future.result``,
+which drops the GIL.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import functools
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Deque, Dict
 
-from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid, notify_step
+from wakelab.core import drivers
+from wakelab.core.drivers import HarnessError, handshake_timeout_s, native_tid
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency
 
 #: This driver does not honour ``params.mode == "open"``.
@@ -58,18 +62,22 @@ def measure(params: MeasureParams, executor: concurrent.futures.Executor, task: 
     settles = settle_schedule_s(params)
     handshake_s = handshake_timeout_s(params)
     submit = executor.submit
-    futures: List[Any] = [None]
+    # The notify is submit(task) itself, and the future it returns must be kept without a Python
+    # frame of wakelab's in the window: bind() (before t0) makes a one-use map over submit, and the
+    # notify is the deque's C extend, which calls submit(task) and stores its future.
+    box: Deque[Any] = collections.deque(maxlen=1)
+    one_task = (task,)
 
-    def fire() -> None:
-        futures[0] = submit(task)
+    def bind() -> Callable[[], object]:
+        return functools.partial(box.extend, map(submit, one_task))
 
-    step = notify_step(params, fire)
+    step = drivers.notify_step(params, None, bind=bind)
     stale = 0
     late = 0
     for index in range(params.total_wakes):
         time.sleep(settles[index])
         t0 = step()
-        future = futures[0]
+        future = box[0]
         try:
             t1 = future.result(params.timeout_s)
         except concurrent.futures.TimeoutError:

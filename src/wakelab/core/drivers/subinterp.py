@@ -47,7 +47,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid, notify_step
+from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency
 
 #: This driver does not honour ``params.mode == "open"``.
@@ -148,7 +148,7 @@ def measure(params: MeasureParams, path: WakePath, factory: Callable[..., Any], 
 
     collector = LatencyCollector(params)
     slots = collector.slots
-    step = notify_step(params, path.notify, before=path.before, after=path.after, bind=path.bind)
+    step = path.step(params)
     settles = settle_schedule_s(params)
     handshake_s = handshake_timeout_s(params)
     waiter_cpu = cpu_for(params.placement, params.notifier_cpu, params.waiter_cpu, WAITER)
