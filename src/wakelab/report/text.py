@@ -504,7 +504,8 @@ def _took_waiter_policy(entry: Mapping[str, Any]) -> bool:
     info = entry.get("info") or {}
     if not isinstance(info, Mapping):
         return False
-    infos = info.get("workers") if isinstance(info.get("workers"), list) else [info]
+    workers = info.get("workers")
+    infos: Sequence[Any] = workers if isinstance(workers, list) else [info]
     return any(isinstance(one, Mapping) and one.get("waiter_sched") for one in infos)
 
 
