@@ -98,7 +98,9 @@ def fake_soak(folder: str, seed: int, scale: float = 1.0, outlier_ns: int = 0, r
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(workers, "run_workers", run_workers)
         patch.setattr(workers, "WorkerPool", _FakePool)
-        summary, error = run_soak(_plan(folder), 2.0, raw_cap=raw_cap, checkpoint_s=1000.0, chunk_s=0.1, clock=clock)
+        # A fixed settle (no random part): the chunk sizes below follow from the settle time.
+        summary, error = run_soak(_plan(folder, settle_jitter_us=0), 2.0, raw_cap=raw_cap, checkpoint_s=1000.0, chunk_s=0.1,
+                                  clock=clock)
     assert error is None and summary["complete"] is True
     return summary
 

@@ -146,7 +146,10 @@ def _conditions_words(summary: Mapping[str, Any]) -> str:
 
 
 # Parameters that are conditions a grid sweeps (where the two sides ran, the settle time, the loop), not a change of method.
-CONDITION_PARAMETERS = ("placement", "notifier_cpu", "waiter_cpu", "settle_us", "mode", "interval_us")
+CONDITION_PARAMETERS = ("placement", "notifier_cpu", "waiter_cpu", "settle_us", "settle_jitter_us", "mode", "interval_us")
+# Parameters that differ between any two runs without making them different experiments: each run draws
+# its own seed for the settle's random part (recorded so that it can be reproduced).
+RUN_OWN_PARAMETERS = ("seed", "settle_stream")
 
 
 def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
@@ -154,7 +157,7 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
     notes = []
     if any(f.startswith("machine.hostname") or f.startswith("machine.cpu_model") for f in fields):
         notes.append("These runs come from different machines: a difference may be the machine, not the interpreter or the conditions.")
-    if any(f.startswith("parameters.") and f.split(".", 1)[1] not in CONDITION_PARAMETERS for f in fields):
+    if any(f.startswith("parameters.") and f.split(".", 1)[1] not in CONDITION_PARAMETERS + RUN_OWN_PARAMETERS for f in fields):
         notes.append("The runs used different parameters (see below): compare with care.")
     if "lab" in fields:
         notes.append("The runs are of different labs; only arms present in both are compared.")
