@@ -68,6 +68,14 @@ exit status:
      a grid mixed with runs, a --baseline-cell the grid does not have)
 
 Differences in machine or pinned CPUs are printed as warnings, not errors: every ratio then includes them.
+
+separate runs (any two runs but the cells of one grid, whose repetitions took turns): the machine itself changes
+between them, so compare names what differed besides the code -- the load and busy processes each run saw, CPU
+frequency and governor, idle states, placement, interpreter build, machine, the time between them (summary.json
+observed; "not recorded" for older bundles) -- and widens each interval to the run-to-run shift of identical
+earlier runs in the history (same arm, conditions and machine, at least 3; --history PATH, --no-history), saying
+so when there are none. A --fail-on-regression check of separate runs says it is not an A/B: for a gate, use
+wakelab ab BASE HEAD, whose sides take turns in one run.
 """
 
 
@@ -160,6 +168,12 @@ def register(sub: Any) -> None:
     compare.add_argument("--seed", type=whole_number(*SEED_LIMITS), default=DEFAULT_SEED, metavar="S",
                          help="bootstrap seed (default: %(default)s); the same inputs and seed give the same output")
     compare.add_argument("--json", action="store_true", help="print a JSON document instead of the text table")
+    from wakelab.commands.history import add_history_option
+
+    # Separate runs: identical earlier runs in the history widen the interval (see "separate runs" in the epilog).
+    add_history_option(compare)
+    compare.add_argument("--no-history", action="store_true",
+                         help="separate runs: do not read the history (their intervals are then not widened)")
     compare.set_defaults(handler=cmd_compare)
 
 
@@ -194,6 +208,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              % (MAX_RUNS, MAX_RUNS - 1, len(paths)))
         runs = [load_run(path, label) for path, label in zip(paths, string.ascii_uppercase)]
         comparisons = [compare_runs(runs[0], other, settings, args.across) for other in runs[1:]]
+        from wakelab.commands._separate_runs import tell_apart_all
+
+        comparisons, args.separate_runs = tell_apart_all(comparisons, args, settings)
     regressions: List[Any] = []
     unchecked: List[str] = []
     if args.fail_on_regression is not None:
@@ -226,7 +243,10 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     ``tail_regression`` (the tail percentile judged slower while the p50 is
     not, or null), the secondary Mann-Whitney result and, where both runs
     traced the arm, ``components``; ``regression_check``: null without
-    ``--fail-on-regression``; ``exit_status``: what the command returned.
+    ``--fail-on-regression``, with ``not_an_ab`` (a sentence) when it gated separate runs;
+    ``separate_runs`` (only for separate runs, by the other run's label): ``gap_s``, the conditions
+    that ``differing`` (name, baseline, other), ``alike`` and ``not_recorded``, ``advice`` and the
+    ``level_shifts`` found in the history per arm; ``exit_status``: what the command returned.
     """
     check: Optional[Dict[str, object]] = None
     if args.fail_on_regression is not None:
@@ -241,9 +261,16 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         grid_doc = {"path": grid.path, "baseline_cell": runs[0].label, "across": list(grid.across),
                     "cells": [c.label for c in grid.cells],
                     "not_compared": [{"cell": label, "reason": why} for label, why in skipped]}
+    from wakelab.commands._separate_runs import gate_warning, json_doc
+
+    separate = getattr(args, "separate_runs", None) or {}
+    if check is not None and separate:
+        check["not_an_ab"] = gate_warning(separate, runs[0].label)
     return {
         "schema": COMPARE_SCHEMA,
         "schema_version": COMPARE_SCHEMA_VERSION,
+        # Runs that are not cells of one grid: what told them apart, the level shifts that widened them.
+        **({"separate_runs": json_doc(separate)} if separate else {}),
         "runs": [
             {"label": r.label, "path": r.source, "description": r.describe(), "lab": (r.summary.get("lab") or {}).get("id"),
              "started_utc": r.summary.get("started_utc"), "interpreter": r.summary.get("interpreter"),
@@ -463,9 +490,15 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         out.extend(wrap(escape_text("%s  %s  (%s)" % (run.label, run.source, run.describe()))))
     if skipped:
         out.extend(bullets([escape_text("cell %s not compared: %s" % (label, why)) for label, why in skipped]))
+    from wakelab.commands._separate_runs import format_separate, gate_warning
+
+    separate = getattr(args, "separate_runs", None) or {}
     for comparison in comparisons:
         out.append("")
         out.extend(format_comparison(comparison))
+        if comparison.other.label in separate:
+            out.append("")
+            out.extend(format_separate(separate[comparison.other.label]))
     if args.fail_on_regression is not None:
         out.append("")
         out.append(escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
@@ -480,6 +513,9 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
             items.append("pass: no arm is slower than %s by more than %g%% at %s"
                          % (runs[0].label, args.fail_on_regression, ", ".join(args.metric)))
         items.extend("not checked: %s" % text for text in unchecked)
+        warning = gate_warning(separate, runs[0].label)
+        if warning is not None:
+            items.append(warning)
         out.extend(bullets([escape_text(item) for item in items]))
     out.append("")
     out.append("HOW TO READ")

@@ -1,0 +1,450 @@
+"""Separate runs told apart: what differed between two runs besides the code, and how far runs shift.
+
+A comparison of two *separate* runs (two ``wakelab run`` commands, minutes or days apart) is not
+an A/B: between them the machine itself changed.  One busy process beside the second run made
+``event`` *faster* (0.73x) by keeping the other vCPU out of its idle state; an unchanged tree
+drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees the spread between
+a run's own repetitions, not that.  So for two separate runs compare
+
+* names the conditions that differed besides the code (:func:`tell_apart`): the load and busy
+  processes each run saw, CPU frequency and governor, idle-state settings, placement, the
+  interpreter build, the machine, and the time between the runs -- read from each bundle's
+  ``observed`` record (:mod:`wakelab.harness.observed`) and its ``system``, ``parameters`` and
+  ``interpreter``; a fact a bundle did not record is named as not recorded, never guessed;
+* widens each interval by the level shifts that identical earlier runs show
+  (:func:`level_shifts`, :func:`widen`): runs in the history of the same arm, under the same
+  conditions key, on the same machine, made before the later of the two.  With s the standard
+  deviation of their log figure (p50, p99, a rate's ops/s), the ratio of two separate runs
+  carries about 2 s^2 of run-to-run variance, so the interval's half-width in log terms becomes
+  at least ``z * sqrt(2) * s``.  s also holds those runs' own sampling noise, so this errs wide.
+  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is widened, and the comparison says so.
+
+Two cells of one grid (``wakelab run`` with several values, ``wakelab ab``) took turns in one run:
+they are not separate (:func:`are_separate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import statistics
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab.analysis.compare import (
+    CANNOT_TELL,
+    RATE,
+    ArmComparison,
+    Judgement,
+    RatioCI,
+    RunComparison,
+    format_pct,
+    minimum_detectable_effect,
+    verdict,
+)
+from wakelab.evidence.model import Bundle
+
+# Differences below these are not named as differences (they are within what one run sees).
+LOAD_DIFFERENCE = 0.5  # 1-minute load average
+CPU_BUSY_DIFFERENCE = 0.2  # share of a CPU's time
+FREQUENCY_DIFFERENCE = 0.05  # relative
+# Fewer identical earlier runs than this say too little about how runs shift.
+MIN_EARLIER_RUNS = 3
+AB_ADVICE = ("for a gate, measure both in one run whose sides take turns: wakelab ab BASE HEAD "
+             "(each side an interpreter, a venv or a checkout)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Condition:
+    """One condition of two runs: its name, each run's value in words, and whether they differ
+    (None: a run did not record it)."""
+
+    name: str
+    baseline: str
+    other: str
+    differs: Optional[bool]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"name": self.name, "baseline": self.baseline, "other": self.other, "differs": self.differs}
+
+
+@dataclasses.dataclass(frozen=True)
+class SeparateRuns:
+    """Two separate runs told apart: the time between them and each condition checked."""
+
+    baseline: str
+    other: str
+    gap_s: Optional[float]  # from the end of the earlier run to the start of the later one
+    conditions: Tuple[Condition, ...]
+
+    @property
+    def differing(self) -> Tuple[Condition, ...]:
+        return tuple(c for c in self.conditions if c.differs)
+
+    @property
+    def alike(self) -> Tuple[str, ...]:
+        return tuple(c.name for c in self.conditions if c.differs is False)
+
+    @property
+    def unknown(self) -> Tuple[str, ...]:
+        return tuple(c.name for c in self.conditions if c.differs is None)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"baseline": self.baseline, "other": self.other, "gap_s": self.gap_s,
+                "differing": [c.to_dict() for c in self.differing], "alike": list(self.alike),
+                "not_recorded": list(self.unknown), "advice": AB_ADVICE}
+
+
+def _grid_of(run: Bundle) -> Optional[str]:
+    """The grid folder a cell's bundle belongs to (``GRID/cells/NAME``), or None."""
+    folder = os.path.abspath(run.folder)
+    cells = os.path.dirname(folder)
+    if os.path.basename(cells) != "cells":
+        return None
+    grid = os.path.dirname(cells)
+    return grid if os.path.isfile(os.path.join(grid, "matrix.json")) else None
+
+
+def _same_run(baseline: Bundle, other: Bundle) -> bool:
+    """Two copies of one run: the same run id, or (bundles older than run ids) the same start and host."""
+    a, b = baseline.summary, other.summary
+    if a.get("run_id") is not None or b.get("run_id") is not None:
+        return a.get("run_id") == b.get("run_id")
+    return (a.get("started_utc"), (a.get("machine") or {}).get("hostname")) == (
+        b.get("started_utc"), (b.get("machine") or {}).get("hostname"))
+
+
+def are_separate(baseline: Bundle, other: Bundle) -> bool:
+    """False for two cells of one grid (they took turns in one run) and for two copies of one run;
+    True for anything else."""
+    if _same_run(baseline, other):
+        return False
+    grid = _grid_of(baseline)
+    return grid is None or grid != _grid_of(other)
+
+
+# ---------------------------------------------------------------------------
+# Telling them apart
+# ---------------------------------------------------------------------------
+
+
+def _utc_seconds(text: Any) -> Optional[float]:
+    import datetime
+
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+    return when.timestamp()
+
+
+def format_gap(seconds: float) -> str:
+    """``12 s``, ``4 min 10 s``, ``3 h 5 min``, ``2 days``."""
+    seconds = abs(seconds)
+    if seconds < 90:
+        return "%d s" % round(seconds)
+    if seconds < 3600:
+        return "%d min %d s" % divmod(round(seconds), 60)
+    if seconds < 2 * 86400:
+        hours, rest = divmod(round(seconds), 3600)
+        return "%d h %d min" % (hours, rest // 60)
+    return "%.0f days" % (seconds / 86400)
+
+
+def _observed(run: Bundle) -> Mapping[str, Any]:
+    value = run.summary.get("observed")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
+    """The 1-minute load average at the start and the end (the end None in older bundles)."""
+    seen = _observed(run)
+
+    def first(reading: Any) -> Optional[float]:
+        values = reading.get("load_average") if isinstance(reading, Mapping) else None
+        return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
+
+    if seen:
+        return first(seen.get("start")), first(seen.get("end"))
+    system = run.summary.get("system")
+    start = first(system) if isinstance(system, Mapping) else None
+    return (start, None) if start is not None else None
+
+
+def _load_condition(a: Bundle, b: Bundle) -> Condition:
+    def words(loads: Optional[Tuple[Optional[float], Optional[float]]]) -> str:
+        if loads is None:
+            return "not recorded"
+        start, end = loads
+        return "%s at the start, %s at the end" % ("-" if start is None else "%.2f" % start,
+                                                   "not recorded" if end is None else "%.2f" % end)
+
+    la, lb = _loads(a), _loads(b)
+    peak = [max(v for v in pair if v is not None) if pair and any(v is not None for v in pair) else None for pair in (la, lb)]
+    differs = None if None in peak else abs(float(peak[0]) - float(peak[1])) >= LOAD_DIFFERENCE  # type: ignore[arg-type]
+    return Condition("load average (1 min)", words(la), words(lb), differs)
+
+
+def _busy_condition(a: Bundle, b: Bundle) -> Condition:
+    def seen(run: Bundle) -> Optional[List[Mapping[str, Any]]]:
+        procs = _observed(run).get("busy_processes")
+        return [p for p in procs if isinstance(p, Mapping)] if isinstance(procs, list) else None
+
+    def words(procs: Optional[List[Mapping[str, Any]]], run: Bundle) -> str:
+        if procs is None:
+            return "not recorded"
+        busy = _observed(run).get("cpu_busy")
+        cpus = ""
+        if isinstance(busy, Mapping) and busy:
+            cpus = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * float(v))) for cpu, v in sorted(busy.items()))
+        if not procs:
+            return "none besides the run's own" + cpus
+        named = ["%s (pid %s) %d%% of a CPU%s" % (p.get("name"), p.get("pid"), round(100 * float(p.get("cpu_share") or 0)),
+                                                  ", started during the run" if p.get("started_during_run") else "")
+                 for p in procs[:4]]
+        return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + cpus
+
+    pa, pb = seen(a), seen(b)
+    if pa is None or pb is None:
+        differs: Optional[bool] = None
+    else:
+        names_a = sorted(str(p.get("name")) for p in pa)
+        names_b = sorted(str(p.get("name")) for p in pb)
+        share_a = sum(float(p.get("cpu_share") or 0) for p in pa)
+        share_b = sum(float(p.get("cpu_share") or 0) for p in pb)
+        busy_a, busy_b = (_mean_busy(a), _mean_busy(b))
+        differs = (names_a != names_b or abs(share_a - share_b) >= CPU_BUSY_DIFFERENCE
+                   or (busy_a is not None and busy_b is not None and abs(busy_a - busy_b) >= CPU_BUSY_DIFFERENCE))
+    return Condition("busy processes", words(pa, a), words(pb, b), differs)
+
+
+def _mean_busy(run: Bundle) -> Optional[float]:
+    busy = _observed(run).get("cpu_busy")
+    if not isinstance(busy, Mapping) or not busy:
+        return None
+    return statistics.fmean(float(v) for v in busy.values())
+
+
+def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
+    def mhz(run: Bundle) -> Optional[float]:
+        seen = _observed(run)
+        values = [float(v) for key in ("start", "end") for v in ((seen.get(key) or {}).get("cpu_mhz") or {}).values()]
+        return statistics.fmean(values) if values else None
+
+    fa, fb = mhz(a), mhz(b)
+    words = [("%.0f MHz (mean of the CPUs at start and end)" % f) if f is not None else "not readable" for f in (fa, fb)]
+    differs = None if fa is None or fb is None else abs(fa - fb) / max(fa, fb) >= FREQUENCY_DIFFERENCE
+    return Condition("CPU frequency", words[0], words[1], differs)
+
+
+def _governor(run: Bundle) -> Optional[str]:
+    seen = _observed(run)
+    governors = sorted({str(v) for key in ("start", "end") for v in ((seen.get(key) or {}).get("cpufreq_governors") or {}).values()})
+    if governors:
+        return ", ".join(governors)
+    system = run.summary.get("system") or {}
+    value = system.get("cpufreq_governor") if isinstance(system, Mapping) else None
+    return str(value) if value else None
+
+
+def _idle(run: Bundle) -> Optional[str]:
+    system = run.summary.get("system")
+    if not isinstance(system, Mapping):
+        return None
+    states = system.get("idle_states")
+    parts = ["governor %s" % (system.get("cpuidle_governor") or "none")]
+    if isinstance(states, list) and states:
+        parts.append("states %s" % ", ".join("%s%s" % (s.get("name"), " (disabled)" if s.get("disabled") else "")
+                                              for s in states if isinstance(s, Mapping)))
+    disabled = {cpu: names for key in ("start", "end")
+                for cpu, names in ((_observed(run).get(key) or {}).get("idle_disabled") or {}).items() if names}
+    if disabled:
+        parts.append("disabled on CPU %s" % "; ".join("%s: %s" % (cpu, ", ".join(names)) for cpu, names in sorted(disabled.items())))
+    conditions = run.summary.get("conditions") or {}
+    if isinstance(conditions, Mapping) and conditions.get("idle_hold"):
+        parts.append("held shallow (--idle-hold)")
+    return "; ".join(parts)
+
+
+def _placement(run: Bundle) -> Optional[str]:
+    params = run.summary.get("parameters")
+    if not isinstance(params, Mapping):
+        return None
+    text = str(params.get("placement") or "any")
+    if params.get("notifier_cpu") is not None or params.get("waiter_cpu") is not None:
+        text += " (notifier CPU %s, waiter CPU %s)" % (params.get("notifier_cpu"), params.get("waiter_cpu"))
+    return text
+
+
+def _build(run: Bundle) -> Optional[str]:
+    interp = run.summary.get("interpreter")
+    if not isinstance(interp, Mapping):
+        return None
+    text = "%s %s (%s; %s)" % (interp.get("implementation"), interp.get("version"), interp.get("build"), interp.get("compiler"))
+    if interp.get("free_threaded_build"):
+        text += ", free-threaded"
+    if interp.get("python_gil_env"):
+        text += ", PYTHON_GIL=%s" % interp.get("python_gil_env")
+    return text + ", " + str(interp.get("executable"))
+
+
+def _machine(run: Bundle) -> Optional[str]:
+    machine = run.summary.get("machine")
+    if not isinstance(machine, Mapping):
+        return None
+    return "%s, %s, kernel %s" % (machine.get("hostname"), machine.get("cpu_model"), machine.get("kernel"))
+
+
+def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
+    return Condition(name, a if a is not None else "not recorded", b if b is not None else "not recorded",
+                     None if a is None or b is None else a != b)
+
+
+def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
+    """What differed between two separate runs besides the code (see the module docstring)."""
+    times = [(_utc_seconds(r.summary.get("started_utc")), _utc_seconds(r.summary.get("finished_utc"))) for r in (baseline, other)]
+    gap: Optional[float] = None
+    (a_start, a_end), (b_start, b_end) = times
+    if a_start is not None and b_start is not None:
+        first, second = ((a_start, a_end), (b_start, b_end)) if a_start <= b_start else ((b_start, b_end), (a_start, a_end))
+        gap = second[0] - (first[1] if first[1] is not None else first[0])
+    conditions = (
+        _load_condition(baseline, other),
+        _busy_condition(baseline, other),
+        _frequency_condition(baseline, other),
+        _simple("CPU frequency governor", _governor(baseline), _governor(other)),
+        _simple("idle states", _idle(baseline), _idle(other)),
+        _simple("placement", _placement(baseline), _placement(other)),
+        _simple("interpreter build", _build(baseline), _build(other)),
+        _simple("machine", _machine(baseline), _machine(other)),
+    )
+    return SeparateRuns(baseline.label, other.label, gap, conditions)
+
+
+# ---------------------------------------------------------------------------
+# Level shifts from the history
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LevelShifts:
+    """How far identical earlier runs of one arm shifted: per figure (p50, p99, median) the standard
+    deviation of its logarithm over ``runs`` runs (None: too few runs, or the figure missing)."""
+
+    arm: str
+    runs: int
+    log_sd: Mapping[str, float]
+    key: Optional[Mapping[str, Any]]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"arm": self.arm, "earlier_runs": self.runs,
+                "run_to_run_pct": {k: round(100 * (math.exp(v) - 1), 2) for k, v in self.log_sd.items()}}
+
+
+# History figure of each judged key.
+_HISTORY_FIGURE = {"p50": "p50_ns", "p99": "p99_ns", "p99_9": "p99_9_ns", "median": "ops_per_s"}
+
+
+def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: str) -> LevelShifts:
+    """The level shifts of ``arm`` in ``points`` (:class:`wakelab.history.ArmPoint`, any order) that
+    are identical earlier runs of the compared ones: the same conditions key as one of them
+    (:func:`wakelab.history.figure_conditions`), the same machine (hostname, CPU model, kernel),
+    status ok, started before the later of the two, and neither of the two itself."""
+    from wakelab.history import figure_conditions
+
+    keys = [figure_conditions(run.summary) for run in (baseline, other)]
+    machines = [(run.summary.get("machine") or {}) for run in (baseline, other)]
+    hosts = {(m.get("hostname"), m.get("cpu_model"), m.get("kernel")) for m in machines}
+    latest = max(str(run.summary.get("started_utc") or "") for run in (baseline, other))
+    own = {os.path.abspath(run.folder) for run in (baseline, other)}
+    own_starts = {(run.summary.get("started_utc"), (run.summary.get("machine") or {}).get("hostname")) for run in (baseline, other)}
+    chosen = []
+    for point in points:
+        if point.arm != arm or point.status != "ok" or point.figure_conditions is None:
+            continue
+        if point.figure_conditions not in keys:
+            continue
+        if (point.hostname, point.cpu_model, point.kernel) not in hosts:
+            continue
+        if not point.started_utc or point.started_utc >= latest:
+            continue
+        if os.path.abspath(point.folder) in own or (point.started_utc, point.hostname) in own_starts:
+            continue
+        chosen.append(point)
+    log_sd: Dict[str, float] = {}
+    if len(chosen) >= MIN_EARLIER_RUNS:
+        for key, field in _HISTORY_FIGURE.items():
+            values = [float(getattr(p, field)) for p in chosen if isinstance(getattr(p, field), (int, float)) and getattr(p, field) > 0]
+            if len(values) >= MIN_EARLIER_RUNS:
+                log_sd[key] = statistics.stdev(math.log(v) for v in values)
+    return LevelShifts(arm, len(chosen), log_sd, keys[0])
+
+
+NOT_WIDENED = ("separate runs: fewer than %d identical earlier runs in the history (same arm, conditions and machine): "
+               "the interval sees each run's own spread only, not how runs shift" % MIN_EARLIER_RUNS)
+NO_HISTORY = "separate runs: the history was not read (--no-history): the interval sees each run's own spread only"
+
+
+def widen(arm: ArmComparison, shifts: Optional[LevelShifts], alpha: float, min_effect_pct: float) -> ArmComparison:
+    """``arm`` with each interval's half-width (log terms) at least ``z * sqrt(2) * s`` of ``shifts``,
+    its verdicts and minimum detectable effects judged again, and a note saying what was done
+    (``shifts`` None: the history was not read)."""
+    if shifts is None or not shifts.log_sd:
+        return dataclasses.replace(arm, notes=arm.notes + (NO_HISTORY if shifts is None else NOT_WIDENED,))
+    z = statistics.NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    ratios: Dict[str, RatioCI] = dict(arm.ratios)
+    judgements: Dict[str, Judgement] = dict(arm.judgements)
+    widened: List[str] = []
+    for key, ci in arm.ratios.items():
+        s = shifts.log_sd.get(key)
+        judged = arm.judgements.get(key)
+        if s is None or judged is None or not (ci.low > 0 and math.isfinite(ci.high)):
+            continue
+        centre = (math.log(ci.low) + math.log(ci.high)) / 2.0
+        half = (math.log(ci.high) - math.log(ci.low)) / 2.0
+        wanted = z * math.sqrt(2.0) * s
+        if wanted <= half:
+            continue
+        low, high = math.exp(centre - wanted), math.exp(centre + wanted)
+        ratios[key] = dataclasses.replace(ci, low=low, high=high)
+        word = verdict(low, high, min_effect_pct, higher_is_better=(arm.kind == RATE))
+        mde = minimum_detectable_effect(low, high, min_effect_pct)
+        reason = None
+        if word == CANNOT_TELL:
+            reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison "
+                      "could detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde)))
+        judgements[key] = dataclasses.replace(judged, ci=ratios[key], verdict=word, mde_pct=mde, reason=reason)
+        widened.append("%s to %s–%s" % ("p99.9" if key == "p99_9" else key, _fmt(low), _fmt(high)))
+    main = next(iter(arm.ratios))
+    note = ("separate runs: %d identical earlier runs of %s in the history shift ±%s at %s from run to run; %s"
+            % (shifts.runs, arm.name, format_pct(100 * (math.exp(shifts.log_sd.get(main, 0.0)) - 1)),
+               "p50" if main == "p50" else main,
+               "intervals widened by it (%s)" % "; ".join(widened) if widened else "the intervals were wider already"))
+    if widened:  # the verdicts' own sentences, judged again
+        notes = tuple(n for n in arm.notes if "cannot tell" not in n) + tuple(
+            "%s %s" % ("p99.9" if k == "p99_9" else k, j.reason) for k, j in judgements.items() if j.reason) + (note,)
+    else:
+        notes = arm.notes + (note,)
+    return dataclasses.replace(arm, ratios=ratios, judgements=judgements, verdict=judgements[main].verdict if main in judgements
+                               else arm.verdict, notes=notes)
+
+
+def _fmt(value: float) -> str:
+    return ("%.1f" if value >= 10 else "%.2f") % value
+
+
+def widen_comparison(comparison: RunComparison, points_of: Optional[Any], alpha: float,
+                     min_effect_pct: float) -> Tuple[RunComparison, List[LevelShifts]]:
+    """Every arm of ``comparison`` widened (:func:`widen`) by the level shifts of the history points
+    ``points_of(arm)`` returns (None: the history is not read); the comparison and the shifts found."""
+    arms = []
+    found = []
+    for arm in comparison.arms:
+        shifts = None
+        if points_of is not None:
+            shifts = level_shifts(points_of(arm.name), comparison.baseline, comparison.other, arm.name)
+            found.append(shifts)
+        arms.append(widen(arm, shifts, alpha, min_effect_pct))
+    return dataclasses.replace(comparison, arms=tuple(arms)), found
