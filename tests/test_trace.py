@@ -68,15 +68,18 @@ def test_a_plain_wake_splits_into_notify_scheduler_and_interpreter() -> None:
     assert s.attributed and s.cycles == 0
 
 
-def test_an_extra_sleep_after_the_first_run_is_gil_wait() -> None:
+def test_an_extra_sleep_after_the_first_run_is_a_reblock_and_its_wake_the_schedulers() -> None:
     events = [switch_out(T0 - 1), waking(T0 + 5_000), wakeup(T0 + 6_000), switch_in(T0 + 7_000, prev=N),
               switch_out(T0 + 8_000), waking(T0 + 5_008_000, by=N), wakeup(T0 + 5_009_000),
               switch_in(T0 + 5_010_000)]
     s = split(events, T0, T0 + 5_012_000)
-    assert s.parts_ns["gil_wait"] == 5_002_000
+    assert s.parts_ns["gil_wait"] == 5_000_000  # asleep: from the switch-out to the wake that ends it
+    assert s.parts_ns["sched_wake"] == 1_000 + 1_000 and s.parts_ns["sched_queue"] == 1_000 + 1_000
     assert s.parts_ns["interpreter"] == 1_000 + 2_000
     assert s.cycles == 1 and s.from_idle is False
     assert sum(s.parts_ns.values()) == 5_012_000
+    (block,) = s.reblocks  # no system call seen: what it waited on is not named; who woke it is
+    assert (block.on, block.by, block.holder, block.holder_tid, block.asleep_ns) == ("other", "notifier", "notifier", N, 5_000_000)
 
 
 def test_time_preempted_while_runnable_is_run_queue_wait() -> None:
@@ -148,9 +151,13 @@ def test_the_summary_bands_sum_and_the_text_block_shows_them() -> None:
                                    "overhead": {"traced_p50_ns": 19_000, "untraced_p50_ns": 9_000}}},
                         {"name": "sigusr1-self", "family": "signals", "kind": "latency", "trace": {"traced": False, "reason": "spins\x1b[31m"}}]}
     text = "\n".join(comp.format_where_the_time_goes(summary))
-    assert "p50 19.0 µs = notify 6.00 + wake 3.00 + queue 6.00 + GIL 0.00 + interp 4.00" in text
+    assert "p50 19.0 µs = notify 6.00 + wake 3.00 + queue 6.00 + the waiter's own work 4.00" in text
     assert "untraced 9.00" in text and "not split: spins" in text and "\x1b" not in text
     assert comp.format_where_the_time_goes({"tracing": {"requested": False}}) == []
+    # A bundle from before re-blocks were named reads as it did.
+    del band["reblocks_ns"], figures["at_p99"]["reblocks_ns"]
+    text = "\n".join(comp.format_where_the_time_goes(summary))
+    assert "p50 19.0 µs = notify 6.00 + wake 3.00 + queue 6.00 + GIL 0.00 + interp 4.00" in text
     untraced = comp.format_where_the_time_goes({"tracing": {"requested": True, "traced": False, "reason": "no perf"}})
     assert untraced == ["  not traced: no perf"]
 
@@ -172,9 +179,45 @@ def test_perf_script_lines_parse_into_events_by_thread() -> None:
     assert [e.kind for e in by_tid[18]] == ["waking", "wakeup", "switch"]
     switch = by_tid[18][2]
     assert (switch.prev_pid, switch.prev_state, switch.next_pid, switch.time_ns) == (23111, "D", 18, 9922855968288)
-    assert [e.kind for e in by_tid[23111]] == ["switch", "migrate"]
-    assert by_tid[23111][1].dest_cpu == 1
+    # A wake is filed under the thread it raised too (the waker was on a CPU then).
+    assert [e.kind for e in by_tid[23111]] == ["waking", "wakeup", "switch", "migrate"]
+    assert by_tid[23111][3].dest_cpu == 1
     assert set(trace.parse_script(PERF_LINES, {18})) == {18}
+
+
+SYSCALL_LINES = [
+    "31053/31061 [001]  7014.000001000:          syscalls:sys_enter_futex: uaddr: 0x7f4e9c94e6f4, op: 0x00000089, "
+    "val: 0x00000000, utime: 0x7f4e9b1819d0, uaddr2: 0x00000000, val3: 0xffffffff",
+    "31053/31061 [001]  7019.000002000:           syscalls:sys_exit_futex: 0xffffffffffffff92",
+    "31053/31061 [001]  7019.000003000:           syscalls:sys_enter_read: fd: 0x00000007, buf: 0x7ffd1a69ca30, count: 0x00000001",
+    "31053/31061 [001]  7019.000004000:            syscalls:sys_exit_read: 0x1",
+    "  999/999   [000]  7019.000005000:           syscalls:sys_exit_futex: 0x0",
+    "31053/31053 [000]  7019.000006000:       sched:sched_waking: comm=python pid=31061 prio=120 target_cpu=001",
+]
+
+
+def test_system_calls_parse_with_their_arguments_and_signed_return_values() -> None:
+    by_tid = trace.parse_script(SYSCALL_LINES, {31061})
+    enter, exit_, read, read_exit, woken = by_tid[31061]
+    assert (enter.kind, enter.syscall, enter.arg0, enter.arg1, enter.tid, enter.tgid) == (
+        "enter", "futex", 0x7F4E9C94E6F4, 0x89, 31061, 31053)
+    assert (exit_.kind, exit_.syscall, exit_.ret) == ("exit", "futex", -110)  # timed out
+    assert (read.syscall, read.arg0, read_exit.ret) == ("read", 7, 1)
+    assert (woken.kind, woken.pid, woken.tid, woken.tgid) == ("waking", 31061, 31053, 31053)
+    assert 999 not in trace.parse_script(SYSCALL_LINES, {31061})  # filed under its own thread only
+    assert [e.kind for e in trace.parse_script(SYSCALL_LINES)[999]] == ["exit"]
+
+
+def test_the_blocking_calls_are_recorded_where_the_kernel_has_their_tracepoints(tmp_path) -> None:
+    root = tmp_path / "events"
+    (root / "syscalls").mkdir(parents=True)
+    for name in ("sys_enter_futex", "sys_exit_futex", "sys_enter_read", "sys_exit_read", "sys_enter_poll"):
+        (root / "syscalls" / name).mkdir()
+    found = trace.syscall_events(roots=[str(tmp_path / "missing"), str(root)])
+    # Both ends of a call or neither: poll has no exit here.
+    assert found == ["syscalls:sys_enter_futex", "syscalls:sys_exit_futex", "syscalls:sys_enter_read", "syscalls:sys_exit_read"]
+    assert trace.syscall_events(roots=[str(tmp_path / "missing")]) == []
+    assert trace.default_events()[:len(trace.EVENTS)] == trace.EVENTS
 
 
 # -- untraceable environments ------------------------------------------------------------------

@@ -2,32 +2,42 @@
 
 A traced run (:mod:`wakelab.harness.trace`) records, on the same
 CLOCK_MONOTONIC as every ``t0`` and ``t1``, when the kernel wakes the waiter
-(``sched_waking``, then ``sched_wakeup`` once it is on a run queue) and when
-the waiter is switched onto and off a CPU (``sched_switch``).  Walking the
-waiter's own events from ``t0`` to ``t1`` cuts the wake into consecutive
-intervals, each credited to one component:
+(``sched_waking``, then ``sched_wakeup`` once it is on a run queue), when the
+waiter is switched onto and off a CPU (``sched_switch``), and the entry and
+exit of the system calls it sleeps in.  Walking the waiter's own events from
+``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited to
+one component:
 
 ``notify``           ``t0`` to the first ``sched_waking`` of the waiter: the
                      notifier's own path (CPython's ``Event.set``, ``os.write``,
                      ``os.kill`` ... down to the kernel's wake call);
 ``sched_wake``       ``sched_waking`` to ``sched_wakeup``: getting the waiter onto
                      its CPU's run queue -- for a wake across CPUs the
-                     interrupt to that CPU and, if it was idle, its idle exit;
+                     interrupt to that CPU and, if it was idle, its idle exit
+                     (where the idle CPU records nothing, up to the waiter's
+                     return from the call it slept in);
 ``sched_queue``      ``sched_wakeup`` to the waiter's ``sched_switch`` onto a CPU:
                      waiting in the run queue (behind another task, or the
                      notifier itself on a shared CPU), and any later time the
                      waiter spends preempted while still runnable;
-``gil_wait``         every further sleep of the waiter after it first ran, and
-                     the wake that ends it (a waiter that runs, finds the GIL
-                     taken and sleeps again): a GIL tail lands here;
-``interpreter``      the waiter's time on a CPU, up to ``t1``: returning to user
-                     space, re-taking the GIL, the bytecode up to ``t1``;
+``gil_wait``         *re-blocked*: every further sleep of the waiter after it
+                     first ran, up to the wake that ends it -- each one named by
+                     what it waited on (the GIL, a lock, an fd, a timer ...)
+                     and who held it (:mod:`wakelab.analysis.reblocks`); the
+                     key keeps its first name, from when every such sleep was
+                     taken for the GIL.  The scheduler's time getting the
+                     waiter back on a CPU after it is the scheduler's;
+``interpreter``      the waiter's own work: its time on a CPU up to ``t1``
+                     (returning to user space, re-taking the GIL, releasing
+                     what it holds, the bytecode up to ``t1``);
 ``unattributed``     what the events cannot place (an event the trace lost, a
-                     waiter found in an unexpected state); never hidden.
+                     waiter seen running with no event saying since when);
+                     never hidden.
 
 The intervals tile ``[t0, t1]``, so a wake's components sum to its latency
-exactly, in integer nanoseconds.  ``sched_wake`` and ``sched_queue`` together
-are the *scheduler* component.
+exactly, in integer nanoseconds, and its re-blocks' causes sum to its
+``gil_wait``.  ``sched_wake`` and ``sched_queue`` together are the
+*scheduler* component.
 
 Arms whose waiter spins (or wakes itself) are never put to sleep by the
 kernel: there is no wake event to split at, and :func:`why_untraceable` says so.
@@ -39,6 +49,18 @@ import bisect
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.analysis.reblocks import (
+    ON_PHRASES,
+    Reblock,
+    WaiterContext,
+    blocked_on,
+    cause_order,
+    cause_phrase,
+    resolve_holders,
+    timed_out,
+    waker_role,
+)
+
 #: Components in the order of a wake.
 COMPONENTS: Tuple[str, ...] = ("notify", "sched_wake", "sched_queue", "gil_wait", "interpreter", "unattributed")
 #: What each component is, for renderers and the schema.
@@ -46,6 +68,7 @@ COMPONENT_TITLES: Dict[str, str] = {
     "notify": "notify path (t0 to the kernel waking the waiter)",
     "sched_wake": "scheduler: wake delivery (cross-CPU interrupt, idle exit)",
     "sched_queue": "scheduler: run-queue wait (behind another task, preempted)",
+    # The HTML report's legend (its golden files) keeps these words; the text names each re-block.
     "gil_wait": "GIL wait (extra sleep/wake cycles after the waiter first ran)",
     "interpreter": "interpreter (on a CPU, up to t1)",
     "unattributed": "unattributed (the events cannot place it)",
@@ -62,15 +85,19 @@ SHORT_NAMES: Dict[str, str] = {
 
 @dataclasses.dataclass(frozen=True)
 class SchedEvent:
-    """One scheduler event, time in CLOCK_MONOTONIC nanoseconds.
+    """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.
 
-    ``kind`` is ``waking``, ``wakeup``, ``switch`` or ``migrate``; ``tid`` the
-    thread the event ran in (the waker, for a wake), ``cpu`` its CPU.  For a
-    wake: ``pid`` is the woken thread and ``target_cpu`` where it will run.
-    For a switch: ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``:
-    asleep; ``R``, ``R+``: still runnable, preempted) and ``next_pid`` takes it
-    (0: the CPU goes idle, or, as ``prev_pid``, comes out of idle).  For a
-    migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.
+    ``kind`` is ``waking``, ``wakeup``, ``switch``, ``migrate``, ``enter`` or
+    ``exit``; ``tid`` the thread the event ran in (the waker, for a wake),
+    ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid``
+    is the woken thread and ``target_cpu`` where it will run.  For a switch:
+    ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``: asleep; ``R``,
+    ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU
+    goes idle, or, as ``prev_pid``, comes out of idle).  For a migration:
+    ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a system call's entry
+    (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0``
+    and ``arg1`` are its first arguments (a futex's word and op, an fd),
+    ``ret`` what it returned (negative: an error, -110 timed out).
     """
 
     time_ns: int
@@ -84,18 +111,26 @@ class SchedEvent:
     next_pid: int = 0
     orig_cpu: int = -1
     dest_cpu: int = -1
+    tgid: int = 0
+    syscall: str = ""
+    arg0: int = 0
+    arg1: int = 0
+    ret: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
 class WakeSplit:
     """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.
 
-    ``cycles``: extra sleep/wake cycles after the waiter first ran;
-    ``from_idle``: the waiter's first switch-in came from the idle task;
-    ``cross_cpu``: the wake was raised on another CPU than the one the waiter
-    ran on; ``parked``: the waiter was asleep at ``t0`` (False: running or
-    runnable, None: no event before ``t0`` said); ``by_notifier``: the first
-    wake came from the notifier's thread.
+    ``cycles``: further sleep/wake cycles after the waiter first ran (each one
+    of ``reblocks``, named: what it waited on, who woke and who held it; their
+    ``asleep_ns`` sum to ``gil_wait``); ``from_idle``: the waiter's first
+    switch-in came from the idle task; ``cross_cpu``: the wake was raised on
+    another CPU than the one the waiter ran on; ``parked``: the waiter was
+    asleep at ``t0`` (False: running or runnable, None: no event before ``t0``
+    said); ``by_notifier``: the first wake came from the notifier's thread;
+    ``inferred``: switch-ins the trace did not show, placed at the waiter's
+    return from the call it slept in (a CPU whose idle task records nothing).
     """
 
     parts_ns: Dict[str, int]
@@ -104,25 +139,38 @@ class WakeSplit:
     cross_cpu: Optional[bool] = None
     parked: Optional[bool] = None
     by_notifier: Optional[bool] = None
+    reblocks: Tuple[Reblock, ...] = ()
+    inferred: int = 0
 
     @property
     def attributed(self) -> bool:
         """True when the events placed every nanosecond of the wake."""
         return self.parts_ns.get("unattributed", 0) == 0
 
+    def causes_ns(self) -> Dict[str, int]:
+        """The re-blocks' time by cause (``ON/WHO``, :attr:`Reblock.cause`); sums to ``gil_wait``."""
+        out: Dict[str, int] = {}
+        for block in self.reblocks:
+            out[block.cause] = out.get(block.cause, 0) + block.asleep_ns
+        return out
 
-# Walk states and the component their time is credited to.
-_ASLEEP, _WOKEN, _QUEUED, _RUNNING, _BLOCKED, _REWOKEN, _PREEMPTED, _LOST = range(8)
+
+# Walk states and the component their time is credited to.  A sleep after the waiter first ran
+# (_BLOCKED) is a re-block; the scheduler's time getting it back on a CPU (_REWOKEN, _REQUEUED) is
+# the scheduler's, as for the first wake.
+_ASLEEP, _WOKEN, _QUEUED, _RUNNING, _BLOCKED, _REWOKEN, _REQUEUED, _PREEMPTED = range(8)
 _BUCKET = {
     _ASLEEP: "notify",
     _WOKEN: "sched_wake",
     _QUEUED: "sched_queue",
     _RUNNING: "interpreter",
     _BLOCKED: "gil_wait",
-    _REWOKEN: "gil_wait",
+    _REWOKEN: "sched_wake",
+    _REQUEUED: "sched_queue",
     _PREEMPTED: "sched_queue",
-    _LOST: "unattributed",
 }
+# Woken (or preempted), runnable, not yet seen on a CPU.
+_RUNNABLE = (_WOKEN, _QUEUED, _REWOKEN, _REQUEUED, _PREEMPTED)
 
 
 def _asleep(state: str) -> bool:
@@ -144,6 +192,171 @@ def _state_before(events: Sequence[SchedEvent], tid: int) -> Tuple[int, Optional
     return _ASLEEP, None  # nothing known: a blocked arm's waiter is parked (the settle)
 
 
+class _Walk:
+    """The state of :func:`split_wake`'s walk over one wake's events (see its docstring)."""
+
+    def __init__(self, tid: int, t0: int, state: int, context: WaiterContext) -> None:
+        self.tid = tid
+        self.context = context
+        self.parts = dict.fromkeys(COMPONENTS, 0)
+        self.pos = t0
+        self.state = state
+        self.woken = False  # the wake that ends the wait for the notify was seen
+        self.ran = False  # the waiter was seen on a CPU after that wake
+        self.waking_cpu: Optional[int] = None
+        self.from_idle: Optional[bool] = None
+        self.cross_cpu: Optional[bool] = None
+        self.by_notifier: Optional[bool] = None
+        self.inferred = 0
+        self.call: Optional[SchedEvent] = None  # the system call the waiter is in (entered, not left)
+        self.blocks: List[Reblock] = []
+        self.sleeping: Optional[Reblock] = None  # the re-block being slept, until its wake
+        self.leaving: Optional[int] = None  # index of the re-block whose call's exit may say it timed out
+        self.tgid = 0  # the waiter's process, once one of its own events says
+        self.early: Optional[SchedEvent] = None  # a wake raised while it was still on its CPU
+
+    def credit(self, until: int, bucket: Optional[str] = None) -> None:
+        """Credit ``[pos, until)`` to ``bucket`` (default: the current state's)."""
+        bucket = bucket or _BUCKET[self.state]
+        span = until - self.pos
+        self.parts[bucket] += span
+        if bucket == "gil_wait" and self.sleeping is not None:
+            self.sleeping = dataclasses.replace(self.sleeping, asleep_ns=self.sleeping.asleep_ns + span)
+        self.pos = until
+
+    def first_run(self, event: SchedEvent, from_idle: Optional[bool]) -> None:
+        if self.woken and not self.ran:
+            self.ran = True
+            self.from_idle = from_idle
+            if self.waking_cpu is not None:
+                self.cross_cpu = self.waking_cpu != event.cpu
+
+    def end_sleep(self) -> None:
+        """The re-block being slept is over (woken, or seen running without a wake)."""
+        if self.sleeping is not None and self.sleeping.asleep_ns > 0:
+            self.blocks.append(self.sleeping)
+        self.sleeping = None
+
+    def waking(self, event: SchedEvent) -> None:
+        if self.state == _ASLEEP:
+            self.credit(event.time_ns)
+            self.state, self.woken, self.waking_cpu = _WOKEN, True, event.cpu
+            if self.context.notifier_tid:
+                self.by_notifier = event.tid == self.context.notifier_tid
+        elif self.state == _BLOCKED:
+            self.credit(event.time_ns)
+            if self.sleeping is not None:
+                by = waker_role(event.tid, event.tgid, self.tgid, self.context)
+                self.sleeping = dataclasses.replace(self.sleeping, by=by, holder_tid=event.tid or None)
+                count = len(self.blocks)
+                self.end_sleep()
+                # The exit of the call it slept in will say whether that wake was its timeout.
+                self.leaving = count if len(self.blocks) > count else None
+            self.state = _REWOKEN
+        elif self.state == _RUNNING:
+            # A wake raised while the waiter is still on its CPU, on its way to sleep (the kernel
+            # names a wake only of a task that set itself asleep): if a switch-out follows, that
+            # sleep was over before it began (see switch_out); if not, the call never slept.
+            self.early = event
+        # A wake of a waiter already runnable: nothing changes.
+
+    def wakeup(self, event: SchedEvent) -> None:
+        if self.state in (_WOKEN, _REWOKEN):
+            self.credit(event.time_ns)
+            self.state = _QUEUED if self.state == _WOKEN else _REQUEUED
+
+    def switch_in(self, event: SchedEvent) -> None:
+        if self.state in (_ASLEEP, _BLOCKED):
+            self.credit(event.time_ns, "unattributed")  # on a CPU without a wake the trace showed
+            self.end_sleep()
+        elif self.state != _RUNNING:
+            self.credit(event.time_ns)
+        self.first_run(event, event.prev_pid == 0)
+        self.state = _RUNNING
+
+    def on_cpu(self, event: SchedEvent) -> None:
+        """The waiter's own event: it is on a CPU at ``event.time_ns``."""
+        if self.state == _RUNNING:
+            return
+        # Its first act on a CPU after a sleep is to return from the call it slept in: that exit
+        # bounds the switch-in the trace did not show (within a microsecond or two).  Until then,
+        # an event in its context (an interrupt's wake of another task) is the kernel's, on the way
+        # back.  Any other first event leaves the stretch unplaced: it ran for an unknown time.
+        woken = self.state in (_WOKEN, _QUEUED, _REWOKEN, _REQUEUED)
+        if woken and event.kind not in ("enter", "exit") and self.call is not None and self.call.kind == "enter":
+            return
+        if woken and event.kind == "exit":
+            self.credit(event.time_ns)
+            self.inferred += 1
+        elif self.state == _BLOCKED and event.kind == "exit" and self.sleeping is not None \
+                and event.syscall == self.sleeping.syscall:
+            # A re-block ended by a wake raised where nothing is recorded (a timer firing on an
+            # idle CPU): the exit of the call it slept in ends it, and says whether it timed out.
+            self.credit(event.time_ns)
+            by = "timeout" if timed_out(event.syscall, event.ret) else "unknown"
+            self.sleeping = dataclasses.replace(self.sleeping, by=by)
+            self.end_sleep()
+            self.inferred += 1
+        else:
+            self.credit(event.time_ns, "unattributed")
+            self.end_sleep()
+        self.first_run(event, None)
+        self.state = _RUNNING
+
+    def handoff(self, event: SchedEvent) -> None:
+        """The waiter, on a CPU, wakes another thread: inside a futex call on the GIL that is the
+        GIL's previous holder, told that the switch it asked for happened (CPython's forced
+        switching): the holder of the GIL waits that ended in timeouts just before."""
+        call = self.call
+        if call is None or call.kind != "enter" or call.syscall != "futex" \
+                or blocked_on("futex", call.arg0, call.tgid, self.context) != "gil":
+            return
+        role = waker_role(event.pid, self.tgid, self.tgid, self.context)
+        for index in range(len(self.blocks) - 1, -1, -1):
+            block = self.blocks[index]
+            if block.on != "gil" or block.by != "timeout" or block.holder:
+                break
+            self.blocks[index] = dataclasses.replace(block, holder=role, holder_tid=event.pid)
+
+    def switch_out(self, event: SchedEvent) -> None:
+        if self.state != _RUNNING:
+            # It ran with no event to say since when: the stretch is not placed.
+            self.credit(event.time_ns, "unattributed")
+            self.end_sleep()
+            self.first_run(event, None)
+        else:
+            self.credit(event.time_ns)
+        self.leaving = None
+        early, self.early = self.early, None
+        if not _asleep(event.prev_state):
+            self.state = _PREEMPTED
+        elif not self.woken:
+            self.state = _ASLEEP  # not yet notified: still the wait the notify ends
+            if early is not None:  # ... and its wake already raised
+                self.waking(dataclasses.replace(early, time_ns=event.time_ns))
+        else:
+            call = self.call
+            syscall, address, tgid = (call.syscall, call.arg0, call.tgid) if call is not None else ("", 0, 0)
+            on = blocked_on(syscall, address, tgid, self.context)
+            self.sleeping = Reblock(on=on, by="unknown", asleep_ns=0, syscall=syscall,
+                                    address=address if call is not None else None)
+            self.state = _BLOCKED
+            if early is not None:  # woken on its way to sleep: asleep for no time, the wake pending
+                self.waking(dataclasses.replace(early, time_ns=event.time_ns))
+
+    def syscall(self, event: SchedEvent) -> None:
+        self.early = None  # back in its own code: a wake raised before found it awake
+        if event.kind == "enter":
+            self.call = event
+            return
+        call, self.call = self.call, None
+        index = self.leaving
+        if index is not None and call is not None and event.syscall == self.blocks[index].syscall:
+            self.leaving = None
+            if timed_out(event.syscall, event.ret):
+                self.blocks[index] = dataclasses.replace(self.blocks[index], by="timeout", holder_tid=None)
+
+
 def split_wake(
     events: Sequence[SchedEvent],
     times: Sequence[int],
@@ -151,62 +364,60 @@ def split_wake(
     t0: int,
     t1: int,
     notifier_tid: Optional[int] = None,
+    context: Optional[WaiterContext] = None,
 ) -> WakeSplit:
     """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events.
 
     ``events`` are the waiter's events in time order (as :func:`~wakelab.harness.trace.parse_script`
-    files them) and ``times`` their ``time_ns`` (for bisection).  The parts
-    sum to ``t1 - t0`` exactly.
+    files them) and ``times`` their ``time_ns`` (for bisection); ``context``
+    what is known of its surroundings, to name its re-blocks (by default only
+    ``notifier_tid``).  The parts sum to ``t1 - t0`` exactly.
+
+    The walk follows the waiter: asleep until a wake (``notify``), woken until
+    on a run queue (``sched_wake``), queued until switched in (``sched_queue``),
+    on a CPU (``interpreter``: the waiter's own work); a further sleep after it
+    ran is a re-block (``gil_wait``, named by :mod:`wakelab.analysis.reblocks`)
+    and the wake that ends it the scheduler's again.  Where the switch-in is
+    missing (an idle CPU that records nothing), the waiter's return from the
+    call it slept in stands for it.  What no event places is ``unattributed``.
     """
-    parts = dict.fromkeys(COMPONENTS, 0)
+    ctx = context if context is not None else WaiterContext(notifier_tid=notifier_tid)
+    if ctx.notifier_tid is None and notifier_tid is not None:
+        ctx = dataclasses.replace(ctx, notifier_tid=notifier_tid)
     start = bisect.bisect_right(times, t0)
     end = bisect.bisect_right(times, t1)
-    state, parked = _state_before(events[max(0, start - 64):start], tid)
-    pos = t0
-    cycles = 0
-    from_idle: Optional[bool] = None
-    cross_cpu: Optional[bool] = None
-    by_notifier: Optional[bool] = None
-    waking_cpu: Optional[int] = None
-    seen_wake = state != _ASLEEP
+    before = events[max(0, start - 64):start]
+    state, parked = _state_before(before, tid)
+    walk = _Walk(tid, t0, state, ctx)
+    for event in reversed(before):  # the call the waiter was in at t0
+        if event.tid == tid and event.kind in ("enter", "exit"):
+            walk.call = event if event.kind == "enter" else None
+            break
     for event in events[start:end]:
         kind = event.kind
-        new_state = state
+        if event.tid == tid and event.tgid:
+            walk.tgid = event.tgid
         if kind == "waking" and event.pid == tid:
-            if state == _ASLEEP:
-                new_state = _WOKEN
-                seen_wake = True
-                waking_cpu = event.cpu
-                if notifier_tid:
-                    by_notifier = event.tid == notifier_tid
-            elif state == _BLOCKED:
-                new_state = _REWOKEN
-                cycles += 1
+            walk.waking(event)
         elif kind == "wakeup" and event.pid == tid:
-            if state == _WOKEN:
-                new_state = _QUEUED
+            walk.wakeup(event)
         elif kind == "switch" and event.next_pid == tid:
-            if state == _ASLEEP and not seen_wake:
-                state = _LOST  # on a CPU without a wake the trace showed: credit nothing
-            if from_idle is None:
-                from_idle = event.prev_pid == 0
-                if waking_cpu is not None:
-                    cross_cpu = waking_cpu != event.cpu
-            new_state = _RUNNING
+            walk.switch_in(event)
         elif kind == "switch" and event.prev_pid == tid:
-            if state == _RUNNING:
-                new_state = _BLOCKED if _asleep(event.prev_state) else _PREEMPTED
-            else:
-                new_state = _LOST
-        else:
-            continue
-        if new_state != state or kind == "switch":
-            parts[_BUCKET[state]] += event.time_ns - pos
-            pos = event.time_ns
-            state = new_state
+            walk.switch_out(event)
+        elif event.tid == tid:
+            # The waiter's own system call, or a wake it raised: it is on a CPU.
+            walk.on_cpu(event)
+            if kind in ("enter", "exit"):
+                walk.syscall(event)
+            elif kind == "waking":
+                walk.handoff(event)
     # t1 is taken on a CPU: the last stretch is the interpreter's if the events agree.
-    parts["interpreter" if state == _RUNNING else "unattributed"] += t1 - pos
-    return WakeSplit(parts, cycles, from_idle, cross_cpu, parked, by_notifier)
+    walk.credit(t1, "interpreter" if walk.state == _RUNNING else "unattributed")
+    walk.end_sleep()
+    blocks = resolve_holders(walk.blocks)
+    return WakeSplit(walk.parts, len(blocks), walk.from_idle, walk.cross_cpu, parked, walk.by_notifier,
+                     blocks, walk.inferred)
 
 
 def why_untraceable(arm: Mapping[str, Any]) -> Optional[str]:
@@ -231,22 +442,33 @@ def split_wakes(
     t0s: Sequence[int],
     samples_ns: Sequence[int],
     notifier_tid: Optional[int] = None,
+    context: Optional[WaiterContext] = None,
 ) -> List[WakeSplit]:
     """:func:`split_wake` for every wake (``t1 = t0 + sample``), in order."""
     times = [e.time_ns for e in events]
-    return [split_wake(events, times, tid, t0, t0 + s, notifier_tid) for t0, s in zip(t0s, samples_ns)]
+    return [split_wake(events, times, tid, t0, t0 + s, notifier_tid, context) for t0, s in zip(t0s, samples_ns)]
 
 
 def component_series(splits: Sequence[WakeSplit]) -> Dict[str, List[int]]:
     """Per component, its value in every wake (the samples file's ``components_ns``), plus
-    ``gil_cycles`` (the count of extra cycles per wake)."""
+    ``gil_cycles`` (the count of re-blocks per wake)."""
     series: Dict[str, List[int]] = {name: [s.parts_ns[name] for s in splits] for name in COMPONENTS}
     series["gil_cycles"] = [s.cycles for s in splits]
     return series
 
 
-def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], q_low: float, q_high: float) -> Optional[Dict[str, Any]]:
-    """Mean latency and mean components of the wakes ranked between quantiles ``q_low`` and ``q_high``."""
+def reblock_series(splits: Sequence[WakeSplit]) -> Dict[str, List[int]]:
+    """Per re-block cause (``ON/WHO``, :mod:`wakelab.analysis.reblocks`), its time in every wake
+    (the samples file's ``traced.reblocks_ns``); in each wake they sum to ``gil_wait``."""
+    per_wake = [s.causes_ns() for s in splits]
+    causes = cause_order(c for wake in per_wake for c in wake)
+    return {cause: [wake.get(cause, 0) for wake in per_wake] for cause in causes}
+
+
+def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], q_low: float, q_high: float,
+                reblocks: Optional[Mapping[str, Sequence[int]]] = None) -> Optional[Dict[str, Any]]:
+    """Mean latency and mean components of the wakes ranked between quantiles ``q_low`` and ``q_high``
+    (and, given ``reblocks``, the mean of each re-block cause: they sum to ``gil_wait``'s)."""
     n = len(samples_ns)
     if n == 0:
         return None
@@ -257,7 +479,36 @@ def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], 
     k = len(chosen)
     out: Dict[str, Any] = {"wakes": k, "latency_ns": sum(samples_ns[i] for i in chosen) / k}
     out["parts_ns"] = {name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS}
+    if reblocks is not None:
+        means = {cause: sum(values[i] for i in chosen) / k for cause, values in reblocks.items()}
+        out["reblocks_ns"] = {cause: mean for cause, mean in means.items() if mean}
     return out
+
+
+#: How many holders (threads that held what the waiter re-blocked on) the summary names.
+HOLDERS_SHOWN = 5
+
+
+def _holders(splits: Sequence[WakeSplit]) -> List[Dict[str, Any]]:
+    """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and
+    the thread ids: one per worker, whose threads differ), in how many wakes, and the re-blocks'
+    time in all (ns)."""
+    totals: Dict[Tuple[str, str], List[Any]] = {}
+    for split in splits:
+        seen = set()
+        for block in split.reblocks:
+            if block.holder_tid is None or not block.holder:
+                continue
+            key = (block.on, block.holder)
+            entry = totals.setdefault(key, [0, 0, set()])
+            entry[1] += block.asleep_ns
+            entry[2].add(block.holder_tid)
+            if key not in seen:
+                entry[0] += 1
+                seen.add(key)
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][1], item[0]))[:HOLDERS_SHOWN]
+    return [{"on": on, "role": role, "tids": sorted(tids), "wakes": wakes, "asleep_ns": asleep}
+            for (on, role), (wakes, asleep, tids) in ranked]
 
 
 def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> Dict[str, Any]:
@@ -268,11 +519,14 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
     ``sched_queue``) its own p50/p90/p99 over the wakes -- these do not sum.
     ``at_p50`` / ``at_p99``: the mean latency and mean components of the
     wakes ranked around the median (45th to 55th percentile) and at the tail
-    (99th percentile and above) -- these do sum (up to rounding).
+    (99th percentile and above) -- these do sum (up to rounding); their
+    ``reblocks_ns`` split ``gil_wait`` by cause.  ``reblocks``: each cause's
+    wakes and time, and the threads that held what the waiter re-blocked on.
     """
     from wakelab.analysis.stats import summarize_latency
 
     series = component_series(splits)
+    causes = reblock_series(splits)
     series_sched = [a + b for a, b in zip(series["sched_wake"], series["sched_queue"])]
     percentiles: Dict[str, Any] = {}
     for name in COMPONENTS + ("scheduler",):
@@ -282,6 +536,11 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
     n = len(splits)
     idle = [s.from_idle for s in splits if s.from_idle is not None]
     cross = [s.cross_cpu for s in splits if s.cross_cpu is not None]
+    by_cause: Dict[str, Any] = {}
+    for cause, values in causes.items():
+        present = [v for v in values if v]
+        by_cause[cause] = {"wakes": len(present), "total_ns": sum(present),
+                           "p50_ns": summarize_latency(present).to_dict().get("p50_ns") if present else None}
     return {
         "wakes": n,
         "fully_attributed": sum(1 for s in splits if s.attributed),
@@ -289,9 +548,11 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
         "from_idle_fraction": (sum(idle) / len(idle)) if idle else None,
         "cross_cpu_fraction": (sum(cross) / len(cross)) if cross else None,
         "parked_at_t0_fraction": (sum(1 for s in splits if s.parked) / n) if n else None,
+        "inferred_switch_ins": sum(s.inferred for s in splits),
         "percentiles": percentiles,
-        "at_p50": _band_means(samples_ns, series, 0.45, 0.55),
-        "at_p99": _band_means(samples_ns, series, 0.99, 1.0),
+        "at_p50": _band_means(samples_ns, series, 0.45, 0.55, causes),
+        "at_p99": _band_means(samples_ns, series, 0.99, 1.0, causes),
+        "reblocks": {"causes": by_cause, "holders": _holders(splits)},
     }
 
 
@@ -307,6 +568,53 @@ def _us(value: Optional[float]) -> str:
     from wakelab.formatting import format_us
 
     return format_us(value)
+
+
+#: A re-block cause under this share of its band's latency is folded into "other re-blocks".
+CAUSE_SHOWN_SHARE = 0.01
+
+
+def band_sentence(label: str, band: Mapping[str, Any]) -> str:
+    """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 +
+    queue 100 + re-blocked on the GIL the notifier held 1745 + the waiter's own work 2002 +
+    other 200" -- every further sleep named by its cause, largest first; the parts sum to the
+    latency (up to rounding).  A band from before re-blocks were named reads as before."""
+    parts: Mapping[str, float] = band.get("parts_ns") or {}
+    causes = band.get("reblocks_ns")
+    if not isinstance(causes, Mapping):
+        return _band_line(label, band)
+    latency = float(band.get("latency_ns") or 0.0)
+    shown = ["notify %s" % _us(parts.get("notify")), "wake %s" % _us(parts.get("sched_wake")),
+             "queue %s" % _us(parts.get("sched_queue"))]
+    folded = float(parts.get("gil_wait") or 0.0)
+    for cause, value in sorted(causes.items(), key=lambda item: (-float(item[1] or 0.0), item[0])):
+        value = float(value or 0.0)
+        if value > 0 and value >= CAUSE_SHOWN_SHARE * latency:
+            shown.append("%s %s" % (cause_phrase(str(cause)), _us(value)))
+            folded -= value
+    if folded >= 0.0005 * max(latency, 1.0) and folded > 0.5:
+        shown.append("other re-blocks %s" % _us(folded))
+    shown.append("the waiter's own work %s" % _us(parts.get("interpreter")))
+    text = "%s %s µs = %s" % (label, _us(band.get("latency_ns")), " + ".join(shown))
+    if parts.get("unattributed"):
+        text += " + other %s" % _us(parts.get("unattributed"))
+    return text
+
+
+def _holder_note(holder: Mapping[str, Any]) -> str:
+    """One holder as "the GIL held by busy thread 4711 in 38 wakes"."""
+    role = str(holder.get("role") or "")
+    tids = [str(t) for t in holder.get("tids") or []]
+    names = {"notifier": "the notifier", "busy": "busy thread", "thread": "thread", "process": "thread"}
+    who = names.get(role, role)
+    if role != "notifier" and tids:
+        who = (who + "s " if len(tids) > 1 else who + " ") + ", ".join(tids[:3]) + (" ..." if len(tids) > 3 else "")
+        if len(tids) > 1:
+            who += " (one per worker)"
+    if role == "process":
+        who += " of another process"
+    what = ON_PHRASES.get(str(holder.get("on")), str(holder.get("on")))
+    return "%s held by %s in %s wakes" % (what, who, holder.get("wakes"))
 
 
 def _band_line(label: str, band: Mapping[str, Any], native: bool = False) -> str:
@@ -333,12 +641,23 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
     any_split = any(isinstance(a.get("trace"), Mapping) and a["trace"].get("traced") for a in arms)
     if not tracing.get("traced") and not any_split:
         return ["  not traced: " + escape_text(tracing.get("reason") or "unknown reason")]
-    out = [
-        "  each wake split at the kernel's scheduler events (perf, CLOCK_MONOTONIC), in µs; the",
-        "  parts of a wake sum to it: notify path + scheduler (wake delivery, run-queue wait) +",
-        "  GIL wait (for C: re-sleep on a lock) + interpreter; 'at p50' = mean of the wakes ranked",
-        "  45th-55th percentile.",
-    ]
+    named = any(isinstance(((a.get("trace") or {}).get("components") or {}).get("at_p50"), Mapping)
+                and "reblocks_ns" in a["trace"]["components"]["at_p50"] for a in arms)
+    if named:
+        out = [
+            "  each wake split at the kernel's scheduler events and the waiter's blocking calls (perf,",
+            "  CLOCK_MONOTONIC), in µs; the parts of a wake sum to it: notify path + scheduler (wake",
+            "  delivery, run-queue wait) + each further sleep, named by what it waited on and who held",
+            "  it + the waiter's own work on a CPU up to t1; 'at p50' = mean of the wakes ranked",
+            "  45th-55th percentile.",
+        ]
+    else:
+        out = [
+            "  each wake split at the kernel's scheduler events (perf, CLOCK_MONOTONIC), in µs; the",
+            "  parts of a wake sum to it: notify path + scheduler (wake delivery, run-queue wait) +",
+            "  GIL wait (for C: re-sleep on a lock) + interpreter; 'at p50' = mean of the wakes ranked",
+            "  45th-55th percentile.",
+        ]
     if not tracing.get("traced"):
         out.append("  tracing stopped during the run: " + escape_text(tracing.get("reason") or "unknown reason"))
     by_name = {a.get("name"): a for a in arms}
@@ -370,9 +689,9 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
         at99 = comps.get("at_p99")
         native = arm.get("family") == "native"
         if at50:
-            out.append("  %-26s %s" % (name, _band_line("p50", at50, native)))
+            out.append("  %-26s %s" % (name, band_sentence("p50", at50) if "reblocks_ns" in at50 else _band_line("p50", at50, native)))
         if at99:
-            out.append("  %-26s %s" % ("", _band_line("p99", at99, native)))
+            out.append("  %-26s %s" % ("", band_sentence("p99", at99) if "reblocks_ns" in at99 else _band_line("p99", at99, native)))
         overhead: Mapping[str, Any] = trace.get("overhead") or {}
         notes = []
         if overhead.get("untraced_p50_ns") is not None:
@@ -388,7 +707,13 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
         if comps.get("wakes"):
             notes.append("%d/%d wakes fully attributed" % (comps.get("fully_attributed") or 0, comps.get("wakes") or 0))
             if comps.get("with_gil_cycles"):
-                notes.append("%d with GIL cycles" % comps["with_gil_cycles"])
+                notes.append("%d with GIL cycles" % comps["with_gil_cycles"] if not named else
+                             "%d re-blocked" % comps["with_gil_cycles"])
+            if comps.get("inferred_switch_ins"):
+                notes.append("%d switch-ins placed at the waiter's return from its call (its CPU's idle task"
+                             " records no events)" % comps["inferred_switch_ins"])
+            holders = (comps.get("reblocks") or {}).get("holders") or []
+            notes.extend(_holder_note(h) for h in holders[:2] if isinstance(h, Mapping))
             for key, label in (("cross_cpu_fraction", "cross-CPU"), ("from_idle_fraction", "onto an idle CPU")):
                 value = comps.get(key)
                 if isinstance(value, (int, float)) and value >= 0.005:

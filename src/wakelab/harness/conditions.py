@@ -177,6 +177,9 @@ def worker_conditions(params: object, conditions: Conditions) -> Iterator[Dict[s
                 thread.start()
                 burners.append(thread)
             applied["cpu_threads"] = len(burners)
+            if burners and _traced():
+                # A traced run names a busy thread that holds what the waiter re-blocks on.
+                applied["cpu_thread_tids"] = [getattr(t, "native_id", None) for t in burners]
             # After the busy threads have started: they stay normal tasks whatever the notifier becomes.
             with realtime_conditions(conditions) as scheduling:
                 applied.update(scheduling)
@@ -186,6 +189,12 @@ def worker_conditions(params: object, conditions: Conditions) -> Iterator[Dict[s
             for thread in burners:
                 thread.join(10.0)
             sys.setswitchinterval(old_interval)
+
+
+def _traced() -> bool:
+    from wakelab.core.drivers import recording_t0
+
+    return recording_t0()
 
 
 def check_idle_hold() -> None:

@@ -87,7 +87,7 @@ from wakelab.harness.workers import (
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import guidance_dict
-from wakelab.analysis.components import component_series, split_wakes, summarize_components, why_untraceable
+from wakelab.analysis.components import component_series, reblock_series, split_wakes, summarize_components, why_untraceable
 from wakelab.harness import trace as sched_trace
 from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
 from wakelab.analysis.stats import cpu_split, repetition_spread, summarize_latency, summarize_rate
@@ -711,11 +711,11 @@ def _trace_arm(
         started = time.perf_counter()
         try:
             # Quietly: the arm was reported done; its workers' progress would count twice.
-            raws, _ = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=True)
+            raws, figures = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=True)
         finally:
             session.stop()
         wall_s = round(time.perf_counter() - started, 6)
-        traced = _split_traced(session, raws)
+        traced = _split_traced(session, raws, figures)
         # The machine drifts between passes: an untraced pass after the traced one brackets it.
         after, _ = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool)
         after_p50 = summarize_latency(pool_raws(after).samples_ns).percentiles_ns.get("p50")  # type: ignore[union-attr]
@@ -760,6 +760,7 @@ def _trace_arm(
     doc["traced"] = {
         "samples_ns": samples,
         "components_ns": component_series(traced["splits"]),
+        "reblocks_ns": reblock_series(traced["splits"]),
         "components": list(traced["order"]),
         "unit": "ns",
     }
@@ -799,9 +800,11 @@ def _untraced_doc(folder: str, arm_name: str, relative: str) -> Optional[Dict[st
     return doc if isinstance(doc, dict) and doc.get("arm") == arm_name else None
 
 
-def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw]) -> Dict[str, Any]:
-    """Every worker's wakes split at its waiter's events, pooled in worker order."""
+def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+    """Every worker's wakes split at its waiter's events, pooled in worker order (``figures``:
+    each worker's, whose ``applied`` names its busy threads)."""
     from wakelab.analysis.components import COMPONENTS
+    from wakelab.analysis.reblocks import context_from
 
     tids = set()
     for raw in raws:
@@ -813,7 +816,7 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw]) -> Dict[
     samples: List[int] = []
     splits: List[Any] = []
     lost = 0
-    for raw in raws:
+    for index, raw in enumerate(raws):
         assert isinstance(raw, RawLatency)
         info = raw.info
         t0s = info.pop("wake_t0_ns", None)  # bulky: in the samples file's traced part, not in info
@@ -823,7 +826,11 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw]) -> Dict[
         if not isinstance(t0s, list) or len(t0s) != len(raw.samples_ns) or not isinstance(tid, int):
             raise RuntimeError("the traced worker did not report its waiter's thread and each wake's t0")
         notifier = info.get("notifier_tid")
-        splits.extend(split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns, notifier if isinstance(notifier, int) else None))
+        applied = (figures[index].get("applied") or {}) if index < len(figures) else {}
+        context = context_from(info, applied.get("cpu_thread_tids") or ())
+        info.pop("interpreter_data", None)  # where the GIL lives: used here, not kept in summary.json
+        splits.extend(split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns,
+                                  notifier if isinstance(notifier, int) else None, context))
         samples.extend(raw.samples_ns)
         lost += raw.lost
     return {

@@ -23,6 +23,25 @@ perf acknowledged ``enable``, so no wake is measured before the events flow.
 Where tracing is not allowed (no ``perf``, not root and
 ``kernel.perf_event_paranoid`` too high, no tracepoints), :class:`TraceUnavailable`
 carries one sentence saying why and how to enable it.
+
+Why the waiter's blocking system calls too.  The scheduler's events are not
+always all there: on some kernels a CPU that idles records nothing in its idle
+task -- not its ``sched_wakeup``, not its ``sched_switch`` from idle to the
+woken waiter, not its ``power:cpu_idle`` exit (seen on this project's 2-vCPU
+Firecracker guests: every event of ``swapper/1`` is missing, on perf and
+tracefs alike, while ``swapper/0`` records them).  A wake into that CPU shows
+its ``sched_waking`` and then the waiter already running.  The waiter's own
+events fill the gap: the exit of the system call it slept in
+(``syscalls:sys_exit_futex``, ``sys_exit_read``, ...) is the first thing it
+does on its CPU, within a microsecond or two of being switched in, so the
+split can place the switch-in there instead of giving the wake up.  And the
+matching ``sys_enter_*`` says what each further sleep waited on: a futex by
+its address (a lock, a condition, the GIL), an fd, a timer, a signal, a
+child -- and the exit's return value whether it timed out.  These are
+:data:`SYSCALLS`, recorded where the kernel has their tracepoints
+(:func:`default_events`); a tracepoint costs each of those calls about a
+microsecond while perf records, on the whole machine, which the traced pass's
+overhead (traced p50 against untraced passes on both sides) shows.
 """
 
 from __future__ import annotations
@@ -36,12 +55,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.components import SchedEvent
 
-#: The tracepoints recorded: who wakes whom, who runs where, who moves.
+#: The scheduler's tracepoints: who wakes whom, who runs where, who moves.
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch", "sched:sched_migrate_task")
+#: The system calls a waiter sleeps in, followed at their entry and exit (``syscalls:sys_enter_NAME``,
+#: ``syscalls:sys_exit_NAME``) where the kernel has the tracepoints: locks, conditions, semaphores and
+#: the GIL (futex); fds (read, recv, select, poll, epoll); timers; signals; children.
+SYSCALLS = (
+    "futex", "read", "readv", "recvfrom", "recvmsg", "select", "pselect6", "poll", "ppoll", "epoll_wait",
+    "epoll_pwait", "epoll_pwait2", "clock_nanosleep", "nanosleep", "rt_sigtimedwait", "rt_sigsuspend", "pause",
+    "wait4", "waitid",
+)
+#: Where the kernel lists its tracepoints (tracefs, then its older place under debugfs).
+TRACEFS_EVENTS = ("/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events")
 #: How long perf may take to come up and acknowledge ``enable``.
 START_TIMEOUT_S = 15.0
 #: How long perf may take to end after ``stop`` (it writes its buffers out).
@@ -61,16 +90,51 @@ class TraceUnavailable(RuntimeError):
     """Tracing cannot run here; the message says why and how to enable it."""
 
 
-_LINE = re.compile(r"^\s*(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<ns>\d{9}):\s+(?P<event>[\w:]+):\s(?P<rest>.*)$")
+def syscall_events(names: Sequence[str] = SYSCALLS, roots: Sequence[str] = TRACEFS_EVENTS) -> List[str]:
+    """The ``syscalls:sys_enter_NAME`` / ``sys_exit_NAME`` tracepoints of ``names`` this kernel has
+    (both of a pair, or neither); empty where its tracepoint list cannot be read."""
+    for root in roots:
+        folder = os.path.join(root, "syscalls")
+        try:
+            present = set(os.listdir(folder))
+        except OSError:
+            continue
+        found: List[str] = []
+        for name in names:
+            if "sys_enter_" + name in present and "sys_exit_" + name in present:
+                found += ["syscalls:sys_enter_" + name, "syscalls:sys_exit_" + name]
+        return found
+    return []
+
+
+def default_events() -> Tuple[str, ...]:
+    """What a session records unless told otherwise: :data:`EVENTS` and the waiter's blocking
+    system calls (:func:`syscall_events`)."""
+    return EVENTS + tuple(syscall_events())
+
+
+# "pid/tid [cpu] sec.ns: event: fields" (perf script -F pid,tid,...), or "tid [cpu] ..." (-F tid,...).
+_LINE = re.compile(
+    r"^\s*(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<ns>\d{9}):\s+(?P<event>[\w:]+):\s(?P<rest>.*)$"
+)
 _WAKE = re.compile(r"\spid=(?P<pid>\d+)\s+prio=-?\d+\s+target_cpu=(?P<target>\d+)")
 _SWITCH = re.compile(
     r"\sprev_pid=(?P<prev>\d+)\s+prev_prio=-?\d+\s+prev_state=(?P<state>\S+)\s+==>\s+next_comm=.*\snext_pid=(?P<next>\d+)\s+next_prio=-?\d+\s*$"
 )
 _MIGRATE = re.compile(r"\spid=(?P<pid>\d+)\s+prio=-?\d+\s+orig_cpu=(?P<orig>\d+)\s+dest_cpu=(?P<dest>\d+)")
+# A system call's arguments ("uaddr: 0x7f.., op: 0x00000089, ...") and return value ("0xffffffffffffff92").
+_ARG = re.compile(r"\w+:\s+(0x[0-9a-fA-F]+|-?\d+)")
+_RET = re.compile(r"^\s*(0x[0-9a-fA-F]+|-?\d+)\s*$")
+
+
+def _signed(text: str) -> int:
+    """A return value as perf prints it (hex, two's complement on 64 bits) as a signed int."""
+    value = int(text, 16) if text.lower().startswith("0x") else int(text)
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def parse_line(line: str) -> Optional[SchedEvent]:
-    """One line of ``perf script -F tid,cpu,time,event,trace --ns`` as an event (None: not one).
+    """One line of ``perf script -F pid,tid,cpu,time,event,trace --ns`` as an event (None: not one).
 
     ``comm`` fields may hold spaces, so each field is found by its key.
     """
@@ -82,12 +146,15 @@ def parse_line(line: str) -> Optional[SchedEvent]:
     rest = " " + match.group("rest")
     cpu = int(match.group("cpu"))
     tid = int(match.group("tid"))
+    tgid = int(match.group("pid") or 0)
+    if event.startswith("syscalls:sys_"):
+        return _parse_syscall(time_ns, event, cpu, tid, tgid, match.group("rest"))
     if event in ("sched:sched_waking", "sched:sched_wakeup"):
         wake = _WAKE.search(rest)
         if wake is None:
             return None
         kind = "waking" if event.endswith("waking") else "wakeup"
-        return SchedEvent(time_ns, kind, cpu, tid, pid=int(wake.group("pid")), target_cpu=int(wake.group("target")))
+        return SchedEvent(time_ns, kind, cpu, tid, pid=int(wake.group("pid")), target_cpu=int(wake.group("target")), tgid=tgid)
     if event == "sched:sched_switch":
         switch = _SWITCH.search(rest)
         if switch is None:
@@ -95,6 +162,7 @@ def parse_line(line: str) -> Optional[SchedEvent]:
         return SchedEvent(
             time_ns, "switch", cpu, tid,
             prev_pid=int(switch.group("prev")), prev_state=switch.group("state"), next_pid=int(switch.group("next")),
+            tgid=tgid,
         )
     if event == "sched:sched_migrate_task":
         move = _MIGRATE.search(rest)
@@ -102,8 +170,24 @@ def parse_line(line: str) -> Optional[SchedEvent]:
             return None
         return SchedEvent(
             time_ns, "migrate", cpu, tid,
-            pid=int(move.group("pid")), orig_cpu=int(move.group("orig")), dest_cpu=int(move.group("dest")),
+            pid=int(move.group("pid")), orig_cpu=int(move.group("orig")), dest_cpu=int(move.group("dest")), tgid=tgid,
         )
+    return None
+
+
+def _parse_syscall(time_ns: int, event: str, cpu: int, tid: int, tgid: int, rest: str) -> Optional[SchedEvent]:
+    """``syscalls:sys_enter_NAME`` (its first two arguments: a futex's word and op, an fd ...) or
+    ``syscalls:sys_exit_NAME`` (its return value, negative for an error: -110 timed out)."""
+    _, _, which = event.partition(":")
+    if which.startswith("sys_enter_"):
+        args = [_signed(v) for v in _ARG.findall(rest)[:2]]
+        args += [0] * (2 - len(args))
+        return SchedEvent(time_ns, "enter", cpu, tid, tgid=tgid, syscall=which[len("sys_enter_"):], arg0=args[0], arg1=args[1])
+    if which.startswith("sys_exit_"):
+        ret = _RET.match(rest)
+        if ret is None:
+            return None
+        return SchedEvent(time_ns, "exit", cpu, tid, tgid=tgid, syscall=which[len("sys_exit_"):], ret=_signed(ret.group(1)))
     return None
 
 
@@ -116,11 +200,19 @@ def parse_script(
 ) -> Dict[int, List[SchedEvent]]:
     """Events by thread id (each list in time order), only for ``tids`` if given.
 
-    A switch names two threads and is filed under both.  Events perf reports
-    it dropped (``LOST N events!``) are added up in ``lost[0]`` if given.
+    A switch names two threads and is filed under both; a wake under the woken
+    thread and the thread that raised it (which was on a CPU then); a system
+    call under its own thread.  Events perf reports it dropped (``LOST N
+    events!``) are added up in ``lost[0]`` if given.
     """
     by_tid: Dict[int, List[SchedEvent]] = {}
+    # The system calls of the whole machine far outnumber the rest: skip other threads' unparsed.
+    own = None if tids is None else {str(t) for t in tids}
     for line in lines:
+        if own is not None and "syscalls:sys_" in line:
+            head = line.lstrip().split(None, 1)[0] if line.strip() else ""
+            if head.rpartition("/")[2] not in own:
+                continue
         dropped = _LOST.search(line)
         if dropped is not None:
             if lost is not None:
@@ -131,6 +223,10 @@ def parse_script(
             continue
         if event.kind == "switch":
             about = {event.prev_pid, event.next_pid}
+        elif event.kind in ("enter", "exit"):
+            about = {event.tid}
+        elif event.kind in ("waking", "wakeup"):
+            about = {event.pid, event.tid}
         else:
             about = {event.pid}
         for tid in about:
@@ -173,6 +269,7 @@ def _first_line(text: str) -> str:
 class SchedTrace:
     """One ``perf record`` session of the scheduler tracepoints, on CLOCK_MONOTONIC.
 
+    Records :func:`default_events` unless ``events`` names others.
     Use as ``with SchedTrace() as trace: ...measure...`` then
     ``trace.events(tids)``; or call :meth:`start`, :meth:`stop`,
     :meth:`close` yourself.  :meth:`close` (also on error) ends perf and
@@ -180,8 +277,9 @@ class SchedTrace:
     :meth:`start` when perf cannot record here.
     """
 
-    def __init__(self, events: Sequence[str] = EVENTS, perf: Optional[str] = None) -> None:
-        self._events = tuple(events)
+    def __init__(self, events: Optional[Sequence[str]] = None, perf: Optional[str] = None) -> None:
+        # None: the scheduler's events and the waiter's blocking system calls (default_events()).
+        self._events = tuple(events) if events is not None else default_events()
         self._perf = perf
         self._dir: Optional[str] = None
         self._proc: Optional["subprocess.Popen[bytes]"] = None
@@ -333,7 +431,7 @@ class SchedTrace:
         """The recorded events about ``tids``, by thread id, in time order (after :meth:`stop`)."""
         wanted = {int(t) for t in tids if t}
         perf = self._perf or perf_path() or "perf"
-        argv = [perf, "script", "-i", self.data_path, "-F", "tid,cpu,time,event,trace", "--ns", "--show-lost-events"]
+        argv = [perf, "script", "-i", self.data_path, "-F", "pid,tid,cpu,time,event,trace", "--ns", "--show-lost-events"]
         assert self._dir is not None
         with tempfile.TemporaryFile(dir=self._dir) as out, tempfile.TemporaryFile(dir=self._dir) as err:
             try:

@@ -92,6 +92,7 @@ a held GIL.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import threading
 import time
@@ -137,7 +138,49 @@ def t0_info(collector: LatencyCollector, t0s: Optional[List[int]], warmup: int) 
     if t0s is None:
         return {}
     kept = [t0s[i] for i, value in enumerate(collector.slots) if i >= warmup and type(value) is int and value < LOST_NS]
-    return {"wake_t0_ns": kept}
+    # Taken after the wakes, like the t0s: where this process keeps the GIL, to name a re-block on it.
+    return {"wake_t0_ns": kept, "interpreter_data": {"pid": os.getpid(), "ranges": interpreter_data_ranges()}}
+
+
+def interpreter_data_ranges(maps: str = "/proc/self/maps") -> List[List[int]]:
+    """``[start, end)`` address ranges of the interpreter's own writable static data in this process.
+
+    The writable mappings of the executable or of ``libpython``/``libpypy``,
+    each extended by the anonymous mapping right after it (its ``.bss``).
+    CPython keeps its GIL there (``_PyRuntime``: the GIL's mutex and condition
+    for 3.11, the main interpreter's for 3.12+), so a futex word in these ranges
+    is the GIL.  Empty where ``/proc`` cannot be read.
+    """
+    import os.path
+    import sys
+
+    try:
+        with open(maps) as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    exe = os.path.realpath(sys.executable) if sys.executable else ""
+    ranges: List[List[int]] = []
+    after_ours = False
+    for line in lines:
+        fields = line.split(None, 5)
+        if len(fields) < 5 or "-" not in fields[0]:
+            continue
+        low, _, high = fields[0].partition("-")
+        try:
+            start, end = int(low, 16), int(high, 16)
+        except ValueError:
+            continue
+        path = fields[5].strip() if len(fields) > 5 else ""
+        name = os.path.basename(path)
+        ours = bool(path) and (path == exe or name.startswith(("libpython", "libpypy")))
+        writable = "w" in fields[1]
+        if ours and writable:
+            ranges.append([start, end])
+        elif after_ours and writable and not path and ranges and ranges[-1][1] == start:
+            ranges[-1][1] = end
+        after_ours = ours and writable
+    return ranges
 
 
 class HarnessError(RuntimeError):

@@ -1,0 +1,218 @@
+"""What a waiter re-blocked on, and who woke it: naming each further sleep of a traced wake.
+
+A woken waiter often does not run straight to ``t1``: it runs, blocks again and
+is woken again, once or several times.  :func:`wakelab.analysis.components.split_wake`
+credits each such sleep to ``gil_wait`` ("re-blocked"); this module names it, from
+the waiter's own system calls that a traced run records beside the scheduler's
+events (:mod:`wakelab.harness.trace`):
+
+* **what it blocked on** -- the system call it entered before it was switched
+  out: a ``futex`` whose word lies in the interpreter's own static data is *the
+  GIL* (CPython keeps the GIL's mutex and condition in ``_PyRuntime``, in the
+  executable's or libpython's data: the worker reports those address ranges,
+  :func:`wakelab.core.drivers.interpreter_data_ranges`); any other futex is *a
+  lock or condition* (threading's locks are semaphores on the heap; in C, the
+  condvar's mutex); ``read``/``recv``/``select``/``poll``/``epoll`` is *an fd*;
+  ``nanosleep`` *a timer*; ``rt_sigtimedwait``/``pause`` *a signal*;
+  ``wait4``/``waitid`` *a child*; anything else (an untraced call, a page
+  fault) is *other*.
+* **who woke it** -- the thread that raised its ``sched_waking``: the notifier,
+  one of the worker's busy threads (``--cpu-threads``), another thread of the
+  waiter's process, another process; or *a timeout*, when the call returned
+  that it timed out (``-ETIMEDOUT`` from a futex, 0 from ``select``/``poll``).
+* **who held it** -- for a lock or the GIL, the thread whose release ended the
+  wait.  CPython's GIL wait is a timed wait: a waiter that times out asks the
+  holder to drop the GIL and waits again, so a GIL wait is often a timeout and
+  then a wake by the holder; the timed-out sleeps are credited to the holder
+  that ended the run of waits on the same thing.
+
+A re-block's *cause* is ``ON/WHO`` (``gil/busy``, ``lock/notifier``,
+``timer/timeout`` ...): the key of the per-wake series in the samples file and
+of the summary's bands, worded by :func:`cause_phrase`.
+
+Not told apart: *which* lock (the Python object behind a futex word), and the
+GIL of a subinterpreter that has its own (3.12+: it lives on the heap, so it
+reads as a lock).  Both are a known limit of naming by address class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
+
+#: What a re-block waited on, in the order they are shown.
+BLOCKED_ON: Tuple[str, ...] = ("gil", "lock", "fd", "timer", "signal", "child", "other")
+#: Each as a sentence names it.
+ON_PHRASES: Dict[str, str] = {
+    "gil": "the GIL",
+    "lock": "a lock",
+    "fd": "an fd",
+    "timer": "a timer",
+    "signal": "a signal",
+    "child": "a child",
+    "other": "something untraced",
+}
+#: Who woke (or held) it.
+WAKERS: Tuple[str, ...] = ("notifier", "busy", "thread", "process", "timeout", "unknown")
+WHO_PHRASES: Dict[str, str] = {
+    "notifier": "the notifier",
+    "busy": "a busy thread",
+    "thread": "another thread",
+    "process": "another process",
+    "timeout": "a timeout",
+    "unknown": "an unseen waker",
+}
+
+# The system calls a traced run follows (harness.trace.SYSCALLS), by what their sleep waits on.
+_SYSCALL_ON: Dict[str, str] = {
+    "read": "fd", "readv": "fd", "recvfrom": "fd", "recvmsg": "fd", "select": "fd", "pselect6": "fd",
+    "poll": "fd", "ppoll": "fd", "epoll_wait": "fd", "epoll_pwait": "fd", "epoll_pwait2": "fd",
+    "clock_nanosleep": "timer", "nanosleep": "timer",
+    "rt_sigtimedwait": "signal", "rt_sigsuspend": "signal", "pause": "signal",
+    "wait4": "child", "waitid": "child",
+}
+_ETIMEDOUT = -110
+_EAGAIN = -11
+# Calls whose return value 0 says the wait ran out (a timeout), not that something arrived.
+_ZERO_IS_TIMEOUT = frozenset(("select", "pselect6", "poll", "ppoll", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+                              "clock_nanosleep", "nanosleep"))
+
+
+@dataclasses.dataclass(frozen=True)
+class WaiterContext:
+    """What the split knows about the waiter's surroundings, to name its re-blocks.
+
+    ``notifier_tid``: the thread that notifies; ``busy_tids``: the worker's busy
+    threads (``--cpu-threads``); ``gil_ranges``: ``(start, end)`` address ranges of
+    the interpreter's own static data in the process ``waiter_pid`` (a futex there
+    is the GIL; empty for a C floor, which has none).
+    """
+
+    notifier_tid: Optional[int] = None
+    busy_tids: FrozenSet[int] = frozenset()
+    gil_ranges: Tuple[Tuple[int, int], ...] = ()
+    waiter_pid: Optional[int] = None
+
+    def in_gil(self, address: int, tgid: int) -> bool:
+        """True when the futex word ``address``, in process ``tgid`` (0: unknown), lies in the GIL's ranges."""
+        if self.waiter_pid and tgid and tgid != self.waiter_pid:
+            return False
+        return any(start <= address < end for start, end in self.gil_ranges)
+
+
+def context_from(info: dict, busy_tids: Iterable[int] = ()) -> WaiterContext:
+    """A :class:`WaiterContext` from a traced worker's ``info`` (``notifier_tid``,
+    ``interpreter_data``: ``{"pid": .., "ranges": [[start, end], ...]}``) and its busy threads."""
+    data = info.get("interpreter_data")
+    ranges: Tuple[Tuple[int, int], ...] = ()
+    pid: Optional[int] = None
+    if isinstance(data, dict):
+        raw = data.get("ranges")
+        if isinstance(raw, list):
+            ranges = tuple((int(r[0]), int(r[1])) for r in raw
+                           if isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(v, int) for v in r))
+        if isinstance(data.get("pid"), int):
+            pid = data["pid"]
+    notifier = info.get("notifier_tid")
+    return WaiterContext(
+        notifier_tid=notifier if isinstance(notifier, int) else None,
+        busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)),
+        gil_ranges=ranges,
+        waiter_pid=pid,
+    )
+
+
+def blocked_on(syscall: str, address: int, tgid: int, context: WaiterContext) -> str:
+    """What a sleep in ``syscall`` (``""``: none seen open) waited on (one of :data:`BLOCKED_ON`);
+    ``address`` is its first argument (a futex's word), ``tgid`` the waiter's process."""
+    if syscall == "futex":
+        return "gil" if context.in_gil(address, tgid) else "lock"
+    return _SYSCALL_ON.get(syscall, "other")
+
+
+def timed_out(syscall: str, ret: int) -> bool:
+    """True when ``syscall`` returning ``ret`` says its wait ran out rather than being woken."""
+    if syscall == "futex":
+        return ret == _ETIMEDOUT
+    if syscall == "rt_sigtimedwait":
+        return ret == _EAGAIN
+    return syscall in _ZERO_IS_TIMEOUT and ret == 0
+
+
+def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) -> str:
+    """Who raised a wake (one of :data:`WAKERS` but ``timeout``): the thread ``tid`` of process ``tgid``."""
+    if context.notifier_tid and tid == context.notifier_tid:
+        return "notifier"
+    if tid in context.busy_tids:
+        return "busy"
+    if tid and tgid and waiter_tgid and tgid == waiter_tgid:
+        return "thread"
+    if tid and tgid and waiter_tgid:
+        return "process"
+    return "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reblock:
+    """One further sleep of the waiter between ``t0`` and ``t1``, after it first ran.
+
+    ``asleep_ns``: from its switch-out to the wake that ended it (what the split
+    credits to ``gil_wait``); ``on``: what it waited on (:data:`BLOCKED_ON`);
+    ``by``: who woke it (:data:`WAKERS`); ``holder``/``holder_tid``: who held
+    what it waited on (the thread whose wake ended this run of waits on the same
+    thing; empty/None when no thread did); ``syscall`` and ``address`` (a futex's
+    word, an fd) as the waiter entered it.
+    """
+
+    on: str
+    by: str
+    asleep_ns: int
+    holder: str = ""
+    holder_tid: Optional[int] = None
+    syscall: str = ""
+    address: Optional[int] = None
+
+    @property
+    def cause(self) -> str:
+        """``ON/WHO``: what it waited on and who held it (or woke it, or ``timeout``)."""
+        return "%s/%s" % (self.on, self.holder or self.by)
+
+
+def resolve_holders(reblocks: Sequence[Reblock]) -> Tuple[Reblock, ...]:
+    """Each re-block with its holder: a wake by a thread names that thread; a run of sleeps on the
+    same thing that timed out is credited to the thread whose wake ended the run (none: ``timeout``)."""
+    out = list(reblocks)
+    pending: list = []
+    for i, block in enumerate(out):
+        if block.by == "timeout":
+            pending.append(i)
+            continue
+        holder = block.by if block.by != "unknown" else ""
+        for j in pending:
+            if out[j].on == block.on:
+                out[j] = dataclasses.replace(out[j], holder=holder, holder_tid=block.holder_tid)
+        pending = []
+        out[i] = dataclasses.replace(block, holder=holder)
+    return tuple(out)
+
+
+def cause_phrase(cause: str) -> str:
+    """``gil/busy`` as "re-blocked on the GIL a busy thread held" (a sentence's part)."""
+    on, _, who = cause.partition("/")
+    what = ON_PHRASES.get(on, on)
+    if who == "timeout":
+        return "re-blocked on %s until a timeout" % what
+    whom = WHO_PHRASES.get(who, who)
+    if on in ("gil", "lock"):
+        return "re-blocked on %s %s held" % (what, whom)
+    return "re-blocked on %s until %s woke it" % (what, whom)
+
+
+def cause_order(causes: Iterable[str]) -> list:
+    """Causes in a stable order: by what was waited on (:data:`BLOCKED_ON`), then by who (:data:`WAKERS`)."""
+    def key(cause: str) -> Tuple[int, int, str]:
+        on, _, who = cause.partition("/")
+        return (BLOCKED_ON.index(on) if on in BLOCKED_ON else len(BLOCKED_ON),
+                WAKERS.index(who) if who in WAKERS else len(WAKERS), cause)
+
+    return sorted(set(causes), key=key)
