@@ -16,6 +16,8 @@ from wakelab.labs import LAB_135, custom_lab
 NEEDS_SIGTIMEDWAIT = ("sigwait-thread-to-main", "pthread-kill-sigwait", "kill-sigwait-child", "storm-usr1-sigwait",
                       "storm-rt-sigwait")
 NEEDS_EVENTFD = ("eventfd", "eventfd-fork")
+# concurrent.interpreters is CPython 3.14+.
+NEEDS_SUBINTERPRETERS = ("interp-queue", "interp-pipe", "interp-pool-submit")
 
 
 def _pypy():
@@ -64,6 +66,8 @@ def test_every_arm_pypy_can_run_runs_and_the_rest_say_why(tmp_path) -> None:
             assert "signal.sigtimedwait does not exist in PyPy" in arm["reason"] and "sigwait has no timeout" in arm["reason"]
         elif lacks_sigtimedwait and name in NEEDS_EVENTFD:
             assert arm["status"] == "skipped" and "os.eventfd does not exist in PyPy" in arm["reason"]
+        elif name in NEEDS_SUBINTERPRETERS:
+            assert arm["status"] == "skipped" and "needs CPython 3.14 or newer; this is PyPy" in arm["reason"]
         elif arm["family"] == "asynclibs" and arm["status"] == "skipped":  # optional: its library is not installed there
             assert "is not installed in this interpreter (PyPy " in arm["reason"]
         else:

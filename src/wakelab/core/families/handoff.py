@@ -28,7 +28,8 @@ runs?
   a pipe by a feeder thread.  The start method of the process pool is the
   interpreter's default (``forkserver`` on Linux from 3.14), except that a
   default of ``fork`` (before 3.14) is replaced by ``forkserver``, since the
-  worker process that measures has threads; the evidence records which.
+  worker process that measures has threads (not on PyPy 3.9, whose executor
+  takes no other context); the evidence records which.
 
 C floors: there is no C subinterpreter or executor.  ``interp-pipe`` is
 beside ``native-pipe`` (a thread polling a pipe) and the thread pool and the
@@ -91,9 +92,12 @@ def requires_process_pool() -> Optional[str]:
 
 
 def _start_method() -> str:
-    """The interpreter's default start method, with ``fork`` replaced by ``forkserver`` (see above)."""
+    """The interpreter's default start method, with ``fork`` replaced by ``forkserver`` (see above) where the
+    executor can take another context: PyPy 3.9's ProcessPoolExecutor runs only on ``fork`` (any other
+    context fails in submit(): it lacks ``_adjust_process_count``), so it keeps its default there."""
     method = multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_context().get_start_method()
-    if method == "fork" and "forkserver" in multiprocessing.get_all_start_methods():
+    if (method == "fork" and "forkserver" in multiprocessing.get_all_start_methods()
+            and hasattr(concurrent.futures.ProcessPoolExecutor, "_adjust_process_count")):
         return "forkserver"
     return method
 
