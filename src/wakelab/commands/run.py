@@ -171,7 +171,8 @@ def register(sub: Any) -> None:
     run.add_argument("--install-n", type=_whole_number("install_n"), metavar="N", help="calls per round of a rate arm (lab 135: 20000)")
     run.add_argument("--rounds", type=_whole_number("rounds"), metavar="R", help="counted rounds of a rate arm (lab 135: 7)")
     run.add_argument("--planted-delay-us", type=_whole_number("planted_delay_us"), metavar="US",
-                     help="self-test: busy-wait this long between t0 and every notify; the figures must grow by it")
+                     help="self-test: wait this long between t0 and every notify (sleeping, spinning only its last 200 µs, so "
+                          "the wait holds no GIL the waiter needs); every figure must grow by it")
     conditions = run.add_argument_group("conditions (a comma-separated list runs one cell per value, side by side)")
     conditions.add_argument("--placement", type=_list_of(_placement, "placements"), metavar="P[,P...]",
                             help="any (unpinned, default), same (notifier and waiter on one CPU) or split (different CPUs)")
@@ -207,13 +208,14 @@ def register(sub: Any) -> None:
                             help="open-loop schedule period (default 1000)")
     execution = run.add_argument_group("execution")
     execution.add_argument("--duration", type=_duration, metavar="TIME",
-                           help="soak: run one latency arm until TIME is up (90s, 30m, 2h, 1h30m; cyclictest's -D) instead "
+                           help="soak: run one latency arm until TIME is up (90s, 30m, 2h, 1h30m; a bare number is seconds; cyclictest's -D) instead "
                                 "of for --n wakes, in consecutive fresh workers; raw samples are kept up to 1,000,000, "
                                 "every wake goes into a log-linear histogram (3 significant digits) that the percentiles "
                                 "come from beyond that, as the evidence says; the bundle is checkpointed every 10 s")
     execution.add_argument("--workers", type=_whole_number("workers"), metavar="N",
                            help="fresh worker processes per arm, spread over the repetitions (at least one in each); "
-                                "the wakes are split between them and pooled (default 3)")
+                                "the wakes are split between them and pooled (default 3, and never fewer than the repetitions: 5 with the "
+                                "default --repeat 5)")
     execution.add_argument("--repeat", type=_whole_number("repeat"), metavar="R",
                            help="measure every arm in R passes over all the arms, one after another, each in fresh "
                                 "workers, so that a drift over the run reaches every arm alike; the wakes are split "
