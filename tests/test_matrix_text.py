@@ -94,3 +94,16 @@ def test_a_cell_label_in_the_tail_sentence_is_escaped() -> None:
     text = format_matrix(matrix(row("base", 10_000.0, 46_000.0), row("evil\x1b[31m", 5_600.0, 9_200_000.0)))
     assert "\x1b" not in text
     assert "! evil\\x1b[31m: p50 0.56× but p99 200×: the tail got worse" in text
+
+
+def test_a_tail_mark_only_where_the_tail_grew_beyond_the_median() -> None:
+    from wakelab.report.matrix_text import ratio_tone
+
+    # A whole distribution shifted up is slower, not a tail regression ("p50 1.2× but p99 1.2×" was marked).
+    for p50, p99 in ((1.2, 1.2), (15.0, 16.0), (1.21, 1.16)):
+        tone = ratio_tone(p50, p99)
+        assert (tone.css, tone.tail_worse) == ("slower", False), (p50, p99, tone)
+    grew = ratio_tone(1.2, 3.2)
+    assert grew.tail_worse and grew.why == "p50 1.2× and p99 3.2×: the tail grew more than the median"
+    hidden = ratio_tone(0.81, 13.0)
+    assert hidden.tail_worse and hidden.why == "p50 0.81× but p99 13×: the tail got worse"

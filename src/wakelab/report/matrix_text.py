@@ -54,9 +54,14 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
     tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
     if p50_ratio is None:
         return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
-    if tail_worse:
+    if tail_worse and p50_ratio <= RATIO_NOISE:
         what = "p50 %s but p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
         return RatioTone("slower", True, "%s: the tail got worse" % what)
+    # Both slower: a tail regression of its own only where the p99 grew beyond the p50's growth (a whole
+    # distribution shifted up is "slower", not a tail that got worse).
+    if tail_worse and p99_ratio is not None and p99_ratio > p50_ratio * RATIO_NOISE:
+        what = "p50 %s and p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
+        return RatioTone("slower", True, "%s: the tail grew more than the median" % what)
     if p50_ratio > RATIO_NOISE:
         return RatioTone("slower", False, "p50 slower by more than %d%%" % round((RATIO_NOISE - 1) * 100))
     if p50_ratio < 1 / RATIO_NOISE:
