@@ -26,7 +26,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
-from wakelab.commands._options import path_value, utf8_text, whole_number
+from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
 
@@ -57,6 +57,11 @@ The sides take turns in one run: base's first repetition, head's, head's second,
 R, default 5), in fresh workers each time, so that the machine's drift reaches both alike.  Arm files
 are loaded by this interpreter too, to read their declarations (with the side's folders first on its
 path): import the code under test inside the arm's path() if this interpreter cannot import it.
+
+An A/B is not recorded in the history: its two sides run different code under one set of conditions,
+and a history series must hold one wake path.  The bundle (-o) keeps everything; 'wakelab compare
+FOLDER' and 'wakelab report FOLDER' read it.  There is no early stopping: every A/B takes its
+repetitions in full, which is what the calibration's error rates are for.
 
 gate (as 'wakelab compare --fail-on-regression'):
   fails (exit 1) when, at a --metric percentile (default p50,p99), head's verdict is "slower" (the
@@ -173,6 +178,7 @@ def register(sub: Any) -> None:
     out.add_argument("--note", type=utf8_text(), help="free text recorded in the evidence")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     ab.set_defaults(handler=cmd_ab, compare_seed=DEFAULT_SEED)
+    suggest_long_options(ab)
 
 
 # ---------------------------------------------------------------------------
