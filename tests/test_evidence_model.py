@@ -62,5 +62,5 @@ def test_a_grid_folder_is_named_as_one(tmp_path) -> None:
 def test_interpreter_label_says_build_and_gil() -> None:
     assert Interpreter("CPython", "3.13.0").label == "CPython 3.13.0"
     assert Interpreter("CPython", "3.13.15", free_threaded_build=True, gil_enabled=False).label == "CPython 3.13.15 free-threaded (GIL off)"
-    assert Interpreter("CPython", "3.13.15", free_threaded_build=True, gil_enabled=True).label == "CPython 3.13.15 free-threaded"
+    assert Interpreter("CPython", "3.13.15", free_threaded_build=True, gil_enabled=True).label == "CPython 3.13.15 free-threaded (GIL on)"
     assert Interpreter.from_dict({}).label == "Python ?"

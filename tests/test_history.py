@@ -308,13 +308,13 @@ def test_trend_tells_conditions_apart_in_words_and_shows_failed_arms(tmp_path, l
     assert (status, err) == (0, "")
     assert out == (
         "ARM event (threads, latency, blocked waiter, cross-thread): 3 runs, oldest first; times in µs\n"
-        "  run  started (UTC)     lab                         interpreter      host       n  lost   p50  p99"
+        "  run  started (UTC)     lab                         interpreter                             host       n  lost   p50  p99"
         "  conditions                                                                           status\n"
-        "    1  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5   testbox  200     0  5.60  207"
+        "    1  2026-10-01 06:00  135-signal-vs-event-wakeup  CPython 3.13.5                          testbox  200     0  5.60  207"
         "  same CPU (0), no busy threads, no busy processes, no idle hold\n"
-        "    2  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.13.5   testbox  200     0  26.5  207"
+        "    2  2026-10-02 06:00  135-signal-vs-event-wakeup  CPython 3.13.5                          testbox  200     0  26.5  207"
         "  split CPUs (notifier 0, waiter 1), no busy threads, no busy processes, no idle hold\n"
-        "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5t  testbox    -     -     -    -"
+        "    3  2026-10-03 06:00  135-signal-vs-event-wakeup  CPython 3.13.5 free-threaded (GIL off)  testbox    -     -     -    -"
         "  unpinned                                                                             failed\n"
         "  conditions (every run): closed loop, settle 1000 µs + random 0-2000 µs, 1 repetition, in worker\n"
         "  processes\n"

@@ -433,3 +433,15 @@ def test_full_and_brief_override_the_terminal_test(tmp_path) -> None:
     code, out, err = _run(RUN_ARGS + ["--brief", "--json"], False, tmp_path)
     assert code == 2 and out == ""
     assert "argument --json: not allowed with argument --brief" in err or "argument --brief: not allowed with argument --json" in err
+
+
+def test_the_brief_and_the_full_text_say_one_run_state(lab135_summary) -> None:
+    # The short form once said "INCOMPLETE" for a run still in progress and for one cut short alike.
+    from wakelab.report.text import format_brief
+
+    for changes, word in (({"complete": False, "interrupted": True}, "INCOMPLETE (interrupted)"),
+                          ({"complete": False, "interrupted": False}, "INCOMPLETE (see caveats)"),
+                          ({"complete": False, "interrupted": False, "finished_utc": None}, "IN PROGRESS (or stopped before the end)")):
+        summary = dict(lab135_summary, **changes)
+        assert " · %s" % word in format_brief(summary).splitlines()[0]
+        assert " · %s" % word in format_summary(summary).splitlines()[1]

@@ -1067,13 +1067,13 @@ def recorded_arms(db_path: Optional[str] = None, *, timeout_s: float = BUSY_TIME
 
 def interpreter_label(implementation: Optional[str], version: Optional[str], free_threaded: Optional[bool],
                       gil_enabled: Optional[bool]) -> str:
-    """``CPython 3.13.5``; free-threaded builds get python3.13t's ``t``, and ``(GIL on)`` if it was."""
-    label = " ".join(part for part in (implementation, version) if part) or "?"
-    if free_threaded:
-        label += "t"
-        if gil_enabled:
-            label += " (GIL on)"
-    return label
+    """The interpreter as every reader names it (:attr:`wakelab.evidence.model.Interpreter.label`), from history's columns."""
+    from wakelab.evidence.model import Interpreter
+
+    if not implementation and not version:
+        return "?"
+    return Interpreter(implementation or "", version or "", free_threaded_build=bool(free_threaded),
+                       gil_enabled=gil_enabled).label.strip()
 
 
 __all__: Sequence[str] = (

@@ -83,7 +83,7 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.errors import EvidenceError
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import Bundle, Interpreter
 from wakelab.analysis.stats import min_n_for
 from wakelab.analysis.stats import percentile as type7_percentile
 
@@ -751,10 +751,7 @@ def _short_list(names: Sequence[str], limit: int = 8) -> str:
 
 
 def _interpreter_text(interp: Mapping[str, Any]) -> str:
-    text = "%s %s" % (interp.get("implementation"), interp.get("version"))
-    if interp.get("free_threaded_build"):
-        text += " free-threaded"
-    return text
+    return Interpreter.from_dict(interp).label
 
 
 def _differences(a: Mapping[str, Any], b: Mapping[str, Any], keys: Sequence[str]) -> List[str]:
@@ -854,9 +851,8 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
         warnings.append("wakelab versions differ (%s vs %s): check that the arms still time the same instants"
                         % (a_tool, b_tool))
     for run in (baseline, other):
-        if not run.summary.get("complete"):
-            state = "interrupted" if run.summary.get("interrupted") else "see its caveats"
-            warnings.append("%s is not a complete run (%s)" % (run.label, state))
+        if not run.run_state.good:
+            warnings.append("%s is not a complete run (%s)" % (run.label, run.run_state.reason))
     return warnings, on_purpose
 
 

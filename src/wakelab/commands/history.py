@@ -232,6 +232,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int]
 
 def format_runs(runs: Sequence[Any], db_path: str, group: Optional[str] = None) -> str:
     """The run list as text (``runs`` are :class:`wakelab.history.RunRecord`), grouped by ``group`` if given."""
+    from wakelab.evidence.words import run_state
     from wakelab.history import interpreter_label
 
     if not runs:
@@ -249,7 +250,8 @@ def format_runs(runs: Sequence[Any], db_path: str, group: Optional[str] = None) 
         ]
         if with_host:
             row.append(run.hostname or "-")
-        row += ["interrupted" if run.interrupted else _yes_no(run.complete), arms]
+        row += [_yes_no(run.complete) if run.complete is None and not run.interrupted
+                else run_state(run.complete, run.interrupted).answer, arms]
         if imported:
             row.append(("imported " + run.imported_utc[:10]) if run.imported_utc else "-")
         row.append(run.folder)

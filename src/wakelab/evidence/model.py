@@ -20,6 +20,7 @@ import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError
+from wakelab.evidence.words import FREE_THREADED, RunState, gil_word, run_state
 
 LATENCY = "latency"
 RATE = "rate"
@@ -90,13 +91,25 @@ class Interpreter:
 
     @property
     def label(self) -> str:
-        """:attr:`name`; ``free-threaded``, and ``(GIL off)`` when the GIL was off, where they apply."""
+        """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter.
+
+        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and
+        ``CPython 3.13.5 free-threaded (GIL on)`` (PYTHON_GIL=1); ``(GIL off)``
+        on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
+        """
         text = self.name
         if self.free_threaded_build:
-            text += " free-threaded"
-        if self.gil_enabled is False:
-            text += " (GIL off)"
+            text += " " + FREE_THREADED
+            if self.gil_enabled is not None:
+                text += " (%s)" % gil_word(self.gil_enabled)
+        elif self.gil_enabled is False:
+            text += " (%s)" % gil_word(False)
         return text
+
+    @property
+    def gil_word(self) -> str:
+        """``GIL on``, ``GIL off`` or ``GIL state not reported``."""
+        return gil_word(self.gil_enabled)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -412,6 +425,11 @@ class Bundle:
     @property
     def interrupted(self) -> bool:
         return bool(self.summary.get("interrupted"))
+
+    @property
+    def run_state(self) -> RunState:
+        """How far the run got (complete, interrupted, cut short, in progress)."""
+        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.summary.get("finished_utc"))
 
     def arm_entries(self) -> Tuple[Mapping[str, Any], ...]:
         """The arms' raw entries, in run order (summary.json keeps run order)."""

@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
 from wakelab.analysis.caveats import NativeRatio, native_ratios
+from wakelab.evidence.words import CELL_NOT_RUN
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
 # ASCII punctuation that means something inline in GFM; a backslash makes it literal.
@@ -230,10 +231,10 @@ def cells_table(grid: Grid) -> List[str]:
         cell = by_label.get(label)
         dimensions: Mapping[str, Any] = entry.get("dimensions") or {}
         if cell is None:
-            lines.append([escape(label), DASH, DASH] + [escape(dimensions.get(d)) for d in dims] + ["not run"])
+            lines.append([escape(label), DASH, DASH] + [escape(dimensions.get(d)) for d in dims] + [CELL_NOT_RUN])
             continue
         evidence = cell.evidence
-        complete = "yes" if evidence.complete else ("interrupted" if evidence.interrupted else "no")
+        complete = evidence.run_state.answer
         lines.append([escape(label), escape(evidence.interpreter.label), escape((evidence.summary.get("interpreter") or {}).get("build"))]
                      + [escape(cell.dimensions.get(d)) for d in dims] + [complete])
     return format_table(header, lines, left=len(header))

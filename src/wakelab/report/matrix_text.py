@@ -17,6 +17,8 @@ import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import NativeRatio, native_ratio
+from wakelab.evidence.model import Interpreter
+from wakelab.evidence.words import grid_state_word, status_word
 from wakelab.formatting import DASH, escape_text, format_rate, format_ratio, format_us
 from wakelab.report.text import NATIVE_LEGEND, format_native_cell, format_table, wrap
 
@@ -83,10 +85,7 @@ def positive_ratio(value: Any, base: Any) -> Optional[float]:
 def _interpreter_cell(interp: Mapping[str, Any]) -> str:
     if not interp:
         return DASH
-    text = "%s %s" % (interp.get("implementation"), interp.get("version"))
-    if interp.get("free_threaded_build"):
-        text += " (free-threaded, GIL %s)" % ("on" if interp.get("gil_enabled") else "off")
-    return text
+    return Interpreter.from_dict(interp).label
 
 
 def format_matrix(doc: Mapping[str, Any]) -> str:
@@ -95,7 +94,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
     cells: Sequence[Mapping[str, Any]] = doc.get("cells") or []
     out: List[str] = [
         escape_text("%s -- side by side" % (lab.get("title") or lab.get("id"))),
-        escape_text("started %s · %d cells · %s" % (doc.get("started_utc"), len(cells), "complete" if doc.get("complete") else "INCOMPLETE")),
+        escape_text("started %s · %d cells · %s" % (doc.get("started_utc"), len(cells), grid_state_word(doc.get("complete")))),
         "",
         "CELLS",
     ]
@@ -128,7 +127,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
             for r in arm_rows:
                 rate = r.get("rate") or {}
                 if not rate:
-                    table.append([str(r.get("cell")), str(r.get("status")), "", "", "", ""])
+                    table.append([str(r.get("cell")), status_word(r.get("status")), "", "", "", ""])
                     continue
                 ops = rate.get("ops_per_s")
                 table.append(
@@ -153,7 +152,7 @@ def format_matrix(doc: Mapping[str, Any]) -> str:
             lat = r.get("latency") or {}
             if not lat:
                 reason = r.get("reason")
-                table.append([str(r.get("cell")), str(r.get("status")) + (": %s" % reason if reason else "")] + [""] * 9)
+                table.append([str(r.get("cell")), status_word(r.get("status")) + (": %s" % reason if reason else "")] + [""] * 9)
                 continue
             p50_ratio = positive_ratio(lat.get("p50_ns"), base_lat.get("p50_ns"))
             p99_ratio = positive_ratio(lat.get("p99_ns"), base_lat.get("p99_ns"))

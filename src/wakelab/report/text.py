@@ -41,6 +41,7 @@ from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.analysis.storms import format_share, storm_table
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import DEFAULT_REPEAT, Bundle, Interpreter
+from wakelab.evidence.words import FREE_THREADED, gil_word, status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
 WIDTH = 100
@@ -140,10 +141,7 @@ def format_pairing(pairing: Pairing) -> str:
 
 
 def _status_word(entry: Mapping[str, Any]) -> str:
-    status = str(entry.get("status"))
-    return {"ok": "", "skipped": "skipped", "failed": "FAILED", "interrupted": "interrupted", "pending": "not run"}.get(
-        status, status
-    )
+    return status_word(entry.get("status"))
 
 
 # Above this many latency arms with figures, the verdict ranks them instead of listing each.
@@ -369,10 +367,10 @@ def _interpreter_name(interp: Mapping[str, Any]) -> str:
 
 
 def _interpreter_line(interp: Mapping[str, Any]) -> str:
-    gil = interp.get("gil_enabled")
-    gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil))
-    build = "free-threaded build, " if interp.get("free_threaded_build") else ""
-    own = Interpreter.from_dict(interp).own_version
+    typed = Interpreter.from_dict(interp)
+    gil_text = gil_word(interp.get("gil_enabled"))
+    build = "%s build, " % FREE_THREADED if interp.get("free_threaded_build") else ""
+    own = typed.own_version
     details = (["%s %s" % (interp.get("implementation"), own)] if own else []) + [str(interp.get("build")), str(interp.get("compiler"))]
     return "%s %s (%s), %s%s, switch interval %s s" % (
         interp.get("implementation"),
@@ -788,14 +786,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lab: Mapping[str, Any] = summary.get("lab") or {}
     interp: Mapping[str, Any] = summary.get("interpreter") or {}
     tool: Mapping[str, Any] = summary.get("tool") or {}
-    if summary.get("complete"):
-        state = "complete"
-    elif summary.get("interrupted"):
-        state = "INCOMPLETE (interrupted)"
-    elif summary.get("finished_utc"):
-        state = "INCOMPLETE (see caveats)"
-    else:
-        state = "IN PROGRESS (or stopped before the end)"
+    state = _in_memory(summary).run_state.word
     out: List[str] = [
         escape_text(lab.get("title") or lab.get("id")),
         escape_text("wakelab %s · %s · %s · %s"
@@ -917,11 +908,11 @@ def format_compact_table(summary: Mapping[str, Any]) -> List[str]:
         # Many (a catalogue where optional libraries, a newer Python or a compiler are missing): by family.
         families: Dict[str, List[str]] = {}
         for a in missing:
-            families.setdefault(str(a.get("family") or "other"), []).append(_status_word(a) or "no figures")
+            families.setdefault(str(a.get("family") or "other"), []).append(_status_word(a))
         lines.extend(wrap("Not measured: %d arms -- %s; summary.txt says why, arm by arm." % (len(missing), ", ".join(
             "%s %d (%s)" % (family, len(words), ", ".join(sorted(set(words)))) for family, words in families.items()))))
     elif missing:
-        lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.get("name"), _status_word(a) or "no figures")
+        lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.get("name"), _status_word(a))
                                                           for a in missing)))
     if show_native:
         lines.extend(wrap("vs C: p50 over its C floor's, from this run; %s: a nearest floor, not the same experiment."
@@ -960,8 +951,8 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
     summary = escape_strings(summary, multiline=False)
     lab: Mapping[str, Any] = summary.get("lab") or {}
     interp: Mapping[str, Any] = summary.get("interpreter") or {}
-    state = "complete" if summary.get("complete") else ("INCOMPLETE (interrupted)" if summary.get("interrupted") else "INCOMPLETE")
     bundle = _in_memory(summary)
+    state = bundle.run_state.word
     rankings: List[str] = []
     for ranking in rank_wake_paths(bundle):
         if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table

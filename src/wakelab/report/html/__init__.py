@@ -44,6 +44,7 @@ from __future__ import annotations
 from typing import List, Sequence, Tuple
 
 from wakelab.errors import UsageError
+from wakelab.evidence.words import STATUS_WORDS  # noqa: F401
 from wakelab.formatting import DASH, escape_text, format_ns, format_percent, format_rate, format_ratio, format_us  # noqa: F401
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401
@@ -54,7 +55,6 @@ from wakelab.report.html.common import (
     interpreter_label,
     MAX_VALUE_CHARS,
     _run_state,
-    STATUS_WORDS,
 )
 from wakelab.report.html.load import (
     GridCellView,

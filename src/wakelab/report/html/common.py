@@ -7,6 +7,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from wakelab.evidence.model import Interpreter
+from wakelab.evidence.words import run_state, status_word
 from wakelab.formatting import escape_text
 
 
@@ -14,7 +15,6 @@ from wakelab.formatting import escape_text
 MAX_VALUE_CHARS = 400
 # The kind of chart (interactive.chart_html) an arm's histogram and ECDF are.
 DISTRIBUTION = "distribution"
-STATUS_WORDS = {"ok": "ok", "skipped": "skipped", "failed": "FAILED", "interrupted": "interrupted", "pending": "not run"}
 
 
 def esc(value: object) -> str:
@@ -87,13 +87,8 @@ def interpreter_label(summary: Mapping[str, Any]) -> str:
 
 def _run_state(summary: Mapping[str, Any]) -> Tuple[str, str]:
     """(word, css class) for the run's completeness, as summary.txt words it."""
-    if summary.get("complete"):
-        return "complete", "good"
-    if summary.get("interrupted"):
-        return "INCOMPLETE (interrupted)", "bad"
-    if summary.get("finished_utc"):
-        return "INCOMPLETE (see caveats)", "bad"
-    return "IN PROGRESS (or stopped before the end)", "bad"
+    state = run_state(summary.get("complete"), summary.get("interrupted"), summary.get("finished_utc"))
+    return state.word, "good" if state.good else "bad"
 
 
 def _badge(text: object, kind: str = "") -> str:
@@ -106,6 +101,6 @@ def _status_cell(entry: Mapping[str, Any], colspan: int) -> str:
     return '<td class="status" colspan="%d"><span class="badge st-%s">%s</span>%s</td>' % (
         colspan,
         esc(_slug(status)),
-        esc(STATUS_WORDS.get(status, status)),
+        esc(status_word(status)),
         (" " + esc(reason)) if reason else "",
     )

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from wakelab.evidence.model import ArmSamples
+from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.report.text import (
     FAMILY_TITLES,
 )
-from wakelab.report.html.common import _badge, _by_name, _dict, DISTRIBUTION, esc, _latency, _list, _p50, _slug, STATUS_WORDS
+from wakelab.report.html.common import _badge, _by_name, _dict, DISTRIBUTION, esc, _latency, _list, _p50, _slug
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
@@ -62,7 +63,7 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                 reason = entry.get("reason")
                 facts.append(
                     '<li>%s<span class="badge st-%s">%s</span>%s</li>'
-                    % (who, esc(_slug(str(entry.get("status")))), esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status"))),
+                    % (who, esc(_slug(str(entry.get("status")))), esc(status_word(entry.get("status"))),
                        (" " + esc(reason)) if reason else "")
                 )
                 continue
@@ -134,7 +135,7 @@ def _headline(entries: Sequence[Optional[Mapping[str, Any]]]) -> str:
             return "p50 %s · p99 %s" % (esc(format_ns(lat.get("p50_ns"))), esc(format_ns(lat.get("p99_ns"))) if lat.get("p99_ns") is not None else DASH)
     for entry in entries:
         if entry is not None:
-            return esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))
+            return esc(status_word(entry.get("status")))
     return ""
 
 

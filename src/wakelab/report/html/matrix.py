@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
@@ -17,7 +18,6 @@ from wakelab.report.html.common import (
     _p50,
     _plain,
     _run_state,
-    STATUS_WORDS,
 )
 from wakelab.report.html.load import GridCellView, GridView
 from wakelab.report.html.runs import _ratio_html
@@ -31,7 +31,7 @@ GRID_DIMENSION_TITLES = {"placement": "placement", "settle_us": "settle µs", "c
 
 def _cell_state(view: GridCellView) -> Tuple[str, str]:
     if view.run is None:
-        return "not run", "bad"
+        return CELL_NOT_RUN, "bad"
     return _run_state(view.run.summary)
 
 
@@ -56,7 +56,7 @@ def render_grid_matrix(grid: GridView) -> str:
     out = [
         '<p class="meta"><code>%s</code> · %s · started %s · %d cells · %s</p>' % (
             esc(grid.folder), esc(lab.get("title") or lab.get("id")), esc(matrix.get("started_utc")), len(grid.cells),
-            "complete" if matrix.get("complete") else "INCOMPLETE"),
+            grid_state_word(matrix.get("complete"))),
         '<div class="table-wrap"><table class="cells"><caption>Cells (each a complete run with its own evidence in '
         "cells/&lt;cell&gt;/)</caption><thead><tr><th>cell</th><th>interpreter</th>%s<th>state</th></tr></thead>"
         "<tbody>%s</tbody></table></div>" % (head, "".join(rows)),
@@ -80,12 +80,12 @@ def render_grid_matrix(grid: GridView) -> str:
 
 def _status_text(view: GridCellView, entry: Optional[Mapping[str, Any]]) -> str:
     if view.run is None:
-        return "not run"
+        return CELL_NOT_RUN
     if entry is None:
         return "not in this cell"
     status = str(entry.get("status"))
     reason = entry.get("reason")
-    return "%s%s" % (STATUS_WORDS.get(status, status), ": %s" % reason if reason else "")
+    return "%s%s" % (status_word(status), ": %s" % reason if reason else "")
 
 
 def _spread_text(entry: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import positive_ratio, ratio_tone
@@ -19,7 +20,6 @@ from wakelab.report.html.common import (
     _pairs,
     _run_state,
     _slug,
-    STATUS_WORDS,
 )
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.sections import (
@@ -220,7 +220,7 @@ def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLab
                     cells.append('<td class="muted">not in this run</td>')
                     continue
                 if _p50(entry) is None:
-                    cells.append('<td class="muted">%s</td>' % esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status"))))
+                    cells.append('<td class="muted">%s</td>' % esc(status_word(entry.get("status"))))
                     continue
                 lat = _latency(entry)
                 ratio = positive_ratio(lat.get("p50_ns"), base) if i else None
@@ -254,7 +254,7 @@ def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabe
                 rate = rates[i]
                 if rate is None:
                     entry = maps[i].get(name)
-                    cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(STATUS_WORDS.get(str(entry.get("status")), entry.get("status")))))
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(status_word(entry.get("status")))))
                     continue
                 text = "<b>%s</b>" % esc(format_rate(rate))
                 if i and rates[0]:
