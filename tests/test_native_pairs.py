@@ -1,16 +1,17 @@
 """Every "vs C" pairing is what it claims: checked from the arms' declarations, not from prose.
 
-``wakelab.core.families.native.FLOORS`` pairs each Python arm with a C arm, "matched" or
-"nearest".  A ratio to the C floor is the interpreter's share only for a matched pair, so a
-matched pair must agree on every declared dimension of the experiment:
+Each Python arm with a C floor declares it (``Arm.native``) and how the two relate
+(``Arm.native_match``): "matched" or "nearest".  A ratio to the C floor is the interpreter's share
+only for a matched pair, so a matched pair must agree on every declared dimension of the experiment:
 
 * ``kind`` (latency or rate);
 * ``scope`` (self / cross-thread / cross-process) and ``waiter`` state (from the Arm);
 * the t1 shape -- which wait ``t1`` follows and where it is taken (after the wait, after the
-  read, in the handler, in a loop callback) -- from ``native.T1_SHAPES``, declared for both sides.
+  read, in the handler, in a loop callback) -- ``Arm.t1_shape``, declared by both sides.
 
-A "nearest" pair must differ in at least one of them (else it is a matched pair that under-claims),
-and every Python arm with a ratio (``Arm.native``) has a pairing.
+A "nearest" pair must differ in at least one of them (else it is a matched pair that under-claims).
+The registry's tables (``registry.floors()``, ``registry.t1_shapes()``, also ``native.FLOORS`` and
+``native.T1_SHAPES``) are derived from the declarations and checked to be exactly them.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from typing import Dict, List, Tuple
 
 import pytest
 
+from wakelab.core import registry
 from wakelab.core.families import native
-from wakelab.core.model import LATENCY, Arm
+from wakelab.core.model import LATENCY, T1_POINTS, Arm
 from wakelab.core.registry import all_arms, get_arm
 
 ARMS: Dict[str, Arm] = {arm.name: arm for arm in all_arms()}
 PAIRED = [arm for arm in all_arms() if arm.native is not None]
+# The pairings as the arms declare them: Python arm -> (its C floor, how the two relate).
+DECLARED: Dict[str, Tuple[str, str]] = {arm.name: (str(arm.native), str(arm.native_match)) for arm in PAIRED}
 
 
 def pairing_problems(python_name: str, c_name: str, match: str) -> List[str]:
@@ -60,7 +64,8 @@ def _differences(py: Arm, c: Arm) -> List[str]:
     if py.waiter != c.waiter:
         found.append("waiter %s vs %s" % (py.waiter, c.waiter))
     if py.kind == LATENCY:
-        a, b = native.T1_SHAPES[py.name], native.T1_SHAPES[c.name]
+        a, b = py.t1_shape, c.t1_shape
+        assert a is not None and b is not None, "%s or %s declares no t1 shape" % (py.name, c.name)
         if a.wait != b.wait:
             found.append("t1 follows %s vs %s" % (a.wait, b.wait))
         if a.point != b.point:
@@ -75,54 +80,66 @@ def table_problems(floors: Dict[str, Tuple[str, str]]) -> List[str]:
     return problems
 
 
-# -- the real table -----------------------------------------------------------
+# -- the real declarations ------------------------------------------------------
 
 
-@pytest.mark.parametrize("python_name", sorted(native.FLOORS))
+@pytest.mark.parametrize("python_name", sorted(DECLARED))
 def test_each_pairing_is_what_it_claims(python_name: str) -> None:
-    c_name, match = native.FLOORS[python_name]
+    c_name, match = DECLARED[python_name]
     assert pairing_problems(python_name, c_name, match) == []
 
 
-def test_every_arm_with_a_ratio_has_a_pairing() -> None:
+def test_a_floor_is_declared_with_how_it_relates() -> None:
     assert PAIRED, "no arm has a C floor"
-    for arm in PAIRED:
-        assert native.FLOORS.get(arm.name) == (arm.native, arm.native_match), arm.name
     for arm in all_arms():
-        if arm.native is None:
-            assert arm.native_match is None, arm.name
-    # And the table names no arm that is missing from the registry.
-    assert set(native.FLOORS) <= set(ARMS)
+        assert (arm.native is None) == (arm.native_match is None), arm.name
+        assert arm.native_match in (None, native.MATCHED, native.NEAREST), arm.name
+        if arm.family == native.FAMILY:
+            assert arm.native is None, "%s: a C arm has no floor of its own" % arm.name
+
+
+def test_the_tables_are_the_declarations() -> None:
+    # Derived, never kept beside the arms: what the registry (and native.FLOORS / T1_SHAPES) hands out
+    # is exactly what the arms declare, every declared floor is a registered arm, and the registry
+    # hands the arms out as declared.
+    assert registry.floors() == DECLARED == native.FLOORS
+    shapes = {arm.name: arm.t1_shape for arm in all_arms() if arm.t1_shape is not None}
+    assert registry.t1_shapes() == shapes == native.T1_SHAPES
+    assert {c for c, _ in DECLARED.values()} <= set(ARMS)
+    module_arms = {arm.name: arm for arm in native.ARMS}
+    assert all(ARMS[name] is arm for name, arm in module_arms.items())
 
 
 def test_every_latency_arm_on_either_side_declares_its_t1_shape() -> None:
     sides = {arm.name for arm in PAIRED if arm.kind == LATENCY}
     sides |= {arm.name for arm in native.ARMS if arm.kind == LATENCY}
-    assert sides <= set(native.T1_SHAPES), sorted(sides - set(native.T1_SHAPES))
-    points = {native.AFTER_WAIT, native.AFTER_READ, native.HANDLER, native.CALLBACK, native.TASK}
-    for name, shape in native.T1_SHAPES.items():
-        assert name in ARMS, name
-        assert shape.point in points, name
-        assert shape.wait, name
+    missing = sorted(name for name in sides if ARMS[name].t1_shape is None)
+    assert missing == []
+    for arm in all_arms():
+        if arm.t1_shape is not None:
+            assert arm.kind == LATENCY, arm.name
+            assert arm.t1_shape.point in T1_POINTS, arm.name
+            assert arm.t1_shape.wait, arm.name
 
 
 def test_every_c_latency_arm_is_some_python_arms_match() -> None:
     # A C experiment nobody is matched to is dead weight, or a pairing someone forgot.
-    matched = {c for c, match in native.FLOORS.values() if match == native.MATCHED}
+    matched = {c for c, match in DECLARED.values() if match == native.MATCHED}
     c_arms = {arm.name for arm in native.ARMS if arm.kind == LATENCY}
     assert c_arms - matched == set()
 
 
 def test_nearest_pairings_are_few_and_named() -> None:
-    nearest = sorted(name for name, (_, match) in native.FLOORS.items() if match == native.NEAREST)
+    nearest = sorted(name for name, (_, match) in DECLARED.items() if match == native.NEAREST)
     assert nearest == ["anyio-asyncio-run-sync", "anyio-trio-run-sync", "asyncio-event", "call-soon-threadsafe",
                        "gevent-async-watcher", "interp-pool-submit", "interp-queue", "process-pool-submit",
                        "thread-pool-submit", "trio-token-event", "uvloop-call-soon-threadsafe"]
 
 
-def test_the_registry_copies_the_table_onto_the_python_arm() -> None:
+def test_the_registry_hands_out_the_declaration() -> None:
     arm = get_arm("socketpair")
-    assert (arm.native, arm.native_match) == native.FLOORS["socketpair"]
+    assert (arm.native, arm.native_match) == ("native-socketpair", native.MATCHED)
+    assert arm.t1_shape == native.T1Shape("poll", native.AFTER_READ)
 
 
 # -- the check itself catches wrong claims --------------------------------------------
@@ -149,8 +166,8 @@ def test_a_wrong_matched_claim_is_caught(python_name: str, c_name: str, why: str
 
 
 def test_the_table_check_finds_a_wrong_entry() -> None:
-    assert table_problems(native.FLOORS) == []
-    wrong = dict(native.FLOORS, socketpair=("native-pipe", native.MATCHED))
+    assert table_problems(DECLARED) == []
+    wrong = dict(DECLARED, socketpair=("native-pipe", native.MATCHED))
     assert table_problems(wrong) == [
         "socketpair marked matched to native-pipe but differs in t1 after-read vs after-wait"
     ]

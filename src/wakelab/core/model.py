@@ -26,7 +26,7 @@ import array
 import dataclasses
 import importlib
 import time
-from typing import Any, Callable, Dict, Iterable, List, MutableSequence, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, MutableSequence, NamedTuple, Optional, Sequence, Tuple, Union
 
 # Kinds of arm.
 LATENCY = "latency"
@@ -300,6 +300,69 @@ def raw_from_dict(data: Dict[str, object]) -> Raw:
     raise ValueError("unknown raw record kind %r" % (data.get("kind"),))
 
 
+# -- what an arm declares besides its identity ------------------------------------------------
+#
+# An arm carries its own facts: its C floor and how the two relate, where its t1 is taken, and
+# the parts it plays in the guidance.  The registry derives the tables the rest of wakelab reads
+# ("vs C", t1 shapes, the guidance's roles) from these declarations; nothing else lists arms.
+
+# How an arm's C floor (``Arm.native``) relates to it (``Arm.native_match``).
+MATCHED = "matched"  # same scope, waiter state and t1 shape: the ratio is the interpreter's share
+NEAREST = "nearest"  # the closest C experiment there is, shown labelled so, never the interpreter's share
+
+# Where t1 is taken, relative to the waiter's wait (:attr:`T1Shape.point`).
+AFTER_WAIT = "after-wait"  # first statement after the wait returns, before anything is read
+AFTER_READ = "after-read"  # after the call that waits *and* consumes returns (recv with a timeout)
+HANDLER = "handler"  # first statement of the signal handler
+CALLBACK = "callback"  # first statement of a callback the event loop dispatched after its wait
+TASK = "task"  # first statement of a task an executor's worker runs after taking it off its queue
+T1_POINTS = (AFTER_WAIT, AFTER_READ, HANDLER, CALLBACK, TASK)
+
+
+class T1Shape(NamedTuple):
+    """Which wait a latency arm's ``t1`` follows, and where it is taken (one of :data:`T1_POINTS`).
+
+    Declared by every latency arm on either side of a "vs C" pairing: a matched pair must agree
+    here, as well as in scope and waiter state (``tests/test_native_pairs.py``).
+    """
+
+    wait: str  # the waiter's kernel wait: futex, poll, epoll, select, sigtimedwait, pause, spin, sleep-poll
+    point: str
+
+
+# Parts an arm plays in the guidance (:mod:`wakelab.analysis.guidance`), :attr:`Role.name`.
+ROLE_HANDLER = "handler"  # its wake runs a Python-level signal handler
+ROLE_SIGWAIT = "sigwait"  # it takes a signal without a handler: the blocked answer to a busy-wait figure
+ROLE_HANDLER_COST = "handler-cost"  # against: the same signal path without a handler (same waiter state, scope)
+ROLE_POOL = "pool"  # an executor's hand-off, submit() to the task's first statement
+ROLE_POLLS = "polls"  # its wait polls; against: the blocking wait of the same reach, named instead
+ROLE_UNWRAPPED_INSTALL = "unwrapped-install"  # against: the install arm it is without the Python wrapper of
+ROLE_REALTIME = "realtime"  # against: the same arm with its waiter under normal scheduling
+ROLES = (ROLE_HANDLER, ROLE_SIGWAIT, ROLE_HANDLER_COST, ROLE_POOL, ROLE_POLLS, ROLE_UNWRAPPED_INSTALL, ROLE_REALTIME)
+
+
+class Role(NamedTuple):
+    """One part an arm plays in the guidance: ``name`` (one of :data:`ROLES`), and for a role
+    that sets two arms side by side, the other arm (``against``) and, for a handler's cost, what
+    the pair isolates and the headline's words for the difference."""
+
+    name: str
+    against: Optional[str] = None
+    isolates: str = ""
+    adds: str = ""
+
+
+# Groups the guidance compares arms within (the ids of :data:`wakelab.analysis.guidance.GROUPS`),
+# as a family (``Family.group``) or an arm (``Arm.group``) declares them.  Arms of no declared
+# group are grouped by their waiter state and scope (blocked in-process wake paths by default).
+GROUP_SIGNALS = "signals"
+GROUP_PROCESSES = "processes"
+GROUP_HANDOFF = "handoff"
+GROUP_STORMS = "storms"
+GROUP_NATIVE = "native"
+
+
+
 def _always_available() -> Optional[str]:
     return None
 
@@ -310,10 +373,14 @@ class Arm:
 
     ``requires`` returns ``None`` when the arm can run here, or the reason it
     cannot (platform, Python version, not the main thread, no compiler).
-    ``native`` names the native-floor arm that does the same experiment in C.
-    ``driver`` names the module of :mod:`wakelab.core.drivers` that runs the
-    arm's wake loop; whether ``params.mode == "open"`` is honoured
-    (:attr:`open_loop`) is a property of that driver, not of the arm.
+    ``native`` names the native-floor arm that does the same experiment in C,
+    or the nearest one there is (``native_match``: :data:`MATCHED` or
+    :data:`NEAREST`); ``t1_shape`` says which wait ``t1`` follows and where
+    it is taken, for every latency arm on either side of such a pairing.
+    ``roles`` and ``group`` are the arm's parts in the guidance (see
+    :class:`Role`).  ``driver`` names the module of :mod:`wakelab.core.drivers`
+    that runs the arm's wake loop; whether ``params.mode == "open"`` is
+    honoured (:attr:`open_loop`) is a property of that driver, not of the arm.
     """
 
     name: str
@@ -329,9 +396,14 @@ class Arm:
     native: Optional[str] = None
     needs_main_thread: bool = False
     driver: str = ""
-    # How ``native`` relates to this arm: "matched" (same scope, waiter state and t1: the
-    # ratio is the interpreter's share) or "nearest" (the closest C experiment, labelled so).
+    # How ``native`` relates to this arm: MATCHED (same scope, waiter state and t1: the
+    # ratio is the interpreter's share) or NEAREST (the closest C experiment, labelled so).
     native_match: Optional[str] = None
+    # Which wait t1 follows and where it is taken (declared on both sides of a "vs C" pairing).
+    t1_shape: Optional[T1Shape] = None
+    # The arm's parts in the guidance, and its guidance group where it is not its family's.
+    roles: Tuple[Role, ...] = ()
+    group: Optional[str] = None
     # The least random part of the settle this arm is measured with, µs: an arm whose wait is
     # known to poll every P declares a part that spans P (more than the run's default), so that
     # its wakes spread over the period instead of locking onto one phase (see

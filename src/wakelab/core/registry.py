@@ -13,12 +13,11 @@ request carries it, so that the worker loads the same file first).
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import importlib
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from wakelab.core.model import FAMILIES, Arm
+from wakelab.core.model import FAMILIES, Arm, Role, T1Shape
 
 # (family, module in wakelab.core.families, title), in report order.
 FAMILY_TABLE = (
@@ -85,22 +84,14 @@ def unknown_name_message(what: str, name: str, valid: Iterable[str], valid_label
     return "unknown %s %r (%s: %s)" % (what, name, valid_label, ", ".join(valid))
 
 
-def _floors() -> Dict[str, Tuple[str, str]]:
-    """The "vs C" table (:data:`wakelab.core.families.native.FLOORS`)."""
-    floors: Dict[str, Tuple[str, str]] = importlib.import_module("wakelab.core.families.native").FLOORS
-    return floors
-
-
 def _load_family(family: str) -> List[Arm]:
     module = importlib.import_module("wakelab.core.families." + FAMILY_MODULES[family])
-    floors = _floors()
     arms = []
     for arm in module.ARMS:
         if arm.family != family:
             raise RuntimeError("arm %s is in module %s but declares family %s" % (arm.name, module.__name__, arm.family))
-        if arm.name in floors:
-            native, match = floors[arm.name]
-            arm = dataclasses.replace(arm, native=native, native_match=match)
+        if (arm.native is None) != (arm.native_match is None):
+            raise RuntimeError("arm %s declares a C floor without how it relates (native and native_match go together)" % arm.name)
         arms.append(arm)
     return arms
 
@@ -122,9 +113,7 @@ _USER_ARMS: Dict[str, Arm] = {}
 
 def builtin_arm_names() -> List[str]:
     """The name of every built-in arm (imports every family module)."""
-    if not _REGISTRY:
-        _REGISTRY.update(_load())
-    return list(_REGISTRY)
+    return [arm.name for arm in _builtin_arms()]
 
 
 def register_user_arm(arm: Arm) -> None:
@@ -194,3 +183,29 @@ def get_arm(name: str) -> Arm:
         return _REGISTRY[name]
     except KeyError:
         raise UnknownArmError(unknown_name_message("arm", name, arm_names())) from None
+
+
+# -- tables derived from the arms' declarations -------------------------------------------------
+
+
+def _builtin_arms() -> List[Arm]:
+    if not _REGISTRY:
+        _REGISTRY.update(_load())
+    return list(_REGISTRY.values())
+
+
+def floors() -> Dict[str, Tuple[str, str]]:
+    """The "vs C" table: built-in Python arm -> (its C floor, ``matched`` or ``nearest``), as each arm declares it."""
+    return {arm.name: (arm.native, arm.native_match) for arm in _builtin_arms()
+            if arm.native is not None and arm.native_match is not None}
+
+
+def t1_shapes() -> Dict[str, T1Shape]:
+    """Every built-in arm's declared :class:`~wakelab.core.model.T1Shape` (the arms on either side of a "vs C" pairing)."""
+    return {arm.name: arm.t1_shape for arm in _builtin_arms() if arm.t1_shape is not None}
+
+
+def arms_with_role(role: str) -> List[Tuple[str, Role]]:
+    """(arm name, its :class:`~wakelab.core.model.Role`) of every built-in arm that declares ``role``, in
+    registry order (families in report order, arms in their family's order)."""
+    return [(arm.name, one) for arm in _builtin_arms() for one in arm.roles if one.name == role]

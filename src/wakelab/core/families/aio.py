@@ -46,11 +46,18 @@ from wakelab.core.drivers import loop as driver
 from wakelab.core.drivers.loop import LoopPath, Woke, call_keeping_result
 from wakelab.core.model import (
     BLOCKED,
+    CALLBACK,
     CROSS_THREAD,
+    GROUP_SIGNALS,
     LATENCY,
+    NEAREST,
+    ROLE_HANDLER,
+    ROLE_HANDLER_COST,
     Arm,
     MeasureParams,
     RawLatency,
+    Role,
+    T1Shape,
     now_ns,
 )
 from wakelab.core.sigstate import preserved_signal_state
@@ -249,10 +256,10 @@ def measure_add_signal_handler(params: MeasureParams) -> RawLatency:
         return driver.measure(params, add_signal_handler_path, loop_in=driver.IN_MAIN, name="wakelab-signal-sender")
 
 
-# Native floor (core/families/native.FLOORS): call_soon_threadsafe writes a byte to the loop's
-# self-pipe (a socketpair) and the loop wakes from epoll, so native-selector-pipe is the nearest C
-# experiment, but t1 here is in a callback the loop dispatches, which C has no counterpart of: a
-# nearest floor, labelled so.  run-coroutine-threadsafe is a round trip (two wakes) and
+# Native floor ("vs C"): call_soon_threadsafe writes a byte to the loop's self-pipe (a socketpair)
+# and the loop wakes from epoll, so native-selector-pipe is the nearest C experiment, but t1 here is
+# in a callback the loop dispatches after it has read its self-pipe and run its ready queue, which C
+# has no counterpart of: a nearest floor, labelled so.  run-coroutine-threadsafe is a round trip (two wakes) and
 # add-signal-handler a signal through the wakeup fd: no C arm matches them.
 ARMS: List[Arm] = [
     Arm(
@@ -266,6 +273,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before loop.call_soon_threadsafe(cb)",
         t1="loop thread: perf_counter_ns() as the first statement of cb",
         measure=measure_call_soon_threadsafe,
+        native="native-selector-pipe", native_match=NEAREST, t1_shape=T1Shape("epoll", CALLBACK),
     ),
     Arm(
         name="asyncio-event",
@@ -278,6 +286,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before loop.call_soon_threadsafe(event.set)",
         t1="loop thread: perf_counter_ns() as the first statement after `await event.wait()` returns in the waiting task",
         measure=measure_asyncio_event,
+        native="native-selector-pipe", native_match=NEAREST, t1_shape=T1Shape("epoll", CALLBACK),
     ),
     Arm(
         name="run-coroutine-threadsafe",
@@ -304,5 +313,12 @@ ARMS: List[Arm] = [
         measure=measure_add_signal_handler,
         requires=requires_add_signal_handler,
         needs_main_thread=True,
+        group=GROUP_SIGNALS,  # a signal's wake, compared with the signal arms
+        roles=(
+            Role(ROLE_HANDLER),
+            Role(ROLE_HANDLER_COST, against="call-soon-threadsafe",
+                 isolates="asyncio's loop.add_signal_handler, against call_soon_threadsafe() from a thread",
+                 adds="asyncio's signal handler adds"),
+        ),
     ),
 ]

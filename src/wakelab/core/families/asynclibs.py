@@ -108,7 +108,7 @@ from wakelab.core.drivers import loop as loop_driver
 from wakelab.core.drivers import task as task_driver
 from wakelab.core.drivers.task import TaskPath, WaiterLoop, run_unsuspended
 from wakelab.core.families import aio, this_python
-from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency, now_ns
+from wakelab.core.model import BLOCKED, CALLBACK, CROSS_THREAD, LATENCY, NEAREST, Arm, MeasureParams, RawLatency, T1Shape, now_ns
 
 FAMILY = "asynclibs"
 
@@ -470,10 +470,11 @@ RUNNERS: Dict[str, Callable[[], Callable[[WaiterLoop], None]]] = {
 def _arm(name: str, driver: str, mechanism: str, t0: str, t1: str,
          measure: Callable[[MeasureParams], RawLatency], requires: Callable[[], Optional[str]]) -> Arm:
     return Arm(name=name, family=FAMILY, driver=driver, kind=LATENCY, mechanism=mechanism, waiter=BLOCKED,
-               scope=CROSS_THREAD, t0=t0, t1=t1, measure=measure, requires=requires)
+               scope=CROSS_THREAD, t0=t0, t1=t1, measure=measure, requires=requires,
+               native="native-selector-pipe", native_match=NEAREST, t1_shape=T1Shape("epoll", CALLBACK))
 
 
-# Native floor (core/families/native.FLOORS): as for the asyncio arms, native-selector-pipe is the
+# Native floor ("vs C", declared by _arm): as for the asyncio arms, native-selector-pipe is the
 # nearest C experiment (a thread parked in epoll_wait, woken by a write), never a matched one: t1
 # here is in a callback or a task the library's loop dispatches after its poll.
 ARMS: List[Arm] = [

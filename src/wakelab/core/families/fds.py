@@ -35,12 +35,16 @@ from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import thread as driver
 from wakelab.core.families import this_python
 from wakelab.core.model import (
+    AFTER_READ,
+    AFTER_WAIT,
     BLOCKED,
     CROSS_THREAD,
     LATENCY,
+    MATCHED,
     Arm,
     MeasureParams,
     RawLatency,
+    T1Shape,
     now_ns,
 )
 
@@ -253,6 +257,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
         t1="worker thread: perf_counter_ns() as the first statement after poll() returned readable (the byte is read after t1; a poll that yields no byte is not the wake)",
         measure=measure_pipe,
+        native="native-pipe", native_match=MATCHED, t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     Arm(
         name="eventfd",
@@ -266,6 +271,7 @@ ARMS: List[Arm] = [
         t1="worker thread: perf_counter_ns() as the first statement after poll() returned readable (the counter is read after t1; a poll that yields nothing is not the wake)",
         measure=measure_eventfd,
         requires=requires_eventfd,
+        native="native-eventfd", native_match=MATCHED, t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     Arm(
         name="socketpair",
@@ -278,6 +284,8 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before sock.send(b'x')",
         t1="worker thread: perf_counter_ns() as the first statement after sock.recv(1) returned the byte",
         measure=measure_socketpair,
+        # CPython's recv with a timeout: poll, then recv, and t1 after both.
+        native="native-socketpair", native_match=MATCHED, t1_shape=T1Shape("poll", AFTER_READ),
     ),
     Arm(
         name="selector-pipe",
@@ -290,5 +298,6 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before os.write(pipe_w, b'x')",
         t1="worker thread: perf_counter_ns() as the first statement after selector.select() returned (the byte is read after t1; a select that yields no byte is not the wake)",
         measure=measure_selector_pipe,
+        native="native-selector-pipe", native_match=MATCHED, t1_shape=T1Shape("epoll", AFTER_WAIT),
     ),
 ]

@@ -53,7 +53,23 @@ from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import pool as pool_driver
 from wakelab.core.drivers import subinterp as interp_driver
 from wakelab.core.drivers.subinterp import requires_interpreters
-from wakelab.core.model import BLOCKED, CROSS_PROCESS, CROSS_THREAD, LATENCY, Arm, MeasureParams, RawLatency
+from wakelab.core.model import (
+    AFTER_WAIT,
+    BLOCKED,
+    CROSS_PROCESS,
+    CROSS_THREAD,
+    LATENCY,
+    MATCHED,
+    NEAREST,
+    ROLE_POLLS,
+    ROLE_POOL,
+    TASK,
+    Arm,
+    MeasureParams,
+    RawLatency,
+    Role,
+    T1Shape,
+)
 
 #: The subinterpreter queue's poll in CPython 3.14 and 3.15 (``Queue.get(_delay=10/1000)``).
 INTERP_QUEUE_POLL_US = 10_000
@@ -266,6 +282,9 @@ def _with_info(raw: RawLatency, **info: object) -> RawLatency:
                       waiter_cpus=raw.waiter_cpus, notifier_cpus=raw.notifier_cpus)
 
 
+# Native floor ("vs C"): C has no subinterpreter and no executor.  The executors' workers are parked
+# on a futex (the work queue) and t1 is the task's first statement: the C condvar (or, for a process,
+# the C pipe to a child) is the nearest experiment, labelled so.
 ARMS: List[Arm] = [
     Arm(
         name="interp-queue",
@@ -280,6 +299,9 @@ ARMS: List[Arm] = [
         measure=measure_interp_queue,
         requires=requires_interpreters,
         min_settle_jitter_us=2 * INTERP_QUEUE_POLL_US,
+        # The queue's get() sleeps and retries (a timer, not a futex): nearest only.
+        native="native-condvar", native_match=NEAREST, t1_shape=T1Shape("sleep-poll", AFTER_WAIT),
+        roles=(Role(ROLE_POLLS, against="interp-pipe"),),
     ),
     Arm(
         name="interp-pipe",
@@ -293,6 +315,9 @@ ARMS: List[Arm] = [
         t1="subinterpreter's waiter thread: perf_counter_ns() as the first statement after poll() returns, before the read",
         measure=measure_interp_pipe,
         requires=requires_interpreters,
+        # A subinterpreter's thread polling a pipe is, to the kernel, a thread polling a pipe: same
+        # scope, waiter and t1, so the ratio is the (sub)interpreter's share.
+        native="native-pipe", native_match=MATCHED, t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     Arm(
         name="thread-pool-submit",
@@ -305,6 +330,8 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before executor.submit(task)",
         t1="the worker thread: perf_counter_ns() as the task's first statement",
         measure=measure_thread_pool_submit,
+        native="native-condvar", native_match=NEAREST, t1_shape=T1Shape("futex", TASK),
+        roles=(Role(ROLE_POOL),),
     ),
     Arm(
         name="interp-pool-submit",
@@ -318,6 +345,8 @@ ARMS: List[Arm] = [
         t1="the worker's subinterpreter: perf_counter_ns() as the task's first statement",
         measure=measure_interp_pool_submit,
         requires=requires_interpreter_pool,
+        native="native-condvar", native_match=NEAREST, t1_shape=T1Shape("futex", TASK),
+        roles=(Role(ROLE_POOL),),
     ),
     Arm(
         name="process-pool-submit",
@@ -331,5 +360,7 @@ ARMS: List[Arm] = [
         t1="the worker process: perf_counter_ns() as the task's first statement",
         measure=measure_process_pool_submit,
         requires=requires_process_pool,
+        native="native-pipe-process", native_match=NEAREST, t1_shape=T1Shape("poll", TASK),
+        roles=(Role(ROLE_POOL),),
     ),
 ]

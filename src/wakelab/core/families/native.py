@@ -14,12 +14,14 @@ self-signal and sigaction experiments run on the notifier's CPU), and reports
 where each side last ran as ``info["notifier_cpu_seen"]`` /
 ``info["waiter_cpu_seen"]``.
 
-"vs C" is declared here, once: :data:`FLOORS` maps each Python arm to its C
-floor and says whether the two are *matched* (same scope, same waiter state,
-same ``t1`` shape -- only then is the ratio the interpreter's share) or only
-the *nearest* C experiment there is.  :data:`T1_SHAPES` declares, for both
-sides, the wait ``t1`` follows and where it is taken, so that
-``tests/test_native_pairs.py`` can check every "matched" claim from data.
+"vs C" is declared by each Python arm, beside its other facts: its C floor
+(``Arm.native``), whether the two are *matched* (same scope, same waiter
+state, same ``t1`` shape -- only then is the ratio the interpreter's share)
+or only the *nearest* C experiment there is (``Arm.native_match``), and,
+for both sides, the wait ``t1`` follows and where it is taken
+(``Arm.t1_shape``), so that ``tests/test_native_pairs.py`` can check every
+"matched" claim from data.  ``FLOORS`` and ``T1_SHAPES`` here are the
+tables derived from those declarations.
 
 The binary is compiled on first use; without a C compiler every arm here is
 unavailable (``requires`` says why) and is skipped.
@@ -27,23 +29,33 @@ unavailable (``requires`` says why) and is skipped.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from wakelab.core import realtime
 from wakelab.core.drivers import floor
-from wakelab.core.model import (
+from wakelab.core.model import (  # noqa: F401 (MATCHED ... TASK, T1Shape: the "vs C" words, also read from here)
+    AFTER_READ,
+    AFTER_WAIT,
     BLOCKED,
+    CALLBACK,
     CROSS_PROCESS,
     CROSS_THREAD,
+    HANDLER,
     LATENCY,
+    MATCHED,
+    NEAREST,
     NO_WAITER,
     RATE,
+    ROLE_REALTIME,
     SELF,
     SPINNING,
+    TASK,
     Arm,
     MeasureParams,
     RawLatency,
     RawRate,
+    Role,
+    T1Shape,
 )
 
 FAMILY = "native"
@@ -131,135 +143,22 @@ def measure_native_sigaction_install(params: MeasureParams) -> RawRate:
 
 
 # -- "vs C" -------------------------------------------------------------------
-
-MATCHED = "matched"
-NEAREST = "nearest"
-
-#: The one table of "vs C": Python arm -> (its C floor, how the two relate).  "matched": the C
-#: experiment has the same scope, waiter state and t1 shape (:data:`T1_SHAPES`) as the Python
-#: arm, so the ratio of the two is the interpreter's share.  "nearest": the closest C experiment
-#: there is, shown labelled as such and never called the interpreter's share.  The registry
-#: copies each entry onto the Python arm (``Arm.native``, ``Arm.native_match``);
-#: ``tests/test_native_pairs.py`` checks every entry against the arms' declarations.
-FLOORS: Dict[str, Tuple[str, str]] = {
-    # A waiter thread parked on a futex (Event, Condition, Lock, Semaphore, the queues and
-    # Future all end in one), t1 right after the wait returns.
-    "event": ("native-condvar", MATCHED),
-    "event-fifo": ("native-condvar-fifo", MATCHED),
-    "condition": ("native-condvar", MATCHED),
-    "lock-handoff": ("native-condvar", MATCHED),
-    "semaphore": ("native-condvar", MATCHED),
-    "queue": ("native-condvar", MATCHED),
-    "simplequeue": ("native-condvar", MATCHED),
-    "future": ("native-condvar", MATCHED),
-    "sigusr1-self": ("native-self-signal", MATCHED),
-    "signal-install": ("native-sigaction-install", MATCHED),
-    # _signal.signal: the C function under signal.signal's wrapper, one sigaction() deep.
-    "signal-install-unwrapped": ("native-sigaction-install", MATCHED),
-    # C's sigwait floor wakes a worker thread from the main one; sigwait-thread-to-main goes the
-    # other way.  To the kernel a thread is a thread: same scope, state and t1.
-    "sigwait-thread-to-main": ("native-sigwait", MATCHED),
-    "pthread-kill-sigwait": ("native-sigwait", MATCHED),
-    "pause-handler": ("native-pause-handler", MATCHED),
-    "wakeup-fd-select": ("native-wakeup-fd-select", MATCHED),
-    "pipe": ("native-pipe", MATCHED),
-    "eventfd": ("native-eventfd", MATCHED),
-    "socketpair": ("native-socketpair", MATCHED),
-    "selector-pipe": ("native-selector-pipe", MATCHED),
-    # Nearest only: the loop thread is parked in epoll_wait, as in native-selector-pipe, but the
-    # Python t1 is the first statement of a callback (or of the woken task) that the loop runs
-    # after it has read its self-pipe and dispatched its ready queue; C has no event loop to
-    # dispatch, and the notify goes through the loop's self-pipe socket, not a bare pipe.
-    "call-soon-threadsafe": ("native-selector-pipe", NEAREST),
-    "asyncio-event": ("native-selector-pipe", NEAREST),
-    # The async libraries (core/families/asynclibs), optional: the same shape as the asyncio arms,
-    # each library's loop parked in epoll_wait, t1 in a callback or task it dispatches after.
-    "uvloop-call-soon-threadsafe": ("native-selector-pipe", NEAREST),
-    "trio-token-event": ("native-selector-pipe", NEAREST),
-    "anyio-asyncio-run-sync": ("native-selector-pipe", NEAREST),
-    "anyio-trio-run-sync": ("native-selector-pipe", NEAREST),
-    "gevent-async-watcher": ("native-selector-pipe", NEAREST),
-    "kill-sigwait-child": ("native-kill-sigwait-child", MATCHED),
-    "pipe-process": ("native-pipe-process", MATCHED),
-    "eventfd-fork": ("native-eventfd-fork", MATCHED),
-    # Hand-offs (core/families/handoff): C has no subinterpreter and no executor, so nearest only.
-    # A subinterpreter's thread polling a pipe is, to the kernel, a thread polling a pipe: same
-    # scope, waiter and t1, so the ratio is the (sub)interpreter's share.
-    "interp-pipe": ("native-pipe", MATCHED),
-    # The queue's get() sleeps and retries (a timer, not a futex); the executors' workers are
-    # parked on a futex (the work queue) and t1 is the task's first statement.
-    "interp-queue": ("native-condvar", NEAREST),
-    "thread-pool-submit": ("native-condvar", NEAREST),
-    "interp-pool-submit": ("native-condvar", NEAREST),
-    "process-pool-submit": ("native-pipe-process", NEAREST),
-}
-
-# Where t1 is taken, relative to the waiter's wait.
-AFTER_WAIT = "after-wait"  # first statement after the wait returns, before anything is read
-AFTER_READ = "after-read"  # after the call that waits *and* consumes returns (recv with a timeout)
-HANDLER = "handler"  # first statement of the signal handler
-CALLBACK = "callback"  # first statement of a callback the event loop dispatched after its wait
-TASK = "task"  # first statement of a task an executor's worker runs after taking it off its queue
+#
+# Each Python arm declares its C floor itself (``Arm.native``, ``Arm.native_match``: MATCHED or
+# NEAREST) and its t1 shape (``Arm.t1_shape``), as each C arm here declares its own; the registry
+# derives the tables from the declarations (:func:`wakelab.core.registry.floors`,
+# :func:`~wakelab.core.registry.t1_shapes`), and ``tests/test_native_pairs.py`` checks every pairing.
 
 
-class T1Shape(NamedTuple):
-    """Which wait a latency arm's ``t1`` follows, and where it is taken (one of the points above)."""
+def __getattr__(name: str) -> Any:
+    """``FLOORS`` and ``T1_SHAPES``: the "vs C" tables, derived from every arm's declaration."""
+    from wakelab.core import registry
 
-    wait: str  # the waiter's kernel wait: futex, poll, epoll, select, sigtimedwait, pause, spin
-    point: str
-
-
-#: The t1 shape of every latency arm on either side of :data:`FLOORS` (Python arms and C arms).
-#: A "matched" pair must agree here, as well as in scope and waiter state.
-T1_SHAPES: Dict[str, T1Shape] = {
-    # Python
-    "event": T1Shape("futex", AFTER_WAIT),
-    "event-fifo": T1Shape("futex", AFTER_WAIT),
-    "condition": T1Shape("futex", AFTER_WAIT),
-    "lock-handoff": T1Shape("futex", AFTER_WAIT),
-    "semaphore": T1Shape("futex", AFTER_WAIT),
-    "queue": T1Shape("futex", AFTER_WAIT),
-    "simplequeue": T1Shape("futex", AFTER_WAIT),
-    "future": T1Shape("futex", AFTER_WAIT),
-    "sigusr1-self": T1Shape("spin", HANDLER),
-    "sigwait-thread-to-main": T1Shape("sigtimedwait", AFTER_WAIT),
-    "pthread-kill-sigwait": T1Shape("sigtimedwait", AFTER_WAIT),
-    "pause-handler": T1Shape("pause", HANDLER),
-    "wakeup-fd-select": T1Shape("select", AFTER_WAIT),
-    "pipe": T1Shape("poll", AFTER_WAIT),
-    "eventfd": T1Shape("poll", AFTER_WAIT),
-    "socketpair": T1Shape("poll", AFTER_READ),  # CPython's recv with a timeout: poll, then recv
-    "selector-pipe": T1Shape("epoll", AFTER_WAIT),
-    "call-soon-threadsafe": T1Shape("epoll", CALLBACK),
-    "asyncio-event": T1Shape("epoll", CALLBACK),
-    "uvloop-call-soon-threadsafe": T1Shape("epoll", CALLBACK),
-    "trio-token-event": T1Shape("epoll", CALLBACK),
-    "anyio-asyncio-run-sync": T1Shape("epoll", CALLBACK),
-    "anyio-trio-run-sync": T1Shape("epoll", CALLBACK),
-    "gevent-async-watcher": T1Shape("epoll", CALLBACK),
-    "kill-sigwait-child": T1Shape("sigtimedwait", AFTER_WAIT),
-    "interp-pipe": T1Shape("poll", AFTER_WAIT),
-    "interp-queue": T1Shape("sleep-poll", AFTER_WAIT),
-    "thread-pool-submit": T1Shape("futex", TASK),
-    "interp-pool-submit": T1Shape("futex", TASK),
-    "process-pool-submit": T1Shape("poll", TASK),
-    "pipe-process": T1Shape("poll", AFTER_WAIT),
-    "eventfd-fork": T1Shape("poll", AFTER_WAIT),
-    # C
-    "native-condvar": T1Shape("futex", AFTER_WAIT),
-    "native-condvar-fifo": T1Shape("futex", AFTER_WAIT),
-    "native-pipe": T1Shape("poll", AFTER_WAIT),
-    "native-eventfd": T1Shape("poll", AFTER_WAIT),
-    "native-socketpair": T1Shape("poll", AFTER_READ),
-    "native-selector-pipe": T1Shape("epoll", AFTER_WAIT),
-    "native-self-signal": T1Shape("spin", HANDLER),
-    "native-sigwait": T1Shape("sigtimedwait", AFTER_WAIT),
-    "native-pause-handler": T1Shape("pause", HANDLER),
-    "native-wakeup-fd-select": T1Shape("select", AFTER_WAIT),
-    "native-pipe-process": T1Shape("poll", AFTER_WAIT),
-    "native-eventfd-fork": T1Shape("poll", AFTER_WAIT),
-    "native-kill-sigwait-child": T1Shape("sigtimedwait", AFTER_WAIT),
-}
+    if name == "FLOORS":
+        return registry.floors()
+    if name == "T1_SHAPES":
+        return registry.t1_shapes()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 # -- the arms -------------------------------------------------------------------
@@ -276,7 +175,9 @@ def _latency_arm(
     t0: str,
     t1: str,
     measure: Callable[[MeasureParams], RawLatency],
+    t1_shape: T1Shape,
     requires: Callable[[], Optional[str]] = requires_native_floor,
+    roles: Tuple[Role, ...] = (),
 ) -> Arm:
     """A C latency arm: run by the floor driver, available when the binary builds."""
     return Arm(
@@ -291,6 +192,8 @@ def _latency_arm(
         measure=measure,
         requires=requires,
         driver="floor",
+        t1_shape=t1_shape,
+        roles=roles,
     )
 
 
@@ -303,6 +206,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before pthread_mutex_lock(); flag = 1; pthread_cond_signal()" % _CLOCK,
         t1="waiter thread: %s as the first statement after pthread_cond_timedwait() returns" % _CLOCK,
         measure=measure_native_condvar,
+        t1_shape=T1Shape("futex", AFTER_WAIT),
     ),
     _latency_arm(
         "native-condvar-fifo",
@@ -314,6 +218,8 @@ ARMS: List[Arm] = [
         t1="waiter thread (SCHED_FIFO 80): %s as the first statement after pthread_cond_timedwait() returns" % _CLOCK,
         measure=measure_native_condvar_fifo,
         requires=requires_native_floor_fifo,
+        t1_shape=T1Shape("futex", AFTER_WAIT),
+        roles=(Role(ROLE_REALTIME, against="native-condvar"),),
     ),
     _latency_arm(
         "native-pipe",
@@ -323,6 +229,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before write(pipe_w, 1 byte)" % _CLOCK,
         t1="waiter thread: %s as the first statement after poll() returns readable (before read(); a poll whose read finds nothing is not the wake)" % _CLOCK,
         measure=measure_native_pipe,
+        t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     _latency_arm(
         "native-eventfd",
@@ -332,6 +239,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before write(eventfd, (uint64_t)1)" % _CLOCK,
         t1="waiter thread: %s as the first statement after poll() returns readable (before read(); a poll whose read finds nothing is not the wake)" % _CLOCK,
         measure=measure_native_eventfd,
+        t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     _latency_arm(
         "native-socketpair",
@@ -341,6 +249,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before send(sock, 1 byte, 0)" % _CLOCK,
         t1="waiter thread: %s as the first statement after recv(sock, 1) returns the byte (after the poll and the read)" % _CLOCK,
         measure=measure_native_socketpair,
+        t1_shape=T1Shape("poll", AFTER_READ),
     ),
     _latency_arm(
         "native-selector-pipe",
@@ -350,6 +259,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before write(pipe_w, 1 byte)" % _CLOCK,
         t1="waiter thread: %s as the first statement after epoll_wait() returns (before read(); a wait whose read finds nothing is not the wake)" % _CLOCK,
         measure=measure_native_selector_pipe,
+        t1_shape=T1Shape("epoll", AFTER_WAIT),
     ),
     _latency_arm(
         "native-self-signal",
@@ -359,6 +269,7 @@ ARMS: List[Arm] = [
         t0="main thread: %s immediately before kill(getpid(), SIGUSR1)" % _CLOCK,
         t1="main thread: %s as the first statement of the C SIGUSR1 handler" % _CLOCK,
         measure=measure_native_self_signal,
+        t1_shape=T1Shape("spin", HANDLER),
     ),
     _latency_arm(
         "native-sigwait",
@@ -368,6 +279,7 @@ ARMS: List[Arm] = [
         t0="main thread: %s immediately before pthread_kill(waiter thread, SIGUSR1)" % _CLOCK,
         t1="waiter thread: %s as the first statement after sigtimedwait() returns" % _CLOCK,
         measure=measure_native_sigwait,
+        t1_shape=T1Shape("sigtimedwait", AFTER_WAIT),
     ),
     _latency_arm(
         "native-pause-handler",
@@ -381,6 +293,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before pthread_kill(main thread, SIGUSR1)" % _CLOCK,
         t1="main thread: %s as the first statement of the C SIGUSR1 handler, run inside pause()" % _CLOCK,
         measure=measure_native_pause_handler,
+        t1_shape=T1Shape("pause", HANDLER),
     ),
     _latency_arm(
         "native-wakeup-fd-select",
@@ -394,6 +307,7 @@ ARMS: List[Arm] = [
         t0="notifier thread: %s immediately before kill(getpid(), SIGUSR1)" % _CLOCK,
         t1="main thread: %s as the first statement after select() returns with the wakeup pipe readable (before read())" % _CLOCK,
         measure=measure_native_wakeup_fd_select,
+        t1_shape=T1Shape("select", AFTER_WAIT),
     ),
     _latency_arm(
         "native-pipe-process",
@@ -403,6 +317,7 @@ ARMS: List[Arm] = [
         t0="parent: %s immediately before write(pipe_w, 1 byte)" % _CLOCK,
         t1="child: %s as the first statement after poll() on the pipe returns (before read())" % _CLOCK,
         measure=measure_native_pipe_process,
+        t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     _latency_arm(
         "native-eventfd-fork",
@@ -412,6 +327,7 @@ ARMS: List[Arm] = [
         t0="parent: %s immediately before write(eventfd, (uint64_t)1)" % _CLOCK,
         t1="child: %s as the first statement after poll() on the eventfd returns (before read())" % _CLOCK,
         measure=measure_native_eventfd_fork,
+        t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     _latency_arm(
         "native-kill-sigwait-child",
@@ -421,6 +337,7 @@ ARMS: List[Arm] = [
         t0="parent: %s immediately before kill(child_pid, SIGUSR1)" % _CLOCK,
         t1="child: %s as the first statement after sigtimedwait() returns" % _CLOCK,
         measure=measure_native_kill_sigwait_child,
+        t1_shape=T1Shape("sigtimedwait", AFTER_WAIT),
     ),
     Arm(
         name="native-sigaction-install",

@@ -62,7 +62,19 @@ from wakelab.core.drivers.child import (  # noqa: F401 (WaiterChildError: part o
 )
 from wakelab.core.drivers.child_side import WaitSide
 from wakelab.core.families import fds, no_sigtimedwait_reason
-from wakelab.core.model import BLOCKED, CROSS_PROCESS, LATENCY, Arm, MeasureParams, RawLatency
+from wakelab.core.model import (
+    AFTER_WAIT,
+    BLOCKED,
+    CROSS_PROCESS,
+    LATENCY,
+    MATCHED,
+    ROLE_SIGWAIT,
+    Arm,
+    MeasureParams,
+    RawLatency,
+    Role,
+    T1Shape,
+)
 
 now_ns = time.perf_counter_ns
 
@@ -340,6 +352,8 @@ ARMS: List[Arm] = [
         t1="child: perf_counter_ns() as the first statement after signal.sigtimedwait() returns",
         measure=measure_kill_sigwait_child,
         requires=requires_sigwait,
+        native="native-kill-sigwait-child", native_match=MATCHED, t1_shape=T1Shape("sigtimedwait", AFTER_WAIT),
+        roles=(Role(ROLE_SIGWAIT),),
     ),
     Arm(
         name="pipe-process",
@@ -354,6 +368,7 @@ ARMS: List[Arm] = [
         t1="child: perf_counter_ns() as the first statement after poll() on the pipe returns, before the read",
         measure=measure_pipe_process,
         requires=requires_poll,
+        native="native-pipe-process", native_match=MATCHED, t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
     Arm(
         name="mp-event",
@@ -407,5 +422,6 @@ ARMS: List[Arm] = [
         t1="child: perf_counter_ns() as the first statement after poll() on the eventfd returns, before the read",
         measure=measure_eventfd_fork,
         requires=requires_eventfd,
+        native="native-eventfd-fork", native_match=MATCHED, t1_shape=T1Shape("poll", AFTER_WAIT),
     ),
 ]

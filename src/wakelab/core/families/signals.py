@@ -78,17 +78,26 @@ from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s
 from wakelab.core.drivers import main as main_driver
 from wakelab.core.drivers import thread as thread_driver
 from wakelab.core.model import (
+    AFTER_WAIT,
     BLOCKED,
     CROSS_THREAD,
+    HANDLER,
     LATENCY,
+    MATCHED,
     NO_WAITER,
     RATE,
+    ROLE_HANDLER,
+    ROLE_HANDLER_COST,
+    ROLE_SIGWAIT,
+    ROLE_UNWRAPPED_INSTALL,
     SELF,
     SPINNING,
     Arm,
     MeasureParams,
     RawLatency,
     RawRate,
+    Role,
+    T1Shape,
     now_ns,
 )
 from wakelab.core.families import no_sigtimedwait_reason, this_python
@@ -654,6 +663,8 @@ ARMS: List[Arm] = [
         measure=measure_sigusr1_self,
         requires=requires_main_thread_sigusr1,
         needs_main_thread=True,
+        native="native-self-signal", native_match=MATCHED, t1_shape=T1Shape("spin", HANDLER),
+        roles=(Role(ROLE_HANDLER),),
     ),
     Arm(
         name="signal-install",
@@ -667,6 +678,7 @@ ARMS: List[Arm] = [
         measure=measure_signal_install,
         requires=requires_main_thread_sigusr1,
         needs_main_thread=True,
+        native="native-sigaction-install", native_match=MATCHED,
     ),
     Arm(
         name="signal-install-unwrapped",
@@ -683,6 +695,9 @@ ARMS: List[Arm] = [
         measure=measure_signal_install_unwrapped,
         requires=requires_unwrapped_install,
         needs_main_thread=True,
+        # _signal.signal: the C function under signal.signal's wrapper, one sigaction() deep.
+        native="native-sigaction-install", native_match=MATCHED,
+        roles=(Role(ROLE_UNWRAPPED_INSTALL, against="signal-install"),),
     ),
     Arm(
         name="sigwait-thread-to-main",
@@ -701,6 +716,10 @@ ARMS: List[Arm] = [
         measure=measure_sigwait_thread_to_main,
         requires=requires_main_thread_sigwait,
         needs_main_thread=True,
+        # C's sigwait floor wakes a worker thread from the main one; this arm goes the other way.
+        # To the kernel a thread is a thread: same scope, state and t1.
+        native="native-sigwait", native_match=MATCHED, t1_shape=T1Shape("sigtimedwait", AFTER_WAIT),
+        roles=(Role(ROLE_SIGWAIT),),
     ),
     Arm(
         name="pause-handler",
@@ -722,6 +741,14 @@ ARMS: List[Arm] = [
         measure=measure_pause_handler,
         requires=requires_main_thread_pause,
         needs_main_thread=True,
+        native="native-pause-handler", native_match=MATCHED, t1_shape=T1Shape("pause", HANDLER),
+        roles=(
+            Role(ROLE_HANDLER),
+            Role(ROLE_HANDLER_COST, against="sigwait-thread-to-main",
+                 isolates="running a Python handler in a main thread blocked in pause(), against taking the same "
+                          "signal with sigtimedwait() and no handler",
+                 adds="a Python handler adds"),
+        ),
     ),
     Arm(
         name="wakeup-fd-select",
@@ -743,6 +770,14 @@ ARMS: List[Arm] = [
         measure=measure_wakeup_fd_select,
         requires=requires_main_thread_wakeup_fd,
         needs_main_thread=True,
+        native="native-wakeup-fd-select", native_match=MATCHED, t1_shape=T1Shape("select", AFTER_WAIT),
+        roles=(
+            Role(ROLE_HANDLER),
+            Role(ROLE_HANDLER_COST, against="pipe",
+                 isolates="a signal whose C handler writes the set_wakeup_fd pipe (the asyncio path), against a "
+                          "thread writing a pipe itself",
+                 adds="waking through the signal wakeup fd adds"),
+        ),
     ),
     Arm(
         name="pthread-kill-sigwait",
@@ -760,5 +795,7 @@ ARMS: List[Arm] = [
         measure=measure_pthread_kill_sigwait,
         requires=requires_main_thread_sigwait,
         needs_main_thread=True,
+        native="native-sigwait", native_match=MATCHED, t1_shape=T1Shape("sigtimedwait", AFTER_WAIT),
+        roles=(Role(ROLE_SIGWAIT),),
     ),
 ]

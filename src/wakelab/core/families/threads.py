@@ -57,13 +57,18 @@ from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import thread as driver
 from wakelab.core.drivers.thread import poll_wait
 from wakelab.core.model import (
+    AFTER_WAIT,
     BLOCKED,
     CROSS_THREAD,
     LATENCY,
+    MATCHED,
+    ROLE_REALTIME,
     SPINNING,
     Arm,
     MeasureParams,
     RawLatency,
+    Role,
+    T1Shape,
     now_ns,
 )
 
@@ -269,6 +274,10 @@ def measure_event_fifo(params: MeasureParams) -> RawLatency:
         return driver.measure(params, WAKE_PATHS["event"](), "wakelab-waiter-event-fifo")
 
 
+# "vs C": a waiter thread parked on a futex (Event, Condition, Lock, Semaphore, the queues and Future
+# all end in one), t1 right after the wait returns -- the C condvar arm's experiment exactly.
+FUTEX_AFTER_WAIT = T1Shape("futex", AFTER_WAIT)
+
 ARMS: List[Arm] = [
     Arm(
         name="event",
@@ -281,6 +290,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Event.set()",
         t1="worker thread: perf_counter_ns() as the first statement after Event.wait() returns",
         measure=_measure("event"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="event-fifo",
@@ -295,6 +305,8 @@ ARMS: List[Arm] = [
         t1="worker thread (SCHED_FIFO 80): perf_counter_ns() as the first statement after Event.wait() returns",
         measure=measure_event_fifo,
         requires=realtime.requires_realtime,
+        native="native-condvar-fifo", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
+        roles=(Role(ROLE_REALTIME, against="event"),),
     ),
     Arm(
         name="condition",
@@ -307,6 +319,7 @@ ARMS: List[Arm] = [
         t0="main thread, holding the condition's lock: perf_counter_ns() immediately before Condition.notify()",
         t1="worker thread: perf_counter_ns() right after Condition.wait() returns (lock re-acquired, still inside the with block) and before checking the flag",
         measure=_measure("condition"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="lock-handoff",
@@ -319,6 +332,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Lock.release()",
         t1="worker thread: perf_counter_ns() as the first statement after Lock.acquire() returns (before it releases the lock)",
         measure=_measure("lock-handoff"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="semaphore",
@@ -331,6 +345,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Semaphore.release()",
         t1="worker thread: perf_counter_ns() as the first statement after Semaphore.acquire() returns",
         measure=_measure("semaphore"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="queue",
@@ -343,6 +358,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Queue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after Queue.get() returns",
         measure=_measure("queue"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="simplequeue",
@@ -355,6 +371,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before SimpleQueue.put()",
         t1="worker thread: perf_counter_ns() as the first statement after SimpleQueue.get() returns",
         measure=_measure("simplequeue"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="future",
@@ -367,6 +384,7 @@ ARMS: List[Arm] = [
         t0="main thread: perf_counter_ns() immediately before Future.set_result()",
         t1="worker thread: perf_counter_ns() as the first statement after Future.result() returns",
         measure=_measure("future"),
+        native="native-condvar", native_match=MATCHED, t1_shape=FUTEX_AFTER_WAIT,
     ),
     Arm(
         name="event-spin",
