@@ -580,6 +580,8 @@ class ComponentComparison:
     the per-wake components of each run's traced pass.  ``moved_most`` is the component with the
     largest difference whose interval excludes 0 (``significant``), or, when none does, the
     largest difference (``significant`` False).  ``n_baseline``/``n_other`` count traced wakes.
+    ``reblocks``: each re-block cause's mean time per wake in both runs, largest change first
+    (:mod:`wakelab.analysis.reblock_shifts`; empty unless both runs named their re-blocks).
     """
 
     shifts: Mapping[str, DifferenceCI]
@@ -587,6 +589,7 @@ class ComponentComparison:
     significant: bool
     n_baseline: int
     n_other: int
+    reblocks: Tuple[Any, ...] = ()
 
     def ratio(self, component: str) -> Optional[float]:
         """Other over baseline p50 of ``component`` (None where the baseline's is 0)."""
@@ -600,6 +603,7 @@ class ComponentComparison:
             "moved_most": self.moved_most,
             "significant": self.significant,
             "p50": {name: dict(shift.to_dict(), ratio=_finite(self.ratio(name))) for name, shift in self.shifts.items()},
+            **({"reblocks": [shift.to_dict() for shift in self.reblocks]} if self.reblocks else {}),
         }
 
 
@@ -933,13 +937,14 @@ def load_traced_components(run: Run, entry: Mapping[str, Any]) -> Dict[str, Any]
     """
     import numpy as np
 
-    from wakelab.analysis.components import COMPONENTS, TracedSeriesError, traced_series
+    from wakelab.analysis.components import COMPONENTS, TracedSeriesError, traced_reblocks, traced_series
     from wakelab.evidence.load import load_samples
 
     name = str(entry["name"])
     doc = load_samples(run.folder, dict(entry))
     try:
         series = traced_series(doc)
+        reblocks = traced_reblocks(doc)
     except TracedSeriesError as exc:
         raise EvidenceError("%s: arm %s: the samples file's traced part is unusable: %s" % (run.source, name, exc)) from None
     del doc
@@ -951,7 +956,10 @@ def load_traced_components(run: Run, entry: Mapping[str, Any]) -> Dict[str, Any]
         raise _mismatch(run, name, "traced wakes", len(series["latency"]), wakes)
     if not series["latency"]:
         raise EvidenceError("%s: arm %s: the traced pass holds no wake" % (run.source, name))
-    return {key: np.asarray(series[key], dtype=np.float64) for key in ("latency",) + COMPONENTS}
+    arrays: Dict[str, Any] = {key: np.asarray(series[key], dtype=np.float64) for key in ("latency",) + COMPONENTS}
+    if reblocks is not None:  # each re-block cause's series (a bundle from before they were named has none)
+        arrays["reblocks"] = {cause: np.asarray(values, dtype=np.float64) for cause, values in reblocks.items()}
+    return arrays
 
 
 def compare_components(baseline: Mapping[str, Any], other: Mapping[str, Any], name: str,
@@ -974,7 +982,13 @@ def compare_components(baseline: Mapping[str, Any], other: Mapping[str, Any], na
     moved = [c for c in COMPONENTS if shifts[c].excludes_zero()]
     pool = moved or [c for c in COMPONENTS if shifts[c].difference != 0]
     most = max(pool, key=lambda c: (abs(shifts[c].difference), -COMPONENTS.index(c))) if pool else None
-    return ComponentComparison(shifts, most, bool(moved), n_a, n_b)
+    reblocks: Tuple[Any, ...] = ()
+    if "reblocks" in baseline and "reblocks" in other:
+        from wakelab.analysis.reblock_shifts import compare_reblocks
+
+        reblocks = tuple(compare_reblocks(baseline["reblocks"], other["reblocks"], n_a, n_b, settings.confidence,
+                                          settings.resamples, settings.seed, name))
+    return ComponentComparison(shifts, most, bool(moved), n_a, n_b, reblocks)
 
 
 def _arm_seed(seed: int, name: str) -> List[int]:

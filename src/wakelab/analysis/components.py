@@ -77,10 +77,12 @@ SHORT_NAMES: Dict[str, str] = {
     "notify": "notify",
     "sched_wake": "wake",
     "sched_queue": "queue",
-    "gil_wait": "GIL",
-    "interpreter": "interp",
+    "gil_wait": "re-blocked",
+    "interpreter": "own work",
     "unattributed": "other",
 }
+# As a band from before re-blocks were named reads (summary.txt of such a bundle, unchanged).
+_OLD_SHORT_NAMES: Dict[str, str] = dict(SHORT_NAMES, gil_wait="GIL", interpreter="interp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -620,7 +622,7 @@ def _holder_note(holder: Mapping[str, Any]) -> str:
 def _band_line(label: str, band: Mapping[str, Any], native: bool = False) -> str:
     parts: Mapping[str, float] = band.get("parts_ns") or {}
     # In C there is no GIL: the extra sleep/wake cycles are the waiter re-sleeping on a lock.
-    names = dict(SHORT_NAMES, gil_wait="re-sleep") if native else SHORT_NAMES
+    names = dict(_OLD_SHORT_NAMES, gil_wait="re-sleep") if native else _OLD_SHORT_NAMES
     shown = ["%s %s" % (names[name], _us(parts.get(name))) for name in COMPONENTS if name != "unattributed"]
     text = "%s %s µs = %s" % (label, _us(band.get("latency_ns")), " + ".join(shown))
     if parts.get("unattributed"):
@@ -786,6 +788,31 @@ def traced_series(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
         out[name] = ints(series.get(name), "component %s" % name)
     if not check_sums(out["latency"], out):
         raise TracedSeriesError("the traced components do not sum to each wake's latency")
+    return out
+
+
+def traced_reblocks(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
+    """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it
+    has none: a bundle from before re-blocks were named).  Raises :class:`TracedSeriesError` when
+    a series is not one non-negative integer per traced wake, or a wake's causes do not sum to
+    its ``gil_wait``."""
+    series = traced_series(doc)
+    part = doc.get("traced")
+    causes = part.get("reblocks_ns") if isinstance(part, Mapping) else None
+    if series is None or causes is None:
+        return None
+    if not isinstance(causes, Mapping):
+        raise TracedSeriesError("traced reblocks_ns is not an object")
+    n = len(series["latency"])
+    out: Dict[str, List[int]] = {}
+    for cause, values in causes.items():
+        if not isinstance(values, list) or len(values) != n or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
+        ):
+            raise TracedSeriesError("traced re-block %s must be %d non-negative integers (one per traced wake)" % (cause, n))
+        out[str(cause)] = values
+    if any(sum(values[i] for values in out.values()) != series["gil_wait"][i] for i in range(n)):
+        raise TracedSeriesError("the traced re-blocks do not sum to each wake's gil_wait")
     return out
 
 

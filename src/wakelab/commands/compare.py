@@ -138,8 +138,9 @@ def register(sub: Any) -> None:
             "two-level bootstrap interval (worker slices, then wakes), a verdict against --min-effect, the\n"
             "minimum detectable effect, and a Mann-Whitney U test as a secondary check. With a GRID folder\n"
             "alone, compare every cell with a baseline cell. Where both runs were made with 'wakelab run\n"
-            "--trace', also each component of a wake (notify path, scheduler, GIL wait, interpreter): its p50\n"
-            "in both, the difference with a bootstrap interval, and which component moved most.\n"
+            "--trace', also each component of a wake (notify path, scheduler, re-blocked, the waiter's own\n"
+            "work): its p50 in both, the difference with a bootstrap interval, and which component moved\n"
+            "most; and each named re-block's time per wake, and which moved most.\n"
             "A RUN is an evidence folder or its summary.json. Output is deterministic (fixed seed)."
         ),
         epilog=EPILOG,
@@ -369,7 +370,7 @@ def _difference_with_ci(shift: Any) -> str:
 def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     """Per traced arm, each component's p50 in both runs, the difference with its interval, and the ratio.
 
-    Components at 0 in both runs (often the GIL wait and the unattributed remainder) are left out.
+    Components at 0 in both runs (often the re-blocks and the unattributed remainder) are left out.
     """
     from wakelab.analysis.components import SHORT_NAMES
     from wakelab.formatting import format_us
@@ -402,7 +403,8 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
 # How the moved-most line names a component of a wake (wakelab.analysis.components.COMPONENTS).
 MOVED_WORDS = {
     "notify": "notify path", "sched_wake": "scheduler wake delivery", "sched_queue": "run-queue wait",
-    "gil_wait": "GIL wait", "interpreter": "interpreter", "unattributed": "unattributed remainder",
+    "gil_wait": "re-blocked (further sleeps)", "interpreter": "the waiter's own work",
+    "unattributed": "unattributed remainder",
 }
 
 
@@ -460,6 +462,12 @@ def format_comparison(comparison: Any) -> List[str]:
         moved = format_moved(arm, a, b)
         if moved is not None:
             listed.append(moved)
+        if arm.components is not None and arm.components.reblocks:
+            from wakelab.analysis.reblock_shifts import format_reblocks_moved
+
+            named = format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
+            if named is not None:
+                listed.append(named)
     # A note that several arms share (one unit in both runs, say) is listed once, naming them all.
     shared: Dict[str, List[str]] = {}
     for arm in comparison.arms:
@@ -538,9 +546,11 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         "it never decides a verdict.",
     ] + ([
         "Where the time goes (runs made with --trace): each component's own p50 over the traced wakes of each run "
-        "(notify path, scheduler wake delivery and run-queue wait, GIL wait, interpreter; these p50s do not sum), "
-        "the other run's minus the baseline's with its %s bootstrap interval (one level: the traced wakes "
-        "pooled), and their ratio; * marks the component that moved most among those whose interval excludes 0. "
+        "(notify path, scheduler wake delivery and run-queue wait, re-blocked, the waiter's own work; these p50s "
+        "do not sum), the other run's minus the baseline's with its %s bootstrap interval (one level: the traced "
+        "wakes pooled), and their ratio; * marks the component that moved most among those whose interval excludes "
+        "0. Re-blocks, named by what the waiter waited on and who held it, are compared by their mean time per "
+        "wake (most wakes have none, so their p50 is 0), with the same kind of interval. "
         "The traced passes ran with perf recording, slower than the untraced figures above." % level
     ] if any(arm.components is not None for c in comparisons for arm in c.arms) else [])))
     out.append("")
