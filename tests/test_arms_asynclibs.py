@@ -104,7 +104,7 @@ def test_family_has_the_five_arms_with_their_counterparts() -> None:
     stdlib = {arm.name: arm for arm in all_arms()}
     doc = asynclibs.__doc__ or ""
     for arm in asynclibs.ARMS:
-        assert arm.family == asynclibs.FAMILY == "asynclibs"
+        assert arm.family == asynclibs.FAMILY.id == "asynclibs"
         assert arm.kind == LATENCY and arm.waiter == BLOCKED and arm.scope == CROSS_THREAD
         assert arm.driver == ("loop" if arm.name.startswith("uvloop") else "task")
         assert not arm.open_loop  # neither driver has an open loop

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -55,10 +57,76 @@ def test_model_no_longer_offers_a_planted_delay_helper() -> None:
 
 
 def test_one_family_list() -> None:
-    from wakelab.core.model import FAMILIES
+    from wakelab.api import v1
+    from wakelab.core.registry import FAMILIES, FAMILY_COLORS, FAMILY_MODULES, families
     from wakelab.harness import worker
     from wakelab.report.text import FAMILY_TITLES
 
-    assert tuple(f for f, _, _ in FAMILY_TABLE) == FAMILIES
-    assert set(FAMILY_TITLES) == set(FAMILIES)
+    assert tuple(f for f, _, _ in FAMILY_TABLE) == FAMILIES == tuple(f.id for f in families())
+    assert set(FAMILY_TITLES) == set(FAMILIES) == set(FAMILY_COLORS) == set(FAMILY_MODULES)
     assert all("wakelab.core.families." + m in worker._preload() for _, m, _ in FAMILY_TABLE)
+    assert [f.order for f in families()] == sorted(f.order for f in families())
+    assert v1.FAMILIES == tuple(f.id for f in families() if f.user_arms)
+
+
+@pytest.mark.parametrize("path", [p for p in FAMILY_FILES if not p.stem.startswith("_")], ids=lambda p: p.stem)
+def test_a_family_is_one_module(path: pathlib.Path) -> None:
+    """Every module of the package declares its family and only its own arms; the registry found it."""
+    from wakelab.core.model import Family
+    from wakelab.core.registry import families, family_module_names
+
+    module = importlib.import_module("wakelab.core.families." + path.stem)
+    assert isinstance(module.FAMILY, Family)
+    assert module.FAMILY in families()
+    assert module.__name__ in family_module_names()
+    assert module.ARMS and all(arm.family == module.FAMILY.id for arm in module.ARMS)
+
+
+def test_a_worker_imports_only_its_arms_family() -> None:
+    probe = ("import sys; sys.path.insert(0, %r)\n"
+             "from wakelab.core.registry import find_arm\n"
+             "find_arm('event', 'threads')\n"
+             "print(sorted(m for m in sys.modules if m.startswith('wakelab.core.families.')))\n") % str(CORE.parent.parent)
+    result = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['wakelab.core.families.threads']"
+
+
+THROWAWAY = '''
+from wakelab.core.drivers import WakePath
+from wakelab.core.drivers import thread as driver
+import threading
+
+from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, Family
+
+FAMILY = Family(id="throwaway", title="Throwaway", color="#000001", order=55)
+
+
+def measure(params):
+    event = threading.Event()
+    return driver.measure(params, WakePath(reset=event.clear, wait=event.wait, notify=event.set), "wakelab-throwaway")
+
+
+ARMS = [Arm(name="throwaway-event", family="throwaway", driver="thread", kind=LATENCY, mechanism="Event again",
+            waiter=BLOCKED, scope=CROSS_THREAD, t0="before set()", t1="after wait()", measure=measure)]
+'''
+
+
+def test_adding_a_family_is_adding_a_module(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wakelab.core import families as package
+    from wakelab.core import registry
+
+    (tmp_path / "throwaway.py").write_text(THROWAWAY, encoding="utf-8")
+    monkeypatch.setattr(package, "__path__", list(package.__path__) + [str(tmp_path)])
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    registry._family_modules.cache_clear()
+    try:
+        assert registry.FAMILIES[:6] == ("threads", "signals", "fds", "asyncio", "asynclibs", "throwaway")
+        assert registry.FAMILY_TITLES["throwaway"] == "Throwaway" and registry.FAMILY_COLORS["throwaway"] == "#000001"
+        assert registry.get_arm("throwaway-event").family == "throwaway"
+        assert registry.find_arm("throwaway-event", "throwaway").name == "throwaway-event"
+        names = registry.arm_names()
+        assert names.index("gevent-async-watcher") + 1 == names.index("throwaway-event") == names.index("kill-sigwait-child") - 1
+    finally:
+        registry._family_modules.cache_clear()
+        sys.modules.pop("wakelab.core.families.throwaway", None)

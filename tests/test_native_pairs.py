@@ -39,9 +39,9 @@ def pairing_problems(python_name: str, c_name: str, match: str) -> List[str]:
         return ["%s is not an arm" % c_name]
     py, c = ARMS[python_name], ARMS[c_name]
     problems = []
-    if py.family == native.FAMILY:
+    if py.family == native.FAMILY.id:
         problems.append("%s is itself a C arm" % py.name)
-    if c.family != native.FAMILY:
+    if c.family != native.FAMILY.id:
         problems.append("%s is not a C arm" % c.name)
     if match not in (native.MATCHED, native.NEAREST):
         problems.append("%s: unknown match %r" % (py.name, match))
@@ -94,7 +94,7 @@ def test_a_floor_is_declared_with_how_it_relates() -> None:
     for arm in all_arms():
         assert (arm.native is None) == (arm.native_match is None), arm.name
         assert arm.native_match in (None, native.MATCHED, native.NEAREST), arm.name
-        if arm.family == native.FAMILY:
+        if arm.family == native.FAMILY.id:
             assert arm.native is None, "%s: a C arm has no floor of its own" % arm.name
 
 

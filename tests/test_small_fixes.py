@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from wakelab.core.families import asynclibs
-from wakelab.core.model import FAMILIES
+from wakelab.core.registry import FAMILIES
 from wakelab.evidence.model import Interpreter as EvidenceInterpreter
 from wakelab.harness import metadata
 from wakelab.report import interactive

@@ -155,6 +155,8 @@ import re
 import time
 from typing import Callable, Optional, Tuple
 
+from wakelab.core.registry import user_arm_families
+
 __all__ = [
     "API_VERSION",
     "BLOCKED",
@@ -185,8 +187,9 @@ CROSS_THREAD = "cross-thread"
 CROSS_PROCESS = "cross-process"
 SCOPES: Tuple[str, ...] = (CROSS_THREAD, CROSS_PROCESS)
 
-#: Families a user arm may be listed under (``native`` is the C floor's own).
-FAMILIES: Tuple[str, ...] = ("threads", "signals", "fds", "asyncio", "processes")
+#: Families a user arm may be listed under (``native`` is the C floor's own): those whose module
+#: declares ``user_arms=True`` (:class:`wakelab.core.model.Family`).
+FAMILIES: Tuple[str, ...] = user_arm_families()
 
 #: Seconds an arm file's top level may take to run when wakelab loads it.
 LOAD_TIMEOUT_S = 10.0

@@ -13,8 +13,12 @@ measurement.  Read it in this order:
   notify, ``t1``, lost wakes, open and closed loop.  ``t0`` is taken only
   there;
 * :mod:`~wakelab.core.families` -- one module per family, holding only its
-  primitives' moves (reset / wait / notify) and its table of arms;
-* :mod:`~wakelab.core.registry` -- the one list of families, and arm look-up;
+  primitives' moves (reset / wait / notify), its declaration (``FAMILY``) and
+  its table of arms, each arm with its own facts (C floor, ``t1`` shape,
+  guidance roles);
+* :mod:`~wakelab.core.registry` -- finds the family modules, derives the
+  tables everything else reads (families, titles, colours, "vs C", roles)
+  from their declarations, and looks arms up;
 * :mod:`~wakelab.core.placement` and :mod:`~wakelab.core.sigstate` -- the
   guards that pin threads and restore signal state.
 

@@ -42,9 +42,6 @@ SELF = "self"
 CROSS_THREAD = "cross-thread"
 CROSS_PROCESS = "cross-process"
 
-# Families, in report order.
-FAMILIES = ("threads", "signals", "fds", "asyncio", "asynclibs", "processes", "handoff", "storms", "native")
-
 now_ns = time.perf_counter_ns
 
 # Sentinels of :attr:`LatencyCollector.slots` in its compact form: the two largest unsigned
@@ -361,6 +358,27 @@ GROUP_HANDOFF = "handoff"
 GROUP_STORMS = "storms"
 GROUP_NATIVE = "native"
 
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A family of arms, as its module declares it (``FAMILY = Family(...)`` in a module of
+    :mod:`wakelab.core.families`; the registry finds the modules and derives its tables).
+
+    ``id`` is the word arms and evidence name it by; ``title`` heads its rows in reports;
+    ``color`` is its colour in the HTML report's charts (Okabe-Ito's palette where it reaches:
+    its sky blue, ``#56B4E9``, is kept for a family a report does not know); ``order`` places it
+    among the families in reports (lower first); ``group`` is the guidance group its arms are
+    compared within (``GROUP_*``; None: by waiter state and scope); ``user_arms`` says whether a
+    user-defined arm (:mod:`wakelab.api.v1`) may be listed under it.
+    """
+
+    id: str
+    title: str
+    color: str
+    order: int
+    group: Optional[str] = None
+    user_arms: bool = False
 
 
 def _always_available() -> Optional[str]:

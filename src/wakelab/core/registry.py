@@ -1,8 +1,22 @@
 """The arm registry: every wake experiment wakelab knows, one module per family.
 
-Each family module exposes ``ARMS``, a list of :class:`~wakelab.core.model.Arm`.
-Adding an arm means adding it to its family's ``ARMS`` (and a test); the
-registry, ``wakelab list`` and the labs pick it up from there.
+A family is one module of :mod:`wakelab.core.families`: it declares the
+family (``FAMILY``, a :class:`~wakelab.core.model.Family`: its id, title,
+colour, report order, guidance group and whether user arms may join it) and
+its arms (``ARMS``, a list of :class:`~wakelab.core.model.Arm`, each with its
+own facts: C floor, ``t1`` shape, guidance roles).  The registry finds the
+family modules by scanning the package (a module whose name starts with
+``_`` is a helper, not a family) and derives every table the rest of
+wakelab reads from their declarations: the families in report order and
+their titles, colours and modules (:data:`FAMILIES`, :data:`FAMILY_TABLE`,
+:data:`FAMILY_TITLES`, :data:`FAMILY_COLORS`, :data:`FAMILY_MODULES`), "vs
+C" (:func:`floors`, :func:`t1_shapes`), the guidance's roles and groups
+(:func:`arms_with_role`, :func:`declared_group`).  Adding an arm is adding
+it to its family's ``ARMS`` (and a test); adding a family is adding a module.
+
+The derived tables are computed on first use, so that importing the
+registry imports no family module, and a worker that measures ``event``
+imports only ``threads`` (:func:`find_arm`).
 
 User-defined arms (:mod:`wakelab.core.user_arms`: ``--arm-file`` and the
 ``wakelab.arms`` entry points) are registered here too, beside the built-in
@@ -14,33 +28,145 @@ request carries it, so that the worker loads the same file first).
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
-from typing import Dict, Iterable, List, Optional, Tuple
+import importlib.util
+import pkgutil
+from types import ModuleType
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, overload
 
-from wakelab.core.model import FAMILIES, Arm, Role, T1Shape
+from wakelab.core.model import Arm, Family, Role, T1Shape
 
-# (family, module in wakelab.core.families, title), in report order.
-FAMILY_TABLE = (
-    ("threads", "threads", "Threads"),
-    ("signals", "signals", "Signals"),
-    ("fds", "fds", "File descriptors"),
-    ("asyncio", "aio", "asyncio"),
-    ("asynclibs", "asynclibs", "Async libraries (optional)"),
-    ("processes", "processes", "Processes"),
-    ("handoff", "handoff", "Hand-offs: subinterpreters and executors"),
-    ("storms", "storms", "Signal storms: many senders, one receiver"),
-    ("native", "native", "Native floor (C)"),
-)
-if tuple(family for family, _, _ in FAMILY_TABLE) != FAMILIES:
-    raise RuntimeError("FAMILY_TABLE and core.model.FAMILIES disagree")
+#: The package whose modules are the families.
+FAMILY_PACKAGE = "wakelab.core.families"
 
-FAMILY_MODULES = {family: module for family, module, _ in FAMILY_TABLE}
-FAMILY_TITLES = {family: title for family, _, title in FAMILY_TABLE}
+_T = TypeVar("_T")
+_V = TypeVar("_V")
+
+
+@functools.lru_cache(maxsize=None)
+def _family_modules() -> Tuple[Tuple[Family, ModuleType], ...]:
+    """Every family module with its declaration, in report order (imports them all, once)."""
+    package = importlib.import_module(FAMILY_PACKAGE)
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(FAMILY_PACKAGE + "." + info.name)
+        family = getattr(module, "FAMILY", None)
+        if not isinstance(family, Family):
+            raise RuntimeError("%s declares no FAMILY (a wakelab.core.model.Family); a helper module's name starts with _"
+                               % module.__name__)
+        found.append((family, module))
+    found.sort(key=lambda pair: (pair[0].order, pair[0].id))
+    for what in ("id", "order"):
+        values = [getattr(family, what) for family, _ in found]
+        if len(set(values)) != len(values):
+            raise RuntimeError("two family modules declare the same %s: %s" % (what, sorted(values)))
+    return tuple(found)
+
+
+def families() -> Tuple[Family, ...]:
+    """Every family, in report order."""
+    return tuple(family for family, _ in _family_modules())
+
+
+def get_family(family: str) -> Family:
+    """The declaration of ``family`` (its id); :class:`UnknownArmError` if there is none."""
+    for one in families():
+        if one.id == family:
+            return one
+    raise UnknownArmError("unknown family %r" % (family,))
 
 
 def family_module_names() -> List[str]:
     """The importable name of every family module (a worker template preloads them)."""
-    return ["wakelab.core.families." + module for _, module, _ in FAMILY_TABLE]
+    return [module.__name__ for _, module in _family_modules()]
+
+
+def _family_module(family: str) -> ModuleType:
+    """The module that declares ``family``.  A module named after its family is imported alone, so that a
+    worker measuring ``event`` imports no other family; any other family is found by the scan."""
+    name = FAMILY_PACKAGE + "." + family
+    try:
+        spec = importlib.util.find_spec(name) if family.isidentifier() else None
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and not family.startswith("_"):
+        module = importlib.import_module(name)
+        declared = getattr(module, "FAMILY", None)
+        if isinstance(declared, Family) and declared.id == family:
+            return module
+    for declared, module in _family_modules():
+        if declared.id == family:
+            return module
+    raise UnknownArmError("unknown family %r" % (family,))
+
+
+class _Derived(Mapping[str, _V]):
+    """A read-only mapping derived from the family modules on use (importing the registry imports none)."""
+
+    def __init__(self, derive: Callable[[], Dict[str, _V]]) -> None:
+        self._derive = derive
+
+    def __getitem__(self, key: str) -> _V:
+        return self._derive()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._derive())
+
+    def __len__(self) -> int:
+        return len(self._derive())
+
+    def __repr__(self) -> str:
+        return repr(self._derive())
+
+
+class _DerivedTuple(Sequence[_T]):
+    """A read-only sequence derived from the family modules on use; equal to the tuple it stands for."""
+
+    def __init__(self, derive: Callable[[], Tuple[_T, ...]]) -> None:
+        self._derive = derive
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Tuple[_T, ...]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[_T, Tuple[_T, ...]]:
+        return self._derive()[index]
+
+    def __len__(self) -> int:
+        return len(self._derive())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, list, _DerivedTuple)):
+            return self._derive() == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._derive())
+
+
+#: Family ids, in report order.
+FAMILIES: Sequence[str] = _DerivedTuple(lambda: tuple(f.id for f in families()))
+#: (family, its module in wakelab.core.families, title), in report order.
+FAMILY_TABLE: Sequence[Tuple[str, str, str]] = _DerivedTuple(
+    lambda: tuple((f.id, m.__name__.rpartition(".")[2], f.title) for f, m in _family_modules()))
+#: Family -> its module's name in wakelab.core.families.
+FAMILY_MODULES: Mapping[str, str] = _Derived(lambda: {f.id: m.__name__.rpartition(".")[2] for f, m in _family_modules()})
+#: Family -> the title its rows are headed by in reports.
+FAMILY_TITLES: Mapping[str, str] = _Derived(lambda: {f.id: f.title for f in families()})
+#: Family -> its colour in the HTML report's charts.
+FAMILY_COLORS: Mapping[str, str] = _Derived(lambda: {f.id: f.color for f in families()})
+
+
+def user_arm_families() -> Tuple[str, ...]:
+    """The families a user-defined arm may be listed under (``Family.user_arms``), in report order."""
+    return tuple(f.id for f in families() if f.user_arms)
 
 
 class UnknownArmError(LookupError):
@@ -85,7 +211,7 @@ def unknown_name_message(what: str, name: str, valid: Iterable[str], valid_label
 
 
 def _load_family(family: str) -> List[Arm]:
-    module = importlib.import_module("wakelab.core.families." + FAMILY_MODULES[family])
+    module = _family_module(family)
     arms = []
     for arm in module.ARMS:
         if arm.family != family:
@@ -98,8 +224,8 @@ def _load_family(family: str) -> List[Arm]:
 
 def _load() -> Dict[str, Arm]:
     arms: Dict[str, Arm] = {}
-    for family in FAMILIES:
-        for arm in _load_family(family):
+    for family in families():
+        for arm in _load_family(family.id):
             if arm.name in arms:
                 raise RuntimeError("duplicate arm name: " + arm.name)
             arms[arm.name] = arm
@@ -120,7 +246,7 @@ def register_user_arm(arm: Arm) -> None:
     """Add a user-defined arm to the registry; ValueError for a name already taken."""
     if arm.name in _USER_ARMS:
         raise ValueError("an arm called %r is already loaded" % arm.name)
-    if arm.family not in FAMILY_MODULES:
+    if arm.family not in FAMILIES:
         raise ValueError("unknown family %r" % (arm.family,))
     _USER_ARMS[arm.name] = arm
 
@@ -146,11 +272,11 @@ def find_arm(name: str, family: str) -> Arm:
     """The arm ``name`` of ``family``, importing only that family's module.
 
     Worker processes use this so that measuring ``event`` does not first
-    import asyncio, multiprocessing and the native floor.  A user-defined arm
-    is found once its file is loaded (:mod:`wakelab.core.user_arms`).
+    import asyncio, multiprocessing and the native floor (a family whose
+    module does not bear its name -- asyncio's, ``aio`` -- is found by the
+    scan, which imports them all).  A user-defined arm is found once its
+    file is loaded (:mod:`wakelab.core.user_arms`).
     """
-    if family not in FAMILY_MODULES:
-        raise UnknownArmError("unknown family %r" % (family,))
     user = _USER_ARMS.get(name)
     if user is not None and user.family == family:
         return user
@@ -163,10 +289,9 @@ def find_arm(name: str, family: str) -> Arm:
 def all_arms() -> List[Arm]:
     """Every registered arm, grouped by family in report order (user-defined arms after the
     built-in ones of their family)."""
-    if not _REGISTRY:
-        _REGISTRY.update(_load())
-    order = {family: i for i, family in enumerate(FAMILIES)}
-    return sorted(list(_REGISTRY.values()) + list(_USER_ARMS.values()), key=lambda a: order[a.family])
+    builtin = _builtin_arms()
+    order = {family.id: family.order for family in families()}
+    return sorted(builtin + list(_USER_ARMS.values()), key=lambda a: order[a.family])
 
 
 def arm_names() -> List[str]:
@@ -189,6 +314,7 @@ def get_arm(name: str) -> Arm:
 
 
 def _builtin_arms() -> List[Arm]:
+    """Every built-in arm, in registry order (imports every family module)."""
     if not _REGISTRY:
         _REGISTRY.update(_load())
     return list(_REGISTRY.values())
@@ -209,3 +335,15 @@ def arms_with_role(role: str) -> List[Tuple[str, Role]]:
     """(arm name, its :class:`~wakelab.core.model.Role`) of every built-in arm that declares ``role``, in
     registry order (families in report order, arms in their family's order)."""
     return [(arm.name, one) for arm in _builtin_arms() for one in arm.roles if one.name == role]
+
+
+def declared_group(name: str, family: str) -> Optional[str]:
+    """The guidance group an arm declares: the built-in arm ``name``'s own (``Arm.group``) if it is of
+    ``family``, else ``family``'s (``Family.group``); None where neither declares one or the family
+    is not known here (an arm of an older bundle)."""
+    _builtin_arms()
+    arm = _REGISTRY.get(name)
+    if arm is not None and arm.family == family and arm.group is not None:
+        return arm.group
+    known = [one for one in families() if one.id == family]
+    return known[0].group if known else None

@@ -44,6 +44,7 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.core import registry
 from wakelab.formatting import escape_text, format_ns, format_rate, format_ratio
 
 # Pixels per arm row in the overview; the chart grows with the arms so labels never overlap.
@@ -53,21 +54,9 @@ CHART_MARGIN_PX = 110
 FLOOR_MATCHED_COLOR = "#222222"
 FLOOR_NEAREST_COLOR = "#8a8a8a"
 RANGE_OPACITY = 0.45
-# Families in the catalogue's order (wakelab.core.model.FAMILIES, by name: tests/test_small_fixes.py
-# fails for a family without a colour), with the colours the overview gives them (Okabe-Ito; the
-# async libraries in Tol's wine, a darker kin of asyncio's reddish purple, since Okabe-Ito's sky
-# blue is the colour of a family this version does not know).
-FAMILY_COLORS = {
-    "threads": "#0072B2",
-    "signals": "#D55E00",
-    "fds": "#009E73",
-    "asyncio": "#CC79A7",
-    "asynclibs": "#882255",
-    "processes": "#E69F00",
-    "handoff": "#F0E442",
-    "storms": "#332288",
-    "native": "#555555",
-}
+# Each family's colour in the overview, as its module declares it (wakelab.core.model.Family.color);
+# a family this version does not know gets Okabe-Ito's sky blue, which no family declares.
+FAMILY_COLORS = registry.FAMILY_COLORS
 OTHER_FAMILY_COLOR = "#56B4E9"
 CONFIG = {
     "displaylogo": False,

@@ -1,4 +1,6 @@
-"""One module per family of arms: the primitives' moves and the table of arms (see :mod:`wakelab.core`)."""
+"""One module per family of arms: its declaration (``FAMILY``), the primitives' moves and the table of
+arms (``ARMS``); see :mod:`wakelab.core.registry`, which finds every module here.  A helper module
+that is no family has a name starting with ``_``."""
 
 from __future__ import annotations
 

@@ -54,6 +54,7 @@ from wakelab.core.model import (
     ROLE_HANDLER,
     ROLE_HANDLER_COST,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     Role,
@@ -61,6 +62,8 @@ from wakelab.core.model import (
     now_ns,
 )
 from wakelab.core.sigstate import preserved_signal_state
+
+FAMILY = Family(id="asyncio", title="asyncio", color="#CC79A7", order=40, user_arms=True)
 
 Loop = asyncio.AbstractEventLoop
 

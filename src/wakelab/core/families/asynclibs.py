@@ -108,9 +108,11 @@ from wakelab.core.drivers import loop as loop_driver
 from wakelab.core.drivers import task as task_driver
 from wakelab.core.drivers.task import TaskPath, WaiterLoop, run_unsuspended
 from wakelab.core.families import aio, this_python
-from wakelab.core.model import BLOCKED, CALLBACK, CROSS_THREAD, LATENCY, NEAREST, Arm, MeasureParams, RawLatency, T1Shape, now_ns
+from wakelab.core.model import BLOCKED, CALLBACK, CROSS_THREAD, LATENCY, NEAREST, Arm, Family, MeasureParams, RawLatency, T1Shape, now_ns
 
-FAMILY = "asynclibs"
+# Tol's wine, a darker kin of asyncio's reddish purple (Okabe-Ito has no colour left that is not
+# its sky blue, the colour of a family a report does not know).
+FAMILY = Family(id="asynclibs", title="Async libraries (optional)", color="#882255", order=50)
 
 #: Each arm's stdlib counterpart: the asyncio arm that is the same experiment on the stdlib loop.
 COUNTERPARTS: Dict[str, str] = {
@@ -469,7 +471,7 @@ RUNNERS: Dict[str, Callable[[], Callable[[WaiterLoop], None]]] = {
 
 def _arm(name: str, driver: str, mechanism: str, t0: str, t1: str,
          measure: Callable[[MeasureParams], RawLatency], requires: Callable[[], Optional[str]]) -> Arm:
-    return Arm(name=name, family=FAMILY, driver=driver, kind=LATENCY, mechanism=mechanism, waiter=BLOCKED,
+    return Arm(name=name, family=FAMILY.id, driver=driver, kind=LATENCY, mechanism=mechanism, waiter=BLOCKED,
                scope=CROSS_THREAD, t0=t0, t1=t1, measure=measure, requires=requires,
                native="native-selector-pipe", native_match=NEAREST, t1_shape=T1Shape("epoll", CALLBACK))
 

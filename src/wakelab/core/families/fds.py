@@ -42,11 +42,14 @@ from wakelab.core.model import (
     LATENCY,
     MATCHED,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     T1Shape,
     now_ns,
 )
+
+FAMILY = Family(id="fds", title="File descriptors", color="#009E73", order=30, user_arms=True)
 
 _TOKEN = b"x"
 

@@ -58,6 +58,7 @@ from wakelab.core.model import (
     BLOCKED,
     CROSS_PROCESS,
     CROSS_THREAD,
+    GROUP_HANDOFF,
     LATENCY,
     MATCHED,
     NEAREST,
@@ -65,11 +66,15 @@ from wakelab.core.model import (
     ROLE_POOL,
     TASK,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     Role,
     T1Shape,
 )
+
+FAMILY = Family(id="handoff", title="Hand-offs: subinterpreters and executors", color="#F0E442", order=70,
+                group=GROUP_HANDOFF)
 
 #: The subinterpreter queue's poll in CPython 3.14 and 3.15 (``Queue.get(_delay=10/1000)``).
 INTERP_QUEUE_POLL_US = 10_000

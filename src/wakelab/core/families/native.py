@@ -40,6 +40,7 @@ from wakelab.core.model import (  # noqa: F401 (MATCHED ... TASK, T1Shape: the "
     CALLBACK,
     CROSS_PROCESS,
     CROSS_THREAD,
+    GROUP_NATIVE,
     HANDLER,
     LATENCY,
     MATCHED,
@@ -51,6 +52,7 @@ from wakelab.core.model import (  # noqa: F401 (MATCHED ... TASK, T1Shape: the "
     SPINNING,
     TASK,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     RawRate,
@@ -58,7 +60,7 @@ from wakelab.core.model import (  # noqa: F401 (MATCHED ... TASK, T1Shape: the "
     T1Shape,
 )
 
-FAMILY = "native"
+FAMILY = Family(id="native", title="Native floor (C)", color="#555555", order=90, group=GROUP_NATIVE)
 
 
 def requires_native_floor() -> Optional[str]:
@@ -182,7 +184,7 @@ def _latency_arm(
     """A C latency arm: run by the floor driver, available when the binary builds."""
     return Arm(
         name=name,
-        family=FAMILY,
+        family=FAMILY.id,
         kind=LATENCY,
         mechanism=mechanism,
         waiter=waiter,
@@ -341,7 +343,7 @@ ARMS: List[Arm] = [
     ),
     Arm(
         name="native-sigaction-install",
-        family=FAMILY,
+        family=FAMILY.id,
         kind=RATE,
         mechanism="C: sigaction(SIGUSR1, handler, SA_ONSTACK) in a tight loop; the same loop with an empty asm-volatile body as baseline",
         waiter=NO_WAITER,

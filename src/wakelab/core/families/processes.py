@@ -66,15 +66,19 @@ from wakelab.core.model import (
     AFTER_WAIT,
     BLOCKED,
     CROSS_PROCESS,
+    GROUP_PROCESSES,
     LATENCY,
     MATCHED,
     ROLE_SIGWAIT,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     Role,
     T1Shape,
 )
+
+FAMILY = Family(id="processes", title="Processes", color="#E69F00", order=60, group=GROUP_PROCESSES, user_arms=True)
 
 now_ns = time.perf_counter_ns
 

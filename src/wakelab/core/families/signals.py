@@ -81,6 +81,7 @@ from wakelab.core.model import (
     AFTER_WAIT,
     BLOCKED,
     CROSS_THREAD,
+    GROUP_SIGNALS,
     HANDLER,
     LATENCY,
     MATCHED,
@@ -93,6 +94,7 @@ from wakelab.core.model import (
     SELF,
     SPINNING,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     RawRate,
@@ -102,6 +104,8 @@ from wakelab.core.model import (
 )
 from wakelab.core.families import no_sigtimedwait_reason, this_python
 from wakelab.core.sigstate import preserved_signal_state
+
+FAMILY = Family(id="signals", title="Signals", color="#D55E00", order=20, group=GROUP_SIGNALS, user_arms=True)
 
 Components = main_driver.Components
 

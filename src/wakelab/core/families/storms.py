@@ -45,10 +45,22 @@ from typing import Callable, Dict, Iterator, List, Optional
 from wakelab.core.drivers import storm as storm_driver
 from wakelab.core.drivers.storm import PROCESS, THREAD, Receiver, StormPlan
 from wakelab.core.families import no_sigtimedwait_reason, this_python
-from wakelab.core.model import BLOCKED, CROSS_PROCESS, CROSS_THREAD, LATENCY, SPINNING, Arm, MeasureParams, RawLatency, now_ns
+from wakelab.core.model import (
+    BLOCKED,
+    CROSS_PROCESS,
+    CROSS_THREAD,
+    GROUP_STORMS,
+    LATENCY,
+    SPINNING,
+    Arm,
+    Family,
+    MeasureParams,
+    RawLatency,
+    now_ns,
+)
 from wakelab.core.sigstate import preserved_signal_state
 
-FAMILY = "storms"
+FAMILY = Family(id="storms", title="Signal storms: many senders, one receiver", color="#332288", order=80, group=GROUP_STORMS)
 #: How many processes (or threads) send in each storm.
 STORM_SENDERS = 4
 
@@ -360,7 +372,7 @@ def _arm(short: str, receiver: str, sender_kind: str = PROCESS) -> Arm:
     )
     return Arm(
         name=name,
-        family=FAMILY,
+        family=FAMILY.id,
         driver="storm",
         kind=LATENCY,
         mechanism=mechanism,

@@ -65,12 +65,15 @@ from wakelab.core.model import (
     ROLE_REALTIME,
     SPINNING,
     Arm,
+    Family,
     MeasureParams,
     RawLatency,
     Role,
     T1Shape,
     now_ns,
 )
+
+FAMILY = Family(id="threads", title="Threads", color="#0072B2", order=10, user_arms=True)
 
 
 def event_path() -> WakePath:
