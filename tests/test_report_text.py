@@ -445,3 +445,20 @@ def test_the_brief_and_the_full_text_say_one_run_state(lab135_summary) -> None:
         summary = dict(lab135_summary, **changes)
         assert " · %s" % word in format_brief(summary).splitlines()[0]
         assert " · %s" % word in format_summary(summary).splitlines()[1]
+
+
+def test_every_warning_kind_is_worded() -> None:
+    # quality.py writes the evidence model's kinds and text.py words the same enum: no kind falls back to raw JSON.
+    from wakelab.analysis import quality
+    from wakelab.evidence.model import WarningKind, WarningRecord
+    from wakelab.report.text import _WORDINGS, split_warnings
+
+    assert set(_WORDINGS) == set(WarningKind)
+    assert {quality.POLLING, quality.TIMER_FLOOR, quality.POPULATIONS} <= set(WarningKind)
+    record = WarningRecord.from_json({"kind": "worker-spread", "level": "warning", "arm": "event",
+                                      "figures": {"of": "p50_ns", "max_over_min": 2.0}})
+    assert record.kind is WarningKind.WORKER_SPREAD and record.to_dict()["kind"] == "worker-spread"
+    assert format_warning(record).startswith("event: worker processes disagree (their medians differ 2.0×)")
+    assert format_warning({"kind": "newer-kind", "arm": "x", "figures": {"a": 1}}) == 'x: newer-kind: {"a": 1}'
+    warnings, notes = split_warnings(["an old sentence", {"kind": "percentiles-omitted", "level": "note", "figures": {}}])
+    assert [w.text for w in warnings] == ["an old sentence"] and [n.kind for n in notes] == [WarningKind.PERCENTILES_OMITTED]

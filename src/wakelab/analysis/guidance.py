@@ -45,7 +45,7 @@ import dataclasses
 import math
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.evidence.model import LATENCY, ArmRecord, Bundle
+from wakelab.evidence.model import LATENCY, ArmRecord, Bundle, WarningKind
 from wakelab.formatting import format_ns, format_rate, format_ratio
 
 # Without a range of worker medians, only a ratio this large is called a difference.
@@ -604,16 +604,13 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
         cites.append(worst[1].cite("p99"))
         text += " The widest tail among the wake paths: %s, p99 %s (%s its p50)." % (
             worst[1].name, format_ns(worst[3]), format_ratio(worst[0]))
-    tails = [w for w in bundle.summary.get("warnings") or []
-             if isinstance(w, Mapping) and w.get("kind") == "switch-interval-tail" and w.get("arm") in levels]
+    tails = [w for w in bundle.warnings() if w.kind is WarningKind.SWITCH_INTERVAL_TAIL and w.arm in levels]
     for warning in tails[:2]:
-        figures = warning.get("figures")
-        if not isinstance(figures, Mapping):
-            continue
+        figures = warning.figures
         share, interval = _number(figures.get("share")), _number(figures.get("interval_s"))
         if share is None or interval is None:
             continue
-        arm = levels[str(warning["arm"])]
+        arm = levels[str(warning.arm)]
         cites.append(arm.cite(_tail_figure(arm)[0]))
         text += (" %.1f%% of %s's wakes took just over a %s switch interval: a busy thread held the GIL; keep CPU-bound "
                  "work out of the process that must wake fast, or shorten sys.setswitchinterval." % (
@@ -626,18 +623,16 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
 def _polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Optional[Ranking]) -> Tuple[List[Advice], str]:
     """What a wait that polls (a ``polling`` warning, :func:`wakelab.analysis.quality.find_polling`) means, and
     what to use instead; the headline's clause."""
-    warnings = [w for w in bundle.summary.get("warnings") or []
-                if isinstance(w, Mapping) and w.get("kind") == "polling" and w.get("arm") in levels
-                and isinstance(w.get("figures"), Mapping)]
-    polling = [str(w["arm"]) for w in warnings]
+    warnings = [w for w in bundle.warnings() if w.kind is WarningKind.POLLING and w.arm in levels]
+    polling = [str(w.arm) for w in warnings]
     items: List[Advice] = []
     clause = ""
     for warning in warnings:
-        figures: Mapping[str, Any] = warning["figures"]
+        figures = warning.figures
         period = _positive(figures.get("period_ns"))
         if period is None:
             continue
-        level = levels[str(warning["arm"])]
+        level = levels[str(warning.arm)]
         at_least = bool(figures.get("spans_jitter"))
         every = ("every %s or more" if at_least else "about every %s") % format_ns(period)
         cites = [level.cite()]

@@ -23,18 +23,17 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import gil_enabled
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, WarningKind
 
-# Record levels.
-WARNING = "warning"
-NOTE = "note"
-
-# Record kinds.
-PERCENTILES_OMITTED = "percentiles-omitted"
-WORKER_SPREAD = "worker-spread"
-POPULATIONS = "populations"
-SWITCH_INTERVAL_TAIL = "switch-interval-tail"
-TIMER_FLOOR = "timer-floor"
-POLLING = "polling"
+# Record levels and kinds: the evidence model's (renderers word the same kinds).
+WARNING = WARNING_LEVEL
+NOTE = NOTE_LEVEL
+PERCENTILES_OMITTED = WarningKind.PERCENTILES_OMITTED
+WORKER_SPREAD = WarningKind.WORKER_SPREAD
+POPULATIONS = WarningKind.POPULATIONS
+SWITCH_INTERVAL_TAIL = WarningKind.SWITCH_INTERVAL_TAIL
+TIMER_FLOOR = WarningKind.TIMER_FLOOR
+POLLING = WarningKind.POLLING
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -317,8 +316,8 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     }
 
 
-def _record(kind: str, arm: Optional[str], figures: Dict[str, Any], level: str = WARNING) -> Dict[str, Any]:
-    return {"kind": kind, "level": level, "arm": arm, "figures": figures}
+def _record(kind: WarningKind, arm: Optional[str], figures: Dict[str, Any], level: str = WARNING) -> Dict[str, Any]:
+    return {"kind": kind.value, "level": level, "arm": arm, "figures": figures}
 
 
 def _worker_sides(entry: Mapping[str, Any]) -> List[Optional[bool]]:

@@ -24,7 +24,7 @@ import os
 import re
 import shlex
 import textwrap
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
@@ -40,7 +40,7 @@ from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, ra
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.analysis.storms import format_share, storm_table
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import DEFAULT_REPEAT, Bundle, Interpreter
+from wakelab.evidence.model import DEFAULT_REPEAT, Bundle, Interpreter, WarningKind, WarningRecord
 from wakelab.evidence.words import FREE_THREADED, gil_word, status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
@@ -531,15 +531,15 @@ def _scheduling_text(conditions: Mapping[str, Any], arms: Sequence[Mapping[str, 
     return text
 
 
-Warning = Union[str, Mapping[str, Any]]
+Warning = Union[str, Mapping[str, Any], WarningRecord]
 
 
-def split_warnings(records: Sequence[Warning]) -> Tuple[List[Warning], List[Warning]]:
-    """``(warnings, notes)``: records of level ``note`` apart; worded strings (bundles before 0.2) are warnings."""
-    warnings: List[Warning] = []
-    notes: List[Warning] = []
-    for record in records:
-        (notes if isinstance(record, Mapping) and record.get("level") == "note" else warnings).append(record)
+def split_warnings(records: Sequence[Warning]) -> Tuple[List[WarningRecord], List[WarningRecord]]:
+    """``(warnings, notes)`` as records: those of level ``note`` apart; worded strings (bundles before 0.2) are warnings."""
+    warnings: List[WarningRecord] = []
+    notes: List[WarningRecord] = []
+    for record in map(WarningRecord.from_json, records):
+        (notes if record.is_note else warnings).append(record)
     return warnings, notes
 
 
@@ -576,73 +576,83 @@ _COUNT_WORDS = {2: "two", 3: "three", 4: "four"}
 
 
 def format_warning(record: Warning) -> str:
-    """One warning or note record of summary.json, worded (a string from an older bundle is kept as it is).
+    """One warning or note of summary.json (a :class:`WarningRecord` or the entry as stored), worded.
 
-    The schema leaves ``figures`` open, so a record whose figures are not what
-    its kind says (a hand-edited or newer bundle) is shown as its raw figures.
+    A sentence from an older bundle is kept as it is.  The schema leaves
+    ``figures`` open, so a record whose figures are not what its kind says (a
+    hand-edited or newer bundle), or whose kind is none of :class:`WarningKind`,
+    is shown as its raw figures.
     """
-    if isinstance(record, str):
-        return record
+    record = WarningRecord.from_json(record)
+    if record.text is not None:
+        return record.text
+    raw: Mapping[str, Any] = record.raw if isinstance(record.raw, Mapping) else record.to_dict()
+    arm = raw.get("arm")
+    wording = _WORDINGS.get(record.kind) if isinstance(record.kind, WarningKind) else None
     try:
-        return _word_warning(record)
+        if not isinstance(raw.get("figures") or {}, Mapping):
+            raise TypeError("figures")
+        if wording is None:
+            return "%s%s: %s" % ("%s: " % arm if arm else "", raw.get("kind"), json.dumps(dict(raw.get("figures") or {}), sort_keys=True))
+        return wording(record.arm, record.figures)
     except (AttributeError, KeyError, TypeError, ValueError):
-        figures = record.get("figures") if isinstance(record, Mapping) else record
-        kind = record.get("kind") if isinstance(record, Mapping) else None
-        arm = record.get("arm") if isinstance(record, Mapping) else None
-        return "%s%s: %s" % ("%s: " % arm if arm else "", kind, json.dumps(figures, sort_keys=True, default=repr))
+        return "%s%s: %s" % ("%s: " % arm if arm else "", raw.get("kind"),
+                             json.dumps(raw.get("figures"), sort_keys=True, default=repr))
 
 
-def _word_warning(record: Mapping[str, Any]) -> str:
-    kind, arm = record.get("kind"), record.get("arm")
-    f: Mapping[str, Any] = record.get("figures") or {}
-    if kind == "percentiles-omitted":
-        shown = ", ".join(
-            "%s where n = %s (it needs n >= %s)" % (str(x.get("percentile")).replace("_", "."), x.get("n"), x.get("needs_n"))
-            for x in f.get("left_out") or []
-        )
+def _word_percentiles_omitted(arm: object, f: Mapping[str, Any]) -> str:
+    shown = ", ".join(
+        "%s where n = %s (it needs n >= %s)" % (str(x.get("percentile")).replace("_", "."), x.get("n"), x.get("needs_n"))
+        for x in f.get("left_out") or []
+    )
+    return (
+        "Percentiles left out for want of wakes: %s. A tail percentile pQ needs n >= 1/(1-Q/100), so that at "
+        "least one wake lies above it; raise --n to report it." % shown
+    )
+
+
+def _word_worker_spread(arm: object, f: Mapping[str, Any]) -> str:
+    what = "medians" if f.get("of") == "p50_ns" else "rates"
+    if f.get("between") == "repetitions":
         return (
-            "Percentiles left out for want of wakes: %s. A tail percentile pQ needs n >= 1/(1-Q/100), so that at "
-            "least one wake lies above it; raise --n to report it." % shown
+            "%s: repetitions disagree (their %s differ %s): the level shifts over the run; compare gives such an arm "
+            "a wider interval, and more repetitions (--repeat) narrow it." % (arm, what, format_ratio(f.get("max_over_min")))
         )
-    if kind == "worker-spread":
-        what = "medians" if f.get("of") == "p50_ns" else "rates"
-        if f.get("between") == "repetitions":
-            return (
-                "%s: repetitions disagree (their %s differ %s): the level shifts over the run; compare gives such an arm "
-                "a wider interval, and more repetitions (--repeat) narrow it." % (arm, what, format_ratio(f.get("max_over_min")))
-            )
-        return (
-            "%s: worker processes disagree (their %s differ %s): the level shifts between processes; raise --workers "
-            "and compare runs side by side." % (arm, what, format_ratio(f.get("max_over_min")))
-        )
-    if kind == "populations":
-        populations: Sequence[Mapping[str, Any]] = f.get("populations") or []
-        named = populations[:3]
-        described = ", ".join(
-            "%.0f%% between %s and %s" % (100 * p["share"], format_ns(p["low_ns"]), format_ns(p["high_ns"])) for p in named
-        )
-        more = " and %d smaller" % (len(populations) - len(named)) if len(populations) > len(named) else ""
-        return (
-            "%s: %s populations of wakes: %s%s (the middle 80%% of each); a single percentile hides that. %s"
-            % (arm, _COUNT_WORDS.get(len(populations), str(len(populations))), described, more, _population_cause(f.get("cause")))
-        )
-    if kind == "switch-interval-tail":
-        return (
-            "%s: %.1f%% of wakes (%s) took just over %s switch interval(s) of %s: a busy Python thread held the GIL "
-            "and the waiter waited for the interpreter to force a switch."
-            % (arm, 100 * float(f.get("share") or 0), f.get("count"), _multiples(f.get("multiples") or []),
-               format_ns(float(f.get("interval_s") or 0) * 1e9))
-        )
-    if kind == "polling":
-        return _word_polling(arm, f)
-    if kind == "timer-floor":
-        series = " of .%s" % f["series"] if f.get("series") else ""
-        clocksource = " (clocksource %s)" % f["clocksource"] if f.get("clocksource") else ""
-        return (
-            "%s: p50%s %s is under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost "
-            "is a tenth of the figure or more." % (arm, series, format_ns(f.get("p50_ns")), f.get("multiple"), f.get("floor_ns"), clocksource)
-        )
-    return "%s%s: %s" % ("%s: " % arm if arm else "", kind, json.dumps(dict(f), sort_keys=True))
+    return (
+        "%s: worker processes disagree (their %s differ %s): the level shifts between processes; raise --workers "
+        "and compare runs side by side." % (arm, what, format_ratio(f.get("max_over_min")))
+    )
+
+
+def _word_populations(arm: object, f: Mapping[str, Any]) -> str:
+    populations: Sequence[Mapping[str, Any]] = f.get("populations") or []
+    named = populations[:3]
+    described = ", ".join(
+        "%.0f%% between %s and %s" % (100 * p["share"], format_ns(p["low_ns"]), format_ns(p["high_ns"])) for p in named
+    )
+    more = " and %d smaller" % (len(populations) - len(named)) if len(populations) > len(named) else ""
+    return (
+        "%s: %s populations of wakes: %s%s (the middle 80%% of each); a single percentile hides that. %s"
+        % (arm, _COUNT_WORDS.get(len(populations), str(len(populations))), described, more, _population_cause(f.get("cause")))
+    )
+
+
+def _word_switch_interval_tail(arm: object, f: Mapping[str, Any]) -> str:
+    return (
+        "%s: %.1f%% of wakes (%s) took just over %s switch interval(s) of %s: a busy Python thread held the GIL "
+        "and the waiter waited for the interpreter to force a switch."
+        % (arm, 100 * float(f.get("share") or 0), f.get("count"), _multiples(f.get("multiples") or []),
+           format_ns(float(f.get("interval_s") or 0) * 1e9))
+    )
+
+
+def _word_timer_floor(arm: object, f: Mapping[str, Any]) -> str:
+    series = " of .%s" % f["series"] if f.get("series") else ""
+    clocksource = " (clocksource %s)" % f["clocksource"] if f.get("clocksource") else ""
+    return (
+        "%s: p50%s %s is under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost "
+        "is a tenth of the figure or more." % (arm, series, format_ns(f.get("p50_ns")), f.get("multiple"), f.get("floor_ns"), clocksource)
+    )
 
 
 def _word_polling(arm: object, f: Mapping[str, Any]) -> str:
@@ -661,6 +671,17 @@ def _word_polling(arm: object, f: Mapping[str, Any]) -> str:
     return (
         "%s: this wait polls about every %s: %s. A notify is seen at the next poll, so a wake costs up to a whole "
         "period, half of it on average, however fast the machine %s." % (arm, format_ns(period), spread, figures))
+
+
+#: How each kind of record is worded: ``(arm, figures) -> sentence``.
+_WORDINGS: Dict[WarningKind, Callable[[object, Mapping[str, Any]], str]] = {
+    WarningKind.PERCENTILES_OMITTED: _word_percentiles_omitted,
+    WarningKind.WORKER_SPREAD: _word_worker_spread,
+    WarningKind.POPULATIONS: _word_populations,
+    WarningKind.SWITCH_INTERVAL_TAIL: _word_switch_interval_tail,
+    WarningKind.POLLING: _word_polling,
+    WarningKind.TIMER_FLOOR: _word_timer_floor,
+}
 
 
 def _settle_text(params: Mapping[str, Any], arms: Sequence[Mapping[str, Any]]) -> str:
