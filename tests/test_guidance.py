@@ -420,3 +420,25 @@ def test_hand_off_advice_cites_only_what_ran() -> None:
     handoff = [a for a in g.items if a.topic == "hand-off"]
     assert len(handoff) == 1 and "interp" not in handoff[0].text.split("Besides")[0]
     assert "interpreter pool" not in handoff[0].text and "subinterpreter" not in g.headline
+
+
+# ---------------------------------------------------------------- roles and groups the arms declare
+
+
+def test_the_arms_declare_their_roles_and_groups() -> None:
+    """Every role names a role the advice knows and, where it sets two arms side by side, a registered arm;
+    every declared group is one of the groups the guidance compares within."""
+    from wakelab.analysis.guidance import GROUPS
+    from wakelab.core.model import ROLE_HANDLER_COST, ROLES
+    from wakelab.core.registry import all_arms, families
+
+    names = {arm.name for arm in all_arms()}
+    groups = {group for group, _ in GROUPS}
+    for arm in all_arms():
+        assert arm.group is None or arm.group in groups, arm.name
+        for role in arm.roles:
+            assert role.name in ROLES, (arm.name, role)
+            assert role.against is None or role.against in names, (arm.name, role)
+            if role.name == ROLE_HANDLER_COST:
+                assert role.against and role.isolates and role.adds, (arm.name, role)
+    assert all(family.group is None or family.group in groups for family in families())

@@ -19,8 +19,8 @@ import dataclasses
 import statistics
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.core.registry import all_arms, unknown_name_message
-from wakelab.core.model import MeasureParams
+from wakelab.core.registry import all_arms, arms_with_role, unknown_name_message
+from wakelab.core.model import ROLE_REALTIME, MeasureParams
 from wakelab.errors import UsageError
 
 CUSTOM_ID = "custom"
@@ -598,9 +598,6 @@ LAB_STORMS = Lab(
     aliases=("storm", "signal-storms"),
 )
 
-REALTIME_PAIRS = (("event", "event-fifo"), ("native-condvar", "native-condvar-fifo"))
-
-
 def _hogs(command: Sequence[Any]) -> Optional[int]:
     """The --cpu-procs of a grid's command line (None when not given)."""
     words = [str(w) for w in command]
@@ -627,7 +624,8 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
     by_arm = {str(a.get("name")): {str(r.get("cell")): r for r in a.get("rows") or []} for a in doc.get("arms") or []}
     rows: List[Dict[str, Any]] = []
     skipped: List[str] = []
-    for normal, fifo in REALTIME_PAIRS:
+    # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
+    for normal, fifo in [(str(r.against), name) for name, r in arms_with_role(ROLE_REALTIME)]:
         for cell in cells:
             label = str(cell.get("label"))
             a, b = by_arm.get(normal, {}).get(label), by_arm.get(fifo, {}).get(label)

@@ -46,6 +46,8 @@ import math
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.evidence.model import LATENCY, ArmRecord, Bundle, WarningKind
+from wakelab.core.model import ROLE_HANDLER, ROLE_HANDLER_COST, ROLE_POLLS, ROLE_POOL, ROLE_SIGWAIT, ROLE_UNWRAPPED_INSTALL
+from wakelab.core.registry import arms_with_role, declared_group
 from wakelab.formatting import format_ns, format_rate, format_ratio
 
 # Without a range of worker medians, only a ratio this large is called a difference.
@@ -82,26 +84,12 @@ GROUPS: Tuple[Tuple[str, str], ...] = (
     (NATIVE, "C floor"),
 )
 
-# A signal path that runs a handler, its counterpart without one, what the pair isolates (both
-# sides have the same waiter state and scope), and the headline's words for the difference.
-HANDLER_PAIRS: Tuple[Tuple[str, str, str, str], ...] = (
-    ("pause-handler", "sigwait-thread-to-main",
-     "running a Python handler in a main thread blocked in pause(), against taking the same signal with "
-     "sigtimedwait() and no handler", "a Python handler adds"),
-    ("wakeup-fd-select", "pipe",
-     "a signal whose C handler writes the set_wakeup_fd pipe (the asyncio path), against a thread writing a "
-     "pipe itself", "waking through the signal wakeup fd adds"),
-    ("add-signal-handler", "call-soon-threadsafe",
-     "asyncio's loop.add_signal_handler, against call_soon_threadsafe() from a thread", "asyncio's signal handler adds"),
-)
-# Arms whose wake runs a Python-level signal handler (pitfalls about handlers cite them).
-HANDLER_ARMS = ("sigusr1-self", "pause-handler", "wakeup-fd-select", "add-signal-handler")
-# Arms that take a signal without a handler (sigwait): the "blocked" answer to a busy-wait figure.
-SIGWAIT_ARMS = ("sigwait-thread-to-main", "pthread-kill-sigwait", "kill-sigwait-child")
+# Which arm plays which part in the advice -- a handler's cost against the same path without one, the
+# arms that run a handler or take a signal with sigwait, the executors, a polling wait's blocking
+# alternative, the install without its Python wrapper -- each arm declares (wakelab.core.model.Role);
+# arms_with_role reads them.
 # How many handlers a reload re-installs in the install arithmetic (SIGHUP, SIGTERM, SIGINT).
 RELOAD_HANDLERS = 3
-# The install arm without signal.signal's Python wrapper (_signal.signal): splits an install's cost.
-UNWRAPPED_INSTALL = "signal-install-unwrapped"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,27 +239,23 @@ def _noise_phrase(a: Level, b: Level) -> str:
 # -- grouping and ranking ------------------------------------------------------------------------
 
 
-# Arms of another family whose wake is a signal (asyncio's signal handler).
-SIGNAL_ARMS_ELSEWHERE = ("add-signal-handler",)
 # Groups whose arms are each an experiment of their own: listed by p50, never ranked.
 UNRANKED_GROUPS = (SPINNING, NATIVE, STORM_GROUP)
 
 
 def group_of(arm: ArmRecord) -> str:
-    """Which group of :data:`GROUPS` a latency arm is compared within."""
-    if arm.family == "native":
-        return NATIVE
-    if arm.family == STORM_GROUP:  # each receiver of a storm is an experiment of its own
-        return STORM_GROUP
+    """Which group of :data:`GROUPS` a latency arm is compared within: the group its family or the arm
+    declares (``Family.group``, ``Arm.group``), where its waiter state and scope do not say otherwise."""
+    declared = declared_group(arm.name, arm.family)
+    if declared in (NATIVE, STORM_GROUP):  # C floors, and each receiver of a storm: experiments of their own
+        return declared
     if arm.waiter == "spinning":
         return SPINNING
-    if arm.family == "handoff":
+    if declared == HANDOFF_GROUP:
         return HANDOFF_GROUP
-    if arm.scope == "cross-process" or arm.family == "processes":
+    if arm.scope == "cross-process":
         return PROCESS_GROUP
-    if arm.family == "signals" or arm.name in SIGNAL_ARMS_ELSEWHERE:
-        return SIGNAL_GROUP
-    return IN_PROCESS
+    return declared or IN_PROCESS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -463,7 +447,8 @@ def _signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
                    signals: Optional[Ranking]) -> Tuple[List[Advice], str]:
     items: List[Advice] = []
     clause = ""
-    for handler, plain, what, adds in HANDLER_PAIRS:
+    for handler, pair in arms_with_role(ROLE_HANDLER_COST):
+        plain, what, adds = str(pair.against), pair.isolates, pair.adds
         h, p = levels.get(handler), levels.get(plain)
         if h is None or p is None:
             continue
@@ -532,7 +517,7 @@ def _install_advice(bundle: Bundle) -> Optional[Advice]:
         text += " Its rounds ranged from %s/s to %s/s." % (format_rate(slowest), format_rate(fastest))
     native = arms.get(str(install.native)) if install.native else None
     native_ops = _positive(native.rate.ops_per_s) if native is not None and native.measured and native.rate else None
-    unwrapped = arms.get(UNWRAPPED_INSTALL)
+    unwrapped = next((arms[n] for n, r in arms_with_role(ROLE_UNWRAPPED_INSTALL) if r.against == install.name and n in arms), None)
     unwrapped_ops = _positive(unwrapped.rate.ops_per_s) if unwrapped is not None and unwrapped.measured and unwrapped.rate else None
     if unwrapped is not None and unwrapped_ops is not None:
         # Where the rebinding cost goes: Lib/signal.py's wrapper, the C function under it, the kernel call.
@@ -642,7 +627,7 @@ def _polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opt
                 "kernel until it is notified: threading.Event or Condition, queue.Queue, or a pipe or os.eventfd "
                 "the waiter blocks on in select/poll" % (level.name, every, format_ns(level.p50_ns)))
         blocking = [r.level for r in in_process.ranked if r.name not in polling] if in_process is not None else []
-        alternative = BLOCKING_INSTEAD.get(level.name)
+        alternative = next((r.against for n, r in arms_with_role(ROLE_POLLS) if n == level.name), None)
         if alternative in levels:
             blocking = [levels[str(alternative)]]
         if blocking:
@@ -657,18 +642,12 @@ def _polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opt
     return items, clause
 
 
-# The executors' hand-off arms (core/families/handoff), fastest hand-off expected first.
-POOL_ARMS = ("thread-pool-submit", "interp-pool-submit", "process-pool-submit")
-# A polling wait -> the blocking wait of the same reach measured beside it, named in the polling advice.
-BLOCKING_INSTEAD = {"interp-queue": "interp-pipe"}
-
-
 def _handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     """Threads, subinterpreters or processes for a hand-off, from the executor arms; and what waking a
     subinterpreter by its queue costs against a pipe.  The headline's clause."""
     items: List[Advice] = []
     clause = ""
-    pools = sorted((levels[n] for n in POOL_ARMS if n in levels), key=lambda lv: lv.p50_ns)
+    pools = sorted((levels[n] for n, _ in arms_with_role(ROLE_POOL) if n in levels), key=lambda lv: lv.p50_ns)
     if pools:
         first = pools[0]
         parts = ["Handing a task to an idle executor worker, submit() to the task's first statement: %s %s (p50)"
@@ -718,7 +697,7 @@ def _min_ns(level: Level) -> Optional[float]:
 
 def _pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
     items: List[Advice] = []
-    handlers = [levels[n] for n in HANDLER_ARMS if n in levels]
+    handlers = [levels[n] for n, _ in arms_with_role(ROLE_HANDLER) if n in levels]
     if handlers:
         h = handlers[0]
         items.append(Advice(PITFALL, (
@@ -737,7 +716,8 @@ def _pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
     for spin in spinning[:2]:
         blocked: Optional[Level] = None
         if spin.arm.family == "signals":
-            blocked = next((levels[n] for n in ("pause-handler",) + SIGWAIT_ARMS if n in levels), None)
+            sigwaits = [n for n, _ in arms_with_role(ROLE_SIGWAIT)]
+            blocked = next((levels[n] for n in ["pause-handler"] + sigwaits if n in levels), None)
             about = "a thread blocked in pause() or sigwait"
         else:
             base = spin.name[:-len("-spin")] if spin.name.endswith("-spin") else ""

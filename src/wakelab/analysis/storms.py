@@ -19,6 +19,8 @@ import statistics
 from typing import Any, List, Mapping, Optional, Tuple
 
 from wakelab.analysis.guidance import Advice, Cite, Level
+from wakelab.core.model import ROLE_REALTIME
+from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns, format_ratio
 
@@ -227,13 +229,11 @@ def _storm_infos_or_self(info: Any) -> List[Mapping[str, Any]]:
     return [info]
 
 
-REALTIME_PAIRS = (("event", "event-fifo"), ("native-condvar", "native-condvar-fifo"))
-
-
 def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     """What SCHED_FIFO bought the waiter in this run (a normal and a FIFO arm measured side by side),
     and its pitfalls: the GIL, the notifier, RT throttling.  ``(items, headline clause)``."""
-    pairs = [(levels[a], levels[b]) for a, b in REALTIME_PAIRS if a in levels and b in levels]
+    # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
+    pairs = [(levels[str(r.against)], levels[b]) for b, r in arms_with_role(ROLE_REALTIME) if r.against in levels and b in levels]
     if not pairs:
         return [], ""
     threads, procs = _busy(bundle.summary)

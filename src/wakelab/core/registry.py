@@ -338,12 +338,12 @@ def arms_with_role(role: str) -> List[Tuple[str, Role]]:
 
 
 def declared_group(name: str, family: str) -> Optional[str]:
-    """The guidance group an arm declares: the built-in arm ``name``'s own (``Arm.group``) if it is of
-    ``family``, else ``family``'s (``Family.group``); None where neither declares one or the family
-    is not known here (an arm of an older bundle)."""
+    """The guidance group an arm declares: the built-in arm ``name``'s own (``Arm.group``), else its
+    family's (``Family.group`` of ``family``); None where neither declares one or the family is not
+    known here (an arm of an older bundle)."""
     _builtin_arms()
     arm = _REGISTRY.get(name)
-    if arm is not None and arm.family == family and arm.group is not None:
+    if arm is not None and arm.group is not None:
         return arm.group
     known = [one for one in families() if one.id == family]
     return known[0].group if known else None
