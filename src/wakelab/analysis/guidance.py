@@ -742,7 +742,7 @@ def _unique(cites: Sequence[Cite]) -> List[Cite]:
     return out
 
 
-def guidance_for(bundle: Bundle) -> Guidance:
+def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> Guidance:
     """The advice this run's figures support (see the module docstring); nothing cited is unmeasured.
 
     ``bundle`` is a :class:`~wakelab.evidence.model.Bundle` (from a loaded
@@ -753,10 +753,11 @@ def guidance_for(bundle: Bundle) -> Guidance:
     ``hand-off``, ``polling``, ``pitfall`` or ``self-test``; ``signal storm`` and ``realtime``
     from :mod:`wakelab.analysis.storms`), ``text`` and ``cites`` (``arm``,
     ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
-    and ``value_ns``).  Times are nanoseconds.
+    and ``value_ns``).  Times are nanoseconds.  ``ranked``: the bundle's
+    :func:`rank_wake_paths`, when the caller has them already.
     """
     levels = _measured_levels(bundle)
-    rankings = {r.group: r for r in rank_wake_paths(bundle)}
+    rankings = {r.group: r for r in (rank_wake_paths(bundle) if ranked is None else ranked)}
     in_process = rankings.get(IN_PROCESS)
     items: List[Advice] = []
     clauses: List[str] = []

@@ -22,10 +22,11 @@ worse by more than 10% marked "(worse)".
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
-from wakelab.analysis.caveats import NativeRatio, native_ratios
+from wakelab.analysis.caveats import NativeRatio
+from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.words import CELL_NOT_RUN
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
@@ -183,9 +184,11 @@ def join_tables(tables: Sequence[List[str]], with_native_note: bool) -> str:
     return "\n\n".join("\n".join(table) for table in tables) + "\n"
 
 
-def format_markdown(evidence: Evidence) -> str:
-    """The run's arms as GitHub-flavoured Markdown tables."""
-    ratios = native_ratios(evidence.summary)
+def format_markdown(run: Union[Evidence, RunView]) -> str:
+    """The run's arms as GitHub-flavoured Markdown tables (``vs C`` from the run's analysis view)."""
+    view = view_of(run)
+    evidence = view.bundle
+    ratios = view.native_ratios
     by_kind: Dict[str, List[Row]] = {"latency": [], "rate": [], "rest": []}
     for entry in arm_entries(evidence):
         kind = _kind_of(entry)
@@ -284,7 +287,7 @@ def format_grid_markdown(grid: Grid) -> str:
     order: List[str] = []
     by_arm: Dict[str, List[Row]] = {}
     for cell in grid.cells:
-        ratios = native_ratios(cell.evidence.summary)
+        ratios = view_of(cell.evidence).native_ratios
         lead = [escape(cell.label), escape(cell.evidence.interpreter.label)] + [
             escape(cell.dimensions.get(d)) for d in shown]
         for entry in arm_entries(cell.evidence):

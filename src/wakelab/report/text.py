@@ -31,16 +31,15 @@ from wakelab.analysis.caveats import (
     NativeRatio,
     Pairing,
     gil_enabled,
-    lab_pairings,
     lost_wakes,
-    native_ratios,
     waiter_at_t0,
 )
-from wakelab.analysis.guidance import Guidance, format_ranking, guidance_for, rank_wake_paths
+from wakelab.analysis.guidance import Guidance, format_ranking
+from wakelab.analysis.view import RunView, view_of
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.analysis.storms import format_share, storm_table
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import DEFAULT_REPEAT, Bundle, Interpreter, WarningKind, WarningRecord
+from wakelab.evidence.model import DEFAULT_REPEAT, Interpreter, WarningKind, WarningRecord
 from wakelab.evidence.words import FREE_THREADED, gil_word, status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
@@ -148,19 +147,18 @@ def _status_word(entry: Mapping[str, Any]) -> str:
 RANK_ABOVE = 6
 
 
-def _in_memory(summary: Mapping[str, Any]) -> Bundle:
-    """The evidence model's view of a summary document held in memory."""
-    return Bundle(source="", folder="", summary=summary)
+#: What a section is laid out from: a run's :class:`~wakelab.analysis.view.RunView`, or its summary document.
+Run = Union[RunView, Mapping[str, Any]]
 
 
 def _measured_latency_count(summary: Mapping[str, Any]) -> int:
     return sum(1 for e in summary.get("arms", []) if e.get("status") == "ok" and (e.get("latency") or {}).get("p50_ns") is not None)
 
 
-def format_rankings(summary: Mapping[str, Any], limit: Optional[int] = None) -> List[str]:
+def format_rankings(run: Run, limit: Optional[int] = None) -> List[str]:
     """One line per group of comparable arms (in-process, signals, processes ...), fastest first."""
     lines: List[str] = []
-    for ranking in rank_wake_paths(_in_memory(summary)):
+    for ranking in view_of(run).rankings:
         lines.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, limit)), "  ", "    "))
     return lines
 
@@ -176,12 +174,14 @@ def _not_measured(summary: Mapping[str, Any]) -> List[str]:
     return wrap("Not measured: %s." % ", ".join(names))
 
 
-def format_verdict(summary: Mapping[str, Any]) -> List[str]:
+def format_verdict(run: Run) -> List[str]:
     """One line per measured arm (many arms: ranked by group), then each of the lab's comparisons."""
+    view = view_of(run)
+    summary = view.summary
     lines: List[str] = []
     ranked = _measured_latency_count(summary) > RANK_ABOVE
     if ranked:
-        lines.extend(format_rankings(summary))
+        lines.extend(format_rankings(view))
     for entry in summary.get("arms", []):
         if entry.get("status") != "ok":
             continue
@@ -211,7 +211,7 @@ def format_verdict(summary: Mapping[str, Any]) -> List[str]:
         else:
             continue  # an arm marked ok without figures has nothing to say
         lines.extend(wrap(text))
-    for pairing in lab_pairings(summary):
+    for pairing in view.pairings:
         if pairing.p50_ratio is None:
             continue
         text = "%s / %s = %s at p50%s; %s." % (
@@ -236,10 +236,11 @@ def format_guidance(guidance: Guidance) -> List[str]:
     return lines
 
 
-def format_lead_table(summary: Mapping[str, Any]) -> List[str]:
+def format_lead_table(run: Run) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
-    arms: List[Mapping[str, Any]] = list(summary.get("arms", []))
-    ratios = native_ratios(summary)
+    view = view_of(run)
+    arms: List[Mapping[str, Any]] = list(view.summary.get("arms", []))
+    ratios = view.native_ratios
     latency_arms = [a for a in arms if a.get("kind") == "latency"]
     rate_arms = [a for a in arms if a.get("kind") == "rate"]
     families = []
@@ -807,7 +808,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lab: Mapping[str, Any] = summary.get("lab") or {}
     interp: Mapping[str, Any] = summary.get("interpreter") or {}
     tool: Mapping[str, Any] = summary.get("tool") or {}
-    state = _in_memory(summary).run_state.word
+    view = view_of(summary)
+    state = view.bundle.run_state.word
     out: List[str] = [
         escape_text(lab.get("title") or lab.get("id")),
         escape_text("wakelab %s · %s · %s · %s"
@@ -818,10 +820,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         out.extend(wrap(str(lab["question"]), ""))
         out.append("")
     sections: List[tuple] = [
-        ("VERDICT (from this run's figures)", format_verdict(summary)),
-        ("GUIDANCE (drawn from this run's figures; each point names what it rests on)",
-         format_guidance(guidance_for(_in_memory(summary)))),
-        ("LEAD TABLE", format_lead_table(summary)),
+        ("VERDICT (from this run's figures)", format_verdict(view)),
+        ("GUIDANCE (drawn from this run's figures; each point names what it rests on)", format_guidance(view.guidance)),
+        ("LEAD TABLE", format_lead_table(view)),
         ("LAB HONESTY", format_honesty(summary)),
     ]
     storms = format_storms(summary)  # empty unless the run measured a signal storm
@@ -844,11 +845,10 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     caveats: Sequence[str] = summary.get("caveats") or []
     if caveats:
         sections.append(("CAVEATS", bullets(caveats)))
-    warnings, notes = split_warnings(summary.get("warnings") or [])
-    if warnings:
-        sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets([format_warning(w) for w in warnings])))
-    if notes:
-        sections.append(("NOTES", bullets([format_warning(w) for w in notes])))
+    if view.warnings:
+        sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets([format_warning(w) for w in view.warnings])))
+    if view.notes:
+        sections.append(("NOTES", bullets([format_warning(w) for w in view.notes])))
     if lab.get("limits"):
         sections.append(("LIMITS", bullets(lab["limits"])))
     sections.append(("REPRODUCE", ["  " + escape_text(c) for c in reproduce_commands(summary)]))
@@ -884,15 +884,16 @@ def _measured(entry: Mapping[str, Any]) -> bool:
     return entry.get("status") == "ok" and bool(figures)
 
 
-def format_compact_table(summary: Mapping[str, Any]) -> List[str]:
+def format_compact_table(run: Run) -> List[str]:
     """Each measured latency arm's p50 and p99 (µs) and vs C -- two columns side by side for many arms --,
     then the rate arms, the lost wakes and the arms not measured, one line each.
 
     A C floor that a shown arm is measured against has no row of its own: its
     figure is in that arm's "vs C".
     """
-    arms: List[Mapping[str, Any]] = list(summary.get("arms", []))
-    ratios = native_ratios(summary)
+    view = view_of(run)
+    arms: List[Mapping[str, Any]] = list(view.summary.get("arms", []))
+    ratios = view.native_ratios
     floors = {r.native for r in ratios.values()}
     latency = [a for a in arms if a.get("kind") == "latency" and _measured(a) and str(a.get("name")) not in floors]
     wide = len(latency) <= BRIEF_ONE_COLUMN_ROWS
@@ -948,9 +949,9 @@ def _finite_positive(value: Any) -> Optional[float]:
     return number if number > 0 and number != float("inf") else None
 
 
-def _brief_pairings(summary: Mapping[str, Any]) -> List[str]:
+def _brief_pairings(view: RunView) -> List[str]:
     lines: List[str] = []
-    for pairing in lab_pairings(summary):
+    for pairing in view.pairings:
         if pairing.p50_ratio is None:
             continue
         differ = [d.aspect for d in pairing.differences]
@@ -972,15 +973,15 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
     summary = escape_strings(summary, multiline=False)
     lab: Mapping[str, Any] = summary.get("lab") or {}
     interp: Mapping[str, Any] = summary.get("interpreter") or {}
-    bundle = _in_memory(summary)
-    state = bundle.run_state.word
+    view = view_of(summary)
+    state = view.bundle.run_state.word
     rankings: List[str] = []
-    for ranking in rank_wake_paths(bundle):
+    for ranking in view.rankings:
         if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table
             rankings.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, 3)), "  ", "    "))
-    pairings = _brief_pairings(summary)
-    guidance = guidance_for(bundle)
-    warnings, _notes = split_warnings(summary.get("warnings") or [])
+    pairings = _brief_pairings(view)
+    guidance = view.guidance
+    warnings = view.warnings
     caveats: Sequence[str] = summary.get("caveats") or []
     where = os.path.join(escape_text(folder), "summary.txt") if folder else "summary.txt"
     counts = [_count(len(guidance), "point of guidance", "points of guidance"), _count(len(caveats), "caveat", "caveats"),
@@ -993,7 +994,7 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
                "", "VERDICT"]
         out += verdict or ["  See the table."]
         out += ["", "GUIDANCE"] + wrap_figures(guidance.headline) + [""]
-        out += format_compact_table(summary)
+        out += format_compact_table(view)
         out += [""] + wrap("Full text: %s (%s); figures and raw samples beside it." % (where, ", ".join(counts)), "")
         return out
 

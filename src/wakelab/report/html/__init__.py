@@ -182,13 +182,13 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         where = render_where_time_goes(runs[0], charts)
         if where:
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
-        body.append(_section("verdict", "Verdict", render_verdict(first), toc))
-        body.append(_section("lead-table", "Lead table", render_lead_table(first), toc))
+        body.append(_section("verdict", "Verdict", render_verdict(runs[0]), toc))
+        body.append(_section("lead-table", "Lead table", render_lead_table(runs[0]), toc))
         repetitions = render_repetitions_and_placement(first)
         if repetitions:
             body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
         body.append(_section("honesty", "Lab honesty", render_honesty(first), toc))
-        body.append(_section("caveats", "Caveats", render_caveats(first), toc))
+        body.append(_section("caveats", "Caveats", render_caveats(runs[0]), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
         details = render_details(first)
         if details:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from wakelab.analysis.caveats import (
-    native_ratios,
-)
 from wakelab.formatting import DASH, format_us
 from wakelab.report.text import (
     FAMILY_TITLES,
@@ -41,7 +38,7 @@ def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:
 
     points = []
     for index, run in enumerate(runs):
-        ratios = native_ratios(run.summary)
+        ratios = run.view.native_ratios
         by_name = _by_name(run.summary)
         for a in _arms(run.summary):
             if a.get("kind") != "latency" or _p50(a) is None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.analysis.view import RunView
 from wakelab.evidence.model import ArmSamples, Bundle
 from wakelab.report.html.common import _list
 
@@ -37,6 +39,11 @@ class RunEvidence:
     @property
     def summary(self) -> Mapping[str, Any]:
         return self.bundle.summary
+
+    @functools.cached_property
+    def view(self) -> RunView:
+        """The run's analysis (ratios, pairings, guidance ...), computed once for every section that shows it."""
+        return RunView(self.bundle)
 
 
 # --- loading ----------------------------------------------------------------------------

@@ -271,8 +271,8 @@ def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabe
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
     """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
     s = run.summary
-    verdict = render_verdict(s)
-    body_lead = render_lead_table(s)
+    verdict = render_verdict(run)
+    body_lead = render_lead_table(run)
     repetitions = render_repetitions_and_placement(s)
     if repetitions:
         body_lead += "<h3>Repetitions and placement</h3>" + repetitions
@@ -286,6 +286,6 @@ def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tupl
         % (
             esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(_dict(s.get("lab")).get("title")), esc(s.get("started_utc")),
             ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
-            render_honesty(s), render_caveats(s), render_details(s),
+            render_honesty(s), render_caveats(run), render_details(s),
         )
     )

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
     NativeRatio,
     gil_enabled,
-    lab_pairings,
-    native_ratios,
     waiter_at_t0,
 )
+from wakelab.analysis.view import RunView, view_of
 from wakelab.formatting import DASH, format_ns, format_percent, format_rate, format_ratio, format_us
 from wakelab.report.text import (
     FAMILY_TITLES,
@@ -21,7 +20,6 @@ from wakelab.report.text import (
     format_lost,
     format_warning,
     reproduce_commands,
-    split_warnings,
 )
 from wakelab.report.html.common import (
     _arms,
@@ -38,13 +36,23 @@ from wakelab.report.html.common import (
 )
 from wakelab.report.html.load import RunEvidence
 
+#: What a section is laid out from: a loaded run, its analysis view, or its summary document.
+Run = Union[RunEvidence, RunView, Mapping[str, Any]]
 
-def render_verdict(summary: Mapping[str, Any]) -> str:
+
+def _view(run: Run) -> RunView:
+    """The run's :class:`~wakelab.analysis.view.RunView` (a loaded run's own, computed once)."""
+    return run.view if isinstance(run, RunEvidence) else view_of(run)
+
+
+def render_verdict(run: Run) -> str:
     """The lab's comparisons first (the answer), then each measured arm's p50 and p99.
 
-    The same figures and judgements as summary.txt's verdict, computed from the
-    same document; only the order differs, so that the answer is the first thing read.
+    The same figures and judgements as summary.txt's verdict, from the same
+    analysis view; only the order differs, so that the answer is the first thing read.
     """
+    view = _view(run)
+    summary = view.summary
     arm_items: List[str] = []
     comparison_items: List[str] = []
     for entry in _arms(summary):
@@ -76,7 +84,7 @@ def render_verdict(summary: Mapping[str, Any]) -> str:
         else:
             continue
         arm_items.append("<li>%s</li>" % text)
-    for pairing in lab_pairings(summary):
+    for pairing in view.pairings:
         if pairing.p50_ratio is None:
             continue
         if pairing.like_for_like:
@@ -114,10 +122,11 @@ def _native_cell(ratio: Optional[NativeRatio]) -> str:
     return '%s <span class="badge nearest" title="%s">%s</span>' % (text, esc(title), esc(NEAREST_FLOOR))
 
 
-def render_lead_table(summary: Mapping[str, Any]) -> str:
+def render_lead_table(run: Run) -> str:
     """Latency arms grouped by family (µs, with a log-scaled p50 bar), then rate arms."""
-    arms = _arms(summary)
-    ratios = native_ratios(summary)
+    view = _view(run)
+    arms = _arms(view.summary)
+    ratios = view.native_ratios
     latency_arms = [a for a in arms if a.get("kind") == "latency"]
     rate_arms = [a for a in arms if a.get("kind") == "rate"]
     out: List[str] = []
@@ -501,9 +510,11 @@ def render_honesty(summary: Mapping[str, Any]) -> str:
     return out
 
 
-def render_caveats(summary: Mapping[str, Any]) -> str:
-    caveats = [c for c in _list(summary.get("caveats"))]
-    quality, notes = split_warnings([w for w in _list(summary.get("warnings")) if isinstance(w, (str, dict))])
+def render_caveats(run: Run) -> str:
+    view = _view(run)
+    caveats = [c for c in _list(view.summary.get("caveats"))]
+    quality = [w for w in view.warnings if isinstance(w.raw, (str, dict))]
+    notes = [w for w in view.notes if isinstance(w.raw, (str, dict))]
     parts: List[str] = []
     if caveats:
         parts.append('<ul class="caveats">%s</ul>' % "".join("<li>%s</li>" % esc(c) for c in caveats))
@@ -542,7 +553,7 @@ def render_details(summary: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def guidance_of(run: RunEvidence) -> Optional[Any]:
+def guidance_of(run: Run) -> Optional[Any]:
     """:func:`wakelab.analysis.guidance.guidance_for` of the run (a ``Guidance``), or None where that module is absent.
 
     The analysis layer computes the advice (a headline, and items each with a
@@ -550,12 +561,11 @@ def guidance_of(run: RunEvidence) -> Optional[Any]:
     Imported lazily, so that a wakelab without the module still writes reports.
     """
     try:
-        from wakelab.analysis.guidance import guidance_for
+        return _view(run).guidance
     except ImportError as exc:
         if exc.name not in ("wakelab.analysis.guidance", "wakelab.analysis"):
             raise
         return None
-    return guidance_for(run.bundle)
 
 
 def render_guidance(run: RunEvidence) -> str:
