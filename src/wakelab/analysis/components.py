@@ -49,6 +49,7 @@ import bisect
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.analysis.frames import format_frames
 from wakelab.analysis.reblocks import (
     ON_PHRASES,
     Reblock,
@@ -722,6 +723,9 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
                     notes.append("%s %.0f%%" % (label, 100 * value))
         if notes:
             out.append("  %-26s (%s)" % ("", "; ".join(notes)))
+        frames = format_frames(trace.get("frames") or {})
+        if frames:
+            out.append("  %-26s %s" % ("", frames))
     return [escape_text(line) for line in out]
 
 

@@ -125,7 +125,7 @@ def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
         raise UsageError("--duration runs one arm, and this run has %d (choose one with --arms A)" % len(arm_names))
     if get_arm(arm_names[0]).kind != "latency":
         raise UsageError("--duration needs a latency arm; %s measures a rate" % arm_names[0])
-    for flag, given in (("--in-process", args.in_process), ("--trace", args.trace), ("--repeat", args.repeat is not None),
+    for flag, given in (("--in-process", args.in_process), ("--trace", args.trace or args.trace_frames), ("--repeat", args.repeat is not None),
                         ("--workers", args.workers is not None), ("--rigorous", args.rigorous)):
         if given:
             raise UsageError("--duration and %s exclude each other: a soak runs untraced, in consecutive fresh "
@@ -231,6 +231,11 @@ def register(sub: Any) -> None:
                                 "kernel's scheduler events (perf; needs root or kernel.perf_event_paranoid=-1): each "
                                 "latency arm is measured twice more, traced and then untraced again, for the overhead; "
                                 "without permission the run goes on untraced")
+    execution.add_argument("--trace-frames", action="store_true",
+                           help="with --trace (implied): also sample every CPU (perf, 20 kHz, call chains) and split the "
+                                "notify path and the waiter's own work by Python function, where the interpreter "
+                                "publishes its frames to perf (CPython 3.12+ built with frame pointers, as 3.15 is); "
+                                "elsewhere one line says why")
     execution.add_argument("--python", action="append", metavar="PYTHON", type=utf8_text(why=INTERPRETER_AS_TEXT),
                            help="interpreter to measure with (repeatable: one cell each): a path; a command on PATH "
                                 "(python3.12); a release (3.14 takes the GIL build, 3.14t the free-threaded one, and of "
@@ -439,7 +444,7 @@ def _execution(args: argparse.Namespace) -> Execution:
         if args.rigorous:  # two per repetition, never fewer than a plain run's
             workers = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
-                     trace=args.trace, rigorous=args.rigorous)
+                     trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 
 
 def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Dict[str, Any]:

@@ -179,6 +179,9 @@ class Execution:
     conditions: Conditions = Conditions()
     # Split every wake at the kernel's scheduler events (see "Tracing" above).
     trace: bool = False
+    # With trace: also sample the CPUs and split the notify path and the waiter's own work by
+    # Python function, where the interpreter can publish its frames (wakelab.harness.frames).
+    trace_frames: bool = False
     # Repetitions: every arm is measured this many times, in fresh workers each time, one
     # pass over all arms after another (see "Repetitions" above).  ``wakelab run``'s default is
     # wakelab.evidence.model.DEFAULT_REPEAT; a plan built in code measures once unless it asks.
@@ -209,6 +212,8 @@ class Execution:
         }
         if self.trace:
             out["trace"] = True
+        if self.trace_frames:
+            out["trace_frames"] = True
         if self.rigorous:
             out["rigorous"] = True
         if self.pythonpath:
@@ -398,7 +403,7 @@ def new_tracing(requested: bool) -> Dict[str, Any]:
         "traced": False,
         "reason": None if requested else "not asked for (wakelab run --trace)",
         "tool": "perf record -a -k CLOCK_MONOTONIC",
-        "events": list(sched_trace.EVENTS),
+        "events": list(sched_trace.default_events()),
         "clock": "CLOCK_MONOTONIC",
         "overhead_method": "each traced arm is measured three times in this run: untraced (its figures), traced, and "
         "an untraced one after it brackets the traced pass; overhead = traced p50 / mean of the two untraced p50s",
@@ -637,21 +642,26 @@ def _end_on_write_failure(summary: Dict[str, Any], failure: Exception, emit: Cal
 
 
 def _measure_raws(
-    plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False
+    plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False,
+    frames: bool = False,
 ) -> tuple:
-    """``([raw of each worker], per-worker figures)``; ``stamps``: keep each wake's t0 (traced)."""
+    """``([raw of each worker], per-worker figures)``; ``stamps``: keep each wake's t0 (traced);
+    ``frames``: publish the Python frames to perf while measuring (``--trace-frames``)."""
     execution = plan.execution
     if execution.in_process:
         reason = arm.unavailable_reason()
         if reason is not None:
             raise ArmUnavailable(reason)
         import wakelab.core.drivers as drivers
+        from wakelab.harness.frames import published_frames
 
         recording = drivers.RECORD_T0
         drivers.RECORD_T0 = stamps
         try:
-            with worker_conditions(plan.params, execution.conditions):
+            with worker_conditions(plan.params, execution.conditions), published_frames(frames) as no_frames:
                 raw = arm.measure(plan.params)
+            if no_frames is not None:
+                raw.info["frames_unavailable"] = no_frames
         finally:
             drivers.RECORD_T0 = recording
         problem = check_raw(raw, plan.params, arm.kind)
@@ -668,6 +678,7 @@ def _measure_raws(
         pool=worker_pool,
         stamps=stamps,
         origin=execution.arm_origins.get(arm.name),
+        frames=frames,
     )
     return [r.raw for r in results], [worker_figures(r.raw, r.pid, r.applied) for r in results]
 
@@ -698,7 +709,10 @@ def _trace_arm(
         return
     emit("arm-trace", arm=arm.name)
     plan = dataclasses.replace(plan, params=arm_params(plan.params, arm))
-    session = sched_trace.SchedTrace()
+    # --trace-frames: a C floor's threads have no Python frames, and an interpreter that said it
+    # cannot publish them is not sampled again.
+    frames = plan.execution.trace_frames and arm.family != "native" and not tracing.get("frames_unavailable")
+    session = sched_trace.SchedTrace(frames=frames)
     try:
         try:
             session.start()
@@ -711,7 +725,7 @@ def _trace_arm(
         started = time.perf_counter()
         try:
             # Quietly: the arm was reported done; its workers' progress would count twice.
-            raws, figures = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=True)
+            raws, figures = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=True, frames=frames)
         finally:
             session.stop()
         wall_s = round(time.perf_counter() - started, 6)
@@ -753,6 +767,16 @@ def _trace_arm(
         },
         "components": summarize_components(samples, traced["splits"]),
     }
+    if plan.execution.trace_frames:
+        from wakelab.analysis.frames import not_sampled
+
+        if frames:
+            entry["trace"]["frames"] = traced["frames"]
+            if not traced["frames"].get("sampled"):
+                tracing["frames_unavailable"] = traced["frames"].get("reason")
+        else:
+            entry["trace"]["frames"] = not_sampled(
+                "a C floor: its threads run no Python" if arm.family == "native" else str(tracing.get("frames_unavailable")))
     doc = bundle.samples_doc(arm.name, raw_to_dict(pool_raws(raws)))
     base = entry.get("samples_file")
     if base:  # keep the untraced samples the arm's figures come from; add the traced pass beside them
@@ -804,7 +828,9 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures:
     """Every worker's wakes split at its waiter's events, pooled in worker order (``figures``:
     each worker's, whose ``applied`` names its busy threads)."""
     from wakelab.analysis.components import COMPONENTS
+    from wakelab.analysis.frames import count_frames, not_sampled, summarize_frames
     from wakelab.analysis.reblocks import context_from
+    from wakelab.harness.frames import SAMPLE_HZ, remove_maps
 
     tids = set()
     for raw in raws:
@@ -816,6 +842,8 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures:
     samples: List[int] = []
     splits: List[Any] = []
     lost = 0
+    frame_counts: Dict[str, Dict[str, int]] = {}
+    no_frames: Optional[str] = None
     for index, raw in enumerate(raws):
         assert isinstance(raw, RawLatency)
         info = raw.info
@@ -829,11 +857,22 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures:
         applied = (figures[index].get("applied") or {}) if index < len(figures) else {}
         context = context_from(info, applied.get("cpu_thread_tids") or ())
         info.pop("interpreter_data", None)  # where the GIL lives: used here, not kept in summary.json
-        splits.extend(split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns,
-                                  notifier if isinstance(notifier, int) else None, context))
+        these = split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns, notifier if isinstance(notifier, int) else None,
+                            context)
+        splits.extend(these)
+        if session.frames:
+            if isinstance(info.get("frames_unavailable"), str):
+                no_frames = str(info.pop("frames_unavailable"))
+            count_frames(session.samples, tid, notifier if isinstance(notifier, int) else None, t0s, raw.samples_ns,
+                         [split.parts_ns["notify"] for split in these], frame_counts)
         samples.extend(raw.samples_ns)
         lost += raw.lost
+    if session.frames:  # the workers' trampoline names, read by perf script: no longer needed
+        # Only this run's processes: those of the events its own threads raised, and its workers.
+        remove_maps({e.tgid for tid, events in by_tid.items() for e in events if e.tid == tid}
+                    | {int(f["pid"]) for f in figures if f.get("pid")})
     return {
+        "frames": not_sampled(no_frames) if no_frames else summarize_frames(frame_counts, SAMPLE_HZ),
         "samples_ns": samples,
         "lost": lost,
         "splits": splits,

@@ -58,6 +58,7 @@ import time
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.components import SchedEvent
+from wakelab.harness.frames import SAMPLE_EVENT, FrameSample, parse_stack
 
 #: The scheduler's tracepoints: who wakes whom, who runs where, who moves.
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch", "sched:sched_migrate_task")
@@ -193,25 +194,52 @@ def _parse_syscall(time_ns: int, event: str, cpu: int, tid: int, tgid: int, rest
 
 # perf script --show-lost-events: a line where perf's ring buffer overflowed and events were dropped.
 _LOST = re.compile(r"\bLOST (?P<count>\d+) events!")
+# A CPU sample's head line (its call chain follows, one frame a line, then a blank line).
+_SAMPLE = re.compile(
+    r"^\s*(?:(?P<pid>\d+)/)?(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<ns>\d{9}):\s+(?:\d+\s+)?cpu-clock\S*:\s*$"
+)
 
 
 def parse_script(
-    lines: Iterable[str], tids: Optional[Set[int]] = None, lost: Optional[List[int]] = None
+    lines: Iterable[str],
+    tids: Optional[Set[int]] = None,
+    lost: Optional[List[int]] = None,
+    samples: Optional[Dict[int, List[FrameSample]]] = None,
 ) -> Dict[int, List[SchedEvent]]:
     """Events by thread id (each list in time order), only for ``tids`` if given.
 
     A switch names two threads and is filed under both; a wake under the woken
     thread and the thread that raised it (which was on a CPU then); a system
     call under its own thread.  Events perf reports it dropped (``LOST N
-    events!``) are added up in ``lost[0]`` if given.
+    events!``) are added up in ``lost[0]`` if given.  CPU samples with call
+    chains (``--trace-frames``) are filed in ``samples`` by thread, if given,
+    with the Python frames on each stack (:class:`~wakelab.harness.frames.FrameSample`).
     """
     by_tid: Dict[int, List[SchedEvent]] = {}
     # The system calls of the whole machine far outnumber the rest: skip other threads' unparsed.
     own = None if tids is None else {str(t) for t in tids}
+    in_stack = False  # reading a sample's call chain
+    head: Optional["re.Match[str]"] = None  # ... of a sample to keep
+    stack: List[str] = []
     for line in lines:
+        if in_stack:
+            if line.strip():
+                if head is not None:
+                    stack.append(line)
+                continue
+            if head is not None and samples is not None:
+                _file_sample(head, stack, samples)
+            in_stack, head, stack = False, None, []
+            continue
+        if "cpu-clock" in line:
+            sampled = _SAMPLE.match(line)
+            if sampled is not None:
+                in_stack = True
+                head = sampled if samples is not None and (own is None or sampled.group("tid") in own) else None
+                continue
         if own is not None and "syscalls:sys_" in line:
-            head = line.lstrip().split(None, 1)[0] if line.strip() else ""
-            if head.rpartition("/")[2] not in own:
+            first = line.lstrip().split(None, 1)[0] if line.strip() else ""
+            if first.rpartition("/")[2] not in own:
                 continue
         dropped = _LOST.search(line)
         if dropped is not None:
@@ -232,9 +260,17 @@ def parse_script(
         for tid in about:
             if tid and (tids is None or tid in tids):
                 by_tid.setdefault(tid, []).append(event)
+    if head is not None and samples is not None:
+        _file_sample(head, stack, samples)
     for events in by_tid.values():
         events.sort(key=lambda e: e.time_ns)
     return by_tid
+
+
+def _file_sample(head: "re.Match[str]", stack: List[str], samples: Dict[int, List[FrameSample]]) -> None:
+    tid = int(head.group("tid"))
+    time_ns = int(head.group("sec")) * 1_000_000_000 + int(head.group("ns"))
+    samples.setdefault(tid, []).append(FrameSample(time_ns, tid, int(head.group("pid") or 0), parse_stack(stack)))
 
 
 def perf_path() -> Optional[str]:
@@ -277,9 +313,15 @@ class SchedTrace:
     :meth:`start` when perf cannot record here.
     """
 
-    def __init__(self, events: Optional[Sequence[str]] = None, perf: Optional[str] = None) -> None:
+    def __init__(self, events: Optional[Sequence[str]] = None, perf: Optional[str] = None, frames: bool = False) -> None:
         # None: the scheduler's events and the waiter's blocking system calls (default_events()).
         self._events = tuple(events) if events is not None else default_events()
+        # Also sample every CPU with call chains, for the Python frames (--trace-frames).
+        self.frames = frames
+        if frames:
+            self._events += (SAMPLE_EVENT,)
+        # The CPU samples of the threads asked for, by thread id (set by events() when frames).
+        self.samples: Dict[int, List[FrameSample]] = {}
         self._perf = perf
         self._dir: Optional[str] = None
         self._proc: Optional["subprocess.Popen[bytes]"] = None
@@ -432,6 +474,8 @@ class SchedTrace:
         wanted = {int(t) for t in tids if t}
         perf = self._perf or perf_path() or "perf"
         argv = [perf, "script", "-i", self.data_path, "-F", "pid,tid,cpu,time,event,trace", "--ns", "--show-lost-events"]
+        if self.frames:  # the samples with their call chains; the tracepoints as ever
+            argv[4:6] = ["-F", "trace:pid,tid,cpu,time,event,trace", "-F", "sw:pid,tid,cpu,time,event,ip,sym"]
         assert self._dir is not None
         with tempfile.TemporaryFile(dir=self._dir) as out, tempfile.TemporaryFile(dir=self._dir) as err:
             try:
@@ -448,8 +492,10 @@ class SchedTrace:
             out.seek(0)
             lines = (raw.decode("utf-8", "replace") for raw in out)
             lost = [0]
-            found = parse_script(lines, wanted, lost)
+            samples: Optional[Dict[int, List[FrameSample]]] = {} if self.frames else None
+            found = parse_script(lines, wanted, lost, samples)
             self.lost_events = lost[0]
+            self.samples = samples or {}
             return found
 
     def data_bytes(self) -> int:

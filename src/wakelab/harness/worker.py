@@ -243,8 +243,12 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
         import wakelab.core.drivers as drivers
 
         drivers.RECORD_T0 = True  # this forked worker measures one arm, then exits
-    with worker_conditions(params, conditions) as applied:
+    from wakelab.harness.frames import published_frames
+
+    with worker_conditions(params, conditions) as applied, published_frames(request.get("frames") is True) as no_frames:
         raw = arm.measure(params)
+    if no_frames is not None:  # --trace-frames, and this interpreter cannot publish them: say why
+        raw.info["frames_unavailable"] = no_frames
     # The record's compact series go into the reply as they are: _reply streams them.
     raw_doc = raw_to_dict(raw, compact=True)
     return {

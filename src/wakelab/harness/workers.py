@@ -461,6 +461,7 @@ def run_workers(
     pool: Optional[WorkerPool] = None,
     stamps: bool = False,
     origin: Optional[Mapping[str, Any]] = None,
+    frames: bool = False,
 ) -> List[WorkerResult]:
     """Measure ``arm_name`` in up to ``workers`` fresh processes, one after another.
 
@@ -471,12 +472,13 @@ def run_workers(
     ``stamps`` asks the workers to keep each wake's ``t0`` in the raw record's
     ``info["wake_t0_ns"]`` (a traced run: :data:`wakelab.core.drivers.RECORD_T0`).  ``origin``: where
     a user-defined arm comes from for these workers (an A/B side's own arm file), instead of the
-    registry's.
+    registry's.  ``frames`` asks them to publish their Python frames to perf while they measure
+    (:mod:`wakelab.harness.frames`).
     """
     if pool is None:
         with WorkerPool(python) as own:
             return run_workers(arm_name, params, conditions, workers=workers, on_worker=on_worker, pool=own, stamps=stamps,
-                               origin=origin)
+                               origin=origin, frames=frames)
     from wakelab.core.registry import get_arm, user_arm_origin
 
     arm = get_arm(arm_name)
@@ -500,6 +502,8 @@ def run_workers(
             request["user_arm"] = dict(origin)
         if stamps:
             request["stamps"] = True
+        if frames:
+            request["frames"] = True
         reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
         if reply.get("unavailable"):
             raise ArmUnavailable(str(reply["unavailable"]))
