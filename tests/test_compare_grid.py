@@ -147,7 +147,7 @@ def test_a_corrupt_cell_is_one_line(tmp_path) -> None:
 def test_load_grid_reads_the_dimensions_that_vary(tmp_path) -> None:
     grid = cmp.load_grid(synthetic_grid(tmp_path / "grid", with_pending=True))
     assert [c.label for c in grid.cells] == ["same", "split", "any"]
-    assert grid.cells[2].run is None and grid.across == ("placement",)
+    assert grid.cells[2].bundle is None and cmp.grid_across(grid) == ("placement",)
 
 
 # ---------------------------------------------------------------------------

@@ -83,7 +83,7 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.errors import EvidenceError
-from wakelab.evidence.model import Bundle, Interpreter
+from wakelab.evidence.model import Bundle, Grid, Interpreter
 from wakelab.analysis.stats import min_n_for
 from wakelab.analysis.stats import percentile as type7_percentile
 
@@ -1291,58 +1291,26 @@ GRID_DIMENSIONS = {"python": "interpreter", "placement": "placement", "settle_us
                    "switch_interval_s": "switch-interval", "mode": "mode"}
 
 
-@dataclasses.dataclass(frozen=True)
-class GridCell:
-    """One cell of a grid: its label, its run (None when it has no evidence) and why not."""
-
-    label: str
-    run: Optional[Run]
-    missing: Optional[str] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Grid:
-    """A grid folder as compare reads it: its cells in matrix order, and the --across names its dimensions vary."""
-
-    path: str
-    cells: Tuple[GridCell, ...]
-    across: Tuple[str, ...]
-
-    def cell(self, label: str) -> GridCell:
-        """The cell named ``label`` (EvidenceError naming the grid's cells when there is none)."""
-        for cell in self.cells:
-            if cell.label == label:
-                return cell
-        raise EvidenceError("%s has no cell %s (its cells: %s)" % (
-            self.path, label, _short_list([c.label for c in self.cells])))
-
-
 def load_grid(path: str) -> Grid:
-    """Read the grid at ``path`` (matrix.json and cells/<label>/): its cells and what they vary.
+    """Read the grid at ``path`` (:meth:`wakelab.evidence.model.Grid.load`, the loader every reader of a grid
+    shares: it refuses a cell listed twice, leading outside the grid, or missing although it ran); a cell that
+    never ran is kept, without a run."""
+    return Grid.load(path)
 
-    The cells are found by :func:`wakelab.evidence.load.load_grid_index`, the loader every reader
-    of a grid shares (it refuses a cell listed twice, leading outside the grid, or missing although
-    it ran); a cell that never ran is kept, without a run.
-    """
-    from wakelab.evidence.load import load_grid_index
 
-    index = load_grid_index(path)
-    cells: List[GridCell] = []
+def grid_across(grid: Grid) -> Tuple[str, ...]:
+    """The --across names of the dimensions whose values differ between ``grid``'s cells (every cell, run or not)."""
     values: Dict[str, Set[str]] = {}
-    for entry in index.cells:
-        for key, value in entry.dimensions.items():
+    for cell in grid.cells:
+        for key, value in cell.dimensions.items():
             values.setdefault(str(key), set()).add(_compact(value))
-        if not entry.has_evidence:
-            cells.append(GridCell(entry.label, None, "no evidence (%s)" % entry.status))
-            continue
-        cells.append(GridCell(entry.label, Bundle.load(entry.folder, entry.label)))
     across: List[str] = []
     for key in sorted(values):
         if len(values[key]) > 1:
             name = GRID_DIMENSIONS.get(key) or across_name_of_condition(key)
             if name is not None and name not in across:
                 across.append(name)
-    return Grid(path, tuple(cells), tuple(across))
+    return tuple(across)
 
 
 def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Settings = Settings(),
@@ -1354,20 +1322,20 @@ def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Sett
     not exist or has no evidence.
     """
     base = grid.cell(baseline_cell) if baseline_cell is not None else grid.cells[0]
-    if base.run is None:
+    if base.bundle is None:
         raise EvidenceError("%s: the baseline cell %s has %s: choose another with --baseline-cell" % (
-            grid.path, base.label, base.missing))
-    names = tuple(dict.fromkeys(list(grid.across) + list(across)))
+            grid.source, base.label, base.why_missing))
+    names = tuple(dict.fromkeys(list(grid_across(grid)) + list(across)))
     comparisons: List[RunComparison] = []
     skipped: List[Tuple[str, str]] = []
     for cell in grid.cells:
         if cell is base:
             continue
-        if cell.run is None:
-            skipped.append((cell.label, str(cell.missing)))
+        if cell.bundle is None:
+            skipped.append((cell.label, str(cell.why_missing)))
             continue
-        comparisons.append(compare_runs(base.run, cell.run, settings, names))
-    return base.run, comparisons, skipped
+        comparisons.append(compare_runs(base.bundle, cell.bundle, settings, names))
+    return base.bundle, comparisons, skipped
 
 
 def format_p(p_value: float) -> str:

@@ -259,7 +259,9 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         }
     grid_doc: Optional[Dict[str, object]] = None
     if grid is not None:
-        grid_doc = {"path": grid.path, "baseline_cell": runs[0].label, "across": list(grid.across),
+        from wakelab.analysis.compare import grid_across
+
+        grid_doc = {"path": grid.source, "baseline_cell": runs[0].label, "across": list(grid_across(grid)),
                     "cells": [c.label for c in grid.cells],
                     "not_compared": [{"cell": label, "reason": why} for label, why in skipped]}
     from wakelab.commands._separate_runs import gate_warning, json_doc
@@ -484,13 +486,14 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
                 regressions: Sequence[Any], unchecked: Sequence[str], grid: Any = None,
                 skipped: Sequence[Tuple[str, str]] = ()) -> str:
     """The text report: the runs, one block per run against the baseline, the regression check, a legend."""
+    from wakelab.analysis.compare import grid_across
     from wakelab.report.text import bullets, wrap
 
     others = ", ".join(r.label for r in runs[1:]) or "no other cell"
     if grid is not None:
-        out = [escape_text("wakelab compare: grid %s, cells %s against baseline cell %s" % (grid.path, others, runs[0].label))]
-        if grid.across:
-            out.append(escape_text("  compared across: %s" % ", ".join(grid.across)))
+        out = [escape_text("wakelab compare: grid %s, cells %s against baseline cell %s" % (grid.source, others, runs[0].label))]
+        if grid_across(grid):
+            out.append(escape_text("  compared across: %s" % ", ".join(grid_across(grid))))
         out.append("")
     else:
         out = [escape_text("wakelab compare: %s against baseline %s" % (others, runs[0].label)), ""]

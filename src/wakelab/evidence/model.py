@@ -634,3 +634,92 @@ class Bundle:
         from wakelab.evidence.bundle import dumps
 
         return dumps(self.summary)
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCell:
+    """One cell of a grid: its label, its value of each grid dimension, its state in matrix.json, and its run.
+
+    ``bundle`` is None for a cell that never wrote evidence (the grid stopped
+    before it); ``status`` is matrix.json's (pending / running / done).
+    """
+
+    label: str
+    dimensions: Mapping[str, Any]
+    status: str
+    bundle: Optional[Bundle]
+
+    @property
+    def evidence(self) -> Bundle:
+        """The cell's run, for a reader that took only :attr:`Grid.with_evidence` (EvidenceError otherwise)."""
+        if self.bundle is None:
+            raise EvidenceError("cell %s has no evidence (%s)" % (self.label, self.status))
+        return self.bundle
+
+    @property
+    def why_missing(self) -> Optional[str]:
+        """``no evidence (pending)`` for a cell without a run; None for one with."""
+        return None if self.bundle is not None else "no evidence (%s)" % self.status
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """A grid folder as every reader sees it: its validated matrix.json and its cells, in the matrix's order.
+
+    Loaded once by :meth:`load` for compare, export and the HTML report alike.
+    """
+
+    source: str
+    folder: str
+    matrix: Mapping[str, Any] = dataclasses.field(repr=False)
+    cells: Tuple[GridCell, ...] = ()
+
+    @classmethod
+    def load(cls, path: str, grid_hint: str = "use its cells") -> "Grid":
+        """Read the grid at ``path``: matrix.json and the bundle of every cell that has one.
+
+        The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
+        cell that never ran is kept without a bundle; a cell whose evidence is
+        gone although matrix.json says it ran, a cell folder outside the grid,
+        a corrupt matrix.json, or a cell whose summary is there but invalid is
+        an :class:`EvidenceError` (one line).  ``grid_hint`` is what a cell that
+        is itself a grid is told to do (see :meth:`Bundle.load`).
+        """
+        from wakelab.evidence.load import load_grid_index
+
+        index = load_grid_index(path)
+        cells = tuple(
+            GridCell(cell.label, dict(cell.dimensions), cell.status,
+                     Bundle.load(cell.folder, label=cell.label, grid_hint=grid_hint) if cell.has_evidence else None)
+            for cell in index.cells
+        )
+        return cls(source=path, folder=os.path.abspath(path), matrix=index.matrix, cells=cells)
+
+    @property
+    def name(self) -> str:
+        """The grid folder's own name."""
+        return os.path.basename(os.path.abspath(self.folder))
+
+    @property
+    def dimensions(self) -> Tuple[str, ...]:
+        """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
+        return tuple(str(d) for d in self.matrix.get("dimensions") or ())
+
+    @property
+    def with_evidence(self) -> Tuple[GridCell, ...]:
+        """The cells that have a run, in the matrix's order."""
+        return tuple(c for c in self.cells if c.bundle is not None)
+
+    @property
+    def missing(self) -> Tuple[str, ...]:
+        """Labels of the cells that never wrote evidence (the grid stopped before them)."""
+        return tuple(c.label for c in self.cells if c.bundle is None)
+
+    def cell(self, label: str) -> GridCell:
+        """The cell named ``label`` (EvidenceError naming the grid's cells when there is none)."""
+        for cell in self.cells:
+            if cell.label == label:
+                return cell
+        names = [c.label for c in self.cells]
+        shown = ", ".join(names[:8]) + (", ... (%d in all)" % len(names) if len(names) > 8 else "")
+        raise EvidenceError("%s has no cell %s (its cells: %s)" % (self.source, label, shown or "none"))

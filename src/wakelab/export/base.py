@@ -1,8 +1,8 @@
 """The one interface every export format implements, and what it reads.
 
 An exporter turns what it is given -- one run (an :class:`Evidence`, a loaded
-bundle) or a grid of runs (a :class:`Grid`: matrix.json and the bundle of each
-cell) -- into an :class:`Export`: the files it would write, as text, plus
+bundle) or a grid of runs (the evidence model's :class:`Grid`: matrix.json and
+the bundle of each cell that has one) -- into an :class:`Export`: the files it would write, as text, plus
 notes on what it had to leave out.  Serializing is pure; writing (stdout, one
 file, a folder) is done afterwards by :func:`wakelab.export.write_export`, so
 a format that fails half-way leaves nothing on disk.
@@ -15,10 +15,9 @@ per run, so a grid gives one file per cell.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import Bundle, Grid, GridCell  # noqa: F401 (GridCell: the exporters' cells)
 
 
 # A loaded bundle, as the evidence model gives it.
@@ -27,40 +26,6 @@ Evidence = Bundle
 # Where exports go when no -o is given: a folder of their own inside the run (or grid) folder,
 # so that they stay beside the evidence they were made from.
 EXPORT_DIR = "export"
-
-
-@dataclasses.dataclass(frozen=True)
-class GridCell:
-    """One cell of a grid: its label, its value of each grid dimension, and its run."""
-
-    label: str
-    dimensions: Mapping[str, Any]
-    evidence: Evidence
-
-
-@dataclasses.dataclass(frozen=True)
-class Grid:
-    """A grid folder: its validated matrix.json, the cells that have evidence, and the ones that do not.
-
-    ``dimensions`` are the matrix's dimension names in its order (``python``,
-    ``placement``, ``settle_us``, ``cpu_threads`` ...); ``missing`` the labels
-    of cells that never wrote a summary (a grid stopped before them).
-    """
-
-    source: str
-    folder: str
-    matrix: Mapping[str, Any] = dataclasses.field(repr=False)
-    cells: Tuple[GridCell, ...]
-    missing: Tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        """The grid folder's own name."""
-        return os.path.basename(os.path.abspath(self.folder))
-
-    @property
-    def dimensions(self) -> Tuple[str, ...]:
-        return tuple(str(d) for d in self.matrix.get("dimensions") or ())
 
 
 # What an exporter is given: one run or a grid.
@@ -116,23 +81,9 @@ def load_evidence(path: str) -> Evidence:
 
 
 def load_grid(path: str) -> Grid:
-    """Load a grid folder: its matrix.json and the bundle of every cell that has one.
-
-    The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
-    cell that never ran (the grid stopped before it) is listed in
-    ``missing``; a cell whose evidence is gone although matrix.json says it
-    ran, a cell folder outside the grid, or a corrupt matrix.json is an
-    :class:`EvidenceError`, and so is a cell whose summary is there but
-    invalid, as for a single run.
-    """
-    from wakelab.evidence.load import load_grid_index
-
-    index = load_grid_index(path)
-    cells = tuple(
-        GridCell(label=cell.label, dimensions=dict(cell.dimensions), evidence=Bundle.load(cell.folder, label=cell.label))
-        for cell in index.with_evidence
-    )
-    return Grid(source=path, folder=os.path.abspath(path), matrix=index.matrix, cells=cells, missing=index.never_ran)
+    """Load a grid folder (:meth:`wakelab.evidence.model.Grid.load`): exporters read its :attr:`~Grid.with_evidence`
+    cells, and note its :attr:`~Grid.missing` ones."""
+    return Grid.load(path)
 
 
 def load_source(path: str) -> Source:

@@ -139,7 +139,7 @@ def grid_label_cells(grid: Grid) -> Dict[str, List[str]]:
         cell.label: [format_text(cell.label)]
         + [format_value(cell.dimensions.get(d)) for d in grid.dimensions]
         + [format_text(cell.evidence.interpreter.label)]
-        for cell in grid.cells
+        for cell in grid.with_evidence
     }
 
 
@@ -159,7 +159,7 @@ def format_grid_csv(grid: Grid) -> str:
     """A grid's arms as CSV: a row per cell and arm, the cell's labels first."""
     labels = grid_label_cells(grid)
     rows: List[List[str]] = [grid_label_columns(grid, COLUMNS) + list(COLUMNS)]
-    for cell in grid.cells:
+    for cell in grid.with_evidence:
         rows.extend(labels[cell.label] + arm_row(entry) for entry in arm_entries(cell.evidence))
     return _write(rows)
 

@@ -215,7 +215,7 @@ def grid_lead_header(grid: Grid) -> Tuple[List[str], List[str]]:
     """The lead header of a grid's tables, and the dimensions shown: those whose value differs between cells."""
     shown = [
         d for d in grid.dimensions
-        if d != "python" and len({repr(cell.dimensions.get(d)) for cell in grid.cells}) > 1
+        if d != "python" and len({repr(cell.dimensions.get(d)) for cell in grid.with_evidence}) > 1
     ]
     return ["Arm", "Cell", "Interpreter"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in shown], shown
 
@@ -227,7 +227,7 @@ def cells_table(grid: Grid) -> List[str]:
     """
     dims = [d for d in grid.dimensions if d != "python"]
     header = ["Cell", "Interpreter", "Build"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in dims] + ["Complete"]
-    by_label = {cell.label: cell for cell in grid.cells}
+    by_label = {cell.label: cell for cell in grid.with_evidence}
     lines = []
     for entry in grid.matrix.get("cells") or ():
         label = str(entry.get("label"))
@@ -286,7 +286,7 @@ def format_grid_markdown(grid: Grid) -> str:
     header, shown = grid_lead_header(grid)
     order: List[str] = []
     by_arm: Dict[str, List[Row]] = {}
-    for cell in grid.cells:
+    for cell in grid.with_evidence:
         ratios = view_of(cell.evidence).native_ratios
         lead = [escape(cell.label), escape(cell.evidence.interpreter.label)] + [
             escape(cell.dimensions.get(d)) for d in shown]

@@ -334,7 +334,7 @@ def serialize_grid(grid: Grid) -> Export:
     _pyperf()
     files: List[ExportedFile] = []
     notes: List[str] = list(missing_cell_notes(grid))
-    for cell in grid.cells:
+    for cell in grid.with_evidence:
         suite, cell_notes = build_suite(cell.evidence, cell_metadata(grid, cell))
         notes.extend("cell %s: %s" % (cell.label, note) for note in cell_notes)
         if suite is None:

@@ -118,7 +118,7 @@ def format_grid_samples_csv(grid: Grid) -> Tuple[str, List[str]]:
     labels = grid_label_cells(grid)
     notes: List[str] = []
     selected = []
-    for cell in grid.cells:
+    for cell in grid.with_evidence:
         arms, cell_notes = _arms(cell.evidence, "cell %s: " % cell.label)
         selected.append((cell, arms))
         notes.extend(cell_notes)

@@ -8,7 +8,7 @@ import re
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.view import RunView
-from wakelab.evidence.model import ArmSamples, Bundle
+from wakelab.evidence.model import ArmSamples, Bundle, Grid
 from wakelab.report.html.common import _list
 
 
@@ -53,13 +53,19 @@ def load_run(path: str, grid: Optional[str] = None, cell: Optional[str] = None) 
     """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples.
 
     Raises :class:`EvidenceError` when the summary or the samples of an arm
-    that says it was measured are missing, corrupt, or disagree in size.  A
-    soak past its raw-sample cap is read as it is kept: the raw samples of its
-    first chunks, and its histogram of every wake (checked here, once).
+    that says it was measured are missing, corrupt, or disagree in size.
+    """
+    return run_evidence(Bundle.load(path, label=cell or "", grid_hint="report its cells"), grid, cell)
+
+
+def run_evidence(bundle: Bundle, grid: Optional[str] = None, cell: Optional[str] = None) -> RunEvidence:
+    """A loaded bundle with the samples of its measured latency arms (checked against its summary).
+
+    A soak past its raw-sample cap is read as it is kept: the raw samples of
+    its first chunks, and its histogram of every wake (checked here, once).
     """
     from wakelab.analysis.histogram import counters_of
 
-    bundle = Bundle.load(path, label=cell or "", grid_hint="report its cells")
     samples = {arm.name: bundle.kept_latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
     histograms = {name: counters_of(kept, "%s: arm %s" % (bundle.source, name))
                   for name, kept in samples.items() if not kept.every_wake}
@@ -101,22 +107,19 @@ class ReportInput:
 def load_grid(folder: str) -> ReportInput:
     """The cells of the grid in ``folder`` (matrix.json and cells/) that hold evidence, in the matrix's order.
 
-    The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
-    cell not run yet (pending, no summary.json) is left out with a note; a
-    cell whose evidence is gone although matrix.json says it ran, a cell
-    folder outside the grid, or a corrupt matrix.json is an :class:`EvidenceError`.
+    The grid is read by :meth:`wakelab.evidence.model.Grid.load`: a cell not
+    run yet (pending, no summary.json) is left out with a note; a cell whose
+    evidence is gone although matrix.json says it ran, a cell folder outside
+    the grid, or a corrupt matrix.json is an :class:`EvidenceError`.
     """
-    from wakelab.evidence.load import load_grid_index
-
-    index = load_grid_index(folder)
-    views = []
-    for cell in index.cells:
-        run = load_run(cell.folder, grid=folder, cell=cell.label) if cell.has_evidence else None
-        views.append(GridCellView(cell.label, cell.dimensions, cell.status, run))
+    grid = Grid.load(folder, grid_hint="report its cells")
+    views = [GridCellView(cell.label, cell.dimensions, cell.status,
+                          run_evidence(cell.bundle, grid=folder, cell=cell.label) if cell.bundle is not None else None)
+             for cell in grid.cells]
     runs = [v.run for v in views if v.run is not None]
-    pending = index.never_ran
+    pending = grid.missing
     notes = ["%s: %d cell%s not run yet (%s)." % (folder, len(pending), "" if len(pending) == 1 else "s", ", ".join(pending))] if pending else []
-    return ReportInput(runs, notes, [GridView(folder, index.matrix, tuple(views))])
+    return ReportInput(runs, notes, [GridView(folder, grid.matrix, tuple(views))])
 
 
 def load_runs(paths: Sequence[str]) -> ReportInput:
