@@ -159,6 +159,19 @@ def test_a_wake_path_takes_one_wait_and_one_notify() -> None:
         v1.WakePath(reset=list, wait=bool)
     with pytest.raises(v1.ArmDeclarationError, match="reset must be a function"):
         v1.WakePath(reset=None, wait=bool, notify=list)  # type: ignore[arg-type]
+    with pytest.raises(v1.ArmDeclarationError, match="before= or bind=, not both"):
+        v1.WakePath(reset=list, wait=bool, bind=lambda: list, before=list)
+
+
+def test_one_wake_path_for_the_core_and_the_api() -> None:
+    """The API's WakePath is the drivers' own: a user's path reaches the driver as declared, and a
+    built-in arm's path is held to the same rules, with the same error."""
+    from wakelab.core import drivers
+
+    assert v1.WakePath is drivers.WakePath
+    assert v1.ArmDeclarationError is drivers.ArmDeclarationError
+    with pytest.raises(v1.ArmDeclarationError, match="exactly one of notify= and bind="):
+        drivers.WakePath(reset=list, wait=bool)
 
 
 # ---------------------------------------------------------------- load-time problems: one line, exit 2

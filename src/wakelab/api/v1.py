@@ -155,6 +155,8 @@ import re
 import time
 from typing import Callable, Optional, Tuple
 
+from wakelab.core.drivers import ArmDeclarationError, WakePath
+from wakelab.core.drivers import check_callable as _check_callable
 from wakelab.core.registry import user_arm_families
 
 __all__ = [
@@ -202,38 +204,8 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _TEXT_MAX = 1000
 
 
-class ArmDeclarationError(ValueError):
-    """An :class:`Arm` or :class:`WakePath` declared against the rules (the message says which and how to fix it)."""
-
-
-def _check_callable(owner: str, field: str, value: object, optional: bool = True) -> None:
-    if value is None and optional:
-        return
-    if not callable(value):
-        raise ArmDeclarationError("%s: %s must be a function, got %s" % (owner, field, type(value).__name__))
-
-
-@dataclasses.dataclass(frozen=True)
-class WakePath:
-    """One primitive's moves (see "The moves" in the module docstring)."""
-
-    reset: Callable[[], object]
-    notify: Optional[Callable[[], object]] = None
-    wait: Optional[Callable[[float], bool]] = None
-    wait_stamped: Optional[Callable[[float], Optional[int]]] = None
-    before: Optional[Callable[[], object]] = None
-    after: Optional[Callable[[], object]] = None
-    bind: Optional[Callable[[], Callable[[], object]]] = None
-
-    def __post_init__(self) -> None:
-        for field in ("reset", "notify", "wait", "wait_stamped", "before", "after", "bind"):
-            _check_callable("WakePath", field, getattr(self, field), optional=field != "reset")
-        if (self.wait is None) == (self.wait_stamped is None):
-            raise ArmDeclarationError("WakePath takes exactly one of wait= and wait_stamped=")
-        if (self.notify is None) == (self.bind is None):
-            raise ArmDeclarationError("WakePath takes exactly one of notify= and bind=")
-        if self.bind is not None and self.before is not None:
-            raise ArmDeclarationError("WakePath takes before= or bind=, not both (bind runs before t0 already)")
+# WakePath (the moves) and ArmDeclarationError are the core's own, exported here: an arm file's
+# path is handed to the thread driver as it is declared, the very class the built-in arms use.
 
 
 def _check_word(field: str, value: object, valid: Tuple[str, ...]) -> None:

@@ -463,13 +463,15 @@ def _measure(spec: v1.Arm, filename: Optional[str]) -> Callable[[MeasureParams],
     return measure
 
 
-def _core_path(path: v1.WakePath) -> Tuple[drivers.WakePath, List[Tuple[str, BaseException]]]:
-    """The driver's WakePath for the user's moves, and where an exception of the waiter's lands.
+def _core_path(path: drivers.WakePath) -> Tuple[drivers.WakePath, List[Tuple[str, BaseException]]]:
+    """The user's path for the driver, and where an exception of the waiter's lands.
 
-    The notify call and ``after`` are handed over untouched (they run inside
-    the timed window).  The waiter's wait is given as a stamped wait that does
-    exactly what the driver's own wrapper does -- wait, then ``t1`` -- inside
-    a ``try`` that notes an exception for the error message.
+    The path is the driver's own :class:`~wakelab.core.drivers.WakePath`
+    (:mod:`wakelab.api.v1` exports it), handed over with every move untouched
+    (the notify call and ``after`` run inside the timed window) but the wait:
+    that is given as a stamped wait that does exactly what the driver's own
+    wrapper does -- wait, then ``t1`` -- inside a ``try`` that notes an
+    exception for the error message.
     """
     raised: List[Tuple[str, BaseException]] = []
     clock = v1.now_ns
@@ -503,17 +505,7 @@ def _core_path(path: v1.WakePath) -> Tuple[drivers.WakePath, List[Tuple[str, Bas
                 raise TypeError("wait_stamped returned a %s" % type(t1).__name__)
             return t1
 
-    return (
-        drivers.WakePath(
-            reset=path.reset,
-            notify=path.notify,
-            wait_stamped=wait_stamped,
-            before=path.before,
-            after=path.after,
-            bind=path.bind,
-        ),
-        raised,
-    )
+    return dataclasses.replace(path, wait=None, wait_stamped=wait_stamped), raised
 
 
 def _core_arm(spec: v1.Arm, origin: Dict[str, Any], filename: Optional[str]) -> UserArm:

@@ -187,9 +187,26 @@ class HarnessError(RuntimeError):
     """The harness itself failed (a waiter that never came up, a broken handshake ...)."""
 
 
+class ArmDeclarationError(ValueError):
+    """An arm or :class:`WakePath` declared against the rules (the message says which and how to fix it).
+
+    The public API's error (:data:`wakelab.api.v1.ArmDeclarationError`), raised for built-in and
+    user-defined declarations alike.
+    """
+
+
+def check_callable(owner: str, field: str, value: object, optional: bool = True) -> None:
+    """:class:`ArmDeclarationError` unless ``value`` is callable (or None, where ``optional``)."""
+    if value is None and optional:
+        return
+    if not callable(value):
+        raise ArmDeclarationError("%s: %s must be a function, got %s" % (owner, field, type(value).__name__))
+
+
 @dataclasses.dataclass(frozen=True)
 class WakePath:
-    """One primitive's moves, as a family module declares them for a driver.
+    """One primitive's moves, as a family module -- or a user's arm file, through
+    :mod:`wakelab.api.v1`, which exports this very class -- declares them for a driver.
 
     * ``reset()`` returns the primitive to its un-notified state, clearing
       whatever a late or lost wake left behind (closed loop: the notifier,
@@ -207,8 +224,10 @@ class WakePath:
       wake: it runs before ``t0`` and returns that wake's notify callable.
 
     Exactly one of ``wait`` and ``wait_stamped``, and one of ``notify`` and
-    ``bind``, is given.  Use ``functools.partial`` for a notify that takes
-    arguments: it adds no Python frame to the window.
+    ``bind``, is given, and ``bind`` never with ``before`` (it runs before
+    ``t0`` already); every move is a function.  A path against these rules
+    raises :class:`ArmDeclarationError`.  Use ``functools.partial`` for a
+    notify that takes arguments: it adds no Python frame to the window.
     """
 
     reset: Callable[[], object]
@@ -220,10 +239,14 @@ class WakePath:
     bind: Optional[Callable[[], Callable[[], object]]] = None
 
     def __post_init__(self) -> None:
+        for field in ("reset", "notify", "wait", "wait_stamped", "before", "after", "bind"):
+            check_callable("WakePath", field, getattr(self, field), optional=field != "reset")
         if (self.wait is None) == (self.wait_stamped is None):
-            raise ValueError("a WakePath takes exactly one of wait and wait_stamped")
+            raise ArmDeclarationError("WakePath takes exactly one of wait= and wait_stamped=")
         if (self.notify is None) == (self.bind is None):
-            raise ValueError("a WakePath takes exactly one of notify and bind")
+            raise ArmDeclarationError("WakePath takes exactly one of notify= and bind=")
+        if self.bind is not None and self.before is not None:
+            raise ArmDeclarationError("WakePath takes before= or bind=, not both (bind runs before t0 already)")
 
     def step(self, params: MeasureParams) -> Callable[[], int]:
         """This path's timed notify step (see :func:`notify_step`)."""
