@@ -16,8 +16,8 @@ Python 3.9+, so that any interpreter on the machine can measure from a plain
 ``PYTHONPATH``.  What the runner needs from ``evidence`` and ``analysis`` is standard
 library only too; third-party libraries (jsonschema and rich, and the extras' numpy,
 scipy, plotly and pyperf: see ``wakelab.extras``) are imported lazily by the commands that
-need them.  ``errors``, ``formatting`` and ``extras`` are leaves that any layer above the
-core may use.
+need them.  ``errors``, ``formatting``, ``percentile`` and ``extras`` are leaves that any
+layer above the core may use.
 """
 
 __version__ = "0.2.0"

@@ -16,12 +16,12 @@ processes, pinned or not, closed or open loop) are worded for the run.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.registry import all_arms, arms_with_role, unknown_name_message
 from wakelab.core.model import ROLE_REALTIME, MeasureParams
 from wakelab.errors import UsageError
+from wakelab.percentile import median
 
 CUSTOM_ID = "custom"
 
@@ -351,11 +351,6 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b if a is not None and b else None
 
 
-def _median(values: Sequence[Optional[float]]) -> Optional[float]:
-    kept = [v for v in values if v is not None]
-    return statistics.median(kept) if kept else None
-
-
 def _trio(values: Mapping[str, Optional[float]]) -> str:
     from wakelab.formatting import format_us
 
@@ -411,7 +406,7 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
         if several:
             item["release"] = release
         for key in ("p50", "p99", "max"):
-            figures: Dict[str, Any] = {k: _median([r[key].get(k) for r in mine]) for k in (GIL_BUILD, NO_GIL, FORCED_GIL)}
+            figures: Dict[str, Any] = {k: median([r[key].get(k) for r in mine]) for k in (GIL_BUILD, NO_GIL, FORCED_GIL)}
             # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
             figures["ratio"] = _ratio(figures[NO_GIL], figures[GIL_BUILD])
             figures["forced_ratio"] = _ratio(figures[FORCED_GIL], figures[GIL_BUILD])

@@ -1,8 +1,9 @@
 """Statistics on raw nanosecond samples: pure functions, no I/O, stdlib only.
 
 Percentiles use linear interpolation between the two nearest ranks
-(Hyndman & Fan type 7, numpy's default), so ``p50`` of an even-sized sample
-is the mean of the two middle values.  A tail percentile is only reported
+(Hyndman & Fan type 7, numpy's default: :func:`wakelab.percentile.percentile`,
+the one definition the evidence model checks stored figures with too), so
+``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported
 when the sample holds enough wakes to put at least one above it: ``pQ`` needs
 ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100, p99.9: 1000).  Below that the
 figure would just be the maximum in disguise, so it is omitted with a reason.
@@ -15,6 +16,8 @@ import math
 import statistics
 from typing import Dict, Optional, Sequence, Tuple
 
+from wakelab.percentile import percentile
+
 # The percentiles every latency arm reports, as (key, q in percent).
 PERCENTILES: Tuple[Tuple[str, float], ...] = (
     ("p50", 50.0),
@@ -22,20 +25,6 @@ PERCENTILES: Tuple[Tuple[str, float], ...] = (
     ("p99", 99.0),
     ("p99_9", 99.9),
 )
-
-
-def percentile(sorted_samples: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) of already-sorted samples (type 7)."""
-    if not sorted_samples:
-        raise ValueError("percentile of an empty sample")
-    if not 0.0 <= q <= 100.0:
-        raise ValueError("percentile must be within 0..100, got %r" % (q,))
-    position = (len(sorted_samples) - 1) * q / 100.0
-    lower = math.floor(position)
-    upper = min(lower + 1, len(sorted_samples) - 1)
-    fraction = position - lower
-    low_value = sorted_samples[lower]
-    return low_value + (sorted_samples[upper] - low_value) * fraction
 
 
 def min_n_for(q: float) -> int:

@@ -18,9 +18,10 @@ import dataclasses
 import enum
 import math
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from wakelab.errors import EvidenceError
+from wakelab.percentile import percentile
 from wakelab.evidence.words import FREE_THREADED, RunState, gil_word, run_state
 
 LATENCY = "latency"
@@ -37,14 +38,6 @@ def _opt_float(value: Any) -> Optional[float]:
 
 def _opt_int(value: Any) -> Optional[int]:
     return None if value is None else int(value)
-
-
-def _type7_median(ordered: Sequence[float]) -> float:
-    """The median of sorted ``ordered`` as summary.json computes percentiles (type 7: the mean of the middle two)."""
-    middle = (len(ordered) - 1) / 2.0
-    low = int(math.floor(middle))
-    high = min(low + 1, len(ordered) - 1)
-    return float(ordered[low]) + (float(ordered[high]) - float(ordered[low])) * (middle - low)
 
 
 def _plain_number(value: float) -> str:
@@ -621,7 +614,7 @@ class Bundle:
             if not size or claimed is None:
                 continue
             as_list = getattr(chunk, "tolist", None)  # a numpy array's values as Python numbers: sorted fast
-            median = _type7_median(sorted(as_list() if as_list is not None else chunk))
+            median = float(percentile(sorted(as_list() if as_list is not None else chunk), 50.0))
             if not isinstance(claimed, (int, float)) or not math.isclose(median, float(claimed), rel_tol=1e-9, abs_tol=1e-6):
                 raise EvidenceError(refuse % ("chunk %d's median is %s ns, its worker record says p50 %s ns"
                                               % (index + 1, _plain_number(median), claimed)))
