@@ -26,8 +26,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-# How a Python arm's C floor relates to it (the values of ``native_match``; the table is
-# wakelab.core.families.native.FLOORS).  A floor whose relation is not recorded (bundles
+# How a Python arm's C floor relates to it (the values of ``native_match``, as each arm declares
+# it: wakelab.core.model.MATCHED / NEAREST).  A floor whose relation is not recorded (bundles
 # before 0.2) is treated as nearest: nothing in the evidence says it is the same experiment.
 MATCHED = "matched"
 NEAREST = "nearest"
