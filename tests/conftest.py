@@ -179,3 +179,35 @@ def registry_arms(family_module):  # type: ignore[no-untyped-def]
     from wakelab.core.registry import get_arm
 
     return [get_arm(arm.name) for arm in family_module.ARMS]
+
+
+# -- test tiers (docs/contributing.md) ------------------------------------------------------------
+# The full suite (plain `pytest`, what CI runs) takes about 9 minutes on 2 cores; nearly all of it
+# is real measuring.  `pytest -m "not slow and not measures"` is the fast tier, about a minute: the
+# statistics, analysis, evidence model, renderers, goldens and layering, on fixed samples.  These
+# files are marked `measures`: their tests measure real wakes (worker processes, labs, C floors,
+# other interpreters), run wakelab as a subprocess, drive a browser or fuzz the readers.  A new
+# test file that does so belongs here.
+MEASURING_FILES = frozenset("""
+    test_ab test_arm_hygiene test_arms_aio test_arms_asynclibs test_arms_fds test_arms_lab135
+    test_arms_native test_arms_processes test_arms_signals test_arms_threads test_bad_arguments
+    test_chaos test_ci_ab test_cli test_compare_grid test_compare_levels test_did_you_mean
+    test_extras test_fault_gaps test_fleet test_frames test_free_threading test_fuzz_evidence
+    test_grid test_grid_turns test_handoff test_hostile_evidence test_independent_probe
+    test_interpreters test_listing_user_arms test_measuring_side test_observed test_open_loop
+    test_output_folder test_parent_death test_placement_arms test_polling test_provision test_pypy
+    test_realtime test_repeat test_report_html test_rigorous test_run_lab_script test_runner
+    test_separate_runs test_settle test_soak test_storms test_timed_window test_today_pythons
+    test_trace test_trace_reblocks test_user_arms test_worker_liveness test_workers
+""".split())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "measures: measures real wakes, or runs processes or a browser (left out of the fast tier)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    for item in items:
+        if item.path.stem in MEASURING_FILES:
+            item.add_marker(pytest.mark.measures)
