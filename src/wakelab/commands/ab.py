@@ -136,7 +136,8 @@ def register(sub: Any) -> None:
     sides.add_argument("--arm-file", action="append", default=[], metavar="[SIDE:]PATH", type=utf8_text(),
                        help="load arms from this file (both sides, or one side's own; the same arm names on both)")
     sides.add_argument("--planted-delay-us", action="append", default=[], metavar="SIDE:US", type=utf8_text(),
-                       help="self-test: busy-wait US µs between t0 and every notify on one side; the gate must find it")
+                       help="self-test: wait US µs between t0 and every notify on one side (sleeping, spinning only its last "
+                            "200 µs, as 'wakelab run' does); the gate must find it")
     measure = ab.add_argument_group("what is measured (as 'wakelab run')")
     measure.add_argument("--arms", type=utf8_text(), metavar="A,B,...",
                          help="arms to measure (default: the arm files' arms, else %s)" % ",".join(DEFAULT_ARMS))
@@ -145,7 +146,8 @@ def register(sub: Any) -> None:
     measure.add_argument("--repeat", type=whole_number(*run_command.LIMITS["repeat"]), metavar="R",
                          help="turns per side: the sides' repetitions alternate (default 5)")
     measure.add_argument("--workers", type=whole_number(*run_command.LIMITS["workers"]), metavar="N",
-                         help="fresh worker processes per arm and side, spread over the turns (default 3)")
+                         help="fresh worker processes per arm and side, spread over the turns (default 3, and never fewer "
+                              "than the turns: 5 with the default --repeat 5)")
     measure.add_argument("--rigorous", action="store_true",
                          help="compare-grade: %d times the wakes and %d workers per turn (smaller changes told apart)"
                               % (run_command.RIGOROUS_FACTOR, run_command.RIGOROUS_WORKERS_PER_REPETITION))
