@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
+from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer
 from wakelab.evidence.words import FREE_THREADED, RunState, gil_word, run_state
 
 LATENCY = "latency"
@@ -57,6 +59,10 @@ class Interpreter:
     #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
     #: evidence from before wakelab recorded it.
     implementation_version: Optional[str] = None
+    #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
+    build: Any = None
+    compiler: Any = None
+    switch_interval_s: Any = None
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
@@ -69,6 +75,9 @@ class Interpreter:
             gil_enabled=doc.get("gil_enabled"),
             python_gil_env=doc.get("python_gil_env"),
             implementation_version=None if own is None else str(own),
+            build=doc.get("build"),
+            compiler=doc.get("compiler"),
+            switch_interval_s=doc.get("switch_interval_s"),
         )
 
     @property
@@ -302,6 +311,95 @@ class WarningRecord:
         return {"kind": kind, "level": self.level, "arm": self.arm, "figures": dict(self.figures)}
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclasses.dataclass(frozen=True)
+class RepetitionSpread:
+    """``repetitions``: how many repetitions an arm had, and each one's own figure (p50 or ops/s) with their range.
+
+    ``range_pct`` is (largest - smallest) / their median, in percent.
+    """
+
+    count: Any = None
+    #: The repetitions' spread was recorded (a run of one repetition has none).
+    has_spread: bool = False
+    values: Tuple[Any, ...] = ()
+    range_pct: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Optional["RepetitionSpread"]:
+        d = _mapping(doc)
+        if not d:
+            return None
+        spread = _mapping(d.get("spread"))
+        values = spread.get("values")
+        return cls(d.get("count"), bool(spread), tuple(values) if isinstance(values, (list, tuple)) else (),
+                   spread.get("range_pct"))
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuSide:
+    """The wakes of one side of a CPU split: how many, their p50 and p99 (ns)."""
+
+    n: Any = 0
+    p50_ns: Any = None
+    p99_ns: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "CpuSide":
+        d = _mapping(doc)
+        return cls(d.get("n", 0), d.get("p50_ns"), d.get("p99_ns"))
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuSplit:
+    """``cpu_split``: an arm's wakes by where they ran -- notifier and waiter on the same CPU, or on two."""
+
+    same_cpu: CpuSide
+    cross_cpu: CpuSide
+    cross_share: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Optional["CpuSplit"]:
+        d = _mapping(doc)
+        if not d:
+            return None
+        return cls(CpuSide.from_dict(d.get("same_cpu")), CpuSide.from_dict(d.get("cross_cpu")), d.get("cross_share"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmOrigin:
+    """Where a user-defined arm came from: an arm file (its path and sha256) or an entry point (and its distribution)."""
+
+    source: Any = None
+    path: Any = None
+    sha256: Any = None
+    entry_point: Any = None
+    distribution: Any = None
+    version: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "ArmOrigin":
+        d = _mapping(doc)
+        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
+
+    @property
+    def from_file(self) -> bool:
+        return self.source == "file"
+
+
+def _took_waiter_policy(doc: Mapping[str, Any]) -> bool:
+    """Whether an arm's waiter ran under the requested policy (a driver recorded ``waiter_sched``, in a worker's info)."""
+    info = doc.get("info") or {}
+    if not isinstance(info, Mapping):
+        return False
+    workers = info.get("workers")
+    infos: Sequence[Any] = workers if isinstance(workers, list) else [info]
+    return any(isinstance(one, Mapping) and one.get("waiter_sched") for one in infos)
+
+
 @dataclasses.dataclass(frozen=True)
 class ArmRecord:
     """One arm of a run: its identity, how it ended, and its figures."""
@@ -324,6 +422,16 @@ class ArmRecord:
     rate: Optional[RateFigures]
     samples_file: Optional[str]
     entry: Mapping[str, Any] = dataclasses.field(repr=False, compare=False)
+    #: Each timed component of a wake (``components``: the C floor's .read, ...), by name, sorted.
+    components: Tuple[Tuple[str, LatencyFigures], ...] = ()
+    repetitions: Optional[RepetitionSpread] = None
+    cpu_split: Optional[CpuSplit] = None
+    user_defined: bool = False
+    origin: Optional[ArmOrigin] = None
+    #: The arm's own random part of the settle, where it needs more than the run's (µs).
+    settle_jitter_us: Any = None
+    #: The waiter ran under the requested scheduling policy (its driver recorded ``waiter_sched``).
+    took_waiter_policy: bool = False
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "ArmRecord":
@@ -348,6 +456,14 @@ class ArmRecord:
             rate=RateFigures.from_dict(rate) if isinstance(rate, Mapping) else None,
             samples_file=doc.get("samples_file"),
             entry=doc,
+            components=tuple((str(k), LatencyFigures.from_dict(v)) for k, v in sorted(_mapping(doc.get("components")).items())
+                             if isinstance(v, Mapping)),
+            repetitions=RepetitionSpread.from_dict(doc.get("repetitions")),
+            cpu_split=CpuSplit.from_dict(doc.get("cpu_split")),
+            user_defined=bool(doc.get("user_defined")),
+            origin=ArmOrigin.from_dict(doc.get("origin")) if isinstance(doc.get("origin"), Mapping) else None,
+            settle_jitter_us=doc.get("settle_jitter_us"),
+            took_waiter_policy=_took_waiter_policy(doc),
         )
 
     @property
@@ -355,6 +471,23 @@ class ArmRecord:
         """Where the arm's time goes, in a run that asked for tracing (None otherwise)."""
         doc = self.entry.get("trace")
         return TraceFigures.from_dict(doc) if isinstance(doc, Mapping) else None
+
+    @property
+    def is_latency(self) -> bool:
+        return self.kind == LATENCY
+
+    @property
+    def is_rate(self) -> bool:
+        return self.kind == RATE
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def p50_ns(self) -> Optional[float]:
+        """The latency arm's p50 (None: no latency figures, or too few wakes)."""
+        return self.latency.p50_ns if self.latency is not None else None
 
     @property
     def measured(self) -> bool:
@@ -470,6 +603,57 @@ class Bundle:
     def lab_id(self) -> str:
         return str((self.summary.get("lab") or {}).get("id") or "")
 
+    # -- the run-wide sections, each parsed once -------------------------------------------
+
+    @functools.cached_property
+    def lab(self) -> LabInfo:
+        return LabInfo.from_dict(self.summary.get("lab"))
+
+    @functools.cached_property
+    def parameters(self) -> Parameters:
+        return Parameters.from_dict(self.summary.get("parameters"))
+
+    @functools.cached_property
+    def conditions(self) -> Conditions:
+        return Conditions.from_dict(self.summary.get("conditions"))
+
+    @functools.cached_property
+    def execution(self) -> Execution:
+        return Execution.from_dict(self.summary.get("execution"))
+
+    @functools.cached_property
+    def machine(self) -> Machine:
+        return Machine.from_dict(self.summary.get("machine"))
+
+    @functools.cached_property
+    def timer(self) -> Timer:
+        return Timer.from_dict(self.summary.get("timer"))
+
+    @functools.cached_property
+    def system(self) -> System:
+        return System.from_dict(self.summary.get("system"))
+
+    @functools.cached_property
+    def soak(self) -> Optional[Soak]:
+        return Soak.from_dict(self.summary.get("soak"))
+
+    @property
+    def tool_version(self) -> Any:
+        return (self.summary.get("tool") or {}).get("version")
+
+    @property
+    def wall_s(self) -> Any:
+        return self.summary.get("wall_s")
+
+    @property
+    def note(self) -> Any:
+        """The user's note on the run (``--note``), None without one."""
+        return self.summary.get("note")
+
+    @property
+    def caveats(self) -> Tuple[str, ...]:
+        return tuple(self.summary.get("caveats") or ())
+
     @property
     def started_utc(self) -> str:
         return str(self.summary.get("started_utc") or "")
@@ -500,7 +684,11 @@ class Bundle:
         return tuple(self.summary.get("arms") or ())
 
     def arms(self) -> Tuple[ArmRecord, ...]:
-        """The arms as typed records, in run order."""
+        """The arms as typed records, in run order (parsed once)."""
+        return self._arms
+
+    @functools.cached_property
+    def _arms(self) -> Tuple[ArmRecord, ...]:
         return tuple(ArmRecord.from_dict(entry) for entry in self.arm_entries())
 
     def arms_by_name(self) -> Dict[str, ArmRecord]:

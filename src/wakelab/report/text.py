@@ -39,8 +39,9 @@ from wakelab.analysis.view import RunView, view_of
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.analysis.storms import format_share, storm_table
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import DEFAULT_REPEAT, Interpreter, WarningKind, WarningRecord
-from wakelab.evidence.words import FREE_THREADED, gil_word, status_word
+from wakelab.evidence.model import DEFAULT_REPEAT, ArmOrigin, ArmRecord, Interpreter, WarningKind, WarningRecord
+from wakelab.evidence.sections import Conditions, Parameters
+from wakelab.evidence.words import FREE_THREADED, status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
 WIDTH = 100
@@ -94,10 +95,6 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_lef
     return out
 
 
-def _latency(entry: Mapping[str, Any]) -> Mapping[str, Any]:
-    return entry.get("latency") or {}
-
-
 NEAREST_FLOOR = "nearest floor"
 
 
@@ -117,9 +114,9 @@ NATIVE_LEGEND = (
 )
 
 
-def format_lost(entry: Mapping[str, Any]) -> str:
+def format_lost(arm: Union[ArmRecord, Mapping[str, Any]]) -> str:
     """``3 wakes lost`` with their causes apart when the record tells them (``2 timed out, 1 coalesced``)."""
-    lost = lost_wakes(entry)
+    lost = lost_wakes(arm.entry if isinstance(arm, ArmRecord) else arm)
     if not lost.total:
         return ""
     if not (lost.coalesced or lost.stale):
@@ -139,8 +136,8 @@ def format_pairing(pairing: Pairing) -> str:
     return "NOT like for like (%s)" % "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)
 
 
-def _status_word(entry: Mapping[str, Any]) -> str:
-    return status_word(entry.get("status"))
+def _status_word(arm: ArmRecord) -> str:
+    return status_word(arm.status)
 
 
 # Above this many latency arms with figures, the verdict ranks them instead of listing each.
@@ -151,8 +148,8 @@ RANK_ABOVE = 6
 Run = Union[RunView, Mapping[str, Any]]
 
 
-def _measured_latency_count(summary: Mapping[str, Any]) -> int:
-    return sum(1 for e in summary.get("arms", []) if e.get("status") == "ok" and (e.get("latency") or {}).get("p50_ns") is not None)
+def _measured_latency_count(view: RunView) -> int:
+    return sum(1 for arm in view.bundle.arms() if arm.ok and arm.p50_ns is not None)
 
 
 def format_rankings(run: Run, limit: Optional[int] = None) -> List[str]:
@@ -167,8 +164,8 @@ def format_rankings(run: Run, limit: Optional[int] = None) -> List[str]:
 BRIEF_MISSING_BY_NAME = 12
 
 
-def _not_measured(summary: Mapping[str, Any]) -> List[str]:
-    names = ["%s (%s)" % (e.get("name"), _status_word(e)) for e in summary.get("arms", []) if e.get("status") != "ok"]
+def _not_measured(view: RunView) -> List[str]:
+    names = ["%s (%s)" % (arm.name, _status_word(arm)) for arm in view.bundle.arms() if not arm.ok]
     if not names:
         return []
     return wrap("Not measured: %s." % ", ".join(names))
@@ -177,36 +174,35 @@ def _not_measured(summary: Mapping[str, Any]) -> List[str]:
 def format_verdict(run: Run) -> List[str]:
     """One line per measured arm (many arms: ranked by group), then each of the lab's comparisons."""
     view = view_of(run)
-    summary = view.summary
     lines: List[str] = []
-    ranked = _measured_latency_count(summary) > RANK_ABOVE
+    ranked = _measured_latency_count(view) > RANK_ABOVE
     if ranked:
         lines.extend(format_rankings(view))
-    for entry in summary.get("arms", []):
-        if entry.get("status") != "ok":
+    for arm in view.bundle.arms():
+        if not arm.ok:
             continue
-        if entry.get("latency"):
+        if arm.latency is not None:
             if ranked:
                 continue
-            lat = _latency(entry)
+            lat = arm.latency
             text = "%s: p50 %s, p99 %s over %s wakes (%s waiter, %s)." % (
-                entry["name"],
-                format_ns(lat.get("p50_ns")),
-                format_ns(lat.get("p99_ns")) if lat.get("p99_ns") is not None else "not reported",
-                lat.get("n"),
-                entry.get("waiter"),
-                entry.get("scope"),
+                arm.name,
+                format_ns(lat.p50_ns),
+                format_ns(lat.p99_ns) if lat.p99_ns is not None else "not reported",
+                lat.n,
+                arm.waiter,
+                arm.scope,
             )
-            if lat.get("lost"):
-                text += " %s." % format_lost(entry)
-        elif entry.get("rate"):
-            rate = entry.get("rate") or {}
+            if lat.lost:
+                text += " %s." % format_lost(arm)
+        elif arm.rate is not None:
+            rate = arm.rate
             text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % (
-                entry["name"],
-                format_rate(rate.get("ops_per_s")),
-                rate.get("rounds"),
-                format_rate(rate.get("n_per_round")),
-                format_rate(rate.get("baseline_ops_per_s")),
+                arm.name,
+                format_rate(rate.ops_per_s),
+                rate.rounds,
+                format_rate(rate.n_per_round),
+                format_rate(rate.baseline_ops_per_s),
             )
         else:
             continue  # an arm marked ok without figures has nothing to say
@@ -223,7 +219,7 @@ def format_verdict(run: Run) -> List[str]:
         )
         lines.extend(wrap(text))
     if ranked:
-        lines.extend(_not_measured(summary))
+        lines.extend(_not_measured(view))
     if not lines:
         lines.append("  No arm produced figures in this run.")
     return lines
@@ -239,15 +235,15 @@ def format_guidance(guidance: Guidance) -> List[str]:
 def format_lead_table(run: Run) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
     view = view_of(run)
-    arms: List[Mapping[str, Any]] = list(view.summary.get("arms", []))
+    arms = view.bundle.arms()
     ratios = view.native_ratios
-    latency_arms = [a for a in arms if a.get("kind") == "latency"]
-    rate_arms = [a for a in arms if a.get("kind") == "rate"]
-    families = []
+    latency_arms = [a for a in arms if a.is_latency]
+    rate_arms = [a for a in arms if a.is_rate]
+    families: List[str] = []
     for a in latency_arms:
-        if a.get("family") not in families:
-            families.append(a.get("family"))
-    show_native = any(str(a.get("name")) in ratios for a in latency_arms)
+        if a.family not in families:
+            families.append(a.family)
+    show_native = any(a.name in ratios for a in latency_arms)
     lines: List[str] = []
     if latency_arms:
         header = ["latency (µs)", "waiter", "scope", "n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
@@ -256,37 +252,22 @@ def format_lead_table(run: Run) -> List[str]:
         rows: List[List[str]] = []
         for family in families:
             if len(families) > 1:
-                rows.append(["[%s]" % FAMILY_TITLES.get(str(family), family)] + [""] * (len(header) - 1))
+                rows.append(["[%s]" % FAMILY_TITLES.get(family, family)] + [""] * (len(header) - 1))
             for a in latency_arms:
-                if a.get("family") != family:
+                if a.family != family:
                     continue
-                lat = _latency(a)
-                if not lat:
-                    row = [str(a["name"]), str(a.get("waiter")), str(a.get("scope")), _status_word(a)] + [""] * (
-                        len(header) - 4
-                    )
+                lat = a.latency
+                if lat is None:
+                    row = [a.name, a.waiter, a.scope, _status_word(a)] + [""] * (len(header) - 4)
                 else:
-                    row = [
-                        str(a["name"]),
-                        str(a.get("waiter")),
-                        str(a.get("scope")),
-                        str(lat.get("n")),
-                        str(lat.get("lost")),
-                        format_us(lat.get("min_ns")),
-                        format_us(lat.get("p50_ns")),
-                        format_us(lat.get("p90_ns")),
-                        format_us(lat.get("p99_ns")),
-                        format_us(lat.get("p99_9_ns")),
-                        format_us(lat.get("max_ns")),
-                        format_us(lat.get("mean_ns")),
-                    ]
+                    row = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + [
+                        format_us(v) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p99_9_ns, lat.max_ns, lat.mean_ns)]
                     if show_native:
-                        row.append(format_native_cell(ratios.get(str(a["name"]))))
+                        row.append(format_native_cell(ratios.get(a.name)))
                 rows.append(row)
-                for comp_name, comp in sorted((a.get("components") or {}).items()):
-                    comp_row = ["  ." + comp_name, "", "", str(comp.get("n")), ""] + [
-                        format_us(comp.get(k)) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")
-                    ]
+                for comp_name, comp in a.components:
+                    comp_row = ["  ." + comp_name, "", "", str(comp.n), ""] + [
+                        format_us(v) for v in (comp.min_ns, comp.p50_ns, comp.p90_ns, comp.p99_ns, comp.p99_9_ns, comp.max_ns, comp.mean_ns)]
                     if show_native:
                         comp_row.append("")
                     rows.append(comp_row)
@@ -295,27 +276,20 @@ def format_lead_table(run: Run) -> List[str]:
         if lines:
             lines.append("")
         header = ["rate", "calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
-        show_rate_native = any(str(a.get("name")) in ratios for a in rate_arms)
+        show_rate_native = any(a.name in ratios for a in rate_arms)
         if show_rate_native:
             header.append("C faster by")
         rows = []
         for a in rate_arms:
-            rate = a.get("rate") or {}
-            if not rate:
-                rows.append([str(a["name"]), _status_word(a)] + [""] * (len(header) - 2))
+            rate = a.rate
+            if rate is None:
+                rows.append([a.name, _status_word(a)] + [""] * (len(header) - 2))
                 continue
-            row = [
-                str(a["name"]),
-                format_rate(rate.get("n_per_round")),
-                str(rate.get("rounds")),
-                format_rate(rate.get("ops_per_s")),
-                format_rate(rate.get("min_ops_per_s")),
-                format_rate(rate.get("max_ops_per_s")),
-                format_rate(rate.get("baseline_ops_per_s")),
-                format_ns_plain(rate.get("net_ns_per_op")),
-            ]
+            row = [a.name, format_rate(rate.n_per_round), str(rate.rounds)] + [
+                format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)]
+            row.append(format_ns_plain(rate.net_ns_per_op))
             if show_rate_native:
-                row.append(format_native_cell(ratios.get(str(a["name"]))))
+                row.append(format_native_cell(ratios.get(a.name)))
             rows.append(row)
         lines.extend(format_table(header, rows))
     if ratios:
@@ -324,29 +298,25 @@ def format_lead_table(run: Run) -> List[str]:
     return lines
 
 
-def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
+def format_repetitions_and_placement(run: Run) -> List[str]:
     """Per latency arm: each repetition's p50 and their range, and the same-CPU / cross-CPU
     split of its wakes (µs); empty when no arm has either."""
     header = ["arm", "repetition p50s", "range", "same CPU: n", "p50", "p99", "cross CPU: n", "p50", "p99", "crossed"]
     rows: List[List[str]] = []
-    for a in summary.get("arms", []):
-        if a.get("kind") != "latency" or not _latency(a):
+    for a in view_of(run).bundle.arms():
+        if not a.is_latency or a.latency is None:
             continue
-        reps: Mapping[str, Any] = a.get("repetitions") or {}
-        spread: Mapping[str, Any] = reps.get("spread") or {}
-        split: Mapping[str, Any] = a.get("cpu_split") or {}
-        if not spread and not split:
+        reps, split = a.repetitions, a.cpu_split
+        spread = reps if reps is not None and reps.has_spread else None
+        if spread is None and split is None:
             continue
-        values = spread.get("values") or []
-        rng = spread.get("range_pct")
-        row = [str(a["name"]), " ".join(format_us(v) for v in values) if values else "-",
+        rng = spread.range_pct if spread is not None else None
+        row = [a.name, " ".join(format_us(v) for v in spread.values) if spread is not None and spread.values else "-",
                format_percent(rng) if isinstance(rng, (int, float)) else DASH]
-        if split:
-            same: Mapping[str, Any] = split.get("same_cpu") or {}
-            cross: Mapping[str, Any] = split.get("cross_cpu") or {}
-            share = split.get("cross_share")
-            row += [str(same.get("n", 0)), format_us(same.get("p50_ns")), format_us(same.get("p99_ns")),
-                    str(cross.get("n", 0)), format_us(cross.get("p50_ns")), format_us(cross.get("p99_ns")),
+        if split is not None:
+            same, cross, share = split.same_cpu, split.cross_cpu, split.cross_share
+            row += [str(same.n), format_us(same.p50_ns), format_us(same.p99_ns),
+                    str(cross.n), format_us(cross.p50_ns), format_us(cross.p99_ns),
                     format_percent(share * 100) if isinstance(share, (int, float)) else DASH]
         else:
             row += ["-"] * 7
@@ -362,60 +332,33 @@ def format_repetitions_and_placement(summary: Mapping[str, Any]) -> List[str]:
     return lines
 
 
-def _interpreter_name(interp: Mapping[str, Any]) -> str:
-    """``CPython 3.13.0``, or ``PyPy 3.9.16 (7.3.11)``: the implementation's own version where it has one."""
-    return Interpreter.from_dict(interp).name
-
-
-def _interpreter_line(interp: Mapping[str, Any]) -> str:
-    typed = Interpreter.from_dict(interp)
-    gil_text = gil_word(interp.get("gil_enabled"))
-    build = "%s build, " % FREE_THREADED if interp.get("free_threaded_build") else ""
-    own = typed.own_version
-    details = (["%s %s" % (interp.get("implementation"), own)] if own else []) + [str(interp.get("build")), str(interp.get("compiler"))]
+def _interpreter_line(interp: Interpreter) -> str:
+    build = "%s build, " % FREE_THREADED if interp.free_threaded_build else ""
+    own = interp.own_version
+    details = (["%s %s" % (interp.implementation, own)] if own else []) + [str(interp.build), str(interp.compiler)]
     return "%s %s (%s), %s%s, switch interval %s s" % (
-        interp.get("implementation"),
-        interp.get("version"),
-        "; ".join(details),
-        build,
-        gil_text,
-        interp.get("switch_interval_s"),
-    )
+        interp.implementation, interp.version, "; ".join(details), build, interp.gil_word, interp.switch_interval_s)
 
 
-def format_honesty(summary: Mapping[str, Any]) -> List[str]:
-    interp: Mapping[str, Any] = summary.get("interpreter") or {}
-    machine: Mapping[str, Any] = summary.get("machine") or {}
-    params: Mapping[str, Any] = summary.get("parameters") or {}
-    timer: Mapping[str, Any] = summary.get("timer") or {}
+def format_honesty(run: Run) -> List[str]:
+    bundle = view_of(run).bundle
+    machine, params, timer, execution = bundle.machine, bundle.parameters, bundle.timer, bundle.execution
     items = [
-        "Date: %s (UTC), wall time %s s." % (summary.get("started_utc"), summary.get("wall_s")),
-        "Interpreter: %s." % _interpreter_line(interp),
-        "Machine: %s %s %s, %s, %s CPUs (allowed: %s)."
-        % (
-            machine.get("os"),
-            machine.get("kernel"),
-            machine.get("architecture"),
-            machine.get("cpu_model"),
-            machine.get("cpu_count"),
-            machine.get("cpus_allowed"),
-        ),
+        "Date: %s (UTC), wall time %s s." % (bundle.started_utc, bundle.wall_s),
+        "Interpreter: %s." % _interpreter_line(bundle.interpreter),
+        "Machine: %s %s %s, %s, %s CPUs (allowed: %s)." % (
+            machine.os, machine.kernel, machine.architecture, machine.cpu_model, machine.cpu_count, machine.cpus_allowed),
     ]
-    if timer:
-        items.append(
-            "Timer: %s (%s); back-to-back floor %s ns median, %s ns min." % (
-                timer.get("clock"), timer.get("implementation"), timer.get("floor_p50_ns"), timer.get("floor_min_ns")
-            )
-        )
-    if timer.get("harness"):
-        harness: Mapping[str, Any] = timer["harness"]
+    if timer.present:
+        items.append("Timer: %s (%s); back-to-back floor %s ns median, %s ns min." % (
+            timer.clock, timer.implementation, timer.floor_p50_ns, timer.floor_min_ns))
+    if timer.harness is not None:
+        harness = timer.harness
         items[-1] += " Harness bookkeeping: %s ns per sample against %s ns for a bare pair (%s×)." % (
-            harness.get("per_sample_ns"), harness.get("bare_pair_ns"), harness.get("overhead_ratio"))
-    execution: Mapping[str, Any] = summary.get("execution") or {}
-    in_process = execution.get("mode") == "in-process"
-    if execution:
-        workers = execution.get("workers")
-        repeat = execution.get("repeat") or 1
+            harness.per_sample_ns, harness.bare_pair_ns, harness.overhead_ratio)
+    in_process = execution.in_process
+    if execution.present:
+        workers, repeat = execution.workers, execution.repetitions
         if in_process:
             how = "in the runner's own process%s" % ("" if repeat == 1 else ", %s repetitions per arm" % repeat)
         elif repeat == 1:
@@ -424,108 +367,92 @@ def format_honesty(summary: Mapping[str, Any]) -> List[str]:
             total = max(int(workers or 1), int(repeat))
             how = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread "
                    "over them, wakes split between them and pooled" % (repeat, total))
-        if execution.get("rigorous"):
+        if execution.rigorous:
             how += "; compare-grade (--rigorous: more wakes and workers than the lab's defaults)"
         items.append("Execution: %s." % how)
-    soak: Mapping[str, Any] = summary.get("soak") or {}
-    if soak:
-        figures: Mapping[str, Any] = soak.get("figures") or {}
-        if figures.get("from_histogram"):
+    soak = bundle.soak
+    if soak is not None:
+        if soak.from_histogram:
             where_from = ("from a log-linear histogram of every wake (HdrHistogram layout, %s significant digits: within "
                           "%.3g %% of the exact ones); the samples file keeps the raw samples of the first %s wakes "
                           "(compare resamples those) and the histogram of every wake (show --hist and report draw it)"
-                          % ((soak.get("histogram") or {}).get("significant_digits"),
-                             100 * float((soak.get("histogram") or {}).get("relative_error") or 0), soak.get("raw_kept")))
+                          % (soak.significant_digits, 100 * float(soak.relative_error or 0), soak.raw_kept))
         else:
             where_from = "exact (every wake's raw sample is kept)"
         items.append("Soak: %s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are "
-                     "exact, the percentiles %s." % (soak.get("duration_s"), soak.get("elapsed_s"), soak.get("chunks"),
-                                                     "" if soak.get("finished") else " (ended early)", where_from))
-    if params.get("mode") == "open":
-        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.get("interval_us")
+                     "exact, the percentiles %s." % (soak.duration_s, soak.elapsed_s, soak.chunks,
+                                                     "" if soak.finished else " (ended early)", where_from))
+    if params.open_loop:
+        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % params.interval_us
     else:
         timing = "closed loop: blocked waiters settle %s before each notify, latency from t0" % _settle_text(
-            params, summary.get("arms") or [])
+            params, bundle.arms())
     items.append(
         "Timing: %s; %s warm-up wakes discarded per latency arm%s and %s short warm-up round(s) per rate arm; every wait "
-        "times out after %s s (a lost wake)." % (timing, params.get("warmup"), "" if in_process else " (in each worker)",
-                                                 params.get("warmup_rounds"), params.get("timeout_s"))
+        "times out after %s s (a lost wake)." % (timing, params.warmup, "" if in_process else " (in each worker)",
+                                                 params.warmup_rounds, params.timeout_s)
     )
-    placement = params.get("placement") or "any"
+    placement = params.placement or "any"
     if placement == "any":
         where = "unpinned (the scheduler chose the CPUs)"
     elif placement == "same":
-        where = "notifier and waiter pinned to CPU %s" % params.get("notifier_cpu")
+        where = "notifier and waiter pinned to CPU %s" % params.notifier_cpu
     else:
-        where = "notifier pinned to CPU %s, waiter to CPU %s" % (params.get("notifier_cpu"), params.get("waiter_cpu"))
-    conditions: Mapping[str, Any] = summary.get("conditions") or {}
+        where = "notifier pinned to CPU %s, waiter to CPU %s" % (params.notifier_cpu, params.waiter_cpu)
+    conditions = bundle.conditions
     load = []
-    if conditions.get("cpu_threads"):
-        load.append("%s busy Python thread(s) beside the waiter" % conditions["cpu_threads"])
-    if conditions.get("cpu_procs"):
-        load.append("%s busy process(es)" % conditions["cpu_procs"])
-    if conditions.get("switch_interval_s") is not None:
-        load.append("switch interval set to %s s" % conditions["switch_interval_s"])
-    if conditions.get("idle_hold"):
-        load.append("/dev/cpu_dma_latency held at 0" if conditions.get("applied_idle_hold", True) else "idle hold requested")
+    if conditions.cpu_threads:
+        load.append("%s busy Python thread(s) beside the waiter" % conditions.cpu_threads)
+    if conditions.cpu_procs:
+        load.append("%s busy process(es)" % conditions.cpu_procs)
+    if conditions.switch_interval_s is not None:
+        load.append("switch interval set to %s s" % conditions.switch_interval_s)
+    if conditions.idle_hold:
+        load.append("/dev/cpu_dma_latency held at 0" if conditions.applied_idle_hold else "idle hold requested")
     items.append("Placement: %s. Load: %s." % (where, "; ".join(load) if load else "none added"))
-    scheduling = _scheduling_text(conditions, summary.get("arms") or [])
+    scheduling = _scheduling_text(conditions, bundle.arms())
     if scheduling:
         items.append(scheduling)
-    system: Mapping[str, Any] = summary.get("system") or {}
-    if system:
-        items.append(
-            "System: clocksource %s, cpuidle driver %s, load average %s%s."
-            % (system.get("clocksource"), system.get("cpuidle_driver"), system.get("load_average"),
-               ", under a hypervisor" if system.get("hypervisor") else "")
-        )
-    arms: List[Mapping[str, Any]] = [a for a in summary.get("arms", []) if a.get("kind") == "latency"]
+    system = bundle.system
+    if system.present:
+        items.append("System: clocksource %s, cpuidle driver %s, load average %s%s." % (
+            system.clocksource, system.cpuidle_driver, system.load_average, ", under a hypervisor" if system.hypervisor else ""))
+    arms = [a for a in bundle.arms() if a.is_latency]
     states: Dict[str, List[str]] = {}
     for a in arms:
-        states.setdefault(str(a.get("waiter")), []).append(str(a["name"]))
+        states.setdefault(a.waiter, []).append(a.name)
     if len(states) > 1:
         described = "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items())
         items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
-    gil = gil_enabled(summary)
-    on_gil = [str(a["name"]) for a in arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
+    gil = gil_enabled(bundle.summary)
+    on_gil = [a.name for a in arms if waiter_at_t0(a.entry, gil) == WAITING_FOR_GIL]
     if on_gil:
         items.append(
             "Spinning in name only under this interpreter's GIL (%s): a waiter in another thread cannot poll while "
             "the notifier runs, so at t0 it is waiting for the GIL, and its wake is the GIL's hand-over." % ", ".join(on_gil)
         )
-    if summary.get("note"):
-        items.append("Note: %s" % summary["note"])
+    if bundle.note:
+        items.append("Note: %s" % bundle.note)
     return bullets(items)
 
 
-def _took_waiter_policy(entry: Mapping[str, Any]) -> bool:
-    """Whether an arm's waiter ran under the requested policy (its driver recorded ``waiter_sched``)."""
-    info = entry.get("info") or {}
-    if not isinstance(info, Mapping):
-        return False
-    workers = info.get("workers")
-    infos: Sequence[Any] = workers if isinstance(workers, list) else [info]
-    return any(isinstance(one, Mapping) and one.get("waiter_sched") for one in infos)
-
-
-def _scheduling_text(conditions: Mapping[str, Any], arms: Sequence[Mapping[str, Any]] = ()) -> str:
+def _scheduling_text(conditions: Conditions, arms: Sequence[ArmRecord] = ()) -> str:
     """``Scheduling: waiter SCHED_FIFO priority 80 (each waiter thread sets its own) ...``; "" when none was asked for."""
     names = {"other": "SCHED_OTHER", "fifo": "SCHED_FIFO", "rr": "SCHED_RR"}
     parts = []
     for role, where in (("waiter", "each waiter thread sets its own, the C floor's too"), ("notifier", "the measuring process's main thread")):
-        policy = conditions.get(role + "_policy")
+        policy = conditions.policy(role)
         if policy:
             name = names.get(str(policy), str(policy))
             if policy != "other":
-                name += " priority %s" % conditions.get(role + "_priority")
+                name += " priority %s" % conditions.priority(role)
             parts.append("%s %s (%s)" % (role, name, where))
-    if conditions.get("mlock"):
+    if conditions.mlock:
         parts.append("memory locked (mlockall)")
     if not parts:
         return ""
     text = "Scheduling: %s; restored after every arm." % "; ".join(parts)
-    untouched = [str(a.get("name")) for a in arms if conditions.get("waiter_policy") and a.get("kind") == "latency"
-                 and a.get("status") == "ok" and not _took_waiter_policy(a)]
+    untouched = [a.name for a in arms if conditions.waiter_policy and a.is_latency and a.ok and not a.took_waiter_policy]
     if untouched:
         text += (" The waiter's policy was not applied in %s: their waiter is not a waiter thread of the thread driver "
                  "or the C floor." % ", ".join(untouched))
@@ -685,92 +612,90 @@ _WORDINGS: Dict[WarningKind, Callable[[object, Mapping[str, Any]], str]] = {
 }
 
 
-def _settle_text(params: Mapping[str, Any], arms: Sequence[Mapping[str, Any]]) -> str:
+def _settle_text(params: Parameters, arms: Sequence[ArmRecord]) -> str:
     """``1000 µs`` (a bundle from before random settles), or ``1000 µs plus a random 0-2000 µs (seed 7)``."""
-    text = "%s µs" % params.get("settle_us")
-    jitter = params.get("settle_jitter_us")
+    text = "%s µs" % params.settle_us
+    jitter = params.settle_jitter_us
     if jitter is None:
         return text
     if jitter:
-        seed = params.get("seed")
+        seed = params.seed
         text += " plus a random 0-%s µs drawn for each wake%s" % (jitter, "" if seed is None else " (seed %s)" % seed)
     else:
         text += ", the same for every wake (no random part)"
-    own = ["%s 0-%s µs" % (a.get("name"), a["settle_jitter_us"]) for a in arms if isinstance(a, Mapping) and a.get("settle_jitter_us")]
+    own = ["%s 0-%s µs" % (a.name, a.settle_jitter_us) for a in arms if a.settle_jitter_us]
     if own:
         text += " (a larger random part, the arm's own minimum: %s)" % ", ".join(own)
     return text
 
 
-def format_arm_definitions(summary: Mapping[str, Any]) -> List[str]:
+def format_arm_definitions(run: Run) -> List[str]:
     lines: List[str] = []
-    for a in summary.get("arms", []):
-        lines.extend(wrap("%s -- %s" % (a["name"], a.get("mechanism"))))
-        lines.extend(wrap("t0: %s" % a.get("t0"), "      "))
-        lines.extend(wrap("t1: %s" % a.get("t1"), "      "))
-        if a.get("user_defined"):
-            lines.extend(wrap("user-defined: %s" % _origin_text(a.get("origin") or {}), "      "))
+    for a in view_of(run).bundle.arms():
+        lines.extend(wrap("%s -- %s" % (a.name, a.mechanism)))
+        lines.extend(wrap("t0: %s" % a.t0, "      "))
+        lines.extend(wrap("t1: %s" % a.t1, "      "))
+        if a.user_defined:
+            lines.extend(wrap("user-defined: %s" % _origin_text(a.origin or ArmOrigin()), "      "))
     return lines
 
 
-def _origin_text(origin: Mapping[str, Any]) -> str:
+def _origin_text(origin: Union[ArmOrigin, Mapping[str, Any]]) -> str:
     """``arm file /x/arms.py (sha256 1a87ee44125c)`` or ``entry point a = m:A (dist 1.0)``."""
-    if origin.get("source") == "file":
-        return "arm file %s (sha256 %s)" % (origin.get("path"), str(origin.get("sha256"))[:12])
-    dist = " (%s %s)" % (origin.get("distribution"), origin.get("version")) if origin.get("distribution") else ""
-    return "entry point %s%s" % (origin.get("entry_point"), dist)
+    if not isinstance(origin, ArmOrigin):
+        origin = ArmOrigin.from_dict(origin)
+    if origin.from_file:
+        return "arm file %s (sha256 %s)" % (origin.path, str(origin.sha256)[:12])
+    dist = " (%s %s)" % (origin.distribution, origin.version) if origin.distribution else ""
+    return "entry point %s%s" % (origin.entry_point, dist)
 
 
-def reproduce_commands(summary: Mapping[str, Any]) -> List[str]:
-    lab: Mapping[str, Any] = summary.get("lab") or {}
-    params: Mapping[str, Any] = summary.get("parameters") or {}
+def reproduce_commands(run: Run) -> List[str]:
+    bundle = view_of(run).bundle
+    lab, params, conditions, execution = bundle.lab, bundle.parameters, bundle.conditions, bundle.execution
     commands = []
-    if lab.get("reproduce_script"):
-        commands.append("python3 %s" % lab["reproduce_script"])
-    arms = ",".join(str(a["name"]) for a in summary.get("arms", []))
+    if lab.reproduce_script:
+        commands.append("python3 %s" % lab.reproduce_script)
+    arms = ",".join(a.name for a in bundle.arms())
     cli = "wakelab run --lab %s --arms %s --n %s --warmup %s --settle-us %s --timeout-s %s --install-n %s --rounds %s" % (
-        lab.get("id"), arms, params.get("n"), params.get("warmup"), params.get("settle_us"),
-        params.get("timeout_s"), params.get("install_n"), params.get("rounds"),
-    )
+        lab.id, arms, params.n, params.warmup, params.settle_us, params.timeout_s, params.install_n, params.rounds)
     arm_files: List[str] = []
-    for a in summary.get("arms", []):
-        origin = a.get("origin") or {}
-        if a.get("user_defined") and origin.get("source") == "file" and origin.get("path") not in arm_files:
-            arm_files.append(str(origin.get("path")))
+    for a in bundle.arms():
+        if a.user_defined and a.origin is not None and a.origin.from_file and str(a.origin.path) not in arm_files:
+            arm_files.append(str(a.origin.path))
     for path in arm_files:  # user-defined arms: the files they came from (entry points need no option)
         cli += " --arm-file %s" % shlex.quote(path)
-    if params.get("settle_jitter_us") is not None:  # absent from bundles before random settles
-        cli += " --settle-jitter-us %s" % params["settle_jitter_us"]
-        if params.get("seed") is not None:
-            cli += " --seed %s" % params["seed"]
-    if params.get("planted_delay_us"):
-        cli += " --planted-delay-us %s" % params["planted_delay_us"]
-    if params.get("placement") not in (None, "any"):
-        cpus = [params.get("notifier_cpu")] if params["placement"] == "same" else [params.get("notifier_cpu"), params.get("waiter_cpu")]
-        cli += " --placement %s --cpus %s" % (params["placement"], ",".join(str(c) for c in cpus))
-    if params.get("mode") == "open":
-        cli += " --mode open --interval-us %s" % params.get("interval_us")
-    conditions: Mapping[str, Any] = summary.get("conditions") or {}
-    for key, flag in (("cpu_threads", "--cpu-threads"), ("cpu_procs", "--cpu-procs"), ("switch_interval_s", "--switch-interval")):
-        if conditions.get(key):
-            cli += " %s %s" % (flag, conditions[key])
-    if conditions.get("idle_hold"):
+    if params.settle_jitter_us is not None:  # absent from bundles before random settles
+        cli += " --settle-jitter-us %s" % params.settle_jitter_us
+        if params.seed is not None:
+            cli += " --seed %s" % params.seed
+    if params.planted_delay_us:
+        cli += " --planted-delay-us %s" % params.planted_delay_us
+    if params.placement not in (None, "any"):
+        cpus = [params.notifier_cpu] if params.placement == "same" else [params.notifier_cpu, params.waiter_cpu]
+        cli += " --placement %s --cpus %s" % (params.placement, ",".join(str(c) for c in cpus))
+    if params.open_loop:
+        cli += " --mode open --interval-us %s" % params.interval_us
+    for value, flag in ((conditions.cpu_threads, "--cpu-threads"), (conditions.cpu_procs, "--cpu-procs"),
+                        (conditions.switch_interval_s, "--switch-interval")):
+        if value:
+            cli += " %s %s" % (flag, value)
+    if conditions.idle_hold:
         cli += " --idle-hold"
     for role, flag in (("waiter", "--policy"), ("notifier", "--notifier-policy")):
-        if conditions.get(role + "_policy"):
-            cli += " %s %s" % (flag, conditions[role + "_policy"])
-            if conditions[role + "_policy"] != "other":
-                cli += " %s %s" % (flag.replace("policy", "priority"), conditions.get(role + "_priority"))
-    if conditions.get("mlock"):
+        if conditions.policy(role):
+            cli += " %s %s" % (flag, conditions.policy(role))
+            if conditions.policy(role) != "other":
+                cli += " %s %s" % (flag.replace("policy", "priority"), conditions.priority(role))
+    if conditions.mlock:
         cli += " --mlock"
-    execution: Mapping[str, Any] = summary.get("execution") or {}
-    if execution.get("mode") == "in-process":
+    if execution.in_process:
         cli += " --in-process"
-    elif execution.get("workers") not in (None, 3):
-        cli += " --workers %s" % execution["workers"]
-    if (execution.get("repeat") or 1) != DEFAULT_REPEAT:
-        cli += " --repeat %s" % (execution.get("repeat") or 1)
-    if execution.get("rigorous"):
+    elif execution.workers not in (None, 3):
+        cli += " --workers %s" % execution.workers
+    if execution.repetitions != DEFAULT_REPEAT:
+        cli += " --repeat %s" % execution.repetitions
+    if execution.rigorous:
         cli += " --rigorous"  # the counts above win over its own; the run is recorded compare-grade again
     commands.append(cli)
     return commands
@@ -805,53 +730,50 @@ def format_storms(summary: Mapping[str, Any]) -> List[str]:
 def format_summary(summary: Mapping[str, Any]) -> str:
     """The whole summary.txt for ``summary``, every string from it escaped (no control characters)."""
     summary = escape_strings(summary, multiline=True)  # line feeds kept for wrapped text; cells and headings escape them
-    lab: Mapping[str, Any] = summary.get("lab") or {}
-    interp: Mapping[str, Any] = summary.get("interpreter") or {}
-    tool: Mapping[str, Any] = summary.get("tool") or {}
     view = view_of(summary)
-    state = view.bundle.run_state.word
+    bundle = view.bundle
+    lab = bundle.lab
     out: List[str] = [
-        escape_text(lab.get("title") or lab.get("id")),
+        escape_text(lab.name),
         escape_text("wakelab %s · %s · %s · %s"
-                    % (tool.get("version"), summary.get("started_utc"), _interpreter_name(interp), state)),
+                    % (bundle.tool_version, bundle.started_utc, bundle.interpreter.name, bundle.run_state.word)),
         "",
     ]
-    if lab.get("question"):
-        out.extend(wrap(str(lab["question"]), ""))
+    if lab.question:
+        out.extend(wrap(str(lab.question), ""))
         out.append("")
     sections: List[tuple] = [
         ("VERDICT (from this run's figures)", format_verdict(view)),
         ("GUIDANCE (drawn from this run's figures; each point names what it rests on)", format_guidance(view.guidance)),
         ("LEAD TABLE", format_lead_table(view)),
-        ("LAB HONESTY", format_honesty(summary)),
+        ("LAB HONESTY", format_honesty(view)),
     ]
     storms = format_storms(summary)  # empty unless the run measured a signal storm
     if storms:
         sections.insert(1, ("SIGNAL STORMS (what reached the code, summed over every storm of each arm)", storms))
-    spread = format_repetitions_and_placement(summary)
+    spread = format_repetitions_and_placement(view)
     if spread:
         sections.insert(3, ("REPETITIONS AND PLACEMENT (each repetition's own p50; wakes by where they ran)", spread))
     where = format_where_the_time_goes(summary)  # empty unless the run asked for --trace
     if where:
         sections.insert(2, ("WHERE THE TIME GOES", where))
-    if lab.get("methodology"):
+    if lab.methodology:
         method: List[str] = []
-        for paragraph in lab["methodology"]:
+        for paragraph in lab.methodology:
             if method:
                 method.append("")
             method.extend(wrap(paragraph))
         sections.append(("METHODOLOGY", method))
-    sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(summary)))
-    caveats: Sequence[str] = summary.get("caveats") or []
-    if caveats:
-        sections.append(("CAVEATS", bullets(caveats)))
+    sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(view)))
+    if bundle.caveats:
+        sections.append(("CAVEATS", bullets(bundle.caveats)))
     if view.warnings:
         sections.append(("MEASUREMENT QUALITY (warnings, not errors)", bullets([format_warning(w) for w in view.warnings])))
     if view.notes:
         sections.append(("NOTES", bullets([format_warning(w) for w in view.notes])))
-    if lab.get("limits"):
-        sections.append(("LIMITS", bullets(lab["limits"])))
-    sections.append(("REPRODUCE", ["  " + escape_text(c) for c in reproduce_commands(summary)]))
+    if lab.limits:
+        sections.append(("LIMITS", bullets(lab.limits)))
+    sections.append(("REPRODUCE", ["  " + escape_text(c) for c in reproduce_commands(view)]))
     for title, body in sections:
         out.append(title)
         out.extend(body)
@@ -869,19 +791,14 @@ BRIEF_MAX_LINES_MANY = 44
 NEAREST_MARK = "~"
 
 
-def _compact_row(entry: Mapping[str, Any], ratio: Optional[NativeRatio], wide: bool) -> List[str]:
+def _compact_row(arm: ArmRecord, ratio: Optional[NativeRatio], wide: bool) -> List[str]:
     """``[arm, (waiter, scope,) p50, p99, (max,) vs C]`` of a measured latency arm, in µs."""
-    lat = _latency(entry)
+    lat = arm.latency
+    p50, p99, worst = (lat.p50_ns, lat.p99_ns, lat.max_ns) if lat is not None else (None, None, None)
     native = DASH if ratio is None else format_ratio(ratio.ratio) + ("" if ratio.interpreter_share else NEAREST_MARK)
     if wide:
-        return [str(entry.get("name")), str(entry.get("waiter")), str(entry.get("scope")), format_us(lat.get("p50_ns")),
-                format_us(lat.get("p99_ns")), format_us(lat.get("max_ns")), native]
-    return [str(entry.get("name")), format_us(lat.get("p50_ns")), format_us(lat.get("p99_ns")), native]
-
-
-def _measured(entry: Mapping[str, Any]) -> bool:
-    figures = entry.get("latency") if entry.get("kind") == "latency" else entry.get("rate")
-    return entry.get("status") == "ok" and bool(figures)
+        return [arm.name, arm.waiter, arm.scope, format_us(p50), format_us(p99), format_us(worst), native]
+    return [arm.name, format_us(p50), format_us(p99), native]
 
 
 def format_compact_table(run: Run) -> List[str]:
@@ -892,12 +809,12 @@ def format_compact_table(run: Run) -> List[str]:
     figure is in that arm's "vs C".
     """
     view = view_of(run)
-    arms: List[Mapping[str, Any]] = list(view.summary.get("arms", []))
+    arms = view.bundle.arms()
     ratios = view.native_ratios
     floors = {r.native for r in ratios.values()}
-    latency = [a for a in arms if a.get("kind") == "latency" and _measured(a) and str(a.get("name")) not in floors]
+    latency = [a for a in arms if a.is_latency and a.measured and a.name not in floors]
     wide = len(latency) <= BRIEF_ONE_COLUMN_ROWS
-    rows = [_compact_row(a, ratios.get(str(a.get("name"))), wide) for a in latency]
+    rows = [_compact_row(a, ratios.get(a.name), wide) for a in latency]
     show_native = any(row[-1] != DASH for row in rows)
     header = ["latency (µs)", "waiter", "scope", "p50", "p99", "max", "vs C"] if wide else ["latency (µs)", "p50", "p99", "vs C"]
     if not show_native:
@@ -912,29 +829,29 @@ def format_compact_table(run: Run) -> List[str]:
         pad = max(len(line) for line in left)
         lines.extend(("%s  │%s" % (one.ljust(pad), two) if two else one).rstrip() for one, two in zip(left, right))
     for a in arms:
-        if a.get("kind") != "rate" or not _measured(a) or str(a.get("name")) in floors:
+        if not a.is_rate or not a.measured or a.name in floors:
             continue
-        ops = _finite_positive((a.get("rate") or {}).get("ops_per_s"))
+        ops = _finite_positive(a.rate.ops_per_s if a.rate is not None else None)
         if ops is None:
             continue
-        text = "%s: %s ops/s, %s per call" % (a.get("name"), format_rate(ops), format_ns(1e9 / ops))
-        ratio = ratios.get(str(a.get("name")))
+        text = "%s: %s ops/s, %s per call" % (a.name, format_rate(ops), format_ns(1e9 / ops))
+        ratio = ratios.get(a.name)
         if ratio is not None:
             text += "; C %s faster" % format_ratio(ratio.ratio)
         lines.extend(wrap(text))
-    lost = ["%s %d" % (a.get("name"), lost_wakes(a).total) for a in latency if lost_wakes(a).total]
+    lost = ["%s %d" % (a.name, lost_wakes(a.entry).total) for a in latency if lost_wakes(a.entry).total]
     if lost:
         lines.extend(wrap("Lost wakes: %s." % ", ".join(lost)))
-    missing = [a for a in arms if not _measured(a)]
+    missing = [a for a in arms if not a.measured]
     if len(missing) > BRIEF_MISSING_BY_NAME:
         # Many (a catalogue where optional libraries, a newer Python or a compiler are missing): by family.
         families: Dict[str, List[str]] = {}
         for a in missing:
-            families.setdefault(str(a.get("family") or "other"), []).append(_status_word(a))
+            families.setdefault(a.family or "other", []).append(_status_word(a))
         lines.extend(wrap("Not measured: %d arms -- %s; summary.txt says why, arm by arm." % (len(missing), ", ".join(
             "%s %d (%s)" % (family, len(words), ", ".join(sorted(set(words)))) for family, words in families.items()))))
     elif missing:
-        lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.get("name"), _status_word(a))
+        lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.name, _status_word(a))
                                                           for a in missing)))
     if show_native:
         lines.extend(wrap("vs C: p50 over its C floor's, from this run; %s: a nearest floor, not the same experiment."
@@ -970,11 +887,8 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
     pairings are left to the full text when they would not fit).  Every string
     from the document is escaped, as in :func:`format_summary`.
     """
-    summary = escape_strings(summary, multiline=False)
-    lab: Mapping[str, Any] = summary.get("lab") or {}
-    interp: Mapping[str, Any] = summary.get("interpreter") or {}
-    view = view_of(summary)
-    state = view.bundle.run_state.word
+    view = view_of(escape_strings(summary, multiline=False))
+    bundle = view.bundle
     rankings: List[str] = []
     for ranking in view.rankings:
         if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table
@@ -982,15 +896,14 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
     pairings = _brief_pairings(view)
     guidance = view.guidance
     warnings = view.warnings
-    caveats: Sequence[str] = summary.get("caveats") or []
+    caveats = bundle.caveats
     where = os.path.join(escape_text(folder), "summary.txt") if folder else "summary.txt"
     counts = [_count(len(guidance), "point of guidance", "points of guidance"), _count(len(caveats), "caveat", "caveats"),
               _count(len(warnings), "measurement-quality warning", "measurement-quality warnings")]
 
     def assemble(with_pairings: bool) -> List[str]:
         verdict = rankings + (pairings if with_pairings or not rankings else [])
-        out = ["%s · %s · %s · %s" % (lab.get("title") or lab.get("id"), summary.get("started_utc"),
-                                      _interpreter_name(interp), state),
+        out = ["%s · %s · %s · %s" % (bundle.lab.name, bundle.started_utc, bundle.interpreter.name, bundle.run_state.word),
                "", "VERDICT"]
         out += verdict or ["  See the table."]
         out += ["", "GUIDANCE"] + wrap_figures(guidance.headline) + [""]
@@ -998,7 +911,7 @@ def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> st
         out += [""] + wrap("Full text: %s (%s); figures and raw samples beside it." % (where, ", ".join(counts)), "")
         return out
 
-    limit = BRIEF_MAX_LINES_MANY if _measured_latency_count(summary) > RANK_ABOVE else BRIEF_MAX_LINES
+    limit = BRIEF_MAX_LINES_MANY if _measured_latency_count(view) > RANK_ABOVE else BRIEF_MAX_LINES
     lines = assemble(with_pairings=True)
     if len(lines) > limit:
         lines = assemble(with_pairings=False)
