@@ -401,7 +401,7 @@ def _run_args(args: argparse.Namespace) -> argparse.Namespace:
     """``args`` with the attributes 'wakelab run''s helpers read, at their defaults where ab has no option."""
     defaults: Dict[str, Any] = dict(
         warmup=None, timeout_s=None, install_n=None, rounds=None, planted_delay_us=None, mode=None, interval_us=None,
-        settle_jitter_us=None, in_process=False, idle_hold=False, cpu_procs=None, switch_interval=None, trace=False,
+        settle_jitter_us=None, in_process=False, idle_hold=False, cpu_procs=None, switch_interval=None, trace=False, trace_frames=False,
         policy=None, priority=None, notifier_policy=None, notifier_priority=None, mlock=False,
     )
     merged: Dict[str, Any] = dict(defaults)
