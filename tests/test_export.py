@@ -186,11 +186,13 @@ def test_samples_csv_follows_the_workers_and_their_repetitions(tmp_path, lab135_
 
 
 def test_worker_slices_need_counts_that_add_up() -> None:
-    two = {"workers": [{"n": 2}, {"n": 1, "repetition": 1}]}
+    from wakelab.evidence.model import ArmRecord
+
+    two = ArmRecord.from_dict({"name": "event", "workers": [{"n": 2}, {"n": 1, "repetition": 1}]})
     assert worker_slices(two, 3) == [(0, 0, 0, 2), (1, 1, 2, 3)]
     assert worker_slices(two, 4) == [(None, 0, 0, 4)]
-    assert worker_slices({"workers": [{"n": -1}, {"n": 4}]}, 3) == [(None, 0, 0, 3)]
-    assert worker_slices({}, 3) == [(None, 0, 0, 3)]
+    assert worker_slices(ArmRecord.from_dict({"name": "event", "workers": [{"n": -1}, {"n": 4}]}), 3) == [(None, 0, 0, 3)]
+    assert worker_slices(ArmRecord.from_dict({"name": "event"}), 3) == [(None, 0, 0, 3)]
 
 
 def test_samples_csv_refuses_samples_that_disagree_with_the_summary(tmp_path, lab135_summary, capsys) -> None:

@@ -390,6 +390,31 @@ class ArmOrigin:
         return self.source == "file"
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkerRecord:
+    """One worker process's part of an arm (``workers``): its wakes or rounds, pid, lost wakes, what it applied, its p50.
+
+    Values as recorded; ``recorded`` is False for an entry that is not a record at all.
+    """
+
+    recorded: bool = True
+    n: Any = None
+    rounds: Any = None
+    pid: Any = None
+    lost: Any = None
+    p50_ns: Any = None
+    repetition: Any = None
+    applied: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "WorkerRecord":
+        if not isinstance(doc, Mapping):
+            return cls(recorded=False)
+        applied = doc.get("applied")
+        return cls(True, doc.get("n"), doc.get("rounds"), doc.get("pid"), doc.get("lost"), doc.get("p50_ns"),
+                   doc.get("repetition"), applied if isinstance(applied, Mapping) else {})
+
+
 def _took_waiter_policy(doc: Mapping[str, Any]) -> bool:
     """Whether an arm's waiter ran under the requested policy (a driver recorded ``waiter_sched``, in a worker's info)."""
     info = doc.get("info") or {}
@@ -432,6 +457,11 @@ class ArmRecord:
     settle_jitter_us: Any = None
     #: The waiter ran under the requested scheduling policy (its driver recorded ``waiter_sched``).
     took_waiter_policy: bool = False
+    #: Each worker process's part, in worker order (None: the arm records no list of workers).
+    workers: Optional[Tuple[WorkerRecord, ...]] = None
+    warmup_discarded: Any = None
+    #: The arm's wall time, every worker and repetition (s).
+    wall_s: Any = None
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "ArmRecord":
@@ -464,6 +494,9 @@ class ArmRecord:
             origin=ArmOrigin.from_dict(doc.get("origin")) if isinstance(doc.get("origin"), Mapping) else None,
             settle_jitter_us=doc.get("settle_jitter_us"),
             took_waiter_policy=_took_waiter_policy(doc),
+            workers=tuple(WorkerRecord.from_dict(w) for w in doc["workers"]) if isinstance(doc.get("workers"), list) else None,
+            warmup_discarded=doc.get("warmup_discarded"),
+            wall_s=doc.get("wall_s"),
         )
 
     @property

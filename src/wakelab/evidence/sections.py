@@ -82,6 +82,8 @@ class Conditions:
     realtime policies, mlock); ``applied_idle_hold`` True unless the run says the hold could not be taken."""
 
     present: bool = False
+    #: The section as recorded, whole (readers that keep it opaque: a pyperf export's metadata).
+    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
     cpu_threads: Any = None
     cpu_procs: Any = None
     switch_interval_s: Any = None
@@ -96,8 +98,8 @@ class Conditions:
     @classmethod
     def from_dict(cls, doc: object) -> "Conditions":
         d = _section(doc)
-        values = {f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name not in ("present", "applied_idle_hold")}
-        return cls(present=bool(d), applied_idle_hold=d.get("applied_idle_hold", True), **values)
+        values = {f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name not in ("present", "recorded", "applied_idle_hold")}
+        return cls(present=bool(d), recorded=d, applied_idle_hold=d.get("applied_idle_hold", True), **values)
 
     def policy(self, role: str) -> Any:
         """``waiter`` or ``notifier``'s scheduling policy (None: not asked for)."""

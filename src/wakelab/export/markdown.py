@@ -24,9 +24,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
 from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
+from wakelab.evidence.model import ArmRecord, LatencyFigures
 from wakelab.evidence.words import CELL_NOT_RUN
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
@@ -68,8 +69,8 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int
     return lines
 
 
-def _mean_pm_stdev(stats: Mapping[str, Any]) -> str:
-    mean, stdev = stats.get("mean_ns"), stats.get("stdev_ns")
+def _mean_pm_stdev(stats: LatencyFigures) -> str:
+    mean, stdev = stats.mean_ns, stats.stdev_ns
     if mean is None:
         return DASH
     if stdev is None:
@@ -77,18 +78,10 @@ def _mean_pm_stdev(stats: Mapping[str, Any]) -> str:
     return "%s ± %s" % (format_us(mean), format_us(stdev))
 
 
-def _latency_cells(stats: Mapping[str, Any]) -> List[str]:
-    return [
-        str(stats.get("n", DASH)),
-        str(stats.get("lost", DASH)),
-        format_us(stats.get("min_ns")),
-        format_us(stats.get("p50_ns")),
-        format_us(stats.get("p90_ns")),
-        format_us(stats.get("p99_ns")),
-        format_us(stats.get("p99_9_ns")),
-        format_us(stats.get("max_ns")),
-        _mean_pm_stdev(stats),
-    ]
+def _latency_cells(stats: LatencyFigures) -> List[str]:
+    return [str(stats.n), str(stats.lost)] + [
+        format_us(v) for v in (stats.min_ns, stats.p50_ns, stats.p90_ns, stats.p99_ns, stats.p99_9_ns, stats.max_ns)
+    ] + [_mean_pm_stdev(stats)]
 
 
 def native_cell(ratio: Optional[NativeRatio]) -> str:
@@ -107,12 +100,12 @@ NATIVE_NOTE = (
 
 
 # A row of a table: the cells that lead it (the arm's identity; for a grid, its cell's labels
-# too), the arm's summary entry, and the "vs C" ratios of the run it comes from.
-Row = Tuple[List[str], Mapping[str, Any], Mapping[str, NativeRatio]]
+# too), the arm's record, and the "vs C" ratios of the run it comes from.
+Row = Tuple[List[str], ArmRecord, Mapping[str, NativeRatio]]
 
 
 def _has_native(rows: Sequence[Row]) -> bool:
-    return any(str(entry.get("name")) in ratios for _, entry, ratios in rows)
+    return any(arm.name in ratios for _, arm, ratios in rows)
 
 
 def latency_table(rows: Sequence[Row], lead_header: Sequence[str],
@@ -126,14 +119,14 @@ def latency_table(rows: Sequence[Row], lead_header: Sequence[str],
     extra_header, extra_cells = trailing if trailing is not None else ((), [()] * len(rows))
     header += list(extra_header)
     lines: List[List[str]] = []
-    for (lead, entry, ratios), extra in zip(rows, extra_cells):
-        row = list(lead) + _latency_cells(entry["latency"])
+    for (lead, arm, ratios), extra in zip(rows, extra_cells):
+        assert arm.latency is not None  # the latency table's rows have latency figures
+        row = list(lead) + _latency_cells(arm.latency)
         if show_native:
-            row.append(native_cell(ratios.get(str(entry.get("name")))))
+            row.append(native_cell(ratios.get(arm.name)))
         lines.append(row + list(extra))
-        components: Mapping[str, Any] = entry.get("components") or {}
-        for name in sorted(components):
-            sub = [code("%s.%s" % (entry.get("name"), name))] + [""] * (len(lead) - 1) + _latency_cells(components[name])
+        for name, component in arm.components:
+            sub = [code("%s.%s" % (arm.name, name))] + [""] * (len(lead) - 1) + _latency_cells(component)
             if show_native:
                 sub.append("")
             lines.append(sub + [""] * len(extra_header))
@@ -147,34 +140,29 @@ def rate_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
     if show_native:
         header.append("C is faster by")
     lines: List[List[str]] = []
-    for lead, entry, ratios in rows:
-        rate: Mapping[str, Any] = entry["rate"]
-        net = rate.get("net_ns_per_op")
-        row = list(lead) + [
-            format_rate(rate.get("n_per_round")),
-            str(rate.get("rounds", DASH)),
-            format_rate(rate.get("ops_per_s")),
-            format_rate(rate.get("min_ops_per_s")),
-            format_rate(rate.get("max_ops_per_s")),
-            format_rate(rate.get("baseline_ops_per_s")),
-            "%.1f" % net if isinstance(net, (int, float)) else DASH,
-        ]
+    for lead, arm, ratios in rows:
+        rate = arm.rate
+        assert rate is not None  # the rate table's rows have rate figures
+        net = rate.net_ns_per_op
+        row = list(lead) + [format_rate(rate.n_per_round), str(rate.rounds)] + [
+            format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)
+        ] + ["%.1f" % net if net is not None else DASH]
         if show_native:
-            row.append(native_cell(ratios.get(str(entry.get("name")))))
+            row.append(native_cell(ratios.get(arm.name)))
         lines.append(row)
     return format_table(header, lines, left=len(lead_header))
 
 
 def not_measured_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
-    lines = [list(lead) + [escape(entry.get("status")), escape(entry.get("reason"))] for lead, entry, _ in rows]
+    lines = [list(lead) + [escape(arm.status), escape(arm.reason)] for lead, arm, _ in rows]
     return format_table(list(lead_header) + ["Status", "Reason"], lines, left=len(lead_header) + 2)
 
 
-def _kind_of(entry: Mapping[str, Any]) -> str:
+def _kind_of(arm: ArmRecord) -> str:
     """Which table an arm goes in: ``latency``, ``rate``, or ``rest`` (no figures)."""
-    if entry.get("latency"):
+    if arm.latency is not None:
         return "latency"
-    return "rate" if entry.get("rate") else "rest"
+    return "rate" if arm.rate is not None else "rest"
 
 
 def join_tables(tables: Sequence[List[str]], with_native_note: bool) -> str:
@@ -190,14 +178,14 @@ def format_markdown(run: Union[Evidence, RunView]) -> str:
     evidence = view.bundle
     ratios = view.native_ratios
     by_kind: Dict[str, List[Row]] = {"latency": [], "rate": [], "rest": []}
-    for entry in arm_entries(evidence):
-        kind = _kind_of(entry)
-        lead = [code(entry.get("name"))]
+    for arm in evidence.arms():
+        kind = _kind_of(arm)
+        lead = [code(arm.name)]
         if kind != "rest":
-            lead.append(escape(entry.get("family")))
+            lead.append(escape(arm.family))
         if kind == "latency":
-            lead += [escape(entry.get("waiter")), escape(entry.get("scope"))]
-        by_kind[kind].append((lead, entry, ratios))
+            lead += [escape(arm.waiter), escape(arm.scope)]
+        by_kind[kind].append((lead, arm, ratios))
     tables = [table for table in (
         latency_table(by_kind["latency"], ["Arm", "Family", "Waiter", "Scope"]) if by_kind["latency"] else None,
         rate_table(by_kind["rate"], ["Arm", "Family"]) if by_kind["rate"] else None,
@@ -227,19 +215,15 @@ def cells_table(grid: Grid) -> List[str]:
     """
     dims = [d for d in grid.dimensions if d != "python"]
     header = ["Cell", "Interpreter", "Build"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in dims] + ["Complete"]
-    by_label = {cell.label: cell for cell in grid.with_evidence}
     lines = []
-    for entry in grid.matrix.get("cells") or ():
-        label = str(entry.get("label"))
-        cell = by_label.get(label)
-        dimensions: Mapping[str, Any] = entry.get("dimensions") or {}
-        if cell is None:
-            lines.append([escape(label), DASH, DASH] + [escape(dimensions.get(d)) for d in dims] + [CELL_NOT_RUN])
+    for cell in grid.cells:
+        shown = [escape(cell.dimensions.get(d)) for d in dims]
+        if cell.bundle is None:
+            lines.append([escape(cell.label), DASH, DASH] + shown + [CELL_NOT_RUN])
             continue
-        evidence = cell.evidence
-        complete = evidence.run_state.answer
-        lines.append([escape(label), escape(evidence.interpreter.label), escape((evidence.summary.get("interpreter") or {}).get("build"))]
-                     + [escape(cell.dimensions.get(d)) for d in dims] + [complete])
+        interpreter = cell.bundle.interpreter
+        lines.append([escape(cell.label), escape(interpreter.label), escape(interpreter.build)] + shown
+                     + [cell.bundle.run_state.answer])
     return format_table(header, lines, left=len(header))
 
 
@@ -259,17 +243,17 @@ def versus_first(rows: Sequence[Row]) -> List[List[str]]:
     A p99 worse by more than :data:`TAIL_WORSE` is marked "(worse)", so a
     cell whose p50 improved while its tail got worse does not read as a win.
     """
-    firsts: Dict[str, Mapping[str, Any]] = {}
+    firsts: Dict[str, LatencyFigures] = {}
     out: List[List[str]] = []
-    for _lead, entry, _ratios in rows:
-        latency: Mapping[str, Any] = entry.get("latency") or {}
-        name = str(entry.get("name"))
-        if name not in firsts and latency.get("p50_ns"):
-            firsts[name] = latency
+    for _lead, arm, _ratios in rows:
+        latency = arm.latency
+        if arm.name not in firsts and latency is not None and latency.p50_ns:
+            firsts[arm.name] = latency
             out.append(["first", "first"])
             continue
-        base = firsts.get(name) or {}
-        p50, p99 = _over(latency.get("p50_ns"), base.get("p50_ns")), _over(latency.get("p99_ns"), base.get("p99_ns"))
+        base = firsts.get(arm.name)
+        p50 = _over(latency.p50_ns if latency else None, base.p50_ns if base else None)
+        p99 = _over(latency.p99_ns if latency else None, base.p99_ns if base else None)
         p99_text = format_ratio(p99) + (" (worse)" if p99 is not None and p99 > TAIL_WORSE else "")
         out.append([format_ratio(p50), p99_text if p99 is not None else DASH])
     return out
@@ -290,12 +274,11 @@ def format_grid_markdown(grid: Grid) -> str:
         ratios = view_of(cell.evidence).native_ratios
         lead = [escape(cell.label), escape(cell.evidence.interpreter.label)] + [
             escape(cell.dimensions.get(d)) for d in shown]
-        for entry in arm_entries(cell.evidence):
-            name = str(entry.get("name"))
-            if name not in by_arm:
-                order.append(name)
-                by_arm[name] = []
-            by_arm[name].append(([code(name)] + lead, entry, ratios))
+        for arm in cell.evidence.arms():
+            if arm.name not in by_arm:
+                order.append(arm.name)
+                by_arm[arm.name] = []
+            by_arm[arm.name].append(([code(arm.name)] + lead, arm, ratios))
     by_kind: Dict[str, List[Row]] = {"latency": [], "rate": [], "rest": []}
     for name in order:
         for row in by_arm[name]:

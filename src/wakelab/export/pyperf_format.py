@@ -53,7 +53,8 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, UsageError
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, arm_entries, missing_cell_notes
+from wakelab.evidence.model import ArmRecord
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes
 
 UNIT = "second"
 EMPTY_LOOP = "empty-loop"
@@ -105,61 +106,54 @@ def pyperf_date(started_utc: object) -> Optional[str]:
     return when.isoformat(" ")
 
 
-def run_metadata(evidence: Evidence, entry: Mapping[str, Any]) -> Dict[str, object]:
+def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
     """pyperf metadata of one arm's run, from the evidence (not from this process)."""
-    summary = evidence.summary
-    interpreter: Mapping[str, Any] = summary.get("interpreter") or {}
-    machine: Mapping[str, Any] = summary.get("machine") or {}
-    timer: Mapping[str, Any] = summary.get("timer") or {}
-    params: Mapping[str, Any] = summary.get("parameters") or {}
-    tool: Mapping[str, Any] = summary.get("tool") or {}
-    lab: Mapping[str, Any] = summary.get("lab") or {}
-    implementation = _one_line(interpreter.get("implementation"))
-    platform_parts = [_one_line(machine.get(k)) for k in ("os", "kernel", "architecture")]
-    latency: Mapping[str, Any] = entry.get("latency") or {}
+    interpreter, machine, timer = evidence.interpreter, evidence.machine, evidence.timer
+    implementation = _one_line(interpreter.implementation)
+    platform_parts = [_one_line(v) for v in (machine.os, machine.kernel, machine.architecture)]
     texts = {
-        "python_version": interpreter.get("version"),
+        "python_version": interpreter.version,
         "python_implementation": implementation.lower() if implementation else None,
-        "python_executable": interpreter.get("executable"),
-        "python_compiler": interpreter.get("compiler"),
-        "hostname": machine.get("hostname"),
-        "cpu_model_name": machine.get("cpu_model"),
+        "python_executable": interpreter.executable,
+        "python_compiler": interpreter.compiler,
+        "hostname": machine.hostname,
+        "cpu_model_name": machine.cpu_model,
         "platform": "-".join(p for p in platform_parts if p) or None,
-        "date": pyperf_date(summary.get("started_utc")),
-        "timer": "%s, resolution: %s ns" % (timer["implementation"], timer["resolution_ns"])
-        if timer.get("implementation") and isinstance(timer.get("resolution_ns"), (int, float)) else None,
-        "wakelab_version": tool.get("version"),
+        "date": pyperf_date(evidence.started_utc),
+        "timer": "%s, resolution: %s ns" % (timer.implementation, timer.resolution_ns)
+        if timer.implementation and isinstance(timer.resolution_ns, (int, float)) else None,
+        "wakelab_version": evidence.tool_version,
         "wakelab_run": evidence.name,
-        "wakelab_lab": lab.get("id"),
-        "wakelab_arm_kind": entry.get("kind"),
-        "wakelab_family": entry.get("family"),
-        "wakelab_waiter": entry.get("waiter"),
-        "wakelab_scope": entry.get("scope"),
-        "wakelab_mechanism": entry.get("mechanism"),
-        "wakelab_native": entry.get("native"),
+        "wakelab_lab": evidence.lab.id,
+        "wakelab_arm_kind": arm.kind,
+        "wakelab_family": arm.family,
+        "wakelab_waiter": arm.waiter,
+        "wakelab_scope": arm.scope,
+        "wakelab_mechanism": arm.mechanism,
+        "wakelab_native": arm.native,
     }
-    conditions = summary.get("conditions")
-    if isinstance(conditions, dict) and conditions:
+    conditions = evidence.conditions
+    if conditions.present and isinstance(conditions.recorded, dict):
         # Opaque here: kept whole so two exports can be checked for like conditions.
-        texts["wakelab_conditions"] = json.dumps(conditions, sort_keys=True, separators=(",", ":"))
+        texts["wakelab_conditions"] = json.dumps(conditions.recorded, sort_keys=True, separators=(",", ":"))
     metadata: Dict[str, object] = {"loops": 1}
     for key, value in texts.items():
         text = _one_line(value)
         if text is not None:
             metadata[key] = text
     integers = {
-        "cpu_count": machine.get("cpu_count"),
-        "wakelab_lost": latency.get("lost"),
-        "wakelab_warmup_discarded": entry.get("warmup_discarded"),
-        "wakelab_timer_floor_ns": timer.get("floor_p50_ns"),
-        "wakelab_settle_us": params.get("settle_us"),
-        "wakelab_planted_delay_us": params.get("planted_delay_us"),
+        "cpu_count": machine.cpu_count,
+        "wakelab_lost": arm.latency.lost if arm.latency is not None else None,
+        "wakelab_warmup_discarded": arm.warmup_discarded,
+        "wakelab_timer_floor_ns": timer.floor_p50_ns,
+        "wakelab_settle_us": evidence.parameters.settle_us,
+        "wakelab_planted_delay_us": evidence.parameters.planted_delay_us,
     }
     for key, value in integers.items():
         number = _whole(value)
         if number is not None and (key != "cpu_count" or number >= 1):
             metadata[key] = number
-    wall_s = entry.get("wall_s")
+    wall_s = arm.wall_s
     if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) and math.isfinite(wall_s) and wall_s >= 0:
         metadata["duration"] = float(wall_s)
     return metadata
@@ -184,13 +178,12 @@ def _series(evidence: Evidence, entry: Mapping[str, Any]) -> List[Tuple[str, Seq
     return [(name, doc["round_ns"], per_round), ("%s.%s" % (name, EMPTY_LOOP), doc["baseline_round_ns"], per_round)]
 
 
-def worker_counts(entry: Mapping[str, Any]) -> Optional[List[int]]:
+def worker_counts(arm: ArmRecord) -> Optional[List[int]]:
     """How many values each worker contributed (``n`` or ``rounds`` per worker), if the evidence says."""
-    workers = entry.get("workers")
-    if not isinstance(workers, list) or len(workers) < 2:
+    workers = arm.workers
+    if workers is None or len(workers) < 2:
         return None
-    key = "n" if entry.get("kind") == "latency" else "rounds"
-    counts = [_whole(w.get(key)) if isinstance(w, dict) else None for w in workers]
+    counts = [_whole(w.n if arm.is_latency else w.rounds) if w.recorded else None for w in workers]
     if any(c is None or c < 0 for c in counts):
         return None
     return counts  # type: ignore[return-value]
@@ -212,19 +205,18 @@ def split_by_worker(values: Sequence[int], counts: Optional[Sequence[int]]) -> L
     return runs
 
 
-def _worker_metadata(entry: Mapping[str, Any], index: int) -> Dict[str, object]:
-    if index < 0:
+def _worker_metadata(arm: ArmRecord, index: int) -> Dict[str, object]:
+    if index < 0 or arm.workers is None:
         return {}
-    worker = entry["workers"][index]
+    worker = arm.workers[index]
     metadata: Dict[str, object] = {"wakelab_worker": index + 1}
-    pid, lost = _whole(worker.get("pid")), _whole(worker.get("lost"))
+    pid, lost = _whole(worker.pid), _whole(worker.lost)
     if pid is not None and pid > 0:
         metadata["wakelab_worker_pid"] = pid
     if lost is not None and lost >= 0:
         metadata["wakelab_lost"] = lost
-    applied = worker.get("applied")
-    if isinstance(applied, dict) and applied:
-        metadata["wakelab_worker_applied"] = json.dumps(applied, sort_keys=True, separators=(",", ":"))
+    if worker.applied:
+        metadata["wakelab_worker_applied"] = json.dumps(worker.applied, sort_keys=True, separators=(",", ":"))
     return metadata
 
 
@@ -260,20 +252,19 @@ def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object
     pyperf = _pyperf()
     benchmarks = []
     notes: List[str] = []
-    for entry in arm_entries(evidence):
-        arm = str(entry.get("name"))
-        if entry.get("status") != "ok" or not entry.get("samples_file"):
-            reason = _one_line(entry.get("reason"))
-            notes.append("arm %s not exported: %s%s" % (arm, entry.get("status"), " (%s)" % reason if reason else ""))
+    for arm in evidence.arms():
+        if not arm.ok or not arm.samples_file:
+            reason = _one_line(arm.reason)
+            notes.append("arm %s not exported: %s%s" % (arm.name, arm.status, " (%s)" % reason if reason else ""))
             continue
-        metadata = dict(run_metadata(evidence, entry), **(extra_metadata or {}))
-        counts = worker_counts(entry)
-        for name, values_ns, per_value in _series(evidence, entry):
+        metadata = dict(run_metadata(evidence, arm), **(extra_metadata or {}))
+        counts = worker_counts(arm)
+        for name, values_ns, per_value in _series(evidence, arm.entry):
             if 0 in values_ns:
                 notes.append("%s not exported: it has a 0 ns sample and pyperf values must be > 0" % name)
                 continue
             runs = [
-                (dict(metadata, **_worker_metadata(entry, index)), values)
+                (dict(metadata, **_worker_metadata(arm, index)), values)
                 for index, values in split_by_worker(values_ns, counts)
                 if values  # a worker whose every wake was lost has no run
             ]

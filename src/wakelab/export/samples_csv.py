@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from wakelab.evidence.model import LATENCY, ArmRecord
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
@@ -46,23 +46,23 @@ def _whole(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def worker_slices(entry: Mapping[str, Any], total: int) -> List[Tuple[Optional[int], int, int, int]]:
+def worker_slices(arm: ArmRecord, total: int) -> List[Tuple[Optional[int], int, int, int]]:
     """``(worker, repetition, start, stop)`` of each worker's wakes in the pooled series of ``total``.
 
     One slice with no worker when summary.json's per-worker counts do not add
     up to ``total`` (or there are none).
     """
-    workers = entry.get("workers")
-    if not isinstance(workers, list) or not workers:
+    workers = arm.workers
+    if not workers:
         return [(None, 0, 0, total)]
-    counts = [_whole(w.get("n")) if isinstance(w, dict) else None for w in workers]
+    counts = [_whole(w.n) if w.recorded else None for w in workers]
     if any(c is None for c in counts) or sum(c or 0 for c in counts) != total:
         return [(None, 0, 0, total)]
     slices: List[Tuple[Optional[int], int, int, int]] = []
     start = 0
     for index, (worker, count) in enumerate(zip(workers, counts)):
         stop = start + (count or 0)
-        slices.append((index, _whole(worker.get("repetition")) or 0, start, stop))
+        slices.append((index, _whole(worker.repetition) or 0, start, stop))
         start = stop
     return slices
 
@@ -71,7 +71,7 @@ def sample_rows(evidence: Evidence, arm: ArmRecord) -> Iterator[List[str]]:
     """The rows of one measured latency arm (its samples checked against the summary's n)."""
     values = evidence.latency_samples(arm).samples_ns
     name = format_text(arm.name)
-    for worker, repetition, start, stop in worker_slices(arm.entry, len(values)):
+    for worker, repetition, start, stop in worker_slices(arm, len(values)):
         shown = "" if worker is None else str(worker)
         for wake in range(stop - start):
             yield [name, shown, str(repetition), str(wake), str(int(values[start + wake]))]
