@@ -341,16 +341,17 @@ class RepetitionSpread:
 
 @dataclasses.dataclass(frozen=True)
 class CpuSide:
-    """The wakes of one side of a CPU split: how many, their p50 and p99 (ns)."""
+    """The wakes of one side of a CPU split: how many, their p50 and p99 (ns); ``recorded`` False when the split lacks the side."""
 
     n: Any = 0
     p50_ns: Any = None
     p99_ns: Any = None
+    recorded: bool = True
 
     @classmethod
     def from_dict(cls, doc: object) -> "CpuSide":
         d = _mapping(doc)
-        return cls(d.get("n", 0), d.get("p50_ns"), d.get("p99_ns"))
+        return cls(d.get("n", 0), d.get("p50_ns"), d.get("p99_ns"), isinstance(doc, Mapping))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,13 +361,16 @@ class CpuSplit:
     same_cpu: CpuSide
     cross_cpu: CpuSide
     cross_share: Any = None
+    #: Wakes whose CPUs were not both read.
+    unknown: Any = None
 
     @classmethod
     def from_dict(cls, doc: object) -> Optional["CpuSplit"]:
         d = _mapping(doc)
         if not d:
             return None
-        return cls(CpuSide.from_dict(d.get("same_cpu")), CpuSide.from_dict(d.get("cross_cpu")), d.get("cross_share"))
+        return cls(CpuSide.from_dict(d.get("same_cpu")), CpuSide.from_dict(d.get("cross_cpu")), d.get("cross_share"),
+                   d.get("unknown"))
 
 
 @dataclasses.dataclass(frozen=True)

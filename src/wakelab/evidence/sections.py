@@ -118,11 +118,13 @@ class Execution:
     workers: Any = None
     repeat: Any = None
     rigorous: Any = None
+    #: The interpreter the workers ran, when it is not the runner's own (``--python``).
+    python: Any = None
 
     @classmethod
     def from_dict(cls, doc: object) -> "Execution":
         d = _section(doc)
-        return cls(bool(d), d.get("mode"), d.get("workers"), d.get("repeat"), d.get("rigorous"))
+        return cls(bool(d), d.get("mode"), d.get("workers"), d.get("repeat"), d.get("rigorous"), d.get("python"))
 
     @property
     def in_process(self) -> bool:
@@ -188,6 +190,8 @@ class System:
     """``system``: the clock source, CPU idle and frequency settings, load and hypervisor the run saw."""
 
     present: bool = False
+    #: The section as recorded, whole (the report lists every setting, those it does not know too).
+    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
     clocksource: Any = None
     cpuidle_driver: Any = None
     cpuidle_governor: Any = None
@@ -202,7 +206,8 @@ class System:
     @classmethod
     def from_dict(cls, doc: object) -> "System":
         d = _section(doc)
-        return cls(present=bool(d), **{f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name != "present"})
+        return cls(present=bool(d), recorded=d,
+                   **{f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name not in ("present", "recorded")})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +220,8 @@ class Soak:
     finished: Any = None
     raw_kept: Any = None
     raw_kept_slices: Any = None
-    from_histogram: bool = False
+    #: Which figures come from the histogram (a list of their names; empty: every figure is exact).
+    from_histogram: Any = None
     significant_digits: Any = None
     relative_error: Any = None
 
@@ -227,7 +233,7 @@ class Soak:
             return None
         histogram, figures = _section(d.get("histogram")), _section(d.get("figures"))
         return cls(d.get("duration_s"), d.get("elapsed_s"), d.get("chunks"), d.get("finished"), d.get("raw_kept"),
-                   d.get("raw_kept_slices"), bool(figures.get("from_histogram")), histogram.get("significant_digits"),
+                   d.get("raw_kept_slices"), figures.get("from_histogram"), histogram.get("significant_digits"),
                    histogram.get("relative_error"))
 
 

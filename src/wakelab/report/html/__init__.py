@@ -187,7 +187,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         repetitions = render_repetitions_and_placement(first)
         if repetitions:
             body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
-        body.append(_section("honesty", "Lab honesty", render_honesty(first), toc))
+        body.append(_section("honesty", "Lab honesty", render_honesty(runs[0]), toc))
         body.append(_section("caveats", "Caveats", render_caveats(runs[0]), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
         details = render_details(first)

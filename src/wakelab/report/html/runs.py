@@ -286,6 +286,6 @@ def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tupl
         % (
             esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(_dict(s.get("lab")).get("title")), esc(s.get("started_utc")),
             ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
-            render_honesty(s), render_caveats(run), render_details(s),
+            render_honesty(run), render_caveats(run), render_details(run),
         )
     )

@@ -12,6 +12,9 @@ from wakelab.analysis.caveats import (
     waiter_at_t0,
 )
 from wakelab.analysis.view import RunView, view_of
+from wakelab.evidence.model import CpuSide
+from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, System
+from wakelab.evidence.words import FREE_THREADED
 from wakelab.formatting import DASH, format_ns, format_percent, format_rate, format_ratio, format_us
 from wakelab.report.text import (
     FAMILY_TITLES,
@@ -24,13 +27,9 @@ from wakelab.report.text import (
 from wakelab.report.html.common import (
     _arms,
     _badge,
-    _dict,
     esc,
-    interpreter_label,
-    _latency,
     _list,
     MAX_VALUE_CHARS,
-    _p50,
     _slug,
     _status_cell,
 )
@@ -52,34 +51,32 @@ def render_verdict(run: Run) -> str:
     analysis view; only the order differs, so that the answer is the first thing read.
     """
     view = _view(run)
-    summary = view.summary
     arm_items: List[str] = []
     comparison_items: List[str] = []
-    for entry in _arms(summary):
-        if entry.get("status") != "ok":
+    for arm in view.bundle.arms():
+        if not arm.ok:
             continue
-        name = esc(entry.get("name"))
-        if entry.get("latency"):
-            lat = _latency(entry)
-            p99 = lat.get("p99_ns")
+        name = esc(arm.name)
+        if arm.latency is not None:
+            lat = arm.latency
             text = "<strong>%s</strong>: p50 <b>%s</b>, p99 <b>%s</b> over %s wakes %s %s" % (
                 name,
-                esc(format_ns(lat.get("p50_ns"))),
-                esc(format_ns(p99)) if p99 is not None else "not reported",
-                esc(lat.get("n")),
-                _badge(entry.get("waiter"), "w-" + str(entry.get("waiter"))),
-                esc(entry.get("scope")),
+                esc(format_ns(lat.p50_ns)),
+                esc(format_ns(lat.p99_ns)) if lat.p99_ns is not None else "not reported",
+                esc(lat.n),
+                _badge(arm.waiter, "w-" + arm.waiter),
+                esc(arm.scope),
             )
-            if lat.get("lost"):
-                text += ' <span class="warn">%s.</span>' % esc(format_lost(entry))
-        elif entry.get("rate"):
-            rate = _dict(entry.get("rate"))
+            if lat.lost:
+                text += ' <span class="warn">%s.</span>' % esc(format_lost(arm))
+        elif arm.rate is not None:
+            rate = arm.rate
             text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
                 name,
-                esc(format_rate(rate.get("ops_per_s"))),
-                esc(rate.get("rounds")),
-                esc(format_rate(rate.get("n_per_round"))),
-                esc(format_rate(rate.get("baseline_ops_per_s"))),
+                esc(format_rate(rate.ops_per_s)),
+                esc(rate.rounds),
+                esc(format_rate(rate.n_per_round)),
+                esc(format_rate(rate.baseline_ops_per_s)),
             )
         else:
             continue
@@ -125,14 +122,14 @@ def _native_cell(ratio: Optional[NativeRatio]) -> str:
 def render_lead_table(run: Run) -> str:
     """Latency arms grouped by family (µs, with a log-scaled p50 bar), then rate arms."""
     view = _view(run)
-    arms = _arms(view.summary)
+    arms = view.bundle.arms()
     ratios = view.native_ratios
-    latency_arms = [a for a in arms if a.get("kind") == "latency"]
-    rate_arms = [a for a in arms if a.get("kind") == "rate"]
+    latency_arms = [a for a in arms if a.is_latency]
+    rate_arms = [a for a in arms if a.is_rate]
     out: List[str] = []
     if latency_arms:
-        show_native = any(str(a.get("name")) in ratios for a in latency_arms)
-        p50s = [p for p in (_p50(a) for a in latency_arms) if p]
+        show_native = any(a.name in ratios for a in latency_arms)
+        p50s = [p for p in (a.p50_ns if a.ok else None for a in latency_arms) if p]
         lo, hi = (min(p50s), max(p50s)) if p50s else (1.0, 1.0)
         columns = ["n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
         head = "".join("<th>%s</th>" % c for c in columns)
@@ -142,36 +139,34 @@ def render_lead_table(run: Run) -> str:
         rows: List[str] = []
         families: List[str] = []
         for a in latency_arms:
-            if str(a.get("family")) not in families:
-                families.append(str(a.get("family")))
+            if a.family not in families:
+                families.append(a.family)
         for family in families:
             if len(families) > 1:
                 rows.append('<tr class="family"><th colspan="%d">%s</th></tr>' % (width, esc(FAMILY_TITLES.get(family, family))))
             for a in latency_arms:
-                if str(a.get("family")) != family:
+                if a.family != family:
                     continue
                 name_cells = '<th scope="row"><a href="#arm-%s">%s</a></th><td>%s</td><td>%s</td>' % (
-                    esc(_slug(str(a.get("name")))), esc(a.get("name")),
-                    _badge(a.get("waiter"), "w-" + str(a.get("waiter"))), esc(a.get("scope")),
+                    esc(_slug(a.name)), esc(a.name), _badge(a.waiter, "w-" + a.waiter), esc(a.scope),
                 )
-                lat = _latency(a)
-                if a.get("status") != "ok" or not lat:
-                    rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a, width - 4)))
+                lat = a.latency
+                if not a.ok or lat is None:
+                    rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a.entry, width - 4)))
                     continue
-                bar = _log_bar(lat.get("p50_ns"), lo, hi)
+                bar = _log_bar(lat.p50_ns, lo, hi)
                 cells = [
-                    esc(lat.get("n")),
-                    '<span class="warn">%s</span>' % esc(lat.get("lost")) if lat.get("lost") else "0",
-                ] + [esc(format_us(lat.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")]
+                    esc(lat.n),
+                    '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0",
+                ] + [esc(format_us(v)) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p99_9_ns, lat.max_ns, lat.mean_ns)]
                 cells[3] = "<b>%s</b>" % cells[3]
                 row = '<tr>%s<td class="bar">%s</td>%s' % (name_cells, bar, "".join('<td class="num">%s</td>' % c for c in cells))
                 if show_native:
-                    row += '<td class="num">%s</td>' % _native_cell(ratios.get(str(a.get("name"))))
+                    row += '<td class="num">%s</td>' % _native_cell(ratios.get(a.name))
                 rows.append(row + "</tr>")
-                for comp_name, comp in sorted(_dict(a.get("components")).items()):
-                    comp = _dict(comp)
-                    comp_cells = [esc(comp.get("n")), ""] + [
-                        esc(format_us(comp.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns")
+                for comp_name, comp in a.components:
+                    comp_cells = [esc(comp.n), ""] + [
+                        esc(format_us(v)) for v in (comp.min_ns, comp.p50_ns, comp.p90_ns, comp.p99_ns, comp.p99_9_ns, comp.max_ns, comp.mean_ns)
                     ]
                     rows.append(
                         '<tr class="component"><th scope="row">↳ %s</th><td colspan="3"></td>%s%s</tr>'
@@ -183,27 +178,27 @@ def render_lead_table(run: Run) -> str:
             % (head, "".join(rows))
         )
     if rate_arms:
-        show_native = any(str(a.get("name")) in ratios for a in rate_arms)
+        show_native = any(a.name in ratios for a in rate_arms)
         columns = ["calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
         if show_native:
             columns.append("C is faster by")
         rows = []
         for a in rate_arms:
-            rate = _dict(a.get("rate"))
-            name = '<th scope="row">%s</th>' % esc(a.get("name"))
-            if a.get("status") != "ok" or not rate:
-                rows.append('<tr class="not-ok">%s%s</tr>' % (name, _status_cell(a, len(columns))))
+            rate = a.rate
+            name = '<th scope="row">%s</th>' % esc(a.name)
+            if not a.ok or rate is None:
+                rows.append('<tr class="not-ok">%s%s</tr>' % (name, _status_cell(a.entry, len(columns))))
                 continue
-            net = rate.get("net_ns_per_op")
+            net = rate.net_ns_per_op
             cells = [
-                esc(format_rate(rate.get("n_per_round"))), esc(rate.get("rounds")),
-                "<b>%s</b>" % esc(format_rate(rate.get("ops_per_s"))),
-                esc(format_rate(rate.get("min_ops_per_s"))), esc(format_rate(rate.get("max_ops_per_s"))),
-                esc(format_rate(rate.get("baseline_ops_per_s"))),
-                esc("%.1f" % net) if isinstance(net, (int, float)) else DASH,
+                esc(format_rate(rate.n_per_round)), esc(rate.rounds),
+                "<b>%s</b>" % esc(format_rate(rate.ops_per_s)),
+                esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)),
+                esc(format_rate(rate.baseline_ops_per_s)),
+                esc("%.1f" % net) if net is not None else DASH,
             ]
             if show_native:
-                cells.append(_native_cell(ratios.get(str(a.get("name")))))
+                cells.append(_native_cell(ratios.get(a.name)))
             rows.append("<tr>%s%s</tr>" % (name, "".join('<td class="num">%s</td>' % c for c in cells)))
         out.append(
             '<div class="table-wrap"><table class="lead rate"><caption>Rate arms</caption><thead><tr><th>arm</th>%s</tr></thead>'
@@ -230,15 +225,15 @@ def _number(value: object) -> Optional[float]:
     return float(value)
 
 
-def _population_cells(population: object) -> List[str]:
+def _population_cells(population: CpuSide) -> List[str]:
     """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
-    if not isinstance(population, dict):
+    if not population.recorded:
         return [DASH] * 3
-    n = population.get("n")
-    return [esc(n if _number(n) is not None else DASH)] + [esc(format_us(_number(population.get(k)))) for k in ("p50_ns", "p99_ns")]
+    n = population.n
+    return [esc(n if _number(n) is not None else DASH)] + [esc(format_us(_number(v))) for v in (population.p50_ns, population.p99_ns)]
 
 
-def render_repetitions_and_placement(summary: Mapping[str, Any]) -> str:
+def render_repetitions_and_placement(run: Run) -> str:
     """Per latency arm, each repetition's own p50 and their range, and its wakes split by where they ran.
 
     Laid out from the arm's ``repetitions`` and ``cpu_split`` as the run
@@ -246,26 +241,26 @@ def render_repetitions_and_placement(summary: Mapping[str, Any]) -> str:
     bundle that has neither (made before ``--repeat``), so such a page is as it was.
     """
     rows: List[str] = []
-    for a in _arms(summary):
-        if a.get("kind") != "latency" or a.get("status") != "ok" or not _latency(a):
+    for a in _view(run).bundle.arms():
+        if not a.is_latency or not a.ok or a.latency is None:
             continue
-        spread = _dict(_dict(a.get("repetitions")).get("spread"))
-        split = a.get("cpu_split")
-        if not spread and not isinstance(split, dict):
+        spread = a.repetitions if a.repetitions is not None and a.repetitions.has_spread else None
+        split = a.cpu_split
+        if spread is None and split is None:
             continue
-        values = [v for v in (_number(x) for x in _list(spread.get("values"))) if v is not None]
-        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(_number(spread.get("range_pct"))))]
-        if isinstance(split, dict):
-            share = _number(split.get("cross_share"))
+        values = [v for v in (_number(x) for x in (spread.values if spread is not None else ())) if v is not None]
+        range_pct = _number(spread.range_pct) if spread is not None else None
+        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(range_pct))]
+        if split is not None:
+            share = _number(split.cross_share)
             crossed = esc(format_percent(None if share is None else 100 * share))
-            unknown = _number(split.get("unknown"))
-            if unknown:
-                crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.get("unknown"))
-            placed = _population_cells(split.get("same_cpu")) + _population_cells(split.get("cross_cpu")) + [crossed]
+            if _number(split.unknown):
+                crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.unknown)
+            placed = _population_cells(split.same_cpu) + _population_cells(split.cross_cpu) + [crossed]
         else:
             placed = [DASH] * 7
         rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
-            esc(_slug(str(a.get("name")))), esc(a.get("name")), "".join('<td class="num">%s</td>' % c for c in reps + placed)))
+            esc(_slug(a.name)), esc(a.name), "".join('<td class="num">%s</td>' % c for c in reps + placed)))
     if not rows:
         return ""
     return (
@@ -309,13 +304,13 @@ def readable(value: object) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
-def _idle_words(system: Mapping[str, Any], conditions: Mapping[str, Any]) -> str:
+def _idle_words(system: System, conditions: Conditions) -> str:
     """The CPU idle set-up in words: driver, governor, each state's exit latency, and the idle hold."""
     parts = []
-    if system.get("cpuidle_driver") or system.get("cpuidle_governor"):
-        parts.append("cpuidle driver <b>%s</b>, governor %s" % (esc(readable(system.get("cpuidle_driver"))),
-                                                                 esc(readable(system.get("cpuidle_governor")))))
-    states = [s for s in _list(system.get("idle_states")) if isinstance(s, dict)]
+    if system.cpuidle_driver or system.cpuidle_governor:
+        parts.append("cpuidle driver <b>%s</b>, governor %s" % (esc(readable(system.cpuidle_driver)),
+                                                                 esc(readable(system.cpuidle_governor))))
+    states = [s for s in _list(system.idle_states) if isinstance(s, dict)]
     if states:
         words = []
         for state in states:
@@ -324,8 +319,8 @@ def _idle_words(system: Mapping[str, Any], conditions: Mapping[str, Any]) -> str
             words.append(text)
         disabled = sum(1 for st in states if st.get("disabled"))
         parts.append("idle states %s; %s" % (", ".join(words), "none disabled" if not disabled else "%d disabled" % disabled))
-    if conditions.get("idle_hold"):
-        parts.append("<b>/dev/cpu_dma_latency held at 0</b> (idle CPUs kept shallow)" if conditions.get("applied_idle_hold", True)
+    if conditions.idle_hold:
+        parts.append("<b>/dev/cpu_dma_latency held at 0</b> (idle CPUs kept shallow)" if conditions.applied_idle_hold
                      else '<span class="warn">idle hold requested but not applied</span>')
     else:
         parts.append("no low-latency idle request held (deep idle states allowed)")
@@ -357,31 +352,30 @@ def _system_words(system: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _placement_words(params: Mapping[str, Any], conditions: Mapping[str, Any]) -> str:
-    placement = params.get("placement") or "any"
+def _placement_words(params: Parameters, conditions: Conditions) -> str:
+    placement = params.placement or "any"
     if placement == "any":
         where = "unpinned (the scheduler chose the CPUs)"
     elif placement == "same":
-        where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.get("notifier_cpu"))
+        where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.notifier_cpu)
     else:
-        where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.get("notifier_cpu")), esc(params.get("waiter_cpu")))
+        where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.notifier_cpu), esc(params.waiter_cpu))
     load = []
-    if conditions.get("cpu_threads"):
-        load.append("%s busy Python thread(s) beside the waiter" % esc(conditions["cpu_threads"]))
-    if conditions.get("cpu_procs"):
-        load.append("%s busy process(es)" % esc(conditions["cpu_procs"]))
-    if conditions.get("switch_interval_s") is not None:
-        load.append("switch interval set to %s s" % esc(conditions["switch_interval_s"]))
+    if conditions.cpu_threads:
+        load.append("%s busy Python thread(s) beside the waiter" % esc(conditions.cpu_threads))
+    if conditions.cpu_procs:
+        load.append("%s busy process(es)" % esc(conditions.cpu_procs))
+    if conditions.switch_interval_s is not None:
+        load.append("switch interval set to %s s" % esc(conditions.switch_interval_s))
     return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
 
 
-def _execution_words(summary: Mapping[str, Any]) -> str:
-    execution = _dict(summary.get("execution"))
-    if not execution:
+def _execution_words(execution: Execution) -> str:
+    if not execution.present:
         return ""
-    repeat = execution.get("repeat") or 1  # absent before --repeat: one pass
-    workers = execution.get("workers")
-    if execution.get("mode") == "in-process":
+    repeat = execution.repetitions  # absent before --repeat: one pass
+    workers = execution.workers
+    if execution.in_process:
         text = "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % esc(repeat))
     elif repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
         text = "%s fresh worker process%s per arm, wakes split between them and pooled" % (esc(workers), "" if workers == 1 else "es")
@@ -389,114 +383,106 @@ def _execution_words(summary: Mapping[str, Any]) -> str:
         # As summary.txt words it: an arm's workers are spread over its repetitions, at least one in each.
         text = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over "
                 "them, wakes split between them and pooled" % (esc(repeat), esc(max(int(workers or 1), repeat))))
-    if execution.get("python"):
-        text += " · <code>%s</code>" % esc(execution["python"])
+    if execution.python:
+        text += " · <code>%s</code>" % esc(execution.python)
     return text
 
 
-def _soak_words(summary: Mapping[str, Any]) -> str:
+def _soak_words(soak: Soak) -> str:
     """A soak's duration and where its figures come from (summary.txt's Soak line, with what the page draws from)."""
-    soak = _dict(summary.get("soak"))
-    figures = _dict(soak.get("figures"))
-    hist = _dict(soak.get("histogram"))
     text = "%s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are exact" % (
-        esc(soak.get("duration_s")), esc(soak.get("elapsed_s")), esc(soak.get("chunks")),
-        "" if soak.get("finished") else ' <span class="warn">(ended early)</span>')
-    if _list(figures.get("from_histogram")):
-        relative = _number(hist.get("relative_error"))
+        esc(soak.duration_s), esc(soak.elapsed_s), esc(soak.chunks),
+        "" if soak.finished else ' <span class="warn">(ended early)</span>')
+    if _list(soak.from_histogram):
+        relative = _number(soak.relative_error)
         text += (", the percentiles come from a log-linear histogram of every wake (HdrHistogram layout, %s significant "
                  "digits: within %s of the exact ones). The raw samples kept are the first %s wakes, of the first %s "
                  "workers; the workers' spread and the quality flags are computed on them, the plots are of every wake"
-                 % (esc(hist.get("significant_digits")), esc(DASH if relative is None else "%.2g %%" % (100 * relative)),
-                    esc(soak.get("raw_kept")), esc(soak.get("raw_kept_slices"))))
+                 % (esc(soak.significant_digits), esc(DASH if relative is None else "%.2g %%" % (100 * relative)),
+                    esc(soak.raw_kept), esc(soak.raw_kept_slices)))
     else:
         text += ", and so are the percentiles (every wake's raw sample is kept)"
     return text
 
 
-def _timing_words(params: Mapping[str, Any]) -> str:
-    if params.get("mode") == "open":
-        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % esc(params.get("interval_us"))
+def _timing_words(params: Parameters) -> str:
+    if params.open_loop:
+        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % esc(params.interval_us)
     else:
-        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % esc(params.get("settle_us"))
+        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % esc(params.settle_us)
     return (
         "%s; %s counted wakes per latency arm after %s warm-up wakes; rate arms: %s rounds of %s calls after %s warm-up round(s); "
         "every wait times out after %s s (a lost wake)%s"
-        % (timing, esc(params.get("n")), esc(params.get("warmup")), esc(params.get("rounds")), esc(format_rate(params.get("install_n"))),
-           esc(params.get("warmup_rounds")), esc(params.get("timeout_s")),
-           ('; <span class="warn">planted delay %s µs</span> (self-test)' % esc(params["planted_delay_us"])) if params.get("planted_delay_us") else "")
+        % (timing, esc(params.n), esc(params.warmup), esc(params.rounds), esc(format_rate(params.install_n)),
+           esc(params.warmup_rounds), esc(params.timeout_s),
+           ('; <span class="warn">planted delay %s µs</span> (self-test)' % esc(params.planted_delay_us)) if params.planted_delay_us else "")
     )
 
 
-def render_honesty(summary: Mapping[str, Any]) -> str:
+def render_honesty(run: Run) -> str:
     """When, on what, how: the facts a reader needs before quoting a figure, in words (no raw JSON)."""
-    interp = _dict(summary.get("interpreter"))
-    machine = _dict(summary.get("machine"))
-    params = _dict(summary.get("parameters"))
-    timer = _dict(summary.get("timer"))
-    system = _dict(summary.get("system"))
-    conditions = _dict(summary.get("conditions"))
-    gil = interp.get("gil_enabled")
-    gil_text = {True: "GIL on", False: "GIL off", None: "GIL state not reported"}.get(gil, str(gil)) if isinstance(gil, (bool, type(None))) else str(gil)
+    bundle = _view(run).bundle
+    summary = bundle.summary
+    interp, machine, params, timer = bundle.interpreter, bundle.machine, bundle.parameters, bundle.timer
+    system, conditions = bundle.system, bundle.conditions
     rows: List[Tuple[str, str]] = [
-        ("Date", "%s (UTC), wall time %s s" % (esc(summary.get("started_utc")), esc(summary.get("wall_s")))),
+        ("Date", "%s (UTC), wall time %s s" % (esc(bundle.started_utc), esc(bundle.wall_s))),
         (
             "Interpreter",
             "%s <span class=\"muted\">(%s; %s)</span>, %s%s, switch interval %s s%s"
             % (
-                esc(interpreter_label(summary)), esc(interp.get("build")), esc(interp.get("compiler")),
-                "free-threaded build, " if interp.get("free_threaded_build") else "", esc(gil_text),
-                esc(interp.get("switch_interval_s")),
-                (" · <code>%s</code>" % esc(interp["executable"])) if interp.get("executable") else "",
+                esc(interp.label), esc(interp.build), esc(interp.compiler),
+                "%s build, " % FREE_THREADED if interp.free_threaded_build else "", esc(interp.gil_word),
+                esc(interp.switch_interval_s),
+                (" · <code>%s</code>" % esc(interp.executable)) if interp.executable else "",
             ),
         ),
         (
             "Machine",
             "%s%s %s %s, %s, %s CPUs (allowed: %s)"
             % (
-                ("host <b>%s</b>: " % esc(machine["hostname"])) if machine.get("hostname") else "",
-                esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("architecture")),
-                esc(machine.get("cpu_model")), esc(machine.get("cpu_count")), esc(readable(machine.get("cpus_allowed"))),
+                ("host <b>%s</b>: " % esc(machine.hostname)) if machine.hostname else "",
+                esc(machine.os), esc(machine.kernel), esc(machine.architecture),
+                esc(machine.cpu_model), esc(machine.cpu_count), esc(readable(machine.cpus_allowed)),
             ),
         ),
     ]
-    if timer:
+    if timer.present:
         text = "%s (%s); back-to-back floor <b>%s ns</b> median, %s ns min: no figure below it means anything" % (
-            esc(timer.get("clock")), esc(timer.get("implementation")), esc(timer.get("floor_p50_ns")), esc(timer.get("floor_min_ns")))
-        harness = _dict(timer.get("harness"))
-        if harness:
+            esc(timer.clock), esc(timer.implementation), esc(timer.floor_p50_ns), esc(timer.floor_min_ns))
+        if timer.harness is not None:
             text += "; harness bookkeeping %s ns per sample against %s ns for a bare pair (%s×)" % (
-                esc(harness.get("per_sample_ns")), esc(harness.get("bare_pair_ns")), esc(harness.get("overhead_ratio")))
+                esc(timer.harness.per_sample_ns), esc(timer.harness.bare_pair_ns), esc(timer.harness.overhead_ratio))
         rows.append(("Clock", text))
-    rows.append(("Execution", _execution_words(summary)))
-    if _dict(summary.get("soak")):
-        rows.append(("Soak", _soak_words(summary)))
+    rows.append(("Execution", _execution_words(bundle.execution)))
+    if bundle.soak is not None:
+        rows.append(("Soak", _soak_words(bundle.soak)))
     rows.append(("Timing", _timing_words(params)))
     rows.append(("Placement", _placement_words(params, conditions)))
-    if system or conditions:
+    if system.present or conditions.present:
         rows.append(("CPU idle", _idle_words(system, conditions)))
-    if system:
-        rows.append(("System", _system_words(system)))
-    latency_arms = [a for a in _arms(summary) if a.get("kind") == "latency"]
-    if len({str(a.get("waiter")) for a in latency_arms}) > 1:
+    if system.present:
+        rows.append(("System", _system_words(system.recorded)))
+    latency_arms = [a for a in bundle.arms() if a.is_latency]
+    if len({a.waiter for a in latency_arms}) > 1:
         states: Dict[str, List[str]] = {}
         for a in latency_arms:
-            states.setdefault(str(a.get("waiter")), []).append(str(a.get("name")))
+            states.setdefault(a.waiter, []).append(a.name)
         described = "; ".join("%s waiter: %s" % (esc(state), esc(", ".join(names))) for state, names in states.items())
         rows.append((
             "Models",
             '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
         ))
     gil = gil_enabled(summary)
-    on_gil = [str(a.get("name")) for a in latency_arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
+    on_gil = [a.name for a in latency_arms if waiter_at_t0(a.entry, gil) == WAITING_FOR_GIL]
     if on_gil:
         rows.append((
             "Spinning under the GIL",
             "%s: a waiter in another thread cannot poll while the notifier runs, so at t0 it is waiting for the GIL, "
             "and its wake is the GIL's hand-over." % esc(", ".join(on_gil)),
         ))
-    if summary.get("note"):
-        rows.append(("Note", esc(summary["note"])))
+    if bundle.note:
+        rows.append(("Note", esc(bundle.note)))
     command = _list(summary.get("command"))
     if command:
         rows.append(("Command", "<code>%s</code>" % esc(" ".join(str(c) for c in command))))
@@ -528,24 +514,25 @@ def render_caveats(run: Run) -> str:
     return "".join(parts) or '<p class="muted">No caveats: every arm ran, no wake was lost.</p>'
 
 
-def render_details(summary: Mapping[str, Any]) -> str:
+def render_details(run: Run) -> str:
     """What each arm times, the methodology, limits and how to reproduce: folded away."""
-    lab = _dict(summary.get("lab"))
+    view = _view(run)
+    lab = view.bundle.lab
     rows = "".join(
         '<tr><th scope="row">%s</th><td>%s</td><td>%s</td><td>%s</td></tr>'
-        % (esc(a.get("name")), esc(a.get("mechanism")), esc(a.get("t0")), esc(a.get("t1")))
-        for a in _arms(summary)
+        % (esc(a.name), esc(a.mechanism), esc(a.t0), esc(a.t1))
+        for a in view.bundle.arms()
     )
     parts = [
         '<details><summary>What each arm times (t0, t1)</summary><div class="table-wrap"><table class="defs">'
         "<thead><tr><th>arm</th><th>mechanism</th><th>t0</th><th>t1</th></tr></thead><tbody>%s</tbody></table></div></details>" % rows
     ]
-    if _list(lab.get("methodology")):
-        parts.append("<details><summary>Methodology</summary>%s</details>" % "".join("<p>%s</p>" % esc(p) for p in lab["methodology"]))
-    if _list(lab.get("limits")):
-        parts.append("<details><summary>Limits</summary><ul>%s</ul></details>" % "".join("<li>%s</li>" % esc(p) for p in lab["limits"]))
+    if lab.methodology:
+        parts.append("<details><summary>Methodology</summary>%s</details>" % "".join("<p>%s</p>" % esc(p) for p in lab.methodology))
+    if lab.limits:
+        parts.append("<details><summary>Limits</summary><ul>%s</ul></details>" % "".join("<li>%s</li>" % esc(p) for p in lab.limits))
     try:
-        commands = reproduce_commands(summary)
+        commands = reproduce_commands(view)
     except (KeyError, TypeError, AttributeError):
         commands = []
     if commands:
