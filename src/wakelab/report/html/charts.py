@@ -8,7 +8,7 @@ from wakelab.formatting import DASH, format_us
 from wakelab.report.text import (
     FAMILY_TITLES,
 )
-from wakelab.report.html.common import _arms, _by_name, _dict, esc, interpreter_label, _latency, _p50
+from wakelab.report.html.common import _by_name, _dict, esc, _latency, _p50
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
@@ -27,9 +27,9 @@ class _Charts:
 def _family_order(runs: Sequence[RunEvidence]) -> List[str]:
     families: List[str] = []
     for run in runs:
-        for a in _arms(run.summary):
-            if str(a.get("family")) not in families:
-                families.append(str(a.get("family")))
+        for a in run.bundle.arms():
+            if a.family not in families:
+                families.append(a.family)
     return families
 
 
@@ -39,21 +39,21 @@ def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:
     points = []
     for index, run in enumerate(runs):
         ratios = run.view.native_ratios
-        by_name = _by_name(run.summary)
-        for a in _arms(run.summary):
-            if a.get("kind") != "latency" or _p50(a) is None:
+        by_name = run.bundle.arms_by_name()
+        for a in run.bundle.arms():
+            lat = a.latency
+            if not a.is_latency or not a.ok or lat is None or lat.p50_ns is None:
                 continue
-            lat = _latency(a)
-            ratio = ratios.get(str(a.get("name")))
+            ratio = ratios.get(a.name)
             floor = None
-            if ratio is not None and ratio.kind == "latency" and _p50(by_name.get(ratio.native)) is not None:
+            native = by_name.get(ratio.native) if ratio is not None else None
+            if ratio is not None and ratio.kind == "latency" and native is not None and native.ok and native.p50_ns is not None:
                 floor = Floor(ratio.native, ratio.native_value, ratio.ratio, ratio.interpreter_share)
             points.append(ArmPoint(
-                run=index, arm=str(a.get("name")), family=str(a.get("family")),
-                family_title=FAMILY_TITLES.get(str(a.get("family")), str(a.get("family"))),
-                waiter=str(a.get("waiter")), scope=str(a.get("scope")), n=int(lat.get("n") or 0), lost=int(lat.get("lost") or 0),
-                p50_ns=float(lat["p50_ns"]), p90_ns=lat.get("p90_ns"), p99_ns=lat.get("p99_ns"), p99_9_ns=lat.get("p99_9_ns"),
-                max_ns=lat.get("max_ns"), floor=floor,
+                run=index, arm=a.name, family=a.family, family_title=FAMILY_TITLES.get(a.family, a.family),
+                waiter=a.waiter, scope=a.scope, n=lat.n, lost=lat.lost,
+                p50_ns=float(lat.p50_ns), p90_ns=lat.p90_ns, p99_ns=lat.p99_ns, p99_9_ns=lat.p99_9_ns,
+                max_ns=lat.max_ns, floor=floor,
             ))
     return points
 
@@ -85,16 +85,15 @@ def render_rate_chart(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], c
 
     points = []
     for index, run in enumerate(runs):
-        for a in _arms(run.summary):
-            rate = _dict(a.get("rate"))
-            if a.get("kind") != "rate" or a.get("status") != "ok" or not rate.get("ops_per_s"):
+        for a in run.bundle.arms():
+            rate = a.rate
+            if not a.is_rate or not a.ok or rate is None or not rate.ops_per_s:
                 continue
             points.append(RatePoint(
-                run=index, arm=str(a.get("name")), ops_per_s=float(rate["ops_per_s"]),
-                min_ops_per_s=float(rate.get("min_ops_per_s") or rate["ops_per_s"]),
-                max_ops_per_s=float(rate.get("max_ops_per_s") or rate["ops_per_s"]),
-                baseline_ops_per_s=float(rate.get("baseline_ops_per_s") or 0.0), net_ns_per_op=rate.get("net_ns_per_op"),
-                rounds=int(rate.get("rounds") or 0), n_per_round=int(rate.get("n_per_round") or 0),
+                run=index, arm=a.name, ops_per_s=rate.ops_per_s,
+                min_ops_per_s=rate.min_ops_per_s or rate.ops_per_s, max_ops_per_s=rate.max_ops_per_s or rate.ops_per_s,
+                baseline_ops_per_s=rate.baseline_ops_per_s, net_ns_per_op=rate.net_ns_per_op,
+                rounds=rate.rounds, n_per_round=rate.n_per_round,
             ))
     if not points:
         return ""
@@ -225,25 +224,23 @@ DIMENSIONS = (
 
 def run_dimension(run: RunEvidence, key: str) -> str:
     """The value of dimension ``key`` for ``run``, in words (plain text)."""
-    s = run.summary
-    params = _dict(s.get("parameters"))
-    conditions = _dict(s.get("conditions"))
+    params, conditions = run.bundle.parameters, run.bundle.conditions
     if key == "machine":
         return run.bundle.hostname or "?"
     if key == "interpreter":
-        return interpreter_label(s)
+        return run.bundle.interpreter.label
     if key == "placement":
-        return str(params.get("placement") or "any")
+        return str(params.placement or "any")
     if key == "settle_us":
-        return "settle %s µs" % params.get("settle_us")
+        return "settle %s µs" % params.settle_us
     if key == "mode":
-        return "%s loop" % (params.get("mode") or "closed")
+        return "%s loop" % (params.mode or "closed")
     if key == "idle_hold":
-        return "idle hold" if conditions.get("idle_hold") else "no idle hold"
+        return "idle hold" if conditions.idle_hold else "no idle hold"
     if key == "switch_interval_s":
-        value = conditions.get("switch_interval_s")
+        value = conditions.switch_interval_s
         return "switch interval %s s" % value if value is not None else "default switch interval"
-    return "%s %s" % (conditions.get(key) or 0, dict(DIMENSIONS).get(key, key))
+    return "%s %s" % (conditions.recorded.get(key) or 0, dict(DIMENSIONS).get(key, key))
 
 
 def varying_dimensions(runs: Sequence[RunEvidence]) -> List[Tuple[str, str]]:
