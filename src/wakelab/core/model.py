@@ -211,6 +211,11 @@ class RawRate:
 Raw = Union[RawLatency, RawRate]
 
 
+def with_info(raw: RawLatency, **info: object) -> RawLatency:
+    """``raw`` with an arm's own facts added to the driver's ``info`` (the record is frozen: a new one)."""
+    return dataclasses.replace(raw, info={**raw.info, **info})
+
+
 def raw_to_dict(raw: Raw, compact: bool = False) -> Dict[str, object]:
     """A raw record as plain JSON-able data (the samples files and the worker protocol).
 

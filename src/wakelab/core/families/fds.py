@@ -23,7 +23,6 @@ cannot turn the next wake into a zero-latency fake.  Every fd is closed in
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import select
@@ -47,6 +46,7 @@ from wakelab.core.model import (
     RawLatency,
     T1Shape,
     now_ns,
+    with_info,
 )
 
 FAMILY = Family(id="fds", title="File descriptors", color="#009E73", order=30, user_arms=True)
@@ -89,12 +89,6 @@ def _poll_then_read(fd: int, read_token: Callable[[], bool]) -> Callable[[float]
     return wait
 
 
-def _with_info(raw: RawLatency, **info: object) -> RawLatency:
-    merged = dict(raw.info)
-    merged.update(info)
-    return dataclasses.replace(raw, info=merged)
-
-
 # -- pipe -------------------------------------------------------------------
 
 
@@ -129,7 +123,7 @@ def _measure_pipe(params: MeasureParams, payload: bytes) -> RawLatency:
     finally:
         os.close(read_fd)
         os.close(write_fd)
-    return _with_info(raw, wait="poll, t1, read")
+    return with_info(raw, wait="poll, t1, read")
 
 
 def measure_pipe(params: MeasureParams) -> RawLatency:
@@ -165,7 +159,7 @@ def measure_eventfd(params: MeasureParams) -> RawLatency:
         raw = driver.measure(params, path, "wakelab-eventfd-waiter")
     finally:
         os.close(fd)
-    return _with_info(raw, wait="poll, t1, eventfd_read")
+    return with_info(raw, wait="poll, t1, eventfd_read")
 
 
 # -- socketpair -------------------------------------------------------------
@@ -204,7 +198,7 @@ def measure_socketpair(params: MeasureParams) -> RawLatency:
     finally:
         sender.close()
         receiver.close()
-    return _with_info(raw, wait="recv with settimeout", socket_family=socket_family)
+    return with_info(raw, wait="recv with settimeout", socket_family=socket_family)
 
 
 # -- selector over a pipe ---------------------------------------------------
@@ -245,7 +239,7 @@ def measure_selector_pipe(params: MeasureParams) -> RawLatency:
             selector.close()
         os.close(read_fd)
         os.close(write_fd)
-    return _with_info(raw, wait="selector.select, t1, read", selector=selector_name)
+    return with_info(raw, wait="selector.select, t1, read", selector=selector_name)
 
 
 ARMS: List[Arm] = [

@@ -47,7 +47,7 @@ import multiprocessing
 import os
 import select
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from wakelab.core.drivers import WakePath
 from wakelab.core.drivers import pool as pool_driver
@@ -71,6 +71,7 @@ from wakelab.core.model import (
     RawLatency,
     Role,
     T1Shape,
+    with_info,
 )
 
 FAMILY = Family(id="handoff", title="Hand-offs: subinterpreters and executors", color="#F0E442", order=70,
@@ -189,7 +190,7 @@ def measure_interp_queue(params: MeasureParams) -> RawLatency:
     # Stale items are drained in the subinterpreter, before it says it is ready.
     path = WakePath(reset=_nothing, wait=_never, notify=put)
     raw = interp_driver.measure(params, path, queue_waiter, (int(queue.id),), name="wakelab-interp-queue-waiter")
-    return _with_info(raw, wait="concurrent.interpreters.Queue.get(timeout) (polls every %d us)" % INTERP_QUEUE_POLL_US)
+    return with_info(raw, wait="concurrent.interpreters.Queue.get(timeout) (polls every %d us)" % INTERP_QUEUE_POLL_US)
 
 
 def measure_interp_pipe(params: MeasureParams) -> RawLatency:
@@ -201,7 +202,7 @@ def measure_interp_pipe(params: MeasureParams) -> RawLatency:
     finally:
         os.close(read_fd)
         os.close(write_fd)
-    return _with_info(raw, wait="poll, t1, read")
+    return with_info(raw, wait="poll, t1, read")
 
 
 def measure_thread_pool_submit(params: MeasureParams) -> RawLatency:
@@ -277,14 +278,6 @@ def _nothing() -> None:
 
 def _never(timeout_s: float) -> bool:  # pragma: no cover - the subinterpreter driver never calls it
     raise AssertionError("the subinterpreter driver waits in the subinterpreter")
-
-
-def _with_info(raw: RawLatency, **info: object) -> RawLatency:
-    merged: Dict[str, object] = dict(raw.info)
-    merged.update(info)
-    return RawLatency(samples_ns=raw.samples_ns, lost=raw.lost, warmup_discarded=raw.warmup_discarded,
-                      components_ns=raw.components_ns, info=merged, kind=raw.kind,
-                      waiter_cpus=raw.waiter_cpus, notifier_cpus=raw.notifier_cpus)
 
 
 # Native floor ("vs C"): C has no subinterpreter and no executor.  The executors' workers are parked

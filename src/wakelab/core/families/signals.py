@@ -66,7 +66,6 @@ reads the CPU it last ran on after its last wake: ``notifier_cpu_seen`` and
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import os
 import select
@@ -101,6 +100,7 @@ from wakelab.core.model import (
     Role,
     T1Shape,
     now_ns,
+    with_info,
 )
 from wakelab.core.families import no_sigtimedwait_reason, this_python
 from wakelab.core.sigstate import preserved_signal_state
@@ -120,11 +120,6 @@ def requires_main_thread_sigusr1() -> Optional[str]:
 
 def _noop() -> None:
     pass
-
-
-def _with_info(raw: RawLatency, **info: object) -> RawLatency:
-    """``raw`` with the arm's own facts added to the driver's ``info``."""
-    return dataclasses.replace(raw, info={**raw.info, **info})
 
 
 # ---------------------------------------------------------------------------
@@ -488,7 +483,7 @@ def measure_sigwait_thread_to_main(params: MeasureParams) -> RawLatency:
         raw = main_driver.measure(
             params, sigwait_main_path(params, late), block=[signal.SIGUSR1], name="wakelab-sigwait-notifier"
         )
-    return _with_info(
+    return with_info(
         raw,
         signal_route="thread-directed: signal.pthread_kill to the main thread",
         pending_at_start=pending_at_start,
@@ -529,7 +524,7 @@ def measure_pause_handler(params: MeasureParams) -> RawLatency:
             )
         finally:
             _run_queued_handlers()
-    return _with_info(
+    return with_info(
         raw,
         signal_route="thread-directed: signal.pthread_kill to the main thread",
         foreign_wakes=cast(int, raw.info.get("foreign_wakes", 0)) + foreign[0],
@@ -574,7 +569,7 @@ def measure_wakeup_fd_select(params: MeasureParams) -> RawLatency:
         )
         _run_queued_handlers()
         late[0] += _read_available(rfd).count(int(signum))
-    return _with_info(
+    return with_info(
         raw,
         signal_route="process-directed: os.kill(os.getpid()) from a thread that blocks SIGUSR1",
         wakeup_fd="non-blocking os.pipe()",
@@ -645,7 +640,7 @@ def measure_pthread_kill_sigwait(params: MeasureParams) -> RawLatency:
     # Blocked before the driver starts its waiter thread, which inherits the block.
     with _sigusr1_blocked(strays, late):
         raw = thread_driver.measure(params, sigwait_thread_path(params, late), "wakelab-sigwait-worker")
-    return _with_info(
+    return with_info(
         raw,
         signal_route="thread-directed: signal.pthread_kill to the worker",
         late_signals_drained=late[0],
