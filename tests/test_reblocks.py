@@ -109,6 +109,29 @@ def test_a_reblock_ended_where_nothing_is_recorded_ends_at_its_calls_exit() -> N
     assert (block.on, block.by, block.cause) == ("gil", "timeout", "gil/timeout")
 
 
+def test_a_reblock_whose_unseen_wake_was_its_timeout_is_placed_at_the_calls_exit() -> None:
+    # The timer fires on a CPU that records nothing; the waiter is switched in from another task
+    # and its futex returns -ETIMEDOUT: it was asleep on the GIL until then (its run-queue wait too
+    # short to tell apart). A switch-in with no wake and no such exit stays unplaced.
+    head = PARKED + [waking(T0 + 5_000), wakeup(T0 + 6_000), switch_in(T0 + 7_000), leave(T0 + 8_000),
+                     enter(T0 + 9_000, arg0=GIL), switch_out(T0 + 10_000)]
+    s = split(head + [switch_in(T0 + 5_010_000, prev=777), leave(T0 + 5_011_000, ret=-110)], 5_020_000)
+    assert s.attributed and s.parts_ns["gil_wait"] == 5_000_000 and s.inferred == 1
+    assert [(b.on, b.by, b.asleep_ns) for b in s.reblocks] == [("gil", "timeout", 5_000_000)]
+    s = split(head + [switch_in(T0 + 5_010_000, prev=777), leave(T0 + 5_011_000, ret=0)], 5_020_000)
+    assert s.parts_ns["unattributed"] == 5_000_000 and s.reblocks == ()
+
+
+def test_a_timeout_raised_in_another_processs_context_is_still_a_timeout() -> None:
+    # The timer's interrupt runs in whatever task is on that CPU: the wake names a thread of another
+    # process; the waiter is preempted before it returns; the exit says it timed out.
+    stranger = SchedEvent(T0 + 5_010_000, "waking", 0, 4242, pid=W, target_cpu=1, tgid=4242)
+    s = _reblocked(enter(T0 + 9_000, arg0=GIL), switch_out(T0 + 10_000), stranger, wakeup(T0 + 5_011_000),
+                   switch_in(T0 + 5_012_000), switch_out(T0 + 5_013_000, state="R", nxt=9), switch_in(T0 + 5_014_000, prev=9),
+                   leave(T0 + 5_015_000, ret=-110))
+    assert [(b.by, b.holder) for b in s.reblocks] == [("timeout", "")]
+
+
 # -- naming each re-block ---------------------------------------------------------------------
 
 
@@ -147,6 +170,18 @@ def test_gil_waits_that_time_out_are_credited_to_the_thread_that_ends_them() -> 
     assert [(b.by, b.holder, b.holder_tid) for b in s.reblocks] == [("timeout", "busy", B)]
     s = _reblocked(enter(T0 + 9_000, arg0=GIL), switch_out(T0 + 10_000), leave(T0 + 5_010_000, ret=-110))
     assert s.causes_ns() == {"gil/timeout": 5_000_000}  # nobody said who held it
+    # ... unless a thread let go of the GIL right after the timeout (drop_gil's futex wake on the
+    # GIL's condition, seen in that thread's own system calls).
+    theirs = [SchedEvent(T0 + 3_000_000, "enter", 0, B, tgid=PID, syscall="futex", arg0=LOCK, arg1=0x81),  # not the GIL
+              SchedEvent(T0 + 5_010_500, "enter", 0, B, tgid=PID, syscall="futex", arg0=GIL + 4, arg1=0x81),
+              SchedEvent(T0 + 5_020_000, "enter", 0, N, tgid=PID, syscall="futex", arg0=GIL + 4, arg1=0x81),
+              SchedEvent(T0 + 5_030_000, "enter", 0, N, tgid=PID, syscall="futex", arg0=GIL + 4, arg1=0x89)]  # a wait
+    releases = rb.gil_releases(theirs, CONTEXT)
+    assert releases == ((T0 + 5_010_500, B), (T0 + 5_020_000, N))
+    context = rb.WaiterContext(**dict(CONTEXT.__dict__, gil_releases=releases))
+    s = _reblocked(enter(T0 + 9_000, arg0=GIL), switch_out(T0 + 10_000), leave(T0 + 5_010_000, ret=-110), context=context)
+    assert [(b.by, b.holder, b.holder_tid) for b in s.reblocks] == [("timeout", "busy", B)]
+    assert s.causes_ns() == {"gil/busy": 5_000_000}
 
 
 @pytest.mark.parametrize("syscall, ret, on, timed_out", [

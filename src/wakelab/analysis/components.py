@@ -217,6 +217,9 @@ class _Walk:
         self.leaving: Optional[int] = None  # index of the re-block whose call's exit may say it timed out
         self.tgid = 0  # the waiter's process, once one of its own events says
         self.early: Optional[SchedEvent] = None  # a wake raised while it was still on its CPU
+        # A re-block left unplaced at a switch-in with no wake seen: (its time, the re-block), until
+        # the exit of its call says whether its timeout ended it.
+        self.unconfirmed: Optional[Tuple[int, Reblock]] = None
 
     def credit(self, until: int, bucket: Optional[str] = None) -> None:
         """Credit ``[pos, until)`` to ``bucket`` (default: the current state's)."""
@@ -250,7 +253,8 @@ class _Walk:
             self.credit(event.time_ns)
             if self.sleeping is not None:
                 by = waker_role(event.tid, event.tgid, self.tgid, self.context)
-                self.sleeping = dataclasses.replace(self.sleeping, by=by, holder_tid=event.tid or None)
+                self.sleeping = dataclasses.replace(self.sleeping, by=by, holder_tid=event.tid or None,
+                                                    ended_ns=event.time_ns)
                 count = len(self.blocks)
                 self.end_sleep()
                 # The exit of the call it slept in will say whether that wake was its timeout.
@@ -270,7 +274,14 @@ class _Walk:
 
     def switch_in(self, event: SchedEvent) -> None:
         if self.state in (_ASLEEP, _BLOCKED):
-            self.credit(event.time_ns, "unattributed")  # on a CPU without a wake the trace showed
+            # On a CPU without a wake the trace showed: not placed -- unless the exit of the call it
+            # slept in, next, says the call timed out (its timer fired where nothing is recorded):
+            # then it was asleep on what it waited for until then (see syscall).
+            unplaced = event.time_ns - self.pos
+            self.credit(event.time_ns, "unattributed")
+            if self.state == _BLOCKED and self.sleeping is not None:
+                self.unconfirmed = (unplaced, self.sleeping)
+                self.sleeping = None
             self.end_sleep()
         elif self.state != _RUNNING:
             self.credit(event.time_ns)
@@ -297,7 +308,7 @@ class _Walk:
             # idle CPU): the exit of the call it slept in ends it, and says whether it timed out.
             self.credit(event.time_ns)
             by = "timeout" if timed_out(event.syscall, event.ret) else "unknown"
-            self.sleeping = dataclasses.replace(self.sleeping, by=by)
+            self.sleeping = dataclasses.replace(self.sleeping, by=by, ended_ns=event.time_ns)
             self.end_sleep()
             self.inferred += 1
         else:
@@ -329,7 +340,6 @@ class _Walk:
             self.first_run(event, None)
         else:
             self.credit(event.time_ns)
-        self.leaving = None
         early, self.early = self.early, None
         if not _asleep(event.prev_state):
             self.state = _PREEMPTED
@@ -349,15 +359,24 @@ class _Walk:
 
     def syscall(self, event: SchedEvent) -> None:
         self.early = None  # back in its own code: a wake raised before found it awake
+        unconfirmed, self.unconfirmed = self.unconfirmed, None
+        index, self.leaving = self.leaving, None
         if event.kind == "enter":
             self.call = event
             return
         call, self.call = self.call, None
-        index = self.leaving
-        if index is not None and call is not None and event.syscall == self.blocks[index].syscall:
-            self.leaving = None
-            if timed_out(event.syscall, event.ret):
-                self.blocks[index] = dataclasses.replace(self.blocks[index], by="timeout", holder_tid=None)
+        if call is None or not timed_out(event.syscall, event.ret):
+            return
+        if unconfirmed is not None and event.syscall == unconfirmed[1].syscall:
+            # The sleep ended by its timeout, on a CPU that records nothing: a re-block after all.
+            span, block = unconfirmed
+            self.parts["unattributed"] -= span
+            self.parts["gil_wait"] += span
+            self.blocks.append(dataclasses.replace(block, by="timeout", asleep_ns=block.asleep_ns + span,
+                                                   ended_ns=event.time_ns))
+            self.inferred += 1
+        elif index is not None and event.syscall == self.blocks[index].syscall:
+            self.blocks[index] = dataclasses.replace(self.blocks[index], by="timeout", holder_tid=None)
 
 
 def split_wake(
@@ -418,7 +437,7 @@ def split_wake(
     # t1 is taken on a CPU: the last stretch is the interpreter's if the events agree.
     walk.credit(t1, "interpreter" if walk.state == _RUNNING else "unattributed")
     walk.end_sleep()
-    blocks = resolve_holders(walk.blocks)
+    blocks = resolve_holders(walk.blocks, ctx, walk.tgid)
     return WakeSplit(walk.parts, len(blocks), walk.from_idle, walk.cross_cpu, parked, walk.by_notifier,
                      blocks, walk.inferred)
 

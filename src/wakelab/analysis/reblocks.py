@@ -37,8 +37,9 @@ reads as a lock).  Both are a known limit of naming by address class.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
 #: What a re-block waited on, in the order they are shown.
 BLOCKED_ON: Tuple[str, ...] = ("gil", "lock", "fd", "timer", "signal", "child", "other")
@@ -85,13 +86,17 @@ class WaiterContext:
     ``notifier_tid``: the thread that notifies; ``busy_tids``: the worker's busy
     threads (``--cpu-threads``); ``gil_ranges``: ``(start, end)`` address ranges of
     the interpreter's own static data in the process ``waiter_pid`` (a futex there
-    is the GIL; empty for a C floor, which has none).
+    is the GIL; empty for a C floor, which has none); ``gil_releases``: when the
+    notifier and the busy threads let go of the GIL with a waiter waiting.
     """
 
     notifier_tid: Optional[int] = None
     busy_tids: FrozenSet[int] = frozenset()
     gil_ranges: Tuple[Tuple[int, int], ...] = ()
     waiter_pid: Optional[int] = None
+    # (time_ns, tid): the other threads' wakes of the GIL's waiters (drop_gil signalling its
+    # condition), in time order -- who let go of it (:func:`gil_releases`).
+    gil_releases: Tuple[Tuple[int, int], ...] = ()
 
     def in_gil(self, address: int, tgid: int) -> bool:
         """True when the futex word ``address``, in process ``tgid`` (0: unknown), lies in the GIL's ranges."""
@@ -120,6 +125,21 @@ def context_from(info: dict, busy_tids: Iterable[int] = ()) -> WaiterContext:
         gil_ranges=ranges,
         waiter_pid=pid,
     )
+
+
+# futex operations that wake waiters (FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET), private flag
+# and clock flag masked off.
+_FUTEX_WAKES = frozenset((1, 5, 10))
+
+
+def gil_releases(events: Iterable[Any], context: WaiterContext) -> Tuple[Tuple[int, int], ...]:
+    """``(time_ns, tid)`` of every futex wake on the GIL among ``events`` (the notifier's and busy
+    threads' own system calls, :class:`~wakelab.analysis.components.SchedEvent`): a thread letting
+    go of the GIL while another waits for it (CPython's drop_gil signalling its condition)."""
+    found = [(e.time_ns, e.tid) for e in events
+             if e.kind == "enter" and e.syscall == "futex" and (e.arg1 & 0x7F) in _FUTEX_WAKES
+             and context.in_gil(e.arg0, e.tgid)]
+    return tuple(sorted(found))
 
 
 def blocked_on(syscall: str, address: int, tgid: int, context: WaiterContext) -> str:
@@ -171,6 +191,7 @@ class Reblock:
     holder_tid: Optional[int] = None
     syscall: str = ""
     address: Optional[int] = None
+    ended_ns: int = 0  # when its sleep ended (CLOCK_MONOTONIC), 0: not known
 
     @property
     def cause(self) -> str:
@@ -178,9 +199,12 @@ class Reblock:
         return "%s/%s" % (self.on, self.holder or self.by)
 
 
-def resolve_holders(reblocks: Sequence[Reblock]) -> Tuple[Reblock, ...]:
+def resolve_holders(reblocks: Sequence[Reblock], context: Optional[WaiterContext] = None,
+                    waiter_tgid: int = 0) -> Tuple[Reblock, ...]:
     """Each re-block with its holder: a wake by a thread names that thread; a run of sleeps on the
-    same thing that timed out is credited to the thread whose wake ended the run (none: ``timeout``)."""
+    same thing that timed out is credited to the thread whose wake ended the run; a GIL wait that
+    timed out with no such wake after it, to the thread that let go of the GIL first after it
+    timed out (``context.gil_releases``); else to none (its cause stays ``gil/timeout``)."""
     out = list(reblocks)
     pending: list = []
     for i, block in enumerate(out):
@@ -189,10 +213,19 @@ def resolve_holders(reblocks: Sequence[Reblock]) -> Tuple[Reblock, ...]:
             continue
         holder = block.by if block.by != "unknown" else ""
         for j in pending:
-            if out[j].on == block.on:
+            if out[j].on == block.on and not out[j].holder:
                 out[j] = dataclasses.replace(out[j], holder=holder, holder_tid=block.holder_tid)
         pending = []
         out[i] = dataclasses.replace(block, holder=holder)
+    releases = context.gil_releases if context is not None else ()
+    times = [t for t, _ in releases]
+    for i, block in enumerate(out):
+        if block.by != "timeout" or block.on != "gil" or block.holder or not block.ended_ns:
+            continue
+        at = bisect.bisect_left(times, block.ended_ns)
+        if context is not None and at < len(releases):
+            tid = releases[at][1]
+            out[i] = dataclasses.replace(block, holder=waker_role(tid, waiter_tgid, waiter_tgid, context), holder_tid=tid)
     return tuple(out)
 
 

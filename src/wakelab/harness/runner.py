@@ -829,7 +829,7 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures:
     each worker's, whose ``applied`` names its busy threads)."""
     from wakelab.analysis.components import COMPONENTS
     from wakelab.analysis.frames import count_frames, not_sampled, summarize_frames
-    from wakelab.analysis.reblocks import context_from
+    from wakelab.analysis.reblocks import context_from, gil_releases
     from wakelab.harness.frames import SAMPLE_HZ, remove_maps
 
     tids = set()
@@ -838,6 +838,8 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures:
             value = raw.info.get(key)
             if isinstance(value, int):
                 tids.add(value)
+    busy = [list((f.get("applied") or {}).get("cpu_thread_tids") or ()) for f in figures]
+    tids.update(t for worker in busy for t in worker if isinstance(t, int))  # who lets go of the GIL
     by_tid = session.events(tids)
     samples: List[int] = []
     splits: List[Any] = []
@@ -854,8 +856,9 @@ def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures:
         if not isinstance(t0s, list) or len(t0s) != len(raw.samples_ns) or not isinstance(tid, int):
             raise RuntimeError("the traced worker did not report its waiter's thread and each wake's t0")
         notifier = info.get("notifier_tid")
-        applied = (figures[index].get("applied") or {}) if index < len(figures) else {}
-        context = context_from(info, applied.get("cpu_thread_tids") or ())
+        context = context_from(info, busy[index] if index < len(busy) else ())
+        others = [e for t in {notifier, *context.busy_tids} if isinstance(t, int) for e in by_tid.get(t, []) if e.tid == t]
+        context = dataclasses.replace(context, gil_releases=gil_releases(others, context))
         info.pop("interpreter_data", None)  # where the GIL lives: used here, not kept in summary.json
         these = split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns, notifier if isinstance(notifier, int) else None,
                             context)
