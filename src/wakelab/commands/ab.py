@@ -483,7 +483,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     base_run, comparisons, skipped = compare_grid(load_grid(folder), sides[0].name, settings, across)
     if not comparisons:
         raise UsageError("%s: the head side has no evidence (%s)" % (folder, "; ".join(why for _, why in skipped) or "not run"))
-    comparison = comparisons[0]
+    comparison = _worded_for_ab(comparisons[0])
     gate = judge_gate(comparison, args.fail_on_regression, args.metric, args.min_effect, arm_names)
     status = {"pass": EXIT_OK, "regression": EXIT_REGRESSION}.get(gate.result, EXIT_USAGE)
     if args.markdown:
@@ -504,6 +504,17 @@ def cmd_ab(args: argparse.Namespace) -> int:
     if gate.result == "error":
         sys.stderr.write("wakelab: error: the gate cannot answer: %s\n" % escape_text("; ".join(gate.errors)))
     return status
+
+
+def _worded_for_ab(comparison: Any) -> Any:
+    """compare's notes as an A/B reads them: what narrows an interval is ``wakelab ab --rigorous``."""
+    def reword(note: str) -> str:
+        if "wakelab run --rigorous" in note:
+            return "to tell smaller changes, run the A/B with --rigorous (more wakes and workers per turn)"
+        return note
+
+    arms = tuple(dataclasses.replace(arm, notes=tuple(reword(n) for n in arm.notes)) for arm in comparison.arms)
+    return dataclasses.replace(comparison, arms=arms)
 
 
 # ---------------------------------------------------------------------------
