@@ -398,14 +398,16 @@ def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Dict[s
 
 
 def _run_args(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with the attributes 'wakelab run''s helpers read, at their defaults where ab has no option."""
-    defaults: Dict[str, Any] = dict(
-        warmup=None, timeout_s=None, install_n=None, rounds=None, planted_delay_us=None, mode=None, interval_us=None,
-        settle_jitter_us=None, in_process=False, idle_hold=False, cpu_procs=None, switch_interval=None, trace=False, trace_frames=False,
-        policy=None, priority=None, notifier_policy=None, notifier_priority=None, mlock=False,
-    )
-    merged: Dict[str, Any] = dict(defaults)
-    merged.update(vars(args))
+    """``args`` with every attribute 'wakelab run''s helpers read: run's own defaults (taken from its
+    parser, so that an option run gains is never missing here), then what ab sets."""
+    from wakelab.commands import run as run_command
+
+    parser = argparse.ArgumentParser(add_help=False)
+    run_command.register(parser.add_subparsers())
+    merged: Dict[str, Any] = vars(parser.parse_args(["run"]))
+    for key, value in vars(args).items():
+        if key in ("n", "repeat", "workers", "rigorous", "cpus", "seed") or key not in merged:
+            merged[key] = value
     merged["placement"] = [args.placement] if args.placement else None
     merged["planted_delay_us"] = None  # ab plants per side (Cell.planted_delay_us)
     merged["python"] = None
