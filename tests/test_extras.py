@@ -104,8 +104,6 @@ def test_a_plain_install_runs_the_lab(tmp_path) -> None:
     assert sorted(os.listdir(tmp_path / "run")) == ["samples", "summary.json", "summary.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="harness/soak.py's SoakState.latency_figures sorts the kept raw samples with numpy "
-                   "(the only numpy left outside compare); sorted() would do, in the harness, which another change owns")
 def test_a_plain_install_runs_a_soak(tmp_path) -> None:
     status, _, err = _run_without(EVERY_EXTRA_MODULE, ("run", "--arms", "event", "--duration", "1s", "-o", "soak", "--no-history", "-q"),
                                   str(tmp_path))

@@ -190,13 +190,16 @@ class SoakState:
         :func:`wakelab.analysis.stats.percentile` on the sorted raw samples
         (sorted as int64, 8 bytes a sample, not as a list of ints).
         """
-        import numpy as np
-
         from wakelab.analysis.stats import PERCENTILES, percentile
 
         figures = self.histogram.latency_figures(self.lost)
         if self.every_wake_kept and len(self.kept):
-            ordered = np.sort(np.frombuffer(self.kept, dtype=np.int64))
+            try:
+                import numpy as np
+            except ImportError:  # a plain install (numpy comes with the compare extra): a list of ints, same figures
+                ordered: Any = sorted(self.kept)
+            else:
+                ordered = np.sort(np.frombuffer(self.kept, dtype=np.int64))
             for key, _ in PERCENTILES:
                 if figures[key + "_ns"] is not None:
                     q = dict(PERCENTILES)[key]
@@ -233,13 +236,13 @@ class SoakState:
 
 
 class _IntView:
-    """A sorted numpy array seen as a sequence of Python ints (for stats.percentile's arithmetic)."""
+    """A sorted numpy array (or list) seen as a sequence of Python ints (for stats.percentile's arithmetic)."""
 
     def __init__(self, ordered: Any) -> None:
         self._ordered = ordered
 
     def __len__(self) -> int:
-        return int(self._ordered.size)
+        return len(self._ordered)
 
     def __getitem__(self, index: int) -> int:
         return int(self._ordered[index])
