@@ -79,7 +79,6 @@ MIN_KEPT_CHUNK = 1000
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
 
-Emit = Callable[..., None]
 
 
 def parse_duration_s(text: str) -> float:
