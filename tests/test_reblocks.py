@@ -130,6 +130,17 @@ def test_a_timeout_raised_in_another_processs_context_is_still_a_timeout() -> No
                    switch_in(T0 + 5_012_000), switch_out(T0 + 5_013_000, state="R", nxt=9), switch_in(T0 + 5_014_000, prev=9),
                    leave(T0 + 5_015_000, ret=-110))
     assert [(b.by, b.holder) for b in s.reblocks] == [("timeout", "")]
+    # ... even when the call returns 0: the holder's wake took the waiter off the futex while it
+    # waited for a CPU after its timer's -- nothing outside the process wakes a private futex.
+    context = rb.WaiterContext(**dict(CONTEXT.__dict__, gil_releases=((T0 + 5_012_500, N),)))
+    s = _reblocked(enter(T0 + 9_000, arg0=GIL), switch_out(T0 + 10_000), stranger, wakeup(T0 + 5_011_000),
+                   switch_in(T0 + 5_014_000, prev=9), leave(T0 + 5_015_000, ret=0), context=context)
+    assert [(b.by, b.holder, b.holder_tid) for b in s.reblocks] == [("timeout", "notifier", N)]
+    # A shared futex (no private flag: a semaphore in shared memory) can be woken by another process.
+    shared = SchedEvent(T0 + 9_000, "enter", 1, W, tgid=PID, syscall="futex", arg0=LOCK, arg1=0x09)
+    s = _reblocked(shared, switch_out(T0 + 10_000), stranger, wakeup(T0 + 5_011_000), switch_in(T0 + 5_014_000, prev=9),
+                   leave(T0 + 5_015_000, ret=0))
+    assert [(b.on, b.by, b.holder, b.holder_tid) for b in s.reblocks] == [("lock", "process", "process", 4242)]
 
 
 # -- naming each re-block ---------------------------------------------------------------------

@@ -253,8 +253,14 @@ class _Walk:
             self.credit(event.time_ns)
             if self.sleeping is not None:
                 by = waker_role(event.tid, event.tgid, self.tgid, self.context)
-                self.sleeping = dataclasses.replace(self.sleeping, by=by, holder_tid=event.tid or None,
-                                                    ended_ns=event.time_ns)
+                call = self.call
+                if by in ("process", "unknown") and call is not None and call.syscall == "futex" and call.arg1 & 0x80:
+                    # Nothing outside the process can wake a private futex: a wake raised in another
+                    # process's (or the idle task's) context is its timer's interrupt.  Even if the
+                    # call then returns 0 (the holder's wake took it off the futex before it ran).
+                    by = "timeout"
+                self.sleeping = dataclasses.replace(self.sleeping, by=by, ended_ns=event.time_ns,
+                                                    holder_tid=None if by == "timeout" else event.tid or None)
                 count = len(self.blocks)
                 self.end_sleep()
                 # The exit of the call it slept in will say whether that wake was its timeout.
