@@ -38,7 +38,10 @@ def test_arm_restores_process_state(arm, tiny_params) -> None:
     assert _settled_children(kids) - kids == set()
     if isinstance(raw, RawLatency):
         assert len(raw.samples_ns) + raw.lost == tiny_params.n
-        assert raw.lost == 0
+        # A storm's probe may be merged into the storm's other signals (a standard signal pends once): what
+        # a storm arm measures is how many arrive (tests/test_storms.py), so only the others owe every wake.
+        if arm.driver != "storm":
+            assert raw.lost == 0
         assert all(s > 0 for s in raw.samples_ns)
 
 
