@@ -131,7 +131,7 @@ def serve(factory: Callable[..., Tuple[Callable[[], object], Callable[[float], O
 
 
 def measure(params: MeasureParams, path: WakePath, factory: Callable[..., Any], args: Tuple[Any, ...] = (),
-            shared: Optional[Dict[str, Any]] = None, name: str = "wakelab-subinterp-waiter") -> RawLatency:
+            name: str = "wakelab-subinterp-waiter") -> RawLatency:
     """Time ``path``'s notify in this interpreter waking ``factory``'s wait in a subinterpreter.
 
     ``factory`` is a module-level function (imported by name inside the
@@ -168,8 +168,6 @@ def measure(params: MeasureParams, path: WakePath, factory: Callable[..., Any], 
             GO_R=go_r, READY_W=ready_w, DONE_W=done_w, TIMEOUT_S=float(params.timeout_s),
             IDLE_S=float(handshake_s), WAITER_CPU=-1 if waiter_cpu is None else int(waiter_cpu),
         )
-        if shared:
-            interp.prepare_main(**shared)
 
         def run_waiter() -> None:
             box["tid"] = native_tid()
