@@ -350,18 +350,18 @@ def test_declarations_check_their_shape() -> None:
     with pytest.raises(ValueError, match="path_entry"):
         ChildWaiter(processes.sigwait_waiter)
     with pytest.raises(ValueError, match="not 'exec' or 'spawn'"):
-        ChildWaiter(processes.sigwait_waiter, start="fork", path_entry=processes._SRC_DIR)
+        ChildWaiter(processes.sigwait_waiter, start="fork", path_entry=drivers.SRC_DIR)
 
 
 def test_src_dir_is_where_the_child_imports_the_family_from() -> None:
-    assert os.path.isfile(os.path.join(processes._SRC_DIR, "wakelab", "core", "families", "processes.py"))
+    assert os.path.isfile(os.path.join(drivers.SRC_DIR, "wakelab", "core", "families", "processes.py"))
 
 
 def test_a_child_factory_must_be_importable_by_name() -> None:
     def local_waiter() -> WaitSide:  # pragma: no cover - never reaches a child
         raise AssertionError
 
-    waiter = ChildWaiter(local_waiter, path_entry=processes._SRC_DIR)
+    waiter = ChildWaiter(local_waiter, path_entry=drivers.SRC_DIR)
     with pytest.raises(ValueError, match="module-level function"):
         child_driver._child_command(SMALL, waiter, 3)
 
@@ -469,7 +469,7 @@ def test_child_that_fails_to_start_is_reported_with_its_stderr(
 def test_child_error_is_reported_with_its_traceback(start: str) -> None:
     # fd 1000 is not open in the child: the family's factory fails there, before hello.
     def make_path() -> ChildPath:
-        waiter = ChildWaiter(processes.pipe_waiter, (1000,), start=start, path_entry=processes._SRC_DIR)
+        waiter = ChildWaiter(processes.pipe_waiter, (1000,), start=start, path_entry=drivers.SRC_DIR)
         return ChildPath(waiter=waiter, notifier=lambda pid: Notifier(notify=lambda: None))
 
     before = _state()

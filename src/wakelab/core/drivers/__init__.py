@@ -101,6 +101,13 @@ from typing import Callable, Dict, List, Optional
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, now_ns
 
 
+#: src/: the folder that holds the wakelab package, put first on ``sys.path`` where a driver's waiter
+#: imports its family's moves afresh (an exec'd child, a subinterpreter, an interpreter pool's worker).
+#: Derived from this file rather than wakelab.__file__ so that it also works while wakelab is a
+#: namespace package.
+SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
 #: Set (by the worker, or the runner in process) when the run is traced: the closed-loop
 #: drivers then keep every wake's ``t0`` -- stored after the wake is over, never inside the
 #: timed window -- so that the kernel's scheduler events can be matched to each wake

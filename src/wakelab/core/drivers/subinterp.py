@@ -47,7 +47,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from wakelab.core.drivers import HarnessError, WakePath, handshake_timeout_s, native_tid
+from wakelab.core.drivers import SRC_DIR, HarnessError, WakePath, handshake_timeout_s, native_tid
 from wakelab.core.model import LOST_NS, LatencyCollector, MeasureParams, RawLatency
 
 #: This driver does not honour ``params.mode == "open"``.
@@ -71,8 +71,6 @@ _module = importlib.import_module(FACTORY_MODULE)
 serve(getattr(_module, FACTORY_NAME), ARGS, GO_R, READY_W, DONE_W, TIMEOUT_S, IDLE_S, WAITER_CPU)
 """
 
-# src/: the folder that holds the wakelab package, put first on the subinterpreter's sys.path.
-_SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def requires_interpreters() -> Optional[str]:
@@ -164,7 +162,7 @@ def measure(params: MeasureParams, path: WakePath, factory: Callable[..., Any], 
     stale = 0
     try:
         interp.prepare_main(
-            SRC=_SRC_DIR, FACTORY_MODULE=factory.__module__, FACTORY_NAME=factory.__name__, ARGS=tuple(args),
+            SRC=SRC_DIR, FACTORY_MODULE=factory.__module__, FACTORY_NAME=factory.__name__, ARGS=tuple(args),
             GO_R=go_r, READY_W=ready_w, DONE_W=done_w, TIMEOUT_S=float(params.timeout_s),
             IDLE_S=float(handshake_s), WAITER_CPU=-1 if waiter_cpu is None else int(waiter_cpu),
         )

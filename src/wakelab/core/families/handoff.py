@@ -49,7 +49,7 @@ import select
 import time
 from typing import Callable, List, Optional, Tuple
 
-from wakelab.core.drivers import WakePath
+from wakelab.core.drivers import SRC_DIR, WakePath
 from wakelab.core.drivers import pool as pool_driver
 from wakelab.core.drivers import subinterp as interp_driver
 from wakelab.core.drivers.subinterp import requires_interpreters
@@ -214,12 +214,10 @@ def measure_thread_pool_submit(params: MeasureParams) -> RawLatency:
 
 def measure_interp_pool_submit(params: MeasureParams) -> RawLatency:
     """Hand-off latency (ns) of ``InterpreterPoolExecutor.submit`` to the task's first statement."""
-    from wakelab.core.drivers.subinterp import _SRC_DIR
-
     executor_type = importlib.import_module("concurrent.futures.interpreter").InterpreterPoolExecutor
     # Each worker interpreter gets this wakelab's folder on its sys.path before its first task
     # (the task is pickled by reference: the worker imports this module to run it).
-    with executor_type(max_workers=1, initializer=_add_path, initargs=(_SRC_DIR,)) as executor:
+    with executor_type(max_workers=1, initializer=_add_path, initargs=(SRC_DIR,)) as executor:
         _warm(executor, params)
         return pool_driver.measure(params, executor, first_statement, {"executor": "InterpreterPoolExecutor(max_workers=1)"})
 

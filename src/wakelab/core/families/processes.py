@@ -51,6 +51,7 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from wakelab.core.drivers import SRC_DIR
 from wakelab.core.drivers import child as driver
 from wakelab.core.drivers.child import (  # noqa: F401 (WaiterChildError: part of this family's API)
     SPAWN,
@@ -81,12 +82,6 @@ from wakelab.core.model import (
 FAMILY = Family(id="processes", title="Processes", color="#E69F00", order=60, group=GROUP_PROCESSES, user_arms=True)
 
 now_ns = time.perf_counter_ns
-
-# src/ (the directory that holds the wakelab package), from which an exec child imports this
-# module to build its wait.  Derived from this file rather than wakelab.__file__ so that it
-# also works while wakelab is a namespace package.
-_SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
 
 # --- availability -------------------------------------------------------------
 
@@ -149,7 +144,7 @@ def _kill_notifier(pid: int) -> Notifier:
 
 def kill_sigwait_path() -> ChildPath:
     """``os.kill(child, SIGUSR1)`` wakes the child in ``sigtimedwait``."""
-    return ChildPath(waiter=ChildWaiter(sigwait_waiter, path_entry=_SRC_DIR), notifier=_kill_notifier)
+    return ChildPath(waiter=ChildWaiter(sigwait_waiter, path_entry=SRC_DIR), notifier=_kill_notifier)
 
 
 # --- pipe-process, eventfd-fork ---------------------------------------------------
@@ -220,7 +215,7 @@ def pipe_path() -> ChildPath:
     read_fd, write_fd = os.pipe()
     write = functools.partial(os.write, write_fd, b"w")
     return ChildPath(
-        waiter=ChildWaiter(pipe_waiter, (read_fd,), pass_fds=(read_fd,), path_entry=_SRC_DIR),
+        waiter=ChildWaiter(pipe_waiter, (read_fd,), pass_fds=(read_fd,), path_entry=SRC_DIR),
         notifier=lambda pid: Notifier(notify=write),
         close=_closing(read_fd, write_fd),
     )
@@ -231,7 +226,7 @@ def eventfd_path() -> ChildPath:
     efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
     write = functools.partial(os.eventfd_write, efd, 1)
     return ChildPath(
-        waiter=ChildWaiter(eventfd_waiter, (efd,), pass_fds=(efd,), path_entry=_SRC_DIR),
+        waiter=ChildWaiter(eventfd_waiter, (efd,), pass_fds=(efd,), path_entry=SRC_DIR),
         notifier=lambda pid: Notifier(notify=write),
         close=_closing(efd),
     )
