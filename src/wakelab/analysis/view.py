@@ -5,7 +5,9 @@ same for a run.  A :class:`RunView` is built once per loaded bundle
 (:func:`view_of`) and handed to summary.txt and the short form, the HTML
 report and the Markdown export, which only place its fields: the "vs C"
 ratios, the lab's pairings, the rankings of comparable wake paths, the
-guidance, and the measurement-quality warnings apart from the notes.
+guidance, and the measurement-quality warnings apart from the notes, gathered
+into groups that each say one thing (:mod:`wakelab.analysis.warning_groups`), and
+the load the run saw beside it.
 
 Each field is computed the first time a renderer asks for it and kept: a CSV
 export that never shows the guidance never pays for it, and a page that shows
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any, Mapping, Tuple, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, Pairing, lab_pairings, native_ratios
+from wakelab.analysis.warning_groups import MachineLoad, WarningGroup, group_warnings, machine_load
 from wakelab.evidence.model import Bundle, WarningRecord
 
 if TYPE_CHECKING:
@@ -73,6 +76,21 @@ class RunView:
     def notes(self) -> Tuple[WarningRecord, ...]:
         """The records of level ``note`` (a percentile left out for want of wakes)."""
         return self._warnings_and_notes[1]
+
+    @functools.cached_property
+    def warning_groups(self) -> Tuple[WarningGroup, ...]:
+        """:attr:`warnings` gathered by what they say (:func:`~wakelab.analysis.warning_groups.group_warnings`)."""
+        return group_warnings(self.warnings)
+
+    @functools.cached_property
+    def note_groups(self) -> Tuple[WarningGroup, ...]:
+        """:attr:`notes` gathered the same way (a note never joins a warning)."""
+        return group_warnings(self.notes)
+
+    @functools.cached_property
+    def machine_load(self) -> Optional[MachineLoad]:
+        """The other processes that kept the machine busy during the run, or None (:func:`~wakelab.analysis.warning_groups.machine_load`)."""
+        return machine_load(self.bundle.summary)
 
 
 def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:

@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     show.add_argument("--hist", nargs="?", const=ALL_ARMS, default=None, metavar="ARM",
                       help="print a histogram of each latency arm's wakes (or of ARM; several: event,pipe), "
                       "on log bins, with p50 and p99 marked; rate arms time rounds, not wakes, and have none")
+    show.add_argument("--full", action="store_true",
+                      help="list every measurement-quality warning arm by arm, as summary.json records them (summary.txt "
+                      "gathers the arms that share one on a line)")
     suggest_long_options(show)
     show.set_defaults(handler=cmd_show)
 
@@ -48,7 +51,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return EXIT_OK
     from wakelab.report.text import format_summary
 
-    sys.stdout.write(format_summary(load_summary(args.path)))
+    sys.stdout.write(format_summary(load_summary(args.path), arm_by_arm=args.full))
     return EXIT_OK
 
 

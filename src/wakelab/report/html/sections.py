@@ -497,18 +497,26 @@ def render_honesty(run: Run) -> str:
 
 
 def render_caveats(run: Run) -> str:
+    """The caveats, then the measurement-quality warnings -- the load the run saw first, the arms that share a
+    warning on one item with each arm's own sentence folded under it -- and the notes."""
+    from wakelab.report.text import format_machine_load, format_warning_group
+
     view = _view(run)
     caveats = [c for c in _list(view.summary.get("caveats"))]
-    quality = [w for w in view.warnings if isinstance(w.raw, (str, dict))]
+    quality = [g for g in view.warning_groups if all(isinstance(w.raw, (str, dict)) for w in g.records)]
     notes = [w for w in view.notes if isinstance(w.raw, (str, dict))]
     parts: List[str] = []
     if caveats:
         parts.append('<ul class="caveats">%s</ul>' % "".join("<li>%s</li>" % esc(c) for c in caveats))
-    if quality:
-        parts.append(
-            '<h3>Measurement-quality warnings</h3><ul class="caveats quality">%s</ul>'
-            % "".join("<li>%s</li>" % esc(format_warning(w)) for w in quality)
-        )
+    items = ["<li>%s</li>" % esc(format_machine_load(view.machine_load))] if view.machine_load is not None else []
+    for group in quality:
+        if group.grouped:
+            items.append("<li>%s<details><summary>Arm by arm</summary><ul>%s</ul></details></li>" % (
+                esc(format_warning_group(group)), "".join("<li>%s</li>" % esc(format_warning(w)) for w in group.records)))
+        else:
+            items.append("<li>%s</li>" % esc(format_warning(group.records[0])))
+    if items:
+        parts.append('<h3>Measurement-quality warnings</h3><ul class="caveats quality">%s</ul>' % "".join(items))
     if notes:
         parts.append('<h3>Notes</h3><ul class="caveats notes">%s</ul>' % "".join("<li>%s</li>" % esc(format_warning(w)) for w in notes))
     return "".join(parts) or '<p class="muted">No caveats: every arm ran, no wake was lost.</p>'
