@@ -30,6 +30,15 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from wakelab.analysis.warning_figures import (
+    PollingFigures,
+    Population,
+    PopulationsFigures,
+    SpreadFigures,
+    SwitchTailFigures,
+    TimerFloorFigures,
+    figures_of,
+)
 from wakelab.evidence.model import WarningKind, WarningRecord
 
 # -- what a group's members share --------------------------------------------------------------
@@ -141,69 +150,57 @@ def _number(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
-def _population_level_ratio(populations: Any) -> Optional[float]:
+def _population_level_ratio(populations: Sequence[Population]) -> Optional[float]:
     """The slowest population's level over the fastest's, each at the middle of its range (geometric)."""
-    if not isinstance(populations, (list, tuple)) or len(populations) < 2:
-        return None
     levels: List[float] = []
     for population in populations:
-        if not isinstance(population, Mapping):
-            return None
-        low, high, share = (_number(population.get(k)) for k in ("low_ns", "high_ns", "share"))
-        if low is None or high is None or share is None or low <= 0 or high <= 0:
+        low, high = _number(population.low_ns), _number(population.high_ns)
+        if low is None or high is None or low <= 0 or high <= 0:
             return None
         levels.append(math.sqrt(low * high))
-    return max(levels) / min(levels)
-
-
-def _cause_kind(cause: Any) -> Tuple[bool, Optional[str]]:
-    """``(readable, kind)`` of a populations record's cause: None (nothing recorded) or one of the known kinds."""
-    if not cause:
-        return True, None
-    if isinstance(cause, Mapping) and cause.get("kind") in ("cpus", "workers", "placement"):
-        return True, str(cause.get("kind"))
-    return False, None
+    return max(levels) / min(levels) if len(levels) >= 2 else None
 
 
 def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, GroupMember, str]]:
-    """``(explanation, member, unit)`` of a record that can join a group, None for one that is said on its own."""
+    """``(explanation, member, unit)`` of a record that can join a group, None for one that is said on its own
+    (worded by an older runner, about no arm, of a kind this version does not know, or with figures that are
+    not what its kind says)."""
     if record.text is not None or record.arm is None or not isinstance(record.kind, WarningKind):
         return None
-    f = record.figures
-    kind = record.kind
-    if kind is WarningKind.WORKER_SPREAD:
-        ratio = _number(f.get("max_over_min"))
+    try:
+        f = figures_of(record)
+    except (KeyError, OverflowError, TypeError, ValueError):
+        return None
+    if isinstance(f, SpreadFigures):
+        ratio = _number(f.max_over_min)
         if ratio is None:
             return None
-        return (SpreadExplanation(f.get("between") == "repetitions", f.get("of") == "p50_ns"),
-                GroupMember(record, record.arm, ratio), RATIO)
-    if kind is WarningKind.POPULATIONS:
-        ratio = _population_level_ratio(f.get("populations"))
-        readable, cause = _cause_kind(f.get("cause"))
-        if ratio is None or not readable:
+        return SpreadExplanation(f.between_repetitions, f.medians), GroupMember(record, record.arm, ratio), RATIO
+    if isinstance(f, PopulationsFigures):
+        ratio = _population_level_ratio(f.named)
+        cause = f.cause.kind if f.cause is not None else None
+        if ratio is None or cause not in (None, "cpus", "workers", "placement"):
             return None
         return PopulationsExplanation(cause), GroupMember(record, record.arm, ratio), RATIO
-    if kind is WarningKind.SWITCH_INTERVAL_TAIL:
-        share, interval = _number(f.get("share")), _number(f.get("interval_s"))
-        if share is None or not interval or not isinstance(f.get("multiples"), (list, tuple)):
+    if isinstance(f, SwitchTailFigures):
+        if not math.isfinite(f.share) or not math.isfinite(f.interval_s) or f.interval_s <= 0:
             return None
-        return SwitchTailExplanation(interval), GroupMember(record, record.arm, share), SHARE
-    if kind is WarningKind.TIMER_FLOOR:
-        p50, floor = _number(f.get("p50_ns")), _number(f.get("floor_ns"))
-        series, clocksource = f.get("series"), f.get("clocksource")
-        if p50 is None or floor is None or not isinstance(f.get("multiple"), (int, float)) \
-                or not isinstance(series, (str, type(None))) or not isinstance(clocksource, (str, type(None))):
+        return SwitchTailExplanation(f.interval_s), GroupMember(record, record.arm, f.share), SHARE
+    if isinstance(f, TimerFloorFigures):
+        p50, floor = _number(f.p50_ns), _number(f.floor_ns)
+        if p50 is None or floor is None or _number(f.multiple) is None \
+                or not isinstance(f.series, (str, type(None))) or not isinstance(f.clocksource, (str, type(None))):
             return None
-        return (TimerFloorExplanation(floor, f.get("multiple"), clocksource or None),
-                GroupMember(record, record.arm, p50, series or None), DURATION_NS)
-    if kind is WarningKind.POLLING:
-        period, jitter = _number(f.get("period_ns")), _number(f.get("settle_jitter_us"))
-        if period is None or _number(f.get("low_ns")) is None or _number(f.get("high_ns")) is None \
-                or _number(f.get("distance")) is None:
+        return (TimerFloorExplanation(floor, f.multiple, f.clocksource),
+                GroupMember(record, record.arm, p50, f.series), DURATION_NS)
+    if isinstance(f, PollingFigures):
+        jitter = _number(f.settle_jitter_us)
+        reached = bool(f.spans_jitter and f.settle_jitter_us)
+        if not math.isfinite(f.period_ns) or not math.isfinite(f.distance) or _number(f.low_ns) is None \
+                or _number(f.high_ns) is None or (reached and jitter is None):
             return None
-        reached = bool(f.get("spans_jitter")) and bool(jitter)
-        return PollingExplanation(jitter if reached else None), GroupMember(record, record.arm, period), DURATION_NS
-    return None
+        return PollingExplanation(jitter if reached else None), GroupMember(record, record.arm, f.period_ns), DURATION_NS
+    return None  # percentiles-omitted: about the run, not an arm
 
 
 def _worst_first(members: Sequence[GroupMember], unit: str) -> Tuple[GroupMember, ...]:
