@@ -640,6 +640,12 @@ class Bundle:
     def lab_id(self) -> str:
         return str((self.summary.get("lab") or {}).get("id") or "")
 
+    @property
+    def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
+        """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
+        comparisons = _mapping(self.summary.get("lab")).get("comparisons") or ()
+        return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
+
     # -- the run-wide sections, each parsed once -------------------------------------------
 
     @functools.cached_property
