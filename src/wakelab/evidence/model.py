@@ -166,6 +166,8 @@ class RateFigures:
     max_ops_per_s: float
     baseline_ops_per_s: float
     net_ns_per_op: Optional[float]
+    #: The median round's time per operation (ns).
+    ns_per_op: Optional[float] = None
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "RateFigures":
@@ -177,6 +179,7 @@ class RateFigures:
             max_ops_per_s=float(doc.get("max_ops_per_s") or 0.0),
             baseline_ops_per_s=float(doc.get("baseline_ops_per_s") or 0.0),
             net_ns_per_op=_opt_float(doc.get("net_ns_per_op")),
+            ns_per_op=_opt_float(doc.get("ns_per_op")),
         )
 
 
@@ -566,6 +569,32 @@ class ArmSamples:
 
 
 @dataclasses.dataclass(frozen=True)
+class SamplesFile:
+    """An arm's samples file (``samples/<arm>.json``) as stored: its kind and its series, in ns.
+
+    Read by :meth:`Bundle.samples_file`, which has checked each series of the
+    file's kind to be a list of whole non-negative ns; not checked against the
+    summary (see :meth:`Bundle.kept_latency_samples` for that).  A latency
+    file has ``samples_ns`` and ``components_ns``; a rate file ``round_ns``,
+    ``baseline_round_ns`` and ``n_per_round`` (None unless a whole number).
+    """
+
+    kind: Any
+    samples_ns: Sequence[int] = ()
+    components_ns: Mapping[str, Sequence[int]] = dataclasses.field(default_factory=dict)
+    round_ns: Sequence[int] = ()
+    baseline_round_ns: Sequence[int] = ()
+    n_per_round: Optional[int] = None
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "SamplesFile":
+        per_round = doc.get("n_per_round")
+        return cls(doc.get("kind"), doc.get("samples_ns") or (), dict(doc.get("components_ns") or {}),
+                   doc.get("round_ns") or (), doc.get("baseline_round_ns") or (),
+                   per_round if isinstance(per_round, int) and not isinstance(per_round, bool) else None)
+
+
+@dataclasses.dataclass(frozen=True)
 class RawKept:
     """How many of an arm's counted wakes its samples file keeps as raw samples, and in how many worker units.
 
@@ -753,6 +782,10 @@ class Bundle:
         from wakelab.evidence.load import load_samples
 
         return load_samples(self.folder, dict(entry))
+
+    def samples_file(self, arm: ArmRecord) -> SamplesFile:
+        """Arm ``arm``'s samples file as stored (EvidenceError when unusable)."""
+        return SamplesFile.from_dict(self.samples_doc(arm.entry))
 
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes of a measured latency arm, every one, checked against the summary's n.

@@ -15,7 +15,7 @@ per run, so a grid gives one file per cell.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 from wakelab.evidence.model import Bundle, Grid, GridCell  # noqa: F401 (GridCell: the exporters' cells)
 
@@ -104,7 +104,3 @@ def load_source(path: str) -> Source:
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
     return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
 
-
-def arm_entries(evidence: Evidence) -> Tuple[Mapping[str, Any], ...]:
-    """The run's arms in run order (summary.json keeps them in run order)."""
-    return evidence.arm_entries()

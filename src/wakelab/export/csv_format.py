@@ -29,9 +29,10 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
+from wakelab.evidence.model import ArmRecord
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
 LATENCY_COLUMNS = (
@@ -112,12 +113,10 @@ def format_value(value: Any) -> str:
     return format_text(value)
 
 
-def arm_row(entry: Mapping[str, Any]) -> List[str]:
-    row = [format_text(entry.get("name" if column == "arm" else column)) for column in ARM_COLUMNS]
-    latency: Mapping[str, Any] = entry.get("latency") or {}
-    rate: Mapping[str, Any] = entry.get("rate") or {}
-    row.extend(formatter_for(column)(latency.get(column)) for column in LATENCY_COLUMNS)
-    row.extend(formatter_for(column)(rate.get(column)) for column in RATE_COLUMNS)
+def arm_row(arm: ArmRecord) -> List[str]:
+    row = [format_text(v) for v in (arm.name, arm.family, arm.kind, arm.waiter, arm.scope, arm.status, arm.native)]
+    row.extend(formatter_for(column)(getattr(arm.latency, column, None)) for column in LATENCY_COLUMNS)
+    row.extend(formatter_for(column)(getattr(arm.rate, column, None)) for column in RATE_COLUMNS)
     return row
 
 
@@ -152,7 +151,7 @@ def _write(rows: Sequence[Sequence[str]]) -> str:
 
 def format_csv(evidence: Evidence) -> str:
     """The run's arms as CSV text (``\\n`` line ends, header first)."""
-    return _write([list(COLUMNS)] + [arm_row(entry) for entry in arm_entries(evidence)])
+    return _write([list(COLUMNS)] + [arm_row(arm) for arm in evidence.arms()])
 
 
 def format_grid_csv(grid: Grid) -> str:
@@ -160,7 +159,7 @@ def format_grid_csv(grid: Grid) -> str:
     labels = grid_label_cells(grid)
     rows: List[List[str]] = [grid_label_columns(grid, COLUMNS) + list(COLUMNS)]
     for cell in grid.with_evidence:
-        rows.extend(labels[cell.label] + arm_row(entry) for entry in arm_entries(cell.evidence))
+        rows.extend(labels[cell.label] + arm_row(arm) for arm in cell.evidence.arms())
     return _write(rows)
 
 

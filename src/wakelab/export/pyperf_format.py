@@ -159,23 +159,23 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
     return metadata
 
 
-def _series(evidence: Evidence, entry: Mapping[str, Any]) -> List[Tuple[str, Sequence[int], int]]:
+def _series(evidence: Evidence, arm: ArmRecord) -> List[Tuple[str, Sequence[int], int]]:
     """(benchmark name, raw ns values, operations per value) of every series of an arm."""
-    name = str(entry["name"])
-    doc = evidence.samples_doc(entry)
-    if doc.get("kind") != entry.get("kind"):
-        raise EvidenceError("arm %s: its samples file is of kind %r, summary.json says %r" % (name, doc.get("kind"), entry.get("kind")))
-    if entry.get("kind") == "latency":
-        series = [(name, doc["samples_ns"], 1)]
-        for component, values in sorted((doc.get("components_ns") or {}).items()):
+    name = arm.name
+    samples = evidence.samples_file(arm)
+    if samples.kind != arm.kind:
+        raise EvidenceError("arm %s: its samples file is of kind %r, summary.json says %r" % (name, samples.kind, arm.kind))
+    if arm.is_latency:
+        series = [(name, samples.samples_ns, 1)]
+        for component, values in sorted(samples.components_ns.items()):
             if not _SAFE_COMPONENT.fullmatch(component):
                 raise EvidenceError("arm %s: component name %r is not a plain name" % (name, component))
             series.append(("%s.%s" % (name, component), values, 1))
         return series
-    per_round = _whole(doc.get("n_per_round"))
+    per_round = samples.n_per_round
     if per_round is None or per_round < 1:
         raise EvidenceError("arm %s: n_per_round in its samples file must be a whole number >= 1" % name)
-    return [(name, doc["round_ns"], per_round), ("%s.%s" % (name, EMPTY_LOOP), doc["baseline_round_ns"], per_round)]
+    return [(name, samples.round_ns, per_round), ("%s.%s" % (name, EMPTY_LOOP), samples.baseline_round_ns, per_round)]
 
 
 def worker_counts(arm: ArmRecord) -> Optional[List[int]]:
@@ -259,7 +259,7 @@ def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object
             continue
         metadata = dict(run_metadata(evidence, arm), **(extra_metadata or {}))
         counts = worker_counts(arm)
-        for name, values_ns, per_value in _series(evidence, arm.entry):
+        for name, values_ns, per_value in _series(evidence, arm):
             if 0 in values_ns:
                 notes.append("%s not exported: it has a 0 ns sample and pyperf values must be > 0" % name)
                 continue
@@ -303,7 +303,7 @@ def cell_metadata(grid: Grid, cell: GridCell) -> Dict[str, object]:
     """pyperf metadata naming a grid cell: ``wakelab_cell`` and ``wakelab_cell_<dimension>``."""
     metadata: Dict[str, object] = {"wakelab_cell": cell.label}
     for dimension in grid.dimensions:
-        value = cell.dimensions.get(dimension)
+        value = cell.dimensions.get(dimension)  # a grid's dimensions are named by the grid
         key = "wakelab_cell_" + re.sub(r"[^A-Za-z0-9_]", "_", dimension)
         if isinstance(value, int) and not isinstance(value, bool):
             metadata[key] = value
