@@ -49,11 +49,13 @@ Run = Union[Bundle, Mapping[str, Any]]
 Arm = Union[ArmRecord, Mapping[str, Any]]
 
 
-def _bundle(run: Run) -> Bundle:
+def bundle_of(run: Run) -> Bundle:
+    """``run`` as a :class:`Bundle` (a summary document held in memory is wrapped, not loaded)."""
     return run if isinstance(run, Bundle) else Bundle(source="", folder="", summary=run)
 
 
-def _record(arm: Arm) -> ArmRecord:
+def arm_record(arm: Arm) -> ArmRecord:
+    """``arm`` as an :class:`ArmRecord`."""
     return arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
 
 
@@ -64,7 +66,7 @@ def gil_enabled(run: Run) -> bool:
     running without it); an interpreter that does not report it (before 3.13,
     PyPy) has one.
     """
-    return _bundle(run).interpreter.gil_enabled is not False
+    return bundle_of(run).interpreter.gil_enabled is not False
 
 
 def waiter_at_t0(arm: Arm, gil: bool) -> str:
@@ -75,7 +77,7 @@ def waiter_at_t0(arm: Arm, gil: bool) -> str:
     thread polls only if it can run while the notifier runs: in C, in another
     process, or without a GIL; under a GIL it waits for the GIL the notifier holds.
     """
-    record = _record(arm)
+    record = arm_record(arm)
     if record.waiter == "blocked":
         return PARKED_IN_KERNEL
     if record.waiter != "spinning":
@@ -125,7 +127,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
     """The pairing of two arms (records, summary entries or ``Arm.describe()``)."""
-    x, y = _record(a), _record(b)
+    x, y = arm_record(a), arm_record(b)
     aspects = (
         ("waiter", x.waiter, y.waiter),
         ("scope", x.scope, y.scope),
@@ -150,7 +152,7 @@ def like_for_like(a: Arm, b: Arm, gil: bool = True) -> bool:
 
 def lab_pairings(run: Run) -> List[Pairing]:
     """The lab's comparisons whose two arms are both in the run, in the lab's order."""
-    bundle = _bundle(run)
+    bundle = bundle_of(run)
     by_name = bundle.arms_by_name()
     gil = gil_enabled(bundle)
     pairings = []
@@ -203,7 +205,7 @@ def native_ratio(arm: ArmRecord, native: Optional[ArmRecord]) -> Optional[Native
 
 def native_ratios(run: Run) -> Dict[str, NativeRatio]:
     """Every arm of the run measured beside its C floor, by arm name, in run order."""
-    arms = _bundle(run).arms()
+    arms = bundle_of(run).arms()
     by_name = {arm.name: arm for arm in arms}
     ratios: Dict[str, NativeRatio] = {}
     for arm in arms:
@@ -246,7 +248,7 @@ def _info_count(info: Mapping[str, Any], key: str) -> int:
 
 def lost_wakes(arm: Arm) -> LostWakes:
     """The arm's lost wakes, split by cause as far as its raw record's ``info`` (the driver's own, free-form) tells."""
-    record = _record(arm)
+    record = arm_record(arm)
     lost = record.latency.lost if record.latency is not None else 0
     info = record.entry.get("info")
     info = info if isinstance(info, Mapping) else {}
@@ -271,7 +273,7 @@ def _lost_parts(lost: LostWakes, timeout_s: object) -> List[str]:
 
 def derive_caveats(run: Run) -> List[str]:
     """The caveats of the run, most important first."""
-    bundle = _bundle(run)
+    bundle = bundle_of(run)
     caveats: List[str] = []
     planted = bundle.parameters.planted_delay_us
     if planted:

@@ -207,6 +207,22 @@ class TraceFigures:
     percentiles: Mapping[str, Mapping[str, Optional[float]]] = dataclasses.field(default_factory=dict)
     wakes: int = 0
     fully_attributed: int = 0
+    #: Each band's re-blocks by cause (mean ns; they sum to its ``gil_wait``); None for a band from before
+    #: re-blocks were named (or no band).
+    at_p50_reblocks: Optional[Mapping[str, float]] = None
+    at_p99_reblocks: Optional[Mapping[str, float]] = None
+    #: The untraced p50 measured again after the traced pass (ns).
+    untraced_after_p50_ns: Optional[float] = None
+    #: Events perf dropped; wakes re-blocked; switch-ins placed at the waiter's return from its call.
+    lost_events: int = 0
+    with_gil_cycles: int = 0
+    inferred_switch_ins: int = 0
+    cross_cpu_fraction: Optional[float] = None
+    from_idle_fraction: Optional[float] = None
+    #: Who held what the waiter re-blocked on, most time first.
+    holders: Tuple["TraceHolder", ...] = ()
+    #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
+    frames: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "TraceFigures":
@@ -223,6 +239,10 @@ class TraceFigures:
             return _opt_float(value.get("latency_ns")), {
                 str(k): float(v) for k, v in parts.items() if _opt_float(v) is not None
             }
+
+        def causes(key: str) -> Optional[Dict[str, float]]:
+            found = _mapping(comps.get(key)).get("reblocks_ns")
+            return {str(k): float(v or 0.0) for k, v in found.items()} if isinstance(found, Mapping) else None
 
         p50_ns, p50 = band("at_p50")
         p99_ns, p99 = band("at_p99")
@@ -245,7 +265,52 @@ class TraceFigures:
             },
             wakes=_opt_int(comps.get("wakes")) or 0,
             fully_attributed=_opt_int(comps.get("fully_attributed")) or 0,
+            at_p50_reblocks=causes("at_p50"),
+            at_p99_reblocks=causes("at_p99"),
+            untraced_after_p50_ns=_opt_float(overhead.get("untraced_after_p50_ns")),
+            lost_events=_opt_int(doc.get("lost_events")) or 0,
+            with_gil_cycles=_opt_int(comps.get("with_gil_cycles")) or 0,
+            inferred_switch_ins=_opt_int(comps.get("inferred_switch_ins")) or 0,
+            cross_cpu_fraction=_opt_float(comps.get("cross_cpu_fraction")),
+            from_idle_fraction=_opt_float(comps.get("from_idle_fraction")),
+            holders=tuple(TraceHolder.from_dict(h) for h in _mapping(comps.get("reblocks")).get("holders") or ()
+                          if isinstance(h, Mapping)),
+            frames=_mapping(doc.get("frames")),
         )
+
+    @property
+    def has_bands(self) -> bool:
+        """True when the split recorded where the median wake goes (``at_p50``)."""
+        return self.at_p50_ns is not None or bool(self.at_p50)
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceHolder:
+    """Who held what a traced arm's waiter re-blocked on: what (``on``), who (``role``), their thread ids, in how many wakes."""
+
+    on: str
+    role: str
+    tids: Tuple[Any, ...]
+    wakes: Any
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceHolder":
+        return cls(str(doc.get("on")), str(doc.get("role") or ""), tuple(doc.get("tids") or ()), doc.get("wakes"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracing:
+    """``tracing``: whether the run asked for scheduler tracing, whether it ran, why not, and what recorded it."""
+
+    requested: bool = False
+    traced: bool = False
+    reason: Optional[str] = None
+    tool: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "Tracing":
+        d = _mapping(doc)
+        return cls(bool(d.get("requested")), bool(d.get("traced")), d.get("reason"), d.get("tool"))
 
 
 class WarningKind(str, enum.Enum):
@@ -704,6 +769,10 @@ class Bundle:
     @functools.cached_property
     def system(self) -> System:
         return System.from_dict(self.summary.get("system"))
+
+    @functools.cached_property
+    def tracing(self) -> Tracing:
+        return Tracing.from_dict(self.summary.get("tracing"))
 
     @functools.cached_property
     def soak(self) -> Optional[Soak]:
