@@ -145,11 +145,6 @@ def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
     )
 
 
-def like_for_like(a: Arm, b: Arm, gil: bool = True) -> bool:
-    """True when arms ``a`` and ``b`` agree on waiter state, scope and the waiter at ``t0``."""
-    return pair_arms(a, b, gil).like_for_like
-
-
 def lab_pairings(run: Run) -> List[Pairing]:
     """The lab's comparisons whose two arms are both in the run, in the lab's order."""
     bundle = bundle_of(run)
