@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from wakelab.analysis.matrix import read_matrix
+from wakelab.analysis.matrix import compare_matrix
 
 
 def latency(cell: str, p50: Optional[float], p99: Optional[float], **extra: Any) -> Dict[str, Any]:
@@ -23,7 +23,7 @@ def rate(cell: str, ops: float) -> Dict[str, Any]:
 
 
 def test_cells_are_set_against_the_first_measured_cell() -> None:
-    matrix = read_matrix({"lab": {"id": "x"}, "cells": [], "arms": [
+    matrix = compare_matrix({"lab": {"id": "x"}, "cells": [], "arms": [
         {"name": "event", "rows": [dict(latency("a", None, None), status="failed", latency=None),
                                    latency("b", 10_000.0, 40_000.0), latency("c", 5_000.0, 80_000.0, spread={"max_over_min": "x"})]},
         {"name": "install", "rows": [rate("a", 200_000.0), rate("b", 300_000.0)]},
@@ -32,15 +32,15 @@ def test_cells_are_set_against_the_first_measured_cell() -> None:
     assert (event.kind, event.base_cell, install.kind) == ("latency", "b", "rate")
     failed, base, other = event.rows
     assert failed.arm.latency is None and failed.p50_ratio is None and failed.arm.status == "failed"
-    assert (base.p50_ratio, base.p99_ratio, base.spread) == (1.0, 1.0, 1.2)
-    assert (other.p50_ratio, other.p99_ratio, other.spread) == (0.5, 2.0, None)
+    assert (base.p50_ratio, base.p99_ratio, base.entry.spread) == (1.0, 1.0, 1.2)
+    assert (other.p50_ratio, other.p99_ratio, other.entry.spread) == (0.5, 2.0, None)
     assert other.tone.tail_worse and other.tone.css == "slower"
     assert [row.rate_ratio for row in install.rows] == [1.0, pytest.approx(1.5)]
-    assert matrix.title == "x" and not matrix.has_native
+    assert matrix.doc.title == "x" and not matrix.has_native
 
 
 def test_each_cell_is_set_against_its_own_c_floor() -> None:
-    matrix = read_matrix({"lab": {"id": "x"}, "cells": [], "arms": [
+    matrix = compare_matrix({"lab": {"id": "x"}, "cells": [], "arms": [
         {"name": "event", "rows": [latency("a", 10_000.0, 1.0, native="native-condvar", native_match="matched"),
                                    latency("b", 30_000.0, 1.0, native="native-condvar", native_match="nearest")]},
         {"name": "native-condvar", "rows": [latency("a", 4_000.0, 1.0), dict(latency("b", 1.0, 1.0), status="failed")]},

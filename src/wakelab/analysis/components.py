@@ -63,6 +63,7 @@ from wakelab.analysis.reblocks import (
     waker_role,
 )
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
+from wakelab.formatting import escape_text, format_us as _us
 
 #: Components in the order of a wake.
 COMPONENTS: Tuple[str, ...] = ("notify", "sched_wake", "sched_queue", "gil_wait", "interpreter", "unattributed")
@@ -594,12 +595,6 @@ def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -
 # -- text --------------------------------------------------------------------------------------
 
 
-def _us(value: Optional[float]) -> str:
-    from wakelab.formatting import format_us
-
-    return format_us(value)
-
-
 #: A re-block cause under this share of its band's latency is folded into "other re-blocks".
 CAUSE_SHOWN_SHARE = 0.01
 
@@ -699,8 +694,6 @@ def format_where_the_time_goes(run: Run) -> List[str]:
     """The WHERE THE TIME GOES block of summary.txt: per traced arm, where its median and
     tail wakes go, Python beside its C floor; an untraced run or arm says why (empty when the
     run was not asked to trace).  Strings from the evidence are escaped."""
-    from wakelab.formatting import escape_text
-
     bundle = bundle_of(run)
     tracing = bundle.tracing
     if not tracing.requested:

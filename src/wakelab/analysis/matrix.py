@@ -1,7 +1,7 @@
-"""A grid's matrix as typed records, each arm's cells set against the first cell that measured it.
+"""A grid's matrix with each arm's cells set against the first cell that measured it.
 
-The matrix document (matrix.json, or the one a grid run holds in memory) is
-read here once into a :class:`Matrix`; the comparisons its renderers show --
+The matrix document, read once into a :class:`~wakelab.evidence.matrix.MatrixDoc`,
+is compared here into a :class:`Matrix`; the comparisons its renderers show --
 each latency cell's p50 and p99 over the first cell's, their judgement
 (:func:`ratio_tone`), a rate cell's ops/s over the first, each cell's arm
 against its C floor measured in the same cell -- are computed here too, so
@@ -9,19 +9,17 @@ that matrix.txt only lays them out.
 
 The rule a ratio is judged by (:data:`RATIO_NOISE`, :func:`ratio_tone`) is the
 one the HTML report colours its ratios by: both renderers judge alike.
-
-Figures are read as the matrix holds them, and anything in a figure that is
-not a number is left out (matrix.json's schema lets a figure be a string).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, native_ratio
-from wakelab.evidence.model import LATENCY, RATE, ArmRecord, Interpreter, LatencyFigures
+from wakelab.evidence.matrix import MatrixDoc, MatrixEntry
+from wakelab.evidence.model import LATENCY, RATE, ArmRecord, LatencyFigures
 from wakelab.formatting import format_ratio
 
 # How far a ratio must move from 1 before it is called a change: the noise band the ratios of one
@@ -85,31 +83,9 @@ def positive_ratio(value: Any, base: Any) -> Optional[float]:
     return float(value) / float(base)
 
 
-def _numbers(figures: object) -> Optional[Dict[str, Any]]:
-    """The numbers of a figures object (and its ``omitted``); None for no figures at all."""
-    if not isinstance(figures, Mapping) or not figures:
-        return None
-    return {str(k): v for k, v in figures.items() if _number(v) or (k == "omitted" and isinstance(v, Mapping))}
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixCell:
-    """One cell as the matrix lists it: label, its value of each dimension, interpreter, status and whether it completed."""
-
-    label: str
-    dimensions: Mapping[str, Any]
-    interpreter: Optional[Interpreter]
-    status: str
-    complete: bool
-
-    def dimension(self, name: str) -> str:
-        """The cell's value of dimension ``name`` as text (``None`` where it has none)."""
-        return str(self.dimensions.get(name))
-
-
 @dataclasses.dataclass(frozen=True)
 class MatrixRow:
-    """One arm in one cell: the arm's record there (its figures, status, C floor) and how it compares.
+    """One arm in one cell (``entry``: its figures, status, C floor and spread there) and how it compares.
 
     ``p50_ratio``/``p99_ratio`` set a latency cell against the arm's first
     measured cell, ``tone`` judges them; ``rate_ratio`` is a rate cell's ops/s
@@ -117,14 +93,20 @@ class MatrixRow:
     the same cell (None where there is none).
     """
 
-    cell: str
-    arm: ArmRecord
-    spread: Optional[float] = None
+    entry: MatrixEntry
     p50_ratio: Optional[float] = None
     p99_ratio: Optional[float] = None
     tone: RatioTone = RatioTone("", False, "")
     rate_ratio: Optional[float] = None
     native: Optional[NativeRatio] = None
+
+    @property
+    def cell(self) -> str:
+        return self.entry.cell
+
+    @property
+    def arm(self) -> ArmRecord:
+        return self.entry.arm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,42 +124,11 @@ class MatrixArm:
 
 
 @dataclasses.dataclass(frozen=True)
-class VerdictTable:
-    title: str
-    header: Tuple[str, ...]
-    rows: Tuple[Tuple[str, ...], ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixVerdict:
-    """The lab's own tables and sentences over the cells (the free-threading lab's GIL A/B), as its analysis gave them."""
-
-    title: str
-    tables: Tuple[VerdictTable, ...]
-    sentences: Tuple[str, ...]
-
-    @classmethod
-    def from_dict(cls, doc: object) -> Optional["MatrixVerdict"]:
-        if not isinstance(doc, Mapping):
-            return None
-        tables = tuple(
-            VerdictTable(str(t.get("title") or ""), tuple(str(h) for h in t.get("header") or ()),
-                         tuple(tuple(str(c) for c in row) for row in t["rows"]))
-            for t in doc.get("tables") or () if isinstance(t, Mapping) and t.get("rows")
-        )
-        return cls(str(doc.get("title") or "VERDICT"), tables, tuple(str(s) for s in doc.get("sentences") or ()))
-
-
-@dataclasses.dataclass(frozen=True)
 class Matrix:
-    """A grid's matrix document, read once, with every arm's cells compared (see the module's docstring)."""
+    """A grid's matrix document (``doc``: its cells, verdict ...) with every arm's cells compared."""
 
-    title: str
-    started_utc: Any
-    complete: bool
-    cells: Tuple[MatrixCell, ...]
+    doc: MatrixDoc
     arms: Tuple[MatrixArm, ...]
-    verdict: Optional[MatrixVerdict]
 
     @property
     def has_native(self) -> bool:
@@ -185,29 +136,15 @@ class Matrix:
         return any(arm.has_native for arm in self.arms)
 
 
-def _cell(doc: Mapping[str, Any]) -> MatrixCell:
-    interp = doc.get("interpreter")
-    return MatrixCell(str(doc.get("label")), dict(doc.get("dimensions") or {}),
-                      Interpreter.from_dict(interp) if isinstance(interp, Mapping) and interp else None,
-                      str(doc.get("status")), bool(doc.get("complete")))
-
-
-def _arm_record(name: str, row: Mapping[str, Any]) -> ArmRecord:
-    return ArmRecord.from_dict(dict(row, name=name, latency=_numbers(row.get("latency")), rate=_numbers(row.get("rate"))))
-
-
-def _compare(name: str, records: Sequence[Tuple[Mapping[str, Any], ArmRecord]],
-             natives: Mapping[str, NativeRatio]) -> MatrixArm:
+def _compare(name: str, entries: Sequence[MatrixEntry], natives: Mapping[str, NativeRatio]) -> MatrixArm:
     """Arm ``name``'s rows, each set against the first cell that measured it."""
-    arms = [arm for _, arm in records]
-    kind = next((a.kind for a in arms if a.kind), LATENCY)
-    base = next(((raw, a) for raw, a in records if a.latency is not None and a.latency.p50_ns), None)
-    base_lat: Optional[LatencyFigures] = base[1].latency if base is not None else None
-    base_rate = next((a.rate.ops_per_s for a in arms if a.rate is not None), None)
+    kind = next((e.arm.kind for e in entries if e.arm.kind), LATENCY)
+    base = next((e for e in entries if e.arm.latency is not None and e.arm.latency.p50_ns), None)
+    base_lat: Optional[LatencyFigures] = base.arm.latency if base is not None else None
+    base_rate = next((e.arm.rate.ops_per_s for e in entries if e.arm.rate is not None), None)
     rows = []
-    for raw, arm in records:
-        spread = (_numbers(raw.get("spread")) or {}).get("max_over_min")
-        row = MatrixRow(str(raw.get("cell")), arm, spread or None, native=natives.get(str(raw.get("cell"))))
+    for entry in entries:
+        row, arm = MatrixRow(entry, native=natives.get(entry.cell)), entry.arm
         if kind == RATE and arm.rate is not None:
             ops = arm.rate.ops_per_s
             row = dataclasses.replace(row, rate_ratio=ops / base_rate if base_rate and ops else None)
@@ -216,39 +153,27 @@ def _compare(name: str, records: Sequence[Tuple[Mapping[str, Any], ArmRecord]],
             p99 = positive_ratio(arm.latency.p99_ns, base_lat.p99_ns if base_lat else None)
             row = dataclasses.replace(row, p50_ratio=p50, p99_ratio=p99, tone=ratio_tone(p50, p99))
         rows.append(row)
-    return MatrixArm(name, kind, tuple(rows), str(base[0].get("cell")) if base is not None else None)
+    return MatrixArm(name, kind, tuple(rows), base.cell if base is not None else None)
 
 
-def read_matrix(doc: Mapping[str, Any]) -> Matrix:
-    """The matrix document ``doc`` as a :class:`Matrix`, every arm's cells compared.
+def compare_matrix(doc: Union[MatrixDoc, Mapping[str, Any]]) -> Matrix:
+    """The matrix document ``doc`` (read with :meth:`MatrixDoc.from_dict` if it is not yet) with every arm's cells compared.
 
     "vs C" uses the ``native`` and ``native_match`` each row carries
     (matrices before 0.2 carry neither: no "vs C" then).
     """
-    lab = doc.get("lab") or {}
-    raw_arms = [(str(arm.get("name")), arm.get("rows") or []) for arm in doc.get("arms") or []]
-    records = [[(row, _arm_record(name, row)) for row in rows] for name, rows in raw_arms]
+    matrix = doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
     by_cell: Dict[str, Dict[str, ArmRecord]] = {}
-    for arm_rows in records:
-        for raw, arm in arm_rows:
-            by_cell.setdefault(str(raw.get("cell")), {})[arm.name] = arm
+    for _, entries in matrix.arms:
+        for entry in entries:
+            by_cell.setdefault(entry.cell, {})[entry.arm.name] = entry.arm
     natives: Dict[str, Dict[str, NativeRatio]] = {}
-    for cell, entries in by_cell.items():
-        for name, arm in entries.items():
-            ratio = native_ratio(arm, entries.get(str(arm.native))) if arm.native else None
+    for cell, arms in by_cell.items():
+        for name, arm in arms.items():
+            ratio = native_ratio(arm, arms.get(arm.native)) if arm.native else None
             if ratio is not None:
                 natives.setdefault(name, {})[cell] = ratio
-    return Matrix(
-        title=str(lab.get("title") or lab.get("id")),
-        started_utc=doc.get("started_utc"),
-        complete=bool(doc.get("complete")),
-        cells=tuple(_cell(c) for c in doc.get("cells") or ()),
-        arms=tuple(_compare(name, arm_rows, natives.get(name) or {}) for (name, _), arm_rows in zip(raw_arms, records)),
-        verdict=MatrixVerdict.from_dict(doc.get("verdict")),
-    )
+    return Matrix(matrix, tuple(_compare(name, entries, natives.get(name) or {}) for name, entries in matrix.arms))
 
 
-__all__ = [
-    "RATIO_NOISE", "Matrix", "MatrixArm", "MatrixCell", "MatrixRow", "MatrixVerdict", "RatioTone", "VerdictTable",
-    "positive_ratio", "ratio_tone", "read_matrix",
-]
+__all__ = ["RATIO_NOISE", "Matrix", "MatrixArm", "MatrixRow", "RatioTone", "compare_matrix", "positive_ratio", "ratio_tone"]

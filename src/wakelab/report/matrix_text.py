@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Union
 
-from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, MatrixVerdict, RatioTone, positive_ratio, ratio_tone, read_matrix
+from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, RatioTone, compare_matrix, positive_ratio, ratio_tone
+from wakelab.evidence.matrix import MatrixVerdict
 from wakelab.evidence.words import grid_state_word, status_word
 from wakelab.formatting import DASH, escape_text, format_rate, format_ratio, format_us
 from wakelab.report.text import NATIVE_LEGEND, format_native_cell, format_table, wrap
@@ -25,10 +26,11 @@ TAIL_MARK = "!"
 
 def format_matrix(doc: Union[Matrix, Mapping[str, Any]]) -> str:
     """The whole matrix.txt for a matrix (or its document), every string from it escaped (cells, headings, the whole)."""
-    matrix = doc if isinstance(doc, Matrix) else read_matrix(doc)
+    matrix = doc if isinstance(doc, Matrix) else compare_matrix(doc)
+    grid = matrix.doc
     out: List[str] = [
-        escape_text("%s -- side by side" % matrix.title),
-        escape_text("started %s · %d cells · %s" % (matrix.started_utc, len(matrix.cells), grid_state_word(matrix.complete))),
+        escape_text("%s -- side by side" % grid.title),
+        escape_text("started %s · %d cells · %s" % (grid.started_utc, len(grid.cells), grid_state_word(grid.complete))),
         "",
         "CELLS",
     ]
@@ -37,10 +39,10 @@ def format_matrix(doc: Union[Matrix, Mapping[str, Any]]) -> str:
          DASH if cell.interpreter is None or cell.interpreter.build is None else str(cell.interpreter.build),
          cell.dimension("placement"), cell.dimension("settle_us"), cell.dimension("cpu_threads"),
          "yes" if cell.complete else cell.status]
-        for cell in matrix.cells
+        for cell in grid.cells
     ]
     out += format_table(["cell", "interpreter", "build", "placement", "settle µs", "cpu threads", "complete"], rows, align_left=4)
-    out += _verdict(matrix.verdict)
+    out += _verdict(grid.verdict)
     for arm in matrix.arms:
         out += ["", escape_text(arm.name)]
         out += _rate_table(arm) if arm.kind == "rate" else _latency_table(arm)
@@ -68,7 +70,7 @@ def _rate_table(arm: MatrixArm) -> List[str]:
             table.append([row.cell, status_word(row.arm.status), "", "", "", ""])
             continue
         table.append([row.cell, format_rate(rate.ops_per_s), format_rate(rate.min_ops_per_s), format_rate(rate.max_ops_per_s),
-                      format_ratio(row.rate_ratio), _spread(row.spread)])
+                      format_ratio(row.rate_ratio), _spread(row.entry.spread)])
     header = ["cell", "median ops/s", "slowest", "fastest", "vs first", "spread"]
     _add_native_column(header, table, arm, "C faster by")
     return format_table(header, table)
@@ -88,7 +90,7 @@ def _latency_table(arm: MatrixArm) -> List[str]:
             p50_text += " " + TAIL_MARK
             tails.append("%s %s: %s (a tail regression against %s)." % (TAIL_MARK, row.cell, row.tone.why, arm.base_cell or DASH))
         table.append([row.cell, str(lat.n), str(lat.lost), format_us(lat.min_ns), format_us(lat.p50_ns), format_us(lat.p90_ns),
-                      format_us(lat.p99_ns), format_us(lat.max_ns), p50_text, format_ratio(row.p99_ratio), _spread(row.spread)])
+                      format_us(lat.p99_ns), format_us(lat.max_ns), p50_text, format_ratio(row.p99_ratio), _spread(row.entry.spread)])
     header = ["cell (µs)", "n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"]
     _add_native_column(header, table, arm, "vs C p50")
     out = format_table(header, table)
