@@ -49,7 +49,7 @@ import bisect
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.caveats import Run, bundle_of
+from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
 from wakelab.analysis.frames import format_frames
 from wakelab.analysis.reblocks import (
     ON_PHRASES,
@@ -451,18 +451,19 @@ def split_wake(
                      blocks, walk.inferred)
 
 
-def why_untraceable(arm: Mapping[str, Any]) -> Optional[str]:
+def why_untraceable(arm: Arm) -> Optional[str]:
     """Why an arm's wakes cannot be split at scheduler events (None: they can).
 
-    ``arm`` is its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...).
+    ``arm`` is its record, or its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...).
     """
-    if arm.get("kind") != "latency":
+    record = arm_record(arm)
+    if not record.is_latency:
         return "not a wake: a rate arm times a loop of calls"
-    if arm.get("waiter") == "spinning":
+    if record.waiter == "spinning":
         return "the waiter spins on a CPU: the kernel never puts it to sleep, so there is no wake event to split at"
-    if arm.get("scope") == "self":
+    if record.scope == "self":
         return "notifier and waiter are one thread: it never sleeps between t0 and t1"
-    if arm.get("waiter") != "blocked":
+    if record.waiter != "blocked":
         return "no waiter the kernel wakes"
     return None
 
