@@ -175,8 +175,6 @@ _BUCKET = {
     _REQUEUED: "sched_queue",
     _PREEMPTED: "sched_queue",
 }
-# Woken (or preempted), runnable, not yet seen on a CPU.
-_RUNNABLE = (_WOKEN, _QUEUED, _REWOKEN, _REQUEUED, _PREEMPTED)
 
 
 def _asleep(state: str) -> bool:
