@@ -29,7 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from wakelab.evidence.model import ArmRecord
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
@@ -142,25 +142,25 @@ def grid_label_cells(grid: Grid) -> Dict[str, List[str]]:
     }
 
 
-def _write(rows: Sequence[Sequence[str]]) -> str:
+def write_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A header and rows as CSV text (``\\n`` line ends); ``rows`` may be a generator (the samples CSV streams its wakes)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
     writer.writerows(rows)
     return out.getvalue()
 
 
 def format_csv(evidence: Evidence) -> str:
     """The run's arms as CSV text (``\\n`` line ends, header first)."""
-    return _write([list(COLUMNS)] + [arm_row(arm) for arm in evidence.arms()])
+    return write_rows(COLUMNS, (arm_row(arm) for arm in evidence.arms()))
 
 
 def format_grid_csv(grid: Grid) -> str:
     """A grid's arms as CSV: a row per cell and arm, the cell's labels first."""
     labels = grid_label_cells(grid)
-    rows: List[List[str]] = [grid_label_columns(grid, COLUMNS) + list(COLUMNS)]
-    for cell in grid.with_evidence:
-        rows.extend(labels[cell.label] + arm_row(arm) for arm in cell.evidence.arms())
-    return _write(rows)
+    return write_rows(grid_label_columns(grid, COLUMNS) + list(COLUMNS),
+                      (labels[cell.label] + arm_row(arm) for cell in grid.with_evidence for arm in cell.evidence.arms()))
 
 
 def serialize(evidence: Evidence) -> Export:
