@@ -9,7 +9,7 @@ import pytest
 
 from wakelab.errors import EvidenceError
 from wakelab.evidence import bundle
-from wakelab.evidence.load import load_summary, summary_schema, validate_summary
+from wakelab.evidence.load import load_matrix, load_summary, summary_schema, validate_summary
 
 
 def _write(tmp_path, doc) -> str:
@@ -89,6 +89,20 @@ def test_loader_names_the_bad_field(tmp_path, lab135_summary) -> None:
     with pytest.raises(EvidenceError) as info:
         load_summary(_write(tmp_path, lab135_summary))
     assert "at arms/0/latency" in str(info.value)
+
+
+def test_a_matrix_is_checked_as_a_summary_is(tmp_path) -> None:
+    """matrix.json's schema errors are worded as summary.json's: one line, the place, a long message cut and marked."""
+    matrix = {"schema": "wakelab.matrix", "schema_version": 1, "lab": {"id": "x", "title": "x"}, "started_utc": "",
+              "dimensions": [], "complete": True, "arms": [],
+              "cells": [{"label": "a", "folder": "cells/a", "dimensions": {}, "status": "x" * 500, "complete": True,
+                         "interpreter": None}]}
+    (tmp_path / "matrix.json").write_text(json.dumps(matrix), encoding="utf-8")
+    with pytest.raises(EvidenceError) as info:
+        load_matrix(str(tmp_path))
+    message = str(info.value)
+    assert "is not a valid wakelab matrix: at cells/0/status: 'xxx" in message and message.endswith("...")
+    assert "\n" not in message
 
 
 def test_loader_missing_file_and_folder(tmp_path) -> None:

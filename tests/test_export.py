@@ -427,9 +427,16 @@ def test_pyperf_runs_follow_the_workers(tmp_path, lab135_summary, capsys) -> Non
 
 
 def test_split_by_worker_needs_counts_that_add_up() -> None:
-    assert split_by_worker([1, 2, 3], [2, 1]) == [(0, [1, 2]), (1, [3])]
-    assert split_by_worker([1, 2, 3], [2, 2]) == [(-1, [1, 2, 3])]
-    assert split_by_worker([1, 2, 3], None) == [(-1, [1, 2, 3])]
+    from wakelab.evidence.model import ArmRecord
+
+    two = ArmRecord.from_dict({"name": "event", "kind": "latency", "workers": [{"n": 2}, {"n": 1}]})
+    assert split_by_worker(two, [1, 2, 3]) == [(0, [1, 2]), (1, [3])]
+    assert split_by_worker(two, [1, 2, 3, 4]) == [(-1, [1, 2, 3, 4])]
+    rate = ArmRecord.from_dict({"name": "install", "kind": "rate", "workers": [{"rounds": 1}, {"rounds": 2}]})
+    assert split_by_worker(rate, [1, 2, 3]) == [(0, [1]), (1, [2, 3])]
+    one = ArmRecord.from_dict({"name": "event", "kind": "latency", "workers": [{"n": 3}]})
+    assert split_by_worker(one, [1, 2, 3]) == [(-1, [1, 2, 3])]  # one worker: one run, no worker metadata
+    assert split_by_worker(ArmRecord.from_dict({"name": "event", "kind": "latency"}), [1, 2, 3]) == [(-1, [1, 2, 3])]
 
 
 def test_pyperf_leaves_out_what_it_cannot_hold(tmp_path, lab135_summary, capsys) -> None:

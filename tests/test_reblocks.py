@@ -316,10 +316,10 @@ def test_the_summary_names_the_causes_and_the_holders_and_the_sentence_reads_the
         {"on": "gil", "role": "busy", "tids": [B], "wakes": 5, "asleep_ns": 10_000_000},
         {"on": "lock", "role": "notifier", "tids": [N], "wakes": 5, "asleep_ns": 5_000_000},
     ]
-    sentence = comp.band_sentence("p50", {"latency_ns": 5_200_000, "parts_ns": {
+    sentence = comp.band_sentence("p50", 5_200_000, {
         "notify": 1_040_000, "sched_wake": 50_000, "sched_queue": 10_000, "gil_wait": 1_750_000,
         "interpreter": 2_100_000, "unattributed": 250_000},
-        "reblocks_ns": {"lock/notifier": 1_700_000, "gil/busy": 40_000, "fd/process": 10_000}})
+        {"lock/notifier": 1_700_000, "gil/busy": 40_000, "fd/process": 10_000})
     assert sentence == ("p50 5200 µs = notify 1040 + wake 50.0 + queue 10.0 + re-blocked on a lock the notifier held 1700"
                         " + other re-blocks 50.0 + the waiter's own work 2100 + other 250")
     assert rb.cause_phrase("gil/busy") == "re-blocked on the GIL a busy thread held"

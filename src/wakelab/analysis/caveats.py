@@ -2,10 +2,11 @@
 
 What a reader must know before quoting a run, computed once from the run's own
 data (waiter states, lost wakes, failed or skipped arms, the parameters, the
-interpreter), never written in advance.  Renderers lay these records out; they
-do not re-derive them.  Doubts about measurement quality are warnings, in
+interpreter), never written in advance, from the typed records of
+:mod:`wakelab.evidence.model`.  Renderers lay these records out; they do not
+re-derive them.  Doubts about measurement quality are warnings, in
 :mod:`wakelab.analysis.quality`.  Stdlib only: the runner stores the caveats in
-summary.json as it goes.
+summary.json as it goes (from the document it holds in memory).
 
 Like for like.  Two arms are the same experiment only when they agree on
 three things: the waiter state the arm declares (blocked or spinning), the
@@ -24,7 +25,9 @@ is the closest C experiment there is, shown and labelled as such.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from wakelab.evidence.model import ArmRecord, Bundle
 
 # How a Python arm's C floor relates to it (the values of ``native_match``, as each arm declares
 # it: wakelab.core.model.MATCHED / NEAREST).  A floor whose relation is not recorded (bundles
@@ -40,29 +43,33 @@ IS_NOTIFIER = "the notifier itself"
 NO_WAITER = "no waiter"
 
 
-def arms_by_name(summary: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
-    return {str(a["name"]): a for a in summary.get("arms", [])}
+#: A run as these functions take it: a loaded bundle, or a summary document held in memory (the runner's).
+Run = Union[Bundle, Mapping[str, Any]]
+#: An arm as these functions take it: its record, or its entry (a summary's, or ``Arm.describe()``).
+Arm = Union[ArmRecord, Mapping[str, Any]]
 
 
-def p50_ns(entry: Optional[Mapping[str, Any]]) -> Optional[float]:
-    if not entry or not entry.get("latency"):
-        return None
-    value = entry["latency"].get("p50_ns")
-    return None if value is None else float(value)
+def bundle_of(run: Run) -> Bundle:
+    """``run`` as a :class:`Bundle` (a summary document held in memory is wrapped, not loaded)."""
+    return run if isinstance(run, Bundle) else Bundle(source="", folder="", summary=run)
 
 
-def gil_enabled(summary: Mapping[str, Any]) -> bool:
+def arm_record(arm: Arm) -> ArmRecord:
+    """``arm`` as an :class:`ArmRecord`."""
+    return arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
+
+
+def gil_enabled(run: Run) -> bool:
     """Whether the run's Python threads take turns on a GIL.
 
     False only when the interpreter reported its GIL off (a free-threaded build
     running without it); an interpreter that does not report it (before 3.13,
     PyPy) has one.
     """
-    interpreter = summary.get("interpreter") or {}
-    return interpreter.get("gil_enabled") is not False
+    return bundle_of(run).interpreter.gil_enabled is not False
 
 
-def waiter_at_t0(entry: Mapping[str, Any], gil: bool) -> str:
+def waiter_at_t0(arm: Arm, gil: bool) -> str:
     """What the arm's waiter is doing at ``t0``, given whether the run has a GIL.
 
     A blocked waiter is parked in the kernel.  A spinning waiter in the same
@@ -70,14 +77,14 @@ def waiter_at_t0(entry: Mapping[str, Any], gil: bool) -> str:
     thread polls only if it can run while the notifier runs: in C, in another
     process, or without a GIL; under a GIL it waits for the GIL the notifier holds.
     """
-    waiter, scope = entry.get("waiter"), entry.get("scope")
-    if waiter == "blocked":
+    record = arm_record(arm)
+    if record.waiter == "blocked":
         return PARKED_IN_KERNEL
-    if waiter != "spinning":
+    if record.waiter != "spinning":
         return NO_WAITER
-    if scope == "self":
+    if record.scope == "self":
         return IS_NOTIFIER
-    if scope == "cross-thread" and gil and entry.get("family") != "native":
+    if record.scope == "cross-thread" and gil and record.family != "native":
         return WAITING_FOR_GIL
     return POLLING
 
@@ -118,38 +125,34 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return float(a) / float(b) if a is not None and b else None
 
 
-def pair_arms(a: Mapping[str, Any], b: Mapping[str, Any], gil: bool = True) -> Pairing:
-    """The pairing of two arm entries (summary entries or ``Arm.describe()``)."""
+def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
+    """The pairing of two arms (records, summary entries or ``Arm.describe()``)."""
+    x, y = arm_record(a), arm_record(b)
     aspects = (
-        ("waiter", str(a.get("waiter")), str(b.get("waiter"))),
-        ("scope", str(a.get("scope")), str(b.get("scope"))),
-        ("waiter at t0", waiter_at_t0(a, gil), waiter_at_t0(b, gil)),
+        ("waiter", x.waiter, y.waiter),
+        ("scope", x.scope, y.scope),
+        ("waiter at t0", waiter_at_t0(x, gil), waiter_at_t0(y, gil)),
     )
-    lat_a, lat_b = a.get("latency") or {}, b.get("latency") or {}
     return Pairing(
-        a=str(a.get("name")),
-        b=str(b.get("name")),
+        a=x.name,
+        b=y.name,
         waiter=aspects[0][1],
         scope=aspects[1][1],
         at_t0=aspects[2][1],
-        differences=tuple(Difference(aspect, x, y) for aspect, x, y in aspects if x != y),
-        p50_ratio=_ratio(lat_a.get("p50_ns"), lat_b.get("p50_ns")),
-        p99_ratio=_ratio(lat_a.get("p99_ns"), lat_b.get("p99_ns")),
+        differences=tuple(Difference(aspect, p, q) for aspect, p, q in aspects if p != q),
+        p50_ratio=_ratio(x.latency.p50_ns if x.latency else None, y.latency.p50_ns if y.latency else None),
+        p99_ratio=_ratio(x.latency.p99_ns if x.latency else None, y.latency.p99_ns if y.latency else None),
     )
 
 
-def like_for_like(a: Mapping[str, Any], b: Mapping[str, Any], gil: bool = True) -> bool:
-    """True when arms ``a`` and ``b`` agree on waiter state, scope and the waiter at ``t0``."""
-    return pair_arms(a, b, gil).like_for_like
-
-
-def lab_pairings(summary: Mapping[str, Any]) -> List[Pairing]:
+def lab_pairings(run: Run) -> List[Pairing]:
     """The lab's comparisons whose two arms are both in the run, in the lab's order."""
-    by_name = arms_by_name(summary)
-    gil = gil_enabled(summary)
+    bundle = bundle_of(run)
+    by_name = bundle.arms_by_name()
+    gil = gil_enabled(bundle)
     pairings = []
-    for comparison in (summary.get("lab") or {}).get("comparisons", []):
-        a, b = by_name.get(str(comparison.get("a"))), by_name.get(str(comparison.get("b")))
+    for a_name, b_name in bundle.lab_comparisons:
+        a, b = by_name.get(a_name), by_name.get(b_name)
         if a is not None and b is not None:
             pairings.append(pair_arms(a, b, gil))
     return pairings
@@ -178,34 +181,30 @@ class NativeRatio:
         return self.match == MATCHED
 
 
-def native_ratio(entry: Mapping[str, Any], native: Optional[Mapping[str, Any]]) -> Optional[NativeRatio]:
-    """``entry`` against its C floor ``native`` (both measured), or None."""
-    if native is None or not entry.get("native") or str(native.get("name", entry["native"])) != str(entry["native"]):
+def native_ratio(arm: ArmRecord, native: Optional[ArmRecord]) -> Optional[NativeRatio]:
+    """``arm`` against its C floor ``native`` (both measured), or None."""
+    if native is None or not arm.native or native.name != arm.native or not arm.ok or not native.ok:
         return None
-    if entry.get("status", "ok") != "ok" or native.get("status", "ok") != "ok":
-        return None
-    match = MATCHED if entry.get("native_match") == MATCHED else NEAREST
-    if entry.get("latency") and native.get("latency"):
-        ours, theirs = p50_ns(entry), p50_ns(native)
+    match = MATCHED if arm.native_match == MATCHED else NEAREST
+    if arm.latency is not None and native.latency is not None:
+        ours, theirs = arm.latency.p50_ns, native.latency.p50_ns
         if ours is None or not theirs:
             return None
-        return NativeRatio(str(entry.get("name")), str(entry["native"]), match, "latency", ours, theirs, ours / theirs)
-    ours_rate = (entry.get("rate") or {}).get("ops_per_s")
-    theirs_rate = (native.get("rate") or {}).get("ops_per_s")
+        return NativeRatio(arm.name, arm.native, match, "latency", ours, theirs, ours / theirs)
+    ours_rate = arm.rate.ops_per_s if arm.rate is not None else None
+    theirs_rate = native.rate.ops_per_s if native.rate is not None else None
     if ours_rate and theirs_rate:
-        return NativeRatio(
-            str(entry.get("name")), str(entry["native"]), match, "rate", float(ours_rate), float(theirs_rate),
-            float(theirs_rate) / float(ours_rate),
-        )
+        return NativeRatio(arm.name, arm.native, match, "rate", ours_rate, theirs_rate, theirs_rate / ours_rate)
     return None
 
 
-def native_ratios(summary: Mapping[str, Any]) -> Dict[str, NativeRatio]:
-    """Every arm of ``summary`` measured beside its C floor, by arm name, in run order."""
-    by_name = arms_by_name(summary)
+def native_ratios(run: Run) -> Dict[str, NativeRatio]:
+    """Every arm of the run measured beside its C floor, by arm name, in run order."""
+    arms = bundle_of(run).arms()
+    by_name = {arm.name: arm for arm in arms}
     ratios: Dict[str, NativeRatio] = {}
-    for entry in summary.get("arms", []):
-        ratio = native_ratio(entry, by_name.get(str(entry.get("native")))) if entry.get("native") else None
+    for arm in arms:
+        ratio = native_ratio(arm, by_name.get(arm.native)) if arm.native else None
         if ratio is not None:
             ratios[ratio.arm] = ratio
     return ratios
@@ -242,10 +241,12 @@ def _info_count(info: Mapping[str, Any], key: str) -> int:
     return total
 
 
-def lost_wakes(entry: Mapping[str, Any]) -> LostWakes:
-    """The arm's lost wakes, split by cause as far as its raw record's ``info`` tells."""
-    lost = int((entry.get("latency") or {}).get("lost") or 0)
-    info = entry.get("info") or {}
+def lost_wakes(arm: Arm) -> LostWakes:
+    """The arm's lost wakes, split by cause as far as its raw record's ``info`` (the driver's own, free-form) tells."""
+    record = arm_record(arm)
+    lost = record.latency.lost if record.latency is not None else 0
+    info = record.entry.get("info")
+    info = info if isinstance(info, Mapping) else {}
     coalesced = min(_info_count(info, "coalesced"), lost)
     stale = min(_info_count(info, "stale_wakes"), lost - coalesced)
     return LostWakes(total=lost, coalesced=coalesced, stale=stale)
@@ -265,39 +266,35 @@ def _lost_parts(lost: LostWakes, timeout_s: object) -> List[str]:
     return parts
 
 
-def derive_caveats(summary: Mapping[str, Any]) -> List[str]:
-    """The caveats of ``summary``, most important first."""
+def derive_caveats(run: Run) -> List[str]:
+    """The caveats of the run, most important first."""
+    bundle = bundle_of(run)
     caveats: List[str] = []
-    params = summary.get("parameters") or {}
-    arms = list(summary.get("arms") or [])
-
-    planted = params.get("planted_delay_us")
+    planted = bundle.parameters.planted_delay_us
     if planted:
         caveats.append(
             "A planted delay of %s µs was inserted between t0 and every notify call: this run "
             "is a self-test of the harness, not a measurement of this machine." % planted
         )
-    if summary.get("interrupted"):
+    if bundle.interrupted:
         caveats.append("The run was interrupted: only arms marked ok have figures.")
 
-    for pairing in lab_pairings(summary):
+    for pairing in lab_pairings(bundle):
         if not pairing.like_for_like:
             caveats.append(
                 "%s and %s are not the same experiment (%s). Their ratio mixes the mechanism with these differences."
                 % (pairing.a, pairing.b, "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences))
             )
 
-    for entry in arms:
-        latency = entry.get("latency") or {}
-        lost = lost_wakes(entry)
+    for arm in bundle.arms():
+        lost = lost_wakes(arm)
         if lost.total:
-            caveats.append(
-                "%s lost %d of %d counted wakes: %s."
-                % (entry["name"], lost.total, lost.total + latency.get("n", 0), "; ".join(_lost_parts(lost, params.get("timeout_s"))))
-            )
-        if entry.get("status") == "failed":
-            caveats.append("%s failed: %s" % (entry["name"], entry.get("reason")))
-        elif entry.get("status") == "skipped":
-            caveats.append("%s was skipped: %s" % (entry["name"], entry.get("reason")))
+            n = arm.latency.n if arm.latency is not None else 0
+            caveats.append("%s lost %d of %d counted wakes: %s." % (
+                arm.name, lost.total, lost.total + n, "; ".join(_lost_parts(lost, bundle.parameters.timeout_s))))
+        if arm.status == "failed":
+            caveats.append("%s failed: %s" % (arm.name, arm.reason))
+        elif arm.status == "skipped":
+            caveats.append("%s was skipped: %s" % (arm.name, arm.reason))
 
     return caveats

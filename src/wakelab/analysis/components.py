@@ -49,6 +49,7 @@ import bisect
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
 from wakelab.analysis.frames import format_frames
 from wakelab.analysis.reblocks import (
     ON_PHRASES,
@@ -61,6 +62,8 @@ from wakelab.analysis.reblocks import (
     timed_out,
     waker_role,
 )
+from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
+from wakelab.formatting import escape_text, format_us as _us
 
 #: Components in the order of a wake.
 COMPONENTS: Tuple[str, ...] = ("notify", "sched_wake", "sched_queue", "gil_wait", "interpreter", "unattributed")
@@ -172,8 +175,6 @@ _BUCKET = {
     _REQUEUED: "sched_queue",
     _PREEMPTED: "sched_queue",
 }
-# Woken (or preempted), runnable, not yet seen on a CPU.
-_RUNNABLE = (_WOKEN, _QUEUED, _REWOKEN, _REQUEUED, _PREEMPTED)
 
 
 def _asleep(state: str) -> bool:
@@ -448,18 +449,19 @@ def split_wake(
                      blocks, walk.inferred)
 
 
-def why_untraceable(arm: Mapping[str, Any]) -> Optional[str]:
+def why_untraceable(arm: Arm) -> Optional[str]:
     """Why an arm's wakes cannot be split at scheduler events (None: they can).
 
-    ``arm`` is its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...).
+    ``arm`` is its record, or its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...).
     """
-    if arm.get("kind") != "latency":
+    record = arm_record(arm)
+    if not record.is_latency:
         return "not a wake: a rate arm times a loop of calls"
-    if arm.get("waiter") == "spinning":
+    if record.waiter == "spinning":
         return "the waiter spins on a CPU: the kernel never puts it to sleep, so there is no wake event to split at"
-    if arm.get("scope") == "self":
+    if record.scope == "self":
         return "notifier and waiter are one thread: it never sleeps between t0 and t1"
-    if arm.get("waiter") != "blocked":
+    if record.waiter != "blocked":
         return "no waiter the kernel wakes"
     return None
 
@@ -592,163 +594,134 @@ def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -
 # -- text --------------------------------------------------------------------------------------
 
 
-def _us(value: Optional[float]) -> str:
-    from wakelab.formatting import format_us
-
-    return format_us(value)
-
-
 #: A re-block cause under this share of its band's latency is folded into "other re-blocks".
 CAUSE_SHOWN_SHARE = 0.01
 
 
-def band_sentence(label: str, band: Mapping[str, Any]) -> str:
+def band_sentence(label: str, latency_ns: Optional[float], parts: Mapping[str, float],
+                  causes: Optional[Mapping[str, float]], native: bool = False) -> str:
     """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 +
     queue 100 + re-blocked on the GIL the notifier held 1745 + the waiter's own work 2002 +
     other 200" -- every further sleep named by its cause, largest first; the parts sum to the
-    latency (up to rounding).  A band from before re-blocks were named reads as before."""
-    parts: Mapping[str, float] = band.get("parts_ns") or {}
-    causes = band.get("reblocks_ns")
-    if not isinstance(causes, Mapping):
-        return _band_line(label, band)
-    latency = float(band.get("latency_ns") or 0.0)
+    latency (up to rounding).  A band from before re-blocks were named (``causes`` None) reads as
+    before, a C floor's extra sleeps as re-sleeps (``native``)."""
+    if causes is None:
+        return _band_line(label, latency_ns, parts, native)
+    latency = float(latency_ns or 0.0)
     shown = ["notify %s" % _us(parts.get("notify")), "wake %s" % _us(parts.get("sched_wake")),
              "queue %s" % _us(parts.get("sched_queue"))]
     folded = float(parts.get("gil_wait") or 0.0)
-    for cause, value in sorted(causes.items(), key=lambda item: (-float(item[1] or 0.0), item[0])):
-        value = float(value or 0.0)
+    for cause, value in sorted(causes.items(), key=lambda item: (-item[1], item[0])):
         if value > 0 and value >= CAUSE_SHOWN_SHARE * latency:
-            shown.append("%s %s" % (cause_phrase(str(cause)), _us(value)))
+            shown.append("%s %s" % (cause_phrase(cause), _us(value)))
             folded -= value
     if folded >= 0.0005 * max(latency, 1.0) and folded > 0.5:
         shown.append("other re-blocks %s" % _us(folded))
     shown.append("the waiter's own work %s" % _us(parts.get("interpreter")))
-    text = "%s %s µs = %s" % (label, _us(band.get("latency_ns")), " + ".join(shown))
-    if parts.get("unattributed"):
-        text += " + other %s" % _us(parts.get("unattributed"))
-    return text
+    return _with_other("%s %s µs = %s" % (label, _us(latency_ns), " + ".join(shown)), parts)
 
 
-def _holder_note(holder: Mapping[str, Any]) -> str:
+def _with_other(text: str, parts: Mapping[str, float]) -> str:
+    unplaced = parts.get("unattributed")
+    return text + " + other %s" % _us(unplaced) if unplaced else text
+
+
+def _holder_note(holder: TraceHolder) -> str:
     """One holder as "the GIL held by busy thread 4711 in 38 wakes"."""
-    role = str(holder.get("role") or "")
-    tids = [str(t) for t in holder.get("tids") or []]
+    tids = [str(t) for t in holder.tids]
     names = {"notifier": "the notifier", "busy": "busy thread", "thread": "thread", "process": "thread"}
-    who = names.get(role, role)
-    if role != "notifier" and tids:
+    who = names.get(holder.role, holder.role)
+    if holder.role != "notifier" and tids:
         who = (who + "s " if len(tids) > 1 else who + " ") + ", ".join(tids[:3]) + (" ..." if len(tids) > 3 else "")
         if len(tids) > 1:
             who += " (one per worker)"
-    if role == "process":
+    if holder.role == "process":
         who += " of another process"
-    what = ON_PHRASES.get(str(holder.get("on")), str(holder.get("on")))
-    return "%s held by %s in %s wakes" % (what, who, holder.get("wakes"))
+    return "%s held by %s in %s wakes" % (ON_PHRASES.get(holder.on, holder.on), who, holder.wakes)
 
 
-def _band_line(label: str, band: Mapping[str, Any], native: bool = False) -> str:
-    parts: Mapping[str, float] = band.get("parts_ns") or {}
+def _band_line(label: str, latency_ns: Optional[float], parts: Mapping[str, float], native: bool = False) -> str:
     # In C there is no GIL: the extra sleep/wake cycles are the waiter re-sleeping on a lock.
     names = dict(_OLD_SHORT_NAMES, gil_wait="re-sleep") if native else _OLD_SHORT_NAMES
     shown = ["%s %s" % (names[name], _us(parts.get(name))) for name in COMPONENTS if name != "unattributed"]
-    text = "%s %s µs = %s" % (label, _us(band.get("latency_ns")), " + ".join(shown))
-    if parts.get("unattributed"):
-        text += " + other %s" % _us(parts.get("unattributed"))
-    return text
+    return _with_other("%s %s µs = %s" % (label, _us(latency_ns), " + ".join(shown)), parts)
 
 
-def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
+_NAMED_HEAD = [
+    "  each wake split at the kernel's scheduler events and the waiter's blocking calls (perf,",
+    "  CLOCK_MONOTONIC), in µs; the parts of a wake sum to it: notify path + scheduler (wake",
+    "  delivery, run-queue wait) + each further sleep, named by what it waited on and who held",
+    "  it + the waiter's own work on a CPU up to t1; 'at p50' = mean of the wakes ranked",
+    "  45th-55th percentile.",
+]
+_OLD_HEAD = [
+    "  each wake split at the kernel's scheduler events (perf, CLOCK_MONOTONIC), in µs; the",
+    "  parts of a wake sum to it: notify path + scheduler (wake delivery, run-queue wait) +",
+    "  GIL wait (for C: re-sleep on a lock) + interpreter; 'at p50' = mean of the wakes ranked",
+    "  45th-55th percentile.",
+]
+
+
+def _trace_notes(trace: TraceFigures, named: bool) -> List[str]:
+    """The notes after an arm's bands: the tracing overhead, lost events, attribution, holders, CPUs."""
+    notes = []
+    if trace.untraced_p50_ns is not None:
+        note = "traced p50 %s vs untraced %s" % (_us(trace.traced_p50_ns), _us(trace.untraced_p50_ns))
+        if trace.untraced_after_p50_ns is not None:
+            note += " before, %s after" % _us(trace.untraced_after_p50_ns)
+        note += " µs"
+        if trace.overhead_ratio is not None:
+            note += " (x%.2f)" % trace.overhead_ratio
+        notes.append(note)
+    if trace.lost_events:
+        notes.append("perf dropped %d events (a busy machine): their wakes are unattributed" % trace.lost_events)
+    if trace.wakes:
+        notes.append("%d/%d wakes fully attributed" % (trace.fully_attributed, trace.wakes))
+        if trace.with_gil_cycles:
+            notes.append(("%d re-blocked" if named else "%d with GIL cycles") % trace.with_gil_cycles)
+        if trace.inferred_switch_ins:
+            notes.append("%d switch-ins placed at the waiter's return from its call (its CPU's idle task"
+                         " records no events)" % trace.inferred_switch_ins)
+        notes.extend(_holder_note(h) for h in trace.holders[:2])
+        for value, label in ((trace.cross_cpu_fraction, "cross-CPU"), (trace.from_idle_fraction, "onto an idle CPU")):
+            if value is not None and value >= 0.005:
+                notes.append("%s %.0f%%" % (label, 100 * value))
+    return notes
+
+
+def format_where_the_time_goes(run: Run) -> List[str]:
     """The WHERE THE TIME GOES block of summary.txt: per traced arm, where its median and
     tail wakes go, Python beside its C floor; an untraced run or arm says why (empty when the
     run was not asked to trace).  Strings from the evidence are escaped."""
-    from wakelab.formatting import escape_text
-
-    tracing: Mapping[str, Any] = summary.get("tracing") or {}
-    if not tracing.get("requested"):
+    bundle = bundle_of(run)
+    tracing = bundle.tracing
+    if not tracing.requested:
         return []
-    arms = [a for a in summary.get("arms") or [] if isinstance(a, Mapping)]
-    any_split = any(isinstance(a.get("trace"), Mapping) and a["trace"].get("traced") for a in arms)
-    if not tracing.get("traced") and not any_split:
-        return ["  not traced: " + escape_text(tracing.get("reason") or "unknown reason")]
-    named = any(isinstance(((a.get("trace") or {}).get("components") or {}).get("at_p50"), Mapping)
-                and "reblocks_ns" in a["trace"]["components"]["at_p50"] for a in arms)
-    if named:
-        out = [
-            "  each wake split at the kernel's scheduler events and the waiter's blocking calls (perf,",
-            "  CLOCK_MONOTONIC), in µs; the parts of a wake sum to it: notify path + scheduler (wake",
-            "  delivery, run-queue wait) + each further sleep, named by what it waited on and who held",
-            "  it + the waiter's own work on a CPU up to t1; 'at p50' = mean of the wakes ranked",
-            "  45th-55th percentile.",
-        ]
-    else:
-        out = [
-            "  each wake split at the kernel's scheduler events (perf, CLOCK_MONOTONIC), in µs; the",
-            "  parts of a wake sum to it: notify path + scheduler (wake delivery, run-queue wait) +",
-            "  GIL wait (for C: re-sleep on a lock) + interpreter; 'at p50' = mean of the wakes ranked",
-            "  45th-55th percentile.",
-        ]
-    if not tracing.get("traced"):
-        out.append("  tracing stopped during the run: " + escape_text(tracing.get("reason") or "unknown reason"))
-    by_name = {a.get("name"): a for a in arms}
-    shown = set()
-    order: List[Mapping[str, Any]] = []
-    for arm in arms:
-        if arm.get("name") in shown or arm.get("family") == "native" and any(
-            b.get("native") == arm.get("name") for b in arms
-        ):
+    traces = [(arm, arm.trace) for arm in bundle.arms()]
+    if not tracing.traced and not any(trace is not None and trace.traced for _, trace in traces):
+        return ["  not traced: " + escape_text(tracing.reason or "unknown reason")]
+    named = any(trace is not None and trace.at_p50_reblocks is not None for _, trace in traces)
+    out = list(_NAMED_HEAD if named else _OLD_HEAD)
+    if not tracing.traced:
+        out.append("  tracing stopped during the run: " + escape_text(tracing.reason or "unknown reason"))
+    for arm, _ in arm_order(bundle.arms()):
+        trace = arm.trace
+        name = escape_text(arm.name)
+        if trace is None:
             continue
-        order.append(arm)
-        shown.add(arm.get("name"))
-        floor = by_name.get(arm.get("native"))
-        if floor is not None and floor.get("name") not in shown:
-            order.append(floor)
-            shown.add(floor.get("name"))
-    for arm in order:
-        trace: Mapping[str, Any] = arm.get("trace") or {}
-        name = escape_text(arm.get("name"))
-        if not trace:
-            continue
-        if not trace.get("traced"):
-            if arm.get("kind") != "latency":
-                continue  # a rate arm: nothing that wakes
-            out.append("  %-26s not split: %s" % (name, escape_text(trace.get("reason") or "")))
-            continue
-        comps: Mapping[str, Any] = trace.get("components") or {}
-        at50 = comps.get("at_p50")
-        at99 = comps.get("at_p99")
-        native = arm.get("family") == "native"
-        if at50:
-            out.append("  %-26s %s" % (name, band_sentence("p50", at50) if "reblocks_ns" in at50 else _band_line("p50", at50, native)))
-        if at99:
-            out.append("  %-26s %s" % ("", band_sentence("p99", at99) if "reblocks_ns" in at99 else _band_line("p99", at99, native)))
-        overhead: Mapping[str, Any] = trace.get("overhead") or {}
-        notes = []
-        if overhead.get("untraced_p50_ns") is not None:
-            note = "traced p50 %s vs untraced %s" % (_us(overhead.get("traced_p50_ns")), _us(overhead.get("untraced_p50_ns")))
-            if overhead.get("untraced_after_p50_ns") is not None:
-                note += " before, %s after" % _us(overhead.get("untraced_after_p50_ns"))
-            note += " µs"
-            if isinstance(overhead.get("ratio"), (int, float)):
-                note += " (x%.2f)" % overhead["ratio"]
-            notes.append(note)
-        if trace.get("lost_events"):
-            notes.append("perf dropped %d events (a busy machine): their wakes are unattributed" % trace["lost_events"])
-        if comps.get("wakes"):
-            notes.append("%d/%d wakes fully attributed" % (comps.get("fully_attributed") or 0, comps.get("wakes") or 0))
-            if comps.get("with_gil_cycles"):
-                notes.append("%d with GIL cycles" % comps["with_gil_cycles"] if not named else
-                             "%d re-blocked" % comps["with_gil_cycles"])
-            if comps.get("inferred_switch_ins"):
-                notes.append("%d switch-ins placed at the waiter's return from its call (its CPU's idle task"
-                             " records no events)" % comps["inferred_switch_ins"])
-            holders = (comps.get("reblocks") or {}).get("holders") or []
-            notes.extend(_holder_note(h) for h in holders[:2] if isinstance(h, Mapping))
-            for key, label in (("cross_cpu_fraction", "cross-CPU"), ("from_idle_fraction", "onto an idle CPU")):
-                value = comps.get(key)
-                if isinstance(value, (int, float)) and value >= 0.005:
-                    notes.append("%s %.0f%%" % (label, 100 * value))
+        if not trace.traced:
+            if arm.is_latency:
+                out.append("  %-26s not split: %s" % (name, escape_text(trace.reason or "")))
+            continue  # a rate arm: nothing that wakes
+        native = arm.family == "native"
+        if trace.has_bands:
+            out.append("  %-26s %s" % (name, band_sentence("p50", trace.at_p50_ns, trace.at_p50, trace.at_p50_reblocks, native)))
+        if trace.at_p99_ns is not None or trace.at_p99:
+            out.append("  %-26s %s" % ("", band_sentence("p99", trace.at_p99_ns, trace.at_p99, trace.at_p99_reblocks, native)))
+        notes = _trace_notes(trace, named)
         if notes:
             out.append("  %-26s (%s)" % ("", "; ".join(notes)))
-        frames = format_frames(trace.get("frames") or {})
+        frames = format_frames(trace.frames)
         if frames:
             out.append("  %-26s %s" % ("", frames))
     return [escape_text(line) for line in out]
@@ -757,30 +730,30 @@ def format_where_the_time_goes(summary: Mapping[str, Any]) -> List[str]:
 # -- views for renderers (HTML, compare) ----------------------------------------------------------
 
 
-def traced_arm_order(summary: Mapping[str, Any]) -> List[Tuple[Mapping[str, Any], Optional[str]]]:
+def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]]:
     """The arms of a run in the order a "where the time goes" view shows them: each Python arm,
-    then its C floor (once, after the first arm it is the floor of); pairs ``(arm entry, floor_of)``
+    then its C floor (once, after the first arm it is the floor of); pairs ``(arm, floor_of)``
     where ``floor_of`` names the Python arm a C floor is shown beside (None for the others)."""
-    arms = [a for a in summary.get("arms") or [] if isinstance(a, Mapping)]
-    by_name = {a.get("name"): a for a in arms}
-    floors = {a.get("native") for a in arms if a.get("native")}
+    by_name = {a.name: a for a in arms}
+    floors = {a.native for a in arms if a.native}
     shown: set = set()
-    order: List[Tuple[Mapping[str, Any], Optional[str]]] = []
+    order: List[Tuple[ArmRecord, Optional[str]]] = []
     for arm in arms:
-        name = arm.get("name")
-        if name in shown or (arm.get("family") == "native" and name in floors):
+        if arm.name in shown or (arm.family == "native" and arm.name in floors):
             continue
         order.append((arm, None))
-        shown.add(name)
-        floor = by_name.get(arm.get("native"))
-        if floor is not None and floor.get("name") not in shown:
-            order.append((floor, str(name)))
-            shown.add(floor.get("name"))
-    for arm in arms:  # a floor whose Python arms are all absent still has its place
-        if arm.get("name") not in shown:
-            order.append((arm, None))
-            shown.add(arm.get("name"))
+        shown.add(arm.name)
+        floor = by_name.get(arm.native) if arm.native else None
+        if floor is not None and floor.name not in shown:
+            order.append((floor, arm.name))
+            shown.add(floor.name)
+    order.extend((arm, None) for arm in arms if arm.name not in shown)  # a floor whose Python arms are all absent
     return order
+
+
+def traced_arm_order(run: Run) -> List[Tuple[Mapping[str, Any], Optional[str]]]:
+    """:func:`arm_order` of a run's arms, each as its summary entry (for renderers that read the entries)."""
+    return [(arm.entry, floor_of) for arm, floor_of in arm_order(bundle_of(run).arms())]
 
 
 class TracedSeriesError(ValueError):
@@ -866,30 +839,26 @@ class FloorGap:
         return self.arm_ns - self.floor_ns
 
 
-def floor_gaps(summary: Mapping[str, Any], band: str = "p50") -> List[FloorGap]:
+def floor_gaps(run: Run, band: str = "p50") -> List[FloorGap]:
     """:class:`FloorGap` of every traced Python arm whose C floor was traced in the same run, in
-    :func:`traced_arm_order` order (``band``: ``p50`` or ``p99``)."""
-    key = {"p50": "at_p50", "p99": "at_p99"}[band]
-    arms = [a for a in summary.get("arms") or [] if isinstance(a, Mapping)]
-    by_name = {a.get("name"): a for a in arms}
+    :func:`arm_order` order (``band``: ``p50`` or ``p99``)."""
+    arms = bundle_of(run).arms()
+    by_name = {a.name: a for a in arms}
 
-    def band_of(entry: Optional[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
-        trace = entry.get("trace") if isinstance(entry, Mapping) else None
-        if not isinstance(trace, Mapping) or trace.get("traced") is not True:
+    def band_of(arm: Optional[ArmRecord]) -> Optional[Tuple[float, Mapping[str, float]]]:
+        trace = arm.trace if arm is not None else None
+        if trace is None or not trace.traced:
             return None
-        found = (trace.get("components") or {}).get(key)
-        if not isinstance(found, Mapping) or not isinstance(found.get("parts_ns"), Mapping):
-            return None
-        return found
+        latency_ns, parts = (trace.at_p50_ns, trace.at_p50) if band == "p50" else (trace.at_p99_ns, trace.at_p99)
+        return (latency_ns or 0.0, parts) if latency_ns is not None or parts else None
 
     gaps: List[FloorGap] = []
-    for entry, floor_of in traced_arm_order(summary):
-        if floor_of is not None or not entry.get("native"):
+    for arm, floor_of in arm_order(arms):
+        if floor_of is not None or not arm.native:
             continue
-        mine, theirs = band_of(entry), band_of(by_name.get(entry.get("native")))
+        mine, theirs = band_of(arm), band_of(by_name.get(arm.native))
         if mine is None or theirs is None:
             continue
-        parts = {name: float(mine["parts_ns"].get(name) or 0.0) - float(theirs["parts_ns"].get(name) or 0.0) for name in COMPONENTS}
-        gaps.append(FloorGap(str(entry.get("name")), str(entry.get("native")), band, float(mine.get("latency_ns") or 0.0),
-                             float(theirs.get("latency_ns") or 0.0), parts, entry.get("native_match") != "nearest"))
+        parts = {name: mine[1].get(name, 0.0) - theirs[1].get(name, 0.0) for name in COMPONENTS}
+        gaps.append(FloorGap(arm.name, arm.native, band, mine[0], theirs[0], parts, arm.native_match != "nearest"))
     return gaps

@@ -41,12 +41,12 @@ class RunView:
     @functools.cached_property
     def native_ratios(self) -> Mapping[str, NativeRatio]:
         """Each arm measured beside its C floor, by arm name, in run order (:func:`~wakelab.analysis.caveats.native_ratios`)."""
-        return native_ratios(self.bundle.summary)
+        return native_ratios(self.bundle)
 
     @functools.cached_property
     def pairings(self) -> Tuple[Pairing, ...]:
         """The lab's comparisons whose two arms both ran, in the lab's order."""
-        return tuple(lab_pairings(self.bundle.summary))
+        return tuple(lab_pairings(self.bundle))
 
     @functools.cached_property
     def rankings(self) -> Tuple["Ranking", ...]:

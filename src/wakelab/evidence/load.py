@@ -195,20 +195,38 @@ def load_summary(path: str) -> Dict[str, Any]:
     target = resolve_summary_path(path)
     if not os.path.lexists(target):
         raise EvidenceError("%s: no such file (give an evidence folder or its summary.json)" % target)
-    raw = read_evidence_file(target, os.path.dirname(os.path.abspath(target)), MAX_SUMMARY_BYTES, "a wakelab summary")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EvidenceError("%s is not UTF-8 text" % target) from None
-    doc = parse_json(text, target)
+    doc = read_json(target, os.path.dirname(os.path.abspath(target)), MAX_SUMMARY_BYTES, "a wakelab summary")
     validate_summary(doc, target)
     return doc
 
 
-def validate_summary(doc: Any, where: str = "summary") -> None:
-    """Raise :class:`EvidenceError` unless ``doc`` is a valid summary of a known schema version."""
+def read_json(path: str, folder: str, max_bytes: int, what: str) -> Any:
+    """The strict JSON (:func:`parse_json`) of UTF-8 file ``path``, read by :func:`read_evidence_file`."""
+    raw = read_evidence_file(path, folder, max_bytes, what)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EvidenceError("%s is not UTF-8 text" % path) from None
+    return parse_json(text, path)
+
+
+def _check_schema(doc: Any, schema: Mapping[str, Any], where: str, what: str) -> None:
+    """Raise :class:`EvidenceError` at the place ``doc`` breaks ``schema`` first (``what``: ``summary``, ``matrix``)."""
     import jsonschema
 
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    except RecursionError:
+        raise EvidenceError("%s is nested too deeply to be a wakelab file" % where) from None
+    if error is not None:
+        location = one_line("/".join(str(p) for p in error.absolute_path)) or "top level"
+        message = one_line(error.message if len(error.message) <= 200 else error.message[:200] + "...")
+        raise EvidenceError("%s is not a valid wakelab %s: at %s: %s" % (where, what, location, message))
+
+
+def validate_summary(doc: Any, where: str = "summary") -> None:
+    """Raise :class:`EvidenceError` unless ``doc`` is a valid summary of a known schema version."""
     if not isinstance(doc, dict):
         raise EvidenceError("%s is not a wakelab summary (top level is %s, not an object)" % (where, type(doc).__name__))
     if doc.get("schema") != SCHEMA_NAME:
@@ -219,15 +237,7 @@ def validate_summary(doc: Any, where: str = "summary") -> None:
             "%s has schema version %d, newer than this wakelab reads (%d): upgrade wakelab" % (where, version, SCHEMA_VERSION)
         )
     _check_values(doc, where)
-    validator = jsonschema.Draft202012Validator(summary_schema())
-    try:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    except RecursionError:
-        raise EvidenceError("%s is nested too deeply to be a wakelab file" % where) from None
-    if error is not None:
-        location = one_line("/".join(str(p) for p in error.absolute_path)) or "top level"
-        message = one_line(error.message if len(error.message) <= 200 else error.message[:200] + "...")
-        raise EvidenceError("%s is not a valid wakelab summary: at %s: %s" % (where, location, message))
+    _check_schema(doc, summary_schema(), where, "summary")
     for index, arm in enumerate(doc["arms"]):
         if not _ARM_NAME.fullmatch(arm["name"]):
             raise EvidenceError("%s is not a valid wakelab summary: at arms/%d/name: %r is not an arm name" % (where, index, arm["name"]))
@@ -257,11 +267,7 @@ def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
         missing = False
     if missing:
         raise EvidenceError("cannot read %s: no such file (arm %s's samples)" % (path, entry.get("name")))
-    raw = read_evidence_file(path, folder, MAX_SAMPLES_BYTES, "a wakelab samples file")
-    try:
-        doc = parse_json(raw.decode("utf-8"), path)
-    except UnicodeDecodeError:
-        raise EvidenceError("%s is not UTF-8 text" % path) from None
+    doc = read_json(path, folder, MAX_SAMPLES_BYTES, "a wakelab samples file")
     if not isinstance(doc, dict) or doc.get("schema") != SAMPLES_SCHEMA:
         raise EvidenceError("%s is not a wakelab samples file" % path)
     if doc.get("arm") != entry.get("name"):
@@ -300,23 +306,13 @@ def is_grid_folder(path: str) -> bool:
 
 def load_matrix(folder: str) -> Dict[str, Any]:
     """Read and validate the matrix.json of the grid in ``folder``."""
-    import jsonschema
-
     target = os.path.join(folder, MATRIX_JSON)
-    raw = read_evidence_file(target, folder, MAX_MATRIX_BYTES, "a wakelab matrix")
-    try:
-        doc = parse_json(raw.decode("utf-8"), target)
-    except UnicodeDecodeError:
-        raise EvidenceError("%s is not UTF-8 text" % target) from None
+    doc = read_json(target, folder, MAX_MATRIX_BYTES, "a wakelab matrix")
     if not isinstance(doc, dict) or doc.get("schema") != "wakelab.matrix":
         raise EvidenceError("%s is not a wakelab matrix (no \"schema\": \"wakelab.matrix\")" % target)
     _check_values(doc, target)
     with open(_MATRIX_SCHEMA_FILE, encoding="utf-8") as fh:
-        validator = jsonschema.Draft202012Validator(json.load(fh))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    if error is not None:
-        location = one_line("/".join(str(p) for p in error.absolute_path)) or "top level"
-        raise EvidenceError("%s is not a valid wakelab matrix: at %s: %s" % (target, location, one_line(error.message[:200])))
+        _check_schema(doc, json.load(fh), target, "matrix")
     return doc
 
 

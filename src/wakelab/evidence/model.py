@@ -166,6 +166,8 @@ class RateFigures:
     max_ops_per_s: float
     baseline_ops_per_s: float
     net_ns_per_op: Optional[float]
+    #: The median round's time per operation (ns).
+    ns_per_op: Optional[float] = None
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "RateFigures":
@@ -177,6 +179,7 @@ class RateFigures:
             max_ops_per_s=float(doc.get("max_ops_per_s") or 0.0),
             baseline_ops_per_s=float(doc.get("baseline_ops_per_s") or 0.0),
             net_ns_per_op=_opt_float(doc.get("net_ns_per_op")),
+            ns_per_op=_opt_float(doc.get("ns_per_op")),
         )
 
 
@@ -204,6 +207,22 @@ class TraceFigures:
     percentiles: Mapping[str, Mapping[str, Optional[float]]] = dataclasses.field(default_factory=dict)
     wakes: int = 0
     fully_attributed: int = 0
+    #: Each band's re-blocks by cause (mean ns; they sum to its ``gil_wait``); None for a band from before
+    #: re-blocks were named (or no band).
+    at_p50_reblocks: Optional[Mapping[str, float]] = None
+    at_p99_reblocks: Optional[Mapping[str, float]] = None
+    #: The untraced p50 measured again after the traced pass (ns).
+    untraced_after_p50_ns: Optional[float] = None
+    #: Events perf dropped; wakes re-blocked; switch-ins placed at the waiter's return from its call.
+    lost_events: int = 0
+    with_gil_cycles: int = 0
+    inferred_switch_ins: int = 0
+    cross_cpu_fraction: Optional[float] = None
+    from_idle_fraction: Optional[float] = None
+    #: Who held what the waiter re-blocked on, most time first.
+    holders: Tuple["TraceHolder", ...] = ()
+    #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
+    frames: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "TraceFigures":
@@ -220,6 +239,10 @@ class TraceFigures:
             return _opt_float(value.get("latency_ns")), {
                 str(k): float(v) for k, v in parts.items() if _opt_float(v) is not None
             }
+
+        def causes(key: str) -> Optional[Dict[str, float]]:
+            found = _mapping(comps.get(key)).get("reblocks_ns")
+            return {str(k): float(v or 0.0) for k, v in found.items()} if isinstance(found, Mapping) else None
 
         p50_ns, p50 = band("at_p50")
         p99_ns, p99 = band("at_p99")
@@ -242,7 +265,52 @@ class TraceFigures:
             },
             wakes=_opt_int(comps.get("wakes")) or 0,
             fully_attributed=_opt_int(comps.get("fully_attributed")) or 0,
+            at_p50_reblocks=causes("at_p50"),
+            at_p99_reblocks=causes("at_p99"),
+            untraced_after_p50_ns=_opt_float(overhead.get("untraced_after_p50_ns")),
+            lost_events=_opt_int(doc.get("lost_events")) or 0,
+            with_gil_cycles=_opt_int(comps.get("with_gil_cycles")) or 0,
+            inferred_switch_ins=_opt_int(comps.get("inferred_switch_ins")) or 0,
+            cross_cpu_fraction=_opt_float(comps.get("cross_cpu_fraction")),
+            from_idle_fraction=_opt_float(comps.get("from_idle_fraction")),
+            holders=tuple(TraceHolder.from_dict(h) for h in _mapping(comps.get("reblocks")).get("holders") or ()
+                          if isinstance(h, Mapping)),
+            frames=_mapping(doc.get("frames")),
         )
+
+    @property
+    def has_bands(self) -> bool:
+        """True when the split recorded where the median wake goes (``at_p50``)."""
+        return self.at_p50_ns is not None or bool(self.at_p50)
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceHolder:
+    """Who held what a traced arm's waiter re-blocked on: what (``on``), who (``role``), their thread ids, in how many wakes."""
+
+    on: str
+    role: str
+    tids: Tuple[Any, ...]
+    wakes: Any
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceHolder":
+        return cls(str(doc.get("on")), str(doc.get("role") or ""), tuple(doc.get("tids") or ()), doc.get("wakes"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracing:
+    """``tracing``: whether the run asked for scheduler tracing, whether it ran, why not, and what recorded it."""
+
+    requested: bool = False
+    traced: bool = False
+    reason: Optional[str] = None
+    tool: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "Tracing":
+        d = _mapping(doc)
+        return cls(bool(d.get("requested")), bool(d.get("traced")), d.get("reason"), d.get("tool"))
 
 
 class WarningKind(str, enum.Enum):
@@ -566,6 +634,32 @@ class ArmSamples:
 
 
 @dataclasses.dataclass(frozen=True)
+class SamplesFile:
+    """An arm's samples file (``samples/<arm>.json``) as stored: its kind and its series, in ns.
+
+    Read by :meth:`Bundle.samples_file`, which has checked each series of the
+    file's kind to be a list of whole non-negative ns; not checked against the
+    summary (see :meth:`Bundle.kept_latency_samples` for that).  A latency
+    file has ``samples_ns`` and ``components_ns``; a rate file ``round_ns``,
+    ``baseline_round_ns`` and ``n_per_round`` (None unless a whole number).
+    """
+
+    kind: Any
+    samples_ns: Sequence[int] = ()
+    components_ns: Mapping[str, Sequence[int]] = dataclasses.field(default_factory=dict)
+    round_ns: Sequence[int] = ()
+    baseline_round_ns: Sequence[int] = ()
+    n_per_round: Optional[int] = None
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "SamplesFile":
+        per_round = doc.get("n_per_round")
+        return cls(doc.get("kind"), doc.get("samples_ns") or (), dict(doc.get("components_ns") or {}),
+                   doc.get("round_ns") or (), doc.get("baseline_round_ns") or (),
+                   per_round if isinstance(per_round, int) and not isinstance(per_round, bool) else None)
+
+
+@dataclasses.dataclass(frozen=True)
 class RawKept:
     """How many of an arm's counted wakes its samples file keeps as raw samples, and in how many worker units.
 
@@ -640,6 +734,12 @@ class Bundle:
     def lab_id(self) -> str:
         return str((self.summary.get("lab") or {}).get("id") or "")
 
+    @property
+    def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
+        """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
+        comparisons = _mapping(self.summary.get("lab")).get("comparisons") or ()
+        return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
+
     # -- the run-wide sections, each parsed once -------------------------------------------
 
     @functools.cached_property
@@ -669,6 +769,10 @@ class Bundle:
     @functools.cached_property
     def system(self) -> System:
         return System.from_dict(self.summary.get("system"))
+
+    @functools.cached_property
+    def tracing(self) -> Tracing:
+        return Tracing.from_dict(self.summary.get("tracing"))
 
     @functools.cached_property
     def soak(self) -> Optional[Soak]:
@@ -747,6 +851,10 @@ class Bundle:
         from wakelab.evidence.load import load_samples
 
         return load_samples(self.folder, dict(entry))
+
+    def samples_file(self, arm: ArmRecord) -> SamplesFile:
+        """Arm ``arm``'s samples file as stored (EvidenceError when unusable)."""
+        return SamplesFile.from_dict(self.samples_doc(arm.entry))
 
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes of a measured latency arm, every one, checked against the summary's n.

@@ -15,9 +15,9 @@ per run, so a grid gives one file per cell.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
-from wakelab.evidence.model import Bundle, Grid, GridCell  # noqa: F401 (GridCell: the exporters' cells)
+from wakelab.evidence.model import ArmRecord, Bundle, Grid, GridCell  # noqa: F401 (GridCell: the exporters' cells)
 
 
 # A loaded bundle, as the evidence model gives it.
@@ -101,10 +101,25 @@ def load_source(path: str) -> Source:
     return load_evidence(path)
 
 
+def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[List[Tuple[int, int, int]]]:
+    """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values.
+
+    The samples file pools the workers' values in worker order; summary.json's
+    ``workers`` give each one's count (``n``, or ``rounds`` for a rate arm's
+    rounds).  None when there are no workers or their counts are not whole
+    numbers adding up to ``total``: the series cannot be cut back.
+    """
+    recorded = [(w.rounds if rounds else w.n) if w.recorded else None for w in arm.workers or ()]
+    counts: List[int] = [c for c in recorded if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
+    if not counts or len(counts) != len(recorded) or sum(counts) != total:
+        return None
+    spans, start = [], 0
+    for index, count in enumerate(counts):
+        spans.append((index, start, start + count))
+        start += count
+    return spans
+
+
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
     return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
 
-
-def arm_entries(evidence: Evidence) -> Tuple[Mapping[str, Any], ...]:
-    """The run's arms in run order (summary.json keeps them in run order)."""
-    return evidence.arm_entries()

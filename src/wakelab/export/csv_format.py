@@ -29,9 +29,10 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, arm_entries, missing_cell_notes
+from wakelab.evidence.model import ArmRecord
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
 LATENCY_COLUMNS = (
@@ -112,12 +113,10 @@ def format_value(value: Any) -> str:
     return format_text(value)
 
 
-def arm_row(entry: Mapping[str, Any]) -> List[str]:
-    row = [format_text(entry.get("name" if column == "arm" else column)) for column in ARM_COLUMNS]
-    latency: Mapping[str, Any] = entry.get("latency") or {}
-    rate: Mapping[str, Any] = entry.get("rate") or {}
-    row.extend(formatter_for(column)(latency.get(column)) for column in LATENCY_COLUMNS)
-    row.extend(formatter_for(column)(rate.get(column)) for column in RATE_COLUMNS)
+def arm_row(arm: ArmRecord) -> List[str]:
+    row = [format_text(v) for v in (arm.name, arm.family, arm.kind, arm.waiter, arm.scope, arm.status, arm.native)]
+    row.extend(formatter_for(column)(getattr(arm.latency, column, None)) for column in LATENCY_COLUMNS)
+    row.extend(formatter_for(column)(getattr(arm.rate, column, None)) for column in RATE_COLUMNS)
     return row
 
 
@@ -143,25 +142,25 @@ def grid_label_cells(grid: Grid) -> Dict[str, List[str]]:
     }
 
 
-def _write(rows: Sequence[Sequence[str]]) -> str:
+def write_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A header and rows as CSV text (``\\n`` line ends); ``rows`` may be a generator (the samples CSV streams its wakes)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
     writer.writerows(rows)
     return out.getvalue()
 
 
 def format_csv(evidence: Evidence) -> str:
     """The run's arms as CSV text (``\\n`` line ends, header first)."""
-    return _write([list(COLUMNS)] + [arm_row(entry) for entry in arm_entries(evidence)])
+    return write_rows(COLUMNS, (arm_row(arm) for arm in evidence.arms()))
 
 
 def format_grid_csv(grid: Grid) -> str:
     """A grid's arms as CSV: a row per cell and arm, the cell's labels first."""
     labels = grid_label_cells(grid)
-    rows: List[List[str]] = [grid_label_columns(grid, COLUMNS) + list(COLUMNS)]
-    for cell in grid.with_evidence:
-        rows.extend(labels[cell.label] + arm_row(entry) for entry in arm_entries(cell.evidence))
-    return _write(rows)
+    return write_rows(grid_label_columns(grid, COLUMNS) + list(COLUMNS),
+                      (labels[cell.label] + arm_row(arm) for cell in grid.with_evidence for arm in cell.evidence.arms()))
 
 
 def serialize(evidence: Evidence) -> Export:

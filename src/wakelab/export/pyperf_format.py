@@ -54,7 +54,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, UsageError
 from wakelab.evidence.model import ArmRecord
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes, worker_spans
 
 UNIT = "second"
 EMPTY_LOOP = "empty-loop"
@@ -159,50 +159,36 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
     return metadata
 
 
-def _series(evidence: Evidence, entry: Mapping[str, Any]) -> List[Tuple[str, Sequence[int], int]]:
+def _series(evidence: Evidence, arm: ArmRecord) -> List[Tuple[str, Sequence[int], int]]:
     """(benchmark name, raw ns values, operations per value) of every series of an arm."""
-    name = str(entry["name"])
-    doc = evidence.samples_doc(entry)
-    if doc.get("kind") != entry.get("kind"):
-        raise EvidenceError("arm %s: its samples file is of kind %r, summary.json says %r" % (name, doc.get("kind"), entry.get("kind")))
-    if entry.get("kind") == "latency":
-        series = [(name, doc["samples_ns"], 1)]
-        for component, values in sorted((doc.get("components_ns") or {}).items()):
+    name = arm.name
+    samples = evidence.samples_file(arm)
+    if samples.kind != arm.kind:
+        raise EvidenceError("arm %s: its samples file is of kind %r, summary.json says %r" % (name, samples.kind, arm.kind))
+    if arm.is_latency:
+        series = [(name, samples.samples_ns, 1)]
+        for component, values in sorted(samples.components_ns.items()):
             if not _SAFE_COMPONENT.fullmatch(component):
                 raise EvidenceError("arm %s: component name %r is not a plain name" % (name, component))
             series.append(("%s.%s" % (name, component), values, 1))
         return series
-    per_round = _whole(doc.get("n_per_round"))
+    per_round = samples.n_per_round
     if per_round is None or per_round < 1:
         raise EvidenceError("arm %s: n_per_round in its samples file must be a whole number >= 1" % name)
-    return [(name, doc["round_ns"], per_round), ("%s.%s" % (name, EMPTY_LOOP), doc["baseline_round_ns"], per_round)]
+    return [(name, samples.round_ns, per_round), ("%s.%s" % (name, EMPTY_LOOP), samples.baseline_round_ns, per_round)]
 
 
-def worker_counts(arm: ArmRecord) -> Optional[List[int]]:
-    """How many values each worker contributed (``n`` or ``rounds`` per worker), if the evidence says."""
-    workers = arm.workers
-    if workers is None or len(workers) < 2:
-        return None
-    counts = [_whole(w.n if arm.is_latency else w.rounds) if w.recorded else None for w in workers]
-    if any(c is None or c < 0 for c in counts):
-        return None
-    return counts  # type: ignore[return-value]
-
-
-def split_by_worker(values: Sequence[int], counts: Optional[Sequence[int]]) -> List[Tuple[int, Sequence[int]]]:
+def split_by_worker(arm: ArmRecord, values: Sequence[int]) -> List[Tuple[int, Sequence[int]]]:
     """(worker index, values) per worker: the samples file pools the workers' values in worker order.
 
-    Without per-worker counts that add up to the series (an in-process run,
-    or a series the workers did not all record), the series is one run (index -1).
+    Without two or more workers whose counts add up to the series (an
+    in-process run, or a series the workers did not all record), the series
+    is one run (index -1); see :func:`~wakelab.export.base.worker_spans`.
     """
-    if not counts or sum(counts) != len(values):
+    spans = worker_spans(arm, len(values), rounds=not arm.is_latency) if len(arm.workers or ()) >= 2 else None
+    if spans is None:
         return [(-1, values)]
-    runs: List[Tuple[int, Sequence[int]]] = []
-    start = 0
-    for index, count in enumerate(counts):
-        runs.append((index, values[start:start + count]))
-        start += count
-    return runs
+    return [(index, values[start:stop]) for index, start, stop in spans]
 
 
 def _worker_metadata(arm: ArmRecord, index: int) -> Dict[str, object]:
@@ -258,14 +244,13 @@ def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object
             notes.append("arm %s not exported: %s%s" % (arm.name, arm.status, " (%s)" % reason if reason else ""))
             continue
         metadata = dict(run_metadata(evidence, arm), **(extra_metadata or {}))
-        counts = worker_counts(arm)
-        for name, values_ns, per_value in _series(evidence, arm.entry):
+        for name, values_ns, per_value in _series(evidence, arm):
             if 0 in values_ns:
                 notes.append("%s not exported: it has a 0 ns sample and pyperf values must be > 0" % name)
                 continue
             runs = [
                 (dict(metadata, **_worker_metadata(arm, index)), values)
-                for index, values in split_by_worker(values_ns, counts)
+                for index, values in split_by_worker(arm, values_ns)
                 if values  # a worker whose every wake was lost has no run
             ]
             if not runs:
@@ -303,7 +288,7 @@ def cell_metadata(grid: Grid, cell: GridCell) -> Dict[str, object]:
     """pyperf metadata naming a grid cell: ``wakelab_cell`` and ``wakelab_cell_<dimension>``."""
     metadata: Dict[str, object] = {"wakelab_cell": cell.label}
     for dimension in grid.dimensions:
-        value = cell.dimensions.get(dimension)
+        value = cell.dimensions.get(dimension)  # a grid's dimensions are named by the grid
         key = "wakelab_cell_" + re.sub(r"[^A-Za-z0-9_]", "_", dimension)
         if isinstance(value, int) and not isinstance(value, bool):
             metadata[key] = value

@@ -30,41 +30,30 @@ as ``--format csv`` does.
 
 from __future__ import annotations
 
-import csv
-import io
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from wakelab.evidence.model import LATENCY, ArmRecord
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
-from wakelab.export.csv_format import format_text, grid_label_cells, grid_label_columns
+from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes, worker_spans
+from wakelab.export.csv_format import format_text, grid_label_cells, grid_label_columns, write_rows
 
 COLUMNS = ("arm", "worker", "repetition", "wake", "latency_ns")
 SUFFIX = ".samples.csv"
-
-
-def _whole(value: object) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def worker_slices(arm: ArmRecord, total: int) -> List[Tuple[Optional[int], int, int, int]]:
     """``(worker, repetition, start, stop)`` of each worker's wakes in the pooled series of ``total``.
 
     One slice with no worker when summary.json's per-worker counts do not add
-    up to ``total`` (or there are none).
+    up to ``total`` (or there are none): see :func:`~wakelab.export.base.worker_spans`.
     """
-    workers = arm.workers
-    if not workers:
+    spans = worker_spans(arm, total)
+    if spans is None or arm.workers is None:
         return [(None, 0, 0, total)]
-    counts = [_whole(w.n) if w.recorded else None for w in workers]
-    if any(c is None for c in counts) or sum(c or 0 for c in counts) != total:
-        return [(None, 0, 0, total)]
-    slices: List[Tuple[Optional[int], int, int, int]] = []
-    start = 0
-    for index, (worker, count) in enumerate(zip(workers, counts)):
-        stop = start + (count or 0)
-        slices.append((index, _whole(worker.repetition) or 0, start, stop))
-        start = stop
-    return slices
+    return [(index, _repetition(arm.workers[index].repetition), start, stop) for index, start, stop in spans]
+
+
+def _repetition(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def sample_rows(evidence: Evidence, arm: ArmRecord) -> Iterator[List[str]]:
@@ -94,14 +83,6 @@ def _arms(evidence: Evidence, where: str) -> Tuple[List[ArmRecord], List[str]]:
     return arms, notes
 
 
-def _write(header: Sequence[str], rows: Iterator[Sequence[str]]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 def format_samples_csv(evidence: Evidence) -> Tuple[str, List[str]]:
     """The run's wakes as CSV text, and notes on the arms left out."""
     arms, notes = _arms(evidence, "")
@@ -110,7 +91,7 @@ def format_samples_csv(evidence: Evidence) -> Tuple[str, List[str]]:
         for arm in arms:
             yield from sample_rows(evidence, arm)
 
-    return _write(COLUMNS, rows()), notes
+    return write_rows(COLUMNS, rows()), notes
 
 
 def format_grid_samples_csv(grid: Grid) -> Tuple[str, List[str]]:
@@ -130,7 +111,7 @@ def format_grid_samples_csv(grid: Grid) -> Tuple[str, List[str]]:
                 for row in sample_rows(cell.evidence, arm):
                     yield lead + row
 
-    return _write(grid_label_columns(grid, COLUMNS) + list(COLUMNS), rows()), notes
+    return write_rows(grid_label_columns(grid, COLUMNS) + list(COLUMNS), rows()), notes
 
 
 def serialize(evidence: Evidence) -> Export:

@@ -1,0 +1,179 @@
+"""A grid's matrix with each arm's cells set against the first cell that measured it.
+
+The matrix document, read once into a :class:`~wakelab.evidence.matrix.MatrixDoc`,
+is compared here into a :class:`Matrix`; the comparisons its renderers show --
+each latency cell's p50 and p99 over the first cell's, their judgement
+(:func:`ratio_tone`), a rate cell's ops/s over the first, each cell's arm
+against its C floor measured in the same cell -- are computed here too, so
+that matrix.txt only lays them out.
+
+The rule a ratio is judged by (:data:`RATIO_NOISE`, :func:`ratio_tone`) is the
+one the HTML report colours its ratios by: both renderers judge alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+from wakelab.analysis.caveats import NativeRatio, native_ratio
+from wakelab.evidence.matrix import MatrixDoc, MatrixEntry
+from wakelab.evidence.model import LATENCY, RATE, ArmRecord, LatencyFigures
+from wakelab.formatting import format_ratio
+
+# How far a ratio must move from 1 before it is called a change: the noise band the ratios of one
+# figure to another are judged with (10%, either way).  Without intervals in the evidence this is
+# the only yardstick there is; it is applied to p50 and p99 alike.
+RATIO_NOISE = 1.1
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioTone:
+    """How a p50 ratio (this run over the baseline) is judged, given its p99 ratio beside it.
+
+    ``css`` is ``slower`` (red), ``faster`` (green) or ``""`` (no colour);
+    ``tail_worse`` is true when the p99 got worse beyond :data:`RATIO_NOISE`,
+    whatever the p50 did: such a ratio is a regression, shown with the p99
+    ratio.  Green needs both: p50 faster beyond the noise, and a p99 known
+    and not worse beyond it.
+    """
+
+    css: str
+    tail_worse: bool
+    why: str
+
+
+def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioTone:
+    """The judgement of a p50 ratio, with its p99 ratio (see :class:`RatioTone`).
+
+    >>> ratio_tone(0.56, 220.0).css, ratio_tone(0.56, 1.0).css, ratio_tone(0.56, None).css
+    ('slower', 'faster', '')
+    """
+    tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
+    if p50_ratio is None:
+        return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
+    if tail_worse and p50_ratio <= RATIO_NOISE:
+        what = "p50 %s but p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
+        return RatioTone("slower", True, "%s: the tail got worse" % what)
+    # Both slower: a tail regression of its own only where the p99 grew beyond the p50's growth (a whole
+    # distribution shifted up is "slower", not a tail that got worse).
+    if tail_worse and p99_ratio is not None and p99_ratio > p50_ratio * RATIO_NOISE:
+        what = "p50 %s and p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
+        return RatioTone("slower", True, "%s: the tail grew more than the median" % what)
+    if p50_ratio > RATIO_NOISE:
+        return RatioTone("slower", False, "p50 slower by more than %d%%" % round((RATIO_NOISE - 1) * 100))
+    if p50_ratio < 1 / RATIO_NOISE:
+        if p99_ratio is None:
+            return RatioTone("", False, "p50 faster, but no p99 to show the tail did not get worse")
+        return RatioTone("faster", False, "p50 faster and p99 not worse")
+    return RatioTone("", False, "within %d%%" % round((RATIO_NOISE - 1) * 100))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def positive_ratio(value: Any, base: Any) -> Optional[float]:
+    """``value / base`` for two positive finite figures, else None."""
+    if not _number(value) or not _number(base):
+        return None
+    if not (math.isfinite(value) and math.isfinite(base)) or value <= 0 or base <= 0:
+        return None
+    return float(value) / float(base)
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRow:
+    """One arm in one cell (``entry``: its figures, status, C floor and spread there) and how it compares.
+
+    ``p50_ratio``/``p99_ratio`` set a latency cell against the arm's first
+    measured cell, ``tone`` judges them; ``rate_ratio`` is a rate cell's ops/s
+    over the first cell's; ``native`` the arm against its C floor measured in
+    the same cell (None where there is none).
+    """
+
+    entry: MatrixEntry
+    p50_ratio: Optional[float] = None
+    p99_ratio: Optional[float] = None
+    tone: RatioTone = RatioTone("", False, "")
+    rate_ratio: Optional[float] = None
+    native: Optional[NativeRatio] = None
+
+    @property
+    def cell(self) -> str:
+        return self.entry.cell
+
+    @property
+    def arm(self) -> ArmRecord:
+        return self.entry.arm
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixArm:
+    """One arm across the grid: its kind, a row per cell in cell order, and the cell the others are set against."""
+
+    name: str
+    kind: str
+    rows: Tuple[MatrixRow, ...]
+    base_cell: Optional[str]
+
+    @property
+    def has_native(self) -> bool:
+        return any(row.native is not None for row in self.rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class Matrix:
+    """A grid's matrix document (``doc``: its cells, verdict ...) with every arm's cells compared."""
+
+    doc: MatrixDoc
+    arms: Tuple[MatrixArm, ...]
+
+    @property
+    def has_native(self) -> bool:
+        """True when any arm has a "vs C" ratio in any cell."""
+        return any(arm.has_native for arm in self.arms)
+
+
+def _compare(name: str, entries: Sequence[MatrixEntry], natives: Mapping[str, NativeRatio]) -> MatrixArm:
+    """Arm ``name``'s rows, each set against the first cell that measured it."""
+    kind = next((e.arm.kind for e in entries if e.arm.kind), LATENCY)
+    base = next((e for e in entries if e.arm.latency is not None and e.arm.latency.p50_ns), None)
+    base_lat: Optional[LatencyFigures] = base.arm.latency if base is not None else None
+    base_rate = next((e.arm.rate.ops_per_s for e in entries if e.arm.rate is not None), None)
+    rows = []
+    for entry in entries:
+        row, arm = MatrixRow(entry, native=natives.get(entry.cell)), entry.arm
+        if kind == RATE and arm.rate is not None:
+            ops = arm.rate.ops_per_s
+            row = dataclasses.replace(row, rate_ratio=ops / base_rate if base_rate and ops else None)
+        elif kind != RATE and arm.latency is not None:
+            p50 = positive_ratio(arm.latency.p50_ns, base_lat.p50_ns if base_lat else None)
+            p99 = positive_ratio(arm.latency.p99_ns, base_lat.p99_ns if base_lat else None)
+            row = dataclasses.replace(row, p50_ratio=p50, p99_ratio=p99, tone=ratio_tone(p50, p99))
+        rows.append(row)
+    return MatrixArm(name, kind, tuple(rows), base.cell if base is not None else None)
+
+
+def compare_matrix(doc: Union[MatrixDoc, Mapping[str, Any]]) -> Matrix:
+    """The matrix document ``doc`` (read with :meth:`MatrixDoc.from_dict` if it is not yet) with every arm's cells compared.
+
+    "vs C" uses the ``native`` and ``native_match`` each row carries
+    (matrices before 0.2 carry neither: no "vs C" then).
+    """
+    matrix = doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
+    by_cell: Dict[str, Dict[str, ArmRecord]] = {}
+    for _, entries in matrix.arms:
+        for entry in entries:
+            by_cell.setdefault(entry.cell, {})[entry.arm.name] = entry.arm
+    natives: Dict[str, Dict[str, NativeRatio]] = {}
+    for cell, arms in by_cell.items():
+        for name, arm in arms.items():
+            ratio = native_ratio(arm, arms.get(arm.native)) if arm.native else None
+            if ratio is not None:
+                natives.setdefault(name, {})[cell] = ratio
+    return Matrix(matrix, tuple(_compare(name, entries, natives.get(name) or {}) for name, entries in matrix.arms))
+
+
+__all__ = ["RATIO_NOISE", "Matrix", "MatrixArm", "MatrixRow", "RatioTone", "compare_matrix", "positive_ratio", "ratio_tone"]
