@@ -139,8 +139,8 @@ def _date(utc: Optional[str]) -> str:
     return utc.replace("T", " ")[:16] if utc else "-"
 
 
-def _plural(count: int, word: str, words: Optional[str] = None) -> str:
-    return "%d %s" % (count, word if count == 1 else (words or word + "s"))
+def _plural(count: int, word: str) -> str:
+    return "%d %s" % (count, word if count == 1 else word + "s")
 
 
 def describe_machine(cpu_model: Optional[str], cpu_count: Optional[int], kernel: Optional[str], architecture: Optional[str]) -> str:
@@ -222,9 +222,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int]
     return out
 
 
-def _run_cells(record: RunFacts, run_id: int, started_utc: str, lab_id: Optional[str], with_host: bool) -> List[str]:
+def _run_cells(record: RunFacts, run_id: int, with_host: bool) -> List[str]:
     """The cells that open a row of either table: the run, when, which lab, which interpreter, and where."""
-    return [str(run_id), _date(started_utc), lab_id or "-", record.interpreter] + ([record.hostname or "-"] if with_host else [])
+    cells = [str(run_id), _date(record.started_utc), record.lab_id or "-", record.interpreter_label]
+    return cells + [record.hostname or "-"] if with_host else cells
 
 
 def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
@@ -237,7 +238,7 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     imported = any(run.imported_utc for run in runs)
     rows = []
     for run in runs:
-        row = _run_cells(run, run.id, run.started_utc, run.lab_id, with_host)
+        row = _run_cells(run, run.id, with_host)
         row.append("-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer)
         row.append(str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok))
         if imported:
@@ -402,7 +403,7 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
     header += (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
     rows = []
     for p, words in zip(points, phrases):
-        row = _run_cells(p, p.run_id, p.started_utc, p.lab_id, with_host)
+        row = _run_cells(p, p.run_id, with_host)
         if rate:
             row.append(format_rate(p.ops_per_s))
         else:
@@ -450,7 +451,7 @@ def _dump(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def _json_doc(name: str, db_path: str, records: Sequence[Any], group: Optional[str], ids: Sequence[int], **more: Any) -> str:
+def _json_doc(name: str, db_path: str, records: Sequence[RunFacts], group: Optional[str], ids: Sequence[int], **more: Any) -> str:
     """``--json`` of a listing: the records, and with ``group`` each host's or machine's runs."""
     doc = {"schema": "wakelab.history." + name, "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
            "runs": [r.to_dict() for r in records], **more}

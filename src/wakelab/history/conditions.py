@@ -15,12 +15,13 @@ The interpreter that measured is part of the key too (schema 4): the interpreter
 two builds of one version are different wake paths, and a series of one must not continue into
 the other.
 
-This is the one place where the history reads summary.json's sections as recorded rather than
-through :class:`wakelab.evidence.model.Bundle`: the key must tell a field the summary leaves out
-from one it records as null (``switch_interval_s`` null is the interpreter's default), must not
-take the model's display defaults for an interpreter that does not say, and keeps ``conditions``
-this wakelab does not know.  It also reads the stored summaries of older databases (their keys
-are recomputed when the schema changes), so it accepts any JSON object.
+The values come through the evidence model's typed sections (:class:`~wakelab.evidence.model.Bundle`);
+whether a field is there at all is read from the sections as recorded, because the key must tell a
+field the summary leaves out from one it records as null (``switch_interval_s`` null is the
+interpreter's default), must not take the model's display defaults for an interpreter that does not
+say, and keeps the ``conditions`` this wakelab does not know.  It also reads the stored summaries of
+older databases (their keys are recomputed when the schema changes), so it accepts any JSON object.
+:class:`ConditionsKey` is a key read back, typed.
 """
 
 from __future__ import annotations

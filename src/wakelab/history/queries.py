@@ -12,7 +12,7 @@ import sqlite3
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
 from wakelab.evidence.model import Interpreter
-from wakelab.history.conditions import ConditionsKey
+from wakelab.history.rows import ArmRow
 from wakelab.history.store import BUSY_TIMEOUT_S, read
 
 R = TypeVar("R")
@@ -59,8 +59,10 @@ def interpreter_label(implementation: Optional[str], version: Optional[str], fre
 
 
 class RunFacts:
-    """What a run record and an arm point both say about the run: its interpreter, machine and conditions."""
+    """What a run record and an arm point both say about the run: when, which lab, its interpreter and its machine."""
 
+    started_utc: str
+    lab_id: Optional[str]
     implementation: Optional[str]
     python_version: Optional[str]
     free_threaded: Optional[bool]
@@ -70,17 +72,11 @@ class RunFacts:
     cpu_count: Optional[int]
     kernel: Optional[str]
     architecture: Optional[str]
-    figure_conditions: Optional[Dict[str, Any]]
 
     @property
-    def interpreter(self) -> str:
+    def interpreter_label(self) -> str:
         """``CPython 3.13.5 free-threaded (GIL off)``; ``?`` when the run does not say."""
         return interpreter_label(self.implementation, self.python_version, self.free_threaded, self.gil_enabled)
-
-    @property
-    def key(self) -> Optional[ConditionsKey]:
-        """The run's conditions key, typed (None: none recorded)."""
-        return ConditionsKey.from_json(self.figure_conditions) if self.figure_conditions else None
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as ``wakelab history --json`` writes it."""
@@ -182,8 +178,7 @@ _SQL = {
     "arms": "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id)",
     "arms_ok": "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id AND a.status = 'ok')",
 }
-_ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "n", "lost", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns",
-                "max_ns", "mean_ns", "ops_per_s")
+_ARM_COLUMNS = frozenset(field.name for field in dataclasses.fields(ArmRow))
 _READ: Mapping[str, Callable[[Any], Any]] = {
     "complete": _bool, "interrupted": _bool, "free_threaded": _bool, "gil_enabled": _bool,
     "conditions": _loads, "figure_conditions": _key,

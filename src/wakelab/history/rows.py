@@ -3,8 +3,13 @@
 Built from the typed evidence model (:class:`wakelab.evidence.model.Bundle` and its
 :class:`~wakelab.evidence.model.ArmRecord`), as every other reader of a bundle reads it; the
 conditions key comes from :mod:`wakelab.history.conditions`.  Pure: no SQLite here
-(:mod:`wakelab.history.store` writes the rows).  A text field the evidence leaves empty is
-stored as NULL, as is a figure it does not hold.
+(:mod:`wakelab.history.store` writes the rows).
+
+A few facts are read as the summary records them: those the model has no field for (the run
+id, the finish time, the machine id, the parameters and conditions kept whole) and the
+interpreter's implementation, version and build kind, which the model reads with a display
+default ("Python ?", not free-threaded) where the evidence does not say; the history keeps
+NULL there.  An arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
 """
 
 from __future__ import annotations
