@@ -197,6 +197,21 @@ def test_unknown_and_future_fields_are_kept_not_required(tmp_path, lab135_summar
     conn.close()
 
 
+def test_what_the_summary_does_not_say_is_recorded_as_unknown(tmp_path, lab135_summary, capsys) -> None:
+    """The history keeps NULL, not the evidence model's display defaults ("Python ?", not free-threaded)."""
+    doc = copy.deepcopy(lab135_summary)
+    for field in ("implementation", "version", "free_threaded_build"):
+        del doc["interpreter"][field]
+    doc["conditions"] = {}
+    db = str(tmp_path / "h.db")
+    history.record_run(doc, str(tmp_path), db)
+    [run] = history.list_runs(db)
+    assert (run.implementation, run.python_version, run.free_threaded, run.conditions) == (None, None, None, {})
+    status, out, err = cli(capsys, "history", "--history", db)
+    assert (status, err) == (0, "")
+    assert out.splitlines()[2].split()[4] == "?"
+
+
 @pytest.mark.parametrize("broken", [{"arms": []}, {"started_utc": "x"}, {"started_utc": "x", "arms": [], "bad": float("nan")}])
 def test_unrecordable_summary_is_an_error(tmp_path, broken) -> None:
     db = tmp_path / "h.db"
