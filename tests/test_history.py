@@ -1178,3 +1178,22 @@ def test_history_package_is_stdlib_only_and_3_9_syntax() -> None:
         "wakelab", "wakelab.errors", "wakelab.percentile"]
     assert sorted(m for m in loaded if m.startswith("wakelab.evidence")) == [
         "wakelab.evidence", "wakelab.evidence.bundle", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.words"]
+
+
+def test_history_modules_import_only_those_below_them() -> None:
+    """The package's own layering (see its __init__): each module imports only the modules listed before it."""
+    import ast
+
+    order = ["conditions", "rows", "schema", "store", "queries"]
+    folder = os.path.dirname(history.__file__)
+    for position, name in enumerate(order):
+        with open(os.path.join(folder, name + ".py"), encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "wakelab.history":
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("wakelab.history."):
+                imported.add(str(node.module).split(".")[2])
+        assert imported <= set(order[:position]), (name, sorted(imported - set(order[:position])))
+    assert sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".py") and n != "__init__.py") == sorted(order)
