@@ -7,6 +7,7 @@ there too, so nothing can reach the real user's history.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -21,6 +22,10 @@ import pytest
 from wakelab import history
 from wakelab.cli import main
 from wakelab.evidence.bundle import dumps
+from wakelab.evidence.model import Bundle
+from wakelab.history import schema, store
+from wakelab.history.conditions import canonical
+from wakelab.history.rows import ArmRow, RunRow
 from wakelab.harness.runner import RunPlan, run_plan
 from wakelab.labs import LAB_135
 
@@ -192,6 +197,21 @@ def test_unknown_and_future_fields_are_kept_not_required(tmp_path, lab135_summar
     conn.close()
 
 
+def test_what_the_summary_does_not_say_is_recorded_as_unknown(tmp_path, lab135_summary, capsys) -> None:
+    """The history keeps NULL, not the evidence model's display defaults ("Python ?", not free-threaded)."""
+    doc = copy.deepcopy(lab135_summary)
+    for field in ("implementation", "version", "free_threaded_build"):
+        del doc["interpreter"][field]
+    doc["conditions"] = {}
+    db = str(tmp_path / "h.db")
+    history.record_run(doc, str(tmp_path), db)
+    [run] = history.list_runs(db)
+    assert (run.implementation, run.python_version, run.free_threaded, run.conditions) == (None, None, None, {})
+    status, out, err = cli(capsys, "history", "--history", db)
+    assert (status, err) == (0, "")
+    assert out.splitlines()[2].split()[4] == "?"
+
+
 @pytest.mark.parametrize("broken", [{"arms": []}, {"started_utc": "x"}, {"started_utc": "x", "arms": [], "bad": float("nan")}])
 def test_unrecordable_summary_is_an_error(tmp_path, broken) -> None:
     db = tmp_path / "h.db"
@@ -204,13 +224,13 @@ def test_a_crash_mid_record_leaves_the_database_as_it_was(tmp_path, lab135_summa
     db = str(tmp_path / "h.db")
     history.record_run(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
     before = read_bytes(db)
-    store = history._store
+    write = store._store
 
     def store_then_interrupt(*args: Any) -> Any:
-        store(*args)  # every row written, not yet committed
+        write(*args)  # every row written, not yet committed
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(history, "_store", store_then_interrupt)
+    monkeypatch.setattr(store, "_store", store_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         history.record_run(variant(lab135_summary, started="2026-10-09T06:00:00Z"), str(tmp_path / "second"), db)
     assert read_bytes(db) == before
@@ -224,11 +244,12 @@ def test_a_process_killed_mid_record_leaves_the_database_consistent(tmp_path, la
     script = (
         "import json, os, sys\n"
         "from wakelab import history\n"
-        "store = history._store\n"
+        "from wakelab.history import store\n"
+        "write = store._store\n"
         "def die(*a):\n"
-        "    store(*a)\n"
+        "    write(*a)\n"
         "    os._exit(9)  # no rollback, no commit: as if the power went\n"
-        "history._store = die\n"
+        "store._store = die\n"
         "summary = json.load(open(os.path.join(sys.argv[2], 'summary.json')))\n"
         "history.record_run(summary, sys.argv[2], sys.argv[1])\n"
     )
@@ -414,8 +435,8 @@ NEXT = history.SCHEMA_VERSION + 1  # a schema version this wakelab does not have
 
 
 def _add_v2_migration(monkeypatch, step) -> None:
-    monkeypatch.setattr(history, "SCHEMA_VERSION", NEXT)
-    monkeypatch.setattr(history, "MIGRATIONS", history.MIGRATIONS + [step])
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", NEXT)
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS + [step])
 
 
 def test_an_older_schema_is_migrated_in_place_keeping_its_runs(tmp_path, lab135_summary, monkeypatch) -> None:
@@ -780,11 +801,15 @@ def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_pat
         "imported 4 runs (4 already recorded) from 1 machine")
 
 
-def _insert_run(conn: sqlite3.Connection, doc: Dict[str, Any], row: Dict[str, Any]) -> None:
-    """One run as an older schema held it: ``row`` (its runs columns) and its arm results."""
-    cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
+def _insert_run(conn: sqlite3.Connection, doc: Dict[str, Any], folder: str, **columns: Any) -> None:
+    """One run as an older schema held it: the columns its ``runs`` table has (``columns`` replace some), and its arm results."""
+    bundle = Bundle(source=folder, folder=folder, summary=doc)
+    row = dataclasses.replace(RunRow.from_bundle(bundle), **columns)
+    names = [c[1] for c in conn.execute("PRAGMA table_info(runs)") if c[1] != "id"]
+    cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(names), ", ".join("?" * len(names))),
+                       [getattr(row, name) for name in names])
     conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                     [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+                     [(cur.lastrowid,) + arm.values() for arm in ArmRow.of_bundle(bundle)])
 
 
 def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None:
@@ -792,12 +817,12 @@ def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None
     conn = sqlite3.connect(db, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        history._migrate_0_to_1(conn)
-        history._migrate_1_to_2(conn)
+        for step in schema.MIGRATIONS[:2]:
+            step(conn)
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '2')")
         conn.execute("PRAGMA user_version = 2")
         for doc in docs:
-            _insert_run(conn, doc, history._run_row(doc, folder, history._canonical(doc)))  # the schema-2 columns
+            _insert_run(conn, doc, folder)  # the schema-2 columns
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -841,16 +866,13 @@ def _version_3_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None
     conn = sqlite3.connect(db, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        for step in history.MIGRATIONS[:3]:
+        for step in schema.MIGRATIONS[:3]:
             step(conn)
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '3')")
         conn.execute("PRAGMA user_version = 3")
         for doc in docs:
-            row = history._run_row(doc, folder, history._canonical(doc))
-            row.update(history._machine_facts(doc), imported_utc=None, imported_from=None, imported_by=None)
             key = {k: v for k, v in history.figure_conditions(doc).items() if k not in V4_FIELDS}
-            row["conditions_key"] = history._canonical(key)
-            _insert_run(conn, doc, row)
+            _insert_run(conn, doc, folder, conditions_key=canonical(key))
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -1024,15 +1046,15 @@ def test_import_is_all_or_nothing_when_writing_fails(tmp_path, lab135_summary, c
     db = str(tmp_path / "h.db")
     history.record_run(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
     before = read_bytes(db)
-    store, calls = history._store, []
+    write, calls = store._store, []
 
     def fail_on_the_third(*args: Any) -> Any:
         calls.append(1)
         if len(calls) == 3:
             raise sqlite3.OperationalError("disk I/O error")
-        return store(*args)
+        return write(*args)
 
-    monkeypatch.setattr(history, "_store", fail_on_the_third)
+    monkeypatch.setattr(store, "_store", fail_on_the_third)
     status, out, err = cli(capsys, "history", "import", "--history", db, bundles["a"], bundles["b"], bundles["grid"])
     assert (status, out) == (2, "")
     assert err == "wakelab: error: history database %s: disk I/O error while recording 4 runs\n" % db
@@ -1135,12 +1157,14 @@ def test_host_filter_finds_imported_runs_and_grouping_options_exclude_each_other
 # It runs in the measuring process: stdlib only, Python 3.9 syntax
 
 
-def test_history_module_is_stdlib_only_and_3_9_syntax() -> None:
+def test_history_package_is_stdlib_only_and_3_9_syntax() -> None:
     import ast
 
-    path = history.__file__
-    with open(path, encoding="utf-8") as fh:
-        ast.parse(fh.read(), feature_version=(3, 9))
+    folder = os.path.dirname(history.__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                ast.parse(fh.read(), feature_version=(3, 9))
     code = (
         "import sys; before = set(sys.modules); import wakelab.history; "
         "print('\\n'.join(sorted(m for m in set(sys.modules) - before)))"
@@ -1149,4 +1173,27 @@ def test_history_module_is_stdlib_only_and_3_9_syntax() -> None:
                             env=dict(os.environ, PYTHONPATH=SRC), timeout=60, check=True).stdout.split()
     third_party = [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "wakelab"]
     assert third_party == []
-    assert sorted(m for m in loaded if m.startswith("wakelab")) == ["wakelab", "wakelab.errors", "wakelab.history"]
+    # The history and the evidence model it reads; not the validating loader (jsonschema), nor anything above.
+    assert sorted(m for m in loaded if m.startswith("wakelab") and not m.startswith(("wakelab.history", "wakelab.evidence"))) == [
+        "wakelab", "wakelab.errors", "wakelab.percentile"]
+    assert sorted(m for m in loaded if m.startswith("wakelab.evidence")) == [
+        "wakelab.evidence", "wakelab.evidence.bundle", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.words"]
+
+
+def test_history_modules_import_only_those_below_them() -> None:
+    """The package's own layering (see its __init__): each module imports only the modules listed before it."""
+    import ast
+
+    order = ["conditions", "rows", "schema", "store", "queries"]
+    folder = os.path.dirname(history.__file__)
+    for position, name in enumerate(order):
+        with open(os.path.join(folder, name + ".py"), encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "wakelab.history":
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("wakelab.history."):
+                imported.add(str(node.module).split(".")[2])
+        assert imported <= set(order[:position]), (name, sorted(imported - set(order[:position])))
+    assert sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".py") and n != "__init__.py") == sorted(order)

@@ -23,7 +23,7 @@ LAYERS: Dict[str, Tuple[int, str]] = {
     "wakelab.percentile": (1, "leaf"),  # the one type-7 percentile: analysis computes, evidence checks, labs take medians
     "wakelab": (1, "leaf"),  # the package itself: __version__ only
     "wakelab.evidence": (2, "evidence"),
-    "wakelab.history": (2, "evidence"),
+    "wakelab.history": (2, "evidence"),  # the package: conditions, rows, schema, store, queries (its own order: test_history)
     "wakelab.analysis": (3, "analysis"),
     "wakelab.labs": (3, "presets"),
     "wakelab.harness": (4, "harness"),

@@ -23,8 +23,11 @@ from wakelab.cli import main
 from wakelab.errors import OutputError
 from wakelab.evidence import bundle
 from wakelab.evidence.load import load_summary
+from wakelab.evidence.model import Bundle
 from wakelab.harness import runner
 from wakelab.harness.runner import RunPlan, run_plan
+from wakelab.history import schema
+from wakelab.history.rows import ArmRow, RunRow
 from wakelab.labs import LAB_135
 
 PYTHON = sys.executable
@@ -257,15 +260,17 @@ def test_a_version_1_history_is_migrated_keeping_rows_and_arms(tmp_path, lab135_
     old.pop("run_id", None)  # bundles from before run ids
     conn = sqlite3.connect(db, isolation_level=None)  # a history as wakelab 0.1 wrote it (schema 1)
     conn.execute("BEGIN")
-    history._migrate_0_to_1(conn)
+    schema.MIGRATIONS[0](conn)
     conn.execute("PRAGMA user_version = 1")
+    columns = [c[1] for c in conn.execute("PRAGMA table_info(runs)") if c[1] != "id"]
     for started in (old["started_utc"], "2026-10-05T06:00:00Z"):
         doc = dict(old, started_utc=started)
-        row = history._run_row(doc, os.path.realpath(str(tmp_path / "a")), history._canonical(doc))
-        del row["run_uuid"]
-        cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
+        evidence = Bundle(source="", folder=os.path.realpath(str(tmp_path / "a")), summary=doc)
+        row = RunRow.from_bundle(evidence)
+        cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(columns), ", ".join("?" * len(columns))),
+                           [getattr(row, c) for c in columns])
         conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                         [(cur.lastrowid,) + arm for arm in history._arm_rows(doc)])
+                         [(cur.lastrowid,) + arm.values() for arm in ArmRow.of_bundle(evidence)])
     conn.execute("COMMIT")
     arms_before = conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall()
     conn.close()

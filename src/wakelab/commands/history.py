@@ -30,12 +30,18 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value, utf8_text, whole_number
 from wakelab.errors import EvidenceError, UsageError
 from wakelab.formatting import escape_text
+
+if TYPE_CHECKING:
+    from wakelab.evidence.model import Bundle
+    from wakelab.history import ArmPoint, HistoryFilter, RecordResult, RunRecord
+    from wakelab.history.conditions import ConditionsKey
+    from wakelab.history.queries import RunFacts
 
 LIMIT_RANGE = (1, 1_000_000)
 JSON_SCHEMA_VERSION = 1
@@ -130,17 +136,11 @@ def register(sub: Any) -> None:
 
 def _date(utc: Optional[str]) -> str:
     """``2026-10-01T06:00:00Z`` -> ``2026-10-01 06:00``."""
-    if not utc:
-        return "-"
-    return utc.replace("T", " ")[:16]
+    return utc.replace("T", " ")[:16] if utc else "-"
 
 
-def _yes_no(value: Optional[bool]) -> str:
-    return "-" if value is None else ("yes" if value else "no")
-
-
-def _plural(count: int, word: str, words: Optional[str] = None) -> str:
-    return "%d %s" % (count, word if count == 1 else (words or word + "s"))
+def _plural(count: int, word: str) -> str:
+    return "%d %s" % (count, word if count == 1 else word + "s")
 
 
 def describe_machine(cpu_model: Optional[str], cpu_count: Optional[int], kernel: Optional[str], architecture: Optional[str]) -> str:
@@ -155,35 +155,35 @@ def describe_machine(cpu_model: Optional[str], cpu_count: Optional[int], kernel:
     return ", ".join(parts)
 
 
-def _machine_of(record: Any) -> str:
+def _machine_of(record: RunFacts) -> str:
     return describe_machine(record.cpu_model, record.cpu_count, record.kernel, record.architecture)
 
 
-def _host_of(record: Any) -> str:
+def _host_of(record: RunFacts) -> str:
     return record.hostname or "(no hostname)"
 
 
-def _unique(values: Sequence[str]) -> List[str]:
-    seen: List[str] = []
-    for value in values:
-        if value not in seen:
-            seen.append(value)
-    return seen
-
-
-def _groups(records: Sequence[Any], group: str) -> List[Tuple[str, List[int]]]:
-    """(title, indices into ``records``) for each host or machine, sorted by name; ``records`` keep their order."""
+def _members(records: Sequence[RunFacts], group: str) -> List[Tuple[str, List[int]]]:
+    """(host or machine, indices into ``records``) for each host or machine, sorted by name; ``records`` keep their order."""
     name_of = _host_of if group == "host" else _machine_of
     members: Dict[str, List[int]] = {}
     for index, record in enumerate(records):
         members.setdefault(name_of(record), []).append(index)
+    return sorted(members.items())
+
+
+def _on(records: Sequence[RunFacts], group: Optional[str]) -> str:
+    """`` on 2 hosts`` (nothing when not grouped)."""
+    return "" if group is None else " on %s" % _plural(len(_members(records, group)), group)
+
+
+def _groups(records: Sequence[RunFacts], group: str) -> List[Tuple[str, List[int]]]:
+    """(title, indices into ``records``) for each host or machine, sorted by name."""
     out = []
-    for name in sorted(members):
-        indices = members[name]
+    for name, indices in _members(records, group):
         count = _plural(len(indices), "run")
         if group == "host":
-            machines = sorted({_machine_of(records[i]) for i in indices})
-            title = "host %s: %s; %s" % (name, "; ".join(machines), count)
+            title = "host %s: %s; %s" % (name, "; ".join(sorted({_machine_of(records[i]) for i in indices})), count)
         else:
             hosts = sorted({_host_of(records[i]) for i in indices})
             title = "machine %s: %s on %s %s" % (name, count, "host" if len(hosts) == 1 else "hosts", ", ".join(hosts))
@@ -191,19 +191,11 @@ def _groups(records: Sequence[Any], group: str) -> List[Tuple[str, List[int]]]:
     return out
 
 
-def _group_docs(records: Sequence[Any], group: Optional[str], id_of: Callable[[Any], int]) -> Optional[List[Dict[str, Any]]]:
-    if group is None:
-        return None
-    name_of = _host_of if group == "host" else _machine_of
-    docs = []
-    for _title, indices in _groups(records, group):
-        docs.append({
-            "name": name_of(records[indices[0]]),
-            "hosts": sorted({_host_of(records[i]) for i in indices}),
-            "machines": sorted({_machine_of(records[i]) for i in indices}),
-            "runs": [id_of(records[i]) for i in indices],
-        })
-    return docs
+def _group_docs(records: Sequence[RunFacts], group: str, ids: Sequence[int]) -> List[Dict[str, Any]]:
+    """``--json``'s groups: each host's or machine's name, hosts, machines and run ids."""
+    return [{"name": name, "hosts": sorted({_host_of(records[i]) for i in indices}),
+             "machines": sorted({_machine_of(records[i]) for i in indices}), "runs": [ids[i] for i in indices]}
+            for name, indices in _members(records, group)]
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int],
@@ -230,10 +222,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int]
     return out
 
 
-def format_runs(runs: Sequence[Any], db_path: str, group: Optional[str] = None) -> str:
-    """The run list as text (``runs`` are :class:`wakelab.history.RunRecord`), grouped by ``group`` if given."""
+def _run_cells(record: RunFacts, run_id: int, with_host: bool) -> List[str]:
+    """The cells that open a row of either table: the run, when, which lab, which interpreter, and where."""
+    cells = [str(run_id), _date(record.started_utc), record.lab_id or "-", record.interpreter_label]
+    return cells + [record.hostname or "-"] if with_host else cells
+
+
+def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
+    """The run list as text, grouped by ``group`` (host or machine) if given."""
     from wakelab.evidence.words import run_state
-    from wakelab.history import interpreter_label
 
     if not runs:
         return "no runs recorded in %s\n" % escape_text(db_path)
@@ -241,56 +238,22 @@ def format_runs(runs: Sequence[Any], db_path: str, group: Optional[str] = None) 
     imported = any(run.imported_utc for run in runs)
     rows = []
     for run in runs:
-        arms = str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok)
-        row = [
-            str(run.id),
-            _date(run.started_utc),
-            run.lab_id or "-",
-            interpreter_label(run.implementation, run.python_version, run.free_threaded, run.gil_enabled),
-        ]
-        if with_host:
-            row.append(run.hostname or "-")
-        row += [_yes_no(run.complete) if run.complete is None and not run.interrupted
-                else run_state(run.complete, run.interrupted).answer, arms]
+        row = _run_cells(run, run.id, with_host)
+        row.append("-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer)
+        row.append(str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok))
         if imported:
             row.append(("imported " + run.imported_utc[:10]) if run.imported_utc else "-")
-        row.append(run.folder)
-        rows.append(row)
+        rows.append(row + [run.folder])
     header = ["id", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else []) + ["complete", "arms"]
     header += (["source"] if imported else []) + ["folder"]
-    title = "HISTORY %s: %s" % (db_path, _plural(len(runs), "run"))
-    if group is not None:
-        count = len({(_host_of if group == "host" else _machine_of)(run) for run in runs})
-        title += " on %s" % _plural(count, group)
-    lines = [escape_text(title + ", newest first")]
+    title = "HISTORY %s: %s%s, newest first" % (db_path, _plural(len(runs), "run"), _on(runs, group))
     sections = _groups(runs, group) if group is not None else None
-    lines += _table(header, rows, right={0, header.index("arms")}, sections=sections)
+    lines = [escape_text(title)] + _table(header, rows, right={0, header.index("arms")}, sections=sections)
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
 # ----------------------------------------------------------------------------------------------
 # Conditions in words
-
-# The order in which a run's conditions are written, and which keys of the conditions key
-# (wakelab.history.figure_conditions) each phrase covers.
-_PHRASE_KEYS = (
-    ("placement", ("placement", "notifier_cpu", "waiter_cpu")),
-    ("loop", ("loop", "interval_us")),
-    ("settle", ("settle_us", "settle_jitter_us")),
-    ("planted", ("planted_delay_us", "planted_after_us")),
-    ("repeat", ("repeat",)),
-    ("busy threads", ("busy_threads",)),
-    ("busy procs", ("busy_procs",)),
-    ("switch interval", ("switch_interval_s",)),
-    ("idle hold", ("idle_hold",)),
-    ("execution", ("execution",)),
-    # The interpreter that measured: the interpreter column names it, so no phrase of its own.
-    ("interpreter", ("implementation", "python_version", "free_threaded", "gil_enabled")),
-    ("PYTHON_GIL", ("python_gil",)),
-    ("build", ("build", "debug_build")),
-)
-# Fields said only where they differ between runs: the same build string in every row is noise.
-_ONLY_WHEN_VARYING = ("build",)
 
 
 def _plain(value: Any) -> str:
@@ -303,66 +266,73 @@ def _busy(value: Any, what: str, whats: str) -> str:
     return "%s busy %s" % (_plain(value), what if value == 1 else whats)
 
 
-def _phrase(field: str, key: Mapping[str, Any]) -> Optional[str]:
-    """One field of a conditions key in words; None when the key does not record it."""
-    if field == "placement":
-        placement, notifier, waiter = key.get("placement"), key.get("notifier_cpu"), key.get("waiter_cpu")
-        if placement is None:
-            return None
-        if placement == "any":
-            return "unpinned"
-        if placement == "same":
-            return "same CPU" + ("" if notifier is None else " (%s)" % _plain(notifier))
-        if placement == "split":
-            cpus = "" if notifier is None and waiter is None else " (notifier %s, waiter %s)" % (_plain(notifier), _plain(waiter))
-            return "split CPUs" + cpus
-        return "placement %s" % _plain(placement)
-    if field == "loop":
-        loop = key.get("loop")
-        if loop is None:
-            return None
-        if loop == "open" and key.get("interval_us") is not None:
-            return "open loop every %s µs" % _plain(key["interval_us"])
-        return "%s loop" % _plain(loop)
-    if field == "settle":
-        if "settle_us" not in key:
-            return None
-        jitter = " + random 0-%s µs" % _plain(key["settle_jitter_us"]) if key.get("settle_jitter_us") else ""
-        return "settle %s µs%s" % (_plain(key["settle_us"]), jitter)
-    if field == "planted":
-        if not key.get("planted_delay_us"):
-            return None
-        after = key.get("planted_after_us")
-        return "planted delay %s µs%s" % (_plain(key["planted_delay_us"]), " after %s µs" % _plain(after) if after else "")
-    if field == "repeat":
-        if "repeat" not in key:
-            return None
-        return "%s repetition%s" % (_plain(key["repeat"]), "" if key["repeat"] == 1 else "s")
-    if field == "interpreter":
+def _placement(key: ConditionsKey) -> Optional[str]:
+    placement, notifier, waiter = key.placement, key.notifier_cpu, key.waiter_cpu
+    if placement is None:
         return None
-    if field == "PYTHON_GIL":
-        return None if "python_gil" not in key else "PYTHON_GIL=%s" % _plain(key["python_gil"])
-    if field == "build":
-        if "build" not in key and not key.get("debug_build"):
-            return None
-        words = "build %s" % _plain(key["build"]) if "build" in key else "build"
-        return words + (" (debug)" if key.get("debug_build") else "")
-    if field == "busy threads":
-        return None if "busy_threads" not in key else _busy(key["busy_threads"], "thread", "threads")
-    if field == "busy procs":
-        return None if "busy_procs" not in key else _busy(key["busy_procs"], "process", "processes")
-    if field == "switch interval":
-        if "switch_interval_s" not in key:
-            return None
-        value = key["switch_interval_s"]
-        return "default switch interval" if value is None else "switch interval %s s" % _plain(value)
-    if field == "idle hold":
-        return None if "idle_hold" not in key else ("idle hold" if key["idle_hold"] else "no idle hold")
-    if field == "execution":
-        if "execution" not in key:
-            return None
-        return {"workers": "in worker processes", "in-process": "in-process"}.get(key["execution"], "execution %s" % _plain(key["execution"]))
-    return "%s %s" % (field, _plain(key[field])) if field in key else None
+    if placement == "any":
+        return "unpinned"
+    if placement == "same":
+        return "same CPU" + ("" if notifier is None else " (%s)" % _plain(notifier))
+    if placement == "split":
+        cpus = "" if notifier is None and waiter is None else " (notifier %s, waiter %s)" % (_plain(notifier), _plain(waiter))
+        return "split CPUs" + cpus
+    return "placement %s" % _plain(placement)
+
+
+def _loop(key: ConditionsKey) -> Optional[str]:
+    if key.loop is None:
+        return None
+    if key.loop == "open" and key.interval_us is not None:
+        return "open loop every %s µs" % _plain(key.interval_us)
+    return "%s loop" % _plain(key.loop)
+
+
+def _settle(key: ConditionsKey) -> Optional[str]:
+    if "settle_us" not in key.recorded:
+        return None
+    jitter = " + random 0-%s µs" % _plain(key.settle_jitter_us) if key.settle_jitter_us else ""
+    return "settle %s µs%s" % (_plain(key.settle_us), jitter)
+
+
+def _planted(key: ConditionsKey) -> Optional[str]:
+    if not key.planted_delay_us:
+        return None
+    after = " after %s µs" % _plain(key.planted_after_us) if key.planted_after_us else ""
+    return "planted delay %s µs%s" % (_plain(key.planted_delay_us), after)
+
+
+def _build(key: ConditionsKey) -> Optional[str]:
+    if "build" not in key.recorded and not key.debug_build:
+        return None
+    words = "build %s" % _plain(key.build) if "build" in key.recorded else "build"
+    return words + (" (debug)" if key.debug_build else "")
+
+
+def _held(field: str, words: Callable[[Any], str]) -> Callable[[ConditionsKey], Optional[str]]:
+    """The words for one field of a key, when the key holds it."""
+    return lambda key: words(getattr(key, field)) if field in key.recorded else None
+
+
+_EXECUTION_WORDS = {"workers": "in worker processes", "in-process": "in-process"}
+# The order in which a run's conditions are written, and the words of each.  The interpreter that measured
+# has no phrase of its own: the interpreter column names it.
+_PHRASES: Tuple[Tuple[str, Callable[[ConditionsKey], Optional[str]]], ...] = (
+    ("placement", _placement),
+    ("loop", _loop),
+    ("settle", _settle),
+    ("planted", _planted),
+    ("repeat", _held("repeat", lambda n: "%s repetition%s" % (_plain(n), "" if n == 1 else "s"))),
+    ("busy threads", _held("busy_threads", lambda n: _busy(n, "thread", "threads"))),
+    ("busy procs", _held("busy_procs", lambda n: _busy(n, "process", "processes"))),
+    ("switch interval", _held("switch_interval_s", lambda s: "default switch interval" if s is None else "switch interval %s s" % _plain(s))),
+    ("idle hold", _held("idle_hold", lambda hold: "idle hold" if hold else "no idle hold")),
+    ("execution", _held("execution", lambda mode: _EXECUTION_WORDS.get(mode, "execution %s" % _plain(mode)))),
+    ("PYTHON_GIL", _held("python_gil", lambda value: "PYTHON_GIL=%s" % _plain(value))),
+    ("build", _build),
+)
+# Fields said only where they differ between runs: the same build string in every row is noise.
+_ONLY_WHEN_VARYING = ("build",)
 
 
 def condition_phrases(key: Optional[Mapping[str, Any]]) -> Dict[str, str]:
@@ -372,36 +342,29 @@ def condition_phrases(key: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     gives ``split CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key
     this wakelab does not know is written ``name value``.
     """
+    from wakelab.history.conditions import ConditionsKey
+
     if not key:
         return {}
-    phrases: Dict[str, str] = {}
-    covered: Set[str] = set()
-    for field, keys in _PHRASE_KEYS:
-        covered.update(keys)
-        text = _phrase(field, key)
-        if text is not None:
-            phrases[field] = text
-    for name in sorted(set(key) - covered):
-        text = _phrase(name, key)
-        if text is not None:
-            phrases[name] = text
-    return phrases
+    typed = ConditionsKey.from_json(key)
+    phrases = {field: words(typed) for field, words in _PHRASES}
+    phrases.update((name, "%s %s" % (name, _plain(value))) for name, value in typed.others)
+    return {field: text for field, text in phrases.items() if text is not None}
 
 
-def _conditions_split(points: Sequence[Any]) -> Tuple[List[str], List[str], List[Dict[str, str]]]:
+def _conditions_split(points: Sequence[ArmPoint]) -> Tuple[List[str], List[str], List[Dict[str, str]]]:
     """(fields that differ between runs, fields the same in every run, each point's phrases).
 
     A field differs when its words differ between two runs, or when some run
     does not record it (unknown is not the same as any value).
     """
     phrases = [condition_phrases(p.figure_conditions) for p in points]
-    fields = _unique([f for ph in phrases for f in ph])
+    fields = list(dict.fromkeys(f for ph in phrases for f in ph))
     varying = [f for f in fields if len({ph.get(f) for ph in phrases}) > 1]
-    constant = [f for f in fields if f not in varying]
-    return varying, constant, phrases
+    return varying, [f for f in fields if f not in varying], phrases
 
 
-def trend_series(points: Sequence[Any]) -> List[Dict[str, Any]]:
+def trend_series(points: Sequence[ArmPoint]) -> List[Dict[str, Any]]:
     """The points cut into series, one per conditions key (:func:`wakelab.history.figure_conditions`), oldest first.
 
     A trend is read along one series: two runs share one only when every
@@ -416,55 +379,38 @@ def trend_series(points: Sequence[Any]) -> List[Dict[str, Any]]:
         key = point.figure_conditions
         text = json.dumps(key, sort_keys=True) if key else None
         if text is None or text not in by_key:
-            entry = {"conditions": key, "runs": []}
-            series.append(entry)
+            series.append({"conditions": key, "runs": []})
             if text is not None:
-                by_key[text] = entry
+                by_key[text] = series[-1]
         (by_key[text] if text is not None else series[-1])["runs"].append(point.run_id)
     return series
 
 
-def format_trend(arm: str, points: Sequence[Any], db_path: str, group: Optional[str] = None) -> str:
-    """One arm across runs, oldest first (``points`` are :class:`wakelab.history.ArmPoint`), grouped by ``group`` if given."""
-    from wakelab.history import interpreter_label
+def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Optional[str] = None) -> str:
+    """One arm across runs, oldest first, grouped by ``group`` (host or machine) if given."""
     from wakelab.formatting import format_rate, format_us
     from wakelab.report.text import wrap
 
     last = points[-1]
     rate = last.kind == "rate"
-    identity = ", ".join(
-        part for part in (last.family, last.kind, "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None, last.scope) if part
-    )
+    waiter = "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None
+    identity = ", ".join(part for part in (last.family, last.kind, waiter, last.scope) if part)
     unit = "ops/s is the median round" if rate else "times in µs"
-    count = _plural(len(points), "run")
-    if group is not None:
-        count += " on %s" % _plural(len({(_host_of if group == "host" else _machine_of)(p) for p in points}), group)
-    lines = [escape_text("ARM %s (%s): %s, oldest first; %s" % (arm, identity, count, unit))]
+    lines = [escape_text("ARM %s (%s): %s%s, oldest first; %s" % (arm, identity, _plural(len(points), "run"), _on(points, group), unit))]
     varying, constant, phrases = _conditions_split(points)
     with_host = group != "host"
     header = ["run", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
-    header += ["ops/s"] if rate else ["n", "lost", "p50", "p99"]
-    if varying:
-        header.append("conditions")
-    header.append("status")
+    header += (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
     rows = []
     for p, words in zip(points, phrases):
-        row = [
-            str(p.run_id),
-            _date(p.started_utc),
-            p.lab_id or "-",
-            interpreter_label(p.implementation, p.python_version, p.free_threaded, p.gil_enabled),
-        ]
-        if with_host:
-            row.append(p.hostname or "-")
+        row = _run_cells(p, p.run_id, with_host)
         if rate:
             row.append(format_rate(p.ops_per_s))
         else:
             row += ["-" if p.n is None else str(p.n), "-" if p.lost is None else str(p.lost), format_us(p.p50_ns), format_us(p.p99_ns)]
         if varying:
             row.append(", ".join(words[f] for f in varying if f in words) or "-")
-        row.append("" if p.status == "ok" else (p.status or "-"))
-        rows.append(row)
+        rows.append(row + ["" if p.status == "ok" else (p.status or "-")])
     first_figure = 5 if with_host else 4
     numeric = set(range(first_figure, first_figure + (1 if rate else 4)))
     sections = _groups(points, group) if group is not None else None
@@ -474,11 +420,7 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str, group: Optional[
         lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
     hosts = {p.hostname for p in points}
     if len(hosts) > 1 or varying:
-        spans = []
-        if len(hosts) > 1:
-            spans.append("%d machines" % len(hosts))
-        if varying:
-            spans.append("different conditions")
+        spans = (["%d machines" % len(hosts)] if len(hosts) > 1 else []) + (["different conditions"] if varying else [])
         lines += [""] + wrap(
             "Note: these runs span %s. A wake's cost depends on the machine, its CPU placement and idle "
             "states: compare rows of one host under the same conditions." % " and ".join(spans),
@@ -491,7 +433,7 @@ def format_trend(arm: str, points: Sequence[Any], db_path: str, group: Optional[
 # Handlers
 
 
-def _filters(args: argparse.Namespace) -> Any:
+def _filters(args: argparse.Namespace) -> HistoryFilter:
     from wakelab.history import HistoryFilter
 
     lab = args.lab
@@ -505,8 +447,17 @@ def _filters(args: argparse.Namespace) -> Any:
     return HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
 
 
-def _dump(doc: Dict[str, Any]) -> str:
+def _dump(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _json_doc(name: str, db_path: str, records: Sequence[RunFacts], group: Optional[str], ids: Sequence[int], **more: Any) -> str:
+    """``--json`` of a listing: the records, and with ``group`` each host's or machine's runs."""
+    doc = {"schema": "wakelab.history." + name, "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
+           "runs": [r.to_dict() for r in records], **more}
+    if group is not None:
+        doc.update(group_by=group, groups=_group_docs(records, group, ids))
+    return _dump(doc)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -526,11 +477,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             if args.lab not in known and suggestion:
                 raise UsageError("no recorded run of lab %r (%s)" % (args.lab, suggestion))
         if args.json:
-            doc = {"schema": "wakelab.history.runs", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-                   "runs": [r.to_dict() for r in runs]}
-            if group is not None:
-                doc.update(group_by=group, groups=_group_docs(runs, group, lambda r: r.id))
-            sys.stdout.write(_dump(doc))
+            sys.stdout.write(_json_doc("runs", db_path, runs, group, [r.id for r in runs]))
         else:
             sys.stdout.write(format_runs(runs, db_path, group))
         return EXIT_OK
@@ -545,24 +492,15 @@ def cmd_history(args: argparse.Namespace) -> int:
                 raise UsageError("no recorded run has arm %r (%s); recorded arms: %s" % (args.arm, suggestion, ", ".join(known)))
             raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
     if args.json:
-        doc = {"schema": "wakelab.history.trend", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-               "arm": args.arm, "runs": [p.to_dict() for p in points], "series": trend_series(points)}
-        if group is not None:
-            doc.update(group_by=group, groups=_group_docs(points, group, lambda p: p.run_id))
-        sys.stdout.write(_dump(doc))
+        ids = [p.run_id for p in points]
+        sys.stdout.write(_json_doc("trend", db_path, points, group, ids, arm=args.arm, series=trend_series(points)))
     elif points:
         sys.stdout.write(format_trend(args.arm, points, db_path, group))
-    elif _has_runs(db_path):
+    elif history.list_runs(db_path, history.HistoryFilter(limit=1)):
         sys.stdout.write("no recorded run of arm %s matches the filters\n" % escape_text(args.arm))
     else:
         sys.stdout.write("no runs recorded in %s\n" % escape_text(db_path))
     return EXIT_OK
-
-
-def _has_runs(db_path: str) -> bool:
-    from wakelab import history
-
-    return bool(history.list_runs(db_path, history.HistoryFilter(limit=1)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -587,8 +525,8 @@ def _not_a_bundle(given: str) -> EvidenceError:
     return EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
 
 
-def read_bundles(paths: Sequence[str]) -> Tuple[List[Tuple[Dict[str, Any], str, str]], int]:
-    """Every run in ``paths`` as (summary, bundle folder, the path given), and how many grid cells never ran.
+def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
+    """Every run in ``paths`` as a bundle (its ``source`` the path given), and how many grid cells never ran.
 
     A path is a bundle folder, its summary.json, or a grid folder (each of
     its cells that ran; a cell's folder must be inside the grid).  Every file
@@ -604,8 +542,9 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Tuple[Dict[str, Any], str, 
         orphan_cells_folder,
         resolve_summary_path,
     )
+    from wakelab.evidence.model import Bundle
 
-    found: List[Tuple[Dict[str, Any], str, str]] = []
+    found: List[Bundle] = []
     pending = 0
     for given in paths:
         try:
@@ -617,15 +556,19 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Tuple[Dict[str, Any], str, 
         if is_grid_folder(given):
             index = load_grid_index(given)
             pending += len(index.never_ran)
-            found.extend((load_summary(cell.folder), cell.folder, given) for cell in index.with_evidence)
+            found.extend(Bundle(given, cell.folder, load_summary(cell.folder)) for cell in index.with_evidence)
             continue
         if orphan_cells_folder(given):
             raise orphan_cells_error(given)
         if os.path.isdir(given) and not os.path.lexists(resolve_summary_path(given)):
             raise _not_a_bundle(given)
         summary = load_summary(given)
-        found.append((summary, os.path.dirname(os.path.abspath(resolve_summary_path(given))), given))
+        found.append(Bundle(given, os.path.dirname(os.path.abspath(resolve_summary_path(given))), summary))
     return found, pending
+
+
+_ACTIONS = ("added", "unchanged", "updated")
+_ACTION_WORDS = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:
@@ -634,41 +577,32 @@ def cmd_history_add(args: argparse.Namespace) -> int:
     db_path = history.resolve_db_path(args.history)
     # Validate every bundle first, then record them in one transaction: one bad RUN records nothing.
     bundles, _pending = read_bundles(args.runs)
-    recorded = history.record_runs([(summary, folder, None) for summary, folder, _given in bundles], db_path)
-    results = list(zip(recorded, [folder for _summary, folder, _given in bundles]))
+    results = history.record_runs([(bundle, None) for bundle in bundles], db_path)
     if getattr(args, "json", False):
         doc = {"schema": "wakelab.history.add", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-               "recorded": [{"run_id": r.run_id, "action": r.action, "folder": os.path.realpath(f)} for r, f in results]}
+               "recorded": [{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results]}
         sys.stdout.write(_dump(doc))
         return EXIT_OK
-    words = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
-    for result, folder in results:
-        sys.stdout.write("%s: %s\n" % (escape_text(os.path.realpath(folder)), words[result.action] % result.run_id))
+    for result in results:
+        sys.stdout.write("%s: %s\n" % (escape_text(result.folder), _ACTION_WORDS[result.action] % result.run_id))
     sys.stdout.write("history: %s\n" % escape_text(db_path))
     return EXIT_OK
 
 
-def _hostname(summary: Mapping[str, Any]) -> Optional[str]:
-    machine = summary.get("machine")
-    host = machine.get("hostname") if isinstance(machine, dict) else None
-    return host if isinstance(host, str) and host else None
-
-
-def format_import_summary(actions: Sequence[str], hosts: Sequence[Optional[str]]) -> str:
+def format_import_summary(results: Sequence[RecordResult]) -> str:
     """``imported 3 runs (1 already recorded) from 2 machines``: every run found, and what was there already.
 
-    ``actions`` are the :class:`wakelab.history.RecordResult` actions, one per
-    run; machines are told apart by hostname.
+    Machines are told apart by hostname.
     """
-    already, updated = actions.count("unchanged"), actions.count("updated")
-    notes = []
-    if already:
-        notes.append("%d already recorded" % already)
-    if updated:
-        notes.append("%d updated" % updated)
-    machines = len({h or "" for h in hosts})
+    actions = [r.action for r in results]
+    notes = [text % actions.count(action) for action, text in (("unchanged", "%d already recorded"), ("updated", "%d updated"))
+             if action in actions]
     return "imported %s%s from %s" % (
-        _plural(len(actions), "run"), " (%s)" % ", ".join(notes) if notes else "", _plural(machines, "machine"))
+        _plural(len(results), "run"), " (%s)" % ", ".join(notes) if notes else "", _plural(_machines(results), "machine"))
+
+
+def _machines(results: Sequence[RecordResult]) -> int:
+    return len({r.hostname or "" for r in results})
 
 
 def cmd_history_import(args: argparse.Namespace) -> int:
@@ -679,33 +613,26 @@ def cmd_history_import(args: argparse.Namespace) -> int:
     db_path = history.resolve_db_path(args.history)
     bundles, pending = read_bundles(args.bundles)
     when, by = history.utc_now(), platform.node() or None
-    runs = [(summary, folder, history.Provenance(imported_from=os.path.abspath(folder), imported_utc=when, imported_by=by))
-            for summary, folder, _given in bundles]
-    results = history.record_runs(runs, db_path)
-    hosts = [_hostname(summary) for summary, _folder, _given in bundles]
-    line = format_import_summary([r.action for r in results], hosts)
+    provenance = [history.Provenance(imported_from=os.path.abspath(b.folder), imported_utc=when, imported_by=by) for b in bundles]
+    results = history.record_runs(list(zip(bundles, provenance)), db_path)
+    line = format_import_summary(results)
     if pending:
         line += "; %s of a grid never ran" % _plural(pending, "cell")
     if getattr(args, "json", False):
+        actions = [r.action for r in results]
+        counts = dict({a: actions.count(a) for a in _ACTIONS}, runs=len(results), machines=_machines(results), pending_cells=pending)
         doc = {
             "schema": "wakelab.history.import", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-            "imported_utc": when, "imported_by": by, "summary": line,
-            "counts": {"runs": len(results), "added": [r.action for r in results].count("added"),
-                       "unchanged": [r.action for r in results].count("unchanged"),
-                       "updated": [r.action for r in results].count("updated"),
-                       "machines": len({h or "" for h in hosts}), "pending_cells": pending},
-            "imported": [
-                {"run_id": r.run_id, "action": r.action, "run_uuid": summary.get("run_id"), "hostname": host,
-                 "folder": os.path.realpath(folder), "imported_from": os.path.abspath(folder), "given": given}
-                for r, (summary, folder, given), host in zip(results, bundles, hosts)
-            ],
+            "imported_utc": when, "imported_by": by, "summary": line, "counts": counts,
+            "imported": [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname,
+                          "folder": r.folder, "imported_from": p.imported_from, "given": b.source}
+                         for r, b, p in zip(results, bundles, provenance)],
         }
         sys.stdout.write(_dump(doc))
         return EXIT_OK
-    words = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
-    for result, (_summary, folder, _given), host in zip(results, bundles, hosts):
-        sys.stdout.write("%s (%s): %s\n" % (escape_text(os.path.realpath(folder)), escape_text(host or "no hostname"),
-                                            words[result.action] % result.run_id))
+    for result in results:
+        sys.stdout.write("%s (%s): %s\n" % (escape_text(result.folder), escape_text(result.hostname or "no hostname"),
+                                            _ACTION_WORDS[result.action] % result.run_id))
     sys.stdout.write(line + "\n")
     sys.stdout.write("history: %s\n" % escape_text(db_path))
     return EXIT_OK
