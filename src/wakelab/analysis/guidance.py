@@ -128,8 +128,9 @@ RELOAD_HANDLERS = 3
 
 @dataclasses.dataclass(frozen=True)
 class Cite:
-    """One figure a claim rests on: ``arm``'s ``figure`` (``p50``, ``p90``, ``p99``, ``max``, or
-    ``per_call`` for a rate arm: 1e9 / its median ops/s), in nanoseconds."""
+    """One figure a claim rests on: ``arm``'s ``figure`` (``p50``, ``p90``, ``p99``, ``min``, ``max``,
+    ``notify_late_p50`` -- the p50 of an open-loop arm's notifier lateness -- or ``per_call`` for a rate
+    arm: 1e9 / its median ops/s), in nanoseconds."""
 
     arm: str
     figure: str
@@ -1164,7 +1165,7 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     document in memory).  Returns a :class:`Guidance`: ``headline`` (one line)
     and ``items``, each an :class:`Advice` with ``topic`` (``in-process wake``,
     ``across processes``, ``signal delivery``, ``handler install``, ``tail``,
-    ``hand-off``, ``polling``, ``pitfall`` or ``self-test``; ``signal storm`` and ``realtime``
+    ``hand-off``, ``polling``, ``pitfall``, ``self-test`` or ``open loop``; ``signal storm`` and ``realtime``
     from :mod:`wakelab.analysis.storms`), ``text`` and ``cites`` (``arm``,
     ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
     and ``value_ns``).  Times are nanoseconds.  ``ranked``: the bundle's
