@@ -233,6 +233,15 @@ def test_the_rank_test_of_the_medians_is_exact() -> None:
     assert rank_test_p(12, 5, 5) == 1.0
 
 
+def test_many_medians_take_the_rank_tests_normal_approximation(monkeypatch) -> None:
+    from wakelab.analysis import guidance
+
+    exact = rank_test_p(300, 30, 30)
+    monkeypatch.setattr(guidance, "EXACT_PAIRS", 0)
+    assert rank_test_p(300, 30, 30) == pytest.approx(exact, rel=0.05)
+    assert rank_test_p(0, 40, 40) < 1e-12 and rank_test_p(800, 40, 40) == 1.0
+
+
 def test_overlapping_top_arms_name_no_fastest() -> None:
     wide = {"event": (0.7, 1.0, 1.4), "pipe": (0.7, 1.0, 1.4)}
     summary = build_summary("custom", {"event": 10.0, "pipe": 12.0, "queue": 30.0}, arms=["event", "pipe", "queue"],
