@@ -323,7 +323,18 @@ def test_a_large_ratio_is_called_noise_only_with_the_ranges_that_make_it_so() ->
     verdict = format_ranking(ranking)
     assert re.search(r"pipe 2\d\.\d µs \(2\.\d× the lowest p50; its 3 worker processes' medians ranged 2\d\.\d µs to 2\d\.\d µs, %s\)"
                      % re.escape(wide), verdict), verdict
-    assert wide in _item(guidance_of(summary), PREFER)
+    guidance = guidance_of(summary)
+    assert wide in _item(guidance, PREFER)
+    assert guidance.headline.endswith("(choose among them by API) -- noise that wide: event's 3 worker processes' medians "
+                                      "ranged %s to %s." % (format_ns(event.low_ns), format_ns(event.high_ns)))
+    # A hand-off 5× the lowest is within the noise only as wide as one pool's workers: its clause says how wide.
+    pools = {"thread-pool-submit": 60.0, "interp-pool-submit": 12.0, "process-pool-submit": 174.0}
+    handoff = guidance_of(build_summary("handoff", pools, arms=list(pools), factors={"interp-pool-submit": (0.5, 1.0, 6.0)}))
+    assert re.search(r"[Tt]o hand off a task, interp-pool-submit 12\.\d µs and thread-pool-submit 60\.\d µs are within this "
+                     r"run's noise of the lowest p50 -- noise that wide: interp-pool-submit's 3 worker processes' medians "
+                     r"ranged 6\.\d+ µs to 7\d\.\d µs", handoff.headline), handoff.headline
+    assert re.search(r"thread-pool-submit 60\.\d µs \(5\.0×; within this run's noise of interp-pool-submit: its 3 worker "
+                     r"processes' medians ranged", _item(handoff, "hand-off"))
     # The same medians with every worker agreeing are clearly apart.
     assert _in_process(build_summary("custom", {"event": 10.0, "pipe": 25.0}, arms=["event", "pipe"])).clear_fastest
 

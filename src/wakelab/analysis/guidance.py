@@ -721,11 +721,11 @@ def _prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
                              for r in others))]
             named = [r for i, r in enumerate(others) if i < 2 or r.name == "event" or len(others) <= 3]
             rest = len(others) - len(named)
-            headline = "in-process wakes %s: %s, %s%s (choose among them by API)" % (
+            headline = "in-process wakes %s: %s, %s%s (choose among them by API)%s" % (
                 _within(first.level, "the lowest " + p50_word),
                 "%s %s" % (first.name, format_ns(first.level.p50_ns)),
                 ", ".join("%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in named),
-                " and %d more" % rest if rest else "")
+                " and %d more" % rest if rest else "", _wide_note(leaders))
         else:
             runner_up = ranking.ranked[1]
             cites.append(runner_up.level.cite())
@@ -759,6 +759,15 @@ def _prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
         cites.append(last.level.cite())
         parts.append("Slowest: %s, %s (%s %s)." % (last.name, format_ns(last.level.p50_ns), format_times(last.ratio), base_p50))
     return Advice(PREFER, " ".join(parts), tuple(_unique(cites))), headline
+
+
+def _wide_note(leaders: Sequence[Ranked]) -> str:
+    """Where arms :data:`LARGE_RATIO` or more apart are within the noise, how wide the noise is: `` -- noise
+    that wide: X's 3 worker processes' medians ranged 6.01 µs to 72.1 µs`` (the widest range among them)."""
+    if len(leaders) < 2 or max(r.ratio for r in leaders) < LARGE_RATIO:
+        return ""
+    widest = max((r.level for r in leaders), key=lambda lv: (lv.high_ns / lv.low_ns, lv.name))
+    return " -- noise that wide: %s" % widest.spread_words(widest.name + "'s")
 
 
 def _lowest_words(ranking: Ranking, noun: str) -> str:
@@ -1041,8 +1050,9 @@ def _handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
             if unclear:
                 clause += ", though not clearly faster than %s" % ", ".join(unclear)
         else:
-            clause = "to hand off a task, %s are %s" % (
-                _and(["%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in leaders]), _within(first.level, "the lowest p50"))
+            clause = "to hand off a task, %s are %s%s" % (
+                _and(["%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in leaders]), _within(first.level, "the lowest p50"),
+                _wide_note(leaders))
     queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
     if queue is not None:
         least = _min_ns(queue) or queue.p50_ns
@@ -1122,7 +1132,8 @@ def _group_clause(ranking: Ranking, scope: str) -> str:
         return "%s, %s is fastest (%s, %s)" % (scope, first.name, format_ns(first.level.p50_ns), _clear_of(first.level))
     leaders = ranking.leaders
     if len(leaders) > 1:
-        return "%s, %s are %s" % (scope, _and([figure] + [r.name for r in leaders[1:]]), _within(first.level, "the lowest p50"))
+        return "%s, %s are %s%s" % (scope, _and([figure] + [r.name for r in leaders[1:]]),
+                                    _within(first.level, "the lowest p50"), _wide_note(leaders))
     return "%s, %s has the lowest p50 (%s), though not clearly below %s" % (
         scope, first.name, format_ns(first.level.p50_ns), _and([r.name for r in ranking.unclear]))
 
