@@ -459,9 +459,10 @@ def test_a_handler_path_is_costed_against_its_sigwait_counterpart() -> None:
     signals = _item(guidance, SIGNALS)
     extra = format_ns(next(e for e in summary["arms"] if e["name"] == "pause-handler")["latency"]["p50_ns"]  # type: ignore[attr-defined]
                       - next(e for e in summary["arms"] if e["name"] == "sigwait-thread-to-main")["latency"]["p50_ns"])  # type: ignore[attr-defined]
-    assert ("A handler costs more than delivery: pause-handler p50 %s against sigwait-thread-to-main %s, %s more (%s) for "
-            "running a Python handler" % (p50(summary, "pause-handler"), p50(summary, "sigwait-thread-to-main"), extra,
-                                          ratio(summary, "pause-handler", "sigwait-thread-to-main"))) in signals
+    assert ("A handler costs more than delivery: pause-handler p50 %s against sigwait-thread-to-main %s, %s more (%s "
+            "sigwait-thread-to-main's) for running a Python handler" % (
+                p50(summary, "pause-handler"), p50(summary, "sigwait-thread-to-main"), extra,
+                ratio(summary, "pause-handler", "sigwait-thread-to-main"))) in signals
     assert "a Python handler adds %s (pause-handler vs sigwait-thread-to-main)" % extra in guidance.headline
     assert ("Signals are not a faster way to wake a thread: the fastest blocked signal path, sigwait-thread-to-main (%s), is %s"
             % (p50(summary, "sigwait-thread-to-main"), ratio(summary, "sigwait-thread-to-main", "pipe"))) in signals

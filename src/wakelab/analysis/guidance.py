@@ -806,9 +806,9 @@ def _signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
             continue
         extra = h.p50_ns - p.p50_ns
         if clearly_faster(p, h):
-            text = ("A handler costs more than delivery: %s p50 %s against %s %s, %s more (%s) for %s."
+            text = ("A handler costs more than delivery: %s p50 %s against %s %s, %s more (%s %s's) for %s."
                     % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), format_ns(extra),
-                       format_times(h.p50_ns / p.p50_ns), what))
+                       format_times(h.p50_ns / p.p50_ns), plain, what))
             clause = clause or "%s %s (%s vs %s)" % (adds, format_ns(extra), handler, plain)
         elif clearly_faster(h, p):
             text = ("%s (p50 %s) was faster than %s (%s) here, beyond this run's noise: %s."
