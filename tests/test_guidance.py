@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import re
+import subprocess
+import sys
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import pytest
@@ -14,18 +17,27 @@ from conftest import FIXED_INTERPRETER, FIXED_MACHINE, FIXED_SYSTEM, FIXED_TIMER
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import (
     IN_PROCESS,
+    LEADER,
+    OPEN_LOOP,
     PITFALL,
     PREFER,
     SELF_TEST,
     SIGNALS,
+    SLOWER,
     TAIL,
+    UNCLEAR,
     Guidance,
+    Ranking,
+    format_ranking,
     format_times,
     guidance_dict,
     guidance_for,
+    open_loop_note,
+    rank_test_p,
     rank_wake_paths,
 )
 from wakelab.analysis.quality import derive_warnings
+from wakelab.analysis.stats import summarize_latency
 from wakelab.core.model import MeasureParams, RawLatency, RawRate
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns
@@ -147,11 +159,12 @@ def test_the_fastest_clear_arm_is_recommended_and_by_how_much() -> None:
     summary = build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"])
     assert (p50(summary, "event"), p50(summary, "pipe"), ratio(summary, "pipe", "event")) == ("10.0 µs", "14.0 µs", "1.40×")
     guidance = guidance_of(summary)
-    assert guidance.headline.startswith("Prefer event in-process (10.0 µs; pipe 1.40× that)")
+    assert guidance.headline.startswith("Prefer event in-process (10.0 µs p50; pipe 1.40× that, beyond this run's noise)")
     prefer = _item(guidance, PREFER)
-    assert "Fastest in-process wake: event, p50 10.0 µs." in prefer
-    assert "the next, pipe (14.0 µs), is 1.40× that, beyond this run's noise (their worker processes' medians do not overlap, and it is over 1.1×)" in prefer
-    assert "Slowest: queue, %s (%s the fastest)." % (p50(summary, "queue"), ratio(summary, "queue", "event")) in prefer
+    assert "Fastest in-process wake: event, p50 10.0 µs, clear of every other beyond this run's noise." in prefer
+    assert ("the next, pipe (14.0 µs), is 1.40× that (every one of pipe's 3 worker medians is above every one of "
+            "event's 3, and the ratio is over 1.1×)") in prefer
+    assert "Slowest: queue, %s (%s the fastest's p50)." % (p50(summary, "queue"), ratio(summary, "queue", "event")) in prefer
     prefer_item = next(a for a in guidance if a.topic == PREFER)
     assert [(c.arm, c.figure) for c in prefer_item.cites] == [("event", "p50"), ("pipe", "p50"), ("queue", "p50")]
     assert prefer_item.cites[0].value_ns == pytest.approx(10_000, rel=0.01)
@@ -162,10 +175,11 @@ def test_a_planted_delay_in_event_changes_the_recommendation() -> None:
     planted = build_summary("custom", WAKE_P50_US, arms=["event", "pipe", "queue"], planted_us={"event": 2000})
     after = guidance_of(planted)
     assert before.headline.startswith("Prefer event in-process")
-    assert after.headline.startswith("Prefer pipe in-process (14.0 µs; queue %s that); event %s that"
+    assert after.headline.startswith("Prefer pipe in-process (14.0 µs p50; queue %s that, beyond this run's noise); event "
+                                     "clearly slower (%s the fastest's p50)"
                                      % (ratio(planted, "queue", "pipe"), ratio(planted, "event", "pipe")))
     prefer = _item(after, PREFER)
-    assert prefer.startswith("Fastest in-process wake: pipe, p50 14.0 µs.")
+    assert prefer.startswith("Fastest in-process wake: pipe, p50 14.0 µs, clear of every other")
     assert "Slowest: event, %s" % p50(planted, "event") in prefer
     event_cites = [c for a in after for c in a.cites if c.arm == "event" and c.figure == "p50"]
     assert event_cites and all(c.value_ns > 2_000_000 for c in event_cites)
@@ -179,26 +193,247 @@ def test_a_difference_inside_the_workers_spread_is_not_called_faster() -> None:
     wide = {"event": (0.85, 1.0, 1.15), "pipe": (0.85, 1.0, 1.15)}
     summary = build_summary("custom", {"event": 10.0, "pipe": 12.0}, arms=["event", "pipe"], factors=wide)
     guidance = guidance_of(summary)
-    assert "prefer" not in guidance.headline.lower()
-    assert guidance.headline.startswith("Fastest in-process wake: event %s, with pipe (%s) within noise"
-                                        % (p50(summary, "event"), ratio(summary, "pipe", "event")))
-    assert "Within this run's noise of it: pipe %s (%s) -- choose among these by API, not speed." % (
-        p50(summary, "pipe"), ratio(summary, "pipe", "event")) in _item(guidance, PREFER)
+    assert "prefer" not in guidance.headline.lower() and "fastest" not in guidance.headline.lower()
+    assert guidance.headline.startswith("In-process wakes within this run's noise of the lowest p50: event %s, pipe %s "
+                                        "(choose among them by API)" % (p50(summary, "event"), p50(summary, "pipe")))
+    prefer = _item(guidance, PREFER)
+    assert prefer.startswith("No in-process wake is fastest beyond this run's noise.")
+    assert ("Within it of the lowest p50, event's %s, with each p50's multiple of that: pipe %s (%s) -- choose among these "
+            "by API, not speed." % (p50(summary, "event"), p50(summary, "pipe"), ratio(summary, "pipe", "event"))) in prefer
     # The same medians with a narrow spread are a difference; a 5% one is not, however narrow.
     narrow = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 12.0}, arms=["event", "pipe"]))
-    assert narrow.headline.startswith("Prefer event in-process (10.0 µs; pipe 1.20× that)")
+    assert narrow.headline.startswith("Prefer event in-process (10.0 µs p50; pipe 1.20× that, beyond this run's noise)")
     tight = {"event": (0.999, 1.0, 1.001), "pipe": (0.999, 1.0, 1.001)}
     close = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 10.5}, arms=["event", "pipe"], factors=tight))
-    assert "within noise" in close.headline
+    assert "within this run's noise" in close.headline
 
 
 def test_without_workers_only_a_large_ratio_is_a_difference() -> None:
     one_process = {"workers": False}
     close = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 14.0}, arms=["event", "pipe"], **one_process))
-    assert "within noise" in close.headline
+    assert "within 1.5× of the lowest p50 (no spread between workers to judge noise by)" in close.headline
     far = guidance_of(build_summary("custom", {"event": 10.0, "pipe": 16.0}, arms=["event", "pipe"], **one_process))
     assert far.headline.startswith("Prefer event in-process")
     assert "no spread between workers to judge by (a single worker, or in-process), so only a 1.5× difference counts" in " ".join(_item(far, PREFER).split())
+
+
+# -- a fastest is named only beyond the noise (issue 23: headlines that flipped on noise) -------------
+
+
+def _in_process(summary: Mapping[str, object]) -> Ranking:
+    return next(r for r in rank_wake_paths(Bundle("", "", summary)) if r.group == IN_PROCESS)
+
+
+def test_the_rank_test_of_the_medians_is_exact() -> None:
+    # Two-sided p of c pairs out of order between m and n medians: 2 * P(U <= c) / C(m + n, m).
+    assert rank_test_p(0, 3, 3) == pytest.approx(2 / 20)  # no overlap: the strongest three a side can give
+    assert rank_test_p(0, 5, 5) == pytest.approx(2 / 252)
+    assert rank_test_p(2, 5, 5) == pytest.approx(2 * 4 / 252)  # 1 + 1 + 2 orderings with at most 2 crossings
+    assert rank_test_p(3, 5, 5) == pytest.approx(2 * 7 / 252)
+    assert rank_test_p(12, 5, 5) == 1.0
+
+
+def test_many_medians_take_the_rank_tests_normal_approximation(monkeypatch) -> None:
+    from wakelab.analysis import guidance
+
+    exact = rank_test_p(300, 30, 30)
+    monkeypatch.setattr(guidance, "EXACT_PAIRS", 0)
+    assert rank_test_p(300, 30, 30) == pytest.approx(exact, rel=0.05)
+    assert rank_test_p(0, 40, 40) < 1e-12 and rank_test_p(800, 40, 40) == 1.0
+
+
+def test_overlapping_top_arms_name_no_fastest() -> None:
+    wide = {"event": (0.7, 1.0, 1.4), "pipe": (0.7, 1.0, 1.4)}
+    summary = build_summary("custom", {"event": 10.0, "pipe": 12.0, "queue": 30.0}, arms=["event", "pipe", "queue"],
+                            factors=wide)
+    ranking = _in_process(summary)
+    assert not ranking.clear_fastest
+    assert [(r.name, r.standing) for r in ranking.ranked] == [("event", LEADER), ("pipe", LEADER), ("queue", SLOWER)]
+    verdict = format_ranking(ranking)
+    assert verdict == ("within this run's noise of the lowest p50: event %s, pipe %s; slowest: queue %s (%s the lowest p50)"
+                       % (p50(summary, "event"), p50(summary, "pipe"), p50(summary, "queue"), ratio(summary, "queue", "event")))
+    guidance = guidance_of(summary)
+    assert "fastest" not in (verdict + guidance.headline).lower() and "prefer" not in guidance.headline.lower()
+    assert guidance.headline.startswith("In-process wakes within this run's noise of the lowest p50: event %s, pipe %s "
+                                        "(choose among them by API)" % (p50(summary, "event"), p50(summary, "pipe")))
+    assert _item(guidance, PREFER).startswith("No in-process wake is fastest beyond this run's noise. Within it of the "
+                                              "lowest p50, event's %s" % p50(summary, "event"))
+
+
+def test_a_fastest_clear_of_every_other_is_named() -> None:
+    summary = build_summary("custom", {"event": 10.0, "pipe": 14.0, "queue": 30.0}, arms=["event", "pipe", "queue"])
+    ranking = _in_process(summary)
+    assert ranking.clear_fastest and [r.name for r in ranking.leaders] == ["event"]
+    assert format_ranking(ranking) == (
+        "fastest beyond this run's noise: event 10.0 µs; clearly slower (× its p50): pipe 1.40×; slowest: queue %s (%s)"
+        % (p50(summary, "queue"), ratio(summary, "queue", "event")))
+    assert guidance_of(summary).headline.startswith("Prefer event in-process (10.0 µs p50; pipe 1.40× that, beyond this "
+                                                    "run's noise)")
+
+
+def test_an_arm_within_noise_only_by_its_own_spread_is_said_so_among_the_slower() -> None:
+    # pipe is clearly slower than event; queue, higher still, is not: one of its workers woke faster than event's.
+    factors = {"queue": (0.5, 1.0, 3.0)}
+    summary = build_summary("custom", {"event": 10.0, "pipe": 14.0, "queue": 16.0}, arms=["event", "pipe", "queue"],
+                            factors=factors)
+    ranking = _in_process(summary)
+    assert [(r.name, r.standing) for r in ranking.ranked] == [("event", LEADER), ("pipe", SLOWER), ("queue", UNCLEAR)]
+    assert not ranking.clear_fastest and [r.name for r in ranking.unclear] == ["queue"]
+    queue = next(r for r in ranking.ranked if r.name == "queue").level
+    spread = "its 3 worker processes' medians ranged %s to %s, event's " % (format_ns(queue.low_ns), format_ns(queue.high_ns))
+    verdict = format_ranking(ranking)
+    assert verdict.startswith("lowest p50, clear of the next beyond this run's noise: event 10.0 µs; clearly slower (× the "
+                              "lowest p50): pipe 1.40×; slowest: queue %s (%s; not clearly slower: %s"
+                              % (p50(summary, "queue"), ratio(summary, "queue", "event"), spread)), verdict
+    assert "its own spread" in format_ranking(ranking, limit=3)
+    guidance = guidance_of(summary)
+    assert guidance.headline.startswith("In-process, event has the lowest p50 (10.0 µs), though not clearly below queue")
+    assert "Not clearly slower than event either, though listed after an arm that is: queue" in _item(guidance, PREFER)
+    assert spread in _item(guidance, PREFER)
+
+
+def test_the_within_noise_group_is_a_prefix_of_the_p50_order() -> None:
+    rng = random.Random(23)
+    for trial in range(60):
+        names = ["event", "condition", "queue", "pipe", "eventfd", "socketpair", "selector-pipe"]
+        p50s = {n: rng.uniform(5.0, 15.0) for n in names}
+        factors = {n: tuple(rng.uniform(0.6, 1.8) if rng.random() < 0.3 else rng.uniform(0.95, 1.05) for _ in range(5))
+                   for n in names}
+        ranking = _in_process(build_summary("custom", p50s, arms=names, factors=factors))
+        standings = [r.standing for r in ranking.ranked]
+        first_slower = standings.index(SLOWER) if SLOWER in standings else len(standings)
+        assert set(standings[:first_slower]) == {LEADER}, (trial, standings)
+        assert LEADER not in standings[first_slower:], (trial, standings)
+        text = format_ranking(ranking)
+        for r in ranking.ranked[1:]:
+            if r.standing == UNCLEAR:  # an exception to the order says why, where it is listed
+                assert re.search(r"%s [\d.]+×[ (;]+not clearly slower: its 5 worker processes' medians ranged" % re.escape(r.name), text), text
+        if not ranking.clear_fastest:
+            assert "fastest" not in text and "prefer" not in guidance_of(build_summary("custom", p50s, arms=names, factors=factors)).headline.lower()
+
+
+def test_a_large_ratio_is_called_noise_only_with_the_ranges_that_make_it_so() -> None:
+    # event's workers woke at 3, 10 and 40 µs: pipe, 2.5× event's p50, is inside that noise, and the text says how wide it is.
+    factors = {"event": (0.3, 1.0, 4.0)}
+    summary = build_summary("custom", {"event": 10.0, "pipe": 25.0}, arms=["event", "pipe"], factors=factors)
+    ranking = _in_process(summary)
+    assert [r.standing for r in ranking.ranked] == [LEADER, LEADER] and ranking.ranked[1].ratio >= 2.0
+    event = ranking.ranked[0].level
+    wide = "event's %s to %s" % (format_ns(event.low_ns), format_ns(event.high_ns))
+    verdict = format_ranking(ranking)
+    assert re.search(r"pipe 2\d\.\d µs \(2\.\d× the lowest p50; its 3 worker processes' medians ranged 2\d\.\d µs to 2\d\.\d µs, %s\)"
+                     % re.escape(wide), verdict), verdict
+    guidance = guidance_of(summary)
+    assert wide in _item(guidance, PREFER)
+    assert guidance.headline.endswith("(choose among them by API) -- noise that wide: event's 3 worker processes' medians "
+                                      "ranged %s to %s." % (format_ns(event.low_ns), format_ns(event.high_ns)))
+    # A hand-off 5× the lowest is within the noise only as wide as one pool's workers: its clause says how wide.
+    pools = {"thread-pool-submit": 60.0, "interp-pool-submit": 12.0, "process-pool-submit": 174.0}
+    handoff = guidance_of(build_summary("handoff", pools, arms=list(pools), factors={"interp-pool-submit": (0.5, 1.0, 6.0)}))
+    assert re.search(r"[Tt]o hand off a task, interp-pool-submit 12\.\d µs and thread-pool-submit 60\.\d µs are within this "
+                     r"run's noise of the lowest p50 -- noise that wide: interp-pool-submit's 3 worker processes' medians "
+                     r"ranged 6\.\d+ µs to 7\d\.\d µs", handoff.headline), handoff.headline
+    assert re.search(r"thread-pool-submit 60\.\d µs \(5\.0×; within this run's noise of interp-pool-submit: its 3 worker "
+                     r"processes' medians ranged", _item(handoff, "hand-off"))
+    # The same medians with every worker agreeing are clearly apart.
+    assert _in_process(build_summary("custom", {"event": 10.0, "pipe": 25.0}, arms=["event", "pipe"])).clear_fastest
+
+
+# Each repetition's p50 (µs) of four in-process arms in a real catalogue run (5 repetitions; issue 23): its verdict
+# listed selector-pipe (1.64×) "within noise" before event (1.55×) "clearly slower", on ranges that one wide
+# repetition of either arm made overlap.
+ISSUE_23_REPETITIONS_US = {
+    "eventfd": (4.59, 6.74, 5.65, 6.05, 2.49), "condition": (8.86, 6.88, 8.56, 6.45, 7.43),
+    "event": (7.27, 7.88, 8.63, 7.37, 9.15), "selector-pipe": (24.5, 7.05, 5.91, 6.80, 25.8),
+}
+
+
+def test_the_run_of_issue_23_reads_in_order() -> None:
+    p50s = {"eventfd": 5.19, "condition": 7.60, "event": 8.05, "selector-pipe": 8.54}
+    factors = {n: tuple(v / p50s[n] for v in reps) for n, reps in ISSUE_23_REPETITIONS_US.items()}
+    summary = build_summary("custom", p50s, arms=list(p50s), factors=factors)
+    ranking = _in_process(summary)
+    # The rank test of five medians a side: condition (one crossing), event (none), selector-pipe (two) are slower.
+    assert {r.name: r.standing for r in ranking.ranked} == {
+        "eventfd": LEADER, "condition": SLOWER, "event": SLOWER, "selector-pipe": SLOWER}
+    assert "within" not in format_ranking(ranking)
+
+
+# -- the same evidence gives the same words --------------------------------------------------------
+
+
+def test_the_same_evidence_always_gives_the_same_words() -> None:
+    wide = {"event": (0.7, 1.0, 1.4), "pipe": (0.7, 1.0, 1.4), "queue": (0.5, 1.0, 3.0)}
+    summary = build_summary("catalogue", CATALOGUE_P50_US, factors=wide)
+
+    def words(doc: Mapping[str, object]) -> Tuple[object, ...]:
+        bundle = Bundle("", "", doc)
+        return (guidance_dict(doc), tuple(format_ranking(r) for r in rank_wake_paths(bundle)),
+                tuple(format_ranking(r, 3) for r in rank_wake_paths(bundle)))
+
+    first = words(summary)
+    assert words(copy.deepcopy(summary)) == first
+    shuffled = copy.deepcopy(summary)
+    random.Random(23).shuffle(shuffled["arms"])  # type: ignore[arg-type]
+    assert words(shuffled) == first  # the order arms ran in does not change the words
+
+
+def test_the_words_do_not_depend_on_the_process_that_renders_them() -> None:
+    from conftest import GOLDEN
+
+    folder = os.path.join(GOLDEN, "bundles", "catalogue")
+    script = ("import json, sys\n"
+              "from wakelab.evidence.model import Bundle\n"
+              "from wakelab.analysis.guidance import guidance_dict, rank_wake_paths, format_ranking\n"
+              "doc = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+              "print(json.dumps([guidance_dict(doc), [format_ranking(r) for r in rank_wake_paths(Bundle('', '', doc))]]))\n")
+    outputs = []
+    for seed in ("0", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        done = subprocess.run([sys.executable, "-c", script, os.path.join(folder, "summary.json")], env=env,
+                              capture_output=True, text=True, timeout=120, check=True)
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] and outputs[0].strip()
+
+
+# -- open loop -----------------------------------------------------------------------------------
+
+
+def _open_loop(summary: Dict[str, object], interval_us: int = 500, late_us: float = 80.0) -> Dict[str, object]:
+    summary["parameters"].update(mode="open", interval_us=interval_us)  # type: ignore[union-attr]
+    for entry in summary["arms"]:  # type: ignore[union-attr]
+        if entry.get("latency"):
+            entry["components"] = {"notify_late": summarize_latency([int(late_us * 1000)] * 50).to_dict()}
+    return summary
+
+
+def test_open_loop_figures_say_what_they_are() -> None:
+    summary = _open_loop(build_summary("custom", {"event": 144.0, "pipe": 150.0}, arms=["event", "pipe"]))
+    guidance = guidance_of(summary)
+    assert guidance.headline.startswith("Open loop (a notify every 500 µs; latencies from each notify's scheduled "
+                                        "instant, the notifier's lateness included): ")
+    assert guidance.items[0].topic == OPEN_LOOP
+    said = guidance.items[0].text
+    assert said.startswith("Open loop: every latency here is taken from its notify's scheduled instant (one every "
+                           "500 µs, whether or not the waiter was ready), not from t0")
+    assert "(event's p50 %s holds 80.0 µs of it: notify_late)" % p50(summary, "event") in said
+    assert "any wait behind an earlier wake" in said and "--mode closed" in said
+    assert ("event", "notify_late_p50") in [(c.arm, c.figure) for c in guidance.items[0].cites]
+    assert "open-loop p50" in _item(guidance, PREFER)
+    ranking = _in_process(summary)
+    assert ranking.open_loop and format_ranking(ranking).startswith("open loop, p50s from each notify's scheduled instant -- ")
+    assert open_loop_note(Bundle("", "", summary)) == (
+        "open loop: p50s from each notify's scheduled instant (one every 500 µs), so they include the notifier's "
+        "lateness and any wait behind an earlier wake")
+    # One arm: the headline's figure is marked too.
+    alone = guidance_of(_open_loop(build_summary("custom", {"event": 144.0}, arms=["event"])))
+    assert "event wakes a thread in %s (open-loop p50)" % "144 µs" in alone.headline
+    # A closed loop says none of it.
+    closed = build_summary("custom", {"event": 144.0, "pipe": 150.0}, arms=["event", "pipe"])
+    words = " ".join([guidance_of(closed).headline] + [a.text for a in guidance_of(closed)])
+    assert "open loop" not in words.lower() and "open-loop" not in words
+    assert open_loop_note(Bundle("", "", closed)) is None
+    assert not _in_process(closed).open_loop
 
 
 def test_one_in_process_arm_is_described_not_ranked(lab135_summary) -> None:
@@ -224,9 +459,10 @@ def test_a_handler_path_is_costed_against_its_sigwait_counterpart() -> None:
     signals = _item(guidance, SIGNALS)
     extra = format_ns(next(e for e in summary["arms"] if e["name"] == "pause-handler")["latency"]["p50_ns"]  # type: ignore[attr-defined]
                       - next(e for e in summary["arms"] if e["name"] == "sigwait-thread-to-main")["latency"]["p50_ns"])  # type: ignore[attr-defined]
-    assert ("A handler costs more than delivery: pause-handler p50 %s against sigwait-thread-to-main %s, %s more (%s) for "
-            "running a Python handler" % (p50(summary, "pause-handler"), p50(summary, "sigwait-thread-to-main"), extra,
-                                          ratio(summary, "pause-handler", "sigwait-thread-to-main"))) in signals
+    assert ("A handler costs more than delivery: pause-handler p50 %s against sigwait-thread-to-main %s, %s more (%s "
+            "sigwait-thread-to-main's) for running a Python handler" % (
+                p50(summary, "pause-handler"), p50(summary, "sigwait-thread-to-main"), extra,
+                ratio(summary, "pause-handler", "sigwait-thread-to-main"))) in signals
     assert "a Python handler adds %s (pause-handler vs sigwait-thread-to-main)" % extra in guidance.headline
     assert ("Signals are not a faster way to wake a thread: the fastest blocked signal path, sigwait-thread-to-main (%s), is %s"
             % (p50(summary, "sigwait-thread-to-main"), ratio(summary, "sigwait-thread-to-main", "pipe"))) in signals
@@ -406,12 +642,12 @@ def test_the_hand_off_lab_advises_executors_and_the_subinterpreter_wake_apart() 
     assert len(handoff) == 2
     pools, wake = handoff
     assert re.match(r"Handing a task to an idle executor worker, submit\(\) to the task's first statement: "
-                    r"thread-pool-submit 38\.\d µs \(p50\); interp-pool-submit 10\d µs \(2\.8×\); "
+                    r"thread-pool-submit 38\.\d µs \(p50\); then, × its p50: interp-pool-submit 10\d µs \(2\.8×\), "
                     r"process-pool-submit 17\d µs \(4\.6×\)\.", pools.text), pools.text
     assert [c.arm for c in pools.cites] == ["thread-pool-submit", "interp-pool-submit", "process-pool-submit"]
     assert re.search(r"interp-pipe, 29\d× less", wake.text) and "p50 5.0" in wake.text, wake.text
     assert {c.arm for c in wake.cites} == {"interp-queue", "interp-pipe"}
-    assert re.search(r"to hand off a task, thread-pool-submit is fastest \(38\.\d µs\)", g.headline), g.headline
+    assert re.search(r"to hand off a task, thread-pool-submit is fastest \(38\.\d µs, beyond this run's noise\)", g.headline), g.headline
 
 
 def test_hand_off_advice_cites_only_what_ran() -> None:

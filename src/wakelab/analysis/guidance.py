@@ -16,19 +16,48 @@ the verdict of a many-armed run lays out.
 
 When is one arm faster than another?
 ------------------------------------
-summary.json keeps no bootstrap interval of an arm's median, but it keeps
-each worker process's median (``spread``: the smallest and largest), which is
-the run's own view of how far the level moves from one process to the next --
-the variation that dominates wake latency (DESIGN: the same arm at 5.7 µs in
-one run and 13 µs in the next).  An arm is *clearly* faster than another only
-when its range (its worker medians and pooled median) lies wholly below the
-other's; with three workers a side that is the exact rank test's strongest
-result.  Where a side has no range (one worker, ``--in-process``), nothing
-measures the noise, and only a ratio of at least :data:`NO_RANGE_RATIO` is
-called a difference; and a ratio under :data:`MIN_CLAIM_RATIO` never is, however
-tight the ranges (a planted delay makes every arm's workers agree to a fraction
-of a percent).  Arms not clearly apart are "within this run's noise"
-of each other, and the guidance says so instead of ranking them.
+summary.json keeps no bootstrap interval of an arm's median, but it keeps the
+median of each repetition (``repetitions``) or each worker process
+(``workers``), and their range (``spread``): the run's own view of how far the
+level moves from one process or pass to the next -- the variation that
+dominates wake latency (DESIGN: the same arm at 5.7 µs in one run and 13 µs
+in the next).  Those medians are the units of the comparison
+(:func:`separation`): an arm is *clearly* slower than another only when its
+units lie above the other's beyond chance -- the exact two-sided rank test
+(Mann-Whitney) of the two sets of medians at :data:`ALPHA`, or no overlap at
+all, the strongest result the test can give with three a side -- and its p50
+is at least :data:`MIN_CLAIM_RATIO` times the other's (a planted delay makes
+every arm's workers agree to a fraction of a percent, and a 4% edge does not
+choose a wake path).  A bundle that kept only the range is judged by it
+(ranges that do not overlap).  Where a side has no units (one worker,
+``--in-process``), nothing measures the noise, and only a ratio of at least
+:data:`NO_RANGE_RATIO` is called a difference.  Nothing random enters: the
+test is exact and the order of arms is their p50, then their name, so the same
+evidence always gives the same words.
+
+How a group reads
+-----------------
+A group's arms are listed by p50.  A fastest arm is named only when it is
+clearly faster than every other arm of its group (:attr:`Ranking.clear_fastest`).
+Otherwise the guidance names the *leaders*: the arms, from the lowest p50 up,
+that are not clearly slower than it, up to the first one that is -- so the
+group "within this run's noise" is always a prefix of the p50 order, never a
+higher ratio listed before a lower one called clearly slower.  An arm after
+that prefix that is still not clearly slower than the lowest (its own medians
+spread wide enough to reach the lowest's) is listed among the slower arms with
+the range that keeps it from being called slower.  A ratio of
+:data:`LARGE_RATIO` or more is called noise only together with the ranges that
+make it so.  ``×`` is always an arm's p50 over the lowest p50 of its group.
+
+Open loop
+---------
+``--mode open`` notifies on a fixed schedule (one notify every
+``interval_us``, whether or not the waiter is ready) and takes each latency
+from the notify's *scheduled* instant, not from ``t0``: an open-loop figure
+includes the notifier's own lateness (its sleep overshooting the schedule,
+the ``notify_late`` component) and any wait behind an earlier wake.  The
+guidance says so first, and every figure it quotes from such a run is marked
+as one (:func:`open_loop_note`).
 
 Which arms are compared with which
 ----------------------------------
@@ -42,6 +71,7 @@ their waiter state or scope makes them other experiments.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -54,6 +84,10 @@ from wakelab.formatting import format_ns, format_rate, format_ratio
 NO_RANGE_RATIO = 1.5
 # Nor is a ratio below this, however tight the ranges: a 4% edge does not choose a wake path.
 MIN_CLAIM_RATIO = 1.1
+# The two-sided level of the rank test of two arms' repetition (or worker) medians.
+ALPHA = 0.05
+# A ratio this large is called noise only with the ranges that make it so.
+LARGE_RATIO = 2.0
 
 # Topics of the advice, in the order they are given.
 PREFER = "in-process wake"
@@ -65,6 +99,7 @@ POLLING = "polling"
 HANDOFF = "hand-off"
 PITFALL = "pitfall"
 SELF_TEST = "self-test"
+OPEN_LOOP = "open loop"
 
 # Groups of latency arms that are compared among themselves (see the module docstring).
 IN_PROCESS = "in-process"
@@ -94,8 +129,9 @@ RELOAD_HANDLERS = 3
 
 @dataclasses.dataclass(frozen=True)
 class Cite:
-    """One figure a claim rests on: ``arm``'s ``figure`` (``p50``, ``p90``, ``p99``, ``max``, or
-    ``per_call`` for a rate arm: 1e9 / its median ops/s), in nanoseconds."""
+    """One figure a claim rests on: ``arm``'s ``figure`` (``p50``, ``p90``, ``p99``, ``min``, ``max``,
+    ``notify_late_p50`` -- the p50 of an open-loop arm's notifier lateness -- or ``per_call`` for a rate
+    arm: 1e9 / its median ops/s), in nanoseconds."""
 
     arm: str
     figure: str
@@ -174,12 +210,21 @@ def _positive(value: Any) -> Optional[float]:
     return number if number is not None and number > 0 else None
 
 
+def _interval(low_ns: float, high_ns: float) -> str:
+    """``2.49 µs to 6.74 µs``."""
+    return "%s to %s" % (format_ns(low_ns), format_ns(high_ns))
+
+
 @dataclasses.dataclass(frozen=True)
 class Level:
-    """A measured latency arm's median and the range its worker processes' medians span (ns).
+    """A measured latency arm's median and the medians of its repetitions or worker processes (ns).
 
-    ``ranged`` is False when the run recorded no range (fewer than two
-    workers): ``low_ns == high_ns == p50_ns`` then.
+    ``units`` are those medians, sorted (empty where the bundle kept only
+    their range); ``low_ns`` and ``high_ns`` their range, widened to hold the
+    pooled median; ``between`` names what they are the medians of
+    (``repetitions`` or ``workers``).  ``ranged`` is False when the run
+    recorded no range (fewer than two workers): ``low_ns == high_ns == p50_ns``
+    then.
     """
 
     arm: ArmRecord
@@ -187,6 +232,8 @@ class Level:
     low_ns: float
     high_ns: float
     ranged: bool
+    units: Tuple[float, ...] = ()
+    between: str = "workers"
 
     @property
     def name(self) -> str:
@@ -204,6 +251,33 @@ class Level:
         value = self.p50_ns if key == "p50" else self.figure(key)
         return Cite(self.name, key, float(value if value is not None else self.p50_ns))
 
+    @property
+    def unit_noun(self) -> str:
+        """``repetition`` or ``worker`` (``its 5 repetition medians``)."""
+        return "repetition" if self.between == "repetitions" else "worker"
+
+    @property
+    def unit_words(self) -> str:
+        """``repetitions'`` or ``worker processes'`` (whose medians the range spans)."""
+        return "repetitions'" if self.between == "repetitions" else "worker processes'"
+
+    def spread_words(self, own: str = "its") -> str:
+        """``its 5 repetitions' medians ranged 2.49 µs to 6.74 µs`` (for the text; ``own`` for "its")."""
+        count = "%d " % len(self.units) if self.units else ""
+        return "%s %s%s medians ranged %s" % (own, count, self.unit_words, _interval(self.low_ns, self.high_ns))
+
+
+def _units_of(arm: ArmRecord, between: str) -> Tuple[float, ...]:
+    """The medians a spread spans: each repetition's (``between`` repetitions) or each worker's."""
+    if between == "repetitions":
+        raw: Sequence[Any] = arm.repetitions.values if arm.repetitions is not None else ()
+    else:
+        raw = [w.p50_ns for w in arm.workers or () if w.recorded]
+    values = [_positive(v) for v in raw]
+    if len(values) < 2 or any(v is None for v in values):
+        return ()
+    return tuple(sorted(float(v) for v in values if v is not None))
+
 
 def level_of(arm: ArmRecord) -> Optional[Level]:
     """The arm's :class:`Level`, or None unless it is a measured latency arm with a positive p50."""
@@ -216,24 +290,151 @@ def level_of(arm: ArmRecord) -> Optional[Level]:
     if isinstance(spread, Mapping) and spread.get("of", "p50_ns") == "p50_ns":
         low, high = _positive(spread.get("min")), _positive(spread.get("max"))
         if low is not None and high is not None and low <= high:
-            return Level(arm, p50, min(low, p50), max(high, p50), True)
+            between = "repetitions" if spread.get("between") == "repetitions" else "workers"
+            units = _units_of(arm, between)
+            if units and (units[0] != low or units[-1] != high):
+                units = ()  # medians that are not the ones the range spans: judge by the range alone
+            return Level(arm, p50, min(low, p50), max(high, p50), True, units, between)
     return Level(arm, p50, p50, p50, False)
+
+
+# How two arms are told apart (:attr:`Apart.basis`).
+RANKS = "ranks"    # the exact rank test of their repetition (or worker) medians
+RANGES = "ranges"  # only the range of those medians was kept: ranges that do not overlap
+RATIO = "ratio"    # a side has no spread: only a ratio of NO_RANGE_RATIO or more
+
+
+@dataclasses.dataclass(frozen=True)
+class Apart:
+    """How this run tells arm ``a`` from a slower-by-p50 arm ``b`` (:func:`separation`).
+
+    ``ratio`` is b's p50 over a's; ``clear`` whether b is clearly slower;
+    ``basis`` one of :data:`RANKS`, :data:`RANGES`, :data:`RATIO`.  For
+    :data:`RANKS`: ``crossings``, how many of the ``pairs`` of medians (one of
+    a's, one of b's) have b's not above a's, and ``p_value``, the exact
+    two-sided rank test's.
+    """
+
+    ratio: float
+    clear: bool
+    basis: str
+    crossings: int = 0
+    pairs: int = 0
+    p_value: Optional[float] = None
+
+
+@functools.lru_cache(maxsize=64)
+def _arrangements(m: int, n: int) -> Tuple[int, ...]:
+    """How many orderings of m values of one side and n of the other give each count of crossings
+    (0 .. m*n): the exact null distribution of the Mann-Whitney U statistic."""
+    row: List[List[int]] = [[1] for _ in range(n + 1)]  # m = 0: one ordering, no crossings
+    for i in range(1, m + 1):
+        new: List[List[int]] = [[1]]  # n = 0
+        for j in range(1, n + 1):
+            counts = [0] * (i * j + 1)
+            for u, c in enumerate(new[j - 1]):  # the largest value is one of b's: no new crossing
+                counts[u] += c
+            for u, c in enumerate(row[j]):  # the largest is one of a's: it crosses all j of b's
+                counts[u + j] += c
+            new.append(counts)
+        row = new
+    return tuple(row[n])
+
+
+# Up to this many pairs the rank test is exact; beyond, its normal approximation (with a continuity correction).
+EXACT_PAIRS = 900
+
+
+def rank_test_p(crossings: int, m: int, n: int) -> float:
+    """The two-sided p-value of ``crossings`` (pairs out of order) between m and n values: exact up to
+    :data:`EXACT_PAIRS` pairs (the same for the same counts, whatever the values)."""
+    if m * n > EXACT_PAIRS:
+        z = (crossings + 0.5 - m * n / 2.0) / math.sqrt(m * n * (m + n + 1) / 12.0)
+        return min(1.0, math.erfc(-z / math.sqrt(2.0)))
+    counts = _arrangements(m, n)
+    tail = sum(counts[: crossings + 1])
+    return min(1.0, 2.0 * tail / sum(counts))
+
+
+def separation(a: Level, b: Level) -> Apart:
+    """Whether ``b`` is clearly slower than ``a`` in this run (module docstring), and on what basis."""
+    ratio = b.p50_ns / a.p50_ns
+    if a.ranged and b.ranged and a.units and b.units:
+        crossings = sum(1 for x in a.units for y in b.units if y <= x)
+        p_value = rank_test_p(crossings, len(a.units), len(b.units))
+        clear = ratio >= MIN_CLAIM_RATIO and (crossings == 0 or p_value <= ALPHA)
+        return Apart(ratio, clear, RANKS, crossings, len(a.units) * len(b.units), p_value)
+    if a.ranged and b.ranged:
+        return Apart(ratio, ratio >= MIN_CLAIM_RATIO and a.high_ns < b.low_ns, RANGES)
+    return Apart(ratio, ratio >= max(MIN_CLAIM_RATIO, NO_RANGE_RATIO), RATIO)
 
 
 def clearly_faster(a: Level, b: Level) -> bool:
     """True when ``a``'s median is below ``b``'s by more than this run's noise (module docstring)."""
-    if b.p50_ns < MIN_CLAIM_RATIO * a.p50_ns:
-        return False
-    if a.ranged and b.ranged:
-        return a.high_ns < b.low_ns
-    return b.p50_ns >= NO_RANGE_RATIO * a.p50_ns
+    return separation(a, b).clear
 
 
 def _noise_phrase(a: Level, b: Level) -> str:
-    """How the run tells a difference between ``a`` and ``b`` (for the text)."""
-    if a.ranged and b.ranged:
-        return "their worker processes' medians do not overlap, and it is over %s×" % MIN_CLAIM_RATIO
+    """How the run tells ``b`` from the faster ``a``, when it does (for the text)."""
+    apart = separation(a, b)
+    if apart.basis == RANKS:
+        if apart.crossings == 0:
+            return "every one of %s's %d %s medians is above every one of %s's %d, and the ratio is over %s×" % (
+                b.name, len(b.units), b.unit_noun, a.name, len(a.units), MIN_CLAIM_RATIO)
+        return ("%s's %s medians are above %s's in %d of %d pairings (exact rank test, two-sided p %.3f), and the "
+                "ratio is over %s×" % (b.name, b.unit_noun, a.name, apart.pairs - apart.crossings,
+                                        apart.pairs, apart.p_value or 0.0, MIN_CLAIM_RATIO))
+    if apart.basis == RANGES:
+        return "their %s medians do not overlap, and it is over %s×" % (b.unit_words, MIN_CLAIM_RATIO)
     return "no spread between workers to judge by (a single worker, or in-process), so only a %s× difference counts" % NO_RANGE_RATIO
+
+
+def _within_phrase(a: Level, b: Level, own: str = "its") -> str:
+    """Why ``b`` is not clearly slower than ``a``: the ranges that overlap, or the rule that applies (``own``:
+    how the text refers to ``b``)."""
+    apart = separation(a, b)
+    if apart.ratio < MIN_CLAIM_RATIO:
+        return "under %s×" % MIN_CLAIM_RATIO
+    if apart.basis == RATIO:
+        return "under %s× with no spread between workers to judge by" % NO_RANGE_RATIO
+    return "%s, %s's %s" % (b.spread_words(own), a.name, _interval(a.low_ns, a.high_ns))
+
+
+NO_SPREAD = "no spread between workers to judge noise by"
+
+
+def _within(first: Level, of: str) -> str:
+    """``within this run's noise of {of}``; without a spread to judge by, ``within 1.5× of {of} (...)``."""
+    if first.ranged:
+        return "within this run's noise of %s" % of
+    return "within %s× of %s (%s)" % (NO_RANGE_RATIO, of, NO_SPREAD)
+
+
+def _beyond(first: Level) -> str:
+    """``beyond this run's noise``; without a spread to judge by, ``by 1.5× or more (...)``."""
+    return "beyond this run's noise" if first.ranged else "by %s× or more (%s)" % (NO_RANGE_RATIO, NO_SPREAD)
+
+
+def _clear_of(first: Level) -> str:
+    """``beyond this run's noise``, inside a sentence; without a spread, ``by at least the 1.5× that counts ...``."""
+    if first.ranged:
+        return "beyond this run's noise"
+    return "by at least the %s× that counts with %s" % (NO_RANGE_RATIO, NO_SPREAD)
+
+
+def _judged(ranking: "Ranking") -> str:
+    """How the ranking's noise was judged, in a sentence's words."""
+    first = ranking.fastest.level
+    if not first.ranged:
+        return ("no spread between workers was measured (one worker per arm, or --in-process), so only a p50 at "
+                "least %s× the lowest counts as slower" % NO_RANGE_RATIO)
+    what = first.unit_noun
+    if first.units:
+        return ("an arm is clearly slower only when its %s medians lie above the lowest arm's beyond chance (exact "
+                "rank test, two-sided p at most %s, or no overlap at all) and its p50 is at least %s× the lowest"
+                % (what, ALPHA, MIN_CLAIM_RATIO))
+    return ("an arm is clearly slower only when its %s medians all lie above the lowest arm's and its p50 is at "
+            "least %s× the lowest" % (what, MIN_CLAIM_RATIO))
 
 
 # -- grouping and ranking ------------------------------------------------------------------------
@@ -258,30 +459,64 @@ def group_of(arm: ArmRecord) -> str:
     return declared or IN_PROCESS
 
 
+# Where an arm stands in its group (:attr:`Ranked.standing`).
+LEADER = "leader"      # the lowest p50, or not clearly slower than it and before any arm that is
+SLOWER = "slower"      # clearly slower than the lowest
+UNCLEAR = "unclear"    # after an arm that is clearly slower, yet not clearly slower itself: its own spread
+UNRANKED = "unranked"  # in a group whose arms are each an experiment of their own
+
+
 @dataclasses.dataclass(frozen=True)
 class Ranked:
-    """One arm in a ranking: its level, its p50 over the fastest arm's, and whether it is clearly slower."""
+    """One arm in a ranking: its level, its p50 over the lowest p50 of its group, whether it is clearly
+    slower than that arm, and where it stands (:data:`LEADER`, :data:`SLOWER`, :data:`UNCLEAR`,
+    :data:`UNRANKED`)."""
 
     level: Level
     ratio: float
     clearly_slower: bool
+    standing: str = LEADER
 
     @property
     def name(self) -> str:
         return self.level.name
 
 
+def rank_levels(levels: Sequence[Level], ranked: bool = True) -> Tuple[Ranked, ...]:
+    """``levels`` by p50 (then name), each with its standing against the lowest (module docstring)."""
+    members = sorted(levels, key=lambda lv: (lv.p50_ns, lv.name))
+    if not members:
+        return ()
+    first = members[0]
+    out: List[Ranked] = []
+    leading = True
+    for level in members:
+        slower = ranked and level is not first and clearly_faster(first, level)
+        if not ranked:
+            standing = UNRANKED
+        elif slower:
+            standing, leading = SLOWER, False
+        else:
+            standing = LEADER if leading else UNCLEAR
+        out.append(Ranked(level, level.p50_ns / first.p50_ns, slower, standing))
+    return tuple(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class Ranking:
-    """The measured arms of one group, fastest p50 first.
+    """The measured arms of one group, lowest p50 first.
 
-    ``leaders`` are the fastest arm and those not clearly slower than it
-    (within this run's noise); ``ranked`` is every arm, in order.
+    ``leaders`` are the lowest-p50 arm and those after it not clearly slower
+    than it, up to the first that is (within this run's noise); ``unclear``
+    the arms after that which are not clearly slower either (their own
+    spread is that wide); ``ranked`` is every arm, in order.  ``open_loop``:
+    the p50s were taken from each notify's scheduled instant.
     """
 
     group: str
     title: str
     ranked: Tuple[Ranked, ...]
+    open_loop: bool = False
 
     @property
     def comparable(self) -> bool:
@@ -290,6 +525,7 @@ class Ranking:
 
     @property
     def fastest(self) -> Ranked:
+        """The arm with the lowest p50 (the fastest only where :attr:`clear_fastest`)."""
         return self.ranked[0]
 
     @property
@@ -298,7 +534,36 @@ class Ranking:
 
     @property
     def leaders(self) -> Tuple[Ranked, ...]:
-        return tuple(r for r in self.ranked if not r.clearly_slower)
+        return tuple(r for r in self.ranked if r.standing in (LEADER, UNRANKED))
+
+    @property
+    def unclear(self) -> Tuple[Ranked, ...]:
+        return tuple(r for r in self.ranked if r.standing == UNCLEAR)
+
+    @property
+    def clear_fastest(self) -> bool:
+        """The lowest p50 is clearly below every other arm's: the group has a fastest arm."""
+        return self.comparable and len(self.ranked) > 1 and all(r.clearly_slower for r in self.ranked[1:])
+
+
+def _open_loop_interval(bundle: Bundle) -> Optional[float]:
+    """The notify interval (µs) of an open-loop run, 0.0 where it is not recorded; None for a closed loop."""
+    params = bundle.parameters
+    if not params.open_loop:
+        return None
+    return _positive(params.interval_us) or 0.0
+
+
+def open_loop_note(bundle: Bundle) -> Optional[str]:
+    """What an open-loop figure is, in a clause (None for a closed-loop run): ``open loop: p50s from each
+    notify's scheduled instant (one every 500 µs), so they include the notifier's lateness and any wait
+    behind an earlier wake``."""
+    interval = _open_loop_interval(bundle)
+    if interval is None:
+        return None
+    every = " (one every %s µs)" % format_rate(interval) if interval else ""
+    return ("open loop: p50s from each notify's scheduled instant%s, so they include the notifier's lateness and "
+            "any wait behind an earlier wake" % every)
 
 
 def rank_wake_paths(bundle: Bundle) -> Tuple[Ranking, ...]:
@@ -308,22 +573,32 @@ def rank_wake_paths(bundle: Bundle) -> Tuple[Ranking, ...]:
         level = level_of(arm)
         if level is not None:
             levels.setdefault(group_of(arm), []).append(level)
+    open_loop = _open_loop_interval(bundle) is not None
     rankings = []
     for group, title in GROUPS:
-        members = sorted(levels.get(group, []), key=lambda lv: (lv.p50_ns, lv.name))
-        if not members:
-            continue
-        first = members[0]
-        ranked = group not in UNRANKED_GROUPS
-        rankings.append(Ranking(group, title, tuple(
-            Ranked(lv, lv.p50_ns / first.p50_ns, ranked and clearly_faster(first, lv)) for lv in members)))
+        ranked = rank_levels(levels.get(group, []), group not in UNRANKED_GROUPS)
+        if ranked:
+            rankings.append(Ranking(group, title, ranked, open_loop))
     return tuple(rankings)
 
 
-def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
-    """``pipe 14.1 µs; eventfd, event within noise; queue 2.2×, ...; slowest: mp-queue 104 µs (7.4×)``.
+def _times(ratio: float, explain: List[bool], base: str) -> str:
+    """``1.55×``, with what it is a ratio to the first time a text shows one (``explain`` holds that)."""
+    if explain:
+        return format_times(ratio)
+    explain.append(True)
+    return "%s %s" % (format_times(ratio), base)
 
-    ``limit`` keeps the text short: the leaders (at most ``limit``), then only the slowest.
+
+def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
+    """One group's arms by p50, in the words of the module docstring ("How a group reads")::
+
+        within this run's noise of the lowest p50: pipe 14.1 µs, eventfd 15.3 µs, event 16.6 µs;
+        clearly slower (× the lowest p50): queue 2.2×, ...; slowest: mp-queue 104 µs (7.4×)
+
+    or ``fastest beyond this run's noise: event 10.0 µs; clearly slower (× its p50): ...``.  ``limit``
+    keeps the text short: the leaders (at most ``limit`` after the first), the arms not clearly
+    slower by their own spread, then only the slowest.
     """
     first = ranking.fastest
     text = "%s %s" % (first.name, format_ns(first.level.p50_ns))
@@ -335,19 +610,45 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
             return "%d arms, each its own experiment, from %s to %s %s" % (
                 len(ranking.ranked), text, last.name, format_ns(last.level.p50_ns))
         return ", ".join("%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in ranking.ranked) + " (each its own experiment)"
-    leaders = [r for r in ranking.leaders if r is not first]
-    slower = [r for r in ranking.ranked if r.clearly_slower]
-    if leaders:
-        shown = leaders if limit is None else leaders[:limit]
+    clear = ranking.clear_fastest
+    base = "its p50" if clear else "the lowest p50"
+    explain: List[bool] = []
+    leaders = ranking.leaders
+    if clear:
+        text = "fastest %s: %s" % (_beyond(first.level), text)
+    elif len(leaders) > 1:
+        shown = leaders if limit is None else leaders[:limit + 1]
         more = len(leaders) - len(shown)
-        text += "; within noise: %s%s" % (", ".join("%s %s" % (r.name, format_times(r.ratio)) for r in shown),
-                                           " and %d more" % more if more else "")
-    if slower:
-        last = slower[-1]
-        middle = slower[:-1] if limit is None else []
-        if middle:
-            text += "; clearly slower: %s" % ", ".join("%s %s" % (r.name, format_times(r.ratio)) for r in middle)
-        text += "; slowest: %s %s (%s)" % (last.name, format_ns(last.level.p50_ns), format_times(last.ratio))
+        names = []
+        for r in shown:
+            name = "%s %s" % (r.name, format_ns(r.level.p50_ns))
+            if r.ratio >= LARGE_RATIO:  # noise that wide: say how wide
+                name += " (%s; %s)" % (_times(r.ratio, explain, base), _within_phrase(first.level, r.level))
+            names.append(name)
+        text = "%s: %s%s" % (_within(first.level, "the lowest p50"), ", ".join(names), " and %d more" % more if more else "")
+    else:
+        text = "lowest p50, clear of the next %s: %s" % (_beyond(first.level), text)
+    if ranking.open_loop:
+        text = "open loop, p50s from each notify's scheduled instant -- " + text
+    rest = [r for r in ranking.ranked if r.standing != LEADER]
+    if not rest:
+        return text
+
+    def entry(r: Ranked, short: bool, inside: bool = False) -> str:
+        """``1.55×``; an arm not clearly slower says why (``inside`` parentheses already: after a semicolon)."""
+        words = _times(r.ratio, explain, base)
+        if r.standing == UNCLEAR:
+            why = "not clearly slower: %s" % ("its own spread" if short else _within_phrase(first.level, r.level))
+            words += ("; %s" if inside else " (%s)") % why
+        return words
+
+    last = rest[-1]
+    middle = rest[:-1] if limit is None else [r for r in rest[:-1] if r.standing == UNCLEAR]
+    if middle:
+        header = "clearly slower" if all(r.standing == SLOWER for r in middle) else "slower by p50"
+        explain.append(True)  # the header says what × is
+        text += "; %s (× %s): %s" % (header, base, ", ".join("%s %s" % (r.name, entry(r, limit is not None)) for r in middle))
+    text += "; slowest: %s %s (%s)" % (last.name, format_ns(last.level.p50_ns), entry(last, limit is not None, True))
     return text
 
 
@@ -378,54 +679,105 @@ def _prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
         return None, ""
     first = ranking.fastest
     cites = [first.level.cite("p50")]
+    p50_word = "open-loop p50" if ranking.open_loop else "p50"
     if len(ranking.ranked) == 1:
         tail_key, tail = _tail_figure(first.level)
         if tail is not None:
             cites.append(first.level.cite(tail_key))
-        text = ("%s is the only in-process wake path this run measured: p50 %s%s. Nothing here ranks it against "
+        text = ("%s is the only in-process wake path this run measured: %s %s%s. Nothing here ranks it against "
                 "another (--lab catalogue ranks it against the other wake paths)."
-                % (first.name, format_ns(first.level.p50_ns),
+                % (first.name, p50_word, format_ns(first.level.p50_ns),
                    ", %s %s" % (tail_key.replace("_", "."), format_ns(tail)) if tail is not None else ""))
         if first.name == "event":
             text += " threading.Event is the safe, idiomatic choice for waking a thread."
-        return Advice(PREFER, text, tuple(cites)), "in-process, %s wakes a thread in %s (p50)" % (
-            first.name, format_ns(first.level.p50_ns))
+        return Advice(PREFER, text, tuple(cites)), "in-process, %s wakes a thread in %s (%s)" % (
+            first.name, format_ns(first.level.p50_ns), p50_word)
     leaders = ranking.leaders
+    unclear = ranking.unclear
     slower = [r for r in ranking.ranked if r.clearly_slower]
-    parts = ["Fastest in-process wake: %s, p50 %s." % (first.name, format_ns(first.level.p50_ns))]
-    if len(leaders) > 1:
-        others = [r for r in leaders if r is not first]
-        cites += [r.level.cite() for r in others]
-        parts.append("Within this run's noise of it: %s -- choose among these by API, not speed." % ", ".join(
-            "%s %s (%s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio)) for r in others))
-        named = [r for r in others if r.name == "event"] or others[:1]
-        rest = len(others) - len(named)
-        headline = "fastest in-process wake: %s %s, with %s%s within noise" % (
-            first.name, format_ns(first.level.p50_ns), ", ".join("%s (%s)" % (r.name, format_times(r.ratio)) for r in named),
-            " and %d more" % rest if rest else "")
-    else:
+    if ranking.clear_fastest:
         runner_up = ranking.ranked[1]
         cites.append(runner_up.level.cite())
-        parts.append("Prefer it where the wake path is hot: the next, %s (%s), is %s that, beyond this run's noise "
-                     "(%s)." % (runner_up.name, format_ns(runner_up.level.p50_ns), format_times(runner_up.ratio),
-                                _noise_phrase(first.level, runner_up.level)))
-        headline = "prefer %s in-process (%s; %s %s that)" % (
-            first.name, format_ns(first.level.p50_ns), runner_up.name, format_times(runner_up.ratio))
+        parts = ["Fastest in-process wake: %s, %s %s, clear of every other %s." % (
+                     first.name, p50_word, format_ns(first.level.p50_ns), _clear_of(first.level)),
+                 "Prefer it where the wake path is hot: the next, %s (%s), is %s that (%s)." % (
+                     runner_up.name, format_ns(runner_up.level.p50_ns), format_times(runner_up.ratio),
+                     _noise_phrase(first.level, runner_up.level))]
+        headline = "prefer %s in-process (%s %s; %s %s that, %s)" % (
+            first.name, format_ns(first.level.p50_ns), p50_word, runner_up.name, format_times(runner_up.ratio),
+            _clear_of(first.level))
+        base_p50 = "the fastest's %s" % p50_word
+    else:
+        base_p50 = "the lowest %s" % p50_word
+        if len(leaders) > 1:
+            others = leaders[1:]
+            cites += [r.level.cite() for r in others]
+            parts = ["No in-process wake is fastest %s. %s of the lowest %s, %s's %s, with each %s's multiple of that: "
+                     "%s -- choose among these by API, not speed." % (
+                         _beyond(first.level), "Within it" if first.level.ranged else "Within %s×" % NO_RANGE_RATIO,
+                         p50_word, first.name, format_ns(first.level.p50_ns), p50_word, ", ".join(
+                             "%s %s (%s%s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio),
+                                               "; %s" % _within_phrase(first.level, r.level) if r.ratio >= LARGE_RATIO else "")
+                             for r in others))]
+            named = [r for i, r in enumerate(others) if i < 2 or r.name == "event" or len(others) <= 3]
+            rest = len(others) - len(named)
+            headline = "in-process wakes %s: %s, %s%s (choose among them by API)%s" % (
+                _within(first.level, "the lowest " + p50_word),
+                "%s %s" % (first.name, format_ns(first.level.p50_ns)),
+                ", ".join("%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in named),
+                " and %d more" % rest if rest else "", _wide_note(leaders))
+        else:
+            runner_up = ranking.ranked[1]
+            cites.append(runner_up.level.cite())
+            parts = ["Lowest in-process %s: %s, %s; the next, %s (%s), is %s that, %s (%s)." % (
+                p50_word, first.name, format_ns(first.level.p50_ns), runner_up.name, format_ns(runner_up.level.p50_ns),
+                format_times(runner_up.ratio), _clear_of(first.level), _noise_phrase(first.level, runner_up.level))]
+            headline = "in-process, %s has the lowest %s (%s), though not clearly below %s" % (
+                first.name, p50_word, format_ns(first.level.p50_ns), ", ".join(r.name for r in unclear))
+        parts.append("How this run judges noise: %s." % _judged(ranking))
+    if unclear:
+        cites += [r.level.cite() for r in unclear]
+        parts.append("Not clearly slower than %s either, though listed after an arm that is: %s." % (
+            first.name, "; ".join("%s %s (%s %s; %s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio), base_p50,
+                                                            _within_phrase(first.level, r.level)) for r in unclear)))
     event = next((r for r in ranking.ranked if r.name == "event"), None)
     if event is not None and event is not first:
         cites.append(event.level.cite())
         if event.clearly_slower:
-            if not (len(leaders) == 1 and event is ranking.ranked[1]):  # else the headline names it already
-                headline += "; event %s that" % format_times(event.ratio)
-            parts.append("threading.Event (event, %s) is %s the fastest here; it stays the idiomatic choice "
-                         "where a wake-up is not the bottleneck." % (format_ns(event.level.p50_ns), format_times(event.ratio)))
+            if not (ranking.clear_fastest and event is ranking.ranked[1]):  # else the headline names it already
+                headline += "; event clearly slower (%s %s)" % (format_times(event.ratio), base_p50)
+            parts.append("threading.Event (event, %s) is clearly slower, %s %s here; it stays the idiomatic choice "
+                         "where a wake-up is not the bottleneck." % (format_ns(event.level.p50_ns), format_times(event.ratio), base_p50))
+        elif event.standing == UNCLEAR:
+            headline += "; event %s %s, not clearly slower" % (format_times(event.ratio), base_p50)
+            parts.append("threading.Event (event, %s) is not clearly slower than %s: keep it where it fits." % (
+                format_ns(event.level.p50_ns), first.name))
         else:
             parts.append("threading.Event (event, %s) is among them: keep it where it fits." % format_ns(event.level.p50_ns))
     if slower:
         last = slower[-1]
         cites.append(last.level.cite())
-        parts.append("Slowest: %s, %s (%s the fastest)." % (last.name, format_ns(last.level.p50_ns), format_times(last.ratio)))
+        parts.append("Slowest: %s, %s (%s %s)." % (last.name, format_ns(last.level.p50_ns), format_times(last.ratio), base_p50))
     return Advice(PREFER, " ".join(parts), tuple(_unique(cites))), headline
+
+
+def _wide_note(leaders: Sequence[Ranked]) -> str:
+    """Where arms :data:`LARGE_RATIO` or more apart are within the noise, how wide the noise is: `` -- noise
+    that wide: X's 3 worker processes' medians ranged 6.01 µs to 72.1 µs`` (the widest range among them)."""
+    if len(leaders) < 2 or max(r.ratio for r in leaders) < LARGE_RATIO:
+        return ""
+    widest = max((r.level for r in leaders), key=lambda lv: (lv.high_ns / lv.low_ns, lv.name))
+    return " -- noise that wide: %s" % widest.spread_words(widest.name + "'s")
+
+
+def _lowest_words(ranking: Ranking, noun: str) -> str:
+    """``the fastest in-process wake`` where the group has a fastest arm, else ``the in-process wake with the
+    lowest p50`` (or ``the only ...`` of a group of one)."""
+    if len(ranking.ranked) == 1:
+        return "the only %s measured" % noun
+    if ranking.clear_fastest:
+        return "the fastest %s" % noun
+    return "the %s with the lowest p50" % noun
 
 
 def _process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
@@ -436,7 +788,7 @@ def _process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
         return Advice(PROCESSES, "Across processes only %s was measured: p50 %s." % (first.name, format_ns(first.level.p50_ns)),
                       (first.level.cite(),))
     text = "Waking another process: %s." % format_ranking(ranking, limit=3)
-    cites = [r.level.cite() for r in ranking.leaders[:4]]
+    cites = [r.level.cite() for r in ranking.leaders[:4] + ranking.unclear]
     slowest = ranking.slowest
     if slowest.clearly_slower:
         cites.append(slowest.level.cite())
@@ -454,30 +806,38 @@ def _signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
             continue
         extra = h.p50_ns - p.p50_ns
         if clearly_faster(p, h):
-            text = ("A handler costs more than delivery: %s p50 %s against %s %s, %s more (%s) for %s."
+            text = ("A handler costs more than delivery: %s p50 %s against %s %s, %s more (%s %s's) for %s."
                     % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), format_ns(extra),
-                       format_times(h.p50_ns / p.p50_ns), what))
+                       format_times(h.p50_ns / p.p50_ns), plain, what))
             clause = clause or "%s %s (%s vs %s)" % (adds, format_ns(extra), handler, plain)
         elif clearly_faster(h, p):
             text = ("%s (p50 %s) was faster than %s (%s) here, beyond this run's noise: %s."
                     % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), what))
         else:
-            text = ("%s p50 %s against %s %s: no difference beyond this run's noise, for %s."
-                    % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), what))
+            slow, fast = (h, p) if h.p50_ns >= p.p50_ns else (p, h)
+            wide = (" (%s)" % _within_phrase(fast, slow, slow.name + "'s")
+                    if slow.p50_ns >= LARGE_RATIO * fast.p50_ns else "")
+            text = ("%s p50 %s against %s %s: no difference beyond this run's noise%s, for %s."
+                    % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), wide, what))
         items.append(Advice(SIGNALS, text, (h.cite(), p.cite())))
     if signals is not None and in_process is not None:
         best_signal, best_wake = signals.fastest.level, in_process.fastest.level
         cites = (best_signal.cite(), best_wake.cite())
+        signal_words, wake_words = _lowest_words(signals, "blocked signal path"), _lowest_words(in_process, "in-process wake")
         if clearly_faster(best_wake, best_signal):
-            text = ("Signals are not a faster way to wake a thread: the fastest blocked signal path, %s (%s), is %s "
-                    "the fastest in-process wake, %s (%s). Use signals for process control (reload, graceful stop)."
-                    % (best_signal.name, format_ns(best_signal.p50_ns), format_times(best_signal.p50_ns / best_wake.p50_ns),
-                       best_wake.name, format_ns(best_wake.p50_ns)))
+            text = ("Signals are not a faster way to wake a thread: %s, %s (%s), is %s %s, %s (%s). Use signals for "
+                    "process control (reload, graceful stop)."
+                    % (signal_words, best_signal.name, format_ns(best_signal.p50_ns),
+                       format_times(best_signal.p50_ns / best_wake.p50_ns), wake_words, best_wake.name,
+                       format_ns(best_wake.p50_ns)))
             clause = clause or "signals are %s slower than %s" % (format_times(best_signal.p50_ns / best_wake.p50_ns), best_wake.name)
         else:
-            text = ("The fastest blocked signal path, %s (%s), is not clearly slower than the fastest in-process wake, "
-                    "%s (%s); still, signals reach only the main thread's handlers: keep them for process control."
-                    % (best_signal.name, format_ns(best_signal.p50_ns), best_wake.name, format_ns(best_wake.p50_ns)))
+            text = ("%s, %s (%s), is not clearly slower than %s, %s (%s)%s; still, signals reach only the main thread's "
+                    "handlers: keep them for process control."
+                    % (signal_words[0].upper() + signal_words[1:], best_signal.name, format_ns(best_signal.p50_ns),
+                       wake_words, best_wake.name, format_ns(best_wake.p50_ns),
+                       " (%s)" % _within_phrase(best_wake, best_signal)
+                       if best_signal.p50_ns >= LARGE_RATIO * best_wake.p50_ns else ""))
         items.append(Advice(SIGNALS, text, cites))
     spin = levels.get("sigusr1-self")
     if spin is not None and not items:
@@ -557,7 +917,8 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
     if "event" in levels and levels["event"] not in watched:
         watched.append(levels["event"])
     if not watched:
-        watched = [lv for lv in levels.values() if group_of(lv.arm) not in (NATIVE, STORM_GROUP)][:1]
+        watched = sorted((lv for lv in levels.values() if group_of(lv.arm) not in (NATIVE, STORM_GROUP)),
+                         key=lambda lv: (lv.p50_ns, lv.name))[:1]
     if not watched:
         return None
     parts: List[str] = []
@@ -576,7 +937,7 @@ def _tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[
     if not parts:
         return None
     worst: Optional[Tuple[float, Level, str, float]] = None
-    for level in levels.values():
+    for level in sorted(levels.values(), key=lambda lv: lv.name):  # ties go to the first name, whatever the run order
         if group_of(level.arm) in (NATIVE, STORM_GROUP) or level.figure("p99") is None:
             continue
         p99 = level.figure("p99") or 0.0
@@ -647,15 +1008,26 @@ def _handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     subinterpreter by its queue costs against a pipe.  The headline's clause."""
     items: List[Advice] = []
     clause = ""
-    pools = sorted((levels[n] for n, _ in arms_with_role(ROLE_POOL) if n in levels), key=lambda lv: lv.p50_ns)
-    if pools:
-        first = pools[0]
-        parts = ["Handing a task to an idle executor worker, submit() to the task's first statement: %s %s (p50)"
-                 % (first.name, format_ns(first.p50_ns))]
-        for other in pools[1:]:
-            apart = "" if clearly_faster(first, other) else ", within this run's noise of it"
-            parts.append("%s %s (%s%s)" % (other.name, format_ns(other.p50_ns), format_times(other.p50_ns / first.p50_ns), apart))
-        text = "; ".join(parts) + "."
+    ranked = rank_levels([levels[n] for n, _ in arms_with_role(ROLE_POOL) if n in levels])
+    pools = [r.level for r in ranked]
+    if ranked:
+        first = ranked[0]
+        text = ("Handing a task to an idle executor worker, submit() to the task's first statement: %s %s (p50)"
+                % (first.name, format_ns(first.level.p50_ns)))
+        entries = []
+        for other in ranked[1:]:
+            apart = ""
+            if not other.clearly_slower:
+                if not first.level.ranged or not other.level.ranged:
+                    apart = "; %s" % _within_phrase(first.level, other.level)
+                else:
+                    apart = "; within this run's noise of %s" % first.name
+                    if other.ratio >= LARGE_RATIO:
+                        apart += ": %s" % _within_phrase(first.level, other.level)
+            entries.append("%s %s (%s%s)" % (other.name, format_ns(other.level.p50_ns), format_times(other.ratio), apart))
+        if entries:
+            text += "; then, × its p50: %s" % ", ".join(entries)
+        text += "."
         names = [lv.name for lv in pools]
         notes = []
         if "thread-pool-submit" in names:
@@ -669,7 +1041,18 @@ def _handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
         if notes:
             text += " Besides the hand-off: " + "; ".join(notes) + "."
         items.append(Advice(HANDOFF, text, tuple(lv.cite() for lv in pools)))
-        clause = "to hand off a task, %s is fastest (%s)" % (first.name, format_ns(first.p50_ns))
+        leaders = [r for r in ranked if r.standing == LEADER]
+        if len(ranked) == 1:
+            clause = "to hand off a task, %s takes %s (p50)" % (first.name, format_ns(first.level.p50_ns))
+        elif len(leaders) == 1:
+            clause = "to hand off a task, %s is fastest (%s, %s)" % (first.name, format_ns(first.level.p50_ns), _clear_of(first.level))
+            unclear = [r.name for r in ranked if r.standing == UNCLEAR]
+            if unclear:
+                clause += ", though not clearly faster than %s" % ", ".join(unclear)
+        else:
+            clause = "to hand off a task, %s are %s%s" % (
+                _and(["%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in leaders]), _within(first.level, "the lowest p50"),
+                _wide_note(leaders))
     queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
     if queue is not None:
         least = _min_ns(queue) or queue.p50_ns
@@ -688,6 +1071,11 @@ def _handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
         if not clause:
             clause = "a subinterpreter's queue wakes in %s (it polls)" % format_ns(queue.p50_ns)
     return items, clause
+
+
+def _and(words: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
 
 
 def _min_ns(level: Level) -> Optional[float]:
@@ -712,7 +1100,7 @@ def _pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
             "milliseconds delays everything the main thread does." % ", ".join(
                 "%s (%s)" % (format_ns(lv.p50_ns), lv.name) for lv in handlers[:3])), cites))
     spinning = sorted((lv for lv in levels.values() if group_of(lv.arm) == SPINNING),
-                      key=lambda lv: lv.arm.family != "signals")  # the original lab's busy-wait signal first
+                      key=lambda lv: (lv.arm.family != "signals", lv.name))  # the original lab's busy-wait signal first
     for spin in spinning[:2]:
         blocked: Optional[Level] = None
         if spin.arm.family == "signals":
@@ -734,6 +1122,54 @@ def _pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
     return items
 
 
+def _group_clause(ranking: Ranking, scope: str) -> str:
+    """The headline's clause for a group: its fastest arm only where it is clear of the noise."""
+    first = ranking.fastest
+    figure = "%s %s" % (first.name, format_ns(first.level.p50_ns))
+    if len(ranking.ranked) == 1:
+        return "%s, %s takes %s (p50)" % (scope, first.name, format_ns(first.level.p50_ns))
+    if ranking.clear_fastest:
+        return "%s, %s is fastest (%s, %s)" % (scope, first.name, format_ns(first.level.p50_ns), _clear_of(first.level))
+    leaders = ranking.leaders
+    if len(leaders) > 1:
+        return "%s, %s are %s%s" % (scope, _and([figure] + [r.name for r in leaders[1:]]),
+                                    _within(first.level, "the lowest p50"), _wide_note(leaders))
+    return "%s, %s has the lowest p50 (%s), though not clearly below %s" % (
+        scope, first.name, format_ns(first.level.p50_ns), _and([r.name for r in ranking.unclear]))
+
+
+def _open_loop_words(interval_us: float) -> str:
+    """``a notify every 500 µs; latencies from each notify's scheduled instant`` (the headline's parenthesis)."""
+    every = "a notify every %s µs; " % format_rate(interval_us) if interval_us else ""
+    return "%slatencies from each notify's scheduled instant, the notifier's lateness included" % every
+
+
+def _notify_late_p50(level: Level) -> Optional[float]:
+    """The p50 of the arm's ``notify_late`` component (open loop: how late the notifier's own notify was), ns."""
+    for name, figures in level.arm.components:
+        if name == "notify_late":
+            return _positive(figures.p50_ns)
+    return None
+
+
+def _open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking], interval_us: float) -> Advice:
+    """What an open-loop figure is (docs/run.md: ``--mode open``), said before any advice quotes one."""
+    level = in_process.fastest.level if in_process is not None else min(levels.values(), key=lambda lv: (lv.p50_ns, lv.name))
+    cites = [level.cite()]
+    every = "one every %s µs, " % format_rate(interval_us) if interval_us else ""
+    text = ("Open loop: every latency here is taken from its notify's scheduled instant (%swhether or not the waiter "
+            "was ready), not from t0, the notify call itself, as in a closed loop. So it includes the notifier's own "
+            "lateness -- its sleep overshooting the schedule" % every)
+    late = _notify_late_p50(level)
+    if late is not None:
+        cites.append(Cite(level.name, "notify_late_p50", late))
+        text += " (%s's p50 %s holds %s of it: notify_late)" % (level.name, format_ns(level.p50_ns), format_ns(late))
+    text += (" -- and any wait behind an earlier wake still in progress (a notify merged into it is counted lost, as "
+             "coalesced). It is the latency a steady stream of requests sees, not the wake alone: compare it only "
+             "with open-loop figures at the same interval; --mode closed measures the wake from t0.")
+    return Advice(OPEN_LOOP, text, tuple(cites))
+
+
 def _unique(cites: Sequence[Cite]) -> List[Cite]:
     out: List[Cite] = []
     for cite in cites:
@@ -750,7 +1186,7 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     document in memory).  Returns a :class:`Guidance`: ``headline`` (one line)
     and ``items``, each an :class:`Advice` with ``topic`` (``in-process wake``,
     ``across processes``, ``signal delivery``, ``handler install``, ``tail``,
-    ``hand-off``, ``polling``, ``pitfall`` or ``self-test``; ``signal storm`` and ``realtime``
+    ``hand-off``, ``polling``, ``pitfall``, ``self-test`` or ``open loop``; ``signal storm`` and ``realtime``
     from :mod:`wakelab.analysis.storms`), ``text`` and ``cites`` (``arm``,
     ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
     and ``value_ns``).  Times are nanoseconds.  ``ranked``: the bundle's
@@ -764,10 +1200,13 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     params = bundle.summary.get("parameters") or {}
     planted = _positive(params.get("planted_delay_us")) if isinstance(params, Mapping) else None
     if planted is not None and levels:
-        any_level = next(iter(levels.values()))
+        any_level = min(levels.values(), key=lambda lv: lv.name)
         items.append(Advice(SELF_TEST, (
             "Every notify had a planted delay of %s µs: these figures test the harness, and the advice below is "
             "about them, not about this machine." % format_rate(planted)), (any_level.cite(),)))
+    interval = _open_loop_interval(bundle)
+    if interval is not None and levels:
+        items.append(_open_loop_advice(levels, in_process, interval))
     prefer, clause = _prefer_advice(in_process)
     if prefer is not None:
         items.append(prefer)
@@ -776,8 +1215,7 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     if processes is not None:
         items.append(processes)
         if prefer is None:
-            clauses.append("across processes, %s is fastest (%s)" % (
-                rankings[PROCESS_GROUP].fastest.name, format_ns(rankings[PROCESS_GROUP].fastest.level.p50_ns)))
+            clauses.append(_group_clause(rankings[PROCESS_GROUP], "across processes"))
     signal_items, signal_clause = _signal_advice(levels, in_process, rankings.get(SIGNAL_GROUP))
     items += signal_items
     if signal_clause:
@@ -807,13 +1245,15 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
         clauses.append(polling_clause)
     items += _pitfalls(levels)
     if not clauses and levels:
-        fastest = min(levels.values(), key=lambda lv: lv.p50_ns)
-        clauses.append("fastest measured: %s (%s)" % (fastest.name, format_ns(fastest.p50_ns)))
+        lowest = min(levels.values(), key=lambda lv: (lv.p50_ns, lv.name))
+        clauses.append("lowest p50 measured: %s (%s)" % (lowest.name, format_ns(lowest.p50_ns)))
     if not clauses:
         headline = "No arm produced figures in this run: nothing to advise."
     else:
         headline = "; ".join(clauses)
         headline = headline[0].upper() + headline[1:] + "."
+        if interval is not None:
+            headline = "Open loop (%s): %s" % (_open_loop_words(interval), headline[0].lower() + headline[1:])
         busy = _busy_threads(bundle)
         if busy:
             headline = "With %d busy Python thread%s beside the waiter: %s" % (busy, "" if busy == 1 else "s", headline[0].lower() + headline[1:])
