@@ -202,7 +202,7 @@ def test_order_statistic_draws_match_brute_force_resampling() -> None:
     """The shortcut has the distribution of 'resample with replacement, recompute the percentile'."""
     x = np.sort(np.random.default_rng(1).lognormal(3.0, 1.0, size=57))
     resamples = 100_000
-    fast = cmp._resampled_percentiles(x, [50.0, 90.0], resamples, np.random.default_rng(2))
+    fast = cmp.bootstrap._resampled_percentiles(x, [50.0, 90.0], resamples, np.random.default_rng(2))
     brute = np.percentile(x[np.random.default_rng(3).integers(0, x.size, size=(resamples, x.size))], [50, 90], axis=1)
     for i in range(2):
         for q in (0.025, 0.25, 0.5, 0.75, 0.975):
@@ -214,7 +214,7 @@ def test_order_statistic_draws_match_brute_force_resampling() -> None:
 
 def test_order_statistic_draws_of_two_values() -> None:
     # Resampling [1, 3]: medians 1 (1/4), 2 (1/2), 3 (1/4).
-    draws = cmp._resampled_percentiles(np.array([1.0, 3.0]), [50.0], 100_000, np.random.default_rng(5))[0]
+    draws = cmp.bootstrap._resampled_percentiles(np.array([1.0, 3.0]), [50.0], 100_000, np.random.default_rng(5))[0]
     assert set(np.unique(draws)) == {1.0, 2.0, 3.0}
     for value, share in ((1.0, 0.25), (2.0, 0.5), (3.0, 0.25)):
         assert np.mean(draws == value) == pytest.approx(share, abs=0.01)
