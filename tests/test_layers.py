@@ -20,7 +20,7 @@ LAYERS: Dict[str, Tuple[int, str]] = {
     "wakelab.api": (0, "core"),  # the public arm API (wakelab.api.v1): imported by workers, beside the core
     "wakelab.errors": (1, "leaf"),
     "wakelab.formatting": (1, "leaf"),
-    "wakelab.percentile": (1, "leaf"),  # the one type-7 percentile: analysis computes, evidence checks, labs take medians
+    "wakelab.percentile": (1, "leaf"),  # the one type-7 percentile: analysis computes, evidence checks
     "wakelab": (1, "leaf"),  # the package itself: __version__ only
     "wakelab.evidence": (2, "evidence"),
     "wakelab.history": (2, "evidence"),
