@@ -49,7 +49,9 @@ from wakelab.analysis.compare.bootstrap import (
     bootstrap_percentile_ratios,
     bootstrap_ratio_ci,
     format_p,
+    finite,
     format_pct,
+    format_ratio_plain,
     mann_whitney,
     minimum_detectable_effect,
     smallest_p_value,
@@ -67,6 +69,7 @@ from wakelab.analysis.compare.comparability import (
 from wakelab.analysis.compare.grid import GRID_DIMENSIONS, compare_grid, grid_across, load_grid
 from wakelab.analysis.compare.records import (
     DEFAULT_METRICS,
+    DEFAULT_SETTINGS,
     LATENCY,
     LATENCY_PERCENTILES,
     METRIC_KEYS,
@@ -78,6 +81,7 @@ from wakelab.analysis.compare.records import (
     Run,
     RunComparison,
     Settings,
+    label_of,
 )
 from wakelab.analysis.compare.runs import (
     compare_arm,
@@ -95,11 +99,12 @@ __all__ = [
     # statistics (bootstrap)
     "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER",
     "MIN_PER_SIDE", "NO_DIFFERENCE", "NOT_TESTED", "SLOWER", "VERDICTS", "DifferenceCI", "RankTest", "RatioCI", "Seed",
-    "bootstrap_percentile_difference", "bootstrap_percentile_ratios", "bootstrap_ratio_ci", "format_p", "format_pct",
+    "bootstrap_percentile_difference", "bootstrap_percentile_ratios", "bootstrap_ratio_ci", "finite", "format_p", "format_pct",
+    "format_ratio_plain",
     "mann_whitney", "minimum_detectable_effect", "smallest_p_value", "verdict", "why_untestable",
     # records
-    "DEFAULT_METRICS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison", "ComponentComparison",
-    "Judgement", "Regression", "Run", "RunComparison", "Settings",
+    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison", "ComponentComparison",
+    "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
     # comparability
     "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability",
     "parse_across",

@@ -86,18 +86,18 @@ def _interval_dict(ci: Union["RatioCI", "DifferenceCI"], name: str, value: float
     difference) and the interval, non-finite figures as null."""
     return {
         "q": ci.q,
-        "baseline": _finite(ci.baseline),
-        "other": _finite(ci.other),
-        name: _finite(value),
-        "ci_low": _finite(ci.low),
-        "ci_high": _finite(ci.high),
+        "baseline": finite(ci.baseline),
+        "other": finite(ci.other),
+        name: finite(value),
+        "ci_low": finite(ci.low),
+        "ci_high": finite(ci.high),
         "confidence": ci.confidence,
         "resamples": ci.resamples,
     }
 
 
-def _finite(value: Optional[float]) -> Optional[float]:
-    """JSON has no infinity: a non-finite figure becomes null."""
+def finite(value: Optional[float]) -> Optional[float]:
+    """JSON has no infinity: a non-finite figure becomes null (None)."""
     if value is None or not math.isfinite(value):
         return None
     return float(value)
@@ -410,6 +410,15 @@ def format_pct(value: float) -> str:
     if not math.isfinite(value):
         return "an unbounded amount" if value > 0 else "-"
     return ("%.0f%%" if value >= 10 else "%.1f%%") % value
+
+
+def format_ratio_plain(value: Optional[float]) -> str:
+    """A ratio for a table or a sentence, without its ×: ``1.23``, ``12.3``; ``inf``; ``-`` for none (None or NaN)."""
+    if value is None or math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    return ("%.1f" if value >= 10 else "%.2f") % value
 
 
 def format_p(p_value: float) -> str:

@@ -21,7 +21,7 @@ from wakelab.analysis.compare.bootstrap import (
     DifferenceCI,
     RankTest,
     RatioCI,
-    _finite,
+    finite,
 )
 from wakelab.evidence.model import LATENCY as LATENCY, RATE, Bundle  # the kinds of arm, re-exported
 
@@ -88,8 +88,8 @@ class Judgement:
     reason: Optional[str] = None
 
     def to_dict(self) -> Dict[str, object]:
-        return {"verdict": self.verdict, "spread_pct": _finite(self.spread_pct),
-                "min_detectable_effect_pct": _finite(self.mde_pct), "reason": self.reason}
+        return {"verdict": self.verdict, "spread_pct": finite(self.spread_pct),
+                "min_detectable_effect_pct": finite(self.mde_pct), "reason": self.reason}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +123,7 @@ class ComponentComparison:
             "n_other": self.n_other,
             "moved_most": self.moved_most,
             "significant": self.significant,
-            "p50": {name: dict(shift.to_dict(), ratio=_finite(self.ratio(name))) for name, shift in self.shifts.items()},
+            "p50": {name: dict(shift.to_dict(), ratio=finite(self.ratio(name))) for name, shift in self.shifts.items()},
             **({"reblocks": [shift.to_dict() for shift in self.reblocks]} if self.reblocks else {}),
         }
 
@@ -260,5 +260,5 @@ class Regression:
     slowdown: float
 
     def to_dict(self) -> Dict[str, object]:
-        return {"run": self.label, "arm": self.arm, "metric": self.metric, "slowdown": _finite(self.slowdown)}
+        return {"run": self.label, "arm": self.arm, "metric": self.metric, "slowdown": finite(self.slowdown)}
 

@@ -45,7 +45,6 @@ secondary column: it sees only wake-to-wake noise, so it never decides.
 from __future__ import annotations
 
 import dataclasses
-import math
 import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -61,6 +60,7 @@ from wakelab.analysis.compare.bootstrap import (
     _resampled_percentiles,
     bootstrap_percentile_difference,
     format_pct,
+    format_ratio_plain,
     mann_whitney,
     minimum_detectable_effect,
     verdict,
@@ -266,8 +266,8 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
     if tail is not None:
         ci = ratios[tail]
         notes.append("tail regression: %s is slower, %s× (CI %s–%s), while the p50 is %s (%s×)"
-                     % (label_of(tail), _fmt_ratio(ci.ratio), _fmt_ratio(ci.low), _fmt_ratio(ci.high), word,
-                        _fmt_ratio(ratios[main_key].ratio)))
+                     % (label_of(tail), format_ratio_plain(ci.ratio), format_ratio_plain(ci.low), format_ratio_plain(ci.high), word,
+                        format_ratio_plain(ratios[main_key].ratio)))
     if lost_a or lost_b:
         notes.append("lost wakes are not in the samples: %d in %s, %d in %s"
                      % (lost_a, baseline.label, lost_b, other.label))
@@ -279,12 +279,6 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         notes.append("only %s was traced: where the time goes is not compared"
                      % (baseline.label if traced(a_arm) else other.label))
     return dataclasses.replace(arm, notes=tuple(notes), components=components)
-
-
-def _fmt_ratio(value: float) -> str:
-    if not math.isfinite(value):
-        return "inf"
-    return ("%.1f" if value >= 10 else "%.2f") % value
 
 
 def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, settings: Settings) -> RatioCI:
