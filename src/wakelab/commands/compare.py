@@ -275,9 +275,10 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         # Runs that are not cells of one grid: what told them apart, the level shifts that widened them.
         **({"separate_runs": json_doc(separate)} if separate else {}),
         "runs": [
-            {"label": r.label, "path": r.source, "description": r.describe(), "lab": (r.summary.get("lab") or {}).get("id"),
-             "started_utc": r.summary.get("started_utc"), "interpreter": r.summary.get("interpreter"),
-             "machine": r.summary.get("machine")}
+            {"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id,
+             "started_utc": r.started_utc,
+             # The recorded sections whole: every field, the ones the model does not type too.
+             "interpreter": r.summary.get("interpreter"), "machine": r.summary.get("machine")}
             for r in runs
         ],
         "baseline": runs[0].label,
@@ -312,7 +313,7 @@ def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
 
     figure: Callable[[Optional[float]], str]
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * _confidence(comparison), 6)
+    level = "%g%%" % round(100 * comparison.confidence, 6)
     if kind == LATENCY:
         header = ["latency (µs)", "at", "verdict", "n %s/%s" % (a, b), "units", "%s" % a, "%s" % b,
                   "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
@@ -369,7 +370,7 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     from wakelab.formatting import format_us
 
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * _confidence(comparison), 6)
+    level = "%g%%" % round(100 * comparison.confidence, 6)
     header = ["where the time goes (µs)", "component", "traced %s/%s" % (a, b), "%s p50" % a, "%s p50" % b,
               "%s-%s p50 (%s CI)" % (b, a, level), "%s/%s" % (b, a)]
     rows = []
@@ -418,13 +419,6 @@ def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
     if found.significant:
         return "%s: the component that moved most: %s" % (arm.name, figures)
     return "%s: no component moved beyond its interval; the largest change: %s" % (arm.name, figures)
-
-
-def _confidence(comparison: Any) -> float:
-    for arm in comparison.arms:
-        for ratio in arm.ratios.values():
-            return float(ratio.confidence)
-    return 0.95
 
 
 def format_comparison(comparison: Any) -> List[str]:

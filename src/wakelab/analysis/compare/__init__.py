@@ -93,7 +93,7 @@ from wakelab.analysis.compare.runs import (
     parse_metrics,
     rigor_hint,
 )
-from wakelab.analysis.compare.series import arm_units, load_series, load_traced_components
+from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, load_traced_components
 
 __all__ = [
     # statistics (bootstrap)
@@ -109,7 +109,7 @@ __all__ = [
     "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability",
     "parse_across",
     # series
-    "arm_units", "load_series", "load_traced_components",
+    "TracedPass", "arm_units", "load_series", "load_traced_components",
     # runs
     "compare_arm", "compare_components", "compare_runs", "find_regressions", "judge_arm", "load_run", "parse_metrics",
     "rigor_hint",

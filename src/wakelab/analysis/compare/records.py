@@ -237,6 +237,14 @@ class RunComparison:
     not_compared: Tuple[Tuple[str, str], ...]
     across: Tuple[str, ...] = ()
 
+    @property
+    def confidence(self) -> float:
+        """The level of the comparison's intervals, for example 0.95 (0.95 when no arm has one)."""
+        for arm in self.arms:
+            for ratio in arm.ratios.values():
+                return float(ratio.confidence)
+        return 0.95
+
     def to_dict(self) -> Dict[str, object]:
         return {
             "baseline": self.baseline.label,

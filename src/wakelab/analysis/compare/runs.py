@@ -83,7 +83,14 @@ from wakelab.analysis.compare.records import (
     Settings,
     label_of,
 )
-from wakelab.analysis.compare.series import arm_units, load_series, load_traced_components, status_reason, traced
+from wakelab.analysis.compare.series import (
+    TracedPass,
+    arm_units,
+    load_series,
+    load_traced_components,
+    status_reason,
+    traced,
+)
 from wakelab.analysis.stats import min_n_for
 from wakelab.errors import EvidenceError
 from wakelab.evidence.model import Bundle
@@ -95,16 +102,15 @@ def load_run(path: str, label: str) -> Run:
     return Bundle.load(path, label, grid_hint="compare its cells")
 
 
-def compare_components(baseline: Mapping[str, Any], other: Mapping[str, Any], name: str,
-                       settings: Settings) -> ComponentComparison:
+def compare_components(baseline: TracedPass, other: TracedPass, name: str, settings: Settings) -> ComponentComparison:
     """Each component's p50 in two traced passes (``baseline``/``other``: :func:`load_traced_components`),
     with a bootstrap interval of the difference, and the component that moved most."""
     from wakelab.analysis.components import COMPONENTS
 
-    n_a, n_b = len(baseline["latency"]), len(other["latency"])
+    n_a, n_b = baseline.wakes, other.wakes
     shifts: Dict[str, DifferenceCI] = {}
     for component in COMPONENTS:
-        a, b = baseline[component], other[component]
+        a, b = baseline.components[component], other.components[component]
         if min(n_a, n_b) >= MIN_PER_SIDE:
             shifts[component] = bootstrap_percentile_difference(
                 a, b, 50.0, settings.confidence, settings.resamples, _arm_seed(settings.seed, "%s/%s" % (name, component)))
@@ -116,10 +122,10 @@ def compare_components(baseline: Mapping[str, Any], other: Mapping[str, Any], na
     pool = moved or [c for c in COMPONENTS if shifts[c].difference != 0]
     most = max(pool, key=lambda c: (abs(shifts[c].difference), -COMPONENTS.index(c))) if pool else None
     reblocks: Tuple[Any, ...] = ()
-    if "reblocks" in baseline and "reblocks" in other:
+    if baseline.reblocks is not None and other.reblocks is not None:
         from wakelab.analysis.reblock_shifts import compare_reblocks
 
-        reblocks = tuple(compare_reblocks(baseline["reblocks"], other["reblocks"], n_a, n_b, settings.confidence,
+        reblocks = tuple(compare_reblocks(baseline.reblocks, other.reblocks, n_a, n_b, settings.confidence,
                                           settings.resamples, settings.seed, name))
     return ComponentComparison(shifts, most, bool(moved), n_a, n_b, reblocks)
 

@@ -10,8 +10,9 @@ units of the two-level bootstrap.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from wakelab.analysis.compare.records import Run
 from wakelab.errors import EvidenceError
@@ -85,8 +86,27 @@ def traced(arm: ArmRecord) -> bool:
     return trace is not None and trace.traced
 
 
-def load_traced_components(run: Run, arm: ArmRecord) -> Dict[str, Any]:
-    """The per-wake components of a traced arm's traced pass, one float64 array each (ns).
+@dataclasses.dataclass(frozen=True)
+class TracedPass:
+    """The per-wake figures of a traced arm's traced pass, one float64 array each (ns), in wake order.
+
+    ``latency`` holds each traced wake; ``components`` each component of a wake
+    (:data:`wakelab.analysis.components.COMPONENTS`, in wake order), which sum to it;
+    ``reblocks`` each named re-block cause's time per wake (None in a bundle from before
+    re-blocks were named).
+    """
+
+    latency: Any
+    components: Mapping[str, Any]
+    reblocks: Optional[Mapping[str, Any]] = None
+
+    @property
+    def wakes(self) -> int:
+        return len(self.latency)
+
+
+def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
+    """The per-wake components of a traced arm's traced pass (:class:`TracedPass`).
 
     Checked: the samples file's ``traced`` part is well formed, each wake's components sum to
     its latency, and it holds as many wakes as the summary's ``trace.components.wakes``.
@@ -111,10 +131,13 @@ def load_traced_components(run: Run, arm: ArmRecord) -> Dict[str, Any]:
         raise _mismatch(run, name, "traced wakes", len(series["latency"]), wakes)
     if not series["latency"]:
         raise EvidenceError("%s: arm %s: the traced pass holds no wake" % (run.source, name))
-    arrays: Dict[str, Any] = {key: np.asarray(series[key], dtype=np.float64) for key in ("latency",) + COMPONENTS}
-    if reblocks is not None:  # each re-block cause's series (a bundle from before they were named has none)
-        arrays["reblocks"] = {cause: np.asarray(values, dtype=np.float64) for cause, values in reblocks.items()}
-    return arrays
+    return TracedPass(
+        latency=np.asarray(series["latency"], dtype=np.float64),
+        components={key: np.asarray(series[key], dtype=np.float64) for key in COMPONENTS},
+        # Each re-block cause's series (a bundle from before they were named has none).
+        reblocks=None if reblocks is None else {cause: np.asarray(values, dtype=np.float64)
+                                                for cause, values in reblocks.items()},
+    )
 
 
 def status_reason(run: Run, arm: ArmRecord) -> Optional[str]:
