@@ -66,20 +66,19 @@ def _trio(values: Mapping[str, Optional[float]]) -> str:
     return " / ".join(format_us(values.get(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
-def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
-    """What removing the GIL did: the free-threading lab's table over a grid's matrix document.
+def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], bool]:
+    """The figures of the GIL A/B over a grid's matrix document: ``rows``, ``summary``, and whether several releases.
 
     Pairs, for every latency arm, placement and busy-thread count, the cell
     of the GIL build with the cell of the free-threaded build (GIL off) and
     the free-threaded build with ``PYTHON_GIL=1``, by each cell's recorded
-    interpreter (never by its label).  Returns ``rows`` (numbers, ns),
-    ``summary`` (per busy-thread count and placement: the median over the
-    arms of each figure and of the no-GIL / GIL ratio), ready-made text
-    ``tables`` and ``sentences`` that say, with this run's figures, what the
-    GIL's absence did to p50, p99 and the worst case.
+    interpreter (never by its label).  ``rows``: per arm, placement and
+    busy-thread count, each role's p50, p99 and max (ns) and the no-GIL / GIL
+    and GIL=1 / GIL ratios; ``summary``: per busy-thread count and placement,
+    the median over the arms of each figure, the ratios of those medians, and
+    how many arms went which way.  With several CPython releases each row and
+    summary says which.
     """
-    from wakelab.formatting import format_ratio, format_us
-
     cells = {str(c.get("label")): c for c in doc.get("cells") or []}
     roles = {label: interpreter_role(c.get("interpreter")) for label, c in cells.items()}
     releases = {label: interpreter_release(c.get("interpreter")) for label, c in cells.items()}
@@ -125,6 +124,20 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
             figures["arms_compared"] = len(each)
             item[key] = figures
         summary.append(item)
+    return rows, summary, several
+
+
+def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """What removing the GIL did: the free-threading lab's table over a grid's matrix document.
+
+    The figures of :func:`gil_ab_figures` -- ``rows`` (numbers, ns) and
+    ``summary`` -- with ready-made text ``tables`` and ``sentences`` that say,
+    with this run's figures, what the GIL's absence did to p50, p99 and the
+    worst case.
+    """
+    from wakelab.formatting import format_ratio, format_us
+
+    rows, summary, several = gil_ab_figures(doc)
     header = ["busy threads", "placement", "arms", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
               "no GIL ÷ GIL: p50", "p99", "max", "GIL=1 ÷ GIL: p99"]
     summary_table = [[str(s["cpu_threads"]), s["placement"], str(s["arms"]), _trio(s["p50"]), _trio(s["p99"]), _trio(s["max"]),
@@ -238,16 +251,13 @@ def _hogs(command: Sequence[Any]) -> Optional[int]:
     return None
 
 
-def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
-    """What SCHED_FIFO bought the waiter: the realtime lab's table over a grid's matrix document.
+def realtime_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The figures of the realtime A/B over a grid's matrix document: ``rows``, and the FIFO arms not measured (why).
 
     Pairs, in every cell (busy Python threads 0, 1 ...), a normal waiter with the same one under
     ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell of this
-    run: p50 and p99 of each and the FIFO / normal ratio, and sentences that say, with these
-    figures, what realtime bought against the hog and what the GIL took back.
+    run: each row holds p50, p99 and max of each (ns) and the FIFO / normal ratio.
     """
-    from wakelab.formatting import format_ratio, format_us
-
     cells = [c for c in doc.get("cells") or []]
     busy = {str(c.get("label")): int((c.get("dimensions") or {}).get("cpu_threads") or 0) for c in cells}
     by_arm = {str(a.get("name")): {str(r.get("cell")): r for r in a.get("rows") or []} for a in doc.get("arms") or []}
@@ -269,6 +279,19 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
                 x, y = _fig(a, key + "_ns"), _fig(b, key + "_ns")
                 entry[key] = {"normal": x, "fifo": y, "ratio": _ratio(y, x)}
             rows.append(entry)
+    return rows, skipped
+
+
+def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """What SCHED_FIFO bought the waiter: the realtime lab's table over a grid's matrix document.
+
+    The figures of :func:`realtime_ab_figures`, the busy processes of the run (``hogs``: its
+    --cpu-procs), a ready-made text table and sentences that say, with these figures, what
+    realtime bought against the hog and what the GIL took back.
+    """
+    from wakelab.formatting import format_ratio, format_us
+
+    rows, skipped = realtime_ab_figures(doc)
     hogs = _hogs(doc.get("command") or [])
     table = [[r["fifo"].replace("-fifo", ""), str(r["cpu_threads"]),
               "%s / %s" % (format_us(r["p50"]["normal"]), format_us(r["p50"]["fifo"])),
