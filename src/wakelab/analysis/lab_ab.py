@@ -15,6 +15,7 @@ found.  The renderers (matrix.txt, ``wakelab show``) lay those out as they are.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.model import ROLE_REALTIME
@@ -50,10 +51,75 @@ def _release_order(release: str) -> Tuple[int, ...]:
         return ()
 
 
-def _fig(row: Mapping[str, Any], key: str) -> Optional[float]:
-    lat = row.get("latency") or {}
-    value = lat.get(key)
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+# -- the matrix document, read once ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixCell:
+    """One cell of a grid's matrix document as the A/Bs read it.
+
+    ``placement`` as text (``None`` when the cell does not say), ``cpu_threads`` (0 when it does
+    not say), and the ``role`` and ``release`` of its recorded interpreter
+    (:func:`interpreter_role`, :func:`interpreter_release`).
+    """
+
+    label: str
+    placement: str
+    cpu_threads: int
+    role: Optional[str]
+    release: str
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixCell":
+        dims = doc.get("dimensions") or {}
+        interp = doc.get("interpreter")
+        return cls(str(doc.get("label")), str(dims.get("placement")), int(dims.get("cpu_threads") or 0),
+                   interpreter_role(interp), interpreter_release(interp))
+
+
+# The figures an A/B reads from a row's latency, ns.
+_FIGURES = ("p50", "p99", "max")
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRow:
+    """One arm in one cell of a grid's matrix document: its kind, whether it has latency figures (``measured``),
+    why not (``reason``), and its p50, p99 and max in ns by ``p50``/``p99``/``max`` (None: missing, or not above 0)."""
+
+    cell: str
+    kind: Any
+    measured: bool
+    reason: Any
+    figures: Mapping[str, Optional[float]]
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixRow":
+        latency = doc.get("latency") or {}
+
+        def figure(key: str) -> Optional[float]:
+            value = latency.get(key + "_ns")
+            return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+        return cls(str(doc.get("cell")), doc.get("kind"), bool(doc.get("latency")), doc.get("reason"),
+                   {key: figure(key) for key in _FIGURES})
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixArm:
+    """One arm of a grid's matrix document: its name as recorded, and its row in each cell, in the matrix's order."""
+
+    name: Any
+    rows: Tuple[MatrixRow, ...]
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixArm":
+        return cls(doc.get("name"), tuple(MatrixRow.from_dict(r) for r in doc.get("rows") or []))
+
+
+def read_matrix(doc: Mapping[str, Any]) -> Tuple[Tuple[MatrixCell, ...], Tuple[MatrixArm, ...]]:
+    """The cells and arms of a grid's matrix document (the grid runner's, as matrix.json stores it)."""
+    return (tuple(MatrixCell.from_dict(c) for c in doc.get("cells") or []),
+            tuple(MatrixArm.from_dict(a) for a in doc.get("arms") or []))
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -79,29 +145,26 @@ def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[D
     how many arms went which way.  With several CPython releases each row and
     summary says which.
     """
-    cells = {str(c.get("label")): c for c in doc.get("cells") or []}
-    roles = {label: interpreter_role(c.get("interpreter")) for label, c in cells.items()}
-    releases = {label: interpreter_release(c.get("interpreter")) for label, c in cells.items()}
+    matrix_cells, arms = read_matrix(doc)
+    cells = {cell.label: cell for cell in matrix_cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
-    several = len({releases[label] for label, role in roles.items() if role is not None}) > 1
+    several = len({cell.release for cell in cells.values() if cell.role is not None}) > 1
     rows: List[Dict[str, Any]] = []
-    for arm in doc.get("arms") or []:
-        groups: Dict[Tuple[str, str, int], Dict[str, Mapping[str, Any]]] = {}
-        for row in arm.get("rows") or []:
-            cell = cells.get(str(row.get("cell")))
-            role = roles.get(str(row.get("cell")))
-            if cell is None or role is None or row.get("kind") == "rate" or not row.get("latency"):
+    for arm in arms:
+        groups: Dict[Tuple[str, str, int], Dict[str, MatrixRow]] = {}
+        for row in arm.rows:
+            cell = cells.get(row.cell)
+            if cell is None or cell.role is None or row.kind == "rate" or not row.measured:
                 continue
-            dims = cell.get("dimensions") or {}
-            group = (releases[str(row.get("cell"))] if several else "", str(dims.get("placement")), int(dims.get("cpu_threads") or 0))
-            groups.setdefault(group, {}).setdefault(role, row)
+            group = (cell.release if several else "", cell.placement, cell.cpu_threads)
+            groups.setdefault(group, {}).setdefault(cell.role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
-            entry: Dict[str, Any] = {"arm": arm.get("name"), "placement": placement, "cpu_threads": busy}
+            entry: Dict[str, Any] = {"arm": arm.name, "placement": placement, "cpu_threads": busy}
             if several:
                 entry["release"] = release
-            for key in ("p50", "p99", "max"):
-                values: Dict[str, Optional[float]] = {role: _fig(by_role[role], key + "_ns") for role in by_role}
+            for key in _FIGURES:
+                values: Dict[str, Optional[float]] = {role: by_role[role].figures[key] for role in by_role}
                 values["ratio"] = _ratio(values.get(NO_GIL), values.get(GIL_BUILD))
                 values["forced_ratio"] = _ratio(values.get(FORCED_GIL), values.get(GIL_BUILD))
                 entry[key] = values
@@ -258,25 +321,25 @@ def realtime_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], L
     ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell of this
     run: each row holds p50, p99 and max of each (ns) and the FIFO / normal ratio.
     """
-    cells = [c for c in doc.get("cells") or []]
-    busy = {str(c.get("label")): int((c.get("dimensions") or {}).get("cpu_threads") or 0) for c in cells}
-    by_arm = {str(a.get("name")): {str(r.get("cell")): r for r in a.get("rows") or []} for a in doc.get("arms") or []}
+    cells, arms = read_matrix(doc)
+    busy = {cell.label: cell.cpu_threads for cell in cells}
+    by_arm = {str(arm.name): {row.cell: row for row in arm.rows} for arm in arms}
     rows: List[Dict[str, Any]] = []
     skipped: List[str] = []
     # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
     for normal, fifo in [(str(r.against), name) for name, r in arms_with_role(ROLE_REALTIME)]:
         for cell in cells:
-            label = str(cell.get("label"))
+            label = cell.label
             a, b = by_arm.get(normal, {}).get(label), by_arm.get(fifo, {}).get(label)
             if a is None or b is None:
                 continue
-            if not b.get("latency") and b.get("reason") and b.get("reason") not in skipped:
-                skipped.append("%s: %s" % (fifo, b.get("reason")))
-            if not a.get("latency") or not b.get("latency"):
+            if not b.measured and b.reason and b.reason not in skipped:
+                skipped.append("%s: %s" % (fifo, b.reason))
+            if not a.measured or not b.measured:
                 continue
             entry: Dict[str, Any] = {"normal": normal, "fifo": fifo, "cell": label, "cpu_threads": busy.get(label, 0)}
-            for key in ("p50", "p99", "max"):
-                x, y = _fig(a, key + "_ns"), _fig(b, key + "_ns")
+            for key in _FIGURES:
+                x, y = a.figures[key], b.figures[key]
                 entry[key] = {"normal": x, "fifo": y, "ratio": _ratio(y, x)}
             rows.append(entry)
     return rows, skipped
