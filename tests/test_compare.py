@@ -304,6 +304,15 @@ def test_across_names() -> None:
     assert cmp.across_name_of_condition("future_knob") is None
 
 
+def test_the_package_root_exports_every_public_name_once() -> None:
+    """Readers (the commands, the gate, the HTML report) import from the package root: each name of its
+    __all__ is there, listed once, and is the submodule's own object."""
+    assert len(cmp.__all__) == len(set(cmp.__all__))
+    assert all(hasattr(cmp, name) for name in cmp.__all__)
+    assert cmp.compare_runs is cmp.runs.compare_runs and cmp.bootstrap_ratio_ci is cmp.bootstrap.bootstrap_ratio_ci
+    assert cmp.compare_grid is cmp.grid.compare_grid and cmp.check_comparable is cmp.comparable.check_comparable
+
+
 def test_importing_compare_loads_no_numerics() -> None:
     code = ("import argparse, sys, wakelab.analysis.compare, wakelab.commands.compare as c; "
             "c.register(argparse.ArgumentParser().add_subparsers()); "

@@ -12,7 +12,7 @@ The layers, each a module, each importing only those above it in this list:
 * :mod:`.records` -- what a comparison yields, as frozen records with their
   JSON: :class:`Settings`, :class:`Judgement`, :class:`ArmComparison`,
   :class:`RunComparison`, :class:`Regression`.
-* :mod:`.comparability` -- whether two runs measured the same experiment
+* :mod:`.comparable` -- whether two runs measured the same experiment
   (:func:`check_comparable`, ``--across``).
 * :mod:`.series` -- what an arm is compared on: its samples, checked against
   its :class:`~wakelab.evidence.model.ArmRecord`, and their bootstrap units.
@@ -58,7 +58,7 @@ from wakelab.analysis.compare.bootstrap import (
     verdict,
     why_untestable,
 )
-from wakelab.analysis.compare.comparability import (
+from wakelab.analysis.compare.comparable import (
     ACROSS_NAMES,
     EXPERIMENT_PARAMETERS,
     across_name_of_condition,
@@ -105,7 +105,7 @@ __all__ = [
     # records
     "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison", "ComponentComparison",
     "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
-    # comparability
+    # comparable
     "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability",
     "parse_across",
     # series

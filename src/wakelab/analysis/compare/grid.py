@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from wakelab.analysis.compare.comparability import across_name_of_condition, compact
+from wakelab.analysis.compare.comparable import across_name_of_condition, compact
 from wakelab.analysis.compare.records import DEFAULT_SETTINGS, Run, RunComparison, Settings
 from wakelab.analysis.compare.runs import compare_runs
 from wakelab.errors import EvidenceError

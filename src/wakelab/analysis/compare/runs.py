@@ -1,7 +1,7 @@
 """Comparing two runs arm by arm: the ratio of each judged percentile, its interval, its verdict.
 
 :func:`compare_runs` compares every arm two runs share (after
-:func:`~wakelab.analysis.compare.comparability.check_comparable`), each with
+:func:`~wakelab.analysis.compare.comparable.check_comparable`), each with
 :func:`compare_arm`: intervals from independent two-level bootstraps of the two
 runs (:mod:`wakelab.analysis.hierarchical`), judged by :func:`judge_arm`;
 where both runs were traced, :func:`compare_components` says where the wake
@@ -66,7 +66,7 @@ from wakelab.analysis.compare.bootstrap import (
     verdict,
     why_untestable,
 )
-from wakelab.analysis.compare.comparability import comparability
+from wakelab.analysis.compare.comparable import comparability
 from wakelab.analysis.compare.records import (
     DEFAULT_METRICS,
     LATENCY,
