@@ -202,7 +202,7 @@ def test_order_statistic_draws_match_brute_force_resampling() -> None:
     """The shortcut has the distribution of 'resample with replacement, recompute the percentile'."""
     x = np.sort(np.random.default_rng(1).lognormal(3.0, 1.0, size=57))
     resamples = 100_000
-    fast = cmp._resampled_percentiles(x, [50.0, 90.0], resamples, np.random.default_rng(2))
+    fast = cmp.bootstrap._resampled_percentiles(x, [50.0, 90.0], resamples, np.random.default_rng(2))
     brute = np.percentile(x[np.random.default_rng(3).integers(0, x.size, size=(resamples, x.size))], [50, 90], axis=1)
     for i in range(2):
         for q in (0.025, 0.25, 0.5, 0.75, 0.975):
@@ -214,7 +214,7 @@ def test_order_statistic_draws_match_brute_force_resampling() -> None:
 
 def test_order_statistic_draws_of_two_values() -> None:
     # Resampling [1, 3]: medians 1 (1/4), 2 (1/2), 3 (1/4).
-    draws = cmp._resampled_percentiles(np.array([1.0, 3.0]), [50.0], 100_000, np.random.default_rng(5))[0]
+    draws = cmp.bootstrap._resampled_percentiles(np.array([1.0, 3.0]), [50.0], 100_000, np.random.default_rng(5))[0]
     assert set(np.unique(draws)) == {1.0, 2.0, 3.0}
     for value, share in ((1.0, 0.25), (2.0, 0.5), (3.0, 0.25)):
         assert np.mean(draws == value) == pytest.approx(share, abs=0.01)
@@ -302,6 +302,15 @@ def test_across_names() -> None:
     assert cmp.across_name_of_condition("applied_idle_hold") == "idle-hold"
     assert cmp.across_name_of_condition("switch_interval_s") == "switch-interval"
     assert cmp.across_name_of_condition("future_knob") is None
+
+
+def test_the_package_root_exports_every_public_name_once() -> None:
+    """Readers (the commands, the gate, the HTML report) import from the package root: each name of its
+    __all__ is there, listed once, and is the submodule's own object."""
+    assert len(cmp.__all__) == len(set(cmp.__all__))
+    assert all(hasattr(cmp, name) for name in cmp.__all__)
+    assert cmp.compare_runs is cmp.runs.compare_runs and cmp.bootstrap_ratio_ci is cmp.bootstrap.bootstrap_ratio_ci
+    assert cmp.compare_grid is cmp.grid.compare_grid and cmp.check_comparable is cmp.comparable.check_comparable
 
 
 def test_importing_compare_loads_no_numerics() -> None:

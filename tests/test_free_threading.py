@@ -11,9 +11,8 @@ from wakelab.core.model import MeasureParams
 from wakelab.harness import grid
 from wakelab.harness.interpreters import ENV_CACHE, discover, free_threading_pair, free_threading_pythons
 from wakelab.harness.runner import Execution, RunPlan, run_plan
-from wakelab.labs import (
-    FORCED_GIL, GIL_BUILD, LAB_FREE_THREADING, NO_GIL, RunShape, custom_lab, get_lab, gil_ab, interpreter_role, lab_for_run,
-)
+from wakelab.analysis.lab_ab import FORCED_GIL, GIL_BUILD, MATRIX_VERDICTS, NO_GIL, gil_ab, interpreter_role
+from wakelab.labs import LAB_FREE_THREADING, RunShape, all_labs, custom_lab, get_lab, lab_for_run
 
 REAL_CACHE = os.environ.get(ENV_CACHE) or os.path.join(os.path.expanduser("~"), ".cache", "wakelab")
 
@@ -25,10 +24,16 @@ def test_the_lab_and_its_grid() -> None:
         "free-threading", (0, 1, 2), ("same", "split"))
     assert {"event", "queue", "pipe"} <= set(lab.arms)
     ran = lab_for_run(lab, list(lab.arms), RunShape(in_process=False, workers=3, placements=("same", "split")))
-    assert ran.grid == lab.grid and ran.matrix_verdict is gil_ab
+    assert ran.grid == lab.grid and MATRIX_VERDICTS[str(ran.matrix_verdict)] is gil_ab
     # Choosing arms keeps the lab's grid and its table.
     chosen = custom_lab(lab, ["event"])
-    assert chosen.id == "custom" and chosen.grid == lab.grid and chosen.matrix_verdict is gil_ab
+    assert chosen.id == "custom" and chosen.grid == lab.grid and MATRIX_VERDICTS[str(chosen.matrix_verdict)] is gil_ab
+
+
+def test_every_lab_names_a_verdict_the_analysis_has() -> None:
+    named = {lab.id: lab.matrix_verdict for lab in all_labs() if lab.matrix_verdict is not None}
+    assert named == {"free-threading": "gil-ab", "realtime": "realtime-ab"}
+    assert all(name in MATRIX_VERDICTS for name in named.values())
 
 
 def test_roles_come_from_the_recorded_interpreter() -> None:

@@ -20,7 +20,7 @@ LAYERS: Dict[str, Tuple[int, str]] = {
     "wakelab.api": (0, "core"),  # the public arm API (wakelab.api.v1): imported by workers, beside the core
     "wakelab.errors": (1, "leaf"),
     "wakelab.formatting": (1, "leaf"),
-    "wakelab.percentile": (1, "leaf"),  # the one type-7 percentile: analysis computes, evidence checks, labs take medians
+    "wakelab.percentile": (1, "leaf"),  # the one type-7 percentile: analysis computes, evidence checks
     "wakelab": (1, "leaf"),  # the package itself: __version__ only
     "wakelab.evidence": (2, "evidence"),
     "wakelab.history": (2, "evidence"),  # the package: conditions, rows, schema, store, queries (its own order: test_history)
@@ -129,3 +129,18 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path: pathlib.Path) -> N
     assert "wakelab.report.text.format_summary" in names
     assert layer_of(_resolve("wakelab.report.text.format_summary")) == "renderers"
     assert "wakelab.core.model" in names
+
+
+# wakelab.analysis.compare's own layers, lowest first: each imports only those before it (its __init__ says so).
+COMPARE_LAYERS = ("bootstrap", "records", "comparable", "series", "runs", "grid")
+
+
+@pytest.mark.parametrize("name", COMPARE_LAYERS)
+def test_compare_layers_point_down(name: str) -> None:
+    path = SRC / "analysis" / "compare" / (name + ".py")
+    below = set(COMPARE_LAYERS[:COMPARE_LAYERS.index(name)])
+    prefix = "wakelab.analysis.compare."
+    wrong = ["line %d: %s" % (line, imported) for line, imported in imports_of(path)
+             if _resolve(imported).startswith(prefix) and _resolve(imported)[len(prefix):].split(".")[0] not in below]
+    assert not wrong, "\n".join(wrong)
+    assert sorted(p.stem for p in path.parent.glob("*.py") if p.stem != "__init__") == sorted(COMPARE_LAYERS)

@@ -301,7 +301,7 @@ def _row(cell: str, p50_us: float, p99_us: float) -> Dict:
 
 
 def test_the_realtime_verdict_pairs_normal_and_fifo_in_each_cell() -> None:
-    from wakelab.labs import realtime_ab
+    from wakelab.analysis.lab_ab import realtime_ab
 
     doc = {
         "command": ["wakelab", "run", "--lab", "realtime", "--cpu-procs", "2"],
@@ -331,7 +331,7 @@ def test_the_realtime_verdict_pairs_normal_and_fifo_in_each_cell() -> None:
 
 
 def test_the_realtime_verdict_says_when_there_is_no_hog_or_no_fifo() -> None:
-    from wakelab.labs import realtime_ab
+    from wakelab.analysis.lab_ab import realtime_ab
 
     doc = {
         "command": ["wakelab", "run", "--lab", "realtime"],

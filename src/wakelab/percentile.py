@@ -4,7 +4,7 @@ Linear interpolation between the two nearest ranks (Hyndman & Fan type 7,
 numpy's default), so that ``p50`` of an even-sized sample is the mean of the
 two middle values.  The analysis computes summary.json's percentiles with it
 (:mod:`wakelab.analysis.stats`), the evidence model checks a stored median
-against its samples with it, and the lab presets take their medians with it:
+against its samples with it, and the labs' A/B verdicts take their medians with it:
 one definition, below every layer that needs it.
 """
 

@@ -16,17 +16,22 @@ a pass.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
+    DEFAULT_SETTINGS,
     LATENCY,
     METRIC_KEYS,
     NOT_TESTED,
     Regression,
     RunComparison,
+    Settings,
+    compare_grid,
     find_regressions,
+    finite,
+    label_of,
 )
+from wakelab.evidence.model import Grid
 
 PASS = "pass"
 REGRESSION = "regression"
@@ -55,12 +60,9 @@ class GateRow:
 
     @property
     def label(self) -> str:
-        return "p99.9" if self.key == "p99_9" else self.key
+        return label_of(self.key)
 
     def to_dict(self) -> Dict[str, object]:
-        def finite(value: Optional[float]) -> Optional[float]:
-            return None if value is None or not math.isfinite(value) else float(value)
-
         return {
             "arm": self.arm, "kind": self.kind, "at": self.label, "base": finite(self.base), "head": finite(self.head),
             "ratio": finite(self.ratio), "ci_low": finite(self.ci_low), "ci_high": finite(self.ci_high),
@@ -105,6 +107,32 @@ class Gate:
         }
 
 
+# What compare suggests for narrowing an interval, as an A/B says it (the A/B's own --rigorous).
+_AB_RIGOR_HINT = "to tell smaller changes, run the A/B with --rigorous (more wakes and workers per turn)"
+
+
+def compare_sides(grid: Grid, base: str, settings: Settings = DEFAULT_SETTINGS,
+                  planted_delay: bool = False) -> Tuple[Optional[RunComparison], List[Tuple[str, str]]]:
+    """Head against base: the A/B grid's other cell against cell ``base``, and the cells not compared with why.
+
+    The sides may run different interpreters, and a self-test plants a delay on one side
+    (``planted_delay``): both are compared on purpose.  compare's notes are worded for an A/B
+    (:func:`worded_for_ab`).  The comparison is None when the head has no evidence.
+    """
+    across = ["interpreter"] + (["planted-delay"] if planted_delay else [])
+    _base_run, comparisons, skipped = compare_grid(grid, base, settings, across)
+    return (worded_for_ab(comparisons[0]) if comparisons else None), skipped
+
+
+def worded_for_ab(comparison: RunComparison) -> RunComparison:
+    """compare's notes as an A/B reads them: what narrows an interval is ``wakelab ab --rigorous``."""
+    def reword(note: str) -> str:
+        return _AB_RIGOR_HINT if "wakelab run --rigorous" in note else note
+
+    arms = tuple(dataclasses.replace(arm, notes=tuple(reword(n) for n in arm.notes)) for arm in comparison.arms)
+    return dataclasses.replace(comparison, arms=arms)
+
+
 def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[str], min_effect_pct: float,
                expected_arms: Sequence[str] = ()) -> Gate:
     """The gate on ``comparison`` (head against base): see the module docstring.
@@ -122,8 +150,7 @@ def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[st
             errors.append("%s was not tested (too few %s to compare)" % (arm.name, "samples" if arm.kind == LATENCY else "rounds"))
         for key, ci in arm.ratios.items():
             judged = arm.judgements.get(key)
-            label = "p99.9" if key == "p99_9" else key
-            metric = "median ops/s" if arm.kind != LATENCY else label
+            metric = "median ops/s" if arm.kind != LATENCY else label_of(key)
             rows.append(GateRow(
                 arm=arm.name, kind=arm.kind, key=key, base=ci.baseline, head=ci.other, ratio=ci.ratio,
                 ci_low=ci.low, ci_high=ci.high, confidence=ci.confidence,

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import escape_text
+
+if TYPE_CHECKING:  # the analysis is imported lazily, by the functions that need it
+    from wakelab.analysis.compare import RunComparison, Settings
+    from wakelab.analysis.run_conditions import LevelShifts, SeparateRuns
+
+    # Per other run's label: what told it apart from the baseline, and the level shifts that widened it.
+    Separate = Dict[str, Tuple[SeparateRuns, List[LevelShifts]]]
 
 
 def history_points(args: argparse.Namespace) -> Optional[Callable[[str], List[Any]]]:
@@ -35,14 +42,15 @@ def history_points(args: argparse.Namespace) -> Optional[Callable[[str], List[An
     return points
 
 
-def tell_apart_all(comparisons: Sequence[Any], args: argparse.Namespace, settings: Any) -> Tuple[List[Any], Dict[str, Any]]:
+def tell_apart_all(comparisons: Sequence["RunComparison"], args: argparse.Namespace,
+                   settings: "Settings") -> Tuple[List["RunComparison"], "Separate"]:
     """Each comparison of two separate runs widened by the history's level shifts, and what told
     them apart, by the other run's label (cells of one grid are left as they are)."""
     from wakelab.analysis.run_conditions import are_separate, tell_apart, widen_comparison
 
     points = history_points(args)
-    out: List[Any] = []
-    separate: Dict[str, Any] = {}
+    out: List[RunComparison] = []
+    separate: Separate = {}
     for comparison in comparisons:
         if not are_separate(comparison.baseline, comparison.other):
             out.append(comparison)
@@ -53,7 +61,7 @@ def tell_apart_all(comparisons: Sequence[Any], args: argparse.Namespace, setting
     return out, separate
 
 
-def format_separate(found: Any) -> List[str]:
+def format_separate(found: Tuple["SeparateRuns", List["LevelShifts"]]) -> List[str]:
     """The lines under a comparison of separate runs: the gap, what differed, what was alike."""
     from wakelab.analysis.run_conditions import format_gap
 
@@ -72,7 +80,7 @@ def format_separate(found: Any) -> List[str]:
     return [escape_text(line) for line in lines]
 
 
-def gate_warning(separate: Dict[str, Any], baseline: str) -> Optional[str]:
+def gate_warning(separate: "Separate", baseline: str) -> Optional[str]:
     """The regression check's sentence when it gated separate runs (None when it did not)."""
     from wakelab.analysis.run_conditions import AB_ADVICE
 
@@ -82,7 +90,7 @@ def gate_warning(separate: Dict[str, Any], baseline: str) -> Optional[str]:
             "them (load, idle states, which CPU is awake); %s" % (baseline, ", ".join(sorted(separate)), AB_ADVICE))
 
 
-def json_doc(separate: Dict[str, Any]) -> Dict[str, object]:
+def json_doc(separate: "Separate") -> Dict[str, object]:
     """``separate_runs`` of compare's JSON: per other run, what told it apart and the level shifts found."""
     return {label: dict(told.to_dict(), level_shifts=[s.to_dict() for s in shifts])
             for label, (told, shifts) in separate.items()}

@@ -434,8 +434,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
     require("compare", "wakelab ab")  # the verdict needs numpy and scipy: say so before measuring anything
-    from wakelab.analysis.abgate import judge_gate
-    from wakelab.analysis.compare import Settings, compare_grid, load_grid
+    from wakelab.analysis.abgate import compare_sides, judge_gate
+    from wakelab.analysis.compare import Settings, load_grid
     from wakelab.commands import run as run_command
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
@@ -481,11 +481,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
         run_command._remove_if_empty(folder)
         raise UsageError(str(exc)) from None
     settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.compare_seed, min_effect_pct=args.min_effect)
-    across = ["interpreter"] + (["planted-delay"] if any(s.planted_delay_us for s in sides) else [])
-    base_run, comparisons, skipped = compare_grid(load_grid(folder), sides[0].name, settings, across)
-    if not comparisons:
+    comparison, skipped = compare_sides(load_grid(folder), sides[0].name, settings,
+                                        planted_delay=any(s.planted_delay_us for s in sides))
+    if comparison is None:
         raise UsageError("%s: the head side has no evidence (%s)" % (folder, "; ".join(why for _, why in skipped) or "not run"))
-    comparison = _worded_for_ab(comparisons[0])
     gate = judge_gate(comparison, args.fail_on_regression, args.metric, args.min_effect, arm_names)
     status = {"pass": EXIT_OK, "regression": EXIT_REGRESSION}.get(gate.result, EXIT_USAGE)
     if args.markdown:
@@ -506,17 +505,6 @@ def cmd_ab(args: argparse.Namespace) -> int:
     if gate.result == "error":
         sys.stderr.write("wakelab: error: the gate cannot answer: %s\n" % escape_text("; ".join(gate.errors)))
     return status
-
-
-def _worded_for_ab(comparison: Any) -> Any:
-    """compare's notes as an A/B reads them: what narrows an interval is ``wakelab ab --rigorous``."""
-    def reword(note: str) -> str:
-        if "wakelab run --rigorous" in note:
-            return "to tell smaller changes, run the A/B with --rigorous (more wakes and workers per turn)"
-        return note
-
-    arms = tuple(dataclasses.replace(arm, notes=tuple(reword(n) for n in arm.notes)) for arm in comparison.arms)
-    return dataclasses.replace(comparison, arms=arms)
 
 
 # ---------------------------------------------------------------------------
@@ -540,13 +528,13 @@ def _side_line(side: Side) -> str:
 
 
 def _gate_lines(gate: Any) -> List[str]:
-    from wakelab.commands.compare import _ratio
+    from wakelab.analysis.compare import format_ratio_plain
 
     limit = 1.0 + gate.limit_pct / 100.0
     header = ("GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
               % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper()))
     items = ["FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
-             % (r.arm, gate.head, gate.base, _ratio(r.slowdown), r.metric, _ratio(limit)) for r in gate.regressions]
+             % (r.arm, gate.head, gate.base, format_ratio_plain(r.slowdown), r.metric, format_ratio_plain(limit)) for r in gate.regressions]
     if gate.result == "pass":
         items.append("pass: no arm of %s is slower than %s by more than %g%% at %s"
                      % (gate.head, gate.base, gate.limit_pct, ", ".join(gate.metrics)))
@@ -598,14 +586,14 @@ def _code(text: str) -> str:
 
 def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, args: argparse.Namespace) -> str:
     """The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): the result, one table, the sides."""
-    from wakelab.commands.compare import _ratio
+    from wakelab.analysis.compare import format_ratio_plain
 
     base, head = sides[0].name, sides[1].name
     mark = {"pass": "✅ pass", "regression": "❌ regression", "error": "⚠️ error"}[gate.result]
     out = ["## wakelab A/B: %s against %s — %s" % (_md(head), _md(base), mark), ""]
     if gate.regressions:
-        out += ["- **%s** is slower in %s: %s× at %s (limit %s×)" % (_md(r.arm), _md(head), _ratio(r.slowdown), _md(r.metric),
-                                                                      _ratio(1 + gate.limit_pct / 100.0)) for r in gate.regressions]
+        out += ["- **%s** is slower in %s: %s× at %s (limit %s×)" % (_md(r.arm), _md(head), format_ratio_plain(r.slowdown), _md(r.metric),
+                                                                      format_ratio_plain(1 + gate.limit_pct / 100.0)) for r in gate.regressions]
     elif gate.result == "pass":
         out.append("No arm of %s is slower than %s by more than %g%% at %s." % (_md(head), _md(base), gate.limit_pct,
                                                                              ", ".join(gate.metrics)))
@@ -614,7 +602,7 @@ def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: s
     out += ["", "| arm | at | %s | %s | %s/%s (%d%% CI) | verdict | MDE | gate |" % (_md(base), _md(head), _md(head), _md(base), level),
             "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"]
     for row in gate.rows:
-        ci = "%s× (%s–%s)" % (_ratio(row.ratio), _ratio(row.ci_low), _ratio(row.ci_high))
+        ci = "%s× (%s–%s)" % (format_ratio_plain(row.ratio), format_ratio_plain(row.ci_low), format_ratio_plain(row.ci_high))
         mde = "-" if row.mde_pct is None else ("%.0f%%" % row.mde_pct if row.mde_pct >= 10 else "%.1f%%" % row.mde_pct)
         state = "**FAIL**" if row.failed else ("pass" if row.gated else "not gated")
         unit = " µs" if row.kind == "latency" else " ops/s"

@@ -275,9 +275,10 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         # Runs that are not cells of one grid: what told them apart, the level shifts that widened them.
         **({"separate_runs": json_doc(separate)} if separate else {}),
         "runs": [
-            {"label": r.label, "path": r.source, "description": r.describe(), "lab": (r.summary.get("lab") or {}).get("id"),
-             "started_utc": r.summary.get("started_utc"), "interpreter": r.summary.get("interpreter"),
-             "machine": r.summary.get("machine")}
+            {"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id,
+             "started_utc": r.started_utc,
+             # The recorded sections whole: every field, the ones the model does not type too.
+             "interpreter": r.summary.get("interpreter"), "machine": r.summary.get("machine")}
             for r in runs
         ],
         "baseline": runs[0].label,
@@ -294,35 +295,25 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
 # ---------------------------------------------------------------------------
 
 
-def _ratio(value: Optional[float]) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    if math.isinf(value):
-        return "inf"
-    return ("%.1f" if value >= 10 else "%.2f") % value
-
-
 def _ratio_with_ci(ci: Any) -> str:
+    from wakelab.analysis.compare import format_ratio_plain
+
     if ci is None:
         return "-"
-    text = _ratio(ci.ratio) + "×"
+    text = format_ratio_plain(ci.ratio) + "×"
     if not math.isnan(ci.low):
-        text += " (%s–%s)" % (_ratio(ci.low), _ratio(ci.high))
+        text += " (%s–%s)" % (format_ratio_plain(ci.low), format_ratio_plain(ci.high))
     return text
-
-
-def _percentile_label(key: str) -> str:
-    return {"p99_9": "p99.9", "median": "median"}.get(key, key)
 
 
 def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     """One row per judged percentile of each arm of ``kind``: verdict, both figures, ratio and interval, ±, MDE."""
-    from wakelab.analysis.compare import LATENCY, format_p
+    from wakelab.analysis.compare import LATENCY, format_p, label_of
     from wakelab.formatting import format_rate, format_us
 
     figure: Callable[[Optional[float]], str]
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * _confidence(comparison), 6)
+    level = "%g%%" % round(100 * comparison.confidence, 6)
     if kind == LATENCY:
         header = ["latency (µs)", "at", "verdict", "n %s/%s" % (a, b), "units", "%s" % a, "%s" % b,
                   "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
@@ -340,7 +331,7 @@ def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
             judged = arm.judgements.get(key)
             rows.append([
                 arm.name if first else "",
-                _percentile_label(key),
+                label_of(key),
                 judged.verdict if judged is not None else arm.verdict,
                 "%d/%d" % (arm.n_baseline, arm.n_other) if first else "",
                 "%d/%d" % (arm.units_baseline, arm.units_other) if first else "",
@@ -374,11 +365,12 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
 
     Components at 0 in both runs (often the re-blocks and the unattributed remainder) are left out.
     """
+    from wakelab.analysis.compare import format_ratio_plain
     from wakelab.analysis.components import SHORT_NAMES
     from wakelab.formatting import format_us
 
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * _confidence(comparison), 6)
+    level = "%g%%" % round(100 * comparison.confidence, 6)
     header = ["where the time goes (µs)", "component", "traced %s/%s" % (a, b), "%s p50" % a, "%s p50" % b,
               "%s-%s p50 (%s CI)" % (b, a, level), "%s/%s" % (b, a)]
     rows = []
@@ -396,7 +388,7 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
                 SHORT_NAMES.get(name, name) + mark,
                 "%d/%d" % (found.n_baseline, found.n_other) if first else "",
                 format_us(shift.baseline), format_us(shift.other), _difference_with_ci(shift),
-                _ratio(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
+                format_ratio_plain(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
             ])
             first = False
     return header, rows
@@ -427,13 +419,6 @@ def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
     if found.significant:
         return "%s: the component that moved most: %s" % (arm.name, figures)
     return "%s: no component moved beyond its interval; the largest change: %s" % (arm.name, figures)
-
-
-def _confidence(comparison: Any) -> float:
-    for arm in comparison.arms:
-        for ratio in arm.ratios.values():
-            return float(ratio.confidence)
-    return 0.95
 
 
 def format_comparison(comparison: Any) -> List[str]:
@@ -486,7 +471,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
                 regressions: Sequence[Any], unchecked: Sequence[str], grid: Any = None,
                 skipped: Sequence[Tuple[str, str]] = ()) -> str:
     """The text report: the runs, one block per run against the baseline, the regression check, a legend."""
-    from wakelab.analysis.compare import grid_across
+    from wakelab.analysis.compare import format_ratio_plain, grid_across
     from wakelab.report.text import bullets, wrap
 
     others = ", ".join(r.label for r in runs[1:]) or "no other cell"
@@ -517,7 +502,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         limit = 1.0 + args.fail_on_regression / 100.0
         items = [
             "FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
-            % (r.arm, r.label, runs[0].label, _ratio(r.slowdown), r.metric, _ratio(limit))
+            % (r.arm, r.label, runs[0].label, format_ratio_plain(r.slowdown), r.metric, format_ratio_plain(limit))
             for r in regressions
         ]
         if not regressions:
@@ -541,7 +526,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         "only)." % (level, settings.resamples, settings.seed),
         "Verdict (--min-effect %g%%): slower when the interval lies above %s×, faster when below %s×, no "
         "difference when inside both, cannot tell otherwise. Tails (p99, p99.9) get their own verdict."
-        % (m, _ratio(1 + m / 100.0), _ratio(1 / (1 + m / 100.0))),
+        % (m, format_ratio_plain(1 + m / 100.0), format_ratio_plain(1 / (1 + m / 100.0))),
         "±run: how well the runs pin their own level (the wider half-width of the two runs' own intervals). "
         "MDE: the smallest change this comparison could call slower, (1 + m) exp(h) - 1 with h the interval's "
         "half-width in log terms. More wakes and workers (wakelab run --rigorous) or repetitions (--repeat) shrink both.",

@@ -184,7 +184,9 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
     }
     # The lab's own answer over the cells (the free-threading lab's GIL A/B), when it has one.
     if base.lab.matrix_verdict is not None:
-        doc["verdict"] = base.lab.matrix_verdict(doc)
+        from wakelab.analysis.lab_ab import matrix_verdict
+
+        doc["verdict"] = matrix_verdict(base.lab.matrix_verdict, doc)
     return doc
 
 

@@ -1,0 +1,71 @@
+"""Grids: every cell of a grid folder (matrix.json and cells/*) against a baseline cell.
+
+:func:`load_grid` reads the grid through the one loader every reader shares
+(:meth:`wakelab.evidence.model.Grid.load`); :func:`compare_grid` compares each
+cell with the baseline cell across the dimensions the grid varies
+(:func:`grid_across`), with :func:`~wakelab.analysis.compare.runs.compare_runs`.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from wakelab.analysis.compare.comparable import across_name_of_condition, compact
+from wakelab.analysis.compare.records import DEFAULT_SETTINGS, Run, RunComparison, Settings
+from wakelab.analysis.compare.runs import compare_runs
+from wakelab.errors import EvidenceError
+from wakelab.evidence.model import Grid
+
+# A grid's dimensions (matrix.json) -> the --across name that compares them.
+GRID_DIMENSIONS = {"python": "interpreter", "placement": "placement", "settle_us": "settle",
+                   "cpu_threads": "cpu-threads", "cpu_procs": "cpu-procs", "idle_hold": "idle-hold",
+                   "switch_interval_s": "switch-interval", "mode": "mode"}
+
+
+def load_grid(path: str) -> Grid:
+    """Read the grid at ``path`` (:meth:`wakelab.evidence.model.Grid.load`, the loader every reader of a grid
+    shares: it refuses a cell listed twice, leading outside the grid, or missing although it ran); a cell that
+    never ran is kept, without a run."""
+    return Grid.load(path)
+
+
+def grid_across(grid: Grid) -> Tuple[str, ...]:
+    """The --across names of the dimensions whose values differ between ``grid``'s cells (every cell, run or not)."""
+    values: Dict[str, Set[str]] = {}
+    for cell in grid.cells:
+        for key, value in cell.dimensions.items():
+            values.setdefault(str(key), set()).add(compact(value))
+    across: List[str] = []
+    for key in sorted(values):
+        if len(values[key]) > 1:
+            name = GRID_DIMENSIONS.get(key) or across_name_of_condition(key)
+            if name is not None and name not in across:
+                across.append(name)
+    return tuple(across)
+
+
+def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Settings = DEFAULT_SETTINGS,
+                 across: Sequence[str] = ()) -> Tuple[Run, List[RunComparison], List[Tuple[str, str]]]:
+    """Every cell of ``grid`` against ``baseline_cell`` (default: the first), across the grid's dimensions.
+
+    Returns the baseline run, one comparison per other cell with evidence, and
+    the cells not compared with why.  EvidenceError when the baseline cell does
+    not exist or has no evidence.
+    """
+    base = grid.cell(baseline_cell) if baseline_cell is not None else grid.cells[0]
+    if base.bundle is None:
+        raise EvidenceError("%s: the baseline cell %s has %s: choose another with --baseline-cell" % (
+            grid.source, base.label, base.why_missing))
+    names = tuple(dict.fromkeys(list(grid_across(grid)) + list(across)))
+    comparisons: List[RunComparison] = []
+    skipped: List[Tuple[str, str]] = []
+    for cell in grid.cells:
+        if cell is base:
+            continue
+        if cell.bundle is None:
+            skipped.append((cell.label, str(cell.why_missing)))
+            continue
+        comparisons.append(compare_runs(base.bundle, cell.bundle, settings, names))
+    return base.bundle, comparisons, skipped
+
+

@@ -1,0 +1,272 @@
+"""The records a comparison yields: settings, each percentile's judgement, each arm, each run, each regression.
+
+Frozen dataclasses, each with the ``to_dict`` that ``wakelab compare --json``
+(schema ``wakelab.analysis.compare``, version 2) writes.  They are computed by
+:mod:`.runs` and :mod:`.grid` and laid out by the renderers (the ``compare`` and
+``ab`` commands, the HTML report), which never recompute a figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from wakelab.analysis.compare.bootstrap import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT_PCT,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    SLOWER,
+    DifferenceCI,
+    RankTest,
+    RatioCI,
+    finite,
+)
+from wakelab.evidence.model import LATENCY as LATENCY, RATE, Bundle  # the kinds of arm, re-exported
+
+# Latency percentiles that are judged: key, percentile.  Each is judged when both runs
+# report it (n >= 1 / (1 - q), the rule of summary.json).
+LATENCY_PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9))
+# What --metric names (p99.9 as people write it) -> ratio key.
+METRIC_KEYS = {"p50": "p50", "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
+DEFAULT_METRICS = ("p50", "p99")
+
+# One evidence bundle, as loaded by the evidence model.
+Run = Bundle
+
+
+def label_of(key: str) -> str:
+    """A ratio key as people write it: ``p99_9`` -> ``p99.9``."""
+    return "p99.9" if key == "p99_9" else key
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How runs are compared: the significance level (the CI level is 1 - alpha), the practical
+    threshold of a verdict (``min_effect_pct``), resamples and seed."""
+
+    alpha: float = DEFAULT_ALPHA
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
+
+    @property
+    def confidence(self) -> float:
+        return 1.0 - self.alpha
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"alpha": self.alpha, "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
+                "min_effect_pct": self.min_effect_pct,
+                "test": "Mann-Whitney U, two-sided, on the pooled wakes (secondary: never decides a verdict)",
+                "interval": "two-level bootstrap of the ratio: worker slices, then wakes (rounds) within them",
+                "verdict": "slower / faster: the interval beyond 1 + m / 1 / (1 + m); no difference: inside both; "
+                           "cannot tell: otherwise (m = min_effect_pct / 100)"}
+
+
+# The settings a comparison uses unless told (a frozen record: one instance serves every default argument).
+DEFAULT_SETTINGS = Settings()
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """The verdict on one percentile of one arm (``key``: p50, p99, p99_9, or median for a rate).
+
+    ``ci`` is the ratio with its two-level bootstrap interval; ``spread_pct``
+    is how well the runs pin their own level (the half-width, in log terms, of
+    the wider of the two runs' own intervals, percent: "repetitions vary
+    ±spread_pct"); ``mde_pct`` the minimum detectable effect
+    (:func:`minimum_detectable_effect`); ``reason`` the sentence of a
+    "cannot tell".
+    """
+
+    key: str
+    ci: RatioCI
+    verdict: str
+    spread_pct: float
+    mde_pct: float
+    reason: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"verdict": self.verdict, "spread_pct": finite(self.spread_pct),
+                "min_detectable_effect_pct": finite(self.mde_pct), "reason": self.reason}
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentComparison:
+    """Where an arm's wake moved between two traced runs: each component's p50 in both, and which moved most.
+
+    ``shifts`` maps each component of a wake (:data:`wakelab.analysis.components.COMPONENTS`,
+    in wake order) to its :class:`DifferenceCI` (ns, other minus baseline), bootstrapped from
+    the per-wake components of each run's traced pass.  ``moved_most`` is the component with the
+    largest difference whose interval excludes 0 (``significant``), or, when none does, the
+    largest difference (``significant`` False).  ``n_baseline``/``n_other`` count traced wakes.
+    ``reblocks``: each re-block cause's mean time per wake in both runs, largest change first
+    (:mod:`wakelab.analysis.reblock_shifts`; empty unless both runs named their re-blocks).
+    """
+
+    shifts: Mapping[str, DifferenceCI]
+    moved_most: Optional[str]
+    significant: bool
+    n_baseline: int
+    n_other: int
+    reblocks: Tuple[Any, ...] = ()
+
+    def ratio(self, component: str) -> Optional[float]:
+        """Other over baseline p50 of ``component`` (None where the baseline's is 0)."""
+        shift = self.shifts[component]
+        return shift.other / shift.baseline if shift.baseline else None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "n_baseline": self.n_baseline,
+            "n_other": self.n_other,
+            "moved_most": self.moved_most,
+            "significant": self.significant,
+            "p50": {name: dict(shift.to_dict(), ratio=finite(self.ratio(name))) for name, shift in self.shifts.items()},
+            **({"reblocks": [shift.to_dict() for shift in self.reblocks]} if self.reblocks else {}),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmComparison:
+    """One arm in two runs.
+
+    Latency arms carry ``ratios`` keyed ``p50``, ``p99`` (both runs n >= 100)
+    and ``p99_9`` (n >= 1000), of wake times in ns: above 1 is slower.  Rate
+    arms carry ``median``, the ratio of the median round's ops/s: above 1 is
+    faster (``higher_is_better``).  ``judgements`` holds the verdict of each
+    ratio, ``verdict`` is the p50's (the median's); ``test`` is the secondary
+    rank test, None when the samples are too few (``notes`` says why).
+    ``units_baseline``/``units_other`` count the units the bootstrap resampled.
+    """
+
+    name: str
+    kind: str
+    waiter: str
+    scope: str
+    n_baseline: int
+    n_other: int
+    lost_baseline: int
+    lost_other: int
+    ratios: Mapping[str, RatioCI]
+    test: Optional[RankTest]
+    verdict: str
+    notes: Tuple[str, ...] = ()
+    # Both runs traced (wakelab run --trace): where the wake moved; None otherwise.
+    components: Optional[ComponentComparison] = None
+    judgements: Mapping[str, Judgement] = dataclasses.field(default_factory=dict)
+    units_baseline: int = 1
+    units_other: int = 1
+    # A soak past its raw-sample cap, by side ("baseline", "other"): the raw samples compared, of how many wakes.
+    raw_kept: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.kind == RATE
+
+    @property
+    def tail_regression(self) -> Optional[str]:
+        """The first tail percentile judged "slower" while the p50 is not (None when there is none)."""
+        if self.kind == RATE or self.verdict == SLOWER:
+            return None
+        for key in ("p99", "p99_9"):
+            judged = self.judgements.get(key)
+            if judged is not None and judged.verdict == SLOWER:
+                return key
+        return None
+
+    def slowdown(self, metric: str) -> Optional[float]:
+        """How many times slower ``other`` is at ``metric`` (a ratio key; rates use their median), or None."""
+        key = "median" if self.kind == RATE else METRIC_KEYS.get(metric, metric)
+        ratio = self.ratios.get(key)
+        if ratio is None:
+            return None
+        if self.kind == RATE:
+            return 1.0 / ratio.ratio if ratio.ratio else math.inf
+        return ratio.ratio
+
+    def significantly_slower(self, metric: str) -> bool:
+        """The verdict at ``metric`` (rates: their median) is "slower"."""
+        key = "median" if self.kind == RATE else METRIC_KEYS.get(metric, metric)
+        judged = self.judgements.get(key)
+        return judged is not None and judged.verdict == SLOWER
+
+    def to_dict(self) -> Dict[str, object]:
+        ratios: Dict[str, object] = {}
+        for key, ratio in self.ratios.items():
+            doc = ratio.to_dict()
+            judged = self.judgements.get(key)
+            if judged is not None:
+                doc.update(judged.to_dict())
+            ratios[key] = doc
+        return {
+            "arm": self.name,
+            "kind": self.kind,
+            "waiter": self.waiter,
+            "scope": self.scope,
+            "n_baseline": self.n_baseline,
+            "n_other": self.n_other,
+            "units_baseline": self.units_baseline,
+            "units_other": self.units_other,
+            "lost_baseline": self.lost_baseline,
+            "lost_other": self.lost_other,
+            "ratios": ratios,
+            "mann_whitney": self.test.to_dict() if self.test else None,
+            "verdict": self.verdict,
+            "tail_regression": self.tail_regression,
+            "notes": list(self.notes),
+            **({"raw_kept": {side: dict(kept) for side, kept in self.raw_kept.items()}} if self.raw_kept else {}),
+            **({"components": self.components.to_dict()} if self.components is not None else {}),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class RunComparison:
+    """``other`` against ``baseline``: every arm they share, and what they do not.
+
+    ``across`` lists the differences compared on purpose (``--across``, or a grid's dimensions).
+    """
+
+    baseline: Run
+    other: Run
+    warnings: Tuple[str, ...]
+    arms: Tuple[ArmComparison, ...]
+    only_in_baseline: Tuple[str, ...]
+    only_in_other: Tuple[str, ...]
+    not_compared: Tuple[Tuple[str, str], ...]
+    across: Tuple[str, ...] = ()
+
+    @property
+    def confidence(self) -> float:
+        """The level of the comparison's intervals, for example 0.95 (0.95 when no arm has one)."""
+        for arm in self.arms:
+            for ratio in arm.ratios.values():
+                return float(ratio.confidence)
+        return 0.95
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "baseline": self.baseline.label,
+            "other": self.other.label,
+            "warnings": list(self.warnings),
+            "across": list(self.across),
+            "arms": [a.to_dict() for a in self.arms],
+            "only_in_baseline": list(self.only_in_baseline),
+            "only_in_other": list(self.only_in_other),
+            "not_compared": [{"arm": name, "reason": reason} for name, reason in self.not_compared],
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Regression:
+    """An arm of run ``label`` significantly slower than the baseline by more than the limit."""
+
+    label: str
+    arm: str
+    metric: str
+    slowdown: float
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"run": self.label, "arm": self.arm, "metric": self.metric, "slowdown": finite(self.slowdown)}
+
