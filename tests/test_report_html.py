@@ -311,8 +311,9 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert 'id="comparison"' in page and "Runs compared" in page
     assert "wakelab: 2 runs compared" not in page  # same lab: its title stays
     first_label, second_label = (label.full for label in report_html.run_labels([report_html.load_run(run_dir), report_html.load_run(second_run_dir)]))
-    assert first_label.startswith("#1 CPython ") and first_label.endswith("(cpu_threads=0)")
-    assert second_label == "#2 CPython 3.13.5 (cpu_threads=2)"
+    # Named by folder (the interpreter beside it): both folders are "run0"-like names of their own.
+    assert first_label.startswith("#1 %s · CPython " % os.path.basename(run_dir)) and first_label.endswith("(cpu_threads=0)")
+    assert second_label == "#2 run · CPython 3.13.5 (cpu_threads=2)"
     assert second_label in page
     assert "What differs between the runs" in page
     assert "interpreter.version" in page and "conditions.cpu_threads" in page
@@ -530,6 +531,23 @@ def test_a_grid_report_shows_its_matrix_cell_by_cell(grid_dir: str, tmp_path, ca
         assert re.findall(r'<tr><th scope="row">([^<]*)</th>', table.group(1)) == labels
 
 
+def test_runs_are_named_by_note_or_folder_and_never_alike(run_dir: str, tmp_path) -> None:
+    """Runs of one interpreter are told apart: by their note, else their folder (with its parent when two share a name)."""
+    def noted(note: str) -> Callable[[Dict[str, Any]], None]:
+        def edit(summary: Dict[str, Any]) -> None:
+            summary["note"] = note
+        return edit
+
+    runs = [report_html.load_run(p) for p in (
+        modified_copy(run_dir, str(tmp_path / "x" / "run")), modified_copy(run_dir, str(tmp_path / "y" / "run")),
+        modified_copy(run_dir, str(tmp_path / "z" / "run"), noted("before the\npatch")))]
+    labels = report_html.run_labels(runs)
+    assert [label.short for label in labels] == ["#1 x/run", "#2 y/run", "#3 before the patch"]
+    assert all(" · CPython " in label.full for label in labels)  # the interpreter, as secondary text
+    same = report_html.run_labels([runs[0], runs[0]])
+    assert len({label.short for label in same}) == 2  # the same folder twice: its position tells them apart
+
+
 def with_version(version: str, host: Optional[str] = None) -> Callable[[Dict[str, Any]], None]:
     def edit(summary: Dict[str, Any]) -> None:
         summary["interpreter"]["version"] = version
@@ -545,7 +563,7 @@ def test_runs_are_ordered_by_interpreter_version_not_as_given(run_dir: str, tmp_
     runs = [report_html.load_run(p) for p in (ten, thirteen, nine)]
     assert [r.source for r in report_html.order_runs(runs)] == [nine, ten, thirteen]
     page = report_html.render_report(runs)
-    assert page.index("#1 CPython 3.9.19") < page.index("#2 CPython 3.10.14") < page.index("#3 CPython 3.13.0rc1")
+    assert page.index("#1 b · CPython 3.9.19") < page.index("#2 a · CPython 3.10.14") < page.index("#3 c · CPython 3.13.0rc1")
     assert report_html.version_key("3.10.4") > report_html.version_key("3.9.18")
 
 
@@ -558,8 +576,8 @@ def test_a_fleet_is_grouped_and_labelled_by_machine(run_dir: str, tmp_path) -> N
     page = report_html.render_report([report_html.load_run(p) for p in bundles])
     assert "3 runs from 2 machines (ci-runner-a, ci-runner-b)" in page
     # Machine first, then version: both of runner a, then runner b; each label names its host.
-    assert page.index("#1 ci-runner-a · CPython 3.11.9") < page.index("#2 ci-runner-a · CPython 3.12.3") \
-        < page.index("#3 ci-runner-b · CPython 3.12.3")
+    assert page.index("#1 a2 · ci-runner-a · CPython 3.11.9") < page.index("#2 a1 · ci-runner-a · CPython 3.12.3") \
+        < page.index("#3 b1 · ci-runner-b · CPython 3.12.3")
     assert page.count('<tr class="family"><th colspan="5">machine ci-runner-') == 2
     titles = [s["layout"]["title"]["text"] for s in chart_specs(page).values() if s["data"][0]["type"] == "heatmap"]
     assert titles == ["p50 by machine", "p50 by interpreter"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.evidence.words import status_word
@@ -14,7 +15,6 @@ from wakelab.report.html.common import (
     _by_name,
     _dict,
     esc,
-    interpreter_label,
     _latency,
     _p50,
     _pairs,
@@ -55,7 +55,8 @@ def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
 
 @dataclasses.dataclass(frozen=True)
 class RunLabel:
-    """How the page names a run: ``short`` (``#2 CPython 3.13.5``) and ``full`` (with what sets it apart)."""
+    """How the page names a run: ``short`` (``#2 settle1001us``: its note or folder) and ``full`` (with its
+    interpreter, its machine in a fleet, and the conditions that set it apart)."""
 
     short: str
     full: str
@@ -66,6 +67,8 @@ class RunLabel:
 MAX_LABEL_CONDITIONS = 3
 MAX_SHORT_LABEL_CHARS = 32
 MAX_HOST_CHARS = 24
+# Parent folders a run's name may take in to tell it from another run's folder of the same name.
+MAX_PARENT_FOLDERS = 3
 # Besides conditions, the fields a run's label names when they tell the runs apart (a grid's placements, settle times).
 LABEL_FIELDS = ("parameters.placement", "parameters.settle_us", "parameters.mode", "execution.mode", "execution.workers")
 
@@ -74,8 +77,32 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _run_name(run: RunEvidence, parents: int) -> str:
+    """A run's name: its note (``--note``), else its folder's name with ``parents`` parent folders (the end kept)."""
+    note = " ".join(str(run.bundle.note or "").split())
+    if note:
+        return _truncate(note, MAX_SHORT_LABEL_CHARS)
+    path = "/".join(p for p in os.path.abspath(run.folder or run.source).split(os.sep)[-1 - parents:] if p)
+    return path if len(path) <= MAX_SHORT_LABEL_CHARS else "…" + path[1 - MAX_SHORT_LABEL_CHARS:]
+
+
+def run_names(runs: Sequence[RunEvidence]) -> List[str]:
+    """Each run's name (:func:`_run_name`), parent folders taken in until no two runs' names are the same."""
+    parents = [0] * len(runs)
+    names = [_run_name(run, 0) for run in runs]
+    for _ in range(MAX_PARENT_FOLDERS):
+        clashing = [i for i, name in enumerate(names) if names.count(name) > 1]
+        if not clashing:
+            break
+        for i in clashing:
+            parents[i] += 1
+            names[i] = _run_name(runs[i], parents[i])
+    return names
+
+
 def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
-    """``#1 CPython 3.11.7``, and in full with the conditions that tell the runs apart."""
+    """``#1 NAME`` (:func:`run_names`; the position keeps two runs of one name apart), and in full with the
+    interpreter, the machine in a fleet, and the conditions that tell the runs apart."""
     from wakelab.report.distribution import PALETTE
 
     differing = [k for k in differing_fields(runs) if k.startswith("conditions.") or k in LABEL_FIELDS]
@@ -84,16 +111,16 @@ def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     shown = requested[:MAX_LABEL_CONDITIONS]
     labels = []
     fleet = len({r.bundle.hostname for r in runs}) > 1
-    for i, run in enumerate(runs, 1):
+    for i, (run, name) in enumerate(zip(runs, run_names(runs)), 1):
         flat = _flat(run.summary)
-        short = "#%d %s" % (i, _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
-        if fleet:
-            short = "#%d %s · %s" % (i, _truncate(run.bundle.hostname or "?", MAX_HOST_CHARS),
-                                     _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
+        short = "#%d %s" % (i, name)
+        secondary = ([_truncate(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
+            _truncate(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
         extra = ", ".join("%s=%s" % (k.split(".", 1)[1], flat.get(k, DASH)) for k in shown)
         if len(requested) > len(shown):
             extra += ", …"
-        labels.append(RunLabel(short, "%s (%s)" % (short, extra) if extra else short, PALETTE[(i - 1) % len(PALETTE)]))
+        full = " · ".join([short] + secondary) + (" (%s)" % extra if extra else "")
+        labels.append(RunLabel(short, full, PALETTE[(i - 1) % len(PALETTE)]))
     return labels
 
 
