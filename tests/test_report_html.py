@@ -288,6 +288,12 @@ def test_overview_sets_each_arm_beside_its_floor(run_dir: str) -> None:
     bars = [t for t in overview["data"] if t["mode"] == "lines" and "event" in t["y"]]
     lat = entry(summary, "event")["latency"]
     assert bars[0]["x"][:2] == [lat["p90_ns"] / 1e3, lat["p99_ns"] / 1e3]
+    # The axis is set to hold every figure drawn, the largest p99 too (plotly's autorange pads markers, not bars).
+    lo, hi = (10 ** v for v in overview["layout"]["xaxis"]["range"])
+    xs = [x for t in overview["data"] for x in t["x"] if x is not None]
+    assert lo < min(xs) and max(xs) * 1.2 < hi
+    # The legend sits below the plot, clear of plotly's toolbar at the top right.
+    assert overview["layout"]["legend"]["yref"] == "container" and overview["layout"]["legend"]["y"] == 0
 
 
 def test_page_is_deterministic(run_dir: str) -> None:

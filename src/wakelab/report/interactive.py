@@ -54,6 +54,8 @@ CHART_MARGIN_PX = 110
 FLOOR_MATCHED_COLOR = "#222222"
 FLOOR_NEAREST_COLOR = "#8a8a8a"
 RANGE_OPACITY = 0.45
+# A log axis reaches this factor beyond the smallest and the largest value it draws.
+AXIS_PAD = 1.3
 # Each family's colour in the overview, as its module declares it (wakelab.core.model.Family.color);
 # a family this version does not know gets Okabe-Ito's sky blue, which no family declares.
 FAMILY_COLORS = registry.FAMILY_COLORS
@@ -65,6 +67,10 @@ CONFIG = {
     "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"],
     "scrollZoom": False,
 }
+# Every chart's legend, below the plot (the height of the figure's bottom, grown to fit it): above it, it ran
+# into plotly's toolbar (modebar) at the top right once it wrapped on a narrow window.
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "container", "yanchor": "bottom",
+                "font": {"size": 11}}
 FONT = {"family": 'system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif',
         "size": 12, "color": "#1d2329"}
 
@@ -327,8 +333,11 @@ def overview_chart(
                             "line": {"color": color, "width": 1.6}},
                 ))
     rows = len(orders["p50"])
+    # The axis spans every figure drawn (each bar's p99 too) and a margin beyond, set rather than left to
+    # plotly's autorange, which pads the markers but not the lines: a bar ending at the largest value ran off.
     xs_all = [x for t in data for x in t["x"] if x is not None]
     tickvals = log_ticks(min(xs_all), max(xs_all)) if xs_all else []
+    x_range = [math.log10(min(xs_all) / AXIS_PAD), math.log10(max(xs_all) * AXIS_PAD)] if xs_all else None
     height = CHART_MARGIN_PX + rows * (ROW_PX + GROUP_ROW_PX * (len(series) - 1))
     layout: Dict[str, Any] = {
         "font": FONT,
@@ -336,9 +345,9 @@ def overview_chart(
         "margin": {"l": 10, "r": 16, "t": 36, "b": 44},
         "hovermode": "closest",
         "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 11}},
+        "legend": LEGEND_BELOW,
         "xaxis": {"type": "log", "title": {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"},
-                  "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
+                  "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True, "range": x_range,
                   "tickvals": tickvals, "ticktext": [tick_text(v) for v in tickvals]},
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(orders["p50"])),
                   "range": [-0.5, rows - 0.5], "automargin": True, "gridcolor": "#f0f0f0", "ticks": "",
@@ -521,7 +530,7 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
         "margin": {"l": 10, "r": 16, "t": 24, "b": 44},
         "hovermode": "closest",
         "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 11}, "traceorder": "normal"},
+        "legend": dict(LEGEND_BELOW, traceorder="normal"),
         "xaxis": dict(axis, domain=[0.0, 0.47], title={"text": "<b>at p50</b>: %s, µs" % BANDS[0][1]}),
         "xaxis2": dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,
