@@ -241,7 +241,7 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
     size = len(page.encode())
-    assert err == "wakelab: report in %s (%.1f MB, 1 run, 2 interactive charts, %d plots)\n" % (
+    assert err == "wakelab: report in %s (%.1f MB, 1 run, 1 interactive chart, %d plots)\n" % (
         out_file, size / (1 << 20), len(measured)
     )
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
@@ -251,6 +251,8 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     for a in summary["arms"]:
         assert ">%s<" % a["name"] in page  # every arm has a row, whatever its status
     assert "Lab 135: signal vs threading.Event wakeup" in page
+    # The rate arm in a table of its own: ops/s is not drawn on a wake-time axis.
+    assert '<table class="compare rate">' in page and '"type":"bar"' not in page
     # The lab's comparison and its honest judgement.
     assert "<strong>event / sigusr1-self</strong>" in page
     assert "NOT like for like" in page
@@ -261,9 +263,9 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     assert '<details class="arm" id="arm-event">' in page
     assert "ECDF" in page and "histogram" in page
     assert "log scale" in page
-    # The charts: the overview of every latency arm and the rate arms, plotly.js inlined once.
+    # The charts: the overview of every latency arm (the rate arms are a table), plotly.js inlined once.
     specs = chart_specs(page)
-    assert sorted(specs) == ["chart-1", "chart-2"] + ["plot-%d" % i for i in range(1, len(measured) + 1)]
+    assert sorted(specs) == ["chart-1"] + ["plot-%d" % i for i in range(1, len(measured) + 1)]
     rows = specs["chart-1"]["layout"]["meta"]["orders"]["p50"]
     assert rows == [a["name"] for a in sorted(measured, key=lambda a: (a["latency"]["p50_ns"], a["name"]))]
     assert specs["chart-1"]["layout"]["xaxis"]["type"] == "log"
@@ -324,8 +326,10 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert "What differs between the runs" in page
     assert "interpreter.version" in page and "conditions.cpu_threads" in page
     assert "p50 vs #1" in page
-    assert "Rate arms: median ops/s per run" in page
-    assert ">0.5×<" in page  # the copy's samples are half the original's
+    assert "Rate arms: median operations per second per run" in page
+    # compare's verdicts on run #2 against run #1, with their intervals: its samples are half the original's.
+    assert re.search(r"p50 faster 0\.50×&nbsp;\(0\.\d\d–0\.\d\d\)", page)
+    assert ">not&nbsp;tested</span>" in page  # signal-install: 2 rounds a side, too few to judge
     assert 'id="run-1"' in page and 'id="run-2"' in page
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
@@ -336,11 +340,19 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert overview["layout"]["scattermode"] == "group"  # the runs of one arm side by side in its row
     names = {t["name"] for t in overview["data"] if t.get("showlegend")}
     assert {first_label, second_label} <= names
-    # Interpreter and condition grids as their own charts (heat maps), and the rate arms.
+    # Interpreter and condition grids as their own charts (heat maps); the rate arms are a table, not bars.
     titles = [spec["layout"]["title"]["text"] for spec in specs.values() if spec["data"][0]["type"] == "heatmap"]
     assert titles == ["p50 by interpreter", "p50 by busy threads"]
-    assert any(spec["data"][0]["type"] == "bar" for spec in specs.values())
+    assert not any(spec["data"][0]["type"] == "bar" for spec in specs.values())
     assert_self_contained(page)
+
+
+def test_without_compare_the_runs_show_their_ratio(run_dir: str, second_run_dir: str, monkeypatch) -> None:
+    """Without numpy and scipy there are no verdicts: the page says so and shows each p50 over run #1's."""
+    monkeypatch.setattr("wakelab.extras.missing", lambda extra: ["numpy"])
+    page = report_html.render_report([report_html.load_run(run_dir), report_html.load_run(second_run_dir)])
+    assert "#2 run against #1 run0: no verdicts, compare&#x27;s verdicts need numpy" in page
+    assert ">0.5×<" in page and "&nbsp;(" not in page  # the copy's samples are half the original's
 
 
 def test_hostile_strings_are_escaped(hostile_dir: str, run_dir: str, tmp_path, capsys) -> None:
@@ -442,9 +454,8 @@ def test_evidence_text_never_changes_the_markup(text: str) -> None:
             report_html.render_verdict(summary), report_html.render_lead_table(summary), report_html.render_honesty(summary),
             report_html.render_caveats(summary), report_html.render_details(summary),
             report_html.render_runs_table(runs, labels), report_html.render_differences(runs, labels),
-            report_html.render_comparison_table(runs, labels), report_html.render_rate_comparison(runs, labels),
+            report_html.render_comparison_table(runs, labels), report_html.render_rate_table(runs, labels),
             report_html.render_overview(runs, labels, report_html._Charts()), report_html.render_grids(runs, report_html._Charts()),
-            report_html.render_rate_chart(runs, labels, report_html._Charts()),
         ])
 
     hostile_page, plain_page = sections("x" + text), sections("x")
@@ -852,7 +863,7 @@ def test_page_in_a_real_browser(run_dir: str, tmp_path, capsys) -> None:
     assert only_the_page(seen["requests"], "file://" + str(out_file))
     assert seen["svg"] == page.count('data-chart="distribution"') >= 3
     assert seen["drawn"] == seen["svg"]  # every plot is laid out at a readable width
-    assert seen["charts"] == report_html.count_charts(page) == 2  # plotly drew every chart
+    assert seen["charts"] == report_html.count_charts(page) == 1  # plotly drew every chart
     assert seen["scripts"] == 2 and seen["imgs"] == 0
     assert seen["tables"] >= 3
     assert seen["h1"] == "Lab 135: signal vs threading.Event wakeup"

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any, Mapping, Tuple, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, Pairing, lab_pairings, native_ratios
 from wakelab.evidence.model import Bundle, WarningRecord
 
 if TYPE_CHECKING:
+    from wakelab.analysis.compare import ArmComparison, RunComparison
     from wakelab.analysis.guidance import Guidance, Ranking
 
 
@@ -75,6 +76,46 @@ class RunView:
         return self._warnings_and_notes[1]
 
 
+@dataclasses.dataclass(frozen=True)
+class AgainstFirst:
+    """One run of several against the first, as ``wakelab compare`` judges it (:func:`compare_with_first`).
+
+    ``comparison`` is compare's record (each arm's verdicts and intervals); None when
+    there is none, and ``why_not`` says why (not comparable, compare's libraries missing).
+    """
+
+    comparison: Optional["RunComparison"]
+    why_not: Optional[str] = None
+
+    def arm(self, name: str) -> Optional["ArmComparison"]:
+        """Arm ``name``'s comparison (None: not compared)."""
+        if self.comparison is None:
+            return None
+        return next((arm for arm in self.comparison.arms if arm.name == name), None)
+
+
+def compare_with_first(bundles: Sequence[Bundle]) -> Tuple[AgainstFirst, ...]:
+    """Each bundle after the first against the first, as ``wakelab compare FIRST OTHER`` does it with its
+    default settings, every difference between the runs compared on purpose (``--across`` every name):
+    the runs of one report were put side by side on purpose.  Without compare's libraries (numpy,
+    scipy) or for runs compare refuses, a record with ``why_not`` instead."""
+    from wakelab.errors import EvidenceError
+    from wakelab.extras import install_command, missing
+
+    if missing("compare"):
+        why = "compare's verdicts need %s (%s)" % (", ".join(missing("compare")), install_command("compare"))
+        return tuple(AgainstFirst(None, why) for _ in bundles[1:])
+    from wakelab.analysis.compare import ACROSS_NAMES, Settings, compare_runs
+
+    out = []
+    for other in bundles[1:]:
+        try:
+            out.append(AgainstFirst(compare_runs(bundles[0], other, Settings(), ACROSS_NAMES)))
+        except (EvidenceError, ValueError) as exc:
+            out.append(AgainstFirst(None, str(exc)))
+    return tuple(out)
+
+
 def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
     """``run`` as a :class:`RunView`: itself, a loaded bundle's view, or the view of a summary document held in memory."""
     if isinstance(run, RunView):
@@ -84,4 +125,4 @@ def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
     return RunView(Bundle(source="", folder="", summary=run))
 
 
-__all__ = ["RunView", "view_of"]
+__all__ = ["AgainstFirst", "compare_with_first", "RunView", "view_of"]

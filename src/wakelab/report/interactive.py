@@ -1,7 +1,7 @@
 """Interactive charts for the HTML report: plotly.js, embedded once per page (analysis side).
 
 Every chart of the report is a plotly figure: the overview of every arm on
-one log axis, the rate arms, the grids, in a traced run the stacked bars of
+one log axis, the grids, in a traced run the stacked bars of
 where each wake's time goes, and each arm's histogram and ECDF
 (:mod:`wakelab.report.distribution`).  Hover shows the figures, the legend
 toggles series, and a few buttons sort the overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
@@ -45,7 +45,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core import registry
-from wakelab.formatting import escape_text, format_ns, format_rate, format_ratio
+from wakelab.formatting import escape_text, format_ns, format_ratio
 
 # Pixels per arm row in the overview; the chart grows with the arms so labels never overlap.
 ROW_PX = 24
@@ -171,21 +171,6 @@ class ArmPoint:
     p99_9_ns: Optional[float]
     max_ns: Optional[float]
     floor: Optional[Floor] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class RatePoint:
-    """One measured rate arm of one run."""
-
-    run: int
-    arm: str
-    ops_per_s: float
-    min_ops_per_s: float
-    max_ops_per_s: float
-    baseline_ops_per_s: float
-    net_ns_per_op: Optional[float]
-    rounds: int
-    n_per_round: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,52 +345,6 @@ def overview_chart(
         layout.update(scattermode="group", scattergap=0.35)
     return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
                  "every latency arm on one log axis: p50, p90 to p99 and its C floor", height)
-
-
-# --- rate arms ---------------------------------------------------------------------------
-
-
-def rate_chart(chart_id: str, points: Sequence[RatePoint], series: Sequence[Series]) -> Chart:
-    """Median ops/s of each rate arm, one bar per run, the slowest and fastest round as whiskers (log axis)."""
-    arms: List[str] = []
-    for p in points:
-        if label(p.arm) not in arms:
-            arms.append(label(p.arm))
-    data = []
-    for run_index, run in enumerate(series):
-        mine = [p for p in points if p.run == run_index]
-        if not mine:
-            continue
-        data.append({
-            "type": "bar", "orientation": "h", "name": label(run.name), "marker": {"color": run.color},
-            "x": [p.ops_per_s for p in mine], "y": [label(p.arm) for p in mine],
-            "error_x": {"type": "data", "symmetric": False, "array": [max(0.0, p.max_ops_per_s - p.ops_per_s) for p in mine],
-                        "arrayminus": [max(0.0, p.ops_per_s - p.min_ops_per_s) for p in mine], "color": "#333333",
-                        "thickness": 1.2, "width": 4},
-            "text": ["<b>%s</b>%s<br>median <b>%s ops/s</b> over %d rounds of %s calls<br>slowest round %s · fastest %s<br>"
-                     "empty loop %s iterations/s%s" % (
-                         label(p.arm), (" · " + label(run.name)) if len(series) > 1 else "", format_rate(p.ops_per_s), p.rounds,
-                         format_rate(p.n_per_round), format_rate(p.min_ops_per_s), format_rate(p.max_ops_per_s),
-                         format_rate(p.baseline_ops_per_s),
-                         (" · net %.1f ns/call" % p.net_ns_per_op) if p.net_ns_per_op is not None else "")
-                     for p in mine],
-            "hovertemplate": "%{text}<extra></extra>", "textposition": "none",
-        })
-    rows = len(arms)
-    height = 90 + rows * (26 + 16 * (len(series) - 1))
-    layout = {
-        "font": FONT, "height": height, "barmode": "group", "bargap": 0.3,
-        "margin": {"l": 10, "r": 16, "t": 30, "b": 44},
-        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"},
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
-        "xaxis": {"type": "log", "title": {"text": "operations per second (log scale; whiskers: slowest and fastest round)"},
-                  "gridcolor": "#e4e4e4", "automargin": True},
-        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(arms)), "automargin": True,
-                  "fixedrange": True},
-        "showlegend": len(series) > 1,
-        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
-    }
-    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "rate arms: median operations per second", height)
 
 
 # --- grids -------------------------------------------------------------------------------

@@ -7,8 +7,11 @@ HTML from the same summary documents, and the pictures a text file cannot
 give.  It leads with charts that compare at a glance (see
 :mod:`wakelab.report.interactive`): every latency arm on one shared log axis
 (p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
-figures on hover), the rate arms, and, given several runs (a grid's cells,
-interpreters, machines), a heat map per dimension that varies.  A run made
+figures on hover), the rate arms in a table of their own (ops/s is not a
+wake time), and, given several runs (a grid's cells, interpreters, machines),
+a heat map per dimension that varies; several runs are compared arm by arm
+with what ``wakelab compare`` says of each against the first (its verdicts
+and intervals, :func:`wakelab.analysis.view.compare_with_first`).  A run made
 with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
 its median and tail wakes split into notify path, scheduler, GIL wait and
 interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
+from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
 from wakelab.evidence.words import STATUS_WORDS  # noqa: F401
 from wakelab.formatting import DASH, escape_text, format_ns, format_percent, format_rate, format_ratio, format_us  # noqa: F401
@@ -89,7 +93,7 @@ from wakelab.report.html.runs import (
     MAX_SHORT_LABEL_CHARS,
     render_comparison_table,
     render_differences,
-    render_rate_comparison,
+    render_rate_table,
     render_runs_table,
     run_labels,
     _run_sections,
@@ -118,7 +122,6 @@ from wakelab.report.html.charts import (
     DIMENSIONS,
     render_grids,
     render_overview,
-    render_rate_chart,
     render_where_time_goes,
     render_where_time_goes_runs,
     run_dimension,
@@ -176,7 +179,8 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         guidance = render_guidance(runs[0])
         if guidance:
             body.append(_section("guidance", "Guidance", guidance, toc))
-        glance = render_overview(runs, labels, charts) + render_rate_chart(runs, labels, charts)
+        rates = render_rate_table(runs, labels)
+        glance = render_overview(runs, labels, charts) + (("<h3>Rate arms</h3>" + rates) if rates else "")
         body.append(_section("overview", "At a glance", glance, toc))
         body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes(runs[0], charts)
@@ -201,14 +205,15 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         if len(hosts) > 1:
             what += " from %d machines (%s)" % (len(hosts), ", ".join(hosts))
         header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
-        glance = render_overview(runs, labels, charts) + render_grids(runs, charts) + render_rate_chart(runs, labels, charts)
+        glance = render_overview(runs, labels, charts) + render_grids(runs, charts)
         body.append(_section("overview", "At a glance", glance, toc))
         body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes_runs(runs, labels, charts)
         if where:
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
+        versus = compare_with_first([run.bundle for run in runs])
         comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
-                      render_comparison_table(runs, labels), render_rate_comparison(runs, labels)]
+                      render_comparison_table(runs, labels, versus), render_rate_table(runs, labels, versus)]
         body.append(_section("comparison", "Runs compared", "".join(comparison), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_), toc))
         for i, (run, label) in enumerate(zip(runs, labels), 1):
@@ -279,8 +284,7 @@ __all__ = [
     "render_honesty",
     "render_lead_table",
     "render_overview",
-    "render_rate_chart",
-    "render_rate_comparison",
+    "render_rate_table",
     "render_repetitions_and_placement",
     "render_report",
     "render_runs_table",

@@ -1,4 +1,4 @@
-"""The charts at a glance: the overview of every arm, the rate arms, where the time goes (traced runs), the grids' heat maps."""
+"""The charts at a glance: the overview of every latency arm, where the time goes (traced runs), the grids' heat maps."""
 
 from __future__ import annotations
 
@@ -78,29 +78,6 @@ def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], cha
            else "clicking a family in the legend hides its dots")
     )
     return '<p class="muted">%s</p>%s%s' % (esc(intro), controls, chart_html(chart))
-
-
-def render_rate_chart(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
-    from wakelab.report.interactive import RatePoint, Series, chart_html, rate_chart
-
-    points = []
-    for index, run in enumerate(runs):
-        for a in run.bundle.arms():
-            rate = a.rate
-            if not a.is_rate or not a.ok or rate is None or not rate.ops_per_s:
-                continue
-            points.append(RatePoint(
-                run=index, arm=a.name, ops_per_s=rate.ops_per_s,
-                min_ops_per_s=rate.min_ops_per_s or rate.ops_per_s, max_ops_per_s=rate.max_ops_per_s or rate.ops_per_s,
-                baseline_ops_per_s=rate.baseline_ops_per_s, net_ns_per_op=rate.net_ns_per_op,
-                rounds=rate.rounds, n_per_round=rate.n_per_round,
-            ))
-    if not points:
-        return ""
-    chart = rate_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels])
-    return '<h3>Rate arms</h3><p class="muted">Median operations per second of each rate arm%s (higher is faster); whiskers span the ' \
-        'slowest and the fastest round; hover for the empty-loop baseline.</p>%s' % (
-            ", per run" if len(runs) > 1 else "", chart_html(chart))
 
 
 # How the page names each component of a wake in running text.

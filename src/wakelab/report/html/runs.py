@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wakelab.analysis.view import AgainstFirst
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
@@ -229,8 +231,41 @@ def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: 
     return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
 
 
-def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
-    """p50 / p99 of each arm per run (µs), each with its p50 over run #1's, in tables that fit a laptop's width."""
+def _ratio_text(value: float) -> str:
+    """A ratio as compare prints it: two decimals (one from 10 on)."""
+    return "inf" if not math.isfinite(value) else ("%.1f" if value >= 10 else "%.2f") % value
+
+
+def _verdicts_html(arm: Any) -> str:
+    """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
+    ratio and its interval, one line each (escaped)."""
+    lines = []
+    for key, judged in arm.judgements.items():
+        ci = judged.ci
+        interval = " (%s–%s)" % (_ratio_text(ci.low), _ratio_text(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
+        lines.append('<span class="ratio %s" title="%s">%s %s %s×%s</span>' % (
+            esc(judged.verdict if judged.verdict in ("slower", "faster") else "same"), esc(judged.reason or ""),
+            esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(_ratio_text(ci.ratio)),
+            esc(interval).replace(" ", "&nbsp;")))
+    if not lines:  # too few samples or rounds: compare's notes say why
+        lines.append('<span class="ratio" title="%s">%s</span>' % (esc("; ".join(arm.notes)), esc(arm.verdict).replace(" ", "&nbsp;")))
+    return "<br>".join(lines)
+
+
+def _not_judged(labels: Sequence[RunLabel], versus: Sequence[AgainstFirst]) -> str:
+    """Why a run has no verdicts against the first (escaped), one note per run."""
+    return "".join('<p class="note">%s against %s: no verdicts, %s.</p>' % (esc(labels[i].short), esc(labels[0].short), esc(v.why_not))
+                   for i, v in enumerate(versus, 1) if v.why_not)
+
+
+def _judged(versus: Sequence[AgainstFirst], i: int, name: str) -> Any:
+    return versus[i - 1].arm(name) if i and len(versus) >= i else None
+
+
+def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
+    """p50 / p99 of each arm per run (µs), each run after the first with compare's verdicts against it (``versus``:
+    :func:`~wakelab.analysis.view.compare_with_first`), or its p50 over the first's where compare did not judge it;
+    in tables that fit a laptop's width."""
     names = _arm_order(runs)
     maps = [_by_name(r.summary) for r in runs]
     tables = []
@@ -250,48 +285,58 @@ def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLab
                     cells.append('<td class="muted">%s</td>' % esc(status_word(entry.get("status"))))
                     continue
                 lat = _latency(entry)
+                judged = _judged(versus, i, name)
                 ratio = positive_ratio(lat.get("p50_ns"), base) if i else None
+                below = _verdicts_html(judged) if judged is not None else (
+                    _ratio_html(ratio, positive_ratio(lat.get("p99_ns"), base_p99)) if ratio is not None else "")
                 cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
-                    esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))),
-                    ("<br>" + _ratio_html(ratio, positive_ratio(lat.get("p99_ns"), base_p99))) if ratio is not None else ""))
+                    esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))), ("<br>" + below) if below else ""))
             rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
         tables.append(
-            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, each run\'s p50 over run #1\'s '
-            "(p50 vs #1; above 1: slower than #1). Green: p50 faster by more than 10%% and p99 not worse; red: p50 or "
-            "p99 slower by more than 10%% (a worse p99 is shown beside the p50 ratio)</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
+            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, what wakelab compare '
+            "says of each run against run #1: its verdict at each percentile and the ratio to #1 with its 95%% interval "
+            "(above 1: slower than #1; red: slower, green: faster, by more than 5%%). Where compare did not judge, the "
+            "p50 vs #1, coloured by more than 10%%</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
             % (head, "".join(rows))
         )
-    return "".join(tables)
+    return _not_judged(labels, versus) + "".join(tables)
 
 
-def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
-    """Median ops/s of each rate arm per run, and each run's rate over run #1's."""
+def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
+    """Rate arms in a table of their own (ops/s is not a wake time): each run's median ops/s and its slowest and
+    fastest round, and each run after the first with compare's verdict against it (else its rate over the first's)."""
     names = _arm_order(runs, "rate")
     if not names:
         return ""
-    maps = [_by_name(r.summary) for r in runs]
+    records = [r.bundle.arms_by_name() for r in runs]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
         rows = []
         for name in names:
-            rates = [_dict(m.get(name, {}).get("rate")).get("ops_per_s") if m.get(name, {}).get("status") == "ok" else None for m in maps]
+            first = records[0].get(name)
             cells = []
             for i in chunk:
-                rate = rates[i]
+                arm = records[i].get(name)
+                rate = arm.rate if arm is not None and arm.measured else None
                 if rate is None:
-                    entry = maps[i].get(name)
-                    cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(status_word(entry.get("status")))))
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if arm is None else esc(status_word(arm.status))))
                     continue
-                text = "<b>%s</b>" % esc(format_rate(rate))
-                if i and rates[0]:
-                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate / rates[0]))
+                text = '<b>%s</b><br><span class="muted">%d&nbsp;rounds, %s–%s</span>' % (
+                    esc(format_rate(rate.ops_per_s)), rate.rounds, esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)))
+                judged = _judged(versus, i, name)
+                if judged is not None:
+                    text += "<br>" + _verdicts_html(judged)
+                elif i and first is not None and first.rate is not None and first.measured and first.rate.ops_per_s:
+                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate.ops_per_s / first.rate.ops_per_s))
                 cells.append('<td class="num">%s</td>' % text)
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
         tables.append(
-            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median ops/s per run (higher is faster)</caption>'
-            "<thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows))
-        )
+            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median operations per second%s (higher '
+            "is faster), the slowest and the fastest round%s</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
+            % (" per run" if len(runs) > 1 else "",
+               "; below, compare's verdict on each run's median against run #1's, the ratio of ops/s with its 95% interval "
+               "(above 1: faster than #1)" if len(runs) > 1 else "", head, "".join(rows)))
     return "".join(tables)
 
 
