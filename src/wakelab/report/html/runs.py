@@ -240,11 +240,14 @@ def _verdicts_html(arm: Any) -> str:
     """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
     ratio and its interval, one line each (escaped)."""
     lines = []
+    # As the ratios' colours (matrix.txt's rule): nothing is green while a percentile got slower.
+    worse = any(judged.verdict == "slower" for judged in arm.judgements.values())
     for key, judged in arm.judgements.items():
         ci = judged.ci
         interval = " (%s–%s)" % (_ratio_text(ci.low), _ratio_text(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
         lines.append('<span class="ratio %s" title="%s">%s %s %s×%s</span>' % (
-            esc(judged.verdict if judged.verdict in ("slower", "faster") else "same"), esc(judged.reason or ""),
+            esc(judged.verdict if judged.verdict == "slower" or (judged.verdict == "faster" and not worse) else "same"),
+            esc(judged.reason or ""),
             esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(_ratio_text(ci.ratio)),
             esc(interval).replace(" ", "&nbsp;")))
     if not lines:  # too few samples or rounds: compare's notes say why
