@@ -19,10 +19,11 @@ import functools
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, Pairing, lab_pairings, native_ratios
-from wakelab.evidence.model import Bundle, WarningRecord
+from wakelab.evidence.model import ArmRecord, Bundle, WarningRecord
 
 if TYPE_CHECKING:
     from wakelab.analysis.compare import ArmComparison, RunComparison
+    from wakelab.analysis.components import FloorGap
     from wakelab.analysis.guidance import Guidance, Ranking
 
 
@@ -59,6 +60,21 @@ class RunView:
         from wakelab.analysis.guidance import guidance_for
 
         return guidance_for(self.bundle, self.rankings)
+
+    @functools.cached_property
+    def traced_order(self) -> Tuple[Tuple[ArmRecord, Optional[str]], ...]:
+        """The arms in the order "where the time goes" shows them, each with the Python arm it is the C floor of
+        (None for the others): :func:`~wakelab.analysis.components.traced_arm_order`."""
+        from wakelab.analysis.components import traced_arm_order
+
+        by_name = self.bundle.arms_by_name()
+        return tuple((by_name[str(entry.get("name"))], floor_of) for entry, floor_of in traced_arm_order(self.bundle.summary))
+
+    def floor_gaps(self, band: str) -> Tuple["FloorGap", ...]:
+        """:func:`~wakelab.analysis.components.floor_gaps` of the run at ``band`` (``p50``, ``p99``)."""
+        from wakelab.analysis.components import floor_gaps
+
+        return tuple(floor_gaps(self.bundle.summary, band))
 
     @functools.cached_property
     def _warnings_and_notes(self) -> Tuple[Tuple[WarningRecord, ...], Tuple[WarningRecord, ...]]:

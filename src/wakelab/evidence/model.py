@@ -23,7 +23,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
-from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer
+from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
 from wakelab.evidence.words import FREE_THREADED, RunState, gil_word, run_state
 
 LATENCY = "latency"
@@ -36,6 +36,11 @@ DEFAULT_REPEAT = 5
 
 def _opt_float(value: Any) -> Optional[float]:
     return None if value is None else float(value)
+
+
+def _number(value: Any) -> Optional[float]:
+    """A recorded number (None: absent or not a number)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _opt_int(value: Any) -> Optional[int]:
@@ -196,6 +201,8 @@ class TraceFigures:
     reason: Optional[str]
     untraced_p50_ns: Optional[float] = None
     traced_p50_ns: Optional[float] = None
+    #: The untraced p50 measured again after the traced pass.
+    untraced_after_p50_ns: Optional[float] = None
     overhead_ratio: Optional[float] = None
     at_p50_ns: Optional[float] = None
     at_p99_ns: Optional[float] = None
@@ -230,6 +237,7 @@ class TraceFigures:
             reason=doc.get("reason") if isinstance(doc.get("reason"), str) else None,
             untraced_p50_ns=_opt_float(overhead.get("untraced_p50_ns")),
             traced_p50_ns=_opt_float(overhead.get("traced_p50_ns")),
+            untraced_after_p50_ns=_number(overhead.get("untraced_after_p50_ns")),
             overhead_ratio=_opt_float(overhead.get("ratio")),
             at_p50_ns=p50_ns,
             at_p99_ns=p99_ns,
@@ -337,6 +345,23 @@ class RepetitionSpread:
         values = spread.get("values")
         return cls(d.get("count"), bool(spread), tuple(values) if isinstance(values, (list, tuple)) else (),
                    spread.get("range_pct"))
+
+
+@dataclasses.dataclass(frozen=True)
+class MedianSpread:
+    """``spread``: how far apart an arm's own medians are (each worker's, or each repetition's): largest over smallest.
+
+    ``of`` names the figure (``p50_ns``, ``ops_per_s``), ``between`` what they are of (``workers``, ``repetitions``).
+    """
+
+    max_over_min: Optional[float] = None
+    of: Any = None
+    between: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Optional["MedianSpread"]:
+        d = _mapping(doc)
+        return cls(_opt_float(d.get("max_over_min")), d.get("of"), d.get("between")) if d else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -510,6 +535,11 @@ class ArmRecord:
         return TraceFigures.from_dict(doc) if isinstance(doc, Mapping) else None
 
     @property
+    def spread(self) -> Optional[MedianSpread]:
+        """How far apart the arm's workers' (or repetitions') own medians are (None: not recorded)."""
+        return MedianSpread.from_dict(self.entry.get("spread"))
+
+    @property
     def is_latency(self) -> bool:
         return self.kind == LATENCY
 
@@ -674,6 +704,10 @@ class Bundle:
     def soak(self) -> Optional[Soak]:
         return Soak.from_dict(self.summary.get("soak"))
 
+    @functools.cached_property
+    def tracing(self) -> Tracing:
+        return Tracing.from_dict(self.summary.get("tracing"))
+
     @property
     def tool_version(self) -> Any:
         return (self.summary.get("tool") or {}).get("version")
@@ -686,6 +720,17 @@ class Bundle:
     def note(self) -> Any:
         """The user's note on the run (``--note``), None without one."""
         return self.summary.get("note")
+
+    @property
+    def command(self) -> Tuple[str, ...]:
+        """The command line that made the run, as recorded (empty: none recorded)."""
+        command = self.summary.get("command")
+        return tuple(str(c) for c in command) if isinstance(command, list) else ()
+
+    def recorded(self, section: str) -> Mapping[str, Any]:
+        """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
+        value = self.summary.get(section)
+        return value if isinstance(value, Mapping) else {}
 
     @property
     def caveats(self) -> Tuple[str, ...]:
@@ -922,6 +967,20 @@ class Grid:
     def dimensions(self) -> Tuple[str, ...]:
         """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
         return tuple(str(d) for d in self.matrix.get("dimensions") or ())
+
+    @property
+    def lab(self) -> LabInfo:
+        """The lab the grid ran (matrix.json's ``lab``)."""
+        return LabInfo.from_dict(self.matrix.get("lab"))
+
+    @property
+    def started_utc(self) -> Any:
+        return self.matrix.get("started_utc")
+
+    @property
+    def complete(self) -> Any:
+        """matrix.json's ``complete``: every cell ran (None: not recorded)."""
+        return self.matrix.get("complete")
 
     @property
     def with_evidence(self) -> Tuple[GridCell, ...]:

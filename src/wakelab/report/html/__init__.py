@@ -53,10 +53,8 @@ from wakelab.formatting import DASH, escape_text, format_ns, format_percent, for
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401
 from wakelab.report.html.common import (
-    _dict,
     DISTRIBUTION,
     esc,
-    interpreter_label,
     MAX_VALUE_CHARS,
     _run_state,
 )
@@ -157,25 +155,24 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     plots_ = _Plots()
     charts = _Charts()
     toc: List[Tuple[str, str]] = []
-    first = runs[0].summary
-    lab = _dict(first.get("lab"))
-    same_lab = len({str(_dict(r.summary.get("lab")).get("id")) for r in runs}) == 1
+    first = runs[0].bundle
+    lab = first.lab
+    same_lab = len({str(r.bundle.lab.id) for r in runs}) == 1
     several = len(runs) > 1
     hosts = sorted({r.bundle.hostname for r in runs})
     grid_folders = sorted({r.grid for r in runs if r.grid})
-    title = str(lab.get("title") or lab.get("id") or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
+    title = str(lab.name or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
     header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
-    if same_lab and lab.get("question"):
-        header.append('<p class="question">%s</p>' % esc(lab["question"]))
+    if same_lab and lab.question:
+        header.append('<p class="question">%s</p>' % esc(lab.question))
     body: List[str] = []
     if not several:
         state, css = _run_state(first)
         header.append(
             '<p class="meta">wakelab %s · %s · %s · <span class="badge %s">%s</span> · <code>%s</code></p>'
-            % (esc(_dict(first.get("tool")).get("version")), esc(first.get("started_utc")), esc(interpreter_label(first)),
-               css, esc(state), esc(runs[0].source))
+            % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(runs[0].source))
         )
-        labels = [RunLabel(interpreter_label(first), interpreter_label(first), "#0072B2")]
+        labels = [RunLabel(first.interpreter.label, first.interpreter.label, "#0072B2")]
         guidance = render_guidance(runs[0])
         if guidance:
             body.append(_section("guidance", "Guidance", guidance, toc))
@@ -188,13 +185,13 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
         body.append(_section("verdict", "Verdict", render_verdict(runs[0]), toc))
         body.append(_section("lead-table", "Lead table", render_lead_table(runs[0]), toc))
-        repetitions = render_repetitions_and_placement(first)
+        repetitions = render_repetitions_and_placement(runs[0])
         if repetitions:
             body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
         body.append(_section("honesty", "Lab honesty", render_honesty(runs[0]), toc))
         body.append(_section("caveats", "Caveats", render_caveats(runs[0]), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
-        details = render_details(first)
+        details = render_details(runs[0])
         if details:
             body.append(_section("details", "Definitions, methodology, reproduce", details, toc))
     else:
@@ -255,7 +252,6 @@ __all__ = [
     "GridCellView",
     "GridView",
     "guidance_of",
-    "interpreter_label",
     "kept_words",
     "LABEL_FIELDS",
     "load_grid",

@@ -5,20 +5,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.view import AgainstFirst
+from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import positive_ratio, ratio_tone
 from wakelab.report.html.common import (
-    _arms,
-    _by_name,
-    _dict,
     esc,
-    _latency,
-    _p50,
     _pairs,
     _run_state,
     _slug,
@@ -38,17 +34,17 @@ from wakelab.report.html.sections import (
 _DIFF_SECTIONS = ("interpreter", "conditions", "execution", "parameters", "machine")
 
 
-def _flat(summary: Mapping[str, Any]) -> Dict[str, str]:
-    flat = {"lab": str(_dict(summary.get("lab")).get("id")), "wakelab": str(_dict(summary.get("tool")).get("version"))}
+def _flat(bundle: Bundle) -> Dict[str, str]:
+    flat = {"lab": str(bundle.lab.id), "wakelab": str(bundle.tool_version)}
     for section in _DIFF_SECTIONS:
-        for key, value in _pairs(summary.get(section)):
+        for key, value in _pairs(bundle.recorded(section)):
             flat["%s.%s" % (section, key)] = value
     return flat
 
 
 def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
     """Fields (``section.key``) whose values are not the same in every run, in a stable order."""
-    flats = [_flat(r.summary) for r in runs]
+    flats = [_flat(r.bundle) for r in runs]
     keys: List[str] = []
     for flat in flats:
         keys.extend(k for k in flat if k not in keys)
@@ -114,7 +110,7 @@ def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     labels = []
     fleet = len({r.bundle.hostname for r in runs}) > 1
     for i, (run, name) in enumerate(zip(runs, run_names(runs)), 1):
-        flat = _flat(run.summary)
+        flat = _flat(run.bundle)
         short = "#%d %s" % (i, name)
         secondary = ([_truncate(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
             _truncate(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
@@ -136,18 +132,18 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
     rows = []
     host: Optional[str] = None
     for run, label in zip(runs, labels):
-        s = run.summary
-        if fleet and run.bundle.hostname != host:
-            host = run.bundle.hostname
-            machine = _dict(s.get("machine"))
+        bundle = run.bundle
+        if fleet and bundle.hostname != host:
+            host = bundle.hostname
+            machine = bundle.machine
             rows.append('<tr class="family"><th colspan="5">machine %s <span class="muted">%s %s, %s, %s CPUs</span></th></tr>' % (
-                esc(host or "?"), esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("cpu_model")), esc(machine.get("cpu_count"))))
-        state, css = _run_state(s)
+                esc(host or "?"), esc(machine.os), esc(machine.kernel), esc(machine.cpu_model), esc(machine.cpu_count)))
+        state, css = _run_state(bundle)
         rows.append(
             '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td><td>%s</td></tr>'
             % (
-                _swatch(label), esc(label.full), esc(run.source), esc(_dict(s.get("lab")).get("id")), esc(s.get("started_utc")),
-                _conditions_words(s),
+                _swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id), esc(bundle.started_utc),
+                _conditions_words(bundle),
                 '<span class="badge %s">%s</span>' % (css, esc(state)),
             )
         )
@@ -157,20 +153,19 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
     )
 
 
-def _conditions_words(summary: Mapping[str, Any]) -> str:
+def _conditions_words(bundle: Bundle) -> str:
     """Placement and load of a run in a few words (escaped)."""
-    params = _dict(summary.get("parameters"))
-    conditions = _dict(summary.get("conditions"))
-    words = ["placement %s" % esc(params.get("placement") or "any")]
-    if params.get("settle_us") is not None:
-        words.append("settle %s µs" % esc(params["settle_us"]))
-    for key, text in (("cpu_threads", "busy threads"), ("cpu_procs", "busy processes")):
-        if conditions.get(key):
-            words.append("%s %s" % (esc(conditions[key]), text))
-    if conditions.get("idle_hold"):
+    params, conditions = bundle.parameters, bundle.conditions
+    words = ["placement %s" % esc(params.placement or "any")]
+    if params.settle_us is not None:
+        words.append("settle %s µs" % esc(params.settle_us))
+    for value, text in ((conditions.cpu_threads, "busy threads"), (conditions.cpu_procs, "busy processes")):
+        if value:
+            words.append("%s %s" % (esc(value), text))
+    if conditions.idle_hold:
         words.append("idle hold")
-    if conditions.get("switch_interval_s") is not None:
-        words.append("switch interval %s s" % esc(conditions["switch_interval_s"]))
+    if conditions.switch_interval_s is not None:
+        words.append("switch interval %s s" % esc(conditions.switch_interval_s))
     return ", ".join(words)
 
 
@@ -192,7 +187,7 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
         notes.append("The runs are of different labs; only arms present in both are compared.")
     if not fields:
         return '<p class="muted">Nothing recorded differs between these runs except the date: they repeat one experiment.</p>'
-    flats = [_flat(r.summary) for r in runs]
+    flats = [_flat(r.bundle) for r in runs]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join("<th>%s</th>" % esc(labels[i].short) for i in chunk)
@@ -208,9 +203,9 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
 def _arm_order(runs: Sequence[RunEvidence], kind: Optional[str] = "latency") -> List[str]:
     names: List[str] = []
     for run in runs:
-        for a in _arms(run.summary):
-            if (kind is None or a.get("kind") == kind) and str(a.get("name")) not in names:
-                names.append(str(a.get("name")))
+        for a in run.bundle.arms():
+            if (kind is None or a.kind == kind) and a.name not in names:
+                names.append(a.name)
     return names
 
 
@@ -265,35 +260,36 @@ def _judged(versus: Sequence[AgainstFirst], i: int, name: str) -> Any:
     return versus[i - 1].arm(name) if i and len(versus) >= i else None
 
 
+def _latency_of(arm: Optional[ArmRecord]) -> Optional[LatencyFigures]:
+    """A measured latency arm's figures (None: not in the run, not ok, or no p50)."""
+    return arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
+
+
 def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
     """p50 / p99 of each arm per run (µs), each run after the first with compare's verdicts against it (``versus``:
     :func:`~wakelab.analysis.view.compare_with_first`), or its p50 over the first's where compare did not judge it;
     in tables that fit a laptop's width."""
     names = _arm_order(runs)
-    maps = [_by_name(r.summary) for r in runs]
+    records = [r.bundle.arms_by_name() for r in runs]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
         rows = []
         for name in names:
             cells = []
-            base = _p50(maps[0].get(name))
-            base_p99 = _latency(maps[0][name]).get("p99_ns") if base else None
+            base = _latency_of(records[0].get(name))
             for i in chunk:
-                entry = maps[i].get(name)
-                if entry is None:
-                    cells.append('<td class="muted">not in this run</td>')
+                arm = records[i].get(name)
+                lat = _latency_of(arm)
+                if arm is None or lat is None:
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if arm is None else esc(status_word(arm.status))))
                     continue
-                if _p50(entry) is None:
-                    cells.append('<td class="muted">%s</td>' % esc(status_word(entry.get("status"))))
-                    continue
-                lat = _latency(entry)
                 judged = _judged(versus, i, name)
-                ratio = positive_ratio(lat.get("p50_ns"), base) if i else None
+                ratio = positive_ratio(lat.p50_ns, base.p50_ns) if i and base is not None else None
                 below = _verdicts_html(judged) if judged is not None else (
-                    _ratio_html(ratio, positive_ratio(lat.get("p99_ns"), base_p99)) if ratio is not None else "")
+                    _ratio_html(ratio, positive_ratio(lat.p99_ns, base.p99_ns if base is not None else None)) if ratio is not None else "")
                 cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
-                    esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))), ("<br>" + below) if below else ""))
+                    esc(format_us(lat.p50_ns)), esc(format_us(lat.p99_ns)), ("<br>" + below) if below else ""))
             rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
         tables.append(
             '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, what wakelab compare '
@@ -345,21 +341,20 @@ def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], v
 
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
     """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
-    s = run.summary
     verdict = render_verdict(run)
     body_lead = render_lead_table(run)
-    repetitions = render_repetitions_and_placement(s)
+    repetitions = render_repetitions_and_placement(run)
     if repetitions:
         body_lead += "<h3>Repetitions and placement</h3>" + repetitions
     guidance = render_guidance(run)
-    state, css = _run_state(s)
+    state, css = _run_state(run.bundle)
     toc.append((anchor, label.short))
     return (
         '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
         '<p class="meta"><code>%s</code> · %s · %s</p>%s'
         "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
         % (
-            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(_dict(s.get("lab")).get("title")), esc(s.get("started_utc")),
+            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title), esc(run.bundle.started_utc),
             ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
             render_honesty(run), render_caveats(run), render_details(run),
         )
