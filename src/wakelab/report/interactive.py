@@ -42,7 +42,7 @@ import html
 import json
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.core import registry
 from wakelab.formatting import escape_text, format_ns, format_ratio
@@ -269,6 +269,7 @@ def overview_chart(
     families += sorted({p.family for p in points} - set(families))
     titles = {p.family: p.family_title for p in points}
     data: List[Dict[str, Any]] = []
+    legend_groups: Set[str] = set()  # those that have their one legend entry
     for run_index, run in enumerate(series):
         for family in families:
             mine = [p for p in points if p.run == run_index and p.family == family]
@@ -277,7 +278,8 @@ def overview_chart(
             color = run.color if several else family_color(family)
             group = "run-%d" % run_index if several else "family-%s" % family
             name = run.name if several else titles.get(family, family)
-            first_of_group = not any(t.get("legendgroup") == group for t in data)
+            first_of_group = group not in legend_groups
+            legend_groups.add(group)
             common = {"legendgroup": group, "meta": {"family": family, "run": run_index}, "orientation": "h"}
             if several:
                 common.update(offsetgroup=str(run_index), alignmentgroup="overview")
@@ -309,14 +311,14 @@ def overview_chart(
                 if several:
                     common.update(offsetgroup=str(run_index), alignmentgroup="overview")
                 data.append(dict(
-                    common, type="scatter", mode="markers", name=title,
-                    showlegend=not any(t.get("legendgroup") == group for t in data),
+                    common, type="scatter", mode="markers", name=title, showlegend=group not in legend_groups,
                     x=[us(p.floor.p50_ns) for p in floored if p.floor], y=[label(p.arm) for p in floored],
                     text=[_hover(p, run.name if several else None) for p in floored],
                     hovertemplate="%{text}<extra></extra>",
                     marker={"color": "rgba(0,0,0,0)", "size": 9, "symbol": "diamond",
                             "line": {"color": color, "width": 1.6}},
                 ))
+                legend_groups.add(group)
     rows = len(orders["p50"])
     # The axis spans every figure drawn (each bar's p99 too) and a margin beyond, set rather than left to
     # plotly's autorange, which pads the markers but not the lines: a bar ending at the largest value ran off.
