@@ -7,8 +7,8 @@ HTML from the same summary documents, and the pictures a text file cannot
 give.  It leads with charts that compare at a glance (see
 :mod:`wakelab.report.interactive`): every latency arm on one shared log axis
 (p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
-figures on hover), the rate arms in a table of their own (ops/s is not a
-wake time), and, given several runs (a grid's cells, interpreters, machines),
+figures on hover; the rate arms, in ops/s, are in a table of their own, not
+on a wake-time axis), and, given several runs (a grid's cells, interpreters, machines),
 a heat map per dimension that varies; several runs are compared arm by arm
 with what ``wakelab compare`` says of each against the first (its verdicts
 and intervals, :func:`wakelab.analysis.view.compare_with_first`).  A run made
@@ -176,8 +176,9 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         guidance = render_guidance(runs[0])
         if guidance:
             body.append(_section("guidance", "Guidance", guidance, toc))
-        rates = render_rate_table(runs, labels)
-        glance = render_overview(runs, labels, charts) + (("<h3>Rate arms</h3>" + rates) if rates else "")
+        glance = render_overview(runs, labels, charts)
+        if any(arm.is_rate for arm in first.arms()):  # ops/s are not wake times: the lead table has them, in a table of their own
+            glance += '<p class="muted">The rate arms (operations per second) are in their own table: <a href="#lead-table">lead table</a>.</p>'
         body.append(_section("overview", "At a glance", glance, toc))
         body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes(runs[0], charts)

@@ -302,8 +302,8 @@ def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLab
 
 
 def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
-    """Rate arms in a table of their own (ops/s is not a wake time): each run's median ops/s and its slowest and
-    fastest round, and each run after the first with compare's verdict against it (else its rate over the first's)."""
+    """Several runs' rate arms in a table of their own (ops/s is not a wake time): each run's median ops/s and its
+    slowest and fastest round, each run after the first with compare's verdict against it (else its rate over the first's)."""
     names = _arm_order(runs, "rate")
     if not names:
         return ""
@@ -331,11 +331,10 @@ def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], v
                 cells.append('<td class="num">%s</td>' % text)
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
         tables.append(
-            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median operations per second%s (higher '
-            "is faster), the slowest and the fastest round%s</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
-            % (" per run" if len(runs) > 1 else "",
-               "; below, compare's verdict on each run's median against run #1's, the ratio of ops/s with its 95% interval "
-               "(above 1: faster than #1)" if len(runs) > 1 else "", head, "".join(rows)))
+            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median operations per second per run '
+            "(higher is faster), the slowest and the fastest round; below, compare's verdict on each run's median against "
+            "run #1's, the ratio of ops/s with its 95%% interval (above 1: faster than #1)</caption><thead><tr><th>arm</th>"
+            "%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows)))
     return "".join(tables)
 
 
