@@ -142,12 +142,14 @@ def test_report_of_a_grid_never_draws_a_worse_tail_green(tail_grid, tmp_path, ca
                      r'<span class="tail">p99 2\d\d×</span>', tail), tail
     # The unchanged arm is drawn without colour; its row says "1.0×".
     assert 'class="ratio "' in _matrix_rows(page, "sigusr1-self")["threads1"]
-    # The comparison table of the runs (#1 against #2) follows the same rule.
+    # The comparison table of the runs (#1 against #2), compare's verdicts, follows the same rule: its p50 is
+    # faster, its p99 slower, and nothing is drawn green.
     compare = re.search(r'<table class="compare">(.*?)</table>', page, flags=re.S)
     assert compare
     event_row = re.search(r'<a href="#arm-event">event</a></th>(.*?)</tr>', compare.group(1), flags=re.S)
     assert event_row and 'ratio faster' not in event_row.group(1)
-    assert re.search(r'ratio slower[^>]*>0\.56× · <span class="tail">p99 2\d\d×', event_row.group(1))
+    assert re.search(r'ratio same[^>]*>p50 faster 0\.56×', event_row.group(1)), event_row.group(1)
+    assert re.search(r'ratio slower[^>]*>p99 slower 2\d\d', event_row.group(1)), event_row.group(1)
     assert "faster" not in re.sub(r"ratio (slower|faster)", "", " ".join(rows.values()))
 
 

@@ -241,7 +241,7 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
     size = len(page.encode())
-    assert err == "wakelab: report in %s (%.1f MB, 1 run, 2 interactive charts, %d plots)\n" % (
+    assert err == "wakelab: report in %s (%.1f MB, 1 run, 1 interactive chart, %d plots)\n" % (
         out_file, size / (1 << 20), len(measured)
     )
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
@@ -251,6 +251,8 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     for a in summary["arms"]:
         assert ">%s<" % a["name"] in page  # every arm has a row, whatever its status
     assert "Lab 135: signal vs threading.Event wakeup" in page
+    # The rate arm in a table of its own (the lead table's): ops/s is not drawn on a wake-time axis.
+    assert 'are in their own table: <a href="#lead-table">' in page and '"type":"bar"' not in page
     # The lab's comparison and its honest judgement.
     assert "<strong>event / sigusr1-self</strong>" in page
     assert "NOT like for like" in page
@@ -261,9 +263,9 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     assert '<details class="arm" id="arm-event">' in page
     assert "ECDF" in page and "histogram" in page
     assert "log scale" in page
-    # The charts: the overview of every latency arm and the rate arms, plotly.js inlined once.
+    # The charts: the overview of every latency arm (the rate arms are a table), plotly.js inlined once.
     specs = chart_specs(page)
-    assert sorted(specs) == ["chart-1", "chart-2"] + ["plot-%d" % i for i in range(1, len(measured) + 1)]
+    assert sorted(specs) == ["chart-1"] + ["plot-%d" % i for i in range(1, len(measured) + 1)]
     rows = specs["chart-1"]["layout"]["meta"]["orders"]["p50"]
     assert rows == [a["name"] for a in sorted(measured, key=lambda a: (a["latency"]["p50_ns"], a["name"]))]
     assert specs["chart-1"]["layout"]["xaxis"]["type"] == "log"
@@ -288,6 +290,12 @@ def test_overview_sets_each_arm_beside_its_floor(run_dir: str) -> None:
     bars = [t for t in overview["data"] if t["mode"] == "lines" and "event" in t["y"]]
     lat = entry(summary, "event")["latency"]
     assert bars[0]["x"][:2] == [lat["p90_ns"] / 1e3, lat["p99_ns"] / 1e3]
+    # The axis is set to hold every figure drawn, the largest p99 too (plotly's autorange pads markers, not bars).
+    lo, hi = (10 ** v for v in overview["layout"]["xaxis"]["range"])
+    xs = [x for t in overview["data"] for x in t["x"] if x is not None]
+    assert lo < min(xs) and max(xs) * 1.2 < hi
+    # The legend sits below the plot, clear of plotly's toolbar at the top right.
+    assert overview["layout"]["legend"]["yref"] == "container" and overview["layout"]["legend"]["y"] == 0
 
 
 def test_page_is_deterministic(run_dir: str) -> None:
@@ -311,14 +319,17 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert 'id="comparison"' in page and "Runs compared" in page
     assert "wakelab: 2 runs compared" not in page  # same lab: its title stays
     first_label, second_label = (label.full for label in report_html.run_labels([report_html.load_run(run_dir), report_html.load_run(second_run_dir)]))
-    assert first_label.startswith("#1 CPython ") and first_label.endswith("(cpu_threads=0)")
-    assert second_label == "#2 CPython 3.13.5 (cpu_threads=2)"
+    # Named by folder (the interpreter beside it): both folders are "run0"-like names of their own.
+    assert first_label.startswith("#1 %s · CPython " % os.path.basename(run_dir)) and first_label.endswith("(cpu_threads=0)")
+    assert second_label == "#2 run · CPython 3.13.5 (cpu_threads=2)"
     assert second_label in page
     assert "What differs between the runs" in page
     assert "interpreter.version" in page and "conditions.cpu_threads" in page
     assert "p50 vs #1" in page
-    assert "Rate arms: median ops/s per run" in page
-    assert ">0.5×<" in page  # the copy's samples are half the original's
+    assert "Rate arms: median operations per second per run" in page
+    # compare's verdicts on run #2 against run #1, with their intervals: its samples are half the original's.
+    assert re.search(r"p50 faster 0\.50×&nbsp;\(0\.\d\d–0\.\d\d\)", page)
+    assert ">not&nbsp;tested</span>" in page  # signal-install: 2 rounds a side, too few to judge
     assert 'id="run-1"' in page and 'id="run-2"' in page
     summary = load_summary(run_dir)
     measured = [a for a in summary["arms"] if a["status"] == "ok" and a["kind"] == "latency"]
@@ -329,11 +340,19 @@ def test_multiple_runs_are_compared(run_dir: str, second_run_dir: str, tmp_path,
     assert overview["layout"]["scattermode"] == "group"  # the runs of one arm side by side in its row
     names = {t["name"] for t in overview["data"] if t.get("showlegend")}
     assert {first_label, second_label} <= names
-    # Interpreter and condition grids as their own charts (heat maps), and the rate arms.
+    # Interpreter and condition grids as their own charts (heat maps); the rate arms are a table, not bars.
     titles = [spec["layout"]["title"]["text"] for spec in specs.values() if spec["data"][0]["type"] == "heatmap"]
     assert titles == ["p50 by interpreter", "p50 by busy threads"]
-    assert any(spec["data"][0]["type"] == "bar" for spec in specs.values())
+    assert not any(spec["data"][0]["type"] == "bar" for spec in specs.values())
     assert_self_contained(page)
+
+
+def test_without_compare_the_runs_show_their_ratio(run_dir: str, second_run_dir: str, monkeypatch) -> None:
+    """Without numpy and scipy there are no verdicts: the page says so and shows each p50 over run #1's."""
+    monkeypatch.setattr("wakelab.extras.missing", lambda extra: ["numpy"])
+    page = report_html.render_report([report_html.load_run(run_dir), report_html.load_run(second_run_dir)])
+    assert "#2 run against #1 run0: no verdicts, compare&#x27;s verdicts need numpy" in page
+    assert ">0.5×<" in page and "&nbsp;(" not in page  # the copy's samples are half the original's
 
 
 def test_hostile_strings_are_escaped(hostile_dir: str, run_dir: str, tmp_path, capsys) -> None:
@@ -435,9 +454,8 @@ def test_evidence_text_never_changes_the_markup(text: str) -> None:
             report_html.render_verdict(summary), report_html.render_lead_table(summary), report_html.render_honesty(summary),
             report_html.render_caveats(summary), report_html.render_details(summary),
             report_html.render_runs_table(runs, labels), report_html.render_differences(runs, labels),
-            report_html.render_comparison_table(runs, labels), report_html.render_rate_comparison(runs, labels),
+            report_html.render_comparison_table(runs, labels), report_html.render_rate_table(runs, labels),
             report_html.render_overview(runs, labels, report_html._Charts()), report_html.render_grids(runs, report_html._Charts()),
-            report_html.render_rate_chart(runs, labels, report_html._Charts()),
         ])
 
     hostile_page, plain_page = sections("x" + text), sections("x")
@@ -530,6 +548,23 @@ def test_a_grid_report_shows_its_matrix_cell_by_cell(grid_dir: str, tmp_path, ca
         assert re.findall(r'<tr><th scope="row">([^<]*)</th>', table.group(1)) == labels
 
 
+def test_runs_are_named_by_note_or_folder_and_never_alike(run_dir: str, tmp_path) -> None:
+    """Runs of one interpreter are told apart: by their note, else their folder (with its parent when two share a name)."""
+    def noted(note: str) -> Callable[[Dict[str, Any]], None]:
+        def edit(summary: Dict[str, Any]) -> None:
+            summary["note"] = note
+        return edit
+
+    runs = [report_html.load_run(p) for p in (
+        modified_copy(run_dir, str(tmp_path / "x" / "run")), modified_copy(run_dir, str(tmp_path / "y" / "run")),
+        modified_copy(run_dir, str(tmp_path / "z" / "run"), noted("before the\npatch")))]
+    labels = report_html.run_labels(runs)
+    assert [label.short for label in labels] == ["#1 x/run", "#2 y/run", "#3 before the patch"]
+    assert all(" · CPython " in label.full for label in labels)  # the interpreter, as secondary text
+    same = report_html.run_labels([runs[0], runs[0]])
+    assert len({label.short for label in same}) == 2  # the same folder twice: its position tells them apart
+
+
 def with_version(version: str, host: Optional[str] = None) -> Callable[[Dict[str, Any]], None]:
     def edit(summary: Dict[str, Any]) -> None:
         summary["interpreter"]["version"] = version
@@ -545,7 +580,7 @@ def test_runs_are_ordered_by_interpreter_version_not_as_given(run_dir: str, tmp_
     runs = [report_html.load_run(p) for p in (ten, thirteen, nine)]
     assert [r.source for r in report_html.order_runs(runs)] == [nine, ten, thirteen]
     page = report_html.render_report(runs)
-    assert page.index("#1 CPython 3.9.19") < page.index("#2 CPython 3.10.14") < page.index("#3 CPython 3.13.0rc1")
+    assert page.index("#1 b · CPython 3.9.19") < page.index("#2 a · CPython 3.10.14") < page.index("#3 c · CPython 3.13.0rc1")
     assert report_html.version_key("3.10.4") > report_html.version_key("3.9.18")
 
 
@@ -558,8 +593,8 @@ def test_a_fleet_is_grouped_and_labelled_by_machine(run_dir: str, tmp_path) -> N
     page = report_html.render_report([report_html.load_run(p) for p in bundles])
     assert "3 runs from 2 machines (ci-runner-a, ci-runner-b)" in page
     # Machine first, then version: both of runner a, then runner b; each label names its host.
-    assert page.index("#1 ci-runner-a · CPython 3.11.9") < page.index("#2 ci-runner-a · CPython 3.12.3") \
-        < page.index("#3 ci-runner-b · CPython 3.12.3")
+    assert page.index("#1 a2 · ci-runner-a · CPython 3.11.9") < page.index("#2 a1 · ci-runner-a · CPython 3.12.3") \
+        < page.index("#3 b1 · ci-runner-b · CPython 3.12.3")
     assert page.count('<tr class="family"><th colspan="5">machine ci-runner-') == 2
     titles = [s["layout"]["title"]["text"] for s in chart_specs(page).values() if s["data"][0]["type"] == "heatmap"]
     assert titles == ["p50 by machine", "p50 by interpreter"]
@@ -828,7 +863,7 @@ def test_page_in_a_real_browser(run_dir: str, tmp_path, capsys) -> None:
     assert only_the_page(seen["requests"], "file://" + str(out_file))
     assert seen["svg"] == page.count('data-chart="distribution"') >= 3
     assert seen["drawn"] == seen["svg"]  # every plot is laid out at a readable width
-    assert seen["charts"] == report_html.count_charts(page) == 2  # plotly drew every chart
+    assert seen["charts"] == report_html.count_charts(page) == 1  # plotly drew every chart
     assert seen["scripts"] == 2 and seen["imgs"] == 0
     assert seen["tables"] >= 3
     assert seen["h1"] == "Lab 135: signal vs threading.Event wakeup"

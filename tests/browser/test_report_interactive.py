@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("plotly", reason="the HTML report's charts need plotly (pip install -e '.[report]')")
 
 from browser.chromium import Chromium, Page, find_chromium  # noqa: E402
+from conftest import GOLDEN  # noqa: E402
 from wakelab.cli import main  # noqa: E402
 from wakelab.evidence.load import load_summary  # noqa: E402
 
@@ -29,8 +30,34 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no Chromium to load the page in (apt-get install chromium, or set WAKELAB_CHROMIUM)"),
     pytest.mark.slow,
 ]
-# The laptop screen the tables must fit without scrolling sideways.
+# The laptop screen the tables must fit without scrolling sideways, and a narrow window the page must still fit.
 LAPTOP_PX = 1366
+NARROW_PX = 800
+# What must hold of every drawn chart, as a list of what does not: its legend clear of plotly's toolbar (the
+# modebar, top right), and every value it draws inside its x axis -- on a log axis with a margin of at least
+# 5 % beyond it, so that no p90-p99 bar ends on (or past) the axis's edge.
+LAYOUT_PROBLEMS = r"""JSON.stringify((() => {
+  const problems = [], box = e => e.getBoundingClientRect();
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  document.querySelectorAll('div.chart[data-drawn="1"]').forEach(div => {
+    const legend = div.querySelector('.legend'), toolbar = div.querySelector('.modebar');
+    if (legend && toolbar && meet(box(legend), box(toolbar))) { problems.push([div.id, 'legend under the toolbar']); }
+    div.data.forEach(t => {
+      if (t.visible === false) { return; }
+      const axis = div._fullLayout['xaxis' + (t.xaxis || 'x').slice(1)], log = axis.type === 'log';
+      const [lo, hi] = axis.range.map(v => log ? Math.pow(10, v) : v).sort((a, b) => a - b);
+      const pad = log ? 1.05 : 1, ends = [];
+      (t.x || []).forEach((x, i) => {
+        if (x === null) { return; }
+        ends.push(x);
+        if (t.error_x && t.error_x.array) { ends.push(x + t.error_x.array[i], x - t.error_x.arrayminus[i]); }
+      });
+      ends.filter(x => log ? (x < lo * pad || x > hi / pad) : (x < lo || x > hi))
+        .forEach(x => problems.push([div.id, t.name, 'off the axis', x, lo, hi]));
+    });
+  });
+  return problems;
+})())"""
 # Rows of the overview as the browser drew them, top to bottom: its y tick labels ordered by position.
 DRAWN_ROWS = (
     "[...document.querySelectorAll('#chart-1 .yaxislayer-above .ytick text')]"
@@ -129,6 +156,23 @@ def test_overview_sorts_hides_and_hovers_offline(catalogue: str, report: str, tm
         page.screenshot(os.path.join(ARTIFACTS, "report-catalogue.png"))
         assert page.errors == []
         assert all(url == "file://" + report or url.startswith("data:") for url in page.requests), page.requests
+
+
+@pytest.mark.parametrize("width", [LAPTOP_PX, NARROW_PX])
+def test_charts_and_tables_fit_the_window(report: str, tmp_path, width: int) -> None:
+    """At a laptop's width and a narrow window's, a catalogue's page and a grid's (several runs): every chart's
+    legend clear of plotly's toolbar, every value inside its axis, nothing wider than the window."""
+    grid_report = str(tmp_path / "grid.html")
+    assert main(["report", os.path.join(GOLDEN, "bundles", "grid"), "-o", grid_report, "-q"]) == 0
+    with Chromium.launch(str(tmp_path / "profile"), CHROMIUM) as browser:
+        for path in (report, grid_report):
+            page = browser.open("file://" + path, width=width, height=900, offline=True)
+            page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")  # every chart drawn
+            page.wait_until("[...document.querySelectorAll('div.chart')].every(d => d.getAttribute('data-drawn') === '1')",
+                            timeout_s=120)
+            assert json.loads(page.evaluate(LAYOUT_PROBLEMS)) == [], path
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, path
+            assert page.errors == []
 
 
 def report_ns(value: float) -> str:

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, Pairing, lab_pairings, native_ratios
 from wakelab.analysis.warning_groups import MachineLoad, WarningGroup, group_warnings, machine_load
-from wakelab.evidence.model import Bundle, WarningRecord
+from wakelab.evidence.model import ArmRecord, Bundle, WarningRecord
 
 if TYPE_CHECKING:
+    from wakelab.analysis.compare import ArmComparison, RunComparison
+    from wakelab.analysis.components import FloorGap
     from wakelab.analysis.guidance import Guidance, Ranking
 
 
@@ -63,6 +65,21 @@ class RunView:
         return guidance_for(self.bundle, self.rankings)
 
     @functools.cached_property
+    def traced_order(self) -> Tuple[Tuple[ArmRecord, Optional[str]], ...]:
+        """The arms in the order "where the time goes" shows them, each with the Python arm it is the C floor of
+        (None for the others): :func:`~wakelab.analysis.components.traced_arm_order`."""
+        from wakelab.analysis.components import traced_arm_order
+
+        by_name = self.bundle.arms_by_name()
+        return tuple((by_name[str(entry.get("name"))], floor_of) for entry, floor_of in traced_arm_order(self.bundle.summary))
+
+    def floor_gaps(self, band: str) -> Tuple["FloorGap", ...]:
+        """:func:`~wakelab.analysis.components.floor_gaps` of the run at ``band`` (``p50``, ``p99``)."""
+        from wakelab.analysis.components import floor_gaps
+
+        return tuple(floor_gaps(self.bundle.summary, band))
+
+    @functools.cached_property
     def _warnings_and_notes(self) -> Tuple[Tuple[WarningRecord, ...], Tuple[WarningRecord, ...]]:
         records = self.bundle.warnings()
         return tuple(r for r in records if not r.is_note), tuple(r for r in records if r.is_note)
@@ -93,6 +110,46 @@ class RunView:
         return machine_load(self.bundle.summary)
 
 
+@dataclasses.dataclass(frozen=True)
+class AgainstFirst:
+    """One run of several against the first, as ``wakelab compare`` judges it (:func:`compare_with_first`).
+
+    ``comparison`` is compare's record (each arm's verdicts and intervals); None when
+    there is none, and ``why_not`` says why (not comparable, compare's libraries missing).
+    """
+
+    comparison: Optional["RunComparison"]
+    why_not: Optional[str] = None
+
+    def arm(self, name: str) -> Optional["ArmComparison"]:
+        """Arm ``name``'s comparison (None: not compared)."""
+        if self.comparison is None:
+            return None
+        return next((arm for arm in self.comparison.arms if arm.name == name), None)
+
+
+def compare_with_first(bundles: Sequence[Bundle]) -> Tuple[AgainstFirst, ...]:
+    """Each bundle after the first against the first, as ``wakelab compare FIRST OTHER`` does it with its
+    default settings, every difference between the runs compared on purpose (``--across`` every name):
+    the runs of one report were put side by side on purpose.  Without compare's libraries (numpy,
+    scipy) or for runs compare refuses, a record with ``why_not`` instead."""
+    from wakelab.errors import EvidenceError
+    from wakelab.extras import install_command, missing
+
+    if missing("compare"):
+        why = "compare's verdicts need %s (%s)" % (", ".join(missing("compare")), install_command("compare"))
+        return tuple(AgainstFirst(None, why) for _ in bundles[1:])
+    from wakelab.analysis.compare import ACROSS_NAMES, Settings, compare_runs
+
+    out = []
+    for other in bundles[1:]:
+        try:
+            out.append(AgainstFirst(compare_runs(bundles[0], other, Settings(), ACROSS_NAMES)))
+        except (EvidenceError, ValueError) as exc:
+            out.append(AgainstFirst(None, str(exc)))
+    return tuple(out)
+
+
 def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
     """``run`` as a :class:`RunView`: itself, a loaded bundle's view, or the view of a summary document held in memory."""
     if isinstance(run, RunView):
@@ -102,4 +159,4 @@ def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
     return RunView(Bundle(source="", folder="", summary=run))
 
 
-__all__ = ["RunView", "view_of"]
+__all__ = ["AgainstFirst", "compare_with_first", "RunView", "view_of"]

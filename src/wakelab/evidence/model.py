@@ -23,7 +23,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
-from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer
+from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
 from wakelab.evidence.words import FREE_THREADED, RunState, gil_word, run_state
 
 LATENCY = "latency"
@@ -298,21 +298,6 @@ class TraceHolder:
         return cls(str(doc.get("on")), str(doc.get("role") or ""), tuple(doc.get("tids") or ()), doc.get("wakes"))
 
 
-@dataclasses.dataclass(frozen=True)
-class Tracing:
-    """``tracing``: whether the run asked for scheduler tracing, whether it ran, why not, and what recorded it."""
-
-    requested: bool = False
-    traced: bool = False
-    reason: Optional[str] = None
-    tool: Optional[str] = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> "Tracing":
-        d = _mapping(doc)
-        return cls(bool(d.get("requested")), bool(d.get("traced")), d.get("reason"), d.get("tool"))
-
-
 class WarningKind(str, enum.Enum):
     """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
 
@@ -405,6 +390,23 @@ class RepetitionSpread:
         values = spread.get("values")
         return cls(d.get("count"), bool(spread), tuple(values) if isinstance(values, (list, tuple)) else (),
                    spread.get("range_pct"))
+
+
+@dataclasses.dataclass(frozen=True)
+class MedianSpread:
+    """``spread``: how far apart an arm's own medians are (each worker's, or each repetition's): largest over smallest.
+
+    ``of`` names the figure (``p50_ns``, ``ops_per_s``), ``between`` what they are of (``workers``, ``repetitions``).
+    """
+
+    max_over_min: Optional[float] = None
+    of: Any = None
+    between: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Optional["MedianSpread"]:
+        d = _mapping(doc)
+        return cls(_opt_float(d.get("max_over_min")), d.get("of"), d.get("between")) if d else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -576,6 +578,11 @@ class ArmRecord:
         """Where the arm's time goes, in a run that asked for tracing (None otherwise)."""
         doc = self.entry.get("trace")
         return TraceFigures.from_dict(doc) if isinstance(doc, Mapping) else None
+
+    @property
+    def spread(self) -> Optional[MedianSpread]:
+        """How far apart the arm's workers' (or repetitions') own medians are (None: not recorded)."""
+        return MedianSpread.from_dict(self.entry.get("spread"))
 
     @property
     def is_latency(self) -> bool:
@@ -790,6 +797,17 @@ class Bundle:
     def note(self) -> Any:
         """The user's note on the run (``--note``), None without one."""
         return self.summary.get("note")
+
+    @property
+    def command(self) -> Tuple[str, ...]:
+        """The command line that made the run, as recorded (empty: none recorded)."""
+        command = self.summary.get("command")
+        return tuple(str(c) for c in command) if isinstance(command, list) else ()
+
+    def recorded(self, section: str) -> Mapping[str, Any]:
+        """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
+        value = self.summary.get(section)
+        return value if isinstance(value, Mapping) else {}
 
     @property
     def caveats(self) -> Tuple[str, ...]:
@@ -1030,6 +1048,20 @@ class Grid:
     def dimensions(self) -> Tuple[str, ...]:
         """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
         return tuple(str(d) for d in self.matrix.get("dimensions") or ())
+
+    @property
+    def lab(self) -> LabInfo:
+        """The lab the grid ran (matrix.json's ``lab``)."""
+        return LabInfo.from_dict(self.matrix.get("lab"))
+
+    @property
+    def started_utc(self) -> Any:
+        return self.matrix.get("started_utc")
+
+    @property
+    def complete(self) -> Any:
+        """matrix.json's ``complete``: every cell ran (None: not recorded)."""
+        return self.matrix.get("complete")
 
     @property
     def with_evidence(self) -> Tuple[GridCell, ...]:

@@ -186,6 +186,15 @@ class Timer:
 
 
 @dataclasses.dataclass(frozen=True)
+class IdleState:
+    """One CPU idle state the run saw (``system.idle_states``): its name, exit latency (µs), whether it was disabled."""
+
+    name: Any = None
+    exit_latency_us: Any = None
+    disabled: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
 class System:
     """``system``: the clock source, CPU idle and frequency settings, load and hypervisor the run saw."""
 
@@ -208,6 +217,28 @@ class System:
         d = _section(doc)
         return cls(present=bool(d), recorded=d,
                    **{f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name not in ("present", "recorded")})
+
+    @property
+    def states(self) -> Tuple[IdleState, ...]:
+        """The recorded idle states, in order (entries that are not records left out)."""
+        states = self.idle_states if isinstance(self.idle_states, list) else []
+        return tuple(IdleState(s.get("name"), s.get("exit_latency_us"), s.get("disabled")) for s in states if isinstance(s, Mapping))
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracing:
+    """``tracing``: whether the run asked to split each wake at the scheduler's events (``--trace``), whether it did,
+    with which tool, and why not."""
+
+    requested: Any = None
+    traced: Any = None
+    tool: Any = None
+    reason: Any = None
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "Tracing":
+        d = _section(doc)
+        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Interactive charts for the HTML report: plotly.js, embedded once per page (analysis side).
 
 Every chart of the report is a plotly figure: the overview of every arm on
-one log axis, the rate arms, the grids, in a traced run the stacked bars of
+one log axis, the grids, in a traced run the stacked bars of
 where each wake's time goes, and each arm's histogram and ECDF
 (:mod:`wakelab.report.distribution`).  Hover shows the figures, the legend
 toggles series, and a few buttons sort the overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
@@ -42,10 +42,10 @@ import html
 import json
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.core import registry
-from wakelab.formatting import escape_text, format_ns, format_rate, format_ratio
+from wakelab.formatting import escape_text, format_ns, format_ratio
 
 # Pixels per arm row in the overview; the chart grows with the arms so labels never overlap.
 ROW_PX = 24
@@ -54,6 +54,8 @@ CHART_MARGIN_PX = 110
 FLOOR_MATCHED_COLOR = "#222222"
 FLOOR_NEAREST_COLOR = "#8a8a8a"
 RANGE_OPACITY = 0.45
+# A log axis reaches this factor beyond the smallest and the largest value it draws.
+AXIS_PAD = 1.3
 # Each family's colour in the overview, as its module declares it (wakelab.core.model.Family.color);
 # a family this version does not know gets Okabe-Ito's sky blue, which no family declares.
 FAMILY_COLORS = registry.FAMILY_COLORS
@@ -65,6 +67,10 @@ CONFIG = {
     "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"],
     "scrollZoom": False,
 }
+# Every chart's legend, below the plot (the height of the figure's bottom, grown to fit it): above it, it ran
+# into plotly's toolbar (modebar) at the top right once it wrapped on a narrow window.
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "container", "yanchor": "bottom",
+                "font": {"size": 11}}
 FONT = {"family": 'system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif',
         "size": 12, "color": "#1d2329"}
 
@@ -168,21 +174,6 @@ class ArmPoint:
 
 
 @dataclasses.dataclass(frozen=True)
-class RatePoint:
-    """One measured rate arm of one run."""
-
-    run: int
-    arm: str
-    ops_per_s: float
-    min_ops_per_s: float
-    max_ops_per_s: float
-    baseline_ops_per_s: float
-    net_ns_per_op: Optional[float]
-    rounds: int
-    n_per_round: int
-
-
-@dataclasses.dataclass(frozen=True)
 class Series:
     """How a chart names and colours one run (or one grid cell)."""
 
@@ -278,6 +269,7 @@ def overview_chart(
     families += sorted({p.family for p in points} - set(families))
     titles = {p.family: p.family_title for p in points}
     data: List[Dict[str, Any]] = []
+    legend_groups: Set[str] = set()  # those that have their one legend entry
     for run_index, run in enumerate(series):
         for family in families:
             mine = [p for p in points if p.run == run_index and p.family == family]
@@ -286,7 +278,8 @@ def overview_chart(
             color = run.color if several else family_color(family)
             group = "run-%d" % run_index if several else "family-%s" % family
             name = run.name if several else titles.get(family, family)
-            first_of_group = not any(t.get("legendgroup") == group for t in data)
+            first_of_group = group not in legend_groups
+            legend_groups.add(group)
             common = {"legendgroup": group, "meta": {"family": family, "run": run_index}, "orientation": "h"}
             if several:
                 common.update(offsetgroup=str(run_index), alignmentgroup="overview")
@@ -318,17 +311,20 @@ def overview_chart(
                 if several:
                     common.update(offsetgroup=str(run_index), alignmentgroup="overview")
                 data.append(dict(
-                    common, type="scatter", mode="markers", name=title,
-                    showlegend=not any(t.get("legendgroup") == group for t in data),
+                    common, type="scatter", mode="markers", name=title, showlegend=group not in legend_groups,
                     x=[us(p.floor.p50_ns) for p in floored if p.floor], y=[label(p.arm) for p in floored],
                     text=[_hover(p, run.name if several else None) for p in floored],
                     hovertemplate="%{text}<extra></extra>",
                     marker={"color": "rgba(0,0,0,0)", "size": 9, "symbol": "diamond",
                             "line": {"color": color, "width": 1.6}},
                 ))
+                legend_groups.add(group)
     rows = len(orders["p50"])
+    # The axis spans every figure drawn (each bar's p99 too) and a margin beyond, set rather than left to
+    # plotly's autorange, which pads the markers but not the lines: a bar ending at the largest value ran off.
     xs_all = [x for t in data for x in t["x"] if x is not None]
     tickvals = log_ticks(min(xs_all), max(xs_all)) if xs_all else []
+    x_range = [math.log10(min(xs_all) / AXIS_PAD), math.log10(max(xs_all) * AXIS_PAD)] if xs_all else None
     height = CHART_MARGIN_PX + rows * (ROW_PX + GROUP_ROW_PX * (len(series) - 1))
     layout: Dict[str, Any] = {
         "font": FONT,
@@ -336,9 +332,9 @@ def overview_chart(
         "margin": {"l": 10, "r": 16, "t": 36, "b": 44},
         "hovermode": "closest",
         "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 11}},
+        "legend": LEGEND_BELOW,
         "xaxis": {"type": "log", "title": {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"},
-                  "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
+                  "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True, "range": x_range,
                   "tickvals": tickvals, "ticktext": [tick_text(v) for v in tickvals]},
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(orders["p50"])),
                   "range": [-0.5, rows - 0.5], "automargin": True, "gridcolor": "#f0f0f0", "ticks": "",
@@ -351,52 +347,6 @@ def overview_chart(
         layout.update(scattermode="group", scattergap=0.35)
     return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
                  "every latency arm on one log axis: p50, p90 to p99 and its C floor", height)
-
-
-# --- rate arms ---------------------------------------------------------------------------
-
-
-def rate_chart(chart_id: str, points: Sequence[RatePoint], series: Sequence[Series]) -> Chart:
-    """Median ops/s of each rate arm, one bar per run, the slowest and fastest round as whiskers (log axis)."""
-    arms: List[str] = []
-    for p in points:
-        if label(p.arm) not in arms:
-            arms.append(label(p.arm))
-    data = []
-    for run_index, run in enumerate(series):
-        mine = [p for p in points if p.run == run_index]
-        if not mine:
-            continue
-        data.append({
-            "type": "bar", "orientation": "h", "name": label(run.name), "marker": {"color": run.color},
-            "x": [p.ops_per_s for p in mine], "y": [label(p.arm) for p in mine],
-            "error_x": {"type": "data", "symmetric": False, "array": [max(0.0, p.max_ops_per_s - p.ops_per_s) for p in mine],
-                        "arrayminus": [max(0.0, p.ops_per_s - p.min_ops_per_s) for p in mine], "color": "#333333",
-                        "thickness": 1.2, "width": 4},
-            "text": ["<b>%s</b>%s<br>median <b>%s ops/s</b> over %d rounds of %s calls<br>slowest round %s · fastest %s<br>"
-                     "empty loop %s iterations/s%s" % (
-                         label(p.arm), (" · " + label(run.name)) if len(series) > 1 else "", format_rate(p.ops_per_s), p.rounds,
-                         format_rate(p.n_per_round), format_rate(p.min_ops_per_s), format_rate(p.max_ops_per_s),
-                         format_rate(p.baseline_ops_per_s),
-                         (" · net %.1f ns/call" % p.net_ns_per_op) if p.net_ns_per_op is not None else "")
-                     for p in mine],
-            "hovertemplate": "%{text}<extra></extra>", "textposition": "none",
-        })
-    rows = len(arms)
-    height = 90 + rows * (26 + 16 * (len(series) - 1))
-    layout = {
-        "font": FONT, "height": height, "barmode": "group", "bargap": 0.3,
-        "margin": {"l": 10, "r": 16, "t": 30, "b": 44},
-        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"},
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
-        "xaxis": {"type": "log", "title": {"text": "operations per second (log scale; whiskers: slowest and fastest round)"},
-                  "gridcolor": "#e4e4e4", "automargin": True},
-        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(arms)), "automargin": True,
-                  "fixedrange": True},
-        "showlegend": len(series) > 1,
-        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
-    }
-    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "rate arms: median operations per second", height)
 
 
 # --- grids -------------------------------------------------------------------------------
@@ -521,7 +471,7 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
         "margin": {"l": 10, "r": 16, "t": 24, "b": 44},
         "hovermode": "closest",
         "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 11}, "traceorder": "normal"},
+        "legend": dict(LEGEND_BELOW, traceorder="normal"),
         "xaxis": dict(axis, domain=[0.0, 0.47], title={"text": "<b>at p50</b>: %s, µs" % BANDS[0][1]}),
         "xaxis2": dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,

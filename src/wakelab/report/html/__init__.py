@@ -7,8 +7,11 @@ HTML from the same summary documents, and the pictures a text file cannot
 give.  It leads with charts that compare at a glance (see
 :mod:`wakelab.report.interactive`): every latency arm on one shared log axis
 (p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
-figures on hover), the rate arms, and, given several runs (a grid's cells,
-interpreters, machines), a heat map per dimension that varies.  A run made
+figures on hover; the rate arms, in ops/s, are in a table of their own, not
+on a wake-time axis), and, given several runs (a grid's cells, interpreters, machines),
+a heat map per dimension that varies; several runs are compared arm by arm
+with what ``wakelab compare`` says of each against the first (its verdicts
+and intervals, :func:`wakelab.analysis.view.compare_with_first`).  A run made
 with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
 its median and tail wakes split into notify path, scheduler, GIL wait and
 interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
@@ -43,16 +46,15 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
+from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
 from wakelab.evidence.words import STATUS_WORDS  # noqa: F401
 from wakelab.formatting import DASH, escape_text, format_ns, format_percent, format_rate, format_ratio, format_us  # noqa: F401
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401
 from wakelab.report.html.common import (
-    _dict,
     DISTRIBUTION,
     esc,
-    interpreter_label,
     MAX_VALUE_CHARS,
     _run_state,
 )
@@ -89,7 +91,7 @@ from wakelab.report.html.runs import (
     MAX_SHORT_LABEL_CHARS,
     render_comparison_table,
     render_differences,
-    render_rate_comparison,
+    render_rate_table,
     render_runs_table,
     run_labels,
     _run_sections,
@@ -118,7 +120,6 @@ from wakelab.report.html.charts import (
     DIMENSIONS,
     render_grids,
     render_overview,
-    render_rate_chart,
     render_where_time_goes,
     render_where_time_goes_runs,
     run_dimension,
@@ -154,29 +155,30 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     plots_ = _Plots()
     charts = _Charts()
     toc: List[Tuple[str, str]] = []
-    first = runs[0].summary
-    lab = _dict(first.get("lab"))
-    same_lab = len({str(_dict(r.summary.get("lab")).get("id")) for r in runs}) == 1
+    first = runs[0].bundle
+    lab = first.lab
+    same_lab = len({str(r.bundle.lab.id) for r in runs}) == 1
     several = len(runs) > 1
     hosts = sorted({r.bundle.hostname for r in runs})
     grid_folders = sorted({r.grid for r in runs if r.grid})
-    title = str(lab.get("title") or lab.get("id") or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
+    title = str(lab.name or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
     header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
-    if same_lab and lab.get("question"):
-        header.append('<p class="question">%s</p>' % esc(lab["question"]))
+    if same_lab and lab.question:
+        header.append('<p class="question">%s</p>' % esc(lab.question))
     body: List[str] = []
     if not several:
         state, css = _run_state(first)
         header.append(
             '<p class="meta">wakelab %s · %s · %s · <span class="badge %s">%s</span> · <code>%s</code></p>'
-            % (esc(_dict(first.get("tool")).get("version")), esc(first.get("started_utc")), esc(interpreter_label(first)),
-               css, esc(state), esc(runs[0].source))
+            % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(runs[0].source))
         )
-        labels = [RunLabel(interpreter_label(first), interpreter_label(first), "#0072B2")]
+        labels = [RunLabel(first.interpreter.label, first.interpreter.label, "#0072B2")]
         guidance = render_guidance(runs[0])
         if guidance:
             body.append(_section("guidance", "Guidance", guidance, toc))
-        glance = render_overview(runs, labels, charts) + render_rate_chart(runs, labels, charts)
+        glance = render_overview(runs, labels, charts)
+        if any(arm.is_rate for arm in first.arms()):  # ops/s are not wake times: the lead table has them, in a table of their own
+            glance += '<p class="muted">The rate arms (operations per second) are in their own table: <a href="#lead-table">lead table</a>.</p>'
         body.append(_section("overview", "At a glance", glance, toc))
         body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes(runs[0], charts)
@@ -184,13 +186,13 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
         body.append(_section("verdict", "Verdict", render_verdict(runs[0]), toc))
         body.append(_section("lead-table", "Lead table", render_lead_table(runs[0]), toc))
-        repetitions = render_repetitions_and_placement(first)
+        repetitions = render_repetitions_and_placement(runs[0])
         if repetitions:
             body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
         body.append(_section("honesty", "Lab honesty", render_honesty(runs[0]), toc))
         body.append(_section("caveats", "Caveats", render_caveats(runs[0]), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
-        details = render_details(first)
+        details = render_details(runs[0])
         if details:
             body.append(_section("details", "Definitions, methodology, reproduce", details, toc))
     else:
@@ -201,14 +203,15 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         if len(hosts) > 1:
             what += " from %d machines (%s)" % (len(hosts), ", ".join(hosts))
         header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
-        glance = render_overview(runs, labels, charts) + render_grids(runs, charts) + render_rate_chart(runs, labels, charts)
+        glance = render_overview(runs, labels, charts) + render_grids(runs, charts)
         body.append(_section("overview", "At a glance", glance, toc))
         body.extend(_grid_sections(grids, toc))
         where = render_where_time_goes_runs(runs, labels, charts)
         if where:
             body.append(_section("where-time-goes", "Where the time goes", where, toc))
+        versus = compare_with_first([run.bundle for run in runs])
         comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
-                      render_comparison_table(runs, labels), render_rate_comparison(runs, labels)]
+                      render_comparison_table(runs, labels, versus), render_rate_table(runs, labels, versus)]
         body.append(_section("comparison", "Runs compared", "".join(comparison), toc))
         body.append(_section("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_), toc))
         for i, (run, label) in enumerate(zip(runs, labels), 1):
@@ -250,7 +253,6 @@ __all__ = [
     "GridCellView",
     "GridView",
     "guidance_of",
-    "interpreter_label",
     "kept_words",
     "LABEL_FIELDS",
     "load_grid",
@@ -279,8 +281,7 @@ __all__ = [
     "render_honesty",
     "render_lead_table",
     "render_overview",
-    "render_rate_chart",
-    "render_rate_comparison",
+    "render_rate_table",
     "render_repetitions_and_placement",
     "render_report",
     "render_runs_table",

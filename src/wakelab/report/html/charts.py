@@ -1,4 +1,4 @@
-"""The charts at a glance: the overview of every arm, the rate arms, where the time goes (traced runs), the grids' heat maps."""
+"""The charts at a glance: the overview of every latency arm, where the time goes (traced runs), the grids' heat maps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from wakelab.formatting import DASH, format_us
 from wakelab.report.text import (
     FAMILY_TITLES,
 )
-from wakelab.report.html.common import _by_name, _dict, esc, _latency, _p50
+from wakelab.report.html.common import esc
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
@@ -80,29 +80,6 @@ def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], cha
     return '<p class="muted">%s</p>%s%s' % (esc(intro), controls, chart_html(chart))
 
 
-def render_rate_chart(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
-    from wakelab.report.interactive import RatePoint, Series, chart_html, rate_chart
-
-    points = []
-    for index, run in enumerate(runs):
-        for a in run.bundle.arms():
-            rate = a.rate
-            if not a.is_rate or not a.ok or rate is None or not rate.ops_per_s:
-                continue
-            points.append(RatePoint(
-                run=index, arm=a.name, ops_per_s=rate.ops_per_s,
-                min_ops_per_s=rate.min_ops_per_s or rate.ops_per_s, max_ops_per_s=rate.max_ops_per_s or rate.ops_per_s,
-                baseline_ops_per_s=rate.baseline_ops_per_s, net_ns_per_op=rate.net_ns_per_op,
-                rounds=rate.rounds, n_per_round=rate.n_per_round,
-            ))
-    if not points:
-        return ""
-    chart = rate_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels])
-    return '<h3>Rate arms</h3><p class="muted">Median operations per second of each rate arm%s (higher is faster); whiskers span the ' \
-        'slowest and the fastest round; hover for the empty-loop baseline.</p>%s' % (
-            ", per run" if len(runs) > 1 else "", chart_html(chart))
-
-
 # How the page names each component of a wake in running text.
 COMPONENT_WORDS = {
     "notify": "notify path", "sched_wake": "wake delivery", "sched_queue": "run-queue wait", "gil_wait": "GIL wait",
@@ -133,21 +110,18 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
     The bands (``trace.at_p50`` / ``at_p99``) and the overhead were computed by the analysis layer
     (:mod:`wakelab.analysis.components`, stored in summary.json); this lays them out.
     """
-    from wakelab.analysis.components import COMPONENT_TITLES, COMPONENTS, floor_gaps, traced_arm_order
+    from wakelab.analysis.components import COMPONENT_TITLES, COMPONENTS
     from wakelab.report.interactive import ComponentBar, chart_html, components_chart
 
-    s = run.summary
-    tracing = _dict(s.get("tracing"))
-    if not tracing.get("requested"):
+    tracing = run.bundle.tracing
+    if not tracing.requested:
         return ""
-    records = {arm.name: arm for arm in run.bundle.arms()}
     bars: List[Any] = []
     overhead_rows: List[str] = []
     not_split: List[str] = []
-    for entry, floor_of in traced_arm_order(s):
-        record = records.get(str(entry.get("name")))
-        trace = record.trace if record is not None else None
-        if trace is None or record is None:
+    for record, floor_of in run.view.traced_order:
+        trace = record.trace
+        if trace is None:
             continue
         if not trace.traced:
             if record.kind == "latency" and record.measured:
@@ -156,20 +130,19 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
         bands = _trace_bands(trace)
         if bands:
             bars.append(ComponentBar(record.name, bands, floor_of))
-        after = _dict(_dict(entry.get("trace")).get("overhead")).get("untraced_after_p50_ns")
         overhead_rows.append(
             "<tr><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td></tr>" % (
                 esc(record.name), (' <span class="muted">C floor of %s</span>' % esc(floor_of)) if floor_of else "",
                 esc(format_us(trace.untraced_p50_ns)), esc(format_us(trace.traced_p50_ns)),
-                esc(format_us(after if isinstance(after, (int, float)) and not isinstance(after, bool) else None)),
+                esc(format_us(trace.untraced_after_p50_ns)),
                 ("%.2f×" % trace.overhead_ratio) if trace.overhead_ratio is not None else DASH,
                 trace.fully_attributed, trace.wakes))
     parts: List[str] = []
-    if not tracing.get("traced") and not bars:
+    if not tracing.traced and not bars:
         return '<p class="trace-off">Tracing was asked for but did not run: %s. The figures above are untraced.</p>' % esc(
-            tracing.get("reason") or "no reason recorded")
-    if not tracing.get("traced"):
-        parts.append('<p class="trace-off">Tracing stopped during the run: %s.</p>' % esc(tracing.get("reason") or "no reason recorded"))
+            tracing.reason or "no reason recorded")
+    if not tracing.traced:
+        parts.append('<p class="trace-off">Tracing stopped during the run: %s.</p>' % esc(tracing.reason or "no reason recorded"))
     if bars:
         chart = components_chart(charts.next_id(), bars, COMPONENTS, COMPONENT_TITLES)
         parts.append(
@@ -180,8 +153,8 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
             "latency. Left: the mean parts of the wakes ranked 45th to 55th percentile (where the median wake goes); "
             "right: of the wakes at the 99th percentile and above. Each Python arm is drawn above its C floor. Hover a "
             "segment for its figure; click a component in the legend to hide it.</p>%s"
-            % (esc(tracing.get("tool") or "perf"), chart_html(chart)))
-    gaps = [gap for band in ("p50", "p99") for gap in floor_gaps(s, band)]
+            % (esc(tracing.tool or "perf"), chart_html(chart)))
+    gaps = [gap for band in ("p50", "p99") for gap in run.view.floor_gaps(band)]
     if gaps:
         items = []
         for gap in gaps:
@@ -252,7 +225,10 @@ def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
     from wakelab.report.interactive import GridCell, chart_html, grid_chart, label as plot_text
 
     dims = varying_dimensions(runs)
-    names = [n for n in _arm_order(runs) if any(_p50(_by_name(r.summary).get(n)) is not None for r in runs)]
+    records = [r.bundle.arms_by_name() for r in runs]
+    measured = [{name: arm.latency for name, arm in by_name.items() if arm.ok and arm.p50_ns is not None and arm.latency is not None}
+                for by_name in records]
+    names = [n for n in _arm_order(runs) if any(n in figures for figures in measured)]
     if not dims or not names:
         return ""
     out = []
@@ -267,12 +243,10 @@ def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
             ticks.append("<b>%s</b>%s" % (plot_text(values[i]), ("<br>" + rest) if rest else ""))
         cells = []
         for column, i in enumerate(columns):
-            by_name = _by_name(runs[i].summary)
             for name in names:
-                entry = by_name.get(name)
-                if _p50(entry) is not None and entry is not None:
-                    lat = _latency(entry)
-                    cells.append(GridCell(name, column, float(lat["p50_ns"]), lat.get("p99_ns")))
+                lat = measured[i].get(name)
+                if lat is not None and lat.p50_ns is not None:
+                    cells.append(GridCell(name, column, lat.p50_ns, lat.p99_ns))
         chart = grid_chart(charts.next_id(), "p50 by %s" % title, names, ticks, cells)
         out.append(chart_html(chart))
     return ('<h3>Grids</h3><p class="muted">p50 of each arm in each run, one heat map per dimension the runs vary in '

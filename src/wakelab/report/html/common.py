@@ -1,13 +1,13 @@
-"""Small helpers every part of the page uses: escaping, reading a summary's fields, badges."""
+"""Small helpers every part of the page uses: escaping, plain text of recorded values, badges."""
 
 from __future__ import annotations
 
 import html
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Tuple
 
-from wakelab.evidence.model import Interpreter
-from wakelab.evidence.words import run_state, status_word
+from wakelab.evidence.model import ArmRecord, Bundle
+from wakelab.evidence.words import status_word
 from wakelab.formatting import escape_text
 
 
@@ -50,10 +50,6 @@ def _pairs(mapping: object) -> List[Tuple[str, str]]:
     return [(str(k), _plain(v)) for k, v in sorted(mapping.items(), key=lambda kv: str(kv[0]))]
 
 
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: object) -> List[Any]:
     return list(value) if isinstance(value, list) else []
 
@@ -62,32 +58,9 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in text.lower())
 
 
-def _latency(entry: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _dict(entry.get("latency"))
-
-
-def _p50(entry: Optional[Mapping[str, Any]]) -> Optional[float]:
-    if not entry or entry.get("status") != "ok":
-        return None
-    return _latency(entry).get("p50_ns")
-
-
-def _arms(summary: Mapping[str, Any]) -> List[Mapping[str, Any]]:
-    return [a for a in _list(summary.get("arms")) if isinstance(a, dict)]
-
-
-def _by_name(summary: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
-    return {str(a.get("name")): a for a in _arms(summary)}
-
-
-def interpreter_label(summary: Mapping[str, Any]) -> str:
-    """``CPython 3.13.5``, with ``free-threaded`` / ``GIL off`` when they apply."""
-    return Interpreter.from_dict(_dict(summary.get("interpreter"))).label
-
-
-def _run_state(summary: Mapping[str, Any]) -> Tuple[str, str]:
+def _run_state(bundle: Bundle) -> Tuple[str, str]:
     """(word, css class) for the run's completeness, as summary.txt words it."""
-    state = run_state(summary.get("complete"), summary.get("interrupted"), summary.get("finished_utc"))
+    state = bundle.run_state
     return state.word, "good" if state.good else "bad"
 
 
@@ -95,9 +68,8 @@ def _badge(text: object, kind: str = "") -> str:
     return '<span class="badge %s">%s</span>' % (esc(_slug(kind or str(text))), esc(text))
 
 
-def _status_cell(entry: Mapping[str, Any], colspan: int) -> str:
-    status = str(entry.get("status"))
-    reason = entry.get("reason")
+def _status_cell(arm: ArmRecord, colspan: int) -> str:
+    status, reason = arm.status, arm.reason
     return '<td class="status" colspan="%d"><span class="badge st-%s">%s</span>%s</td>' % (
         colspan,
         esc(_slug(status)),

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from wakelab.evidence.model import ArmSamples
+from wakelab.evidence.model import ArmRecord, ArmSamples, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.report.text import (
     FAMILY_TITLES,
 )
-from wakelab.report.html.common import _badge, _by_name, _dict, DISTRIBUTION, esc, _latency, _list, _p50, _slug
+from wakelab.report.html.common import _badge, DISTRIBUTION, esc, _slug
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
@@ -42,6 +42,28 @@ def soak_plot_words(samples: ArmSamples, counters: Any) -> str:
             % (format(samples.total, ","), 100 * RELATIVE_ERROR, format(samples.kept, ",")))
 
 
+def _figures(arm: ArmRecord, lat: LatencyFigures, samples: Optional[ArmSamples]) -> str:
+    """An arm's figures in one line (escaped): p50, p99, p99.9, max, n, lost, and how far apart its workers' medians are."""
+    text = "p50 <b>%s</b> · p99 <b>%s</b>%s · max %s · n %s" % (
+        esc(format_ns(lat.p50_ns)), esc(format_ns(lat.p99_ns)),
+        (" · p99.9 %s" % esc(format_ns(lat.p99_9_ns))) if lat.p99_9_ns is not None else "",
+        esc(format_ns(lat.max_ns)), esc(lat.n),
+    )
+    if lat.lost:
+        text += ' · <span class="warn">%s lost</span>' % esc(lat.lost)
+    spread = arm.spread
+    if spread is not None and spread.max_over_min is not None and spread.of == "p50_ns":
+        if spread.between == "repetitions":
+            count = arm.repetitions.count if arm.repetitions is not None else None
+            text += " · %s repetitions, medians within %s" % (esc(DASH if count is None else count), esc(format_ratio(spread.max_over_min)))
+        else:
+            text += " · %s workers, medians within %s" % (esc(len(arm.workers or ())), esc(format_ratio(spread.max_over_min)))
+        if samples is not None and not samples.every_wake:
+            # A soak past its raw-sample cap: what summary.json computed on the raw samples (the workers' spread) is of the first K.
+            text += ", %s" % esc(kept_words(samples.kept, samples.total))
+    return text
+
+
 def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: _Plots) -> str:
     """One card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
     from wakelab.report.distribution import COMPONENT_COLORS, Series, distribution_chart
@@ -49,77 +71,54 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
 
     cards = []
     several = len(runs) > 1
+    records = [r.bundle.arms_by_name() for r in runs]
     for name in _arm_order(runs):
-        entries = [_by_name(r.summary).get(name) for r in runs]
-        first = next(e for e in entries if e is not None)
+        arms = [by_name.get(name) for by_name in records]
+        first = next(a for a in arms if a is not None)
         series = []
         facts = []
-        for run, entry, label in zip(runs, entries, labels):
+        for run, arm, label in zip(runs, arms, labels):
             who = '%s<b title="%s">%s</b>: ' % (_swatch(label), esc(label.full), esc(label.short)) if several else ""
-            if entry is None:
+            if arm is None:
                 facts.append('<li class="muted">%snot in this run</li>' % who)
                 continue
-            if entry.get("status") != "ok" or not entry.get("latency"):
-                reason = entry.get("reason")
-                facts.append(
-                    '<li>%s<span class="badge st-%s">%s</span>%s</li>'
-                    % (who, esc(_slug(str(entry.get("status")))), esc(status_word(entry.get("status"))),
-                       (" " + esc(reason)) if reason else "")
-                )
+            lat = arm.latency
+            if not arm.ok or lat is None:
+                facts.append('<li>%s<span class="badge st-%s">%s</span>%s</li>' % (
+                    who, esc(_slug(arm.status)), esc(status_word(arm.status)), (" " + esc(arm.reason)) if arm.reason else ""))
                 continue
-            lat = _latency(entry)
-            text = "p50 <b>%s</b> · p99 <b>%s</b>%s · max %s · n %s" % (
-                esc(format_ns(lat.get("p50_ns"))), esc(format_ns(lat.get("p99_ns"))),
-                (" · p99.9 %s" % esc(format_ns(lat["p99_9_ns"]))) if lat.get("p99_9_ns") is not None else "",
-                esc(format_ns(lat.get("max_ns"))), esc(lat.get("n")),
-            )
-            if lat.get("lost"):
-                text += ' · <span class="warn">%s lost</span>' % esc(lat["lost"])
-            spread = _dict(entry.get("spread"))
-            if spread.get("max_over_min") is not None and spread.get("of") == "p50_ns":
-                if spread.get("between") == "repetitions":
-                    text += " · %s repetitions, medians within %s" % (
-                        esc(_dict(entry.get("repetitions")).get("count", DASH)), esc(format_ratio(spread["max_over_min"])))
-                else:
-                    text += " · %s workers, medians within %s" % (esc(len(_list(entry.get("workers")))), esc(format_ratio(spread["max_over_min"])))
             samples = run.samples.get(name)
             counters = run.histograms.get(name)
+            facts.append("<li>%s%s</li>" % (who, _figures(arm, lat, samples)))
             if samples is not None and not samples.every_wake:
-                # A soak past its raw-sample cap: the plots are of every wake, from its histogram;
-                # what summary.json computed on the raw samples (the workers' spread) is of the first K.
-                if spread.get("max_over_min") is not None and spread.get("of") == "p50_ns":
-                    text += ", %s" % esc(kept_words(samples.kept, samples.total))
-                facts.append("<li>%s%s</li>" % (who, text))
+                # A soak past its raw-sample cap: the plots are of every wake, from its histogram.
                 facts.append('<li class="muted">%s%s</li>' % (who, esc(soak_plot_words(samples, counters))))
-            else:
-                facts.append("<li>%s%s</li>" % (who, text))
             if samples is None or not samples.samples_ns:
                 continue
             if counters is not None and not samples.every_wake:
                 values, weights = counters.weighted_values()
-                series.append(Series(label.short if several else name, values, lat.get("p50_ns"), lat.get("p99_ns"), label.color,
-                                     weights=weights))
+                series.append(Series(label.short if several else name, values, lat.p50_ns, lat.p99_ns, label.color, weights=weights))
                 continue
-            series.append(Series(label.short if several else name, samples.samples_ns, lat.get("p50_ns"), lat.get("p99_ns"), label.color))
+            series.append(Series(label.short if several else name, samples.samples_ns, lat.p50_ns, lat.p99_ns, label.color))
             if not several:
-                for j, (comp, values) in enumerate(samples.components_ns.items()):
-                    if values:
-                        comp_lat = _dict(_dict(entry.get("components")).get(comp))
-                        series.append(Series(comp, values, comp_lat.get("p50_ns"), comp_lat.get("p99_ns"),
+                components = dict(arm.components)
+                for j, (comp, part_ns) in enumerate(samples.components_ns.items()):
+                    figures = components.get(comp)
+                    if part_ns:
+                        series.append(Series(comp, part_ns, figures.p50_ns if figures else None, figures.p99_ns if figures else None,
                                              COMPONENT_COLORS[j % len(COMPONENT_COLORS)], dashed=True))
         figure = (
             '<div class="plot">%s</div>' % chart_html(distribution_chart(plots_.next_id(), series, marks=not several), DISTRIBUTION)
             if series
             else '<p class="muted noplot">No samples to plot.</p>'
         )
-        headline = _headline(entries)
         cards.append(
             '<details class="arm" id="arm-%s"><summary><b>%s</b> %s %s %s <span class="muted">%s</span></summary>'
             '<ul class="figs">%s</ul>%s</details>'
             % (
-                esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(str(first.get("family")), first.get("family")), "fam"),
-                _badge(first.get("waiter"), "w-" + str(first.get("waiter"))), _badge(first.get("scope"), "scope"),
-                headline, "".join(facts), figure,
+                esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(first.family, first.family), "fam"),
+                _badge(first.waiter, "w-" + first.waiter), _badge(first.scope, "scope"),
+                _headline(arms), "".join(facts), figure,
             )
         )
     if not cards:
@@ -127,15 +126,14 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
     return '<div class="arms">%s</div>' % "".join(cards)
 
 
-def _headline(entries: Sequence[Optional[Mapping[str, Any]]]) -> str:
+def _headline(arms: Sequence[Optional[ArmRecord]]) -> str:
     """The figures a folded arm shows: p50 and p99 of the first run that measured it (escaped)."""
-    for entry in entries:
-        if entry is not None and _p50(entry) is not None:
-            lat = _latency(entry)
-            return "p50 %s · p99 %s" % (esc(format_ns(lat.get("p50_ns"))), esc(format_ns(lat.get("p99_ns"))) if lat.get("p99_ns") is not None else DASH)
-    for entry in entries:
-        if entry is not None:
-            return esc(status_word(entry.get("status")))
+    for arm in arms:
+        if arm is not None and arm.ok and arm.p50_ns is not None and arm.latency is not None:
+            return "p50 %s · p99 %s" % (esc(format_ns(arm.p50_ns)), esc(format_ns(arm.latency.p99_ns)) if arm.latency.p99_ns is not None else DASH)
+    for arm in arms:
+        if arm is not None:
+            return esc(status_word(arm.status))
     return ""
 
 

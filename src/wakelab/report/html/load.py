@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.view import RunView
 from wakelab.evidence.model import ArmSamples, Bundle, Grid
-from wakelab.report.html.common import _list
+
+if TYPE_CHECKING:
+    from wakelab.analysis.hdr import LogLinearHistogram
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +28,7 @@ class RunEvidence:
     samples: Mapping[str, ArmSamples]
     grid: Optional[str] = None  # the grid folder this run is a cell of
     cell: Optional[str] = None  # its cell's label in that grid
-    histograms: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    histograms: Mapping[str, "LogLinearHistogram"] = dataclasses.field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -35,10 +37,6 @@ class RunEvidence:
     @property
     def folder(self) -> str:
         return self.bundle.folder
-
-    @property
-    def summary(self) -> Mapping[str, Any]:
-        return self.bundle.summary
 
     @functools.cached_property
     def view(self) -> RunView:
@@ -84,15 +82,12 @@ class GridCellView:
 
 @dataclasses.dataclass(frozen=True)
 class GridView:
-    """A grid folder given to ``report``: its matrix.json and every cell, in the matrix's order."""
+    """A grid folder given to ``report``: the grid as loaded (:class:`~wakelab.evidence.model.Grid`) and every cell
+    with its run, in the matrix's order."""
 
     folder: str
-    matrix: Mapping[str, Any]
+    grid: Grid
     cells: Tuple[GridCellView, ...]
-
-    @property
-    def dimensions(self) -> List[str]:
-        return [str(d) for d in _list(self.matrix.get("dimensions"))]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +114,7 @@ def load_grid(folder: str) -> ReportInput:
     runs = [v.run for v in views if v.run is not None]
     pending = grid.missing
     notes = ["%s: %d cell%s not run yet (%s)." % (folder, len(pending), "" if len(pending) == 1 else "s", ", ".join(pending))] if pending else []
-    return ReportInput(runs, notes, [GridView(folder, grid.matrix, tuple(views))])
+    return ReportInput(runs, notes, [GridView(folder, grid, tuple(views))])
 
 
 def load_runs(paths: Sequence[str]) -> ReportInput:

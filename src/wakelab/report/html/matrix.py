@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
-from wakelab.report.html.common import (
-    _arms,
-    _by_name,
-    _dict,
-    esc,
-    interpreter_label,
-    _latency,
-    _p50,
-    _plain,
-    _run_state,
-)
+from wakelab.evidence.model import ArmRecord
+from wakelab.report.html.common import esc, _plain, _run_state
 from wakelab.report.html.load import GridCellView, GridView
 from wakelab.report.html.runs import _ratio_html
 from wakelab.report.html.page import _section
@@ -32,7 +23,7 @@ GRID_DIMENSION_TITLES = {"placement": "placement", "settle_us": "settle µs", "c
 def _cell_state(view: GridCellView) -> Tuple[str, str]:
     if view.run is None:
         return CELL_NOT_RUN, "bad"
-    return _run_state(view.run.summary)
+    return _run_state(view.run.bundle)
 
 
 def render_grid_matrix(grid: GridView) -> str:
@@ -43,33 +34,30 @@ def render_grid_matrix(grid: GridView) -> str:
     that measured the arm, its p50 coloured by :func:`ratio_tone` (a p99
     that got worse is drawn as a regression, whatever the p50 did).
     """
-    matrix = grid.matrix
-    lab = _dict(matrix.get("lab"))
-    dims = [d for d in grid.dimensions if d != "python"]
+    dims = [d for d in grid.grid.dimensions if d != "python"]
     head = "".join("<th>%s</th>" % esc(GRID_DIMENSION_TITLES.get(d, d)) for d in dims)
     rows = []
     for view in grid.cells:
         state, css = _cell_state(view)
-        interp = interpreter_label(view.run.summary) if view.run is not None else DASH
+        interp = view.run.bundle.interpreter.label if view.run is not None else DASH
         rows.append('<tr><th scope="row">%s</th><td>%s</td>%s<td><span class="badge %s">%s</span></td></tr>' % (
             esc(view.label), esc(interp), "".join("<td>%s</td>" % esc(DASH if view.dimensions.get(d) is None else _plain(view.dimensions.get(d))) for d in dims), css, esc(state)))
     out = [
         '<p class="meta"><code>%s</code> · %s · started %s · %d cells · %s</p>' % (
-            esc(grid.folder), esc(lab.get("title") or lab.get("id")), esc(matrix.get("started_utc")), len(grid.cells),
-            grid_state_word(matrix.get("complete"))),
+            esc(grid.folder), esc(grid.grid.lab.name), esc(grid.grid.started_utc), len(grid.cells),
+            grid_state_word(grid.grid.complete)),
         '<div class="table-wrap"><table class="cells"><caption>Cells (each a complete run with its own evidence in '
         "cells/&lt;cell&gt;/)</caption><thead><tr><th>cell</th><th>interpreter</th>%s<th>state</th></tr></thead>"
         "<tbody>%s</tbody></table></div>" % (head, "".join(rows)),
     ]
-    ran = [v for v in grid.cells if v.run is not None]
+    records = [v.run.bundle.arms_by_name() if v.run is not None else {} for v in grid.cells]
     names: List[str] = []
-    for view in ran:
-        assert view.run is not None
-        names.extend(n for n in (str(a.get("name")) for a in _arms(view.run.summary)) if n not in names)
+    for by_name in records:
+        names.extend(n for n in by_name if n not in names)
     for name in names:
-        entries = [(v, _by_name(v.run.summary).get(name) if v.run is not None else None) for v in grid.cells]
-        kind = next((str(e.get("kind")) for _, e in entries if e is not None), "latency")
-        out.append(_matrix_rate_table(name, entries) if kind == "rate" else _matrix_latency_table(name, entries))
+        arms = [(v, by_name.get(name)) for v, by_name in zip(grid.cells, records)]
+        kind = next((a.kind for _, a in arms if a is not None), "latency")
+        out.append(_matrix_rate_table(name, arms) if kind == "rate" else _matrix_latency_table(name, arms))
     out.append(
         '<p class="muted">vs first: the cell\'s figure over the first cell that measured the arm. Green needs the p50 '
         "faster by more than 10% and the p99 not worse; a p99 worse by more than 10% is drawn red with its ratio, "
@@ -78,36 +66,34 @@ def render_grid_matrix(grid: GridView) -> str:
     return "".join(out)
 
 
-def _status_text(view: GridCellView, entry: Optional[Mapping[str, Any]]) -> str:
+def _status_text(view: GridCellView, arm: Optional[ArmRecord]) -> str:
     if view.run is None:
         return CELL_NOT_RUN
-    if entry is None:
+    if arm is None:
         return "not in this cell"
-    status = str(entry.get("status"))
-    reason = entry.get("reason")
-    return "%s%s" % (status_word(status), ": %s" % reason if reason else "")
+    return "%s%s" % (status_word(arm.status), ": %s" % arm.reason if arm.reason else "")
 
 
-def _spread_text(entry: Mapping[str, Any]) -> str:
-    value = _dict(entry.get("spread")).get("max_over_min")
-    return format_ratio(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else DASH
+def _spread_text(arm: ArmRecord) -> str:
+    spread = arm.spread
+    return format_ratio(spread.max_over_min) if spread is not None and spread.max_over_min is not None else DASH
 
 
-def _matrix_latency_table(name: str, entries: Sequence[Tuple[GridCellView, Optional[Mapping[str, Any]]]]) -> str:
-    base_entry = next((e for _, e in entries if _p50(e) is not None), None)
-    base = _latency(base_entry) if base_entry is not None else {}
+def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord]]]) -> str:
+    measured = [(view, arm, arm.latency) for view, arm in arms if arm is not None and arm.ok and arm.p50_ns is not None]
+    base = measured[0][2] if measured else None
     rows = []
-    for view, entry in entries:
-        lat = _latency(entry) if entry is not None else {}
-        if entry is None or _p50(entry) is None:
+    for view, arm in arms:
+        lat = arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
+        if arm is None or lat is None or base is None:
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="10">%s</td></tr>' % (
-                esc(view.label), esc(_status_text(view, entry))))
+                esc(view.label), esc(_status_text(view, arm))))
             continue
-        first = entry is base_entry
-        p50_ratio = None if first else positive_ratio(lat.get("p50_ns"), base.get("p50_ns"))
-        p99_ratio = None if first else positive_ratio(lat.get("p99_ns"), base.get("p99_ns"))
-        figures = [esc(lat.get("n")), '<span class="warn">%s</span>' % esc(lat.get("lost")) if lat.get("lost") else "0"]
-        figures += [esc(format_us(lat.get(k))) for k in ("min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")]
+        first = lat is base
+        p50_ratio = None if first else positive_ratio(lat.p50_ns, base.p50_ns)
+        p99_ratio = None if first else positive_ratio(lat.p99_ns, base.p99_ns)
+        figures = [esc(lat.n), '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0"]
+        figures += [esc(format_us(v)) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.max_ns)]
         figures[3] = "<b>%s</b>" % figures[3]
         if first:
             figures += ['<span class="muted">first</span>', '<span class="muted">first</span>']
@@ -115,27 +101,26 @@ def _matrix_latency_table(name: str, entries: Sequence[Tuple[GridCellView, Optio
             p99_css = "" if p99_ratio is None else ("slower" if p99_ratio > RATIO_NOISE else "faster" if p99_ratio < 1 / RATIO_NOISE else "")
             figures += [_ratio_html(p50_ratio, p99_ratio) if p50_ratio is not None else DASH,
                         '<span class="ratio %s">%s</span>' % (p99_css, esc(format_ratio(p99_ratio)))]
-        figures.append(esc(_spread_text(entry)))
+        figures.append(esc(_spread_text(arm)))
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
     head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix" data-arm="%s"><caption><b>%s</b> (µs)</caption><thead><tr><th>cell</th>%s</tr>'
             "</thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
 
 
-def _matrix_rate_table(name: str, entries: Sequence[Tuple[GridCellView, Optional[Mapping[str, Any]]]]) -> str:
-    rates = [_dict(e.get("rate")).get("ops_per_s") if e is not None and e.get("status") == "ok" else None for _, e in entries]
-    base = next((r for r in rates if positive_ratio(r, 1.0) is not None), None)
+def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord]]]) -> str:
+    rates = [arm.rate if arm is not None and arm.ok and arm.rate is not None and positive_ratio(arm.rate.ops_per_s, 1.0) is not None
+             else None for _, arm in arms]
+    base = next((r.ops_per_s for r in rates if r is not None), None)
     rows = []
-    for (view, entry), rate in zip(entries, rates):
-        if entry is None or positive_ratio(rate, 1.0) is None:
+    for (view, arm), rate in zip(arms, rates):
+        if arm is None or rate is None:
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="5">%s</td></tr>' % (
-                esc(view.label), esc(_status_text(view, entry))))
+                esc(view.label), esc(_status_text(view, arm))))
             continue
-        figures = _dict(entry.get("rate"))
-        ratio = positive_ratio(rate, base)
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in (
-            "<b>%s</b>" % esc(format_rate(rate)), esc(format_rate(figures.get("min_ops_per_s"))), esc(format_rate(figures.get("max_ops_per_s"))),
-            esc(format_ratio(ratio)), esc(_spread_text(entry))))))
+            "<b>%s</b>" % esc(format_rate(rate.ops_per_s)), esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)),
+            esc(format_ratio(positive_ratio(rate.ops_per_s, base))), esc(_spread_text(arm))))))
     head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
             "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))

@@ -51,6 +51,7 @@ caption{text-align:left;color:var(--muted);font-size:.82rem;padding:0 0 6px;capt
 th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 thead th{font-weight:600;color:#39434d;border-bottom:2px solid #c9d0d7;white-space:nowrap;background:#fff;position:sticky;top:0}
 td.num{text-align:right;white-space:nowrap}
+td.num .ratio,td.num .muted{white-space:normal}
 table.lead thead th:nth-child(n+5){text-align:right}
 table.lead th[scope=row]{font-weight:600;white-space:nowrap}
 table.lead th[scope=row] a{color:inherit;text-decoration:none}

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+import math
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from wakelab.analysis.view import AgainstFirst
+from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import positive_ratio, ratio_tone
 from wakelab.report.html.common import (
-    _arms,
-    _by_name,
-    _dict,
     esc,
-    interpreter_label,
-    _latency,
-    _p50,
     _pairs,
     _run_state,
     _slug,
@@ -36,17 +34,17 @@ from wakelab.report.html.sections import (
 _DIFF_SECTIONS = ("interpreter", "conditions", "execution", "parameters", "machine")
 
 
-def _flat(summary: Mapping[str, Any]) -> Dict[str, str]:
-    flat = {"lab": str(_dict(summary.get("lab")).get("id")), "wakelab": str(_dict(summary.get("tool")).get("version"))}
+def _flat(bundle: Bundle) -> Dict[str, str]:
+    flat = {"lab": str(bundle.lab.id), "wakelab": str(bundle.tool_version)}
     for section in _DIFF_SECTIONS:
-        for key, value in _pairs(summary.get(section)):
+        for key, value in _pairs(bundle.recorded(section)):
             flat["%s.%s" % (section, key)] = value
     return flat
 
 
 def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
     """Fields (``section.key``) whose values are not the same in every run, in a stable order."""
-    flats = [_flat(r.summary) for r in runs]
+    flats = [_flat(r.bundle) for r in runs]
     keys: List[str] = []
     for flat in flats:
         keys.extend(k for k in flat if k not in keys)
@@ -55,7 +53,8 @@ def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
 
 @dataclasses.dataclass(frozen=True)
 class RunLabel:
-    """How the page names a run: ``short`` (``#2 CPython 3.13.5``) and ``full`` (with what sets it apart)."""
+    """How the page names a run: ``short`` (``#2 settle1001us``: its note or folder) and ``full`` (with its
+    interpreter, its machine in a fleet, and the conditions that set it apart)."""
 
     short: str
     full: str
@@ -66,6 +65,8 @@ class RunLabel:
 MAX_LABEL_CONDITIONS = 3
 MAX_SHORT_LABEL_CHARS = 32
 MAX_HOST_CHARS = 24
+# Parent folders a run's name may take in to tell it from another run's folder of the same name.
+MAX_PARENT_FOLDERS = 3
 # Besides conditions, the fields a run's label names when they tell the runs apart (a grid's placements, settle times).
 LABEL_FIELDS = ("parameters.placement", "parameters.settle_us", "parameters.mode", "execution.mode", "execution.workers")
 
@@ -74,8 +75,32 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _run_name(run: RunEvidence, parents: int) -> str:
+    """A run's name: its note (``--note``), else its folder's name with ``parents`` parent folders (the end kept)."""
+    note = " ".join(str(run.bundle.note or "").split())
+    if note:
+        return _truncate(note, MAX_SHORT_LABEL_CHARS)
+    path = "/".join(p for p in os.path.abspath(run.folder or run.source).split(os.sep)[-1 - parents:] if p)
+    return path if len(path) <= MAX_SHORT_LABEL_CHARS else "…" + path[1 - MAX_SHORT_LABEL_CHARS:]
+
+
+def run_names(runs: Sequence[RunEvidence]) -> List[str]:
+    """Each run's name (:func:`_run_name`), parent folders taken in until no two runs' names are the same."""
+    parents = [0] * len(runs)
+    names = [_run_name(run, 0) for run in runs]
+    for _ in range(MAX_PARENT_FOLDERS):
+        clashing = [i for i, name in enumerate(names) if names.count(name) > 1]
+        if not clashing:
+            break
+        for i in clashing:
+            parents[i] += 1
+            names[i] = _run_name(runs[i], parents[i])
+    return names
+
+
 def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
-    """``#1 CPython 3.11.7``, and in full with the conditions that tell the runs apart."""
+    """``#1 NAME`` (:func:`run_names`; the position keeps two runs of one name apart), and in full with the
+    interpreter, the machine in a fleet, and the conditions that tell the runs apart."""
     from wakelab.report.distribution import PALETTE
 
     differing = [k for k in differing_fields(runs) if k.startswith("conditions.") or k in LABEL_FIELDS]
@@ -84,16 +109,16 @@ def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     shown = requested[:MAX_LABEL_CONDITIONS]
     labels = []
     fleet = len({r.bundle.hostname for r in runs}) > 1
-    for i, run in enumerate(runs, 1):
-        flat = _flat(run.summary)
-        short = "#%d %s" % (i, _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
-        if fleet:
-            short = "#%d %s · %s" % (i, _truncate(run.bundle.hostname or "?", MAX_HOST_CHARS),
-                                     _truncate(interpreter_label(run.summary), MAX_SHORT_LABEL_CHARS))
+    for i, (run, name) in enumerate(zip(runs, run_names(runs)), 1):
+        flat = _flat(run.bundle)
+        short = "#%d %s" % (i, name)
+        secondary = ([_truncate(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
+            _truncate(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
         extra = ", ".join("%s=%s" % (k.split(".", 1)[1], flat.get(k, DASH)) for k in shown)
         if len(requested) > len(shown):
             extra += ", …"
-        labels.append(RunLabel(short, "%s (%s)" % (short, extra) if extra else short, PALETTE[(i - 1) % len(PALETTE)]))
+        full = " · ".join([short] + secondary) + (" (%s)" % extra if extra else "")
+        labels.append(RunLabel(short, full, PALETTE[(i - 1) % len(PALETTE)]))
     return labels
 
 
@@ -107,18 +132,18 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
     rows = []
     host: Optional[str] = None
     for run, label in zip(runs, labels):
-        s = run.summary
-        if fleet and run.bundle.hostname != host:
-            host = run.bundle.hostname
-            machine = _dict(s.get("machine"))
+        bundle = run.bundle
+        if fleet and bundle.hostname != host:
+            host = bundle.hostname
+            machine = bundle.machine
             rows.append('<tr class="family"><th colspan="5">machine %s <span class="muted">%s %s, %s, %s CPUs</span></th></tr>' % (
-                esc(host or "?"), esc(machine.get("os")), esc(machine.get("kernel")), esc(machine.get("cpu_model")), esc(machine.get("cpu_count"))))
-        state, css = _run_state(s)
+                esc(host or "?"), esc(machine.os), esc(machine.kernel), esc(machine.cpu_model), esc(machine.cpu_count)))
+        state, css = _run_state(bundle)
         rows.append(
             '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td><td>%s</td></tr>'
             % (
-                _swatch(label), esc(label.full), esc(run.source), esc(_dict(s.get("lab")).get("id")), esc(s.get("started_utc")),
-                _conditions_words(s),
+                _swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id), esc(bundle.started_utc),
+                _conditions_words(bundle),
                 '<span class="badge %s">%s</span>' % (css, esc(state)),
             )
         )
@@ -128,20 +153,19 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
     )
 
 
-def _conditions_words(summary: Mapping[str, Any]) -> str:
+def _conditions_words(bundle: Bundle) -> str:
     """Placement and load of a run in a few words (escaped)."""
-    params = _dict(summary.get("parameters"))
-    conditions = _dict(summary.get("conditions"))
-    words = ["placement %s" % esc(params.get("placement") or "any")]
-    if params.get("settle_us") is not None:
-        words.append("settle %s µs" % esc(params["settle_us"]))
-    for key, text in (("cpu_threads", "busy threads"), ("cpu_procs", "busy processes")):
-        if conditions.get(key):
-            words.append("%s %s" % (esc(conditions[key]), text))
-    if conditions.get("idle_hold"):
+    params, conditions = bundle.parameters, bundle.conditions
+    words = ["placement %s" % esc(params.placement or "any")]
+    if params.settle_us is not None:
+        words.append("settle %s µs" % esc(params.settle_us))
+    for value, text in ((conditions.cpu_threads, "busy threads"), (conditions.cpu_procs, "busy processes")):
+        if value:
+            words.append("%s %s" % (esc(value), text))
+    if conditions.idle_hold:
         words.append("idle hold")
-    if conditions.get("switch_interval_s") is not None:
-        words.append("switch interval %s s" % esc(conditions["switch_interval_s"]))
+    if conditions.switch_interval_s is not None:
+        words.append("switch interval %s s" % esc(conditions.switch_interval_s))
     return ", ".join(words)
 
 
@@ -163,7 +187,7 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
         notes.append("The runs are of different labs; only arms present in both are compared.")
     if not fields:
         return '<p class="muted">Nothing recorded differs between these runs except the date: they repeat one experiment.</p>'
-    flats = [_flat(r.summary) for r in runs]
+    flats = [_flat(r.bundle) for r in runs]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join("<th>%s</th>" % esc(labels[i].short) for i in chunk)
@@ -179,9 +203,9 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
 def _arm_order(runs: Sequence[RunEvidence], kind: Optional[str] = "latency") -> List[str]:
     names: List[str] = []
     for run in runs:
-        for a in _arms(run.summary):
-            if (kind is None or a.get("kind") == kind) and str(a.get("name")) not in names:
-                names.append(str(a.get("name")))
+        for a in run.bundle.arms():
+            if (kind is None or a.kind == kind) and a.name not in names:
+                names.append(a.name)
     return names
 
 
@@ -202,89 +226,134 @@ def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: 
     return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
 
 
-def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
-    """p50 / p99 of each arm per run (µs), each with its p50 over run #1's, in tables that fit a laptop's width."""
+def _ratio_text(value: float) -> str:
+    """A ratio as compare prints it: two decimals (one from 10 on)."""
+    return "inf" if not math.isfinite(value) else ("%.1f" if value >= 10 else "%.2f") % value
+
+
+def _verdicts_html(arm: Any) -> str:
+    """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
+    ratio and its interval, one line each (escaped)."""
+    lines = []
+    # As the ratios' colours (matrix.txt's rule): nothing is green while a percentile got slower.
+    worse = any(judged.verdict == "slower" for judged in arm.judgements.values())
+    for key, judged in arm.judgements.items():
+        ci = judged.ci
+        interval = " (%s–%s)" % (_ratio_text(ci.low), _ratio_text(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
+        lines.append('<span class="ratio %s" title="%s">%s %s %s×%s</span>' % (
+            esc(judged.verdict if judged.verdict == "slower" or (judged.verdict == "faster" and not worse) else "same"),
+            esc(judged.reason or ""),
+            esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(_ratio_text(ci.ratio)),
+            esc(interval).replace(" ", "&nbsp;")))
+    if not lines:  # too few samples or rounds: compare's notes say why
+        lines.append('<span class="ratio" title="%s">%s</span>' % (esc("; ".join(arm.notes)), esc(arm.verdict).replace(" ", "&nbsp;")))
+    return "<br>".join(lines)
+
+
+def _not_judged(labels: Sequence[RunLabel], versus: Sequence[AgainstFirst]) -> str:
+    """Why a run has no verdicts against the first (escaped), one note per run."""
+    return "".join('<p class="note">%s against %s: no verdicts, %s.</p>' % (esc(labels[i].short), esc(labels[0].short), esc(v.why_not))
+                   for i, v in enumerate(versus, 1) if v.why_not)
+
+
+def _judged(versus: Sequence[AgainstFirst], i: int, name: str) -> Any:
+    return versus[i - 1].arm(name) if i and len(versus) >= i else None
+
+
+def _latency_of(arm: Optional[ArmRecord]) -> Optional[LatencyFigures]:
+    """A measured latency arm's figures (None: not in the run, not ok, or no p50)."""
+    return arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
+
+
+def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
+    """p50 / p99 of each arm per run (µs), each run after the first with compare's verdicts against it (``versus``:
+    :func:`~wakelab.analysis.view.compare_with_first`), or its p50 over the first's where compare did not judge it;
+    in tables that fit a laptop's width."""
     names = _arm_order(runs)
-    maps = [_by_name(r.summary) for r in runs]
+    records = [r.bundle.arms_by_name() for r in runs]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
         rows = []
         for name in names:
             cells = []
-            base = _p50(maps[0].get(name))
-            base_p99 = _latency(maps[0][name]).get("p99_ns") if base else None
+            base = _latency_of(records[0].get(name))
             for i in chunk:
-                entry = maps[i].get(name)
-                if entry is None:
-                    cells.append('<td class="muted">not in this run</td>')
+                arm = records[i].get(name)
+                lat = _latency_of(arm)
+                if arm is None or lat is None:
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if arm is None else esc(status_word(arm.status))))
                     continue
-                if _p50(entry) is None:
-                    cells.append('<td class="muted">%s</td>' % esc(status_word(entry.get("status"))))
-                    continue
-                lat = _latency(entry)
-                ratio = positive_ratio(lat.get("p50_ns"), base) if i else None
+                judged = _judged(versus, i, name)
+                ratio = positive_ratio(lat.p50_ns, base.p50_ns) if i and base is not None else None
+                below = _verdicts_html(judged) if judged is not None else (
+                    _ratio_html(ratio, positive_ratio(lat.p99_ns, base.p99_ns if base is not None else None)) if ratio is not None else "")
                 cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
-                    esc(format_us(lat.get("p50_ns"))), esc(format_us(lat.get("p99_ns"))),
-                    ("<br>" + _ratio_html(ratio, positive_ratio(lat.get("p99_ns"), base_p99))) if ratio is not None else ""))
+                    esc(format_us(lat.p50_ns)), esc(format_us(lat.p99_ns)), ("<br>" + below) if below else ""))
             rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
         tables.append(
-            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, each run\'s p50 over run #1\'s '
-            "(p50 vs #1; above 1: slower than #1). Green: p50 faster by more than 10%% and p99 not worse; red: p50 or "
-            "p99 slower by more than 10%% (a worse p99 is shown beside the p50 ratio)</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
+            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, what wakelab compare '
+            "says of each run against run #1: its verdict at each percentile and the ratio to #1 with its 95%% interval "
+            "(above 1: slower than #1; red: slower, green: faster, by more than 5%%). Where compare did not judge, the "
+            "p50 vs #1, coloured by more than 10%%</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
             % (head, "".join(rows))
         )
-    return "".join(tables)
+    return _not_judged(labels, versus) + "".join(tables)
 
 
-def render_rate_comparison(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -> str:
-    """Median ops/s of each rate arm per run, and each run's rate over run #1's."""
+def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
+    """Several runs' rate arms in a table of their own (ops/s is not a wake time): each run's median ops/s and its
+    slowest and fastest round, each run after the first with compare's verdict against it (else its rate over the first's)."""
     names = _arm_order(runs, "rate")
     if not names:
         return ""
-    maps = [_by_name(r.summary) for r in runs]
+    records = [r.bundle.arms_by_name() for r in runs]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
         rows = []
         for name in names:
-            rates = [_dict(m.get(name, {}).get("rate")).get("ops_per_s") if m.get(name, {}).get("status") == "ok" else None for m in maps]
+            first = records[0].get(name)
             cells = []
             for i in chunk:
-                rate = rates[i]
+                arm = records[i].get(name)
+                rate = arm.rate if arm is not None and arm.measured else None
                 if rate is None:
-                    entry = maps[i].get(name)
-                    cells.append('<td class="muted">%s</td>' % ("not in this run" if entry is None else esc(status_word(entry.get("status")))))
+                    cells.append('<td class="muted">%s</td>' % ("not in this run" if arm is None else esc(status_word(arm.status))))
                     continue
-                text = "<b>%s</b>" % esc(format_rate(rate))
-                if i and rates[0]:
-                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate / rates[0]))
+                text = '<b>%s</b><br><span class="muted">%d&nbsp;rounds, %s–%s</span>' % (
+                    esc(format_rate(rate.ops_per_s)), rate.rounds, esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)))
+                judged = _judged(versus, i, name)
+                if judged is not None:
+                    text += "<br>" + _verdicts_html(judged)
+                elif i and first is not None and first.rate is not None and first.measured and first.rate.ops_per_s:
+                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate.ops_per_s / first.rate.ops_per_s))
                 cells.append('<td class="num">%s</td>' % text)
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
         tables.append(
-            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median ops/s per run (higher is faster)</caption>'
-            "<thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows))
-        )
+            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median operations per second per run '
+            "(higher is faster), the slowest and the fastest round; below, compare's verdict on each run's median against "
+            "run #1's, the ratio of ops/s with its 95%% interval (above 1: faster than #1)</caption><thead><tr><th>arm</th>"
+            "%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows)))
     return "".join(tables)
 
 
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
     """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
-    s = run.summary
     verdict = render_verdict(run)
     body_lead = render_lead_table(run)
-    repetitions = render_repetitions_and_placement(s)
+    repetitions = render_repetitions_and_placement(run)
     if repetitions:
         body_lead += "<h3>Repetitions and placement</h3>" + repetitions
     guidance = render_guidance(run)
-    state, css = _run_state(s)
+    state, css = _run_state(run.bundle)
     toc.append((anchor, label.short))
     return (
         '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
         '<p class="meta"><code>%s</code> · %s · %s</p>%s'
         "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
         % (
-            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(_dict(s.get("lab")).get("title")), esc(s.get("started_utc")),
+            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title), esc(run.bundle.started_utc),
             ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
             render_honesty(run), render_caveats(run), render_details(run),
         )

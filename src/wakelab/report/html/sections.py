@@ -25,7 +25,6 @@ from wakelab.report.text import (
     reproduce_commands,
 )
 from wakelab.report.html.common import (
-    _arms,
     _badge,
     esc,
     _list,
@@ -152,7 +151,7 @@ def render_lead_table(run: Run) -> str:
                 )
                 lat = a.latency
                 if not a.ok or lat is None:
-                    rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a.entry, width - 4)))
+                    rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a, width - 4)))
                     continue
                 bar = _log_bar(lat.p50_ns, lo, hi)
                 cells = [
@@ -187,7 +186,7 @@ def render_lead_table(run: Run) -> str:
             rate = a.rate
             name = '<th scope="row">%s</th>' % esc(a.name)
             if not a.ok or rate is None:
-                rows.append('<tr class="not-ok">%s%s</tr>' % (name, _status_cell(a.entry, len(columns))))
+                rows.append('<tr class="not-ok">%s%s</tr>' % (name, _status_cell(a, len(columns))))
                 continue
             net = rate.net_ns_per_op
             cells = [
@@ -310,14 +309,11 @@ def _idle_words(system: System, conditions: Conditions) -> str:
     if system.cpuidle_driver or system.cpuidle_governor:
         parts.append("cpuidle driver <b>%s</b>, governor %s" % (esc(readable(system.cpuidle_driver)),
                                                                  esc(readable(system.cpuidle_governor))))
-    states = [s for s in _list(system.idle_states) if isinstance(s, dict)]
+    states = system.states
     if states:
-        words = []
-        for state in states:
-            text = "%s (exit %s µs%s)" % (esc(readable(state.get("name"))), esc(readable(state.get("exit_latency_us"))),
-                                          ", disabled" if state.get("disabled") else "")
-            words.append(text)
-        disabled = sum(1 for st in states if st.get("disabled"))
+        words = ["%s (exit %s µs%s)" % (esc(readable(state.name)), esc(readable(state.exit_latency_us)), ", disabled" if state.disabled else "")
+                 for state in states]
+        disabled = sum(1 for state in states if state.disabled)
         parts.append("idle states %s; %s" % (", ".join(words), "none disabled" if not disabled else "%d disabled" % disabled))
     if conditions.idle_hold:
         parts.append("<b>/dev/cpu_dma_latency held at 0</b> (idle CPUs kept shallow)" if conditions.applied_idle_hold
@@ -327,28 +323,29 @@ def _idle_words(system: System, conditions: Conditions) -> str:
     return "; ".join(parts)
 
 
-def _system_words(system: Mapping[str, Any]) -> str:
+def _system_words(system: System) -> str:
+    """The system's settings in words: the known ones first, then every other one recorded (a newer wakelab's)."""
     parts = []
-    if system.get("clocksource"):
-        parts.append("clocksource <b>%s</b>" % esc(readable(system["clocksource"])))
-    if "cpufreq_governor" in system:
-        parts.append("frequency governor %s" % esc(readable(system.get("cpufreq_governor"))))
-    smt = system.get("smt_active")
-    if smt is not None:
-        parts.append("SMT %s" % ("on" if str(smt) in ("1", "True", "true") else "off"))
-    if "isolated_cpus" in system:
-        parts.append("isolated CPUs: %s" % esc(system.get("isolated_cpus") or "none"))
-    if "nohz_full" in system:
-        parts.append("nohz_full: %s" % esc(system.get("nohz_full") or "not set"))
-    load = _list(system.get("load_average"))
+    recorded = system.recorded
+    if system.clocksource:
+        parts.append("clocksource <b>%s</b>" % esc(readable(system.clocksource)))
+    if "cpufreq_governor" in recorded:
+        parts.append("frequency governor %s" % esc(readable(system.cpufreq_governor)))
+    if system.smt_active is not None:
+        parts.append("SMT %s" % ("on" if str(system.smt_active) in ("1", "True", "true") else "off"))
+    if "isolated_cpus" in recorded:
+        parts.append("isolated CPUs: %s" % esc(system.isolated_cpus or "none"))
+    if "nohz_full" in recorded:
+        parts.append("nohz_full: %s" % esc(system.nohz_full or "not set"))
+    load = _list(system.load_average)
     if len(load) == 3:
         parts.append("load average %s (1, 5, 15 min)" % esc(" / ".join(readable(v) for v in load)))
-    if system.get("hypervisor"):
+    if system.hypervisor:
         parts.append("<b>under a hypervisor</b> (its idle and wake-up behaviour is in every figure)")
     known = {"clocksource", "cpufreq_governor", "smt_active", "isolated_cpus", "nohz_full", "load_average", "hypervisor",
              "idle_states", "cpuidle_driver", "cpuidle_governor"}
-    for key in sorted(k for k in system if k not in known):
-        parts.append("%s: %s" % (esc(key.replace("_", " ")), esc(readable(system[key]))))
+    for key in sorted(k for k in recorded if k not in known):
+        parts.append("%s: %s" % (esc(key.replace("_", " ")), esc(readable(recorded[key]))))
     return "; ".join(parts)
 
 
@@ -462,7 +459,7 @@ def render_honesty(run: Run) -> str:
     if system.present or conditions.present:
         rows.append(("CPU idle", _idle_words(system, conditions)))
     if system.present:
-        rows.append(("System", _system_words(system.recorded)))
+        rows.append(("System", _system_words(system)))
     latency_arms = [a for a in bundle.arms() if a.is_latency]
     if len({a.waiter for a in latency_arms}) > 1:
         states: Dict[str, List[str]] = {}
@@ -483,12 +480,11 @@ def render_honesty(run: Run) -> str:
         ))
     if bundle.note:
         rows.append(("Note", esc(bundle.note)))
-    command = _list(summary.get("command"))
-    if command:
-        rows.append(("Command", "<code>%s</code>" % esc(" ".join(str(c) for c in command))))
+    if bundle.command:
+        rows.append(("Command", "<code>%s</code>" % esc(" ".join(bundle.command))))
     recorded = "".join(
-        "<dt>%s</dt><dd>%s</dd>" % (esc(section), esc(readable(summary.get(section))))
-        for section in ("parameters", "conditions", "execution", "system") if summary.get(section)
+        "<dt>%s</dt><dd>%s</dd>" % (esc(section), esc(readable(bundle.recorded(section))))
+        for section in ("parameters", "conditions", "execution", "system") if bundle.recorded(section)
     )
     out = _dl(rows)
     if recorded:
@@ -569,7 +565,7 @@ def render_guidance(run: RunEvidence) -> str:
     if found is None or (not found.headline and not found.items):
         return ""
     # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.
-    cards = {str(a.get("name")) for a in _arms(run.summary) if a.get("kind") == "latency"}
+    cards = {a.name for a in run.bundle.arms() if a.is_latency}
     items = []
     for advice in found.items:
         cites = "".join(
