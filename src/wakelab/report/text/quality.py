@@ -33,10 +33,12 @@ from wakelab.report.text.wrap import KEEP, Run, bullets, bullets_figures, wrap_f
 QUALITY_TITLE = "MEASUREMENT QUALITY (warnings, not errors)"
 #: The title when arms that share a warning were gathered on one line: where each arm's own is.
 QUALITY_TITLE_GROUPED = "MEASUREMENT QUALITY (warnings, not errors; arm by arm: wakelab show --full)"
-#: The quality section's bullets are kept to this many lines, where the arms a group lists can be
-#: cut short (a group still names its worst arms); a warning about one arm is never cut.
+#: The quality section's bullets, the machine's load among them, are kept to this many lines, where the
+#: arms a group lists can be cut short (a group still names its worst arms); a warning about one arm is
+#: never cut.
 QUALITY_MAX_LINES = 12
-#: A group cut short still names this many arms, its worst.
+#: A group cut short still names this many arms, its worst -- but a cause under the populations head
+#: gives its count alone when the section would pass :data:`QUALITY_MAX_LINES` lines otherwise.
 GROUP_MIN_SHOWN = 1
 
 #: What explains a group of populations records, by the cause the run recorded (None: nothing did).
@@ -96,14 +98,17 @@ def _member_figure(group: WarningGroup, figure: float) -> str:
 
 def format_group_arms(group: WarningGroup, shown: Optional[int] = None) -> str:
     """A group's arms worst first with their figure -- the first ``shown`` (all when None) and how many more --
-    and their count: ``pipe 3.5×, queue 2.0× and 4 more (6 arms)``."""
+    and their count: ``pipe 3.5×, queue 2.0× and 4 more (6 arms)``; ``shown`` 0: the count alone (``6 arms``)."""
     members = group.members
     count = len(members)
-    shown = count if shown is None else max(1, min(shown, count))
+    shown = count if shown is None else max(0, min(shown, count))
+    # A timer-floor group may name an arm and its components apart: each is a figure, not an arm.
+    what = "figures" if any(m.series for m in members) else "arms"
+    if not shown:
+        return "%d %s" % (count, what)
     arms = ", ".join("%s %s" % (m.label, _member_figure(group, m.figure)) for m in members[:shown])
     more = " and %d more" % (count - shown) if shown < count else ""
-    # A timer-floor group may name an arm and its components apart: each is a figure, not an arm.
-    return "%s%s (%d %s)" % (arms, more, count, "figures" if any(m.series for m in members) else "arms")
+    return "%s%s (%d %s)" % (arms, more, count, what)
 
 
 def format_warning_group(group: WarningGroup, shown: Optional[int] = None) -> str:
@@ -164,10 +169,16 @@ class _Item:
     def lines_count(self) -> int:
         return len(self.lines())
 
-    def cut(self) -> bool:
-        """Name one arm fewer in the group that names the most (beyond :data:`GROUP_MIN_SHOWN`); False when none can."""
+    def cut(self, least: int = GROUP_MIN_SHOWN) -> bool:
+        """Name one arm fewer in the group that names the most, beyond ``least`` arms; False when none can.
+
+        ``least`` below :data:`GROUP_MIN_SHOWN` holds for the causes under the populations head only: there
+        the head says what the arms share and a cause's line still reads with its count alone, where a
+        bullet of one group would end "apart by: 27 arms".
+        """
+        least = least if len(self.groups) > 1 else GROUP_MIN_SHOWN
         cuttable = [i for i, (g, n) in enumerate(zip(self.groups, self.shown))
-                    if n is not None and n > min(GROUP_MIN_SHOWN, len(g.members))]
+                    if n is not None and n > min(least, len(g.members))]
         if not cuttable:
             return False
         index = max(cuttable, key=lambda i: (self.shown[i] or 0, i))
@@ -208,17 +219,21 @@ def format_quality(run: Run, arm_by_arm: bool = False) -> List[str]:
         return lines + bullets([format_warning(w) for w in view.warnings])
     items = _quality_items(view.warning_groups)
     blocks = [item.lines() for item in items]
+    least = GROUP_MIN_SHOWN
+    # The load line counts: on a busy machine the warnings' bullets have a line fewer.
     while len(lines) + sum(len(b) for b in blocks) > QUALITY_MAX_LINES:
         # Shorten the longest bullet that can still be cut by a line (of equals, the later one).
         order = sorted(range(len(items)), key=lambda i: (-len(blocks[i]), -i))
         for index in order:
             before = len(blocks[index])
-            while len(blocks[index]) >= before and items[index].cut():
+            while len(blocks[index]) >= before and items[index].cut(least):
                 blocks[index] = items[index].lines()
             if len(blocks[index]) < before:
                 break
         else:
-            break
+            if not least:
+                break  # every group names as few arms as it can: the rest is warnings about one arm each
+            least = 0  # last, a cause under the populations head gives its count alone
     for index, item in enumerate(items):
         item.grow()  # a cut bullet's last line may have room for arms again
         blocks[index] = item.lines()
