@@ -116,6 +116,24 @@ def test_every_module_has_a_layer() -> None:
     assert all(layer_of(module_name(p)) for p in MODULES)
     assert layer_of("wakelab.core.families.threads") == "core"
     assert layer_of("wakelab.report.text") == "renderers"
+    assert layer_of("wakelab.report.text.quality") == "renderers"
+
+
+# Inside the summary.txt package, a module imports only those before it here (see its __init__): the
+# layout primitives first, the two assemblies (summary.txt and the short form) last.
+TEXT_ORDER = ["wrap", "tables", "verdict", "honesty", "warnings", "quality", "summary", "brief"]
+
+
+def test_the_text_modules_import_in_their_order() -> None:
+    package = SRC / "report" / "text"
+    assert sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__") == sorted(TEXT_ORDER)
+    wrong = []
+    for rank, stem in enumerate(TEXT_ORDER):
+        for line, name in imports_of(package / (stem + ".py")):
+            there = _resolve(name)
+            if there.startswith("wakelab.report.text.") and TEXT_ORDER.index(there.rsplit(".", 1)[1]) >= rank:
+                wrong.append("line %d: wakelab.report.text.%s imports %s" % (line, stem, there))
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path: pathlib.Path) -> None:

@@ -22,6 +22,7 @@ from wakelab.evidence.model import WarningKind, WarningRecord
 from wakelab.report.text import (
     QUALITY_TITLE,
     QUALITY_TITLE_GROUPED,
+    format_group_arms,
     format_summary,
     format_warning,
     format_warning_group,
@@ -123,16 +124,17 @@ LONG_NAMES = ["storm-usr1-c-handler", "storm-rt-handler-threads", "uvloop-call-s
               "run-coroutine-threadsafe", "sigwait-thread-to-main", "native-kill-sigwait-child"]
 
 
-def catalogue_like(observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def catalogue_like(observed: Optional[Dict[str, Any]] = None,
+                   causes: Optional[List[Optional[Dict[str, Any]]]] = None) -> Dict[str, Any]:
     """The golden catalogue's summary with the warnings of a default catalogue run on a noisy VM: 27 arms
     whose repetitions disagree; two populations in 24 (8 explained by the CPUs, 13 by the workers, 3
-    unexplained); one wait that polls; the p99.9 note."""
+    unexplained: ``causes`` gives them in another order); one wait that polls; the p99.9 note."""
     with open(os.path.join(CATALOGUE, "summary.json"), encoding="utf-8") as fh:
         summary = json.load(fh)
     names = LONG_NAMES + [a["name"] for a in summary["arms"]]
     warnings: List[Dict[str, Any]] = [NOTE]
     warnings += [spread(name, 1.5 + (7 * i) % 23) for i, name in enumerate(names[:27])]
-    causes = [CPUS] * 8 + [WORKERS] * 13 + [None] * 3
+    causes = causes or [CPUS] * 8 + [WORKERS] * 13 + [None] * 3
     warnings += [populations(name, 5_000 + 100 * i, 20_000 + 3_000 * i, cause) for i, (name, cause) in enumerate(zip(names, causes))]
     warnings.append(dict(POLLING, arm="storm-rt-c-sigwait"))
     summary["warnings"] = warnings
@@ -190,6 +192,34 @@ def test_a_loaded_machine_is_said_once_with_the_load_it_saw() -> None:
     assert machine_load({"observed": dict(observed, busy_processes=[])}) is None
     assert machine_load({}) is None and machine_load({"observed": {"busy_processes": "x"}}) is None
     assert "The machine was busy" not in format_summary(catalogue_like())
+
+
+BUSY = {"start": {"load_average": [0.27, 0.65, 0.86]}, "end": {"load_average": [2.1, 1.0, 0.9]},
+        "busy_processes": [{"pid": 4242, "name": "stress", "cpu_share": 0.97, "started_during_run": True}]}
+UNEXPLAINED_FIRST = [None] * 3 + [CPUS] * 8 + [WORKERS] * 13  # their worst arm has a long name, as measured
+
+
+def test_on_a_busy_machine_the_load_line_counts_and_the_section_still_fits_fifteen_lines() -> None:
+    # The unexplained populations' line wraps even naming its worst arm alone; with the load line on top the
+    # bullets were 13 lines.  Last, that cause gives its count alone; every other group keeps naming its worst.
+    section = quality_section(format_summary(catalogue_like(BUSY, UNEXPLAINED_FIRST)))
+    assert len(section) <= 15, "\n".join(section)
+    assert section[1].startswith("  - The machine was busy: stress (pid 4242)")
+    assert "    nothing recorded tells why (measure --placement same,split): 3 arms;" in section
+    text = " ".join(line.strip() for line in section)
+    assert "medians apart by: event-spin 24× and 26 more (27 arms)" in text
+    assert "where each wake ran explains them: queue 8.3×" in text and "(8 arms)" in text
+    assert "the level shifted between worker processes: eventfd 12×" in text and "(13 arms)" in text
+    assert "storm-rt-c-sigwait: this wait polls, every 7.19 ms or more slowly" in text  # about one arm: in full
+    # Without the load line it fits naming them: the count alone is a last resort, not a habit.
+    quiet = " ".join(line.strip() for line in quality_section(format_summary(catalogue_like(None, UNEXPLAINED_FIRST))))
+    assert "measure --placement same,split): uvloop-call-soon-threadsafe 5.0×" in quiet
+
+
+def test_a_group_named_by_its_count_alone() -> None:
+    (group,) = group_warnings(records(populations("a", 5_000, 40_000, None), populations("b", 5_000, 20_000, None)))
+    assert format_group_arms(group, shown=0) == "2 arms"
+    assert format_group_arms(group, shown=1) == "a 8.0× and 1 more (2 arms)"
 
 
 def test_the_html_report_names_a_group_once_and_folds_each_arms_own() -> None:

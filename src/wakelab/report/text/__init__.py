@@ -1,0 +1,85 @@
+"""``summary.txt``: the run for people, rendered from the summary document alone.
+
+Everything is computed from the document, so ``wakelab show`` can re-render any
+bundle.  Stdlib only (the runner renders it while measuring).  One module per
+part of the text, each importing only those above it in this list:
+
+- :mod:`~wakelab.report.text.wrap`: the page width, wrapping that keeps a figure with its unit,
+  bullets, plain-text tables;
+- :mod:`~wakelab.report.text.tables`: the lead table, the repetitions and placement, the signal storms;
+- :mod:`~wakelab.report.text.verdict`: the verdict (a line per arm, or rankings) and the guidance;
+- :mod:`~wakelab.report.text.honesty`: LAB HONESTY, WHAT EACH ARM TIMES, REPRODUCE;
+- :mod:`~wakelab.report.text.warnings`: the wording of each warning and note, one record at a time;
+- :mod:`~wakelab.report.text.quality`: MEASUREMENT QUALITY -- the load beside the run, then the warnings
+  gathered by what they say, within about a dozen lines (``wakelab show --full``: arm by arm);
+- :mod:`~wakelab.report.text.summary`: :func:`format_summary`, the whole summary.txt in its order;
+- :mod:`~wakelab.report.text.brief`: :func:`format_brief`, the short form ``wakelab run`` prints on a
+  terminal -- a screen, not a scroll.
+
+Every string of the document is evidence from outside (a note, a hostname, a
+reason): it is rendered through :func:`wakelab.formatting.escape_text`, so no
+control character reaches summary.txt or a terminal, and a table cell or a
+heading stays on its line.
+
+The names below are importable from ``wakelab.report.text`` itself, as they were
+when it was one module.
+"""
+
+from __future__ import annotations
+
+from wakelab.core.registry import FAMILY_TITLES  # the family headings of the lead table, where the HTML report reads them too
+from wakelab.report.text.brief import (
+    BRIEF_MAX_LINES,
+    BRIEF_MAX_LINES_MANY,
+    BRIEF_MISSING_BY_NAME,
+    BRIEF_ONE_COLUMN_ROWS,
+    NEAREST_MARK,
+    format_brief,
+    format_compact_table,
+)
+from wakelab.report.text.honesty import _origin_text as _origin_text
+from wakelab.report.text.honesty import format_arm_definitions, format_honesty, reproduce_commands
+from wakelab.report.text.quality import (
+    GROUP_MIN_SHOWN,
+    QUALITY_MAX_LINES,
+    QUALITY_TITLE,
+    QUALITY_TITLE_GROUPED,
+    format_group_arms,
+    format_machine_load,
+    format_quality,
+    format_warning_group,
+)
+from wakelab.report.text.summary import format_summary
+from wakelab.report.text.tables import (
+    NATIVE_LEGEND,
+    NEAREST_FLOOR,
+    format_lead_table,
+    format_lost,
+    format_native_cell,
+    format_repetitions_and_placement,
+    format_storms,
+)
+from wakelab.report.text.verdict import RANK_ABOVE, format_guidance, format_pairing, format_rankings, format_verdict
+from wakelab.report.text.warnings import _WORDINGS as _WORDINGS
+from wakelab.report.text.warnings import Warning, format_warning, split_warnings
+from wakelab.report.text.wrap import WIDTH, Run, bullets, bullets_figures, format_table, wrap, wrap_figures
+
+__all__ = [
+    # layout primitives
+    "WIDTH", "Run", "bullets", "bullets_figures", "format_table", "wrap", "wrap_figures",
+    # tables
+    "FAMILY_TITLES", "NATIVE_LEGEND", "NEAREST_FLOOR",
+    "format_lead_table", "format_lost", "format_native_cell", "format_repetitions_and_placement", "format_storms",
+    # verdict and guidance
+    "RANK_ABOVE", "format_guidance", "format_pairing", "format_rankings", "format_verdict",
+    # how the run was made
+    "format_arm_definitions", "format_honesty", "reproduce_commands",
+    # warnings, and the measurement-quality section
+    "Warning", "format_warning", "split_warnings",
+    "GROUP_MIN_SHOWN", "QUALITY_MAX_LINES", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED",
+    "format_group_arms", "format_machine_load", "format_quality", "format_warning_group",
+    # summary.txt, and the short form
+    "format_summary",
+    "BRIEF_MAX_LINES", "BRIEF_MAX_LINES_MANY", "BRIEF_MISSING_BY_NAME", "BRIEF_ONE_COLUMN_ROWS", "NEAREST_MARK",
+    "format_brief", "format_compact_table",
+]

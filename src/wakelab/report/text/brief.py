@@ -1,0 +1,159 @@
+"""The short form ``wakelab run`` prints on a terminal (``--brief``): a screen, not a scroll.
+
+The verdict, the guidance's headline, a compact table and where the full text
+is -- about 20 lines for Lab 135, under 40 for the catalogue's 41 arms.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from wakelab.analysis.caveats import NativeRatio, lost_wakes
+from wakelab.analysis.guidance import format_ranking
+from wakelab.analysis.view import RunView, view_of
+from wakelab.evidence.model import ArmRecord
+from wakelab.evidence.words import status_word
+from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_rate, format_ratio, format_us
+from wakelab.report.text.verdict import RANK_ABOVE, measured_latency_count
+from wakelab.report.text.wrap import Run, format_table, wrap, wrap_figures
+
+
+#: Up to this many arms not measured, the short form names each; beyond, it counts them by family.
+BRIEF_MISSING_BY_NAME = 12
+# A compact table with more rows than this is laid out in two columns.
+BRIEF_ONE_COLUMN_ROWS = 12
+# The short form's length: a screen for a lab of a few arms, and for a many-armed one.
+BRIEF_MAX_LINES = 25
+BRIEF_MAX_LINES_MANY = 44
+NEAREST_MARK = "~"
+
+
+def _compact_row(arm: ArmRecord, ratio: Optional[NativeRatio], wide: bool) -> List[str]:
+    """``[arm, (waiter, scope,) p50, p99, (max,) vs C]`` of a measured latency arm, in µs."""
+    lat = arm.latency
+    p50, p99, worst = (lat.p50_ns, lat.p99_ns, lat.max_ns) if lat is not None else (None, None, None)
+    native = DASH if ratio is None else format_ratio(ratio.ratio) + ("" if ratio.interpreter_share else NEAREST_MARK)
+    if wide:
+        return [arm.name, arm.waiter, arm.scope, format_us(p50), format_us(p99), format_us(worst), native]
+    return [arm.name, format_us(p50), format_us(p99), native]
+
+
+def format_compact_table(run: Run) -> List[str]:
+    """Each measured latency arm's p50 and p99 (µs) and vs C -- two columns side by side for many arms --,
+    then the rate arms, the lost wakes and the arms not measured, one line each.
+
+    A C floor that a shown arm is measured against has no row of its own: its
+    figure is in that arm's "vs C".
+    """
+    view = view_of(run)
+    arms = view.bundle.arms()
+    ratios = view.native_ratios
+    floors = {r.native for r in ratios.values()}
+    latency = [a for a in arms if a.is_latency and a.measured and a.name not in floors]
+    wide = len(latency) <= BRIEF_ONE_COLUMN_ROWS
+    rows = [_compact_row(a, ratios.get(a.name), wide) for a in latency]
+    show_native = any(row[-1] != DASH for row in rows)
+    header = ["latency (µs)", "waiter", "scope", "p50", "p99", "max", "vs C"] if wide else ["latency (µs)", "p50", "p99", "vs C"]
+    if not show_native:
+        header, rows = header[:-1], [row[:-1] for row in rows]
+    lines: List[str] = []
+    if rows and wide:
+        lines.extend(format_table(header, rows, align_left=3))
+    elif rows:
+        half = (len(rows) + 1) // 2
+        left = format_table(header, rows[:half])
+        right = format_table(header, rows[half:]) + [""]
+        pad = max(len(line) for line in left)
+        lines.extend(("%s  │%s" % (one.ljust(pad), two) if two else one).rstrip() for one, two in zip(left, right))
+    for a in arms:
+        if not a.is_rate or not a.measured or a.name in floors:
+            continue
+        ops = a.rate.ops_per_s if a.rate is not None else math.nan
+        if not 0 < ops < math.inf:  # a rate of no calls, or beyond float range (RateFigures holds a float)
+            continue
+        text = "%s: %s ops/s, %s per call" % (a.name, format_rate(ops), format_ns(1e9 / ops))
+        ratio = ratios.get(a.name)
+        if ratio is not None:
+            text += "; C %s faster" % format_ratio(ratio.ratio)
+        lines.extend(wrap(text))
+    lost = ["%s %d" % (a.name, lost_wakes(a.entry).total) for a in latency if lost_wakes(a.entry).total]
+    if lost:
+        lines.extend(wrap("Lost wakes: %s." % ", ".join(lost)))
+    missing = [a for a in arms if not a.measured]
+    if len(missing) > BRIEF_MISSING_BY_NAME:
+        # Many (a catalogue where optional libraries, a newer Python or a compiler are missing): by family.
+        families: Dict[str, List[str]] = {}
+        for a in missing:
+            families.setdefault(a.family or "other", []).append(status_word(a.status))
+        lines.extend(wrap("Not measured: %d arms -- %s; summary.txt says why, arm by arm." % (len(missing), ", ".join(
+            "%s %d (%s)" % (family, len(words), ", ".join(sorted(set(words)))) for family, words in families.items()))))
+    elif missing:
+        lines.extend(wrap("Not measured: %s." % ", ".join("%s (%s)" % (a.name, status_word(a.status))
+                                                          for a in missing)))
+    if show_native:
+        lines.extend(wrap("vs C: p50 over its C floor's, from this run; %s: a nearest floor, not the same experiment."
+                          % NEAREST_MARK))
+    return lines
+
+
+def _brief_pairings(view: RunView) -> List[str]:
+    lines: List[str] = []
+    for pairing in view.pairings:
+        if pairing.p50_ratio is None:
+            continue
+        differ = [d.aspect for d in pairing.differences]
+        lines.extend(wrap("%s / %s = %s at p50%s; %s." % (
+            pairing.a, pairing.b, format_ratio(pairing.p50_ratio),
+            (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
+            "like for like" if not differ else "NOT like for like (%s differ)" % _and_list(differ))))
+    return lines
+
+
+def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> str:
+    """The short form for a terminal: verdict, guidance headline, compact table, where the full text is.
+
+    At most :data:`BRIEF_MAX_LINES` lines for a run of a few latency arms and
+    :data:`BRIEF_MAX_LINES_MANY` for more than :data:`RANK_ABOVE` (the lab's
+    pairings are left to the full text when they would not fit).  Every string
+    from the document is escaped, as in :func:`format_summary`.
+    """
+    view = view_of(escape_strings(summary, multiline=False))
+    bundle = view.bundle
+    rankings: List[str] = []
+    for ranking in view.rankings:
+        if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table
+            rankings.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, 3)), "  ", "    "))
+    pairings = _brief_pairings(view)
+    guidance = view.guidance
+    warnings = view.warnings
+    caveats = bundle.caveats
+    where = os.path.join(escape_text(folder), "summary.txt") if folder else "summary.txt"
+    counts = [_count(len(guidance), "point of guidance", "points of guidance"), _count(len(caveats), "caveat", "caveats"),
+              _count(len(warnings), "measurement-quality warning", "measurement-quality warnings")]
+
+    def assemble(with_pairings: bool) -> List[str]:
+        verdict = rankings + (pairings if with_pairings or not rankings else [])
+        out = ["%s · %s · %s · %s" % (bundle.lab.name, bundle.started_utc, bundle.interpreter.name, bundle.run_state.word),
+               "", "VERDICT"]
+        out += verdict or ["  See the table."]
+        out += ["", "GUIDANCE"] + wrap_figures(guidance.headline) + [""]
+        out += format_compact_table(view)
+        out += [""] + wrap("Full text: %s (%s); figures and raw samples beside it." % (where, ", ".join(counts)), "")
+        return out
+
+    limit = BRIEF_MAX_LINES_MANY if measured_latency_count(view) > RANK_ABOVE else BRIEF_MAX_LINES
+    lines = assemble(with_pairings=True)
+    if len(lines) > limit:
+        lines = assemble(with_pairings=False)
+    return escape_text("\n".join(lines), multiline=True) + "\n"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return "%s %s" % (n if n else "no", one if n == 1 else many)
+
+
+def _and_list(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])

@@ -1,0 +1,179 @@
+"""The tables of summary.txt: the lead table, each repetition's p50 and where the wakes ran, the signal storms.
+
+Cells are figures of the run's :class:`~wakelab.analysis.view.RunView` (or of
+the storm analysis) laid out in columns; the legends under a table say what
+its columns mean.  Times are in µs unless a cell says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional, Union
+
+from wakelab.analysis.caveats import NativeRatio, lost_wakes
+from wakelab.analysis.storms import format_share, storm_table
+from wakelab.analysis.view import view_of
+from wakelab.core.registry import FAMILY_TITLES
+from wakelab.evidence.model import ArmRecord
+from wakelab.evidence.words import status_word
+from wakelab.formatting import DASH, format_ns_plain, format_percent, format_rate, format_ratio, format_us
+from wakelab.report.text.wrap import Run, format_table, wrap
+
+
+NEAREST_FLOOR = "nearest floor"
+
+
+def format_native_cell(ratio: Optional[NativeRatio]) -> str:
+    """A "vs C" cell: the ratio, marked ``(nearest floor)`` unless the floor is the same experiment."""
+    if ratio is None:
+        return DASH
+    text = format_ratio(ratio.ratio)
+    return text if ratio.interpreter_share else "%s (%s)" % (text, NEAREST_FLOOR)
+
+
+NATIVE_LEGEND = (
+    "vs C: the arm's figure over its C floor's, both from this run (for rates: how many times faster "
+    "C is). A plain ratio has the same experiment in C -- same scope, waiter state and t1 -- and is "
+    "the interpreter's share; a ratio marked 'nearest floor' is against the closest C experiment "
+    "there is, which differs, so it is not."
+)
+
+
+def format_lost(arm: Union[ArmRecord, Mapping[str, Any]]) -> str:
+    """``3 wakes lost`` with their causes apart when the record tells them (``2 timed out, 1 coalesced``)."""
+    lost = lost_wakes(arm.entry if isinstance(arm, ArmRecord) else arm)
+    if not lost.total:
+        return ""
+    if not (lost.coalesced or lost.stale):
+        return "%d wakes lost (no wake within the timeout)" % lost.total
+    parts = ["%d timed out" % lost.timed_out] if lost.timed_out else []
+    if lost.coalesced:
+        parts.append("%d coalesced into a later wake" % lost.coalesced)
+    if lost.stale:
+        parts.append("%d answered by an earlier wake" % lost.stale)
+    return "%d wakes lost (%s)" % (lost.total, ", ".join(parts))
+
+
+def format_lead_table(run: Run) -> List[str]:
+    """Latency arms grouped by family (times in µs), then rate arms."""
+    view = view_of(run)
+    arms = view.bundle.arms()
+    ratios = view.native_ratios
+    latency_arms = [a for a in arms if a.is_latency]
+    rate_arms = [a for a in arms if a.is_rate]
+    families: List[str] = []
+    for a in latency_arms:
+        if a.family not in families:
+            families.append(a.family)
+    show_native = any(a.name in ratios for a in latency_arms)
+    lines: List[str] = []
+    if latency_arms:
+        header = ["latency (µs)", "waiter", "scope", "n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
+        if show_native:
+            header.append("vs C p50")
+        rows: List[List[str]] = []
+        for family in families:
+            if len(families) > 1:
+                rows.append(["[%s]" % FAMILY_TITLES.get(family, family)] + [""] * (len(header) - 1))
+            for a in latency_arms:
+                if a.family != family:
+                    continue
+                lat = a.latency
+                if lat is None:
+                    row = [a.name, a.waiter, a.scope, status_word(a.status)] + [""] * (len(header) - 4)
+                else:
+                    row = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + [
+                        format_us(v) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p99_9_ns, lat.max_ns, lat.mean_ns)]
+                    if show_native:
+                        row.append(format_native_cell(ratios.get(a.name)))
+                rows.append(row)
+                for comp_name, comp in a.components:
+                    comp_row = ["  ." + comp_name, "", "", str(comp.n), ""] + [
+                        format_us(v) for v in (comp.min_ns, comp.p50_ns, comp.p90_ns, comp.p99_ns, comp.p99_9_ns, comp.max_ns, comp.mean_ns)]
+                    if show_native:
+                        comp_row.append("")
+                    rows.append(comp_row)
+        lines.extend(format_table(header, rows, align_left=3))
+    if rate_arms:
+        if lines:
+            lines.append("")
+        header = ["rate", "calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
+        show_rate_native = any(a.name in ratios for a in rate_arms)
+        if show_rate_native:
+            header.append("C faster by")
+        rows = []
+        for a in rate_arms:
+            rate = a.rate
+            if rate is None:
+                rows.append([a.name, status_word(a.status)] + [""] * (len(header) - 2))
+                continue
+            row = [a.name, format_rate(rate.n_per_round), str(rate.rounds)] + [
+                format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)]
+            row.append(format_ns_plain(rate.net_ns_per_op))
+            if show_rate_native:
+                row.append(format_native_cell(ratios.get(a.name)))
+            rows.append(row)
+        lines.extend(format_table(header, rows))
+    if ratios:
+        lines.append("")
+        lines.extend(wrap(NATIVE_LEGEND))
+    return lines
+
+
+def format_repetitions_and_placement(run: Run) -> List[str]:
+    """Per latency arm: each repetition's p50 and their range, and the same-CPU / cross-CPU
+    split of its wakes (µs); empty when no arm has either."""
+    header = ["arm", "repetition p50s", "range", "same CPU: n", "p50", "p99", "cross CPU: n", "p50", "p99", "crossed"]
+    rows: List[List[str]] = []
+    for a in view_of(run).bundle.arms():
+        if not a.is_latency or a.latency is None:
+            continue
+        reps, split = a.repetitions, a.cpu_split
+        spread = reps if reps is not None and reps.has_spread else None
+        if spread is None and split is None:
+            continue
+        rng = spread.range_pct if spread is not None else None
+        row = [a.name, " ".join(format_us(v) for v in spread.values) if spread is not None and spread.values else "-",
+               format_percent(rng) if isinstance(rng, (int, float)) else DASH]
+        if split is not None:
+            same, cross, share = split.same_cpu, split.cross_cpu, split.cross_share
+            row += [str(same.n), format_us(same.p50_ns), format_us(same.p99_ns),
+                    str(cross.n), format_us(cross.p50_ns), format_us(cross.p99_ns),
+                    format_percent(share * 100) if isinstance(share, (int, float)) else DASH]
+        else:
+            row += ["-"] * 7
+        rows.append(row)
+    if not rows:
+        return []
+    lines = format_table(header, rows, align_left=2)
+    lines.append("")
+    lines.extend(wrap("range: (largest - smallest repetition p50) / their median. A wake's CPUs are read outside the "
+                      "timed window: the notifier's right before t0, the waiter's right after t1; '-' where an arm "
+                      "does not record them (self-signal arms, open loop). p99 "
+                      "needs 100 wakes in a population."))
+    return lines
+
+
+def format_storms(summary: Mapping[str, Any]) -> List[str]:
+    """The storm arms side by side: sent, delivered, the ratio, the reaction and the main thread's lost work."""
+    rows = storm_table(summary)
+    if not rows:
+        return []
+    apart = any(f.refused or f.flushed for f in rows)
+    header = ["arm", "signal", "received by", "sent", "delivered", "ratio"] + (["refused", "flushed"] if apart else []) + [
+        "reaction p50 µs", "p99 µs", "work lost"]
+    table = []
+    for f in rows:
+        line = [f.arm, f.signal, f.receiver_title, "{:,}".format(f.sent), "{:,}".format(f.delivered), format_share(f.ratio)]
+        if apart:
+            line += ["{:,}".format(f.refused), "{:,}".format(f.flushed)]
+        table.append(line + [format_us(f.p50_ns), format_us(f.p99_ns), format_share(f.work_lost)])
+    storms = sorted({f.storms for f in rows})
+    out = format_table(header, table, align_left=3)
+    out += wrap(
+        "Sent: os.kill calls that returned without error (refused: EAGAIN, a full real-time queue); delivered: the "
+        "times the receiving code ran for the signal (handler calls, sigtimedwait returns, wakeup-fd bytes read); "
+        "flushed: still pending when the receiver stopped looking, consumed by the clean-up. %s storm%s per arm, "
+        "summed. Reaction: from a probe's send to the first delivery after it. Work lost: the receiver main thread's "
+        "loop rate against a storm-free pass (the median over the storms)." % (
+            "/".join(str(n) for n in storms), "" if storms == [1] else "s"))
+    return out

@@ -1,0 +1,71 @@
+"""Layout primitives every section of summary.txt and the short form shares (stdlib only).
+
+The page width, wrapping that never parts a figure from its unit, bullets, and
+plain-text tables whose cells are escaped (:func:`~wakelab.formatting.escape_text`):
+one line each, no control characters.  Numbers are formatted by
+:mod:`wakelab.formatting`; nothing here words a figure.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any, List, Mapping, Optional, Sequence, Union
+
+from wakelab.analysis.view import RunView
+from wakelab.formatting import escape_text
+
+
+WIDTH = 100
+
+
+def wrap(text: str, indent: str = "  ") -> List[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent]
+
+
+_FIGURE_UNIT = re.compile(r"(\d) (ns|µs|ms|s|ops/s)\b")
+KEEP = "\u00a0"  # textwrap never breaks at a no-break space
+
+
+def wrap_figures(text: str, indent: str = "  ", subsequent: Optional[str] = None) -> List[str]:
+    """:func:`wrap`, never parting a figure from its unit (``2.10 µs`` stays on one line)."""
+    kept = _FIGURE_UNIT.sub(lambda m: m.group(1) + KEEP + m.group(2), text)
+    lines = textwrap.wrap(kept, WIDTH, initial_indent=indent, subsequent_indent=indent if subsequent is None else subsequent,
+                          break_on_hyphens=False) or [indent]
+    return [line.replace(KEEP, " ") for line in lines]
+
+
+def bullets_figures(items: Sequence[str]) -> List[str]:
+    """:func:`bullets` with :func:`wrap_figures`."""
+    lines: List[str] = []
+    for item in items:
+        lines.extend(wrap_figures(item, "  - ", "    "))
+    return lines
+
+
+def bullets(items: Sequence[str]) -> List[str]:
+    lines: List[str] = []
+    for item in items:
+        lines.extend(textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False))
+    return lines
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1) -> List[str]:
+    """Plain text table; the first ``align_left`` columns are left-aligned.
+
+    Each cell is escaped (:func:`~wakelab.formatting.escape_text`): one line, no control characters.
+    """
+    table = [[escape_text(c) for c in row] for row in [header, *rows]]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    out = []
+    for row in table:
+        cells = [
+            c.ljust(w) if i < align_left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+#: What a section is laid out from: a run's :class:`~wakelab.analysis.view.RunView`, or its summary document.
+Run = Union[RunView, Mapping[str, Any]]
