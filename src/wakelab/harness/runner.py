@@ -152,7 +152,7 @@ class RunInterrupted(Exception):
     ``signum`` is the signal that interrupted it (``SIGINT`` for Ctrl-C).
     """
 
-    def __init__(self, summary: Dict[str, Any], folder: str, signum: int = signal.SIGINT) -> None:
+    def __init__(self, summary: Document, folder: str, signum: int = signal.SIGINT) -> None:
         super().__init__("run interrupted")
         self.summary = summary
         self.folder = folder
@@ -215,8 +215,8 @@ class Execution:
             extra["PYTHONPATH"] = os.pathsep.join(self.pythonpath)
         return extra
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {
             "mode": "in-process" if self.in_process else "workers",
             "workers": 1 if self.in_process else self.workers,
             "python": self.python or sys.executable,
@@ -248,7 +248,7 @@ class RunPlan:
     execution: Execution = Execution()
     # Lays out summary.txt from the summary document; the harness imports no renderer, so the
     # caller (the CLI) hands one in.  None: summary.json and samples/ only.
-    render_text: Optional[Callable[[Dict[str, Any]], str]] = None
+    render_text: Optional[Callable[[Document], str]] = None
 
 
 def fresh_seed() -> int:
@@ -276,7 +276,7 @@ def arm_params(params: MeasureParams, arm: Arm, repetition: int = 0, execution: 
     return params
 
 
-def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, Any]:
+def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Document:
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
@@ -298,7 +298,7 @@ def run_plan_checked(plan: RunPlan, progress: Optional[ProgressCallback] = None)
         lock.release()
 
 
-def finish_turns(turns: "Generator[Dict[str, Any], None, tuple]") -> tuple:
+def finish_turns(turns: "Generator[Document, None, tuple]") -> tuple:
     """Run a :func:`run_turns` generator to its end; its ``(summary, write_error)``."""
     while True:
         try:
@@ -308,7 +308,7 @@ def finish_turns(turns: "Generator[Dict[str, Any], None, tuple]") -> tuple:
 
 
 def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
-              take_turns: bool = False) -> "Generator[Dict[str, Any], None, tuple]":
+              take_turns: bool = False) -> "Generator[Document, None, tuple]":
     """:func:`run_plan_checked`'s body, as a generator; the caller holds the folder's lock.
 
     With ``take_turns`` it yields the summary as it stands after every repetition but the
@@ -347,7 +347,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         interpreter, timer = interpreter_info(), calibrate()
     else:
         probed = probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
-        interpreter, timer = probed["interpreter"], probed["timer"]
+        interpreter, timer = probed.interpreter, probed.timer
     summary = new_summary(plan, interpreter)
     summary["timer"] = timer
     observer = Observer()  # what the machine did meanwhile: summary.json's observed, as the run ends
@@ -361,8 +361,8 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
             emit("trace-unavailable", reason=reason)
     # Where tails cluster at multiples of this, another thread held the GIL.
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
-    arms: List[Dict[str, Any]] = summary["arms"]
-    current: Optional[Dict[str, Any]] = None
+    arms: List[Document] = summary["arms"]
+    current: Optional[Document] = None
     failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
     worker_pool = None if execution.in_process else WorkerPool(execution.python, env=execution.worker_env())
     try:
@@ -374,7 +374,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         repeat = max(1, execution.repeat)
         taken: List[Taken] = [Taken() for _ in arms]
 
-        def record_applied(applied: Dict[str, Any]) -> None:
+        def record_applied(applied: Mapping[str, object]) -> None:
             """What the conditions were, as the first pass found them."""
             summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
             write(summary, text=False)
@@ -448,7 +448,7 @@ def bundle_writer(plan: RunPlan) -> Callable[..., None]:
     summary.json alone: summary.txt is laid out when the run ends, however it ends, and
     ``wakelab show`` lays out a summary.json caught mid-run."""
 
-    def write(summary: Dict[str, Any], text: bool = True) -> None:
+    def write(summary: Document, text: bool = True) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
         summary["guidance"] = guidance_dict(summary)
@@ -461,7 +461,7 @@ def bundle_writer(plan: RunPlan) -> Callable[..., None]:
     return write
 
 
-def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, Any], folder: str) -> None:
+def _write_quietly(write: Callable[[Document], None], summary: Document, folder: str) -> None:
     """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands).
 
     If it fails, summary.txt (a copy laid out for people, made again by
@@ -484,10 +484,10 @@ def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, A
         pass
 
 
-def _end_on_write_failure(summary: Dict[str, Any], failure: Exception, emit: Callable[..., None]) -> None:
+def _end_on_write_failure(summary: Document, failure: Exception, emit: Callable[..., None]) -> None:
     """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
     could not be written), else the first arm not yet run.  Later arms stay pending."""
-    arms: List[Dict[str, Any]] = summary["arms"]
+    arms: List[Document] = summary["arms"]
     for entry in arms:
         if entry["status"] == PENDING and _measured(entry):  # repetitions still to come
             entry["status"] = FAILED
@@ -559,7 +559,7 @@ def _trace_arm(plan: RunPlan, arm: Arm, entry: Document, tracing: Document, emit
         _write_samples(plan, arm, entry, doc, emit)
 
 
-def _write_samples(plan: RunPlan, arm: Arm, entry: Dict[str, Any], doc: Dict[str, Any], emit: Callable[..., None]) -> None:
+def _write_samples(plan: RunPlan, arm: Arm, entry: Document, doc: Mapping[str, object], emit: Callable[..., None]) -> None:
     """Write the arm's samples file and name it in ``entry``; a write that fails fails the arm
     (its reason is the failure) and ends the run with :class:`WriteFailed`."""
     try:
@@ -593,7 +593,7 @@ def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition:
 def _run_arm(
     plan: RunPlan,
     arm: Arm,
-    entry: Dict[str, Any],
+    entry: Document,
     emit: Callable[..., None],
     switch_interval_s: Optional[float],
     worker_pool: Optional[WorkerPool],
@@ -649,7 +649,7 @@ def _run_arm(
     emit("arm-done", arm=arm.name, entry=entry, repetition=repetition, repetitions=repeat, final=final)
 
 
-def _finish(summary: Dict[str, Any], started: float) -> None:
+def _finish(summary: Document, started: float) -> None:
     summary["finished_utc"] = utc_now()
     summary["wall_s"] = round(time.perf_counter() - started, 3)
     summary["complete"] = (not summary["interrupted"]) and is_complete(summary)

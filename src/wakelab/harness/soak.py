@@ -389,7 +389,7 @@ def _soak_locked(
         interpreter, timer = interpreter_info(), calibrate()
     else:
         probed = probe_interpreter(execution.python)
-        interpreter, timer = probed["interpreter"], probed["timer"]
+        interpreter, timer = probed.interpreter, probed.timer
     summary = runner.new_summary(plan, interpreter)
     summary["timer"] = timer
     summary["execution"]["workers"] = 1
