@@ -228,6 +228,22 @@ def test_live_display_renders_arm_names_and_figures(colour_terminal) -> None:
 
 
 
+def test_live_display_names_the_repetition_of_each_arm(colour_terminal) -> None:
+    terminal, clock = FakeTerminal(), FakeClock()
+    progress = make_progress(2, quiet=False, stream=terminal, clock=clock)
+    for repetition in range(2):
+        which = {"repetition": repetition, "repetitions": 2}
+        progress("arm-start", dict(which, arm="event", index=repetition, total=2))
+        progress("worker-done", {"arm": "event", "worker": 1, "workers": 1})
+        progress("arm-done", dict(which, arm="event", entry=EVENT_ENTRY, final=repetition == 1))
+    progress("arm-failed", {"arm": "pipe", "reason": "RuntimeError: planted"})  # keeps the result lines on screen
+    progress.close()
+    text = ANSI.sub("", terminal.getvalue())
+    assert "event, repetition 1/2 (workers done: 1/1)" in text
+    assert "[1/2] event  repetition 1/2, so far: p50 64.9 µs, max 120 µs, lost 0 in 0.35 s" in text
+    assert "[2/2] event  repetition 2/2, all repetitions: p50 64.9 µs" in text
+
+
 def test_live_display_with_no_events_writes_nothing(colour_terminal) -> None:
     terminal = FakeTerminal()
     make_progress(2, quiet=False, stream=terminal).close()

@@ -7,6 +7,12 @@ ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
 raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
 
+What it measured becomes summary.json through :mod:`wakelab.harness.summary`
+(an arm's figures, its workers, spreads and repetitions as frozen records,
+written into its entry once per repetition) and, for a traced run,
+:mod:`wakelab.harness.trace_pass` (the traced pass and its ``trace`` record);
+the runner itself drives the passes, the workers and the writes.
+
 The output folder is locked for the whole run (a second run into it gets
 :class:`~wakelab.errors.OutputError` before writing anything), and an older
 bundle's evidence there is removed before the first write.  A write that
@@ -111,6 +117,7 @@ from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import guidance_dict
 from wakelab.analysis.quality import derive_warnings, gil_contended
 
+#: ``progress(event, info)``: what :mod:`wakelab.progress` shows (see its :class:`~wakelab.progress.Progress`).
 ProgressCallback = Callable[[str, Dict[str, Any]], None]
 
 

@@ -240,7 +240,7 @@ def pooled_median(raws: Sequence[Raw]) -> Optional[float]:
     return summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns).ops_per_s
 
 
-def worker_record(raw: Raw, pid: int, applied: Mapping[str, Any]) -> WorkerRecord:
+def worker_record(raw: Raw, pid: int, applied: Mapping[str, object]) -> WorkerRecord:
     """One worker's own figures, kept beside the pooled ones to show the spread."""
     if isinstance(raw, RawLatency):
         stats = summarize_latency(raw.samples_ns, raw.lost)
@@ -253,7 +253,7 @@ def worker_record(raw: Raw, pid: int, applied: Mapping[str, Any]) -> WorkerRecor
 # -- the entry as a document (what tests and the soak build on) ------------------------------
 
 
-def worker_figures(raw: Raw, pid: int, applied: Mapping[str, Any]) -> Document:
+def worker_figures(raw: Raw, pid: int, applied: Mapping[str, object]) -> Document:
     """:func:`worker_record`, as summary.json stores it."""
     return worker_record(raw, pid, applied).to_dict()
 

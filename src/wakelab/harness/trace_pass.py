@@ -31,6 +31,7 @@ from wakelab.harness.workers import pool_raws
 
 if TYPE_CHECKING:
     from wakelab.harness.runner import RunPlan
+    from wakelab.harness.summary import Document
 
 #: ``measure(plan, stamps=..., frames=...)``: ``(raws, worker records)`` of one quiet pass over the arm.
 Measure = Callable[..., Tuple[List[Raw], List[WorkerRecord]]]
@@ -127,14 +128,14 @@ class TracedPass:
     splits: List[Any]
     order: Tuple[str, ...]
     events: int
-    frames: Mapping[str, Any]
+    frames: Mapping[str, object]
 
 
 def trace_arm(
     plan: "RunPlan",
     arm: Arm,
     entry: Mapping[str, Any],
-    tracing: Dict[str, Any],
+    tracing: "Document",
     emit: Callable[..., None],
     measure: Measure,
 ) -> Tuple[ArmTrace, Optional[Dict[str, object]]]:
