@@ -228,6 +228,22 @@ def test_live_display_renders_arm_names_and_figures(colour_terminal) -> None:
 
 
 
+def test_live_display_names_the_repetition_of_each_arm(colour_terminal) -> None:
+    terminal, clock = FakeTerminal(), FakeClock()
+    progress = make_progress(2, quiet=False, stream=terminal, clock=clock)
+    for repetition in range(2):
+        which = {"repetition": repetition, "repetitions": 2}
+        progress("arm-start", dict(which, arm="event", index=repetition, total=2))
+        progress("worker-done", {"arm": "event", "worker": 1, "workers": 1})
+        progress("arm-done", dict(which, arm="event", entry=EVENT_ENTRY, final=repetition == 1))
+    progress("arm-failed", {"arm": "pipe", "reason": "RuntimeError: planted"})  # keeps the result lines on screen
+    progress.close()
+    text = ANSI.sub("", terminal.getvalue())
+    assert "event, repetition 1/2 (workers done: 1/1)" in text
+    assert "[1/2] event  repetition 1/2, so far: p50 64.9 µs, max 120 µs, lost 0 in 0.35 s" in text
+    assert "[2/2] event  repetition 2/2, all repetitions: p50 64.9 µs" in text
+
+
 def test_live_display_with_no_events_writes_nothing(colour_terminal) -> None:
     terminal = FakeTerminal()
     make_progress(2, quiet=False, stream=terminal).close()
@@ -277,6 +293,61 @@ def test_progress_of_a_real_run(tmp_path, tiny_params) -> None:
     assert re.fullmatch(r"wakelab: \[2/2\] signal-install \.\.\. \((about \d+ s|less than a second) left\)", lines[2])
     assert re.fullmatch(r"wakelab:   [\d,]+ ops/s in \d+\.\d\d s", lines[3])
 
+
+
+def test_plain_lines_name_the_repetition_and_say_when_figures_are_so_far() -> None:
+    """With repetitions each arm line says which one, and a result before the last says it pools the ones so far."""
+    stream, clock = io.StringIO(), FakeClock()
+    with make_progress(4, quiet=False, stream=stream, clock=clock, heartbeat_s=None) as progress:
+        for repetition in range(2):
+            for index, arm in enumerate(("event", "pipe")):
+                which = {"repetition": repetition, "repetitions": 2}
+                progress("arm-start", dict(which, arm=arm, index=2 * repetition + index, total=4))
+                clock.advance(1.0)
+                progress("arm-done", dict(which, arm=arm, entry=EVENT_ENTRY, final=repetition == 1))
+    assert stream.getvalue().splitlines() == [
+        "wakelab: [1/4] event, repetition 1/2 ...",
+        "wakelab:   repetition 1/2, so far: p50 64.9 µs, max 120 µs, lost 0 in 0.35 s",
+        "wakelab: [2/4] pipe, repetition 1/2 ... (about 3 s left)",
+        "wakelab:   repetition 1/2, so far: p50 64.9 µs, max 120 µs, lost 0 in 0.35 s",
+        "wakelab: [3/4] event, repetition 2/2 ... (about 2 s left)",
+        "wakelab:   repetition 2/2, all repetitions: p50 64.9 µs, max 120 µs, lost 0 in 0.35 s",
+        "wakelab: [4/4] pipe, repetition 2/2 ... (about 1 s left)",
+        "wakelab:   repetition 2/2, all repetitions: p50 64.9 µs, max 120 µs, lost 0 in 0.35 s",
+    ]
+
+
+def test_off_a_terminal_a_run_of_repetitions_names_each_one(tmp_path) -> None:
+    """A real run of two arms in two repetitions of one worker each, stderr a pipe: every arm line names its
+    repetition, and the first repetition's figures say they are so far."""
+    env = dict(os.environ, PYTHONPATH=SRC, WAKELAB_HISTORY=str(tmp_path / "h.sqlite3"))
+    env.pop("NO_COLOR", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "wakelab", "run", "--arms", "event,pipe", "-n", "20", "--warmup", "2", "--workers", "2",
+         "--repeat", "2", "--no-history", "-o", str(tmp_path / "out")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    # A loaded machine may slow an arm past the heartbeat: its lines name the repetition too.
+    still = [line for line in lines if "still measuring" in line]
+    assert all(re.fullmatch(r"wakelab:   still measuring (event|pipe), repetition [12]/2 \(\d+ s.*\)", line) for line in still), still
+    lines = [line for line in lines if line not in still]
+    figures = r"p50 \S+ \S+, max \S+ \S+, lost 0 in \d+\.\d\d s"
+    left = r"( \((about \d+ s|less than a second) left\))?"
+    expected = [
+        r"wakelab: \[1/4\] event, repetition 1/2 \.\.\.",
+        r"wakelab:   repetition 1/2, so far: " + figures,
+        r"wakelab: \[2/4\] pipe, repetition 1/2 \.\.\." + left,
+        r"wakelab:   repetition 1/2, so far: " + figures,
+        r"wakelab: \[3/4\] event, repetition 2/2 \.\.\." + left,
+        r"wakelab:   repetition 2/2, all repetitions: " + figures,
+        r"wakelab: \[4/4\] pipe, repetition 2/2 \.\.\." + left,
+        r"wakelab:   repetition 2/2, all repetitions: " + figures,
+        r"wakelab: evidence in .* \(complete: true\)",
+    ]
+    assert len(lines) == len(expected), lines
+    for pattern, line in zip(expected, lines):
+        assert re.fullmatch(pattern, line), (pattern, line)
 
 
 def _heartbeat_threads() -> List[threading.Thread]:

@@ -9,7 +9,10 @@
   the first arm each start line carries an estimate of the time left, and
   while an arm runs a line every ``HEARTBEAT_S`` seconds says it still does
   (``still measuring event (8 s, workers done: 1/3)``), so a log never goes
-  quiet for minutes;
+  quiet for minutes; with several repetitions (``wakelab run --repeat``) every
+  line of an arm names its repetition (``[3/10] event, repetition 2/5 ...``),
+  and a result before the last one says its figures pool the repetitions so
+  far (``repetition 2/5, so far: p50 ...``);
 - live: a ``rich`` progress bar (current arm, arms done/total, elapsed, time
   left) with the last few finished arms above it; the bar and those lines
   vanish when the run ends (the summary that follows fits a screen), while a
@@ -61,9 +64,11 @@ SOAK_LINE_S = 10.0
 class Progress:
     """The runner's progress callback; ``close()`` (or leaving a ``with``) tears the display down.
 
-    Events: ``arm-start`` {arm, index, total}, ``arm-skipped`` {arm, reason},
-    ``arm-failed`` {arm, reason}, ``arm-done`` {arm, entry}, ``worker-done``
-    {arm, worker, workers}, and ``cell-start`` {cell, index, total, repetition,
+    Events: ``arm-start`` {arm, index, total, repetition, repetitions}, ``arm-skipped`` {arm, reason},
+    ``arm-failed`` {arm, reason}, ``arm-done`` {arm, entry, repetition, repetitions, final}
+    (before the ``final`` repetition the entry's figures are those of the repetitions so far;
+    a run of one repetition, or a soak, may leave the three out), ``worker-done``
+    {arm, worker, workers} (the workers of the arm's current repetition), and ``cell-start`` {cell, index, total, repetition,
     repetitions} before each turn of a cell of an interpreter or conditions grid (arm indices then count
     within the cell); a soak (``wakelab run --duration``) reports
     ``soak-progress`` {arm, n, p50_ns, p99_ns, max_ns, left_s, ...} after
@@ -158,6 +163,31 @@ def format_arm_result(entry: Mapping[str, Any]) -> str:
     if isinstance(wall_s, (int, float)):
         text += " in %.2f s" % wall_s
     return text
+
+
+def repetition_of(info: Mapping[str, Any]) -> Optional[str]:
+    """``repetition 2/5`` for an event of a run with several repetitions; None with one."""
+    repetitions = _int(info, "repetitions", 1)
+    return "repetition %d/%d" % (_int(info, "repetition", 0) + 1, repetitions) if repetitions > 1 else None
+
+
+def format_arm_start(info: Mapping[str, Any]) -> str:
+    """The arm an ``arm-start`` event names, with its repetition where the run has several: ``event, repetition 2/5``."""
+    which = repetition_of(info)
+    return "%s" % info.get("arm") if which is None else "%s, %s" % (info.get("arm"), which)
+
+
+def format_arm_done(info: Mapping[str, Any]) -> str:
+    """An ``arm-done`` event's line: :func:`format_arm_result`, after the repetition it ends where the run has several.
+
+    Before the last repetition the figures pool the repetitions so far, and say so
+    (``repetition 2/5, so far: p50 ...``); after it, ``repetition 5/5, all repetitions: p50 ...``.
+    """
+    text = format_arm_result(info.get("entry") or {})
+    which = repetition_of(info)
+    if which is None:
+        return text
+    return "%s, %s: %s" % (which, "all repetitions" if info.get("final", True) else "so far", text)
 
 
 def format_soak_progress(info: Mapping[str, Any]) -> str:
@@ -257,13 +287,13 @@ class _PlainProgress(Progress):
             self._workers = "%s/%s" % (info.get("worker"), info.get("workers"))
         if event == "arm-start":
             index, total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
-            line = "wakelab: [%d/%d] %s ..." % (index + 1, total, info.get("arm"))
+            line = "wakelab: [%d/%d] %s ..." % (index + 1, total, format_arm_start(info))
             seconds = self._timer.seconds_left(self._timer.arms_left(index, total))
             if seconds is not None:
                 line += " (%s)" % format_time_left(seconds)
             self._timer.start()
             self._write(line)
-            self._start_heartbeat(str(info.get("arm")))
+            self._start_heartbeat(format_arm_start(info))
         elif event == "cell-start":
             self._write("wakelab: %s" % cell_heading(info))
         elif event == "arm-skipped":
@@ -274,7 +304,7 @@ class _PlainProgress(Progress):
             self._write("wakelab:   FAILED: %s" % info.get("reason"))
         elif event == "arm-done":
             self._timer.stop(ran=True)
-            self._write("wakelab:   %s" % format_arm_result(info.get("entry") or {}))
+            self._write("wakelab:   %s" % format_arm_done(info))
         elif event == "soak-progress":
             # A soak's figures say it is alive: they replace the heartbeat, a line every SOAK_LINE_S.
             self._stop_heartbeat()
@@ -331,6 +361,7 @@ class _LiveProgress(Progress):
         self._timer = _ArmTimer(total_arms, clock)
         self._index, self._total = 0, total_arms
         self._cell: Optional[str] = None
+        self._arm: Optional[str] = None
         self._workers_done = 0
         self._started = False
         self._closed = False
@@ -370,13 +401,14 @@ class _LiveProgress(Progress):
             self._index, self._total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
             self._workers_done = 0
             self._timer.start()
-            self._describe(str(info.get("arm")))
+            self._arm = format_arm_start(info)
+            self._describe(self._arm)
         elif event == "cell-start":
             self._cell = str(info.get("cell"))
             self._console.print(self._Text(cell_heading(info), style="bold"))
         elif event == "worker-done":
             self._workers_done += 1
-            self._describe("%s (workers done: %d/%s)" % (info.get("arm"), self._workers_done, info.get("workers")))
+            self._describe("%s (workers done: %d/%s)" % (self._arm or info.get("arm"), self._workers_done, info.get("workers")))
         elif event == "soak-progress":
             # The soak's own figures and time left, in place of the arms' estimate.
             self._describe(format_soak_progress(dict(info, left_s=None)))
@@ -407,7 +439,7 @@ class _LiveProgress(Progress):
         line.append("[%d/%d] " % (self._index + 1, self._total), style="dim")
         line.append(str(info.get("arm")), style="bold")
         if event == "arm-done":
-            line.append("  " + format_arm_result(info.get("entry") or {}))
+            line.append("  " + format_arm_done(info))
         elif event == "arm-failed":
             line.append("  FAILED: ", style="bold red")
             line.append(str(info.get("reason")))

@@ -469,6 +469,8 @@ class WorkerRecord:
     """One worker process's part of an arm (``workers``): its wakes or rounds, pid, lost wakes, what it applied, its p50.
 
     Values as recorded; ``recorded`` is False for an entry that is not a record at all.
+    The runner builds these too (:func:`wakelab.harness.summary.worker_record`) and
+    writes them with :meth:`to_dict`: writer and loader share the record.
     """
 
     recorded: bool = True
@@ -479,6 +481,10 @@ class WorkerRecord:
     p50_ns: Any = None
     repetition: Any = None
     applied: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    max_ns: Any = None
+    ops_per_s: Any = None
+    #: A soak's chunk: the warm-up wakes its worker discarded.
+    warmup_discarded: Any = None
 
     @classmethod
     def from_dict(cls, doc: object) -> "WorkerRecord":
@@ -486,7 +492,22 @@ class WorkerRecord:
             return cls(recorded=False)
         applied = doc.get("applied")
         return cls(True, doc.get("n"), doc.get("rounds"), doc.get("pid"), doc.get("lost"), doc.get("p50_ns"),
-                   doc.get("repetition"), applied if isinstance(applied, Mapping) else {})
+                   doc.get("repetition"), applied if isinstance(applied, Mapping) else {}, doc.get("max_ns"),
+                   doc.get("ops_per_s"), doc.get("warmup_discarded"))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The record as summary.json stores it: a latency worker's n, lost, p50 and max, or a rate worker's rounds
+        and ops/s (the one whose ``n`` is None); a soak chunk's warm-up and a repetition only where recorded."""
+        out: Dict[str, Any] = {"pid": self.pid, "applied": dict(self.applied)}
+        if self.n is not None:
+            out.update(n=self.n, lost=self.lost, p50_ns=self.p50_ns, max_ns=self.max_ns)
+        else:
+            out.update(rounds=self.rounds, ops_per_s=self.ops_per_s)
+        if self.warmup_discarded is not None:
+            out["warmup_discarded"] = self.warmup_discarded
+        if self.repetition is not None:
+            out["repetition"] = self.repetition
+        return out
 
 
 def _took_waiter_policy(doc: Mapping[str, Any]) -> bool:

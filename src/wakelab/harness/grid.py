@@ -29,6 +29,7 @@ from wakelab.evidence import bundle
 from wakelab.errors import OutputError
 from wakelab.harness.runner import (
     Execution,
+    ProgressCallback,
     RunInterrupted,
     RunPlan,
     RunStopped,
@@ -38,6 +39,7 @@ from wakelab.harness.runner import (
     run_turns,
     utc_now,
 )
+from wakelab.harness.summary import Document
 
 MATRIX_SCHEMA = "wakelab.matrix"
 MATRIX_VERSION = 1
@@ -65,8 +67,8 @@ class Cell:
     arm_origins: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     planted_delay_us: Optional[int] = None
 
-    def dimensions(self) -> Dict[str, Any]:
-        dims: Dict[str, Any] = {
+    def dimensions(self) -> Dict[str, object]:
+        dims: Dict[str, object] = {
             "python": self.python_label,
             "placement": self.placement,
             "settle_us": self.settle_us,
@@ -135,52 +137,75 @@ def cell_plan(base: RunPlan, cell: Cell, folder: str) -> RunPlan:
     return dataclasses.replace(base, params=params, execution=execution, folder=folder)
 
 
-def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[str, Any]], started_utc: str) -> Dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class MatrixCell:
+    """One cell as matrix.json lists it: where its bundle is, its dimensions, how far its run got."""
+
+    label: str
+    dimensions: Mapping[str, object]
+    status: str
+    complete: bool
+    interpreter: object
+
+    @classmethod
+    def of(cls, cell: Cell, summary: Optional[Document]) -> "MatrixCell":
+        """``summary``: the cell's run as it stands (None: not started)."""
+        status = "done" if summary and summary.get("finished_utc") else ("running" if summary else "pending")
+        return cls(cell.label, cell.dimensions(), status, bool(summary and summary.get("complete")),
+                   summary.get("interpreter") if summary else None)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"label": self.label, "folder": os.path.join(CELLS_DIR, self.label), "dimensions": dict(self.dimensions),
+                "status": self.status, "complete": self.complete, "interpreter": self.interpreter}
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRow:
+    """One cell's row in an arm's table of matrix.json: how the arm ended there, and its figures as its summary has them."""
+
+    cell: str
+    status: str = "pending"
+    reason: object = None
+    latency: object = None
+    rate: object = None
+    spread: object = None
+    waiter: object = None
+    kind: object = None
+    native: object = None
+    native_match: object = None
+
+    @classmethod
+    def of(cls, cell: Cell, entry: Optional[Mapping[str, object]]) -> "MatrixRow":
+        """``entry``: the arm's entry in the cell's summary (None: the cell has not reached it)."""
+        if entry is None:
+            return cls(cell.label)
+        return cls(cell.label, str(entry["status"]), *(entry.get(f.name) for f in dataclasses.fields(cls)[2:]))
+
+    def to_dict(self) -> Dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Document], started_utc: str) -> Document:
     """The matrix document: the grid's cells and, per arm, each cell's figures."""
-    cell_entries = []
-    for cell in cells:
-        summary = summaries.get(cell.label)
-        cell_entries.append(
-            {
-                "label": cell.label,
-                "folder": os.path.join(CELLS_DIR, cell.label),
-                "dimensions": cell.dimensions(),
-                "status": "done" if summary and summary.get("finished_utc") else ("running" if summary else "pending"),
-                "complete": bool(summary and summary.get("complete")),
-                "interpreter": summary.get("interpreter") if summary else None,
-            }
-        )
-    arms: List[Dict[str, Any]] = []
+    cell_entries = [MatrixCell.of(cell, summaries.get(cell.label)) for cell in cells]
+    arms: List[Dict[str, object]] = []
     for name in base.arm_names:
         rows = []
         for cell in cells:
             summary = summaries.get(cell.label)
             entry = next((a for a in summary["arms"] if a["name"] == name), None) if summary else None
-            rows.append(
-                {
-                    "cell": cell.label,
-                    "status": entry["status"] if entry else "pending",
-                    "reason": entry.get("reason") if entry else None,
-                    "latency": entry.get("latency") if entry else None,
-                    "rate": entry.get("rate") if entry else None,
-                    "spread": entry.get("spread") if entry else None,
-                    "waiter": entry.get("waiter") if entry else None,
-                    "kind": entry.get("kind") if entry else None,
-                    "native": entry.get("native") if entry else None,
-                    "native_match": entry.get("native_match") if entry else None,
-                }
-            )
+            rows.append(MatrixRow.of(cell, entry).to_dict())
         arms.append({"name": name, "rows": rows})
-    doc: Dict[str, Any] = {
+    doc: Document = {
         "schema": MATRIX_SCHEMA,
         "schema_version": MATRIX_VERSION,
         "lab": {"id": base.lab.id, "title": base.lab.title},
         "started_utc": started_utc,
         "command": list(base.command),
         "dimensions": sorted({k for c in cells for k in c.dimensions()}),
-        "cells": cell_entries,
+        "cells": [c.to_dict() for c in cell_entries],
         "arms": arms,
-        "complete": all(c["complete"] for c in cell_entries),
+        "complete": all(c.complete for c in cell_entries),
     }
     # The lab's own answer over the cells (the free-threading lab's GIL A/B), when it has one.
     if base.lab.matrix_verdict is not None:
@@ -193,9 +218,9 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Dict[str, Dict[s
 def run_grid(
     base: RunPlan,
     cells: Sequence[Cell],
-    progress: Optional[Callable[[str, Dict[str, Any]], None]] = None,
-    render_matrix: Optional[Callable[[Dict[str, Any]], str]] = None,
-) -> Dict[str, Any]:
+    progress: Optional[ProgressCallback] = None,
+    render_matrix: Optional[Callable[[Document], str]] = None,
+) -> Document:
     """Run every cell into ``base.folder/cells/<label>``; returns the matrix document.
 
     ``matrix.json`` (and ``matrix.txt``, laid out by ``render_matrix``: the
@@ -212,13 +237,13 @@ def run_grid(
 def _run_grid_locked(
     base: RunPlan,
     cells: Sequence[Cell],
-    progress: Optional[Callable[[str, Dict[str, Any]], None]],
-    render_matrix: Optional[Callable[[Dict[str, Any]], str]],
-) -> Dict[str, Any]:
+    progress: Optional[ProgressCallback],
+    render_matrix: Optional[Callable[[Document], str]],
+) -> Document:
     started = utc_now()
-    summaries: Dict[str, Dict[str, Any]] = {}
+    summaries: Dict[str, Document] = {}
 
-    def write() -> Dict[str, Any]:
+    def write() -> Document:
         doc = matrix_doc(base, cells, summaries, started)
         try:
             bundle.atomic_write_text(os.path.join(base.folder, bundle.MATRIX_JSON), bundle.dumps(doc))
@@ -228,7 +253,7 @@ def _run_grid_locked(
             raise WriteFailed(base.folder, exc) from None
         return doc
 
-    def write_quietly() -> Dict[str, Any]:
+    def write_quietly() -> Document:
         try:
             return write()
         except WriteFailed:
@@ -257,7 +282,7 @@ def _run_grid_locked(
         for lock in locks.values():
             lock.release()
         raise
-    live: Dict[str, Generator[Dict[str, Any], None, tuple]] = {}
+    live: Dict[str, Generator[Document, None, tuple]] = {}
     ended: Set[str] = set()
 
     def retire(label: str) -> None:

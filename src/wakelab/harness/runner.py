@@ -7,6 +7,12 @@ ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
 raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
 
+What it measured becomes summary.json through :mod:`wakelab.harness.summary`
+(an arm's figures, its workers, spreads and repetitions as frozen records,
+written into its entry once per repetition) and, for a traced run,
+:mod:`wakelab.harness.trace_pass` (the traced pass and its ``trace`` record);
+the runner itself drives the passes, the workers and the writes.
+
 The output folder is locked for the whole run (a second run into it gets
 :class:`~wakelab.errors.OutputError` before writing anything), and an older
 bundle's evidence there is removed before the first write.  A write that
@@ -57,22 +63,20 @@ tracing cannot run, the run goes on untraced and ``tracing.reason`` says why
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import os
 import signal
 import sys
 import time
-import uuid
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab import __version__
 from wakelab.core.registry import get_arm
-from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate, raw_to_dict
+from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, raw_to_dict
 from wakelab.errors import OutputError
 from wakelab.evidence import bundle
+from wakelab.evidence.model import WorkerRecord
 from wakelab.harness.clock import calibrate
 from wakelab.harness.conditions import Conditions, run_conditions, worker_conditions
-from wakelab.harness.metadata import interpreter_info, machine_info, system_info
+from wakelab.harness.metadata import interpreter_info
 from wakelab.harness.observed import Observer
 from wakelab.harness.workers import (
     ArmUnavailable,
@@ -84,21 +88,36 @@ from wakelab.harness.workers import (
     run_workers,
     split_counts,
 )
+from wakelab.harness import trace as sched_trace
+from wakelab.harness.summary import (  # noqa: F401 -- the summary's building blocks, as the runner's own names
+    FAILED,
+    INTERRUPTED,
+    OK,
+    PENDING,
+    SKIPPED,
+    Document,
+    Taken,
+    arm_entry as _arm_entry,
+    arm_figures,
+    is_complete,
+    jsonable as _jsonable,
+    measured as _measured,
+    new_summary,
+    repetitions_spread,
+    summarize_raw,
+    took_every_sample,
+    utc_now,
+    worker_figures,
+    worker_record,
+    worker_spread,
+)
+from wakelab.harness.trace_pass import new_tracing, trace_arm
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import guidance_dict
-from wakelab.analysis.components import component_series, reblock_series, split_wakes, summarize_components, why_untraceable
-from wakelab.harness import trace as sched_trace
-from wakelab.analysis.quality import derive_warnings, gil_contended, quality_flags
-from wakelab.analysis.stats import cpu_split, repetition_spread, summarize_latency, summarize_rate
+from wakelab.analysis.quality import derive_warnings, gil_contended
 
-# Arm statuses in summary.json.
-OK = "ok"
-SKIPPED = "skipped"
-FAILED = "failed"
-INTERRUPTED = "interrupted"
-PENDING = "pending"
-
+#: ``progress(event, info)``: what :mod:`wakelab.progress` shows (see its :class:`~wakelab.progress.Progress`).
 ProgressCallback = Callable[[str, Dict[str, Any]], None]
 
 
@@ -140,7 +159,7 @@ class RunInterrupted(Exception):
     ``signum`` is the signal that interrupted it (``SIGINT`` for Ctrl-C).
     """
 
-    def __init__(self, summary: Dict[str, Any], folder: str, signum: int = signal.SIGINT) -> None:
+    def __init__(self, summary: Document, folder: str, signum: int = signal.SIGINT) -> None:
         super().__init__("run interrupted")
         self.summary = summary
         self.folder = folder
@@ -203,8 +222,8 @@ class Execution:
             extra["PYTHONPATH"] = os.pathsep.join(self.pythonpath)
         return extra
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {
             "mode": "in-process" if self.in_process else "workers",
             "workers": 1 if self.in_process else self.workers,
             "python": self.python or sys.executable,
@@ -236,11 +255,7 @@ class RunPlan:
     execution: Execution = Execution()
     # Lays out summary.txt from the summary document; the harness imports no renderer, so the
     # caller (the CLI) hands one in.  None: summary.json and samples/ only.
-    render_text: Optional[Callable[[Dict[str, Any]], str]] = None
-
-
-def utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    render_text: Optional[Callable[[Document], str]] = None
 
 
 def fresh_seed() -> int:
@@ -268,149 +283,7 @@ def arm_params(params: MeasureParams, arm: Arm, repetition: int = 0, execution: 
     return params
 
 
-def _arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, Any]:
-    entry: Dict[str, Any] = dict(arm.describe())
-    if arm.kind == LATENCY and arm.params_for(params).settle_jitter_us != params.settle_jitter_us:
-        # The arm asked for a larger random part of the settle than the run's: say so where its figures are.
-        entry["settle_jitter_us"] = arm.params_for(params).settle_jitter_us
-    entry.update(
-        {
-            "status": PENDING,
-            "reason": None,
-            "requested": params.install_n * params.rounds if arm.kind != LATENCY else params.n,
-            "warmup_discarded": None,
-            "wall_s": None,
-            "latency": None,
-            "components": {},
-            "rate": None,
-            "samples_file": None,
-            "info": {},
-            "workers": [],
-            "spread": None,
-            "repetitions": None,
-            "cpu_split": None,
-            "quality": {},
-        }
-    )
-    return entry
-
-
-def summarize_raw(entry: Dict[str, Any], raw: Raw) -> None:
-    """Fill an arm's figures in ``entry`` from its raw record."""
-    if isinstance(raw, RawLatency):
-        entry["latency"] = summarize_latency(raw.samples_ns, raw.lost).to_dict()
-        entry["components"] = {
-            name: summarize_latency(series).to_dict() for name, series in sorted(raw.components_ns.items())
-        }
-        entry["warmup_discarded"] = raw.warmup_discarded
-    else:
-        assert isinstance(raw, RawRate)
-        entry["rate"] = summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns).to_dict()
-        entry["warmup_discarded"] = raw.warmup_rounds
-    entry["info"] = _jsonable(raw.info)
-
-
-def _jsonable(value: object) -> object:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
-
-
-def took_every_sample(entry: Dict[str, Any]) -> bool:
-    """True when a measured arm's figures account for every counted wake or operation requested.
-
-    Latency: ``n + lost == requested``; rate: ``rounds x n_per_round == requested``.
-    """
-    requested = entry.get("requested")
-    latency: Dict[str, Any] = entry.get("latency") or {}
-    rate: Dict[str, Any] = entry.get("rate") or {}
-    if entry.get("kind") == LATENCY:
-        return bool(latency) and latency.get("n", 0) + latency.get("lost", 0) == requested
-    return bool(rate) and rate.get("rounds", 0) * rate.get("n_per_round", 0) == requested
-
-
-def is_complete(summary: Dict[str, Any]) -> bool:
-    """True when at least one arm was measured, every measured arm took every sample it was
-    asked for (:func:`took_every_sample`) and lost none, and no arm failed, was cut short or
-    was not reached.  Arms skipped because they cannot run here do not count against it.
-    """
-    measured = 0
-    for entry in summary["arms"]:
-        status = entry["status"]
-        if status == SKIPPED:
-            continue
-        if status != OK or not took_every_sample(entry):
-            return False
-        latency = entry.get("latency")
-        if latency and latency.get("lost"):
-            return False
-        measured += 1
-    return measured > 0
-
-
-def new_summary(plan: RunPlan, interpreter: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The summary document before any arm ran (``complete: false``)."""
-    arms = [_arm_entry(get_arm(name), plan.params) for name in plan.arm_names]
-    for entry in arms:  # a side of an A/B that loads a user arm from its own file says so
-        if entry["name"] in plan.execution.arm_origins:
-            entry["origin"] = dict(plan.execution.arm_origins[entry["name"]])
-    return {
-        "schema": bundle.SCHEMA_NAME,
-        "schema_version": bundle.SCHEMA_VERSION,
-        "tool": {"name": "wakelab", "version": __version__},
-        "lab": {
-            "id": plan.lab.id,
-            "title": plan.lab.title,
-            "question": plan.lab.question,
-            "methodology": list(plan.lab.methodology),
-            "limits": list(plan.lab.limits),
-            "reproduce_script": plan.lab.reproduce_script,
-            "comparisons": [
-                {"a": c.a, "b": c.b}
-                for c in plan.lab.comparisons
-                if c.a in plan.arm_names and c.b in plan.arm_names
-            ],
-        },
-        "run_id": uuid.uuid4().hex,
-        "started_utc": utc_now(),
-        "finished_utc": None,
-        "wall_s": None,
-        "complete": False,
-        "interrupted": False,
-        "command": list(plan.command),
-        "note": plan.note,
-        "parameters": plan.params.to_dict(),
-        "execution": plan.execution.to_dict(),
-        "conditions": plan.execution.conditions.to_dict(),
-        "interpreter": interpreter if interpreter is not None else interpreter_info(),
-        "machine": machine_info(),
-        "system": system_info(),
-        "timer": None,
-        "arms": arms,
-        "caveats": [],
-        "warnings": [],
-    }
-
-
-def new_tracing(requested: bool) -> Dict[str, Any]:
-    """The summary's ``tracing`` record before any arm ran."""
-    return {
-        "requested": requested,
-        "traced": False,
-        "reason": None if requested else "not asked for (wakelab run --trace)",
-        "tool": "perf record -a -k CLOCK_MONOTONIC",
-        "events": list(sched_trace.default_events()),
-        "clock": "CLOCK_MONOTONIC",
-        "overhead_method": "each traced arm is measured three times in this run: untraced (its figures), traced, and "
-        "an untraced one after it brackets the traced pass; overhead = traced p50 / mean of the two untraced p50s",
-    }
-
-
-def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, Any]:
+def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Document:
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
@@ -432,7 +305,7 @@ def run_plan_checked(plan: RunPlan, progress: Optional[ProgressCallback] = None)
         lock.release()
 
 
-def finish_turns(turns: "Generator[Dict[str, Any], None, tuple]") -> tuple:
+def finish_turns(turns: "Generator[Document, None, tuple]") -> tuple:
     """Run a :func:`run_turns` generator to its end; its ``(summary, write_error)``."""
     while True:
         try:
@@ -442,7 +315,7 @@ def finish_turns(turns: "Generator[Dict[str, Any], None, tuple]") -> tuple:
 
 
 def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
-              take_turns: bool = False) -> "Generator[Dict[str, Any], None, tuple]":
+              take_turns: bool = False) -> "Generator[Document, None, tuple]":
     """:func:`run_plan_checked`'s body, as a generator; the caller holds the folder's lock.
 
     With ``take_turns`` it yields the summary as it stands after every repetition but the
@@ -481,7 +354,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         interpreter, timer = interpreter_info(), calibrate()
     else:
         probed = probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
-        interpreter, timer = probed["interpreter"], probed["timer"]
+        interpreter, timer = probed.interpreter, probed.timer
     summary = new_summary(plan, interpreter)
     summary["timer"] = timer
     observer = Observer()  # what the machine did meanwhile: summary.json's observed, as the run ends
@@ -495,8 +368,8 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
             emit("trace-unavailable", reason=reason)
     # Where tails cluster at multiples of this, another thread held the GIL.
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
-    arms: List[Dict[str, Any]] = summary["arms"]
-    current: Optional[Dict[str, Any]] = None
+    arms: List[Document] = summary["arms"]
+    current: Optional[Document] = None
     failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
     worker_pool = None if execution.in_process else WorkerPool(execution.python, env=execution.worker_env())
     try:
@@ -506,9 +379,9 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
         repeat = max(1, execution.repeat)
-        taken: List[_Taken] = [_Taken() for _ in arms]
+        taken: List[Taken] = [Taken() for _ in arms]
 
-        def record_applied(applied: Dict[str, Any]) -> None:
+        def record_applied(applied: Mapping[str, object]) -> None:
             """What the conditions were, as the first pass found them."""
             summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
             write(summary, text=False)
@@ -575,11 +448,6 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
     return summary, failure
 
 
-def _measured(entry: Dict[str, Any]) -> bool:
-    """True when an arm has figures of at least one repetition."""
-    return bool(entry.get("latency") or entry.get("rate"))
-
-
 def bundle_writer(plan: RunPlan) -> Callable[..., None]:
     """``write(summary)``: the summary's caveats, warnings and guidance derived afresh, then
     summary.json and summary.txt written into the plan's folder; :class:`WriteFailed` on an OS
@@ -587,7 +455,7 @@ def bundle_writer(plan: RunPlan) -> Callable[..., None]:
     summary.json alone: summary.txt is laid out when the run ends, however it ends, and
     ``wakelab show`` lays out a summary.json caught mid-run."""
 
-    def write(summary: Dict[str, Any], text: bool = True) -> None:
+    def write(summary: Document, text: bool = True) -> None:
         summary["caveats"] = derive_caveats(summary)
         summary["warnings"] = derive_warnings(summary)
         summary["guidance"] = guidance_dict(summary)
@@ -600,7 +468,7 @@ def bundle_writer(plan: RunPlan) -> Callable[..., None]:
     return write
 
 
-def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, Any], folder: str) -> None:
+def _write_quietly(write: Callable[[Document], None], summary: Document, folder: str) -> None:
     """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands).
 
     If it fails, summary.txt (a copy laid out for people, made again by
@@ -623,10 +491,10 @@ def _write_quietly(write: Callable[[Dict[str, Any]], None], summary: Dict[str, A
         pass
 
 
-def _end_on_write_failure(summary: Dict[str, Any], failure: Exception, emit: Callable[..., None]) -> None:
+def _end_on_write_failure(summary: Document, failure: Exception, emit: Callable[..., None]) -> None:
     """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
     could not be written), else the first arm not yet run.  Later arms stay pending."""
-    arms: List[Dict[str, Any]] = summary["arms"]
+    arms: List[Document] = summary["arms"]
     for entry in arms:
         if entry["status"] == PENDING and _measured(entry):  # repetitions still to come
             entry["status"] = FAILED
@@ -644,8 +512,8 @@ def _end_on_write_failure(summary: Dict[str, Any], failure: Exception, emit: Cal
 def _measure_raws(
     plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False,
     frames: bool = False,
-) -> tuple:
-    """``([raw of each worker], per-worker figures)``; ``stamps``: keep each wake's t0 (traced);
+) -> Tuple[List[Raw], List[WorkerRecord]]:
+    """``([raw of each worker], each worker's record)``; ``stamps``: keep each wake's t0 (traced);
     ``frames``: publish the Python frames to perf while measuring (``--trace-frames``)."""
     execution = plan.execution
     if execution.in_process:
@@ -680,126 +548,25 @@ def _measure_raws(
         origin=execution.arm_origins.get(arm.name),
         frames=frames,
     )
-    return [r.raw for r in results], [worker_figures(r.raw, r.pid, r.applied) for r in results]
+    return [r.raw for r in results], [worker_record(r.raw, r.pid, r.applied) for r in results]
 
 
-def _trace_arm(
-    plan: RunPlan,
-    arm: Arm,
-    entry: Dict[str, Any],
-    tracing: Dict[str, Any],
-    emit: Callable[..., None],
-    worker_pool: Optional[WorkerPool],
-) -> None:
-    """The traced pass of a measured arm: ``entry["trace"]``, and the samples file's ``traced`` part.
+def _trace_arm(plan: RunPlan, arm: Arm, entry: Document, tracing: Document, emit: Callable[..., None],
+               worker_pool: Optional[WorkerPool]) -> None:
+    """The traced pass of a measured arm (:func:`wakelab.harness.trace_pass.trace_arm`): ``entry["trace"]``, and
+    the samples file's ``traced`` part."""
 
-    Never fails the arm: whatever goes wrong is recorded as the reason the
-    arm was not split.  A session perf cannot start ends tracing for the run.
-    """
-    if not tracing.get("traced"):
-        entry["trace"] = {"traced": False, "reason": tracing.get("reason")}
-        return
-    reason = why_untraceable(entry)
-    if reason is None and plan.params.mode != "closed":
-        reason = "open loop: wakes are matched to notifies after the fact, so no wake has one t0 to split from"
-    if reason is None and not arm.driver:
-        reason = "this arm has no driver that reports its waiter's thread"
-    if reason is not None:
-        entry["trace"] = {"traced": False, "reason": reason}
-        return
-    emit("arm-trace", arm=arm.name)
-    plan = dataclasses.replace(plan, params=arm_params(plan.params, arm))
-    # --trace-frames: a C floor's threads have no Python frames, and an interpreter that said it
-    # cannot publish them is not sampled again.
-    frames = plan.execution.trace_frames and arm.family != "native" and not tracing.get("frames_unavailable")
-    session = sched_trace.SchedTrace(frames=frames)
-    try:
-        try:
-            session.start()
-        except sched_trace.TraceUnavailable as exc:
-            tracing["traced"] = False
-            tracing["reason"] = str(exc)
-            emit("trace-unavailable", reason=str(exc))
-            entry["trace"] = {"traced": False, "reason": str(exc)}
-            return
-        started = time.perf_counter()
-        try:
-            # Quietly: the arm was reported done; its workers' progress would count twice.
-            raws, figures = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=True, frames=frames)
-        finally:
-            session.stop()
-        wall_s = round(time.perf_counter() - started, 6)
-        traced = _split_traced(session, raws, figures)
-        # The machine drifts between passes: an untraced pass after the traced one brackets it.
-        after, _ = _measure_raws(plan, arm, lambda *args, **info: None, worker_pool)
-        after_p50 = summarize_latency(pool_raws(after).samples_ns).percentiles_ns.get("p50")  # type: ignore[union-attr]
-    except KeyboardInterrupt:
-        raise
-    except NotSplit as exc:
-        entry["trace"] = {"traced": False, "reason": str(exc)}
-        return
-    except Exception as exc:  # the arm's own figures stand; say why it was not split
-        entry["trace"] = {"traced": False, "reason": "the traced pass failed: %s: %s" % (type(exc).__name__, exc)}
-        return
-    finally:
-        data_bytes = session.data_bytes()
-        session.close()
-    samples: List[int] = traced["samples_ns"]
-    untraced_p50 = (entry.get("latency") or {}).get("p50_ns")
-    traced_stats = summarize_latency(samples, traced["lost"]).to_dict()
-    traced_p50 = _opt_number(traced_stats.get("p50_ns"))
-    baselines = [v for v in (untraced_p50, after_p50) if isinstance(v, (int, float)) and v > 0]
-    baseline = sum(baselines) / len(baselines) if baselines else None
-    entry["trace"] = {
-        "traced": True,
-        "reason": None,
-        "wall_s": wall_s,
-        "perf_data_bytes": data_bytes,
-        "events": traced["events"],
-        "lost_events": session.lost_events,
-        "latency": traced_stats,
-        "overhead": {
-            "untraced_p50_ns": untraced_p50,
-            "untraced_after_p50_ns": after_p50,
-            "traced_p50_ns": traced_p50,
-            # Against the mean of the untraced passes before and after the traced one.
-            "ratio": round(traced_p50 / baseline, 4) if baseline and traced_p50 is not None else None,
-        },
-        "components": summarize_components(samples, traced["splits"]),
-    }
-    if plan.execution.trace_frames:
-        from wakelab.analysis.frames import not_sampled
+    def measure(plan: RunPlan, stamps: bool = False, frames: bool = False) -> Tuple[List[Raw], List[WorkerRecord]]:
+        # Quietly: the arm was reported done; its workers' progress would count twice.
+        return _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=stamps, frames=frames)
 
-        if frames:
-            entry["trace"]["frames"] = traced["frames"]
-            if not traced["frames"].get("sampled"):
-                tracing["frames_unavailable"] = traced["frames"].get("reason")
-        else:
-            entry["trace"]["frames"] = not_sampled(
-                "a C floor: its threads run no Python" if arm.family == "native" else str(tracing.get("frames_unavailable")))
-    doc = bundle.samples_doc(arm.name, raw_to_dict(pool_raws(raws)))
-    base = entry.get("samples_file")
-    if base:  # keep the untraced samples the arm's figures come from; add the traced pass beside them
-        doc = _untraced_doc(plan.folder, arm.name, base) or doc
-    doc["traced"] = {
-        "samples_ns": samples,
-        "components_ns": component_series(traced["splits"]),
-        "reblocks_ns": reblock_series(traced["splits"]),
-        "components": list(traced["order"]),
-        "unit": "ns",
-    }
-    _write_samples(plan, arm, entry, doc, emit)
+    record, doc = trace_arm(plan, arm, entry, tracing, emit, measure)
+    entry["trace"] = record.to_dict()
+    if doc is not None:
+        _write_samples(plan, arm, entry, doc, emit)
 
 
-class NotSplit(RuntimeError):
-    """The driver says why its wakes cannot be split (the message), after the traced pass."""
-
-
-def _opt_number(value: object) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _write_samples(plan: RunPlan, arm: Arm, entry: Dict[str, Any], doc: Dict[str, Any], emit: Callable[..., None]) -> None:
+def _write_samples(plan: RunPlan, arm: Arm, entry: Document, doc: Mapping[str, object], emit: Callable[..., None]) -> None:
     """Write the arm's samples file and name it in ``entry``; a write that fails fails the arm
     (its reason is the failure) and ends the run with :class:`WriteFailed`."""
     try:
@@ -810,89 +577,6 @@ def _write_samples(plan: RunPlan, arm: Arm, entry: Dict[str, Any], doc: Dict[str
         entry["reason"] = str(failure)
         emit("arm-failed", arm=arm.name, reason=entry["reason"])
         raise failure from None
-
-
-def _untraced_doc(folder: str, arm_name: str, relative: str) -> Optional[Dict[str, Any]]:
-    """The samples document the untraced pass wrote (None if it cannot be read back)."""
-    import json
-
-    try:
-        with open(os.path.join(folder, relative), "rb") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) and doc.get("arm") == arm_name else None
-
-
-def _split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], figures: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-    """Every worker's wakes split at its waiter's events, pooled in worker order (``figures``:
-    each worker's, whose ``applied`` names its busy threads)."""
-    from wakelab.analysis.components import COMPONENTS
-    from wakelab.analysis.frames import count_frames, not_sampled, summarize_frames
-    from wakelab.analysis.reblocks import context_from, gil_releases
-    from wakelab.harness.frames import SAMPLE_HZ, remove_maps
-
-    tids = set()
-    for raw in raws:
-        for key in ("waiter_tid", "notifier_tid"):
-            value = raw.info.get(key)
-            if isinstance(value, int):
-                tids.add(value)
-    busy = [list((f.get("applied") or {}).get("cpu_thread_tids") or ()) for f in figures]
-    tids.update(t for worker in busy for t in worker if isinstance(t, int))  # who lets go of the GIL
-    by_tid = session.events(tids)
-    samples: List[int] = []
-    splits: List[Any] = []
-    lost = 0
-    frame_counts: Dict[str, Dict[str, int]] = {}
-    no_frames: Optional[str] = None
-    for index, raw in enumerate(raws):
-        assert isinstance(raw, RawLatency)
-        info = raw.info
-        t0s = info.pop("wake_t0_ns", None)  # bulky: in the samples file's traced part, not in info
-        tid = info.get("waiter_tid")
-        if isinstance(info.get("not_split"), str):
-            raise NotSplit(str(info["not_split"]))
-        if not isinstance(t0s, list) or len(t0s) != len(raw.samples_ns) or not isinstance(tid, int):
-            raise RuntimeError("the traced worker did not report its waiter's thread and each wake's t0")
-        notifier = info.get("notifier_tid")
-        context = context_from(info, busy[index] if index < len(busy) else ())
-        others = [e for t in {notifier, *context.busy_tids} if isinstance(t, int) for e in by_tid.get(t, []) if e.tid == t]
-        context = dataclasses.replace(context, gil_releases=gil_releases(others, context))
-        info.pop("interpreter_data", None)  # where the GIL lives: used here, not kept in summary.json
-        these = split_wakes(by_tid.get(tid, []), tid, t0s, raw.samples_ns, notifier if isinstance(notifier, int) else None,
-                            context)
-        splits.extend(these)
-        if session.frames:
-            if isinstance(info.get("frames_unavailable"), str):
-                no_frames = str(info.pop("frames_unavailable"))
-            count_frames(session.samples, tid, notifier if isinstance(notifier, int) else None, t0s, raw.samples_ns,
-                         [split.parts_ns["notify"] for split in these], frame_counts)
-        samples.extend(raw.samples_ns)
-        lost += raw.lost
-    if session.frames:  # the workers' trampoline names, read by perf script: no longer needed
-        # Only this run's processes: those of the events its own threads raised, and its workers.
-        remove_maps({e.tgid for tid, events in by_tid.items() for e in events if e.tid == tid}
-                    | {int(f["pid"]) for f in figures if f.get("pid")})
-    return {
-        "frames": not_sampled(no_frames) if no_frames else summarize_frames(frame_counts, SAMPLE_HZ),
-        "samples_ns": samples,
-        "lost": lost,
-        "splits": splits,
-        "order": COMPONENTS,
-        "events": sum(len(v) for k, v in by_tid.items() if any(r.info.get("waiter_tid") == k for r in raws)),
-    }
-
-
-@dataclasses.dataclass
-class _Taken:
-    """What an arm's repetitions measured so far: every worker's raw record in order, their
-    figures (each with its ``repetition``), and each repetition's pooled median."""
-
-    raws: List[Raw] = dataclasses.field(default_factory=list)
-    figures: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    medians: List[Optional[float]] = dataclasses.field(default_factory=list)
-    wall_s: float = 0.0
 
 
 def workers_in_repetition(execution: Execution, repetition: int) -> int:
@@ -916,17 +600,17 @@ def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition:
 def _run_arm(
     plan: RunPlan,
     arm: Arm,
-    entry: Dict[str, Any],
+    entry: Document,
     emit: Callable[..., None],
     switch_interval_s: Optional[float],
     worker_pool: Optional[WorkerPool],
-    taken: Optional[_Taken] = None,
+    taken: Optional[Taken] = None,
     repetition: int = 0,
     final: bool = True,
 ) -> None:
     """Measure one repetition of ``arm`` and publish the figures of every repetition so far in
     ``entry``; the arm is ``ok`` once its ``final`` repetition is in."""
-    taken = taken if taken is not None else _Taken()
+    taken = taken if taken is not None else Taken()
     repeat = max(1, plan.execution.repeat)
     params = arm_params(repetition_params(plan.params, arm.kind, repeat, repetition), arm, repetition, plan.execution)
     arm_started = time.perf_counter()
@@ -954,12 +638,7 @@ def _run_arm(
         emit("arm-failed", arm=arm.name, reason=entry["reason"])
         return
     taken.wall_s += time.perf_counter() - arm_started
-    for figure in per_worker:
-        figure["repetition"] = repetition
-    taken.raws.extend(raws)
-    taken.figures.extend(per_worker)
-    if raws:
-        taken.medians.append(_pooled_median(raws))
+    taken.add(repetition, raws, per_worker)
     if not taken.raws:
         if final:
             entry["status"] = FAILED
@@ -969,61 +648,15 @@ def _run_arm(
     raw = pool_raws(taken.raws)
     entry["wall_s"] = round(taken.wall_s, 6)
     _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
-    summarize_raw(entry, raw)
-    if isinstance(raw, RawLatency):
-        jitter = params.settle_jitter_us if params.mode == "closed" else None
-        entry["quality"] = _jsonable(quality_flags(raw.samples_ns, switch_interval_s, settle_jitter_us=jitter))
-        entry["cpu_split"] = cpu_split(raw.samples_ns, raw.waiter_cpus, raw.notifier_cpus)
-    entry["workers"] = list(taken.figures)
-    # With repetitions, the spread that matters is between them (each pools its workers' wakes).
-    entry["spread"] = worker_spread(taken.figures) if repeat == 1 else repetitions_spread(taken.medians, arm.kind)
-    entry["repetitions"] = {"count": len(taken.medians), "of": "p50_ns" if arm.kind == LATENCY else "ops_per_s",
-                            "spread": repetition_spread(taken.medians)}
+    jitter = params.settle_jitter_us if params.mode == "closed" else None
+    entry.update(arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter).to_dict())
     if final:
         entry["status"] = OK
-    emit("arm-done", arm=arm.name, entry=entry)
+    # Before the final repetition the figures are those of the repetitions so far.
+    emit("arm-done", arm=arm.name, entry=entry, repetition=repetition, repetitions=repeat, final=final)
 
 
-def _pooled_median(raws: Sequence[Raw]) -> Optional[float]:
-    """One repetition's own median: p50 of its workers' pooled wakes, or its rate arm's ops/s."""
-    raw = pool_raws(raws)
-    if isinstance(raw, RawLatency):
-        return summarize_latency(raw.samples_ns).percentiles_ns.get("p50")
-    assert isinstance(raw, RawRate)
-    return summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns).ops_per_s
-
-
-def worker_figures(raw: Raw, pid: int, applied: Dict[str, Any]) -> Dict[str, Any]:
-    """One worker's own figures, kept beside the pooled ones to show the spread."""
-    figures: Dict[str, Any] = {"pid": pid, "applied": _jsonable(applied)}
-    if isinstance(raw, RawLatency):
-        stats = summarize_latency(raw.samples_ns, raw.lost)
-        figures.update(n=stats.n, lost=stats.lost, p50_ns=stats.percentiles_ns.get("p50"), max_ns=stats.max_ns)
-    else:
-        rate = summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns)
-        figures.update(rounds=rate.rounds, ops_per_s=rate.ops_per_s)
-    return figures
-
-
-def worker_spread(workers: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """How far apart the workers' medians are (None with fewer than two workers)."""
-    key = "p50_ns" if workers and "p50_ns" in workers[0] else "ops_per_s"
-    values = [float(w[key]) for w in workers if w.get(key) is not None]
-    if len(values) < 2 or min(values) <= 0:
-        return None
-    return {"of": key, "min": min(values), "max": max(values), "max_over_min": round(max(values) / min(values), 4)}
-
-
-def repetitions_spread(medians: Sequence[Optional[float]], kind: str) -> Optional[Dict[str, Any]]:
-    """How far apart the repetitions' own medians are, in :func:`worker_spread`'s form."""
-    key = "p50_ns" if kind == LATENCY else "ops_per_s"
-    spread = worker_spread([{key: m} for m in medians])
-    if spread is not None:
-        spread["between"] = "repetitions"
-    return spread
-
-
-def _finish(summary: Dict[str, Any], started: float) -> None:
+def _finish(summary: Document, started: float) -> None:
     summary["finished_utc"] = utc_now()
     summary["wall_s"] = round(time.perf_counter() - started, 3)
     summary["complete"] = (not summary["interrupted"]) and is_complete(summary)

@@ -56,7 +56,11 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from wakelab.harness.runner import ProgressCallback
+    from wakelab.harness.summary import Document
 
 # Seconds a soak may last: at least one second, at most thirty days.
 DURATION_LIMITS_S = (1.0, 30 * 86400.0)
@@ -129,8 +133,9 @@ class _Chunk:
     samples: Sequence[int]
     lost: int
     warmup_discarded: int
-    info: Dict[str, Any]
-    figures: Dict[str, Any]
+    info: Mapping[str, object]
+    #: The chunk's worker record as summary.json stores it (:meth:`wakelab.evidence.model.WorkerRecord.to_dict`).
+    figures: Mapping[str, object]
     wall_s: float
 
 
@@ -151,11 +156,11 @@ class SoakState:
         self.kept = int64s()
         self.kept_lost = 0
         self.keeping = True
-        self.slices: List[Dict[str, Any]] = []
+        self.slices: List[Dict[str, object]] = []
         self.lost = 0
         self.warmup_discarded = 0
         self.chunks = 0
-        self.first_info: Optional[Dict[str, Any]] = None
+        self.first_info: Optional[Mapping[str, object]] = None
 
     @property
     def n(self) -> int:
@@ -205,7 +210,11 @@ class SoakState:
                     figures[key + "_ns"] = float(percentile(_IntView(ordered), q))  # type: ignore[arg-type]
         return figures
 
-    def figures_record(self) -> Dict[str, Any]:
+    def figures_record(self) -> Dict[str, object]:
+        """:meth:`soak_figures`, as summary.json stores it."""
+        return self.soak_figures().to_dict()
+
+    def soak_figures(self) -> "SoakFigures":
         """Which figures are exact and which come from the histogram, with each one's precision."""
         from wakelab.analysis.hdr import RELATIVE_ERROR, SIGNIFICANT_DIGITS
         from wakelab.analysis.stats import PERCENTILES
@@ -218,19 +227,47 @@ class SoakState:
         else:
             from_histogram = percentiles
         latency = self.latency_figures()
-        precision: Dict[str, Any] = {}
-        for key in from_histogram:
-            value = latency.get(key)
-            precision[key] = {
-                "relative_error": RELATIVE_ERROR,
-                "absolute_error_ns": None if value is None else round(float(value) * RELATIVE_ERROR, 3),
-                "how": "type-7 percentile of the HdrHistogram counters' middles (%d significant digits)" % SIGNIFICANT_DIGITS,
-            }
+        how = "type-7 percentile of the HdrHistogram counters' middles (%d significant digits)" % SIGNIFICANT_DIGITS
+        return SoakFigures(
+            exact=tuple(exact),
+            from_histogram=tuple(from_histogram),
+            precision=tuple((key, Precision(RELATIVE_ERROR, _opt_float(latency.get(key)), how)) for key in from_histogram),
+            percentiles_from="raw" if self.every_wake_kept else "histogram",
+        )
+
+
+def _opt_float(value: object) -> Optional[float]:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True)
+class Precision:
+    """How close a figure read from the histogram is: its relative error, that error in ns, and how it was read."""
+
+    relative_error: float
+    value_ns: Optional[float]
+    how: str
+
+    def to_dict(self) -> Dict[str, object]:
+        error = None if self.value_ns is None else round(self.value_ns * self.relative_error, 3)
+        return {"relative_error": self.relative_error, "absolute_error_ns": error, "how": self.how}
+
+
+@dataclasses.dataclass(frozen=True)
+class SoakFigures:
+    """``soak.figures``: which of the arm's figures are exact and which come from the histogram, with each one's precision."""
+
+    exact: Tuple[str, ...]
+    from_histogram: Tuple[str, ...]
+    precision: Tuple[Tuple[str, Precision], ...]
+    percentiles_from: str
+
+    def to_dict(self) -> Dict[str, object]:
         return {
-            "exact": exact,
-            "from_histogram": from_histogram,
-            "precision": precision,
-            "percentiles_from": "raw" if self.every_wake_kept else "histogram",
+            "exact": list(self.exact),
+            "from_histogram": list(self.from_histogram),
+            "precision": {key: precision.to_dict() for key, precision in self.precision},
+            "percentiles_from": self.percentiles_from,
         }
 
 
@@ -247,35 +284,61 @@ class _IntView:
         return int(self._ordered[index])
 
 
-def _new_soak_record(duration_s: float, raw_cap: int, checkpoint_s: float) -> Dict[str, Any]:
-    from wakelab.analysis.hdr import RELATIVE_ERROR, SIGNIFICANT_DIGITS
+@dataclasses.dataclass(frozen=True)
+class SoakRecord:
+    """summary.json's ``soak``: the soak's plan (duration, chunks, checkpoints, raw-sample cap) and how far it got.
 
-    return {
-        "duration_s": duration_s,
-        "elapsed_s": 0.0,
-        "finished": False,
-        "chunks": 0,
-        "chunk_target_s": CHUNK_S,
-        "max_chunk_wakes": MAX_CHUNK_WAKES,
-        "checkpoint_s": checkpoint_s,
-        "checkpoints": 0,
-        "raw_cap": raw_cap,
-        "raw_kept": 0,
-        "raw_kept_slices": 0,
-        "raw_which": "the raw samples of the soak's first whole chunks (one worker each), in order, up to raw_cap",
-        "histogram": {
-            "kind": "log-linear (HdrHistogram layout, lowest 1 ns)",
-            "significant_digits": SIGNIFICANT_DIGITS,
-            "relative_error": RELATIVE_ERROR,
-            "recorded": 0,
-            "in": "the samples file, key 'histogram' (counters and HdrHistogram's encoded form)",
-        },
-        "figures": {"exact": [], "from_histogram": [], "precision": {}, "percentiles_from": "raw"},
-        "quality_on": "the kept raw samples",
-    }
+    Replaced, never changed, as the soak goes (:func:`dataclasses.replace`), and written whole
+    (:meth:`to_dict`) into the summary each time.
+    """
+
+    duration_s: float
+    checkpoint_s: float
+    raw_cap: int
+    elapsed_s: float = 0.0
+    finished: bool = False
+    chunks: int = 0
+    checkpoints: int = 0
+    raw_kept: int = 0
+    raw_kept_slices: int = 0
+    #: Wakes the histogram counts.
+    recorded: int = 0
+    figures: SoakFigures = SoakFigures((), (), (), "raw")
+    #: None until the first checkpoint.
+    last_checkpoint_utc: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        from wakelab.analysis.hdr import RELATIVE_ERROR, SIGNIFICANT_DIGITS
+
+        out: Dict[str, object] = {
+            "duration_s": self.duration_s,
+            "elapsed_s": self.elapsed_s,
+            "finished": self.finished,
+            "chunks": self.chunks,
+            "chunk_target_s": CHUNK_S,
+            "max_chunk_wakes": MAX_CHUNK_WAKES,
+            "checkpoint_s": self.checkpoint_s,
+            "checkpoints": self.checkpoints,
+            "raw_cap": self.raw_cap,
+            "raw_kept": self.raw_kept,
+            "raw_kept_slices": self.raw_kept_slices,
+            "raw_which": "the raw samples of the soak's first whole chunks (one worker each), in order, up to raw_cap",
+            "histogram": {
+                "kind": "log-linear (HdrHistogram layout, lowest 1 ns)",
+                "significant_digits": SIGNIFICANT_DIGITS,
+                "relative_error": RELATIVE_ERROR,
+                "recorded": self.recorded,
+                "in": "the samples file, key 'histogram' (counters and HdrHistogram's encoded form)",
+            },
+            "figures": self.figures.to_dict(),
+            "quality_on": "the kept raw samples",
+        }
+        if self.last_checkpoint_utc is not None:
+            out["last_checkpoint_utc"] = self.last_checkpoint_utc
+        return out
 
 
-def _samples_text(doc: Dict[str, Any], samples: Sequence[int], chunk: int = 20000) -> str:
+def _samples_text(doc: Mapping[str, object], samples: Sequence[int], chunk: int = 20000) -> str:
     """The samples file's JSON text, its ``samples_ns`` written from the compact array in chunks
     (no list of a million ints)."""
     marker = "\u0000samples\u0000"
@@ -299,7 +362,7 @@ def _write_samples(folder: str, arm_name: str, state: SoakState) -> str:
         {
             "kind": "latency",
             "lost": state.kept_lost,
-            "warmup_discarded": sum(int(s.get("warmup_discarded", 0)) for s in state.slices),
+            "warmup_discarded": sum(w for w in (s.get("warmup_discarded", 0) for s in state.slices) if isinstance(w, int)),
             "components_ns": {},
             "info": {"soak": True, "slices": len(state.slices)},
             "histogram": state.histogram.to_dict(),
@@ -314,14 +377,14 @@ def _write_samples(folder: str, arm_name: str, state: SoakState) -> str:
 def run_soak(
     plan: Any,
     duration_s: float,
-    progress: Optional[Callable[[str, Dict[str, Any]], None]] = None,
+    progress: Optional["ProgressCallback"] = None,
     *,
     raw_cap: int = RAW_CAP,
     checkpoint_s: float = CHECKPOINT_S,
     chunk_s: float = CHUNK_S,
     clock: Callable[[], float] = time.monotonic,
     max_wakes: Optional[int] = None,
-) -> Tuple[Dict[str, Any], Any]:
+) -> Tuple["Document", Any]:
     """Run ``plan``'s one latency arm for ``duration_s`` seconds; ``(summary, write_error)`` as
     :func:`wakelab.harness.runner.run_plan_checked` returns them.
 
@@ -358,13 +421,13 @@ def _soak_locked(
     plan: Any,
     arm: Any,
     duration_s: float,
-    progress: Optional[Callable[[str, Dict[str, Any]], None]],
+    progress: Optional["ProgressCallback"],
     raw_cap: int,
     checkpoint_s: float,
     chunk_s: float,
     clock: Callable[[], float],
     max_wakes: Optional[int] = None,
-) -> Tuple[Dict[str, Any], Any]:
+) -> Tuple["Document", Any]:
     from wakelab.analysis.quality import gil_contended, quality_flags
     from wakelab.core.model import RawLatency
     from wakelab.errors import OutputError
@@ -373,6 +436,7 @@ def _soak_locked(
     from wakelab.harness.clock import calibrate
     from wakelab.harness.conditions import run_conditions
     from wakelab.harness.metadata import interpreter_info
+    from wakelab.harness.summary import jsonable, new_summary, worker_figures, worker_spread
     from wakelab.harness.workers import ArmUnavailable, WorkerPool, probe_interpreter, run_workers
 
     def emit(event: str, **info: object) -> None:
@@ -389,17 +453,24 @@ def _soak_locked(
         interpreter, timer = interpreter_info(), calibrate()
     else:
         probed = probe_interpreter(execution.python)
-        interpreter, timer = probed["interpreter"], probed["timer"]
-    summary = runner.new_summary(plan, interpreter)
+        interpreter, timer = probed.interpreter, probed.timer
+    summary = new_summary(plan, interpreter)
     summary["timer"] = timer
     summary["execution"]["workers"] = 1
     summary["execution"]["soak"] = True
-    record = summary["soak"] = _new_soak_record(duration_s, raw_cap, checkpoint_s)
-    entry: Dict[str, Any] = summary["arms"][0]
+    record = SoakRecord(duration_s, checkpoint_s, raw_cap)
+    summary["soak"] = record.to_dict()
+    entry: Document = summary["arms"][0]
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     state = SoakState(raw_cap)
     folding = False
     last_written: Optional[str] = None  # summary.json of the last checkpoint, as text
+
+    def new_record(**changes: Any) -> None:
+        """The soak record as it now stands, in the summary."""
+        nonlocal record
+        record = dataclasses.replace(record, **changes)
+        summary["soak"] = record.to_dict()
 
     def fill(final: bool = False) -> None:
         """The summary from the state reached (between chunks: never half a chunk); the quality
@@ -412,19 +483,19 @@ def _soak_locked(
             summary["parameters"]["n"] = max(1, state.n + state.lost)
         entry["info"] = dict(state.first_info or {}, soak_chunks=state.chunks)
         entry["workers"] = list(state.slices)
-        entry["spread"] = runner.worker_spread(state.slices)
+        entry["spread"] = worker_spread(state.slices)
         if final and len(state.kept):
             tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
             jitter = arm_params.settle_jitter_us if arm_params.mode == "closed" else None
-            entry["quality"] = runner._jsonable(quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter))
-        record.update(
+            entry["quality"] = jsonable(quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter))
+        new_record(
             elapsed_s=round(clock() - soak_started, 3),
             chunks=state.chunks,
             raw_kept=len(state.kept),
             raw_kept_slices=len(state.slices),
-            figures=state.figures_record(),
+            figures=state.soak_figures(),
+            recorded=state.histogram.total,
         )
-        record["histogram"]["recorded"] = state.histogram.total
 
     def checkpoint() -> None:
         nonlocal last_written
@@ -433,8 +504,7 @@ def _soak_locked(
                 entry["samples_file"] = _write_samples(plan.folder, arm.name, state)
             except OSError as exc:
                 raise runner.WriteFailed(plan.folder, exc) from None
-        record["checkpoints"] += 1
-        record["last_checkpoint_utc"] = runner.utc_now()
+        new_record(checkpoints=record.checkpoints + 1, last_checkpoint_utc=runner.utc_now())
         runner._finish(summary, started)
         summary["complete"] = False  # until the time is up
         write(summary)
@@ -487,9 +557,9 @@ def _soak_locked(
                 chunk_wall = max(clock() - chunk_started, 1e-6)
                 raw = result.raw
                 assert isinstance(raw, RawLatency)  # run_workers checked the record against the arm's kind
-                figures = runner.worker_figures(raw, result.pid, result.applied)
+                figures = worker_figures(raw, result.pid, result.applied)
                 figures["warmup_discarded"] = raw.warmup_discarded
-                info = runner._jsonable(raw.info)
+                info = jsonable(raw.info)
                 chunk = _Chunk(raw.samples_ns, raw.lost, raw.warmup_discarded, info if isinstance(info, dict) else {}, figures, chunk_wall)
                 del result, raw
                 folding = True
@@ -512,7 +582,7 @@ def _soak_locked(
                 entry["status"] = runner.OK if state.n + state.lost else runner.FAILED
                 if entry["status"] == runner.FAILED:
                     entry["reason"] = "the soak took no wakes in %g s" % duration_s
-            record["finished"] = entry["status"] == runner.OK
+            new_record(finished=entry["status"] == runner.OK)
             fill(final=True)
             if state.n + state.lost:
                 entry["samples_file"] = _write_samples(plan.folder, arm.name, state)
@@ -554,14 +624,14 @@ def _soak_locked(
 
 
 def _interrupted(
-    summary: Dict[str, Any],
-    entry: Dict[str, Any],
+    summary: "Document",
+    entry: "Document",
     state: SoakState,
     folding: bool,
     last_written: Optional[str],
     signum: int,
     plan: Any,
-    write: Callable[[Dict[str, Any]], None],
+    write: Callable[["Document"], None],
     fill: Callable[[bool], None],
     started: float,
 ) -> None:

@@ -43,6 +43,10 @@ from wakelab.core.model import IntSeries, MeasureParams, Raw, RawLatency, RawRat
 from wakelab.harness.conditions import Conditions
 from wakelab.harness.worker import HEARTBEAT, reply_cap_bytes
 
+#: One message of the worker protocol (see :mod:`wakelab.harness.worker`): a JSON object, read into
+#: typed records (:class:`WorkerResult`, :class:`Probe`) as soon as it arrives.
+Message = Dict[str, Any]
+
 MIN_PYTHON = (3, 9)
 # Seconds a worker may take beyond the time its wakes can take at worst (a backstop: the
 # heartbeat finds a stalled worker long before).
@@ -227,13 +231,13 @@ def run_bounded(
     return subprocess.CompletedProcess(list(argv), proc.returncode, bytes(out), bytes(err))
 
 
-def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: Sequence[str] = (),
-                env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+def call_worker(python: str, request: Mapping[str, object], deadline_s: float, args: Sequence[str] = (),
+                env: Optional[Dict[str, str]] = None) -> Message:
     """Run one worker to completion and return its reply document (``env``: see :func:`worker_env`)."""
     # -S: no site-packages. The measuring process gets the standard library and
     # this package only, and starts several times faster.
     argv = [python, "-S", "-m", "wakelab.harness.worker", "--parent-pid", str(os.getpid()), *args]
-    cap = reply_cap_bytes(dict(request.get("params") or {})) if args != ["--probe"] else PROBE_CAP_BYTES
+    cap = reply_cap_bytes(_params_of(request)) if args != ["--probe"] else PROBE_CAP_BYTES
     try:
         done = run_bounded(argv, timeout_s=deadline_s, cap_bytes=cap, input=json.dumps(request).encode("utf-8"), env=worker_env(env))
     except ChildTimeout:
@@ -246,7 +250,13 @@ def call_worker(python: str, request: Dict[str, Any], deadline_s: float, args: S
     return reply
 
 
-def _parse_reply(data: bytes) -> Optional[Dict[str, Any]]:
+def _params_of(request: Mapping[str, object]) -> Dict[str, object]:
+    """A request's measuring parameters (empty for a probe)."""
+    params = request.get("params")
+    return dict(params) if isinstance(params, Mapping) else {}
+
+
+def _parse_reply(data: bytes) -> Optional[Message]:
     """The reply document in ``data``, or None when it is not one."""
     try:
         reply = json.loads(data.decode("utf-8"))
@@ -337,7 +347,7 @@ class WorkerPool:
             data += chunk
         return bytes(data)
 
-    def call(self, request: Dict[str, Any], deadline_s: float) -> Dict[str, Any]:
+    def call(self, request: Mapping[str, object], deadline_s: float) -> Message:
         """Send ``request`` to a fresh worker and return its reply document."""
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
         assert proc.stdin is not None and proc.stdout is not None
@@ -350,7 +360,7 @@ class WorkerPool:
             pass
         fd = proc.stdout.fileno()
         received = bytearray()
-        cap = reply_cap_bytes(dict(request.get("params") or {}))
+        cap = reply_cap_bytes(_params_of(request))
         started = time.monotonic()
         deadline = started + deadline_s
         heard: Optional[float] = None  # when the template last wrote anything for this request
@@ -417,9 +427,18 @@ class WorkerPool:
         self.kill()
 
 
-def probe_interpreter(python: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """``{"interpreter": {...}, "timer": {...}}`` of ``python`` (its workers' ``env`` added: see
-    :func:`worker_env`); :class:`InterpreterError` if it cannot measure."""
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """What a probe of an interpreter found: its facts (summary.json's ``interpreter``) and its
+    timer's calibration (``timer``), as its worker reported them."""
+
+    interpreter: Dict[str, object]
+    timer: Dict[str, object]
+
+
+def probe_interpreter(python: str, env: Optional[Dict[str, str]] = None) -> Probe:
+    """The :class:`Probe` of ``python`` (its workers' ``env`` added: see :func:`worker_env`);
+    :class:`InterpreterError` if it cannot measure."""
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise InterpreterError("interpreter %s does not exist or is not executable" % python)
     try:
@@ -437,7 +456,7 @@ def probe_interpreter(python: str, env: Optional[Dict[str, str]] = None) -> Dict
         reply = call_worker(python, {}, 120.0, args=["--probe"], env=env)
     except WorkerError as exc:
         raise InterpreterError("%s cannot run wakelab's measuring code: %s" % (python, exc)) from None
-    return {"interpreter": reply["interpreter"], "timer": reply["timer"]}
+    return Probe(dict(reply["interpreter"]), dict(reply["timer"]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -445,8 +464,8 @@ class WorkerResult:
     """What one worker measured."""
 
     raw: Raw
-    interpreter: Dict[str, Any]
-    applied: Dict[str, Any]
+    interpreter: Mapping[str, object]
+    applied: Mapping[str, object]
     pid: int
 
 
@@ -460,7 +479,7 @@ def run_workers(
     on_worker: Optional[Callable[[int, int], None]] = None,
     pool: Optional[WorkerPool] = None,
     stamps: bool = False,
-    origin: Optional[Mapping[str, Any]] = None,
+    origin: Optional[Mapping[str, object]] = None,
     frames: bool = False,
 ) -> List[WorkerResult]:
     """Measure ``arm_name`` in up to ``workers`` fresh processes, one after another.
@@ -491,7 +510,7 @@ def run_workers(
         worker_params = dataclasses.replace(params, rounds=count) if kind_is_rate else dataclasses.replace(params, n=count)
         # Each worker draws its settles from a stream of its own: the k-th from params' stream + k.
         worker_params = dataclasses.replace(worker_params, settle_stream=params.settle_stream + index)
-        request = {
+        request: Dict[str, object] = {
             "protocol": 1,
             "arm": arm_name,
             "family": arm.family,

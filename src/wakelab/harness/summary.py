@@ -1,0 +1,385 @@
+"""From measured samples to summary.json's arm entries: the runner's summary building.
+
+The runner (:mod:`wakelab.harness.runner`) measures; this module turns what it
+measured into the records an arm's entry holds, and lays out the summary
+document around them (:func:`new_summary`).
+
+An arm's figures are built as typed, frozen records, once per repetition,
+from every repetition measured so far (:class:`Taken`):
+:class:`RawFigures` (the pooled latency or rate figures, the timed
+components, the warm-up, the drivers' info), each worker's
+:class:`~wakelab.evidence.model.WorkerRecord` (the record the loader reads
+back), the spread between workers or repetitions (:class:`Spread`), the
+repetitions' own medians (:class:`Repetitions`), and the quality flags and
+CPU split of a latency arm, gathered in :class:`ArmFigures`.  Each record
+serialises itself (``to_dict``), and the arm's entry takes
+:meth:`ArmFigures.to_dict` whole: summary.json is written from the records,
+never assembled field by field.
+
+The entry's other parts -- its identity (:func:`arm_entry`), its status and
+reason, the traced pass (:mod:`wakelab.harness.trace_pass`) -- are set by the
+runner as the arm goes.  summary.json's text is the same whatever the order in
+which the keys were set (the writer sorts them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wakelab import __version__
+from wakelab.analysis.quality import quality_flags
+from wakelab.analysis.stats import LatencyStats, RateStats, cpu_split, repetition_spread, summarize_latency, summarize_rate
+from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate
+from wakelab.core.registry import get_arm
+from wakelab.evidence import bundle
+from wakelab.evidence.model import WorkerRecord
+from wakelab.harness.metadata import interpreter_info, machine_info, system_info
+from wakelab.harness.workers import pool_raws
+
+if TYPE_CHECKING:
+    from wakelab.harness.runner import RunPlan
+
+#: summary.json as written: the JSON document summary.schema.json describes, built up as the run goes.
+Document = Dict[str, Any]
+
+# Arm statuses in summary.json.
+OK = "ok"
+SKIPPED = "skipped"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+PENDING = "pending"
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def jsonable(value: object) -> object:
+    """``value`` as JSON can hold it: mappings with text keys, lists, plain scalars; anything else its repr."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _jsonable_dict(value: Mapping[str, object]) -> Dict[str, object]:
+    out = jsonable(dict(value))
+    assert isinstance(out, dict)
+    return out
+
+
+# -- the records -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RawFigures:
+    """An arm's figures from its raw record (every worker's wakes pooled): ``latency`` and its timed
+    ``components`` (by name, sorted), or ``rate``; the warm-up discarded; the drivers' ``info``."""
+
+    warmup_discarded: int
+    info: Mapping[str, object]
+    latency: Optional[LatencyStats] = None
+    components: Tuple[Tuple[str, LatencyStats], ...] = ()
+    rate: Optional[RateStats] = None
+
+    @classmethod
+    def of(cls, raw: Raw) -> "RawFigures":
+        info = _jsonable_dict(raw.info)
+        if isinstance(raw, RawLatency):
+            return cls(raw.warmup_discarded, info, latency=summarize_latency(raw.samples_ns, raw.lost),
+                       components=tuple((name, summarize_latency(series)) for name, series in sorted(raw.components_ns.items())))
+        assert isinstance(raw, RawRate)
+        return cls(raw.warmup_rounds, info, rate=summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns))
+
+    def to_dict(self) -> Document:
+        """The entry's keys these figures fill (a rate arm's ``latency`` and ``components`` stay as they were)."""
+        if self.latency is not None:
+            out: Document = {"latency": self.latency.to_dict(),
+                             "components": {name: stats.to_dict() for name, stats in self.components}}
+        else:
+            assert self.rate is not None
+            out = {"rate": self.rate.to_dict()}
+        out["warmup_discarded"] = self.warmup_discarded
+        out["info"] = dict(self.info)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """How far apart the workers' (or, with ``between``, the repetitions') medians are: ``of`` names the
+    figure (``p50_ns`` or ``ops_per_s``)."""
+
+    of: str
+    min: float
+    max: float
+    max_over_min: float
+    between: Optional[str] = None
+
+    @classmethod
+    def of_values(cls, key: str, values: Sequence[Optional[float]], between: Optional[str] = None) -> Optional["Spread"]:
+        """The spread of ``values`` (None ignored); None with fewer than two, or one not above zero."""
+        known = [float(v) for v in values if v is not None]
+        if len(known) < 2 or min(known) <= 0:
+            return None
+        return cls(key, min(known), max(known), round(max(known) / min(known), 4), between)
+
+    def to_dict(self) -> Document:
+        out: Document = {"of": self.of, "min": self.min, "max": self.max, "max_over_min": self.max_over_min}
+        if self.between is not None:
+            out["between"] = self.between
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Repetitions:
+    """``repetitions``: how many repetitions have figures, of which figure, and their medians' spread
+    (:func:`wakelab.analysis.stats.repetition_spread`; None with fewer than two)."""
+
+    count: int
+    of: str
+    spread: Optional[Mapping[str, object]]
+
+    def to_dict(self) -> Document:
+        return {"count": self.count, "of": self.of, "spread": None if self.spread is None else dict(self.spread)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmFigures:
+    """Everything an arm's repetitions so far measured, as its summary.json entry holds it.
+
+    ``quality`` and ``cpu_split`` are a latency arm's only (None: a rate
+    arm's entry keeps its own); ``spread`` is between workers with one
+    repetition, between repetitions with several.
+    """
+
+    wall_s: float
+    figures: RawFigures
+    workers: Tuple[WorkerRecord, ...]
+    spread: Optional[Spread]
+    repetitions: Repetitions
+    quality: Optional[Mapping[str, object]] = None
+    cpu_split: Optional[Mapping[str, object]] = None
+
+    def to_dict(self) -> Document:
+        out: Document = {"wall_s": self.wall_s}
+        out.update(self.figures.to_dict())
+        if self.figures.latency is not None:
+            out["quality"] = None if self.quality is None else dict(self.quality)
+            out["cpu_split"] = None if self.cpu_split is None else dict(self.cpu_split)
+        out["workers"] = [worker.to_dict() for worker in self.workers]
+        out["spread"] = None if self.spread is None else self.spread.to_dict()
+        out["repetitions"] = self.repetitions.to_dict()
+        return out
+
+
+@dataclasses.dataclass
+class Taken:
+    """What an arm's repetitions measured so far: every worker's raw record in order, their
+    records (each with its ``repetition``), and each repetition's pooled median.  It grows as the
+    repetitions come in; :func:`arm_figures` reads it into frozen records."""
+
+    raws: List[Raw] = dataclasses.field(default_factory=list)
+    workers: List[WorkerRecord] = dataclasses.field(default_factory=list)
+    medians: List[Optional[float]] = dataclasses.field(default_factory=list)
+    wall_s: float = 0.0
+
+    def add(self, repetition: int, raws: Sequence[Raw], workers: Sequence[WorkerRecord]) -> None:
+        """One repetition's workers: their raw records and their figures (which repetition, recorded)."""
+        self.raws.extend(raws)
+        self.workers.extend(dataclasses.replace(worker, repetition=repetition) for worker in workers)
+        if raws:
+            self.medians.append(pooled_median(raws))
+
+
+def figure_key(kind: str) -> str:
+    """The figure an arm's spreads compare: ``p50_ns`` (latency) or ``ops_per_s`` (rate)."""
+    return "p50_ns" if kind == LATENCY else "ops_per_s"
+
+
+def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s: Optional[float],
+                settle_jitter_us: Optional[int]) -> ArmFigures:
+    """The figures of every repetition in ``taken`` (at least one worker's): ``raw`` is their raw records pooled.
+
+    ``tail_interval_s``: the switch interval where a busy Python thread may
+    hold the GIL the waiter needs (None: no tail looked for);
+    ``settle_jitter_us``: the settle's random part (None: an open loop).
+    """
+    key = figure_key(kind)
+    quality = split = None
+    if isinstance(raw, RawLatency):
+        quality = _jsonable_dict(quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us))
+        split = cpu_split(raw.samples_ns, raw.waiter_cpus, raw.notifier_cpus)
+    # With repetitions, the spread that matters is between them (each pools its workers' wakes).
+    if repeat == 1:
+        spread = Spread.of_values(key, [getattr(w, key) for w in taken.workers])
+    else:
+        spread = Spread.of_values(key, taken.medians, between="repetitions")
+    return ArmFigures(
+        wall_s=round(taken.wall_s, 6),
+        figures=RawFigures.of(raw),
+        workers=tuple(taken.workers),
+        spread=spread,
+        repetitions=Repetitions(len(taken.medians), key, repetition_spread(taken.medians)),
+        quality=quality,
+        cpu_split=split,
+    )
+
+
+def pooled_median(raws: Sequence[Raw]) -> Optional[float]:
+    """One repetition's own median: p50 of its workers' pooled wakes, or its rate arm's ops/s."""
+    raw = pool_raws(raws)
+    if isinstance(raw, RawLatency):
+        return summarize_latency(raw.samples_ns).percentiles_ns.get("p50")
+    assert isinstance(raw, RawRate)
+    return summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns).ops_per_s
+
+
+def worker_record(raw: Raw, pid: int, applied: Mapping[str, object]) -> WorkerRecord:
+    """One worker's own figures, kept beside the pooled ones to show the spread."""
+    if isinstance(raw, RawLatency):
+        stats = summarize_latency(raw.samples_ns, raw.lost)
+        return WorkerRecord(pid=pid, applied=_jsonable_dict(applied), n=stats.n, lost=stats.lost,
+                            p50_ns=stats.percentiles_ns.get("p50"), max_ns=stats.max_ns)
+    rate = summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns)
+    return WorkerRecord(pid=pid, applied=_jsonable_dict(applied), rounds=rate.rounds, ops_per_s=rate.ops_per_s)
+
+
+# -- the entry as a document (what tests and the soak build on) ------------------------------
+
+
+def worker_figures(raw: Raw, pid: int, applied: Mapping[str, object]) -> Document:
+    """:func:`worker_record`, as summary.json stores it."""
+    return worker_record(raw, pid, applied).to_dict()
+
+
+def worker_spread(workers: Sequence[Mapping[str, Any]]) -> Optional[Document]:
+    """How far apart stored workers' medians are (None with fewer than two workers)."""
+    key = "p50_ns" if workers and "p50_ns" in workers[0] else "ops_per_s"
+    spread = Spread.of_values(key, [w.get(key) for w in workers])
+    return None if spread is None else spread.to_dict()
+
+
+def repetitions_spread(medians: Sequence[Optional[float]], kind: str) -> Optional[Document]:
+    """How far apart the repetitions' own medians are, in :func:`worker_spread`'s form."""
+    spread = Spread.of_values(figure_key(kind), medians, between="repetitions")
+    return None if spread is None else spread.to_dict()
+
+
+def summarize_raw(entry: Document, raw: Raw) -> None:
+    """Fill an arm's figures in ``entry`` from its raw record."""
+    entry.update(RawFigures.of(raw).to_dict())
+
+
+def arm_entry(arm: Arm, params: MeasureParams) -> Document:
+    """An arm's entry before it ran: its identity, ``pending``, and every figure still empty."""
+    entry: Document = dict(arm.describe())
+    if arm.kind == LATENCY and arm.params_for(params).settle_jitter_us != params.settle_jitter_us:
+        # The arm asked for a larger random part of the settle than the run's: say so where its figures are.
+        entry["settle_jitter_us"] = arm.params_for(params).settle_jitter_us
+    entry.update(
+        {
+            "status": PENDING,
+            "reason": None,
+            "requested": params.install_n * params.rounds if arm.kind != LATENCY else params.n,
+            "warmup_discarded": None,
+            "wall_s": None,
+            "latency": None,
+            "components": {},
+            "rate": None,
+            "samples_file": None,
+            "info": {},
+            "workers": [],
+            "spread": None,
+            "repetitions": None,
+            "cpu_split": None,
+            "quality": {},
+        }
+    )
+    return entry
+
+
+def measured(entry: Mapping[str, Any]) -> bool:
+    """True when an arm has figures of at least one repetition."""
+    return bool(entry.get("latency") or entry.get("rate"))
+
+
+def took_every_sample(entry: Mapping[str, Any]) -> bool:
+    """True when a measured arm's figures account for every counted wake or operation requested.
+
+    Latency: ``n + lost == requested``; rate: ``rounds x n_per_round == requested``.
+    """
+    requested = entry.get("requested")
+    latency: Mapping[str, Any] = entry.get("latency") or {}
+    rate: Mapping[str, Any] = entry.get("rate") or {}
+    if entry.get("kind") == LATENCY:
+        return bool(latency) and latency.get("n", 0) + latency.get("lost", 0) == requested
+    return bool(rate) and rate.get("rounds", 0) * rate.get("n_per_round", 0) == requested
+
+
+def is_complete(summary: Mapping[str, Any]) -> bool:
+    """True when at least one arm was measured, every measured arm took every sample it was
+    asked for (:func:`took_every_sample`) and lost none, and no arm failed, was cut short or
+    was not reached.  Arms skipped because they cannot run here do not count against it.
+    """
+    count = 0
+    for entry in summary["arms"]:
+        status = entry["status"]
+        if status == SKIPPED:
+            continue
+        if status != OK or not took_every_sample(entry):
+            return False
+        latency = entry.get("latency")
+        if latency and latency.get("lost"):
+            return False
+        count += 1
+    return count > 0
+
+
+def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Document:
+    """The summary document before any arm ran (``complete: false``)."""
+    arms = [arm_entry(get_arm(name), plan.params) for name in plan.arm_names]
+    for entry in arms:  # a side of an A/B that loads a user arm from its own file says so
+        if entry["name"] in plan.execution.arm_origins:
+            entry["origin"] = dict(plan.execution.arm_origins[entry["name"]])
+    return {
+        "schema": bundle.SCHEMA_NAME,
+        "schema_version": bundle.SCHEMA_VERSION,
+        "tool": {"name": "wakelab", "version": __version__},
+        "lab": {
+            "id": plan.lab.id,
+            "title": plan.lab.title,
+            "question": plan.lab.question,
+            "methodology": list(plan.lab.methodology),
+            "limits": list(plan.lab.limits),
+            "reproduce_script": plan.lab.reproduce_script,
+            "comparisons": [
+                {"a": c.a, "b": c.b}
+                for c in plan.lab.comparisons
+                if c.a in plan.arm_names and c.b in plan.arm_names
+            ],
+        },
+        "run_id": uuid.uuid4().hex,
+        "started_utc": utc_now(),
+        "finished_utc": None,
+        "wall_s": None,
+        "complete": False,
+        "interrupted": False,
+        "command": list(plan.command),
+        "note": plan.note,
+        "parameters": plan.params.to_dict(),
+        "execution": plan.execution.to_dict(),
+        "conditions": plan.execution.conditions.to_dict(),
+        "interpreter": interpreter if interpreter is not None else interpreter_info(),
+        "machine": machine_info(),
+        "system": system_info(),
+        "timer": None,
+        "arms": arms,
+        "caveats": [],
+        "warnings": [],
+    }
