@@ -196,6 +196,18 @@ def test_an_even_spread_is_a_poll_and_the_random_part_decides_whether_the_period
     assert find_polling(EVEN)["spans_jitter"] is None  # type: ignore[index]
 
 
+def test_an_arm_that_takes_no_settle_is_not_looked_at_for_polling() -> None:
+    # A storm's receiver never waits for one probe at a time: an even spread of its reactions says
+    # nothing about a poll (a catalogue run flagged four storm arms as "these waits poll").
+    assert quality_flags(EVEN, None, settle_jitter_us=2000)["polling"] is not None
+    assert quality_flags(EVEN, None, settle_jitter_us=2000, settles=False)["polling"] is None
+    from wakelab.core.registry import all_arms
+
+    storms = [arm for arm in all_arms() if arm.family == "storms"]
+    assert storms and all(not arm.settles for arm in storms)
+    assert all(arm.settles for arm in all_arms() if arm.family != "storms")
+
+
 def _poll(rng: random.Random, n: int, period_us: float, jitter_us: float) -> list:
     """Wakes of a wait polled every ``period_us`` after a settle of 1 ms plus a random part."""
     return [int(1000 * (period_us - ((1000 + rng.uniform(0, jitter_us)) % period_us) + 60 + abs(rng.gauss(0, 20))))
@@ -241,3 +253,4 @@ def test_a_polling_flag_is_a_warning_record(lab135_summary) -> None:
     # Older bundles' flags have no polling key: nothing is said.
     del summary["arms"][0]["quality"]["polling"]
     assert [r["kind"] for r in derive_warnings(summary)] == ["percentiles-omitted"]
+

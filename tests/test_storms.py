@@ -193,3 +193,23 @@ def test_signal_names() -> None:
     assert driver.signal_name(signal.SIGUSR1) == "SIGUSR1"
     assert driver.signal_name(signal.SIGRTMIN) == "SIGRTMIN"
     assert driver.signal_name(signal.SIGRTMIN + 2) == "SIGRTMIN+2"
+
+
+def test_the_runner_asks_for_no_polling_where_the_arm_takes_no_settle(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wakelab.cli import main
+    from wakelab.harness import summary as harness_summary
+
+    asked: Dict[str, bool] = {}
+    real = harness_summary.quality_flags
+
+    def spy(samples_ns: Any, interval_s: Any, settle_jitter_us: Any = None, settles: bool = True) -> Dict[str, Any]:
+        asked[str(len(asked))] = settles
+        return real(samples_ns, interval_s, settle_jitter_us=settle_jitter_us, settles=settles)
+
+    monkeypatch.setattr(harness_summary, "quality_flags", spy)
+    common = ["run", "-n", "20", "--warmup", "2", "--in-process", "-q", "--no-history", "--settle-jitter-us", "0"]
+    assert main(common + ["--arms", "storm-usr1-c-sigwait", "-o", str(tmp_path / "storm")]) == 0
+    assert asked and not any(asked.values())
+    asked.clear()
+    assert main(common + ["--arms", "pipe", "-o", str(tmp_path / "pipe")]) == 0
+    assert asked and all(asked.values())

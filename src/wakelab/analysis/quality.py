@@ -301,18 +301,20 @@ def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
     return bool(busy) or any(applied)
 
 
-def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None) -> Dict[str, Any]:
+def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None,
+                  settles: bool = True) -> Dict[str, Any]:
     """The per-arm flags stored under ``quality`` in summary.json.
 
     ``interval_s`` is the switch interval, or None where no Python thread can
     hold the GIL the waiter needs (:func:`gil_contended`): then no tail is looked for.
     ``settle_jitter_us`` is the random part of the settle the wakes were taken
-    with (None: no settle, as in an open loop), for :func:`find_polling`.
+    with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False
+    for an arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for.
     """
     return {
         "populations": find_populations(samples_ns),
         "switch_interval_tail": switch_interval_tail(samples_ns, interval_s),
-        "polling": find_polling(samples_ns, settle_jitter_us),
+        "polling": find_polling(samples_ns, settle_jitter_us) if settles else None,
     }
 
 

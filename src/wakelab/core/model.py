@@ -433,6 +433,10 @@ class Arm:
     # MeasureParams.settle_jitter_us).  The runner applies it where it builds the arm's
     # parameters (:meth:`params_for`) and records it in the arm's entry.
     min_settle_jitter_us: int = 0
+    # False for an arm whose waiter takes no settle before t0 (a storm's receiver never waits for
+    # one probe at a time): nothing puts its notify at a random phase of a poll, so no polling is
+    # looked for in its wakes (see wakelab.analysis.quality.find_polling).
+    settles: bool = True
 
     @property
     def open_loop(self) -> bool:

@@ -649,7 +649,7 @@ def _run_arm(
     entry["wall_s"] = round(taken.wall_s, 6)
     _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
     jitter = params.settle_jitter_us if params.mode == "closed" else None
-    entry.update(arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter).to_dict())
+    entry.update(arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter, arm.settles).to_dict())
     if final:
         entry["status"] = OK
     # Before the final repetition the figures are those of the repetitions so far.

@@ -203,17 +203,19 @@ def figure_key(kind: str) -> str:
 
 
 def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s: Optional[float],
-                settle_jitter_us: Optional[int]) -> ArmFigures:
+                settle_jitter_us: Optional[int], settles: bool = True) -> ArmFigures:
     """The figures of every repetition in ``taken`` (at least one worker's): ``raw`` is their raw records pooled.
 
     ``tail_interval_s``: the switch interval where a busy Python thread may
     hold the GIL the waiter needs (None: no tail looked for);
-    ``settle_jitter_us``: the settle's random part (None: an open loop).
+    ``settle_jitter_us``: the settle's random part (None: an open loop); ``settles``: False for an
+    arm that takes no settle (``Arm.settles``), whose wakes are not looked at for polling.
     """
     key = figure_key(kind)
     quality = split = None
     if isinstance(raw, RawLatency):
-        quality = _jsonable_dict(quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us))
+        quality = _jsonable_dict(quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us,
+                                                     settles=settles))
         split = cpu_split(raw.samples_ns, raw.waiter_cpus, raw.notifier_cpus)
     # With repetitions, the spread that matters is between them (each pools its workers' wakes).
     if repeat == 1:

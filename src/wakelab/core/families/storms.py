@@ -387,6 +387,7 @@ def _arm(short: str, receiver: str, sender_kind: str = PROCESS) -> Arm:
         measure=functools.partial(measure_storm, short=short, receiver=receiver, sender_kind=sender_kind),
         requires=_requires(short, receiver),
         needs_main_thread=receiver not in C_RECEIVERS,
+        settles=False,
     )
 
 
