@@ -234,10 +234,10 @@ def test_the_rank_test_of_the_medians_is_exact() -> None:
 
 
 def test_many_medians_take_the_rank_tests_normal_approximation(monkeypatch) -> None:
-    from wakelab.analysis import guidance
+    from wakelab.analysis.guidance import noise
 
     exact = rank_test_p(300, 30, 30)
-    monkeypatch.setattr(guidance, "EXACT_PAIRS", 0)
+    monkeypatch.setattr(noise, "EXACT_PAIRS", 0)
     assert rank_test_p(300, 30, 30) == pytest.approx(exact, rel=0.05)
     assert rank_test_p(0, 40, 40) < 1e-12 and rank_test_p(800, 40, 40) == 1.0
 
