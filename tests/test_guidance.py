@@ -436,6 +436,24 @@ def test_open_loop_figures_say_what_they_are() -> None:
     assert not _in_process(closed).open_loop
 
 
+def test_a_few_armed_verdict_says_what_its_open_loop_figures_hold() -> None:
+    from wakelab.report.text import format_verdict
+
+    summary = _open_loop(build_summary("custom", {"event": 144.0, "pipe": 150.0}, arms=["event", "pipe"]))
+    verdict = format_verdict(summary)
+    text = " ".join(" ".join(verdict).split())
+    note = open_loop_note(Bundle("", "", summary))
+    assert note is not None
+    # Once, before the first per-arm line, the clause the guidance computed.
+    assert text.startswith("%s%s. event: p50 " % (note[0].upper(), note[1:]))
+    assert text.count("scheduled instant") == 1 and "(one every 500 µs)" in text
+    # A closed run's verdict says none of it.
+    closed = build_summary("custom", {"event": 144.0, "pipe": 150.0}, arms=["event", "pipe"])
+    closed_verdict = format_verdict(closed)
+    assert closed_verdict[0].startswith("  event: p50 ")
+    assert "open loop" not in " ".join(closed_verdict).lower()
+
+
 def test_one_in_process_arm_is_described_not_ranked(lab135_summary) -> None:
     guidance = guidance_of(lab135_summary)
     assert guidance.headline == ("In-process, event wakes a thread in 110 µs (p50); signals for process control "
