@@ -140,6 +140,7 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
 
 
 def process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
+    """Waking another process: the cross-process group in :func:`~wakelab.analysis.guidance.ranking.format_ranking`'s words."""
     if ranking is None:
         return None
     first = ranking.fastest

@@ -162,6 +162,8 @@ def polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opti
 
 
 def pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
+    """What a handler's figures and a spinning waiter's do not show: main-thread-only delivery, heavy handlers,
+    and busy-wait figures that say nothing of a waiter that blocks."""
     items: List[Advice] = []
     handlers = [levels[n] for n, _ in arms_with_role(ROLE_HANDLER) if n in levels]
     if handlers:
