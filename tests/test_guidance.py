@@ -234,10 +234,10 @@ def test_the_rank_test_of_the_medians_is_exact() -> None:
 
 
 def test_many_medians_take_the_rank_tests_normal_approximation(monkeypatch) -> None:
-    from wakelab.analysis import guidance
+    from wakelab.analysis.guidance import noise
 
     exact = rank_test_p(300, 30, 30)
-    monkeypatch.setattr(guidance, "EXACT_PAIRS", 0)
+    monkeypatch.setattr(noise, "EXACT_PAIRS", 0)
     assert rank_test_p(300, 30, 30) == pytest.approx(exact, rel=0.05)
     assert rank_test_p(0, 40, 40) < 1e-12 and rank_test_p(800, 40, 40) == 1.0
 
@@ -434,6 +434,24 @@ def test_open_loop_figures_say_what_they_are() -> None:
     assert "open loop" not in words.lower() and "open-loop" not in words
     assert open_loop_note(Bundle("", "", closed)) is None
     assert not _in_process(closed).open_loop
+
+
+def test_a_few_armed_verdict_says_what_its_open_loop_figures_hold() -> None:
+    from wakelab.report.text import format_verdict
+
+    summary = _open_loop(build_summary("custom", {"event": 144.0, "pipe": 150.0}, arms=["event", "pipe"]))
+    verdict = format_verdict(summary)
+    text = " ".join(" ".join(verdict).split())
+    note = open_loop_note(Bundle("", "", summary))
+    assert note is not None
+    # Once, before the first per-arm line, the clause the guidance computed.
+    assert text.startswith("%s%s. event: p50 " % (note[0].upper(), note[1:]))
+    assert text.count("scheduled instant") == 1 and "(one every 500 µs)" in text
+    # A closed run's verdict says none of it.
+    closed = build_summary("custom", {"event": 144.0, "pipe": 150.0}, arms=["event", "pipe"])
+    closed_verdict = format_verdict(closed)
+    assert closed_verdict[0].startswith("  event: p50 ")
+    assert "open loop" not in " ".join(closed_verdict).lower()
 
 
 def test_one_in_process_arm_is_described_not_ranked(lab135_summary) -> None:

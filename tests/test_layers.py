@@ -162,3 +162,19 @@ def test_compare_layers_point_down(name: str) -> None:
              if _resolve(imported).startswith(prefix) and _resolve(imported)[len(prefix):].split(".")[0] not in below]
     assert not wrong, "\n".join(wrong)
     assert sorted(p.stem for p in path.parent.glob("*.py") if p.stem != "__init__") == sorted(COMPARE_LAYERS)
+
+
+# wakelab.analysis.guidance's own layers, lowest first: each imports only those before it (its __init__ says so).
+GUIDANCE_LAYERS = ("records", "noise", "ranking", "advice", "cautions")
+
+
+@pytest.mark.parametrize("name", GUIDANCE_LAYERS)
+def test_guidance_layers_point_down(name: str) -> None:
+    path = SRC / "analysis" / "guidance" / (name + ".py")
+    below = set(GUIDANCE_LAYERS[:GUIDANCE_LAYERS.index(name)])
+    prefix = "wakelab.analysis.guidance"
+    wrong = ["line %d: %s" % (line, imported) for line, imported in imports_of(path)
+             if (_resolve(imported) + ".").startswith(prefix + ".")
+             and _resolve(imported)[len(prefix) + 1:].split(".")[0] not in below]
+    assert not wrong, "\n".join(wrong)
+    assert sorted(p.stem for p in path.parent.glob("*.py") if p.stem != "__init__") == sorted(GUIDANCE_LAYERS)

@@ -2,7 +2,9 @@
 
 A run of a few arms gets a line per arm; more than :data:`RANK_ABOVE` latency
 arms are ranked by group of comparable arms instead.  Then each of the lab's
-pairings, with whether it compares like for like.
+pairings, with whether it compares like for like.  Before the figures of an
+open-loop run, what they hold (:func:`~wakelab.analysis.guidance.open_loop_note`;
+a ranking says it in its own line).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from wakelab.analysis.caveats import Pairing
-from wakelab.analysis.guidance import Guidance, format_ranking
+from wakelab.analysis.guidance import Guidance, format_ranking, open_loop_note
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.words import status_word
 from wakelab.formatting import format_ns, format_rate, format_ratio
@@ -56,12 +58,16 @@ def format_verdict(run: Run) -> List[str]:
     ranked = measured_latency_count(view) > RANK_ABOVE
     if ranked:
         lines.extend(format_rankings(view))
+    note = None if ranked else open_loop_note(view.bundle)
     for arm in view.bundle.arms():
         if not arm.ok:
             continue
         if arm.latency is not None:
             if ranked:
                 continue
+            if note is not None:  # once, before the first latency line: what an open-loop figure holds
+                lines.extend(wrap_figures("%s%s." % (note[0].upper(), note[1:])))
+                note = None
             lat = arm.latency
             text = "%s: p50 %s, p99 %s over %s wakes (%s waiter, %s)." % (
                 arm.name,
