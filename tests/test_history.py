@@ -1177,7 +1177,9 @@ def test_history_package_is_stdlib_only_and_3_9_syntax() -> None:
     assert sorted(m for m in loaded if m.startswith("wakelab") and not m.startswith(("wakelab.history", "wakelab.evidence"))) == [
         "wakelab", "wakelab.errors", "wakelab.percentile"]
     assert sorted(m for m in loaded if m.startswith("wakelab.evidence")) == [
-        "wakelab.evidence", "wakelab.evidence.bundle", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.words"]
+        "wakelab.evidence", "wakelab.evidence.arms", "wakelab.evidence.bundle", "wakelab.evidence.figures",
+        "wakelab.evidence.interpreter", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.warnings",
+        "wakelab.evidence.words"]
 
 
 def test_history_modules_import_only_those_below_them() -> None:
