@@ -15,33 +15,22 @@ found.  The renderers (matrix.txt, ``wakelab show``) lay those out as they are.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
+from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry
+from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
 from wakelab.percentile import median
 
-# Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).
-GIL_BUILD, NO_GIL, FORCED_GIL = "gil", "no-gil", "ft-gil1"
+# A grid's matrix document: as the grid runner holds it (matrix.json's text as a dict), or read (MatrixDoc).
+MatrixDocument = Union[MatrixDoc, Mapping[str, Any]]
+
 ROLE_TITLES = {GIL_BUILD: "GIL build", NO_GIL: "free-threaded", FORCED_GIL: "free-threaded, PYTHON_GIL=1"}
 # Ratios beyond these (either way) are called a change; between them, about the same.
 _CHANGE = 1.5
-
-
-def interpreter_role(interp: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """``gil``, ``no-gil`` or ``ft-gil1`` for a run's interpreter record; None when it has none (PyPy has a GIL: ``gil``)."""
-    if not interp:
-        return None
-    if interp.get("free_threaded_build"):
-        return FORCED_GIL if interp.get("gil_enabled") else NO_GIL
-    return GIL_BUILD
-
-
-def interpreter_release(interp: Optional[Mapping[str, Any]]) -> str:
-    """``3.13`` for a run's interpreter record (its free-threaded build too); ``""`` when it does not say."""
-    version = str((interp or {}).get("version") or "")
-    return ".".join(version.split(".")[:2]).rstrip("t")
+# The figures an A/B reads from a row's latency (MatrixEntry.figures), ns.
+_FIGURES = AB_FIGURES
 
 
 def _release_order(release: str) -> Tuple[int, ...]:
@@ -51,75 +40,9 @@ def _release_order(release: str) -> Tuple[int, ...]:
         return ()
 
 
-# -- the matrix document, read once ------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixCell:
-    """One cell of a grid's matrix document as the A/Bs read it.
-
-    ``placement`` as text (``None`` when the cell does not say), ``cpu_threads`` (0 when it does
-    not say), and the ``role`` and ``release`` of its recorded interpreter
-    (:func:`interpreter_role`, :func:`interpreter_release`).
-    """
-
-    label: str
-    placement: str
-    cpu_threads: int
-    role: Optional[str]
-    release: str
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixCell":
-        dims = doc.get("dimensions") or {}
-        interp = doc.get("interpreter")
-        return cls(str(doc.get("label")), str(dims.get("placement")), int(dims.get("cpu_threads") or 0),
-                   interpreter_role(interp), interpreter_release(interp))
-
-
-# The figures an A/B reads from a row's latency, ns.
-_FIGURES = ("p50", "p99", "max")
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixRow:
-    """One arm in one cell of a grid's matrix document: its kind, whether it has latency figures (``measured``),
-    why not (``reason``), and its p50, p99 and max in ns by ``p50``/``p99``/``max`` (None: missing, or not above 0)."""
-
-    cell: str
-    kind: Any
-    measured: bool
-    reason: Any
-    figures: Mapping[str, Optional[float]]
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixRow":
-        latency = doc.get("latency") or {}
-
-        def figure(key: str) -> Optional[float]:
-            value = latency.get(key + "_ns")
-            return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-        return cls(str(doc.get("cell")), doc.get("kind"), bool(doc.get("latency")), doc.get("reason"),
-                   {key: figure(key) for key in _FIGURES})
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixArm:
-    """One arm of a grid's matrix document: its name as recorded, and its row in each cell, in the matrix's order."""
-
-    name: Any
-    rows: Tuple[MatrixRow, ...]
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixArm":
-        return cls(doc.get("name"), tuple(MatrixRow.from_dict(r) for r in doc.get("rows") or []))
-
-
-def read_matrix(doc: Mapping[str, Any]) -> Tuple[Tuple[MatrixCell, ...], Tuple[MatrixArm, ...]]:
-    """The cells and arms of a grid's matrix document (the grid runner's, as matrix.json stores it)."""
-    return (tuple(MatrixCell.from_dict(c) for c in doc.get("cells") or []),
-            tuple(MatrixArm.from_dict(a) for a in doc.get("arms") or []))
+def _read(doc: MatrixDocument) -> MatrixDoc:
+    """The matrix document as its typed records (read once; a :class:`MatrixDoc` as it is)."""
+    return doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -132,7 +55,7 @@ def _trio(values: Mapping[str, Optional[float]]) -> str:
     return " / ".join(format_us(values.get(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
-def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], bool]:
+def gil_ab_figures(doc: MatrixDocument) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], bool]:
     """The figures of the GIL A/B over a grid's matrix document: ``rows``, ``summary``, and whether several releases.
 
     Pairs, for every latency arm, placement and busy-thread count, the cell
@@ -145,22 +68,22 @@ def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[D
     how many arms went which way.  With several CPython releases each row and
     summary says which.
     """
-    matrix_cells, arms = read_matrix(doc)
-    cells = {cell.label: cell for cell in matrix_cells}
+    matrix = _read(doc)
+    cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
     several = len({cell.release for cell in cells.values() if cell.role is not None}) > 1
     rows: List[Dict[str, Any]] = []
-    for arm in arms:
-        groups: Dict[Tuple[str, str, int], Dict[str, MatrixRow]] = {}
-        for row in arm.rows:
+    for name, entries in matrix.arms:
+        groups: Dict[Tuple[str, str, int], Dict[str, MatrixEntry]] = {}
+        for row in entries:
             cell = cells.get(row.cell)
-            if cell is None or cell.role is None or row.kind == "rate" or not row.measured:
+            if cell is None or cell.role is None or row.arm.is_rate or not row.measured:
                 continue
             group = (cell.release if several else "", cell.placement, cell.cpu_threads)
             groups.setdefault(group, {}).setdefault(cell.role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
-            entry: Dict[str, Any] = {"arm": arm.name, "placement": placement, "cpu_threads": busy}
+            entry: Dict[str, Any] = {"arm": name, "placement": placement, "cpu_threads": busy}
             if several:
                 entry["release"] = release
             for key in _FIGURES:
@@ -190,7 +113,7 @@ def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[D
     return rows, summary, several
 
 
-def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+def gil_ab(doc: MatrixDocument) -> Dict[str, Any]:
     """What removing the GIL did: the free-threading lab's table over a grid's matrix document.
 
     The figures of :func:`gil_ab_figures` -- ``rows`` (numbers, ns) and
@@ -314,16 +237,17 @@ def _hogs(command: Sequence[Any]) -> Optional[int]:
     return None
 
 
-def realtime_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[str]]:
+def realtime_ab_figures(doc: MatrixDocument) -> Tuple[List[Dict[str, Any]], List[str]]:
     """The figures of the realtime A/B over a grid's matrix document: ``rows``, and the FIFO arms not measured (why).
 
     Pairs, in every cell (busy Python threads 0, 1 ...), a normal waiter with the same one under
     ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell of this
     run: each row holds p50, p99 and max of each (ns) and the FIFO / normal ratio.
     """
-    cells, arms = read_matrix(doc)
+    matrix = _read(doc)
+    cells = matrix.cells
     busy = {cell.label: cell.cpu_threads for cell in cells}
-    by_arm = {str(arm.name): {row.cell: row for row in arm.rows} for arm in arms}
+    by_arm = {name: {row.cell: row for row in entries} for name, entries in matrix.arms}
     rows: List[Dict[str, Any]] = []
     skipped: List[str] = []
     # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
@@ -333,8 +257,8 @@ def realtime_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], L
             a, b = by_arm.get(normal, {}).get(label), by_arm.get(fifo, {}).get(label)
             if a is None or b is None:
                 continue
-            if not b.measured and b.reason and b.reason not in skipped:
-                skipped.append("%s: %s" % (fifo, b.reason))
+            if not b.measured and b.arm.reason and b.arm.reason not in skipped:
+                skipped.append("%s: %s" % (fifo, b.arm.reason))
             if not a.measured or not b.measured:
                 continue
             entry: Dict[str, Any] = {"normal": normal, "fifo": fifo, "cell": label, "cpu_threads": busy.get(label, 0)}
@@ -345,7 +269,7 @@ def realtime_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], L
     return rows, skipped
 
 
-def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+def realtime_ab(doc: MatrixDocument) -> Dict[str, Any]:
     """What SCHED_FIFO bought the waiter: the realtime lab's table over a grid's matrix document.
 
     The figures of :func:`realtime_ab_figures`, the busy processes of the run (``hogs``: its
@@ -354,8 +278,9 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
     """
     from wakelab.formatting import format_ratio, format_us
 
-    rows, skipped = realtime_ab_figures(doc)
-    hogs = _hogs(doc.get("command") or [])
+    matrix = _read(doc)
+    rows, skipped = realtime_ab_figures(matrix)
+    hogs = _hogs(matrix.command)
     table = [[r["fifo"].replace("-fifo", ""), str(r["cpu_threads"]),
               "%s / %s" % (format_us(r["p50"]["normal"]), format_us(r["p50"]["fifo"])),
               "%s / %s" % (format_us(r["p99"]["normal"]), format_us(r["p99"]["fifo"])),
@@ -415,9 +340,9 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
 
 GIL_AB, REALTIME_AB = "gil-ab", "realtime-ab"
 # A lab's verdict over a grid, by the name the lab gives it (wakelab.labs.Lab.matrix_verdict).
-MATRIX_VERDICTS: Dict[str, Callable[[Mapping[str, Any]], Dict[str, Any]]] = {GIL_AB: gil_ab, REALTIME_AB: realtime_ab}
+MATRIX_VERDICTS: Dict[str, Callable[[MatrixDocument], Dict[str, Any]]] = {GIL_AB: gil_ab, REALTIME_AB: realtime_ab}
 
 
-def matrix_verdict(name: str, doc: Mapping[str, Any]) -> Dict[str, Any]:
+def matrix_verdict(name: str, doc: MatrixDocument) -> Dict[str, Any]:
     """The verdict ``name`` (:data:`MATRIX_VERDICTS`) over the grid's matrix document ``doc``."""
     return MATRIX_VERDICTS[name](doc)

@@ -28,6 +28,10 @@ class Interpreter:
     build: Any = None
     compiler: Any = None
     switch_interval_s: Any = None
+    #: A debug (``--with-pydebug``) build, as recorded (None: not recorded).
+    debug_build: Any = None
+    #: The record as stored, whole: what :meth:`as_recorded` reads.
+    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
@@ -43,7 +47,26 @@ class Interpreter:
             build=doc.get("build"),
             compiler=doc.get("compiler"),
             switch_interval_s=doc.get("switch_interval_s"),
+            debug_build=doc.get("debug_build"),
+            recorded=doc,
         )
+
+    def as_recorded(self, field: str) -> Any:
+        """Field ``field`` as the evidence stored it, None where it does not say.
+
+        For the readers that keep what was recorded (the history, compare's check that two runs had the same
+        interpreter) where the model reads with a display default (``implementation`` "Python", ``version``
+        "?", ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
+        """
+        if field not in _FIELDS:
+            raise KeyError(field)
+        return self.recorded.get(field)
+
+    @property
+    def release(self) -> str:
+        """The Python release it is of, ``3.13`` (a free-threaded ``3.13t`` too); ``""`` when it does not say its version."""
+        version = self.as_recorded("version")
+        return ".".join(str(version).split(".")[:2]).rstrip("t") if version else ""
 
     @property
     def own_version(self) -> Optional[str]:
@@ -79,5 +102,7 @@ class Interpreter:
         """``GIL on``, ``GIL off`` or ``GIL state not reported``."""
         return gil_word(self.gil_enabled)
 
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Interpreter)) - {"recorded"}
 
 __all__ = ["Interpreter"]

@@ -187,6 +187,17 @@ class Bundle:
         return str(self.summary.get("started_utc") or "")
 
     @property
+    def finished_utc(self) -> Any:
+        """When the run ended, as recorded (None while it runs, or for one killed)."""
+        return self.summary.get("finished_utc")
+
+    @property
+    def run_id(self) -> Optional[str]:
+        """The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none)."""
+        run_id = self.summary.get("run_id")
+        return run_id if isinstance(run_id, str) and run_id else None
+
+    @property
     def hostname(self) -> str:
         return str((self.summary.get("machine") or {}).get("hostname") or "")
 
@@ -201,7 +212,7 @@ class Bundle:
     @property
     def run_state(self) -> RunState:
         """How far the run got (complete, interrupted, cut short, in progress)."""
-        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.summary.get("finished_utc"))
+        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
         """summary.json's measurement-quality warnings and notes, as records, in their order."""
