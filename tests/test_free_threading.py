@@ -11,8 +11,8 @@ from wakelab.core.model import MeasureParams
 from wakelab.harness import grid
 from wakelab.harness.interpreters import ENV_CACHE, discover, free_threading_pair, free_threading_pythons
 from wakelab.harness.runner import Execution, RunPlan, run_plan
-from wakelab.evidence.model import Interpreter as EvidenceInterpreter
 from wakelab.analysis.lab_ab import FORCED_GIL, GIL_BUILD, MATRIX_VERDICTS, NO_GIL, gil_ab, interpreter_role
+from wakelab.evidence.model import Interpreter as EvidenceInterpreter
 from wakelab.labs import LAB_FREE_THREADING, RunShape, all_labs, custom_lab, get_lab, lab_for_run
 
 REAL_CACHE = os.environ.get(ENV_CACHE) or os.path.join(os.path.expanduser("~"), ".cache", "wakelab")

@@ -145,7 +145,7 @@ def _cell_run(base: RunPlan, cell: Cell, summary: Optional[Document]) -> Optiona
     return Bundle(source=folder, folder=folder, summary=summary) if summary else None
 
 
-def matrix_cell(cell: Cell, run: Optional[Bundle]) -> MatrixCell:
+def _matrix_cell(cell: Cell, run: Optional[Bundle]) -> MatrixCell:
     """One cell as matrix.json lists it: its dimensions, how far its run got (``run`` None: not started), its interpreter."""
     status = "done" if run is not None and run.finished_utc else ("running" if run is not None else "pending")
     return MatrixCell.of(cell.label, cell.dimensions(), status, bool(run is not None and run.complete),
@@ -156,7 +156,7 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Doc
     """The matrix document: the grid's cells and, per arm, each cell's figures (the records of
     :mod:`wakelab.evidence.matrix`, which reads the document back)."""
     runs = [(cell, _cell_run(base, cell, summaries.get(cell.label))) for cell in cells]
-    cell_entries = [matrix_cell(cell, run) for cell, run in runs]
+    cell_entries = [_matrix_cell(cell, run) for cell, run in runs]
     entries = {cell.label: run.entries_by_name() if run is not None else {} for cell, run in runs}
     arms: List[Dict[str, object]] = [
         {"name": name, "rows": [MatrixEntry.of(name, cell.label, entries[cell.label].get(name)).to_dict() for cell in cells]}
