@@ -478,6 +478,20 @@ def test_build_difference_is_named(tmp_path, lab135_bundle, capsys) -> None:
         "differences include the interpreter"]
 
 
+def test_interpreters_are_compared_as_recorded(tmp_path, lab135_bundle, capsys) -> None:
+    """A debug build, and a build kind one run does not record, are differences as the evidence stores them (not as
+    the model reads a build kind that is not recorded: not free-threaded)."""
+    def debug(summary) -> None:
+        summary["interpreter"]["debug_build"] = True
+        del summary["interpreter"]["free_threaded_build"]
+
+    other = modified_copy(lab135_bundle, tmp_path / "other", debug)
+    status, doc = compare_json(capsys, lab135_bundle, other)
+    assert doc["comparisons"][0]["warnings"] == [
+        "interpreters differ (free_threaded_build False vs None; debug_build False vs True): "
+        "differences include the interpreter"]
+
+
 def test_arms_in_one_run_and_skipped_arms_are_listed(tmp_path, lab135_bundle, capsys) -> None:
     def reshape(summary) -> None:
         event = next(a for a in summary["arms"] if a["name"] == "event")

@@ -64,3 +64,46 @@ def test_interpreter_label_says_build_and_gil() -> None:
     assert Interpreter("CPython", "3.13.15", free_threaded_build=True, gil_enabled=False).label == "CPython 3.13.15 free-threaded (GIL off)"
     assert Interpreter("CPython", "3.13.15", free_threaded_build=True, gil_enabled=True).label == "CPython 3.13.15 free-threaded (GIL on)"
     assert Interpreter.from_dict({}).label == "Python ?"
+
+
+def test_the_fields_readers_kept_raw_are_typed() -> None:
+    """run_id, finished_utc, machine_id, planted_after_us and debug_build, as recorded; the interpreter's fields as
+    recorded beside the model's display defaults."""
+    summary = {"run_id": "0123456789abcdef0123456789abcdef", "finished_utc": None,
+               "machine": {"hostname": "h", "machine_id": "m-1"}, "parameters": {"planted_after_us": 7},
+               "interpreter": {"version": "3.14.0t", "free_threaded_build": True, "debug_build": True}}
+    bundle = Bundle(source="", folder="", summary=summary)
+    assert (bundle.run_id, bundle.finished_utc, bundle.machine.machine_id) == ("0123456789abcdef0123456789abcdef", None, "m-1")
+    assert bundle.parameters.planted_after_us == 7
+    interp = bundle.interpreter
+    assert interp.debug_build is True and interp.release == "3.14"
+    assert (interp.implementation, interp.as_recorded("implementation"), interp.as_recorded("version")) == ("Python", None, "3.14.0t")
+    with pytest.raises(KeyError):
+        interp.as_recorded("recorded")
+    empty = Bundle(source="", folder="", summary={"run_id": ""})
+    assert (empty.run_id, empty.machine.machine_id, empty.interpreter.debug_build, empty.interpreter.release) == (None, None, None, "")
+
+
+def test_the_grid_writer_and_readers_share_the_matrix_records() -> None:
+    """A cell and a row as the grid runner writes them (MatrixCell.of, MatrixEntry.of, to_dict) read back as the same
+    records, the row and the interpreter stored as the summary has them."""
+    from wakelab.evidence.matrix import GIL_BUILD, MatrixCell, MatrixDoc, MatrixEntry
+
+    interp = {"implementation": "CPython", "version": "3.13.5", "free_threaded_build": False, "extra": [1]}
+    cell = MatrixCell.of("a", {"placement": "split", "cpu_threads": 2}, "done", True, interp)
+    stored = cell.to_dict()
+    assert stored == {"label": "a", "folder": os.path.join("cells", "a"), "dimensions": {"placement": "split", "cpu_threads": 2},
+                      "status": "done", "complete": True, "interpreter": interp}
+    entry = {"name": "event", "status": "ok", "kind": "latency", "latency": {"p50_ns": 10, "p99_ns": 20.5, "max_ns": 30, "x": "y"},
+             "waiter": "blocked", "samples_file": "samples/event.json"}
+    row = MatrixEntry.of("event", "a", entry).to_dict()
+    assert row == {"cell": "a", "status": "ok", "reason": None, "latency": entry["latency"], "rate": None, "spread": None,
+                   "waiter": "blocked", "kind": "latency", "native": None, "native_match": None}
+    assert MatrixEntry.of("event", "b", None).to_dict()["status"] == "pending"
+    matrix = MatrixDoc.from_dict({"lab": {"id": "x"}, "cells": [stored], "arms": [{"name": "event", "rows": [row]}],
+                                  "command": ["wakelab", "run"]})
+    [read] = matrix.cells
+    assert read == cell and (read.placement, read.cpu_threads, read.role, read.release) == ("split", 2, GIL_BUILD, "3.13")
+    [(name, (back,))] = matrix.arms
+    assert back.to_dict() == row and back.measured and dict(back.figures) == {"p50": 10.0, "p99": 20.5, "max": 30.0}
+    assert matrix.command == ("wakelab", "run")

@@ -12,6 +12,7 @@ from wakelab.harness import grid
 from wakelab.harness.interpreters import ENV_CACHE, discover, free_threading_pair, free_threading_pythons
 from wakelab.harness.runner import Execution, RunPlan, run_plan
 from wakelab.analysis.lab_ab import FORCED_GIL, GIL_BUILD, MATRIX_VERDICTS, NO_GIL, gil_ab, interpreter_role
+from wakelab.evidence.model import Interpreter as EvidenceInterpreter
 from wakelab.labs import LAB_FREE_THREADING, RunShape, all_labs, custom_lab, get_lab, lab_for_run
 
 REAL_CACHE = os.environ.get(ENV_CACHE) or os.path.join(os.path.expanduser("~"), ".cache", "wakelab")
@@ -37,10 +38,13 @@ def test_every_lab_names_a_verdict_the_analysis_has() -> None:
 
 
 def test_roles_come_from_the_recorded_interpreter() -> None:
-    assert interpreter_role({"free_threaded_build": False, "gil_enabled": True}) == GIL_BUILD
-    assert interpreter_role({"free_threaded_build": True, "gil_enabled": False}) == NO_GIL
-    assert interpreter_role({"free_threaded_build": True, "gil_enabled": True}) == FORCED_GIL
-    assert interpreter_role({"implementation": "PyPy", "free_threaded_build": False, "gil_enabled": True}) == GIL_BUILD
+    def role(recorded):
+        return interpreter_role(EvidenceInterpreter.from_dict(recorded))
+
+    assert role({"free_threaded_build": False, "gil_enabled": True}) == GIL_BUILD
+    assert role({"free_threaded_build": True, "gil_enabled": False}) == NO_GIL
+    assert role({"free_threaded_build": True, "gil_enabled": True}) == FORCED_GIL
+    assert role({"implementation": "PyPy", "free_threaded_build": False, "gil_enabled": True}) == GIL_BUILD
     assert interpreter_role(None) is None
 
 

@@ -212,6 +212,29 @@ def test_what_the_summary_does_not_say_is_recorded_as_unknown(tmp_path, lab135_s
     assert out.splitlines()[2].split()[4] == "?"
 
 
+def test_the_run_id_finish_and_machine_id_are_stored_as_recorded(tmp_path, lab135_summary) -> None:
+    """Read through the evidence model's fields (Bundle.run_id, Bundle.finished_utc, Machine.machine_id): a
+    machine id where the bundle records one, NULL where it does not; a run id only when it is one."""
+    doc = copy.deepcopy(lab135_summary)
+    doc.update(run_id="0123456789abcdef0123456789abcdef", finished_utc="2026-10-01T06:00:09Z")
+    doc["machine"]["machine_id"] = "rack7-node3"
+    without = copy.deepcopy(lab135_summary)
+    without.pop("run_id", None)
+    without.update(finished_utc=None, started_utc="2026-10-01T07:00:00Z")
+    without["machine"].pop("machine_id", None)
+    db = str(tmp_path / "h.db")
+    history.record_run(doc, str(tmp_path / "a"), db)
+    history.record_run(without, str(tmp_path / "b"), db)
+    runs = {r.folder: r for r in history.list_runs(db)}
+    a, b = runs[os.path.realpath(str(tmp_path / "a"))], runs[os.path.realpath(str(tmp_path / "b"))]
+    assert (a.run_uuid, a.machine_id) == ("0123456789abcdef0123456789abcdef", "rack7-node3")
+    assert (b.run_uuid, b.machine_id) == (None, None)
+    with sqlite3.connect(db) as conn:
+        finished = dict(conn.execute("SELECT folder, finished_utc FROM runs").fetchall())
+    conn.close()
+    assert finished == {a.folder: "2026-10-01T06:00:09Z", b.folder: None}
+
+
 @pytest.mark.parametrize("broken", [{"arms": []}, {"started_utc": "x"}, {"started_utc": "x", "arms": [], "bad": float("nan")}])
 def test_unrecordable_summary_is_an_error(tmp_path, broken) -> None:
     db = tmp_path / "h.db"
@@ -1177,7 +1200,9 @@ def test_history_package_is_stdlib_only_and_3_9_syntax() -> None:
     assert sorted(m for m in loaded if m.startswith("wakelab") and not m.startswith(("wakelab.history", "wakelab.evidence"))) == [
         "wakelab", "wakelab.errors", "wakelab.percentile"]
     assert sorted(m for m in loaded if m.startswith("wakelab.evidence")) == [
-        "wakelab.evidence", "wakelab.evidence.bundle", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.words"]
+        "wakelab.evidence", "wakelab.evidence.arms", "wakelab.evidence.bundle", "wakelab.evidence.figures",
+        "wakelab.evidence.interpreter", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.warnings",
+        "wakelab.evidence.words"]
 
 
 def test_history_modules_import_only_those_below_them() -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from wakelab.analysis import lab_ab
+from wakelab.evidence.matrix import MatrixDoc
 
 
-def test_the_matrix_document_is_read_once_into_records() -> None:
+def test_the_matrix_document_is_read_once_into_the_evidence_records() -> None:
+    """The A/Bs read the matrix document through :class:`MatrixDoc`: a cell's placement, busy threads, its interpreter's
+    role and release; an arm's row there, whether it measured, why not, and its figures."""
     doc = {
         "cells": [
             {"label": "gil", "dimensions": {"placement": "same", "cpu_threads": 1},
@@ -18,15 +21,16 @@ def test_the_matrix_document_is_read_once_into_records() -> None:
             {"cell": "ft", "status": "skipped", "reason": "no free-threaded build", "latency": None},
         ]}],
     }
-    cells, arms = lab_ab.read_matrix(doc)
-    assert [(c.label, c.placement, c.cpu_threads, c.role, c.release) for c in cells] == [
+    matrix = MatrixDoc.from_dict(doc)
+    assert [(c.label, c.placement, c.cpu_threads, c.role, c.release) for c in matrix.cells] == [
         ("gil", "same", 1, lab_ab.GIL_BUILD, "3.13"), ("ft", "None", 0, lab_ab.NO_GIL, "3.13"), ("none", "None", 0, None, "")]
-    [arm] = arms
-    measured, skipped = arm.rows
-    assert arm.name == "event" and measured.measured and not skipped.measured
+    [(name, (measured, skipped))] = matrix.arms
+    assert name == "event" and measured.measured and not skipped.measured
     # A figure that is missing, not a number or not above 0 is no figure.
     assert dict(measured.figures) == {"p50": 5000.0, "p99": None, "max": None}
-    assert skipped.reason == "no free-threaded build" and skipped.figures["p50"] is None
+    assert skipped.arm.reason == "no free-threaded build" and skipped.figures["p50"] is None
+    # A verdict over the records is the verdict over the document they were read from.
+    assert lab_ab.gil_ab(matrix) == lab_ab.gil_ab(doc)
 
 
 def test_a_verdict_is_found_by_the_name_its_lab_gives_it() -> None:

@@ -136,6 +136,24 @@ def test_the_text_modules_import_in_their_order() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+# Inside wakelab.evidence, a module imports only those before it here, lazily too (the model's own order, see
+# wakelab.evidence.model): the writers and the loader, the words and run-wide sections, an arm's figures, the
+# warnings, the interpreter, the arm; the model (Bundle, Grid) over them, and the matrix document over the model.
+EVIDENCE_ORDER = ["bundle", "load", "words", "sections", "figures", "warnings", "interpreter", "arms", "model", "matrix"]
+
+
+def test_the_evidence_modules_import_in_their_order() -> None:
+    package = SRC / "evidence"
+    assert sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__") == sorted(EVIDENCE_ORDER)
+    wrong = []
+    for rank, stem in enumerate(EVIDENCE_ORDER):
+        for line, name in imports_of(package / (stem + ".py")):
+            there = _resolve(name)
+            if there.startswith("wakelab.evidence.") and EVIDENCE_ORDER.index(there.rsplit(".", 1)[1]) >= rank:
+                wrong.append("line %d: wakelab.evidence.%s imports %s" % (line, stem, there))
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path: pathlib.Path) -> None:
     """The check itself can fail: a lazy import of a renderer inside a core function is found."""
     probe = SRC / "core" / "_layer_probe_tmp.py"

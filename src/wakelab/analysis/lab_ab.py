@@ -7,6 +7,11 @@ matrix.json's ``verdict``: the figures (``rows``, ``summary``), ready-made text
 ``tables`` and ``sentences`` that say, with this run's figures, what the A/B
 found.  The renderers (matrix.txt, ``wakelab show``) lay those out as they are.
 
+The document is read through :mod:`wakelab.evidence.matrix`'s records (a cell's
+placement, busy threads, interpreter role and release; an arm's row and its
+figures), and the A/Bs' figures are records of their own (:class:`GilRow`,
+:class:`GilSummary`, :class:`RealtimeRow`) that the verdict stores by ``to_dict``.
+
 * :func:`gil_ab` (the free-threading lab): each free-threaded build against its
   own release's GIL build, and with ``PYTHON_GIL=1``, cell by cell.
 * :func:`realtime_ab` (the realtime lab): each ``SCHED_FIFO`` waiter against the
@@ -16,32 +21,22 @@ found.  The renderers (matrix.txt, ``wakelab show``) lay those out as they are.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
+from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry
+from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
 from wakelab.percentile import median
 
-# Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).
-GIL_BUILD, NO_GIL, FORCED_GIL = "gil", "no-gil", "ft-gil1"
+# A grid's matrix document: as the grid runner holds it (matrix.json's text as a dict), or read (MatrixDoc).
+MatrixDocument = Union[MatrixDoc, Mapping[str, Any]]
+
 ROLE_TITLES = {GIL_BUILD: "GIL build", NO_GIL: "free-threaded", FORCED_GIL: "free-threaded, PYTHON_GIL=1"}
 # Ratios beyond these (either way) are called a change; between them, about the same.
 _CHANGE = 1.5
-
-
-def interpreter_role(interp: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """``gil``, ``no-gil`` or ``ft-gil1`` for a run's interpreter record; None when it has none (PyPy has a GIL: ``gil``)."""
-    if not interp:
-        return None
-    if interp.get("free_threaded_build"):
-        return FORCED_GIL if interp.get("gil_enabled") else NO_GIL
-    return GIL_BUILD
-
-
-def interpreter_release(interp: Optional[Mapping[str, Any]]) -> str:
-    """``3.13`` for a run's interpreter record (its free-threaded build too); ``""`` when it does not say."""
-    version = str((interp or {}).get("version") or "")
-    return ".".join(version.split(".")[:2]).rstrip("t")
+# The figures an A/B reads from a row's latency (MatrixEntry.figures), ns.
+_FIGURES = AB_FIGURES
 
 
 def _release_order(release: str) -> Tuple[int, ...]:
@@ -51,88 +46,108 @@ def _release_order(release: str) -> Tuple[int, ...]:
         return ()
 
 
-# -- the matrix document, read once ------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixCell:
-    """One cell of a grid's matrix document as the A/Bs read it.
-
-    ``placement`` as text (``None`` when the cell does not say), ``cpu_threads`` (0 when it does
-    not say), and the ``role`` and ``release`` of its recorded interpreter
-    (:func:`interpreter_role`, :func:`interpreter_release`).
-    """
-
-    label: str
-    placement: str
-    cpu_threads: int
-    role: Optional[str]
-    release: str
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixCell":
-        dims = doc.get("dimensions") or {}
-        interp = doc.get("interpreter")
-        return cls(str(doc.get("label")), str(dims.get("placement")), int(dims.get("cpu_threads") or 0),
-                   interpreter_role(interp), interpreter_release(interp))
-
-
-# The figures an A/B reads from a row's latency, ns.
-_FIGURES = ("p50", "p99", "max")
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixRow:
-    """One arm in one cell of a grid's matrix document: its kind, whether it has latency figures (``measured``),
-    why not (``reason``), and its p50, p99 and max in ns by ``p50``/``p99``/``max`` (None: missing, or not above 0)."""
-
-    cell: str
-    kind: Any
-    measured: bool
-    reason: Any
-    figures: Mapping[str, Optional[float]]
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixRow":
-        latency = doc.get("latency") or {}
-
-        def figure(key: str) -> Optional[float]:
-            value = latency.get(key + "_ns")
-            return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-        return cls(str(doc.get("cell")), doc.get("kind"), bool(doc.get("latency")), doc.get("reason"),
-                   {key: figure(key) for key in _FIGURES})
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixArm:
-    """One arm of a grid's matrix document: its name as recorded, and its row in each cell, in the matrix's order."""
-
-    name: Any
-    rows: Tuple[MatrixRow, ...]
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixArm":
-        return cls(doc.get("name"), tuple(MatrixRow.from_dict(r) for r in doc.get("rows") or []))
-
-
-def read_matrix(doc: Mapping[str, Any]) -> Tuple[Tuple[MatrixCell, ...], Tuple[MatrixArm, ...]]:
-    """The cells and arms of a grid's matrix document (the grid runner's, as matrix.json stores it)."""
-    return (tuple(MatrixCell.from_dict(c) for c in doc.get("cells") or []),
-            tuple(MatrixArm.from_dict(a) for a in doc.get("arms") or []))
+def _read(doc: MatrixDocument) -> MatrixDoc:
+    """The matrix document as its typed records (read once; a :class:`MatrixDoc` as it is)."""
+    return doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b if a is not None and b else None
 
 
-def _trio(values: Mapping[str, Optional[float]]) -> str:
+@dataclasses.dataclass(frozen=True)
+class Ways:
+    """How the arms went one by one: how many arms' own no-GIL ÷ GIL ratio grew, shrank, of how many compared."""
+
+    grew: int
+    shrank: int
+    compared: int
+
+    @classmethod
+    def of(cls, ratios: Sequence[Optional[float]]) -> "Ways":
+        each = [v for v in ratios if v is not None]
+        return cls(sum(1 for v in each if v >= _CHANGE), sum(1 for v in each if v <= 1 / _CHANGE), len(each))
+
+
+@dataclasses.dataclass(frozen=True)
+class GilFigure:
+    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.
+
+    ``values``: each role's figure, by role (in a row, the roles the arm has a cell of; in a summary,
+    every role, the median over the arms); ``ratio`` no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a
+    summary, ``ways`` the arms went (None in a row).
+    """
+
+    values: Mapping[str, Optional[float]]
+    ratio: Optional[float]
+    forced_ratio: Optional[float]
+    ways: Optional[Ways] = None
+
+    @classmethod
+    def of(cls, values: Mapping[str, Optional[float]], ways: Optional[Ways] = None) -> "GilFigure":
+        def role(name: str) -> Optional[float]:
+            return values[name] if name in values else None
+
+        return cls(dict(values), _ratio(role(NO_GIL), role(GIL_BUILD)), _ratio(role(FORCED_GIL), role(GIL_BUILD)), ways)
+
+    def role(self, name: str) -> Optional[float]:
+        """Role ``name``'s figure (None: no cell of that role, or no figure)."""
+        return self.values[name] if name in self.values else None
+
+    def to_dict(self) -> Dict[str, object]:
+        """As matrix.json's verdict stores it: each role's figure, the ratios, and in a summary how the arms went."""
+        out: Dict[str, object] = dict(self.values)
+        out.update(ratio=self.ratio, forced_ratio=self.forced_ratio)
+        if self.ways is not None:
+            out.update(arms_grew=self.ways.grew, arms_shrank=self.ways.shrank, arms_compared=self.ways.compared)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class GilRow:
+    """One latency arm under one placement and busy-thread count (and release, in a grid of several): its p50, p99
+    and max across the roles (``figures`` by ``p50``/``p99``/``max``).  ``release`` None: a grid of one release."""
+
+    arm: str
+    placement: str
+    cpu_threads: int
+    release: Optional[str]
+    figures: Mapping[str, GilFigure]
+
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}
+        if self.release is not None:
+            out["release"] = self.release
+        out.update((key, self.figures[key].to_dict()) for key in _FIGURES)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class GilSummary:
+    """Per busy-thread count and placement (and release, in a grid of several): the median over the arms of each
+    figure, the ratios of those medians, and how the arms went (``figures`` by ``p50``/``p99``/``max``)."""
+
+    cpu_threads: int
+    placement: str
+    arms: int
+    release: Optional[str]
+    figures: Mapping[str, GilFigure]
+
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}
+        if self.release is not None:
+            out["release"] = self.release
+        out.update((key, self.figures[key].to_dict()) for key in _FIGURES)
+        return out
+
+
+def _trio(figure: GilFigure) -> str:
     from wakelab.formatting import format_us
 
-    return " / ".join(format_us(values.get(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
+    return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
-def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], bool]:
+def gil_ab_figures(doc: MatrixDocument) -> Tuple[List[GilRow], List[GilSummary], bool]:
     """The figures of the GIL A/B over a grid's matrix document: ``rows``, ``summary``, and whether several releases.
 
     Pairs, for every latency arm, placement and busy-thread count, the cell
@@ -145,52 +160,36 @@ def gil_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[D
     how many arms went which way.  With several CPython releases each row and
     summary says which.
     """
-    matrix_cells, arms = read_matrix(doc)
-    cells = {cell.label: cell for cell in matrix_cells}
+    matrix = _read(doc)
+    cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
     several = len({cell.release for cell in cells.values() if cell.role is not None}) > 1
-    rows: List[Dict[str, Any]] = []
-    for arm in arms:
-        groups: Dict[Tuple[str, str, int], Dict[str, MatrixRow]] = {}
-        for row in arm.rows:
+    rows: List[GilRow] = []
+    for name, entries in matrix.arms:
+        groups: Dict[Tuple[str, str, int], Dict[str, MatrixEntry]] = {}
+        for row in entries:
             cell = cells.get(row.cell)
-            if cell is None or cell.role is None or row.kind == "rate" or not row.measured:
+            if cell is None or cell.role is None or row.arm.is_rate or not row.measured:
                 continue
             group = (cell.release if several else "", cell.placement, cell.cpu_threads)
             groups.setdefault(group, {}).setdefault(cell.role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
-            entry: Dict[str, Any] = {"arm": arm.name, "placement": placement, "cpu_threads": busy}
-            if several:
-                entry["release"] = release
-            for key in _FIGURES:
-                values: Dict[str, Optional[float]] = {role: by_role[role].figures[key] for role in by_role}
-                values["ratio"] = _ratio(values.get(NO_GIL), values.get(GIL_BUILD))
-                values["forced_ratio"] = _ratio(values.get(FORCED_GIL), values.get(GIL_BUILD))
-                entry[key] = values
-            rows.append(entry)
-    summary: List[Dict[str, Any]] = []
-    for release, busy, placement in sorted({(r.get("release", ""), r["cpu_threads"], r["placement"]) for r in rows},
+            figures = {key: GilFigure.of({role: by_role[role].figures[key] for role in by_role}) for key in _FIGURES}
+            rows.append(GilRow(name, placement, busy, release if several else None, figures))
+    summary: List[GilSummary] = []
+    for release, busy, placement in sorted({(r.release or "", r.cpu_threads, r.placement) for r in rows},
                                            key=lambda k: (_release_order(k[0]), k[1], k[2])):
-        mine = [r for r in rows if (r.get("release", ""), r["cpu_threads"], r["placement"]) == (release, busy, placement)]
-        item: Dict[str, Any] = {"cpu_threads": busy, "placement": placement, "arms": len(mine)}
-        if several:
-            item["release"] = release
-        for key in ("p50", "p99", "max"):
-            figures: Dict[str, Any] = {k: median([r[key].get(k) for r in mine]) for k in (GIL_BUILD, NO_GIL, FORCED_GIL)}
-            # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
-            figures["ratio"] = _ratio(figures[NO_GIL], figures[GIL_BUILD])
-            figures["forced_ratio"] = _ratio(figures[FORCED_GIL], figures[GIL_BUILD])
-            each = [r[key]["ratio"] for r in mine if r[key].get("ratio") is not None]
-            figures["arms_grew"] = sum(1 for v in each if v >= _CHANGE)
-            figures["arms_shrank"] = sum(1 for v in each if v <= 1 / _CHANGE)
-            figures["arms_compared"] = len(each)
-            item[key] = figures
-        summary.append(item)
+        mine = [r for r in rows if (r.release or "", r.cpu_threads, r.placement) == (release, busy, placement)]
+        # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
+        summary.append(GilSummary(busy, placement, len(mine), release if several else None, {
+            key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in (GIL_BUILD, NO_GIL, FORCED_GIL)},
+                              Ways.of([r.figures[key].ratio for r in mine]))
+            for key in _FIGURES}))
     return rows, summary, several
 
 
-def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+def gil_ab(doc: MatrixDocument) -> Dict[str, object]:
     """What removing the GIL did: the free-threading lab's table over a grid's matrix document.
 
     The figures of :func:`gil_ab_figures` -- ``rows`` (numbers, ns) and
@@ -203,28 +202,28 @@ def gil_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
     rows, summary, several = gil_ab_figures(doc)
     header = ["busy threads", "placement", "arms", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
               "no GIL ÷ GIL: p50", "p99", "max", "GIL=1 ÷ GIL: p99"]
-    summary_table = [[str(s["cpu_threads"]), s["placement"], str(s["arms"]), _trio(s["p50"]), _trio(s["p99"]), _trio(s["max"]),
-                      format_ratio(s["p50"]["ratio"]), format_ratio(s["p99"]["ratio"]), format_ratio(s["max"]["ratio"]),
-                      format_ratio(s["p99"]["forced_ratio"])] for s in summary]
-    detail_table = [[str(r["arm"]), str(r["cpu_threads"]), r["placement"], _trio(r["p50"]), _trio(r["p99"]), _trio(r["max"]),
-                     format_ratio(r["p50"]["ratio"]), format_ratio(r["p99"]["ratio"]), format_ratio(r["max"]["ratio"])] for r in rows]
+    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + [_trio(s.figures[key]) for key in _FIGURES]
+                     + [format_ratio(s.figures[key].ratio) for key in _FIGURES] + [format_ratio(s.figures["p99"].forced_ratio)]
+                     for s in summary]
+    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + [_trio(r.figures[key]) for key in _FIGURES]
+                    + [format_ratio(r.figures[key].ratio) for key in _FIGURES] for r in rows]
     detail_header = ["arm", "busy", "placement", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
                      "no GIL ÷ GIL: p50", "p99", "max"]
     if several:
         header = ["release"] + header
         detail_header = ["release"] + detail_header
-        summary_table = [[s["release"]] + line for s, line in zip(summary, summary_table)]
-        detail_table = [[r["release"]] + line for r, line in zip(rows, detail_table)]
+        summary_table = [[s.release or ""] + line for s, line in zip(summary, summary_table)]
+        detail_table = [[r.release or ""] + line for r, line in zip(rows, detail_table)]
     return {
         "title": "WHAT REMOVING THE GIL DID (medians over the arms; each figure from this run)",
         "roles": dict(ROLE_TITLES),
-        "rows": rows,
-        "summary": summary,
+        "rows": [r.to_dict() for r in rows],
+        "summary": [s.to_dict() for s in summary],
         "tables": [
             {"title": "", "header": header, "rows": summary_table},
             {"title": "per arm", "header": detail_header, "rows": detail_table},
         ],
-        "sentences": _gil_sentences(summary, rows, format_us, format_ratio),
+        "sentences": _gil_sentences(summary, format_us, format_ratio),
     }
 
 
@@ -238,42 +237,42 @@ def _change(ratio: Optional[float]) -> str:
     return "stayed about the same"
 
 
-def _ways(figures: Mapping[str, Any]) -> str:
+def _ways(figure: GilFigure) -> str:
     """``grew in 4 of 6 arms, shrank in 1``: how the arms went one by one."""
-    return "grew in %d of %d arms, shrank in %d" % (figures["arms_grew"], figures["arms_compared"], figures["arms_shrank"])
+    ways = figure.ways or Ways(0, 0, 0)
+    return "grew in %d of %d arms, shrank in %d" % (ways.grew, ways.compared, ways.shrank)
 
 
-def _where(items: Sequence[Mapping[str, Any]]) -> str:
-    return "; ".join("%s%d busy, %s" % ("%s: " % s["release"] if s.get("release") else "", s["cpu_threads"], s["placement"])
-                     for s in items)
+def _where(items: Sequence[GilSummary]) -> str:
+    return "; ".join("%s%d busy, %s" % ("%s: " % s.release if s.release else "", s.cpu_threads, s.placement) for s in items)
 
 
-def _gil_sentences(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-                   us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> List[str]:
-    if not any(s["p50"]["ratio"] is not None for s in summary):
+def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]], str],
+                   ratio: Callable[[Optional[float]], str]) -> List[str]:
+    if not any(s.figures["p50"].ratio is not None for s in summary):
         return ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the same "
                 "conditions, so nothing says what removing the GIL did."]
     out = []
     for s in summary:
-        busy = s["cpu_threads"]
+        busy = s.cpu_threads
         load = "no busy thread" if busy == 0 else "%d busy Python thread%s" % (busy, "" if busy == 1 else "s")
-        if s.get("release"):
+        if s.release:
             load = load[0].lower() + load[1:]
-        p50, p99, worst = s["p50"], s["p99"], s["max"]
-        release = "CPython %s, " % s["release"] if s.get("release") else ""
+        p50, p99, worst = s.figures["p50"], s.figures["p99"], s.figures["max"]
+        release = "CPython %s, " % s.release if s.release else ""
         out.append(
             release + "%s, placement %s (median of %d arm%s): without the GIL p50 %s (%s → %s µs, %s; %s), p99 %s (%s → %s µs, "
             "%s; %s), worst case %s (%s → %s µs, %s; %s)." % (
-                load if s.get("release") else load[0].upper() + load[1:], s["placement"], s["arms"], "" if s["arms"] == 1 else "s",
-                _change(p50["ratio"]), us(p50[GIL_BUILD]), us(p50[NO_GIL]), ratio(p50["ratio"]), _ways(p50),
-                _change(p99["ratio"]), us(p99[GIL_BUILD]), us(p99[NO_GIL]), ratio(p99["ratio"]), _ways(p99),
-                _change(worst["ratio"]), us(worst[GIL_BUILD]), us(worst[NO_GIL]), ratio(worst["ratio"]), _ways(worst),
+                load if s.release else load[0].upper() + load[1:], s.placement, s.arms, "" if s.arms == 1 else "s",
+                _change(p50.ratio), us(p50.role(GIL_BUILD)), us(p50.role(NO_GIL)), ratio(p50.ratio), _ways(p50),
+                _change(p99.ratio), us(p99.role(GIL_BUILD)), us(p99.role(NO_GIL)), ratio(p99.ratio), _ways(p99),
+                _change(worst.ratio), us(worst.role(GIL_BUILD)), us(worst.role(NO_GIL)), ratio(worst.ratio), _ways(worst),
             )
         )
-    loaded = [s for s in summary if s["cpu_threads"] > 0 and s["p99"]["ratio"] is not None]
+    loaded = [s for s in summary if s.cpu_threads > 0 and s.figures["p99"].ratio is not None]
     if loaded:
-        grew = [s for s in loaded if s["p99"]["ratio"] >= _CHANGE]
-        shrank = [s for s in loaded if s["p99"]["ratio"] <= 1 / _CHANGE]
+        grew = [s for s in loaded if (s.figures["p99"].ratio or 0.0) >= _CHANGE]
+        shrank = [s for s in loaded if (s.figures["p99"].ratio or 0.0) <= 1 / _CHANGE]
         if grew:
             out.append(
                 "Where the tail grew without the GIL (%s): the busy threads no longer wait for a GIL, so each keeps a "
@@ -286,24 +285,24 @@ def _gil_sentences(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[
                 "thread, which gives it up only when the switch interval (5 ms by default) expires; without it the "
                 "waiter runs as soon as it has a CPU." % _where(shrank)
             )
-        placements = {s["placement"] for s in loaded}
+        placements = {s.placement for s in loaded}
         if placements & {"same", "split"}:
             out.append(
                 "Placement: in same the waiter, the notifier and the busy threads share one CPU; in split the waiter "
                 "has a CPU of its own and the busy threads stay on the notifier's (they inherit its CPU mask)."
             )
-    forced = [s for s in summary if s["p99"]["forced_ratio"] is not None]
+    forced = [s for s in summary if s.figures["p99"].forced_ratio is not None]
     if forced:
         out.append(
             "PYTHON_GIL=1 on the free-threaded build (the same binary with its GIL back on), p99 against the GIL "
             "build's: %s. Where it tracks the GIL build, the difference above is the GIL's; where it does not, the "
             "free-threaded build with its GIL on behaves unlike the GIL build, and the difference is not the GIL's alone."
-            % "; ".join("%s: %s" % (_where([s]), ratio(s["p99"]["forced_ratio"])) for s in forced)
+            % "; ".join("%s: %s" % (_where([s]), ratio(s.figures["p99"].forced_ratio)) for s in forced)
         )
     return out
 
 
-def _hogs(command: Sequence[Any]) -> Optional[int]:
+def _hogs(command: Sequence[str]) -> Optional[int]:
     """The --cpu-procs of a grid's command line (None when not given)."""
     words = [str(w) for w in command]
     for i, word in enumerate(words):
@@ -314,38 +313,65 @@ def _hogs(command: Sequence[Any]) -> Optional[int]:
     return None
 
 
-def realtime_ab_figures(doc: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], List[str]]:
+@dataclasses.dataclass(frozen=True)
+class RealtimeFigure:
+    """One figure of the realtime A/B (p50, p99 or max; ns): the normal waiter's, the FIFO one's, FIFO ÷ normal."""
+
+    normal: Optional[float]
+    fifo: Optional[float]
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return _ratio(self.fifo, self.normal)
+
+    def to_dict(self) -> Dict[str, Optional[float]]:
+        return {"normal": self.normal, "fifo": self.fifo, "ratio": self.ratio}
+
+
+@dataclasses.dataclass(frozen=True)
+class RealtimeRow:
+    """A normal waiter and the same one under SCHED_FIFO, both measured in one cell: their p50, p99 and max
+    (``figures`` by ``p50``/``p99``/``max``)."""
+
+    normal: str
+    fifo: str
+    cell: str
+    cpu_threads: int
+    figures: Mapping[str, RealtimeFigure]
+
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {"normal": self.normal, "fifo": self.fifo, "cell": self.cell, "cpu_threads": self.cpu_threads}
+        out.update((key, self.figures[key].to_dict()) for key in _FIGURES)
+        return out
+
+
+def realtime_ab_figures(doc: MatrixDocument) -> Tuple[List[RealtimeRow], List[str]]:
     """The figures of the realtime A/B over a grid's matrix document: ``rows``, and the FIFO arms not measured (why).
 
     Pairs, in every cell (busy Python threads 0, 1 ...), a normal waiter with the same one under
     ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell of this
     run: each row holds p50, p99 and max of each (ns) and the FIFO / normal ratio.
     """
-    cells, arms = read_matrix(doc)
-    busy = {cell.label: cell.cpu_threads for cell in cells}
-    by_arm = {str(arm.name): {row.cell: row for row in arm.rows} for arm in arms}
-    rows: List[Dict[str, Any]] = []
+    matrix = _read(doc)
+    by_arm = {name: {row.cell: row for row in entries} for name, entries in matrix.arms}
+    rows: List[RealtimeRow] = []
     skipped: List[str] = []
     # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
     for normal, fifo in [(str(r.against), name) for name, r in arms_with_role(ROLE_REALTIME)]:
-        for cell in cells:
-            label = cell.label
-            a, b = by_arm.get(normal, {}).get(label), by_arm.get(fifo, {}).get(label)
+        for cell in matrix.cells:
+            a, b = by_arm.get(normal, {}).get(cell.label), by_arm.get(fifo, {}).get(cell.label)
             if a is None or b is None:
                 continue
-            if not b.measured and b.reason and b.reason not in skipped:
-                skipped.append("%s: %s" % (fifo, b.reason))
+            if not b.measured and b.arm.reason and b.arm.reason not in skipped:
+                skipped.append("%s: %s" % (fifo, b.arm.reason))
             if not a.measured or not b.measured:
                 continue
-            entry: Dict[str, Any] = {"normal": normal, "fifo": fifo, "cell": label, "cpu_threads": busy.get(label, 0)}
-            for key in _FIGURES:
-                x, y = a.figures[key], b.figures[key]
-                entry[key] = {"normal": x, "fifo": y, "ratio": _ratio(y, x)}
-            rows.append(entry)
+            rows.append(RealtimeRow(normal, fifo, cell.label, cell.cpu_threads,
+                                    {key: RealtimeFigure(a.figures[key], b.figures[key]) for key in _FIGURES}))
     return rows, skipped
 
 
-def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
+def realtime_ab(doc: MatrixDocument) -> Dict[str, object]:
     """What SCHED_FIFO bought the waiter: the realtime lab's table over a grid's matrix document.
 
     The figures of :func:`realtime_ab_figures`, the busy processes of the run (``hogs``: its
@@ -354,58 +380,60 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
     """
     from wakelab.formatting import format_ratio, format_us
 
-    rows, skipped = realtime_ab_figures(doc)
-    hogs = _hogs(doc.get("command") or [])
-    table = [[r["fifo"].replace("-fifo", ""), str(r["cpu_threads"]),
-              "%s / %s" % (format_us(r["p50"]["normal"]), format_us(r["p50"]["fifo"])),
-              "%s / %s" % (format_us(r["p99"]["normal"]), format_us(r["p99"]["fifo"])),
-              format_ratio(r["p50"]["ratio"]), format_ratio(r["p99"]["ratio"])] for r in rows]
+    matrix = _read(doc)
+    rows, skipped = realtime_ab_figures(matrix)
+    hogs = _hogs(matrix.command)
+    table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads),
+              "%s / %s" % (format_us(r.figures["p50"].normal), format_us(r.figures["p50"].fifo)),
+              "%s / %s" % (format_us(r.figures["p99"].normal), format_us(r.figures["p99"].fifo)),
+              format_ratio(r.figures["p50"].ratio), format_ratio(r.figures["p99"].ratio)] for r in rows]
     sentences: List[str] = []
     load = "%d busy process%s (--cpu-procs)" % (hogs, "" if hogs == 1 else "es") if hogs else "no busy process"
     # Without a cell free of busy threads, say from the pair alone when the GIL took realtime's gain back.
-    has_idle = any(r["normal"] == "event" and not r["cpu_threads"] for r in rows)
+    has_idle = any(r.normal == "event" and not r.cpu_threads for r in rows)
     for r in rows:
-        if r["normal"] != "event":
+        if r.normal != "event":
             continue
-        p99 = r["p99"]
-        threads = r["cpu_threads"]
+        p50, p99 = r.figures["p50"], r.figures["p99"]
+        threads = r.cpu_threads
         where = "With %s and %s" % (load, "no busy Python thread" if not threads else "%d busy Python thread%s" % (
             threads, "" if threads == 1 else "s"))
         sentences.append("%s: the SCHED_FIFO waiter's p99 was %s µs against %s µs for the normal one (%s), p50 %s "
-                         "against %s µs." % (where, format_us(p99["fifo"]), format_us(p99["normal"]), format_ratio(p99["ratio"]),
-                                             format_us(r["p50"]["fifo"]), format_us(r["p50"]["normal"])))
-        if threads and p99["ratio"] is not None and p99["ratio"] > 1 / _CHANGE and not has_idle:
+                         "against %s µs." % (where, format_us(p99.fifo), format_us(p99.normal), format_ratio(p99.ratio),
+                                             format_us(p50.fifo), format_us(p50.normal)))
+        if threads and p99.ratio is not None and p99.ratio > 1 / _CHANGE and not has_idle:
             sentences.append("With a busy Python thread the GIL takes back what realtime bought: the FIFO waiter is "
                              "running at once, but it cannot run Python until the busy thread gives up the GIL, at "
                              "the end of its switch interval (5 ms by default).")
-    events = {r["cpu_threads"]: r for r in rows if r["normal"] == "event"}
+    events = {r.cpu_threads: r for r in rows if r.normal == "event"}
     idle = events.get(0)
     for threads, r in sorted(events.items()):
         if not threads or idle is None:
             continue
-        grew = _ratio(r["p99"]["fifo"], idle["p99"]["fifo"])
+        p99, idle_p99 = r.figures["p99"], idle.figures["p99"]
+        grew = _ratio(p99.fifo, idle_p99.fifo)
         if grew is not None and grew >= 2:
             sentences.append("The GIL took back %s: with %d busy Python thread%s the FIFO waiter's p99 was %s its p99 "
                              "without (%s against %s µs) -- it runs at once, then waits for the busy thread to give up "
-                             "the GIL." % ("part of it" if (r["p99"]["ratio"] or 1) < 1 / _CHANGE else "what realtime bought",
+                             "the GIL." % ("part of it" if (p99.ratio or 1) < 1 / _CHANGE else "what realtime bought",
                                           threads, "" if threads == 1 else "s", format_ratio(grew),
-                                          format_us(r["p99"]["fifo"]), format_us(idle["p99"]["fifo"])))
-    floors = [r for r in rows if r["normal"] == "native-condvar"]
-    slower = [r for r in floors if (r["p50"]["ratio"] or 0) >= _CHANGE or (r["p99"]["ratio"] or 0) >= _CHANGE]
+                                          format_us(p99.fifo), format_us(idle_p99.fifo)))
+    floors = [r for r in rows if r.normal == "native-condvar"]
+    slower = [r for r in floors if (r.figures["p50"].ratio or 0) >= _CHANGE or (r.figures["p99"].ratio or 0) >= _CHANGE]
     if slower:
         sentences.append("In C, SCHED_FIFO did not make the condvar wake faster here (%s). A realtime waiter woken "
                          "where its notifier runs may preempt it while it still holds the mutex it signalled under, or "
                          "be pushed to another CPU; --trace shows which." % "; ".join(
                              "%d busy: p50 %s → %s µs, p99 %s → %s µs" % (
-                                 r["cpu_threads"], format_us(r["p50"]["normal"]), format_us(r["p50"]["fifo"]),
-                                 format_us(r["p99"]["normal"]), format_us(r["p99"]["fifo"])) for r in slower))
+                                 r.cpu_threads, format_us(r.figures["p50"].normal), format_us(r.figures["p50"].fifo),
+                                 format_us(r.figures["p99"].normal), format_us(r.figures["p99"].fifo)) for r in slower))
     if not hogs:
         sentences.append("No hog in this run: what realtime buys shows against competing processes (wakelab run "
                          "--lab realtime --cpu-procs 2).")
     sentences += ["Not measured: %s." % s for s in skipped]
     return {
         "title": "WHAT REALTIME SCHEDULING BOUGHT THE WAITER (SCHED_FIFO 80 against the normal policy, both from this run)",
-        "rows": rows,
+        "rows": [r.to_dict() for r in rows],
         "hogs": hogs,
         "tables": [{"title": "", "header": ["waiter", "busy threads", "p50 µs (normal / FIFO)", "p99 µs (normal / FIFO)",
                                             "FIFO ÷ normal: p50", "p99"], "rows": table}],
@@ -415,9 +443,9 @@ def realtime_ab(doc: Mapping[str, Any]) -> Dict[str, Any]:
 
 GIL_AB, REALTIME_AB = "gil-ab", "realtime-ab"
 # A lab's verdict over a grid, by the name the lab gives it (wakelab.labs.Lab.matrix_verdict).
-MATRIX_VERDICTS: Dict[str, Callable[[Mapping[str, Any]], Dict[str, Any]]] = {GIL_AB: gil_ab, REALTIME_AB: realtime_ab}
+MATRIX_VERDICTS: Dict[str, Callable[[MatrixDocument], Dict[str, object]]] = {GIL_AB: gil_ab, REALTIME_AB: realtime_ab}
 
 
-def matrix_verdict(name: str, doc: Mapping[str, Any]) -> Dict[str, Any]:
+def matrix_verdict(name: str, doc: MatrixDocument) -> Dict[str, object]:
     """The verdict ``name`` (:data:`MATRIX_VERDICTS`) over the grid's matrix document ``doc``."""
     return MATRIX_VERDICTS[name](doc)

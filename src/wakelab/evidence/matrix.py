@@ -4,15 +4,34 @@ Read once by :meth:`MatrixDoc.from_dict`: the lab, the cells and, per arm, each
 cell's row as an :class:`~wakelab.evidence.model.ArmRecord` (its figures,
 status and C floor, named after the arm).  Anything in a row's figures that
 is not a number is left out (matrix.json's schema lets a figure be a string).
-The comparisons of the cells are :mod:`wakelab.analysis.matrix`'s.
+The comparisons of the cells are :mod:`wakelab.analysis.matrix`'s; the labs'
+own verdicts over them (the GIL and realtime A/Bs) :mod:`wakelab.analysis.lab_ab`'s.
+
+The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same
+records: a cell from its run's summary (:meth:`MatrixCell.of`), a row from the
+arm's entry there (:meth:`MatrixEntry.of`), each stored by ``to_dict``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from wakelab.evidence.bundle import CELLS_DIR
 from wakelab.evidence.model import ArmRecord, Interpreter
+
+# Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).
+GIL_BUILD, NO_GIL, FORCED_GIL = "gil", "no-gil", "ft-gil1"
+
+
+def interpreter_role(interp: Optional[Interpreter]) -> Optional[str]:
+    """``gil``, ``no-gil`` or ``ft-gil1`` for a run's interpreter; None when it has none (PyPy has a GIL: ``gil``)."""
+    if interp is None:
+        return None
+    if interp.free_threaded_build:
+        return FORCED_GIL if interp.gil_enabled else NO_GIL
+    return GIL_BUILD
 
 
 def _numbers(figures: object) -> Optional[Dict[str, Any]]:
@@ -25,7 +44,10 @@ def _numbers(figures: object) -> Optional[Dict[str, Any]]:
 
 @dataclasses.dataclass(frozen=True)
 class MatrixCell:
-    """One cell as the matrix lists it: label, its value of each dimension, interpreter, status and whether it completed."""
+    """One cell as the matrix lists it: label, its value of each dimension, interpreter, status and whether it completed.
+
+    ``interpreter`` is None for a cell whose run has not recorded one (not started).
+    """
 
     label: str
     dimensions: Mapping[str, Any]
@@ -34,29 +56,97 @@ class MatrixCell:
     complete: bool
 
     @classmethod
+    def of(cls, label: str, dimensions: Mapping[str, Any], status: str, complete: bool, interpreter: object) -> "MatrixCell":
+        """The cell from its parts, ``interpreter`` as its run's summary records it (None, or empty: none)."""
+        return cls(label, dict(dimensions), Interpreter.from_dict(interpreter) if isinstance(interpreter, Mapping) and interpreter else None,
+                   status, complete)
+
+    @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixCell":
-        interp = doc.get("interpreter")
-        return cls(str(doc.get("label")), dict(doc.get("dimensions") or {}),
-                   Interpreter.from_dict(interp) if isinstance(interp, Mapping) and interp else None,
-                   str(doc.get("status")), bool(doc.get("complete")))
+        return cls.of(str(doc.get("label")), doc.get("dimensions") or {}, str(doc.get("status")), bool(doc.get("complete")),
+                      doc.get("interpreter"))
+
+    def to_dict(self) -> Dict[str, object]:
+        """The cell as matrix.json stores it (its bundle's folder relative to the grid's, the interpreter as recorded)."""
+        return {"label": self.label, "folder": os.path.join(CELLS_DIR, self.label), "dimensions": dict(self.dimensions),
+                "status": self.status, "complete": self.complete,
+                "interpreter": self.interpreter.recorded if self.interpreter is not None else None}
 
     def dimension(self, name: str) -> str:
         """The cell's value of dimension ``name`` as text (``None`` where it has none)."""
         return str(self.dimensions.get(name))
 
+    @property
+    def placement(self) -> str:
+        """The cell's placement as text (``None`` where it does not say)."""
+        return self.dimension("placement")
+
+    @property
+    def cpu_threads(self) -> int:
+        """The busy Python threads the cell ran beside its arms (0 where it does not say)."""
+        return int(self.dimensions.get("cpu_threads") or 0)
+
+    @property
+    def role(self) -> Optional[str]:
+        """Its interpreter's role in the GIL A/B (:func:`interpreter_role`; None: no interpreter recorded)."""
+        return interpreter_role(self.interpreter)
+
+    @property
+    def release(self) -> str:
+        """Its interpreter's Python release (``3.13``, its free-threaded build too; ``""``: none recorded)."""
+        return self.interpreter.release if self.interpreter is not None else ""
+
+
+#: A row's fields after its cell and status, as matrix.json stores them: the arm's own, from its entry in the cell's summary.
+ROW_FIELDS = ("reason", "latency", "rate", "spread", "waiter", "kind", "native", "native_match")
+# The latency figures a row gives the labs' A/Bs (:attr:`MatrixEntry.figures`), ns.
+AB_FIGURES = ("p50", "p99", "max")
+
 
 @dataclasses.dataclass(frozen=True)
 class MatrixEntry:
-    """One arm in one cell: the cell's label, the arm's record there, and the spread of its medians (largest over smallest)."""
+    """One arm in one cell: the cell's label, the arm's record there, and the spread of its medians (largest over smallest).
+
+    ``row`` is the row as matrix.json stores it (what :meth:`to_dict` writes back).
+    """
 
     cell: str
     arm: ArmRecord
     spread: Optional[float]
+    row: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, name: str, cell: str, entry: Optional[Mapping[str, Any]]) -> "MatrixEntry":
+        """Arm ``name``'s row in cell ``cell`` from its ``entry`` in the cell's summary (None: the cell has not reached it)."""
+        row: Dict[str, Any] = {"cell": cell, "status": "pending" if entry is None else str(entry["status"])}
+        row.update((key, None if entry is None else entry.get(key)) for key in ROW_FIELDS)
+        return cls.from_dict(name, row)
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, Any]) -> "MatrixEntry":
         arm = ArmRecord.from_dict(dict(row, name=name, latency=_numbers(row.get("latency")), rate=_numbers(row.get("rate"))))
-        return cls(str(row.get("cell")), arm, (_numbers(row.get("spread")) or {}).get("max_over_min") or None)
+        return cls(str(row.get("cell")), arm, (_numbers(row.get("spread")) or {}).get("max_over_min") or None, row)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The row as matrix.json stores it."""
+        return dict(self.row)
+
+    @property
+    def measured(self) -> bool:
+        """The arm has latency figures in this cell."""
+        return self.arm.latency is not None
+
+    @property
+    def figures(self) -> Mapping[str, Optional[float]]:
+        """The latency figures the labs' A/Bs read: p50, p99 and max in ns by ``p50``/``p99``/``max`` (None: missing,
+        or not above 0), as the row stores them (a whole max is not rounded)."""
+        latency = _numbers(self.row.get("latency")) or {}
+
+        def figure(key: str) -> Optional[float]:
+            value = latency.get(key + "_ns")
+            return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+        return {key: figure(key) for key in AB_FIGURES}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +187,8 @@ class MatrixDoc:
     #: Per arm, in run order: its name and its entry in each cell, in cell order.
     arms: Tuple[Tuple[str, Tuple[MatrixEntry, ...]], ...]
     verdict: Optional[MatrixVerdict]
+    #: The command line that started the grid (empty: not recorded).
+    command: Tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixDoc":
@@ -104,7 +196,9 @@ class MatrixDoc:
         arms = tuple((str(arm.get("name")), tuple(MatrixEntry.from_dict(str(arm.get("name")), row) for row in arm.get("rows") or ()))
                      for arm in doc.get("arms") or ())
         return cls(str(lab.get("title") or lab.get("id")), doc.get("started_utc"), bool(doc.get("complete")),
-                   tuple(MatrixCell.from_dict(c) for c in doc.get("cells") or ()), arms, MatrixVerdict.from_dict(doc.get("verdict")))
+                   tuple(MatrixCell.from_dict(c) for c in doc.get("cells") or ()), arms, MatrixVerdict.from_dict(doc.get("verdict")),
+                   tuple(str(word) for word in doc.get("command") or ()))
 
 
-__all__ = ["MatrixCell", "MatrixDoc", "MatrixEntry", "MatrixVerdict", "VerdictTable"]
+__all__ = ["AB_FIGURES", "FORCED_GIL", "GIL_BUILD", "NO_GIL", "ROW_FIELDS", "MatrixCell", "MatrixDoc", "MatrixEntry", "MatrixVerdict",
+           "VerdictTable", "interpreter_role"]

@@ -10,703 +10,51 @@ out every field (the JSON export, the honesty block), and a bundle dumps
 itself back to the same text the runner wrote (:meth:`Bundle.dumps`).
 
 Records are frozen: reading evidence never changes it.
+
+The records live in the package's modules, each importing only those before it (tests/test_layers.py):
+:mod:`~wakelab.evidence.words` and :mod:`~wakelab.evidence.sections` (the run-wide sections),
+:mod:`~wakelab.evidence.figures` (an arm's figures and spreads), :mod:`~wakelab.evidence.warnings`,
+:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file);
+this module holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import functools
 import math
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
+from wakelab.evidence.arms import ArmOrigin, ArmRecord, ArmSamples, RawKept, SamplesFile, WorkerRecord
+from wakelab.evidence.figures import (
+    LATENCY,
+    PERCENTILE_KEYS,
+    RATE,
+    CpuSide,
+    CpuSplit,
+    LatencyFigures,
+    MedianSpread,
+    RateFigures,
+    RepetitionSpread,
+    TraceFigures,
+    TraceHolder,
+    _mapping,
+)
+from wakelab.evidence.interpreter import Interpreter
 from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
-from wakelab.evidence.words import FREE_THREADED, RunState, gil_word, run_state
+from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
+from wakelab.evidence.words import RunState, run_state
 
-LATENCY = "latency"
-RATE = "rate"
-PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
 # ``execution.repeat`` measured once.
 DEFAULT_REPEAT = 5
 
 
-def _opt_float(value: Any) -> Optional[float]:
-    return None if value is None else float(value)
-
-
-def _opt_int(value: Any) -> Optional[int]:
-    return None if value is None else int(value)
-
-
 def _plain_number(value: float) -> str:
     return ("%d" % value) if float(value).is_integer() else ("%.1f" % value)
-
-
-@dataclasses.dataclass(frozen=True)
-class Interpreter:
-    """The interpreter that measured a run."""
-
-    implementation: str
-    version: str
-    executable: Optional[str] = None
-    free_threaded_build: bool = False
-    gil_enabled: Optional[bool] = None
-    python_gil_env: Optional[str] = None
-    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
-    #: evidence from before wakelab recorded it.
-    implementation_version: Optional[str] = None
-    #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
-    build: Any = None
-    compiler: Any = None
-    switch_interval_s: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
-        own = doc.get("implementation_version")
-        return cls(
-            implementation=str(doc.get("implementation", "Python")),
-            version=str(doc.get("version", "?")),
-            executable=doc.get("executable"),
-            free_threaded_build=bool(doc.get("free_threaded_build")),
-            gil_enabled=doc.get("gil_enabled"),
-            python_gil_env=doc.get("python_gil_env"),
-            implementation_version=None if own is None else str(own),
-            build=doc.get("build"),
-            compiler=doc.get("compiler"),
-            switch_interval_s=doc.get("switch_interval_s"),
-        )
-
-    @property
-    def own_version(self) -> Optional[str]:
-        """The implementation's own version where it is not the Python version (PyPy's 7.3.11); None on CPython."""
-        own = self.implementation_version
-        return own if own and self.implementation != "CPython" and own != self.version else None
-
-    @property
-    def name(self) -> str:
-        """``CPython 3.13.0``, or ``PyPy 3.9.16 (7.3.11)`` where the implementation has a version of its own."""
-        text = "%s %s" % (self.implementation, self.version)
-        return text if self.own_version is None else "%s (%s)" % (text, self.own_version)
-
-    @property
-    def label(self) -> str:
-        """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter.
-
-        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and
-        ``CPython 3.13.5 free-threaded (GIL on)`` (PYTHON_GIL=1); ``(GIL off)``
-        on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
-        """
-        text = self.name
-        if self.free_threaded_build:
-            text += " " + FREE_THREADED
-            if self.gil_enabled is not None:
-                text += " (%s)" % gil_word(self.gil_enabled)
-        elif self.gil_enabled is False:
-            text += " (%s)" % gil_word(False)
-        return text
-
-    @property
-    def gil_word(self) -> str:
-        """``GIL on``, ``GIL off`` or ``GIL state not reported``."""
-        return gil_word(self.gil_enabled)
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyFigures:
-    """One latency arm's figures, in nanoseconds (None: too few wakes; ``omitted`` says why)."""
-
-    n: int
-    lost: int
-    min_ns: Optional[int]
-    max_ns: Optional[int]
-    mean_ns: Optional[float]
-    stdev_ns: Optional[float]
-    p50_ns: Optional[float]
-    p90_ns: Optional[float]
-    p99_ns: Optional[float]
-    p99_9_ns: Optional[float]
-    omitted: Mapping[str, str]
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "LatencyFigures":
-        return cls(
-            n=int(doc.get("n") or 0),
-            lost=int(doc.get("lost") or 0),
-            min_ns=_opt_int(doc.get("min_ns")),
-            max_ns=_opt_int(doc.get("max_ns")),
-            mean_ns=_opt_float(doc.get("mean_ns")),
-            stdev_ns=_opt_float(doc.get("stdev_ns")),
-            p50_ns=_opt_float(doc.get("p50_ns")),
-            p90_ns=_opt_float(doc.get("p90_ns")),
-            p99_ns=_opt_float(doc.get("p99_ns")),
-            p99_9_ns=_opt_float(doc.get("p99_9_ns")),
-            omitted=dict(doc.get("omitted") or {}),
-        )
-
-    def percentile_ns(self, key: str) -> Optional[float]:
-        """``p50``, ``p90``, ``p99`` or ``p99_9``."""
-        if key not in PERCENTILE_KEYS:
-            raise KeyError(key)
-        value: Optional[float] = getattr(self, key + "_ns")
-        return value
-
-
-@dataclasses.dataclass(frozen=True)
-class RateFigures:
-    """One rate arm's figures: operations per second per round."""
-
-    rounds: int
-    n_per_round: int
-    ops_per_s: float
-    min_ops_per_s: float
-    max_ops_per_s: float
-    baseline_ops_per_s: float
-    net_ns_per_op: Optional[float]
-    #: The median round's time per operation (ns).
-    ns_per_op: Optional[float] = None
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "RateFigures":
-        return cls(
-            rounds=int(doc.get("rounds") or 0),
-            n_per_round=int(doc.get("n_per_round") or 0),
-            ops_per_s=float(doc.get("ops_per_s") or 0.0),
-            min_ops_per_s=float(doc.get("min_ops_per_s") or 0.0),
-            max_ops_per_s=float(doc.get("max_ops_per_s") or 0.0),
-            baseline_ops_per_s=float(doc.get("baseline_ops_per_s") or 0.0),
-            net_ns_per_op=_opt_float(doc.get("net_ns_per_op")),
-            ns_per_op=_opt_float(doc.get("ns_per_op")),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class TraceFigures:
-    """Where an arm's time goes (a run with ``--trace``; see ``wakelab.analysis.components``).
-
-    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise
-    ``at_p50`` / ``at_p99`` map each component (notify, sched_wake,
-    sched_queue, gil_wait, interpreter, unattributed) to its mean in ns over
-    the wakes ranked around the median / at the tail (they sum to
-    ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own
-    p50/p90/p99; the overhead is the traced pass's p50 against the untraced one.
-    """
-
-    traced: bool
-    reason: Optional[str]
-    untraced_p50_ns: Optional[float] = None
-    traced_p50_ns: Optional[float] = None
-    overhead_ratio: Optional[float] = None
-    at_p50_ns: Optional[float] = None
-    at_p99_ns: Optional[float] = None
-    at_p50: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    at_p99: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    percentiles: Mapping[str, Mapping[str, Optional[float]]] = dataclasses.field(default_factory=dict)
-    wakes: int = 0
-    fully_attributed: int = 0
-    #: Each band's re-blocks by cause (mean ns; they sum to its ``gil_wait``); None for a band from before
-    #: re-blocks were named (or no band).
-    at_p50_reblocks: Optional[Mapping[str, float]] = None
-    at_p99_reblocks: Optional[Mapping[str, float]] = None
-    #: The untraced p50 measured again after the traced pass (ns).
-    untraced_after_p50_ns: Optional[float] = None
-    #: Events perf dropped; wakes re-blocked; switch-ins placed at the waiter's return from its call.
-    lost_events: int = 0
-    with_gil_cycles: int = 0
-    inferred_switch_ins: int = 0
-    cross_cpu_fraction: Optional[float] = None
-    from_idle_fraction: Optional[float] = None
-    #: Who held what the waiter re-blocked on, most time first.
-    holders: Tuple["TraceHolder", ...] = ()
-    #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
-    frames: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceFigures":
-        comps = doc.get("components") if isinstance(doc.get("components"), Mapping) else {}
-        overhead = doc.get("overhead") if isinstance(doc.get("overhead"), Mapping) else {}
-        assert isinstance(comps, Mapping) and isinstance(overhead, Mapping)
-
-        def band(key: str) -> Tuple[Optional[float], Dict[str, float]]:
-            value = comps.get(key)
-            if not isinstance(value, Mapping):
-                return None, {}
-            parts = value.get("parts_ns") if isinstance(value.get("parts_ns"), Mapping) else {}
-            assert isinstance(parts, Mapping)
-            return _opt_float(value.get("latency_ns")), {
-                str(k): float(v) for k, v in parts.items() if _opt_float(v) is not None
-            }
-
-        def causes(key: str) -> Optional[Dict[str, float]]:
-            found = _mapping(comps.get(key)).get("reblocks_ns")
-            return {str(k): float(v or 0.0) for k, v in found.items()} if isinstance(found, Mapping) else None
-
-        p50_ns, p50 = band("at_p50")
-        p99_ns, p99 = band("at_p99")
-        raw_percentiles = comps.get("percentiles") if isinstance(comps.get("percentiles"), Mapping) else {}
-        assert isinstance(raw_percentiles, Mapping)
-        return cls(
-            traced=doc.get("traced") is True,
-            reason=doc.get("reason") if isinstance(doc.get("reason"), str) else None,
-            untraced_p50_ns=_opt_float(overhead.get("untraced_p50_ns")),
-            traced_p50_ns=_opt_float(overhead.get("traced_p50_ns")),
-            overhead_ratio=_opt_float(overhead.get("ratio")),
-            at_p50_ns=p50_ns,
-            at_p99_ns=p99_ns,
-            at_p50=p50,
-            at_p99=p99,
-            percentiles={
-                str(name): {str(k): _opt_float(v) for k, v in figures.items()}
-                for name, figures in raw_percentiles.items()
-                if isinstance(figures, Mapping)
-            },
-            wakes=_opt_int(comps.get("wakes")) or 0,
-            fully_attributed=_opt_int(comps.get("fully_attributed")) or 0,
-            at_p50_reblocks=causes("at_p50"),
-            at_p99_reblocks=causes("at_p99"),
-            untraced_after_p50_ns=_opt_float(overhead.get("untraced_after_p50_ns")),
-            lost_events=_opt_int(doc.get("lost_events")) or 0,
-            with_gil_cycles=_opt_int(comps.get("with_gil_cycles")) or 0,
-            inferred_switch_ins=_opt_int(comps.get("inferred_switch_ins")) or 0,
-            cross_cpu_fraction=_opt_float(comps.get("cross_cpu_fraction")),
-            from_idle_fraction=_opt_float(comps.get("from_idle_fraction")),
-            holders=tuple(TraceHolder.from_dict(h) for h in _mapping(comps.get("reblocks")).get("holders") or ()
-                          if isinstance(h, Mapping)),
-            frames=_mapping(doc.get("frames")),
-        )
-
-    @property
-    def has_bands(self) -> bool:
-        """True when the split recorded where the median wake goes (``at_p50``)."""
-        return self.at_p50_ns is not None or bool(self.at_p50)
-
-
-@dataclasses.dataclass(frozen=True)
-class TraceHolder:
-    """Who held what a traced arm's waiter re-blocked on: what (``on``), who (``role``), their thread ids, in how many wakes."""
-
-    on: str
-    role: str
-    tids: Tuple[Any, ...]
-    wakes: Any
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceHolder":
-        return cls(str(doc.get("on")), str(doc.get("role") or ""), tuple(doc.get("tids") or ()), doc.get("wakes"))
-
-
-class WarningKind(str, enum.Enum):
-    """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
-
-    :mod:`wakelab.analysis.quality` writes them, the renderers word them
-    (:func:`wakelab.report.text.format_warning`): a kind renamed in one place
-    is renamed in both.
-    """
-
-    PERCENTILES_OMITTED = "percentiles-omitted"
-    WORKER_SPREAD = "worker-spread"
-    POPULATIONS = "populations"
-    SWITCH_INTERVAL_TAIL = "switch-interval-tail"
-    TIMER_FLOOR = "timer-floor"
-    POLLING = "polling"
-
-
-#: Levels of a warning record: a reason to doubt a figure, or a note on one left out.
-WARNING_LEVEL, NOTE_LEVEL = "warning", "note"
-
-
-@dataclasses.dataclass(frozen=True)
-class WarningRecord:
-    """One entry of summary.json's ``warnings``: what (``kind``), about which arm, and the figures it rests on.
-
-    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it
-    is none of them (a newer bundle).  ``text`` holds a warning worded by the
-    runner (bundles before 0.2 stored sentences), with no kind or figures.
-    ``figures`` is the stored mapping (empty when the stored value is not
-    one); ``raw`` the entry as stored, for a renderer that must show figures
-    it cannot word.
-    """
-
-    kind: Union[WarningKind, str]
-    level: str = WARNING_LEVEL
-    arm: Optional[str] = None
-    figures: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    text: Optional[str] = None
-    raw: Any = dataclasses.field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, value: Any) -> "WarningRecord":
-        """A stored entry (a record, or a sentence from an older bundle) as a record."""
-        if isinstance(value, WarningRecord):
-            return value
-        if not isinstance(value, Mapping):
-            return cls(kind="", text=str(value), raw=value)
-        kind = value.get("kind")
-        try:
-            known: Union[WarningKind, str] = WarningKind(kind)
-        except ValueError:
-            known = "" if kind is None else str(kind)
-        figures = value.get("figures")
-        arm = value.get("arm")
-        return cls(kind=known, level=str(value.get("level") or WARNING_LEVEL), arm=None if arm is None else str(arm),
-                   figures=figures if isinstance(figures, Mapping) else {}, raw=value)
-
-    @property
-    def is_note(self) -> bool:
-        return self.level == NOTE_LEVEL
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The record as summary.json stores it."""
-        kind = self.kind.value if isinstance(self.kind, WarningKind) else self.kind
-        return {"kind": kind, "level": self.level, "arm": self.arm, "figures": dict(self.figures)}
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-@dataclasses.dataclass(frozen=True)
-class RepetitionSpread:
-    """``repetitions``: how many repetitions an arm had, and each one's own figure (p50 or ops/s) with their range.
-
-    ``range_pct`` is (largest - smallest) / their median, in percent.
-    """
-
-    count: Any = None
-    #: The repetitions' spread was recorded (a run of one repetition has none).
-    has_spread: bool = False
-    values: Tuple[Any, ...] = ()
-    range_pct: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> Optional["RepetitionSpread"]:
-        d = _mapping(doc)
-        if not d:
-            return None
-        spread = _mapping(d.get("spread"))
-        values = spread.get("values")
-        return cls(d.get("count"), bool(spread), tuple(values) if isinstance(values, (list, tuple)) else (),
-                   spread.get("range_pct"))
-
-
-@dataclasses.dataclass(frozen=True)
-class MedianSpread:
-    """``spread``: how far apart an arm's own medians are (each worker's, or each repetition's): largest over smallest.
-
-    ``of`` names the figure (``p50_ns``, ``ops_per_s``), ``between`` what they are of (``workers``, ``repetitions``).
-    """
-
-    max_over_min: Optional[float] = None
-    of: Any = None
-    between: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> Optional["MedianSpread"]:
-        d = _mapping(doc)
-        return cls(_opt_float(d.get("max_over_min")), d.get("of"), d.get("between")) if d else None
-
-
-@dataclasses.dataclass(frozen=True)
-class CpuSide:
-    """The wakes of one side of a CPU split: how many, their p50 and p99 (ns); ``recorded`` False when the split lacks the side."""
-
-    n: Any = 0
-    p50_ns: Any = None
-    p99_ns: Any = None
-    recorded: bool = True
-
-    @classmethod
-    def from_dict(cls, doc: object) -> "CpuSide":
-        d = _mapping(doc)
-        return cls(d.get("n", 0), d.get("p50_ns"), d.get("p99_ns"), isinstance(doc, Mapping))
-
-
-@dataclasses.dataclass(frozen=True)
-class CpuSplit:
-    """``cpu_split``: an arm's wakes by where they ran -- notifier and waiter on the same CPU, or on two."""
-
-    same_cpu: CpuSide
-    cross_cpu: CpuSide
-    cross_share: Any = None
-    #: Wakes whose CPUs were not both read.
-    unknown: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> Optional["CpuSplit"]:
-        d = _mapping(doc)
-        if not d:
-            return None
-        return cls(CpuSide.from_dict(d.get("same_cpu")), CpuSide.from_dict(d.get("cross_cpu")), d.get("cross_share"),
-                   d.get("unknown"))
-
-
-@dataclasses.dataclass(frozen=True)
-class ArmOrigin:
-    """Where a user-defined arm came from: an arm file (its path and sha256) or an entry point (and its distribution)."""
-
-    source: Any = None
-    path: Any = None
-    sha256: Any = None
-    entry_point: Any = None
-    distribution: Any = None
-    version: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> "ArmOrigin":
-        d = _mapping(doc)
-        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
-
-    @property
-    def from_file(self) -> bool:
-        return self.source == "file"
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerRecord:
-    """One worker process's part of an arm (``workers``): its wakes or rounds, pid, lost wakes, what it applied, its p50.
-
-    Values as recorded; ``recorded`` is False for an entry that is not a record at all.
-    The runner builds these too (:func:`wakelab.harness.summary.worker_record`) and
-    writes them with :meth:`to_dict`: writer and loader share the record.
-    """
-
-    recorded: bool = True
-    n: Any = None
-    rounds: Any = None
-    pid: Any = None
-    lost: Any = None
-    p50_ns: Any = None
-    repetition: Any = None
-    applied: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    max_ns: Any = None
-    ops_per_s: Any = None
-    #: A soak's chunk: the warm-up wakes its worker discarded.
-    warmup_discarded: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> "WorkerRecord":
-        if not isinstance(doc, Mapping):
-            return cls(recorded=False)
-        applied = doc.get("applied")
-        return cls(True, doc.get("n"), doc.get("rounds"), doc.get("pid"), doc.get("lost"), doc.get("p50_ns"),
-                   doc.get("repetition"), applied if isinstance(applied, Mapping) else {}, doc.get("max_ns"),
-                   doc.get("ops_per_s"), doc.get("warmup_discarded"))
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The record as summary.json stores it: a latency worker's n, lost, p50 and max, or a rate worker's rounds
-        and ops/s (the one whose ``n`` is None); a soak chunk's warm-up and a repetition only where recorded."""
-        out: Dict[str, Any] = {"pid": self.pid, "applied": dict(self.applied)}
-        if self.n is not None:
-            out.update(n=self.n, lost=self.lost, p50_ns=self.p50_ns, max_ns=self.max_ns)
-        else:
-            out.update(rounds=self.rounds, ops_per_s=self.ops_per_s)
-        if self.warmup_discarded is not None:
-            out["warmup_discarded"] = self.warmup_discarded
-        if self.repetition is not None:
-            out["repetition"] = self.repetition
-        return out
-
-
-def _took_waiter_policy(doc: Mapping[str, Any]) -> bool:
-    """Whether an arm's waiter ran under the requested policy (a driver recorded ``waiter_sched``, in a worker's info)."""
-    info = doc.get("info") or {}
-    if not isinstance(info, Mapping):
-        return False
-    workers = info.get("workers")
-    infos: Sequence[Any] = workers if isinstance(workers, list) else [info]
-    return any(isinstance(one, Mapping) and one.get("waiter_sched") for one in infos)
-
-
-@dataclasses.dataclass(frozen=True)
-class ArmRecord:
-    """One arm of a run: its identity, how it ended, and its figures."""
-
-    name: str
-    family: str
-    kind: str
-    mechanism: str
-    waiter: str
-    scope: str
-    t0: str
-    t1: str
-    native: Optional[str]
-    native_match: Optional[str]
-    driver: str
-    status: str
-    reason: Optional[str]
-    requested: Optional[int]
-    latency: Optional[LatencyFigures]
-    rate: Optional[RateFigures]
-    samples_file: Optional[str]
-    entry: Mapping[str, Any] = dataclasses.field(repr=False, compare=False)
-    #: Each timed component of a wake (``components``: the C floor's .read, ...), by name, sorted.
-    components: Tuple[Tuple[str, LatencyFigures], ...] = ()
-    repetitions: Optional[RepetitionSpread] = None
-    cpu_split: Optional[CpuSplit] = None
-    user_defined: bool = False
-    origin: Optional[ArmOrigin] = None
-    #: The arm's own random part of the settle, where it needs more than the run's (µs).
-    settle_jitter_us: Any = None
-    #: The waiter ran under the requested scheduling policy (its driver recorded ``waiter_sched``).
-    took_waiter_policy: bool = False
-    #: Each worker process's part, in worker order (None: the arm records no list of workers).
-    workers: Optional[Tuple[WorkerRecord, ...]] = None
-    warmup_discarded: Any = None
-    #: The arm's wall time, every worker and repetition (s).
-    wall_s: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "ArmRecord":
-        latency = doc.get("latency")
-        rate = doc.get("rate")
-        return cls(
-            name=str(doc.get("name")),
-            family=str(doc.get("family") or ""),
-            kind=str(doc.get("kind") or ""),
-            mechanism=str(doc.get("mechanism") or ""),
-            waiter=str(doc.get("waiter") or ""),
-            scope=str(doc.get("scope") or ""),
-            t0=str(doc.get("t0") or ""),
-            t1=str(doc.get("t1") or ""),
-            native=doc.get("native"),
-            native_match=doc.get("native_match"),
-            driver=str(doc.get("driver") or ""),
-            status=str(doc.get("status") or ""),
-            reason=doc.get("reason"),
-            requested=_opt_int(doc.get("requested")),
-            latency=LatencyFigures.from_dict(latency) if isinstance(latency, Mapping) else None,
-            rate=RateFigures.from_dict(rate) if isinstance(rate, Mapping) else None,
-            samples_file=doc.get("samples_file"),
-            entry=doc,
-            components=tuple((str(k), LatencyFigures.from_dict(v)) for k, v in sorted(_mapping(doc.get("components")).items())
-                             if isinstance(v, Mapping)),
-            repetitions=RepetitionSpread.from_dict(doc.get("repetitions")),
-            cpu_split=CpuSplit.from_dict(doc.get("cpu_split")),
-            user_defined=bool(doc.get("user_defined")),
-            origin=ArmOrigin.from_dict(doc.get("origin")) if isinstance(doc.get("origin"), Mapping) else None,
-            settle_jitter_us=doc.get("settle_jitter_us"),
-            took_waiter_policy=_took_waiter_policy(doc),
-            workers=tuple(WorkerRecord.from_dict(w) for w in doc["workers"]) if isinstance(doc.get("workers"), list) else None,
-            warmup_discarded=doc.get("warmup_discarded"),
-            wall_s=doc.get("wall_s"),
-        )
-
-    @property
-    def trace(self) -> Optional[TraceFigures]:
-        """Where the arm's time goes, in a run that asked for tracing (None otherwise)."""
-        doc = self.entry.get("trace")
-        return TraceFigures.from_dict(doc) if isinstance(doc, Mapping) else None
-
-    @property
-    def spread(self) -> Optional[MedianSpread]:
-        """How far apart the arm's workers' (or repetitions') own medians are (None: not recorded)."""
-        return MedianSpread.from_dict(self.entry.get("spread"))
-
-    @property
-    def is_latency(self) -> bool:
-        return self.kind == LATENCY
-
-    @property
-    def is_rate(self) -> bool:
-        return self.kind == RATE
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def p50_ns(self) -> Optional[float]:
-        """The latency arm's p50 (None: no latency figures, or too few wakes)."""
-        return self.latency.p50_ns if self.latency is not None else None
-
-    @property
-    def measured(self) -> bool:
-        """True when the arm ended ``ok`` with figures of its kind."""
-        return self.status == "ok" and (self.latency is not None if self.kind == LATENCY else self.rate is not None)
-
-
-@dataclasses.dataclass(frozen=True)
-class ArmSamples:
-    """The raw samples of one latency arm, as ``samples/<arm>.json`` holds them (checked against the summary).
-
-    Usually every counted wake (``kept == total``).  A soak past its
-    raw-sample cap keeps only the raw samples of its first whole chunks
-    (``kept < total``); its ``histogram`` (the samples file's log-linear
-    histogram, as stored: read it with
-    :meth:`wakelab.analysis.hdr.LogLinearHistogram.from_dict`) then holds
-    every wake.  ``histogram`` is None for an arm whose samples file has none.
-    """
-
-    samples_ns: Tuple[int, ...]
-    components_ns: Mapping[str, Tuple[int, ...]]
-    counted: Optional[int] = None  # the arm's counted wakes (summary.json's n); None: len(samples_ns)
-    histogram: Optional[Mapping[str, Any]] = dataclasses.field(default=None, repr=False)
-
-    @property
-    def kept(self) -> int:
-        """Raw samples held."""
-        return len(self.samples_ns)
-
-    @property
-    def total(self) -> int:
-        """The arm's counted wakes: summary.json's n (the raw samples held, when not given)."""
-        return self.kept if self.counted is None else self.counted
-
-    @property
-    def every_wake(self) -> bool:
-        """True when the raw samples are every counted wake (not a soak past its raw-sample cap)."""
-        return self.kept == self.total
-
-
-@dataclasses.dataclass(frozen=True)
-class SamplesFile:
-    """An arm's samples file (``samples/<arm>.json``) as stored: its kind and its series, in ns.
-
-    Read by :meth:`Bundle.samples_file`, which has checked each series of the
-    file's kind to be a list of whole non-negative ns; not checked against the
-    summary (see :meth:`Bundle.kept_latency_samples` for that).  A latency
-    file has ``samples_ns`` and ``components_ns``; a rate file ``round_ns``,
-    ``baseline_round_ns`` and ``n_per_round`` (None unless a whole number).
-    """
-
-    kind: Any
-    samples_ns: Sequence[int] = ()
-    components_ns: Mapping[str, Sequence[int]] = dataclasses.field(default_factory=dict)
-    round_ns: Sequence[int] = ()
-    baseline_round_ns: Sequence[int] = ()
-    n_per_round: Optional[int] = None
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "SamplesFile":
-        per_round = doc.get("n_per_round")
-        return cls(doc.get("kind"), doc.get("samples_ns") or (), dict(doc.get("components_ns") or {}),
-                   doc.get("round_ns") or (), doc.get("baseline_round_ns") or (),
-                   per_round if isinstance(per_round, int) and not isinstance(per_round, bool) else None)
-
-
-@dataclasses.dataclass(frozen=True)
-class RawKept:
-    """How many of an arm's counted wakes its samples file keeps as raw samples, and in how many worker units.
-
-    ``kept == total`` for every ordinary arm.  A soak past its raw-sample cap
-    keeps ``kept < total``: the first ``units`` whole chunks, one worker
-    record each in the arm's ``workers``, checked to line up (see
-    :meth:`Bundle.raw_kept`).
-    """
-
-    kept: int
-    total: int
-    units: int
-
-    @property
-    def every_wake(self) -> bool:
-        return self.kept == self.total
-
-    def to_dict(self) -> Dict[str, int]:
-        return {"kept": self.kept, "of": self.total, "units": self.units}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -839,6 +187,17 @@ class Bundle:
         return str(self.summary.get("started_utc") or "")
 
     @property
+    def finished_utc(self) -> Any:
+        """When the run ended, as recorded (None while it runs, or for one killed)."""
+        return self.summary.get("finished_utc")
+
+    @property
+    def run_id(self) -> Optional[str]:
+        """The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none)."""
+        run_id = self.summary.get("run_id")
+        return run_id if isinstance(run_id, str) and run_id else None
+
+    @property
     def hostname(self) -> str:
         return str((self.summary.get("machine") or {}).get("hostname") or "")
 
@@ -853,7 +212,7 @@ class Bundle:
     @property
     def run_state(self) -> RunState:
         """How far the run got (complete, interrupted, cut short, in progress)."""
-        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.summary.get("finished_utc"))
+        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
         """summary.json's measurement-quality warnings and notes, as records, in their order."""
@@ -1000,7 +359,6 @@ class Bundle:
 
         return dumps(self.summary)
 
-
 @dataclasses.dataclass(frozen=True)
 class GridCell:
     """One cell of a grid: its label, its value of each grid dimension, its state in matrix.json, and its run.
@@ -1102,3 +460,12 @@ class Grid:
         names = [c.label for c in self.cells]
         shown = ", ".join(names[:8]) + (", ... (%d in all)" % len(names) if len(names) > 8 else "")
         raise EvidenceError("%s has no cell %s (its cells: %s)" % (self.source, label, shown or "none"))
+
+
+__all__ = [
+    "DEFAULT_REPEAT", "LATENCY", "NOTE_LEVEL", "PERCENTILE_KEYS", "RATE", "WARNING_LEVEL",
+    "ArmOrigin", "ArmRecord", "ArmSamples", "Bundle", "Conditions", "CpuSide", "CpuSplit", "Execution", "Grid", "GridCell",
+    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Parameters", "RateFigures", "RawKept",
+    "RepetitionSpread", "SamplesFile", "Soak", "System", "Timer", "TraceFigures", "TraceHolder", "Tracing", "WarningKind",
+    "WarningRecord", "WorkerRecord",
+]

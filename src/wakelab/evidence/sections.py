@@ -60,6 +60,8 @@ class Parameters:
     rounds: Any = None
     warmup_rounds: Any = None
     planted_delay_us: Any = None
+    #: A wait right after every notify (a self-test's negative control; 0 in a real measurement; absent before 0.2).
+    planted_after_us: Any = None
     placement: Any = None
     notifier_cpu: Any = None
     waiter_cpu: Any = None
@@ -147,6 +149,9 @@ class Machine:
     cpu_count: Any = None
     cpus_allowed: Any = None
     hostname: Any = None
+    #: An id of the machine, where a bundle records one: not in summary.schema.json (no wakelab writes it; the section
+    #: takes keys it does not name), kept by the history to tell machines apart.
+    machine_id: Any = None
 
     @classmethod
     def from_dict(cls, doc: object) -> "Machine":

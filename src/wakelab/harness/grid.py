@@ -26,6 +26,8 @@ import os
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.evidence import bundle
+from wakelab.evidence.matrix import MatrixCell, MatrixEntry
+from wakelab.evidence.model import Bundle
 from wakelab.errors import OutputError
 from wakelab.harness.runner import (
     Execution,
@@ -137,65 +139,29 @@ def cell_plan(base: RunPlan, cell: Cell, folder: str) -> RunPlan:
     return dataclasses.replace(base, params=params, execution=execution, folder=folder)
 
 
-@dataclasses.dataclass(frozen=True)
-class MatrixCell:
-    """One cell as matrix.json lists it: where its bundle is, its dimensions, how far its run got."""
-
-    label: str
-    dimensions: Mapping[str, object]
-    status: str
-    complete: bool
-    interpreter: object
-
-    @classmethod
-    def of(cls, cell: Cell, summary: Optional[Document]) -> "MatrixCell":
-        """``summary``: the cell's run as it stands (None: not started)."""
-        status = "done" if summary and summary.get("finished_utc") else ("running" if summary else "pending")
-        return cls(cell.label, cell.dimensions(), status, bool(summary and summary.get("complete")),
-                   summary.get("interpreter") if summary else None)
-
-    def to_dict(self) -> Dict[str, object]:
-        return {"label": self.label, "folder": os.path.join(CELLS_DIR, self.label), "dimensions": dict(self.dimensions),
-                "status": self.status, "complete": self.complete, "interpreter": self.interpreter}
+def _cell_run(base: RunPlan, cell: Cell, summary: Optional[Document]) -> Optional[Bundle]:
+    """Cell ``cell``'s run as it stands (its summary as the runner holds it), as a bundle; None: not started."""
+    folder = os.path.join(base.folder, CELLS_DIR, cell.label)
+    return Bundle(source=folder, folder=folder, summary=summary) if summary else None
 
 
-@dataclasses.dataclass(frozen=True)
-class MatrixRow:
-    """One cell's row in an arm's table of matrix.json: how the arm ended there, and its figures as its summary has them."""
-
-    cell: str
-    status: str = "pending"
-    reason: object = None
-    latency: object = None
-    rate: object = None
-    spread: object = None
-    waiter: object = None
-    kind: object = None
-    native: object = None
-    native_match: object = None
-
-    @classmethod
-    def of(cls, cell: Cell, entry: Optional[Mapping[str, object]]) -> "MatrixRow":
-        """``entry``: the arm's entry in the cell's summary (None: the cell has not reached it)."""
-        if entry is None:
-            return cls(cell.label)
-        return cls(cell.label, str(entry["status"]), *(entry.get(f.name) for f in dataclasses.fields(cls)[2:]))
-
-    def to_dict(self) -> Dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+def _matrix_cell(cell: Cell, run: Optional[Bundle]) -> MatrixCell:
+    """One cell as matrix.json lists it: its dimensions, how far its run got (``run`` None: not started), its interpreter."""
+    status = "done" if run is not None and run.finished_utc else ("running" if run is not None else "pending")
+    return MatrixCell.of(cell.label, cell.dimensions(), status, bool(run is not None and run.complete),
+                         run.recorded("interpreter") if run is not None else None)
 
 
 def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Document], started_utc: str) -> Document:
-    """The matrix document: the grid's cells and, per arm, each cell's figures."""
-    cell_entries = [MatrixCell.of(cell, summaries.get(cell.label)) for cell in cells]
-    arms: List[Dict[str, object]] = []
-    for name in base.arm_names:
-        rows = []
-        for cell in cells:
-            summary = summaries.get(cell.label)
-            entry = next((a for a in summary["arms"] if a["name"] == name), None) if summary else None
-            rows.append(MatrixRow.of(cell, entry).to_dict())
-        arms.append({"name": name, "rows": rows})
+    """The matrix document: the grid's cells and, per arm, each cell's figures (the records of
+    :mod:`wakelab.evidence.matrix`, which reads the document back)."""
+    runs = [(cell, _cell_run(base, cell, summaries.get(cell.label))) for cell in cells]
+    cell_entries = [_matrix_cell(cell, run) for cell, run in runs]
+    entries = {cell.label: run.entries_by_name() if run is not None else {} for cell, run in runs}
+    arms: List[Dict[str, object]] = [
+        {"name": name, "rows": [MatrixEntry.of(name, cell.label, entries[cell.label].get(name)).to_dict() for cell in cells]}
+        for name in base.arm_names
+    ]
     doc: Document = {
         "schema": MATRIX_SCHEMA,
         "schema_version": MATRIX_VERSION,

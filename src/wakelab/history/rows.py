@@ -5,11 +5,11 @@ Built from the typed evidence model (:class:`wakelab.evidence.model.Bundle` and 
 conditions key comes from :mod:`wakelab.history.conditions`.  Pure: no SQLite here
 (:mod:`wakelab.history.store` writes the rows).
 
-A few facts are read as the summary records them: those the model has no field for (the run
-id, the finish time, the machine id, the parameters and conditions kept whole) and the
+A few facts are kept as the summary records them: the parameters and conditions whole, and the
 interpreter's implementation, version and build kind, which the model reads with a display
-default ("Python ?", not free-threaded) where the evidence does not say; the history keeps
-NULL there.  An arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
+default ("Python ?", not free-threaded) where the evidence does not say
+(:meth:`~wakelab.evidence.model.Interpreter.as_recorded`); the history keeps NULL there.  An
+arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import datetime
 from typing import Any, Mapping, Optional, Tuple
 
 from wakelab.evidence.model import ArmRecord, Bundle
-from wakelab.history.conditions import as_recorded, canonical, conditions_key
+from wakelab.history.conditions import canonical, conditions_key
 
 
 def utc_now() -> str:
@@ -68,8 +68,7 @@ class StoredFacts:
 
     @classmethod
     def of(cls, bundle: Bundle) -> "StoredFacts":
-        machine_id = as_recorded(bundle.summary, "machine", "machine_id")
-        return cls(conditions_key(bundle.summary), _integer(bundle.machine.cpu_count), _text(machine_id))
+        return cls(conditions_key(bundle.summary), _integer(bundle.machine.cpu_count), _text(bundle.machine.machine_id))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,23 +110,23 @@ class RunRow:
         """The row of ``bundle`` (its ``folder`` as the history keeps it); raises ValueError or TypeError
         for a summary that is not plain JSON."""
         summary, interpreter, machine = bundle.summary, bundle.interpreter, bundle.machine
-        run_uuid, facts, gil = summary.get("run_id"), StoredFacts.of(bundle), interpreter.gil_enabled
+        facts, gil = StoredFacts.of(bundle), interpreter.gil_enabled
         return cls(
-            run_uuid=run_uuid if isinstance(run_uuid, str) and run_uuid else None,
+            run_uuid=bundle.run_id,
             recorded_utc=utc_now(),
             started_utc=bundle.started_utc,
-            finished_utc=_text(summary.get("finished_utc")),
+            finished_utc=_text(bundle.finished_utc),
             lab_id=_text(bundle.lab.id),
             folder=bundle.folder,
             complete=int(bundle.complete),
             interrupted=int(bundle.interrupted),
             tool_version=_text(bundle.tool_version),
             # As recorded, not as the model names an interpreter that does not say ("Python ?", not free-threaded).
-            implementation=_text(as_recorded(summary, "interpreter", "implementation")),
-            python_version=_text(as_recorded(summary, "interpreter", "version")),
+            implementation=_text(interpreter.as_recorded("implementation")),
+            python_version=_text(interpreter.as_recorded("version")),
             build=_text(interpreter.build),
             executable=_text(interpreter.executable),
-            free_threaded=_flag(as_recorded(summary, "interpreter", "free_threaded_build")),
+            free_threaded=_flag(interpreter.as_recorded("free_threaded_build")),
             gil_enabled=_flag(gil),
             hostname=_text(machine.hostname),
             cpu_model=_text(machine.cpu_model),

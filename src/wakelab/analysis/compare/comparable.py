@@ -105,9 +105,8 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
             where, baseline.source, _short_list(list(a_arms)), other.source, _short_list(list(b_arms))))
     for name in common:
         a, b = a_arms[name], b_arms[name]
-        for (a_value, b_value), what in (((a.kind, b.kind), "kind"), ((a.waiter, b.waiter), "waiter state"),
-                                         ((a.scope, b.scope), "scope"),
-                                         ((a.entry.get("unit"), b.entry.get("unit")), "unit")):
+        for what, field in (("kind", "kind"), ("waiter state", "waiter"), ("scope", "scope")):
+            a_value, b_value = getattr(a, field), getattr(b, field)
             if a_value != b_value:
                 raise EvidenceError("%s: arm %s differs in %s (%s in %s, %s in %s): not the same experiment" % (
                     where, name, what, a_value, baseline.source, b_value, other.source))
@@ -137,8 +136,9 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
         warnings.append("only %s records its conditions: cannot check that the conditions match"
                         % (baseline.label if a_cond.present else other.label))
     a_int, b_int = baseline.interpreter, other.interpreter
-    a_raw, b_raw = (run.summary.get("interpreter") or {} for run in (baseline, other))
-    if any(a_raw.get(k) != b_raw.get(k) for k in _INTERPRETER_KEYS):
+    # As recorded, not as the model names an interpreter that does not say ("Python ?", not free-threaded).
+    a_raw, b_raw = ({k: interp.as_recorded(k) for k in _INTERPRETER_KEYS} for interp in (a_int, b_int))
+    if a_raw != b_raw:
         detail = "%s vs %s" % (a_int.label, b_int.label)
         if a_int.label == b_int.label:
             detail = "; ".join(_differences(a_raw, b_raw, _INTERPRETER_KEYS))

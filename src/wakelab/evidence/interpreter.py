@@ -1,0 +1,108 @@
+"""The interpreter that measured a run (summary.json's ``interpreter``), and how every reader names it.
+
+Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports it).  Stdlib only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional
+
+from wakelab.evidence.words import FREE_THREADED, gil_word
+
+
+@dataclasses.dataclass(frozen=True)
+class Interpreter:
+    """The interpreter that measured a run."""
+
+    implementation: str
+    version: str
+    executable: Optional[str] = None
+    free_threaded_build: bool = False
+    gil_enabled: Optional[bool] = None
+    python_gil_env: Optional[str] = None
+    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
+    #: evidence from before wakelab recorded it.
+    implementation_version: Optional[str] = None
+    #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
+    build: Any = None
+    compiler: Any = None
+    switch_interval_s: Any = None
+    #: A debug (``--with-pydebug``) build, as recorded (None: not recorded).
+    debug_build: Any = None
+    #: The record as stored, whole: what :meth:`as_recorded` reads.
+    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
+        own = doc.get("implementation_version")
+        return cls(
+            implementation=str(doc.get("implementation", "Python")),
+            version=str(doc.get("version", "?")),
+            executable=doc.get("executable"),
+            free_threaded_build=bool(doc.get("free_threaded_build")),
+            gil_enabled=doc.get("gil_enabled"),
+            python_gil_env=doc.get("python_gil_env"),
+            implementation_version=None if own is None else str(own),
+            build=doc.get("build"),
+            compiler=doc.get("compiler"),
+            switch_interval_s=doc.get("switch_interval_s"),
+            debug_build=doc.get("debug_build"),
+            recorded=doc,
+        )
+
+    def as_recorded(self, field: str) -> Any:
+        """Field ``field`` as the evidence stored it, None where it does not say.
+
+        For the readers that keep what was recorded (the history, compare's check that two runs had the same
+        interpreter) where the model reads with a display default (``implementation`` "Python", ``version``
+        "?", ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
+        """
+        if field not in _FIELDS:
+            raise KeyError(field)
+        return self.recorded.get(field)
+
+    @property
+    def release(self) -> str:
+        """The Python release it is of, ``3.13`` (a free-threaded ``3.13t`` too); ``""`` when it does not say its version."""
+        version = self.as_recorded("version")
+        return ".".join(str(version).split(".")[:2]).rstrip("t") if version else ""
+
+    @property
+    def own_version(self) -> Optional[str]:
+        """The implementation's own version where it is not the Python version (PyPy's 7.3.11); None on CPython."""
+        own = self.implementation_version
+        return own if own and self.implementation != "CPython" and own != self.version else None
+
+    @property
+    def name(self) -> str:
+        """``CPython 3.13.0``, or ``PyPy 3.9.16 (7.3.11)`` where the implementation has a version of its own."""
+        text = "%s %s" % (self.implementation, self.version)
+        return text if self.own_version is None else "%s (%s)" % (text, self.own_version)
+
+    @property
+    def label(self) -> str:
+        """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter.
+
+        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and
+        ``CPython 3.13.5 free-threaded (GIL on)`` (PYTHON_GIL=1); ``(GIL off)``
+        on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
+        """
+        text = self.name
+        if self.free_threaded_build:
+            text += " " + FREE_THREADED
+            if self.gil_enabled is not None:
+                text += " (%s)" % gil_word(self.gil_enabled)
+        elif self.gil_enabled is False:
+            text += " (%s)" % gil_word(False)
+        return text
+
+    @property
+    def gil_word(self) -> str:
+        """``GIL on``, ``GIL off`` or ``GIL state not reported``."""
+        return gil_word(self.gil_enabled)
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Interpreter)) - {"recorded"}
+
+__all__ = ["Interpreter"]

@@ -1,0 +1,79 @@
+"""summary.json's measurement-quality records: their kinds, their levels, and one record as every reader sees it.
+
+Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name).  Stdlib only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Dict, Mapping, Optional, Union
+
+
+class WarningKind(str, enum.Enum):
+    """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
+
+    :mod:`wakelab.analysis.quality` writes them, the renderers word them
+    (:func:`wakelab.report.text.format_warning`): a kind renamed in one place
+    is renamed in both.
+    """
+
+    PERCENTILES_OMITTED = "percentiles-omitted"
+    WORKER_SPREAD = "worker-spread"
+    POPULATIONS = "populations"
+    SWITCH_INTERVAL_TAIL = "switch-interval-tail"
+    TIMER_FLOOR = "timer-floor"
+    POLLING = "polling"
+
+
+#: Levels of a warning record: a reason to doubt a figure, or a note on one left out.
+WARNING_LEVEL, NOTE_LEVEL = "warning", "note"
+
+
+@dataclasses.dataclass(frozen=True)
+class WarningRecord:
+    """One entry of summary.json's ``warnings``: what (``kind``), about which arm, and the figures it rests on.
+
+    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it
+    is none of them (a newer bundle).  ``text`` holds a warning worded by the
+    runner (bundles before 0.2 stored sentences), with no kind or figures.
+    ``figures`` is the stored mapping (empty when the stored value is not
+    one); ``raw`` the entry as stored, for a renderer that must show figures
+    it cannot word.
+    """
+
+    kind: Union[WarningKind, str]
+    level: str = WARNING_LEVEL
+    arm: Optional[str] = None
+    figures: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    text: Optional[str] = None
+    raw: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, value: Any) -> "WarningRecord":
+        """A stored entry (a record, or a sentence from an older bundle) as a record."""
+        if isinstance(value, WarningRecord):
+            return value
+        if not isinstance(value, Mapping):
+            return cls(kind="", text=str(value), raw=value)
+        kind = value.get("kind")
+        try:
+            known: Union[WarningKind, str] = WarningKind(kind)
+        except ValueError:
+            known = "" if kind is None else str(kind)
+        figures = value.get("figures")
+        arm = value.get("arm")
+        return cls(kind=known, level=str(value.get("level") or WARNING_LEVEL), arm=None if arm is None else str(arm),
+                   figures=figures if isinstance(figures, Mapping) else {}, raw=value)
+
+    @property
+    def is_note(self) -> bool:
+        return self.level == NOTE_LEVEL
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The record as summary.json stores it."""
+        kind = self.kind.value if isinstance(self.kind, WarningKind) else self.kind
+        return {"kind": kind, "level": self.level, "arm": self.arm, "figures": dict(self.figures)}
+
+
+__all__ = ["NOTE_LEVEL", "WARNING_LEVEL", "WarningKind", "WarningRecord"]
