@@ -28,6 +28,7 @@ import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from wakelab.evidence.model import ArmRecord, Bundle
+from wakelab.formatting import positive_ratio
 
 # How a Python arm's C floor relates to it (the values of ``native_match``, as each arm declares
 # it: wakelab.core.model.MATCHED / NEAREST).  A floor whose relation is not recorded (bundles
@@ -121,10 +122,6 @@ class Pairing:
         return not self.differences
 
 
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return float(a) / float(b) if a is not None and b else None
-
-
 def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
     """The pairing of two arms (records, summary entries or ``Arm.describe()``)."""
     x, y = arm_record(a), arm_record(b)
@@ -140,8 +137,8 @@ def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
         scope=aspects[1][1],
         at_t0=aspects[2][1],
         differences=tuple(Difference(aspect, p, q) for aspect, p, q in aspects if p != q),
-        p50_ratio=_ratio(x.latency.p50_ns if x.latency else None, y.latency.p50_ns if y.latency else None),
-        p99_ratio=_ratio(x.latency.p99_ns if x.latency else None, y.latency.p99_ns if y.latency else None),
+        p50_ratio=positive_ratio(x.latency.p50_ns if x.latency else None, y.latency.p50_ns if y.latency else None),
+        p99_ratio=positive_ratio(x.latency.p99_ns if x.latency else None, y.latency.p99_ns if y.latency else None),
     )
 
 

@@ -88,7 +88,7 @@ def listing(entry_points: bool = True) -> Dict[str, Any]:
     """
     from wakelab.core.registry import all_arms
     from wakelab.labs import all_labs, lab_arm_names
-    from wakelab.report.text import _origin_text
+    from wakelab.report.text import origin_text
 
     not_loaded = load_entry_point_arms() if entry_points else []
     arms = []
@@ -97,7 +97,7 @@ def listing(entry_points: bool = True) -> Dict[str, Any]:
         user_defined = bool(entry.get("user_defined"))
         entry["user_defined"] = user_defined
         origin = entry.get("origin")
-        entry["source"] = _origin_text(origin if isinstance(origin, dict) else {}) if user_defined else BUILT_IN
+        entry["source"] = origin_text(origin if isinstance(origin, dict) else {}) if user_defined else BUILT_IN
         reason = _availability(arm, user_defined)
         entry["available"] = reason is None
         entry["reason"] = reason
