@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Sequence, TYPE_CHECKING
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
-from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
+from wakelab.commands._options import is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
@@ -84,26 +84,10 @@ def _placement(text: str) -> str:
     return text
 
 
-def _switch_interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text) from None
-    low, high = SWITCH_INTERVAL_LIMITS
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError("must be between %g and %g seconds, got %s" % (low, high, text))
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text) from None
-    low, high = TIMEOUT_LIMITS
-    if not low <= value <= high:  # also rejects nan and inf
-        raise argparse.ArgumentTypeError("must be between %s and %s seconds, got %s" % (low, high, text))
-    return value
+_switch_interval = number_in("a number of seconds", lambda v: SWITCH_INTERVAL_LIMITS[0] <= v <= SWITCH_INTERVAL_LIMITS[1],
+                             "between %g and %g seconds" % SWITCH_INTERVAL_LIMITS)
+_seconds = number_in("a number of seconds", lambda v: TIMEOUT_LIMITS[0] <= v <= TIMEOUT_LIMITS[1],
+                     "between %s and %s seconds" % TIMEOUT_LIMITS)
 
 
 def _duration(text: str) -> float:
