@@ -226,26 +226,28 @@ class LostWakes:
         return max(self.total - self.coalesced - self.stale, 0)
 
 
-def _info_count(info: Mapping[str, Any], key: str) -> int:
-    """``info[key]`` summed over the pooled workers' infos (or the one info)."""
+def worker_infos(arm: ArmRecord) -> List[Mapping[str, Any]]:
+    """The arm's raw ``info`` (its driver's own, free-form): each worker process's, under ``workers`` when there
+    were several, else the one (none where it records none)."""
+    info = arm.entry.get("info")
+    if not isinstance(info, Mapping):
+        return []
     workers = info.get("workers")
-    infos: List[Any] = list(workers) if isinstance(workers, list) else [info]
-    total = 0
-    for one in infos:
-        value = one.get(key) if isinstance(one, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            total += value
-    return total
+    return [w for w in workers if isinstance(w, Mapping)] if isinstance(workers, list) else [info]
+
+
+def _info_count(arm: ArmRecord, key: str) -> int:
+    """``info[key]`` summed over the pooled workers' infos (or the one info)."""
+    values = [one.get(key) for one in worker_infos(arm)]
+    return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
 
 
 def lost_wakes(arm: Arm) -> LostWakes:
     """The arm's lost wakes, split by cause as far as its raw record's ``info`` (the driver's own, free-form) tells."""
     record = arm_record(arm)
     lost = record.latency.lost if record.latency is not None else 0
-    info = record.entry.get("info")
-    info = info if isinstance(info, Mapping) else {}
-    coalesced = min(_info_count(info, "coalesced"), lost)
-    stale = min(_info_count(info, "stale_wakes"), lost - coalesced)
+    coalesced = min(_info_count(record, "coalesced"), lost)
+    stale = min(_info_count(record, "stale_wakes"), lost - coalesced)
     return LostWakes(total=lost, coalesced=coalesced, stale=stale)
 
 

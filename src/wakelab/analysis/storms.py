@@ -18,11 +18,11 @@ import dataclasses
 import statistics
 from typing import Any, List, Mapping, Optional, Tuple
 
-from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
+from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, worker_infos
 from wakelab.analysis.guidance import Advice, Cite, Level
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_ratio
 
 STORMS = "signal storm"
@@ -71,16 +71,6 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _each_info(info: object) -> List[Mapping[str, Any]]:
-    """An arm's ``info``: each worker process's, under ``workers`` when there were several, else the one."""
-    if not isinstance(info, Mapping):
-        return []
-    workers = info.get("workers")
-    if isinstance(workers, list):
-        return [w for w in workers if isinstance(w, Mapping)]
-    return [info]
-
-
 @dataclasses.dataclass(frozen=True)
 class StormInfo:
     """What one storm recorded (:mod:`wakelab.core.drivers.storm` defines each count)."""
@@ -97,20 +87,20 @@ class StormInfo:
     work_lost: Optional[float]
 
     @classmethod
-    def each_of(cls, info: object) -> List["StormInfo"]:
-        """Each storm of an arm's ``info`` (none where it records no storm)."""
+    def each_of(cls, arm: ArmRecord) -> List["StormInfo"]:
+        """Each storm of an arm (none where it records no storm)."""
         return [cls(signal=str(one.get("signal") or ""), receiver=str(one.get("receiver") or ""),
                     senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
                     sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
                     flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
                     work_lost=float(one["work_lost"]) if isinstance(one.get("work_lost"), (int, float)) else None)
-                for one in _each_info(info) if "sent" in one]
+                for one in worker_infos(arm) if "sent" in one]
 
 
 def storm_figures(arm: Arm) -> Optional[StormFigures]:
     """The storm figures of one arm (its record or its summary.json entry), or None when it is not a measured storm arm."""
     record = arm_record(arm)
-    storms = StormInfo.each_of(record.entry.get("info"))
+    storms = StormInfo.each_of(record)
     if record.family != "storms" or not storms:
         return None
     first = storms[0]
@@ -236,7 +226,7 @@ def _busy(bundle: Bundle) -> Tuple[int, int]:
 def _budget(bundle: Bundle) -> Tuple[object, object]:
     """The machine's realtime budget (runtime, period; µs) as the first arm that recorded it says (None: none did)."""
     for arm in bundle.arms():
-        for one in _each_info(arm.entry.get("info")):
+        for one in worker_infos(arm):
             budget = one.get("rt_budget")
             if isinstance(budget, Mapping):
                 return budget.get("sched_rt_runtime_us"), budget.get("sched_rt_period_us")
