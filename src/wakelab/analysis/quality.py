@@ -394,10 +394,8 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
     docstring for the kinds.  Records come in arm order, the run-wide note first.
     """
     records: List[Dict[str, Any]] = []
-    arms = bundle_of(summary).arms()
-    timer: Mapping[str, Any] = summary.get("timer") or {}
-    floor = timer.get("floor_p50_ns")
-    placement = (summary.get("parameters") or {}).get("placement")
+    bundle = bundle_of(summary)
+    arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
 
     left_out: Dict[tuple, Dict[str, Any]] = {}
     for e in (arm.entry for arm in arms):
@@ -411,11 +409,10 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
 
     for arm in arms:
         e, name = arm.entry, str(arm.entry.get("name"))
-        spread: Mapping[str, Any] = e.get("spread") or {}
-        ratio = spread.get("max_over_min")
-        if isinstance(ratio, (int, float)) and ratio > SPREAD_LIMIT:
-            records.append(_record(WORKER_SPREAD, name, {"of": spread.get("of"), "max_over_min": ratio,
-                                                         "between": spread.get("between") or "workers"}))
+        spread = arm.spread
+        if spread is not None and spread.max_over_min is not None and spread.max_over_min > SPREAD_LIMIT:
+            records.append(_record(WORKER_SPREAD, name, {"of": spread.of, "max_over_min": spread.max_over_min,
+                                                         "between": spread.between or "workers"}))
         quality: Mapping[str, Any] = e.get("quality") or {}
         populations = (quality.get("populations") or {}).get("populations") or []
         if len(populations) >= 2:
@@ -437,6 +434,6 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
                 if p50 is not None and p50 < FLOOR_MULTIPLE * floor:
                     records.append(_record(TIMER_FLOOR, name, {
                         "series": series_name or None, "p50_ns": p50, "floor_ns": floor, "multiple": FLOOR_MULTIPLE,
-                        "clocksource": (summary.get("system") or {}).get("clocksource"),
+                        "clocksource": bundle.system.clocksource,
                     }))
     return records
