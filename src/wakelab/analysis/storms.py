@@ -37,36 +37,6 @@ RECEIVER_TITLES = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class StormFigures:
-    """One storm arm's counts, summed over its storms (one per worker process), and its reaction times."""
-
-    arm: str
-    signal: str
-    receiver: str
-    senders: int
-    sender_kind: str
-    storms: int
-    sent: int
-    refused: int
-    delivered: int
-    flushed: int
-    strays: int
-    work_lost: Optional[float]  # the median over the storms of 1 - storm rate / storm-free rate
-    p50_ns: Optional[float]
-    p99_ns: Optional[float]
-
-    @property
-    def ratio(self) -> Optional[float]:
-        """Delivered over sent (None when nothing was sent)."""
-        return self.delivered / self.sent if self.sent else None
-
-    @property
-    def receiver_title(self) -> str:
-        title = RECEIVER_TITLES.get(self.receiver, self.receiver)
-        return title + (", thread senders" if self.sender_kind == "thread" else "")
-
-
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
@@ -84,17 +54,38 @@ class StormInfo:
     delivered: int
     flushed: int
     strays: int
-    work_lost: Optional[float]
+    work_lost: Optional[float]  # 1 - storm rate / storm-free rate of the receiver's main thread
 
-    @classmethod
-    def each_of(cls, arm: ArmRecord) -> List["StormInfo"]:
+    @staticmethod
+    def each_of(arm: ArmRecord) -> List["StormInfo"]:
         """Each storm of an arm (none where it records no storm)."""
-        return [cls(signal=str(one.get("signal") or ""), receiver=str(one.get("receiver") or ""),
-                    senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
-                    sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
-                    flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
-                    work_lost=float(one["work_lost"]) if isinstance(one.get("work_lost"), (int, float)) else None)
+        return [StormInfo(signal=str(one.get("signal") or ""), receiver=str(one.get("receiver") or ""),
+                          senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
+                          sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
+                          flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
+                          work_lost=float(one["work_lost"]) if isinstance(one.get("work_lost"), (int, float)) else None)
                 for one in worker_infos(arm) if "sent" in one]
+
+
+@dataclasses.dataclass(frozen=True)
+class StormFigures(StormInfo):
+    """One storm arm's counts, summed over its ``storms`` (one per worker process; ``work_lost`` their median),
+    and its reaction times."""
+
+    arm: str
+    storms: int
+    p50_ns: Optional[float]
+    p99_ns: Optional[float]
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """Delivered over sent (None when nothing was sent)."""
+        return self.delivered / self.sent if self.sent else None
+
+    @property
+    def receiver_title(self) -> str:
+        title = RECEIVER_TITLES.get(self.receiver, self.receiver)
+        return title + (", thread senders" if self.sender_kind == "thread" else "")
 
 
 def storm_figures(arm: Arm) -> Optional[StormFigures]:
