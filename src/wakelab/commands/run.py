@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Dict, List, Sequence, TYPE_CHECKING
+from typing import Any, Callable, Dict, List, Optional, Sequence, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
@@ -15,6 +15,7 @@ from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
+    from wakelab.core.realtime import Scheduling
     from wakelab.core.model import MeasureParams
     from wakelab.harness.runner import Execution
     from wakelab.labs import Lab
@@ -431,8 +432,8 @@ def _execution(args: argparse.Namespace) -> Execution:
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 
 
-def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Dict[str, Any]:
-    """``{policy, priority}`` of one side from its two options, checked against the policy's range."""
+def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Optional["Scheduling"]:
+    """The scheduling one side asks for with its two options (None: none), checked against the policy's range."""
     from wakelab.core import realtime
 
     policy = getattr(args, policy_flag.lstrip("-").replace("-", "_"))
@@ -440,7 +441,7 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
     if policy is None:
         if priority is not None:
             raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
-        return {}
+        return None
     reason = realtime.unavailable_reason()
     if reason is not None:
         raise UsageError("%s: %s" % (policy_flag, reason))
@@ -448,10 +449,11 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
         if policy != "other":
             raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
         priority = 0
-    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
+    request = realtime.Scheduling(policy, priority)
+    problem = realtime.range_problem(request)
     if problem is not None:
         raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
-    return {"policy": policy, "priority": priority}
+    return request
 
 
 def _realtime_conditions(args: argparse.Namespace) -> Dict[str, Any]:
@@ -463,9 +465,9 @@ def _realtime_conditions(args: argparse.Namespace) -> Dict[str, Any]:
     for role, policy_flag, priority_flag in (("waiter", "--policy", "--priority"),
                                              ("notifier", "--notifier-policy", "--notifier-priority")):
         request = _scheduling_request(args, policy_flag, priority_flag)
-        if request:
-            out[role + "_policy"] = request["policy"]
-            out[role + "_priority"] = request["priority"]
+        if request is not None:
+            out[role + "_policy"] = request.policy
+            out[role + "_priority"] = request.priority
     if args.mlock:
         out["mlock"] = True
     if out:
