@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import Population
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
 
 # Record levels and kinds: the evidence model's (renderers word the same kinds).
 WARNING = WARNING_LEVEL
@@ -317,10 +317,6 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     }
 
 
-def _record(kind: WarningKind, arm: Optional[str], figures: Dict[str, Any], level: str = WARNING) -> Dict[str, Any]:
-    return {"kind": kind.value, "level": level, "arm": arm, "figures": figures}
-
-
 def _worker_sides(arm: ArmRecord) -> List[bool]:
     """Per worker that recorded both CPUs: True when notifier and waiter were last seen on the same CPU,
     False when on different ones."""
@@ -393,7 +389,7 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
     Each record is ``{"kind", "level", "arm", "figures"}``; see the module
     docstring for the kinds.  Records come in arm order, the run-wide note first.
     """
-    records: List[Dict[str, Any]] = []
+    records: List[WarningRecord] = []
     bundle = bundle_of(summary)
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
 
@@ -405,35 +401,35 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
             if n and key in (latency.get("omitted") or {}):
                 left_out[(q, n)] = {"percentile": key, "n": n, "needs_n": min_n_for(q)}
     if left_out:
-        records.append(_record(PERCENTILES_OMITTED, None, {"left_out": [left_out[k] for k in sorted(left_out)]}, NOTE))
+        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k] for k in sorted(left_out)]}))
 
     for arm in arms:
         e, name = arm.entry, str(arm.entry.get("name"))
         spread = arm.spread
         if spread is not None and spread.max_over_min is not None and spread.max_over_min > SPREAD_LIMIT:
-            records.append(_record(WORKER_SPREAD, name, {"of": spread.of, "max_over_min": spread.max_over_min,
+            records.append(WarningRecord(WORKER_SPREAD, WARNING, name, {"of": spread.of, "max_over_min": spread.max_over_min,
                                                          "between": spread.between or "workers"}))
         quality: Mapping[str, Any] = e.get("quality") or {}
         populations = (quality.get("populations") or {}).get("populations") or []
         if len(populations) >= 2:
-            records.append(_record(POPULATIONS, name, {
+            records.append(WarningRecord(POPULATIONS, WARNING, name, {
                 "populations": [dict(p) for p in populations],
                 "cause": _population_cause(arm, [Population(p["share"], p["low_ns"], p["high_ns"]) for p in populations],
                                            placement),
             }))
         tail: Mapping[str, Any] = quality.get("switch_interval_tail") or {}
         if tail and gil_contended(e, summary):
-            records.append(_record(SWITCH_INTERVAL_TAIL, name, dict(tail)))
+            records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, dict(tail)))
         polling: Mapping[str, Any] = quality.get("polling") or {}
         if polling:
-            records.append(_record(POLLING, name, dict(polling)))
+            records.append(WarningRecord(POLLING, WARNING, name, dict(polling)))
         if floor:
             series = [("", e.get("latency") or {})] + sorted((e.get("components") or {}).items())
             for series_name, stats in series:
                 p50 = (stats or {}).get("p50_ns")
                 if p50 is not None and p50 < FLOOR_MULTIPLE * floor:
-                    records.append(_record(TIMER_FLOOR, name, {
+                    records.append(WarningRecord(TIMER_FLOOR, WARNING, name, {
                         "series": series_name or None, "p50_ns": p50, "floor_ns": floor, "multiple": FLOOR_MULTIPLE,
                         "clocksource": bundle.system.clocksource,
                     }))
-    return records
+    return [record.to_dict() for record in records]
