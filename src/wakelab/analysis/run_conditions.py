@@ -340,7 +340,6 @@ class LevelShifts:
     arm: str
     runs: int
     log_sd: Mapping[str, float]
-    key: Optional[Mapping[str, Any]]
 
     def to_dict(self) -> Dict[str, object]:
         return {"arm": self.arm, "earlier_runs": self.runs,
@@ -383,7 +382,7 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
             values = [float(getattr(p, field)) for p in chosen if isinstance(getattr(p, field), (int, float)) and getattr(p, field) > 0]
             if len(values) >= MIN_EARLIER_RUNS:
                 log_sd[key] = statistics.stdev(math.log(v) for v in values)
-    return LevelShifts(arm, len(chosen), log_sd, keys[0])
+    return LevelShifts(arm, len(chosen), log_sd)
 
 
 NOT_WIDENED = ("separate runs: fewer than %d identical earlier runs in the history (same arm, conditions and machine): "
