@@ -60,7 +60,7 @@ def test_one_family_list() -> None:
     from wakelab.api import v1
     from wakelab.core.registry import FAMILIES, FAMILY_COLORS, FAMILY_MODULES, families
     from wakelab.harness import worker
-    from wakelab.report.text import FAMILY_TITLES
+    from wakelab.core.registry import FAMILY_TITLES
 
     assert tuple(f for f, _, _ in FAMILY_TABLE) == FAMILIES == tuple(f.id for f in families())
     assert set(FAMILY_TITLES) == set(FAMILIES) == set(FAMILY_COLORS) == set(FAMILY_MODULES)

@@ -21,6 +21,19 @@ def _finite(value: Optional[float]) -> Optional[float]:
     return result if result == result and abs(result) != float("inf") else None
 
 
+def finite_number(value: object) -> Optional[float]:
+    """A finite number from the evidence as a float, else None (a bool, a string, NaN are not figures)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def positive_ratio(value: object, base: object) -> Optional[float]:
+    """``value / base`` when both are positive finite numbers, else None (no ratio of a missing or zero figure)."""
+    a, b = finite_number(value), finite_number(base)
+    return a / b if a is not None and b is not None and a > 0 and b > 0 else None
+
+
 def format_ns_plain(value: Optional[float]) -> str:
     """A nanosecond figure with one decimal and no unit (``980.0``), ``-`` when missing."""
     number = _finite(value)

@@ -28,6 +28,7 @@ import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from wakelab.evidence.model import ArmRecord, Bundle
+from wakelab.formatting import positive_ratio
 
 # How a Python arm's C floor relates to it (the values of ``native_match``, as each arm declares
 # it: wakelab.core.model.MATCHED / NEAREST).  A floor whose relation is not recorded (bundles
@@ -121,10 +122,6 @@ class Pairing:
         return not self.differences
 
 
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return float(a) / float(b) if a is not None and b else None
-
-
 def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
     """The pairing of two arms (records, summary entries or ``Arm.describe()``)."""
     x, y = arm_record(a), arm_record(b)
@@ -140,8 +137,8 @@ def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
         scope=aspects[1][1],
         at_t0=aspects[2][1],
         differences=tuple(Difference(aspect, p, q) for aspect, p, q in aspects if p != q),
-        p50_ratio=_ratio(x.latency.p50_ns if x.latency else None, y.latency.p50_ns if y.latency else None),
-        p99_ratio=_ratio(x.latency.p99_ns if x.latency else None, y.latency.p99_ns if y.latency else None),
+        p50_ratio=positive_ratio(x.latency.p50_ns if x.latency else None, y.latency.p50_ns if y.latency else None),
+        p99_ratio=positive_ratio(x.latency.p99_ns if x.latency else None, y.latency.p99_ns if y.latency else None),
     )
 
 
@@ -229,26 +226,28 @@ class LostWakes:
         return max(self.total - self.coalesced - self.stale, 0)
 
 
-def _info_count(info: Mapping[str, Any], key: str) -> int:
-    """``info[key]`` summed over the pooled workers' infos (or the one info)."""
+def worker_infos(arm: ArmRecord) -> List[Mapping[str, Any]]:
+    """The arm's raw ``info`` (its driver's own, free-form): each worker process's, under ``workers`` when there
+    were several, else the one (none where it records none)."""
+    info = arm.entry.get("info")
+    if not isinstance(info, Mapping):
+        return []
     workers = info.get("workers")
-    infos: List[Any] = list(workers) if isinstance(workers, list) else [info]
-    total = 0
-    for one in infos:
-        value = one.get(key) if isinstance(one, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            total += value
-    return total
+    return [w for w in workers if isinstance(w, Mapping)] if isinstance(workers, list) else [info]
+
+
+def _info_count(arm: ArmRecord, key: str) -> int:
+    """``info[key]`` summed over the pooled workers' infos (or the one info)."""
+    values = [one.get(key) for one in worker_infos(arm)]
+    return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
 
 
 def lost_wakes(arm: Arm) -> LostWakes:
     """The arm's lost wakes, split by cause as far as its raw record's ``info`` (the driver's own, free-form) tells."""
     record = arm_record(arm)
     lost = record.latency.lost if record.latency is not None else 0
-    info = record.entry.get("info")
-    info = info if isinstance(info, Mapping) else {}
-    coalesced = min(_info_count(info, "coalesced"), lost)
-    stale = min(_info_count(info, "stale_wakes"), lost - coalesced)
+    coalesced = min(_info_count(record, "coalesced"), lost)
+    stale = min(_info_count(record, "stale_wakes"), lost - coalesced)
     return LostWakes(total=lost, coalesced=coalesced, stale=stale)
 
 

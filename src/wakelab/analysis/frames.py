@@ -22,7 +22,8 @@ says how much it rests on.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import dataclasses
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 #: Python frames a call path keeps (the innermost ones).
 PATH_DEPTH = 3
@@ -67,47 +68,81 @@ def count_frames(
                 tally[path] = tally.get(path, 0) + 1
 
 
-def summarize_frames(counts: Mapping[str, Mapping[str, int]], hz: int) -> Dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class CallPath:
+    """One call path of a part: its samples and their share of the part's."""
+
+    path: Any
+    samples: Any
+    share: float
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameRecord:
+    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled.
+
+    The trace pass writes it (:meth:`to_dict`) and the report reads it back (:meth:`from_dict`).
+    """
+
+    sampled: bool
+    reason: Optional[str] = None
+    hz: Any = None
+    samples: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    top: Mapping[str, Tuple[CallPath, ...]] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, object]:
+        if not self.sampled:
+            return {"sampled": False, "reason": self.reason}
+        return {"sampled": True, "reason": None, "hz": self.hz, "samples": dict(self.samples),
+                "top": {part: [dataclasses.asdict(p) for p in paths] for part, paths in self.top.items()}}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, object]) -> "FrameRecord":
+        samples, top = doc.get("samples"), doc.get("top")
+        return cls(bool(doc.get("sampled")), str(doc.get("reason") or "unknown reason"), doc.get("hz"),
+                   samples if isinstance(samples, Mapping) else {},
+                   {part: tuple(CallPath(p.get("path"), p.get("samples"), float(p.get("share") or 0.0)) for p in paths or [])
+                    for part, paths in (top.items() if isinstance(top, Mapping) else ())})
+
+    def line(self) -> str:
+        """One line: "python frames (20 kHz, 412 and 96 samples): own work: Event.wait -> Condition.wait 41%, ...;
+        notify: Event.set -> Condition.notify_all 60%, ..." -- or "python frames: not sampled: REASON"."""
+        if not self.sampled:
+            return "python frames: not sampled: %s" % self.reason
+        pieces = []
+        for part in ("interpreter", "notify"):
+            shown = ["%s %.0f%%" % (p.path, 100 * p.share) for p in self.top.get(part) or () if p.share >= SHOWN_SHARE]
+            if shown:
+                pieces.append("%s: %s" % (PARTS[part], ", ".join(shown)))
+        counted = " and ".join("%d %s" % (self.samples.get(part) or 0, PARTS[part]) for part in ("interpreter", "notify"))
+        head = "python frames (%s Hz, %s samples)" % (self.hz, counted)
+        if not pieces:
+            return head + ": no sample fell in a wake (a wake far shorter than the sampling period)"
+        return head + ": " + "; ".join(pieces)
+
+
+def summarize_frames(counts: Mapping[str, Mapping[str, int]], hz: int) -> Dict[str, object]:
     """The ``trace.frames`` record of an arm whose frames were sampled: per part its samples and its
     :data:`TOP_PATHS` call paths with their share."""
-    top: Dict[str, List[Dict[str, Any]]] = {}
+    top: Dict[str, Tuple[CallPath, ...]] = {}
     totals: Dict[str, int] = {}
     for part in PARTS:
         tally = counts.get(part) or {}
-        total = sum(tally.values())
-        totals[part] = total
+        total = totals[part] = sum(tally.values())
         ranked = sorted(tally.items(), key=lambda item: (-item[1], item[0]))[:TOP_PATHS]
-        top[part] = [{"path": path, "samples": n, "share": n / total} for path, n in ranked]
-    return {"sampled": True, "reason": None, "hz": hz, "samples": totals, "top": top}
+        top[part] = tuple(CallPath(path, n, n / total) for path, n in ranked)
+    return FrameRecord(True, None, hz, totals, top).to_dict()
 
 
-def not_sampled(reason: str) -> Dict[str, Any]:
+def not_sampled(reason: str) -> Dict[str, object]:
     """The ``trace.frames`` record of an arm whose frames could not be sampled, saying why."""
-    return {"sampled": False, "reason": reason}
+    return FrameRecord(False, reason).to_dict()
 
 
 #: A call path under this share of its part's samples is left out of the line.
 SHOWN_SHARE = 0.05
 
 
-def format_frames(frames: Mapping[str, Any]) -> Optional[str]:
-    """One line: "python frames (20 kHz, 412 and 96 samples): own work: Event.wait -> Condition.wait
-    41%, ...; notify: Event.set -> Condition.notify_all 60%, ..." -- or "python frames: not sampled:
-    REASON"; None when the record is empty."""
-    if not frames:
-        return None
-    if not frames.get("sampled"):
-        return "python frames: not sampled: %s" % (frames.get("reason") or "unknown reason")
-    totals: Mapping[str, int] = frames.get("samples") or {}
-    top: Mapping[str, Sequence[Mapping[str, Any]]] = frames.get("top") or {}
-    pieces = []
-    for part in ("interpreter", "notify"):
-        shown = ["%s %.0f%%" % (p.get("path"), 100 * float(p.get("share") or 0.0)) for p in top.get(part) or []
-                 if float(p.get("share") or 0.0) >= SHOWN_SHARE]
-        if shown:
-            pieces.append("%s: %s" % (PARTS[part], ", ".join(shown)))
-    counted = " and ".join("%d %s" % (totals.get(part) or 0, PARTS[part]) for part in ("interpreter", "notify"))
-    head = "python frames (%s Hz, %s samples)" % (frames.get("hz"), counted)
-    if not pieces:
-        return head + ": no sample fell in a wake (a wake far shorter than the sampling period)"
-    return head + ": " + "; ".join(pieces)
+def format_frames(frames: Mapping[str, object]) -> Optional[str]:
+    """:meth:`FrameRecord.line` of a stored record; None when the record is empty."""
+    return FrameRecord.from_dict(frames).line() if frames else None

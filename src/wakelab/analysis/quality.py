@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from wakelab.analysis.caveats import gil_enabled
+from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, WarningKind
+from wakelab.analysis.warning_figures import Population
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
 
 # Record levels and kinds: the evidence model's (renderers word the same kinds).
 WARNING = WARNING_LEVEL
@@ -318,25 +319,14 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     }
 
 
-def _record(kind: WarningKind, arm: Optional[str], figures: Dict[str, Any], level: str = WARNING) -> Dict[str, Any]:
-    return {"kind": kind.value, "level": level, "arm": arm, "figures": figures}
+def _worker_sides(arm: ArmRecord) -> List[bool]:
+    """Per worker that recorded both CPUs: True when notifier and waiter were last seen on the same CPU,
+    False when on different ones."""
+    seen = [(one.get("notifier_cpu_seen"), one.get("waiter_cpu_seen")) for one in worker_infos(arm)]
+    return [notifier == waiter for notifier, waiter in seen if isinstance(notifier, int) and isinstance(waiter, int)]
 
 
-def _worker_sides(entry: Mapping[str, Any]) -> List[Optional[bool]]:
-    """Per worker: True when notifier and waiter were last seen on the same CPU, False when on
-    different ones, None when not recorded."""
-    info = entry.get("info") or {}
-    workers = info.get("workers")
-    infos: List[Any] = list(workers) if isinstance(workers, list) else [info]
-    sides: List[Optional[bool]] = []
-    for one in infos:
-        one = one if isinstance(one, Mapping) else {}
-        notifier, waiter = one.get("notifier_cpu_seen"), one.get("waiter_cpu_seen")
-        sides.append(None if not isinstance(notifier, int) or not isinstance(waiter, int) else notifier == waiter)
-    return sides
-
-
-def _population_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[str, Any]], placement: object) -> Optional[Dict[str, Any]]:
+def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[Dict[str, Any]]:
     """What in the evidence separates the populations, or None when nothing recorded does.
 
     ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and
@@ -347,29 +337,28 @@ def _population_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[st
     was not pinned and the workers recorded notifier and waiter on the same CPU
     in some and on different CPUs in others.
     """
-    by_cpu = _cpu_cause(entry, populations)
+    by_cpu = _cpu_cause(arm, populations)
     if by_cpu is not None:
         return by_cpu
-    medians = [w.get("p50_ns") for w in entry.get("workers") or [] if isinstance(w, Mapping)]
-    medians = [float(m) for m in medians if isinstance(m, (int, float))]
+    medians = [float(w.p50_ns) for w in arm.workers or () if isinstance(w.p50_ns, (int, float))]
     homes = set()
     for median in medians:
         for index, population in enumerate(populations):
-            if population["low_ns"] <= median <= population["high_ns"]:
+            if population.low_ns <= median <= population.high_ns:
                 homes.add(index)
     if len(homes) >= 2:
         return {"kind": "workers", "worker_p50_ns": sorted(medians)}
-    sides = [s for s in _worker_sides(entry) if s is not None]
+    sides = _worker_sides(arm)
     if placement in (None, "any") and True in sides and False in sides:
         return {"kind": "placement", "same_cpu_workers": sides.count(True), "split_workers": sides.count(False)}
     return None
 
 
-def _home(value: float, populations: Sequence[Mapping[str, Any]]) -> Optional[int]:
+def _home(value: float, populations: Sequence[Population]) -> Optional[int]:
     """The population whose range holds ``value``, else the one whose range is nearest (log scale)."""
     best, distance = None, None
     for index, population in enumerate(populations):
-        low, high = float(population["low_ns"]), float(population["high_ns"])
+        low, high = float(population.low_ns), float(population.high_ns)
         if low <= value <= high:
             return index
         gap = abs(math.log(value / (low if value < low else high))) if value > 0 and low > 0 else None
@@ -378,14 +367,13 @@ def _home(value: float, populations: Sequence[Mapping[str, Any]]) -> Optional[in
     return best
 
 
-def _cpu_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
-    split = entry.get("cpu_split")
-    if not isinstance(split, Mapping):
+def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Dict[str, Any]]:
+    split = arm.cpu_split
+    if split is None:
         return None
-    same, cross = split.get("same_cpu") or {}, split.get("cross_cpu") or {}
-    n_same, n_cross = same.get("n") or 0, cross.get("n") or 0
+    n_same, n_cross = split.same_cpu.n or 0, split.cross_cpu.n or 0
     known = n_same + n_cross
-    same_p50, cross_p50 = same.get("p50_ns"), cross.get("p50_ns")
+    same_p50, cross_p50 = split.same_cpu.p50_ns, split.cross_cpu.p50_ns
     if not known or not isinstance(same_p50, (int, float)) or not isinstance(cross_p50, (int, float)):
         return None
     if min(n_same, n_cross) < MIN_POPULATION_SHARE * known:
@@ -393,7 +381,7 @@ def _cpu_cause(entry: Mapping[str, Any], populations: Sequence[Mapping[str, Any]
     homes = {_home(float(same_p50), populations), _home(float(cross_p50), populations)}
     if len(homes) < 2 or None in homes:
         return None
-    return {"kind": "cpus", "cross_share": split.get("cross_share"), "same_cpu_p50_ns": same_p50,
+    return {"kind": "cpus", "cross_share": split.cross_share, "same_cpu_p50_ns": same_p50,
             "cross_cpu_p50_ns": cross_p50, "same_cpu_n": n_same, "cross_cpu_n": n_cross}
 
 
@@ -403,49 +391,47 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
     Each record is ``{"kind", "level", "arm", "figures"}``; see the module
     docstring for the kinds.  Records come in arm order, the run-wide note first.
     """
-    records: List[Dict[str, Any]] = []
-    arms: Sequence[Mapping[str, Any]] = summary.get("arms") or []
-    timer: Mapping[str, Any] = summary.get("timer") or {}
-    floor = timer.get("floor_p50_ns")
-    placement = (summary.get("parameters") or {}).get("placement")
+    records: List[WarningRecord] = []
+    bundle = bundle_of(summary)
+    arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
 
     left_out: Dict[tuple, Dict[str, Any]] = {}
-    for e in arms:
+    for e in (arm.entry for arm in arms):
         latency = e.get("latency") or {}
         n = latency.get("n")
         for key, q in PERCENTILES:
             if n and key in (latency.get("omitted") or {}):
                 left_out[(q, n)] = {"percentile": key, "n": n, "needs_n": min_n_for(q)}
     if left_out:
-        records.append(_record(PERCENTILES_OMITTED, None, {"left_out": [left_out[k] for k in sorted(left_out)]}, NOTE))
+        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k] for k in sorted(left_out)]}))
 
-    for e in arms:
-        name = str(e.get("name"))
-        spread: Mapping[str, Any] = e.get("spread") or {}
-        ratio = spread.get("max_over_min")
-        if isinstance(ratio, (int, float)) and ratio > SPREAD_LIMIT:
-            records.append(_record(WORKER_SPREAD, name, {"of": spread.get("of"), "max_over_min": ratio,
-                                                         "between": spread.get("between") or "workers"}))
+    for arm in arms:
+        e, name = arm.entry, str(arm.entry.get("name"))
+        spread = arm.spread
+        if spread is not None and spread.max_over_min is not None and spread.max_over_min > SPREAD_LIMIT:
+            records.append(WarningRecord(WORKER_SPREAD, WARNING, name, {"of": spread.of, "max_over_min": spread.max_over_min,
+                                                         "between": spread.between or "workers"}))
         quality: Mapping[str, Any] = e.get("quality") or {}
         populations = (quality.get("populations") or {}).get("populations") or []
         if len(populations) >= 2:
-            records.append(_record(POPULATIONS, name, {
+            records.append(WarningRecord(POPULATIONS, WARNING, name, {
                 "populations": [dict(p) for p in populations],
-                "cause": _population_cause(e, populations, placement),
+                "cause": _population_cause(arm, [Population(p["share"], p["low_ns"], p["high_ns"]) for p in populations],
+                                           placement),
             }))
         tail: Mapping[str, Any] = quality.get("switch_interval_tail") or {}
         if tail and gil_contended(e, summary):
-            records.append(_record(SWITCH_INTERVAL_TAIL, name, dict(tail)))
+            records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, dict(tail)))
         polling: Mapping[str, Any] = quality.get("polling") or {}
         if polling:
-            records.append(_record(POLLING, name, dict(polling)))
+            records.append(WarningRecord(POLLING, WARNING, name, dict(polling)))
         if floor:
             series = [("", e.get("latency") or {})] + sorted((e.get("components") or {}).items())
             for series_name, stats in series:
                 p50 = (stats or {}).get("p50_ns")
                 if p50 is not None and p50 < FLOOR_MULTIPLE * floor:
-                    records.append(_record(TIMER_FLOOR, name, {
+                    records.append(WarningRecord(TIMER_FLOOR, WARNING, name, {
                         "series": series_name or None, "p50_ns": p50, "floor_ns": floor, "multiple": FLOOR_MULTIPLE,
-                        "clocksource": (summary.get("system") or {}).get("clocksource"),
+                        "clocksource": bundle.system.clocksource,
                     }))
-    return records
+    return [record.to_dict() for record in records]

@@ -42,6 +42,7 @@ from wakelab.analysis.compare import (
     minimum_detectable_effect,
     verdict,
 )
+from wakelab.analysis.warning_groups import BusyProcess
 from wakelab.evidence.model import Bundle
 
 # Differences below these are not named as differences (they are within what one run sees).
@@ -188,11 +189,14 @@ def _load_condition(a: Bundle, b: Bundle) -> Condition:
 
 
 def _busy_condition(a: Bundle, b: Bundle) -> Condition:
-    def seen(run: Bundle) -> Optional[List[Mapping[str, Any]]]:
+    def seen(run: Bundle) -> Optional[List[BusyProcess]]:
         procs = _observed(run).get("busy_processes")
-        return [p for p in procs if isinstance(p, Mapping)] if isinstance(procs, list) else None
+        if not isinstance(procs, list):
+            return None
+        return [BusyProcess(str(p.get("name")), p.get("pid"), float(p.get("cpu_share") or 0), bool(p.get("started_during_run")))
+                for p in procs if isinstance(p, Mapping)]
 
-    def words(procs: Optional[List[Mapping[str, Any]]], run: Bundle) -> str:
+    def words(procs: Optional[List[BusyProcess]], run: Bundle) -> str:
         if procs is None:
             return "not recorded"
         busy = _observed(run).get("cpu_busy")
@@ -201,8 +205,8 @@ def _busy_condition(a: Bundle, b: Bundle) -> Condition:
             cpus = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * float(v))) for cpu, v in sorted(busy.items()))
         if not procs:
             return "none besides the run's own" + cpus
-        named = ["%s (pid %s) %d%% of a CPU%s" % (p.get("name"), p.get("pid"), round(100 * float(p.get("cpu_share") or 0)),
-                                                  ", started during the run" if p.get("started_during_run") else "")
+        named = ["%s (pid %s) %d%% of a CPU%s" % (p.name, p.pid, round(100 * p.cpu_share),
+                                                  ", started during the run" if p.started_during_run else "")
                  for p in procs[:4]]
         return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + cpus
 
@@ -210,10 +214,10 @@ def _busy_condition(a: Bundle, b: Bundle) -> Condition:
     if pa is None or pb is None:
         differs: Optional[bool] = None
     else:
-        names_a = sorted(str(p.get("name")) for p in pa)
-        names_b = sorted(str(p.get("name")) for p in pb)
-        share_a = sum(float(p.get("cpu_share") or 0) for p in pa)
-        share_b = sum(float(p.get("cpu_share") or 0) for p in pb)
+        names_a = sorted(p.name for p in pa)
+        names_b = sorted(p.name for p in pb)
+        share_a = sum(p.cpu_share for p in pa)
+        share_b = sum(p.cpu_share for p in pb)
         busy_a, busy_b = (_mean_busy(a), _mean_busy(b))
         differs = (names_a != names_b or abs(share_a - share_b) >= CPU_BUSY_DIFFERENCE
                    or (busy_a is not None and busy_b is not None and abs(busy_a - busy_b) >= CPU_BUSY_DIFFERENCE))
@@ -336,7 +340,6 @@ class LevelShifts:
     arm: str
     runs: int
     log_sd: Mapping[str, float]
-    key: Optional[Mapping[str, Any]]
 
     def to_dict(self) -> Dict[str, object]:
         return {"arm": self.arm, "earlier_runs": self.runs,
@@ -379,7 +382,7 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
             values = [float(getattr(p, field)) for p in chosen if isinstance(getattr(p, field), (int, float)) and getattr(p, field) > 0]
             if len(values) >= MIN_EARLIER_RUNS:
                 log_sd[key] = statistics.stdev(math.log(v) for v in values)
-    return LevelShifts(arm, len(chosen), log_sd, keys[0])
+    return LevelShifts(arm, len(chosen), log_sd)
 
 
 NOT_WIDENED = ("separate runs: fewer than %d identical earlier runs in the history (same arm, conditions and machine): "

@@ -18,10 +18,11 @@ import dataclasses
 import statistics
 from typing import Any, List, Mapping, Optional, Tuple
 
+from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, worker_infos
 from wakelab.analysis.guidance import Advice, Cite, Level
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_ratio
 
 STORMS = "signal storm"
@@ -36,22 +37,43 @@ RECEIVER_TITLES = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class StormFigures:
-    """One storm arm's counts, summed over its storms (one per worker process), and its reaction times."""
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
-    arm: str
+
+@dataclasses.dataclass(frozen=True)
+class StormInfo:
+    """What one storm recorded (:mod:`wakelab.core.drivers.storm` defines each count)."""
+
     signal: str
     receiver: str
     senders: int
     sender_kind: str
-    storms: int
     sent: int
     refused: int
     delivered: int
     flushed: int
     strays: int
-    work_lost: Optional[float]  # the median over the storms of 1 - storm rate / storm-free rate
+    work_lost: Optional[float]  # 1 - storm rate / storm-free rate of the receiver's main thread
+
+    @staticmethod
+    def each_of(arm: ArmRecord) -> List["StormInfo"]:
+        """Each storm of an arm (none where it records no storm)."""
+        return [StormInfo(signal=str(one.get("signal") or ""), receiver=str(one.get("receiver") or ""),
+                          senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
+                          sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
+                          flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
+                          work_lost=float(one["work_lost"]) if isinstance(one.get("work_lost"), (int, float)) else None)
+                for one in worker_infos(arm) if "sent" in one]
+
+
+@dataclasses.dataclass(frozen=True)
+class StormFigures(StormInfo):
+    """One storm arm's counts, summed over its ``storms`` (one per worker process; ``work_lost`` their median),
+    and its reaction times."""
+
+    arm: str
+    storms: int
     p50_ns: Optional[float]
     p99_ns: Optional[float]
 
@@ -66,55 +88,36 @@ class StormFigures:
         return title + (", thread senders" if self.sender_kind == "thread" else "")
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _storm_infos(info: Any) -> List[Mapping[str, Any]]:
-    """Each storm's own info: the workers' when there were several, else the one."""
-    if not isinstance(info, Mapping):
-        return []
-    workers = info.get("workers")
-    if isinstance(workers, list):
-        return [w for w in workers if isinstance(w, Mapping) and "sent" in w]
-    return [info] if "sent" in info else []
-
-
-def storm_figures(entry: Mapping[str, Any]) -> Optional[StormFigures]:
-    """The storm figures of one arm entry of summary.json, or None when it is not a measured storm arm."""
-    storms = _storm_infos(entry.get("info"))
-    if entry.get("family") != "storms" or not storms:
+def storm_figures(arm: Arm) -> Optional[StormFigures]:
+    """The storm figures of one arm (its record or its summary.json entry), or None when it is not a measured storm arm."""
+    record = arm_record(arm)
+    storms = StormInfo.each_of(record)
+    if record.family != "storms" or not storms:
         return None
     first = storms[0]
-    lost = [float(s["work_lost"]) for s in storms if isinstance(s.get("work_lost"), (int, float))]
-    latency = entry.get("latency") or {}
+    lost = [s.work_lost for s in storms if s.work_lost is not None]
+    latency = record.latency
     return StormFigures(
-        arm=str(entry.get("name")),
-        signal=str(first.get("signal") or ""),
-        receiver=str(first.get("receiver") or ""),
-        senders=_int(first.get("senders")),
-        sender_kind=str(first.get("sender_kind") or ""),
+        arm=record.name,
+        signal=first.signal,
+        receiver=first.receiver,
+        senders=first.senders,
+        sender_kind=first.sender_kind,
         storms=len(storms),
-        sent=sum(_int(s.get("sent")) for s in storms),
-        refused=sum(_int(s.get("refused")) for s in storms),
-        delivered=sum(_int(s.get("delivered")) for s in storms),
-        flushed=sum(_int(s.get("flushed")) for s in storms),
-        strays=sum(_int(s.get("strays")) for s in storms),
+        sent=sum(s.sent for s in storms),
+        refused=sum(s.refused for s in storms),
+        delivered=sum(s.delivered for s in storms),
+        flushed=sum(s.flushed for s in storms),
+        strays=sum(s.strays for s in storms),
         work_lost=statistics.median(lost) if lost else None,
-        p50_ns=latency.get("p50_ns") if isinstance(latency.get("p50_ns"), (int, float)) else None,
-        p99_ns=latency.get("p99_ns") if isinstance(latency.get("p99_ns"), (int, float)) else None,
+        p50_ns=latency.p50_ns if latency is not None else None,
+        p99_ns=latency.p99_ns if latency is not None else None,
     )
 
 
-def storm_table(summary: Mapping[str, Any]) -> List[StormFigures]:
-    """Every measured storm arm of a summary, in its order."""
-    out = []
-    for entry in summary.get("arms") or []:
-        if isinstance(entry, Mapping):
-            figures = storm_figures(entry)
-            if figures is not None:
-                out.append(figures)
-    return out
+def storm_table(run: Run) -> List[StormFigures]:
+    """Every measured storm arm of a run, in its order."""
+    return [figures for figures in (storm_figures(arm) for arm in bundle_of(run).arms()) if figures is not None]
 
 
 def format_share(ratio: Optional[float]) -> str:
@@ -142,7 +145,7 @@ def _cite(levels: Mapping[str, Level], name: str) -> Tuple[Cite, ...]:
 def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     """What this run's storms say: the share a Python handler saw, what saw more, the cost to the
     main thread.  ``(items, headline clause)``; nothing when the run measured no storm."""
-    rows = {f.arm: f for f in storm_table(bundle.summary)}
+    rows = {f.arm: f for f in storm_table(bundle)}
     if not rows:
         return [], ""
     items: List[Advice] = []
@@ -203,30 +206,22 @@ def _p99(level: Level) -> Optional[float]:
     return level.figure("p99")
 
 
-def _busy(summary: Mapping[str, Any]) -> Tuple[int, int]:
-    conditions = summary.get("conditions") or {}
-    threads = conditions.get("cpu_threads") if isinstance(conditions, Mapping) else 0
-    procs = conditions.get("applied_cpu_procs", conditions.get("cpu_procs")) if isinstance(conditions, Mapping) else 0
+def _busy(bundle: Bundle) -> Tuple[int, int]:
+    """The busy Python threads and processes the run added (the processes it could start, where it says)."""
+    conditions = bundle.conditions
+    threads = conditions.cpu_threads
+    procs = conditions.recorded.get("applied_cpu_procs", conditions.cpu_procs)
     return (threads if isinstance(threads, int) else 0), (procs if isinstance(procs, int) else 0)
 
 
-def _budget(bundle: Bundle) -> Optional[Mapping[str, Any]]:
+def _budget(bundle: Bundle) -> Tuple[object, object]:
+    """The machine's realtime budget (runtime, period; µs) as the first arm that recorded it says (None: none did)."""
     for arm in bundle.arms():
-        info = arm.entry.get("info") if isinstance(arm.entry, Mapping) else None
-        for one in _storm_infos_or_self(info):
+        for one in worker_infos(arm):
             budget = one.get("rt_budget")
             if isinstance(budget, Mapping):
-                return budget
-    return None
-
-
-def _storm_infos_or_self(info: Any) -> List[Mapping[str, Any]]:
-    if not isinstance(info, Mapping):
-        return []
-    workers = info.get("workers")
-    if isinstance(workers, list):
-        return [w for w in workers if isinstance(w, Mapping)]
-    return [info]
+                return budget.get("sched_rt_runtime_us"), budget.get("sched_rt_period_us")
+    return None, None
 
 
 def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
@@ -236,7 +231,7 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
     pairs = [(levels[str(r.against)], levels[b]) for b, r in arms_with_role(ROLE_REALTIME) if r.against in levels and b in levels]
     if not pairs:
         return [], ""
-    threads, procs = _busy(bundle.summary)
+    threads, procs = _busy(bundle)
     load = ", ".join(x for x in (
         "%d busy process%s" % (procs, "" if procs == 1 else "es") if procs else "",
         "%d busy Python thread%s" % (threads, "" if threads == 1 else "s") if threads else "") if x) or "no load added"
@@ -264,9 +259,7 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
                 text += " Realtime protected the tail from the competing load."
             clause = "SCHED_FIFO took the event waiter's p99 from %s to %s" % (format_ns(a99), format_ns(b99))
         items.append(Advice(REALTIME, text, (normal.cite("p99"), fifo.cite("p99"))))
-    budget = _budget(bundle)
-    runtime = budget.get("sched_rt_runtime_us") if budget else None
-    period = budget.get("sched_rt_period_us") if budget else None
+    runtime, period = _budget(bundle)
     throttle = ""
     if isinstance(runtime, int) and isinstance(period, int) and 0 < runtime < period:
         throttle = (" This machine lets realtime tasks run %s of every %s µs on a CPU: a FIFO thread that never blocks "

@@ -20,7 +20,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis.caveats import NativeRatio, Pairing, lab_pairings, native_ratios
+from wakelab.analysis.caveats import NativeRatio, bundle_of, Pairing, lab_pairings, native_ratios
 from wakelab.analysis.warning_groups import MachineLoad, WarningGroup, group_warnings, machine_load
 from wakelab.evidence.model import ArmRecord, Bundle, WarningRecord
 
@@ -154,9 +154,7 @@ def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
     """``run`` as a :class:`RunView`: itself, a loaded bundle's view, or the view of a summary document held in memory."""
     if isinstance(run, RunView):
         return run
-    if isinstance(run, Bundle):
-        return RunView(run)
-    return RunView(Bundle(source="", folder="", summary=run))
+    return RunView(bundle_of(run))
 
 
 __all__ = ["AgainstFirst", "compare_with_first", "RunView", "view_of"]

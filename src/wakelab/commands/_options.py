@@ -21,6 +21,24 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def number_in(expected: str, within: Callable[[float], bool], bounds: str) -> Callable[[str], float]:
+    """A parser for a number ``within`` its bounds: "expected EXPECTED" when it is not a number, "must be BOUNDS" beyond them.
+
+    ``within`` is a chain of comparisons, which NaN fails (and infinity, against a finite bound).
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected %s, got %r" % (expected, text)) from None
+        if not within(value):
+            raise argparse.ArgumentTypeError("must be %s, got %s" % (bounds, text))
+        return value
+
+    return parse
+
+
 def is_utf8(text: str) -> bool:
     """False for a command-line argument that was not valid UTF-8.
 

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
@@ -267,6 +267,17 @@ def _site_path(python: Optional[str], env: Dict[str, str]) -> Tuple[str, ...]:
     return tuple(p for p in with_site if isinstance(p, str) and p and p not in without)
 
 
+def _side_paths(values: Sequence[str], flag: str, names: Dict[str, str], exists: Callable[[str], bool], what: str,
+                into: Dict[str, List[str]]) -> None:
+    """Each ``[SIDE:]PATH`` of ``flag``, made absolute, onto its sides' lists; UsageError for one that is not a ``what``."""
+    for value in values:
+        roles, text = _split_side(value, flag, names)
+        if not exists(text):
+            raise UsageError("%s %s: %s is not a %s" % (flag, value, text, what))
+        for role in roles:
+            into[role].append(os.path.abspath(text))
+
+
 def resolve_sides(args: argparse.Namespace) -> List[Side]:
     """Both sides from BASE, HEAD and the per-side options (UsageError naming what is wrong)."""
     names = _names(args)
@@ -286,12 +297,7 @@ def resolve_sides(args: argparse.Namespace) -> List[Side]:
         roles, text = _split_side(value, "--python", names)
         for role in roles:
             python[role] = _resolve_python(text, found)
-    for value in args.path:
-        roles, text = _split_side(value, "--path", names)
-        if not os.path.isdir(text):
-            raise UsageError("--path %s: %s is not a folder" % (value, text))
-        for role in roles:
-            folders[role].append(os.path.abspath(text))
+    _side_paths(args.path, "--path", names, os.path.isdir, "folder", folders)
     env: Dict[str, Dict[str, str]] = {role: {} for role in ROLES}
     for value in args.env:
         roles, text = _split_side(value, "--env", names)
@@ -303,12 +309,7 @@ def resolve_sides(args: argparse.Namespace) -> List[Side]:
         for role in roles:
             env[role][key] = val
     files: Dict[str, List[str]] = {role: [] for role in ROLES}
-    for value in args.arm_file:
-        roles, text = _split_side(value, "--arm-file", names)
-        if not os.path.isfile(text):
-            raise UsageError("--arm-file %s: %s is not a file" % (value, text))
-        for role in roles:
-            files[role].append(os.path.abspath(text))
+    _side_paths(args.arm_file, "--arm-file", names, os.path.isfile, "file", files)
     planted: Dict[str, Optional[int]] = {role: None for role in ROLES}
     for value in args.planted_delay_us:
         roles, text = _split_side(value, "--planted-delay-us", names, need_side=True)

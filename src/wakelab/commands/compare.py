@@ -18,7 +18,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
-from wakelab.commands._options import whole_number
+from wakelab.commands._options import number_in, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text, format_percent
 
@@ -79,34 +79,9 @@ wakelab ab BASE HEAD, whose sides take turns in one run.
 """
 
 
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number such as 0.05, got %r" % text) from None
-    if not 0.0 < value <= 0.5:  # also rejects nan
-        raise argparse.ArgumentTypeError("must be above 0 and at most 0.5, got %s" % text)
-    return value
-
-
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a percentage such as 10, got %r" % text) from None
-    if not 0.0 <= value <= 10_000.0:  # also rejects nan and inf
-        raise argparse.ArgumentTypeError("must be between 0 and 10,000 (percent), got %s" % text)
-    return value
-
-
-def _min_effect(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a percentage such as 5, got %r" % text) from None
-    if not 0.0 < value < 100.0:  # also rejects nan and inf
-        raise argparse.ArgumentTypeError("must be above 0 and below 100 (percent), got %s" % text)
-    return value
+_alpha = number_in("a number such as 0.05", lambda v: 0.0 < v <= 0.5, "above 0 and at most 0.5")
+_percent = number_in("a percentage such as 10", lambda v: 0.0 <= v <= 10_000.0, "between 0 and 10,000 (percent)")
+_min_effect = number_in("a percentage such as 5", lambda v: 0.0 < v < 100.0, "above 0 and below 100 (percent)")
 
 
 def _across(text: str) -> Tuple[str, ...]:

@@ -200,25 +200,19 @@ def _group_docs(records: Sequence[RunFacts], group: str, ids: Sequence[int]) -> 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int],
            sections: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> List[str]:
-    """A table whose columns are left-aligned except those in ``right`` (cells escaped: one line each).
+    """:func:`~wakelab.report.text.format_table` with the columns in ``right`` right-aligned.
 
     With ``sections`` (title, row indices), each section gets its title and
     the header again; the column widths are shared, so the sections line up.
     """
-    table = [[escape_text(c) for c in row] for row in [header, *rows]]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    from wakelab.report.text import format_table
 
-    def line(row: Sequence[str]) -> str:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        return "  " + "  ".join(cells).rstrip()
-
+    table = format_table(header, rows, right=right)
     if sections is None:
-        return [line(row) for row in table]
+        return table
     out = []
     for title, indices in sections:
-        out.append(escape_text(title))
-        out.append(line(table[0]))
-        out += [line(table[1 + i]) for i in indices]
+        out += [escape_text(title), table[0]] + [table[1 + i] for i in indices]
     return out
 
 

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value
 from wakelab.commands.run import ARM_FILE_AS_TEXT
+from wakelab.evidence.model import ArmOrigin, ArmRecord
 
 #: The ``source`` of a built-in arm in ``wakelab list --json``.
 BUILT_IN = "built-in"
@@ -88,7 +89,7 @@ def listing(entry_points: bool = True) -> Dict[str, Any]:
     """
     from wakelab.core.registry import all_arms
     from wakelab.labs import all_labs, lab_arm_names
-    from wakelab.report.text import _origin_text
+    from wakelab.report.text import origin_text
 
     not_loaded = load_entry_point_arms() if entry_points else []
     arms = []
@@ -97,7 +98,7 @@ def listing(entry_points: bool = True) -> Dict[str, Any]:
         user_defined = bool(entry.get("user_defined"))
         entry["user_defined"] = user_defined
         origin = entry.get("origin")
-        entry["source"] = _origin_text(origin if isinstance(origin, dict) else {}) if user_defined else BUILT_IN
+        entry["source"] = origin_text(origin if isinstance(origin, dict) else {}) if user_defined else BUILT_IN
         reason = _availability(arm, user_defined)
         entry["available"] = reason is None
         entry["reason"] = reason
@@ -106,16 +107,16 @@ def listing(entry_points: bool = True) -> Dict[str, Any]:
     return {"arms": arms, "labs": labs, "not_loaded": not_loaded}
 
 
-def _defined_by(arm: Dict[str, Any]) -> str:
+def _defined_by(arm: ArmRecord) -> str:
     """The table's short "defined by" cell: ``user: arms.py sha256 1a87ee44`` or ``user: entry point (dist 1.0)``."""
     import os
 
-    if not arm.get("user_defined"):
+    if not arm.user_defined:
         return BUILT_IN
-    origin = arm.get("origin") or {}
-    if origin.get("source") == "file":
-        return "user: %s sha256 %s" % (os.path.basename(str(origin.get("path"))), str(origin.get("sha256"))[:8])
-    dist = " (%s %s)" % (origin.get("distribution"), origin.get("version")) if origin.get("distribution") else ""
+    origin = arm.origin or ArmOrigin()
+    if origin.from_file:
+        return "user: %s sha256 %s" % (os.path.basename(str(origin.path)), str(origin.sha256)[:8])
+    dist = " (%s %s)" % (origin.distribution, origin.version) if origin.distribution else ""
     return "user: entry point%s" % dist
 
 
@@ -133,7 +134,7 @@ def format_listing(data: Dict[str, Any]) -> str:
     if any(a.get("user_defined") for a in arms):  # the column only when there is something to tell apart
         header.insert(5, "defined by")
         for row, a in zip(rows, arms):
-            row.insert(5, _defined_by(a))
+            row.insert(5, _defined_by(ArmRecord.from_dict(a)))
     lines = ["ARMS"] + format_table(header, rows, align_left=len(header))
     lines += ["", "WHAT EACH ARM TIMES"] + format_arm_definitions(data)
     if data.get("not_loaded"):

@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Dict, List, Sequence, TYPE_CHECKING
+from typing import Any, Callable, Dict, List, Optional, Sequence, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
-from wakelab.commands._options import is_utf8, not_utf8_message, path_value, suggest_long_options, utf8_text, whole_number
+from wakelab.commands._options import is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
+    from wakelab.core.realtime import Scheduling
     from wakelab.core.model import MeasureParams
     from wakelab.harness.runner import Execution
     from wakelab.labs import Lab
@@ -84,26 +85,10 @@ def _placement(text: str) -> str:
     return text
 
 
-def _switch_interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text) from None
-    low, high = SWITCH_INTERVAL_LIMITS
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError("must be between %g and %g seconds, got %s" % (low, high, text))
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text) from None
-    low, high = TIMEOUT_LIMITS
-    if not low <= value <= high:  # also rejects nan and inf
-        raise argparse.ArgumentTypeError("must be between %s and %s seconds, got %s" % (low, high, text))
-    return value
+_switch_interval = number_in("a number of seconds", lambda v: SWITCH_INTERVAL_LIMITS[0] <= v <= SWITCH_INTERVAL_LIMITS[1],
+                             "between %g and %g seconds" % SWITCH_INTERVAL_LIMITS)
+_seconds = number_in("a number of seconds", lambda v: TIMEOUT_LIMITS[0] <= v <= TIMEOUT_LIMITS[1],
+                     "between %s and %s seconds" % TIMEOUT_LIMITS)
 
 
 def _duration(text: str) -> float:
@@ -447,8 +432,8 @@ def _execution(args: argparse.Namespace) -> Execution:
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 
 
-def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Dict[str, Any]:
-    """``{policy, priority}`` of one side from its two options, checked against the policy's range."""
+def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Optional["Scheduling"]:
+    """The scheduling one side asks for with its two options (None: none), checked against the policy's range."""
     from wakelab.core import realtime
 
     policy = getattr(args, policy_flag.lstrip("-").replace("-", "_"))
@@ -456,7 +441,7 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
     if policy is None:
         if priority is not None:
             raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
-        return {}
+        return None
     reason = realtime.unavailable_reason()
     if reason is not None:
         raise UsageError("%s: %s" % (policy_flag, reason))
@@ -464,10 +449,11 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
         if policy != "other":
             raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
         priority = 0
-    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
+    request = realtime.Scheduling(policy, priority)
+    problem = realtime.range_problem(request)
     if problem is not None:
         raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
-    return {"policy": policy, "priority": priority}
+    return request
 
 
 def _realtime_conditions(args: argparse.Namespace) -> Dict[str, Any]:
@@ -479,9 +465,9 @@ def _realtime_conditions(args: argparse.Namespace) -> Dict[str, Any]:
     for role, policy_flag, priority_flag in (("waiter", "--policy", "--priority"),
                                              ("notifier", "--notifier-policy", "--notifier-priority")):
         request = _scheduling_request(args, policy_flag, priority_flag)
-        if request:
-            out[role + "_policy"] = request["policy"]
-            out[role + "_priority"] = request["priority"]
+        if request is not None:
+            out[role + "_policy"] = request.policy
+            out[role + "_priority"] = request.priority
     if args.mlock:
         out["mlock"] = True
     if out:

@@ -22,14 +22,14 @@ worse by more than 10% marked "(worse)".
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
 from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmRecord, LatencyFigures
 from wakelab.evidence.words import CELL_NOT_RUN
-from wakelab.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, format_rate, format_ratio, format_us, positive_ratio
 
 # ASCII punctuation that means something inline in GFM; a backslash makes it literal.
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]|~!#])")
@@ -232,11 +232,6 @@ VERSUS_HEADER = ("p50 vs first", "p99 vs first")
 TAIL_WORSE = 1.1
 
 
-def _over(value: Any, base: Any) -> Optional[float]:
-    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (value, base))
-    return float(value) / float(base) if ok else None
-
-
 def versus_first(rows: Sequence[Row]) -> List[List[str]]:
     """Per latency row of a grid, its p50 and p99 over the first cell's that measured the arm ("first" for that one).
 
@@ -252,8 +247,8 @@ def versus_first(rows: Sequence[Row]) -> List[List[str]]:
             out.append(["first", "first"])
             continue
         base = firsts.get(arm.name)
-        p50 = _over(latency.p50_ns if latency else None, base.p50_ns if base else None)
-        p99 = _over(latency.p99_ns if latency else None, base.p99_ns if base else None)
+        p50 = positive_ratio(latency.p50_ns if latency else None, base.p50_ns if base else None)
+        p99 = positive_ratio(latency.p99_ns if latency else None, base.p99_ns if base else None)
         p99_text = format_ratio(p99) + (" (worse)" if p99 is not None and p99 > TAIL_WORSE else "")
         out.append([format_ratio(p50), p99_text if p99 is not None else DASH])
     return out

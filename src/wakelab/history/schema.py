@@ -41,15 +41,8 @@ SCHEMA_VERSION = 4
 APPLICATION_ID = 0x77616B65
 
 
-def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
-    """Create the first schema in an empty database."""
-    # PRAGMA takes no parameters; APPLICATION_ID is our own integer.
-    conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute(
-        """
-        CREATE TABLE runs (
-            id              INTEGER PRIMARY KEY,
+# The columns of runs that schema 1 made and schema 2 keeps, after its id (schema 2 adds run_uuid).
+_RUNS_V1_BODY = """\
             recorded_utc    TEXT NOT NULL,     -- when this row was written
             started_utc     TEXT NOT NULL,     -- summary.json started_utc
             finished_utc    TEXT,
@@ -70,12 +63,24 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
             architecture    TEXT,
             note            TEXT,
             parameters_json TEXT,
-            conditions_json TEXT,              -- summary.json conditions, when present
+            conditions_json TEXT,              -- summary.json conditions, when present"""
+_RUNS_V1 = """
+        CREATE TABLE runs (
+            id              INTEGER PRIMARY KEY,
+""" + _RUNS_V1_BODY + """
             summary_json    TEXT NOT NULL,     -- the whole summary.json, canonical JSON
             UNIQUE (folder, started_utc)
         )
         """
-    )
+_RUNS_V1_COLUMNS = ", ".join(["id"] + [line.split()[0] for line in _RUNS_V1_BODY.splitlines()] + ["summary_json"])
+
+
+def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
+    """Create the first schema in an empty database."""
+    # PRAGMA takes no parameters; APPLICATION_ID is our own integer.
+    conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(_RUNS_V1)
     conn.execute(
         """
         CREATE TABLE arm_results (
@@ -108,35 +113,10 @@ _RUNS_V2 = """
         CREATE TABLE %s (
             id              INTEGER PRIMARY KEY,
             run_uuid        TEXT UNIQUE,       -- summary.json run_id (NULL: a bundle older than run ids)
-            recorded_utc    TEXT NOT NULL,     -- when this row was written
-            started_utc     TEXT NOT NULL,     -- summary.json started_utc
-            finished_utc    TEXT,
-            lab_id          TEXT,
-            folder          TEXT NOT NULL,     -- the bundle's folder, absolute
-            complete        INTEGER,           -- summary.json complete (0/1)
-            interrupted     INTEGER,
-            tool_version    TEXT,              -- the wakelab that measured
-            implementation  TEXT,              -- CPython, PyPy ...
-            python_version  TEXT,
-            build           TEXT,
-            executable      TEXT,
-            free_threaded   INTEGER,           -- Py_GIL_DISABLED build (0/1/NULL)
-            gil_enabled     INTEGER,           -- GIL on during the run (0/1/NULL)
-            hostname        TEXT,
-            cpu_model       TEXT,
-            kernel          TEXT,
-            architecture    TEXT,
-            note            TEXT,
-            parameters_json TEXT,
-            conditions_json TEXT,              -- summary.json conditions, when present
+""" + _RUNS_V1_BODY + """
             summary_json    TEXT NOT NULL      -- the whole summary.json, canonical JSON
         )
 """
-_RUNS_V1_COLUMNS = (
-    "id, recorded_utc, started_utc, finished_utc, lab_id, folder, complete, interrupted, tool_version, "
-    "implementation, python_version, build, executable, free_threaded, gil_enabled, hostname, cpu_model, "
-    "kernel, architecture, note, parameters_json, conditions_json, summary_json"
-)
 
 
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:

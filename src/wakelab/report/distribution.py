@@ -34,7 +34,7 @@ import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import format_ns
-from wakelab.report.interactive import CONFIG, FONT, Chart, label, log_ticks, tick_text
+from wakelab.report.interactive import CONFIG, FONT, HOVER_LABEL, WHITE, Chart, label, log_ticks, tick_text
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies (a run's colour, in order).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#999999")
@@ -360,7 +360,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
     layout: Dict[str, Any] = {
         "font": FONT, "height": HEIGHT_PX, "margin": {"l": 10, "r": 16, "t": 28, "b": 44},
         "hovermode": "closest",
-        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
+        "hoverlabel": HOVER_LABEL,
         "showlegend": len(series) > 1,
         "legend": {"x": 1.0, "xanchor": "right", "y": 0.02, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)",
                    "font": {"size": 11}},
@@ -373,7 +373,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                    "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
         "annotations": annotations,
         "shapes": shapes,
-        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+        **WHITE,
     }
     return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
                  "latency distribution: histogram and ECDF on log time axes", HEIGHT_PX)

@@ -73,6 +73,9 @@ LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "
                 "font": {"size": 11}}
 FONT = {"family": 'system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif',
         "size": 12, "color": "#1d2329"}
+# Every chart's hover label (the heat map's keeps plotly's font size) and its white plot and paper.
+HOVER_LABEL = {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}}
+WHITE = {"plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff"}
 
 
 class InteractiveUnavailable(Exception):
@@ -331,7 +334,7 @@ def overview_chart(
         "height": height,
         "margin": {"l": 10, "r": 16, "t": 36, "b": 44},
         "hovermode": "closest",
-        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
+        "hoverlabel": HOVER_LABEL,
         "legend": LEGEND_BELOW,
         "xaxis": {"type": "log", "title": {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"},
                   "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True, "range": x_range,
@@ -339,8 +342,7 @@ def overview_chart(
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(orders["p50"])),
                   "range": [-0.5, rows - 0.5], "automargin": True, "gridcolor": "#f0f0f0", "ticks": "",
                   "fixedrange": True},
-        "plot_bgcolor": "#ffffff",
-        "paper_bgcolor": "#ffffff",
+        **WHITE,
         "meta": {"orders": orders, "row_px": ROW_PX + GROUP_ROW_PX * (len(series) - 1), "margin_px": CHART_MARGIN_PX},
     }
     if several:
@@ -395,7 +397,7 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
                   "fixedrange": True},
         "yaxis": {"autorange": "reversed", "automargin": True, "fixedrange": True, "type": "category"},
         "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"},
-        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+        **WHITE,
     }
     return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "p50 per arm and %s" % title, height)
 
@@ -470,13 +472,13 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
         "font": FONT, "height": height, "barmode": "stack", "bargap": 0.35,
         "margin": {"l": 10, "r": 16, "t": 24, "b": 44},
         "hovermode": "closest",
-        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999", "font": {"size": 12}},
+        "hoverlabel": HOVER_LABEL,
         "legend": dict(LEGEND_BELOW, traceorder="normal"),
         "xaxis": dict(axis, domain=[0.0, 0.47], title={"text": "<b>at p50</b>: %s, µs" % BANDS[0][1]}),
         "xaxis2": dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,
                   "fixedrange": True, "ticks": ""},
-        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff",
+        **WHITE,
     }
     return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
                  "where each traced arm's time goes: notify path, scheduler, GIL wait, interpreter, at p50 and at p99", height)

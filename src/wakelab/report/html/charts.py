@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from wakelab.formatting import DASH, format_us
-from wakelab.report.text import (
-    FAMILY_TITLES,
-)
+from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.html.common import esc
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch

@@ -7,9 +7,7 @@ from typing import Any, Optional, Sequence
 from wakelab.evidence.model import ArmRecord, ArmSamples, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns, format_ratio
-from wakelab.report.text import (
-    FAMILY_TITLES,
-)
+from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.html.common import _badge, DISTRIBUTION, esc, _slug
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch

@@ -15,9 +15,9 @@ from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import CpuSide
 from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, System
 from wakelab.evidence.words import FREE_THREADED
-from wakelab.formatting import DASH, format_ns, format_percent, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, finite_number, format_ns, format_percent, format_rate, format_ratio, format_us
+from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.text import (
-    FAMILY_TITLES,
     NATIVE_LEGEND,
     NEAREST_FLOOR,
     format_lost,
@@ -217,19 +217,12 @@ REPETITIONS_LEGEND = (
 )
 
 
-def _number(value: object) -> Optional[float]:
-    """A finite number from the evidence, else None (a bool, a string, NaN are not figures)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _population_cells(population: CpuSide) -> List[str]:
     """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
     if not population.recorded:
         return [DASH] * 3
     n = population.n
-    return [esc(n if _number(n) is not None else DASH)] + [esc(format_us(_number(v))) for v in (population.p50_ns, population.p99_ns)]
+    return [esc(n if finite_number(n) is not None else DASH)] + [esc(format_us(finite_number(v))) for v in (population.p50_ns, population.p99_ns)]
 
 
 def render_repetitions_and_placement(run: Run) -> str:
@@ -247,13 +240,13 @@ def render_repetitions_and_placement(run: Run) -> str:
         split = a.cpu_split
         if spread is None and split is None:
             continue
-        values = [v for v in (_number(x) for x in (spread.values if spread is not None else ())) if v is not None]
-        range_pct = _number(spread.range_pct) if spread is not None else None
+        values = [v for v in (finite_number(x) for x in (spread.values if spread is not None else ())) if v is not None]
+        range_pct = finite_number(spread.range_pct) if spread is not None else None
         reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(range_pct))]
         if split is not None:
-            share = _number(split.cross_share)
+            share = finite_number(split.cross_share)
             crossed = esc(format_percent(None if share is None else 100 * share))
-            if _number(split.unknown):
+            if finite_number(split.unknown):
                 crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.unknown)
             placed = _population_cells(split.same_cpu) + _population_cells(split.cross_cpu) + [crossed]
         else:
@@ -391,7 +384,7 @@ def _soak_words(soak: Soak) -> str:
         esc(soak.duration_s), esc(soak.elapsed_s), esc(soak.chunks),
         "" if soak.finished else ' <span class="warn">(ended early)</span>')
     if _list(soak.from_histogram):
-        relative = _number(soak.relative_error)
+        relative = finite_number(soak.relative_error)
         text += (", the percentiles come from a log-linear histogram of every wake (HdrHistogram layout, %s significant "
                  "digits: within %s of the exact ones). The raw samples kept are the first %s wakes, of the first %s "
                  "workers; the workers' spread and the quality flags are computed on them, the plots are of every wake"

@@ -27,7 +27,6 @@ when it was one module.
 
 from __future__ import annotations
 
-from wakelab.core.registry import FAMILY_TITLES  # the family headings of the lead table, where the HTML report reads them too
 from wakelab.report.text.brief import (
     BRIEF_MAX_LINES,
     BRIEF_MAX_LINES_MANY,
@@ -37,8 +36,7 @@ from wakelab.report.text.brief import (
     format_brief,
     format_compact_table,
 )
-from wakelab.report.text.honesty import _origin_text as _origin_text
-from wakelab.report.text.honesty import format_arm_definitions, format_honesty, reproduce_commands
+from wakelab.report.text.honesty import format_arm_definitions, format_honesty, origin_text, reproduce_commands
 from wakelab.report.text.quality import (
     GROUP_MIN_SHOWN,
     QUALITY_MAX_LINES,
@@ -68,12 +66,12 @@ __all__ = [
     # layout primitives
     "WIDTH", "Run", "bullets", "bullets_figures", "format_table", "wrap", "wrap_figures",
     # tables
-    "FAMILY_TITLES", "NATIVE_LEGEND", "NEAREST_FLOOR",
+    "NATIVE_LEGEND", "NEAREST_FLOOR",
     "format_lead_table", "format_lost", "format_native_cell", "format_repetitions_and_placement", "format_storms",
     # verdict and guidance
     "RANK_ABOVE", "format_guidance", "format_pairing", "format_rankings", "format_verdict",
     # how the run was made
-    "format_arm_definitions", "format_honesty", "reproduce_commands",
+    "format_arm_definitions", "format_honesty", "origin_text", "reproduce_commands",
     # warnings, and the measurement-quality section
     "Warning", "format_warning", "split_warnings",
     "GROUP_MIN_SHOWN", "QUALITY_MAX_LINES", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED",

@@ -169,11 +169,11 @@ def format_arm_definitions(run: Run) -> List[str]:
         lines.extend(wrap("t0: %s" % a.t0, "      "))
         lines.extend(wrap("t1: %s" % a.t1, "      "))
         if a.user_defined:
-            lines.extend(wrap("user-defined: %s" % _origin_text(a.origin or ArmOrigin()), "      "))
+            lines.extend(wrap("user-defined: %s" % origin_text(a.origin or ArmOrigin()), "      "))
     return lines
 
 
-def _origin_text(origin: Union[ArmOrigin, Mapping[str, Any]]) -> str:
+def origin_text(origin: Union[ArmOrigin, Mapping[str, Any]]) -> str:
     """``arm file /x/arms.py (sha256 1a87ee44125c)`` or ``entry point a = m:A (dist 1.0)``."""
     if not isinstance(origin, ArmOrigin):
         origin = ArmOrigin.from_dict(origin)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from typing import Any, Collection, List, Mapping, Optional, Sequence, Union
 
 from wakelab.analysis.view import RunView
 from wakelab.formatting import escape_text
@@ -50,8 +50,11 @@ def bullets(items: Sequence[str]) -> List[str]:
     return lines
 
 
-def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1) -> List[str]:
-    """Plain text table; the first ``align_left`` columns are left-aligned.
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1,
+                 right: Optional[Collection[int]] = None) -> List[str]:
+    """Plain text table; the first ``align_left`` columns are left-aligned, the rest right-aligned.
+
+    ``right``, when given, names the right-aligned columns instead (every other one is left-aligned).
 
     Each cell is escaped (:func:`~wakelab.formatting.escape_text`): one line, no control characters.
     """
@@ -60,7 +63,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_lef
     out = []
     for row in table:
         cells = [
-            c.ljust(w) if i < align_left else c.rjust(w)
+            c.rjust(w) if (i >= align_left if right is None else i in right) else c.ljust(w)
             for i, (c, w) in enumerate(zip(row, widths))
         ]
         out.append("  " + "  ".join(cells).rstrip())
