@@ -14,13 +14,12 @@ one the HTML report colours its ratios by: both renderers judge alike.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, native_ratio
 from wakelab.evidence.matrix import MatrixDoc, MatrixEntry
 from wakelab.evidence.model import LATENCY, RATE, ArmRecord, LatencyFigures
-from wakelab.formatting import format_ratio
+from wakelab.formatting import format_ratio, positive_ratio
 
 # How far a ratio must move from 1 before it is called a change: the noise band the ratios of one
 # figure to another are judged with (10%, either way).  Without intervals in the evidence this is
@@ -44,6 +43,14 @@ class RatioTone:
     why: str
 
 
+def _exact_ratio(ratio: Optional[float]) -> str:
+    """A ratio below 10 with the two decimals a 10% threshold needs (``1.12×``, where the tables'
+    ``1.1×`` hides why it was marked); a larger one as the tables give it."""
+    if ratio is not None and ratio < 10:
+        return "%.2f×" % ratio
+    return format_ratio(ratio)
+
+
 def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioTone:
     """The judgement of a p50 ratio, with its p99 ratio (see :class:`RatioTone`).
 
@@ -54,12 +61,12 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
     if p50_ratio is None:
         return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
     if tail_worse and p50_ratio <= RATIO_NOISE:
-        what = "p50 %s but p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
+        what = "p50 %s but p99 %s" % (_exact_ratio(p50_ratio), _exact_ratio(p99_ratio))
         return RatioTone("slower", True, "%s: the tail got worse" % what)
     # Both slower: a tail regression of its own only where the p99 grew beyond the p50's growth (a whole
     # distribution shifted up is "slower", not a tail that got worse).
     if tail_worse and p99_ratio is not None and p99_ratio > p50_ratio * RATIO_NOISE:
-        what = "p50 %s and p99 %s" % (format_ratio(p50_ratio), format_ratio(p99_ratio))
+        what = "p50 %s and p99 %s" % (_exact_ratio(p50_ratio), _exact_ratio(p99_ratio))
         return RatioTone("slower", True, "%s: the tail grew more than the median" % what)
     if p50_ratio > RATIO_NOISE:
         return RatioTone("slower", False, "p50 slower by more than %d%%" % round((RATIO_NOISE - 1) * 100))
@@ -68,19 +75,6 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
             return RatioTone("", False, "p50 faster, but no p99 to show the tail did not get worse")
         return RatioTone("faster", False, "p50 faster and p99 not worse")
     return RatioTone("", False, "within %d%%" % round((RATIO_NOISE - 1) * 100))
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def positive_ratio(value: Any, base: Any) -> Optional[float]:
-    """``value / base`` for two positive finite figures, else None."""
-    if not _number(value) or not _number(base):
-        return None
-    if not (math.isfinite(value) and math.isfinite(base)) or value <= 0 or base <= 0:
-        return None
-    return float(value) / float(base)
 
 
 @dataclasses.dataclass(frozen=True)

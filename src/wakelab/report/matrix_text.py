@@ -53,8 +53,8 @@ def format_matrix(doc: Union[Matrix, Mapping[str, Any]]) -> str:
     out += wrap(
         "Each cell is a complete run with its own evidence in cells/<cell>/ (summary.txt there has its "
         "caveats and warnings). 'vs first' is a cell's figure over the first cell that measured the arm, at "
-        "p50 and at p99; '%s' marks a cell whose p99 is worse than the first cell's by more than %d%%: a tail "
-        "regression, whatever its p50 did (a p50 ratio below 1 there is no improvement). 'spread' is the largest "
+        "p50 and at p99; '%s' beside a p99 ratio marks a tail regression: a p99 more than %d%% worse than the first "
+        "cell's, and by more than the p50 grew (a p50 ratio below 1 there is no improvement). 'spread' is the largest "
         "median over the smallest: of the cell's repetitions (--repeat), or of its worker processes in a run "
         "without repetitions." % (TAIL_MARK, round((RATIO_NOISE - 1) * 100)),
         "",
@@ -85,12 +85,12 @@ def _latency_table(arm: MatrixArm) -> List[str]:
             reason = row.arm.reason
             table.append([row.cell, status_word(row.arm.status) + (": %s" % reason if reason else "")] + [""] * 9)
             continue
-        p50_text = format_ratio(row.p50_ratio)
+        p99_text = format_ratio(row.p99_ratio)
         if row.tone.tail_worse:
-            p50_text += " " + TAIL_MARK
+            p99_text += " " + TAIL_MARK
             tails.append("%s %s: %s (a tail regression against %s)." % (TAIL_MARK, row.cell, row.tone.why, arm.base_cell or DASH))
         table.append([row.cell, str(lat.n), str(lat.lost), format_us(lat.min_ns), format_us(lat.p50_ns), format_us(lat.p90_ns),
-                      format_us(lat.p99_ns), format_us(lat.max_ns), p50_text, format_ratio(row.p99_ratio), _spread(row.entry.spread)])
+                      format_us(lat.p99_ns), format_us(lat.max_ns), format_ratio(row.p50_ratio), p99_text, _spread(row.entry.spread)])
     header = ["cell (µs)", "n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"]
     _add_native_column(header, table, arm, "vs C p50")
     out = format_table(header, table)
