@@ -59,7 +59,8 @@ def _word(value: Any, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def _parameters_key(parameters: Parameters, recorded: Mapping[str, Any]) -> Dict[str, Any]:
+def _parameters_key(parameters: Parameters, recorded: FrozenSet[str]) -> Dict[str, Any]:
+    """The parameters' part of the key; ``recorded``: the fields ``parameters`` records (null ones too)."""
     key: Dict[str, Any] = {"placement": _word(parameters.placement, "any")}
     if key["placement"] != "any":
         cpus = (("notifier_cpu", parameters.notifier_cpu), ("waiter_cpu", parameters.waiter_cpu))
@@ -124,7 +125,7 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     bundle = Bundle(source="", folder="", summary=summary)
     parameters, execution = (section(summary, name) for name in ("parameters", "execution"))
     # The order matters where an unknown condition shares a name with a known field: the later one wins.
-    key: Dict[str, Any] = _parameters_key(bundle.parameters, parameters) if parameters is not None else {}
+    key: Dict[str, Any] = _parameters_key(bundle.parameters, frozenset(parameters)) if parameters is not None else {}
     if parameters is not None or execution is not None:
         key["repeat"] = _repeat(bundle.execution, parameters or {})
     key.update(_conditions_key(bundle.conditions.recorded))
