@@ -750,6 +750,17 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     ]
 
 
+def test_where_a_planted_delay_came_keys_the_history(lab135_summary) -> None:
+    # A delay planted 200 µs after the notify and one planted at once are different experiments; a bundle
+    # that does not say when planted it at once.
+    late, prompt = (variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_delay_us=50, planted_after_us=after)
+                    for after in (200, None))
+    assert history.figure_conditions(late)["planted_after_us"] == 200
+    assert history.figure_conditions(prompt)["planted_after_us"] == 0
+    assert history.figure_conditions(variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_after_us=200)).get(
+        "planted_after_us") is None  # no delay planted: when does not matter
+
+
 @pytest.mark.parametrize("change", [
     "placement", "settle", "settle_jitter", "cpu_threads", "cpu_procs", "switch_interval", "idle_hold", "mode", "interval", "planted_delay",
     "implementation", "version", "free_threaded", "gil", "python_gil", "debug_build", "build", "repeat",

@@ -36,6 +36,10 @@ when the arm ends or the display closes.  With ``--in-process`` the arms are
 measured in this very process, so the run asks for no heartbeat
 (``heartbeat_s=None``).
 
+Each event's info is read once, where it arrives, into a record of its kind (:func:`read_event`:
+:class:`ArmStart`, :class:`ArmDone`, :class:`ArmEnded`, :class:`WorkerDone`, :class:`CellStart`,
+:class:`SoakProgress`); the displays lay out those records.
+
 rich is imported only when the live display is chosen; plain mode uses the
 standard library alone.
 """
@@ -43,11 +47,12 @@ standard library alone.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Union
 
 from wakelab.formatting import format_ns, format_rate
 
@@ -59,6 +64,155 @@ HEARTBEAT_S = 4.0
 RECENT_RESULTS = 4
 # Seconds between the plain display's lines of a soak's live figures (wakelab run --duration).
 SOAK_LINE_S = 10.0
+
+
+def _int(info: Mapping[str, Any], key: str, default: int) -> int:
+    value = info.get(key, default)
+    return value if isinstance(value, int) else default
+
+
+@dataclasses.dataclass(frozen=True)
+class Turn:
+    """Which repetition of its arm (or cell) an event belongs to: ``repetition`` counts from 0."""
+
+    repetition: int = 0
+    repetitions: int = 1
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> "Turn":
+        return cls(_int(info, "repetition", 0), _int(info, "repetitions", 1))
+
+    @property
+    def label(self) -> Optional[str]:
+        """``repetition 2/5`` for a run with several repetitions; None with one."""
+        return "repetition %d/%d" % (self.repetition + 1, self.repetitions) if self.repetitions > 1 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmResult:
+    """An arm's headline figures as its summary.json entry holds them: latency or rate (``kind``), and its wall time.
+
+    ``kind`` is ``latency``, ``rate`` or ``""`` (no figures); a figure the entry does not give is None.
+    """
+
+    kind: str = ""
+    p50_ns: Any = None
+    max_ns: Any = None
+    lost: Any = None
+    ops_per_s: Any = None
+    wall_s: Union[int, float, None] = None
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> "ArmResult":
+        latency, rate, wall_s = entry.get("latency"), entry.get("rate"), entry.get("wall_s")
+        wall = wall_s if isinstance(wall_s, (int, float)) else None
+        if latency:
+            return cls("latency", latency.get("p50_ns"), latency.get("max_ns"), latency.get("lost"), wall_s=wall)
+        if rate:
+            return cls("rate", ops_per_s=rate.get("ops_per_s"), wall_s=wall)
+        return cls(wall_s=wall)
+
+    @property
+    def text(self) -> str:
+        """``p50 64.9 µs, max 120 µs, lost 0 in 0.35 s`` or ``1,092,573 ops/s in ...``."""
+        if self.kind == "latency":
+            text = "p50 %s, max %s, lost %s" % (format_ns(self.p50_ns), format_ns(self.max_ns), self.lost)
+        elif self.kind == "rate":
+            text = "%s ops/s" % format_rate(self.ops_per_s)
+        else:
+            text = "no figures"
+        if self.wall_s is not None:
+            text += " in %.2f s" % self.wall_s
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmStart:
+    """``arm-start``: an arm (``index`` of ``total``, None where the event does not say) starts a repetition."""
+
+    arm: object
+    index: int = 0
+    total: Optional[int] = None
+    turn: Turn = Turn()
+
+    @property
+    def label(self) -> str:
+        """The arm, with its repetition where the run has several: ``event, repetition 2/5``."""
+        return "%s" % self.arm if self.turn.label is None else "%s, %s" % (self.arm, self.turn.label)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmDone:
+    """``arm-done``: an arm's repetition ended with figures (before the ``final`` one, those of the repetitions so far)."""
+
+    arm: object
+    result: ArmResult = ArmResult()
+    turn: Turn = Turn()
+    final: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmEnded:
+    """``arm-failed`` or ``arm-skipped`` (``failed`` false): an arm that ended without figures, and why."""
+
+    arm: object
+    reason: object
+    failed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerDone:
+    """``worker-done``: worker ``worker`` of the ``workers`` of the arm's current repetition finished."""
+
+    arm: object
+    worker: object
+    workers: object
+
+
+@dataclasses.dataclass(frozen=True)
+class CellStart:
+    """``cell-start``: a turn of cell ``cell`` (``index`` of ``total``) of an interpreter or conditions grid."""
+
+    cell: object
+    index: int = 0
+    total: int = 1
+    turn: Turn = Turn()
+
+
+@dataclasses.dataclass(frozen=True)
+class SoakProgress:
+    """``soak-progress``: a soak's live figures after a chunk, and its seconds left (None: not said)."""
+
+    arm: object
+    n: object = None
+    p50_ns: Any = None
+    p99_ns: Any = None
+    max_ns: Any = None
+    left_s: Union[int, float, None] = None
+
+
+Event = Union[ArmStart, ArmDone, ArmEnded, WorkerDone, CellStart, SoakProgress]
+
+
+def read_event(event: str, info: Mapping[str, Any]) -> Optional[Event]:
+    """The record of event ``event`` with ``info`` (see :class:`Progress`); None for an event the displays do not show."""
+    if event == "arm-start":
+        total = info.get("total")
+        return ArmStart(info.get("arm"), _int(info, "index", 0), total if isinstance(total, int) else None, Turn.from_info(info))
+    if event == "arm-done":
+        return ArmDone(info.get("arm"), ArmResult.from_entry(info.get("entry") or {}), Turn.from_info(info),
+                       bool(info.get("final", True)))
+    if event in ("arm-failed", "arm-skipped"):
+        return ArmEnded(info.get("arm"), info.get("reason"), event == "arm-failed")
+    if event == "worker-done":
+        return WorkerDone(info.get("arm"), info.get("worker"), info.get("workers"))
+    if event == "cell-start":
+        return CellStart(info.get("cell"), _int(info, "index", 0), _int(info, "total", 1), Turn.from_info(info))
+    if event == "soak-progress":
+        left = info.get("left_s")
+        return SoakProgress(info.get("arm"), info.get("n"), info.get("p50_ns"), info.get("p99_ns"), info.get("max_ns"),
+                            left if isinstance(left, (int, float)) else None)
+    return None
 
 
 class Progress:
@@ -146,63 +300,33 @@ def format_time_left(seconds: float) -> str:
 
 
 def format_arm_result(entry: Mapping[str, Any]) -> str:
-    """An arm's headline figures: ``p50 64.9 µs, max 120 µs, lost 0 in 0.35 s`` or ``1,092,573 ops/s in ...``."""
-    latency = entry.get("latency")
-    rate = entry.get("rate")
-    if latency:
-        text = "p50 %s, max %s, lost %s" % (
-            format_ns(latency.get("p50_ns")),
-            format_ns(latency.get("max_ns")),
-            latency.get("lost"),
-        )
-    elif rate:
-        text = "%s ops/s" % format_rate(rate.get("ops_per_s"))
-    else:
-        text = "no figures"
-    wall_s = entry.get("wall_s")
-    if isinstance(wall_s, (int, float)):
-        text += " in %.2f s" % wall_s
-    return text
+    """An arm's headline figures (its summary.json entry): ``p50 64.9 µs, max 120 µs, lost 0 in 0.35 s`` or ``1,092,573 ops/s in ...``."""
+    return ArmResult.from_entry(entry).text
 
 
-def repetition_of(info: Mapping[str, Any]) -> Optional[str]:
-    """``repetition 2/5`` for an event of a run with several repetitions; None with one."""
-    repetitions = _int(info, "repetitions", 1)
-    return "repetition %d/%d" % (_int(info, "repetition", 0) + 1, repetitions) if repetitions > 1 else None
-
-
-def format_arm_start(info: Mapping[str, Any]) -> str:
-    """The arm an ``arm-start`` event names, with its repetition where the run has several: ``event, repetition 2/5``."""
-    which = repetition_of(info)
-    return "%s" % info.get("arm") if which is None else "%s, %s" % (info.get("arm"), which)
-
-
-def format_arm_done(info: Mapping[str, Any]) -> str:
-    """An ``arm-done`` event's line: :func:`format_arm_result`, after the repetition it ends where the run has several.
+def format_arm_done(done: ArmDone) -> str:
+    """An ``arm-done`` event's line: its :class:`ArmResult`, after the repetition it ends where the run has several.
 
     Before the last repetition the figures pool the repetitions so far, and say so
     (``repetition 2/5, so far: p50 ...``); after it, ``repetition 5/5, all repetitions: p50 ...``.
     """
-    text = format_arm_result(info.get("entry") or {})
-    which = repetition_of(info)
+    which = done.turn.label
     if which is None:
-        return text
-    return "%s, %s: %s" % (which, "all repetitions" if info.get("final", True) else "so far", text)
+        return done.result.text
+    return "%s, %s: %s" % (which, "all repetitions" if done.final else "so far", done.result.text)
 
 
-def format_soak_progress(info: Mapping[str, Any]) -> str:
+def format_soak_progress(soak: SoakProgress) -> str:
     """A soak's live figures: ``event: 1,234 wakes, p50 5.21 µs, p99 40.1 µs, max 1.20 ms, about 4 min left``."""
-    n = info.get("n")
     text = "%s: %s wakes, p50 %s, p99 %s, max %s" % (
-        info.get("arm"),
-        format(n, ",") if isinstance(n, int) else "?",
-        format_ns(info.get("p50_ns")),
-        format_ns(info.get("p99_ns")),
-        format_ns(info.get("max_ns")),
+        soak.arm,
+        format(soak.n, ",") if isinstance(soak.n, int) else "?",
+        format_ns(soak.p50_ns),
+        format_ns(soak.p99_ns),
+        format_ns(soak.max_ns),
     )
-    left = info.get("left_s")
-    if isinstance(left, (int, float)):
-        text += ", " + format_time_left(float(left))
+    if soak.left_s is not None:
+        text += ", " + format_time_left(float(soak.left_s))
     return text
 
 
@@ -249,18 +373,12 @@ class _ArmTimer:
         return max(self.total_arms - self.finished, total - index)
 
 
-def cell_heading(info: Mapping[str, Any]) -> str:
+def cell_heading(cell: CellStart) -> str:
     """``cell 2/4: label``, and which of its repetitions this turn is when it has several."""
-    text = "cell %d/%d: %s" % (_int(info, "index", 0) + 1, _int(info, "total", 1), info.get("cell"))
-    repetitions = _int(info, "repetitions", 1)
-    if repetitions > 1:
-        text += ", repetition %d/%d" % (_int(info, "repetition", 0) + 1, repetitions)
+    text = "cell %d/%d: %s" % (cell.index + 1, cell.total, cell.cell)
+    if cell.turn.label is not None:
+        text += ", " + cell.turn.label
     return text
-
-
-def _int(info: Mapping[str, Any], key: str, default: int) -> int:
-    value = info.get(key, default)
-    return value if isinstance(value, int) else default
 
 
 class _PlainProgress(Progress):
@@ -281,37 +399,35 @@ class _PlainProgress(Progress):
         self._soak_line_at: Optional[float] = None
 
     def __call__(self, event: str, info: Dict[str, Any]) -> None:
-        if event in ("arm-start", "arm-skipped", "arm-failed", "arm-done"):
+        record = read_event(event, info)
+        if isinstance(record, (ArmStart, ArmEnded, ArmDone)):
             self._stop_heartbeat()
-        if event == "worker-done":
-            self._workers = "%s/%s" % (info.get("worker"), info.get("workers"))
-        if event == "arm-start":
-            index, total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
-            line = "wakelab: [%d/%d] %s ..." % (index + 1, total, format_arm_start(info))
+        if isinstance(record, WorkerDone):
+            self._workers = "%s/%s" % (record.worker, record.workers)
+        elif isinstance(record, ArmStart):
+            index, total = record.index, self._timer.total_arms if record.total is None else record.total
+            line = "wakelab: [%d/%d] %s ..." % (index + 1, total, record.label)
             seconds = self._timer.seconds_left(self._timer.arms_left(index, total))
             if seconds is not None:
                 line += " (%s)" % format_time_left(seconds)
             self._timer.start()
             self._write(line)
-            self._start_heartbeat(format_arm_start(info))
-        elif event == "cell-start":
-            self._write("wakelab: %s" % cell_heading(info))
-        elif event == "arm-skipped":
-            self._timer.stop(ran=False)
-            self._write("wakelab:   skipped: %s" % info.get("reason"))
-        elif event == "arm-failed":
+            self._start_heartbeat(record.label)
+        elif isinstance(record, CellStart):
+            self._write("wakelab: %s" % cell_heading(record))
+        elif isinstance(record, ArmEnded):
+            self._timer.stop(ran=record.failed)
+            self._write("wakelab:   %s: %s" % ("FAILED" if record.failed else "skipped", record.reason))
+        elif isinstance(record, ArmDone):
             self._timer.stop(ran=True)
-            self._write("wakelab:   FAILED: %s" % info.get("reason"))
-        elif event == "arm-done":
-            self._timer.stop(ran=True)
-            self._write("wakelab:   %s" % format_arm_done(info))
-        elif event == "soak-progress":
+            self._write("wakelab:   %s" % format_arm_done(record))
+        elif isinstance(record, SoakProgress):
             # A soak's figures say it is alive: they replace the heartbeat, a line every SOAK_LINE_S.
             self._stop_heartbeat()
             now = self._clock()
             if self._soak_line_at is None or now - self._soak_line_at >= SOAK_LINE_S:
                 self._soak_line_at = now
-                self._write("wakelab:   %s" % format_soak_progress(info))
+                self._write("wakelab:   %s" % format_soak_progress(record))
 
     def close(self) -> None:
         self._stop_heartbeat()
@@ -397,35 +513,36 @@ class _LiveProgress(Progress):
     def __call__(self, event: str, info: Dict[str, Any]) -> None:
         if self._closed:
             return
-        if event == "arm-start":
-            self._index, self._total = _int(info, "index", 0), _int(info, "total", self._timer.total_arms)
+        record = read_event(event, info)
+        if isinstance(record, ArmStart):
+            self._index, self._total = record.index, self._timer.total_arms if record.total is None else record.total
             self._workers_done = 0
             self._timer.start()
-            self._arm = format_arm_start(info)
+            self._arm = record.label
             self._describe(self._arm)
-        elif event == "cell-start":
-            self._cell = str(info.get("cell"))
-            self._console.print(self._Text(cell_heading(info), style="bold"))
-        elif event == "worker-done":
+        elif isinstance(record, CellStart):
+            self._cell = str(record.cell)
+            self._console.print(self._Text(cell_heading(record), style="bold"))
+        elif isinstance(record, WorkerDone):
             self._workers_done += 1
-            self._describe("%s (workers done: %d/%s)" % (self._arm or info.get("arm"), self._workers_done, info.get("workers")))
-        elif event == "soak-progress":
+            self._describe("%s (workers done: %d/%s)" % (self._arm or record.arm, self._workers_done, record.workers))
+        elif isinstance(record, SoakProgress):
             # The soak's own figures and time left, in place of the arms' estimate.
-            self._describe(format_soak_progress(dict(info, left_s=None)))
-            left = info.get("left_s")
-            self._bar.update(self._task, left=format_time_left(float(left)) if isinstance(left, (int, float)) else "")
+            self._describe(format_soak_progress(dataclasses.replace(record, left_s=None)))
+            left = record.left_s
+            self._bar.update(self._task, left=format_time_left(float(left)) if left is not None else "")
             if self._started:
                 self._bar.refresh()
             else:
                 self._bar.start()
                 self._started = True
             return
-        elif event in ("arm-done", "arm-failed", "arm-skipped"):
-            self._timer.stop(ran=event != "arm-skipped")
-            if event == "arm-done":
-                self._recent.append(self._result_line(event, info))
+        elif isinstance(record, (ArmDone, ArmEnded)):
+            self._timer.stop(ran=isinstance(record, ArmDone) or record.failed)
+            if isinstance(record, ArmDone):
+                self._recent.append(self._result_line(record))
             else:
-                self._console.print(self._result_line(event, info))
+                self._console.print(self._result_line(record))
             self._bar.update(self._task, completed=self._timer.finished)
         else:
             return
@@ -434,18 +551,18 @@ class _LiveProgress(Progress):
     def _describe(self, text: str) -> None:
         self._bar.update(self._task, description=text if self._cell is None else "%s: %s" % (self._cell, text))
 
-    def _result_line(self, event: str, info: Mapping[str, Any]) -> Any:
+    def _result_line(self, record: Union[ArmDone, ArmEnded]) -> Any:
         line = self._Text()
         line.append("[%d/%d] " % (self._index + 1, self._total), style="dim")
-        line.append(str(info.get("arm")), style="bold")
-        if event == "arm-done":
-            line.append("  " + format_arm_done(info))
-        elif event == "arm-failed":
+        line.append(str(record.arm), style="bold")
+        if isinstance(record, ArmDone):
+            line.append("  " + format_arm_done(record))
+        elif record.failed:
             line.append("  FAILED: ", style="bold red")
-            line.append(str(info.get("reason")))
+            line.append(str(record.reason))
         else:
             line.append("  skipped: ", style="yellow")
-            line.append(str(info.get("reason")))
+            line.append(str(record.reason))
         return line
 
     def _show(self) -> None:

@@ -26,7 +26,7 @@ import dataclasses
 import datetime
 import os
 import time
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar
 
 #: A process at or above this share of one CPU over the run is a busy process.
 BUSY_SHARE = 0.10
@@ -39,6 +39,8 @@ METHOD = (
     "non-idle share of each CPU's time (/proc/stat), this run's own work included" % round(100 * BUSY_SHARE)
 )
 _CPU = "/sys/devices/system/cpu"
+
+T = TypeVar("T")
 
 
 def _read(path: str) -> Optional[str]:
@@ -58,9 +60,9 @@ def _cpus() -> List[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def _per_cpu(cpus: List[int], relative: str, parse: Any) -> Optional[Dict[str, Any]]:
+def _per_cpu(cpus: List[int], relative: str, parse: Callable[[str], T]) -> Optional[Dict[str, T]]:
     """``{cpu: parse(text)}`` of ``/sys/devices/system/cpu/cpuN/<relative>`` where readable; None if nowhere."""
-    found: Dict[str, Any] = {}
+    found: Dict[str, T] = {}
     for cpu in cpus:
         text = _read("%s/cpu%d/%s" % (_CPU, cpu, relative))
         if text is not None:
@@ -138,7 +140,42 @@ def _uptime_ticks() -> Optional[int]:
         return None
 
 
-def reading() -> Dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """What is recorded at each end of the run (``observed.start``, ``observed.end``), None where not readable."""
+
+    utc: str
+    load_average: Optional[List[float]]  # 1, 5 and 15 minutes
+    cpu_mhz: Optional[Dict[str, float]]  # by CPU
+    cpufreq_governors: Optional[Dict[str, str]]  # by CPU
+    cpuidle_governor: Optional[str]
+    idle_disabled: Optional[Dict[str, List[str]]]  # by CPU: the names of the idle states disabled there
+
+
+@dataclasses.dataclass(frozen=True)
+class BusyProcess:
+    """A process other than the run's own that was busy during it (``observed.busy_processes``)."""
+
+    pid: int
+    name: str
+    cpu_share: float  # of one CPU's time over the run
+    started_during_run: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Observed:
+    """summary.json's ``observed`` record: both readings, each CPU's busy share, the busy processes between them."""
+
+    start: Reading
+    end: Reading
+    wall_s: float
+    cpu_busy: Optional[Dict[str, float]]  # by CPU (None: /proc/stat not readable)
+    busy_processes: Optional[List[BusyProcess]]  # the busiest first (None: no /proc, not seen)
+    busy_share: float = BUSY_SHARE
+    method: str = METHOD
+
+
+def reading() -> Reading:
     """What is recorded at each end of the run: time, load, frequency, governors, idle settings."""
     cpus = _cpus()
     load = _read("/proc/loadavg")
@@ -146,18 +183,18 @@ def reading() -> Dict[str, Any]:
         load_average: Optional[List[float]] = [float(x) for x in load.split()[:3]] if load else None
     except ValueError:
         load_average = None
-    return {
-        "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "load_average": load_average,
-        "cpu_mhz": _per_cpu(cpus, "cpufreq/scaling_cur_freq", lambda t: round(int(t) / 1000.0, 1)),
-        "cpufreq_governors": _per_cpu(cpus, "cpufreq/scaling_governor", str),
-        "cpuidle_governor": _read(_CPU + "/cpuidle/current_governor_ro") or _read(_CPU + "/cpuidle/current_governor"),
-        "idle_disabled": _idle_disabled(cpus),
-    }
+    return Reading(
+        utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        load_average=load_average,
+        cpu_mhz=_per_cpu(cpus, "cpufreq/scaling_cur_freq", lambda t: round(int(t) / 1000.0, 1)),
+        cpufreq_governors=_per_cpu(cpus, "cpufreq/scaling_governor", str),
+        cpuidle_governor=_read(_CPU + "/cpuidle/current_governor_ro") or _read(_CPU + "/cpuidle/current_governor"),
+        idle_disabled=_idle_disabled(cpus),
+    )
 
 
 class Observer:
-    """Started as a run starts; :meth:`finish` gives summary.json's ``observed`` record."""
+    """Started as a run starts; :meth:`observe` gives the :class:`Observed` record, :meth:`finish` it as summary.json holds it."""
 
     def __init__(self) -> None:
         self._start = reading()
@@ -167,6 +204,10 @@ class Observer:
         self._procs0 = _processes()
 
     def finish(self) -> Dict[str, Any]:
+        """summary.json's ``observed``: :meth:`observe`'s record as JSON."""
+        return dataclasses.asdict(self.observe())
+
+    def observe(self) -> Observed:
         """The record: both readings, each CPU's busy share and the busy processes seen between them."""
         end = reading()
         wall_s = max(time.monotonic() - self._t0, 1e-9)
@@ -177,17 +218,9 @@ class Observer:
                 busy0, all0 = self._cpu0[cpu]
                 if all1 > all0:
                     busy[cpu] = round((busy1 - busy0) / float(all1 - all0), 3)
-        return {
-            "start": self._start,
-            "end": end,
-            "wall_s": round(wall_s, 3),
-            "cpu_busy": busy or None,
-            "busy_processes": self._busy_processes(wall_s),
-            "busy_share": BUSY_SHARE,
-            "method": METHOD,
-        }
+        return Observed(self._start, end, round(wall_s, 3), busy or None, self._busy_processes(wall_s))
 
-    def _busy_processes(self, wall_s: float) -> Optional[List[Dict[str, Any]]]:
+    def _busy_processes(self, wall_s: float) -> Optional[List[BusyProcess]]:
         procs1 = _processes()
         if not procs1:
             return None  # no /proc: not seen, which is not "none"
@@ -196,7 +229,7 @@ class Observer:
         except (ValueError, OSError):
             hz = 100.0
         own = _descendants(procs1, os.getpid())
-        found: List[Dict[str, Any]] = []
+        found: List[BusyProcess] = []
         for pid, proc in procs1.items():
             if pid in own:
                 continue
@@ -206,8 +239,8 @@ class Observer:
                 continue  # there at the start but unseen then (it raced the first reading): no baseline
             share = (proc.ticks - (0 if new else before.ticks)) / hz / wall_s  # type: ignore[union-attr]
             if share >= BUSY_SHARE:
-                found.append({"pid": pid, "name": proc.name, "cpu_share": round(share, 3), "started_during_run": new})
-        found.sort(key=lambda p: (-float(p["cpu_share"]), int(p["pid"])))
+                found.append(BusyProcess(pid, proc.name, round(share, 3), new))
+        found.sort(key=lambda p: (-p.cpu_share, p.pid))
         return found[:MOST_PROCESSES]
 
 

@@ -55,17 +55,12 @@ def section(summary: Mapping[str, Any], name: str) -> Optional[Mapping[str, Any]
     return value if isinstance(value, dict) else None
 
 
-def as_recorded(summary: Mapping[str, Any], name: str, field: str) -> Any:
-    """``field`` of summary.json's section ``name`` as recorded (None: absent)."""
-    doc = section(summary, name)
-    return None if doc is None else doc.get(field)
-
-
 def _word(value: Any, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def _parameters_key(parameters: Parameters, recorded: Mapping[str, Any]) -> Dict[str, Any]:
+def _parameters_key(parameters: Parameters, recorded: FrozenSet[str]) -> Dict[str, Any]:
+    """The parameters' part of the key; ``recorded``: the fields ``parameters`` records (null ones too)."""
     key: Dict[str, Any] = {"placement": _word(parameters.placement, "any")}
     if key["placement"] != "any":
         cpus = (("notifier_cpu", parameters.notifier_cpu), ("waiter_cpu", parameters.waiter_cpu))
@@ -79,7 +74,7 @@ def _parameters_key(parameters: Parameters, recorded: Mapping[str, Any]) -> Dict
         key["settle_jitter_us"] = parameters.settle_jitter_us
     if parameters.planted_delay_us:
         key["planted_delay_us"] = parameters.planted_delay_us
-        key["planted_after_us"] = recorded.get("planted_after_us") or 0
+        key["planted_after_us"] = parameters.planted_after_us or 0
     return key
 
 
@@ -128,18 +123,20 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     condition still tells runs apart.
     """
     bundle = Bundle(source="", folder="", summary=summary)
-    parameters, execution, interpreter = (section(summary, name) for name in ("parameters", "execution", "interpreter"))
+    parameters, execution = (section(summary, name) for name in ("parameters", "execution"))
     # The order matters where an unknown condition shares a name with a known field: the later one wins.
-    key: Dict[str, Any] = _parameters_key(bundle.parameters, parameters) if parameters is not None else {}
+    key: Dict[str, Any] = _parameters_key(bundle.parameters, frozenset(parameters)) if parameters is not None else {}
     if parameters is not None or execution is not None:
         key["repeat"] = _repeat(bundle.execution, parameters or {})
     key.update(_conditions_key(bundle.conditions.recorded))
     if isinstance(bundle.execution.mode, str):
         key["execution"] = bundle.execution.mode
-    if interpreter is not None:
-        key.update((name, interpreter[field]) for field, name in _INTERPRETER_KEYS if interpreter.get(field) is not None)
-        if isinstance(bundle.interpreter.python_gil_env, str) and bundle.interpreter.python_gil_env:
-            key["python_gil"] = bundle.interpreter.python_gil_env
+    if section(summary, "interpreter") is not None:
+        interpreter = bundle.interpreter
+        key.update((name, interpreter.as_recorded(field)) for field, name in _INTERPRETER_KEYS
+                   if interpreter.as_recorded(field) is not None)
+        if isinstance(interpreter.python_gil_env, str) and interpreter.python_gil_env:
+            key["python_gil"] = interpreter.python_gil_env
     return key or None
 
 
@@ -198,4 +195,4 @@ def conditions_key(summary: Mapping[str, Any]) -> Optional[str]:
         return None
 
 
-__all__ = ["REPEAT_WHEN_ABSENT", "ConditionsKey", "as_recorded", "canonical", "conditions_key", "figure_conditions", "section"]
+__all__ = ["REPEAT_WHEN_ABSENT", "ConditionsKey", "canonical", "conditions_key", "figure_conditions", "section"]
