@@ -1,6 +1,6 @@
 """Planted delays for the bench scripts and the tests that check where a traced wake's time goes.
 
-``build_slow_sem_post(folder)`` compiles ``bench/slow_sem_post.c`` (every ``sem_post`` busy-waits
+``build_slow_sem_post(folder)`` compiles ``bench/plant/sem_post_spin.c`` (every ``sem_post`` busy-waits
 first: CPython 3.11's lock release) into ``folder`` and returns the shared object's path, for
 ``LD_PRELOAD``; :class:`PlantUnavailable` says why it cannot (no compiler, a failed build).
 """
@@ -14,9 +14,9 @@ import sys
 from typing import Dict, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SLOW_SEM_POST_C = os.path.join(HERE, "slow_sem_post.c")
+SLOW_SEM_POST_C = os.path.join(HERE, "plant", "sem_post_spin.c")
 #: The environment variable the plant reads its delay from (ns).
-SPIN_ENV = "WAKELAB_SLOW_SEM_POST_NS"
+SPIN_ENV = "WAKELAB_PLANT_SPIN_NS"
 
 
 class PlantUnavailable(RuntimeError):
@@ -30,7 +30,7 @@ def build_slow_sem_post(folder: str) -> str:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         raise PlantUnavailable("no C compiler (gcc or cc) on PATH to build the sem_post plant")
-    out = os.path.join(folder, "slow_sem_post.so")
+    out = os.path.join(folder, "sem_post_spin.so")
     proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", out, SLOW_SEM_POST_C, "-ldl"],
                           capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:

@@ -41,9 +41,9 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import _common
+import _plants
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PLANT_SOURCE = os.path.join(HERE, "plant", "sem_post_spin.c")
 AA_TARGET = 1  # failures in 20, with a busy process starting halfway
 POWER_TARGET = 19  # of 20, the +5 µs sem_post plant
 SPIN = "while True:\n    pass\n"
@@ -171,10 +171,9 @@ def block(work: str, label: str, setting: str, load: str, arms: Sequence[str], l
 def sem_post_block(work: str, spin_us: int, trials: int, setting: str, load: str,
                    log: List[Dict[str, Any]]) -> List[Tuple[str, ...]]:
     """The issue's plant: head's every sem_post spins ``spin_us`` µs; against as many A/A trials; arm event."""
-    library = os.path.join(work, "sem_post_spin.so")
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", library, PLANT_SOURCE, "-ldl"], check=True)
+    library = _plants.build_slow_sem_post(work)
     flags = ["--arms", "event"] + (["--rigorous"] if setting == "rigorous" else [])
-    plant = ["--env", "head:LD_PRELOAD=%s" % library, "--env", "head:WAKELAB_PLANT_SPIN_NS=%d" % (spin_us * 1000)]
+    plant = ["--env", "head:LD_PRELOAD=%s" % library, "--env", "head:%s=%d" % (_plants.SPIN_ENV, spin_us * 1000)]
     print("[%s] sem_post +%d µs, %s, %s: load average %s" % (now(), spin_us, setting, load, loadavg()), file=sys.stderr)
     pilot = ab(work, "sem-pilot", flags, None)
     half = pilot["wall_s"] / 2.0 if load == "busy" else None

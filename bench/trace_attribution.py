@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a traced wake's time goes, against a planted delay: issue 22's "Done when".
 
-Builds the slow ``sem_post`` plant (``slow_sem_post.c``: every ``sem_post`` busy-waits
+Builds the slow ``sem_post`` plant (``plant/sem_post_spin.c``: every ``sem_post`` busy-waits
 ``--spin-us`` first -- CPython 3.11's lock release, met by ``Event.set()`` inside the notify
 path), preloads it into ``wakelab run --arms event --n 100 --trace`` and reads each run's
 summary.json.  Per run and arm: the share of wakes fully attributed, and at p50 (the mean

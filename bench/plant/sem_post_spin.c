@@ -1,12 +1,14 @@
-/* A plant in the notify path: every sem_post() spins first, for the A/B calibration's power check.
+/* A plant in the notify path: every sem_post() busy-waits first.
  *
- * CPython's locks are POSIX semaphores on Linux: Event.set() and Queue.put() release them with
- * sem_post(), so spinning there makes every wake of `event` and `queue` slower by the spin (once
- * per sem_post in the notify path).  Built and used by bench/ab_calibration.py:
+ * CPython's locks are POSIX semaphores on Linux up to 3.12: Event.set() and Queue.put() release
+ * them with sem_post(), so spinning there makes every wake of `event` and `queue` slower by the
+ * spin, spent on the CPU in the caller with whatever it holds (the GIL included) still held.
+ * Loaded with LD_PRELOAD.  Two users, one plant (built by bench/_plants.py:
+ * gcc -O2 -shared -fPIC -o sem_post_spin.so sem_post_spin.c -ldl):
  *
- *     gcc -O2 -shared -fPIC -o sem_post_spin.so sem_post_spin.c -ldl
- *     wakelab ab PY PY --arms event --env head:LD_PRELOAD=$PWD/sem_post_spin.so \
- *                      --env head:WAKELAB_PLANT_SPIN_NS=5000
+ * - bench/ab_calibration.py --sem-post US: the A/B gate's power against a few µs on head;
+ * - bench/trace_attribution.py and tests/test_trace_reblocks.py: a traced run must credit a 1 ms
+ *   spin to the notify path, by its size.
  *
  * WAKELAB_PLANT_SPIN_NS: the spin in ns (default 5000); read once, at the first call.
  */
