@@ -213,13 +213,15 @@ def test_compare_of_separate_runs_names_the_busy_process_and_the_gate_says_it_is
 
 
 def test_identical_earlier_runs_in_the_history_widen_the_interval(two_runs) -> None:
-    """Three earlier runs recorded with the same conditions and machine as A, their p50s 2x apart."""
+    """Three earlier runs recorded with the same conditions and machine as A, their p50s 25x apart: a shift
+    far wider than the interval of two tiny runs even on a loaded machine (at 2x apart the plain interval
+    was once wider already, and nothing was widened)."""
     from wakelab import history
 
     db = os.path.join(two_runs["tmp"], "shifts.sqlite3")
     with open(os.path.join(two_runs["a"], "summary.json"), encoding="utf-8") as fh:
         base = json.load(fh)
-    for i, scale in enumerate((0.6, 1.0, 1.6)):
+    for i, scale in enumerate((0.2, 1.0, 5.0)):
         earlier = copy.deepcopy(base)
         earlier["run_id"] = "earlier%d" % i
         earlier["started_utc"] = "2026-01-0%dT00:00:00Z" % (i + 1)
