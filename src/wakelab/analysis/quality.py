@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
-from wakelab.analysis.warning_figures import Population, Populations, PollingFigures, SwitchTailFigures
+from wakelab.analysis.warning_figures import Population, PopulationCause, Populations, PollingFigures, SwitchTailFigures
 from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
 
 # Record levels and kinds: the evidence model's (renderers word the same kinds).
@@ -359,7 +359,7 @@ def _worker_sides(arm: ArmRecord) -> List[bool]:
     return [notifier == waiter for notifier, waiter in seen if isinstance(notifier, int) and isinstance(waiter, int)]
 
 
-def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[Dict[str, Any]]:
+def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[PopulationCause]:
     """What in the evidence separates the populations, or None when nothing recorded does.
 
     ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and
@@ -380,10 +380,10 @@ def _population_cause(arm: ArmRecord, populations: Sequence[Population], placeme
             if population.low_ns <= median <= population.high_ns:
                 homes.add(index)
     if len(homes) >= 2:
-        return {"kind": "workers", "worker_p50_ns": sorted(medians)}
+        return PopulationCause("workers", worker_p50_ns=tuple(sorted(medians)))
     sides = _worker_sides(arm)
     if placement in (None, "any") and True in sides and False in sides:
-        return {"kind": "placement", "same_cpu_workers": sides.count(True), "split_workers": sides.count(False)}
+        return PopulationCause("placement", same_cpu_workers=sides.count(True), split_workers=sides.count(False))
     return None
 
 
@@ -400,7 +400,7 @@ def _home(value: float, populations: Sequence[Population]) -> Optional[int]:
     return best
 
 
-def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Dict[str, Any]]:
+def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[PopulationCause]:
     split = arm.cpu_split
     if split is None:
         return None
@@ -414,8 +414,8 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Di
     homes = {_home(float(same_p50), populations), _home(float(cross_p50), populations)}
     if len(homes) < 2 or None in homes:
         return None
-    return {"kind": "cpus", "cross_share": split.cross_share, "same_cpu_p50_ns": same_p50,
-            "cross_cpu_p50_ns": cross_p50, "same_cpu_n": n_same, "cross_cpu_n": n_cross}
+    return PopulationCause("cpus", cross_share=split.cross_share, same_cpu_p50_ns=same_p50, cross_cpu_p50_ns=cross_p50,
+                           same_cpu_n=n_same, cross_cpu_n=n_cross)
 
 
 def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -447,9 +447,10 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         quality = QualityFlags.from_dict(e.get("quality"))
         populations = quality.populations.populations if quality.populations is not None else ()
         if len(populations) >= 2:
+            cause = _population_cause(arm, populations, placement)
             records.append(WarningRecord(POPULATIONS, WARNING, name, {
                 "populations": [p.to_dict() for p in populations],
-                "cause": _population_cause(arm, populations, placement),
+                "cause": None if cause is None else cause.to_dict(),
             }))
         if quality.switch_interval_tail is not None and gil_contended(e, summary):
             records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, quality.switch_interval_tail.to_dict()))

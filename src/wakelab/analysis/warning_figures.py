@@ -114,18 +114,31 @@ class PopulationCause:
     """What the run recorded that separates the populations (see :func:`wakelab.analysis.quality._population_cause`).
 
     ``kind`` is ``cpus``, ``workers``, ``placement`` or one this version does
-    not know (``stored`` then holds the cause as stored); the figures of the
-    other kinds are left unread.
+    not know (``stored`` then holds the cause as stored, and is what
+    :meth:`to_dict` writes); the figures of the other kinds are left unread.
     """
 
     kind: Any
-    stored: Mapping[str, Any]
+    stored: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     cross_share: Any = None
     cross_cpu_p50_ns: Any = None
     same_cpu_p50_ns: Any = None
     worker_p50_ns: Tuple[Any, ...] = ()
     same_cpu_workers: Any = None
     split_workers: Any = None
+    same_cpu_n: Any = None
+    cross_cpu_n: Any = None
+
+    def to_dict(self) -> Dict[str, object]:
+        """The cause as a ``populations`` warning's figures hold it."""
+        if self.kind == "cpus":
+            return {"kind": self.kind, "cross_share": self.cross_share, "same_cpu_p50_ns": self.same_cpu_p50_ns,
+                    "cross_cpu_p50_ns": self.cross_cpu_p50_ns, "same_cpu_n": self.same_cpu_n, "cross_cpu_n": self.cross_cpu_n}
+        if self.kind == "workers":
+            return {"kind": self.kind, "worker_p50_ns": list(self.worker_p50_ns)}
+        if self.kind == "placement":
+            return {"kind": self.kind, "same_cpu_workers": self.same_cpu_workers, "split_workers": self.split_workers}
+        return dict(self.stored)
 
     @classmethod
     def from_stored(cls, cause: Any) -> Optional["PopulationCause"]:
@@ -137,7 +150,8 @@ class PopulationCause:
         kind = cause.get("kind")
         if kind == "cpus":
             return cls(kind, cause, cross_share=cause.get("cross_share"), cross_cpu_p50_ns=cause.get("cross_cpu_p50_ns"),
-                       same_cpu_p50_ns=cause.get("same_cpu_p50_ns"))
+                       same_cpu_p50_ns=cause.get("same_cpu_p50_ns"), same_cpu_n=cause.get("same_cpu_n"),
+                       cross_cpu_n=cause.get("cross_cpu_n"))
         if kind == "workers":
             return cls(kind, cause, worker_p50_ns=tuple(cause.get("worker_p50_ns") or []))
         if kind == "placement":
