@@ -20,11 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
-from wakelab.analysis.warning_figures import Population, PopulationCause, Populations, PollingFigures, SwitchTailFigures
+from wakelab.analysis.warning_figures import (
+    OmittedPercentile,
+    Population,
+    PopulationCause,
+    Populations,
+    PollingFigures,
+    SwitchTailFigures,
+)
 from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
 
 # Record levels and kinds: the evidence model's (renderers word the same kinds).
@@ -428,15 +435,15 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
     bundle = bundle_of(summary)
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
 
-    left_out: Dict[tuple, Dict[str, Any]] = {}
+    left_out: Dict[Tuple[float, int], OmittedPercentile] = {}
     for e in (arm.entry for arm in arms):
         latency = e.get("latency") or {}
         n = latency.get("n")
         for key, q in PERCENTILES:
             if n and key in (latency.get("omitted") or {}):
-                left_out[(q, n)] = {"percentile": key, "n": n, "needs_n": min_n_for(q)}
+                left_out[(q, n)] = OmittedPercentile(key, n, min_n_for(q))
     if left_out:
-        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k] for k in sorted(left_out)]}))
+        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k].to_dict() for k in sorted(left_out)]}))
 
     for arm in arms:
         e, name = arm.entry, str(arm.entry.get("name"))

@@ -48,6 +48,9 @@ class OmittedPercentile:
     n: Any
     needs_n: Any
 
+    def to_dict(self) -> Dict[str, object]:
+        return {"percentile": self.percentile, "n": self.n, "needs_n": self.needs_n}
+
 
 @dataclasses.dataclass(frozen=True)
 class OmittedFigures:
