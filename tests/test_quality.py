@@ -6,8 +6,10 @@ import copy
 import random
 
 import math
+from typing import Any
 
 from wakelab.analysis.quality import (
+    QualityFlags,
     derive_warnings,
     find_polling,
     find_populations,
@@ -36,6 +38,11 @@ OMITTED_NOTE = {
 }
 
 
+def _written(record: Any) -> Any:
+    """A flag as summary.json stores it (None for none)."""
+    return None if record is None else record.to_dict()
+
+
 def test_one_population_has_none() -> None:
     rng = random.Random(1)
     assert find_populations([int(20_000 * rng.lognormvariate(0, 0.2)) for _ in range(500)]) is None
@@ -46,15 +53,15 @@ def test_two_populations_are_found_with_their_measured_ranges() -> None:
     rng = random.Random(2)
     fast = [int(5_000 * rng.lognormvariate(0, 0.1)) for _ in range(300)]
     slow = [int(40_000 * rng.lognormvariate(0, 0.1)) for _ in range(200)]
-    assert find_populations(fast + slow) == {
+    assert _written(find_populations(fast + slow)) == {
         "populations": [{"share": 0.6, "low_ns": 4420, "high_ns": 5681}, {"share": 0.4, "low_ns": 34526, "high_ns": 44947}]
     }
 
 
 def test_the_largest_populations_come_first_not_the_fastest() -> None:
     # The old detector took the first pair of peaks: the 5 µs and 20 µs modes, the two fastest.
-    assert find_populations(THREE_MODES) == {"populations": THREE_POPULATIONS}
-    assert find_populations(list(reversed(THREE_MODES))) == {"populations": THREE_POPULATIONS}
+    assert _written(find_populations(THREE_MODES)) == {"populations": THREE_POPULATIONS}
+    assert _written(find_populations(list(reversed(THREE_MODES)))) == {"populations": THREE_POPULATIONS}
 
 
 def test_a_small_bump_is_not_a_population() -> None:
@@ -68,7 +75,7 @@ def test_too_few_samples_say_nothing() -> None:
 
 def test_switch_interval_tail_counts_a_narrow_band_at_each_multiple() -> None:
     samples = [20_000] * 95 + [5_000_000, 5_100_000, 9_900_000, 4_950_000, 10_200_000]
-    assert switch_interval_tail(samples, 0.005) == {"share": 0.05, "count": 5, "interval_s": 0.005, "multiples": [1, 2]}
+    assert _written(switch_interval_tail(samples, 0.005)) == {"share": 0.05, "count": 5, "interval_s": 0.005, "multiples": [1, 2]}
     assert switch_interval_tail([20_000] * 99 + [5_000_000], 0.005) is None  # one stray sample
     assert switch_interval_tail(samples, 0.002) is None  # 5 and 10 ms are not just above a multiple of 2 ms
     assert switch_interval_tail(samples, None) is None  # no Python thread holds the GIL
@@ -84,7 +91,7 @@ def test_a_broad_tail_is_not_clustering() -> None:
     assert switch_interval_tail([20_000] * 800 + broad, 0.005) is None
     clustered = broad + [5_050_000 + 1000 * i for i in range(40)] + [10_100_000 + 1000 * i for i in range(40)]
     # 80 clustered wakes, and 24 of the broad ones that happen to lie in a band.
-    assert switch_interval_tail([20_000] * 720 + clustered, 0.005) == {
+    assert _written(switch_interval_tail([20_000] * 720 + clustered, 0.005)) == {
         "share": 0.104, "count": 104, "interval_s": 0.005, "multiples": [1, 2, 3, 4, 5, 6, 7, 8],
     }
 
@@ -116,7 +123,7 @@ def test_records_from_flags_and_spread(lab135_summary) -> None:
     summary = copy.deepcopy(lab135_summary)
     summary["conditions"]["cpu_threads"] = 1
     event = summary["arms"][0]
-    event["quality"] = quality_flags(THREE_MODES[:150] + [5_000_000] * 5, 0.005)
+    event["quality"] = quality_flags(THREE_MODES[:150] + [5_000_000] * 5, 0.005).to_dict()
     event["spread"] = {"of": "p50_ns", "min": 10_000.0, "max": 25_000.0, "max_over_min": 2.5}
     records = derive_warnings(summary)
     assert records == [
@@ -146,7 +153,7 @@ def test_records_from_flags_and_spread(lab135_summary) -> None:
 
 def test_populations_name_a_cause_only_from_the_evidence(lab135_summary) -> None:
     event = lab135_summary["arms"][0]
-    event["quality"] = quality_flags(THREE_MODES, 0.005)
+    event["quality"] = quality_flags(THREE_MODES, 0.005).to_dict()
 
     def cause():  # type: ignore[no-untyped-def]
         (record,) = [r for r in derive_warnings(lab135_summary) if r["kind"] == "populations"]
@@ -190,17 +197,17 @@ def test_an_even_spread_is_described_exactly() -> None:
 
 def test_an_even_spread_is_a_poll_and_the_random_part_decides_whether_the_period_is_measured() -> None:
     wide = find_polling(EVEN, settle_jitter_us=4000)
-    assert wide is not None and wide["period_ns"] == 1_990_000 and wide["spans_jitter"] is False
+    assert wide is not None and wide.period_ns == 1_990_000 and wide.spans_jitter is False
     # As wide as the random part of the settle: the period may be longer than what it reached.
-    assert find_polling(EVEN, settle_jitter_us=2000)["spans_jitter"] is True  # type: ignore[index]
-    assert find_polling(EVEN)["spans_jitter"] is None  # type: ignore[index]
+    assert find_polling(EVEN, settle_jitter_us=2000).spans_jitter is True  # type: ignore[union-attr]
+    assert find_polling(EVEN).spans_jitter is None  # type: ignore[union-attr]
 
 
 def test_an_arm_that_takes_no_settle_is_not_looked_at_for_polling() -> None:
     # A storm's receiver never waits for one probe at a time: an even spread of its reactions says
     # nothing about a poll (a catalogue run flagged four storm arms as "these waits poll").
-    assert quality_flags(EVEN, None, settle_jitter_us=2000)["polling"] is not None
-    assert quality_flags(EVEN, None, settle_jitter_us=2000, settles=False)["polling"] is None
+    assert quality_flags(EVEN, None, settle_jitter_us=2000).polling is not None
+    assert quality_flags(EVEN, None, settle_jitter_us=2000, settles=False).polling is None
     from wakelab.core.registry import all_arms
 
     storms = [arm for arm in all_arms() if arm.family == "storms"]
@@ -220,7 +227,7 @@ def test_polls_are_found_with_their_period() -> None:
         for n in (200, 1000):
             found = find_polling(_poll(rng, n, period_us, jitter_us), int(jitter_us))
             assert found is not None, (period_us, jitter_us, n)
-            assert abs(found["period_ns"] - 1000 * period_us) <= 0.1 * 1000 * period_us
+            assert abs(found.period_ns - 1000 * period_us) <= 0.1 * 1000 * period_us
 
 
 def test_the_shapes_of_waits_that_block_are_not_polls() -> None:
@@ -243,7 +250,7 @@ def test_the_shapes_of_waits_that_block_are_not_polls() -> None:
 
 def test_a_polling_flag_is_a_warning_record(lab135_summary) -> None:
     summary = copy.deepcopy(lab135_summary)
-    summary["arms"][0]["quality"] = quality_flags(EVEN, None, settle_jitter_us=4000)
+    summary["arms"][0]["quality"] = quality_flags(EVEN, None, settle_jitter_us=4000).to_dict()
     records = derive_warnings(summary)
     assert records[-1] == {"kind": "polling", "level": "warning", "arm": "event", "figures": {
         "low_ns": 100_000, "high_ns": 2_090_000, "period_ns": 1_990_000, "distance": 0.005, "edge": 0.02,
@@ -254,3 +261,21 @@ def test_a_polling_flag_is_a_warning_record(lab135_summary) -> None:
     del summary["arms"][0]["quality"]["polling"]
     assert [r["kind"] for r in derive_warnings(summary)] == ["percentiles-omitted"]
 
+
+
+def test_the_flags_are_written_in_a_fixed_order_and_read_back_whole() -> None:
+    flags = quality_flags(THREE_MODES[:150] + [5_000_000] * 5, 0.005)
+    assert flags.populations is not None and flags.switch_interval_tail is not None
+    written = flags.to_dict()
+    assert list(written) == ["populations", "switch_interval_tail", "polling"]
+    assert list(written["switch_interval_tail"]) == ["share", "count", "interval_s", "multiples"]
+    assert QualityFlags.from_dict(written) == flags
+    polled = quality_flags(EVEN, None, settle_jitter_us=4000)
+    assert polled.polling is not None
+    assert list(polled.to_dict()["polling"]) == [
+        "low_ns", "high_ns", "period_ns", "distance", "edge", "spread_over_floor", "thinnest_part", "thickest_part", "n",
+        "settle_jitter_us", "spans_jitter",
+    ]
+    assert QualityFlags.from_dict(polled.to_dict()) == polled
+    # No flags stored (a rate arm's entry, an older bundle): none read.
+    assert QualityFlags.from_dict(None) == QualityFlags.from_dict({}) == QualityFlags()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -67,3 +67,17 @@ def test_an_infinite_settle_is_shown_as_stored_not_a_traceback() -> None:
     figures = {"period_ns": 2e6, "low_ns": 1, "high_ns": 2e6, "distance": 0.1, "settle_jitter_us": float("inf"),
                "spans_jitter": True}
     assert format_warning(record("polling", figures)).startswith('event: polling: {"distance": 0.1')
+
+
+def test_a_cause_is_written_back_as_it_was_read_key_order_included() -> None:
+    causes: List[Dict[str, Any]] = [
+        {"kind": "cpus", "cross_share": 0.4, "same_cpu_p50_ns": 5000.0, "cross_cpu_p50_ns": 20000.0, "same_cpu_n": 120,
+         "cross_cpu_n": 80},
+        {"kind": "workers", "worker_p50_ns": [5300.0, 21000.0]},
+        {"kind": "placement", "same_cpu_workers": 1, "split_workers": 2},
+        {"kind": "newer-cause", "what": [1]},
+    ]
+    for cause in causes:
+        read = PopulationCause.from_stored(cause)
+        assert read is not None
+        assert list(read.to_dict().items()) == list(cause.items())

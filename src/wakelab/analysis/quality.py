@@ -18,12 +18,20 @@ the edge in the same way).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
-from wakelab.analysis.warning_figures import Population
+from wakelab.analysis.warning_figures import (
+    OmittedPercentile,
+    Population,
+    PopulationCause,
+    Populations,
+    PollingFigures,
+    SwitchTailFigures,
+)
 from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
 
 # Record levels and kinds: the evidence model's (renderers word the same kinds).
@@ -96,17 +104,44 @@ POLL_SPANS_JITTER = 0.9
 FLOOR_MULTIPLE = 10
 
 
-def find_populations(samples_ns: Sequence[int]) -> Optional[Dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class QualityFlags:
+    """A latency arm's flags, stored under ``quality`` (see :func:`quality_flags`); each None when not found."""
+
+    populations: Optional[Populations] = None
+    switch_interval_tail: Optional[SwitchTailFigures] = None
+    polling: Optional[PollingFigures] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "populations": None if self.populations is None else self.populations.to_dict(),
+            "switch_interval_tail": None if self.switch_interval_tail is None else self.switch_interval_tail.to_dict(),
+            "polling": None if self.polling is None else self.polling.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, quality: object) -> "QualityFlags":
+        """The flags an arm's entry stores (none for a missing or empty ``quality``, or a missing or empty flag)."""
+        if not isinstance(quality, Mapping):
+            return cls()
+        populations, tail, polling = (quality.get(key) for key in ("populations", "switch_interval_tail", "polling"))
+        return cls(
+            Populations.from_dict(populations) if populations else None,
+            SwitchTailFigures.from_dict(tail) if tail else None,
+            PollingFigures.from_dict(polling) if polling else None,
+        )
+
+
+def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
     """Two or more well-separated populations of wakes in ``samples_ns``, or None.
 
     Peaks of the smoothed log2 histogram are taken largest first; a peak is
     kept when it is at least an octave from every peak kept before it, with a
     valley deeper than half the smaller peak between them.  Each kept peak's
     population is the wakes between the valleys either side of it; it counts
-    when it holds at least 10% of the wakes.  Returns ``{"populations":
-    [{"share", "low_ns", "high_ns"}, ...]}``, largest share first, where
-    ``low_ns``..``high_ns`` are the 10th and 90th percentiles of the
-    population's own wakes (measured values, not bin positions).
+    when it holds at least 10% of the wakes.  Returns the populations,
+    largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th
+    percentiles of the population's own wakes (measured values, not bin positions).
     """
     values = sorted(v for v in samples_ns if v > 0)
     n = len(values)
@@ -145,29 +180,29 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Dict[str, Any]]:
             index += 1
         groups[index].append(value)
     populations = [
-        {
-            "share": round(len(group) / n, 4),
-            "low_ns": int(round(percentile(group, POPULATION_RANGE_Q))),
-            "high_ns": int(round(percentile(group, 100.0 - POPULATION_RANGE_Q))),
-        }
+        Population(
+            share=round(len(group) / n, 4),
+            low_ns=int(round(percentile(group, POPULATION_RANGE_Q))),
+            high_ns=int(round(percentile(group, 100.0 - POPULATION_RANGE_Q))),
+        )
         for group in groups
         if len(group) >= MIN_POPULATION_SHARE * n
     ]
     if len(populations) < 2:
         return None
-    populations.sort(key=lambda p: (-p["share"], p["low_ns"]))
-    return {"populations": populations}
+    populations.sort(key=lambda p: (-p.share, p.low_ns))
+    return Populations(tuple(populations))
 
 
-def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float]) -> Optional[Dict[str, Any]]:
+def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float]) -> Optional[SwitchTailFigures]:
     """Wakes clustered just above multiples of the switch interval, when they matter.
 
     Counts the wakes in a narrow band at each of the first eight multiples of
     ``interval_s`` (see ``SWITCH_BAND_*``).  Reported when at least 3 wakes and
     1% of all fall in the bands, and the bands are at least three times as
     dense as the rest of the span from half an interval to the last band.
-    Returns ``{"share", "count", "interval_s", "multiples"}`` (the multiples
-    that hold wakes), or None.
+    Returns the share and count of those wakes, the interval and the
+    multiples that hold wakes, or None.
     """
     if not samples_ns or not interval_s or interval_s <= 0:
         return None
@@ -193,11 +228,12 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float])
     rest_span = (span_high - span_low) / interval_ns - band_span
     if elsewhere and (near / band_span) < SWITCH_CLUSTERING * (elsewhere / rest_span):
         return None
-    return {"share": round(share, 4), "count": near, "interval_s": interval_s, "multiples": sorted(per_multiple)}
+    return SwitchTailFigures(share=round(share, 4), count=near, multiples=tuple(sorted(per_multiple)), interval_s=interval_s)
 
 
-def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, Any]]:
-    """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes).
+def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, object]]:
+    """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes), as a
+    mapping (bench/polling_margin.py tabulates them): :meth:`PollingFigures.statistics` of :func:`_polling_figures`.
 
     ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th
     percentiles (extended by the 5 % either side that it puts beyond them,
@@ -210,6 +246,12 @@ def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, Any]]:
     more); ``spread_over_floor`` the width over the 1st percentile; ``n``
     the wakes judged.
     """
+    figures = _polling_figures(samples_ns)
+    return None if figures is None else figures.statistics()
+
+
+def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
+    """:func:`polling_statistics`'s figures as the record, the settle's left None."""
     values = sorted(v for v in samples_ns if v > 0)
     n = len(values)
     if n < POLL_MIN_SAMPLES:
@@ -232,20 +274,22 @@ def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, Any]]:
         index = int((value - low) / width * POLL_PARTS)
         if 0 <= index < POLL_PARTS:
             parts[index] += 1
-    return {
-        "low_ns": int(round(max(low, values[0]))),
-        "high_ns": int(round(low + width)),
-        "period_ns": int(round(width)),
-        "distance": round(distance, 4),
-        "edge": round(edge, 4),
-        "spread_over_floor": round(width / floor, 2) if floor > 0 else None,
-        "thinnest_part": round(min(parts) / n * POLL_PARTS, 4),
-        "thickest_part": round(max(parts) / n * POLL_PARTS, 4),
-        "n": n,
-    }
+    return PollingFigures(
+        low_ns=int(round(max(low, values[0]))),
+        high_ns=int(round(low + width)),
+        period_ns=int(round(width)),
+        distance=round(distance, 4),
+        edge=round(edge, 4),
+        spread_over_floor=round(width / floor, 2) if floor > 0 else None,
+        thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
+        thickest_part=round(max(parts) / n * POLL_PARTS, 4),
+        n=n,
+        settle_jitter_us=None,
+        spans_jitter=None,
+    )
 
 
-def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[Dict[str, Any]]:
+def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[PollingFigures]:
     """A wait that polls: wakes spread evenly from near nothing up to a period, or None.
 
     A waiter that checks a flag and sleeps P between checks answers a notify
@@ -263,26 +307,22 @@ def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = No
     when not known.  A period longer than the random part shows no even
     spread from the floor, and is not flagged: raise the random part above it.
     """
-    figures = polling_statistics(samples_ns)
+    figures = _polling_figures(samples_ns)
     if figures is None:
         return None
-    ratio = figures["spread_over_floor"]
+    ratio = figures.spread_over_floor
     if (
-        figures["distance"] > POLL_MAX_DISTANCE
-        or figures["edge"] > POLL_MAX_EDGE
-        or figures["thinnest_part"] < POLL_MIN_PART
-        or figures["thickest_part"] > POLL_MAX_PART
-        or figures["period_ns"] < POLL_MIN_PERIOD_NS
+        figures.distance > POLL_MAX_DISTANCE
+        or (figures.edge or 0.0) > POLL_MAX_EDGE
+        or (figures.thinnest_part or 0.0) < POLL_MIN_PART
+        or (figures.thickest_part or 0.0) > POLL_MAX_PART
+        or figures.period_ns < POLL_MIN_PERIOD_NS
         or ratio is None
         or ratio < POLL_MIN_SPREAD_OVER_FLOOR
     ):
         return None
-    figures = dict(figures)
-    figures["settle_jitter_us"] = settle_jitter_us
-    figures["spans_jitter"] = (
-        None if settle_jitter_us is None else figures["period_ns"] >= POLL_SPANS_JITTER * settle_jitter_us * 1000
-    )
-    return figures
+    spans = None if settle_jitter_us is None else figures.period_ns >= POLL_SPANS_JITTER * settle_jitter_us * 1000
+    return dataclasses.replace(figures, settle_jitter_us=settle_jitter_us, spans_jitter=spans)
 
 
 def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
@@ -303,7 +343,7 @@ def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
 
 
 def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None,
-                  settles: bool = True) -> Dict[str, Any]:
+                  settles: bool = True) -> QualityFlags:
     """The per-arm flags stored under ``quality`` in summary.json.
 
     ``interval_s`` is the switch interval, or None where no Python thread can
@@ -312,11 +352,11 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False
     for an arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for.
     """
-    return {
-        "populations": find_populations(samples_ns),
-        "switch_interval_tail": switch_interval_tail(samples_ns, interval_s),
-        "polling": find_polling(samples_ns, settle_jitter_us) if settles else None,
-    }
+    return QualityFlags(
+        populations=find_populations(samples_ns),
+        switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
+        polling=find_polling(samples_ns, settle_jitter_us) if settles else None,
+    )
 
 
 def _worker_sides(arm: ArmRecord) -> List[bool]:
@@ -326,7 +366,7 @@ def _worker_sides(arm: ArmRecord) -> List[bool]:
     return [notifier == waiter for notifier, waiter in seen if isinstance(notifier, int) and isinstance(waiter, int)]
 
 
-def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[Dict[str, Any]]:
+def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[PopulationCause]:
     """What in the evidence separates the populations, or None when nothing recorded does.
 
     ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and
@@ -347,10 +387,10 @@ def _population_cause(arm: ArmRecord, populations: Sequence[Population], placeme
             if population.low_ns <= median <= population.high_ns:
                 homes.add(index)
     if len(homes) >= 2:
-        return {"kind": "workers", "worker_p50_ns": sorted(medians)}
+        return PopulationCause("workers", worker_p50_ns=tuple(sorted(medians)))
     sides = _worker_sides(arm)
     if placement in (None, "any") and True in sides and False in sides:
-        return {"kind": "placement", "same_cpu_workers": sides.count(True), "split_workers": sides.count(False)}
+        return PopulationCause("placement", same_cpu_workers=sides.count(True), split_workers=sides.count(False))
     return None
 
 
@@ -367,7 +407,7 @@ def _home(value: float, populations: Sequence[Population]) -> Optional[int]:
     return best
 
 
-def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Dict[str, Any]]:
+def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[PopulationCause]:
     split = arm.cpu_split
     if split is None:
         return None
@@ -381,8 +421,8 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Di
     homes = {_home(float(same_p50), populations), _home(float(cross_p50), populations)}
     if len(homes) < 2 or None in homes:
         return None
-    return {"kind": "cpus", "cross_share": split.cross_share, "same_cpu_p50_ns": same_p50,
-            "cross_cpu_p50_ns": cross_p50, "same_cpu_n": n_same, "cross_cpu_n": n_cross}
+    return PopulationCause("cpus", cross_share=split.cross_share, same_cpu_p50_ns=same_p50, cross_cpu_p50_ns=cross_p50,
+                           same_cpu_n=n_same, cross_cpu_n=n_cross)
 
 
 def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -395,15 +435,15 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
     bundle = bundle_of(summary)
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
 
-    left_out: Dict[tuple, Dict[str, Any]] = {}
+    left_out: Dict[Tuple[float, int], OmittedPercentile] = {}
     for e in (arm.entry for arm in arms):
         latency = e.get("latency") or {}
         n = latency.get("n")
         for key, q in PERCENTILES:
             if n and key in (latency.get("omitted") or {}):
-                left_out[(q, n)] = {"percentile": key, "n": n, "needs_n": min_n_for(q)}
+                left_out[(q, n)] = OmittedPercentile(key, n, min_n_for(q))
     if left_out:
-        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k] for k in sorted(left_out)]}))
+        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k].to_dict() for k in sorted(left_out)]}))
 
     for arm in arms:
         e, name = arm.entry, str(arm.entry.get("name"))
@@ -411,20 +451,18 @@ def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if spread is not None and spread.max_over_min is not None and spread.max_over_min > SPREAD_LIMIT:
             records.append(WarningRecord(WORKER_SPREAD, WARNING, name, {"of": spread.of, "max_over_min": spread.max_over_min,
                                                          "between": spread.between or "workers"}))
-        quality: Mapping[str, Any] = e.get("quality") or {}
-        populations = (quality.get("populations") or {}).get("populations") or []
+        quality = QualityFlags.from_dict(e.get("quality"))
+        populations = quality.populations.populations if quality.populations is not None else ()
         if len(populations) >= 2:
+            cause = _population_cause(arm, populations, placement)
             records.append(WarningRecord(POPULATIONS, WARNING, name, {
-                "populations": [dict(p) for p in populations],
-                "cause": _population_cause(arm, [Population(p["share"], p["low_ns"], p["high_ns"]) for p in populations],
-                                           placement),
+                "populations": [p.to_dict() for p in populations],
+                "cause": None if cause is None else cause.to_dict(),
             }))
-        tail: Mapping[str, Any] = quality.get("switch_interval_tail") or {}
-        if tail and gil_contended(e, summary):
-            records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, dict(tail)))
-        polling: Mapping[str, Any] = quality.get("polling") or {}
-        if polling:
-            records.append(WarningRecord(POLLING, WARNING, name, dict(polling)))
+        if quality.switch_interval_tail is not None and gil_contended(e, summary):
+            records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, quality.switch_interval_tail.to_dict()))
+        if quality.polling is not None:
+            records.append(WarningRecord(POLLING, WARNING, name, quality.polling.to_dict()))
         if floor:
             series = [("", e.get("latency") or {})] + sorted((e.get("components") or {}).items())
             for series_name, stats in series:

@@ -8,6 +8,13 @@ wording needs, no more -- and raises ``KeyError``, ``TypeError`` or
 ``ValueError`` where they are not what the kind says; the renderer then shows
 the record's stored figures instead (:class:`StoredEntry`).  Renderers word
 these records and never read the mapping themselves.
+
+The per-arm quality flags (``quality`` in summary.json, written by
+:func:`wakelab.analysis.quality.quality_flags`) hold the same figures: their
+populations (:class:`Populations` of :class:`Population`), their switch-interval
+tail (:class:`SwitchTailFigures`) and their polling (:class:`PollingFigures`)
+are these records, each written with ``to_dict()`` and read back with
+``from_dict()``.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ class OmittedPercentile:
     percentile: Any
     n: Any
     needs_n: Any
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"percentile": self.percentile, "n": self.n, "needs_n": self.needs_n}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,24 +89,59 @@ class Population:
     low_ns: Any
     high_ns: Any
 
+    def to_dict(self) -> Dict[str, object]:
+        return {"share": self.share, "low_ns": self.low_ns, "high_ns": self.high_ns}
+
+    @classmethod
+    def from_dict(cls, p: Mapping[str, Any]) -> "Population":
+        return cls(p["share"], p["low_ns"], p["high_ns"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Populations:
+    """The quality flag ``populations``: two or more populations of wakes, largest share first
+    (see :func:`wakelab.analysis.quality.find_populations`)."""
+
+    populations: Tuple[Population, ...]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"populations": [p.to_dict() for p in self.populations]}
+
+    @classmethod
+    def from_dict(cls, f: Mapping[str, Any]) -> "Populations":
+        return cls(tuple(Population.from_dict(p) for p in f.get("populations") or []))
+
 
 @dataclasses.dataclass(frozen=True)
 class PopulationCause:
     """What the run recorded that separates the populations (see :func:`wakelab.analysis.quality._population_cause`).
 
     ``kind`` is ``cpus``, ``workers``, ``placement`` or one this version does
-    not know (``stored`` then holds the cause as stored); the figures of the
-    other kinds are left unread.
+    not know (``stored`` then holds the cause as stored, and is what
+    :meth:`to_dict` writes); the figures of the other kinds are left unread.
     """
 
     kind: Any
-    stored: Mapping[str, Any]
+    stored: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     cross_share: Any = None
     cross_cpu_p50_ns: Any = None
     same_cpu_p50_ns: Any = None
     worker_p50_ns: Tuple[Any, ...] = ()
     same_cpu_workers: Any = None
     split_workers: Any = None
+    same_cpu_n: Any = None
+    cross_cpu_n: Any = None
+
+    def to_dict(self) -> Dict[str, object]:
+        """The cause as a ``populations`` warning's figures hold it."""
+        if self.kind == "cpus":
+            return {"kind": self.kind, "cross_share": self.cross_share, "same_cpu_p50_ns": self.same_cpu_p50_ns,
+                    "cross_cpu_p50_ns": self.cross_cpu_p50_ns, "same_cpu_n": self.same_cpu_n, "cross_cpu_n": self.cross_cpu_n}
+        if self.kind == "workers":
+            return {"kind": self.kind, "worker_p50_ns": list(self.worker_p50_ns)}
+        if self.kind == "placement":
+            return {"kind": self.kind, "same_cpu_workers": self.same_cpu_workers, "split_workers": self.split_workers}
+        return dict(self.stored)
 
     @classmethod
     def from_stored(cls, cause: Any) -> Optional["PopulationCause"]:
@@ -108,7 +153,8 @@ class PopulationCause:
         kind = cause.get("kind")
         if kind == "cpus":
             return cls(kind, cause, cross_share=cause.get("cross_share"), cross_cpu_p50_ns=cause.get("cross_cpu_p50_ns"),
-                       same_cpu_p50_ns=cause.get("same_cpu_p50_ns"))
+                       same_cpu_p50_ns=cause.get("same_cpu_p50_ns"), same_cpu_n=cause.get("same_cpu_n"),
+                       cross_cpu_n=cause.get("cross_cpu_n"))
         if kind == "workers":
             return cls(kind, cause, worker_p50_ns=tuple(cause.get("worker_p50_ns") or []))
         if kind == "placement":
@@ -146,12 +192,23 @@ class PopulationsFigures:
 
 @dataclasses.dataclass(frozen=True)
 class SwitchTailFigures:
-    """``switch-interval-tail``: the share of wakes (0-1) and their count, just above which multiples of which interval."""
+    """``switch-interval-tail``: the share of wakes (0-1) and their count, just above which multiples of which interval.
+
+    Also the quality flag ``switch_interval_tail`` (see :func:`wakelab.analysis.quality.switch_interval_tail`).
+    """
 
     share: float
     count: Any
     multiples: Tuple[int, ...]
     interval_s: float
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"share": self.share, "count": self.count, "interval_s": self.interval_s, "multiples": list(self.multiples)}
+
+    @classmethod
+    def from_dict(cls, f: Mapping[str, Any]) -> "SwitchTailFigures":
+        """The flag as written (its values as stored; :meth:`from_figures` reads a warning's leniently)."""
+        return cls(f["share"], f["count"], tuple(f["multiples"]), f["interval_s"])
 
     @classmethod
     def from_figures(cls, f: Mapping[str, Any]) -> "SwitchTailFigures":
@@ -177,7 +234,12 @@ class TimerFloorFigures:
 @dataclasses.dataclass(frozen=True)
 class PollingFigures:
     """``polling``: the even spread's period and ends (ns), its distance to the wakes, and the settle's random part
-    (µs) with whether the period reached it (see :func:`wakelab.analysis.quality.find_polling`)."""
+    (µs) with whether the period reached it (see :func:`wakelab.analysis.quality.find_polling`).
+
+    Also the quality flag ``polling``, which holds the rest of the statistics
+    judged (:func:`wakelab.analysis.quality.polling_statistics`): a warning's
+    reader (:meth:`from_figures`) leaves them None, the flag's (:meth:`from_dict`) reads them.
+    """
 
     period_ns: float
     low_ns: Any
@@ -185,6 +247,29 @@ class PollingFigures:
     distance: float
     settle_jitter_us: Any
     spans_jitter: Any
+    edge: Optional[float] = None
+    spread_over_floor: Optional[float] = None
+    thinnest_part: Optional[float] = None
+    thickest_part: Optional[float] = None
+    n: Optional[int] = None
+
+    def statistics(self) -> Dict[str, object]:
+        """The statistics judged, without the settle's: :func:`wakelab.analysis.quality.polling_statistics`."""
+        return {"low_ns": self.low_ns, "high_ns": self.high_ns, "period_ns": self.period_ns, "distance": self.distance,
+                "edge": self.edge, "spread_over_floor": self.spread_over_floor, "thinnest_part": self.thinnest_part,
+                "thickest_part": self.thickest_part, "n": self.n}
+
+    def to_dict(self) -> Dict[str, object]:
+        out = self.statistics()
+        out["settle_jitter_us"] = self.settle_jitter_us
+        out["spans_jitter"] = self.spans_jitter
+        return out
+
+    @classmethod
+    def from_dict(cls, f: Mapping[str, Any]) -> "PollingFigures":
+        """The flag as written (its values as stored)."""
+        return cls(f["period_ns"], f["low_ns"], f["high_ns"], f["distance"], f.get("settle_jitter_us"),
+                   f.get("spans_jitter"), f["edge"], f["spread_over_floor"], f["thinnest_part"], f["thickest_part"], f["n"])
 
     @classmethod
     def from_figures(cls, f: Mapping[str, Any]) -> "PollingFigures":
@@ -215,5 +300,5 @@ def figures_of(record: WarningRecord) -> Figures:
 
 __all__ = [
     "Figures", "OmittedFigures", "OmittedPercentile", "PollingFigures", "Population", "PopulationCause",
-    "PopulationsFigures", "SpreadFigures", "StoredEntry", "SwitchTailFigures", "TimerFloorFigures", "figures_of",
+    "Populations", "PopulationsFigures", "SpreadFigures", "StoredEntry", "SwitchTailFigures", "TimerFloorFigures", "figures_of",
 ]

@@ -487,8 +487,8 @@ def _soak_locked(
         if final and len(state.kept):
             tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
             jitter = arm_params.settle_jitter_us if arm_params.mode == "closed" else None
-            entry["quality"] = jsonable(quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter,
-                                                         settles=arm.settles))
+            entry["quality"] = quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter,
+                                             settles=arm.settles).to_dict()
         new_record(
             elapsed_s=round(clock() - soak_started, 3),
             chunks=state.chunks,

@@ -30,7 +30,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab import __version__
-from wakelab.analysis.quality import quality_flags
+from wakelab.analysis.quality import QualityFlags, quality_flags
 from wakelab.analysis.stats import LatencyStats, RateStats, cpu_split, repetition_spread, summarize_latency, summarize_rate
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate
 from wakelab.core.registry import get_arm
@@ -163,14 +163,14 @@ class ArmFigures:
     workers: Tuple[WorkerRecord, ...]
     spread: Optional[Spread]
     repetitions: Repetitions
-    quality: Optional[Mapping[str, object]] = None
+    quality: Optional[QualityFlags] = None
     cpu_split: Optional[Mapping[str, object]] = None
 
     def to_dict(self) -> Document:
         out: Document = {"wall_s": self.wall_s}
         out.update(self.figures.to_dict())
         if self.figures.latency is not None:
-            out["quality"] = None if self.quality is None else dict(self.quality)
+            out["quality"] = None if self.quality is None else self.quality.to_dict()
             out["cpu_split"] = None if self.cpu_split is None else dict(self.cpu_split)
         out["workers"] = [worker.to_dict() for worker in self.workers]
         out["spread"] = None if self.spread is None else self.spread.to_dict()
@@ -214,8 +214,7 @@ def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s:
     key = figure_key(kind)
     quality = split = None
     if isinstance(raw, RawLatency):
-        quality = _jsonable_dict(quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us,
-                                                     settles=settles))
+        quality = quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us, settles=settles)
         split = cpu_split(raw.samples_ns, raw.waiter_cpus, raw.notifier_cpus)
     # With repetitions, the spread that matters is between them (each pools its workers' wakes).
     if repeat == 1:
