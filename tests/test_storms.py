@@ -202,7 +202,7 @@ def test_the_runner_asks_for_no_polling_where_the_arm_takes_no_settle(tmp_path: 
     asked: Dict[str, bool] = {}
     real = harness_summary.quality_flags
 
-    def spy(samples_ns: Any, interval_s: Any, settle_jitter_us: Any = None, settles: bool = True) -> Dict[str, Any]:
+    def spy(samples_ns: Any, interval_s: Any, settle_jitter_us: Any = None, settles: bool = True) -> Any:
         asked[str(len(asked))] = settles
         return real(samples_ns, interval_s, settle_jitter_us=settle_jitter_us, settles=settles)
 
