@@ -15,6 +15,7 @@ import pytest
 from wakelab.analysis import components as comp
 from wakelab.analysis import reblocks as rb
 from wakelab.analysis.components import COMPONENTS, SchedEvent, split_wake, split_wakes
+from wakelab.evidence.figures import TraceComponents
 from wakelab.core.drivers import interpreter_data_ranges
 
 T0 = 1_000_000_000
@@ -304,7 +305,9 @@ def test_the_summary_names_the_causes_and_the_holders_and_the_sentence_reads_the
     lock = _reblocked(enter(T0 + 9_000), switch_out(T0 + 10_000), waking(T0 + 1_010_000, by=N),
                       wakeup(T0 + 1_011_000), switch_in(T0 + 1_012_000), leave(T0 + 1_013_000), t1=3_000_000)
     splits = [gil] * 5 + [lock] * 5
-    figures = comp.summarize_components([3_000_000] * 10, splits)
+    record = comp.summarize_components([3_000_000] * 10, splits)
+    assert TraceComponents.from_dict(record.to_dict()) == record
+    figures = record.to_dict()
     band = figures["at_p50"]
     assert band["wakes"] == 2 and band["reblocks_ns"] == {"gil/busy": 1_000_000.0, "lock/notifier": 500_000.0}  # one of each
     assert sum(band["reblocks_ns"].values()) == band["parts_ns"]["gil_wait"]

@@ -26,6 +26,7 @@ import pytest
 import wakelab.core.drivers as drivers
 from wakelab.analysis import components as comp
 from wakelab.analysis.components import COMPONENTS, SchedEvent, split_wake, split_wakes
+from wakelab.evidence.figures import TraceComponents
 from wakelab.core.drivers import WakePath, thread as thread_driver
 from wakelab.core.model import MeasureParams, RawLatency
 from wakelab.core.registry import get_arm
@@ -141,10 +142,18 @@ def test_spinning_and_self_arms_say_why_nothing_is_attributed() -> None:
 def test_the_summary_bands_sum_and_the_text_block_shows_them() -> None:
     events = [switch_out(T0 - 1), waking(T0 + 6_000), wakeup(T0 + 9_000), switch_in(T0 + 15_000)]
     splits = [split(events, T0, T0 + 19_000)] * 10
-    figures = comp.summarize_components([19_000] * 10, splits)
+    record = comp.summarize_components([19_000] * 10, splits)
+    assert record.at_p50 is not None and sum(record.at_p50.parts_ns.values()) == pytest.approx(record.at_p50.latency_ns)
+    assert record.percentiles["scheduler"]["p50_ns"] == 9_000
+    # The reader reads back the record the writer wrote.
+    assert TraceComponents.from_dict(record.to_dict()) == record
+    figures = record.to_dict()
     band = figures["at_p50"]
-    assert sum(band["parts_ns"].values()) == pytest.approx(band["latency_ns"])
-    assert figures["percentiles"]["scheduler"]["p50_ns"] == 9_000
+    # summary.json's trace.components keeps its keys and their order.
+    assert list(figures) == ["wakes", "fully_attributed", "with_gil_cycles", "from_idle_fraction", "cross_cpu_fraction",
+                             "parked_at_t0_fraction", "inferred_switch_ins", "percentiles", "at_p50", "at_p99", "reblocks"]
+    assert list(band) == ["wakes", "latency_ns", "parts_ns", "reblocks_ns"] and list(band["parts_ns"]) == list(COMPONENTS)
+    assert list(figures["percentiles"]["notify"]) == ["p50_ns", "p90_ns", "p99_ns", "mean_ns", "max_ns"]
     summary = {"tracing": {"requested": True, "traced": True},
                "arms": [{"name": "event", "native": None, "family": "threads",
                          "trace": {"traced": True, "components": figures,

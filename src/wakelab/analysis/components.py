@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
 from wakelab.analysis.frames import format_frames
@@ -62,6 +62,7 @@ from wakelab.analysis.reblocks import (
     timed_out,
     waker_role,
 )
+from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, ReblockCause, TraceComponents
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us
 
@@ -496,7 +497,7 @@ def reblock_series(splits: Sequence[WakeSplit]) -> Dict[str, List[int]]:
 
 
 def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], q_low: float, q_high: float,
-                reblocks: Optional[Mapping[str, Sequence[int]]] = None) -> Optional[Dict[str, Any]]:
+                reblocks: Optional[Mapping[str, Sequence[int]]] = None) -> Optional[ComponentBand]:
     """Mean latency and mean components of the wakes ranked between quantiles ``q_low`` and ``q_high``
     (and, given ``reblocks``, the mean of each re-block cause: they sum to ``gil_wait``'s)."""
     n = len(samples_ns)
@@ -507,41 +508,42 @@ def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], 
     hi = max(lo + 1, min(n, int(round(q_high * n))))
     chosen = order[lo:hi]
     k = len(chosen)
-    out: Dict[str, Any] = {"wakes": k, "latency_ns": sum(samples_ns[i] for i in chosen) / k}
-    out["parts_ns"] = {name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS}
+    causes: Optional[Dict[str, float]] = None
     if reblocks is not None:
         means = {cause: sum(values[i] for i in chosen) / k for cause, values in reblocks.items()}
-        out["reblocks_ns"] = {cause: mean for cause, mean in means.items() if mean}
-    return out
+        causes = {cause: mean for cause, mean in means.items() if mean}
+    return ComponentBand(wakes=k, latency_ns=sum(samples_ns[i] for i in chosen) / k,
+                         parts_ns={name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS},
+                         reblocks_ns=causes)
 
 
 #: How many holders (threads that held what the waiter re-blocked on) the summary names.
 HOLDERS_SHOWN = 5
 
 
-def _holders(splits: Sequence[WakeSplit]) -> List[Dict[str, Any]]:
+def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
     """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and
     the thread ids: one per worker, whose threads differ), in how many wakes, and the re-blocks'
     time in all (ns)."""
-    totals: Dict[Tuple[str, str], List[Any]] = {}
+    totals: Dict[Tuple[str, str], Tuple[int, int, Set[int]]] = {}
     for split in splits:
         seen = set()
         for block in split.reblocks:
             if block.holder_tid is None or not block.holder:
                 continue
             key = (block.on, block.holder)
-            entry = totals.setdefault(key, [0, 0, set()])
-            entry[1] += block.asleep_ns
-            entry[2].add(block.holder_tid)
+            wakes, asleep, tids = totals.get(key, (0, 0, set()))
+            tids.add(block.holder_tid)
             if key not in seen:
-                entry[0] += 1
+                wakes += 1
                 seen.add(key)
+            totals[key] = (wakes, asleep + block.asleep_ns, tids)
     ranked = sorted(totals.items(), key=lambda item: (-item[1][1], item[0]))[:HOLDERS_SHOWN]
-    return [{"on": on, "role": role, "tids": sorted(tids), "wakes": wakes, "asleep_ns": asleep}
-            for (on, role), (wakes, asleep, tids) in ranked]
+    return tuple(TraceHolder(on=on, role=role, tids=tuple(sorted(tids)), wakes=wakes, asleep_ns=asleep)
+                 for (on, role), (wakes, asleep, tids) in ranked)
 
 
-def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> Dict[str, Any]:
+def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> TraceComponents:
     """The ``trace.components`` figures of an arm: per component its percentiles, and where the
     median wake and the tail wakes go.
 
@@ -550,40 +552,42 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
     ``at_p50`` / ``at_p99``: the mean latency and mean components of the
     wakes ranked around the median (45th to 55th percentile) and at the tail
     (99th percentile and above) -- these do sum (up to rounding); their
-    ``reblocks_ns`` split ``gil_wait`` by cause.  ``reblocks``: each cause's
-    wakes and time, and the threads that held what the waiter re-blocked on.
+    ``reblocks_ns`` split ``gil_wait`` by cause.  ``causes``: each cause's
+    wakes and time; ``holders``: the threads that held what the waiter re-blocked on.
     """
     from wakelab.analysis.stats import summarize_latency
 
     series = component_series(splits)
     causes = reblock_series(splits)
     series_sched = [a + b for a, b in zip(series["sched_wake"], series["sched_queue"])]
-    percentiles: Dict[str, Any] = {}
+    percentiles: Dict[str, ComponentPercentiles] = {}
     for name in COMPONENTS + ("scheduler",):
         values = series_sched if name == "scheduler" else series[name]
-        stats = summarize_latency(values).to_dict()
-        percentiles[name] = {k: stats.get(k) for k in ("p50_ns", "p90_ns", "p99_ns", "mean_ns", "max_ns")}
+        stats = summarize_latency(values)
+        percentiles[name] = {"p50_ns": stats.percentiles_ns.get("p50"), "p90_ns": stats.percentiles_ns.get("p90"),
+                             "p99_ns": stats.percentiles_ns.get("p99"), "mean_ns": stats.mean_ns, "max_ns": stats.max_ns}
     n = len(splits)
     idle = [s.from_idle for s in splits if s.from_idle is not None]
     cross = [s.cross_cpu for s in splits if s.cross_cpu is not None]
-    by_cause: Dict[str, Any] = {}
+    by_cause: Dict[str, ReblockCause] = {}
     for cause, values in causes.items():
         present = [v for v in values if v]
-        by_cause[cause] = {"wakes": len(present), "total_ns": sum(present),
-                           "p50_ns": summarize_latency(present).to_dict().get("p50_ns") if present else None}
-    return {
-        "wakes": n,
-        "fully_attributed": sum(1 for s in splits if s.attributed),
-        "with_gil_cycles": sum(1 for s in splits if s.cycles),
-        "from_idle_fraction": (sum(idle) / len(idle)) if idle else None,
-        "cross_cpu_fraction": (sum(cross) / len(cross)) if cross else None,
-        "parked_at_t0_fraction": (sum(1 for s in splits if s.parked) / n) if n else None,
-        "inferred_switch_ins": sum(s.inferred for s in splits),
-        "percentiles": percentiles,
-        "at_p50": _band_means(samples_ns, series, 0.45, 0.55, causes),
-        "at_p99": _band_means(samples_ns, series, 0.99, 1.0, causes),
-        "reblocks": {"causes": by_cause, "holders": _holders(splits)},
-    }
+        by_cause[cause] = ReblockCause(wakes=len(present), total_ns=sum(present),
+                                       p50_ns=summarize_latency(present).percentiles_ns.get("p50") if present else None)
+    return TraceComponents(
+        wakes=n,
+        fully_attributed=sum(1 for s in splits if s.attributed),
+        with_gil_cycles=sum(1 for s in splits if s.cycles),
+        from_idle_fraction=(sum(idle) / len(idle)) if idle else None,
+        cross_cpu_fraction=(sum(cross) / len(cross)) if cross else None,
+        parked_at_t0_fraction=(sum(1 for s in splits if s.parked) / n) if n else None,
+        inferred_switch_ins=sum(s.inferred for s in splits),
+        percentiles=percentiles,
+        at_p50=_band_means(samples_ns, series, 0.45, 0.55, causes),
+        at_p99=_band_means(samples_ns, series, 0.99, 1.0, causes),
+        causes=by_cause,
+        holders=_holders(splits),
+    )
 
 
 def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -> bool:

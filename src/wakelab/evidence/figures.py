@@ -95,15 +95,157 @@ class RateFigures:
         )
 
 
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentBand:
+    """Where the wakes ranked in one band go (``at_p50``: 45th to 55th percentile, ``at_p99``: the tail).
+
+    ``latency_ns`` is their mean latency, ``parts_ns`` each component's mean (they sum to it, up to
+    rounding); ``reblocks_ns`` splits ``gil_wait`` by re-block cause (None: a band from before
+    re-blocks were named).
+    """
+
+    wakes: int
+    latency_ns: Optional[float]
+    parts_ns: Mapping[str, float]
+    reblocks_ns: Optional[Mapping[str, float]] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {"wakes": self.wakes, "latency_ns": self.latency_ns, "parts_ns": dict(self.parts_ns)}
+        if self.reblocks_ns is not None:
+            out["reblocks_ns"] = dict(self.reblocks_ns)
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Optional["ComponentBand"]:
+        if not isinstance(doc, Mapping):
+            return None
+        parts = _mapping(doc.get("parts_ns"))
+        found = doc.get("reblocks_ns")
+        return cls(
+            wakes=_count(doc.get("wakes")),
+            latency_ns=_opt_float(doc.get("latency_ns")),
+            parts_ns={str(k): float(v) for k, v in parts.items() if _opt_float(v) is not None},
+            reblocks_ns={str(k): float(v or 0.0) for k, v in found.items()} if isinstance(found, Mapping) else None,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ReblockCause:
+    """One re-block cause (``ON/WHO``) over a traced arm's wakes: in how many, its time in all, its p50 where present (ns)."""
+
+    wakes: int
+    total_ns: int
+    p50_ns: Optional[float]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"wakes": self.wakes, "total_ns": self.total_ns, "p50_ns": self.p50_ns}
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "ReblockCause":
+        d = _mapping(doc)
+        return cls(_count(d.get("wakes")), _count(d.get("total_ns")), _opt_float(d.get("p50_ns")))
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceHolder:
+    """Who held what a traced arm's waiter re-blocked on: what (``on``), who (``role``), their thread ids, in how
+    many wakes, and the re-blocks' time in all (ns; None when the bundle did not record it)."""
+
+    on: str
+    role: str
+    tids: Tuple[Any, ...]
+    wakes: Any
+    asleep_ns: Any = None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"on": self.on, "role": self.role, "tids": list(self.tids), "wakes": self.wakes, "asleep_ns": self.asleep_ns}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceHolder":
+        return cls(str(doc.get("on")), str(doc.get("role") or ""), tuple(doc.get("tids") or ()), doc.get("wakes"),
+                   doc.get("asleep_ns"))
+
+
+#: A component's own percentiles (``p50_ns``, ``p90_ns``, ``p99_ns``, ``mean_ns``, ``max_ns``; None: no wakes).
+ComponentPercentiles = Mapping[str, Optional[float]]
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceComponents:
+    """``trace.components``: where a traced arm's wakes go (computed by ``wakelab.analysis.components``).
+
+    ``percentiles``: each component's (and ``scheduler``'s) own figures -- these do not sum;
+    ``at_p50`` / ``at_p99``: the bands (:class:`ComponentBand`) -- these do; ``causes``: each
+    re-block cause's figures; ``holders``: who held what the waiter re-blocked on, most time first.
+    """
+
+    wakes: int = 0
+    fully_attributed: int = 0
+    with_gil_cycles: int = 0
+    from_idle_fraction: Optional[float] = None
+    cross_cpu_fraction: Optional[float] = None
+    parked_at_t0_fraction: Optional[float] = None
+    inferred_switch_ins: int = 0
+    percentiles: Mapping[str, ComponentPercentiles] = dataclasses.field(default_factory=dict)
+    at_p50: Optional[ComponentBand] = None
+    at_p99: Optional[ComponentBand] = None
+    causes: Mapping[str, ReblockCause] = dataclasses.field(default_factory=dict)
+    holders: Tuple[TraceHolder, ...] = ()
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "wakes": self.wakes,
+            "fully_attributed": self.fully_attributed,
+            "with_gil_cycles": self.with_gil_cycles,
+            "from_idle_fraction": self.from_idle_fraction,
+            "cross_cpu_fraction": self.cross_cpu_fraction,
+            "parked_at_t0_fraction": self.parked_at_t0_fraction,
+            "inferred_switch_ins": self.inferred_switch_ins,
+            "percentiles": {name: dict(figures) for name, figures in self.percentiles.items()},
+            "at_p50": self.at_p50.to_dict() if self.at_p50 is not None else None,
+            "at_p99": self.at_p99.to_dict() if self.at_p99 is not None else None,
+            "reblocks": {"causes": {cause: c.to_dict() for cause, c in self.causes.items()},
+                         "holders": [h.to_dict() for h in self.holders]},
+        }
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "TraceComponents":
+        comps = _mapping(doc)
+        reblocks = _mapping(comps.get("reblocks"))
+        return cls(
+            wakes=_opt_int(comps.get("wakes")) or 0,
+            fully_attributed=_opt_int(comps.get("fully_attributed")) or 0,
+            with_gil_cycles=_opt_int(comps.get("with_gil_cycles")) or 0,
+            from_idle_fraction=_opt_float(comps.get("from_idle_fraction")),
+            cross_cpu_fraction=_opt_float(comps.get("cross_cpu_fraction")),
+            parked_at_t0_fraction=_opt_float(comps.get("parked_at_t0_fraction")) if isinstance(
+                comps.get("parked_at_t0_fraction"), (int, float)) else None,
+            inferred_switch_ins=_opt_int(comps.get("inferred_switch_ins")) or 0,
+            percentiles={
+                str(name): {str(k): _opt_float(v) for k, v in figures.items()}
+                for name, figures in _mapping(comps.get("percentiles")).items()
+                if isinstance(figures, Mapping)
+            },
+            at_p50=ComponentBand.from_dict(comps.get("at_p50")),
+            at_p99=ComponentBand.from_dict(comps.get("at_p99")),
+            causes={str(k): ReblockCause.from_dict(v) for k, v in _mapping(reblocks.get("causes")).items()},
+            holders=tuple(TraceHolder.from_dict(h) for h in reblocks.get("holders") or () if isinstance(h, Mapping)),
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class TraceFigures:
     """Where an arm's time goes (a run with ``--trace``; see ``wakelab.analysis.components``).
 
-    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise
-    ``at_p50`` / ``at_p99`` map each component (notify, sched_wake,
-    sched_queue, gil_wait, interpreter, unattributed) to its mean in ns over
-    the wakes ranked around the median / at the tail (they sum to
-    ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own
+    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise ``components``
+    (:class:`TraceComponents`) holds the split as the analysis computed it: ``at_p50`` /
+    ``at_p99`` map each component (notify, sched_wake, sched_queue, gil_wait, interpreter,
+    unattributed) to its mean in ns over the wakes ranked around the median / at the tail (they
+    sum to ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own
     p50/p90/p99; the overhead is the traced pass's p50 against the untraced one.
     """
 
@@ -112,102 +254,102 @@ class TraceFigures:
     untraced_p50_ns: Optional[float] = None
     traced_p50_ns: Optional[float] = None
     overhead_ratio: Optional[float] = None
-    at_p50_ns: Optional[float] = None
-    at_p99_ns: Optional[float] = None
-    at_p50: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    at_p99: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    percentiles: Mapping[str, Mapping[str, Optional[float]]] = dataclasses.field(default_factory=dict)
-    wakes: int = 0
-    fully_attributed: int = 0
-    #: Each band's re-blocks by cause (mean ns; they sum to its ``gil_wait``); None for a band from before
-    #: re-blocks were named (or no band).
-    at_p50_reblocks: Optional[Mapping[str, float]] = None
-    at_p99_reblocks: Optional[Mapping[str, float]] = None
+    components: TraceComponents = dataclasses.field(default_factory=TraceComponents)
     #: The untraced p50 measured again after the traced pass (ns).
     untraced_after_p50_ns: Optional[float] = None
-    #: Events perf dropped; wakes re-blocked; switch-ins placed at the waiter's return from its call.
+    #: Events perf dropped.
     lost_events: int = 0
-    with_gil_cycles: int = 0
-    inferred_switch_ins: int = 0
-    cross_cpu_fraction: Optional[float] = None
-    from_idle_fraction: Optional[float] = None
-    #: Who held what the waiter re-blocked on, most time first.
-    holders: Tuple["TraceHolder", ...] = ()
     #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
     frames: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "TraceFigures":
-        comps = doc.get("components") if isinstance(doc.get("components"), Mapping) else {}
-        overhead = doc.get("overhead") if isinstance(doc.get("overhead"), Mapping) else {}
-        assert isinstance(comps, Mapping) and isinstance(overhead, Mapping)
-
-        def band(key: str) -> Tuple[Optional[float], Dict[str, float]]:
-            value = comps.get(key)
-            if not isinstance(value, Mapping):
-                return None, {}
-            parts = value.get("parts_ns") if isinstance(value.get("parts_ns"), Mapping) else {}
-            assert isinstance(parts, Mapping)
-            return _opt_float(value.get("latency_ns")), {
-                str(k): float(v) for k, v in parts.items() if _opt_float(v) is not None
-            }
-
-        def causes(key: str) -> Optional[Dict[str, float]]:
-            found = _mapping(comps.get(key)).get("reblocks_ns")
-            return {str(k): float(v or 0.0) for k, v in found.items()} if isinstance(found, Mapping) else None
-
-        p50_ns, p50 = band("at_p50")
-        p99_ns, p99 = band("at_p99")
-        raw_percentiles = comps.get("percentiles") if isinstance(comps.get("percentiles"), Mapping) else {}
-        assert isinstance(raw_percentiles, Mapping)
+        overhead = _mapping(doc.get("overhead"))
         return cls(
             traced=doc.get("traced") is True,
             reason=doc.get("reason") if isinstance(doc.get("reason"), str) else None,
             untraced_p50_ns=_opt_float(overhead.get("untraced_p50_ns")),
             traced_p50_ns=_opt_float(overhead.get("traced_p50_ns")),
             overhead_ratio=_opt_float(overhead.get("ratio")),
-            at_p50_ns=p50_ns,
-            at_p99_ns=p99_ns,
-            at_p50=p50,
-            at_p99=p99,
-            percentiles={
-                str(name): {str(k): _opt_float(v) for k, v in figures.items()}
-                for name, figures in raw_percentiles.items()
-                if isinstance(figures, Mapping)
-            },
-            wakes=_opt_int(comps.get("wakes")) or 0,
-            fully_attributed=_opt_int(comps.get("fully_attributed")) or 0,
-            at_p50_reblocks=causes("at_p50"),
-            at_p99_reblocks=causes("at_p99"),
+            components=TraceComponents.from_dict(doc.get("components")),
             untraced_after_p50_ns=_opt_float(overhead.get("untraced_after_p50_ns")),
             lost_events=_opt_int(doc.get("lost_events")) or 0,
-            with_gil_cycles=_opt_int(comps.get("with_gil_cycles")) or 0,
-            inferred_switch_ins=_opt_int(comps.get("inferred_switch_ins")) or 0,
-            cross_cpu_fraction=_opt_float(comps.get("cross_cpu_fraction")),
-            from_idle_fraction=_opt_float(comps.get("from_idle_fraction")),
-            holders=tuple(TraceHolder.from_dict(h) for h in _mapping(comps.get("reblocks")).get("holders") or ()
-                          if isinstance(h, Mapping)),
             frames=_mapping(doc.get("frames")),
         )
+
+    # The bands and counts, read from ``components``.
+    @property
+    def at_p50_ns(self) -> Optional[float]:
+        band = self.components.at_p50
+        return band.latency_ns if band is not None else None
+
+    @property
+    def at_p99_ns(self) -> Optional[float]:
+        band = self.components.at_p99
+        return band.latency_ns if band is not None else None
+
+    @property
+    def at_p50(self) -> Mapping[str, float]:
+        band = self.components.at_p50
+        return band.parts_ns if band is not None else {}
+
+    @property
+    def at_p99(self) -> Mapping[str, float]:
+        band = self.components.at_p99
+        return band.parts_ns if band is not None else {}
+
+    @property
+    def at_p50_reblocks(self) -> Optional[Mapping[str, float]]:
+        """The median band's re-blocks by cause (mean ns; they sum to its ``gil_wait``); None for a band from
+        before re-blocks were named (or no band)."""
+        band = self.components.at_p50
+        return band.reblocks_ns if band is not None else None
+
+    @property
+    def at_p99_reblocks(self) -> Optional[Mapping[str, float]]:
+        band = self.components.at_p99
+        return band.reblocks_ns if band is not None else None
+
+    @property
+    def percentiles(self) -> Mapping[str, ComponentPercentiles]:
+        return self.components.percentiles
+
+    @property
+    def wakes(self) -> int:
+        return self.components.wakes
+
+    @property
+    def fully_attributed(self) -> int:
+        return self.components.fully_attributed
+
+    @property
+    def with_gil_cycles(self) -> int:
+        """Wakes re-blocked."""
+        return self.components.with_gil_cycles
+
+    @property
+    def inferred_switch_ins(self) -> int:
+        """Switch-ins placed at the waiter's return from its call."""
+        return self.components.inferred_switch_ins
+
+    @property
+    def cross_cpu_fraction(self) -> Optional[float]:
+        return self.components.cross_cpu_fraction
+
+    @property
+    def from_idle_fraction(self) -> Optional[float]:
+        return self.components.from_idle_fraction
+
+    @property
+    def holders(self) -> Tuple[TraceHolder, ...]:
+        """Who held what the waiter re-blocked on, most time first."""
+        return self.components.holders
 
     @property
     def has_bands(self) -> bool:
         """True when the split recorded where the median wake goes (``at_p50``)."""
         return self.at_p50_ns is not None or bool(self.at_p50)
 
-
-@dataclasses.dataclass(frozen=True)
-class TraceHolder:
-    """Who held what a traced arm's waiter re-blocked on: what (``on``), who (``role``), their thread ids, in how many wakes."""
-
-    on: str
-    role: str
-    tids: Tuple[Any, ...]
-    wakes: Any
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "TraceHolder":
-        return cls(str(doc.get("on")), str(doc.get("role") or ""), tuple(doc.get("tids") or ()), doc.get("wakes"))
 
 @dataclasses.dataclass(frozen=True)
 class RepetitionSpread:
@@ -284,5 +426,6 @@ class CpuSplit:
                    d.get("unknown"))
 
 
-__all__ = ["CpuSide", "CpuSplit", "LATENCY", "LatencyFigures", "MedianSpread", "PERCENTILE_KEYS", "RATE", "RateFigures",
-           "RepetitionSpread", "TraceFigures", "TraceHolder"]
+__all__ = ["ComponentBand", "ComponentPercentiles", "CpuSide", "CpuSplit", "LATENCY", "LatencyFigures", "MedianSpread",
+           "PERCENTILE_KEYS", "RATE", "RateFigures", "ReblockCause", "RepetitionSpread", "TraceComponents", "TraceFigures",
+           "TraceHolder"]

@@ -25,6 +25,7 @@ from wakelab.analysis.components import component_series, reblock_series, split_
 from wakelab.analysis.stats import LatencyStats, summarize_latency
 from wakelab.core.model import Arm, Raw, RawLatency, raw_to_dict
 from wakelab.evidence import bundle
+from wakelab.evidence.figures import TraceComponents
 from wakelab.evidence.model import WorkerRecord
 from wakelab.harness import trace as sched_trace
 from wakelab.harness.workers import pool_raws
@@ -91,7 +92,7 @@ class ArmTrace:
     latency: Optional[LatencyStats] = None
     overhead: Optional[Overhead] = None
     #: :func:`wakelab.analysis.components.summarize_components`'s record.
-    components: Optional[Mapping[str, object]] = None
+    components: Optional[TraceComponents] = None
     #: ``--trace-frames``: the Python frames sampled (None: not asked for).
     frames: Optional[Mapping[str, object]] = None
 
@@ -112,7 +113,7 @@ class ArmTrace:
             "lost_events": self.lost_events,
             "latency": self.latency.to_dict(),
             "overhead": self.overhead.to_dict(),
-            "components": self.components,
+            "components": self.components.to_dict() if self.components is not None else None,
         }
         if self.frames is not None:
             out["frames"] = self.frames
