@@ -16,7 +16,6 @@ do not call ``sem_post`` (3.13+ parks them).  The attribution figures of issue 2
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -24,10 +23,10 @@ from typing import Any, Dict, List, Mapping
 
 import pytest
 
+from test_trace import _trace_reason  # one probe of whether perf can trace here, shared with test_trace
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.core.model import MeasureParams
 from wakelab.evidence.load import load_samples, load_summary
-from wakelab.harness import trace
 from wakelab.harness.conditions import Conditions
 from wakelab.harness.runner import Execution, RunPlan, run_plan
 from wakelab.labs import LAB_135
@@ -42,20 +41,6 @@ SPIN_NS = 1_000_000
 ATTRIBUTED = 0.90
 
 pytestmark = pytest.mark.slow
-
-
-@functools.lru_cache(maxsize=1)
-def _trace_reason() -> str:
-    reason = trace.precheck()
-    if reason:
-        return reason
-    try:
-        with trace.SchedTrace() as session:
-            pass
-        session.close()
-    except trace.TraceUnavailable as exc:
-        return str(exc)
-    return ""
 
 
 @pytest.fixture
