@@ -96,7 +96,7 @@ def test_the_sender_is_bounded_in_time() -> None:
 
 def test_each_probe_takes_the_first_delivery_at_or_after_its_kill() -> None:
     params = MeasureParams(n=4, warmup=1)
-    probe = {"t0": [100, 200, -1, 300, 900], "due": []}
+    probe = driver.SenderResult(t0=[100, 200, -1, 300, 900])
     raw = driver.probe_samples(params, probe, [150, 205, 400, 800])
     # The warm-up probe (100) dropped; 200 -> 205; 300 -> 400; -1 (refused) and 900 (nothing after it) lost.
     assert list(raw.samples_ns) == [5, 100] and raw.lost == 2
@@ -104,7 +104,7 @@ def test_each_probe_takes_the_first_delivery_at_or_after_its_kill() -> None:
 
 def test_open_loop_probes_are_timed_from_their_schedule_and_a_planted_delay_is_the_kills() -> None:
     params = MeasureParams(n=2, warmup=0, mode="open", planted_delay_us=1)
-    probe = {"t0": [1000, 5000], "due": [990, 4990]}
+    probe = driver.SenderResult(t0=[1000, 5000], due=[990, 4990])
     raw = driver.probe_samples(params, probe, [1500, 1999, 2000, 6100])
     # The kill began at t0 + 1000 ns: a delivery before that is an earlier send's.
     assert list(raw.samples_ns) == [2000 - 990, 6100 - 4990]
