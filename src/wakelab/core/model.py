@@ -277,19 +277,18 @@ def raw_from_dict(data: Dict[str, object]) -> Raw:
         if not isinstance(components, dict):
             raise ValueError("components_ns must be an object")
         samples = ints(data.get("samples_ns"), "samples_ns")
-        cpus: Dict[str, Any] = {}
-        for key in ("waiter_cpu", "notifier_cpu"):
-            series = ints(data.get(key, []), key)
+        cpus = {key: ints(data.get(key, []), key) for key in ("waiter_cpu", "notifier_cpu")}
+        for key, series in cpus.items():
             if series and len(series) != len(samples):
                 raise ValueError("%s must hold one CPU per sample (%d), not %d" % (key, len(samples), len(series)))
-            cpus[key + "s"] = series
         return RawLatency(
             samples_ns=samples,
             lost=count(data.get("lost"), "lost"),
             warmup_discarded=count(data.get("warmup_discarded"), "warmup_discarded"),
             components_ns={str(k): ints(v, "components_ns." + str(k)) for k, v in components.items()},
             info=info,
-            **cpus,
+            waiter_cpus=cpus["waiter_cpu"],
+            notifier_cpus=cpus["notifier_cpu"],
         )
     if data.get("kind") == RATE:
         return RawRate(
