@@ -160,7 +160,7 @@ class _ReplyingPool:
 
     def call(self, request, deadline_s):  # type: ignore[no-untyped-def]
         self.requests.append(request)
-        return {"ok": True, "raw": raw_to_dict(self.raw), "interpreter": {}, "applied": {}, "pid": 1}
+        return workers.Reply(ok=True, raw=raw_to_dict(self.raw), pid=1)
 
 
 def test_check_raw_names_what_is_missing() -> None:

@@ -251,7 +251,7 @@ def _cpu_lists(raw: RawLatency, series: Callable[[Sequence[int]], object] = list
     return {"waiter_cpu": series(raw.waiter_cpus), "notifier_cpu": series(raw.notifier_cpus)}
 
 
-def raw_from_dict(data: Dict[str, object]) -> Raw:
+def raw_from_dict(data: object) -> Raw:
     """Inverse of :func:`raw_to_dict`; raises ValueError on anything malformed."""
 
     def ints(value: object, what: str) -> IntSeries:
