@@ -40,6 +40,7 @@ import hashlib
 import os
 import signal
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -198,18 +199,12 @@ def _stdout_to_stderr() -> Iterator[None]:
         sys.stdout = saved
 
 
-def _stdlib_dirs() -> List[str]:
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    return [os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if paths.get(key)]
-
-
 def _import_dirs(before: Sequence[str], arm_file: Optional[str] = None) -> List[str]:
     """The ``sys.path`` folders that modules imported since ``before`` came from, beyond the standard
     library, this package's own folder and ``arm_file`` itself (a worker appends them to its path)."""
     own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    stdlib = _stdlib_dirs()
+    paths = sysconfig.get_paths()
+    stdlib = [os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if paths.get(key)]
     entries = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
     seen = set(before)
     found: List[str] = []
@@ -294,20 +289,17 @@ def _run_file(path: str, data: bytes, module_name: str, timeout_s: Optional[floa
     try:
         with _stdout_to_stderr(), _bounded(timeout_s):
             exec(code, module.__dict__)
-    except KeyboardInterrupt:
-        sys.modules.pop(module_name, None)
-        raise
-    except _LoadTimeout:
-        sys.modules.pop(module_name, None)
-        raise ArmFileError(
-            "arm file %s: its top level did not finish within %g s (does it wait or loop when imported? "
-            "waits belong in the arm's moves)" % (path, timeout_s or 0)
-        ) from None
-    except SystemExit as exc:
-        sys.modules.pop(module_name, None)
-        raise ArmFileError("arm file %s: its top level called sys.exit(%s)" % (path, "" if exc.code is None else exc.code)) from None
     except BaseException as exc:
         sys.modules.pop(module_name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        if isinstance(exc, _LoadTimeout):
+            raise ArmFileError(
+                "arm file %s: its top level did not finish within %g s (does it wait or loop when imported? "
+                "waits belong in the arm's moves)" % (path, timeout_s or 0)
+            ) from None
+        if isinstance(exc, SystemExit):
+            raise ArmFileError("arm file %s: its top level called sys.exit(%s)" % (path, "" if exc.code is None else exc.code)) from None
         where = _where_in(exc.__traceback__, path)
         line = where.split(",")[0].rpartition(" ")[2] if where else "?"
         if isinstance(exc, v1.ArmDeclarationError):
@@ -329,9 +321,7 @@ def load_arm_file(path: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S, *, 
     digest = hashlib.sha256(data).hexdigest()
     if expect_sha256 is not None and digest != expect_sha256:
         raise ArmFileError("arm file %s changed since the run started (sha256 %s, was %s)" % (path, digest[:12], expect_sha256[:12]))
-    for folder in sys_path:
-        if folder not in sys.path:
-            sys.path.append(folder)
+    sys.path.extend(folder for folder in dict.fromkeys(sys_path) if folder not in sys.path)
     before = list(sys.modules)
     module = _run_file(path, data, "_wakelab_arm_file_" + digest[:16], timeout_s)
     where = "arm file %s" % path
@@ -433,9 +423,7 @@ def load_origin(origin: object) -> None:
     if read.source == FILE:
         load_arm_file(str(read.path), check_builtins=False, expect_sha256=read.sha256, sys_path=read.sys_path)
         return
-    for folder in read.sys_path:
-        if folder not in sys.path:
-            sys.path.append(folder)
+    sys.path.extend(folder for folder in dict.fromkeys(read.sys_path) if folder not in sys.path)
     obj, _ = _load_object(str(read.entry_point).split(" = ", 1)[1], read.label(), v1.LOAD_TIMEOUT_S)
     _register_entry_point(obj, read, read.label(), check_builtins=False)
 

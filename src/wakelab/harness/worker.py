@@ -93,14 +93,13 @@ worker and is answered ``worker reply exceeds ...``.
 from __future__ import annotations
 
 import array
-import dataclasses
 import json
 import os
 import select
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 PROTOCOL = 1
 
@@ -221,10 +220,9 @@ def _reply(fd: int, doc: Mapping[str, object]) -> None:
     _write_all(fd, (text + "\n").encode("utf-8"))
 
 
-@dataclasses.dataclass(frozen=True)
-class Request:
-    """One request (see the protocol above), read once from its JSON; ``user_arm`` is the origin
-    :func:`wakelab.core.user_arms.load_origin` reads."""
+class Request(NamedTuple):
+    """One request (see the protocol above), as the client writes it and the worker reads it;
+    ``user_arm`` is for :func:`wakelab.core.user_arms.load_origin`."""
 
     arm: str
     family: str
@@ -236,7 +234,7 @@ class Request:
 
     @classmethod
     def read(cls, doc: object) -> "Request":
-        """ValueError (or KeyError) saying what is wrong."""
+        """The request in a JSON document (ValueError or KeyError saying what is wrong)."""
         if not isinstance(doc, dict):
             raise ValueError("a request must be an object")
         if doc.get("protocol") != PROTOCOL:
@@ -246,6 +244,9 @@ class Request:
             raise ValueError("params and conditions must be objects")
         return cls(str(doc["arm"]), str(doc["family"]), params, conditions, doc.get("user_arm"),
                    doc.get("stamps") is True, doc.get("frames") is True)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"protocol": PROTOCOL, **self._asdict()}
 
 
 def handle(request: Request) -> Dict[str, object]:
@@ -276,15 +277,8 @@ def handle(request: Request) -> Dict[str, object]:
     if no_frames is not None:  # --trace-frames, and this interpreter cannot publish them: say why
         raw.info["frames_unavailable"] = no_frames
     # The record's compact series go into the reply as they are: _reply streams them.
-    raw_doc = raw_to_dict(raw, compact=True)
-    return {
-        "protocol": PROTOCOL,
-        "ok": True,
-        "raw": raw_doc,
-        "interpreter": interpreter_info(),
-        "applied": applied,
-        "pid": os.getpid(),
-    }
+    return {"protocol": PROTOCOL, "ok": True, "raw": raw_to_dict(raw, compact=True), "interpreter": interpreter_info(),
+            "applied": applied, "pid": os.getpid()}
 
 
 # Every module an arm may need, imported once by the template in --serve mode so that each

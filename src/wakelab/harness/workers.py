@@ -41,7 +41,7 @@ from typing import IO, Callable, Dict, List, Mapping, Optional, Sequence
 import wakelab
 from wakelab.core.model import IntSeries, MeasureParams, Raw, RawLatency, RawRate, int64s, raw_from_dict
 from wakelab.harness.conditions import Conditions
-from wakelab.harness.worker import HEARTBEAT, reply_cap_bytes
+from wakelab.harness.worker import HEARTBEAT, Request, reply_cap_bytes
 
 MIN_PYTHON = (3, 9)
 # Seconds a worker may take beyond the time its wakes can take at worst (a backstop: the
@@ -254,8 +254,7 @@ def _params_of(request: Mapping[str, object]) -> Dict[str, object]:
 
 @dataclasses.dataclass(frozen=True)
 class Reply:
-    """A worker's reply (see the protocol in :mod:`wakelab.harness.worker`), read once as it arrives;
-    ``raw`` is the raw record's JSON, for :func:`raw_from_dict`."""
+    """A worker's reply (protocol: :mod:`wakelab.harness.worker`); ``raw`` is for :func:`raw_from_dict`."""
 
     ok: bool
     error: Optional[str] = None
@@ -275,15 +274,10 @@ def _parse_reply(data: bytes) -> Optional[Reply]:
         return None
     if not isinstance(doc, dict) or "ok" not in doc:
         return None
-    def text(key: str) -> Optional[str]:
-        return None if doc.get(key) is None else str(doc[key])
-
-    def obj(key: str) -> Dict[str, object]:
-        return dict(doc[key]) if isinstance(doc.get(key), dict) else {}
-
+    error, unavailable = (None if doc.get(key) is None else str(doc[key]) for key in ("error", "unavailable"))
+    interpreter, applied, timer = (dict(doc[key]) if isinstance(doc.get(key), dict) else {} for key in ("interpreter", "applied", "timer"))
     pid = doc.get("pid")
-    return Reply(bool(doc["ok"]), text("error"), text("unavailable"), doc.get("raw"), obj("interpreter"), obj("applied"),
-                 obj("timer"), pid if type(pid) is int else 0)
+    return Reply(bool(doc["ok"]), error, unavailable, doc.get("raw"), interpreter, applied, timer, pid if type(pid) is int else 0)
 
 
 def _ended(returncode: Optional[int], detail: str) -> WorkerError:
@@ -531,20 +525,9 @@ def run_workers(
         worker_params = dataclasses.replace(params, rounds=count) if kind_is_rate else dataclasses.replace(params, n=count)
         # Each worker draws its settles from a stream of its own: the k-th from params' stream + k.
         worker_params = dataclasses.replace(worker_params, settle_stream=params.settle_stream + index)
-        request: Dict[str, object] = {
-            "protocol": 1,
-            "arm": arm_name,
-            "family": arm.family,
-            "params": worker_params.to_dict(),
-            "conditions": conditions.to_dict(),
-        }
-        if origin is not None:
-            request["user_arm"] = dict(origin)
-        if stamps:
-            request["stamps"] = True
-        if frames:
-            request["frames"] = True
-        reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
+        request = Request(arm_name, arm.family, worker_params.to_dict(), conditions.to_dict(),
+                          None if origin is None else dict(origin), stamps, frames)
+        reply = pool.call(request.to_dict(), worker_deadline_s(worker_params, arm.kind))
         if reply.unavailable:
             raise ArmUnavailable(reply.unavailable)
         if not reply.ok:

@@ -85,7 +85,7 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Callable, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from wakelab.core.drivers import HarnessError
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
@@ -230,7 +230,7 @@ raise SystemExit(_main())
 
 _sender = types.ModuleType("wakelab_storm_sender")
 exec(compile(SENDER_SOURCE, "<wakelab storm sender>", "exec"), _sender.__dict__)
-#: The senders' loop (see SENDER_SOURCE); its answer is a JSON object, read by :meth:`SenderResult.read`.
+#: The senders' loop (see SENDER_SOURCE); its answer is a JSON object with a :class:`SenderResult`'s fields.
 send_storm = _sender.send_storm
 
 PROCESS = "process"
@@ -272,14 +272,6 @@ class SenderResult(NamedTuple):
     started_ns: int = 0
     ended_ns: int = 0
 
-    @classmethod
-    def read(cls, answer: Any, what: str) -> "SenderResult":
-        """:func:`send_storm`'s answer (a JSON object) as a record; :class:`HarnessError` if it is not one."""
-        try:
-            return cls(**answer)
-        except TypeError:
-            raise HarnessError("%s answered %r" % (what, str(answer)[:200])) from None
-
 
 @dataclasses.dataclass
 class Receiver:
@@ -309,17 +301,11 @@ def sends_per_sender(params: MeasureParams) -> int:
 def _sender_args(params: MeasureParams, plan: StormPlan, pid: int, index: int) -> SenderArgs:
     count = sends_per_sender(params)
     total = params.total_wakes
-    return SenderArgs(
-        pid=pid,
-        signum=int(plan.signum),
-        sends=count,
-        every=max(1, count // max(1, total)),
-        probes=total if index == 0 else 0,
-        interval_ns=params.interval_us * 1000 if params.mode == "open" else 0,
-        delay_ns=params.planted_delay_us * 1000 if index == 0 else 0,
-        after_ns=params.planted_after_us * 1000 if index == 0 else 0,
-        bound_ns=int(STORM_BOUND_S * 1e9),
-    )
+    first = index == 0  # the sender whose sends include the probes
+    return SenderArgs(pid=pid, signum=int(plan.signum), sends=count, every=max(1, count // max(1, total)),
+                      probes=total if first else 0, interval_ns=params.interval_us * 1000 if params.mode == "open" else 0,
+                      delay_ns=params.planted_delay_us * 1000 if first else 0, after_ns=params.planted_after_us * 1000 if first else 0,
+                      bound_ns=int(STORM_BOUND_S * 1e9))
 
 
 def _bound_s(params: MeasureParams) -> float:
@@ -393,8 +379,7 @@ class _Senders:
         if not self.go_event.wait(_bound_s(self.params)):
             return
         try:
-            answer = send_storm(*args, clock=now_ns, kill=os.kill, sleep=time.sleep)
-            self.thread_results[index] = SenderResult.read(answer, "storm sender thread %d" % index)
+            self.thread_results[index] = SenderResult(**send_storm(*args, clock=now_ns, kill=os.kill, sleep=time.sleep))
         except BaseException as exc:  # surfaced by results()
             self.thread_results[index] = SenderResult(error="sender thread failed: %r" % (exc,))
 
@@ -415,10 +400,9 @@ class _Senders:
             for line in self.lines:
                 text = line.read(self.deadline)
                 try:
-                    answer = json.loads(text)
-                except ValueError:
+                    out.append(SenderResult(**json.loads(text)))
+                except (ValueError, TypeError):
                     raise HarnessError("%s answered %r" % (line.what, text[:200])) from None
-                out.append(SenderResult.read(answer, line.what))
             return out
         for index, thread in enumerate(self.threads):
             thread.join(max(0.0, self.deadline - time.monotonic()))
@@ -438,14 +422,18 @@ class _Senders:
                     proc.kill()
         for proc in self.procs:
             proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass
+            _close_pipes(proc)
         for thread in self.threads:
             thread.join(_bound_s(self.params))
+
+
+def _close_pipes(proc: "subprocess.Popen[bytes]") -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:  # a write still buffered for a process that is gone
+                pass
 
 
 def _work(until: Callable[[], bool], chunk: int = WORK_CHUNK) -> Tuple[int, int]:
@@ -673,9 +661,7 @@ def measure_c(params: MeasureParams, plan: StormPlan, experiment: str) -> RawLat
             receiver.kill()
         receiver.wait()
         errors = receiver.stderr.read().decode("utf-8", "replace").strip() if receiver.stderr is not None else ""
-        for stream in (receiver.stdin, receiver.stdout, receiver.stderr):
-            if stream is not None and not stream.closed:
-                stream.close()
+        _close_pipes(receiver)
         if receiver.returncode not in (0, None) and errors:
             raise HarnessError("the C storm receiver failed: %s" % errors.splitlines()[0])
     info = _storm_info(plan, results, int(tail[3]), (int(free_line[1]), int(free_line[2])), (int(tail[1]), int(tail[2])), params)
