@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import signal
 from typing import Any, Dict, List
 
@@ -108,6 +109,28 @@ def test_open_loop_probes_are_timed_from_their_schedule_and_a_planted_delay_is_t
     raw = driver.probe_samples(params, probe, [1500, 1999, 2000, 6100])
     # The kill began at t0 + 1000 ns: a delivery before that is an earlier send's.
     assert list(raw.samples_ns) == [2000 - 990, 6100 - 4990]
+
+
+def test_the_senders_counts_are_summed_and_a_failed_sender_fails_the_storm() -> None:
+    plan = driver.StormPlan(signum=signal.SIGUSR1, senders=2)
+    results = [driver.SenderResult(sent=10, refused=1, started_ns=100, ended_ns=2_000_100),
+               driver.SenderResult(sent=5, refused=2, started_ns=50, ended_ns=1_000_000)]
+    info = driver._storm_info(plan, results, 12, (100, 10**9), (50, 10**9), TINY)
+    assert (info["sent"], info["refused"], info["delivered"], info["delivery_ratio"], info["storm_s"]) == (15, 3, 12, 0.8, 0.002)
+    assert info["work_lost"] == 0.5
+    with pytest.raises(driver.HarnessError, match="a storm sender failed: boom"):
+        driver._storm_info(plan, results + [driver.SenderResult(error="boom")], 12, (100, 10**9), (50, 10**9), TINY)
+
+
+def test_a_sender_thread_whose_answer_is_not_its_counts_fails_the_storm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver, "send_storm", lambda *args, **kwargs: {"sent": 1, "bogus": 2})  # no signal is sent
+    senders = driver._Senders(TINY, driver.StormPlan(signum=signal.SIGUSR1, senders=1, sender_kind=driver.THREAD), os.getpid())
+    try:
+        senders.go()
+        results = senders.results()
+    finally:
+        senders.close()
+    assert str(results[0].error).startswith("sender thread failed: TypeError(")
 
 
 # -- real storms -----------------------------------------------------------------------------------
