@@ -28,7 +28,7 @@ from wakelab.core.model import LATENCY, Arm, DEFAULT_SETTLE_JITTER_US, MeasurePa
 from wakelab.core.registry import get_arm
 from wakelab.harness import runner
 from wakelab.harness.conditions import Conditions
-from wakelab.harness.workers import run_workers
+from wakelab.harness.workers import Reply, run_workers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src")
@@ -148,11 +148,11 @@ class _FakePool:
     def __init__(self) -> None:
         self.params: List[Dict[str, Any]] = []
 
-    def call(self, request: Dict[str, Any], deadline_s: float) -> Dict[str, Any]:
+    def call(self, request: Dict[str, Any], deadline_s: float) -> Reply:
         params = dict(request["params"])
         self.params.append(params)
         raw = RawLatency(samples_ns=(1000,) * params["n"], lost=0, warmup_discarded=params["warmup"])
-        return {"ok": True, "raw": raw_to_dict(raw), "pid": 1}
+        return Reply(ok=True, raw=raw_to_dict(raw), pid=1)
 
 
 def test_every_worker_draws_from_a_stream_of_its_own() -> None:

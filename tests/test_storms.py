@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import signal
 from typing import Any, Dict, List
 
@@ -96,7 +97,7 @@ def test_the_sender_is_bounded_in_time() -> None:
 
 def test_each_probe_takes_the_first_delivery_at_or_after_its_kill() -> None:
     params = MeasureParams(n=4, warmup=1)
-    probe = {"t0": [100, 200, -1, 300, 900], "due": []}
+    probe = driver.SenderResult(t0=[100, 200, -1, 300, 900])
     raw = driver.probe_samples(params, probe, [150, 205, 400, 800])
     # The warm-up probe (100) dropped; 200 -> 205; 300 -> 400; -1 (refused) and 900 (nothing after it) lost.
     assert list(raw.samples_ns) == [5, 100] and raw.lost == 2
@@ -104,10 +105,32 @@ def test_each_probe_takes_the_first_delivery_at_or_after_its_kill() -> None:
 
 def test_open_loop_probes_are_timed_from_their_schedule_and_a_planted_delay_is_the_kills() -> None:
     params = MeasureParams(n=2, warmup=0, mode="open", planted_delay_us=1)
-    probe = {"t0": [1000, 5000], "due": [990, 4990]}
+    probe = driver.SenderResult(t0=[1000, 5000], due=[990, 4990])
     raw = driver.probe_samples(params, probe, [1500, 1999, 2000, 6100])
     # The kill began at t0 + 1000 ns: a delivery before that is an earlier send's.
     assert list(raw.samples_ns) == [2000 - 990, 6100 - 4990]
+
+
+def test_the_senders_counts_are_summed_and_a_failed_sender_fails_the_storm() -> None:
+    plan = driver.StormPlan(signum=signal.SIGUSR1, senders=2)
+    results = [driver.SenderResult(sent=10, refused=1, started_ns=100, ended_ns=2_000_100),
+               driver.SenderResult(sent=5, refused=2, started_ns=50, ended_ns=1_000_000)]
+    info = driver._storm_info(plan, results, 12, (100, 10**9), (50, 10**9), TINY)
+    assert (info["sent"], info["refused"], info["delivered"], info["delivery_ratio"], info["storm_s"]) == (15, 3, 12, 0.8, 0.002)
+    assert info["work_lost"] == 0.5
+    with pytest.raises(driver.HarnessError, match="a storm sender failed: boom"):
+        driver._storm_info(plan, results + [driver.SenderResult(error="boom")], 12, (100, 10**9), (50, 10**9), TINY)
+
+
+def test_a_sender_thread_whose_answer_is_not_its_counts_fails_the_storm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver, "send_storm", lambda *args, **kwargs: {"sent": 1, "bogus": 2})  # no signal is sent
+    senders = driver._Senders(TINY, driver.StormPlan(signum=signal.SIGUSR1, senders=1, sender_kind=driver.THREAD), os.getpid())
+    try:
+        senders.go()
+        results = senders.results()
+    finally:
+        senders.close()
+    assert str(results[0].error).startswith("sender thread failed: TypeError(")
 
 
 # -- real storms -----------------------------------------------------------------------------------

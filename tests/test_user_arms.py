@@ -21,7 +21,7 @@ import pytest
 
 from wakelab.api import v1
 from wakelab.core import registry
-from wakelab.core.user_arms import ArmFileError, load_arm_file, load_origin
+from wakelab.core.user_arms import ENTRY_POINT, FILE, ArmFileError, UserArmOrigin, load_arm_file, load_origin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src")
@@ -412,6 +412,23 @@ def test_a_worker_refuses_a_file_that_changed_since_the_run_started(tmp_path: An
     with pytest.raises(ArmFileError, match="changed since the run started"):
         load_origin(origin)
     assert registry.user_arms() == []
+
+
+def test_an_origin_is_read_back_as_written_and_a_bad_one_is_named() -> None:
+    file = UserArmOrigin(FILE, path="/x/a.py", sha256="ab", sys_path=("/site",))
+    assert file.to_dict() == {"source": "file", "path": "/x/a.py", "sha256": "ab", "sys_path": ["/site"]}
+    entry = UserArmOrigin(ENTRY_POINT, group="wakelab.arms", entry_point="a = m:A")
+    assert entry.to_dict() == {"source": "entry-point", "group": "wakelab.arms", "entry_point": "a = m:A",
+                               "distribution": None, "version": None}
+    assert entry.label() == "entry point a = m:A" and file.label() == "arm file /x/a.py"
+    for origin in (file, entry):
+        assert UserArmOrigin.from_dict(origin.to_dict()) == origin
+    for bad, message in [([], "origin must be an object, got list"), ({"source": "file", "path": "/x"}, "needs its path and sha256"),
+                         ({"source": "entry-point", "entry_point": "a"}, "must read 'name = module:attr'"),
+                         ({"source": "pip"}, "unknown user arm source 'pip'"),
+                         ({"source": "file", "path": "/x", "sha256": "ab", "sys_path": "/y"}, "sys_path must be a list of folders")]:
+        with pytest.raises(ArmFileError, match=re.escape(message)):
+            load_origin(bad)
 
 
 def test_registered_user_arms_are_looked_up_like_built_in_ones(tmp_path: Any, clean_registry: None) -> None:

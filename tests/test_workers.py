@@ -15,7 +15,7 @@ import pytest
 
 from conftest import children
 from wakelab.core.model import MeasureParams, RawLatency, RawRate, raw_from_dict, raw_to_dict
-from wakelab.harness import workers
+from wakelab.harness import worker, workers
 from wakelab.harness.conditions import Conditions
 from wakelab.harness.runner import Execution, RunPlan, run_plan
 from wakelab.labs import LAB_135
@@ -160,7 +160,25 @@ class _ReplyingPool:
 
     def call(self, request, deadline_s):  # type: ignore[no-untyped-def]
         self.requests.append(request)
-        return {"ok": True, "raw": raw_to_dict(self.raw), "interpreter": {}, "applied": {}, "pid": 1}
+        return workers.Reply(ok=True, raw=raw_to_dict(self.raw), pid=1)
+
+
+def test_a_request_is_written_and_read_as_one_record() -> None:
+    request = worker.Request("event", "threads", SMALL.to_dict(), {}, {"source": "file"}, True, False)
+    assert worker.Request.read(json.loads(json.dumps(request.to_dict()))) == request
+    with pytest.raises(ValueError, match="worker protocol 2, expected 1"):
+        worker.Request.read(dict(request.to_dict(), protocol=2))
+    with pytest.raises(ValueError, match="params and conditions must be objects"):
+        worker.Request.read(dict(request.to_dict(), params=[1]))
+
+
+def test_a_reply_is_read_once_into_its_record() -> None:
+    assert workers._parse_reply(b"[1]\n") is None and workers._parse_reply(b'{"error": "x"}\n') is None
+    odd = workers._parse_reply(b'{"ok": false, "error": "HarnessError: x", "interpreter": [], "pid": "7"}\n')
+    assert odd == workers.Reply(ok=False, error="HarnessError: x")
+    full = workers._parse_reply(json.dumps({"ok": True, "unavailable": "no", "raw": {"kind": "latency"}, "interpreter": {"a": 1},
+                                            "timer": {"t": 2}, "pid": 7}).encode())
+    assert full == workers.Reply(True, None, "no", {"kind": "latency"}, {"a": 1}, {}, {"t": 2}, 7)
 
 
 def test_check_raw_names_what_is_missing() -> None:

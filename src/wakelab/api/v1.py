@@ -155,6 +155,8 @@ import re
 import time
 from typing import Callable, Optional, Tuple
 
+# WakePath (the moves) and ArmDeclarationError are the core's own, exported here: an arm file's
+# path is handed to the thread driver as it is declared, the very class the built-in arms use.
 from wakelab.core.drivers import ArmDeclarationError, WakePath
 from wakelab.core.drivers import check_callable as _check_callable
 from wakelab.core.registry import user_arm_families
@@ -202,10 +204,6 @@ now_ns = time.perf_counter_ns
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _TEXT_MAX = 1000
-
-
-# WakePath (the moves) and ArmDeclarationError are the core's own, exported here: an arm file's
-# path is handed to the thread driver as it is declared, the very class the built-in arms use.
 
 
 def _check_word(field: str, value: object, valid: Tuple[str, ...]) -> None:

@@ -225,15 +225,17 @@ def raw_to_dict(raw: Raw, compact: bool = False) -> Dict[str, object]:
     """
     if isinstance(raw, RawLatency):
         series: Callable[[Sequence[int]], object] = (lambda v: v) if compact else list
-        return {
+        doc: Dict[str, object] = {
             "kind": LATENCY,
             "samples_ns": series(raw.samples_ns),
             "lost": raw.lost,
             "warmup_discarded": raw.warmup_discarded,
             "components_ns": {k: series(v) for k, v in raw.components_ns.items()},
             "info": dict(raw.info),
-            **_cpu_lists(raw, series),
         }
+        if raw.waiter_cpus or raw.notifier_cpus:  # the per-wake CPUs, when the driver recorded them
+            doc.update(waiter_cpu=series(raw.waiter_cpus), notifier_cpu=series(raw.notifier_cpus))
+        return doc
     return {
         "kind": RATE,
         "n_per_round": raw.n_per_round,
@@ -244,14 +246,7 @@ def raw_to_dict(raw: Raw, compact: bool = False) -> Dict[str, object]:
     }
 
 
-def _cpu_lists(raw: RawLatency, series: Callable[[Sequence[int]], object] = list) -> Dict[str, object]:
-    """The per-wake CPU series as JSON keys, or nothing when the driver recorded none."""
-    if not raw.waiter_cpus and not raw.notifier_cpus:
-        return {}
-    return {"waiter_cpu": series(raw.waiter_cpus), "notifier_cpu": series(raw.notifier_cpus)}
-
-
-def raw_from_dict(data: Dict[str, object]) -> Raw:
+def raw_from_dict(data: object) -> Raw:
     """Inverse of :func:`raw_to_dict`; raises ValueError on anything malformed."""
 
     def ints(value: object, what: str) -> IntSeries:
@@ -277,19 +272,18 @@ def raw_from_dict(data: Dict[str, object]) -> Raw:
         if not isinstance(components, dict):
             raise ValueError("components_ns must be an object")
         samples = ints(data.get("samples_ns"), "samples_ns")
-        cpus: Dict[str, Any] = {}
-        for key in ("waiter_cpu", "notifier_cpu"):
-            series = ints(data.get(key, []), key)
+        cpus = {key: ints(data.get(key, []), key) for key in ("waiter_cpu", "notifier_cpu")}
+        for key, series in cpus.items():
             if series and len(series) != len(samples):
                 raise ValueError("%s must hold one CPU per sample (%d), not %d" % (key, len(samples), len(series)))
-            cpus[key + "s"] = series
         return RawLatency(
             samples_ns=samples,
             lost=count(data.get("lost"), "lost"),
             warmup_discarded=count(data.get("warmup_discarded"), "warmup_discarded"),
             components_ns={str(k): ints(v, "components_ns." + str(k)) for k, v in components.items()},
             info=info,
-            **cpus,
+            waiter_cpus=cpus["waiter_cpu"],
+            notifier_cpus=cpus["notifier_cpu"],
         )
     if data.get("kind") == RATE:
         return RawRate(
@@ -362,7 +356,6 @@ GROUP_PROCESSES = "processes"
 GROUP_HANDOFF = "handoff"
 GROUP_STORMS = "storms"
 GROUP_NATIVE = "native"
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -458,20 +451,13 @@ class Arm:
 
     def describe(self) -> Dict[str, object]:
         """The arm's identity as plain data (for evidence and listings)."""
-        return {
-            "name": self.name,
-            "family": self.family,
-            "kind": self.kind,
-            "mechanism": self.mechanism,
-            "waiter": self.waiter,
-            "scope": self.scope,
-            "t0": self.t0,
-            "t1": self.t1,
-            "native": self.native,
-            "native_match": self.native_match,
-            "driver": self.driver,
-            "open_loop": self.open_loop,
-        }
+        described: Dict[str, object] = {key: getattr(self, key) for key in _DESCRIBED}
+        described["open_loop"] = self.open_loop
+        return described
+
+
+# The fields of an arm's identity (:meth:`Arm.describe`), in the order the evidence lists them.
+_DESCRIBED = ("name", "family", "kind", "mechanism", "waiter", "scope", "t0", "t1", "native", "native_match", "driver")
 
 
 class LatencyCollector:

@@ -40,6 +40,7 @@ import hashlib
 import os
 import signal
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -65,16 +66,71 @@ class UserArmError(RuntimeError):
     """A user-defined arm's move raised while measuring (the message names the move and the line)."""
 
 
+FILE = "file"
+ENTRY_POINT = "entry-point"
+# The keys of each source's origin besides ``source`` and ``sys_path``, in the order they are written.
+_KEYS = {FILE: ("path", "sha256"), ENTRY_POINT: ("group", "entry_point", "distribution", "version")}
+
+
+@dataclasses.dataclass(frozen=True)
+class UserArmOrigin:
+    """Where a user-defined arm came from (see the module docstring); :meth:`to_dict` is its JSON."""
+
+    source: str
+    path: Optional[str] = None
+    sha256: Optional[str] = None
+    group: Optional[str] = None
+    entry_point: Optional[str] = None
+    distribution: Optional[str] = None
+    version: Optional[str] = None
+    sys_path: Tuple[str, ...] = ()
+
+    def to_dict(self) -> Dict[str, object]:
+        doc: Dict[str, object] = {"source": self.source}
+        doc.update((key, getattr(self, key)) for key in _KEYS.get(self.source, ()))
+        if self.sys_path:
+            doc["sys_path"] = list(self.sys_path)
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: object) -> "UserArmOrigin":
+        """A worker request's ``user_arm`` (:class:`ArmFileError` naming what is wrong)."""
+        if not isinstance(doc, dict):
+            raise ArmFileError("a user arm's origin must be an object, got %s" % type(doc).__name__)
+        sys_path = doc.get("sys_path") or []
+        if not isinstance(sys_path, list) or not all(isinstance(p, str) for p in sys_path):
+            raise ArmFileError("a user arm's sys_path must be a list of folders")
+        if doc.get("source") not in _KEYS:
+            raise ArmFileError("unknown user arm source %r" % (doc.get("source"),))
+        texts = {key: doc.get(key) for key in _KEYS[doc["source"]] if isinstance(doc.get(key), str)}
+        if doc["source"] == FILE and len(texts) < 2:
+            raise ArmFileError("a user arm file's origin needs its path and sha256")
+        if doc["source"] == ENTRY_POINT and " = " not in str(texts.get("entry_point", "")):
+            raise ArmFileError("a user arm's entry point must read 'name = module:attr'")
+        return cls(doc["source"], sys_path=tuple(sys_path), **texts)
+
+    def label(self) -> str:
+        """``arm file /x/my_arms.py`` or ``entry point my-arm = pkg.mod:ARM (pkg 1.0)``."""
+        if self.source == FILE:
+            return "arm file %s" % self.path
+        return "entry point %s" % self.entry_point + (" (%s %s)" % (self.distribution, self.version) if self.distribution else "")
+
+
 @dataclasses.dataclass(frozen=True)
 class UserArm(Arm):
-    """A core arm declared by the user; ``origin`` says where it came from (see the module docstring)."""
+    """A core arm declared by the user, loaded from ``loaded_from``."""
 
-    origin: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    loaded_from: UserArmOrigin = UserArmOrigin(FILE)
+
+    @property
+    def origin(self) -> Dict[str, object]:
+        """``loaded_from`` as the evidence's ``origin`` object (and a worker request's ``user_arm``)."""
+        return self.loaded_from.to_dict()
 
     def describe(self) -> Dict[str, object]:
         described = Arm.describe(self)
         described["user_defined"] = True
-        described["origin"] = dict(self.origin)
+        described["origin"] = self.origin
         return described
 
 
@@ -143,18 +199,12 @@ def _stdout_to_stderr() -> Iterator[None]:
         sys.stdout = saved
 
 
-def _stdlib_dirs() -> List[str]:
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    return [os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if paths.get(key)]
-
-
 def _import_dirs(before: Sequence[str], arm_file: Optional[str] = None) -> List[str]:
     """The ``sys.path`` folders that modules imported since ``before`` came from, beyond the standard
     library, this package's own folder and ``arm_file`` itself (a worker appends them to its path)."""
     own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    stdlib = _stdlib_dirs()
+    paths = sysconfig.get_paths()
+    stdlib = [os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if paths.get(key)]
     entries = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
     seen = set(before)
     found: List[str] = []
@@ -202,18 +252,9 @@ def _check_names(specs: Sequence[v1.Arm], where: str, check_builtins: bool) -> N
         if spec.name in builtin:
             raise ArmFileError("%s: arm %r is the name of a built-in arm (see 'wakelab list'): choose another name" % (where, spec.name))
         if spec.name in taken:
-            other = getattr(taken[spec.name], "origin", {})
-            raise ArmFileError("%s: arm %r is already defined by %s" % (where, spec.name, origin_label(other)))
-
-
-def origin_label(origin: Dict[str, Any]) -> str:
-    """``arm file /x/my_arms.py`` or ``entry point my-arm = pkg.mod:ARM (pkg 1.0)``."""
-    if origin.get("source") == "file":
-        return "arm file %s" % origin.get("path")
-    dist = origin.get("distribution")
-    version = origin.get("version")
-    label = "entry point %s" % origin.get("entry_point")
-    return label + (" (%s %s)" % (dist, version) if dist else "")
+            other = taken[spec.name]
+            assert isinstance(other, UserArm)
+            raise ArmFileError("%s: arm %r is already defined by %s" % (where, spec.name, other.loaded_from.label()))
 
 
 # ---------------------------------------------------------------- arm files
@@ -248,20 +289,17 @@ def _run_file(path: str, data: bytes, module_name: str, timeout_s: Optional[floa
     try:
         with _stdout_to_stderr(), _bounded(timeout_s):
             exec(code, module.__dict__)
-    except KeyboardInterrupt:
-        sys.modules.pop(module_name, None)
-        raise
-    except _LoadTimeout:
-        sys.modules.pop(module_name, None)
-        raise ArmFileError(
-            "arm file %s: its top level did not finish within %g s (does it wait or loop when imported? "
-            "waits belong in the arm's moves)" % (path, timeout_s or 0)
-        ) from None
-    except SystemExit as exc:
-        sys.modules.pop(module_name, None)
-        raise ArmFileError("arm file %s: its top level called sys.exit(%s)" % (path, "" if exc.code is None else exc.code)) from None
     except BaseException as exc:
         sys.modules.pop(module_name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        if isinstance(exc, _LoadTimeout):
+            raise ArmFileError(
+                "arm file %s: its top level did not finish within %g s (does it wait or loop when imported? "
+                "waits belong in the arm's moves)" % (path, timeout_s or 0)
+            ) from None
+        if isinstance(exc, SystemExit):
+            raise ArmFileError("arm file %s: its top level called sys.exit(%s)" % (path, "" if exc.code is None else exc.code)) from None
         where = _where_in(exc.__traceback__, path)
         line = where.split(",")[0].rpartition(" ")[2] if where else "?"
         if isinstance(exc, v1.ArmDeclarationError):
@@ -283,9 +321,7 @@ def load_arm_file(path: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S, *, 
     digest = hashlib.sha256(data).hexdigest()
     if expect_sha256 is not None and digest != expect_sha256:
         raise ArmFileError("arm file %s changed since the run started (sha256 %s, was %s)" % (path, digest[:12], expect_sha256[:12]))
-    for folder in sys_path:
-        if folder not in sys.path:
-            sys.path.append(folder)
+    sys.path.extend(folder for folder in dict.fromkeys(sys_path) if folder not in sys.path)
     before = list(sys.modules)
     module = _run_file(path, data, "_wakelab_arm_file_" + digest[:16], timeout_s)
     where = "arm file %s" % path
@@ -293,10 +329,7 @@ def load_arm_file(path: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S, *, 
         raise ArmFileError("%s defines no ARMS (a list of wakelab.api.v1.Arm; see 'pydoc wakelab.api.v1')" % where)
     specs = _declared(module.__dict__["ARMS"], where)
     _check_names(specs, where, check_builtins)
-    origin: Dict[str, Any] = {"source": "file", "path": path, "sha256": digest}
-    extra = list(sys_path) or _import_dirs(before, path)
-    if extra:
-        origin["sys_path"] = extra
+    origin = UserArmOrigin(FILE, path=path, sha256=digest, sys_path=tuple(sys_path or _import_dirs(before, path)))
     arms: List[Arm] = [_core_arm(spec, origin, path) for spec in specs]
     for arm in arms:
         registry.register_user_arm(arm)
@@ -355,24 +388,18 @@ def load_entry_point(name: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S) 
         return None
     ep = matches[0]
     dist = getattr(ep, "dist", None)
-    origin: Dict[str, Any] = {
-        "source": "entry-point",
-        "group": ENTRY_POINT_GROUP,
-        "entry_point": "%s = %s" % (ep.name, ep.value),
-        "distribution": dist.metadata["Name"] if dist is not None else None,
-        "version": dist.version if dist is not None else None,
-    }
-    where = origin_label(origin)
+    origin = UserArmOrigin(ENTRY_POINT, group=ENTRY_POINT_GROUP, entry_point="%s = %s" % (ep.name, ep.value),
+                           distribution=dist.metadata["Name"] if dist is not None else None,
+                           version=dist.version if dist is not None else None)
+    where = origin.label()
     obj, extra = _load_object(ep.value, where, timeout_s)
-    if extra:
-        origin["sys_path"] = extra
-    return _register_entry_point(obj, origin, where, check_builtins=True)
+    return _register_entry_point(obj, dataclasses.replace(origin, sys_path=tuple(extra)), where, check_builtins=True)
 
 
-def _register_entry_point(obj: object, origin: Dict[str, Any], where: str, check_builtins: bool) -> Arm:
+def _register_entry_point(obj: object, origin: UserArmOrigin, where: str, check_builtins: bool) -> Arm:
     if not isinstance(obj, v1.Arm):
         raise ArmFileError("%s is a %s, not a wakelab.api.v1.Arm (or a function returning one)" % (where, type(obj).__name__))
-    name = str(origin["entry_point"]).split(" = ", 1)[0]
+    name = str(origin.entry_point).split(" = ", 1)[0]
     if obj.name != name:
         raise ArmFileError("%s declares an arm called %r: the entry point's name must be the arm's name" % (where, obj.name))
     _check_names([obj], where, check_builtins)
@@ -390,32 +417,15 @@ def load_origin(origin: object) -> None:
     The parent checked names against the built-in arms; a worker does not
     import every family to check again.  A file is checked against its hash.
     """
-    if not isinstance(origin, dict):
-        raise ArmFileError("a user arm's origin must be an object, got %s" % type(origin).__name__)
-    for arm in registry.user_arms():
-        if getattr(arm, "origin", None) == origin:
-            return  # loaded already (an in-process run, or a second request to this process)
-    sys_path = origin.get("sys_path") or []
-    if not isinstance(sys_path, list) or not all(isinstance(p, str) for p in sys_path):
-        raise ArmFileError("a user arm's sys_path must be a list of folders")
-    if origin.get("source") == "file":
-        path, digest = origin.get("path"), origin.get("sha256")
-        if not isinstance(path, str) or not isinstance(digest, str):
-            raise ArmFileError("a user arm file's origin needs its path and sha256")
-        load_arm_file(path, check_builtins=False, expect_sha256=digest, sys_path=sys_path)
+    read = UserArmOrigin.from_dict(origin)
+    if any(getattr(arm, "loaded_from", None) == read for arm in registry.user_arms()):
+        return  # loaded already (an in-process run, or a second request to this process)
+    if read.source == FILE:
+        load_arm_file(str(read.path), check_builtins=False, expect_sha256=read.sha256, sys_path=read.sys_path)
         return
-    if origin.get("source") == "entry-point":
-        text = origin.get("entry_point")
-        if not isinstance(text, str) or " = " not in text:
-            raise ArmFileError("a user arm's entry point must read 'name = module:attr'")
-        for folder in sys_path:
-            if folder not in sys.path:
-                sys.path.append(folder)
-        where = origin_label(origin)
-        obj, _ = _load_object(text.split(" = ", 1)[1], where, v1.LOAD_TIMEOUT_S)
-        _register_entry_point(obj, dict(origin), where, check_builtins=False)
-        return
-    raise ArmFileError("unknown user arm source %r" % (origin.get("source"),))
+    sys.path.extend(folder for folder in dict.fromkeys(read.sys_path) if folder not in sys.path)
+    obj, _ = _load_object(str(read.entry_point).split(" = ", 1)[1], read.label(), v1.LOAD_TIMEOUT_S)
+    _register_entry_point(obj, read, read.label(), check_builtins=False)
 
 
 # ---------------------------------------------------------------- declaration -> core arm
@@ -469,47 +479,29 @@ def _core_path(path: drivers.WakePath) -> Tuple[drivers.WakePath, List[Tuple[str
     The path is the driver's own :class:`~wakelab.core.drivers.WakePath`
     (:mod:`wakelab.api.v1` exports it), handed over with every move untouched
     (the notify call and ``after`` run inside the timed window) but the wait:
-    that is given as a stamped wait that does exactly what the driver's own
-    wrapper does -- wait, then ``t1`` -- inside a ``try`` that notes an
-    exception for the error message.
+    the driver's own stamped wait (``t1`` read as the wait returns), inside a
+    ``try`` that notes an exception for the error message.
     """
     raised: List[Tuple[str, BaseException]] = []
-    clock = v1.now_ns
-    wait = path.wait
-    stamped = path.wait_stamped
+    move = "wait" if path.wait is not None else "wait_stamped"
+    stamped = path.stamped()  # a plain wait: the driver's own wrapper, t1 read as its wait returns
 
-    if wait is not None:
-        plain = wait
-
-        def wait_stamped(timeout_s: float) -> Optional[int]:
-            try:
-                ok = plain(timeout_s)
-                t1 = clock()
-            except BaseException as exc:
-                raised.append(("wait", exc))
-                raise
-            return t1 if ok else None
-
-    else:
-        assert stamped is not None
-        user_stamped = stamped
-
-        def wait_stamped(timeout_s: float) -> Optional[int]:
-            try:
-                t1 = user_stamped(timeout_s)
-            except BaseException as exc:
-                raised.append(("wait_stamped", exc))
-                raise
-            if t1 is not None and type(t1) is not int:
-                raised.append(("wait_stamped", TypeError("it returned a %s, not an int t1 or None" % type(t1).__name__)))
-                raise TypeError("wait_stamped returned a %s" % type(t1).__name__)
-            return t1
+    def wait_stamped(timeout_s: float) -> Optional[int]:
+        try:
+            t1 = stamped(timeout_s)
+        except BaseException as exc:
+            raised.append((move, exc))
+            raise
+        if t1 is not None and type(t1) is not int:
+            raised.append((move, TypeError("it returned a %s, not an int t1 or None" % type(t1).__name__)))
+            raise TypeError("wait_stamped returned a %s" % type(t1).__name__)
+        return t1
 
     return dataclasses.replace(path, wait=None, wait_stamped=wait_stamped), raised
 
 
-def _core_arm(spec: v1.Arm, origin: Dict[str, Any], filename: Optional[str]) -> UserArm:
-    mechanism = spec.mechanism or "user-defined arm (%s)" % origin_label(origin)
+def _core_arm(spec: v1.Arm, origin: UserArmOrigin, filename: Optional[str]) -> UserArm:
+    mechanism = spec.mechanism or "user-defined arm (%s)" % origin.label()
     return UserArm(
         name=spec.name,
         family=spec.family,
@@ -522,5 +514,5 @@ def _core_arm(spec: v1.Arm, origin: Dict[str, Any], filename: Optional[str]) -> 
         measure=_measure(spec, filename),
         requires=_requires(spec, filename),
         driver="thread",
-        origin=dict(origin),
+        loaded_from=origin,
     )

@@ -99,7 +99,7 @@ import select
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 PROTOCOL = 1
 
@@ -116,12 +116,12 @@ REPLY_PER_WAKE_BYTES = 216
 HANDSHAKE_SLACK_S = 5.0
 
 
-def _number(params: Dict[str, Any], key: str) -> float:
+def _number(params: Mapping[str, object], key: str) -> float:
     value = params.get(key, 0)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-def stall_after_s(params: Dict[str, Any]) -> float:
+def stall_after_s(params: Mapping[str, object]) -> float:
     """Seconds a worker measuring with ``params`` (a MeasureParams dict) may go without running.
 
     The longest single wait of any arm -- the settle (both its parts), both planted delays,
@@ -132,7 +132,7 @@ def stall_after_s(params: Dict[str, Any]) -> float:
     return STALL_GRACE_S + wait_us / 1e6 + _number(params, "timeout_s") + HANDSHAKE_SLACK_S
 
 
-def reply_cap_bytes(params: Dict[str, Any]) -> int:
+def reply_cap_bytes(params: Mapping[str, object]) -> int:
     """The most bytes a reply to a request with ``params`` may take."""
     wakes = _number(params, "n") + _number(params, "warmup") + _number(params, "rounds") + _number(params, "warmup_rounds")
     return REPLY_BASE_BYTES + int(min(wakes, 1e9)) * REPLY_PER_WAKE_BYTES
@@ -195,7 +195,7 @@ def _mark_series(node: Any, found: List[Any]) -> Any:
     return node
 
 
-def _reply(fd: int, doc: Dict[str, Any]) -> None:
+def _reply(fd: int, doc: Mapping[str, object]) -> None:
     """Write ``doc`` as one JSON line, every long series in it streamed in chunks.
 
     A series (the samples, their components, the per-wake CPUs and t0s) may
@@ -220,45 +220,65 @@ def _reply(fd: int, doc: Dict[str, Any]) -> None:
     _write_all(fd, (text + "\n").encode("utf-8"))
 
 
-def handle(request: Dict[str, Any]) -> Dict[str, Any]:
+class Request(NamedTuple):
+    """One request (see the protocol above), as the client writes it and the worker reads it;
+    ``user_arm`` is for :func:`wakelab.core.user_arms.load_origin`."""
+
+    arm: str
+    family: str
+    params: Dict[str, object]
+    conditions: Dict[str, object]
+    user_arm: object = None
+    stamps: bool = False
+    frames: bool = False
+
+    @classmethod
+    def read(cls, doc: object) -> "Request":
+        """The request in a JSON document (ValueError or KeyError saying what is wrong)."""
+        if not isinstance(doc, dict):
+            raise ValueError("a request must be an object")
+        if doc.get("protocol") != PROTOCOL:
+            raise ValueError("worker protocol %r, expected %d" % (doc.get("protocol"), PROTOCOL))
+        params, conditions = doc["params"], doc.get("conditions") or {}
+        if not isinstance(params, dict) or not isinstance(conditions, dict):
+            raise ValueError("params and conditions must be objects")
+        return cls(str(doc["arm"]), str(doc["family"]), params, conditions, doc.get("user_arm"),
+                   doc.get("stamps") is True, doc.get("frames") is True)
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"protocol": PROTOCOL, **self._asdict()}
+
+
+def handle(request: Request) -> Dict[str, object]:
     """Measure the arm described by ``request``; the reply document."""
     from wakelab.core.registry import find_arm
     from wakelab.core.model import MeasureParams, raw_to_dict
     from wakelab.harness.conditions import Conditions, worker_conditions
     from wakelab.harness.metadata import interpreter_info
 
-    if request.get("protocol") != PROTOCOL:
-        raise ValueError("worker protocol %r, expected %d" % (request.get("protocol"), PROTOCOL))
-    if request.get("user_arm") is not None:
+    if request.user_arm is not None:
         from wakelab.core.user_arms import load_origin
 
-        load_origin(request["user_arm"])  # the same file (checked by its sha256) before the look-up
-    arm = find_arm(str(request["arm"]), str(request["family"]))
-    params = MeasureParams.from_dict(dict(request["params"]))
-    conditions = Conditions.from_dict(dict(request.get("conditions") or {}))
+        load_origin(request.user_arm)  # the same file (checked by its sha256) before the look-up
+    arm = find_arm(request.arm, request.family)
+    params = MeasureParams.from_dict(request.params)
+    conditions = Conditions.from_dict(request.conditions)
     reason = arm.unavailable_reason()
     if reason is not None:
         return {"protocol": PROTOCOL, "ok": False, "unavailable": reason, "error": reason}
-    if request.get("stamps") is True:
+    if request.stamps:
         import wakelab.core.drivers as drivers
 
         drivers.RECORD_T0 = True  # this forked worker measures one arm, then exits
     from wakelab.harness.frames import published_frames
 
-    with worker_conditions(params, conditions) as applied, published_frames(request.get("frames") is True) as no_frames:
+    with worker_conditions(params, conditions) as applied, published_frames(request.frames) as no_frames:
         raw = arm.measure(params)
     if no_frames is not None:  # --trace-frames, and this interpreter cannot publish them: say why
         raw.info["frames_unavailable"] = no_frames
     # The record's compact series go into the reply as they are: _reply streams them.
-    raw_doc = raw_to_dict(raw, compact=True)
-    return {
-        "protocol": PROTOCOL,
-        "ok": True,
-        "raw": raw_doc,
-        "interpreter": interpreter_info(),
-        "applied": applied,
-        "pid": os.getpid(),
-    }
+    return {"protocol": PROTOCOL, "ok": True, "raw": raw_to_dict(raw, compact=True), "interpreter": interpreter_info(),
+            "applied": applied, "pid": os.getpid()}
 
 
 # Every module an arm may need, imported once by the template in --serve mode so that each
@@ -386,7 +406,7 @@ def progress(pid: int) -> Optional[Tuple[int, int]]:
     return total_time, total_runs
 
 
-def _await_reply(read_end: int, stdin: _Input, reply_fd: int, pid: int, params: Dict[str, Any]) -> Tuple[bytes, Optional[str]]:
+def _await_reply(read_end: int, stdin: _Input, reply_fd: int, pid: int, params: Mapping[str, object]) -> Tuple[bytes, Optional[str]]:
     """What the worker writes on ``read_end`` until it closes it, and why it was cut short (or None).
 
     Meanwhile: the runner is watched (end of input), told every
@@ -422,7 +442,7 @@ def _await_reply(read_end: int, stdin: _Input, reply_fd: int, pid: int, params: 
             chunks.append(chunk)
 
 
-def _worker(request: Dict[str, Any], pipe: Sequence[int], template_pid: int, mask: Sequence[int]) -> None:
+def _worker(request: Request, pipe: Sequence[int], template_pid: int, mask: Sequence[int]) -> None:
     """The forked worker: measure, reply on the pipe's write end, exit (never returns)."""
     status = 0
     read_end, write_end = pipe
@@ -451,11 +471,8 @@ def _serve_one(request_line: bytes, reply_fd: int, stdin: _Input) -> None:
     global _worker_pid
     _write_all(reply_fd, HEARTBEAT)  # the request has come: from here on this template beats
     try:
-        request = json.loads(request_line.decode("utf-8"))
-        params = request.get("params") or {}
-        if not isinstance(params, dict):
-            raise ValueError("params is not an object")
-    except (ValueError, AttributeError) as exc:
+        request = Request.read(json.loads(request_line.decode("utf-8")))
+    except (ValueError, KeyError) as exc:
         _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": "bad request: %s" % exc})
         return
     read_end, write_end = os.pipe()
@@ -475,7 +492,7 @@ def _serve_one(request_line: bytes, reply_fd: int, stdin: _Input) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_end)
     try:
-        data, cut = _await_reply(read_end, stdin, reply_fd, pid, params)
+        data, cut = _await_reply(read_end, stdin, reply_fd, pid, request.params)
         if cut is not None:
             os.kill(pid, signal.SIGKILL)
     finally:
@@ -532,8 +549,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             _reply(reply_fd, {"protocol": PROTOCOL, "ok": True, "interpreter": interpreter_info(), "timer": calibrate()})
             return 0
-        request = json.loads(sys.stdin.read())
-        reply = handle(request)
+        reply = handle(Request.read(json.loads(sys.stdin.read())))
     except Exception as exc:
         _reply(reply_fd, {"protocol": PROTOCOL, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
         return 1

@@ -36,16 +36,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, IO, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Callable, Dict, List, Mapping, Optional, Sequence
 
 import wakelab
 from wakelab.core.model import IntSeries, MeasureParams, Raw, RawLatency, RawRate, int64s, raw_from_dict
 from wakelab.harness.conditions import Conditions
-from wakelab.harness.worker import HEARTBEAT, reply_cap_bytes
-
-#: One message of the worker protocol (see :mod:`wakelab.harness.worker`): a JSON object, read into
-#: typed records (:class:`WorkerResult`, :class:`Probe`) as soon as it arrives.
-Message = Dict[str, Any]
+from wakelab.harness.worker import HEARTBEAT, Request, reply_cap_bytes
 
 MIN_PYTHON = (3, 9)
 # Seconds a worker may take beyond the time its wakes can take at worst (a backstop: the
@@ -232,7 +228,7 @@ def run_bounded(
 
 
 def call_worker(python: str, request: Mapping[str, object], deadline_s: float, args: Sequence[str] = (),
-                env: Optional[Dict[str, str]] = None) -> Message:
+                env: Optional[Dict[str, str]] = None) -> Reply:
     """Run one worker to completion and return its reply document (``env``: see :func:`worker_env`)."""
     # -S: no site-packages. The measuring process gets the standard library and
     # this package only, and starts several times faster.
@@ -256,13 +252,32 @@ def _params_of(request: Mapping[str, object]) -> Dict[str, object]:
     return dict(params) if isinstance(params, Mapping) else {}
 
 
-def _parse_reply(data: bytes) -> Optional[Message]:
-    """The reply document in ``data``, or None when it is not one."""
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """A worker's reply (protocol: :mod:`wakelab.harness.worker`); ``raw`` is for :func:`raw_from_dict`."""
+
+    ok: bool
+    error: Optional[str] = None
+    unavailable: Optional[str] = None
+    raw: object = None
+    interpreter: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    applied: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    timer: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    pid: int = 0
+
+
+def _parse_reply(data: bytes) -> Optional[Reply]:
+    """The reply in ``data``, or None when it is not one."""
     try:
-        reply = json.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"))
     except ValueError:
         return None
-    return reply if isinstance(reply, dict) and "ok" in reply else None
+    if not isinstance(doc, dict) or "ok" not in doc:
+        return None
+    error, unavailable = (None if doc.get(key) is None else str(doc[key]) for key in ("error", "unavailable"))
+    interpreter, applied, timer = (dict(doc[key]) if isinstance(doc.get(key), dict) else {} for key in ("interpreter", "applied", "timer"))
+    pid = doc.get("pid")
+    return Reply(bool(doc["ok"]), error, unavailable, doc.get("raw"), interpreter, applied, timer, pid if type(pid) is int else 0)
 
 
 def _ended(returncode: Optional[int], detail: str) -> WorkerError:
@@ -347,7 +362,7 @@ class WorkerPool:
             data += chunk
         return bytes(data)
 
-    def call(self, request: Mapping[str, object], deadline_s: float) -> Message:
+    def call(self, request: Mapping[str, object], deadline_s: float) -> Reply:
         """Send ``request`` to a fresh worker and return its reply document."""
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
         assert proc.stdin is not None and proc.stdout is not None
@@ -456,7 +471,7 @@ def probe_interpreter(python: str, env: Optional[Dict[str, str]] = None) -> Prob
         reply = call_worker(python, {}, 120.0, args=["--probe"], env=env)
     except WorkerError as exc:
         raise InterpreterError("%s cannot run wakelab's measuring code: %s" % (python, exc)) from None
-    return Probe(dict(reply["interpreter"]), dict(reply["timer"]))
+    return Probe(dict(reply.interpreter), dict(reply.timer))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -510,39 +525,21 @@ def run_workers(
         worker_params = dataclasses.replace(params, rounds=count) if kind_is_rate else dataclasses.replace(params, n=count)
         # Each worker draws its settles from a stream of its own: the k-th from params' stream + k.
         worker_params = dataclasses.replace(worker_params, settle_stream=params.settle_stream + index)
-        request: Dict[str, object] = {
-            "protocol": 1,
-            "arm": arm_name,
-            "family": arm.family,
-            "params": worker_params.to_dict(),
-            "conditions": conditions.to_dict(),
-        }
-        if origin is not None:
-            request["user_arm"] = dict(origin)
-        if stamps:
-            request["stamps"] = True
-        if frames:
-            request["frames"] = True
-        reply = pool.call(request, worker_deadline_s(worker_params, arm.kind))
-        if reply.get("unavailable"):
-            raise ArmUnavailable(str(reply["unavailable"]))
-        if not reply.get("ok"):
-            raise WorkerError("worker %d of %d: %s" % (index + 1, len(counts), reply.get("error")))
+        request = Request(arm_name, arm.family, worker_params.to_dict(), conditions.to_dict(),
+                          None if origin is None else dict(origin), stamps, frames)
+        reply = pool.call(request.to_dict(), worker_deadline_s(worker_params, arm.kind))
+        if reply.unavailable:
+            raise ArmUnavailable(reply.unavailable)
+        if not reply.ok:
+            raise WorkerError("worker %d of %d: %s" % (index + 1, len(counts), reply.error))
         try:
-            raw = raw_from_dict(reply["raw"])
-        except (KeyError, ValueError) as exc:
+            raw = raw_from_dict(reply.raw)
+        except ValueError as exc:
             raise WorkerError("worker %d of %d replied with a malformed record: %s" % (index + 1, len(counts), exc)) from None
         problem = check_raw(raw, worker_params, arm.kind)
         if problem is not None:
             raise IncompleteReply("worker %d of %d %s" % (index + 1, len(counts), problem))
-        results.append(
-            WorkerResult(
-                raw=raw,
-                interpreter=dict(reply.get("interpreter") or {}),
-                applied=dict(reply.get("applied") or {}),
-                pid=int(reply.get("pid") or 0),
-            )
-        )
+        results.append(WorkerResult(raw=raw, interpreter=reply.interpreter, applied=reply.applied, pid=reply.pid))
         if on_worker is not None:
             on_worker(index, len(counts))
     return results

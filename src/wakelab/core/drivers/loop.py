@@ -86,7 +86,7 @@ import selectors
 import signal
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional
 
 from wakelab.core.drivers import (
     HarnessError, handshake_timeout_s, native_tid, notify_step, recording_t0, settle_schedule_s, t0_info, wake_t0_log,
@@ -251,7 +251,7 @@ class _LoopSide:
         self.ready.set()
         self.done.set()
 
-    def _unhandled(self, loop: asyncio.AbstractEventLoop, context: Dict[str, Any]) -> None:
+    def _unhandled(self, loop: asyncio.AbstractEventLoop, context: Mapping[str, object]) -> None:
         exc = context.get("exception")
         self.fail(exc if isinstance(exc, BaseException) else HarnessError(str(context.get("message"))))
 
@@ -405,16 +405,17 @@ def _loop_in_waiter_thread(params: MeasureParams, loop: asyncio.AbstractEventLoo
 
 def _loop_in_main_thread(params: MeasureParams, loop: asyncio.AbstractEventLoop, side: _LoopSide, name: str) -> RawLatency:
     handshake_s = handshake_timeout_s(params)
-    outcome: Dict[str, Any] = {}
+    done: List[RawLatency] = []
+    failed: List[BaseException] = []
 
     def notifier() -> None:
         try:
             enter_role(params, NOTIFIER)  # this thread's CPU and signal masks die with it
             if hasattr(signal, "pthread_sigmask"):
                 signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-            outcome["raw"] = _notify_wakes(params, loop, side)
+            done.append(_notify_wakes(params, loop, side))
         except BaseException as exc:  # raised in the main thread below
-            outcome["error"] = exc
+            failed.append(exc)
         finally:
             loop.call_soon_threadsafe(_cancel_tasks_and_stop, loop)
 
@@ -428,10 +429,9 @@ def _loop_in_main_thread(params: MeasureParams, loop: asyncio.AbstractEventLoop,
         thread.join(handshake_s)
     if thread.is_alive():
         raise HarnessError("the notifier thread did not stop within %.1f s" % handshake_s)
-    if "error" in outcome:
-        raise outcome["error"]
-    raw: RawLatency = outcome["raw"]
-    return raw
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 def _cancel_tasks_and_stop(loop: asyncio.AbstractEventLoop) -> None:

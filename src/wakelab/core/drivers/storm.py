@@ -84,7 +84,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
+import types
+from typing import Callable, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from wakelab.core.drivers import HarnessError
 from wakelab.core.model import LatencyCollector, MeasureParams, RawLatency, now_ns
@@ -214,14 +215,11 @@ def _main():
     import sys
     import time
 
-    args = json.loads(sys.argv[1])
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     if sys.stdin.readline() != "go\n":
         return 3
-    result = send_storm(args["pid"], args["signum"], args["count"], args["every"], args["probes"],
-                        args["interval_ns"], args["delay_ns"], args["after_ns"], args["bound_ns"],
-                        time.perf_counter_ns, os.kill, time.sleep)
+    result = send_storm(*json.loads(sys.argv[1]), clock=time.perf_counter_ns, kill=os.kill, sleep=time.sleep)
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0
@@ -230,9 +228,10 @@ def _main():
 raise SystemExit(_main())
 '''
 
-_namespace: Dict[str, Any] = {}
-exec(compile(SENDER_SOURCE, "<wakelab storm sender>", "exec"), _namespace)
-send_storm: Callable[..., Dict[str, Any]] = _namespace["send_storm"]
+_sender = types.ModuleType("wakelab_storm_sender")
+exec(compile(SENDER_SOURCE, "<wakelab storm sender>", "exec"), _sender.__dict__)
+#: The senders' loop (see SENDER_SOURCE); its answer is a JSON object with a :class:`SenderResult`'s fields.
+send_storm = _sender.send_storm
 
 PROCESS = "process"
 THREAD = "thread"
@@ -245,6 +244,33 @@ class StormPlan:
     signum: int
     senders: int = 4
     sender_kind: str = PROCESS
+
+
+class SenderArgs(NamedTuple):
+    """One sender's orders, in :func:`send_storm`'s order (a sender process gets them as a JSON list)."""
+
+    pid: int
+    signum: int
+    sends: int
+    every: int
+    probes: int
+    interval_ns: int
+    delay_ns: int
+    after_ns: int
+    bound_ns: int
+
+
+class SenderResult(NamedTuple):
+    """One sender's counts: its probes' ``t0`` (-1: refused) and, in open loop, their scheduled
+    instants (``due``); ``error`` when it could not go on."""
+
+    sent: int = 0
+    refused: int = 0
+    t0: Sequence[int] = ()
+    due: Sequence[int] = ()
+    error: Optional[str] = None
+    started_ns: int = 0
+    ended_ns: int = 0
 
 
 @dataclasses.dataclass
@@ -272,20 +298,14 @@ def sends_per_sender(params: MeasureParams) -> int:
     return max(total, min(total * per_probe, MAX_SENDS_PER_SENDER))
 
 
-def _sender_args(params: MeasureParams, plan: StormPlan, pid: int, index: int) -> Dict[str, Any]:
+def _sender_args(params: MeasureParams, plan: StormPlan, pid: int, index: int) -> SenderArgs:
     count = sends_per_sender(params)
     total = params.total_wakes
-    return {
-        "pid": pid,
-        "signum": int(plan.signum),
-        "count": count,
-        "every": max(1, count // max(1, total)),
-        "probes": total if index == 0 else 0,
-        "interval_ns": params.interval_us * 1000 if params.mode == "open" else 0,
-        "delay_ns": params.planted_delay_us * 1000 if index == 0 else 0,
-        "after_ns": params.planted_after_us * 1000 if index == 0 else 0,
-        "bound_ns": int(STORM_BOUND_S * 1e9),
-    }
+    first = index == 0  # the sender whose sends include the probes
+    return SenderArgs(pid=pid, signum=int(plan.signum), sends=count, every=max(1, count // max(1, total)),
+                      probes=total if first else 0, interval_ns=params.interval_us * 1000 if params.mode == "open" else 0,
+                      delay_ns=params.planted_delay_us * 1000 if first else 0, after_ns=params.planted_after_us * 1000 if first else 0,
+                      bound_ns=int(STORM_BOUND_S * 1e9))
 
 
 def _bound_s(params: MeasureParams) -> float:
@@ -333,11 +353,11 @@ class _Senders:
         self.lines: List[_Line] = []
         self.threads: List[threading.Thread] = []
         self.go_event = threading.Event()
-        self.thread_results: List[Optional[Dict[str, Any]]] = [None] * plan.senders
+        self.thread_results: List[Optional[SenderResult]] = [None] * plan.senders
         self.deadline = time.monotonic() + _bound_s(params)
         if plan.sender_kind == PROCESS:
             for index in range(plan.senders):
-                args = json.dumps(_sender_args(params, plan, pid, index))
+                args = json.dumps(list(_sender_args(params, plan, pid, index)))
                 proc = subprocess.Popen([sys.executable, "-S", "-c", _SENDER_MAIN, args], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
                 self.procs.append(proc)
@@ -354,16 +374,14 @@ class _Senders:
                 thread.start()
                 self.threads.append(thread)
 
-    def _send_from_thread(self, args: Dict[str, Any], index: int) -> None:
+    def _send_from_thread(self, args: SenderArgs, index: int) -> None:
         _block_here(self.plan.signum)
         if not self.go_event.wait(_bound_s(self.params)):
             return
         try:
-            self.thread_results[index] = send_storm(
-                args["pid"], args["signum"], args["count"], args["every"], args["probes"], args["interval_ns"],
-                args["delay_ns"], args["after_ns"], args["bound_ns"], now_ns, os.kill, time.sleep)
+            self.thread_results[index] = SenderResult(**send_storm(*args, clock=now_ns, kill=os.kill, sleep=time.sleep))
         except BaseException as exc:  # surfaced by results()
-            self.thread_results[index] = {"error": "sender thread failed: %r" % (exc,)}
+            self.thread_results[index] = SenderResult(error="sender thread failed: %r" % (exc,))
 
     def go(self) -> None:
         self.deadline = time.monotonic() + _bound_s(self.params)
@@ -375,15 +393,15 @@ class _Senders:
         else:
             self.go_event.set()
 
-    def results(self) -> List[Dict[str, Any]]:
+    def results(self) -> List[SenderResult]:
         """Each sender's counts, once it is done (a :class:`HarnessError` past the deadline)."""
-        out: List[Dict[str, Any]] = []
+        out: List[SenderResult] = []
         if self.procs:
             for line in self.lines:
                 text = line.read(self.deadline)
                 try:
-                    out.append(json.loads(text))
-                except ValueError:
+                    out.append(SenderResult(**json.loads(text)))
+                except (ValueError, TypeError):
                     raise HarnessError("%s answered %r" % (line.what, text[:200])) from None
             return out
         for index, thread in enumerate(self.threads):
@@ -404,14 +422,18 @@ class _Senders:
                     proc.kill()
         for proc in self.procs:
             proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass
+            _close_pipes(proc)
         for thread in self.threads:
             thread.join(_bound_s(self.params))
+
+
+def _close_pipes(proc: "subprocess.Popen[bytes]") -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:  # a write still buffered for a process that is gone
+                pass
 
 
 def _work(until: Callable[[], bool], chunk: int = WORK_CHUNK) -> Tuple[int, int]:
@@ -426,26 +448,12 @@ def _work(until: Callable[[], bool], chunk: int = WORK_CHUNK) -> Tuple[int, int]
     return chunks, now_ns() - start
 
 
-def _sender_totals(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    errors = [str(r["error"]) for r in results if r.get("error")]
-    if errors:
-        raise HarnessError("a storm sender failed: %s" % errors[0])
-    started = min(int(r["started_ns"]) for r in results)
-    ended = max(int(r["ended_ns"]) for r in results)
-    return {
-        "sent": sum(int(r["sent"]) for r in results),
-        "refused": sum(int(r["refused"]) for r in results),
-        "storm_s": round((ended - started) / 1e9, 6),
-    }
-
-
-def probe_samples(params: MeasureParams, probe: Dict[str, Any], stamps: Sequence[int]) -> RawLatency:
+def probe_samples(params: MeasureParams, probe: SenderResult, stamps: Sequence[int]) -> RawLatency:
     """The probes' latencies: each from its ``t0`` (open loop: its scheduled instant) to the first
     delivery at or after its kill was issued (``t0`` plus any planted delay); a refused probe, or one
     no delivery followed, is lost.  ``stamps`` must be in time order."""
     collector = LatencyCollector(params)
-    t0s: List[int] = list(probe.get("t0") or [])
-    dues: List[int] = list(probe.get("due") or [])
+    t0s, dues = probe.t0, probe.due
     delay_ns = params.planted_delay_us * 1000
     ordered = list(stamps)
     total = params.total_wakes
@@ -463,11 +471,16 @@ def probe_samples(params: MeasureParams, probe: Dict[str, Any], stamps: Sequence
     return collector.result()
 
 
-def _storm_info(plan: StormPlan, totals: Dict[str, Any], delivered: int, free: Tuple[int, int],
+def _storm_info(plan: StormPlan, results: Sequence[SenderResult], delivered: int, free: Tuple[int, int],
                 storm: Tuple[int, int], params: MeasureParams) -> Dict[str, object]:
+    """The storm's facts for the raw record's ``info`` (:class:`HarnessError` if a sender failed)."""
+    errors = [r.error for r in results if r.error]
+    if errors:
+        raise HarnessError("a storm sender failed: %s" % errors[0])
     free_rate = free[0] / (free[1] / 1e9) if free[1] > 0 else None
     storm_rate = storm[0] / (storm[1] / 1e9) if storm[1] > 0 else None
-    sent = int(totals["sent"])
+    sent = sum(r.sent for r in results)
+    storm_ns = max(r.ended_ns for r in results) - min(r.started_ns for r in results)
     info: Dict[str, object] = {
         "signal": signal_name(plan.signum),
         "signal_number": int(plan.signum),
@@ -475,10 +488,10 @@ def _storm_info(plan: StormPlan, totals: Dict[str, Any], delivered: int, free: T
         "sender_kind": plan.sender_kind,
         "sends_per_sender": sends_per_sender(params),
         "sent": sent,
-        "refused": int(totals["refused"]),
+        "refused": sum(r.refused for r in results),
         "delivered": delivered,
         "delivery_ratio": round(delivered / sent, 6) if sent else None,
-        "storm_s": totals["storm_s"],
+        "storm_s": round(storm_ns / 1e9, 6),
         "work_free_per_s": round(free_rate, 1) if free_rate is not None else None,
         "work_storm_per_s": round(storm_rate, 1) if storm_rate is not None else None,
         "work_lost": round(1.0 - storm_rate / free_rate, 6) if free_rate and storm_rate is not None else None,
@@ -510,7 +523,9 @@ def measure(params: MeasureParams, plan: StormPlan, open_receiver: Callable[[int
     (standard signals) or queue (real-time ones).
     """
     signum = plan.signum
-    box: Dict[str, Any] = {"done": False, "results": None, "error": None}
+    done = threading.Event()
+    collected: List[List[SenderResult]] = []  # the coordinator's: the senders' results, or what it raised
+    failed: List[BaseException] = []
     hard_deadline = time.monotonic() + _bound_s(params)
     with open_receiver(sends_per_sender(params) * plan.senders) as receiver:
         # Inside the receiver: every sender is done (or killed) and reaped before the receiver
@@ -527,14 +542,14 @@ def measure(params: MeasureParams, plan: StormPlan, open_receiver: Callable[[int
                 try:
                     _block_here(signum)
                     senders.go()
-                    box["results"] = senders.results()
+                    collected.append(senders.results())
                 except BaseException as exc:
-                    box["error"] = exc
+                    failed.append(exc)
                 finally:
-                    box["done"] = True
+                    done.set()
 
             def over() -> bool:
-                return bool(box["done"]) or time.monotonic() > hard_deadline
+                return done.is_set() or time.monotonic() > hard_deadline
 
             coordinator = threading.Thread(target=coordinate, name="wakelab-storm-coordinator", daemon=True)
             coordinator.start()
@@ -547,9 +562,9 @@ def measure(params: MeasureParams, plan: StormPlan, open_receiver: Callable[[int
             else:
                 storm = _work(over)
             coordinator.join(max(0.0, hard_deadline - time.monotonic()))
-            if box["error"] is not None:
-                raise HarnessError("the storm failed: %s" % (box["error"],))
-            if box["results"] is None:
+            if failed:
+                raise HarnessError("the storm failed: %s" % (failed[0],))
+            if not collected:
                 raise HarnessError("the storm's senders did not finish within %.0f s" % _bound_s(params))
             _drain(receiver.delivered, params.timeout_s)
         finally:
@@ -561,10 +576,8 @@ def measure(params: MeasureParams, plan: StormPlan, open_receiver: Callable[[int
             receiver.stop()
     delivered = receiver.delivered()
     stamps = receiver.stamps()
-    results = box["results"]
-    totals = _sender_totals(results)
-    raw = probe_samples(params, results[0], stamps)
-    info = _storm_info(plan, totals, delivered, free, storm, params)
+    info = _storm_info(plan, collected[0], delivered, free, storm, params)
+    raw = probe_samples(params, collected[0][0], stamps)
     info.update(receiver.info())
     if hold_s > 0:
         info["planted_hold_s"] = hold_s
@@ -648,15 +661,11 @@ def measure_c(params: MeasureParams, plan: StormPlan, experiment: str) -> RawLat
             receiver.kill()
         receiver.wait()
         errors = receiver.stderr.read().decode("utf-8", "replace").strip() if receiver.stderr is not None else ""
-        for stream in (receiver.stdin, receiver.stdout, receiver.stderr):
-            if stream is not None and not stream.closed:
-                stream.close()
+        _close_pipes(receiver)
         if receiver.returncode not in (0, None) and errors:
             raise HarnessError("the C storm receiver failed: %s" % errors.splitlines()[0])
-    totals = _sender_totals(results)
+    info = _storm_info(plan, results, int(tail[3]), (int(free_line[1]), int(free_line[2])), (int(tail[1]), int(tail[2])), params)
     raw = probe_samples(params, results[0], stamps)
-    info = _storm_info(plan, totals, int(tail[3]), (int(free_line[1]), int(free_line[2])),
-                       (int(tail[1]), int(tail[2])), params)
     info["flushed"] = int(tail[4])
     info.update(floor.floor_binary().info())
     info.update(floor.scheduling_info())
