@@ -9,11 +9,11 @@ blocking (its wakes spread evenly up to the poll's period).  A percentile left o
 is a *note*, not a warning: the figure is absent, not doubtful.
 
 Per-arm flags are computed from the raw samples when the arm finishes
-(:func:`quality_flags`, stored under ``quality``).  :func:`derive_warnings`
-turns the flags and the summary's figures into *records* -- ``kind``,
-``level``, ``arm``, ``figures`` -- stored under ``warnings`` in summary.json;
-renderers word them (hyperfine's warnings are an enum turned into sentences at
-the edge in the same way).
+(:func:`quality_flags`, stored under ``quality``).  :func:`warning_records`
+turns the flags and the summary's figures into typed records
+(:class:`~wakelab.evidence.model.WarningRecord`), stored under ``warnings`` in
+summary.json; renderers word them (as hyperfine turns its warning enum into
+sentences at the edge).
 """
 
 from __future__ import annotations
@@ -22,27 +22,21 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
+from wakelab.analysis.caveats import arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import (
+    CauseKind,
+    OmittedFigures,
     OmittedPercentile,
     Population,
     PopulationCause,
     Populations,
     PollingFigures,
+    Record,
     SwitchTailFigures,
+    TimerFloorFigures,
 )
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
-
-# Record levels and kinds: the evidence model's (renderers word the same kinds).
-WARNING = WARNING_LEVEL
-NOTE = NOTE_LEVEL
-PERCENTILES_OMITTED = WarningKind.PERCENTILES_OMITTED
-WORKER_SPREAD = WarningKind.WORKER_SPREAD
-POPULATIONS = WarningKind.POPULATIONS
-SWITCH_INTERVAL_TAIL = WarningKind.SWITCH_INTERVAL_TAIL
-TIMER_FLOOR = WarningKind.TIMER_FLOOR
-POLLING = WarningKind.POLLING
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -105,19 +99,12 @@ FLOOR_MULTIPLE = 10
 
 
 @dataclasses.dataclass(frozen=True)
-class QualityFlags:
+class QualityFlags(Record):
     """A latency arm's flags, stored under ``quality`` (see :func:`quality_flags`); each None when not found."""
 
     populations: Optional[Populations] = None
     switch_interval_tail: Optional[SwitchTailFigures] = None
     polling: Optional[PollingFigures] = None
-
-    def to_dict(self) -> Dict[str, object]:
-        return {
-            "populations": None if self.populations is None else self.populations.to_dict(),
-            "switch_interval_tail": None if self.switch_interval_tail is None else self.switch_interval_tail.to_dict(),
-            "polling": None if self.polling is None else self.polling.to_dict(),
-        }
 
     @classmethod
     def from_dict(cls, quality: object) -> "QualityFlags":
@@ -284,8 +271,6 @@ def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
         thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
         thickest_part=round(max(parts) / n * POLL_PARTS, 4),
         n=n,
-        settle_jitter_us=None,
-        spans_jitter=None,
     )
 
 
@@ -326,20 +311,17 @@ def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = No
 
 
 def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
-    """Whether another Python thread may hold the GIL the arm's waiter needs.
+    """Whether another Python thread may hold the GIL the arm's waiter needs (:func:`_gil_contended` of the records)."""
+    return _gil_contended(arm_record(entry), bundle_of(summary))
 
-    Only busy Python threads (``--cpu-threads``) hold it for a switch
-    interval: the notifier of every driver blocks right after its notify, and
-    the spinning waiters release it between polls.  None holds it when the GIL
-    is off, for the C floor, or for a waiter in another process (another
-    interpreter, its own GIL).
-    """
-    if not gil_enabled(summary) or entry.get("family") == "native" or entry.get("scope") == "cross-process":
+
+def _gil_contended(arm: ArmRecord, bundle: Bundle) -> bool:
+    """Only busy Python threads (``--cpu-threads``) hold the GIL for a switch interval: the notifier of every
+    driver blocks right after its notify, and the spinning waiters release it between polls.  None holds it when
+    the GIL is off, for the C floor, or for a waiter in another process (another interpreter, its own GIL)."""
+    if not gil_enabled(bundle) or arm.family == "native" or arm.scope == "cross-process":
         return False
-    conditions = summary.get("conditions") or {}
-    busy = conditions.get("cpu_threads") or 0
-    applied = [(w.get("applied") or {}).get("cpu_threads") or 0 for w in entry.get("workers") or [] if isinstance(w, Mapping)]
-    return bool(busy) or any(applied)
+    return bool(bundle.conditions.cpu_threads) or any(w.applied.get("cpu_threads") for w in arm.workers or ())
 
 
 def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None,
@@ -387,10 +369,10 @@ def _population_cause(arm: ArmRecord, populations: Sequence[Population], placeme
             if population.low_ns <= median <= population.high_ns:
                 homes.add(index)
     if len(homes) >= 2:
-        return PopulationCause("workers", worker_p50_ns=tuple(sorted(medians)))
+        return PopulationCause(CauseKind.WORKERS, worker_p50_ns=tuple(sorted(medians)))
     sides = _worker_sides(arm)
     if placement in (None, "any") and True in sides and False in sides:
-        return PopulationCause("placement", same_cpu_workers=sides.count(True), split_workers=sides.count(False))
+        return PopulationCause(CauseKind.PLACEMENT, same_cpu_workers=sides.count(True), split_workers=sides.count(False))
     return None
 
 
@@ -421,55 +403,49 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Po
     homes = {_home(float(same_p50), populations), _home(float(cross_p50), populations)}
     if len(homes) < 2 or None in homes:
         return None
-    return PopulationCause("cpus", cross_share=split.cross_share, same_cpu_p50_ns=same_p50, cross_cpu_p50_ns=cross_p50,
+    return PopulationCause(CauseKind.CPUS, cross_share=split.cross_share, same_cpu_p50_ns=same_p50, cross_cpu_p50_ns=cross_p50,
                            same_cpu_n=n_same, cross_cpu_n=n_cross)
 
 
-def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """Quality warnings and notes for ``summary``, as records, from its figures and per-arm flags.
+def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, object]]:
+    """:func:`warning_records` of ``summary`` as summary.json stores them (``{"kind", "level", "arm", "figures"}``)."""
+    return [record.to_dict() for record in warning_records(bundle_of(summary))]
 
-    Each record is ``{"kind", "level", "arm", "figures"}``; see the module
-    docstring for the kinds.  Records come in arm order, the run-wide note first.
-    """
+
+def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
+    """Quality warnings and notes of a run, from its figures and per-arm flags, in arm order, the run-wide note
+    first; see the module docstring for the kinds."""
     records: List[WarningRecord] = []
-    bundle = bundle_of(summary)
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
-
     left_out: Dict[Tuple[float, int], OmittedPercentile] = {}
-    for e in (arm.entry for arm in arms):
-        latency = e.get("latency") or {}
-        n = latency.get("n")
+    for latency in (arm.latency for arm in arms if arm.latency is not None and arm.latency.n):
         for key, q in PERCENTILES:
-            if n and key in (latency.get("omitted") or {}):
-                left_out[(q, n)] = OmittedPercentile(key, n, min_n_for(q))
+            if key in latency.omitted:
+                left_out[(q, latency.n)] = OmittedPercentile(key, latency.n, min_n_for(q))
     if left_out:
-        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k].to_dict() for k in sorted(left_out)]}))
+        figures = OmittedFigures(tuple(left_out[k] for k in sorted(left_out)))
+        records.append(WarningRecord(WarningKind.PERCENTILES_OMITTED, NOTE_LEVEL, None, figures.to_dict()))
+
+    def warn(kind: WarningKind, name: str, figures: Dict[str, object]) -> None:
+        records.append(WarningRecord(kind, WARNING_LEVEL, name, figures))
 
     for arm in arms:
-        e, name = arm.entry, str(arm.entry.get("name"))
         spread = arm.spread
         if spread is not None and spread.max_over_min is not None and spread.max_over_min > SPREAD_LIMIT:
-            records.append(WarningRecord(WORKER_SPREAD, WARNING, name, {"of": spread.of, "max_over_min": spread.max_over_min,
-                                                         "between": spread.between or "workers"}))
-        quality = QualityFlags.from_dict(e.get("quality"))
+            warn(WarningKind.WORKER_SPREAD, arm.name, {"of": spread.of, "max_over_min": spread.max_over_min,
+                                                      "between": spread.between or "workers"})
+        quality = QualityFlags.from_dict(arm.entry.get("quality"))
         populations = quality.populations.populations if quality.populations is not None else ()
         if len(populations) >= 2:
             cause = _population_cause(arm, populations, placement)
-            records.append(WarningRecord(POPULATIONS, WARNING, name, {
-                "populations": [p.to_dict() for p in populations],
-                "cause": None if cause is None else cause.to_dict(),
-            }))
-        if quality.switch_interval_tail is not None and gil_contended(e, summary):
-            records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, quality.switch_interval_tail.to_dict()))
+            warn(WarningKind.POPULATIONS, arm.name, {"populations": [p.to_dict() for p in populations],
+                                                    "cause": None if cause is None else cause.to_dict()})
+        if quality.switch_interval_tail is not None and _gil_contended(arm, bundle):
+            warn(WarningKind.SWITCH_INTERVAL_TAIL, arm.name, quality.switch_interval_tail.to_dict())
         if quality.polling is not None:
-            records.append(WarningRecord(POLLING, WARNING, name, quality.polling.to_dict()))
-        if floor:
-            series = [("", e.get("latency") or {})] + sorted((e.get("components") or {}).items())
-            for series_name, stats in series:
-                p50 = (stats or {}).get("p50_ns")
-                if p50 is not None and p50 < FLOOR_MULTIPLE * floor:
-                    records.append(WarningRecord(TIMER_FLOOR, WARNING, name, {
-                        "series": series_name or None, "p50_ns": p50, "floor_ns": floor, "multiple": FLOOR_MULTIPLE,
-                        "clocksource": bundle.system.clocksource,
-                    }))
-    return [record.to_dict() for record in records]
+            warn(WarningKind.POLLING, arm.name, quality.polling.to_dict())
+        for series, stats in [("", arm.latency)] + list(arm.components) if floor else ():
+            if stats is not None and stats.p50_ns is not None and stats.p50_ns < FLOOR_MULTIPLE * floor:
+                warn(WarningKind.TIMER_FLOOR, arm.name, TimerFloorFigures(
+                    series or None, stats.p50_ns, floor, FLOOR_MULTIPLE, bundle.system.clocksource).to_dict())
+    return tuple(records)

@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from wakelab.analysis.view import view_of
-from wakelab.analysis.warning_groups import (
-    DURATION_NS,
-    SHARE,
-    MachineLoad,
-    PollingExplanation,
-    PopulationsExplanation,
-    SpreadExplanation,
-    SwitchTailExplanation,
-    TimerFloorExplanation,
-    WarningGroup,
-)
+from wakelab.analysis.warning_figures import CauseKind
+from wakelab.analysis.warning_groups import DURATION_NS, RATIO, SHARE, Explanation, MachineLoad, WarningGroup
+from wakelab.evidence.model import WarningKind
 from wakelab.formatting import DASH, format_ns, format_percent, format_ratio
 from wakelab.report.text.warnings import format_warning
 from wakelab.report.text.wrap import KEEP, Run, bullets, bullets_figures, wrap_figures
@@ -43,44 +35,46 @@ GROUP_MIN_SHOWN = 1
 
 #: What explains a group of populations records, by the cause the run recorded (None: nothing did).
 _POPULATION_CAUSES = {
-    "cpus": "where each wake ran explains them",
-    "workers": "the level shifted between worker processes",
-    "placement": "the sides' CPUs differed between worker processes (--placement same,split measures each apart)",
+    CauseKind.CPUS: "where each wake ran explains them",
+    CauseKind.WORKERS: "the level shifted between worker processes",
+    CauseKind.PLACEMENT: "the sides' CPUs differed between worker processes (--placement same,split measures each apart)",
     None: "nothing recorded tells why (measure --placement same,split)",
 }
 _POPULATIONS_HEAD = "Two or more populations of wakes (a single percentile hides them)"
 _LEVELS_APART = "levels apart by"
 
 
-def _group_sentence(group: WarningGroup) -> str:
-    """What a group's arms share, worded once, up to the colon that the arms and their figures follow."""
-    explanation = group.explanation
-    if isinstance(explanation, SpreadExplanation):
-        what = "medians" if explanation.medians else "rates"
-        if explanation.between_repetitions:
-            return ("Repetitions disagree (the level shifts over the run; compare widens the interval, --repeat narrows "
-                    "it), %s apart by" % what)
-        return ("Worker processes disagree (the level shifts between processes; raise --workers, compare runs side "
-                "by side), %s apart by" % what)
-    if isinstance(explanation, PopulationsExplanation):
-        return "%s; %s, %s" % (_POPULATIONS_HEAD, _POPULATION_CAUSES.get(explanation.cause, _POPULATION_CAUSES[None]),
-                               _LEVELS_APART)
-    if isinstance(explanation, SwitchTailExplanation):
-        return ("Wakes just over multiples of the switch interval of %s (a busy Python thread held the GIL and the "
-                "waiter waited for the interpreter to force a switch), share of the wakes" % format_ns(explanation.interval_s * 1e9))
-    if isinstance(explanation, TimerFloorExplanation):
-        return ("p50 under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost is a tenth of "
-                "the figure or more; p50" % (explanation.multiple, _plain(explanation.floor_ns),
-                                        " (clocksource %s)" % explanation.clocksource if explanation.clocksource else ""))
-    if isinstance(explanation, PollingExplanation):
-        if explanation.settle_jitter_us:
-            jitter = explanation.settle_jitter_us
-            return ("These waits poll (their wakes spread evenly, as far as the settle's random part (%s) reaches, so a "
-                    "period may be longer: --settle-jitter-us %d would measure it; a wake costs up to a whole period, "
-                    "half of it on average), every" % (format_ns(jitter * 1000), 2 * int(jitter)))
-        return ("These waits poll (their wakes spread evenly instead of bunching near a floor; a wake costs up to a "
-                "whole period, half of it on average), about every")
-    return str(group.kind)
+def _spread_sentence(e: Explanation) -> str:
+    what = "medians" if e.medians else "rates"
+    if e.between_repetitions:
+        return ("Repetitions disagree (the level shifts over the run; compare widens the interval, --repeat narrows "
+                "it), %s apart by" % what)
+    return ("Worker processes disagree (the level shifts between processes; raise --workers, compare runs side "
+            "by side), %s apart by" % what)
+
+
+def _polling_sentence(e: Explanation) -> str:
+    if e.settle_jitter_us:
+        return ("These waits poll (their wakes spread evenly, as far as the settle's random part (%s) reaches, so a "
+                "period may be longer: --settle-jitter-us %d would measure it; a wake costs up to a whole period, "
+                "half of it on average), every" % (format_ns(e.settle_jitter_us * 1000), 2 * int(e.settle_jitter_us)))
+    return ("These waits poll (their wakes spread evenly instead of bunching near a floor; a wake costs up to a "
+            "whole period, half of it on average), about every")
+
+
+#: What a group's arms share, worded once, up to the colon that the arms and their figures follow; by kind.
+_SENTENCES: Dict[WarningKind, Callable[[Explanation], str]] = {
+    WarningKind.WORKER_SPREAD: _spread_sentence,
+    WarningKind.POPULATIONS: lambda e: "%s; %s, %s" % (_POPULATIONS_HEAD, _POPULATION_CAUSES[e.cause], _LEVELS_APART),
+    WarningKind.SWITCH_INTERVAL_TAIL: lambda e: (
+        "Wakes just over multiples of the switch interval of %s (a busy Python thread held the GIL and the "
+        "waiter waited for the interpreter to force a switch), share of the wakes" % format_ns(float(e.interval_s or 0) * 1e9)),
+    WarningKind.TIMER_FLOOR: lambda e: (
+        "p50 under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost is a tenth of the "
+        "figure or more; p50" % (e.multiple, _plain(float(e.floor_ns or 0)),
+                                 " (clocksource %s)" % e.clocksource if e.clocksource else "")),
+    WarningKind.POLLING: _polling_sentence,
+}
 
 
 def _plain(value: float) -> str:
@@ -88,12 +82,9 @@ def _plain(value: float) -> str:
     return "%d" % value if float(value).is_integer() else "%s" % value
 
 
-def _member_figure(group: WarningGroup, figure: float) -> str:
-    if group.unit == SHARE:
-        return format_percent(100 * figure)
-    if group.unit == DURATION_NS:
-        return format_ns(figure)
-    return format_ratio(figure)
+#: How a member's figure reads, by its group's unit.
+_FIGURE: Dict[str, Callable[[float], str]] = {
+    SHARE: lambda figure: format_percent(100 * figure), DURATION_NS: format_ns, RATIO: format_ratio}
 
 
 def format_group_arms(group: WarningGroup, shown: Optional[int] = None) -> str:
@@ -106,7 +97,7 @@ def format_group_arms(group: WarningGroup, shown: Optional[int] = None) -> str:
     what = "figures" if any(m.series for m in members) else "arms"
     if not shown:
         return "%d %s" % (count, what)
-    arms = ", ".join("%s %s" % (m.label, _member_figure(group, m.figure)) for m in members[:shown])
+    arms = ", ".join("%s %s" % (m.label, _FIGURE[group.unit](m.figure)) for m in members[:shown])
     more = " and %d more" % (count - shown) if shown < count else ""
     return "%s%s (%d %s)" % (arms, more, count, what)
 
@@ -116,7 +107,8 @@ def format_warning_group(group: WarningGroup, shown: Optional[int] = None) -> st
     record worded in full (:func:`format_warning`)."""
     if not group.grouped:
         return format_warning(group.records[0])
-    return "%s: %s." % (_group_sentence(group), format_group_arms(group, shown))
+    assert group.explanation is not None
+    return "%s: %s." % (_SENTENCES[WarningKind(group.kind)](group.explanation), format_group_arms(group, shown))
 
 
 def format_machine_load(load: MachineLoad) -> str:
@@ -150,8 +142,8 @@ class _Item:
             return bullets_figures([_keep_counts(format_warning_group(group, self.shown[0]))])
         lines = wrap_figures("%s, %s:" % (_POPULATIONS_HEAD, _LEVELS_APART), "  - ", "    ")
         for group, shown in zip(self.groups, self.shown):
-            cause = group.explanation.cause if isinstance(group.explanation, PopulationsExplanation) else None
-            lines.extend(wrap_figures(_keep_counts("%s: %s;" % (_POPULATION_CAUSES.get(cause, _POPULATION_CAUSES[None]),
+            cause = group.explanation.cause if group.explanation is not None else None
+            lines.extend(wrap_figures(_keep_counts("%s: %s;" % (_POPULATION_CAUSES[cause],
                                                                 format_group_arms(group, shown))), "    ", "      "))
         lines[-1] = lines[-1][:-1] + "."
         return lines
@@ -159,15 +151,12 @@ class _Item:
     def grow(self) -> None:
         """Name more arms where the bullet's last lines have room for them (no line more)."""
         for index, group in enumerate(self.groups):
-            count = self.lines_count()
+            count = len(self.lines())
             while self.shown[index] is not None and int(self.shown[index] or 0) < len(group.members):
                 self.shown[index] = int(self.shown[index] or 0) + 1
-                if self.lines_count() > count:
+                if len(self.lines()) > count:
                     self.shown[index] = int(self.shown[index] or 0) - 1
                     break
-
-    def lines_count(self) -> int:
-        return len(self.lines())
 
     def cut(self, least: int = GROUP_MIN_SHOWN) -> bool:
         """Name one arm fewer in the group that names the most, beyond ``least`` arms; False when none can.
@@ -196,7 +185,7 @@ def _keep_counts(text: str) -> str:
 
 def _quality_items(groups: Sequence[WarningGroup]) -> List[_Item]:
     """A bullet per group; the populations groups of several arms together, under one head, where there are several."""
-    populations = [g for g in groups if g.grouped and isinstance(g.explanation, PopulationsExplanation)]
+    populations = [g for g in groups if g.grouped and g.kind is WarningKind.POPULATIONS]
     items: List[_Item] = []
     for group in groups:
         if len(populations) > 1 and group in populations:
