@@ -34,8 +34,8 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class StoredEntry:
-    """A record's entry as summary.json stores it (``arm`` and ``kind`` as stored, not as parsed), for a
-    renderer that shows the figures it cannot word."""
+    """A record's entry as summary.json stores it (``arm`` and ``kind`` as stored, not as parsed), for a renderer that
+    shows the figures it cannot word."""
 
     arm: Any
     kind: Any
@@ -276,7 +276,6 @@ def figures_of(record: WarningRecord) -> Figures:
 
 
 __all__ = [
-    "CauseKind", "Figures", "OmittedFigures", "OmittedPercentile", "PollingFigures", "Population", "PopulationCause",
-    "Populations", "PopulationsFigures", "Record", "SpreadFigures", "StoredEntry", "SwitchTailFigures",
-    "TimerFloorFigures", "figures_of",
+    "CauseKind", "Figures", "OmittedFigures", "OmittedPercentile", "PollingFigures", "Population", "PopulationCause", "Populations",
+    "PopulationsFigures", "Record", "SpreadFigures", "StoredEntry", "SwitchTailFigures", "TimerFloorFigures", "figures_of",
 ]

@@ -160,13 +160,10 @@ def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, float, Opti
 
 
 def group_warnings(records: Sequence[WarningRecord]) -> Tuple[WarningGroup, ...]:
-    """``records`` gathered into groups that each say one thing, in the order each first appears.
-
-    Records group when they have the same kind, level and explanation (see the module docstring); a group of one,
-    and a record that cannot be grouped, stand as themselves (:attr:`WarningGroup.single`).  Members come worst
-    first -- the largest ratio or share, the smallest duration (nearest the floor, or the fastest poll) -- ties in
-    run order.
-    """
+    """``records`` gathered into groups of one kind, level and explanation, in the order each first appears; a group
+    of one, and a record that cannot be grouped, stand as themselves (:attr:`WarningGroup.single`).  Members come
+    worst first -- the largest ratio or share, the smallest duration (nearest the floor, or the fastest poll) -- ties
+    in run order."""
     found: Dict[Tuple[object, ...], List[Tuple[WarningRecord, Optional[Tuple[Explanation, float, Optional[str]]]]]] = {}
     for index, record in enumerate(records):
         explained = _explained(record)
@@ -224,15 +221,10 @@ def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     if not isinstance(observed, Mapping):
         return None
     procs = observed.get("busy_processes")
-    busy: List[BusyProcess] = []
-    for proc in procs if isinstance(procs, list) else ():
-        share = _number(proc.get("cpu_share")) if isinstance(proc, Mapping) else None
-        if share is None:
-            continue
-        busy.append(BusyProcess(str(proc.get("name")), proc.get("pid"), share, bool(proc.get("started_during_run"))))
-    if not busy:
-        return None
-    return MachineLoad(tuple(busy), _first_load(observed.get("start")), _first_load(observed.get("end")))
+    shares = [(p, _number(p.get("cpu_share"))) for p in (procs if isinstance(procs, list) else ()) if isinstance(p, Mapping)]
+    busy = tuple(BusyProcess(str(p.get("name")), p.get("pid"), share, bool(p.get("started_during_run")))
+                 for p, share in shares if share is not None)
+    return MachineLoad(busy, _first_load(observed.get("start")), _first_load(observed.get("end"))) if busy else None
 
 
 __all__ = [

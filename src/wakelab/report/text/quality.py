@@ -1,10 +1,9 @@
 """The MEASUREMENT QUALITY section: the load the run saw beside it, then its warnings gathered by what they say.
 
-A warning that several arms share is said once, then its arms worst first with
-their figure (the groups :mod:`wakelab.analysis.warning_groups` computes); the
-populations groups sit under one head, a line per cause.  The section is kept
-to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the largest
-groups; ``wakelab show --full`` lists every warning arm by arm instead.
+A warning that several arms share is said once, then its arms worst first with their figure (the groups
+:mod:`wakelab.analysis.warning_groups` computes); the populations groups sit under one head, a line per cause.  The
+section is kept to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the largest groups;
+``wakelab show --full`` lists every warning arm by arm instead.
 """
 
 from __future__ import annotations
@@ -25,12 +24,11 @@ from wakelab.report.text.wrap import KEEP, Run, bullets, bullets_figures, wrap_f
 QUALITY_TITLE = "MEASUREMENT QUALITY (warnings, not errors)"
 #: The title when arms that share a warning were gathered on one line: where each arm's own is.
 QUALITY_TITLE_GROUPED = "MEASUREMENT QUALITY (warnings, not errors; arm by arm: wakelab show --full)"
-#: The quality section's bullets, the machine's load among them, are kept to this many lines, where the
-#: arms a group lists can be cut short (a group still names its worst arms); a warning about one arm is
-#: never cut.
+#: The quality section's bullets, the machine's load among them, are kept to this many lines, where the arms a group
+#: lists can be cut short (a group still names its worst arms); a warning about one arm is never cut.
 QUALITY_MAX_LINES = 12
-#: A group cut short still names this many arms, its worst -- but a cause under the populations head
-#: gives its count alone when the section would pass :data:`QUALITY_MAX_LINES` lines otherwise.
+#: A group cut short still names this many arms, its worst -- but a cause under the populations head gives its count
+#: alone when the section would pass :data:`QUALITY_MAX_LINES` lines otherwise.
 GROUP_MIN_SHOWN = 1
 
 #: What explains a group of populations records, by the cause the run recorded (None: nothing did).
@@ -44,15 +42,6 @@ _POPULATIONS_HEAD = "Two or more populations of wakes (a single percentile hides
 _LEVELS_APART = "levels apart by"
 
 
-def _spread_sentence(e: Explanation) -> str:
-    what = "medians" if e.medians else "rates"
-    if e.between_repetitions:
-        return ("Repetitions disagree (the level shifts over the run; compare widens the interval, --repeat narrows "
-                "it), %s apart by" % what)
-    return ("Worker processes disagree (the level shifts between processes; raise --workers, compare runs side "
-            "by side), %s apart by" % what)
-
-
 def _polling_sentence(e: Explanation) -> str:
     if e.settle_jitter_us:
         return ("These waits poll (their wakes spread evenly, as far as the settle's random part (%s) reaches, so a "
@@ -64,7 +53,11 @@ def _polling_sentence(e: Explanation) -> str:
 
 #: What a group's arms share, worded once, up to the colon that the arms and their figures follow; by kind.
 _SENTENCES: Dict[WarningKind, Callable[[Explanation], str]] = {
-    WarningKind.WORKER_SPREAD: _spread_sentence,
+    WarningKind.WORKER_SPREAD: lambda e: "%s, %s apart by" % (
+        "Repetitions disagree (the level shifts over the run; compare widens the interval, --repeat narrows it)"
+        if e.between_repetitions else
+        "Worker processes disagree (the level shifts between processes; raise --workers, compare runs side by side)",
+        "medians" if e.medians else "rates"),
     WarningKind.POPULATIONS: lambda e: "%s; %s, %s" % (_POPULATIONS_HEAD, _POPULATION_CAUSES[e.cause], _LEVELS_APART),
     WarningKind.SWITCH_INTERVAL_TAIL: lambda e: (
         "Wakes just over multiples of the switch interval of %s (a busy Python thread held the GIL and the "
@@ -90,8 +83,7 @@ _FIGURE: Dict[str, Callable[[float], str]] = {
 def format_group_arms(group: WarningGroup, shown: Optional[int] = None) -> str:
     """A group's arms worst first with their figure -- the first ``shown`` (all when None) and how many more --
     and their count: ``pipe 3.5×, queue 2.0× and 4 more (6 arms)``; ``shown`` 0: the count alone (``6 arms``)."""
-    members = group.members
-    count = len(members)
+    members, count = group.members, len(group.members)
     shown = count if shown is None else max(0, min(shown, count))
     # A timer-floor group may name an arm and its components apart: each is a figure, not an arm.
     what = "figures" if any(m.series for m in members) else "arms"
@@ -161,9 +153,9 @@ class _Item:
     def cut(self, least: int = GROUP_MIN_SHOWN) -> bool:
         """Name one arm fewer in the group that names the most, beyond ``least`` arms; False when none can.
 
-        ``least`` below :data:`GROUP_MIN_SHOWN` holds for the causes under the populations head only: there
-        the head says what the arms share and a cause's line still reads with its count alone, where a
-        bullet of one group would end "apart by: 27 arms".
+        ``least`` below :data:`GROUP_MIN_SHOWN` holds for the causes under the populations head only: there the head
+        says what the arms share and a cause's line still reads with its count alone, where a bullet of one group
+        would end "apart by: 27 arms".
         """
         least = least if len(self.groups) > 1 else GROUP_MIN_SHOWN
         cuttable = [i for i, (g, n) in enumerate(zip(self.groups, self.shown))

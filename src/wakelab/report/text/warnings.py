@@ -1,9 +1,8 @@
 """The wording of each warning and note of summary.json, one record at a time.
 
-A record's kind chooses its sentence (:data:`_WORDINGS`); its figures are read
-through :func:`~wakelab.analysis.warning_figures.figures_of`, typed for the
-kind.  A sentence from an older bundle is kept as it is, and a record whose
-figures are not what its kind says is shown as stored.
+A record's kind chooses its sentence (:data:`_WORDINGS`); its figures are read through
+:func:`~wakelab.analysis.warning_figures.figures_of`, typed for the kind.  A sentence from an older bundle is kept
+as it is, and a record whose figures are not what its kind says is shown as stored.
 """
 
 from __future__ import annotations
@@ -43,10 +42,9 @@ def split_warnings(entries: Sequence[object]) -> Tuple[List[WarningRecord], List
 def format_warning(record: WarningRecord) -> str:
     """One warning or note of summary.json, worded.
 
-    A sentence from an older bundle is kept as it is.  The schema leaves ``figures`` open, so a record whose
-    figures are not what its kind says (a hand-edited or newer bundle:
-    :func:`~wakelab.analysis.warning_figures.figures_of` raises, or the wording cannot place them), or whose
-    kind is none of :class:`WarningKind`, is shown as stored.
+    A sentence from an older bundle is kept as it is.  The schema leaves ``figures`` open, so a record whose figures
+    are not what its kind says (a hand-edited or newer bundle: :func:`~wakelab.analysis.warning_figures.figures_of`
+    raises, or the wording cannot place them), or whose kind is none of :class:`WarningKind`, is shown as stored.
     """
     if record.text is not None:
         return record.text
