@@ -82,3 +82,11 @@ def test_a_cause_is_written_back_as_it_was_read_key_order_included() -> None:
         read = PopulationCause.from_stored(cause)
         assert read is not None
         assert list(read.to_dict().items()) == list(cause.items())
+
+
+def test_a_record_that_cannot_be_worded_is_shown_as_stored() -> None:
+    # An unknown kind without figures shows none; a known kind's figures are shown as stored, whatever they are.
+    assert format_warning(record("newer-kind", None)) == "event: newer-kind: {}"
+    assert format_warning(record("polling", None)) == "event: polling: null"
+    assert format_warning(record("polling", [1])) == "event: polling: [1]"
+    assert format_warning(WarningRecord.from_json({"level": "warning", "arm": "a"})) == "a: None: {}"

@@ -106,6 +106,26 @@ def test_a_lone_odd_or_worded_record_stands_as_itself() -> None:
     assert [len(g.records) for g in group_warnings(odd)] == [1] * len(odd)
 
 
+HOSTILE = [None, True, "x", "0.1", [], [1], {}, {"a": 1}, float("nan"), float("inf"), -1, 0, 10 ** 400]
+
+
+def test_hostile_figures_are_worded_or_shown_as_stored_and_never_break_grouping() -> None:
+    tail = {"kind": "switch-interval-tail", "level": "warning", "arm": "x", "figures": {
+        "share": 0.05, "count": 10, "interval_s": 0.005, "multiples": [1, 2]}}
+    floor = {"kind": "timer-floor", "level": "warning", "arm": "x", "figures": {
+        "series": None, "p50_ns": 900.0, "floor_ns": 300, "multiple": 10, "clocksource": "hpet"}}
+    worded = 0
+    for entry in (spread("x", 2.0), populations("x", 5_000, 40_000, CPUS), tail, floor, POLLING, NOTE):
+        for key in entry["figures"]:
+            for value in HOSTILE:
+                figures = dict(entry["figures"], **{key: value})
+                pair = records(*(dict(entry, arm=arm, figures=figures) for arm in ("a", "b")))
+                assert all(format_warning_group(g) for g in group_warnings(pair))
+                assert all(format_warning(r) for r in pair)
+                worded += 1
+    assert worded > 300
+
+
 def test_a_group_says_its_sentence_once_then_the_arms_and_their_figures() -> None:
     (group,) = group_warnings(records(spread("a", 5.9), spread("b", 11.0), spread("c", 2.0)))
     text = format_warning_group(group)
