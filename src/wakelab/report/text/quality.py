@@ -12,13 +12,13 @@ import dataclasses
 import re
 from typing import Callable, Dict, List, Optional, Sequence
 
-from wakelab.analysis.view import view_of
+from wakelab.analysis.view import RunView
 from wakelab.analysis.warning_figures import CauseKind
 from wakelab.analysis.warning_groups import DURATION_NS, RATIO, SHARE, Explanation, MachineLoad, WarningGroup
 from wakelab.evidence.model import WarningKind
 from wakelab.formatting import DASH, format_ns, format_percent, format_ratio
 from wakelab.report.text.warnings import format_warning
-from wakelab.report.text.wrap import KEEP, Run, bullets, bullets_figures, wrap_figures
+from wakelab.report.text.wrap import KEEP, bullets, bullets_figures, wrap_figures
 
 
 QUALITY_TITLE = "MEASUREMENT QUALITY (warnings, not errors)"
@@ -188,11 +188,10 @@ def _quality_items(groups: Sequence[WarningGroup]) -> List[_Item]:
     return items
 
 
-def format_quality(run: Run, arm_by_arm: bool = False) -> List[str]:
+def format_quality(view: RunView, arm_by_arm: bool = False) -> List[str]:
     """The measurement-quality section's bullets: the load the run saw beside it, then its warnings gathered
     by what they say, each group naming its worst arms first, cut short where the bullets would pass
     :data:`QUALITY_MAX_LINES` lines (``arm_by_arm``: every warning on its own, as summary.json records them)."""
-    view = view_of(run)
     lines: List[str] = []
     if view.machine_load is not None:
         lines.extend(bullets_figures([format_machine_load(view.machine_load)]))
