@@ -11,6 +11,7 @@ from conftest import GOLDEN
 from wakelab.analysis.caveats import derive_caveats, lab_pairings, lost_wakes, native_ratios
 from wakelab.analysis.quality import derive_warnings
 from wakelab.core.registry import get_arm
+from wakelab.evidence.model import WarningRecord
 from wakelab.formatting import format_ns, format_rate, format_ratio, format_us
 from wakelab.report.text import format_lead_table, format_summary, format_verdict, format_warning
 
@@ -113,9 +114,14 @@ def test_coalesced_open_loop_notifies_are_not_called_timeouts(lab135_summary) ->
     assert "timeout" not in " ".join(c for c in derive_caveats(lab135_summary) if c.startswith("event lost"))
 
 
+def word(entry: object) -> str:
+    """A warning as summary.json stores it, worded."""
+    return format_warning(WarningRecord.from_json(entry))
+
+
 def test_warning_records_are_worded(lab135_summary) -> None:
-    assert format_warning("an old bundle's worded warning") == "an old bundle's worded warning"
-    assert format_warning({"kind": "worker-spread", "level": "warning", "arm": "event",
+    assert word("an old bundle's worded warning") == "an old bundle's worded warning"
+    assert word({"kind": "worker-spread", "level": "warning", "arm": "event",
                            "figures": {"of": "p50_ns", "max_over_min": 2.5}}) == (
         "event: worker processes disagree (their medians differ 2.5×): the level shifts between processes; "
         "raise --workers and compare runs side by side.")
@@ -123,22 +129,22 @@ def test_warning_records_are_worded(lab135_summary) -> None:
         "populations": [{"share": 0.5, "low_ns": 20_495, "high_ns": 24_455}, {"share": 0.3, "low_ns": 5_059, "high_ns": 5_531},
                         {"share": 0.2, "low_ns": 80_780, "high_ns": 87_020}],
         "cause": None}}
-    assert format_warning(populations) == (
+    assert word(populations) == (
         "event: three populations of wakes: 50% between 20.5 µs and 24.5 µs, 30% between 5.06 µs and 5.53 µs, "
         "20% between 80.8 µs and 87.0 µs (the middle 80% of each); a single percentile hides that. Nothing this "
         "run recorded tells why; --placement same,split shows whether placement does.")
     populations["figures"]["cause"] = {"kind": "placement", "same_cpu_workers": 1, "split_workers": 2}
-    assert format_warning(populations).endswith(
+    assert word(populations).endswith(
         "Where the two sides ran differed between worker processes (the same CPU in 1, different CPUs in 2), which "
         "can explain it; --placement same,split measures each apart.")
     populations["figures"]["cause"] = {"kind": "workers", "worker_p50_ns": [5300.0, 21000.0]}
-    assert format_warning(populations).endswith(
+    assert word(populations).endswith(
         "The worker processes' medians (5.30 µs, 21.0 µs) fall in different populations: the level shifted between processes.")
-    assert format_warning({"kind": "switch-interval-tail", "level": "warning", "arm": "event",
+    assert word({"kind": "switch-interval-tail", "level": "warning", "arm": "event",
                            "figures": {"share": 0.05, "count": 10, "interval_s": 0.005, "multiples": [1, 2]}}) == (
         "event: 5.0% of wakes (10) took just over 1 or 2 switch interval(s) of 5.00 ms: a busy Python thread held "
         "the GIL and the waiter waited for the interpreter to force a switch.")
-    assert format_warning({"kind": "timer-floor", "level": "warning", "arm": "sigusr1-self", "figures": {
+    assert word({"kind": "timer-floor", "level": "warning", "arm": "sigusr1-self", "figures": {
         "series": None, "p50_ns": 2099.5, "floor_ns": 300, "multiple": 10, "clocksource": "hpet"}}) == (
         "sigusr1-self: p50 2.10 µs is under 10× the timer floor, 300 ns per perf_counter_ns() pair (clocksource "
         "hpet): the clock's own cost is a tenth of the figure or more.")
@@ -149,12 +155,12 @@ def test_a_polling_record_is_worded_with_its_period() -> None:
                "spread_over_floor": 184.42, "thinnest_part": 0.85, "thickest_part": 1.2, "n": 200,
                "settle_jitter_us": 4000, "spans_jitter": False}
     record = {"kind": "polling", "level": "warning", "arm": "poll-2ms", "figures": figures}
-    assert format_warning(record) == (
+    assert word(record) == (
         "poll-2ms: this wait polls about every 2.09 ms: its wakes spread evenly from 8.23 µs to 2.06 ms instead of "
         "bunching near a floor as a blocked wait's do. A notify is seen at the next poll, so a wake costs up to a whole "
         "period, half of it on average, however fast the machine (distance to an even spread 0.05).")
     record["figures"] = dict(figures, settle_jitter_us=2000, spans_jitter=True)
-    assert format_warning(record) == (
+    assert word(record) == (
         "poll-2ms: this wait polls, every 2.09 ms or more slowly: its wakes spread evenly from 8.23 µs to 2.06 ms instead "
         "of bunching near a floor as a blocked wait's do, as far as the settle's random part (2.00 ms) reaches, so the "
         "period may be longer; --settle-jitter-us 4000 (twice that) would measure it (distance to an even spread 0.05). "
@@ -162,9 +168,9 @@ def test_a_polling_record_is_worded_with_its_period() -> None:
 
 
 def test_a_record_with_unexpected_figures_is_shown_raw() -> None:
-    assert format_warning({"kind": "percentiles-omitted", "level": "note", "arm": None, "figures": {"left_out": 1.5}}) == (
+    assert word({"kind": "percentiles-omitted", "level": "note", "arm": None, "figures": {"left_out": 1.5}}) == (
         'percentiles-omitted: {"left_out": 1.5}')
-    assert format_warning({"kind": "from-a-newer-wakelab", "level": "warning", "arm": "event", "figures": {"x": 1}}) == (
+    assert word({"kind": "from-a-newer-wakelab", "level": "warning", "arm": "event", "figures": {"x": 1}}) == (
         'event: from-a-newer-wakelab: {"x": 1}')
 
 
@@ -451,16 +457,14 @@ def test_the_brief_and_the_full_text_say_one_run_state(lab135_summary) -> None:
 
 def test_every_warning_kind_is_worded() -> None:
     # quality.py writes the evidence model's kinds and text.py words the same enum: no kind falls back to raw JSON.
-    from wakelab.analysis import quality
-    from wakelab.evidence.model import WarningKind, WarningRecord
+    from wakelab.evidence.model import WarningKind
     from wakelab.report.text import _WORDINGS, split_warnings
 
     assert set(_WORDINGS) == set(WarningKind)
-    assert {quality.POLLING, quality.TIMER_FLOOR, quality.POPULATIONS} <= set(WarningKind)
     record = WarningRecord.from_json({"kind": "worker-spread", "level": "warning", "arm": "event",
                                       "figures": {"of": "p50_ns", "max_over_min": 2.0}})
     assert record.kind is WarningKind.WORKER_SPREAD and record.to_dict()["kind"] == "worker-spread"
     assert format_warning(record).startswith("event: worker processes disagree (their medians differ 2.0×)")
-    assert format_warning({"kind": "newer-kind", "arm": "x", "figures": {"a": 1}}) == 'x: newer-kind: {"a": 1}'
+    assert word({"kind": "newer-kind", "arm": "x", "figures": {"a": 1}}) == 'x: newer-kind: {"a": 1}'
     warnings, notes = split_warnings(["an old sentence", {"kind": "percentiles-omitted", "level": "note", "figures": {}}])
     assert [w.text for w in warnings] == ["an old sentence"] and [n.kind for n in notes] == [WarningKind.PERCENTILES_OMITTED]

@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 import pytest
 
 from wakelab.analysis.warning_figures import (
+    CauseKind,
     OmittedFigures,
     OmittedPercentile,
     PollingFigures,
@@ -36,13 +37,13 @@ def test_each_kind_reads_what_its_wording_needs() -> None:
                                    "cause": {"kind": "workers", "worker_p50_ns": [5.0, 9.0]}}
     read = figures_of(record("populations", populations))
     assert read == PopulationsFigures(count=5, named=(Population(0.5, 1, 2),) * 3, cause=PopulationCause(
-        "workers", populations["cause"], worker_p50_ns=(5.0, 9.0)))
+        CauseKind.WORKERS, worker_p50_ns=(5.0, 9.0)))
     assert figures_of(record("switch-interval-tail", {"share": 0.05, "count": 3, "interval_s": 0.005, "multiples": [2, "1"]})) == (
-        SwitchTailFigures(0.05, 3, (1, 2), 0.005))
+        SwitchTailFigures(0.05, 3, 0.005, (1, 2)))
     assert figures_of(record("timer-floor", {"series": "", "p50_ns": 900, "multiple": 10, "floor_ns": 50})) == (
-        TimerFloorFigures(None, 900, 10, 50, None))
+        TimerFloorFigures(None, 900, 50, 10, None))
     assert figures_of(record("polling", {"period_ns": 2e6, "low_ns": 1, "high_ns": 2, "distance": "0.1"})) == (
-        PollingFigures(2e6, 1, 2, 0.1, None, None))
+        PollingFigures(low_ns=1, high_ns=2, period_ns=2e6, distance=0.1))
     assert StoredEntry.of(record("newer-kind", [1], arm=0)) == StoredEntry(0, "newer-kind", [1])
 
 
@@ -81,3 +82,11 @@ def test_a_cause_is_written_back_as_it_was_read_key_order_included() -> None:
         read = PopulationCause.from_stored(cause)
         assert read is not None
         assert list(read.to_dict().items()) == list(cause.items())
+
+
+def test_a_record_that_cannot_be_worded_is_shown_as_stored() -> None:
+    # An unknown kind without figures shows none; a known kind's figures are shown as stored, whatever they are.
+    assert format_warning(record("newer-kind", None)) == "event: newer-kind: {}"
+    assert format_warning(record("polling", None)) == "event: polling: null"
+    assert format_warning(record("polling", [1])) == "event: polling: [1]"
+    assert format_warning(WarningRecord.from_json({"level": "warning", "arm": "a"})) == "a: None: {}"

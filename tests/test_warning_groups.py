@@ -10,11 +10,11 @@ from typing import Any, Dict, List, Optional
 
 from conftest import GOLDEN
 from wakelab.analysis.view import view_of
+from wakelab.analysis.warning_figures import CauseKind
 from wakelab.analysis.warning_groups import (
     DURATION_NS,
     RATIO,
-    PopulationsExplanation,
-    SpreadExplanation,
+    Explanation,
     group_warnings,
     machine_load,
 )
@@ -61,7 +61,7 @@ def records(*entries: Any) -> List[WarningRecord]:
 def test_the_same_warning_about_several_arms_is_one_group_worst_first() -> None:
     (group,) = group_warnings(records(spread("a", 5.9), spread("b", 11.0), spread("c", 2.0)))
     assert group.grouped and group.kind is WarningKind.WORKER_SPREAD and group.unit == RATIO
-    assert group.explanation == SpreadExplanation(between_repetitions=True, medians=True)
+    assert group.explanation == Explanation(between_repetitions=True, medians=True)
     assert [(m.arm, m.figure) for m in group.members] == [("b", 11.0), ("a", 5.9), ("c", 2.0)]
     assert [r.arm for r in group.records] == ["b", "a", "c"]
 
@@ -73,12 +73,12 @@ def test_a_different_explanation_is_another_group_in_order_of_first_appearance()
         spread("d", 2.5, between="workers"), populations("d", 5_000, 50_000, None), spread("e", 1.6, of="ops_per_s"),
         spread("f", 1.7, of="ops_per_s"), populations("e", 5_000, 40_000, WORKERS), populations("f", 5_000, 9_000, None)))
     assert [(g.kind.value, g.explanation, [r.arm for r in g.records]) for g in groups] == [
-        ("worker-spread", SpreadExplanation(True, True), ["c", "a"]),
-        ("populations", PopulationsExplanation("cpus"), ["c", "a"]),  # levels 10× and 8.0× apart
-        ("worker-spread", SpreadExplanation(False, True), ["d", "b"]),
-        ("populations", PopulationsExplanation("workers"), ["e", "b"]),  # 8.0× and 4.0×
-        ("populations", PopulationsExplanation(None), ["d", "f"]),  # 10× and 1.8×
-        ("worker-spread", SpreadExplanation(True, False), ["f", "e"]),  # rates
+        ("worker-spread", Explanation(True, True), ["c", "a"]),
+        ("populations", Explanation(cause=CauseKind.CPUS), ["c", "a"]),  # levels 10× and 8.0× apart
+        ("worker-spread", Explanation(False, True), ["d", "b"]),
+        ("populations", Explanation(cause=CauseKind.WORKERS), ["e", "b"]),  # 8.0× and 4.0×
+        ("populations", Explanation(), ["d", "f"]),  # 10× and 1.8×
+        ("worker-spread", Explanation(True, False), ["f", "e"]),  # rates
     ]
     workers = groups[3]
     assert [round(m.figure, 2) for m in workers.members] == [8.0, 4.0]
@@ -104,6 +104,26 @@ def test_a_lone_odd_or_worded_record_stands_as_itself() -> None:
                   populations("a", 5_000, 40_000, {"kind": "from-a-newer-wakelab"}),
                   populations("b", 5_000, 40_000, {"kind": "from-a-newer-wakelab"}))
     assert [len(g.records) for g in group_warnings(odd)] == [1] * len(odd)
+
+
+HOSTILE = [None, True, "x", "0.1", [], [1], {}, {"a": 1}, float("nan"), float("inf"), -1, 0, 10 ** 400]
+
+
+def test_hostile_figures_are_worded_or_shown_as_stored_and_never_break_grouping() -> None:
+    tail = {"kind": "switch-interval-tail", "level": "warning", "arm": "x", "figures": {
+        "share": 0.05, "count": 10, "interval_s": 0.005, "multiples": [1, 2]}}
+    floor = {"kind": "timer-floor", "level": "warning", "arm": "x", "figures": {
+        "series": None, "p50_ns": 900.0, "floor_ns": 300, "multiple": 10, "clocksource": "hpet"}}
+    worded = 0
+    for entry in (spread("x", 2.0), populations("x", 5_000, 40_000, CPUS), tail, floor, POLLING, NOTE):
+        for key in entry["figures"]:
+            for value in HOSTILE:
+                figures = dict(entry["figures"], **{key: value})
+                pair = records(*(dict(entry, arm=arm, figures=figures) for arm in ("a", "b")))
+                assert all(format_warning_group(g) for g in group_warnings(pair))
+                assert all(format_warning(r) for r in pair)
+                worded += 1
+    assert worded > 300
 
 
 def test_a_group_says_its_sentence_once_then_the_arms_and_their_figures() -> None:
@@ -172,7 +192,7 @@ def test_show_full_lists_every_warning_arm_by_arm() -> None:
     assert section[0] == QUALITY_TITLE
     body = "\n".join(section)
     for record in summary["warnings"][1:]:
-        assert format_warning(record).split(": ")[0] + ": " in body
+        assert format_warning(WarningRecord.from_json(record)).split(": ")[0] + ": " in body
     assert body.count(": repetitions disagree (their medians differ") == 27
     assert body.count("populations of wakes:") == 24
 

@@ -1,19 +1,15 @@
 """Measurement-quality warnings: reasons to distrust a figure, never errors (stdlib only).
 
-As pyperf's ``check`` does for throughput, these say when a run's numbers
-should be read with care and what to do about it: workers that disagree,
-several populations of wakes mixed in one distribution, figures near the
-timer's floor, tails that sit at multiples of the GIL switch interval
-(another Python thread held the GIL), and a wait that polls instead of
-blocking (its wakes spread evenly up to the poll's period).  A percentile left out for want of wakes
-is a *note*, not a warning: the figure is absent, not doubtful.
+As pyperf's ``check`` does for throughput, these say when a run's numbers should be read with care and what to do
+about it: workers that disagree, several populations of wakes mixed in one distribution, figures near the timer's
+floor, tails that sit at multiples of the GIL switch interval (another Python thread held the GIL), and a wait that
+polls instead of blocking (its wakes spread evenly up to the poll's period).  A percentile left out for want of
+wakes is a *note*, not a warning: the figure is absent, not doubtful.
 
-Per-arm flags are computed from the raw samples when the arm finishes
-(:func:`quality_flags`, stored under ``quality``).  :func:`derive_warnings`
-turns the flags and the summary's figures into *records* -- ``kind``,
-``level``, ``arm``, ``figures`` -- stored under ``warnings`` in summary.json;
-renderers word them (hyperfine's warnings are an enum turned into sentences at
-the edge in the same way).
+Per-arm flags are computed from the raw samples when the arm finishes (:func:`quality_flags`, stored under
+``quality``).  :func:`warning_records` turns the flags and the summary's figures into typed records
+(:class:`~wakelab.evidence.model.WarningRecord`), stored under ``warnings`` in summary.json; renderers word them (as
+hyperfine turns its warning enum into sentences at the edge).
 """
 
 from __future__ import annotations
@@ -22,27 +18,21 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.caveats import bundle_of, gil_enabled, worker_infos
+from wakelab.analysis.caveats import arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import (
+    CauseKind,
+    OmittedFigures,
     OmittedPercentile,
     Population,
     PopulationCause,
     Populations,
     PollingFigures,
+    Record,
     SwitchTailFigures,
+    TimerFloorFigures,
 )
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, WarningKind, WarningRecord
-
-# Record levels and kinds: the evidence model's (renderers word the same kinds).
-WARNING = WARNING_LEVEL
-NOTE = NOTE_LEVEL
-PERCENTILES_OMITTED = WarningKind.PERCENTILES_OMITTED
-WORKER_SPREAD = WarningKind.WORKER_SPREAD
-POPULATIONS = WarningKind.POPULATIONS
-SWITCH_INTERVAL_TAIL = WarningKind.SWITCH_INTERVAL_TAIL
-TIMER_FLOOR = WarningKind.TIMER_FLOOR
-POLLING = WarningKind.POLLING
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -70,20 +60,18 @@ SWITCH_CLUSTERING = 3.0
 _SWITCH_MIN_WAKES = 3
 _SWITCH_MIN_SHARE = 0.01
 
-# Polling (see find_polling).  The even spread is fitted on the POLL_FIT_Q-th percentile and its
-# complement.  The wakes must lie within POLL_MAX_DISTANCE of it (Kolmogorov-Smirnov distance: the
-# largest gap between the two cumulative shares); fill each of its POLL_PARTS equal parts with
-# between POLL_MIN_PART and POLL_MAX_PART of an even share (no tail tapering off inside it, no gap
-# between two levels, no pile of wakes at one end); end at its top (the POLL_EDGE_Q-th percentile
-# within POLL_MAX_EDGE widths above the 95th); and spread over at least POLL_MIN_SPREAD_OVER_FLOOR
-# times their floor (the POLL_FLOOR_Q-th percentile) and POLL_MIN_PERIOD_NS (shorter periods are
-# not told apart from the scheduler's and the GIL's own hand-offs).  bench/polling_margin.py checks
-# them: polls of 1 to 10 ms at 200 wakes or more pass -- with 2 % of outliers, and at least 80 % of
-# draws where a random part between one and two periods covers the period unevenly (density 2:1);
-# lognormal, gamma, normal and two-level shapes (waits that block) fail, as do the catalogue's
-# arms on a noisy 2-vCPU VM, with and without a busy thread (the nearest, mp-queue, meets all but
-# the spread over its floor: 4.7 against 8).  What the shape alone cannot tell from a poll is a
-# mixture that is mostly an even spread.
+# Polling (see find_polling).  The even spread is fitted on the POLL_FIT_Q-th percentile and its complement.  The
+# wakes must lie within POLL_MAX_DISTANCE of it (Kolmogorov-Smirnov distance: the largest gap between the two
+# cumulative shares); fill each of its POLL_PARTS equal parts with between POLL_MIN_PART and POLL_MAX_PART of an
+# even share (no tail tapering off inside it, no gap between two levels, no pile of wakes at one end); end at its
+# top (the POLL_EDGE_Q-th percentile within POLL_MAX_EDGE widths above the 95th); and spread over at least
+# POLL_MIN_SPREAD_OVER_FLOOR times their floor (the POLL_FLOOR_Q-th percentile) and POLL_MIN_PERIOD_NS (shorter
+# periods are not told apart from the scheduler's and the GIL's own hand-offs).  bench/polling_margin.py checks
+# them: polls of 1 to 10 ms at 200 wakes or more pass -- with 2 % of outliers, and at least 80 % of draws where a
+# random part between one and two periods covers the period unevenly (density 2:1); lognormal, gamma, normal and
+# two-level shapes (waits that block) fail, as do the catalogue's arms on a noisy 2-vCPU VM, with and without a busy
+# thread (the nearest, mp-queue, meets all but the spread over its floor: 4.7 against 8).  What the shape alone
+# cannot tell from a poll is a mixture that is mostly an even spread.
 POLL_MIN_SAMPLES = 50
 POLL_FIT_Q = 5.0
 POLL_EDGE_Q = 97.0
@@ -105,42 +93,29 @@ FLOOR_MULTIPLE = 10
 
 
 @dataclasses.dataclass(frozen=True)
-class QualityFlags:
+class QualityFlags(Record):
     """A latency arm's flags, stored under ``quality`` (see :func:`quality_flags`); each None when not found."""
 
     populations: Optional[Populations] = None
     switch_interval_tail: Optional[SwitchTailFigures] = None
     polling: Optional[PollingFigures] = None
 
-    def to_dict(self) -> Dict[str, object]:
-        return {
-            "populations": None if self.populations is None else self.populations.to_dict(),
-            "switch_interval_tail": None if self.switch_interval_tail is None else self.switch_interval_tail.to_dict(),
-            "polling": None if self.polling is None else self.polling.to_dict(),
-        }
-
     @classmethod
     def from_dict(cls, quality: object) -> "QualityFlags":
         """The flags an arm's entry stores (none for a missing or empty ``quality``, or a missing or empty flag)."""
-        if not isinstance(quality, Mapping):
-            return cls()
-        populations, tail, polling = (quality.get(key) for key in ("populations", "switch_interval_tail", "polling"))
-        return cls(
-            Populations.from_dict(populations) if populations else None,
-            SwitchTailFigures.from_dict(tail) if tail else None,
-            PollingFigures.from_dict(polling) if polling else None,
-        )
+        stored = quality if isinstance(quality, Mapping) else {}
+        populations, tail, polling = (stored.get(key) for key in ("populations", "switch_interval_tail", "polling"))
+        return cls(Populations.from_dict(populations) if populations else None,
+                   SwitchTailFigures.from_dict(tail) if tail else None, PollingFigures.from_dict(polling) if polling else None)
 
 
 def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
     """Two or more well-separated populations of wakes in ``samples_ns``, or None.
 
-    Peaks of the smoothed log2 histogram are taken largest first; a peak is
-    kept when it is at least an octave from every peak kept before it, with a
-    valley deeper than half the smaller peak between them.  Each kept peak's
-    population is the wakes between the valleys either side of it; it counts
-    when it holds at least 10% of the wakes.  Returns the populations,
-    largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th
+    Peaks of the smoothed log2 histogram are taken largest first; a peak is kept when it is at least an octave from
+    every peak kept before it, with a valley deeper than half the smaller peak between them.  Each kept peak's
+    population is the wakes between the valleys either side of it; it counts when it holds at least 10% of the
+    wakes.  Returns the populations, largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th
     percentiles of the population's own wakes (measured values, not bin positions).
     """
     values = sorted(v for v in samples_ns if v > 0)
@@ -197,12 +172,10 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
 def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float]) -> Optional[SwitchTailFigures]:
     """Wakes clustered just above multiples of the switch interval, when they matter.
 
-    Counts the wakes in a narrow band at each of the first eight multiples of
-    ``interval_s`` (see ``SWITCH_BAND_*``).  Reported when at least 3 wakes and
-    1% of all fall in the bands, and the bands are at least three times as
-    dense as the rest of the span from half an interval to the last band.
-    Returns the share and count of those wakes, the interval and the
-    multiples that hold wakes, or None.
+    Counts the wakes in a narrow band at each of the first eight multiples of ``interval_s`` (see
+    ``SWITCH_BAND_*``).  Reported when at least 3 wakes and 1% of all fall in the bands, and the bands are at least
+    three times as dense as the rest of the span from half an interval to the last band.  Returns the share and
+    count of those wakes, the interval and the multiples that hold wakes, or None.
     """
     if not samples_ns or not interval_s or interval_s <= 0:
         return None
@@ -232,19 +205,15 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float])
 
 
 def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, object]]:
-    """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes), as a
-    mapping (bench/polling_margin.py tabulates them): :meth:`PollingFigures.statistics` of :func:`_polling_figures`.
+    """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes), as a mapping
+    (bench/polling_margin.py tabulates them): :meth:`PollingFigures.statistics` of :func:`_polling_figures`.
 
-    ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th
-    percentiles (extended by the 5 % either side that it puts beyond them,
-    ``low_ns`` no lower than the fastest wake), ``period_ns`` its width;
-    ``distance`` the Kolmogorov-Smirnov distance from the wakes to it;
-    ``thinnest_part`` the share of the wakes in the emptiest fifth of it,
-    over an even share (an even spread: about 1; a tail that tapers or a gap
-    between two levels: near 0); ``edge`` how far the 97th percentile lies
-    above the 95th, in widths (an even spread: 0.022; a tail that tapers:
-    more); ``spread_over_floor`` the width over the 1st percentile; ``n``
-    the wakes judged.
+    ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th percentiles (extended by the 5 % either
+    side that it puts beyond them, ``low_ns`` no lower than the fastest wake), ``period_ns`` its width; ``distance``
+    the Kolmogorov-Smirnov distance from the wakes to it; ``thinnest_part`` the share of the wakes in the emptiest
+    fifth of it, over an even share (an even spread: about 1; a tail that tapers or a gap between two levels: near
+    0); ``edge`` how far the 97th percentile lies above the 95th, in widths (an even spread: 0.022; a tail that
+    tapers: more); ``spread_over_floor`` the width over the 1st percentile; ``n`` the wakes judged.
     """
     figures = _polling_figures(samples_ns)
     return None if figures is None else figures.statistics()
@@ -284,28 +253,22 @@ def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
         thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
         thickest_part=round(max(parts) / n * POLL_PARTS, 4),
         n=n,
-        settle_jitter_us=None,
-        spans_jitter=None,
     )
 
 
 def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[PollingFigures]:
     """A wait that polls: wakes spread evenly from near nothing up to a period, or None.
 
-    A waiter that checks a flag and sleeps P between checks answers a notify
-    at its next check.  With a settle whose random part spans P (see
-    :func:`wakelab.core.drivers.settle_schedule_s`) the notify lands anywhere
-    in the period, so the wakes spread evenly from the floor (the check's own
-    cost) to P; a wait that blocks bunches near its floor and tapers off.
-    Flagged when the wakes are close to an even spread (:func:`polling_statistics`'s
-    ``distance`` at most POLL_MAX_DISTANCE), end at its top (``edge`` at most
-    POLL_MAX_EDGE), and that spread is at least POLL_MIN_PERIOD_NS wide and
-    POLL_MIN_SPREAD_OVER_FLOOR times the floor.  Returns the statistics with
-    ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER
-    of ``settle_jitter_us`` (the random part of the settle, µs), which may
-    have cut the spread short -- the period is then at least that long; None
-    when not known.  A period longer than the random part shows no even
-    spread from the floor, and is not flagged: raise the random part above it.
+    A waiter that checks a flag and sleeps P between checks answers a notify at its next check.  With a settle whose
+    random part spans P (see :func:`wakelab.core.drivers.settle_schedule_s`) the notify lands anywhere in the
+    period, so the wakes spread evenly from the floor (the check's own cost) to P; a wait that blocks bunches near
+    its floor and tapers off.  Flagged when the wakes are close to an even spread (:func:`polling_statistics`'s
+    ``distance`` at most POLL_MAX_DISTANCE), end at its top (``edge`` at most POLL_MAX_EDGE), and that spread is at
+    least POLL_MIN_PERIOD_NS wide and POLL_MIN_SPREAD_OVER_FLOOR times the floor.  Returns the statistics with
+    ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER of ``settle_jitter_us`` (the random
+    part of the settle, µs), which may have cut the spread short -- the period is then at least that long; None when
+    not known.  A period longer than the random part shows no even spread from the floor, and is not flagged: raise
+    the random part above it.
     """
     figures = _polling_figures(samples_ns)
     if figures is None:
@@ -326,31 +289,27 @@ def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = No
 
 
 def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
-    """Whether another Python thread may hold the GIL the arm's waiter needs.
+    """Whether another Python thread may hold the GIL the arm's waiter needs (:func:`_gil_contended` of the records)."""
+    return _gil_contended(arm_record(entry), bundle_of(summary))
 
-    Only busy Python threads (``--cpu-threads``) hold it for a switch
-    interval: the notifier of every driver blocks right after its notify, and
-    the spinning waiters release it between polls.  None holds it when the GIL
-    is off, for the C floor, or for a waiter in another process (another
-    interpreter, its own GIL).
-    """
-    if not gil_enabled(summary) or entry.get("family") == "native" or entry.get("scope") == "cross-process":
+
+def _gil_contended(arm: ArmRecord, bundle: Bundle) -> bool:
+    """Only busy Python threads (``--cpu-threads``) hold the GIL for a switch interval: the notifier of every
+    driver blocks right after its notify, and the spinning waiters release it between polls.  None holds it when
+    the GIL is off, for the C floor, or for a waiter in another process (another interpreter, its own GIL)."""
+    if not gil_enabled(bundle) or arm.family == "native" or arm.scope == "cross-process":
         return False
-    conditions = summary.get("conditions") or {}
-    busy = conditions.get("cpu_threads") or 0
-    applied = [(w.get("applied") or {}).get("cpu_threads") or 0 for w in entry.get("workers") or [] if isinstance(w, Mapping)]
-    return bool(busy) or any(applied)
+    return bool(bundle.conditions.cpu_threads) or any(w.applied.get("cpu_threads") for w in arm.workers or ())
 
 
 def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None,
                   settles: bool = True) -> QualityFlags:
     """The per-arm flags stored under ``quality`` in summary.json.
 
-    ``interval_s`` is the switch interval, or None where no Python thread can
-    hold the GIL the waiter needs (:func:`gil_contended`): then no tail is looked for.
-    ``settle_jitter_us`` is the random part of the settle the wakes were taken
-    with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False
-    for an arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for.
+    ``interval_s`` is the switch interval, or None where no Python thread can hold the GIL the waiter needs
+    (:func:`gil_contended`): then no tail is looked for.  ``settle_jitter_us`` is the random part of the settle the
+    wakes were taken with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False for an
+    arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for.
     """
     return QualityFlags(
         populations=find_populations(samples_ns),
@@ -359,38 +318,26 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     )
 
 
-def _worker_sides(arm: ArmRecord) -> List[bool]:
-    """Per worker that recorded both CPUs: True when notifier and waiter were last seen on the same CPU,
-    False when on different ones."""
-    seen = [(one.get("notifier_cpu_seen"), one.get("waiter_cpu_seen")) for one in worker_infos(arm)]
-    return [notifier == waiter for notifier, waiter in seen if isinstance(notifier, int) and isinstance(waiter, int)]
-
-
 def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[PopulationCause]:
     """What in the evidence separates the populations, or None when nothing recorded does.
 
-    ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and
-    the cross-CPU wakes' medians in different populations, each side holding
-    at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains it.
-    ``workers``: the worker processes' own medians fall in different
-    populations (the level shifted between processes).  ``placement``: the run
-    was not pinned and the workers recorded notifier and waiter on the same CPU
+    ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and the cross-CPU wakes' medians in
+    different populations, each side holding at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains
+    it.  ``workers``: the worker processes' own medians fall in different populations (the level shifted between
+    processes).  ``placement``: the run was not pinned and the workers recorded notifier and waiter on the same CPU
     in some and on different CPUs in others.
     """
     by_cpu = _cpu_cause(arm, populations)
     if by_cpu is not None:
         return by_cpu
     medians = [float(w.p50_ns) for w in arm.workers or () if isinstance(w.p50_ns, (int, float))]
-    homes = set()
-    for median in medians:
-        for index, population in enumerate(populations):
-            if population.low_ns <= median <= population.high_ns:
-                homes.add(index)
-    if len(homes) >= 2:
-        return PopulationCause("workers", worker_p50_ns=tuple(sorted(medians)))
-    sides = _worker_sides(arm)
+    if len({i for m in medians for i, p in enumerate(populations) if p.low_ns <= m <= p.high_ns}) >= 2:
+        return PopulationCause(CauseKind.WORKERS, worker_p50_ns=tuple(sorted(medians)))
+    # Per worker that recorded both CPUs: whether notifier and waiter were last seen on the same one.
+    seen = [(one.get("notifier_cpu_seen"), one.get("waiter_cpu_seen")) for one in worker_infos(arm)]
+    sides = [notifier == waiter for notifier, waiter in seen if isinstance(notifier, int) and isinstance(waiter, int)]
     if placement in (None, "any") and True in sides and False in sides:
-        return PopulationCause("placement", same_cpu_workers=sides.count(True), split_workers=sides.count(False))
+        return PopulationCause(CauseKind.PLACEMENT, same_cpu_workers=sides.count(True), split_workers=sides.count(False))
     return None
 
 
@@ -414,62 +361,55 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Po
     n_same, n_cross = split.same_cpu.n or 0, split.cross_cpu.n or 0
     known = n_same + n_cross
     same_p50, cross_p50 = split.same_cpu.p50_ns, split.cross_cpu.p50_ns
-    if not known or not isinstance(same_p50, (int, float)) or not isinstance(cross_p50, (int, float)):
-        return None
-    if min(n_same, n_cross) < MIN_POPULATION_SHARE * known:
+    if not known or not isinstance(same_p50, (int, float)) or not isinstance(cross_p50, (int, float)) \
+            or min(n_same, n_cross) < MIN_POPULATION_SHARE * known:
         return None
     homes = {_home(float(same_p50), populations), _home(float(cross_p50), populations)}
     if len(homes) < 2 or None in homes:
         return None
-    return PopulationCause("cpus", cross_share=split.cross_share, same_cpu_p50_ns=same_p50, cross_cpu_p50_ns=cross_p50,
+    return PopulationCause(CauseKind.CPUS, cross_share=split.cross_share, same_cpu_p50_ns=same_p50, cross_cpu_p50_ns=cross_p50,
                            same_cpu_n=n_same, cross_cpu_n=n_cross)
 
 
-def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """Quality warnings and notes for ``summary``, as records, from its figures and per-arm flags.
+def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, object]]:
+    """:func:`warning_records` of ``summary`` as summary.json stores them (``{"kind", "level", "arm", "figures"}``)."""
+    return [record.to_dict() for record in warning_records(bundle_of(summary))]
 
-    Each record is ``{"kind", "level", "arm", "figures"}``; see the module
-    docstring for the kinds.  Records come in arm order, the run-wide note first.
-    """
+
+def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
+    """Quality warnings and notes of a run, from its figures and per-arm flags, in arm order, the run-wide note
+    first; see the module docstring for the kinds."""
     records: List[WarningRecord] = []
-    bundle = bundle_of(summary)
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
-
     left_out: Dict[Tuple[float, int], OmittedPercentile] = {}
-    for e in (arm.entry for arm in arms):
-        latency = e.get("latency") or {}
-        n = latency.get("n")
+    for latency in (arm.latency for arm in arms if arm.latency is not None and arm.latency.n):
         for key, q in PERCENTILES:
-            if n and key in (latency.get("omitted") or {}):
-                left_out[(q, n)] = OmittedPercentile(key, n, min_n_for(q))
+            if key in latency.omitted:
+                left_out[(q, latency.n)] = OmittedPercentile(key, latency.n, min_n_for(q))
     if left_out:
-        records.append(WarningRecord(PERCENTILES_OMITTED, NOTE, None, {"left_out": [left_out[k].to_dict() for k in sorted(left_out)]}))
+        figures = OmittedFigures(tuple(left_out[k] for k in sorted(left_out)))
+        records.append(WarningRecord(WarningKind.PERCENTILES_OMITTED, NOTE_LEVEL, None, figures.to_dict()))
+
+    def warn(kind: WarningKind, name: str, figures: Dict[str, object]) -> None:
+        records.append(WarningRecord(kind, WARNING_LEVEL, name, figures))
 
     for arm in arms:
-        e, name = arm.entry, str(arm.entry.get("name"))
         spread = arm.spread
         if spread is not None and spread.max_over_min is not None and spread.max_over_min > SPREAD_LIMIT:
-            records.append(WarningRecord(WORKER_SPREAD, WARNING, name, {"of": spread.of, "max_over_min": spread.max_over_min,
-                                                         "between": spread.between or "workers"}))
-        quality = QualityFlags.from_dict(e.get("quality"))
+            warn(WarningKind.WORKER_SPREAD, arm.name, {"of": spread.of, "max_over_min": spread.max_over_min,
+                                                      "between": spread.between or "workers"})
+        quality = QualityFlags.from_dict(arm.entry.get("quality"))
         populations = quality.populations.populations if quality.populations is not None else ()
         if len(populations) >= 2:
             cause = _population_cause(arm, populations, placement)
-            records.append(WarningRecord(POPULATIONS, WARNING, name, {
-                "populations": [p.to_dict() for p in populations],
-                "cause": None if cause is None else cause.to_dict(),
-            }))
-        if quality.switch_interval_tail is not None and gil_contended(e, summary):
-            records.append(WarningRecord(SWITCH_INTERVAL_TAIL, WARNING, name, quality.switch_interval_tail.to_dict()))
+            warn(WarningKind.POPULATIONS, arm.name, {"populations": [p.to_dict() for p in populations],
+                                                    "cause": None if cause is None else cause.to_dict()})
+        if quality.switch_interval_tail is not None and _gil_contended(arm, bundle):
+            warn(WarningKind.SWITCH_INTERVAL_TAIL, arm.name, quality.switch_interval_tail.to_dict())
         if quality.polling is not None:
-            records.append(WarningRecord(POLLING, WARNING, name, quality.polling.to_dict()))
-        if floor:
-            series = [("", e.get("latency") or {})] + sorted((e.get("components") or {}).items())
-            for series_name, stats in series:
-                p50 = (stats or {}).get("p50_ns")
-                if p50 is not None and p50 < FLOOR_MULTIPLE * floor:
-                    records.append(WarningRecord(TIMER_FLOOR, WARNING, name, {
-                        "series": series_name or None, "p50_ns": p50, "floor_ns": floor, "multiple": FLOOR_MULTIPLE,
-                        "clocksource": bundle.system.clocksource,
-                    }))
-    return [record.to_dict() for record in records]
+            warn(WarningKind.POLLING, arm.name, quality.polling.to_dict())
+        for series, stats in [("", arm.latency)] + list(arm.components) if floor else ():
+            if stats is not None and stats.p50_ns is not None and stats.p50_ns < FLOOR_MULTIPLE * floor:
+                warn(WarningKind.TIMER_FLOOR, arm.name, TimerFloorFigures(
+                    series or None, stats.p50_ns, floor, FLOOR_MULTIPLE, bundle.system.clocksource).to_dict())
+    return tuple(records)

@@ -1,27 +1,15 @@
 """Measurement-quality warnings gathered by what they say, so that a sentence is said once (stdlib only).
 
-A catalogue run on a noisy machine holds fifty warnings, most of them one of
-two sentences -- "repetitions disagree", "two populations of wakes" -- about
-thirty arms, each with its own figure.  Printed one by one they made a wall
-that hid the one warning that was about a single arm (a wait that polls).
-:func:`group_warnings` gathers the records that say the same thing: the same
-kind, the same level (a note is never grouped with a warning) and the same
-*explanation* -- the part of the figures that chooses the sentence (repetitions
-or worker processes, medians or rates; what explains two populations; the switch
-interval; the timer floor; whether a poll's period reached the settle's random
-part).  What differs inside a group is the arm and one figure that says how bad
-it is there (:class:`GroupMember`), and the members come worst first.
-
-A group of one is the record as it was, worded in full by the renderers; a record
-whose figures are not what its kind says, of a kind this version does not know,
-or worded by an older runner (a sentence) is never grouped.  summary.json keeps
-every record as it is: grouping is layout, computed once here
+A catalogue run on a noisy machine holds fifty warnings, most of them "repetitions disagree" or "two populations
+of wakes" about thirty arms: printed one by one they hid the one warning about a single arm.
+:func:`group_warnings` gathers the records of one kind and level (a note never joins a warning) whose figures
+choose the same sentence (:class:`Explanation`); what differs inside a group is the arm and one figure that says
+how bad it is there (:class:`GroupMember`).  A group of one, and a record that cannot be grouped, stand as
+themselves.  summary.json keeps every record: grouping is layout, computed once
 (:attr:`wakelab.analysis.view.RunView.warning_groups`) and placed by each renderer.
 
-:func:`machine_load` reads what the run *saw* beside it (summary.json's
-``observed``, :mod:`wakelab.harness.observed`): the other processes that kept a
-CPU busy and the load average at both ends, said once for the run rather than
-in each arm's warning.
+:func:`machine_load` reads what the run *saw* beside it (summary.json's ``observed``): the other processes that
+kept a CPU busy and the load average at both ends, said once for the run rather than in each arm's warning.
 """
 
 from __future__ import annotations
@@ -31,6 +19,7 @@ import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.warning_figures import (
+    CauseKind,
     PollingFigures,
     Population,
     PopulationsFigures,
@@ -41,64 +30,37 @@ from wakelab.analysis.warning_figures import (
 )
 from wakelab.evidence.model import WarningKind, WarningRecord
 
-# -- what a group's members share --------------------------------------------------------------
-
 
 @dataclasses.dataclass(frozen=True)
-class SpreadExplanation:
-    """``worker-spread``: between ``repetitions`` or worker processes, of ``medians`` or rates."""
+class Explanation:
+    """What a group's records share, the part of their figures that chooses its sentence; each kind fills its own.
 
-    between_repetitions: bool
-    medians: bool
+    ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``:
+    the ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval
+    (s).  ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``:
+    the settle's random part (µs) when the period found reached it (None: the period was measured whole).
+    """
 
+    between_repetitions: bool = False
+    medians: bool = False
+    cause: Optional[CauseKind] = None
+    interval_s: Optional[float] = None
+    floor_ns: Optional[float] = None
+    multiple: Any = None
+    clocksource: Optional[str] = None
+    settle_jitter_us: Optional[float] = None
 
-@dataclasses.dataclass(frozen=True)
-class PopulationsExplanation:
-    """``populations``: what the run recorded that separates them -- ``cause`` is ``cpus`` (where each
-    wake ran), ``workers`` (the worker processes' levels), ``placement`` (the sides' CPUs differed
-    between workers) or None (nothing recorded tells)."""
-
-    cause: Optional[str]
-
-
-@dataclasses.dataclass(frozen=True)
-class SwitchTailExplanation:
-    """``switch-interval-tail``: wakes just above multiples of one switch interval (s)."""
-
-    interval_s: float
-
-
-@dataclasses.dataclass(frozen=True)
-class TimerFloorExplanation:
-    """``timer-floor``: p50s under ``multiple`` times one timer floor (ns per clock pair) on one clocksource."""
-
-    floor_ns: float
-    multiple: Any
-    clocksource: Optional[str]
-
-
-@dataclasses.dataclass(frozen=True)
-class PollingExplanation:
-    """``polling``: ``settle_jitter_us`` is the settle's random part when the period found reached it
-    (the period may be longer), None when the period was measured whole."""
-
-    settle_jitter_us: Optional[float]
-
-
-Explanation = Union[SpreadExplanation, PopulationsExplanation, SwitchTailExplanation, TimerFloorExplanation,
-                    PollingExplanation]
 
 # How a group's figure reads: a ratio (``5.9×``), a share of the wakes (``3.1%``) or a duration in ns.
 RATIO, SHARE, DURATION_NS = "ratio", "share", "ns"
+_UNITS = {WarningKind.WORKER_SPREAD: RATIO, WarningKind.POPULATIONS: RATIO, WarningKind.SWITCH_INTERVAL_TAIL: SHARE,
+          WarningKind.TIMER_FLOOR: DURATION_NS, WarningKind.POLLING: DURATION_NS}
 
 
 @dataclasses.dataclass(frozen=True)
 class GroupMember:
-    """One arm of a group: its record, and the figure that says how bad the warning is there.
-
-    ``series`` is the part of the arm the record is about (a timer-floor record of
-    a component), None for the arm as a whole.
-    """
+    """One arm of a group: its record, the figure that says how bad the warning is there, and the part of the arm
+    the record is about (``series``: a timer-floor record of a component; None for the arm as a whole)."""
 
     record: WarningRecord
     arm: str
@@ -115,10 +77,9 @@ class GroupMember:
 class WarningGroup:
     """Records that say one thing about several arms, or one record said as it is.
 
-    ``explanation`` is what the members share (None for a record that is not
-    grouped: it is :attr:`records`' only one); ``members`` come worst first
-    (the largest ratio or share, the smallest duration), and ``unit`` says how
-    their figure reads (:data:`RATIO`, :data:`SHARE` or :data:`DURATION_NS`).
+    ``explanation`` is what the members share (None for a record that is not grouped: ``single``); ``members``
+    come worst first (the largest ratio or share, the smallest duration), and ``unit`` says how their figure reads
+    (:data:`RATIO`, :data:`SHARE` or :data:`DURATION_NS`).
     """
 
     kind: Union[WarningKind, str]
@@ -126,7 +87,6 @@ class WarningGroup:
     explanation: Optional[Explanation]
     members: Tuple[GroupMember, ...] = ()
     unit: str = RATIO
-    #: The record of a group of one that is not grouped (no explanation); None for a group.
     single: Optional[WarningRecord] = None
 
     @property
@@ -140,13 +100,13 @@ class WarningGroup:
         return len(self.records) > 1
 
 
-# -- what a record says, read from its figures -------------------------------------------------
-
-
 def _number(value: Any) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
     return number if math.isfinite(number) else None
 
 
@@ -161,11 +121,11 @@ def _population_level_ratio(populations: Sequence[Population]) -> Optional[float
     return max(levels) / min(levels) if len(levels) >= 2 else None
 
 
-def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, GroupMember, str]]:
-    """``(explanation, member, unit)`` of a record that can join a group, None for one that is said on its own
-    (worded by an older runner, about no arm, of a kind this version does not know, or with figures that are
-    not what its kind says)."""
-    if record.text is not None or record.arm is None or not isinstance(record.kind, WarningKind):
+def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, float, Optional[str]]]:
+    """``(explanation, figure, series)`` of a record that can join a group, None for one that is said on its own
+    (worded by an older runner, about no arm or about the run, of a kind this version does not know, or with
+    figures that are not what its kind says)."""
+    if record.text is not None or record.arm is None or record.kind not in _UNITS:
         return None
     try:
         f = figures_of(record)
@@ -173,75 +133,53 @@ def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, GroupMember
         return None
     if isinstance(f, SpreadFigures):
         ratio = _number(f.max_over_min)
-        if ratio is None:
-            return None
-        return SpreadExplanation(f.between_repetitions, f.medians), GroupMember(record, record.arm, ratio), RATIO
+        return None if ratio is None else (Explanation(f.between_repetitions, f.medians), ratio, None)
     if isinstance(f, PopulationsFigures):
         ratio = _population_level_ratio(f.named)
         cause = f.cause.kind if f.cause is not None else None
-        if ratio is None or cause not in (None, "cpus", "workers", "placement"):
+        if ratio is None or not isinstance(cause, (CauseKind, type(None))):
             return None
-        return PopulationsExplanation(cause), GroupMember(record, record.arm, ratio), RATIO
+        return Explanation(cause=cause), ratio, None
     if isinstance(f, SwitchTailFigures):
         if not math.isfinite(f.share) or not math.isfinite(f.interval_s) or f.interval_s <= 0:
             return None
-        return SwitchTailExplanation(f.interval_s), GroupMember(record, record.arm, f.share), SHARE
+        return Explanation(interval_s=f.interval_s), f.share, None
     if isinstance(f, TimerFloorFigures):
         p50, floor = _number(f.p50_ns), _number(f.floor_ns)
         if p50 is None or floor is None or _number(f.multiple) is None \
                 or not isinstance(f.series, (str, type(None))) or not isinstance(f.clocksource, (str, type(None))):
             return None
-        return (TimerFloorExplanation(floor, f.multiple, f.clocksource),
-                GroupMember(record, record.arm, p50, f.series), DURATION_NS)
-    if isinstance(f, PollingFigures):
-        jitter = _number(f.settle_jitter_us)
-        reached = bool(f.spans_jitter and f.settle_jitter_us)
-        if not math.isfinite(f.period_ns) or not math.isfinite(f.distance) or _number(f.low_ns) is None \
-                or _number(f.high_ns) is None or (reached and jitter is None):
-            return None
-        return PollingExplanation(jitter if reached else None), GroupMember(record, record.arm, f.period_ns), DURATION_NS
-    return None  # percentiles-omitted: about the run, not an arm
-
-
-def _worst_first(members: Sequence[GroupMember], unit: str) -> Tuple[GroupMember, ...]:
-    """Largest ratio or share first, smallest duration first (nearest the floor, or the fastest poll); ties in run order."""
-    sign = 1.0 if unit == DURATION_NS else -1.0
-    order = sorted(range(len(members)), key=lambda i: (sign * members[i].figure, i))
-    return tuple(members[i] for i in order)
+        return Explanation(floor_ns=floor, multiple=f.multiple, clocksource=f.clocksource), p50, f.series
+    assert isinstance(f, PollingFigures)
+    jitter = _number(f.settle_jitter_us)
+    reached = bool(f.spans_jitter and f.settle_jitter_us)
+    if not math.isfinite(f.period_ns) or not math.isfinite(f.distance) or _number(f.low_ns) is None \
+            or _number(f.high_ns) is None or (reached and jitter is None):
+        return None
+    return Explanation(settle_jitter_us=jitter if reached else None), f.period_ns, None
 
 
 def group_warnings(records: Sequence[WarningRecord]) -> Tuple[WarningGroup, ...]:
-    """``records`` gathered into groups that each say one thing, in the order each first appears.
-
-    Records group when they have the same kind, level and explanation (see the
-    module docstring); a group of one, and a record that cannot be grouped,
-    stand as themselves (:attr:`WarningGroup.single`).
-    """
-    slots: List[Union[WarningRecord, Tuple[Any, ...]]] = []
-    found: Dict[Tuple[Any, ...], List[GroupMember]] = {}
-    units: Dict[Tuple[Any, ...], str] = {}
-    for record in records:
+    """``records`` gathered into groups of one kind, level and explanation, in the order each first appears; a group
+    of one, and a record that cannot be grouped, stand as themselves (:attr:`WarningGroup.single`).  Members come
+    worst first -- the largest ratio or share, the smallest duration (nearest the floor, or the fastest poll) -- ties
+    in run order."""
+    found: Dict[Tuple[object, ...], List[Tuple[WarningRecord, Optional[Tuple[Explanation, float, Optional[str]]]]]] = {}
+    for index, record in enumerate(records):
         explained = _explained(record)
-        if explained is None:
-            slots.append(record)
-            continue
-        explanation, member, unit = explained
-        key = (record.kind, record.level, explanation)
-        if key not in found:
-            found[key] = []
-            units[key] = unit
-            slots.append(key)
-        found[key].append(member)
+        key = (index,) if explained is None else (record.kind, record.level, explained[0])
+        found.setdefault(key, []).append((record, explained))
     groups: List[WarningGroup] = []
-    for slot in slots:
-        if isinstance(slot, WarningRecord):
-            groups.append(WarningGroup(slot.kind, slot.level, None, single=slot))
+    for entries in found.values():
+        first, explained = entries[0]
+        if len(entries) == 1 or explained is None:
+            groups.append(WarningGroup(first.kind, first.level, None, single=first))
             continue
-        members = found[slot]
-        if len(members) == 1:
-            groups.append(WarningGroup(slot[0], slot[1], None, single=members[0].record))
-        else:
-            groups.append(WarningGroup(slot[0], slot[1], slot[2], _worst_first(members, units[slot]), units[slot]))
+        unit = _UNITS[WarningKind(first.kind)]
+        members = [GroupMember(r, str(r.arm), e[1], e[2]) for r, e in entries if e is not None]
+        sign = 1.0 if unit == DURATION_NS else -1.0
+        order = sorted(range(len(members)), key=lambda i: (sign * members[i].figure, i))
+        groups.append(WarningGroup(first.kind, first.level, explained[0], tuple(members[i] for i in order), unit))
     return tuple(groups)
 
 
@@ -283,20 +221,13 @@ def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     if not isinstance(observed, Mapping):
         return None
     procs = observed.get("busy_processes")
-    busy: List[BusyProcess] = []
-    for proc in procs if isinstance(procs, list) else ():
-        share = _number(proc.get("cpu_share")) if isinstance(proc, Mapping) else None
-        if share is None:
-            continue
-        busy.append(BusyProcess(str(proc.get("name")), proc.get("pid"), share, bool(proc.get("started_during_run"))))
-    if not busy:
-        return None
-    return MachineLoad(tuple(busy), _first_load(observed.get("start")), _first_load(observed.get("end")))
+    shares = [(p, _number(p.get("cpu_share"))) for p in (procs if isinstance(procs, list) else ()) if isinstance(p, Mapping)]
+    busy = tuple(BusyProcess(str(p.get("name")), p.get("pid"), share, bool(p.get("started_during_run")))
+                 for p, share in shares if share is not None)
+    return MachineLoad(busy, _first_load(observed.get("start")), _first_load(observed.get("end"))) if busy else None
 
 
 __all__ = [
     "DURATION_NS", "RATIO", "SHARE",
-    "BusyProcess", "Explanation", "GroupMember", "MachineLoad", "PollingExplanation", "PopulationsExplanation",
-    "SpreadExplanation", "SwitchTailExplanation", "TimerFloorExplanation", "WarningGroup",
-    "group_warnings", "machine_load",
+    "BusyProcess", "Explanation", "GroupMember", "MachineLoad", "WarningGroup", "group_warnings", "machine_load",
 ]

@@ -1,86 +1,73 @@
 """The MEASUREMENT QUALITY section: the load the run saw beside it, then its warnings gathered by what they say.
 
-A warning that several arms share is said once, then its arms worst first with
-their figure (the groups :mod:`wakelab.analysis.warning_groups` computes); the
-populations groups sit under one head, a line per cause.  The section is kept
-to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the largest
-groups; ``wakelab show --full`` lists every warning arm by arm instead.
+A warning that several arms share is said once, then its arms worst first with their figure (the groups
+:mod:`wakelab.analysis.warning_groups` computes); the populations groups sit under one head, a line per cause.  The
+section is kept to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the largest groups;
+``wakelab show --full`` lists every warning arm by arm instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
-from wakelab.analysis.view import view_of
-from wakelab.analysis.warning_groups import (
-    DURATION_NS,
-    SHARE,
-    MachineLoad,
-    PollingExplanation,
-    PopulationsExplanation,
-    SpreadExplanation,
-    SwitchTailExplanation,
-    TimerFloorExplanation,
-    WarningGroup,
-)
+from wakelab.analysis.view import RunView
+from wakelab.analysis.warning_figures import CauseKind
+from wakelab.analysis.warning_groups import DURATION_NS, RATIO, SHARE, Explanation, MachineLoad, WarningGroup
+from wakelab.evidence.model import WarningKind
 from wakelab.formatting import DASH, format_ns, format_percent, format_ratio
 from wakelab.report.text.warnings import format_warning
-from wakelab.report.text.wrap import KEEP, Run, bullets, bullets_figures, wrap_figures
+from wakelab.report.text.wrap import KEEP, bullets, bullets_figures, wrap_figures
 
 
 QUALITY_TITLE = "MEASUREMENT QUALITY (warnings, not errors)"
 #: The title when arms that share a warning were gathered on one line: where each arm's own is.
 QUALITY_TITLE_GROUPED = "MEASUREMENT QUALITY (warnings, not errors; arm by arm: wakelab show --full)"
-#: The quality section's bullets, the machine's load among them, are kept to this many lines, where the
-#: arms a group lists can be cut short (a group still names its worst arms); a warning about one arm is
-#: never cut.
+#: The quality section's bullets, the machine's load among them, are kept to this many lines, where the arms a group
+#: lists can be cut short (a group still names its worst arms); a warning about one arm is never cut.
 QUALITY_MAX_LINES = 12
-#: A group cut short still names this many arms, its worst -- but a cause under the populations head
-#: gives its count alone when the section would pass :data:`QUALITY_MAX_LINES` lines otherwise.
+#: A group cut short still names this many arms, its worst -- but a cause under the populations head gives its count
+#: alone when the section would pass :data:`QUALITY_MAX_LINES` lines otherwise.
 GROUP_MIN_SHOWN = 1
 
 #: What explains a group of populations records, by the cause the run recorded (None: nothing did).
 _POPULATION_CAUSES = {
-    "cpus": "where each wake ran explains them",
-    "workers": "the level shifted between worker processes",
-    "placement": "the sides' CPUs differed between worker processes (--placement same,split measures each apart)",
+    CauseKind.CPUS: "where each wake ran explains them",
+    CauseKind.WORKERS: "the level shifted between worker processes",
+    CauseKind.PLACEMENT: "the sides' CPUs differed between worker processes (--placement same,split measures each apart)",
     None: "nothing recorded tells why (measure --placement same,split)",
 }
 _POPULATIONS_HEAD = "Two or more populations of wakes (a single percentile hides them)"
 _LEVELS_APART = "levels apart by"
 
 
-def _group_sentence(group: WarningGroup) -> str:
-    """What a group's arms share, worded once, up to the colon that the arms and their figures follow."""
-    explanation = group.explanation
-    if isinstance(explanation, SpreadExplanation):
-        what = "medians" if explanation.medians else "rates"
-        if explanation.between_repetitions:
-            return ("Repetitions disagree (the level shifts over the run; compare widens the interval, --repeat narrows "
-                    "it), %s apart by" % what)
-        return ("Worker processes disagree (the level shifts between processes; raise --workers, compare runs side "
-                "by side), %s apart by" % what)
-    if isinstance(explanation, PopulationsExplanation):
-        return "%s; %s, %s" % (_POPULATIONS_HEAD, _POPULATION_CAUSES.get(explanation.cause, _POPULATION_CAUSES[None]),
-                               _LEVELS_APART)
-    if isinstance(explanation, SwitchTailExplanation):
-        return ("Wakes just over multiples of the switch interval of %s (a busy Python thread held the GIL and the "
-                "waiter waited for the interpreter to force a switch), share of the wakes" % format_ns(explanation.interval_s * 1e9))
-    if isinstance(explanation, TimerFloorExplanation):
-        return ("p50 under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost is a tenth of "
-                "the figure or more; p50" % (explanation.multiple, _plain(explanation.floor_ns),
-                                        " (clocksource %s)" % explanation.clocksource if explanation.clocksource else ""))
-    if isinstance(explanation, PollingExplanation):
-        if explanation.settle_jitter_us:
-            jitter = explanation.settle_jitter_us
-            return ("These waits poll (their wakes spread evenly, as far as the settle's random part (%s) reaches, so a "
-                    "period may be longer: --settle-jitter-us %d would measure it; a wake costs up to a whole period, "
-                    "half of it on average), every" % (format_ns(jitter * 1000), 2 * int(jitter)))
-        return ("These waits poll (their wakes spread evenly instead of bunching near a floor; a wake costs up to a "
-                "whole period, half of it on average), about every")
-    return str(group.kind)
+def _polling_sentence(e: Explanation) -> str:
+    if e.settle_jitter_us:
+        return ("These waits poll (their wakes spread evenly, as far as the settle's random part (%s) reaches, so a "
+                "period may be longer: --settle-jitter-us %d would measure it; a wake costs up to a whole period, "
+                "half of it on average), every" % (format_ns(e.settle_jitter_us * 1000), 2 * int(e.settle_jitter_us)))
+    return ("These waits poll (their wakes spread evenly instead of bunching near a floor; a wake costs up to a "
+            "whole period, half of it on average), about every")
+
+
+#: What a group's arms share, worded once, up to the colon that the arms and their figures follow; by kind.
+_SENTENCES: Dict[WarningKind, Callable[[Explanation], str]] = {
+    WarningKind.WORKER_SPREAD: lambda e: "%s, %s apart by" % (
+        "Repetitions disagree (the level shifts over the run; compare widens the interval, --repeat narrows it)"
+        if e.between_repetitions else
+        "Worker processes disagree (the level shifts between processes; raise --workers, compare runs side by side)",
+        "medians" if e.medians else "rates"),
+    WarningKind.POPULATIONS: lambda e: "%s; %s, %s" % (_POPULATIONS_HEAD, _POPULATION_CAUSES[e.cause], _LEVELS_APART),
+    WarningKind.SWITCH_INTERVAL_TAIL: lambda e: (
+        "Wakes just over multiples of the switch interval of %s (a busy Python thread held the GIL and the "
+        "waiter waited for the interpreter to force a switch), share of the wakes" % format_ns(float(e.interval_s or 0) * 1e9)),
+    WarningKind.TIMER_FLOOR: lambda e: (
+        "p50 under %s× the timer floor, %s ns per perf_counter_ns() pair%s: the clock's own cost is a tenth of the "
+        "figure or more; p50" % (e.multiple, _plain(float(e.floor_ns or 0)),
+                                 " (clocksource %s)" % e.clocksource if e.clocksource else "")),
+    WarningKind.POLLING: _polling_sentence,
+}
 
 
 def _plain(value: float) -> str:
@@ -88,25 +75,21 @@ def _plain(value: float) -> str:
     return "%d" % value if float(value).is_integer() else "%s" % value
 
 
-def _member_figure(group: WarningGroup, figure: float) -> str:
-    if group.unit == SHARE:
-        return format_percent(100 * figure)
-    if group.unit == DURATION_NS:
-        return format_ns(figure)
-    return format_ratio(figure)
+#: How a member's figure reads, by its group's unit.
+_FIGURE: Dict[str, Callable[[float], str]] = {
+    SHARE: lambda figure: format_percent(100 * figure), DURATION_NS: format_ns, RATIO: format_ratio}
 
 
 def format_group_arms(group: WarningGroup, shown: Optional[int] = None) -> str:
     """A group's arms worst first with their figure -- the first ``shown`` (all when None) and how many more --
     and their count: ``pipe 3.5×, queue 2.0× and 4 more (6 arms)``; ``shown`` 0: the count alone (``6 arms``)."""
-    members = group.members
-    count = len(members)
+    members, count = group.members, len(group.members)
     shown = count if shown is None else max(0, min(shown, count))
     # A timer-floor group may name an arm and its components apart: each is a figure, not an arm.
     what = "figures" if any(m.series for m in members) else "arms"
     if not shown:
         return "%d %s" % (count, what)
-    arms = ", ".join("%s %s" % (m.label, _member_figure(group, m.figure)) for m in members[:shown])
+    arms = ", ".join("%s %s" % (m.label, _FIGURE[group.unit](m.figure)) for m in members[:shown])
     more = " and %d more" % (count - shown) if shown < count else ""
     return "%s%s (%d %s)" % (arms, more, count, what)
 
@@ -116,7 +99,8 @@ def format_warning_group(group: WarningGroup, shown: Optional[int] = None) -> st
     record worded in full (:func:`format_warning`)."""
     if not group.grouped:
         return format_warning(group.records[0])
-    return "%s: %s." % (_group_sentence(group), format_group_arms(group, shown))
+    assert group.explanation is not None
+    return "%s: %s." % (_SENTENCES[WarningKind(group.kind)](group.explanation), format_group_arms(group, shown))
 
 
 def format_machine_load(load: MachineLoad) -> str:
@@ -150,8 +134,8 @@ class _Item:
             return bullets_figures([_keep_counts(format_warning_group(group, self.shown[0]))])
         lines = wrap_figures("%s, %s:" % (_POPULATIONS_HEAD, _LEVELS_APART), "  - ", "    ")
         for group, shown in zip(self.groups, self.shown):
-            cause = group.explanation.cause if isinstance(group.explanation, PopulationsExplanation) else None
-            lines.extend(wrap_figures(_keep_counts("%s: %s;" % (_POPULATION_CAUSES.get(cause, _POPULATION_CAUSES[None]),
+            cause = group.explanation.cause if group.explanation is not None else None
+            lines.extend(wrap_figures(_keep_counts("%s: %s;" % (_POPULATION_CAUSES[cause],
                                                                 format_group_arms(group, shown))), "    ", "      "))
         lines[-1] = lines[-1][:-1] + "."
         return lines
@@ -159,22 +143,19 @@ class _Item:
     def grow(self) -> None:
         """Name more arms where the bullet's last lines have room for them (no line more)."""
         for index, group in enumerate(self.groups):
-            count = self.lines_count()
+            count = len(self.lines())
             while self.shown[index] is not None and int(self.shown[index] or 0) < len(group.members):
                 self.shown[index] = int(self.shown[index] or 0) + 1
-                if self.lines_count() > count:
+                if len(self.lines()) > count:
                     self.shown[index] = int(self.shown[index] or 0) - 1
                     break
-
-    def lines_count(self) -> int:
-        return len(self.lines())
 
     def cut(self, least: int = GROUP_MIN_SHOWN) -> bool:
         """Name one arm fewer in the group that names the most, beyond ``least`` arms; False when none can.
 
-        ``least`` below :data:`GROUP_MIN_SHOWN` holds for the causes under the populations head only: there
-        the head says what the arms share and a cause's line still reads with its count alone, where a
-        bullet of one group would end "apart by: 27 arms".
+        ``least`` below :data:`GROUP_MIN_SHOWN` holds for the causes under the populations head only: there the head
+        says what the arms share and a cause's line still reads with its count alone, where a bullet of one group
+        would end "apart by: 27 arms".
         """
         least = least if len(self.groups) > 1 else GROUP_MIN_SHOWN
         cuttable = [i for i, (g, n) in enumerate(zip(self.groups, self.shown))
@@ -196,7 +177,7 @@ def _keep_counts(text: str) -> str:
 
 def _quality_items(groups: Sequence[WarningGroup]) -> List[_Item]:
     """A bullet per group; the populations groups of several arms together, under one head, where there are several."""
-    populations = [g for g in groups if g.grouped and isinstance(g.explanation, PopulationsExplanation)]
+    populations = [g for g in groups if g.grouped and g.kind is WarningKind.POPULATIONS]
     items: List[_Item] = []
     for group in groups:
         if len(populations) > 1 and group in populations:
@@ -207,11 +188,10 @@ def _quality_items(groups: Sequence[WarningGroup]) -> List[_Item]:
     return items
 
 
-def format_quality(run: Run, arm_by_arm: bool = False) -> List[str]:
+def format_quality(view: RunView, arm_by_arm: bool = False) -> List[str]:
     """The measurement-quality section's bullets: the load the run saw beside it, then its warnings gathered
     by what they say, each group naming its worst arms first, cut short where the bullets would pass
     :data:`QUALITY_MAX_LINES` lines (``arm_by_arm``: every warning on its own, as summary.json records them)."""
-    view = view_of(run)
     lines: List[str] = []
     if view.machine_load is not None:
         lines.extend(bullets_figures([format_machine_load(view.machine_load)]))
