@@ -23,12 +23,15 @@ import json
 import os
 import re
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
 
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
+
+if TYPE_CHECKING:
+    from wakelab.core.model import Arm
 
 EXIT_REGRESSION = 1
 AB_SCHEMA = "wakelab.ab"
@@ -330,15 +333,15 @@ def resolve_sides(args: argparse.Namespace) -> List[Side]:
     return sides
 
 
-def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
     """Load each side's arm files (its folders first on this interpreter's path); per side, each user
     arm's origin as its workers load it.  The base side's arms stay registered (their declarations
     describe both sides: they must agree, UsageError otherwise)."""
     from wakelab.core import registry
     from wakelab.core.user_arms import ArmFileError, load_arm_file
 
-    declared: Dict[str, Dict[str, Any]] = {}
-    origins: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    declared: Dict[str, Dict[str, Arm]] = {}
+    origins: Dict[str, Dict[str, Dict[str, object]]] = {}
     for side in sorted(sides, key=lambda s: s.role != "head"):  # head first: base's arms stay registered
         registry.forget_user_arms()
         saved = list(sys.path)
@@ -369,7 +372,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, Any]]]:
     return origins
 
 
-def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Dict[str, Dict[str, Dict[str, Any]]]) -> List[str]:
+def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mapping[str, Mapping[str, object]]) -> List[str]:
     from wakelab.core.registry import arm_names, unknown_name_message
 
     declared = list(dict.fromkeys(list(origins.get("base", {})) + list(origins.get("head", {}))))
@@ -405,7 +408,7 @@ def _run_args(args: argparse.Namespace) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(add_help=False)
     run_command.register(parser.add_subparsers())
-    merged: Dict[str, Any] = vars(parser.parse_args(["run"]))
+    merged = vars(parser.parse_args(["run"]))
     for key, value in vars(args).items():
         if key in ("n", "repeat", "workers", "rigorous", "cpus", "seed") or key not in merged:
             merged[key] = value

@@ -36,7 +36,7 @@ from wakelab.report.text.brief import (
     format_brief,
     format_compact_table,
 )
-from wakelab.report.text.honesty import format_arm_definitions, format_honesty, origin_text, reproduce_commands
+from wakelab.report.text.honesty import arm_definitions, format_arm_definitions, format_honesty, origin_text, reproduce_commands
 from wakelab.report.text.quality import (
     GROUP_MIN_SHOWN,
     QUALITY_MAX_LINES,
@@ -71,7 +71,7 @@ __all__ = [
     # verdict and guidance
     "RANK_ABOVE", "format_guidance", "format_pairing", "format_rankings", "format_verdict",
     # how the run was made
-    "format_arm_definitions", "format_honesty", "origin_text", "reproduce_commands",
+    "arm_definitions", "format_arm_definitions", "format_honesty", "origin_text", "reproduce_commands",
     # warnings, and the measurement-quality section
     "Warning", "format_warning", "split_warnings",
     "GROUP_MIN_SHOWN", "QUALITY_MAX_LINES", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED",
