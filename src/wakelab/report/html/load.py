@@ -75,7 +75,7 @@ class GridCellView:
     """One cell of a grid as the page lays it out: its label, dimensions and state, and its run (None: never ran)."""
 
     label: str
-    dimensions: Mapping[str, Any]
+    dimensions: Mapping[str, object]
     status: str
     run: Optional[RunEvidence]
 

@@ -35,7 +35,7 @@ from wakelab.report.html.common import (
 from wakelab.report.html.load import RunEvidence
 
 #: What a section is laid out from: a loaded run, its analysis view, or its summary document.
-Run = Union[RunEvidence, RunView, Mapping[str, Any]]
+Run = Union[RunEvidence, RunView, Mapping[str, object]]
 
 
 def _view(run: Run) -> RunView:
