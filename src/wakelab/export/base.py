@@ -123,3 +123,10 @@ def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[L
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
     return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
 
+
+def one_file_exporter(name: str, help: str, suffix: str, run: Callable[[Evidence], str], grid: Callable[[Grid], str],
+                      grid_suffix: Optional[str] = None) -> Exporter:
+    """A format that writes one file, named after the run with ``suffix`` (a grid: ``grid_suffix``, by default the same)."""
+    return Exporter(name, help, lambda e: Export((ExportedFile(e.name + suffix, run(e)),)),
+                    lambda g: Export((ExportedFile(g.name + (grid_suffix or suffix), grid(g)),), notes=missing_cell_notes(g)))
+

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
+from wakelab.export.base import Evidence, Grid, one_file_exporter
 from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmRecord, LatencyFigures
@@ -287,18 +287,6 @@ def format_grid_markdown(grid: Grid) -> str:
     return join_tables(tables, _has_native(by_kind["latency"] + by_kind["rate"]))
 
 
-def serialize(evidence: Evidence) -> Export:
-    return Export(files=(ExportedFile(evidence.name + ".md", format_markdown(evidence)),))
-
-
-def serialize_grid(grid: Grid) -> Export:
-    return Export(files=(ExportedFile(grid.name + ".md", format_grid_markdown(grid)),), notes=missing_cell_notes(grid))
-
-
-EXPORTER = Exporter(
-    name="markdown",
-    help="GitHub-flavoured Markdown tables, times in µs to three significant digits "
-    "(a grid: a table of its cells, then a row per cell and arm, cell labels as columns, p50 and p99 vs the first cell)",
-    serialize=serialize,
-    serialize_grid=serialize_grid,
-)
+EXPORTER = one_file_exporter("markdown", "GitHub-flavoured Markdown tables, times in µs to three significant digits (a grid: a table "
+                             "of its cells, then a row per cell and arm, cell labels as columns, p50 and p99 vs the first cell)",
+                             ".md", format_markdown, format_grid_markdown)

@@ -139,16 +139,7 @@ def histogram_window(sorted_ns: Sequence[float], tail_share: float = HIST_TAIL_S
     when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a
     distribution without outliers is binned whole.
     """
-    n = len(sorted_ns)
-    k = max(1, int(n * tail_share)) if n > 2 else 0
-    lo, hi = float(sorted_ns[0]), float(sorted_ns[-1])
-    if k:
-        inner_lo, inner_hi = float(sorted_ns[k]), float(sorted_ns[n - 1 - k])
-        values = [float(v) for v in sorted_ns]
-        # Only the far-out wakes leave the window: every wake within OUTLIER_FACTOR of the inner range stays in.
-        lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
-        hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
-    return lo, hi
+    return weighted_window(sorted_ns, [1] * len(sorted_ns), tail_share)
 
 
 def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
@@ -162,6 +153,7 @@ def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_sha
         # The value holding the wake of rank r (0-based): the first whose cumulative count exceeds r.
         inner_lo = values[bisect.bisect_right(cumulative, k)]
         inner_hi = values[bisect.bisect_right(cumulative, n - 1 - k)]
+        # Only the far-out wakes leave the window: every wake within OUTLIER_FACTOR of the inner range stays in.
         lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
         hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
     return lo, hi
