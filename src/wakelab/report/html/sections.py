@@ -20,6 +20,7 @@ from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.text import (
     NATIVE_LEGEND,
     NEAREST_FLOOR,
+    family_order,
     format_lost,
     format_warning,
     reproduce_commands,
@@ -136,10 +137,7 @@ def render_lead_table(run: Run) -> str:
             head += '<th title="p50 over the p50 of its C floor, in this run">vs C p50</th>'
         width = 4 + len(columns) + (1 if show_native else 0)
         rows: List[str] = []
-        families: List[str] = []
-        for a in latency_arms:
-            if a.family not in families:
-                families.append(a.family)
+        families = family_order(latency_arms)
         for family in families:
             if len(families) > 1:
                 rows.append('<tr class="family"><th colspan="%d">%s</th></tr>' % (width, esc(FAMILY_TITLES.get(family, family))))

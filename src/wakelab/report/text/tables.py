@@ -7,7 +7,7 @@ its columns mean.  Times are in µs unless a cell says otherwise.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from wakelab.analysis.caveats import NativeRatio, lost_wakes
 from wakelab.analysis.storms import format_share, storm_table
@@ -53,6 +53,11 @@ def format_lost(arm: ArmRecord) -> str:
     return "%d wakes lost (%s)" % (lost.total, ", ".join(parts))
 
 
+def family_order(arms: Iterable[ArmRecord]) -> List[str]:
+    """The arms' families, in the order they first appear."""
+    return list(dict.fromkeys(a.family for a in arms))
+
+
 def format_lead_table(run: Run) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
     view = view_of(run)
@@ -60,10 +65,7 @@ def format_lead_table(run: Run) -> List[str]:
     ratios = view.native_ratios
     latency_arms = [a for a in arms if a.is_latency]
     rate_arms = [a for a in arms if a.is_rate]
-    families: List[str] = []
-    for a in latency_arms:
-        if a.family not in families:
-            families.append(a.family)
+    families = family_order(latency_arms)
     show_native = any(a.name in ratios for a in latency_arms)
     lines: List[str] = []
     if latency_arms:
