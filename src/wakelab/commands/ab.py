@@ -40,7 +40,6 @@ ROLES = ("base", "head")
 # The wake paths of threading and of file descriptors: what ab measures when no arm is named.
 DEFAULT_ARMS = ("event", "queue", "pipe")
 DEFAULT_LIMIT_PCT = 10.0
-DEFAULT_RUNS_DIR = "wakelab-runs"
 # A side's name is its cell's folder name and label (matrix.schema.json's pattern).
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -102,12 +101,6 @@ class Side:
         }
 
 
-def _limit(text: str) -> float:
-    from wakelab.commands.compare import _percent
-
-    return _percent(text)
-
-
 def register(sub: Any) -> None:
     from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED
     from wakelab.commands import compare as compare_command
@@ -163,7 +156,7 @@ def register(sub: Any) -> None:
     measure.add_argument("--seed", type=whole_number(*run_command.LIMITS["seed"]), metavar="N",
                          help="seed of the random settles (default: drawn and recorded)")
     gate = ab.add_argument_group("the gate (as 'wakelab compare')")
-    gate.add_argument("--fail-on-regression", type=_limit, default=DEFAULT_LIMIT_PCT, metavar="PCT",
+    gate.add_argument("--fail-on-regression", type=compare_command._percent, default=DEFAULT_LIMIT_PCT, metavar="PCT",
                       help="exit 1 when head is slower than base by more than PCT percent at a --metric percentile, "
                            "its interval clear of --min-effect (default: %(default)g)")
     gate.add_argument("--metric", type=compare_command._metrics, default=DEFAULT_METRICS, metavar="P[,P]",
@@ -176,7 +169,7 @@ def register(sub: Any) -> None:
                       metavar="N", help="bootstrap resamples per arm (default: %(default)s)")
     out = ab.add_argument_group("output")
     out.add_argument("-o", "--output", metavar="DIR", type=path_value("a folder", run_command.FOLDER_AS_TEXT),
-                     help="the bundle (a grid folder; default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
+                     help="the bundle (a grid folder; default: a new folder under ./%s/)" % run_command.DEFAULT_RUNS_DIR)
     out.add_argument("--json", action="store_true", help="print a JSON document (schema wakelab.ab) instead of the text")
     out.add_argument("--markdown", metavar="FILE", type=utf8_text(),
                      help="also write a Markdown summary to FILE ('-': stdout), e.g. \"$GITHUB_STEP_SUMMARY\"")
@@ -418,22 +411,6 @@ def _run_args(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**merged)
 
 
-def _output_folder(args: argparse.Namespace, sides: Sequence[Side]) -> str:
-    from wakelab.errors import OutputError
-    from wakelab.evidence import bundle
-    from wakelab.harness.runner import utc_now
-
-    try:
-        if args.output:
-            return bundle.prepare_output_folder(args.output)
-        stamp = utc_now().replace("-", "").replace(":", "")
-        folder = bundle.create_unique_folder(DEFAULT_RUNS_DIR, "ab-%s-vs-%s-%s" % (sides[0].name, sides[1].name, stamp))
-        return bundle.prepare_output_folder(folder)
-    except OSError as exc:
-        raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)"
-                          % (args.output or DEFAULT_RUNS_DIR, exc.strerror or exc)) from None
-
-
 def cmd_ab(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
@@ -472,7 +449,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
                   planted_delay_us=side.planted_delay_us)
         for side in sides
     ]
-    folder = _output_folder(args, sides)
+    folder = run_command._output_folder(args, "ab-%s-vs-%s" % (sides[0].name, sides[1].name))
     base_plan = RunPlan(lab=lab, arm_names=arm_names, params=params, folder=folder, command=["wakelab"] + list(args.argv),
                         note=args.note, execution=execution, render_text=format_summary)
     try:

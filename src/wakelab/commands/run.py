@@ -319,7 +319,8 @@ def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
     return params
 
 
-def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
+def _output_folder(args: argparse.Namespace, stem: str) -> str:
+    """``--output``, or a new folder under ./wakelab-runs/ named ``STEM-<UTC time>``, ready for a bundle."""
     from wakelab.evidence import bundle
     from wakelab.harness.runner import utc_now
 
@@ -327,7 +328,7 @@ def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
         if args.output:
             return bundle.prepare_output_folder(args.output)
         stamp = utc_now().replace("-", "").replace(":", "")
-        folder = bundle.create_unique_folder(DEFAULT_RUNS_DIR, "%s-%s" % (lab_id, stamp))
+        folder = bundle.create_unique_folder(DEFAULT_RUNS_DIR, "%s-%s" % (stem, stamp))
         return bundle.prepare_output_folder(folder)
     except OSError as exc:
         target = args.output or DEFAULT_RUNS_DIR
