@@ -209,10 +209,7 @@ def grid_lead_header(grid: Grid) -> Tuple[List[str], List[str]]:
 
 
 def cells_table(grid: Grid) -> List[str]:
-    """The grid's cells in the matrix's order: label, interpreter, build, every dimension, and whether it is complete.
-
-    A cell that never ran (the grid stopped before it) has a row saying so.
-    """
+    """The grid's cells in the matrix's order (a cell that never ran too): label, interpreter, build, dimensions, complete."""
     dims = [d for d in grid.dimensions if d != "python"]
     header = ["Cell", "Interpreter", "Build"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in dims] + ["Complete"]
     lines = []
@@ -255,13 +252,7 @@ def versus_first(rows: Sequence[Row]) -> List[List[str]]:
 
 
 def format_grid_markdown(grid: Grid) -> str:
-    """A grid as Markdown: its cells, then its arms' tables with a row per arm and cell (the cell's labels as columns).
-
-    Rows are grouped by arm, in the order the arms first appear, so that one
-    arm's cells sit one under the other; the cell's label, its interpreter and
-    each dimension that differs between cells lead the row, and each latency
-    row ends with its p50 and p99 over the arm's first cell (as matrix.txt).
-    """
+    """A grid as Markdown (see the module's docstring): rows grouped by arm, in the order the arms first appear."""
     header, shown = grid_lead_header(grid)
     order: List[str] = []
     by_arm: Dict[str, List[Row]] = {}

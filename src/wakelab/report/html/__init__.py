@@ -1,22 +1,10 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
-The page holds what ``summary.txt`` holds -- verdict, guidance (where the
-analysis layer words it), lead table, each repetition's p50 and the wakes split
-by where they ran, honesty block, caveats -- rendered as
-HTML from the same summary documents, and the pictures a text file cannot
-give.  It leads with charts that compare at a glance (see
-:mod:`wakelab.report.interactive`): every latency arm on one shared log axis
-(p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
-figures on hover; the rate arms, in ops/s, are in a table of their own, not
-on a wake-time axis), and, given several runs (a grid's cells, interpreters, machines),
-a heat map per dimension that varies; several runs are compared arm by arm
-with what ``wakelab compare`` says of each against the first (its verdicts
-and intervals, :func:`wakelab.analysis.view.compare_with_first`).  A run made
-with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
-its median and tail wakes split into notify path, scheduler, GIL wait and
-interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
-distribution (histogram and ECDF on log axes, :mod:`wakelab.report.distribution`)
-is folded away until asked for, and drawn when unfolded.
+The page holds what ``summary.txt`` holds, laid out from the same analysis view, and the pictures a text file
+cannot give (:mod:`wakelab.report.interactive`): every latency arm on one shared log axis (the rate arms, in
+ops/s, in a table of their own), a heat map per dimension several runs vary in, what ``wakelab compare`` says
+of each run against the first (:func:`wakelab.analysis.view.compare_with_first`), where a traced run's time
+goes, and each arm's distribution, folded away until asked for (:mod:`wakelab.report.distribution`).
 
 Several runs are ordered by machine, then interpreter version (3.9 before
 3.10), whatever order the paths came in; runs from several machines are

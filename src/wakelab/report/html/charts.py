@@ -7,20 +7,15 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.text.tables import family_order
-from wakelab.report.html.common import esc
+from wakelab.report.html.common import esc, IdCounter
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Charts:
-    """The interactive charts of one page, each with its own element id."""
+class _Charts(IdCounter):
+    """The interactive charts at a glance of one page."""
 
-    def __init__(self) -> None:
-        self.count = 0
-
-    def next_id(self) -> str:
-        self.count += 1
-        return "chart-%d" % self.count
+    prefix = "chart"
 
 
 def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:

@@ -17,6 +17,19 @@ MAX_VALUE_CHARS = 400
 DISTRIBUTION = "distribution"
 
 
+class IdCounter:
+    """Element ids of one page's charts of one kind (``PREFIX-1``, ``PREFIX-2`` ...), and how many there are."""
+
+    prefix = "chart"
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next_id(self) -> str:
+        self.count += 1
+        return "%s-%d" % (self.prefix, self.count)
+
+
 def esc(value: object) -> str:
     """Evidence text made safe to place in HTML (element content or a quoted attribute).
 

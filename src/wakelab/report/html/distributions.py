@@ -8,20 +8,15 @@ from wakelab.evidence.model import ArmRecord, ArmSamples, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.html.common import _badge, DISTRIBUTION, esc, _slug
+from wakelab.report.html.common import _badge, DISTRIBUTION, esc, IdCounter, _slug
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Plots:
-    """The distribution charts of one page, each with its own element id."""
+class _Plots(IdCounter):
+    """The distribution charts of one page."""
 
-    def __init__(self) -> None:
-        self.count = 0
-
-    def next_id(self) -> str:
-        self.count += 1
-        return "plot-%d" % self.count
+    prefix = "plot"
 
 
 def kept_words(kept: int, total: int) -> str:
