@@ -410,7 +410,6 @@ def _timing_words(params: Parameters) -> str:
 def render_honesty(run: Run) -> str:
     """When, on what, how: the facts a reader needs before quoting a figure, in words (no raw JSON)."""
     bundle = _view(run).bundle
-    summary = bundle.summary
     interp, machine, params, timer = bundle.interpreter, bundle.machine, bundle.parameters, bundle.timer
     system, conditions = bundle.system, bundle.conditions
     rows: List[Tuple[str, str]] = [
@@ -461,8 +460,8 @@ def render_honesty(run: Run) -> str:
             "Models",
             '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
         ))
-    gil = gil_enabled(summary)
-    on_gil = [a.name for a in latency_arms if waiter_at_t0(a.entry, gil) == WAITING_FOR_GIL]
+    gil = gil_enabled(bundle)
+    on_gil = [a.name for a in latency_arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
     if on_gil:
         rows.append((
             "Spinning under the GIL",
@@ -489,7 +488,7 @@ def render_caveats(run: Run) -> str:
     from wakelab.report.text import format_machine_load, format_warning_group
 
     view = _view(run)
-    caveats = [c for c in _list(view.summary.get("caveats"))]
+    caveats = view.bundle.caveats
     quality = [g for g in view.warning_groups if all(isinstance(w.raw, (str, dict)) for w in g.records)]
     notes = [w for w in view.notes if isinstance(w.raw, (str, dict))]
     parts: List[str] = []

@@ -78,7 +78,7 @@ def format_compact_table(run: Run) -> List[str]:
         if ratio is not None:
             text += "; C %s faster" % format_ratio(ratio.ratio)
         lines.extend(wrap(text))
-    lost = ["%s %d" % (a.name, lost_wakes(a.entry).total) for a in latency if lost_wakes(a.entry).total]
+    lost = ["%s %d" % (a.name, lost_wakes(a).total) for a in latency if lost_wakes(a).total]
     if lost:
         lines.extend(wrap("Lost wakes: %s." % ", ".join(lost)))
     missing = [a for a in arms if not a.measured]

@@ -110,8 +110,8 @@ def format_honesty(run: Run) -> List[str]:
     if len(states) > 1:
         described = "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items())
         items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
-    gil = gil_enabled(bundle.summary)
-    on_gil = [a.name for a in arms if waiter_at_t0(a.entry, gil) == WAITING_FOR_GIL]
+    gil = gil_enabled(bundle)
+    on_gil = [a.name for a in arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
     if on_gil:
         items.append(
             "Spinning in name only under this interpreter's GIL (%s): a waiter in another thread cannot poll while "
