@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
@@ -11,6 +11,7 @@ from wakelab.analysis.caveats import (
     gil_enabled,
     waiter_at_t0,
 )
+from wakelab.analysis.guidance import Guidance
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import CpuSide
 from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, System
@@ -534,25 +535,15 @@ def render_details(run: Run) -> str:
     return "".join(parts)
 
 
-def guidance_of(run: Run) -> Optional[Any]:
-    """:func:`wakelab.analysis.guidance.guidance_for` of the run (a ``Guidance``), or None where that module is absent.
-
-    The analysis layer computes the advice (a headline, and items each with a
-    topic, a text and the figures it cites); this renderer only lays it out.
-    Imported lazily, so that a wakelab without the module still writes reports.
-    """
-    try:
-        return _view(run).guidance
-    except ImportError as exc:
-        if exc.name not in ("wakelab.analysis.guidance", "wakelab.analysis"):
-            raise
-        return None
+def guidance_of(run: Run) -> Guidance:
+    """What the run's figures advise, as the analysis layer words it (:func:`wakelab.analysis.guidance.guidance_for`)."""
+    return _view(run).guidance
 
 
 def render_guidance(run: RunEvidence) -> str:
     """The GUIDANCE section's body (escaped HTML): the headline, then each claim with the figures it cites."""
     found = guidance_of(run)
-    if found is None or (not found.headline and not found.items):
+    if not found.headline and not found.items:
         return ""
     # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.
     cards = {a.name for a in run.bundle.arms() if a.is_latency}
