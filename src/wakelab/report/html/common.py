@@ -81,11 +81,11 @@ def _badge(text: object, kind: str = "") -> str:
     return '<span class="badge %s">%s</span>' % (esc(_slug(kind or str(text))), esc(text))
 
 
+def _status_badge(arm: ArmRecord) -> str:
+    """How an arm ended, badged, with its reason."""
+    return '<span class="badge st-%s">%s</span>%s' % (esc(_slug(arm.status)), esc(status_word(arm.status)),
+                                                      (" " + esc(arm.reason)) if arm.reason else "")
+
+
 def _status_cell(arm: ArmRecord, colspan: int) -> str:
-    status, reason = arm.status, arm.reason
-    return '<td class="status" colspan="%d"><span class="badge st-%s">%s</span>%s</td>' % (
-        colspan,
-        esc(_slug(status)),
-        esc(status_word(status)),
-        (" " + esc(reason)) if reason else "",
-    )
+    return '<td class="status" colspan="%d">%s</td>' % (colspan, _status_badge(arm))

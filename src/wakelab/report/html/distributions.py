@@ -8,7 +8,7 @@ from wakelab.evidence.model import ArmRecord, ArmSamples, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.html.common import _badge, DISTRIBUTION, esc, IdCounter, _slug
+from wakelab.report.html.common import _badge, DISTRIBUTION, esc, IdCounter, _slug, _status_badge
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
@@ -77,8 +77,7 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                 continue
             lat = arm.latency
             if not arm.ok or lat is None:
-                facts.append('<li>%s<span class="badge st-%s">%s</span>%s</li>' % (
-                    who, esc(_slug(arm.status)), esc(status_word(arm.status)), (" " + esc(arm.reason)) if arm.reason else ""))
+                facts.append("<li>%s%s</li>" % (who, _status_badge(arm)))
                 continue
             samples = run.samples.get(name)
             counters = run.histograms.get(name)
