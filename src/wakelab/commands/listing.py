@@ -140,24 +140,24 @@ def _defined_by(arm: ArmRecord) -> str:
     return "user: entry point%s" % dist
 
 
-def format_listing(listing: Listing) -> str:
+def format_listing(found: Listing) -> str:
     from wakelab.labs import CUSTOM_ID, lab_arm_names
     from wakelab.report.text import arm_definitions, format_table, wrap
 
     header = ["arm", "family", "kind", "waiter", "scope", "available here"]
-    rows = [[a.name, a.family, a.kind, a.waiter, a.scope, "yes" if reason is None else "no: %s" % reason] for a, reason in listing.arms]
-    if any(a.user_defined for a, _ in listing.arms):  # the column only when there is something to tell apart
+    rows = [[a.name, a.family, a.kind, a.waiter, a.scope, "yes" if reason is None else "no: %s" % reason] for a, reason in found.arms]
+    if any(a.user_defined for a, _ in found.arms):  # the column only when there is something to tell apart
         header.insert(5, "defined by")
-        for row, (a, _) in zip(rows, listing.arms):
+        for row, (a, _) in zip(rows, found.arms):
             row.insert(5, _defined_by(a))
     lines = ["ARMS"] + format_table(header, rows, align_left=len(header))
-    lines += ["", "WHAT EACH ARM TIMES"] + arm_definitions([a for a, _ in listing.arms])
-    if listing.not_loaded:
+    lines += ["", "WHAT EACH ARM TIMES"] + arm_definitions([a for a, _ in found.arms])
+    if found.not_loaded:
         lines += ["", "NOT LOADED (entry points in the 'wakelab.arms' group)"]
-        for name, error in listing.not_loaded:
+        for name, error in found.not_loaded:
             lines += wrap("%s -- %s" % (name, error))
     lines += ["", "LABS"]
-    for lab in listing.labs:
+    for lab in found.labs:
         aliases = " (also: %s)" % ", ".join(lab.aliases) if lab.aliases else ""
         lines += wrap("%s%s -- %s: %s" % (lab.id, aliases, lab.title, ", ".join(lab_arm_names(lab))))
     lines += wrap("%s -- Custom selection: any other choice of arms (--arms A,B,...), a lab of its own" % CUSTOM_ID)
