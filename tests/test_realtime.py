@@ -167,6 +167,20 @@ def test_bad_realtime_options_are_one_line(tmp_path, args, message) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_the_realtime_options_become_the_runs_conditions() -> None:
+    """--policy and --notifier-policy (SCHED_OTHER: allowed to everyone) reach the Conditions the run is made under,
+    beside the other conditions; no option, no realtime condition."""
+    from wakelab.cli import build_parser
+    from wakelab.commands import run as run_command
+
+    def conditions(*argv: str) -> cond.Conditions:
+        return run_command._execution(build_parser().parse_args(["run", *argv])).conditions
+
+    assert conditions("--cpu-procs", "1") == cond.Conditions(cpu_procs=1)
+    asked = conditions("--cpu-procs", "1", "--policy", "other", "--notifier-policy", "other")
+    assert asked == cond.Conditions(cpu_procs=1, waiter_policy="other", notifier_policy="other")
+
+
 def _nobody() -> Optional[List[str]]:
     """A command prefix that runs as the unprivileged user nobody, and a Python it can run."""
     setpriv = shutil.which("setpriv")

@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 
+from wakelab.analysis.caveats import bundle_of
 from wakelab.analysis import storms
 from wakelab.analysis.guidance import guidance_for, rank_wake_paths
 from wakelab.evidence.model import Bundle
@@ -71,13 +72,13 @@ def _storm_summary() -> Dict[str, Any]:
 
 
 def test_the_storm_table_puts_the_receivers_side_by_side() -> None:
-    lines = format_storms(_storm_summary())
+    lines = format_storms(bundle_of(_storm_summary()))
     text = "\n".join(lines)
     assert lines[0].split() == ["arm", "signal", "received", "by", "sent", "delivered", "ratio", "reaction", "p50", "µs",
                                 "p99", "µs", "work", "lost"]
     assert "storm-rt-handler" in text and "0.01 %" in text and "20,000     20,000    100 %" in text
     assert "1 storm per arm" in text
-    assert format_storms(_summary([])) == []
+    assert format_storms(bundle_of(_summary([]))) == []
 
 
 def test_storm_guidance_names_the_share_and_what_to_use_instead() -> None:

@@ -23,12 +23,15 @@ import json
 import os
 import re
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
 
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
+
+if TYPE_CHECKING:
+    from wakelab.core.model import Arm
 
 EXIT_REGRESSION = 1
 AB_SCHEMA = "wakelab.ab"
@@ -37,7 +40,6 @@ ROLES = ("base", "head")
 # The wake paths of threading and of file descriptors: what ab measures when no arm is named.
 DEFAULT_ARMS = ("event", "queue", "pipe")
 DEFAULT_LIMIT_PCT = 10.0
-DEFAULT_RUNS_DIR = "wakelab-runs"
 # A side's name is its cell's folder name and label (matrix.schema.json's pattern).
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -99,12 +101,6 @@ class Side:
         }
 
 
-def _limit(text: str) -> float:
-    from wakelab.commands.compare import _percent
-
-    return _percent(text)
-
-
 def register(sub: Any) -> None:
     from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED
     from wakelab.commands import compare as compare_command
@@ -160,7 +156,7 @@ def register(sub: Any) -> None:
     measure.add_argument("--seed", type=whole_number(*run_command.LIMITS["seed"]), metavar="N",
                          help="seed of the random settles (default: drawn and recorded)")
     gate = ab.add_argument_group("the gate (as 'wakelab compare')")
-    gate.add_argument("--fail-on-regression", type=_limit, default=DEFAULT_LIMIT_PCT, metavar="PCT",
+    gate.add_argument("--fail-on-regression", type=compare_command._percent, default=DEFAULT_LIMIT_PCT, metavar="PCT",
                       help="exit 1 when head is slower than base by more than PCT percent at a --metric percentile, "
                            "its interval clear of --min-effect (default: %(default)g)")
     gate.add_argument("--metric", type=compare_command._metrics, default=DEFAULT_METRICS, metavar="P[,P]",
@@ -173,7 +169,7 @@ def register(sub: Any) -> None:
                       metavar="N", help="bootstrap resamples per arm (default: %(default)s)")
     out = ab.add_argument_group("output")
     out.add_argument("-o", "--output", metavar="DIR", type=path_value("a folder", run_command.FOLDER_AS_TEXT),
-                     help="the bundle (a grid folder; default: a new folder under ./%s/)" % DEFAULT_RUNS_DIR)
+                     help="the bundle (a grid folder; default: a new folder under ./%s/)" % run_command.DEFAULT_RUNS_DIR)
     out.add_argument("--json", action="store_true", help="print a JSON document (schema wakelab.ab) instead of the text")
     out.add_argument("--markdown", metavar="FILE", type=utf8_text(),
                      help="also write a Markdown summary to FILE ('-': stdout), e.g. \"$GITHUB_STEP_SUMMARY\"")
@@ -330,15 +326,15 @@ def resolve_sides(args: argparse.Namespace) -> List[Side]:
     return sides
 
 
-def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
     """Load each side's arm files (its folders first on this interpreter's path); per side, each user
     arm's origin as its workers load it.  The base side's arms stay registered (their declarations
     describe both sides: they must agree, UsageError otherwise)."""
     from wakelab.core import registry
     from wakelab.core.user_arms import ArmFileError, load_arm_file
 
-    declared: Dict[str, Dict[str, Any]] = {}
-    origins: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    declared: Dict[str, Dict[str, Arm]] = {}
+    origins: Dict[str, Dict[str, Dict[str, object]]] = {}
     for side in sorted(sides, key=lambda s: s.role != "head"):  # head first: base's arms stay registered
         registry.forget_user_arms()
         saved = list(sys.path)
@@ -369,7 +365,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, Any]]]:
     return origins
 
 
-def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Dict[str, Dict[str, Dict[str, Any]]]) -> List[str]:
+def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mapping[str, Mapping[str, object]]) -> List[str]:
     from wakelab.core.registry import arm_names, unknown_name_message
 
     declared = list(dict.fromkeys(list(origins.get("base", {})) + list(origins.get("head", {}))))
@@ -405,7 +401,7 @@ def _run_args(args: argparse.Namespace) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(add_help=False)
     run_command.register(parser.add_subparsers())
-    merged: Dict[str, Any] = vars(parser.parse_args(["run"]))
+    merged = vars(parser.parse_args(["run"]))
     for key, value in vars(args).items():
         if key in ("n", "repeat", "workers", "rigorous", "cpus", "seed") or key not in merged:
             merged[key] = value
@@ -413,22 +409,6 @@ def _run_args(args: argparse.Namespace) -> argparse.Namespace:
     merged["planted_delay_us"] = None  # ab plants per side (Cell.planted_delay_us)
     merged["python"] = None
     return argparse.Namespace(**merged)
-
-
-def _output_folder(args: argparse.Namespace, sides: Sequence[Side]) -> str:
-    from wakelab.errors import OutputError
-    from wakelab.evidence import bundle
-    from wakelab.harness.runner import utc_now
-
-    try:
-        if args.output:
-            return bundle.prepare_output_folder(args.output)
-        stamp = utc_now().replace("-", "").replace(":", "")
-        folder = bundle.create_unique_folder(DEFAULT_RUNS_DIR, "ab-%s-vs-%s-%s" % (sides[0].name, sides[1].name, stamp))
-        return bundle.prepare_output_folder(folder)
-    except OSError as exc:
-        raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)"
-                          % (args.output or DEFAULT_RUNS_DIR, exc.strerror or exc)) from None
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
@@ -469,7 +449,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
                   planted_delay_us=side.planted_delay_us)
         for side in sides
     ]
-    folder = _output_folder(args, sides)
+    folder = run_command._output_folder(args, "ab-%s-vs-%s" % (sides[0].name, sides[1].name))
     base_plan = RunPlan(lab=lab, arm_names=arm_names, params=params, folder=folder, command=["wakelab"] + list(args.argv),
                         note=args.note, execution=execution, render_text=format_summary)
     try:

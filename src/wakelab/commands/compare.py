@@ -253,7 +253,7 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
             {"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id,
              "started_utc": r.started_utc,
              # The recorded sections whole: every field, the ones the model does not type too.
-             "interpreter": r.summary.get("interpreter"), "machine": r.summary.get("machine")}
+             "interpreter": r.recorded("interpreter"), "machine": r.recorded("machine")}
             for r in runs
         ],
         "baseline": runs[0].label,

@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Dict, TYPE_CHECKING
 
 from wakelab.commands import EXIT_OK
 from wakelab.errors import UsageError
+
+if TYPE_CHECKING:
+    from wakelab.harness.interpreters import Candidate
 
 
 def register(sub: Any) -> None:
@@ -47,65 +50,42 @@ def register(sub: Any) -> None:
     build.set_defaults(handler=cmd_build)
 
 
-def _rows() -> list:
-    from wakelab.harness.interpreters import survey
-
-    rows = []
-    for cand in survey():
-        interp = cand.interpreter
-        rows.append(
-            {
-                "label": interp.label if interp else None,
-                "path": cand.path,
-                "found_in": cand.origin,
-                "implementation": interp.implementation if interp else None,
-                "version": interp.version_text if interp else None,
-                "implementation_version": interp.implementation_version if interp else None,
-                "build": interp.build_text if interp else None,
-                "free_threaded": interp.free_threaded if interp else None,
-                "gil_enabled": interp.gil if interp else None,
-                **(interp.facts_dict() if interp else {"jit": None, "gc": None, "gc_thresholds": None,
-                                                         "multiprocessing_start_method": None}),
-                "usable": cand.usable,
-                "reason": cand.reason,
-            }
-        )
-    return rows
+def _row(cand: Candidate) -> Dict[str, object]:
+    """One interpreter as ``--json`` prints it."""
+    interp = cand.interpreter
+    facts = interp.facts_dict() if interp else {"jit": None, "gc": None, "gc_thresholds": None, "multiprocessing_start_method": None}
+    return {
+        "label": interp.label if interp else None, "path": cand.path, "found_in": cand.origin,
+        "implementation": interp.implementation if interp else None, "version": interp.version_text if interp else None,
+        "implementation_version": interp.implementation_version if interp else None,
+        "build": interp.build_text if interp else None, "free_threaded": interp.free_threaded if interp else None,
+        "gil_enabled": interp.gil if interp else None, **facts, "usable": cand.usable, "reason": cand.reason,
+    }
 
 
 def cmd_interpreters(args: argparse.Namespace) -> int:
     from wakelab.formatting import escape_text
-    from wakelab.harness.interpreters import cache_dir
+    from wakelab.harness.interpreters import cache_dir, format_jit, survey
     from wakelab.report.text import format_table
 
-    from wakelab.harness.interpreters import format_jit
-
-    rows = _rows()
+    found = survey()
     if args.json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps([_row(cand) for cand in found], indent=2) + "\n")
         return EXIT_OK
     table = []
-    for r in rows:
-        gil = "-" if r["gil_enabled"] is None else ("on" if r["gil_enabled"] else "off")
-        if r["free_threaded"] and r["gil_enabled"]:
-            gil = "on (PYTHON_GIL)"
-        jit = r["jit"] or {}
-        table.append([
-            escape_text(str(r["label"] or "?")),
-            escape_text(str(r["implementation"] or "-")),
-            escape_text(str(r["version"] or "-")),
-            escape_text(str(r["build"] or "-")),
-            gil,
-            format_jit(jit.get("available"), jit.get("enabled")),
-            escape_text(str(r["gc"] or "-")),
-            escape_text(str(r["multiprocessing_start_method"] or "-")),
-            escape_text(str(r["found_in"])),
-            escape_text(str(r["path"])),
-            "yes" if r["usable"] else "no: %s" % escape_text(str(r["reason"])),
-        ])
+    for cand in found:
+        i = cand.interpreter
+        if i is None:
+            described = ["?", "-", "-", "-", "-", format_jit(None, None), "-", "-"]
+        else:
+            gil = "-" if i.gil is None else ("on (PYTHON_GIL)" if i.free_threaded and i.gil else "on" if i.gil else "off")
+            described = [i.label or "?", i.implementation or "-", i.version_text or "-", i.build_text or "-", gil,
+                         format_jit(i.jit_available, i.jit_enabled), i.gc or "-", i.start_method or "-"]
+        table.append([escape_text(str(text)) for text in described + [cand.origin, cand.path]]
+                     + ["yes" if cand.usable else "no: %s" % escape_text(str(cand.reason))])
     headers = ["interpreter", "implementation", "version", "build", "GIL", "JIT", "GC", "mp start", "found in", "path", "usable"]
-    lines = format_table(headers, table, align_left=len(headers)) if rows else ["  none found"]
-    if rows and not any(r["usable"] for r in rows):
+    lines = format_table(headers, table, align_left=len(headers)) if found else ["  none found"]
+    if found and not any(cand.usable for cand in found):
         lines.append("  none found that can run the measuring code")
     lines.append("")
     lines.append("cache: %s ('wakelab interpreters build 3.13t' adds a free-threaded CPython and its GIL twin)"

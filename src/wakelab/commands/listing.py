@@ -15,14 +15,18 @@ the full check runs where an arm is measured.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, TYPE_CHECKING
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value
 from wakelab.commands.run import ARM_FILE_AS_TEXT
 from wakelab.evidence.model import ArmOrigin, ArmRecord
+
+if TYPE_CHECKING:
+    from wakelab.labs import Lab
 
 #: The ``source`` of a built-in arm in ``wakelab list --json``.
 BUILT_IN = "built-in"
@@ -78,33 +82,49 @@ def load_entry_point_arms() -> List[Dict[str, str]]:
     return failed
 
 
-def listing(entry_points: bool = True) -> Dict[str, Any]:
-    """Arms and labs as plain data (what ``wakelab list --json`` prints).
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """Arms and labs as ``wakelab list`` shows them: each arm's record with why it cannot run here (None:
+    it can), the labs, and the entry points that could not be loaded ((name, one line) each)."""
 
-    Lists the arms registered so far (the built-in ones, and those of the arm
-    files loaded already); ``entry_points`` loads the installed packages'
-    arms first.  Each arm says whether it is ``user_defined`` and its
-    ``source``: ``"built-in"``, ``"arm file PATH (sha256 PREFIX)"`` or
-    ``"entry point NAME = MODULE:ATTR (DISTRIBUTION VERSION)"``.
-    """
+    arms: Tuple[Tuple[ArmRecord, Optional[str]], ...]
+    labs: Tuple[Lab, ...]
+    not_loaded: Tuple[Tuple[str, str], ...]
+    described: Tuple[Dict[str, object], ...] = dataclasses.field(repr=False)  # for to_dict
+
+    def to_dict(self) -> Dict[str, object]:
+        from wakelab.labs import lab_arm_names
+
+        labs = [{"id": lab.id, "title": lab.title, "arms": lab_arm_names(lab), "aliases": list(lab.aliases)} for lab in self.labs]
+        return {"arms": list(self.described), "labs": labs, "not_loaded": [{"name": n, "error": e} for n, e in self.not_loaded]}
+
+
+def list_arms(entry_points: bool = True) -> Listing:
+    """The arms registered so far (the built-in ones, and those of the arm files loaded already);
+    ``entry_points`` loads the installed packages' arms first."""
     from wakelab.core.registry import all_arms
-    from wakelab.labs import all_labs, lab_arm_names
+    from wakelab.labs import all_labs
     from wakelab.report.text import origin_text
 
     not_loaded = load_entry_point_arms() if entry_points else []
-    arms = []
+    arms, described = [], []
     for arm in all_arms():
         entry = dict(arm.describe())
         user_defined = bool(entry.get("user_defined"))
         entry["user_defined"] = user_defined
-        origin = entry.get("origin")
-        entry["source"] = origin_text(origin if isinstance(origin, dict) else {}) if user_defined else BUILT_IN
+        entry["source"] = origin_text(ArmOrigin.from_dict(entry.get("origin"))) if user_defined else BUILT_IN
         reason = _availability(arm, user_defined)
         entry["available"] = reason is None
         entry["reason"] = reason
-        arms.append(entry)
-    labs = [{"id": lab.id, "title": lab.title, "arms": lab_arm_names(lab), "aliases": list(lab.aliases)} for lab in all_labs()]
-    return {"arms": arms, "labs": labs, "not_loaded": not_loaded}
+        described.append(entry)
+        arms.append((ArmRecord.from_dict(entry), reason))
+    return Listing(tuple(arms), tuple(all_labs()), tuple((f["name"], f["error"]) for f in not_loaded), tuple(described))
+
+
+def listing(entry_points: bool = True) -> Dict[str, object]:
+    """What ``wakelab list --json`` prints: each arm says whether it is ``user_defined`` and its ``source``:
+    ``"built-in"``, ``"arm file PATH (sha256 PREFIX)"`` or ``"entry point NAME = MODULE:ATTR (DISTRIBUTION VERSION)"``."""
+    return list_arms(entry_points).to_dict()
 
 
 def _defined_by(arm: ArmRecord) -> str:
@@ -120,31 +140,26 @@ def _defined_by(arm: ArmRecord) -> str:
     return "user: entry point%s" % dist
 
 
-def format_listing(data: Dict[str, Any]) -> str:
-    from wakelab.labs import CUSTOM_ID
-    from wakelab.report.text import format_arm_definitions, format_table, wrap
+def format_listing(found: Listing) -> str:
+    from wakelab.labs import CUSTOM_ID, lab_arm_names
+    from wakelab.report.text import arm_definitions, format_table, wrap
 
-    arms: List[Dict[str, Any]] = data["arms"]
     header = ["arm", "family", "kind", "waiter", "scope", "available here"]
-    rows = [
-        [str(a["name"]), str(a["family"]), str(a["kind"]), str(a["waiter"]), str(a["scope"]),
-         "yes" if a["available"] else "no: %s" % a["reason"]]
-        for a in arms
-    ]
-    if any(a.get("user_defined") for a in arms):  # the column only when there is something to tell apart
+    rows = [[a.name, a.family, a.kind, a.waiter, a.scope, "yes" if reason is None else "no: %s" % reason] for a, reason in found.arms]
+    if any(a.user_defined for a, _ in found.arms):  # the column only when there is something to tell apart
         header.insert(5, "defined by")
-        for row, a in zip(rows, arms):
-            row.insert(5, _defined_by(ArmRecord.from_dict(a)))
+        for row, (a, _) in zip(rows, found.arms):
+            row.insert(5, _defined_by(a))
     lines = ["ARMS"] + format_table(header, rows, align_left=len(header))
-    lines += ["", "WHAT EACH ARM TIMES"] + format_arm_definitions(data)
-    if data.get("not_loaded"):
+    lines += ["", "WHAT EACH ARM TIMES"] + arm_definitions([a for a, _ in found.arms])
+    if found.not_loaded:
         lines += ["", "NOT LOADED (entry points in the 'wakelab.arms' group)"]
-        for failed in data["not_loaded"]:
-            lines += wrap("%s -- %s" % (failed["name"], failed["error"]))
+        for name, error in found.not_loaded:
+            lines += wrap("%s -- %s" % (name, error))
     lines += ["", "LABS"]
-    for lab in data["labs"]:
-        aliases = " (also: %s)" % ", ".join(lab["aliases"]) if lab["aliases"] else ""
-        lines += wrap("%s%s -- %s: %s" % (lab["id"], aliases, lab["title"], ", ".join(lab["arms"])))
+    for lab in found.labs:
+        aliases = " (also: %s)" % ", ".join(lab.aliases) if lab.aliases else ""
+        lines += wrap("%s%s -- %s: %s" % (lab.id, aliases, lab.title, ", ".join(lab_arm_names(lab))))
     lines += wrap("%s -- Custom selection: any other choice of arms (--arms A,B,...), a lab of its own" % CUSTOM_ID)
     return "\n".join(lines) + "\n"
 
@@ -154,7 +169,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from wakelab.formatting import escape_text
 
     _load_user_arms(args)  # as 'wakelab run --arm-file' loads them: a bad file is one line, exit status 2
-    data = listing()
+    found = list_arms()
     # User-defined arms bring text of their own (paths, t0, errors): never raw to a terminal.
-    sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else escape_text(format_listing(data), multiline=True))
+    sys.stdout.write(json.dumps(found.to_dict(), indent=2) + "\n" if args.json else escape_text(format_listing(found), multiline=True))
     return EXIT_OK

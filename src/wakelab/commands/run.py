@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, TYPE_CHECKING
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
@@ -17,7 +17,9 @@ from wakelab.errors import EvidenceError, OutputError, UsageError
 if TYPE_CHECKING:
     from wakelab.core.realtime import Scheduling
     from wakelab.core.model import MeasureParams
-    from wakelab.harness.runner import Execution
+    from wakelab.evidence.matrix import MatrixDoc
+    from wakelab.harness.runner import Execution, ProgressCallback
+    from wakelab.harness.conditions import Conditions
     from wakelab.labs import Lab
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
@@ -317,7 +319,8 @@ def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
     return params
 
 
-def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
+def _output_folder(args: argparse.Namespace, stem: str) -> str:
+    """``--output``, or a new folder under ./wakelab-runs/ named ``STEM-<UTC time>``, ready for a bundle."""
     from wakelab.evidence import bundle
     from wakelab.harness.runner import utc_now
 
@@ -325,7 +328,7 @@ def _output_folder(args: argparse.Namespace, lab_id: str) -> str:
         if args.output:
             return bundle.prepare_output_folder(args.output)
         stamp = utc_now().replace("-", "").replace(":", "")
-        folder = bundle.create_unique_folder(DEFAULT_RUNS_DIR, "%s-%s" % (lab_id, stamp))
+        folder = bundle.create_unique_folder(DEFAULT_RUNS_DIR, "%s-%s" % (stem, stamp))
         return bundle.prepare_output_folder(folder)
     except OSError as exc:
         target = args.output or DEFAULT_RUNS_DIR
@@ -416,12 +419,8 @@ def _execution(args: argparse.Namespace) -> Execution:
             check_idle_hold()
         except ConditionError as exc:
             raise UsageError(str(exc)) from None
-    conditions = Conditions(
-        cpu_procs=args.cpu_procs or 0,
-        switch_interval_s=args.switch_interval,
-        idle_hold=args.idle_hold,
-        **_realtime_conditions(args),
-    )
+    conditions = _realtime_conditions(args, Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval,
+                                                       idle_hold=args.idle_hold))
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
     workers = args.workers
     if workers is None:
@@ -456,44 +455,43 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
     return request
 
 
-def _realtime_conditions(args: argparse.Namespace) -> Dict[str, Any]:
-    """The realtime conditions asked for (--policy, --notifier-policy, --mlock), refused now -- one
-    line, exit status 2 -- where this user or this kernel cannot have them."""
-    from wakelab.harness.conditions import ConditionError, Conditions, check_realtime
+def _realtime_conditions(args: argparse.Namespace, conditions: Conditions) -> Conditions:
+    """``conditions`` with the realtime ones asked for (--policy, --notifier-policy, --mlock), refused
+    now -- one line, exit status 2 -- where this user or this kernel cannot have them."""
+    import dataclasses
 
-    out: Dict[str, Any] = {}
-    for role, policy_flag, priority_flag in (("waiter", "--policy", "--priority"),
-                                             ("notifier", "--notifier-policy", "--notifier-priority")):
-        request = _scheduling_request(args, policy_flag, priority_flag)
-        if request is not None:
-            out[role + "_policy"] = request.policy
-            out[role + "_priority"] = request.priority
-    if args.mlock:
-        out["mlock"] = True
-    if out:
-        try:
-            check_realtime(Conditions(**out))
-        except ConditionError as exc:
-            raise UsageError(str(exc)) from None
-    return out
+    from wakelab.harness.conditions import ConditionError, check_realtime
+
+    asked = dataclasses.replace(conditions, mlock=bool(args.mlock))
+    waiter = _scheduling_request(args, "--policy", "--priority")
+    if waiter is not None:
+        asked = dataclasses.replace(asked, waiter_policy=waiter.policy, waiter_priority=waiter.priority)
+    notifier = _scheduling_request(args, "--notifier-policy", "--notifier-priority")
+    if notifier is not None:
+        asked = dataclasses.replace(asked, notifier_policy=notifier.policy, notifier_priority=notifier.priority)
+    try:
+        check_realtime(asked)
+    except ConditionError as exc:
+        raise UsageError(str(exc)) from None
+    return asked
 
 
-def _trace_notice(progress: Callable[[str, Dict[str, Any]], None]) -> Callable[[str, Dict[str, Any]], None]:
+def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
     """``progress``, and once per run, on stderr, why a --trace run goes on untraced."""
     from wakelab.formatting import escape_text
 
-    said: List[str] = []
+    said: List[bool] = []
 
-    def callback(event: str, info: Dict[str, Any]) -> None:
+    def callback(event: str, info: Dict[str, object]) -> None:
         if event == "trace-unavailable" and not said:
-            said.append(str(info.get("reason")))
+            said.append(True)
             sys.stderr.write("wakelab: not tracing (the run goes on untraced): %s\n" % escape_text(info.get("reason")))
         progress(event, info)
 
     return callback
 
 
-def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
+def _record_history(args: argparse.Namespace, runs: Sequence[Tuple[Mapping[str, object], str]]) -> None:
     """Record each finished run in the history database; a failure is a warning, never lost evidence."""
     from wakelab.history import HistoryError, record_run
 
@@ -507,7 +505,7 @@ def _record_history(args: argparse.Namespace, runs: List[tuple]) -> None:
             return
 
 
-def _on_disk(summary: Dict[str, Any], folder: str) -> Dict[str, Any]:
+def _on_disk(summary: Mapping[str, object], folder: str) -> Mapping[str, object]:
     """What the bundle in ``folder`` says: after a failed write the history records that, not the
     run's last state in memory, which the disk could not take (``summary`` if none is readable)."""
     from wakelab.evidence.load import load_summary
@@ -518,15 +516,15 @@ def _on_disk(summary: Dict[str, Any], folder: str) -> Dict[str, Any]:
         return summary
 
 
-def _cell_runs(doc: Dict[str, Any], folder: str) -> List[tuple]:
+def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Tuple[Mapping[str, object], str]]:
     """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
-    from wakelab.evidence.load import load_summary
+    from wakelab.evidence.load import CELLS_DIR, load_summary
 
-    runs = []
-    for cell in doc.get("cells", []):
-        if cell.get("status") == "pending":
+    runs: List[Tuple[Mapping[str, object], str]] = []
+    for cell in matrix.cells:
+        if cell.status == "pending":
             continue
-        cell_folder = os.path.join(folder, cell["folder"])
+        cell_folder = os.path.join(folder, CELLS_DIR, cell.label)
         try:
             runs.append((load_summary(cell_folder), cell_folder))
         except EvidenceError:
@@ -598,6 +596,8 @@ def _remove_if_empty(folder: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.evidence.bundle import dumps
+    from wakelab.evidence.matrix import MatrixDoc
+    from wakelab.evidence.model import Bundle
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan_checked
@@ -670,19 +670,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                 else:
                     text = format_brief(summary, folder) if brief else format_summary(summary)
                 # A write that failed after the last arm fails no arm, but the run still failed.
-                failed = write_error is not None or any(a["status"] == FAILED for a in summary["arms"])
-                complete = summary["complete"]
+                run = Bundle(source=folder, folder=folder, summary=summary)
+                arm_failed = any(a.status == FAILED for a in run.arms())
+                failed = write_error is not None or arm_failed
+                complete = run.complete
                 runs = [(summary if write_error is None else _on_disk(summary, folder), folder)]
             else:
                 brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
                 text = dumps(doc) if args.json else format_matrix(doc)
-                failed = any(r["status"] == FAILED for arm in doc["arms"] for r in arm["rows"])
-                complete = doc["complete"]
-                runs = _cell_runs(doc, folder)
+                matrix = MatrixDoc.from_dict(doc)
+                failed = arm_failed = any(e.arm.status == FAILED for _, entries in matrix.arms for e in entries)
+                complete = matrix.complete
+                runs = _cell_runs(matrix, folder)
     except RunInterrupted as exc:
         # What was measured before the signal is history too (marked interrupted, complete: false).
-        _record_history(args, [(exc.summary, exc.folder)] if len(cells) == 1 else _cell_runs(exc.summary, exc.folder))
+        _record_history(args, [(exc.summary, exc.folder)] if len(cells) == 1 else _cell_runs(MatrixDoc.from_dict(exc.summary), exc.folder))
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED
     except (InterpreterError, ConditionError) as exc:
@@ -691,7 +694,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _record_history(args, runs)
     sys.stdout.write(text)
     sys.stdout.flush()
-    if write_error is not None and not any(a["status"] == FAILED for a in summary["arms"]):
+    if write_error is not None and not arm_failed:
         # Every arm was measured but the final summary could not be written: say so (no arm did).
         sys.stderr.write("wakelab: %s; the last whole summary.json stands (complete: false)\n" % write_error)
     elif not args.quiet and not brief:  # the short form ends with where the evidence is

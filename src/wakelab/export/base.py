@@ -1,15 +1,8 @@
 """The one interface every export format implements, and what it reads.
 
-An exporter turns what it is given -- one run (an :class:`Evidence`, a loaded
-bundle) or a grid of runs (the evidence model's :class:`Grid`: matrix.json and
-the bundle of each cell that has one) -- into an :class:`Export`: the files it would write, as text, plus
-notes on what it had to leave out.  Serializing is pure; writing (stdout, one
-file, a folder) is done afterwards by :func:`wakelab.export.write_export`, so
-a format that fails half-way leaves nothing on disk.
-
-Most formats write one document for a run and one for a grid (a grid's CSV
-and Markdown carry each cell's labels as columns).  pyperf writes one suite
-per run, so a grid gives one file per cell.
+An exporter turns one run (a loaded :class:`Bundle`) or a grid into an :class:`Export`: the files it would
+write, as text, and notes on what it left out.  Serializing is pure; :func:`wakelab.export.write_export`
+writes afterwards, so a format that fails half-way leaves nothing on disk.
 """
 
 from __future__ import annotations
@@ -122,4 +115,11 @@ def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[L
 
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
     return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
+
+
+def one_file_exporter(name: str, help: str, suffix: str, run: Callable[[Evidence], str], grid: Callable[[Grid], str],
+                      grid_suffix: Optional[str] = None) -> Exporter:
+    """A format that writes one file, named after the run with ``suffix`` (a grid: ``grid_suffix``, by default the same)."""
+    return Exporter(name, help, lambda e: Export((ExportedFile(e.name + suffix, run(e)),)),
+                    lambda g: Export((ExportedFile(g.name + (grid_suffix or suffix), grid(g)),), notes=missing_cell_notes(g)))
 

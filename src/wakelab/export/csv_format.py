@@ -32,7 +32,7 @@ import math
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from wakelab.evidence.model import ArmRecord
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
+from wakelab.export.base import Evidence, Grid, one_file_exporter
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
 LATENCY_COLUMNS = (
@@ -163,18 +163,5 @@ def format_grid_csv(grid: Grid) -> str:
                       (labels[cell.label] + arm_row(arm) for cell in grid.with_evidence for arm in cell.evidence.arms()))
 
 
-def serialize(evidence: Evidence) -> Export:
-    return Export(files=(ExportedFile(evidence.name + ".csv", format_csv(evidence)),))
-
-
-def serialize_grid(grid: Grid) -> Export:
-    return Export(files=(ExportedFile(grid.name + ".csv", format_grid_csv(grid)),), notes=missing_cell_notes(grid))
-
-
-EXPORTER = Exporter(
-    name="csv",
-    help="one row per arm (a grid: per cell and arm, cell labels as columns); times in ns with one decimal, "
-    "counts and ops/s as integers",
-    serialize=serialize,
-    serialize_grid=serialize_grid,
-)
+EXPORTER = one_file_exporter("csv", "one row per arm (a grid: per cell and arm, cell labels as columns); times in ns with one decimal, "
+                             "counts and ops/s as integers", ".csv", format_csv, format_grid_csv)

@@ -10,20 +10,7 @@ same way; each cell's summary is ``wakelab export GRID/cells/<cell> -f json``.
 from __future__ import annotations
 
 from wakelab.evidence.bundle import dumps
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
+from wakelab.export.base import one_file_exporter
 
-
-def serialize(evidence: Evidence) -> Export:
-    return Export(files=(ExportedFile(evidence.name + ".summary.json", dumps(evidence.summary)),))
-
-
-def serialize_grid(grid: Grid) -> Export:
-    return Export(files=(ExportedFile(grid.name + ".matrix.json", dumps(grid.matrix)),), notes=missing_cell_notes(grid))
-
-
-EXPORTER = Exporter(
-    name="json",
-    help="the validated summary.json (a grid: matrix.json), canonical form",
-    serialize=serialize,
-    serialize_grid=serialize_grid,
-)
+EXPORTER = one_file_exporter("json", "the validated summary.json (a grid: matrix.json), canonical form", ".summary.json",
+                             lambda run: dumps(run.summary), lambda grid: dumps(grid.matrix), grid_suffix=".matrix.json")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes
+from wakelab.export.base import Evidence, Grid, one_file_exporter
 from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmRecord, LatencyFigures
@@ -209,10 +209,7 @@ def grid_lead_header(grid: Grid) -> Tuple[List[str], List[str]]:
 
 
 def cells_table(grid: Grid) -> List[str]:
-    """The grid's cells in the matrix's order: label, interpreter, build, every dimension, and whether it is complete.
-
-    A cell that never ran (the grid stopped before it) has a row saying so.
-    """
+    """The grid's cells in the matrix's order (a cell that never ran too): label, interpreter, build, dimensions, complete."""
     dims = [d for d in grid.dimensions if d != "python"]
     header = ["Cell", "Interpreter", "Build"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in dims] + ["Complete"]
     lines = []
@@ -255,13 +252,7 @@ def versus_first(rows: Sequence[Row]) -> List[List[str]]:
 
 
 def format_grid_markdown(grid: Grid) -> str:
-    """A grid as Markdown: its cells, then its arms' tables with a row per arm and cell (the cell's labels as columns).
-
-    Rows are grouped by arm, in the order the arms first appear, so that one
-    arm's cells sit one under the other; the cell's label, its interpreter and
-    each dimension that differs between cells lead the row, and each latency
-    row ends with its p50 and p99 over the arm's first cell (as matrix.txt).
-    """
+    """A grid as Markdown (see the module's docstring): rows grouped by arm, in the order the arms first appear."""
     header, shown = grid_lead_header(grid)
     order: List[str] = []
     by_arm: Dict[str, List[Row]] = {}
@@ -287,18 +278,6 @@ def format_grid_markdown(grid: Grid) -> str:
     return join_tables(tables, _has_native(by_kind["latency"] + by_kind["rate"]))
 
 
-def serialize(evidence: Evidence) -> Export:
-    return Export(files=(ExportedFile(evidence.name + ".md", format_markdown(evidence)),))
-
-
-def serialize_grid(grid: Grid) -> Export:
-    return Export(files=(ExportedFile(grid.name + ".md", format_grid_markdown(grid)),), notes=missing_cell_notes(grid))
-
-
-EXPORTER = Exporter(
-    name="markdown",
-    help="GitHub-flavoured Markdown tables, times in µs to three significant digits "
-    "(a grid: a table of its cells, then a row per cell and arm, cell labels as columns, p50 and p99 vs the first cell)",
-    serialize=serialize,
-    serialize_grid=serialize_grid,
-)
+EXPORTER = one_file_exporter("markdown", "GitHub-flavoured Markdown tables, times in µs to three significant digits (a grid: a table "
+                             "of its cells, then a row per cell and arm, cell labels as columns, p50 and p99 vs the first cell)",
+                             ".md", format_markdown, format_grid_markdown)

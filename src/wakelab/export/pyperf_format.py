@@ -300,13 +300,7 @@ def cell_metadata(grid: Grid, cell: GridCell) -> Dict[str, object]:
 
 
 def serialize_grid(grid: Grid) -> Export:
-    """One suite per cell, named after the cell, its benchmarks named after the arms.
-
-    So ``python -m pyperf compare_to a.json b.json c.json --table`` over a
-    grid's export has a column per cell and a row per arm: the grid side by
-    side with pyperf's significance test, and two grids' same cells compare
-    as two runs do.
-    """
+    """One suite per cell, named after the cell (``compare_to`` over them: a column per cell, a row per arm)."""
     _pyperf()
     files: List[ExportedFile] = []
     notes: List[str] = list(missing_cell_notes(grid))

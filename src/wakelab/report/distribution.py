@@ -31,7 +31,7 @@ import dataclasses
 import itertools
 import math
 import unicodedata
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import format_ns
 from wakelab.report.interactive import CONFIG, FONT, HOVER_LABEL, WHITE, Chart, label, log_ticks, tick_text
@@ -139,16 +139,7 @@ def histogram_window(sorted_ns: Sequence[float], tail_share: float = HIST_TAIL_S
     when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a
     distribution without outliers is binned whole.
     """
-    n = len(sorted_ns)
-    k = max(1, int(n * tail_share)) if n > 2 else 0
-    lo, hi = float(sorted_ns[0]), float(sorted_ns[-1])
-    if k:
-        inner_lo, inner_hi = float(sorted_ns[k]), float(sorted_ns[n - 1 - k])
-        values = [float(v) for v in sorted_ns]
-        # Only the far-out wakes leave the window: every wake within OUTLIER_FACTOR of the inner range stays in.
-        lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
-        hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
-    return lo, hi
+    return weighted_window(sorted_ns, [1] * len(sorted_ns), tail_share)
 
 
 def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
@@ -162,6 +153,7 @@ def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_sha
         # The value holding the wake of rank r (0-based): the first whose cumulative count exceeds r.
         inner_lo = values[bisect.bisect_right(cumulative, k)]
         inner_hi = values[bisect.bisect_right(cumulative, n - 1 - k)]
+        # Only the far-out wakes leave the window: every wake within OUTLIER_FACTOR of the inner range stays in.
         lo = values[bisect.bisect_left(values, inner_lo / OUTLIER_FACTOR)]
         hi = values[bisect.bisect_right(values, inner_hi * OUTLIER_FACTOR) - 1]
     return lo, hi
@@ -215,8 +207,7 @@ def _short(value: float) -> float:
     return float("%.6g" % value)
 
 
-def _log_axis(lo_us: float, hi_us: float, domain: Tuple[float, float], title: str) -> Dict[str, Any]:
-    lo, hi = padded_range(lo_us, hi_us)
+def _log_axis(lo: float, hi: float, domain: Tuple[float, float], title: str) -> Dict[str, object]:
     ticks = log_ticks(lo, hi)
     return {
         "type": "log", "domain": list(domain), "range": [math.log10(lo), math.log10(hi)],
@@ -266,14 +257,14 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
     win_lo, win_hi = edges[0], edges[-1]
     step = edges[1] / edges[0]
     hist_lo, hist_hi = win_lo, win_hi
-    data: List[Dict[str, Any]] = []
-    annotations: List[Dict[str, Any]] = [
+    data: List[Dict[str, object]] = []
+    annotations: List[Dict[str, object]] = [
         {"text": "<b>histogram</b>", "xref": "paper", "yref": "paper", "x": HIST_DOMAIN[0], "y": 1.0, "xanchor": "left",
          "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
         {"text": "<b>ECDF</b>", "xref": "paper", "yref": "paper", "x": ECDF_DOMAIN[0], "y": 1.0, "xanchor": "left",
          "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
     ]
-    shapes: List[Dict[str, Any]] = []
+    shapes: List[Dict[str, object]] = []
     for index, (s, values, weights) in enumerate(main):
         name = label(plot_label(s.label))
         total = wakes(values, weights)
@@ -340,11 +331,10 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         for value in (first.p50_ns, first.p99_ns):
             if value is not None:
                 hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
-    xaxis = _log_axis(hist_lo / 1e3, hist_hi / 1e3, HIST_DOMAIN, "wake latency (µs, log scale)")
-    xaxis2 = _log_axis(lo_ns / 1e3, hi_ns / 1e3, ECDF_DOMAIN, "wake latency (µs, log scale)")
+    ranges = {"x": padded_range(hist_lo / 1e3, hist_hi / 1e3), "x2": padded_range(lo_ns / 1e3, hi_ns / 1e3)}
     if marks and first is not None:
-        for axis_name, axis in (("x", xaxis), ("x2", xaxis2)):
-            lo, hi = axis["range"]
+        for axis_name, (lo_us, hi_us) in ranges.items():
+            lo, hi = math.log10(lo_us), math.log10(hi_us)
             for key, value, top in (("p50", first.p50_ns, 1.0), ("p99", first.p99_ns, 0.9)):
                 if value is None:
                     continue
@@ -357,17 +347,17 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                     "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
                     "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
                 })
-    layout: Dict[str, Any] = {
+    layout: Dict[str, object] = {
         "font": FONT, "height": HEIGHT_PX, "margin": {"l": 10, "r": 16, "t": 28, "b": 44},
         "hovermode": "closest",
         "hoverlabel": HOVER_LABEL,
         "showlegend": len(series) > 1,
         "legend": {"x": 1.0, "xanchor": "right", "y": 0.02, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)",
                    "font": {"size": 11}},
-        "xaxis": xaxis,
+        "xaxis": _log_axis(*ranges["x"], HIST_DOMAIN, "wake latency (µs, log scale)"),
         "yaxis": {"title": {"text": "share of wakes", "font": {"size": 12}}, "tickformat": ".0%", "rangemode": "tozero",
                   "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
-        "xaxis2": xaxis2,
+        "xaxis2": _log_axis(*ranges["x2"], ECDF_DOMAIN, "wake latency (µs, log scale)"),
         "yaxis2": {"anchor": "x2", "range": [0, 1.02], "tickvals": [0, 0.25, 0.5, 0.75, 0.9, 1.0],
                    "ticktext": ["0", "", "0.5", "", "0.9", "1"], "title": {"text": "fraction of wakes ≤ x", "font": {"size": 12}},
                    "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},

@@ -189,7 +189,7 @@ class Chart:
     """A figure to place in the page: its element id, figure dict and what the glue may do with it."""
 
     chart_id: str
-    figure: Dict[str, Any]
+    figure: Dict[str, object]
     aria_label: str
     height_px: int
 
@@ -271,7 +271,8 @@ def overview_chart(
     families = [f for f in family_order if any(p.family == f for p in points)]
     families += sorted({p.family for p in points} - set(families))
     titles = {p.family: p.family_title for p in points}
-    data: List[Dict[str, Any]] = []
+    data: List[Dict[str, object]] = []
+    drawn: List[Optional[float]] = []  # every x drawn, for the axis's range
     legend_groups: Set[str] = set()  # those that have their one legend entry
     for run_index, run in enumerate(series):
         for family in families:
@@ -292,6 +293,7 @@ def overview_chart(
                 if p.p90_ns is not None and p.p99_ns is not None:
                     xs += [us(p.p90_ns), us(p.p99_ns), None]
                     ys += [label(p.arm), label(p.arm), None]
+            drawn += xs + [us(p.p50_ns) for p in mine]
             if xs:
                 data.append(dict(common, type="scatter", mode="lines", x=xs, y=ys, name=label(name) + " p90–p99",
                                  showlegend=False, hoverinfo="skip", opacity=RANGE_OPACITY,
@@ -313,9 +315,11 @@ def overview_chart(
                 common = {"legendgroup": group, "meta": {"family": family, "run": run_index, "floor": True}, "orientation": "h"}
                 if several:
                     common.update(offsetgroup=str(run_index), alignmentgroup="overview")
+                floors = [us(p.floor.p50_ns) for p in floored if p.floor]
+                drawn += floors
                 data.append(dict(
                     common, type="scatter", mode="markers", name=title, showlegend=group not in legend_groups,
-                    x=[us(p.floor.p50_ns) for p in floored if p.floor], y=[label(p.arm) for p in floored],
+                    x=floors, y=[label(p.arm) for p in floored],
                     text=[_hover(p, run.name if several else None) for p in floored],
                     hovertemplate="%{text}<extra></extra>",
                     marker={"color": "rgba(0,0,0,0)", "size": 9, "symbol": "diamond",
@@ -325,11 +329,11 @@ def overview_chart(
     rows = len(orders["p50"])
     # The axis spans every figure drawn (each bar's p99 too) and a margin beyond, set rather than left to
     # plotly's autorange, which pads the markers but not the lines: a bar ending at the largest value ran off.
-    xs_all = [x for t in data for x in t["x"] if x is not None]
+    xs_all = [x for x in drawn if x is not None]
     tickvals = log_ticks(min(xs_all), max(xs_all)) if xs_all else []
     x_range = [math.log10(min(xs_all) / AXIS_PAD), math.log10(max(xs_all) * AXIS_PAD)] if xs_all else None
     height = CHART_MARGIN_PX + rows * (ROW_PX + GROUP_ROW_PX * (len(series) - 1))
-    layout: Dict[str, Any] = {
+    layout: Dict[str, object] = {
         "font": FONT,
         "height": height,
         "margin": {"l": 10, "r": 16, "t": 36, "b": 44},
@@ -449,7 +453,7 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
     axis would misdraw the parts.
     """
     rows = [label(b.arm) for b in bars]
-    data: List[Dict[str, Any]] = []
+    data: List[Dict[str, object]] = []
     for name in components:
         title = titles.get(name, name)
         for index, (band, _) in enumerate(BANDS):
@@ -468,7 +472,7 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
             })
     height = 150 + COMPONENT_ROW_PX * max(len(rows), 1)  # the legend (three lines) sits above the bars
     axis = {"gridcolor": "#e4e4e4", "zeroline": True, "zerolinecolor": "#999999", "automargin": True, "rangemode": "tozero"}
-    layout: Dict[str, Any] = {
+    layout: Dict[str, object] = {
         "font": FONT, "height": height, "barmode": "stack", "bargap": 0.35,
         "margin": {"l": 10, "r": 16, "t": 24, "b": 44},
         "hovermode": "closest",

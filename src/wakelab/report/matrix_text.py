@@ -12,7 +12,7 @@ Strings from the matrix document are escaped as in summary.txt
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Union
+from typing import List, Mapping, Optional, Union
 
 from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, RatioTone, compare_matrix, positive_ratio, ratio_tone
 from wakelab.evidence.matrix import MatrixVerdict
@@ -24,7 +24,7 @@ from wakelab.report.text import NATIVE_LEGEND, format_native_cell, format_table,
 TAIL_MARK = "!"
 
 
-def format_matrix(doc: Union[Matrix, Mapping[str, Any]]) -> str:
+def format_matrix(doc: Union[Matrix, Mapping[str, object]]) -> str:
     """The whole matrix.txt for a matrix (or its document), every string from it escaped (cells, headings, the whole)."""
     matrix = doc if isinstance(doc, Matrix) else compare_matrix(doc)
     grid = matrix.doc

@@ -1,22 +1,10 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
-The page holds what ``summary.txt`` holds -- verdict, guidance (where the
-analysis layer words it), lead table, each repetition's p50 and the wakes split
-by where they ran, honesty block, caveats -- rendered as
-HTML from the same summary documents, and the pictures a text file cannot
-give.  It leads with charts that compare at a glance (see
-:mod:`wakelab.report.interactive`): every latency arm on one shared log axis
-(p50, p90 to p99, its C floor beside it; sortable, families toggleable, the
-figures on hover; the rate arms, in ops/s, are in a table of their own, not
-on a wake-time axis), and, given several runs (a grid's cells, interpreters, machines),
-a heat map per dimension that varies; several runs are compared arm by arm
-with what ``wakelab compare`` says of each against the first (its verdicts
-and intervals, :func:`wakelab.analysis.view.compare_with_first`).  A run made
-with ``--trace`` adds "Where the time goes": per traced arm, stacked bars of
-its median and tail wakes split into notify path, scheduler, GIL wait and
-interpreter, each Python arm beside its C floor, and the tracing overhead.  Each arm's
-distribution (histogram and ECDF on log axes, :mod:`wakelab.report.distribution`)
-is folded away until asked for, and drawn when unfolded.
+The page holds what ``summary.txt`` holds, laid out from the same analysis view, and the pictures a text file
+cannot give (:mod:`wakelab.report.interactive`): every latency arm on one shared log axis (the rate arms, in
+ops/s, in a table of their own), a heat map per dimension several runs vary in, what ``wakelab compare`` says
+of each run against the first (:func:`wakelab.analysis.view.compare_with_first`), where a traced run's time
+goes, and each arm's distribution, folded away until asked for (:mod:`wakelab.report.distribution`).
 
 Several runs are ordered by machine, then interpreter version (3.9 before
 3.10), whatever order the paths came in; runs from several machines are
@@ -48,88 +36,19 @@ from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
-from wakelab.evidence.words import STATUS_WORDS  # noqa: F401
-from wakelab.formatting import DASH, escape_text, format_ns, format_percent, format_rate, format_ratio, format_us  # noqa: F401
+from wakelab.formatting import format_ns, format_percent, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import RATIO_NOISE, RatioTone, positive_ratio, ratio_tone  # noqa: F401
-from wakelab.report.html.common import (
-    DISTRIBUTION,
-    esc,
-    MAX_VALUE_CHARS,
-    _run_state,
-)
-from wakelab.report.html.load import (
-    GridCellView,
-    GridView,
-    load_grid,
-    load_run,
-    load_runs,
-    order_runs,
-    ReportInput,
-    RunEvidence,
-    version_key,
-)
-from wakelab.report.html.sections import (
-    guidance_of,
-    readable,
-    render_caveats,
-    render_details,
-    render_guidance,
-    render_honesty,
-    render_lead_table,
-    render_repetitions_and_placement,
-    render_verdict,
-    REPETITIONS_LEGEND,
-)
-from wakelab.report.html.runs import (
-    CONDITION_PARAMETERS,
-    differing_fields,
-    LABEL_FIELDS,
-    MAX_HOST_CHARS,
-    MAX_LABEL_CONDITIONS,
-    MAX_RUNS_PER_TABLE,
-    MAX_SHORT_LABEL_CHARS,
-    render_comparison_table,
-    render_differences,
-    render_rate_table,
-    render_runs_table,
-    run_labels,
-    _run_sections,
-    RunLabel,
-)
-from wakelab.report.html.distributions import (
-    _distribution_intro,
-    kept_words,
-    _Plots,
-    render_distributions,
-    soak_plot_words,
-)
-from wakelab.report.html.page import (
-    count_charts,
-    count_plots,
-    CSP,
-    CSS,
-    _page,
-    page_csp,
-    _section,
-    write_report,
-)
-from wakelab.report.html.charts import (
-    _Charts,
-    COMPONENT_WORDS,
-    DIMENSIONS,
-    render_grids,
-    render_overview,
-    render_where_time_goes,
-    render_where_time_goes_runs,
-    run_dimension,
-    varying_dimensions,
-)
-from wakelab.report.html.matrix import (
-    GRID_DIMENSION_TITLES,
-    _grid_sections,
-    render_grid_matrix,
-)
+from wakelab.report.matrix_text import RATIO_NOISE, ratio_tone
+from wakelab.report.html.common import esc, _run_state
+from wakelab.report.html.load import GridView, load_run, load_runs, order_runs, RunEvidence, version_key
+from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
+                                          render_repetitions_and_placement, render_verdict)
+from wakelab.report.html.runs import (render_comparison_table, render_differences, render_rate_table, render_runs_table, run_labels,
+                                      _run_sections, RunLabel)
+from wakelab.report.html.distributions import _distribution_intro, _Plots, render_distributions
+from wakelab.report.html.page import count_charts, count_plots, CSP, _page, page_csp, _section, write_report
+from wakelab.report.html.charts import _Charts, render_grids, render_overview, render_where_time_goes, render_where_time_goes_runs
+from wakelab.report.html.matrix import _grid_sections
 
 
 def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids: Sequence[GridView] = ()) -> str:
@@ -232,71 +151,9 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
 
 
 __all__ = [
-    "COMPONENT_WORDS",
-    "CONDITION_PARAMETERS",
-    "count_charts",
-    "count_plots",
-    "CSP",
-    "CSS",
-    "DASH",
-    "differing_fields",
-    "DIMENSIONS",
-    "DISTRIBUTION",
-    "esc",
-    "escape_text",
-    "format_ns",
-    "format_percent",
-    "format_rate",
-    "format_ratio",
-    "format_us",
-    "GRID_DIMENSION_TITLES",
-    "GridCellView",
-    "GridView",
-    "guidance_of",
-    "kept_words",
-    "LABEL_FIELDS",
-    "load_grid",
-    "load_run",
-    "load_runs",
-    "MAX_HOST_CHARS",
-    "MAX_LABEL_CONDITIONS",
-    "MAX_RUNS_PER_TABLE",
-    "MAX_SHORT_LABEL_CHARS",
-    "MAX_VALUE_CHARS",
-    "order_runs",
-    "page_csp",
-    "positive_ratio",
-    "RATIO_NOISE",
-    "ratio_tone",
-    "RatioTone",
-    "readable",
-    "render_caveats",
-    "render_comparison_table",
-    "render_details",
-    "render_differences",
-    "render_distributions",
-    "render_grid_matrix",
-    "render_grids",
-    "render_guidance",
-    "render_honesty",
-    "render_lead_table",
-    "render_overview",
-    "render_rate_table",
-    "render_repetitions_and_placement",
-    "render_report",
-    "render_runs_table",
-    "render_verdict",
-    "render_where_time_goes",
-    "render_where_time_goes_runs",
-    "REPETITIONS_LEGEND",
-    "ReportInput",
-    "run_dimension",
-    "run_labels",
-    "RunEvidence",
-    "RunLabel",
-    "soak_plot_words",
-    "STATUS_WORDS",
-    "varying_dimensions",
-    "version_key",
-    "write_report",
+    "CSP", "RATIO_NOISE", "RunEvidence", "RunLabel", "count_charts", "count_plots", "esc", "format_ns", "format_percent", "format_us",
+    "load_run", "load_runs", "order_runs", "page_csp", "ratio_tone", "render_caveats", "render_comparison_table", "render_details",
+    "render_differences", "render_grids", "render_guidance", "render_honesty", "render_lead_table", "render_overview",
+    "render_rate_table", "render_repetitions_and_placement", "render_report", "render_runs_table", "render_verdict", "run_labels",
+    "version_key", "write_report",
 ]

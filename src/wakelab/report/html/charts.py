@@ -6,29 +6,16 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.html.common import esc
+from wakelab.report.text.tables import family_order
+from wakelab.report.html.common import esc, IdCounter
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Charts:
-    """The interactive charts of one page, each with its own element id."""
+class _Charts(IdCounter):
+    """The interactive charts at a glance of one page."""
 
-    def __init__(self) -> None:
-        self.count = 0
-
-    def next_id(self) -> str:
-        self.count += 1
-        return "chart-%d" % self.count
-
-
-def _family_order(runs: Sequence[RunEvidence]) -> List[str]:
-    families: List[str] = []
-    for run in runs:
-        for a in run.bundle.arms():
-            if a.family not in families:
-                families.append(a.family)
-    return families
+    prefix = "chart"
 
 
 def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:
@@ -63,7 +50,7 @@ def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], cha
     points = _latency_points(runs)
     if not points:
         return '<p class="muted">No latency arm produced figures.</p>'
-    families = _family_order(runs)
+    families = family_order(a for run in runs for a in run.bundle.arms())
     chart = overview_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels], families)
     shown = [f for f in families if any(p.family == f for p in points)]
     controls = sort_controls(chart.chart_id, [(f, FAMILY_TITLES.get(f, f)) for f in shown])

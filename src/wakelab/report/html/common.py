@@ -17,6 +17,19 @@ MAX_VALUE_CHARS = 400
 DISTRIBUTION = "distribution"
 
 
+class IdCounter:
+    """Element ids of one page's charts of one kind (``PREFIX-1``, ``PREFIX-2`` ...), and how many there are."""
+
+    prefix = "chart"
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next_id(self) -> str:
+        self.count += 1
+        return "%s-%d" % (self.prefix, self.count)
+
+
 def esc(value: object) -> str:
     """Evidence text made safe to place in HTML (element content or a quoted attribute).
 
@@ -68,11 +81,11 @@ def _badge(text: object, kind: str = "") -> str:
     return '<span class="badge %s">%s</span>' % (esc(_slug(kind or str(text))), esc(text))
 
 
+def _status_badge(arm: ArmRecord) -> str:
+    """How an arm ended, badged, with its reason."""
+    return '<span class="badge st-%s">%s</span>%s' % (esc(_slug(arm.status)), esc(status_word(arm.status)),
+                                                      (" " + esc(arm.reason)) if arm.reason else "")
+
+
 def _status_cell(arm: ArmRecord, colspan: int) -> str:
-    status, reason = arm.status, arm.reason
-    return '<td class="status" colspan="%d"><span class="badge st-%s">%s</span>%s</td>' % (
-        colspan,
-        esc(_slug(status)),
-        esc(status_word(status)),
-        (" " + esc(reason)) if reason else "",
-    )
+    return '<td class="status" colspan="%d">%s</td>' % (colspan, _status_badge(arm))

@@ -8,20 +8,15 @@ from wakelab.evidence.model import ArmRecord, ArmSamples, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.html.common import _badge, DISTRIBUTION, esc, _slug
+from wakelab.report.html.common import _badge, DISTRIBUTION, esc, IdCounter, _slug, _status_badge
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Plots:
-    """The distribution charts of one page, each with its own element id."""
+class _Plots(IdCounter):
+    """The distribution charts of one page."""
 
-    def __init__(self) -> None:
-        self.count = 0
-
-    def next_id(self) -> str:
-        self.count += 1
-        return "plot-%d" % self.count
+    prefix = "plot"
 
 
 def kept_words(kept: int, total: int) -> str:
@@ -82,8 +77,7 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                 continue
             lat = arm.latency
             if not arm.ok or lat is None:
-                facts.append('<li>%s<span class="badge st-%s">%s</span>%s</li>' % (
-                    who, esc(_slug(arm.status)), esc(status_word(arm.status)), (" " + esc(arm.reason)) if arm.reason else ""))
+                facts.append("<li>%s%s</li>" % (who, _status_badge(arm)))
                 continue
             samples = run.samples.get(name)
             counters = run.histograms.get(name)

@@ -75,7 +75,7 @@ class GridCellView:
     """One cell of a grid as the page lays it out: its label, dimensions and state, and its run (None: never ran)."""
 
     label: str
-    dimensions: Mapping[str, Any]
+    dimensions: Mapping[str, object]
     status: str
     run: Optional[RunEvidence]
 
@@ -100,13 +100,8 @@ class ReportInput:
 
 
 def load_grid(folder: str) -> ReportInput:
-    """The cells of the grid in ``folder`` (matrix.json and cells/) that hold evidence, in the matrix's order.
-
-    The grid is read by :meth:`wakelab.evidence.model.Grid.load`: a cell not
-    run yet (pending, no summary.json) is left out with a note; a cell whose
-    evidence is gone although matrix.json says it ran, a cell folder outside
-    the grid, or a corrupt matrix.json is an :class:`EvidenceError`.
-    """
+    """The cells of the grid in ``folder`` that hold evidence, in the matrix's order (as
+    :meth:`wakelab.evidence.model.Grid.load` judges it); a cell not run yet is left out with a note."""
     grid = Grid.load(folder, grid_hint="report its cells")
     views = [GridCellView(cell.label, cell.dimensions, cell.status,
                           run_evidence(cell.bundle, grid=folder, cell=cell.label) if cell.bundle is not None else None)

@@ -201,12 +201,7 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
 
 
 def _arm_order(runs: Sequence[RunEvidence], kind: Optional[str] = "latency") -> List[str]:
-    names: List[str] = []
-    for run in runs:
-        for a in run.bundle.arms():
-            if (kind is None or a.kind == kind) and a.name not in names:
-                names.append(a.name)
-    return names
+    return list(dict.fromkeys(a.name for run in runs for a in run.bundle.arms() if kind is None or a.kind == kind))
 
 
 # Runs side by side in one table, at most: more are split into tables of this many, so none scrolls sideways.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
@@ -11,6 +11,7 @@ from wakelab.analysis.caveats import (
     gil_enabled,
     waiter_at_t0,
 )
+from wakelab.analysis.guidance import Guidance
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import CpuSide
 from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, System
@@ -20,6 +21,7 @@ from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.text import (
     NATIVE_LEGEND,
     NEAREST_FLOOR,
+    family_order,
     format_lost,
     format_warning,
     reproduce_commands,
@@ -35,7 +37,7 @@ from wakelab.report.html.common import (
 from wakelab.report.html.load import RunEvidence
 
 #: What a section is laid out from: a loaded run, its analysis view, or its summary document.
-Run = Union[RunEvidence, RunView, Mapping[str, Any]]
+Run = Union[RunEvidence, RunView, Mapping[str, object]]
 
 
 def _view(run: Run) -> RunView:
@@ -136,10 +138,7 @@ def render_lead_table(run: Run) -> str:
             head += '<th title="p50 over the p50 of its C floor, in this run">vs C p50</th>'
         width = 4 + len(columns) + (1 if show_native else 0)
         rows: List[str] = []
-        families: List[str] = []
-        for a in latency_arms:
-            if a.family not in families:
-                families.append(a.family)
+        families = family_order(latency_arms)
         for family in families:
             if len(families) > 1:
                 rows.append('<tr class="family"><th colspan="%d">%s</th></tr>' % (width, esc(FAMILY_TITLES.get(family, family))))
@@ -412,7 +411,6 @@ def _timing_words(params: Parameters) -> str:
 def render_honesty(run: Run) -> str:
     """When, on what, how: the facts a reader needs before quoting a figure, in words (no raw JSON)."""
     bundle = _view(run).bundle
-    summary = bundle.summary
     interp, machine, params, timer = bundle.interpreter, bundle.machine, bundle.parameters, bundle.timer
     system, conditions = bundle.system, bundle.conditions
     rows: List[Tuple[str, str]] = [
@@ -463,8 +461,8 @@ def render_honesty(run: Run) -> str:
             "Models",
             '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
         ))
-    gil = gil_enabled(summary)
-    on_gil = [a.name for a in latency_arms if waiter_at_t0(a.entry, gil) == WAITING_FOR_GIL]
+    gil = gil_enabled(bundle)
+    on_gil = [a.name for a in latency_arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
     if on_gil:
         rows.append((
             "Spinning under the GIL",
@@ -491,7 +489,7 @@ def render_caveats(run: Run) -> str:
     from wakelab.report.text import format_machine_load, format_warning_group
 
     view = _view(run)
-    caveats = [c for c in _list(view.summary.get("caveats"))]
+    caveats = view.bundle.caveats
     quality = [g for g in view.warning_groups if all(isinstance(w.raw, (str, dict)) for w in g.records)]
     notes = [w for w in view.notes if isinstance(w.raw, (str, dict))]
     parts: List[str] = []
@@ -537,25 +535,15 @@ def render_details(run: Run) -> str:
     return "".join(parts)
 
 
-def guidance_of(run: Run) -> Optional[Any]:
-    """:func:`wakelab.analysis.guidance.guidance_for` of the run (a ``Guidance``), or None where that module is absent.
-
-    The analysis layer computes the advice (a headline, and items each with a
-    topic, a text and the figures it cites); this renderer only lays it out.
-    Imported lazily, so that a wakelab without the module still writes reports.
-    """
-    try:
-        return _view(run).guidance
-    except ImportError as exc:
-        if exc.name not in ("wakelab.analysis.guidance", "wakelab.analysis"):
-            raise
-        return None
+def guidance_of(run: Run) -> Guidance:
+    """What the run's figures advise, as the analysis layer words it (:func:`wakelab.analysis.guidance.guidance_for`)."""
+    return _view(run).guidance
 
 
 def render_guidance(run: RunEvidence) -> str:
     """The GUIDANCE section's body (escaped HTML): the headline, then each claim with the figures it cites."""
     found = guidance_of(run)
-    if found is None or (not found.headline and not found.items):
+    if not found.headline and not found.items:
         return ""
     # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.
     cards = {a.name for a in run.bundle.arms() if a.is_latency}

@@ -21,63 +21,25 @@ reason): it is rendered through :func:`wakelab.formatting.escape_text`, so no
 control character reaches summary.txt or a terminal, and a table cell or a
 heading stays on its line.
 
-The names below are importable from ``wakelab.report.text`` itself, as they were
-when it was one module.
+The names other modules use are importable from ``wakelab.report.text`` itself.
 """
 
 from __future__ import annotations
 
-from wakelab.report.text.brief import (
-    BRIEF_MAX_LINES,
-    BRIEF_MAX_LINES_MANY,
-    BRIEF_MISSING_BY_NAME,
-    BRIEF_ONE_COLUMN_ROWS,
-    NEAREST_MARK,
-    format_brief,
-    format_compact_table,
-)
-from wakelab.report.text.honesty import format_arm_definitions, format_honesty, origin_text, reproduce_commands
-from wakelab.report.text.quality import (
-    GROUP_MIN_SHOWN,
-    QUALITY_MAX_LINES,
-    QUALITY_TITLE,
-    QUALITY_TITLE_GROUPED,
-    format_group_arms,
-    format_machine_load,
-    format_quality,
-    format_warning_group,
-)
+from wakelab.report.text.brief import BRIEF_MAX_LINES, BRIEF_MAX_LINES_MANY, format_brief
+from wakelab.report.text.honesty import arm_definitions, origin_text, reproduce_commands
+from wakelab.report.text.quality import QUALITY_TITLE, QUALITY_TITLE_GROUPED, format_group_arms, format_machine_load, format_warning_group
 from wakelab.report.text.summary import format_summary
-from wakelab.report.text.tables import (
-    NATIVE_LEGEND,
-    NEAREST_FLOOR,
-    format_lead_table,
-    format_lost,
-    format_native_cell,
-    format_repetitions_and_placement,
-    format_storms,
-)
-from wakelab.report.text.verdict import RANK_ABOVE, format_guidance, format_pairing, format_rankings, format_verdict
+from wakelab.report.text.tables import NATIVE_LEGEND, NEAREST_FLOOR, family_order, format_lead_table, format_lost, format_native_cell, format_storms
+from wakelab.report.text.verdict import format_verdict
 from wakelab.report.text.warnings import _WORDINGS as _WORDINGS
-from wakelab.report.text.warnings import Warning, format_warning, split_warnings
-from wakelab.report.text.wrap import WIDTH, Run, bullets, bullets_figures, format_table, wrap, wrap_figures
+from wakelab.report.text.warnings import format_warning, split_warnings
+from wakelab.report.text.wrap import Run, bullets, format_table, wrap
 
 __all__ = [
-    # layout primitives
-    "WIDTH", "Run", "bullets", "bullets_figures", "format_table", "wrap", "wrap_figures",
-    # tables
-    "NATIVE_LEGEND", "NEAREST_FLOOR",
-    "format_lead_table", "format_lost", "format_native_cell", "format_repetitions_and_placement", "format_storms",
-    # verdict and guidance
-    "RANK_ABOVE", "format_guidance", "format_pairing", "format_rankings", "format_verdict",
-    # how the run was made
-    "format_arm_definitions", "format_honesty", "origin_text", "reproduce_commands",
-    # warnings, and the measurement-quality section
-    "Warning", "format_warning", "split_warnings",
-    "GROUP_MIN_SHOWN", "QUALITY_MAX_LINES", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED",
-    "format_group_arms", "format_machine_load", "format_quality", "format_warning_group",
-    # summary.txt, and the short form
-    "format_summary",
-    "BRIEF_MAX_LINES", "BRIEF_MAX_LINES_MANY", "BRIEF_MISSING_BY_NAME", "BRIEF_ONE_COLUMN_ROWS", "NEAREST_MARK",
-    "format_brief", "format_compact_table",
+    "Run", "bullets", "format_table", "wrap",
+    "NATIVE_LEGEND", "NEAREST_FLOOR", "family_order", "format_lead_table", "format_lost", "format_native_cell", "format_storms", "format_verdict",
+    "arm_definitions", "origin_text", "reproduce_commands",
+    "format_warning", "split_warnings", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED", "format_group_arms", "format_machine_load",
+    "format_warning_group", "format_summary", "BRIEF_MAX_LINES", "BRIEF_MAX_LINES_MANY", "format_brief",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import NativeRatio, lost_wakes
 from wakelab.analysis.guidance import format_ranking
@@ -78,7 +78,7 @@ def format_compact_table(run: Run) -> List[str]:
         if ratio is not None:
             text += "; C %s faster" % format_ratio(ratio.ratio)
         lines.extend(wrap(text))
-    lost = ["%s %d" % (a.name, lost_wakes(a.entry).total) for a in latency if lost_wakes(a.entry).total]
+    lost = ["%s %d" % (a.name, lost_wakes(a).total) for a in latency if lost_wakes(a).total]
     if lost:
         lines.extend(wrap("Lost wakes: %s." % ", ".join(lost)))
     missing = [a for a in arms if not a.measured]
@@ -111,7 +111,7 @@ def _brief_pairings(view: RunView) -> List[str]:
     return lines
 
 
-def format_brief(summary: Mapping[str, Any], folder: Optional[str] = None) -> str:
+def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) -> str:
     """The short form for a terminal: verdict, guidance headline, compact table, where the full text is.
 
     At most :data:`BRIEF_MAX_LINES` lines for a run of a few latency arms and

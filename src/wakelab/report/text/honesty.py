@@ -8,7 +8,7 @@ measures the same again.
 from __future__ import annotations
 
 import shlex
-from typing import Any, Dict, List, Mapping, Sequence, Union
+from typing import Dict, List, Sequence
 
 from wakelab.analysis.caveats import WAITING_FOR_GIL, gil_enabled, waiter_at_t0
 from wakelab.analysis.view import view_of
@@ -110,8 +110,8 @@ def format_honesty(run: Run) -> List[str]:
     if len(states) > 1:
         described = "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items())
         items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
-    gil = gil_enabled(bundle.summary)
-    on_gil = [a.name for a in arms if waiter_at_t0(a.entry, gil) == WAITING_FOR_GIL]
+    gil = gil_enabled(bundle)
+    on_gil = [a.name for a in arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
     if on_gil:
         items.append(
             "Spinning in name only under this interpreter's GIL (%s): a waiter in another thread cannot poll while "
@@ -163,8 +163,12 @@ def _settle_text(params: Parameters, arms: Sequence[ArmRecord]) -> str:
 
 
 def format_arm_definitions(run: Run) -> List[str]:
+    return arm_definitions(view_of(run).bundle.arms())
+
+
+def arm_definitions(arms: Sequence[ArmRecord]) -> List[str]:
     lines: List[str] = []
-    for a in view_of(run).bundle.arms():
+    for a in arms:
         lines.extend(wrap("%s -- %s" % (a.name, a.mechanism)))
         lines.extend(wrap("t0: %s" % a.t0, "      "))
         lines.extend(wrap("t1: %s" % a.t1, "      "))
@@ -173,10 +177,8 @@ def format_arm_definitions(run: Run) -> List[str]:
     return lines
 
 
-def origin_text(origin: Union[ArmOrigin, Mapping[str, Any]]) -> str:
+def origin_text(origin: ArmOrigin) -> str:
     """``arm file /x/arms.py (sha256 1a87ee44125c)`` or ``entry point a = m:A (dist 1.0)``."""
-    if not isinstance(origin, ArmOrigin):
-        origin = ArmOrigin.from_dict(origin)
     if origin.from_file:
         return "arm file %s (sha256 %s)" % (origin.path, str(origin.sha256)[:12])
     dist = " (%s %s)" % (origin.distribution, origin.version) if origin.distribution else ""

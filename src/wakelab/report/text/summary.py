@@ -8,7 +8,7 @@ where the time goes and the repetitions join in where the run measured them.
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Tuple
+from typing import List, Mapping, Tuple
 
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.analysis.view import view_of
@@ -21,7 +21,7 @@ from wakelab.report.text.warnings import format_warning
 from wakelab.report.text.wrap import bullets, wrap
 
 
-def format_summary(summary: Mapping[str, Any], arm_by_arm: bool = False) -> str:
+def format_summary(summary: Mapping[str, object], arm_by_arm: bool = False) -> str:
     """The whole summary.txt for ``summary``, every string from it escaped (no control characters).
 
     ``arm_by_arm``: every measurement-quality warning on its own, as summary.json
@@ -46,7 +46,7 @@ def format_summary(summary: Mapping[str, Any], arm_by_arm: bool = False) -> str:
         ("LEAD TABLE", format_lead_table(view)),
         ("LAB HONESTY", format_honesty(view)),
     ]
-    storms = format_storms(summary)  # empty unless the run measured a signal storm
+    storms = format_storms(bundle)  # empty unless the run measured a signal storm
     if storms:
         sections.insert(1, ("SIGNAL STORMS (what reached the code, summed over every storm of each arm)", storms))
     spread = format_repetitions_and_placement(view)

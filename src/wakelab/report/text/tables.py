@@ -7,13 +7,13 @@ its columns mean.  Times are in µs unless a cell says otherwise.
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Union
+from typing import Iterable, List, Optional
 
 from wakelab.analysis.caveats import NativeRatio, lost_wakes
 from wakelab.analysis.storms import format_share, storm_table
 from wakelab.analysis.view import view_of
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import ArmRecord
+from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 from wakelab.report.text.wrap import Run, format_table, wrap
@@ -38,9 +38,9 @@ NATIVE_LEGEND = (
 )
 
 
-def format_lost(arm: Union[ArmRecord, Mapping[str, Any]]) -> str:
+def format_lost(arm: ArmRecord) -> str:
     """``3 wakes lost`` with their causes apart when the record tells them (``2 timed out, 1 coalesced``)."""
-    lost = lost_wakes(arm.entry if isinstance(arm, ArmRecord) else arm)
+    lost = lost_wakes(arm)
     if not lost.total:
         return ""
     if not (lost.coalesced or lost.stale):
@@ -53,6 +53,11 @@ def format_lost(arm: Union[ArmRecord, Mapping[str, Any]]) -> str:
     return "%d wakes lost (%s)" % (lost.total, ", ".join(parts))
 
 
+def family_order(arms: Iterable[ArmRecord]) -> List[str]:
+    """The arms' families, in the order they first appear."""
+    return list(dict.fromkeys(a.family for a in arms))
+
+
 def format_lead_table(run: Run) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
     view = view_of(run)
@@ -60,10 +65,7 @@ def format_lead_table(run: Run) -> List[str]:
     ratios = view.native_ratios
     latency_arms = [a for a in arms if a.is_latency]
     rate_arms = [a for a in arms if a.is_rate]
-    families: List[str] = []
-    for a in latency_arms:
-        if a.family not in families:
-            families.append(a.family)
+    families = family_order(latency_arms)
     show_native = any(a.name in ratios for a in latency_arms)
     lines: List[str] = []
     if latency_arms:
@@ -153,9 +155,9 @@ def format_repetitions_and_placement(run: Run) -> List[str]:
     return lines
 
 
-def format_storms(summary: Mapping[str, Any]) -> List[str]:
+def format_storms(run: Bundle) -> List[str]:
     """The storm arms side by side: sent, delivered, the ratio, the reaction and the main thread's lost work."""
-    rows = storm_table(summary)
+    rows = storm_table(run)
     if not rows:
         return []
     apart = any(f.refused or f.flushed for f in rows)

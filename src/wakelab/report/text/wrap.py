@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, Collection, List, Mapping, Optional, Sequence, Union
+from typing import Collection, List, Mapping, Optional, Sequence, Union
 
 from wakelab.analysis.view import RunView
 from wakelab.formatting import escape_text
@@ -71,4 +71,4 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_lef
 
 
 #: What a section is laid out from: a run's :class:`~wakelab.analysis.view.RunView`, or its summary document.
-Run = Union[RunView, Mapping[str, Any]]
+Run = Union[RunView, Mapping[str, object]]
