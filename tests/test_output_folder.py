@@ -492,7 +492,7 @@ def test_a_disk_that_fills_mid_run_ends_it_cleanly(tmp_path, env) -> None:
         assert not [n for n in os.listdir(os.path.join(out, "samples")) if n.endswith(".tmp")]
         [run] = history.list_runs(env["WAKELAB_HISTORY"])
         assert run.complete is False and run.run_uuid == summary["run_id"] and run.arms_ok >= 1
-        statuses = [p.status for p in history.arm_trend("event", env["WAKELAB_HISTORY"])]
+        statuses = [p.figures.status for p in history.arm_trend("event", env["WAKELAB_HISTORY"])]
         assert statuses == ["ok"]
 
 

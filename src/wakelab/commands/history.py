@@ -30,7 +30,7 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value, utf8_text, whole_number
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from wakelab.evidence.model import Bundle
     from wakelab.history import ArmPoint, HistoryFilter, RecordResult, RunRecord
     from wakelab.history.conditions import ConditionsKey
-    from wakelab.history.queries import RunFacts
+    from wakelab.history.queries import RunFacts, RunGroup
 
 LIMIT_RANGE = (1, 1_000_000)
 JSON_SCHEMA_VERSION = 1
@@ -143,83 +143,42 @@ def _plural(count: int, word: str) -> str:
     return "%d %s" % (count, word if count == 1 else word + "s")
 
 
-def describe_machine(cpu_model: Optional[str], cpu_count: Optional[int], kernel: Optional[str], architecture: Optional[str]) -> str:
-    """``AMD EPYC, 2 CPUs, kernel 6.8.0, x86_64``: what a run's bundle says about its machine."""
-    parts = [cpu_model or "unknown CPU"]
-    if isinstance(cpu_count, int):
-        parts.append(_plural(cpu_count, "CPU"))
-    if kernel:
-        parts.append("kernel " + kernel)
-    if architecture:
-        parts.append(architecture)
-    return ", ".join(parts)
+def _groups(runs: Sequence[RunFacts], group: Optional[str]) -> Optional[List[RunGroup]]:
+    from wakelab.history import group_runs
+
+    return None if group is None else group_runs(runs, group)
 
 
-def _machine_of(record: RunFacts) -> str:
-    return describe_machine(record.cpu_model, record.cpu_count, record.kernel, record.architecture)
-
-
-def _host_of(record: RunFacts) -> str:
-    return record.hostname or "(no hostname)"
-
-
-def _members(records: Sequence[RunFacts], group: str) -> List[Tuple[str, List[int]]]:
-    """(host or machine, indices into ``records``) for each host or machine, sorted by name; ``records`` keep their order."""
-    name_of = _host_of if group == "host" else _machine_of
-    members: Dict[str, List[int]] = {}
-    for index, record in enumerate(records):
-        members.setdefault(name_of(record), []).append(index)
-    return sorted(members.items())
-
-
-def _on(records: Sequence[RunFacts], group: Optional[str]) -> str:
+def _on(groups: Optional[Sequence[RunGroup]], group: Optional[str]) -> str:
     """`` on 2 hosts`` (nothing when not grouped)."""
-    return "" if group is None else " on %s" % _plural(len(_members(records, group)), group)
+    return "" if groups is None or group is None else " on %s" % _plural(len(groups), group)
 
 
-def _groups(records: Sequence[RunFacts], group: str) -> List[Tuple[str, List[int]]]:
-    """(title, indices into ``records``) for each host or machine, sorted by name."""
-    out = []
-    for name, indices in _members(records, group):
-        count = _plural(len(indices), "run")
-        if group == "host":
-            title = "host %s: %s; %s" % (name, "; ".join(sorted({_machine_of(records[i]) for i in indices})), count)
-        else:
-            hosts = sorted({_host_of(records[i]) for i in indices})
-            title = "machine %s: %s on %s %s" % (name, count, "host" if len(hosts) == 1 else "hosts", ", ".join(hosts))
-        out.append((title, indices))
-    return out
+def _title(runs: RunGroup, group: str) -> str:
+    count = _plural(len(runs.indices), "run")
+    if group == "host":
+        return "host %s: %s; %s" % (runs.name, "; ".join(runs.machines), count)
+    return "machine %s: %s on %s %s" % (runs.name, count, "host" if len(runs.hosts) == 1 else "hosts", ", ".join(runs.hosts))
 
 
-def _group_docs(records: Sequence[RunFacts], group: str, ids: Sequence[int]) -> List[Dict[str, Any]]:
-    """``--json``'s groups: each host's or machine's name, hosts, machines and run ids."""
-    return [{"name": name, "hosts": sorted({_host_of(records[i]) for i in indices}),
-             "machines": sorted({_machine_of(records[i]) for i in indices}), "runs": [ids[i] for i in indices]}
-            for name, indices in _members(records, group)]
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int],
-           sections: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> List[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int], groups: Optional[Sequence[RunGroup]],
+           group: Optional[str]) -> List[str]:
     """:func:`~wakelab.report.text.format_table` with the columns in ``right`` right-aligned.
 
-    With ``sections`` (title, row indices), each section gets its title and
-    the header again; the column widths are shared, so the sections line up.
+    With ``groups``, each gets its title and the header again; the column widths are shared, so they line up.
     """
     from wakelab.report.text import format_table
 
     table = format_table(header, rows, right=right)
-    if sections is None:
+    if groups is None or group is None:
         return table
-    out = []
-    for title, indices in sections:
-        out += [escape_text(title), table[0]] + [table[1 + i] for i in indices]
-    return out
+    return [line for runs in groups for line in [escape_text(_title(runs, group)), table[0]] + [table[1 + i] for i in runs.indices]]
 
 
-def _run_cells(record: RunFacts, run_id: int, with_host: bool) -> List[str]:
+def _run_cells(run: RunFacts, run_id: int, with_host: bool) -> List[str]:
     """The cells that open a row of either table: the run, when, which lab, which interpreter, and where."""
-    cells = [str(run_id), _date(record.started_utc), record.lab_id or "-", record.interpreter_label]
-    return cells + [record.hostname or "-"] if with_host else cells
+    cells = [str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label]
+    return cells + [run.hostname or "-"] if with_host else cells
 
 
 def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
@@ -232,17 +191,17 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     imported = any(run.imported_utc for run in runs)
     rows = []
     for run in runs:
-        row = _run_cells(run, run.id, with_host)
+        row = _run_cells(run.facts, run.id, with_host)
         row.append("-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer)
         row.append(str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok))
         if imported:
             row.append(("imported " + run.imported_utc[:10]) if run.imported_utc else "-")
-        rows.append(row + [run.folder])
+        rows.append(row + [run.facts.folder])
     header = ["id", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else []) + ["complete", "arms"]
     header += (["source"] if imported else []) + ["folder"]
-    title = "HISTORY %s: %s%s, newest first" % (db_path, _plural(len(runs), "run"), _on(runs, group))
-    sections = _groups(runs, group) if group is not None else None
-    lines = [escape_text(title)] + _table(header, rows, right={0, header.index("arms")}, sections=sections)
+    groups = _groups([run.facts for run in runs], group)
+    title = "HISTORY %s: %s%s, newest first" % (db_path, _plural(len(runs), "run"), _on(groups, group))
+    lines = [escape_text(title)] + _table(header, rows, {0, header.index("arms")}, groups, group)
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
@@ -329,20 +288,17 @@ _PHRASES: Tuple[Tuple[str, Callable[[ConditionsKey], Optional[str]]], ...] = (
 _ONLY_WHEN_VARYING = ("build",)
 
 
-def condition_phrases(key: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+def condition_phrases(key: Optional[ConditionsKey]) -> Dict[str, str]:
     """A conditions key (:func:`wakelab.history.figure_conditions`) in words: field -> phrase, in order.
 
     ``{"placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "closed", "settle_us": 1000}``
     gives ``split CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key
     this wakelab does not know is written ``name value``.
     """
-    from wakelab.history.conditions import ConditionsKey
-
-    if not key:
+    if key is None:
         return {}
-    typed = ConditionsKey.from_json(key)
-    phrases = {field: words(typed) for field, words in _PHRASES}
-    phrases.update((name, "%s %s" % (name, _plain(value))) for name, value in typed.others)
+    phrases = {field: words(key) for field, words in _PHRASES}
+    phrases.update((name, "%s %s" % (name, _plain(value))) for name, value in key.others)
     return {field: text for field, text in phrases.items() if text is not None}
 
 
@@ -352,32 +308,10 @@ def _conditions_split(points: Sequence[ArmPoint]) -> Tuple[List[str], List[str],
     A field differs when its words differ between two runs, or when some run
     does not record it (unknown is not the same as any value).
     """
-    phrases = [condition_phrases(p.figure_conditions) for p in points]
+    phrases = [condition_phrases(p.facts.figure_conditions) for p in points]
     fields = list(dict.fromkeys(f for ph in phrases for f in ph))
     varying = [f for f in fields if len({ph.get(f) for ph in phrases}) > 1]
     return varying, [f for f in fields if f not in varying], phrases
-
-
-def trend_series(points: Sequence[ArmPoint]) -> List[Dict[str, Any]]:
-    """The points cut into series, one per conditions key (:func:`wakelab.history.figure_conditions`), oldest first.
-
-    A trend is read along one series: two runs share one only when every
-    recorded condition that changes a figure (placement, load, loop, settle,
-    repetitions, the interpreter build ...) is the same, so a same-CPU and a
-    split run never do.  Points without a key (none recorded) are a series of
-    their own each: unknown is not the same as anything.
-    """
-    series: List[Dict[str, Any]] = []
-    by_key: Dict[str, Dict[str, Any]] = {}
-    for point in points:
-        key = point.figure_conditions
-        text = json.dumps(key, sort_keys=True) if key else None
-        if text is None or text not in by_key:
-            series.append({"conditions": key, "runs": []})
-            if text is not None:
-                by_key[text] = series[-1]
-        (by_key[text] if text is not None else series[-1])["runs"].append(point.run_id)
-    return series
 
 
 def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Optional[str] = None) -> str:
@@ -385,19 +319,21 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
     from wakelab.formatting import format_rate, format_us
     from wakelab.report.text import wrap
 
-    last = points[-1]
+    last = points[-1].figures
     rate = last.kind == "rate"
     waiter = "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None
     identity = ", ".join(part for part in (last.family, last.kind, waiter, last.scope) if part)
     unit = "ops/s is the median round" if rate else "times in µs"
-    lines = [escape_text("ARM %s (%s): %s%s, oldest first; %s" % (arm, identity, _plural(len(points), "run"), _on(points, group), unit))]
+    groups = _groups([p.facts for p in points], group)
+    lines = [escape_text("ARM %s (%s): %s%s, oldest first; %s" % (arm, identity, _plural(len(points), "run"), _on(groups, group), unit))]
     varying, constant, phrases = _conditions_split(points)
     with_host = group != "host"
     header = ["run", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
     header += (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
     rows = []
-    for p, words in zip(points, phrases):
-        row = _run_cells(p, p.run_id, with_host)
+    for point, words in zip(points, phrases):
+        p = point.figures
+        row = _run_cells(point.facts, point.run_id, with_host)
         if rate:
             row.append(format_rate(p.ops_per_s))
         else:
@@ -406,13 +342,11 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
             row.append(", ".join(words[f] for f in varying if f in words) or "-")
         rows.append(row + ["" if p.status == "ok" else (p.status or "-")])
     first_figure = 5 if with_host else 4
-    numeric = set(range(first_figure, first_figure + (1 if rate else 4)))
-    sections = _groups(points, group) if group is not None else None
-    lines += _table(header, rows, right={0} | numeric, sections=sections)
+    lines += _table(header, rows, {0} | set(range(first_figure, first_figure + (1 if rate else 4))), groups, group)
     constant = [f for f in constant if f not in _ONLY_WHEN_VARYING]
     if constant:
         lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
-    hosts = {p.hostname for p in points}
+    hosts = {p.facts.hostname for p in points}
     if len(hosts) > 1 or varying:
         spans = (["%d machines" % len(hosts)] if len(hosts) > 1 else []) + (["different conditions"] if varying else [])
         lines += [""] + wrap(
@@ -441,21 +375,25 @@ def _filters(args: argparse.Namespace) -> HistoryFilter:
     return HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
 
 
-def _dump(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+def _write_json(schema: str, db_path: str, **doc: object) -> int:
+    doc.update(schema="wakelab.history." + schema, schema_version=JSON_SCHEMA_VERSION, database=db_path)
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return EXIT_OK
 
 
-def _json_doc(name: str, db_path: str, records: Sequence[RunFacts], group: Optional[str], ids: Sequence[int], **more: Any) -> str:
+def _write_listing(schema: str, db_path: str, records: Sequence[Union[RunRecord, ArmPoint]], ids: Sequence[int],
+                   group: Optional[str], **more: object) -> int:
     """``--json`` of a listing: the records, and with ``group`` each host's or machine's runs."""
-    doc = {"schema": "wakelab.history." + name, "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-           "runs": [r.to_dict() for r in records], **more}
-    if group is not None:
-        doc.update(group_by=group, groups=_group_docs(records, group, ids))
-    return _dump(doc)
+    groups = _groups([r.facts for r in records], group)
+    if groups is not None:
+        more.update(group_by=group, groups=[{"name": g.name, "hosts": list(g.hosts), "machines": list(g.machines),
+                                             "runs": [ids[i] for i in g.indices]} for g in groups])
+    return _write_json(schema, db_path, runs=[r.to_dict() for r in records], **more)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from wakelab import history
+    from wakelab.core.registry import did_you_mean
 
     db_path = history.resolve_db_path(args.history)
     filters = _filters(args)
@@ -463,7 +401,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.arm is None:
         runs = history.list_runs(db_path, filters)
         if not runs and args.lab is not None:
-            from wakelab.core.registry import did_you_mean
             from wakelab.labs import CUSTOM_ID, all_labs
 
             known = [lab.id for lab in all_labs()] + [CUSTOM_ID] + [alias for lab in all_labs() for alias in lab.aliases]
@@ -471,24 +408,21 @@ def cmd_history(args: argparse.Namespace) -> int:
             if args.lab not in known and suggestion:
                 raise UsageError("no recorded run of lab %r (%s)" % (args.lab, suggestion))
         if args.json:
-            sys.stdout.write(_json_doc("runs", db_path, runs, group, [r.id for r in runs]))
-        else:
-            sys.stdout.write(format_runs(runs, db_path, group))
+            return _write_listing("runs", db_path, runs, [r.id for r in runs], group)
+        sys.stdout.write(format_runs(runs, db_path, group))
         return EXIT_OK
     points = history.arm_trend(args.arm, db_path, filters)
     if not points:
         known = history.recorded_arms(db_path)
         if known and args.arm not in known:
-            from wakelab.core.registry import did_you_mean
-
             suggestion = did_you_mean(args.arm, known)
             if suggestion:
                 raise UsageError("no recorded run has arm %r (%s); recorded arms: %s" % (args.arm, suggestion, ", ".join(known)))
             raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
     if args.json:
-        ids = [p.run_id for p in points]
-        sys.stdout.write(_json_doc("trend", db_path, points, group, ids, arm=args.arm, series=trend_series(points)))
-    elif points:
+        series = [s.to_dict() for s in history.trend_series(points)]
+        return _write_listing("trend", db_path, points, [p.run_id for p in points], group, arm=args.arm, series=series)
+    if points:
         sys.stdout.write(format_trend(args.arm, points, db_path, group))
     elif history.list_runs(db_path, history.HistoryFilter(limit=1)):
         sys.stdout.write("no recorded run of arm %s matches the filters\n" % escape_text(args.arm))
@@ -573,10 +507,7 @@ def cmd_history_add(args: argparse.Namespace) -> int:
     bundles, _pending = read_bundles(args.runs)
     results = history.record_runs([(bundle, None) for bundle in bundles], db_path)
     if getattr(args, "json", False):
-        doc = {"schema": "wakelab.history.add", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-               "recorded": [{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results]}
-        sys.stdout.write(_dump(doc))
-        return EXIT_OK
+        return _write_json("add", db_path, recorded=[{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results])
     for result in results:
         sys.stdout.write("%s: %s\n" % (escape_text(result.folder), _ACTION_WORDS[result.action] % result.run_id))
     sys.stdout.write("history: %s\n" % escape_text(db_path))
@@ -615,15 +546,9 @@ def cmd_history_import(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         actions = [r.action for r in results]
         counts = dict({a: actions.count(a) for a in _ACTIONS}, runs=len(results), machines=_machines(results), pending_cells=pending)
-        doc = {
-            "schema": "wakelab.history.import", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-            "imported_utc": when, "imported_by": by, "summary": line, "counts": counts,
-            "imported": [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname,
-                          "folder": r.folder, "imported_from": p.imported_from, "given": b.source}
-                         for r, b, p in zip(results, bundles, provenance)],
-        }
-        sys.stdout.write(_dump(doc))
-        return EXIT_OK
+        imported = [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname, "folder": r.folder,
+                     "imported_from": p.imported_from, "given": b.source} for r, b, p in zip(results, bundles, provenance)]
+        return _write_json("import", db_path, imported_utc=when, imported_by=by, summary=line, counts=counts, imported=imported)
     for result in results:
         sys.stdout.write("%s (%s): %s\n" % (escape_text(result.folder), escape_text(result.hostname or "no hostname"),
                                             _ACTION_WORDS[result.action] % result.run_id))

@@ -68,7 +68,7 @@ class StoredFacts:
 
     @classmethod
     def of(cls, bundle: Bundle) -> "StoredFacts":
-        return cls(conditions_key(bundle.summary), _integer(bundle.machine.cpu_count), _text(bundle.machine.machine_id))
+        return cls(conditions_key(bundle), _integer(bundle.machine.cpu_count), _text(bundle.machine.machine_id))
 
 
 @dataclasses.dataclass(frozen=True)
