@@ -1,32 +1,17 @@
-"""``wakelab history``: the runs recorded so far, one arm's trend across them, and a fleet's runs.
+"""``wakelab history``: the runs recorded so far, one arm's trend across them, and recording bundles in it.
 
-``wakelab history`` lists runs, newest first; ``--arm NAME`` shows that arm's
-p50 and p99 in every recorded run (across interpreters and machines), with the
-conditions that change a figure (placement, load, switch interval, idle hold,
-loop, settle, planted delay, repetitions, the interpreter build) so that a
-same-CPU and a split run are told apart (``--json`` cuts the runs into
-``series``, one per set of conditions); ``--group host``
-(``--by-host``) or ``--group machine`` puts each machine's runs together.
-``wakelab history add RUN ...`` records existing bundles of this machine;
-``wakelab history import BUNDLE ...`` records bundles made elsewhere (other
-machines, CI artifacts), grids cell by cell, keeping where they came from.
-The database is ``wakelab.history``'s; see there for where it lives and how it
-stays safe.
-
-``add`` and ``import`` are all or nothing per invocation: every bundle is read
-and validated first (one that is not a valid bundle: one line, exit 2, nothing
-recorded), then every run is recorded in one transaction.
-
-Hostnames, lab ids, folders and the rest come from the evidence (or from the
-command line): the text output escapes every control character in them
-(:func:`wakelab.formatting.escape_text`); ``--json`` escapes them as JSON does.
-Filters and paths given on the command line that are not valid UTF-8 are
-refused by argparse (one line, exit 2): they are compared with, and stored as, text.
+What is shown (the runs, an arm's points, their groups by host or machine, the series of one set of
+conditions) is computed by :mod:`wakelab.history`; this module parses the arguments and places it.
+``add`` and ``import`` are all or nothing: every bundle is read and validated first (one that is not
+valid: one line, exit 2, nothing recorded), then every run is recorded in one transaction.  Text from
+the evidence or the command line is escaped (:func:`wakelab.formatting.escape_text`; ``--json`` as JSON
+does); filters and paths that are not valid UTF-8 are refused by argparse: they are compared and stored as text.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -39,7 +24,7 @@ from wakelab.formatting import escape_text
 
 if TYPE_CHECKING:
     from wakelab.evidence.model import Bundle
-    from wakelab.history import ArmPoint, HistoryFilter, RecordResult, RunRecord
+    from wakelab.history import ArmPoint, HistoryFilter, RunRecord
     from wakelab.history.conditions import ConditionsKey
     from wakelab.history.queries import RunFacts, RunGroup
 
@@ -96,42 +81,26 @@ def register(sub: Any) -> None:
     history.set_defaults(handler=cmd_history)
 
     actions = history.add_subparsers(dest="history_command", metavar="ACTION", parser_class=type(history))
-    add = actions.add_parser(
-        "add",
-        prog="wakelab history add",
-        help="record existing evidence bundles in the history",
-        description=(
-            "Record existing evidence bundles (or grid folders, cell by cell) in the history. A bundle already "
-            "recorded is not added twice. All or nothing: one bad RUN records none."
-        ),
-    )
-    add.add_argument("runs", nargs="+", metavar="RUN", type=path_value("a folder", RUN_AS_TEXT), help="an evidence folder, its summary.json, or a grid folder")
-    # SUPPRESS: an option given before 'add' is kept, not overwritten by this parser's default.
-    add.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
-    add.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was recorded as JSON")
-    add.set_defaults(handler=cmd_history_add)
-
-    imp = actions.add_parser(
-        "import",
-        prog="wakelab history import",
-        help="record bundles made on other machines (CI artifacts), keeping where they came from",
-        description=(
-            "Record evidence bundles made elsewhere -- other machines, CI artifacts -- in this history: single-run "
-            "bundles and grid folders (each cell). Each run keeps the machine facts of its own bundle (hostname, "
-            "CPU model and count, kernel) and notes where and when it was imported. A run is recognised by its "
-            "run id (a bundle older than run ids: by its folder and start time), so importing again adds nothing. "
-            "All or nothing: every BUNDLE is read and validated first, and one that is not a valid bundle records none."
-        ),
-    )
-    imp.add_argument("bundles", nargs="+", metavar="BUNDLE", type=path_value("a folder", RUN_AS_TEXT),
-                     help="an evidence folder, its summary.json, or a grid folder (matrix.json and cells/)")
-    imp.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
-    imp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was imported as JSON")
-    imp.set_defaults(handler=cmd_history_import)
-
-
-# ----------------------------------------------------------------------------------------------
-# Formatting
+    for name, metavar, handler, summary, description, what, done in (
+        ("add", "RUN", cmd_history_add, "record existing evidence bundles in the history",
+         "Record existing evidence bundles (or grid folders, cell by cell) in the history. A bundle already "
+         "recorded is not added twice. All or nothing: one bad RUN records none.",
+         "an evidence folder, its summary.json, or a grid folder", "recorded"),
+        ("import", "BUNDLE", cmd_history_import, "record bundles made on other machines (CI artifacts), keeping where they came from",
+         "Record evidence bundles made elsewhere -- other machines, CI artifacts -- in this history: single-run "
+         "bundles and grid folders (each cell). Each run keeps the machine facts of its own bundle (hostname, "
+         "CPU model and count, kernel) and notes where and when it was imported. A run is recognised by its "
+         "run id (a bundle older than run ids: by its folder and start time), so importing again adds nothing. "
+         "All or nothing: every BUNDLE is read and validated first, and one that is not a valid bundle records none.",
+         "an evidence folder, its summary.json, or a grid folder (matrix.json and cells/)", "imported"),
+    ):
+        action = actions.add_parser(name, prog="wakelab history " + name, help=summary, description=description)
+        action.add_argument("paths", nargs="+", metavar=metavar, type=path_value("a folder", RUN_AS_TEXT), help=what)
+        # SUPPRESS: an option given before the action is kept, not overwritten by this parser's default.
+        action.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS,
+                            help=HISTORY_HELP)
+        action.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was %s as JSON" % done)
+        action.set_defaults(handler=handler)
 
 
 def _date(utc: Optional[str]) -> str:
@@ -204,9 +173,6 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     lines = [escape_text(title)] + _table(header, rows, {0, header.index("arms")}, groups, group)
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
-
-# ----------------------------------------------------------------------------------------------
-# Conditions in words
 
 
 def _plain(value: Any) -> str:
@@ -357,9 +323,6 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
-# ----------------------------------------------------------------------------------------------
-# Handlers
-
 
 def _filters(args: argparse.Namespace) -> HistoryFilter:
     from wakelab.history import HistoryFilter
@@ -431,9 +394,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# ----------------------------------------------------------------------------------------------
-# Reading the bundles to record (add, import)
-
 
 def _not_a_bundle(given: str) -> EvidenceError:
     """The error for a folder that holds neither summary.json nor matrix.json (with a hint for a folder of bundles)."""
@@ -462,14 +422,8 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     size caps, strict JSON, the schema).  Raises :class:`EvidenceError` at the
     first path that is not a valid bundle.
     """
-    from wakelab.evidence.load import (
-        is_grid_folder,
-        load_grid_index,
-        load_summary,
-        orphan_cells_error,
-        orphan_cells_folder,
-        resolve_summary_path,
-    )
+    from wakelab.evidence.load import (is_grid_folder, load_grid_index, load_summary, orphan_cells_error, orphan_cells_folder,
+                                       resolve_summary_path)
     from wakelab.evidence.model import Bundle
 
     found: List[Bundle] = []
@@ -495,63 +449,48 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     return found, pending
 
 
-_ACTIONS = ("added", "unchanged", "updated")
 _ACTION_WORDS = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:
-    from wakelab import history
-
-    db_path = history.resolve_db_path(args.history)
-    # Validate every bundle first, then record them in one transaction: one bad RUN records nothing.
-    bundles, _pending = read_bundles(args.runs)
-    results = history.record_runs([(bundle, None) for bundle in bundles], db_path)
-    if getattr(args, "json", False):
-        return _write_json("add", db_path, recorded=[{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results])
-    for result in results:
-        sys.stdout.write("%s: %s\n" % (escape_text(result.folder), _ACTION_WORDS[result.action] % result.run_id))
-    sys.stdout.write("history: %s\n" % escape_text(db_path))
-    return EXIT_OK
-
-
-def format_import_summary(results: Sequence[RecordResult]) -> str:
-    """``imported 3 runs (1 already recorded) from 2 machines``: every run found, and what was there already.
-
-    Machines are told apart by hostname.
-    """
-    actions = [r.action for r in results]
-    notes = [text % actions.count(action) for action, text in (("unchanged", "%d already recorded"), ("updated", "%d updated"))
-             if action in actions]
-    return "imported %s%s from %s" % (
-        _plural(len(results), "run"), " (%s)" % ", ".join(notes) if notes else "", _plural(_machines(results), "machine"))
-
-
-def _machines(results: Sequence[RecordResult]) -> int:
-    return len({r.hostname or "" for r in results})
+    return _record(args, imported=False)
 
 
 def cmd_history_import(args: argparse.Namespace) -> int:
+    return _record(args, imported=True)
+
+
+def _record(args: argparse.Namespace, imported: bool) -> int:
+    """``add`` (runs of this machine) or ``import`` (runs made elsewhere, noting where from and when)."""
     import platform
 
     from wakelab import history
 
     db_path = history.resolve_db_path(args.history)
-    bundles, pending = read_bundles(args.bundles)
+    # Validate every bundle first, then record them in one transaction: one bad bundle records nothing.
+    bundles, pending = read_bundles(args.paths)
     when, by = history.utc_now(), platform.node() or None
-    provenance = [history.Provenance(imported_from=os.path.abspath(b.folder), imported_utc=when, imported_by=by) for b in bundles]
+    provenance = [history.Provenance(os.path.abspath(b.folder), when, by) if imported else None for b in bundles]
     results = history.record_runs(list(zip(bundles, provenance)), db_path)
-    line = format_import_summary(results)
+    json_out = getattr(args, "json", False)
+    if not imported:
+        if json_out:
+            return _write_json("add", db_path, recorded=[{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results])
+        sys.stdout.writelines("%s: %s\n" % (escape_text(r.folder), _ACTION_WORDS[r.action] % r.run_id) for r in results)
+        sys.stdout.write("history: %s\n" % escape_text(db_path))
+        return EXIT_OK
+    counts = history.RecordCounts.of(results)
+    notes = [text % n for n, text in ((counts.unchanged, "%d already recorded"), (counts.updated, "%d updated")) if n]
+    line = "imported %s%s from %s" % (_plural(counts.runs, "run"), " (%s)" % ", ".join(notes) if notes else "",
+                                      _plural(counts.machines, "machine"))
     if pending:
         line += "; %s of a grid never ran" % _plural(pending, "cell")
-    if getattr(args, "json", False):
-        actions = [r.action for r in results]
-        counts = dict({a: actions.count(a) for a in _ACTIONS}, runs=len(results), machines=_machines(results), pending_cells=pending)
-        imported = [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname, "folder": r.folder,
-                     "imported_from": p.imported_from, "given": b.source} for r, b, p in zip(results, bundles, provenance)]
-        return _write_json("import", db_path, imported_utc=when, imported_by=by, summary=line, counts=counts, imported=imported)
-    for result in results:
-        sys.stdout.write("%s (%s): %s\n" % (escape_text(result.folder), escape_text(result.hostname or "no hostname"),
-                                            _ACTION_WORDS[result.action] % result.run_id))
-    sys.stdout.write(line + "\n")
-    sys.stdout.write("history: %s\n" % escape_text(db_path))
+    if json_out:
+        done = [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname, "folder": r.folder,
+                 "imported_from": p.imported_from if p else None, "given": b.source} for r, b, p in zip(results, bundles, provenance)]
+        return _write_json("import", db_path, imported_utc=when, imported_by=by, summary=line, imported=done,
+                           counts=dict(dataclasses.asdict(counts), pending_cells=pending))
+    sys.stdout.writelines("%s (%s): %s\n" % (escape_text(r.folder), escape_text(r.hostname or "no hostname"),
+                                              _ACTION_WORDS[r.action] % r.run_id) for r in results)
+    sys.stdout.write("%s\nhistory: %s\n" % (line, escape_text(db_path)))
     return EXIT_OK

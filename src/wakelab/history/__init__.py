@@ -34,11 +34,11 @@ from wakelab.history.queries import (ArmPoint, HistoryFilter, RunFacts, RunGroup
                                      interpreter_label, list_runs, recorded_arms, trend_series)
 from wakelab.history.rows import Provenance, utc_now
 from wakelab.history.schema import SCHEMA_VERSION
-from wakelab.history.store import (BUSY_TIMEOUT_S, HistoryError, RecordResult, default_db_path, open_history, record_run,
+from wakelab.history.store import (BUSY_TIMEOUT_S, HistoryError, RecordCounts, RecordResult, default_db_path, open_history, record_run,
                                    record_runs, resolve_db_path)
 
 __all__ = [
-    "BUSY_TIMEOUT_S", "SCHEMA_VERSION", "ArmPoint", "HistoryError", "HistoryFilter", "Provenance", "RecordResult", "RunFacts",
+    "BUSY_TIMEOUT_S", "SCHEMA_VERSION", "ArmPoint", "HistoryError", "HistoryFilter", "Provenance", "RecordCounts", "RecordResult", "RunFacts",
     "RunGroup", "RunRecord", "Series", "arm_trend", "default_db_path", "figure_conditions", "group_runs", "interpreter_label",
     "list_runs", "open_history", "record_run", "record_runs", "recorded_arms", "resolve_db_path", "trend_series", "utc_now",
 ]

@@ -301,6 +301,24 @@ class RecordResult:
     hostname: Optional[str] = None
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordCounts:
+    """What recording several runs did: how many runs were added, already there or updated, from how many
+    machines (told apart by hostname)."""
+
+    added: int
+    unchanged: int
+    updated: int
+    runs: int
+    machines: int
+
+    @classmethod
+    def of(cls, results: Sequence[RecordResult]) -> "RecordCounts":
+        actions = [r.action for r in results]
+        return cls(actions.count("added"), actions.count("unchanged"), actions.count("updated"), len(results),
+                   len({r.hostname or "" for r in results}))
+
+
 def record_run(
     summary: Mapping[str, Any],
     folder: str,
@@ -412,6 +430,6 @@ def read(db_path: Optional[str], timeout_s: float, query: Callable[[sqlite3.Conn
 
 
 __all__ = [
-    "BUSY_TIMEOUT_S", "HistoryError", "RecordResult", "default_db_path", "open_history", "read", "record_run", "record_runs",
+    "BUSY_TIMEOUT_S", "HistoryError", "RecordCounts", "RecordResult", "default_db_path", "open_history", "read", "record_run", "record_runs",
     "resolve_db_path",
 ]
