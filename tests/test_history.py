@@ -843,7 +843,7 @@ def _insert_run(conn: sqlite3.Connection, doc: Dict[str, Any], folder: str, **co
     cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(names), ", ".join("?" * len(names))),
                        [getattr(row, name) for name in names])
     conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                     [(cur.lastrowid,) + arm.values() for arm in ArmRow.of_bundle(bundle)])
+                     [(cur.lastrowid,) + dataclasses.astuple(arm) for arm in ArmRow.of_bundle(bundle)])
 
 
 def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None:

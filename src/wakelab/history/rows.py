@@ -110,38 +110,18 @@ class RunRow:
         """The row of ``bundle`` (its ``folder`` as the history keeps it); raises ValueError or TypeError
         for a summary that is not plain JSON."""
         summary, interpreter, machine = bundle.summary, bundle.interpreter, bundle.machine
-        facts, gil = StoredFacts.of(bundle), interpreter.gil_enabled
         return cls(
-            run_uuid=bundle.run_id,
-            recorded_utc=utc_now(),
-            started_utc=bundle.started_utc,
-            finished_utc=_text(bundle.finished_utc),
-            lab_id=_text(bundle.lab.id),
-            folder=bundle.folder,
-            complete=int(bundle.complete),
-            interrupted=int(bundle.interrupted),
+            run_uuid=bundle.run_id, recorded_utc=utc_now(), started_utc=bundle.started_utc, finished_utc=_text(bundle.finished_utc),
+            lab_id=_text(bundle.lab.id), folder=bundle.folder, complete=int(bundle.complete), interrupted=int(bundle.interrupted),
             tool_version=_text(bundle.tool_version),
             # As recorded, not as the model names an interpreter that does not say ("Python ?", not free-threaded).
-            implementation=_text(interpreter.as_recorded("implementation")),
-            python_version=_text(interpreter.as_recorded("version")),
-            build=_text(interpreter.build),
-            executable=_text(interpreter.executable),
-            free_threaded=_flag(interpreter.as_recorded("free_threaded_build")),
-            gil_enabled=_flag(gil),
-            hostname=_text(machine.hostname),
-            cpu_model=_text(machine.cpu_model),
-            kernel=_text(machine.kernel),
-            architecture=_text(machine.architecture),
-            note=_text(bundle.note),
-            parameters_json=_json(summary.get("parameters")),
-            conditions_json=_json(summary.get("conditions")),
-            summary_json=canonical(summary),
-            conditions_key=facts.conditions_key,
-            cpu_count=facts.cpu_count,
-            machine_id=facts.machine_id,
-            imported_utc=provenance.imported_utc if provenance else None,
-            imported_from=provenance.imported_from if provenance else None,
-            imported_by=provenance.imported_by if provenance else None,
+            implementation=_text(interpreter.as_recorded("implementation")), python_version=_text(interpreter.as_recorded("version")),
+            build=_text(interpreter.build), executable=_text(interpreter.executable),
+            free_threaded=_flag(interpreter.as_recorded("free_threaded_build")), gil_enabled=_flag(interpreter.gil_enabled),
+            hostname=_text(machine.hostname), cpu_model=_text(machine.cpu_model), kernel=_text(machine.kernel),
+            architecture=_text(machine.architecture), note=_text(bundle.note), parameters_json=_json(summary.get("parameters")),
+            conditions_json=_json(summary.get("conditions")), summary_json=canonical(summary), **dataclasses.asdict(StoredFacts.of(bundle)),
+            **(dataclasses.asdict(provenance) if provenance else {}),
         )
 
 
@@ -182,10 +162,6 @@ class ArmRow:
         """Every arm of ``bundle`` that has a name, in run order."""
         return tuple(cls.from_record(position, ArmRecord.from_dict(entry)) for position, entry in enumerate(bundle.arm_entries())
                      if isinstance(entry, Mapping) and isinstance(entry.get("name"), str))
-
-    def values(self) -> Tuple[Any, ...]:
-        """The columns after ``run_id``, in table order."""
-        return dataclasses.astuple(self)
 
 
 __all__ = ["ArmRow", "Provenance", "RunRow", "StoredFacts", "utc_now"]

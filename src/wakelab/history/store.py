@@ -87,35 +87,33 @@ def _sqlite_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _cannot(doing: str, path: str, reason: object) -> HistoryError:
+    return HistoryError("cannot %s history database %s: %s (choose another with --history PATH)" % (doing, path, reason))
+
+
 def _connect(path: str, timeout_s: float) -> sqlite3.Connection:
     try:
         # isolation_level=None: no implicit transactions; this module issues BEGIN/COMMIT itself.
         return sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
     except sqlite3.Error as exc:
-        raise HistoryError(
-            "cannot open history database %s: %s (choose another with --history PATH)" % (path, _sqlite_reason(exc))
-        ) from None
+        raise _cannot("open", path, _sqlite_reason(exc)) from None
 
 
 def _operational(path: str, exc: sqlite3.Error, timeout_s: float, doing: str) -> HistoryError:
     """A HistoryError for an error while reading or writing a database that passed its checks."""
     reason = _sqlite_reason(exc)
     if "locked" in reason or "busy" in reason:
-        return HistoryError(
-            "history database %s is locked by another process (waited %g s while %s); try again, or use --history PATH"
-            % (path, timeout_s, doing)
-        )
+        return HistoryError("history database %s is locked by another process (waited %g s while %s); try again, or use "
+                            "--history PATH" % (path, timeout_s, doing))
     if "readonly" in reason or "read-only" in reason or "unable to open" in reason:
-        return HistoryError("cannot write history database %s: %s (choose another with --history PATH)" % (path, reason))
+        return _cannot("write", path, reason)
     if type(exc) is sqlite3.DatabaseError:  # not a subclass: "malformed", "not a database"
         return _corrupt(path, reason)
     return HistoryError("history database %s: %s while %s" % (path, reason, doing))
 
 
 def _corrupt(path: str, reason: str) -> HistoryError:
-    return HistoryError(
-        "history database %s is unreadable (%s); it was left untouched: move it aside or use --history PATH" % (path, reason)
-    )
+    return HistoryError("history database %s is unreadable (%s); it was left untouched: move it aside or use --history PATH" % (path, reason))
 
 
 def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> int:
@@ -135,17 +133,13 @@ def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> in
         raise _corrupt(path, _sqlite_reason(exc)) from None
     if problems != ["ok"]:
         first = problems[0] if problems else "no answer"
-        raise HistoryError(
-            "history database %s failed its integrity check (%s); it was left untouched: "
-            "restore it from a backup, move it aside, or use --history PATH" % (path, first)
-        )
+        raise HistoryError("history database %s failed its integrity check (%s); it was left untouched: "
+                           "restore it from a backup, move it aside, or use --history PATH" % (path, first))
     fresh = version == 0 and application_id == 0 and not tables
     if not fresh and application_id != schema.APPLICATION_ID:
         what = "it has tables %s" % ", ".join(sorted(tables)) if tables else "its application id is %d" % application_id
-        raise HistoryError(
-            "%s is an SQLite database but not a wakelab history (%s); it was left untouched: use --history PATH"
-            % (path, what)
-        )
+        raise HistoryError("%s is an SQLite database but not a wakelab history (%s); it was left untouched: use --history PATH"
+                           % (path, what))
     if version > schema.SCHEMA_VERSION:
         raise _newer(path, version)
     if version < 0:
@@ -154,9 +148,7 @@ def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> in
 
 
 def _newer(path: str, version: int) -> HistoryError:
-    return HistoryError(
-        "history database %s was written by a newer wakelab (schema %d); upgrade wakelab or use --history" % (path, version)
-    )
+    return HistoryError("history database %s was written by a newer wakelab (schema %d); upgrade wakelab or use --history" % (path, version))
 
 
 @contextlib.contextmanager
@@ -186,10 +178,9 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         from wakelab import __version__
 
         now = utc_now()
-        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_utc', ?)", (now,))
-        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_by', ?)", ("wakelab " + __version__,))
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(schema.SCHEMA_VERSION),))
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('migrated_utc', ?)", (now,))
+        for verb, key, value in (("IGNORE", "created_utc", now), ("IGNORE", "created_by", "wakelab " + __version__),
+                                 ("REPLACE", "schema_version", str(schema.SCHEMA_VERSION)), ("REPLACE", "migrated_utc", now)):
+            conn.execute("INSERT OR %s INTO meta (key, value) VALUES (?, ?)" % verb, (key, value))
         # PRAGMA takes no parameters; schema.SCHEMA_VERSION is our own integer.
         conn.execute("PRAGMA user_version = %d" % int(schema.SCHEMA_VERSION))
 
@@ -210,28 +201,22 @@ def _check_sqlite_file(path: str) -> None:
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
-        raise HistoryError(
-            "cannot open history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)
-        ) from None
+        raise _cannot("open", path, exc.strerror or exc) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise HistoryError(
-                "history database %s is not a regular file (%s); it was left untouched: use --history PATH"
-                % (path, _file_kind(info.st_mode))
-            )
+            raise HistoryError("history database %s is not a regular file (%s); it was left untouched: use --history PATH"
+                               % (path, _file_kind(info.st_mode)))
         if info.st_size == 0:
             return
         head = os.read(fd, SQLITE_HEADER_BYTES)
     except OSError as exc:
-        raise HistoryError("cannot read history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)) from None
+        raise _cannot("read", path, exc.strerror or exc) from None
     finally:
         os.close(fd)
     if not head.startswith(SQLITE_HEADER):
-        raise HistoryError(
-            "history database %s is not an SQLite database (it does not start with \"SQLite format 3\"); "
-            "it was left untouched: move it aside or use --history PATH" % path
-        )
+        raise HistoryError("history database %s is not an SQLite database (it does not start with \"SQLite format 3\"); "
+                           "it was left untouched: move it aside or use --history PATH" % path)
     if len(head) < SQLITE_HEADER_BYTES:
         raise _corrupt(path, "%d bytes, shorter than SQLite's %d-byte header" % (len(head), SQLITE_HEADER_BYTES))
 
@@ -259,13 +244,10 @@ def open_history(
         if not create:
             yield None
             return
-        parent = os.path.dirname(os.path.abspath(path))
         try:
-            os.makedirs(parent, exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError as exc:
-            raise HistoryError(
-                "cannot create history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)
-            ) from None
+            raise _cannot("create", path, exc.strerror or exc) from None
     elif os.path.isdir(path):
         raise HistoryError("history database %s is a directory (give a file with --history PATH)" % path)
     else:
@@ -319,13 +301,8 @@ class RecordCounts:
                    len({r.hostname or "" for r in results}))
 
 
-def record_run(
-    summary: Mapping[str, Any],
-    folder: str,
-    db_path: Optional[str] = None,
-    *,
-    timeout_s: float = BUSY_TIMEOUT_S,
-) -> RecordResult:
+def record_run(summary: Mapping[str, Any], folder: str, db_path: Optional[str] = None, *,
+               timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
     """Record one run (its summary.json document and its bundle folder) in the history.
 
     Idempotent: a run is identified by its summary's ``run_id`` (a bundle
@@ -352,12 +329,8 @@ def _rows(bundle: Bundle, provenance: Optional[Provenance]) -> Tuple[RunRow, Tup
     return row, ArmRow.of_bundle(bundle)
 
 
-def record_runs(
-    runs: Sequence[Tuple[Bundle, Optional[Provenance]]],
-    db_path: Optional[str] = None,
-    *,
-    timeout_s: float = BUSY_TIMEOUT_S,
-) -> List[RecordResult]:
+def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Optional[str] = None, *,
+                timeout_s: float = BUSY_TIMEOUT_S) -> List[RecordResult]:
     """Record several runs, ``(bundle, provenance)`` each, in one transaction: all or none.
 
     Each run is recorded as :func:`record_run` records one (same key, same
@@ -382,34 +355,30 @@ def record_runs(
 
 
 _RUN_COLUMNS = tuple(field.name for field in dataclasses.fields(RunRow))
+_ARM_COLUMNS = ("run_id",) + tuple(field.name for field in dataclasses.fields(ArmRow))
+
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    return "INSERT INTO %s (%s) VALUES (%s)" % (table, ", ".join(columns), ", ".join("?" * len(columns)))
 
 
 def _store(conn: sqlite3.Connection, row: RunRow, arms: Sequence[ArmRow], path: str) -> RecordResult:
     if row.run_uuid is not None:
         found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid = ?", (row.run_uuid,)).fetchone()
     else:
-        found = conn.execute(
-            "SELECT id, summary_json FROM runs WHERE run_uuid IS NULL AND folder = ? AND started_utc = ?",
-            (row.folder, row.started_utc),
-        ).fetchone()
+        found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid IS NULL AND folder = ? AND started_utc = ?",
+                             (row.folder, row.started_utc)).fetchone()
     done = functools.partial(RecordResult, db_path=path, folder=row.folder, run_uuid=row.run_uuid, hostname=row.hostname or None)
     if found is not None and found[1] == row.summary_json:
         return done(run_id=int(found[0]), action="unchanged")
     values = list(dataclasses.astuple(row))
     if found is None:
-        cursor = conn.execute(
-            "INSERT INTO runs (%s) VALUES (%s)" % (", ".join(_RUN_COLUMNS), ", ".join("?" * len(_RUN_COLUMNS))), values
-        )
-        run_id, action = int(cursor.lastrowid or 0), "added"
+        run_id, action = int(conn.execute(_insert("runs", _RUN_COLUMNS), values).lastrowid or 0), "added"
     else:
         run_id, action = int(found[0]), "updated"
         conn.execute("UPDATE runs SET %s WHERE id = ?" % ", ".join("%s = ?" % c for c in _RUN_COLUMNS), values + [run_id])
         conn.execute("DELETE FROM arm_results WHERE run_id = ?", (run_id,))
-    conn.executemany(
-        "INSERT INTO arm_results (run_id, position, arm, family, kind, waiter, scope, n, lost, p50_ns, p90_ns, "
-        "p99_ns, p99_9_ns, max_ns, mean_ns, ops_per_s, status) VALUES (?%s)" % (", ?" * 16),
-        [(run_id,) + arm.values() for arm in arms],
-    )
+    conn.executemany(_insert("arm_results", _ARM_COLUMNS), [(run_id,) + dataclasses.astuple(arm) for arm in arms])
     return done(run_id=run_id, action=action)
 
 
