@@ -1,11 +1,11 @@
 """``wakelab history``: the runs recorded so far, one arm's trend across them, and recording bundles in it.
 
-What is shown (the runs, an arm's points, their groups by host or machine, the series of one set of
-conditions) is computed by :mod:`wakelab.history`; this module parses the arguments and places it.
-``add`` and ``import`` are all or nothing: every bundle is read and validated first (one that is not
-valid: one line, exit 2, nothing recorded), then every run is recorded in one transaction.  Text from
-the evidence or the command line is escaped (:func:`wakelab.formatting.escape_text`; ``--json`` as JSON
-does); filters and paths that are not valid UTF-8 are refused by argparse: they are compared and stored as text.
+What is shown (the runs, an arm's points, their groups by host or machine, the series of one set of conditions) is
+computed by :mod:`wakelab.history`; this module parses the arguments and places it. ``add`` and ``import`` are all or
+nothing: every bundle is read and validated first (one that is not valid: one line, exit 2, nothing recorded), then
+every run is recorded in one transaction.  Text from the evidence or the command line is escaped
+(:func:`wakelab.formatting.escape_text`; ``--json`` as JSON does); filters and paths that are not valid UTF-8 are
+refused by argparse: they are compared and stored as text.
 """
 
 from __future__ import annotations
@@ -174,7 +174,6 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
-
 def _plain(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
@@ -257,9 +256,9 @@ _ONLY_WHEN_VARYING = ("build",)
 def condition_phrases(key: Optional[ConditionsKey]) -> Dict[str, str]:
     """A conditions key (:func:`wakelab.history.figure_conditions`) in words: field -> phrase, in order.
 
-    ``{"placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "closed", "settle_us": 1000}``
-    gives ``split CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key
-    this wakelab does not know is written ``name value``.
+    ``{"placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "closed", "settle_us": 1000}`` gives ``split
+    CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key this wakelab does not know is written
+    ``name value``.
     """
     if key is None:
         return {}
@@ -271,8 +270,8 @@ def condition_phrases(key: Optional[ConditionsKey]) -> Dict[str, str]:
 def _conditions_split(points: Sequence[ArmPoint]) -> Tuple[List[str], List[str], List[Dict[str, str]]]:
     """(fields that differ between runs, fields the same in every run, each point's phrases).
 
-    A field differs when its words differ between two runs, or when some run
-    does not record it (unknown is not the same as any value).
+    A field differs when its words differ between two runs, or when some run does not record it (unknown is not the
+    same as any value).
     """
     phrases = [condition_phrases(p.facts.figure_conditions) for p in points]
     fields = list(dict.fromkeys(f for ph in phrases for f in ph))
@@ -321,7 +320,6 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
             indent="",
         )
     return escape_text("\n".join(lines), multiline=True) + "\n"
-
 
 
 def _filters(args: argparse.Namespace) -> HistoryFilter:
@@ -394,7 +392,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 def _not_a_bundle(given: str) -> EvidenceError:
     """The error for a folder that holds neither summary.json nor matrix.json (with a hint for a folder of bundles)."""
     from wakelab.evidence.bundle import SUMMARY_JSON
@@ -416,11 +413,9 @@ def _not_a_bundle(given: str) -> EvidenceError:
 def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     """Every run in ``paths`` as a bundle (its ``source`` the path given), and how many grid cells never ran.
 
-    A path is a bundle folder, its summary.json, or a grid folder (each of
-    its cells that ran; a cell's folder must be inside the grid).  Every file
-    is read through the evidence loaders (regular files inside the bundle,
-    size caps, strict JSON, the schema).  Raises :class:`EvidenceError` at the
-    first path that is not a valid bundle.
+    A path is a bundle folder, its summary.json, or a grid folder (each of its cells that ran; a cell's folder must be
+    inside the grid).  Every file is read through the evidence loaders (regular files inside the bundle, size caps,
+    strict JSON, the schema).  Raises :class:`EvidenceError` at the first path that is not a valid bundle.
     """
     from wakelab.evidence.load import (is_grid_folder, load_grid_index, load_summary, orphan_cells_error, orphan_cells_folder,
                                        resolve_summary_path)

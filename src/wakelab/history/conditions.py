@@ -1,27 +1,24 @@
 """The conditions a figure depends on: the key that cuts the history into series.
 
-Why a key of its own: summary.json's ``conditions`` block holds the load and the idle hold, but
-the placement, the loop, the settle and the planted delay are ``parameters``; two runs that
-differ only there (a same-CPU cell and a split cell of one grid: p50 5.6 against 26.5 µs) had
-equal ``conditions`` and were shown as one series.  The key gathers every recorded condition
-that changes what a wake costs, and leaves out what only changes how precisely it is known
-(n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not
-record is left out of the key, not guessed: "unknown" is not "none".  Two exceptions, both facts
-of the bundle's age rather than guesses: a bundle without ``execution.repeat`` measured each arm
-once (repetitions came later), and a bundle without ``PYTHON_GIL`` ran without it set.
+Why a key of its own: summary.json's ``conditions`` block holds the load and the idle hold, but the placement, the
+loop, the settle and the planted delay are ``parameters``; two runs that differ only there (a same-CPU cell and a
+split cell of one grid: p50 5.6 against 26.5 µs) had equal ``conditions`` and were shown as one series.  The key
+gathers every recorded condition that changes what a wake costs, and leaves out what only changes how precisely it is
+known (n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not record is left out of
+the key, not guessed: "unknown" is not "none".  Two exceptions, both facts of the bundle's age rather than guesses: a
+bundle without ``execution.repeat`` measured each arm once (repetitions came later), and a bundle without
+``PYTHON_GIL`` ran without it set.
 
-The interpreter that measured is part of the key too (schema 4): the interpreter column shows
-"CPython 3.13.5t", but a GIL build and a free-threaded one, PYTHON_GIL=1 or not, a debug build or
-two builds of one version are different wake paths, and a series of one must not continue into
-the other.
+The interpreter that measured is part of the key too (schema 4): the interpreter column shows "CPython 3.13.5t", but a
+GIL build and a free-threaded one, PYTHON_GIL=1 or not, a debug build or two builds of one version are different wake
+paths, and a series of one must not continue into the other.
 
-The values come through the evidence model's typed sections (:class:`~wakelab.evidence.model.Bundle`);
-whether a field is there at all is read from the sections as recorded, because the key must tell a
-field the summary leaves out from one it records as null (``switch_interval_s`` null is the
-interpreter's default), must not take the model's display defaults for an interpreter that does not
-say, and keeps the ``conditions`` this wakelab does not know.  It also reads the stored summaries of
-older databases (their keys are recomputed when the schema changes), so it accepts any JSON object.
-:class:`ConditionsKey` is a key read back, typed.
+The values come through the evidence model's typed sections (:class:`~wakelab.evidence.model.Bundle`); whether a field
+is there at all is read from the sections as recorded, because the key must tell a field the summary leaves out from
+one it records as null (``switch_interval_s`` null is the interpreter's default), must not take the model's display
+defaults for an interpreter that does not say, and keeps the ``conditions`` this wakelab does not know.  It also reads
+the stored summaries of older databases (their keys are recomputed when the schema changes), so it accepts any JSON
+object. :class:`ConditionsKey` is a key read back, typed.
 """
 
 from __future__ import annotations
@@ -98,9 +95,9 @@ def _conditions_key(conditions: Conditions) -> Dict[str, object]:
 def figure_conditions(summary: Mapping[str, Any]) -> Optional[ConditionsKey]:
     """The conditions of a run that change its figures (see :class:`ConditionsKey`; None: none recorded).
 
-    A field is there only when the summary records it, with two facts of a bundle's age: ``repeat``
-    is 1 when the bundle does not say, and ``python_gil`` is there only when ``PYTHON_GIL`` was set.
-    Conditions this wakelab does not know are kept as they are, so that a newer one still tells runs apart.
+    A field is there only when the summary records it, with two facts of a bundle's age: ``repeat`` is 1 when the
+    bundle does not say, and ``python_gil`` is there only when ``PYTHON_GIL`` was set. Conditions this wakelab does
+    not know are kept as they are, so that a newer one still tells runs apart.
     """
     bundle = Bundle(source="", folder="", summary=summary)
     present = {name for name in ("parameters", "execution", "interpreter") if isinstance(summary.get(name), dict)}
@@ -124,8 +121,8 @@ def figure_conditions(summary: Mapping[str, Any]) -> Optional[ConditionsKey]:
 class ConditionsKey:
     """The conditions that change a run's figures, a field per condition (the key that cuts the history into series).
 
-    A field the key does not hold is None, and so is one it holds as null (``switch_interval_s``:
-    the interpreter's default): ``recorded`` names the fields it holds, so that the two are told apart.
+    A field the key does not hold is None, and so is one it holds as null (``switch_interval_s``: the interpreter's
+    default): ``recorded`` names the fields it holds, so that the two are told apart.
     """
 
     recorded: FrozenSet[str] = frozenset()

@@ -1,7 +1,7 @@
 """Reading the history: the runs recorded, one arm across them, and the arms it knows.
 
-Every query reads only (a missing database is an empty history) and returns typed, frozen
-records; ``wakelab history`` lays them out, ``wakelab compare`` reads an arm's earlier runs.
+Every query reads only (a missing database is an empty history) and returns typed, frozen records; ``wakelab history``
+lays them out, ``wakelab compare`` reads an arm's earlier runs.
 """
 
 from __future__ import annotations
@@ -27,22 +27,16 @@ class HistoryFilter:
     host: Optional[str] = None
     limit: Optional[int] = None
 
-    def where(self) -> Tuple[str, List[Any]]:
-        clauses: List[str] = []
-        params: List[Any] = []
-        if self.lab is not None:
-            clauses.append("runs.lab_id = ?")
-            params.append(self.lab)
+    def where(self) -> Tuple[str, List[object]]:
+        equal = [(column, value) for column, value in (("lab_id", self.lab), ("hostname", self.host)) if value is not None]
+        clauses = ["runs.%s = ?" % column for column, _ in equal]
+        params: List[object] = [value for _, value in equal]
         if self.python is not None:
-            version = self.python
-            if version.endswith("t"):  # python3.13t: the free-threaded build
-                version = version[:-1]
+            version = self.python[:-1] if self.python.endswith("t") else self.python
+            if version != self.python:  # python3.13t: the free-threaded build
                 clauses.append("runs.free_threaded = 1")
             clauses.append("(runs.python_version = ? OR substr(runs.python_version, 1, ?) = ?)")
             params += [version, len(version) + 1, version + "."]
-        if self.host is not None:
-            clauses.append("runs.hostname = ?")
-            params.append(self.host)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
     def limited(self, sql: str) -> str:
@@ -245,10 +239,10 @@ class Series:
 def trend_series(points: Sequence[ArmPoint]) -> List[Series]:
     """The points cut into series, one per conditions key, oldest first.
 
-    A trend is read along one series: two runs share one only when every recorded condition that
-    changes a figure (placement, load, loop, settle, repetitions, the interpreter build ...) is the
-    same, so a same-CPU and a split run never do.  Points without a key (none recorded) are a series
-    of their own each: unknown is not the same as anything.
+    A trend is read along one series: two runs share one only when every recorded condition that changes a figure
+    (placement, load, loop, settle, repetitions, the interpreter build ...) is the same, so a same-CPU and a split run
+    never do.  Points without a key (none recorded) are a series of their own each: unknown is not the same as
+    anything.
     """
     series: List[Tuple[Optional[ConditionsKey], List[int]]] = []
     by_key: Dict[str, List[int]] = {}

@@ -1,15 +1,13 @@
 """What one run becomes in the history: a row of ``runs`` and a row of ``arm_results`` per arm.
 
 Built from the typed evidence model (:class:`wakelab.evidence.model.Bundle` and its
-:class:`~wakelab.evidence.model.ArmRecord`), as every other reader of a bundle reads it; the
-conditions key comes from :mod:`wakelab.history.conditions`.  Pure: no SQLite here
-(:mod:`wakelab.history.store` writes the rows).
+:class:`~wakelab.evidence.model.ArmRecord`), as every other reader of a bundle reads it; the conditions key comes from
+:mod:`wakelab.history.conditions`.  Pure: no SQLite here (:mod:`wakelab.history.store` writes the rows).
 
-A few facts are kept as the summary records them: the parameters and conditions whole, and the
-interpreter's implementation, version and build kind, which the model reads with a display
-default ("Python ?", not free-threaded) where the evidence does not say
-(:meth:`~wakelab.evidence.model.Interpreter.as_recorded`); the history keeps NULL there.  An
-arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
+A few facts are kept as the summary records them: the parameters and conditions whole, and the interpreter's
+implementation, version and build kind, which the model reads with a display default ("Python ?", not free-threaded)
+where the evidence does not say (:meth:`~wakelab.evidence.model.Interpreter.as_recorded`); the history keeps NULL
+there.  An arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
 """
 
 from __future__ import annotations
@@ -46,10 +44,9 @@ def _json(value: Any) -> Optional[str]:
 class Provenance:
     """Where a run recorded by ``wakelab history import`` came from.
 
-    ``imported_from`` is the path given (made absolute, symlinks kept, as the
-    user named it), ``imported_utc`` when, ``imported_by`` the hostname of the
-    machine that imported it.  The machine that *measured* the run is the
-    bundle's own ``machine`` block, recorded as it is.
+    ``imported_from`` is the path given (made absolute, symlinks kept, as the user named it), ``imported_utc`` when,
+    ``imported_by`` the hostname of the machine that imported it.  The machine that *measured* the run is the bundle's
+    own ``machine`` block, recorded as it is.
     """
 
     imported_from: str

@@ -5,25 +5,20 @@ Where the database lives: ``$WAKELAB_HISTORY`` if set, else
 
 Safety rules, because a history is only worth something if it survives:
 
-* **Never destroy what is there.**  A file that is not an SQLite database, or
-  fails ``PRAGMA integrity_check``, or is an SQLite database of some other
-  program, is refused with one line and left byte for byte as it was: no
-  repair, no truncation, no "start a fresh one".  Nothing is written to a file
-  before it has passed those checks.  The first is ours, not SQLite's: an
-  existing non-empty file must be a regular file that starts with SQLite's
-  header (``SQLite format 3\0``, 100 bytes), because SQLite itself takes a
-  file too short for that header for an empty database and overwrites it.
-* **Every write is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``), in
-  SQLite's default rollback-journal mode, so a crash or a full disk mid-record
-  leaves the database as it was before.  Migrations run in the same kind of
+* **Never destroy what is there.**  A file that is not an SQLite database, or fails ``PRAGMA integrity_check``, or is
+  an SQLite database of some other program, is refused with one line and left byte for byte as it was: no repair, no
+  truncation, no "start a fresh one".  Nothing is written to a file before it has passed those checks.  The first is
+  ours, not SQLite's: an existing non-empty file must be a regular file that starts with SQLite's header (``SQLite
+  format 3\0``, 100 bytes), because SQLite itself takes a file too short for that header for an empty database and
+  overwrites it.
+* **Every write is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``), in SQLite's default rollback-journal mode,
+  so a crash or a full disk mid-record leaves the database as it was before.  Migrations run in the same kind of
   transaction: a failed migration leaves the older version intact.
-* **Concurrent runs wait for each other** up to a busy timeout, then give up
-  with a clear error instead of hanging.
-* **A newer schema is never downgraded**: it is refused with a message saying
-  to upgrade wakelab or choose another database.
+* **Concurrent runs wait for each other** up to a busy timeout, then give up with a clear error instead of hanging.
+* **A newer schema is never downgraded**: it is refused with a message saying to upgrade wakelab or choose another
+  database.
 
-The tables and their migrations are :mod:`wakelab.history.schema`; what a run becomes,
-:mod:`wakelab.history.rows`.
+The tables and their migrations are :mod:`wakelab.history.schema`; what a run becomes, :mod:`wakelab.history.rows`.
 """
 
 from __future__ import annotations
@@ -55,10 +50,6 @@ class HistoryError(WakelabError):
     """The history database cannot be opened, read or written (the run's bundle is unaffected)."""
 
 
-# ----------------------------------------------------------------------------------------------
-# Where the database is
-
-
 def default_db_path(environ: Optional[Mapping[str, str]] = None) -> str:
     """``$WAKELAB_HISTORY``, else ``${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3``.
 
@@ -77,10 +68,6 @@ def default_db_path(environ: Optional[Mapping[str, str]] = None) -> str:
 def resolve_db_path(db_path: Optional[str] = None) -> str:
     """``db_path`` (with ``~`` expanded), or the default when it is None or empty."""
     return os.path.expanduser(db_path) if db_path else default_db_path()
-
-
-# ----------------------------------------------------------------------------------------------
-# Opening safely
 
 
 def _sqlite_reason(exc: BaseException) -> str:
@@ -119,8 +106,8 @@ def _corrupt(path: str, reason: str) -> HistoryError:
 def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> int:
     """The database's schema version, after proving it is an intact wakelab history.
 
-    Only reads.  Raises :class:`HistoryError` for a file that is not SQLite,
-    fails the integrity check, belongs to another program or is newer.
+    Only reads.  Raises :class:`HistoryError` for a file that is not SQLite, fails the integrity check, belongs to
+    another program or is newer.
     """
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -191,12 +178,10 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY
 def _check_sqlite_file(path: str) -> None:
     """Refuse, before SQLite sees it, an existing file that is not an SQLite database.
 
-    SQLite takes a file too short to hold its header for an empty database and
-    writes a new one over it (a one-byte text file named history.db was lost
-    that way), so a non-empty file must start with SQLite's 16-byte magic and
-    hold its whole 100-byte header.  Only a regular file is read (opened
-    non-blocking, so a FIFO cannot hang us, and checked with ``fstat``); an
-    empty file is a new database.  Nothing is written.
+    SQLite takes a file too short to hold its header for an empty database and writes a new one over it (a one-byte
+    text file named history.db was lost that way), so a non-empty file must start with SQLite's 16-byte magic and hold
+    its whole 100-byte header.  Only a regular file is read (opened non-blocking, so a FIFO cannot hang us, and
+    checked with ``fstat``); an empty file is a new database.  Nothing is written.
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -235,9 +220,8 @@ def open_history(
 ) -> Iterator[Optional[sqlite3.Connection]]:
     """An open, checked, current-schema connection to the history database.
 
-    With ``create=False`` a missing database yields None instead of creating
-    a file (listing an empty history writes nothing).  An older schema is
-    migrated in place, in one transaction.  The connection is closed on exit.
+    With ``create=False`` a missing database yields None instead of creating a file (listing an empty history writes
+    nothing).  An older schema is migrated in place, in one transaction.  The connection is closed on exit.
     """
     path = resolve_db_path(db_path)
     if not os.path.exists(path):
@@ -264,10 +248,6 @@ def open_history(
         yield conn
     finally:
         conn.close()
-
-
-# ----------------------------------------------------------------------------------------------
-# Recording runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,11 +285,10 @@ def record_run(summary: Mapping[str, Any], folder: str, db_path: Optional[str] =
                timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
     """Record one run (its summary.json document and its bundle folder) in the history.
 
-    Idempotent: a run is identified by its summary's ``run_id`` (a bundle
-    older than run ids: by its folder and ``started_utc``); adding
-    it again changes nothing, and adding a newer state of the same bundle
-    (for example one recorded while it was still running) updates the row in
-    place.  Raises :class:`HistoryError`; the database is then as it was.
+    Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
+    ``started_utc``); adding it again changes nothing, and adding a newer state of the same bundle (for example one
+    recorded while it was still running) updates the row in place.  Raises :class:`HistoryError`; the database is then
+    as it was.
     """
     return record_runs([(Bundle(source=folder, folder=folder, summary=summary), None)], db_path, timeout_s=timeout_s)[0]
 
@@ -333,12 +312,10 @@ def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Op
                 timeout_s: float = BUSY_TIMEOUT_S) -> List[RecordResult]:
     """Record several runs, ``(bundle, provenance)`` each, in one transaction: all or none.
 
-    Each run is recorded as :func:`record_run` records one (same key, same
-    idempotence); a run given twice is recorded once, the second time
-    ``unchanged``.  ``provenance`` is None for a run recorded where it was
-    measured.  Every summary is checked before the database is opened: one
-    that cannot be recorded raises :class:`HistoryError` and nothing is
-    written; so does a failure while writing (the transaction rolls back).
+    Each run is recorded as :func:`record_run` records one (same key, same idempotence); a run given twice is recorded
+    once, the second time ``unchanged``.  ``provenance`` is None for a run recorded where it was measured.  Every
+    summary is checked before the database is opened: one that cannot be recorded raises :class:`HistoryError` and
+    nothing is written; so does a failure while writing (the transaction rolls back).
     """
     prepared = [_rows(bundle, provenance) for bundle, provenance in runs]
     path = resolve_db_path(db_path)
@@ -380,10 +357,6 @@ def _store(conn: sqlite3.Connection, row: RunRow, arms: Sequence[ArmRow], path: 
         conn.execute("DELETE FROM arm_results WHERE run_id = ?", (run_id,))
     conn.executemany(_insert("arm_results", _ARM_COLUMNS), [(run_id,) + dataclasses.astuple(arm) for arm in arms])
     return done(run_id=run_id, action=action)
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading
 
 
 def read(db_path: Optional[str], timeout_s: float, query: Callable[[sqlite3.Connection], List[T]]) -> List[T]:
