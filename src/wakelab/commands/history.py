@@ -144,10 +144,18 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int]
     return [line for runs in groups for line in [escape_text(_title(runs, group)), table[0]] + [table[1 + i] for i in runs.indices]]
 
 
-def _run_cells(run: RunFacts, run_id: int, with_host: bool) -> List[str]:
-    """The cells that open a row of either table: the run, when, which lab, which interpreter, and where."""
-    cells = [str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label]
-    return cells + [run.hostname or "-"] if with_host else cells
+def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: Sequence[int], group: Optional[str],
+             header: Sequence[str], rows: Sequence[List[str]], right: Set[int]) -> List[str]:
+    """A listing's title (around its count of runs) and table: each row opens with the run, when, which lab, which
+    interpreter and (unless grouped by host) the host, then ``rows``' cells, ``header`` naming them and ``right`` the
+    right-aligned ones."""
+    groups = _groups(runs, group)
+    with_host = group != "host"
+    opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
+    cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
+             + row for run, run_id, row in zip(runs, ids, rows)]
+    lines = [escape_text(title[0] + _plural(len(runs), "run") + _on(groups, group) + title[1])]
+    return lines + _table(opening + list(header), cells, {0} | {len(opening) + i for i in right}, groups, group)
 
 
 def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
@@ -156,21 +164,17 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
 
     if not runs:
         return "no runs recorded in %s\n" % escape_text(db_path)
-    with_host = group != "host"
     imported = any(run.imported_utc for run in runs)
     rows = []
     for run in runs:
-        row = _run_cells(run.facts, run.id, with_host)
-        row.append("-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer)
+        row = ["-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer]
         row.append(str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok))
         if imported:
             row.append(("imported " + run.imported_utc[:10]) if run.imported_utc else "-")
         rows.append(row + [run.facts.folder])
-    header = ["id", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else []) + ["complete", "arms"]
-    header += (["source"] if imported else []) + ["folder"]
-    groups = _groups([run.facts for run in runs], group)
-    title = "HISTORY %s: %s%s, newest first" % (db_path, _plural(len(runs), "run"), _on(groups, group))
-    lines = [escape_text(title)] + _table(header, rows, {0, header.index("arms")}, groups, group)
+    header = ["complete", "arms"] + (["source"] if imported else []) + ["folder"]
+    lines = _listing(("HISTORY %s: " % db_path, ", newest first"), "id", [r.facts for r in runs], [r.id for r in runs], group,
+                     header, rows, {1})
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
@@ -289,25 +293,20 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
     waiter = "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None
     identity = ", ".join(part for part in (last.family, last.kind, waiter, last.scope) if part)
     unit = "ops/s is the median round" if rate else "times in µs"
-    groups = _groups([p.facts for p in points], group)
-    lines = [escape_text("ARM %s (%s): %s%s, oldest first; %s" % (arm, identity, _plural(len(points), "run"), _on(groups, group), unit))]
     varying, constant, phrases = _conditions_split(points)
-    with_host = group != "host"
-    header = ["run", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
-    header += (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
+    header = (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
     rows = []
     for point, words in zip(points, phrases):
         p = point.figures
-        row = _run_cells(point.facts, point.run_id, with_host)
         if rate:
-            row.append(format_rate(p.ops_per_s))
+            row = [format_rate(p.ops_per_s)]
         else:
-            row += ["-" if p.n is None else str(p.n), "-" if p.lost is None else str(p.lost), format_us(p.p50_ns), format_us(p.p99_ns)]
+            row = ["-" if p.n is None else str(p.n), "-" if p.lost is None else str(p.lost), format_us(p.p50_ns), format_us(p.p99_ns)]
         if varying:
             row.append(", ".join(words[f] for f in varying if f in words) or "-")
         rows.append(row + ["" if p.status == "ok" else (p.status or "-")])
-    first_figure = 5 if with_host else 4
-    lines += _table(header, rows, {0} | set(range(first_figure, first_figure + (1 if rate else 4))), groups, group)
+    lines = _listing(("ARM %s (%s): " % (arm, identity), ", oldest first; %s" % unit), "run", [p.facts for p in points],
+                     [p.run_id for p in points], group, header, rows, set(range(1 if rate else 4)))
     constant = [f for f in constant if f not in _ONLY_WHEN_VARYING]
     if constant:
         lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
@@ -398,15 +397,11 @@ def _not_a_bundle(given: str) -> EvidenceError:
     from wakelab.evidence.load import MATRIX_JSON
 
     try:
-        inner = sorted(
-            name for name in os.listdir(given)
-            if os.path.lexists(os.path.join(given, name, SUMMARY_JSON)) or os.path.lexists(os.path.join(given, name, MATRIX_JSON))
-        )
+        inner = [name for name in os.listdir(given)
+                 if any(os.path.lexists(os.path.join(given, name, file)) for file in (SUMMARY_JSON, MATRIX_JSON))]
     except OSError:
         inner = []
-    hint = ""
-    if inner:
-        hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*"))
+    hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*")) if inner else ""
     return EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
 
 

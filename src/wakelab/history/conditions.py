@@ -34,14 +34,8 @@ _KNOWN_CONDITIONS = ("cpu_threads", "cpu_procs", "applied_cpu_procs", "switch_in
 # key field <- the conditions recorded as applied, else as requested.
 _APPLIED_CONDITIONS = (("busy_procs", "applied_cpu_procs", "cpu_procs"), ("idle_hold", "applied_idle_hold", "idle_hold"))
 # summary.json interpreter field -> conditions key field, for the facts of the build that change a wake.
-_INTERPRETER_KEYS = (
-    ("implementation", "implementation"),
-    ("version", "python_version"),
-    ("free_threaded_build", "free_threaded"),
-    ("gil_enabled", "gil_enabled"),
-    ("debug_build", "debug_build"),
-    ("build", "build"),
-)
+_INTERPRETER_KEYS = (("implementation", "implementation"), ("version", "python_version"), ("free_threaded_build", "free_threaded"),
+                     ("gil_enabled", "gil_enabled"), ("debug_build", "debug_build"), ("build", "build"))
 # Repetitions of a bundle that does not say: it measured each arm once.
 REPEAT_WHEN_ABSENT = 1
 

@@ -158,6 +158,10 @@ def _loads(text: Optional[str]) -> Optional[Any]:
         return text
 
 
+def _as_stored(value: R) -> R:
+    return value
+
+
 def _key(text: Optional[str]) -> Optional[ConditionsKey]:
     """A stored conditions key, typed (one edited by hand into something that is not an object: None)."""
     value = _loads(text)
@@ -189,13 +193,9 @@ def _select(record: Type[R], table: str = "runs") -> Tuple[List[str], Callable[[
     sql = [c for name, part in parts for c in (part[0] if part else [_SQL.get(name, "%s.%s" % (table, name))])]
 
     def build(values: Iterator[Any]) -> R:
-        return record(**{name: part[1](values) if part else _READ.get(name, _same)(next(values)) for name, part in parts})
+        return record(**{name: part[1](values) if part else _READ.get(name, _as_stored)(next(values)) for name, part in parts})
 
     return sql, build
-
-
-def _same(value: R) -> R:
-    return value
 
 
 def _query(record: Type[R], sql: str, params: Sequence[object], db_path: Optional[str], timeout_s: float) -> List[R]:
