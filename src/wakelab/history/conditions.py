@@ -170,5 +170,3 @@ def conditions_key(bundle: Bundle) -> Optional[str]:
     except (TypeError, ValueError):
         return None
 
-
-__all__ = ["REPEAT_WHEN_ABSENT", "ConditionsKey", "canonical", "conditions_key", "figure_conditions"]

@@ -283,8 +283,3 @@ def recorded_arms(db_path: Optional[str] = None, *, timeout_s: float = BUSY_TIME
     """Every arm name that appears in the history, sorted."""
     return read(db_path, timeout_s, lambda conn: [r[0] for r in conn.execute("SELECT DISTINCT arm FROM arm_results ORDER BY arm")])
 
-
-__all__ = [
-    "ArmPoint", "HistoryFilter", "RunFacts", "RunGroup", "RunRecord", "Series", "arm_trend", "group_runs", "interpreter_label", "list_runs",
-    "recorded_arms", "trend_series",
-]

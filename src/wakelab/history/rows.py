@@ -160,5 +160,3 @@ class ArmRow:
         return tuple(cls.from_record(position, ArmRecord.from_dict(entry)) for position, entry in enumerate(bundle.arm_entries())
                      if isinstance(entry, Mapping) and isinstance(entry.get("name"), str))
 
-
-__all__ = ["ArmRow", "Provenance", "RunRow", "StoredFacts", "utc_now"]

@@ -186,5 +186,3 @@ def _stored_facts(conn: sqlite3.Connection) -> List[Tuple[int, StoredFacts]]:
 
 # MIGRATIONS[v] turns a database of version v into version v + 1.
 MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _migrate_3_to_4]
-
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]

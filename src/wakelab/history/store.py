@@ -367,8 +367,3 @@ def read(db_path: Optional[str], timeout_s: float, query: Callable[[sqlite3.Conn
         except sqlite3.Error as exc:
             raise _operational(path, exc, timeout_s, "reading it") from None
 
-
-__all__ = [
-    "BUSY_TIMEOUT_S", "HistoryError", "RecordCounts", "RecordResult", "default_db_path", "open_history", "read", "record_run", "record_runs",
-    "resolve_db_path",
-]
