@@ -39,9 +39,6 @@ class HistoryFilter:
             params += [version, len(version) + 1, version + "."]
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
-    def limited(self, sql: str) -> str:
-        return sql if self.limit is None else sql + " LIMIT %d" % int(self.limit)
-
 
 def interpreter_label(implementation: Optional[str], version: Optional[str], free_threaded: Optional[bool],
                       gil_enabled: Optional[bool]) -> str:
@@ -198,11 +195,16 @@ def _select(record: Type[R], table: str = "runs") -> Tuple[List[str], Callable[[
     return sql, build
 
 
-def _query(record: Type[R], sql: str, params: Sequence[object], db_path: Optional[str], timeout_s: float) -> List[R]:
-    """Records of ``record`` read by ``sql`` (``%s``: the columns to select), from the history at ``db_path``."""
+def _query(record: Type[R], source: str, order: str, filters: HistoryFilter, db_path: Optional[str], timeout_s: float,
+           *also: Tuple[str, object]) -> List[R]:
+    """Records of ``record`` from ``source`` (tables) that pass ``filters`` and the clauses ``also`` (SQL, value)."""
     columns, build = _select(record)
-    text = sql % ("SELECT " + ", ".join(columns))
-    return read(db_path, timeout_s, lambda conn: [build(iter(row)) for row in conn.execute(text, list(params))])
+    where, params = filters.where()
+    for clause, value in also:
+        where, params = (where + " AND " if where else " WHERE ") + clause, params + [value]
+    sql = "SELECT %s FROM %s%s ORDER BY %s" % (", ".join(columns), source, where, order)
+    sql += "" if filters.limit is None else " LIMIT %d" % int(filters.limit)
+    return read(db_path, timeout_s, lambda conn: [build(iter(row)) for row in conn.execute(sql, params)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,24 +261,18 @@ def trend_series(points: Sequence[ArmPoint]) -> List[Series]:
     return [Series(key, tuple(runs)) for key, runs in series]
 
 
-def list_runs(
-    db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *, timeout_s: float = BUSY_TIMEOUT_S
-) -> List[RunRecord]:
+def list_runs(db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *,
+              timeout_s: float = BUSY_TIMEOUT_S) -> List[RunRecord]:
     """Recorded runs, newest first (by start time).  A missing database is an empty history."""
-    where, params = filters.where()
-    sql = filters.limited("%%s FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % where)
-    return _query(RunRecord, sql, params, db_path, timeout_s)
+    return _query(RunRecord, "runs", "runs.started_utc DESC, runs.id DESC", filters, db_path, timeout_s)
 
 
-def arm_trend(
-    arm: str, db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *, timeout_s: float = BUSY_TIMEOUT_S
-) -> List[ArmPoint]:
+def arm_trend(arm: str, db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *,
+              timeout_s: float = BUSY_TIMEOUT_S) -> List[ArmPoint]:
     """One arm's figures across recorded runs, oldest first; ``limit`` keeps the newest runs."""
-    where, params = filters.where()
-    where = (where + " AND" if where else " WHERE") + " arm_results.arm = ?"
-    sql = filters.limited("%%s FROM arm_results JOIN runs ON runs.id = arm_results.run_id%s "
-                          "ORDER BY runs.started_utc DESC, runs.id DESC, arm_results.position DESC" % where)
-    return _query(ArmPoint, sql, params + [arm], db_path, timeout_s)[::-1]
+    return _query(ArmPoint, "arm_results JOIN runs ON runs.id = arm_results.run_id",
+                  "runs.started_utc DESC, runs.id DESC, arm_results.position DESC", filters, db_path, timeout_s,
+                  ("arm_results.arm = ?", arm))[::-1]
 
 
 def recorded_arms(db_path: Optional[str] = None, *, timeout_s: float = BUSY_TIMEOUT_S) -> List[str]:
