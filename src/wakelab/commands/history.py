@@ -71,11 +71,9 @@ def register(sub: Any) -> None:
     history.add_argument("--host", type=utf8_text(why=FILTER_AS_TEXT), metavar="HOST", help="only runs on this hostname")
     history.add_argument("--limit", type=whole_number(*LIMIT_RANGE), metavar="N", help="only the newest N runs")
     grouping = history.add_mutually_exclusive_group()
-    grouping.add_argument(
-        "--group", choices=GROUPS, metavar="{host,machine}",
-        help="put each machine's runs together: by hostname (host), or by CPU model, CPU count, kernel and "
-             "architecture (machine: for CI runners, whose hostnames change every job)",
-    )
+    grouping.add_argument("--group", choices=GROUPS, metavar="{host,machine}",
+                          help="put each machine's runs together: by hostname (host), or by CPU model, CPU count, kernel and "
+                               "architecture (machine: for CI runners, whose hostnames change every job)")
     grouping.add_argument("--by-host", dest="group", action="store_const", const="host", help="the same as --group host")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
     history.set_defaults(handler=cmd_history)
@@ -118,11 +116,6 @@ def _groups(runs: Sequence[RunFacts], group: Optional[str]) -> Optional[List[Run
     return None if group is None else group_runs(runs, group)
 
 
-def _on(groups: Optional[Sequence[RunGroup]], group: Optional[str]) -> str:
-    """`` on 2 hosts`` (nothing when not grouped)."""
-    return "" if groups is None or group is None else " on %s" % _plural(len(groups), group)
-
-
 def _title(runs: RunGroup, group: str) -> str:
     count = _plural(len(runs.indices), "run")
     if group == "host":
@@ -154,7 +147,8 @@ def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: 
     opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
     cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
              + row for run, run_id, row in zip(runs, ids, rows)]
-    lines = [escape_text(title[0] + _plural(len(runs), "run") + _on(groups, group) + title[1])]
+    on = "" if groups is None or group is None else " on %s" % _plural(len(groups), group)  # " on 2 hosts"
+    lines = [escape_text(title[0] + _plural(len(runs), "run") + on + title[1])]
     return lines + _table(opening + list(header), cells, {0} | {len(opening) + i for i in right}, groups, group)
 
 
@@ -419,11 +413,7 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     found: List[Bundle] = []
     pending = 0
     for given in paths:
-        try:
-            exists = os.path.lexists(given)
-        except ValueError:  # a NUL byte
-            exists = False
-        if not exists:
+        if not os.path.lexists(given):  # False for a path with a NUL byte, too
             raise EvidenceError("%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % given)
         if is_grid_folder(given):
             index = load_grid_index(given)

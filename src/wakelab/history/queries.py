@@ -89,22 +89,21 @@ class RunFacts:
         return self.hostname or "(no hostname)"
 
 
-def _flat(record: object, *leave_out: str) -> Dict[str, object]:
-    """A run record or arm point as ``wakelab history --json`` writes it: one flat object."""
-    out: Dict[str, object] = {}
-    for field in dataclasses.fields(record):  # type: ignore[arg-type]
-        value = getattr(record, field.name)
-        if isinstance(value, (RunFacts, ArmRow)):
-            out.update(_flat(value, "position"))
-        elif isinstance(value, ConditionsKey):
-            out[field.name] = value.to_dict()
-        elif field.name not in leave_out:
-            out[field.name] = value
-    return out
+class _Flat:
+    def to_dict(self) -> Dict[str, object]:
+        """The record as ``wakelab history --json`` writes it: one flat object (an arm's place in its run left out)."""
+        out: Dict[str, object] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if isinstance(value, (RunFacts, ArmRow)):
+                out.update((k, v) for k, v in _Flat.to_dict(value).items() if k != "position")  # type: ignore[arg-type]
+            else:
+                out[field.name] = value.to_dict() if isinstance(value, ConditionsKey) else value
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
-class RunRecord:
+class RunRecord(_Flat):
     """One recorded run, as ``wakelab history`` lists it."""
 
     facts: RunFacts
@@ -118,20 +117,14 @@ class RunRecord:
     imported_utc: Optional[str]
     imported_by: Optional[str]
 
-    def to_dict(self) -> Dict[str, object]:
-        return _flat(self)
-
 
 @dataclasses.dataclass(frozen=True)
-class ArmPoint:
+class ArmPoint(_Flat):
     """One arm's figures in one recorded run (ns; ops/s for rate arms)."""
 
     facts: RunFacts
     run_id: int
     figures: ArmRow
-
-    def to_dict(self) -> Dict[str, object]:
-        return _flat(self)
 
     def __getattr__(self, name: str) -> Any:
         # Flat reads (point.hostname, point.p50_ns) for readers that do not yet read .facts and .figures.

@@ -99,8 +99,12 @@ def _operational(path: str, exc: sqlite3.Error, timeout_s: float, doing: str) ->
     return HistoryError("history database %s: %s while %s" % (path, reason, doing))
 
 
+def _untouched(what: str, advice: str = "move it aside or use --history PATH") -> HistoryError:
+    return HistoryError("%s; it was left untouched: %s" % (what, advice))
+
+
 def _corrupt(path: str, reason: str) -> HistoryError:
-    return HistoryError("history database %s is unreadable (%s); it was left untouched: move it aside or use --history PATH" % (path, reason))
+    return _untouched("history database %s is unreadable (%s)" % (path, reason))
 
 
 def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> int:
@@ -120,13 +124,12 @@ def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> in
         raise _corrupt(path, _sqlite_reason(exc)) from None
     if problems != ["ok"]:
         first = problems[0] if problems else "no answer"
-        raise HistoryError("history database %s failed its integrity check (%s); it was left untouched: "
-                           "restore it from a backup, move it aside, or use --history PATH" % (path, first))
+        raise _untouched("history database %s failed its integrity check (%s)" % (path, first),
+                         "restore it from a backup, move it aside, or use --history PATH")
     fresh = version == 0 and application_id == 0 and not tables
     if not fresh and application_id != schema.APPLICATION_ID:
         what = "it has tables %s" % ", ".join(sorted(tables)) if tables else "its application id is %d" % application_id
-        raise HistoryError("%s is an SQLite database but not a wakelab history (%s); it was left untouched: use --history PATH"
-                           % (path, what))
+        raise _untouched("%s is an SQLite database but not a wakelab history (%s)" % (path, what), "use --history PATH")
     if version > schema.SCHEMA_VERSION:
         raise _newer(path, version)
     if version < 0:
@@ -190,8 +193,7 @@ def _check_sqlite_file(path: str) -> None:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise HistoryError("history database %s is not a regular file (%s); it was left untouched: use --history PATH"
-                               % (path, _file_kind(info.st_mode)))
+            raise _untouched("history database %s is not a regular file (%s)" % (path, _file_kind(info.st_mode)), "use --history PATH")
         if info.st_size == 0:
             return
         head = os.read(fd, SQLITE_HEADER_BYTES)
@@ -200,8 +202,7 @@ def _check_sqlite_file(path: str) -> None:
     finally:
         os.close(fd)
     if not head.startswith(SQLITE_HEADER):
-        raise HistoryError("history database %s is not an SQLite database (it does not start with \"SQLite format 3\"); "
-                           "it was left untouched: move it aside or use --history PATH" % path)
+        raise _untouched("history database %s is not an SQLite database (it does not start with \"SQLite format 3\")" % path)
     if len(head) < SQLITE_HEADER_BYTES:
         raise _corrupt(path, "%d bytes, shorter than SQLite's %d-byte header" % (len(head), SQLITE_HEADER_BYTES))
 
@@ -212,9 +213,8 @@ def _file_kind(mode: int) -> str:
 
 
 @contextlib.contextmanager
-def open_history(
-    db_path: Optional[str] = None, *, create: bool = True, timeout_s: float = BUSY_TIMEOUT_S
-) -> Iterator[Optional[sqlite3.Connection]]:
+def open_history(db_path: Optional[str] = None, *, create: bool = True,
+                 timeout_s: float = BUSY_TIMEOUT_S) -> Iterator[Optional[sqlite3.Connection]]:
     """An open, checked, current-schema connection to the history database.
 
     With ``create=False`` a missing database yields None instead of creating a file (listing an empty history writes
