@@ -750,6 +750,24 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     ]
 
 
+def test_a_conditions_key_reads_back_as_it_was_stored(tmp_path, lab135_summary) -> None:
+    """The key is written once (runs.conditions_key) and read back typed; its JSON is the text it was stored as,
+    conditions this wakelab does not know included, even ones named like the record's own fields."""
+    doc = variant(lab135_summary, started="2026-10-01T06:00:00Z",
+                  conditions={"cpu_threads": 1, "future_knob": [1, 2], "others": "x", "recorded": None})
+    key = history.figure_conditions(doc)
+    assert key is not None and key.busy_threads == 1 and key.placement == "any"
+    assert dict(key.others) == {"future_knob": [1, 2], "others": "x", "recorded": None}
+    db = str(tmp_path / "h.db")
+    history.record_run(doc, str(tmp_path), db)
+    [run] = history.list_runs(db)
+    with sqlite3.connect(db) as conn:
+        [(stored,)] = conn.execute("SELECT conditions_key FROM runs").fetchall()
+    conn.close()
+    assert run.facts.figure_conditions == key
+    assert canonical(run.facts.figure_conditions.to_dict()) == stored == canonical(json.loads(stored))
+
+
 def test_where_a_planted_delay_came_keys_the_history(lab135_summary) -> None:
     # A delay planted 200 µs after the notify and one planted at once are different experiments; a bundle
     # that does not say when planted it at once.
