@@ -30,9 +30,10 @@ from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 from wakelab.evidence.model import Bundle
 from wakelab.evidence.sections import Conditions, Parameters
 
-_KNOWN_CONDITIONS = ("cpu_threads", "cpu_procs", "applied_cpu_procs", "switch_interval_s", "idle_hold", "applied_idle_hold")
-# key field <- the conditions recorded as applied, else as requested.
-_APPLIED_CONDITIONS = (("busy_procs", "applied_cpu_procs", "cpu_procs"), ("idle_hold", "applied_idle_hold", "idle_hold"))
+# key field <- the first of these conditions recorded (as applied, else as requested).
+_CONDITION_FIELDS = (("busy_threads", ("cpu_threads",)), ("busy_procs", ("applied_cpu_procs", "cpu_procs")),
+                     ("idle_hold", ("applied_idle_hold", "idle_hold")), ("switch_interval_s", ("switch_interval_s",)))
+_KNOWN_CONDITIONS = frozenset(field for _, fields in _CONDITION_FIELDS for field in fields)
 # summary.json interpreter field -> conditions key field, for the facts of the build that change a wake.
 _INTERPRETER_KEYS = (("implementation", "implementation"), ("version", "python_version"), ("free_threaded_build", "free_threaded"),
                      ("gil_enabled", "gil_enabled"), ("debug_build", "debug_build"), ("build", "build"))
@@ -74,14 +75,10 @@ def _repeat(bundle: Bundle) -> object:
 def _conditions_key(conditions: Conditions) -> Dict[str, object]:
     recorded = conditions.recorded
     key: Dict[str, object] = {}
-    if "cpu_threads" in recorded:
-        key["busy_threads"] = recorded["cpu_threads"]
-    for name, applied, requested in _APPLIED_CONDITIONS:
-        field = next((f for f in (applied, requested) if f in recorded), None)
+    for name, fields in _CONDITION_FIELDS:
+        field = next((f for f in fields if f in recorded), None)
         if field is not None:
             key[name] = recorded[field]
-    if "switch_interval_s" in recorded:
-        key["switch_interval_s"] = recorded["switch_interval_s"]
     key.update((name, recorded[name]) for name in sorted(recorded) if name not in _KNOWN_CONDITIONS)
     return key
 
