@@ -270,7 +270,7 @@ def test_a_version_1_history_is_migrated_keeping_rows_and_arms(tmp_path, lab135_
         cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(columns), ", ".join("?" * len(columns))),
                            [getattr(row, c) for c in columns])
         conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                         [(cur.lastrowid,) + arm.values() for arm in ArmRow.of_bundle(evidence)])
+                         [(cur.lastrowid,) + dataclasses.astuple(arm) for arm in ArmRow.of_bundle(evidence)])
     conn.execute("COMMIT")
     arms_before = conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall()
     conn.close()
