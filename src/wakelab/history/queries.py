@@ -127,7 +127,7 @@ class ArmPoint(_Flat):
     figures: ArmRow
 
     def __getattr__(self, name: str) -> Any:
-        # Flat reads (point.hostname, point.p50_ns) for readers that do not yet read .facts and .figures.
+        # Flat reads (point.hostname, point.p50_ns) for analysis.run_conditions.level_shifts, until it reads .facts and .figures.
         if name in _RUN_FACTS:
             return getattr(self.facts, name)
         if name in _ARM_COLUMNS:
