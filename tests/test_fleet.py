@@ -199,8 +199,8 @@ def test_the_final_jobs_commands_import_the_fleet_and_group_it_by_machine(fleet)
     imported = outputs[0].splitlines()
     assert imported[-2] == "imported 3 runs from 3 machines"
     runs = history.list_runs(db)
-    assert sorted(r.hostname for r in runs) == sorted(host for _artifact, host in MACHINES)
-    assert all(r.imported_utc and r.imported_from in fleet["folders"] for r in runs)
+    assert sorted(r.facts.hostname for r in runs) == sorted(host for _artifact, host in MACHINES)
+    assert all(r.imported_utc and r.facts.imported_from in fleet["folders"] for r in runs)
 
     # Grouped by hostname: one section per machine, each with its run.
     result = run_shell("wakelab history --history fleet-history.sqlite3 --arm event --by-host", fleet)

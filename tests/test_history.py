@@ -130,20 +130,20 @@ def test_records_a_real_bundle(tmp_path, tiny_params) -> None:
 
     assert (result.run_id, result.action, result.db_path) == (1, "added", db)
     [run] = history.list_runs(db)
-    assert run.folder == os.path.realpath(folder)
-    assert run.started_utc == summary["started_utc"]
-    assert run.lab_id == LAB_135.id
+    assert run.facts.folder == os.path.realpath(folder)
+    assert run.facts.started_utc == summary["started_utc"]
+    assert run.facts.lab_id == LAB_135.id
     assert run.complete is summary["complete"]
-    assert run.python_version == summary["interpreter"]["version"]
-    assert run.hostname == summary["machine"]["hostname"]
+    assert run.facts.python_version == summary["interpreter"]["version"]
+    assert run.facts.hostname == summary["machine"]["hostname"]
     assert (run.arms, run.arms_ok) == (2, 2)
     [event] = history.arm_trend("event", db)
     latency = summary["arms"][0]["latency"]
-    assert (event.n, event.lost, event.p50_ns, event.p99_ns, event.max_ns) == (
+    assert (event.figures.n, event.figures.lost, event.figures.p50_ns, event.figures.p99_ns, event.figures.max_ns) == (
         latency["n"], latency["lost"], latency["p50_ns"], latency["p99_ns"], latency["max_ns"])
     [install] = history.arm_trend("signal-install", db)
-    assert install.kind == "rate" and install.ops_per_s == summary["arms"][1]["rate"]["ops_per_s"]
-    assert install.p50_ns is None
+    assert install.figures.kind == "rate" and install.figures.ops_per_s == summary["arms"][1]["rate"]["ops_per_s"]
+    assert install.figures.p50_ns is None
 
     with sqlite3.connect(db) as conn:
         stored = json.loads(conn.execute("SELECT summary_json FROM runs").fetchone()[0])
@@ -190,8 +190,8 @@ def test_unknown_and_future_fields_are_kept_not_required(tmp_path, lab135_summar
     db = str(tmp_path / "h.db")
     history.record_run(doc, str(tmp_path), db)
     [run] = history.list_runs(db)
-    assert run.conditions == {"placement": "split", "idle_hold": True}
-    assert run.cpu_model is None
+    assert run.facts.conditions == {"placement": "split", "idle_hold": True}
+    assert run.facts.cpu_model is None
     with sqlite3.connect(db) as conn:
         assert json.loads(conn.execute("SELECT summary_json FROM runs").fetchone()[0])["workers"] == [{"pid": 1}]
     conn.close()
@@ -206,7 +206,7 @@ def test_what_the_summary_does_not_say_is_recorded_as_unknown(tmp_path, lab135_s
     db = str(tmp_path / "h.db")
     history.record_run(doc, str(tmp_path), db)
     [run] = history.list_runs(db)
-    assert (run.implementation, run.python_version, run.free_threaded, run.conditions) == (None, None, None, {})
+    assert (run.facts.implementation, run.facts.python_version, run.facts.free_threaded, run.facts.conditions) == (None, None, None, {})
     status, out, err = cli(capsys, "history", "--history", db)
     assert (status, err) == (0, "")
     assert out.splitlines()[2].split()[4] == "?"
@@ -225,14 +225,14 @@ def test_the_run_id_finish_and_machine_id_are_stored_as_recorded(tmp_path, lab13
     db = str(tmp_path / "h.db")
     history.record_run(doc, str(tmp_path / "a"), db)
     history.record_run(without, str(tmp_path / "b"), db)
-    runs = {r.folder: r for r in history.list_runs(db)}
+    runs = {r.facts.folder: r for r in history.list_runs(db)}
     a, b = runs[os.path.realpath(str(tmp_path / "a"))], runs[os.path.realpath(str(tmp_path / "b"))]
-    assert (a.run_uuid, a.machine_id) == ("0123456789abcdef0123456789abcdef", "rack7-node3")
-    assert (b.run_uuid, b.machine_id) == (None, None)
+    assert (a.run_uuid, a.facts.machine_id) == ("0123456789abcdef0123456789abcdef", "rack7-node3")
+    assert (b.run_uuid, b.facts.machine_id) == (None, None)
     with sqlite3.connect(db) as conn:
         finished = dict(conn.execute("SELECT folder, finished_utc FROM runs").fetchall())
     conn.close()
-    assert finished == {a.folder: "2026-10-01T06:00:09Z", b.folder: None}
+    assert finished == {a.facts.folder: "2026-10-01T06:00:09Z", b.facts.folder: None}
 
 
 @pytest.mark.parametrize("broken", [{"arms": []}, {"started_utc": "x"}, {"started_utc": "x", "arms": [], "bad": float("nan")}])
@@ -725,7 +725,7 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     doc["interpreter"].update(free_threaded_build=True, gil_enabled=True, python_gil_env="1", debug_build=True)
     build = {"implementation": "CPython", "python_version": "3.13.5", "free_threaded": True, "gil_enabled": True,
              "python_gil": "1", "debug_build": True, "build": "main, Jun 11 2025 15:36:57"}
-    assert history.figure_conditions(doc) == dict(build, **{
+    assert history.figure_conditions(doc).to_dict() == dict(build, **{
         "placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "open", "interval_us": 500, "settle_us": 1000,
         "settle_jitter_us": 2000, "planted_delay_us": 50, "planted_after_us": 0, "repeat": 5, "busy_threads": 2, "busy_procs": 1,
         "idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x", "execution": "workers",
@@ -736,9 +736,9 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     del plain["execution"]
     del plain["interpreter"]
     del plain["parameters"]["settle_jitter_us"]  # a bundle from before random settles: every settle the same
-    assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
+    assert history.figure_conditions(plain).to_dict() == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
     plain["parameters"]["settle_jitter_us"] = 0  # no random part is the same experiment as those
-    assert history.figure_conditions(plain) == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
+    assert history.figure_conditions(plain).to_dict() == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
     assert history.figure_conditions({"started_utc": "x", "arms": []}) is None
 
     from wakelab.commands.history import condition_phrases
@@ -750,15 +750,33 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     ]
 
 
+def test_a_conditions_key_reads_back_as_it_was_stored(tmp_path, lab135_summary) -> None:
+    """The key is written once (runs.conditions_key) and read back typed; its JSON is the text it was stored as,
+    conditions this wakelab does not know included, even ones named like the record's own fields."""
+    doc = variant(lab135_summary, started="2026-10-01T06:00:00Z",
+                  conditions={"cpu_threads": 1, "future_knob": [1, 2], "others": "x", "recorded": None})
+    key = history.figure_conditions(doc)
+    assert key is not None and key.busy_threads == 1 and key.placement == "any"
+    assert dict(key.others) == {"future_knob": [1, 2], "others": "x", "recorded": None}
+    db = str(tmp_path / "h.db")
+    history.record_run(doc, str(tmp_path), db)
+    [run] = history.list_runs(db)
+    with sqlite3.connect(db) as conn:
+        [(stored,)] = conn.execute("SELECT conditions_key FROM runs").fetchall()
+    conn.close()
+    assert run.facts.figure_conditions == key
+    assert canonical(run.facts.figure_conditions.to_dict()) == stored == canonical(json.loads(stored))
+
+
 def test_where_a_planted_delay_came_keys_the_history(lab135_summary) -> None:
     # A delay planted 200 µs after the notify and one planted at once are different experiments; a bundle
     # that does not say when planted it at once.
     late, prompt = (variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_delay_us=50, planted_after_us=after)
                     for after in (200, None))
-    assert history.figure_conditions(late)["planted_after_us"] == 200
-    assert history.figure_conditions(prompt)["planted_after_us"] == 0
-    assert history.figure_conditions(variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_after_us=200)).get(
-        "planted_after_us") is None  # no delay planted: when does not matter
+    assert history.figure_conditions(late).planted_after_us == 200
+    assert history.figure_conditions(prompt).planted_after_us == 0
+    unplanted = history.figure_conditions(variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_after_us=200))
+    assert "planted_after_us" not in unplanted.recorded  # no delay planted: when does not matter
 
 
 @pytest.mark.parametrize("change", [
@@ -810,16 +828,16 @@ def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_pat
     assert status == 0
     runs = history.list_runs(db)
     assert len(runs) == 4
-    keys = {json.dumps(r.figure_conditions, sort_keys=True) for r in runs}
+    keys = {json.dumps(r.facts.figure_conditions.to_dict(), sort_keys=True) for r in runs}
     assert len(keys) == 4  # same/split x 0/1 busy threads: four conditions, four keys
-    assert {(r.figure_conditions["placement"], r.figure_conditions["busy_threads"]) for r in runs} == {
+    assert {(r.facts.figure_conditions.placement, r.facts.figure_conditions.busy_threads) for r in runs} == {
         ("same", 0), ("same", 1), ("split", 0), ("split", 1)}
-    assert len({json.dumps(r.conditions, sort_keys=True) for r in runs}) == 2  # the conditions block alone cannot tell placement
+    assert len({json.dumps(r.facts.conditions, sort_keys=True) for r in runs}) == 2  # the conditions block alone cannot tell placement
 
     status, text, err = cli(capsys, "history", "--history", db, "--arm", "event")
     assert (status, err) == (0, "")
     rows = {line.split()[0]: line for line in text.splitlines()[2:6]}
-    by_cell = {os.path.basename(r.folder): str(r.id) for r in runs}
+    by_cell = {os.path.basename(r.facts.folder): str(r.id) for r in runs}
     assert "same CPU (" in rows[by_cell["same_threads0"]] and "no busy threads" in rows[by_cell["same_threads0"]]
     assert "split CPUs (notifier " in rows[by_cell["split_threads1"]] and "1 busy thread" in rows[by_cell["split_threads1"]]
     assert re.search(r"conditions \(every run\): closed loop, settle 1000 µs \+ random 0-2000 µs, \d+ repetitions?, no busy\s+processes,", text)
@@ -829,7 +847,7 @@ def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_pat
         other = str(tmp_path / name)
         status, text, err = cli(capsys, "history", action, "--history", other, out)
         assert (status, err) == (0, "")
-        assert {r.run_uuid: r.figure_conditions for r in history.list_runs(other)} == {r.run_uuid: r.figure_conditions for r in runs}
+        assert {r.run_uuid: r.facts.figure_conditions for r in history.list_runs(other)} == {r.run_uuid: r.facts.figure_conditions for r in runs}
     assert text.splitlines()[-1] == "history: %s" % other
     assert cli(capsys, "history", "import", "--history", other, out)[1].splitlines()[-2] == (
         "imported 4 runs (4 already recorded) from 1 machine")
@@ -843,7 +861,7 @@ def _insert_run(conn: sqlite3.Connection, doc: Dict[str, Any], folder: str, **co
     cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(names), ", ".join("?" * len(names))),
                        [getattr(row, name) for name in names])
     conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                     [(cur.lastrowid,) + arm.values() for arm in ArmRow.of_bundle(bundle)])
+                     [(cur.lastrowid,) + dataclasses.astuple(arm) for arm in ArmRow.of_bundle(bundle)])
 
 
 def _version_2_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None:
@@ -876,8 +894,8 @@ def test_a_version_2_history_is_migrated_and_its_runs_keyed_by_conditions(tmp_pa
     runs = history.list_runs(db)  # opening migrates
 
     assert [r.id for r in runs] == [2, 1]
-    assert [r.figure_conditions["placement"] for r in runs] == ["split", "same"]
-    assert [(r.cpu_count, r.imported_utc) for r in runs] == [(2, None), (2, None)]
+    assert [r.facts.figure_conditions.placement for r in runs] == ["split", "same"]
+    assert [(r.facts.cpu_count, r.imported_utc) for r in runs] == [(2, None), (2, None)]
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 4
@@ -905,7 +923,7 @@ def _version_3_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '3')")
         conn.execute("PRAGMA user_version = 3")
         for doc in docs:
-            key = {k: v for k, v in history.figure_conditions(doc).items() if k not in V4_FIELDS}
+            key = {k: v for k, v in history.figure_conditions(doc).to_dict().items() if k not in V4_FIELDS}
             _insert_run(conn, doc, folder, conditions_key=canonical(key))
         conn.execute("COMMIT")
     finally:
@@ -933,7 +951,7 @@ def test_a_version_3_history_is_migrated_and_its_keys_gain_the_build_and_repetit
         assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 2
     finally:
         conn.close()
-    assert [(r.figure_conditions["free_threaded"], r.figure_conditions["gil_enabled"], r.figure_conditions["repeat"]) for r in runs] == [
+    assert [(key.free_threaded, key.gil_enabled, key.repeat) for key in (r.facts.figure_conditions for r in runs)] == [
         (True, False, 1), (False, True, 1)]
     status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--json")
     assert (status, err) == (0, "")
@@ -1011,11 +1029,11 @@ def test_import_records_bundles_and_grid_cells_with_provenance_once(tmp_path, la
         "history: %s\n" % db
     )
     runs = {r.id: r for r in history.list_runs(db)}
-    assert {r.hostname for r in runs.values()} == {"ci-a", "ci-b", "ci-c"}
-    assert runs[3].imported_from == os.path.join(bundles["grid"], "cells", "same")
+    assert {r.facts.hostname for r in runs.values()} == {"ci-a", "ci-b", "ci-c"}
+    assert runs[3].facts.imported_from == os.path.join(bundles["grid"], "cells", "same")
     assert all(r.imported_by == (platform.node() or None) and r.imported_utc for r in runs.values())
-    assert (runs[1].cpu_model, runs[1].kernel, runs[1].cpu_count) == ("Test CPU @ 2.00GHz", "6.1.0-test", 2)
-    assert runs[3].figure_conditions != runs[4].figure_conditions
+    assert (runs[1].facts.cpu_model, runs[1].facts.kernel, runs[1].facts.cpu_count) == ("Test CPU @ 2.00GHz", "6.1.0-test", 2)
+    assert runs[3].facts.figure_conditions != runs[4].facts.figure_conditions
     before = read_bytes(db)
 
     # Again, and with a bundle given twice: nothing is added.
@@ -1040,9 +1058,9 @@ def test_import_keeps_the_first_provenance_and_dedups_old_bundles_by_folder_and_
     for expected in ("imported 2 runs (1 already recorded) from 2 machines", "imported 2 runs (2 already recorded) from 2 machines"):
         status, out, err = cli(capsys, "history", "import", "--history", db, local, old_folder)
         assert (status, err, out.splitlines()[-2]) == (0, "", expected)
-    runs = {r.hostname: r for r in history.list_runs(db)}
+    runs = {r.facts.hostname: r for r in history.list_runs(db)}
     assert runs["testbox"].imported_utc is None  # recorded here first: it stays a local run
-    assert runs["old-ci"].imported_from == old_folder and runs["old-ci"].run_uuid is None
+    assert runs["old-ci"].facts.imported_from == old_folder and runs["old-ci"].run_uuid is None
 
 
 def test_import_of_a_bad_bundle_is_one_line_exit_2_and_records_nothing(tmp_path, lab135_summary, capsys) -> None:
@@ -1176,7 +1194,7 @@ def test_host_filter_finds_imported_runs_and_grouping_options_exclude_each_other
     bundles = _fleet(tmp_path, lab135_summary)
     db = str(tmp_path / "h.db")
     assert cli(capsys, "history", "import", "--history", db, bundles["a"], bundles["grid"])[0] == 0
-    assert [r.hostname for r in history.list_runs(db, history.HistoryFilter(host="ci-c"))] == ["ci-c", "ci-c"]
+    assert [r.facts.hostname for r in history.list_runs(db, history.HistoryFilter(host="ci-c"))] == ["ci-c", "ci-c"]
     status, out, err = cli(capsys, "history", "--history", db, "--arm", "event", "--host", "ci-c", "--by-host")
     assert (status, err) == (0, "")
     assert out.splitlines()[1].startswith("host ci-c: ") and "ci-a" not in out

@@ -270,7 +270,7 @@ def test_a_version_1_history_is_migrated_keeping_rows_and_arms(tmp_path, lab135_
         cur = conn.execute("INSERT INTO runs (%s) VALUES (%s)" % (", ".join(columns), ", ".join("?" * len(columns))),
                            [getattr(row, c) for c in columns])
         conn.executemany("INSERT INTO arm_results VALUES (%s)" % ", ".join("?" * 17),
-                         [(cur.lastrowid,) + arm.values() for arm in ArmRow.of_bundle(evidence)])
+                         [(cur.lastrowid,) + dataclasses.astuple(arm) for arm in ArmRow.of_bundle(evidence)])
     conn.execute("COMMIT")
     arms_before = conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall()
     conn.close()
@@ -492,7 +492,7 @@ def test_a_disk_that_fills_mid_run_ends_it_cleanly(tmp_path, env) -> None:
         assert not [n for n in os.listdir(os.path.join(out, "samples")) if n.endswith(".tmp")]
         [run] = history.list_runs(env["WAKELAB_HISTORY"])
         assert run.complete is False and run.run_uuid == summary["run_id"] and run.arms_ok >= 1
-        statuses = [p.status for p in history.arm_trend("event", env["WAKELAB_HISTORY"])]
+        statuses = [p.figures.status for p in history.arm_trend("event", env["WAKELAB_HISTORY"])]
         assert statuses == ["ok"]
 
 

@@ -164,7 +164,7 @@ def test_sigterm_and_sighup_end_a_run_like_ctrl_c(tmp_path, signum, status) -> N
     assert arm["reason"] == "interrupted by %s" % signal.Signals(signum).name
     # The interrupted run is in the history, marked so.
     (row,) = history.list_runs(db)
-    assert (row.folder, row.complete, row.interrupted) == (os.path.realpath(out), False, True)
+    assert (row.facts.folder, row.complete, row.interrupted) == (os.path.realpath(out), False, True)
     show = subprocess.run([sys.executable, "-m", "wakelab", "show", out], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, PYTHONPATH=SRC))
     assert show.returncode == 0, show.stderr

@@ -8,6 +8,7 @@ runs, the second with a process spinning beside it, which it must name.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -23,7 +24,8 @@ import pytest
 from wakelab.analysis import run_conditions
 from wakelab.analysis.compare import ArmComparison, Judgement, RatioCI
 from wakelab.evidence.model import Bundle
-from wakelab.history import ArmPoint, figure_conditions
+from wakelab.history import ArmPoint, RunFacts, figure_conditions
+from wakelab.history.rows import ArmRow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src")
@@ -107,15 +109,18 @@ def test_cells_of_one_grid_and_copies_of_one_run_are_not_separate(tmp_path) -> N
 
 
 def point(doc: Dict[str, Any], started: str, p50_ns: float, **changes: Any) -> ArmPoint:
-    values: Dict[str, Any] = dict(
-        run_id=1, started_utc=started, lab_id="135", folder="/h/%s" % started, implementation="CPython",
-        python_version="3.11.7", free_threaded=False, gil_enabled=True, hostname="vm", conditions=None, arm="event",
-        family="threads", kind="latency", waiter="blocked", scope="cross-thread", status="ok", n=200, lost=0,
-        p50_ns=p50_ns, p90_ns=None, p99_ns=None, p99_9_ns=None, max_ns=None, mean_ns=None, ops_per_s=None,
-        figure_conditions=figure_conditions(doc), cpu_model="Xeon", kernel="6.1",
+    facts = RunFacts(
+        started_utc=started, lab_id="135", folder="/h/%s" % started, implementation="CPython", python_version="3.11.7",
+        free_threaded=False, gil_enabled=True, hostname="vm", cpu_model="Xeon", cpu_count=None, kernel="6.1", architecture=None,
+        machine_id=None, conditions=None, figure_conditions=figure_conditions(doc), imported_from=None,
     )
-    values.update(changes)
-    return ArmPoint(**values)
+    figures = ArmRow(position=0, arm="event", family="threads", kind="latency", waiter="blocked", scope="cross-thread", n=200,
+                     lost=0, p50_ns=p50_ns, p90_ns=None, p99_ns=None, p99_9_ns=None, max_ns=None, mean_ns=None, ops_per_s=None,
+                     status="ok")
+    of = {f.name for f in dataclasses.fields(RunFacts)}
+    facts = dataclasses.replace(facts, **{k: v for k, v in changes.items() if k in of})
+    figures = dataclasses.replace(figures, **{k: v for k, v in changes.items() if k not in of})
+    return ArmPoint(facts=facts, run_id=1, figures=figures)
 
 
 def arm(low: float, high: float, ratio: float = 1.2) -> ArmComparison:
@@ -135,7 +140,7 @@ def test_the_interval_is_widened_to_the_run_to_run_shift_of_identical_earlier_ru
     points += [
         point(doc, "2026-12-04T00:00:00Z", 90000.0),  # after both runs: not an earlier run
         point(doc, "2026-12-02T09:00:00Z", 90000.0, hostname="elsewhere"),  # another machine
-        point(doc, "2026-12-02T10:00:00Z", 90000.0, figure_conditions=dict(figure_conditions(doc), placement="same")),
+        point(doc, "2026-12-02T10:00:00Z", 90000.0, figure_conditions=dataclasses.replace(figure_conditions(doc), placement="same")),
         point(doc, "2026-12-02T11:00:00Z", 90000.0, status="failed"),
         point(doc, "2026-12-02T12:00:00Z", 90000.0, arm="pipe"),
     ]

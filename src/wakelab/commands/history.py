@@ -1,36 +1,21 @@
-"""``wakelab history``: the runs recorded so far, one arm's trend across them, and a fleet's runs.
+"""``wakelab history``: the runs recorded so far, one arm's trend across them, and recording bundles in it.
 
-``wakelab history`` lists runs, newest first; ``--arm NAME`` shows that arm's
-p50 and p99 in every recorded run (across interpreters and machines), with the
-conditions that change a figure (placement, load, switch interval, idle hold,
-loop, settle, planted delay, repetitions, the interpreter build) so that a
-same-CPU and a split run are told apart (``--json`` cuts the runs into
-``series``, one per set of conditions); ``--group host``
-(``--by-host``) or ``--group machine`` puts each machine's runs together.
-``wakelab history add RUN ...`` records existing bundles of this machine;
-``wakelab history import BUNDLE ...`` records bundles made elsewhere (other
-machines, CI artifacts), grids cell by cell, keeping where they came from.
-The database is ``wakelab.history``'s; see there for where it lives and how it
-stays safe.
-
-``add`` and ``import`` are all or nothing per invocation: every bundle is read
-and validated first (one that is not a valid bundle: one line, exit 2, nothing
-recorded), then every run is recorded in one transaction.
-
-Hostnames, lab ids, folders and the rest come from the evidence (or from the
-command line): the text output escapes every control character in them
-(:func:`wakelab.formatting.escape_text`); ``--json`` escapes them as JSON does.
-Filters and paths given on the command line that are not valid UTF-8 are
-refused by argparse (one line, exit 2): they are compared with, and stored as, text.
+What is shown (the runs, an arm's points, their groups by host or machine, the series of one set of conditions) is
+computed by :mod:`wakelab.history`; this module parses the arguments and places it. ``add`` and ``import`` are all or
+nothing: every bundle is read and validated first (one that is not valid: one line, exit 2, nothing recorded), then
+every run is recorded in one transaction.  Text from the evidence or the command line is escaped
+(:func:`wakelab.formatting.escape_text`; ``--json`` as JSON does); filters and paths that are not valid UTF-8 are
+refused by argparse: they are compared and stored as text.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value, utf8_text, whole_number
@@ -39,9 +24,9 @@ from wakelab.formatting import escape_text
 
 if TYPE_CHECKING:
     from wakelab.evidence.model import Bundle
-    from wakelab.history import ArmPoint, HistoryFilter, RecordResult, RunRecord
+    from wakelab.history import ArmPoint, HistoryFilter, RunRecord
     from wakelab.history.conditions import ConditionsKey
-    from wakelab.history.queries import RunFacts
+    from wakelab.history.queries import RunFacts, RunGroup
 
 LIMIT_RANGE = (1, 1_000_000)
 JSON_SCHEMA_VERSION = 1
@@ -86,52 +71,34 @@ def register(sub: Any) -> None:
     history.add_argument("--host", type=utf8_text(why=FILTER_AS_TEXT), metavar="HOST", help="only runs on this hostname")
     history.add_argument("--limit", type=whole_number(*LIMIT_RANGE), metavar="N", help="only the newest N runs")
     grouping = history.add_mutually_exclusive_group()
-    grouping.add_argument(
-        "--group", choices=GROUPS, metavar="{host,machine}",
-        help="put each machine's runs together: by hostname (host), or by CPU model, CPU count, kernel and "
-             "architecture (machine: for CI runners, whose hostnames change every job)",
-    )
+    grouping.add_argument("--group", choices=GROUPS, metavar="{host,machine}",
+                          help="put each machine's runs together: by hostname (host), or by CPU model, CPU count, kernel and "
+                               "architecture (machine: for CI runners, whose hostnames change every job)")
     grouping.add_argument("--by-host", dest="group", action="store_const", const="host", help="the same as --group host")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
     history.set_defaults(handler=cmd_history)
 
     actions = history.add_subparsers(dest="history_command", metavar="ACTION", parser_class=type(history))
-    add = actions.add_parser(
-        "add",
-        prog="wakelab history add",
-        help="record existing evidence bundles in the history",
-        description=(
-            "Record existing evidence bundles (or grid folders, cell by cell) in the history. A bundle already "
-            "recorded is not added twice. All or nothing: one bad RUN records none."
-        ),
-    )
-    add.add_argument("runs", nargs="+", metavar="RUN", type=path_value("a folder", RUN_AS_TEXT), help="an evidence folder, its summary.json, or a grid folder")
-    # SUPPRESS: an option given before 'add' is kept, not overwritten by this parser's default.
-    add.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
-    add.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was recorded as JSON")
-    add.set_defaults(handler=cmd_history_add)
-
-    imp = actions.add_parser(
-        "import",
-        prog="wakelab history import",
-        help="record bundles made on other machines (CI artifacts), keeping where they came from",
-        description=(
-            "Record evidence bundles made elsewhere -- other machines, CI artifacts -- in this history: single-run "
-            "bundles and grid folders (each cell). Each run keeps the machine facts of its own bundle (hostname, "
-            "CPU model and count, kernel) and notes where and when it was imported. A run is recognised by its "
-            "run id (a bundle older than run ids: by its folder and start time), so importing again adds nothing. "
-            "All or nothing: every BUNDLE is read and validated first, and one that is not a valid bundle records none."
-        ),
-    )
-    imp.add_argument("bundles", nargs="+", metavar="BUNDLE", type=path_value("a folder", RUN_AS_TEXT),
-                     help="an evidence folder, its summary.json, or a grid folder (matrix.json and cells/)")
-    imp.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS, help=HISTORY_HELP)
-    imp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was imported as JSON")
-    imp.set_defaults(handler=cmd_history_import)
-
-
-# ----------------------------------------------------------------------------------------------
-# Formatting
+    for name, metavar, handler, summary, description, what, done in (
+        ("add", "RUN", cmd_history_add, "record existing evidence bundles in the history",
+         "Record existing evidence bundles (or grid folders, cell by cell) in the history. A bundle already "
+         "recorded is not added twice. All or nothing: one bad RUN records none.",
+         "an evidence folder, its summary.json, or a grid folder", "recorded"),
+        ("import", "BUNDLE", cmd_history_import, "record bundles made on other machines (CI artifacts), keeping where they came from",
+         "Record evidence bundles made elsewhere -- other machines, CI artifacts -- in this history: single-run "
+         "bundles and grid folders (each cell). Each run keeps the machine facts of its own bundle (hostname, "
+         "CPU model and count, kernel) and notes where and when it was imported. A run is recognised by its "
+         "run id (a bundle older than run ids: by its folder and start time), so importing again adds nothing. "
+         "All or nothing: every BUNDLE is read and validated first, and one that is not a valid bundle records none.",
+         "an evidence folder, its summary.json, or a grid folder (matrix.json and cells/)", "imported"),
+    ):
+        action = actions.add_parser(name, prog="wakelab history " + name, help=summary, description=description)
+        action.add_argument("paths", nargs="+", metavar=metavar, type=path_value("a folder", RUN_AS_TEXT), help=what)
+        # SUPPRESS: an option given before the action is kept, not overwritten by this parser's default.
+        action.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS,
+                            help=HISTORY_HELP)
+        action.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was %s as JSON" % done)
+        action.set_defaults(handler=handler)
 
 
 def _date(utc: Optional[str]) -> str:
@@ -143,83 +110,46 @@ def _plural(count: int, word: str) -> str:
     return "%d %s" % (count, word if count == 1 else word + "s")
 
 
-def describe_machine(cpu_model: Optional[str], cpu_count: Optional[int], kernel: Optional[str], architecture: Optional[str]) -> str:
-    """``AMD EPYC, 2 CPUs, kernel 6.8.0, x86_64``: what a run's bundle says about its machine."""
-    parts = [cpu_model or "unknown CPU"]
-    if isinstance(cpu_count, int):
-        parts.append(_plural(cpu_count, "CPU"))
-    if kernel:
-        parts.append("kernel " + kernel)
-    if architecture:
-        parts.append(architecture)
-    return ", ".join(parts)
+def _groups(runs: Sequence[RunFacts], group: Optional[str]) -> Optional[List[RunGroup]]:
+    from wakelab.history import group_runs
+
+    return None if group is None else group_runs(runs, group)
 
 
-def _machine_of(record: RunFacts) -> str:
-    return describe_machine(record.cpu_model, record.cpu_count, record.kernel, record.architecture)
+def _title(runs: RunGroup, group: str) -> str:
+    count = _plural(len(runs.indices), "run")
+    if group == "host":
+        return "host %s: %s; %s" % (runs.name, "; ".join(runs.machines), count)
+    return "machine %s: %s on %s %s" % (runs.name, count, "host" if len(runs.hosts) == 1 else "hosts", ", ".join(runs.hosts))
 
 
-def _host_of(record: RunFacts) -> str:
-    return record.hostname or "(no hostname)"
-
-
-def _members(records: Sequence[RunFacts], group: str) -> List[Tuple[str, List[int]]]:
-    """(host or machine, indices into ``records``) for each host or machine, sorted by name; ``records`` keep their order."""
-    name_of = _host_of if group == "host" else _machine_of
-    members: Dict[str, List[int]] = {}
-    for index, record in enumerate(records):
-        members.setdefault(name_of(record), []).append(index)
-    return sorted(members.items())
-
-
-def _on(records: Sequence[RunFacts], group: Optional[str]) -> str:
-    """`` on 2 hosts`` (nothing when not grouped)."""
-    return "" if group is None else " on %s" % _plural(len(_members(records, group)), group)
-
-
-def _groups(records: Sequence[RunFacts], group: str) -> List[Tuple[str, List[int]]]:
-    """(title, indices into ``records``) for each host or machine, sorted by name."""
-    out = []
-    for name, indices in _members(records, group):
-        count = _plural(len(indices), "run")
-        if group == "host":
-            title = "host %s: %s; %s" % (name, "; ".join(sorted({_machine_of(records[i]) for i in indices})), count)
-        else:
-            hosts = sorted({_host_of(records[i]) for i in indices})
-            title = "machine %s: %s on %s %s" % (name, count, "host" if len(hosts) == 1 else "hosts", ", ".join(hosts))
-        out.append((title, indices))
-    return out
-
-
-def _group_docs(records: Sequence[RunFacts], group: str, ids: Sequence[int]) -> List[Dict[str, Any]]:
-    """``--json``'s groups: each host's or machine's name, hosts, machines and run ids."""
-    return [{"name": name, "hosts": sorted({_host_of(records[i]) for i in indices}),
-             "machines": sorted({_machine_of(records[i]) for i in indices}), "runs": [ids[i] for i in indices]}
-            for name, indices in _members(records, group)]
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int],
-           sections: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> List[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int], groups: Optional[Sequence[RunGroup]],
+           group: Optional[str]) -> List[str]:
     """:func:`~wakelab.report.text.format_table` with the columns in ``right`` right-aligned.
 
-    With ``sections`` (title, row indices), each section gets its title and
-    the header again; the column widths are shared, so the sections line up.
+    With ``groups``, each gets its title and the header again; the column widths are shared, so they line up.
     """
     from wakelab.report.text import format_table
 
     table = format_table(header, rows, right=right)
-    if sections is None:
+    if groups is None or group is None:
         return table
-    out = []
-    for title, indices in sections:
-        out += [escape_text(title), table[0]] + [table[1 + i] for i in indices]
-    return out
+    return [line for runs in groups for line in [escape_text(_title(runs, group)), table[0]] + [table[1 + i] for i in runs.indices]]
 
 
-def _run_cells(record: RunFacts, run_id: int, with_host: bool) -> List[str]:
-    """The cells that open a row of either table: the run, when, which lab, which interpreter, and where."""
-    cells = [str(run_id), _date(record.started_utc), record.lab_id or "-", record.interpreter_label]
-    return cells + [record.hostname or "-"] if with_host else cells
+def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: Sequence[int], group: Optional[str],
+             header: Sequence[str], rows: Sequence[List[str]], right: Set[int]) -> List[str]:
+    """A listing's title (around its count of runs) and table: each row opens with the run, when, which lab, which
+    interpreter and (unless grouped by host) the host, then ``rows``' cells, ``header`` naming them and ``right`` the
+    right-aligned ones."""
+    groups = _groups(runs, group)
+    with_host = group != "host"
+    opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
+    cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
+             + row for run, run_id, row in zip(runs, ids, rows)]
+    on = "" if groups is None or group is None else " on %s" % _plural(len(groups), group)  # " on 2 hosts"
+    lines = [escape_text(title[0] + _plural(len(runs), "run") + on + title[1])]
+    return lines + _table(opening + list(header), cells, {0} | {len(opening) + i for i in right}, groups, group)
 
 
 def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
@@ -228,26 +158,18 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
 
     if not runs:
         return "no runs recorded in %s\n" % escape_text(db_path)
-    with_host = group != "host"
     imported = any(run.imported_utc for run in runs)
     rows = []
     for run in runs:
-        row = _run_cells(run, run.id, with_host)
-        row.append("-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer)
+        row = ["-" if run.complete is None and not run.interrupted else run_state(run.complete, run.interrupted).answer]
         row.append(str(run.arms) if run.arms_ok == run.arms else "%d (%d ok)" % (run.arms, run.arms_ok))
         if imported:
             row.append(("imported " + run.imported_utc[:10]) if run.imported_utc else "-")
-        rows.append(row + [run.folder])
-    header = ["id", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else []) + ["complete", "arms"]
-    header += (["source"] if imported else []) + ["folder"]
-    title = "HISTORY %s: %s%s, newest first" % (db_path, _plural(len(runs), "run"), _on(runs, group))
-    sections = _groups(runs, group) if group is not None else None
-    lines = [escape_text(title)] + _table(header, rows, right={0, header.index("arms")}, sections=sections)
+        rows.append(row + [run.facts.folder])
+    header = ["complete", "arms"] + (["source"] if imported else []) + ["folder"]
+    lines = _listing(("HISTORY %s: " % db_path, ", newest first"), "id", [r.facts for r in runs], [r.id for r in runs], group,
+                     header, rows, {1})
     return escape_text("\n".join(lines), multiline=True) + "\n"
-
-
-# ----------------------------------------------------------------------------------------------
-# Conditions in words
 
 
 def _plain(value: Any) -> str:
@@ -329,55 +251,30 @@ _PHRASES: Tuple[Tuple[str, Callable[[ConditionsKey], Optional[str]]], ...] = (
 _ONLY_WHEN_VARYING = ("build",)
 
 
-def condition_phrases(key: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+def condition_phrases(key: Optional[ConditionsKey]) -> Dict[str, str]:
     """A conditions key (:func:`wakelab.history.figure_conditions`) in words: field -> phrase, in order.
 
-    ``{"placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "closed", "settle_us": 1000}``
-    gives ``split CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key
-    this wakelab does not know is written ``name value``.
+    ``{"placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "closed", "settle_us": 1000}`` gives ``split
+    CPUs (notifier 0, waiter 1)``, ``closed loop``, ``settle 1000 µs``; a key this wakelab does not know is written
+    ``name value``.
     """
-    from wakelab.history.conditions import ConditionsKey
-
-    if not key:
+    if key is None:
         return {}
-    typed = ConditionsKey.from_json(key)
-    phrases = {field: words(typed) for field, words in _PHRASES}
-    phrases.update((name, "%s %s" % (name, _plain(value))) for name, value in typed.others)
+    phrases = {field: words(key) for field, words in _PHRASES}
+    phrases.update((name, "%s %s" % (name, _plain(value))) for name, value in key.others)
     return {field: text for field, text in phrases.items() if text is not None}
 
 
 def _conditions_split(points: Sequence[ArmPoint]) -> Tuple[List[str], List[str], List[Dict[str, str]]]:
     """(fields that differ between runs, fields the same in every run, each point's phrases).
 
-    A field differs when its words differ between two runs, or when some run
-    does not record it (unknown is not the same as any value).
+    A field differs when its words differ between two runs, or when some run does not record it (unknown is not the
+    same as any value).
     """
-    phrases = [condition_phrases(p.figure_conditions) for p in points]
+    phrases = [condition_phrases(p.facts.figure_conditions) for p in points]
     fields = list(dict.fromkeys(f for ph in phrases for f in ph))
     varying = [f for f in fields if len({ph.get(f) for ph in phrases}) > 1]
     return varying, [f for f in fields if f not in varying], phrases
-
-
-def trend_series(points: Sequence[ArmPoint]) -> List[Dict[str, Any]]:
-    """The points cut into series, one per conditions key (:func:`wakelab.history.figure_conditions`), oldest first.
-
-    A trend is read along one series: two runs share one only when every
-    recorded condition that changes a figure (placement, load, loop, settle,
-    repetitions, the interpreter build ...) is the same, so a same-CPU and a
-    split run never do.  Points without a key (none recorded) are a series of
-    their own each: unknown is not the same as anything.
-    """
-    series: List[Dict[str, Any]] = []
-    by_key: Dict[str, Dict[str, Any]] = {}
-    for point in points:
-        key = point.figure_conditions
-        text = json.dumps(key, sort_keys=True) if key else None
-        if text is None or text not in by_key:
-            series.append({"conditions": key, "runs": []})
-            if text is not None:
-                by_key[text] = series[-1]
-        (by_key[text] if text is not None else series[-1])["runs"].append(point.run_id)
-    return series
 
 
 def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Optional[str] = None) -> str:
@@ -385,34 +282,29 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
     from wakelab.formatting import format_rate, format_us
     from wakelab.report.text import wrap
 
-    last = points[-1]
+    last = points[-1].figures
     rate = last.kind == "rate"
     waiter = "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None
     identity = ", ".join(part for part in (last.family, last.kind, waiter, last.scope) if part)
     unit = "ops/s is the median round" if rate else "times in µs"
-    lines = [escape_text("ARM %s (%s): %s%s, oldest first; %s" % (arm, identity, _plural(len(points), "run"), _on(points, group), unit))]
     varying, constant, phrases = _conditions_split(points)
-    with_host = group != "host"
-    header = ["run", "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
-    header += (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
+    header = (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
     rows = []
-    for p, words in zip(points, phrases):
-        row = _run_cells(p, p.run_id, with_host)
+    for point, words in zip(points, phrases):
+        p = point.figures
         if rate:
-            row.append(format_rate(p.ops_per_s))
+            row = [format_rate(p.ops_per_s)]
         else:
-            row += ["-" if p.n is None else str(p.n), "-" if p.lost is None else str(p.lost), format_us(p.p50_ns), format_us(p.p99_ns)]
+            row = ["-" if p.n is None else str(p.n), "-" if p.lost is None else str(p.lost), format_us(p.p50_ns), format_us(p.p99_ns)]
         if varying:
             row.append(", ".join(words[f] for f in varying if f in words) or "-")
         rows.append(row + ["" if p.status == "ok" else (p.status or "-")])
-    first_figure = 5 if with_host else 4
-    numeric = set(range(first_figure, first_figure + (1 if rate else 4)))
-    sections = _groups(points, group) if group is not None else None
-    lines += _table(header, rows, right={0} | numeric, sections=sections)
+    lines = _listing(("ARM %s (%s): " % (arm, identity), ", oldest first; %s" % unit), "run", [p.facts for p in points],
+                     [p.run_id for p in points], group, header, rows, set(range(1 if rate else 4)))
     constant = [f for f in constant if f not in _ONLY_WHEN_VARYING]
     if constant:
         lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
-    hosts = {p.hostname for p in points}
+    hosts = {p.facts.hostname for p in points}
     if len(hosts) > 1 or varying:
         spans = (["%d machines" % len(hosts)] if len(hosts) > 1 else []) + (["different conditions"] if varying else [])
         lines += [""] + wrap(
@@ -421,10 +313,6 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
             indent="",
         )
     return escape_text("\n".join(lines), multiline=True) + "\n"
-
-
-# ----------------------------------------------------------------------------------------------
-# Handlers
 
 
 def _filters(args: argparse.Namespace) -> HistoryFilter:
@@ -441,21 +329,25 @@ def _filters(args: argparse.Namespace) -> HistoryFilter:
     return HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
 
 
-def _dump(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+def _write_json(schema: str, db_path: str, **doc: object) -> int:
+    doc.update(schema="wakelab.history." + schema, schema_version=JSON_SCHEMA_VERSION, database=db_path)
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return EXIT_OK
 
 
-def _json_doc(name: str, db_path: str, records: Sequence[RunFacts], group: Optional[str], ids: Sequence[int], **more: Any) -> str:
+def _write_listing(schema: str, db_path: str, records: Sequence[Union[RunRecord, ArmPoint]], ids: Sequence[int],
+                   group: Optional[str], **more: object) -> int:
     """``--json`` of a listing: the records, and with ``group`` each host's or machine's runs."""
-    doc = {"schema": "wakelab.history." + name, "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-           "runs": [r.to_dict() for r in records], **more}
-    if group is not None:
-        doc.update(group_by=group, groups=_group_docs(records, group, ids))
-    return _dump(doc)
+    groups = _groups([r.facts for r in records], group)
+    if groups is not None:
+        more.update(group_by=group, groups=[{"name": g.name, "hosts": list(g.hosts), "machines": list(g.machines),
+                                             "runs": [ids[i] for i in g.indices]} for g in groups])
+    return _write_json(schema, db_path, runs=[r.to_dict() for r in records], **more)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from wakelab import history
+    from wakelab.core.registry import did_you_mean
 
     db_path = history.resolve_db_path(args.history)
     filters = _filters(args)
@@ -463,7 +355,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.arm is None:
         runs = history.list_runs(db_path, filters)
         if not runs and args.lab is not None:
-            from wakelab.core.registry import did_you_mean
             from wakelab.labs import CUSTOM_ID, all_labs
 
             known = [lab.id for lab in all_labs()] + [CUSTOM_ID] + [alias for lab in all_labs() for alias in lab.aliases]
@@ -471,24 +362,21 @@ def cmd_history(args: argparse.Namespace) -> int:
             if args.lab not in known and suggestion:
                 raise UsageError("no recorded run of lab %r (%s)" % (args.lab, suggestion))
         if args.json:
-            sys.stdout.write(_json_doc("runs", db_path, runs, group, [r.id for r in runs]))
-        else:
-            sys.stdout.write(format_runs(runs, db_path, group))
+            return _write_listing("runs", db_path, runs, [r.id for r in runs], group)
+        sys.stdout.write(format_runs(runs, db_path, group))
         return EXIT_OK
     points = history.arm_trend(args.arm, db_path, filters)
     if not points:
         known = history.recorded_arms(db_path)
         if known and args.arm not in known:
-            from wakelab.core.registry import did_you_mean
-
             suggestion = did_you_mean(args.arm, known)
             if suggestion:
                 raise UsageError("no recorded run has arm %r (%s); recorded arms: %s" % (args.arm, suggestion, ", ".join(known)))
             raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
     if args.json:
-        ids = [p.run_id for p in points]
-        sys.stdout.write(_json_doc("trend", db_path, points, group, ids, arm=args.arm, series=trend_series(points)))
-    elif points:
+        series = [s.to_dict() for s in history.trend_series(points)]
+        return _write_listing("trend", db_path, points, [p.run_id for p in points], group, arm=args.arm, series=series)
+    if points:
         sys.stdout.write(format_trend(args.arm, points, db_path, group))
     elif history.list_runs(db_path, history.HistoryFilter(limit=1)):
         sys.stdout.write("no recorded run of arm %s matches the filters\n" % escape_text(args.arm))
@@ -497,55 +385,35 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# ----------------------------------------------------------------------------------------------
-# Reading the bundles to record (add, import)
-
-
 def _not_a_bundle(given: str) -> EvidenceError:
     """The error for a folder that holds neither summary.json nor matrix.json (with a hint for a folder of bundles)."""
     from wakelab.evidence.bundle import SUMMARY_JSON
     from wakelab.evidence.load import MATRIX_JSON
 
     try:
-        inner = sorted(
-            name for name in os.listdir(given)
-            if os.path.lexists(os.path.join(given, name, SUMMARY_JSON)) or os.path.lexists(os.path.join(given, name, MATRIX_JSON))
-        )
+        inner = [name for name in os.listdir(given)
+                 if any(os.path.lexists(os.path.join(given, name, file)) for file in (SUMMARY_JSON, MATRIX_JSON))]
     except OSError:
         inner = []
-    hint = ""
-    if inner:
-        hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*"))
+    hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*")) if inner else ""
     return EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
 
 
 def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     """Every run in ``paths`` as a bundle (its ``source`` the path given), and how many grid cells never ran.
 
-    A path is a bundle folder, its summary.json, or a grid folder (each of
-    its cells that ran; a cell's folder must be inside the grid).  Every file
-    is read through the evidence loaders (regular files inside the bundle,
-    size caps, strict JSON, the schema).  Raises :class:`EvidenceError` at the
-    first path that is not a valid bundle.
+    A path is a bundle folder, its summary.json, or a grid folder (each of its cells that ran; a cell's folder must be
+    inside the grid).  Every file is read through the evidence loaders (regular files inside the bundle, size caps,
+    strict JSON, the schema).  Raises :class:`EvidenceError` at the first path that is not a valid bundle.
     """
-    from wakelab.evidence.load import (
-        is_grid_folder,
-        load_grid_index,
-        load_summary,
-        orphan_cells_error,
-        orphan_cells_folder,
-        resolve_summary_path,
-    )
+    from wakelab.evidence.load import (is_grid_folder, load_grid_index, load_summary, orphan_cells_error, orphan_cells_folder,
+                                       resolve_summary_path)
     from wakelab.evidence.model import Bundle
 
     found: List[Bundle] = []
     pending = 0
     for given in paths:
-        try:
-            exists = os.path.lexists(given)
-        except ValueError:  # a NUL byte
-            exists = False
-        if not exists:
+        if not os.path.lexists(given):  # False for a path with a NUL byte, too
             raise EvidenceError("%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % given)
         if is_grid_folder(given):
             index = load_grid_index(given)
@@ -561,72 +429,48 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     return found, pending
 
 
-_ACTIONS = ("added", "unchanged", "updated")
 _ACTION_WORDS = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:
-    from wakelab import history
-
-    db_path = history.resolve_db_path(args.history)
-    # Validate every bundle first, then record them in one transaction: one bad RUN records nothing.
-    bundles, _pending = read_bundles(args.runs)
-    results = history.record_runs([(bundle, None) for bundle in bundles], db_path)
-    if getattr(args, "json", False):
-        doc = {"schema": "wakelab.history.add", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-               "recorded": [{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results]}
-        sys.stdout.write(_dump(doc))
-        return EXIT_OK
-    for result in results:
-        sys.stdout.write("%s: %s\n" % (escape_text(result.folder), _ACTION_WORDS[result.action] % result.run_id))
-    sys.stdout.write("history: %s\n" % escape_text(db_path))
-    return EXIT_OK
-
-
-def format_import_summary(results: Sequence[RecordResult]) -> str:
-    """``imported 3 runs (1 already recorded) from 2 machines``: every run found, and what was there already.
-
-    Machines are told apart by hostname.
-    """
-    actions = [r.action for r in results]
-    notes = [text % actions.count(action) for action, text in (("unchanged", "%d already recorded"), ("updated", "%d updated"))
-             if action in actions]
-    return "imported %s%s from %s" % (
-        _plural(len(results), "run"), " (%s)" % ", ".join(notes) if notes else "", _plural(_machines(results), "machine"))
-
-
-def _machines(results: Sequence[RecordResult]) -> int:
-    return len({r.hostname or "" for r in results})
+    return _record(args, imported=False)
 
 
 def cmd_history_import(args: argparse.Namespace) -> int:
+    return _record(args, imported=True)
+
+
+def _record(args: argparse.Namespace, imported: bool) -> int:
+    """``add`` (runs of this machine) or ``import`` (runs made elsewhere, noting where from and when)."""
     import platform
 
     from wakelab import history
 
     db_path = history.resolve_db_path(args.history)
-    bundles, pending = read_bundles(args.bundles)
+    # Validate every bundle first, then record them in one transaction: one bad bundle records nothing.
+    bundles, pending = read_bundles(args.paths)
     when, by = history.utc_now(), platform.node() or None
-    provenance = [history.Provenance(imported_from=os.path.abspath(b.folder), imported_utc=when, imported_by=by) for b in bundles]
+    provenance = [history.Provenance(os.path.abspath(b.folder), when, by) if imported else None for b in bundles]
     results = history.record_runs(list(zip(bundles, provenance)), db_path)
-    line = format_import_summary(results)
+    json_out = getattr(args, "json", False)
+    if not imported:
+        if json_out:
+            return _write_json("add", db_path, recorded=[{"run_id": r.run_id, "action": r.action, "folder": r.folder} for r in results])
+        sys.stdout.writelines("%s: %s\n" % (escape_text(r.folder), _ACTION_WORDS[r.action] % r.run_id) for r in results)
+        sys.stdout.write("history: %s\n" % escape_text(db_path))
+        return EXIT_OK
+    counts = history.RecordCounts.of(results)
+    notes = [text % n for n, text in ((counts.unchanged, "%d already recorded"), (counts.updated, "%d updated")) if n]
+    line = "imported %s%s from %s" % (_plural(counts.runs, "run"), " (%s)" % ", ".join(notes) if notes else "",
+                                      _plural(counts.machines, "machine"))
     if pending:
         line += "; %s of a grid never ran" % _plural(pending, "cell")
-    if getattr(args, "json", False):
-        actions = [r.action for r in results]
-        counts = dict({a: actions.count(a) for a in _ACTIONS}, runs=len(results), machines=_machines(results), pending_cells=pending)
-        doc = {
-            "schema": "wakelab.history.import", "schema_version": JSON_SCHEMA_VERSION, "database": db_path,
-            "imported_utc": when, "imported_by": by, "summary": line, "counts": counts,
-            "imported": [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname,
-                          "folder": r.folder, "imported_from": p.imported_from, "given": b.source}
-                         for r, b, p in zip(results, bundles, provenance)],
-        }
-        sys.stdout.write(_dump(doc))
-        return EXIT_OK
-    for result in results:
-        sys.stdout.write("%s (%s): %s\n" % (escape_text(result.folder), escape_text(result.hostname or "no hostname"),
-                                            _ACTION_WORDS[result.action] % result.run_id))
-    sys.stdout.write(line + "\n")
-    sys.stdout.write("history: %s\n" % escape_text(db_path))
+    if json_out:
+        done = [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname, "folder": r.folder,
+                 "imported_from": p.imported_from if p else None, "given": b.source} for r, b, p in zip(results, bundles, provenance)]
+        return _write_json("import", db_path, imported_utc=when, imported_by=by, summary=line, imported=done,
+                           counts=dict(dataclasses.asdict(counts), pending_cells=pending))
+    sys.stdout.writelines("%s (%s): %s\n" % (escape_text(r.folder), escape_text(r.hostname or "no hostname"),
+                                              _ACTION_WORDS[r.action] % r.run_id) for r in results)
+    sys.stdout.write("%s\nhistory: %s\n" % (line, escape_text(db_path)))
     return EXIT_OK

@@ -1,27 +1,24 @@
 """The conditions a figure depends on: the key that cuts the history into series.
 
-Why a key of its own: summary.json's ``conditions`` block holds the load and the idle hold, but
-the placement, the loop, the settle and the planted delay are ``parameters``; two runs that
-differ only there (a same-CPU cell and a split cell of one grid: p50 5.6 against 26.5 µs) had
-equal ``conditions`` and were shown as one series.  The key gathers every recorded condition
-that changes what a wake costs, and leaves out what only changes how precisely it is known
-(n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not
-record is left out of the key, not guessed: "unknown" is not "none".  Two exceptions, both facts
-of the bundle's age rather than guesses: a bundle without ``execution.repeat`` measured each arm
-once (repetitions came later), and a bundle without ``PYTHON_GIL`` ran without it set.
+Why a key of its own: summary.json's ``conditions`` block holds the load and the idle hold, but the placement, the
+loop, the settle and the planted delay are ``parameters``; two runs that differ only there (a same-CPU cell and a
+split cell of one grid: p50 5.6 against 26.5 µs) had equal ``conditions`` and were shown as one series.  The key
+gathers every recorded condition that changes what a wake costs, and leaves out what only changes how precisely it is
+known (n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not record is left out of
+the key, not guessed: "unknown" is not "none".  Two exceptions, both facts of the bundle's age rather than guesses: a
+bundle without ``execution.repeat`` measured each arm once (repetitions came later), and a bundle without
+``PYTHON_GIL`` ran without it set.
 
-The interpreter that measured is part of the key too (schema 4): the interpreter column shows
-"CPython 3.13.5t", but a GIL build and a free-threaded one, PYTHON_GIL=1 or not, a debug build or
-two builds of one version are different wake paths, and a series of one must not continue into
-the other.
+The interpreter that measured is part of the key too (schema 4): the interpreter column shows "CPython 3.13.5t", but a
+GIL build and a free-threaded one, PYTHON_GIL=1 or not, a debug build or two builds of one version are different wake
+paths, and a series of one must not continue into the other.
 
-The values come through the evidence model's typed sections (:class:`~wakelab.evidence.model.Bundle`);
-whether a field is there at all is read from the sections as recorded, because the key must tell a
-field the summary leaves out from one it records as null (``switch_interval_s`` null is the
-interpreter's default), must not take the model's display defaults for an interpreter that does not
-say, and keeps the ``conditions`` this wakelab does not know.  It also reads the stored summaries of
-older databases (their keys are recomputed when the schema changes), so it accepts any JSON object.
-:class:`ConditionsKey` is a key read back, typed.
+The values come through the evidence model's typed sections (:class:`~wakelab.evidence.model.Bundle`); whether a field
+is there at all is read from the sections as recorded, because the key must tell a field the summary leaves out from
+one it records as null (``switch_interval_s`` null is the interpreter's default), must not take the model's display
+defaults for an interpreter that does not say, and keeps the ``conditions`` this wakelab does not know.  It also reads
+the stored summaries of older databases (their keys are recomputed when the schema changes), so it accepts any JSON
+object. :class:`ConditionsKey` is a key read back, typed.
 """
 
 from __future__ import annotations
@@ -31,42 +28,32 @@ import json
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from wakelab.evidence.model import Bundle
-from wakelab.evidence.sections import Execution, Parameters
+from wakelab.evidence.sections import Conditions, Parameters
 
-_KNOWN_CONDITIONS = ("cpu_threads", "cpu_procs", "applied_cpu_procs", "switch_interval_s", "idle_hold", "applied_idle_hold")
-# key field <- the conditions recorded as applied, else as requested.
-_APPLIED_CONDITIONS = (("busy_procs", "applied_cpu_procs", "cpu_procs"), ("idle_hold", "applied_idle_hold", "idle_hold"))
+# key field <- the first of these conditions recorded (as applied, else as requested).
+_CONDITION_FIELDS = (("busy_threads", ("cpu_threads",)), ("busy_procs", ("applied_cpu_procs", "cpu_procs")),
+                     ("idle_hold", ("applied_idle_hold", "idle_hold")), ("switch_interval_s", ("switch_interval_s",)))
+_KNOWN_CONDITIONS = frozenset(field for _, fields in _CONDITION_FIELDS for field in fields)
 # summary.json interpreter field -> conditions key field, for the facts of the build that change a wake.
-_INTERPRETER_KEYS = (
-    ("implementation", "implementation"),
-    ("version", "python_version"),
-    ("free_threaded_build", "free_threaded"),
-    ("gil_enabled", "gil_enabled"),
-    ("debug_build", "debug_build"),
-    ("build", "build"),
-)
+_INTERPRETER_KEYS = (("implementation", "implementation"), ("version", "python_version"), ("free_threaded_build", "free_threaded"),
+                     ("gil_enabled", "gil_enabled"), ("debug_build", "debug_build"), ("build", "build"))
 # Repetitions of a bundle that does not say: it measured each arm once.
 REPEAT_WHEN_ABSENT = 1
-
-
-def section(summary: Mapping[str, Any], name: str) -> Optional[Mapping[str, Any]]:
-    """summary.json's section ``name`` as recorded (None: absent, or not a JSON object)."""
-    value = summary.get(name)
-    return value if isinstance(value, dict) else None
 
 
 def _word(value: Any, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def _parameters_key(parameters: Parameters, recorded: FrozenSet[str]) -> Dict[str, Any]:
-    """The parameters' part of the key; ``recorded``: the fields ``parameters`` records (null ones too)."""
-    key: Dict[str, Any] = {"placement": _word(parameters.placement, "any")}
-    if key["placement"] != "any":
+def _parameters_key(parameters: Parameters, recorded: Mapping[str, object]) -> Dict[str, object]:
+    """The parameters' part of the key; ``recorded``: the section as recorded (null fields too)."""
+    placement, loop = _word(parameters.placement, "any"), _word(parameters.mode, "closed")  # before open loop: closed
+    key: Dict[str, object] = {"placement": placement}
+    if placement != "any":
         cpus = (("notifier_cpu", parameters.notifier_cpu), ("waiter_cpu", parameters.waiter_cpu))
         key.update((name, cpu) for name, cpu in cpus if cpu is not None)
-    key["loop"] = _word(parameters.mode, "closed")  # before open loop, every run was closed
-    if key["loop"] != "closed" and "interval_us" in recorded:
+    key["loop"] = loop
+    if loop != "closed" and "interval_us" in recorded:
         key["interval_us"] = parameters.interval_us
     if "settle_us" in recorded:
         key["settle_us"] = parameters.settle_us
@@ -78,74 +65,55 @@ def _parameters_key(parameters: Parameters, recorded: FrozenSet[str]) -> Dict[st
     return key
 
 
-def _repeat(execution: Execution, parameters: Mapping[str, Any]) -> Any:
-    """summary.json ``execution.repeat`` (older names in ``parameters`` accepted), 1 when absent."""
-    if execution.repeat is not None:
-        return execution.repeat
-    for name in ("repeat", "repetitions"):
-        if parameters.get(name) is not None:
-            return parameters[name]
-    return REPEAT_WHEN_ABSENT
+def _repeat(bundle: Bundle) -> object:
+    """summary.json ``execution.repeat`` (older bundles: ``parameters`` repeat or repetitions), 1 when absent."""
+    parameters = bundle.recorded("parameters")
+    said = [bundle.execution.repeat] + [parameters.get(name) for name in ("repeat", "repetitions")]
+    return next((n for n in said if n is not None), REPEAT_WHEN_ABSENT)
 
 
-def _conditions_key(conditions: Mapping[str, Any]) -> Dict[str, Any]:
-    key: Dict[str, Any] = {}
-    if "cpu_threads" in conditions:
-        key["busy_threads"] = conditions["cpu_threads"]
-    for name, applied, requested in _APPLIED_CONDITIONS:
-        for field in (applied, requested):
-            if field in conditions:
-                key[name] = conditions[field]
-                break
-    if "switch_interval_s" in conditions:
-        key["switch_interval_s"] = conditions["switch_interval_s"]
-    key.update((name, conditions[name]) for name in sorted(conditions) if name not in _KNOWN_CONDITIONS)
+def _conditions_key(conditions: Conditions) -> Dict[str, object]:
+    recorded = conditions.recorded
+    key: Dict[str, object] = {}
+    for name, fields in _CONDITION_FIELDS:
+        field = next((f for f in fields if f in recorded), None)
+        if field is not None:
+            key[name] = recorded[field]
+    key.update((name, recorded[name]) for name in sorted(recorded) if name not in _KNOWN_CONDITIONS)
     return key
 
 
-def figure_conditions(summary: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    """The conditions of a run that change its figures, as a flat JSON object (None: none recorded).
+def figure_conditions(summary: Mapping[str, Any]) -> Optional[ConditionsKey]:
+    """The conditions of a run that change its figures (see :class:`ConditionsKey`; None: none recorded).
 
-    Keys, each present only when the summary records it:
-    ``placement`` (any / same / split) with ``notifier_cpu`` and ``waiter_cpu``
-    when pinned; ``loop`` (closed / open) with ``interval_us`` for an open
-    loop; ``settle_us``, and ``settle_jitter_us`` when the settle had a random
-    part; ``planted_delay_us`` and ``planted_after_us`` when a
-    delay was planted; ``repeat`` (repetitions per arm: summary.json
-    ``execution.repeat``, 1 when the bundle does not say); ``busy_threads``;
-    ``busy_procs`` and ``idle_hold`` as applied (the request when nothing says
-    what was applied); ``switch_interval_s`` (None: the interpreter's
-    default); ``execution`` (workers / in-process); and the interpreter
-    build: ``implementation``, ``python_version``, ``free_threaded``,
-    ``gil_enabled``, ``debug_build``, ``build`` as recorded, and
-    ``python_gil`` when ``PYTHON_GIL`` was set.  Keys of ``conditions``
-    that this wakelab does not know are kept as they are, so that a newer
-    condition still tells runs apart.
+    A field is there only when the summary records it, with two facts of a bundle's age: ``repeat`` is 1 when the
+    bundle does not say, and ``python_gil`` is there only when ``PYTHON_GIL`` was set. Conditions this wakelab does
+    not know are kept as they are, so that a newer one still tells runs apart.
     """
     bundle = Bundle(source="", folder="", summary=summary)
-    parameters, execution = (section(summary, name) for name in ("parameters", "execution"))
+    present = {name for name in ("parameters", "execution", "interpreter") if isinstance(summary.get(name), dict)}
     # The order matters where an unknown condition shares a name with a known field: the later one wins.
-    key: Dict[str, Any] = _parameters_key(bundle.parameters, frozenset(parameters)) if parameters is not None else {}
-    if parameters is not None or execution is not None:
-        key["repeat"] = _repeat(bundle.execution, parameters or {})
-    key.update(_conditions_key(bundle.conditions.recorded))
+    key = _parameters_key(bundle.parameters, bundle.recorded("parameters")) if "parameters" in present else {}
+    if present & {"parameters", "execution"}:
+        key["repeat"] = _repeat(bundle)
+    key.update(_conditions_key(bundle.conditions))
     if isinstance(bundle.execution.mode, str):
         key["execution"] = bundle.execution.mode
-    if section(summary, "interpreter") is not None:
+    if "interpreter" in present:
         interpreter = bundle.interpreter
         key.update((name, interpreter.as_recorded(field)) for field, name in _INTERPRETER_KEYS
                    if interpreter.as_recorded(field) is not None)
         if isinstance(interpreter.python_gil_env, str) and interpreter.python_gil_env:
             key["python_gil"] = interpreter.python_gil_env
-    return key or None
+    return ConditionsKey.from_json(key) if key else None
 
 
 @dataclasses.dataclass(frozen=True)
 class ConditionsKey:
-    """A conditions key read back (a run's ``figure_conditions``), a field per condition it can hold.
+    """The conditions that change a run's figures, a field per condition (the key that cuts the history into series).
 
-    A field the key does not hold is None, and so is one it holds as null (``switch_interval_s``:
-    the interpreter's default): ``recorded`` names the fields it holds, so that the two are told apart.
+    A field the key does not hold is None, and so is one it holds as null (``switch_interval_s``: the interpreter's
+    default): ``recorded`` names the fields it holds, so that the two are told apart.
     """
 
     recorded: FrozenSet[str] = frozenset()
@@ -160,11 +128,11 @@ class ConditionsKey:
     planted_after_us: Any = None
     repeat: Any = None  # repetitions per arm
     busy_threads: Any = None
-    busy_procs: Any = None
+    busy_procs: Any = None  # busy_procs and idle_hold as applied (the request when nothing says what was)
     switch_interval_s: Any = None
     idle_hold: Any = None
     execution: Any = None  # workers or in-process
-    implementation: Any = None
+    implementation: Any = None  # the interpreter build, as recorded
     python_version: Any = None
     free_threaded: Any = None
     gil_enabled: Any = None
@@ -175,24 +143,27 @@ class ConditionsKey:
     others: Tuple[Tuple[str, Any], ...] = ()
 
     @classmethod
-    def from_json(cls, key: Mapping[str, Any]) -> "ConditionsKey":
+    def from_json(cls, key: Mapping[str, object]) -> "ConditionsKey":
         known = {field.name for field in dataclasses.fields(cls)} - {"recorded", "others"}
         return cls(recorded=frozenset(key), others=tuple(sorted((n, v) for n, v in key.items() if n not in known)),
                    **{name: value for name, value in key.items() if name in known})
 
+    def to_dict(self) -> Dict[str, object]:
+        """The key as JSON holds it (the history's ``runs.conditions_key``, ``--json``'s ``figure_conditions``)."""
+        others = dict(self.others)
+        return {name: others[name] if name in others else getattr(self, name) for name in sorted(self.recorded)}
 
-def canonical(value: Any) -> str:
+
+def canonical(value: object) -> str:
     """``value`` as the history stores JSON: sorted keys, no spaces, no NaN (raises ValueError or TypeError)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def conditions_key(summary: Mapping[str, Any]) -> Optional[str]:
+def conditions_key(bundle: Bundle) -> Optional[str]:
     """The ``runs.conditions_key`` column: :func:`figure_conditions` as canonical JSON (None: none recorded)."""
-    key = figure_conditions(summary)
+    key = figure_conditions(bundle.summary)
     try:
-        return canonical(key) if key is not None else None
+        return canonical(key.to_dict()) if key is not None else None
     except (TypeError, ValueError):
         return None
 
-
-__all__ = ["REPEAT_WHEN_ABSENT", "ConditionsKey", "canonical", "conditions_key", "figure_conditions", "section"]

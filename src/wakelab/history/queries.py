@@ -1,17 +1,17 @@
 """Reading the history: the runs recorded, one arm across them, and the arms it knows.
 
-Every query reads only (a missing database is an empty history) and returns typed, frozen
-records; ``wakelab history`` lays them out, ``wakelab compare`` reads an arm's earlier runs.
+Every query reads only (a missing database is an empty history) and returns typed, frozen records; ``wakelab history``
+lays them out, ``wakelab compare`` reads an arm's earlier runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from wakelab.evidence.model import Interpreter
+from wakelab.history.conditions import ConditionsKey
 from wakelab.history.rows import ArmRow
 from wakelab.history.store import BUSY_TIMEOUT_S, read
 
@@ -27,26 +27,17 @@ class HistoryFilter:
     host: Optional[str] = None
     limit: Optional[int] = None
 
-    def where(self) -> Tuple[str, List[Any]]:
-        clauses: List[str] = []
-        params: List[Any] = []
-        if self.lab is not None:
-            clauses.append("runs.lab_id = ?")
-            params.append(self.lab)
+    def where(self) -> Tuple[str, List[object]]:
+        equal = [(column, value) for column, value in (("lab_id", self.lab), ("hostname", self.host)) if value is not None]
+        clauses = ["runs.%s = ?" % column for column, _ in equal]
+        params: List[object] = [value for _, value in equal]
         if self.python is not None:
-            version = self.python
-            if version.endswith("t"):  # python3.13t: the free-threaded build
-                version = version[:-1]
+            version = self.python[:-1] if self.python.endswith("t") else self.python
+            if version != self.python:  # python3.13t: the free-threaded build
                 clauses.append("runs.free_threaded = 1")
             clauses.append("(runs.python_version = ? OR substr(runs.python_version, 1, ?) = ?)")
             params += [version, len(version) + 1, version + "."]
-        if self.host is not None:
-            clauses.append("runs.hostname = ?")
-            params.append(self.host)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-    def limited(self, sql: str) -> str:
-        return sql if self.limit is None else sql + " LIMIT %d" % int(self.limit)
 
 
 def interpreter_label(implementation: Optional[str], version: Optional[str], free_threaded: Optional[bool],
@@ -58,11 +49,14 @@ def interpreter_label(implementation: Optional[str], version: Optional[str], fre
                        gil_enabled=gil_enabled).label.strip()
 
 
+@dataclasses.dataclass(frozen=True)
 class RunFacts:
-    """What a run record and an arm point both say about the run: when, which lab, its interpreter and its machine."""
+    """What a run record and an arm point both say about the run: when, where, which lab, its interpreter,
+    its machine and its conditions."""
 
     started_utc: str
     lab_id: Optional[str]
+    folder: str
     implementation: Optional[str]
     python_version: Optional[str]
     free_threaded: Optional[bool]
@@ -72,87 +66,76 @@ class RunFacts:
     cpu_count: Optional[int]
     kernel: Optional[str]
     architecture: Optional[str]
+    machine_id: Optional[str]
+    conditions: Optional[Any]  # summary.json conditions as stored (its text, when edited by hand into something else)
+    figure_conditions: Optional[ConditionsKey]  # None: none recorded
+    imported_from: Optional[str]  # provenance of a run from 'wakelab history import' (None: measured here)
 
     @property
     def interpreter_label(self) -> str:
         """``CPython 3.13.5 free-threaded (GIL off)``; ``?`` when the run does not say."""
         return interpreter_label(self.implementation, self.python_version, self.free_threaded, self.gil_enabled)
 
-    def to_dict(self) -> Dict[str, Any]:
-        """The record as ``wakelab history --json`` writes it."""
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+    @property
+    def machine(self) -> str:
+        """``AMD EPYC, 2 CPUs, kernel 6.8.0, x86_64``: what the run's bundle says about its machine."""
+        count = self.cpu_count
+        cpus = "%d CPU%s" % (count, "" if count == 1 else "s") if isinstance(count, int) else None
+        kernel = "kernel " + self.kernel if self.kernel else None
+        return ", ".join(part for part in (self.cpu_model or "unknown CPU", cpus, kernel, self.architecture) if part)
+
+    @property
+    def host(self) -> str:
+        return self.hostname or "(no hostname)"
+
+
+class _Flat:
+    def to_dict(self) -> Dict[str, object]:
+        """The record as ``wakelab history --json`` writes it: one flat object (an arm's place in its run left out)."""
+        out: Dict[str, object] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if isinstance(value, (RunFacts, ArmRow)):
+                out.update((k, v) for k, v in _Flat.to_dict(value).items() if k != "position")  # type: ignore[arg-type]
+            else:
+                out[field.name] = value.to_dict() if isinstance(value, ConditionsKey) else value
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
-class RunRecord(RunFacts):
+class RunRecord(_Flat):
     """One recorded run, as ``wakelab history`` lists it."""
 
+    facts: RunFacts
     id: int
-    started_utc: str
     recorded_utc: str
-    lab_id: Optional[str]
-    folder: str
     complete: Optional[bool]
-    implementation: Optional[str]
-    python_version: Optional[str]
-    free_threaded: Optional[bool]
-    gil_enabled: Optional[bool]
-    hostname: Optional[str]
-    cpu_model: Optional[str]
-    kernel: Optional[str]
+    interrupted: Optional[bool]  # ended by Ctrl-C or a signal (what was measured is kept)
+    run_uuid: Optional[str]  # summary.json run_id (None: recorded from an older bundle)
     arms: int
     arms_ok: int
-    conditions: Optional[Any]
-    run_uuid: Optional[str] = None  # summary.json run_id (None: recorded from an older bundle)
-    interrupted: Optional[bool] = None  # ended by Ctrl-C or a signal (what was measured is kept)
-    architecture: Optional[str] = None
-    cpu_count: Optional[int] = None
-    machine_id: Optional[str] = None
-    figure_conditions: Optional[Dict[str, Any]] = None  # see figure_conditions() (None: none recorded)
-    imported_utc: Optional[str] = None  # provenance of a run from 'wakelab history import' (None: measured here)
-    imported_from: Optional[str] = None
-    imported_by: Optional[str] = None
+    imported_utc: Optional[str]
+    imported_by: Optional[str]
 
 
 @dataclasses.dataclass(frozen=True)
-class ArmPoint(RunFacts):
+class ArmPoint(_Flat):
     """One arm's figures in one recorded run (ns; ops/s for rate arms)."""
 
+    facts: RunFacts
     run_id: int
-    started_utc: str
-    lab_id: Optional[str]
-    folder: str
-    implementation: Optional[str]
-    python_version: Optional[str]
-    free_threaded: Optional[bool]
-    gil_enabled: Optional[bool]
-    hostname: Optional[str]
-    conditions: Optional[Any]
-    arm: str
-    family: Optional[str]
-    kind: Optional[str]
-    waiter: Optional[str]
-    scope: Optional[str]
-    status: Optional[str]
-    n: Optional[int]
-    lost: Optional[int]
-    p50_ns: Optional[float]
-    p90_ns: Optional[float]
-    p99_ns: Optional[float]
-    p99_9_ns: Optional[float]
-    max_ns: Optional[float]
-    mean_ns: Optional[float]
-    ops_per_s: Optional[float]
-    figure_conditions: Optional[Dict[str, Any]] = None  # see figure_conditions() (None: none recorded)
-    cpu_model: Optional[str] = None
-    cpu_count: Optional[int] = None
-    kernel: Optional[str] = None
-    architecture: Optional[str] = None
-    machine_id: Optional[str] = None
-    imported_from: Optional[str] = None  # None: recorded where it was measured
+    figures: ArmRow
+
+    def __getattr__(self, name: str) -> Any:
+        # Flat reads (point.hostname, point.p50_ns) for analysis.run_conditions.level_shifts, until it reads .facts and .figures.
+        if name in _RUN_FACTS:
+            return getattr(self.facts, name)
+        if name in _ARM_COLUMNS:
+            return getattr(self.figures, name)
+        raise AttributeError(name)
 
 
-def _bool(value: Any) -> Optional[bool]:
+def _bool(value: object) -> Optional[bool]:
     return None if value is None else bool(value)
 
 
@@ -165,80 +148,127 @@ def _loads(text: Optional[str]) -> Optional[Any]:
         return text
 
 
-def _key(text: Optional[str]) -> Optional[Dict[str, Any]]:
-    """A stored conditions key as an object (one edited by hand into something else: None)."""
+def _as_stored(value: R) -> R:
+    return value
+
+
+def _key(text: Optional[str]) -> Optional[ConditionsKey]:
+    """A stored conditions key, typed (one edited by hand into something that is not an object: None)."""
     value = _loads(text)
-    return value if isinstance(value, dict) else None
+    return ConditionsKey.from_json(value) if isinstance(value, dict) else None
 
 
-# How a record's field is read from its columns: the SQL (default ``runs.<field>``) and what
+# How a record's field is read from its columns: the SQL (default ``<table>.<field>``) and what
 # turns the stored value into the field's (default: as stored).
 _SQL = {
     "id": "runs.id", "run_id": "runs.id", "conditions": "runs.conditions_json", "figure_conditions": "runs.conditions_key",
     "arms": "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id)",
     "arms_ok": "(SELECT count(*) FROM arm_results a WHERE a.run_id = runs.id AND a.status = 'ok')",
 }
-_ARM_COLUMNS = frozenset(field.name for field in dataclasses.fields(ArmRow))
 _READ: Mapping[str, Callable[[Any], Any]] = {
     "complete": _bool, "interrupted": _bool, "free_threaded": _bool, "gil_enabled": _bool,
     "conditions": _loads, "figure_conditions": _key,
 }
+_RUN_FACTS = frozenset(field.name for field in dataclasses.fields(RunFacts))
+_ARM_COLUMNS = frozenset(field.name for field in dataclasses.fields(ArmRow))
+# The records a record holds whole (by their annotation), and the table of their columns.
+_PARTS: Mapping[object, Tuple[type, str]] = {"RunFacts": (RunFacts, "runs"), "ArmRow": (ArmRow, "arm_results")}
 
 
-def _select(record: Type[R]) -> Tuple[str, Callable[[Tuple[Any, ...]], R]]:
-    """``SELECT`` the columns of ``record``'s fields, and the function that turns a result row into a record."""
-    names = [field.name for field in dataclasses.fields(record)]  # type: ignore[arg-type]
-    sql = ", ".join(_SQL.get(name, ("arm_results.%s" if name in _ARM_COLUMNS else "runs.%s") % name) for name in names)
+def _select(record: Type[R], table: str = "runs") -> Tuple[List[str], Callable[[Iterator[Any]], R]]:
+    """The columns of ``record``'s fields (those of a record it holds: theirs), and the function that
+    reads a record off a result row's values."""
+    parts: List[Tuple[str, Any]] = [(field.name, _select(*_PARTS[field.type]) if field.type in _PARTS else None)
+             for field in dataclasses.fields(record)]  # type: ignore[arg-type]
+    sql = [c for name, part in parts for c in (part[0] if part else [_SQL.get(name, "%s.%s" % (table, name))])]
 
-    def build(row: Tuple[Any, ...]) -> R:
-        return record(**{name: _READ[name](value) if name in _READ else value for name, value in zip(names, row)})
+    def build(values: Iterator[Any]) -> R:
+        return record(**{name: part[1](values) if part else _READ.get(name, _as_stored)(next(values)) for name, part in parts})
 
-    return "SELECT " + sql, build
+    return sql, build
 
 
-def list_runs(
-    db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *, timeout_s: float = BUSY_TIMEOUT_S
-) -> List[RunRecord]:
+def _query(record: Type[R], source: str, order: str, filters: HistoryFilter, db_path: Optional[str], timeout_s: float,
+           *also: Tuple[str, object]) -> List[R]:
+    """Records of ``record`` from ``source`` (tables) that pass ``filters`` and the clauses ``also`` (SQL, value)."""
+    columns, build = _select(record)
+    where, params = filters.where()
+    for clause, value in also:
+        where, params = (where + " AND " if where else " WHERE ") + clause, params + [value]
+    sql = "SELECT %s FROM %s%s ORDER BY %s" % (", ".join(columns), source, where, order)
+    sql += "" if filters.limit is None else " LIMIT %d" % int(filters.limit)
+    return read(db_path, timeout_s, lambda conn: [build(iter(row)) for row in conn.execute(sql, params)])
+
+
+@dataclasses.dataclass(frozen=True)
+class RunGroup:
+    """The runs of one host or machine in a listing: ``indices`` into it, in its order."""
+
+    name: str
+    indices: Tuple[int, ...]
+    hosts: Tuple[str, ...]
+    machines: Tuple[str, ...]
+
+
+def group_runs(runs: Sequence[RunFacts], by: str) -> List[RunGroup]:
+    """``runs`` by host (hostname) or by machine (:attr:`RunFacts.machine`: for CI runners, whose hostnames
+    change every job), sorted by name."""
+    members: Dict[str, List[int]] = {}
+    for index, run in enumerate(runs):
+        members.setdefault(run.host if by == "host" else run.machine, []).append(index)
+    return [RunGroup(name, tuple(ix), tuple(sorted({runs[i].host for i in ix})), tuple(sorted({runs[i].machine for i in ix})))
+            for name, ix in sorted(members.items())]
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """The runs (ids) of one arm's trend under one set of conditions."""
+
+    conditions: Optional[ConditionsKey]
+    runs: Tuple[int, ...]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"conditions": None if self.conditions is None else self.conditions.to_dict(), "runs": list(self.runs)}
+
+
+def trend_series(points: Sequence[ArmPoint]) -> List[Series]:
+    """The points cut into series, one per conditions key, oldest first.
+
+    A trend is read along one series: two runs share one only when every recorded condition that changes a figure
+    (placement, load, loop, settle, repetitions, the interpreter build ...) is the same, so a same-CPU and a split run
+    never do.  Points without a key (none recorded) are a series of their own each: unknown is not the same as
+    anything.
+    """
+    series: List[Tuple[Optional[ConditionsKey], List[int]]] = []
+    by_key: Dict[str, List[int]] = {}
+    for point in points:
+        key = point.facts.figure_conditions
+        text = json.dumps(key.to_dict(), sort_keys=True) if key is not None and key.recorded else None
+        runs = by_key.get(text) if text is not None else None
+        if runs is None:
+            series.append((key, []))
+            runs = series[-1][1]
+            if text is not None:
+                by_key[text] = runs
+        runs.append(point.run_id)
+    return [Series(key, tuple(runs)) for key, runs in series]
+
+
+def list_runs(db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *,
+              timeout_s: float = BUSY_TIMEOUT_S) -> List[RunRecord]:
     """Recorded runs, newest first (by start time).  A missing database is an empty history."""
-    where, params = filters.where()
-    select, build = _select(RunRecord)
-    sql = filters.limited("%s FROM runs%s ORDER BY runs.started_utc DESC, runs.id DESC" % (select, where))
-
-    def query(conn: sqlite3.Connection) -> List[RunRecord]:
-        return [build(row) for row in conn.execute(sql, params)]
-
-    return read(db_path, timeout_s, query)
+    return _query(RunRecord, "runs", "runs.started_utc DESC, runs.id DESC", filters, db_path, timeout_s)
 
 
-def arm_trend(
-    arm: str,
-    db_path: Optional[str] = None,
-    filters: HistoryFilter = HistoryFilter(),
-    *,
-    timeout_s: float = BUSY_TIMEOUT_S,
-) -> List[ArmPoint]:
+def arm_trend(arm: str, db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *,
+              timeout_s: float = BUSY_TIMEOUT_S) -> List[ArmPoint]:
     """One arm's figures across recorded runs, oldest first; ``limit`` keeps the newest runs."""
-    where, params = filters.where()
-    where = (where + " AND" if where else " WHERE") + " arm_results.arm = ?"
-    select, build = _select(ArmPoint)
-    sql = filters.limited(
-        "%s FROM arm_results JOIN runs ON runs.id = arm_results.run_id%s "
-        "ORDER BY runs.started_utc DESC, runs.id DESC, arm_results.position DESC" % (select, where)
-    )
-
-    def query(conn: sqlite3.Connection) -> List[ArmPoint]:
-        return [build(row) for row in conn.execute(sql, params + [arm])][::-1]
-
-    return read(db_path, timeout_s, query)
+    return _query(ArmPoint, "arm_results JOIN runs ON runs.id = arm_results.run_id",
+                  "runs.started_utc DESC, runs.id DESC, arm_results.position DESC", filters, db_path, timeout_s,
+                  ("arm_results.arm = ?", arm))[::-1]
 
 
 def recorded_arms(db_path: Optional[str] = None, *, timeout_s: float = BUSY_TIMEOUT_S) -> List[str]:
     """Every arm name that appears in the history, sorted."""
+    return read(db_path, timeout_s, lambda conn: [r[0] for r in conn.execute("SELECT DISTINCT arm FROM arm_results ORDER BY arm")])
 
-    def query(conn: sqlite3.Connection) -> List[str]:
-        return [r[0] for r in conn.execute("SELECT DISTINCT arm FROM arm_results ORDER BY arm")]
-
-    return read(db_path, timeout_s, query)
-
-
-__all__ = ["ArmPoint", "HistoryFilter", "RunFacts", "RunRecord", "arm_trend", "interpreter_label", "list_runs", "recorded_arms"]

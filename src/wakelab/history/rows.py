@@ -1,15 +1,13 @@
 """What one run becomes in the history: a row of ``runs`` and a row of ``arm_results`` per arm.
 
 Built from the typed evidence model (:class:`wakelab.evidence.model.Bundle` and its
-:class:`~wakelab.evidence.model.ArmRecord`), as every other reader of a bundle reads it; the
-conditions key comes from :mod:`wakelab.history.conditions`.  Pure: no SQLite here
-(:mod:`wakelab.history.store` writes the rows).
+:class:`~wakelab.evidence.model.ArmRecord`), as every other reader of a bundle reads it; the conditions key comes from
+:mod:`wakelab.history.conditions`.  Pure: no SQLite here (:mod:`wakelab.history.store` writes the rows).
 
-A few facts are kept as the summary records them: the parameters and conditions whole, and the
-interpreter's implementation, version and build kind, which the model reads with a display
-default ("Python ?", not free-threaded) where the evidence does not say
-(:meth:`~wakelab.evidence.model.Interpreter.as_recorded`); the history keeps NULL there.  An
-arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
+A few facts are kept as the summary records them: the parameters and conditions whole, and the interpreter's
+implementation, version and build kind, which the model reads with a display default ("Python ?", not free-threaded)
+where the evidence does not say (:meth:`~wakelab.evidence.model.Interpreter.as_recorded`); the history keeps NULL
+there.  An arm's text field the evidence leaves empty is NULL, as is a figure it does not hold.
 """
 
 from __future__ import annotations
@@ -46,10 +44,9 @@ def _json(value: Any) -> Optional[str]:
 class Provenance:
     """Where a run recorded by ``wakelab history import`` came from.
 
-    ``imported_from`` is the path given (made absolute, symlinks kept, as the
-    user named it), ``imported_utc`` when, ``imported_by`` the hostname of the
-    machine that imported it.  The machine that *measured* the run is the
-    bundle's own ``machine`` block, recorded as it is.
+    ``imported_from`` is the path given (made absolute, symlinks kept, as the user named it), ``imported_utc`` when,
+    ``imported_by`` the hostname of the machine that imported it.  The machine that *measured* the run is the bundle's
+    own ``machine`` block, recorded as it is.
     """
 
     imported_from: str
@@ -68,7 +65,7 @@ class StoredFacts:
 
     @classmethod
     def of(cls, bundle: Bundle) -> "StoredFacts":
-        return cls(conditions_key(bundle.summary), _integer(bundle.machine.cpu_count), _text(bundle.machine.machine_id))
+        return cls(conditions_key(bundle), _integer(bundle.machine.cpu_count), _text(bundle.machine.machine_id))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,38 +107,18 @@ class RunRow:
         """The row of ``bundle`` (its ``folder`` as the history keeps it); raises ValueError or TypeError
         for a summary that is not plain JSON."""
         summary, interpreter, machine = bundle.summary, bundle.interpreter, bundle.machine
-        facts, gil = StoredFacts.of(bundle), interpreter.gil_enabled
         return cls(
-            run_uuid=bundle.run_id,
-            recorded_utc=utc_now(),
-            started_utc=bundle.started_utc,
-            finished_utc=_text(bundle.finished_utc),
-            lab_id=_text(bundle.lab.id),
-            folder=bundle.folder,
-            complete=int(bundle.complete),
-            interrupted=int(bundle.interrupted),
+            run_uuid=bundle.run_id, recorded_utc=utc_now(), started_utc=bundle.started_utc, finished_utc=_text(bundle.finished_utc),
+            lab_id=_text(bundle.lab.id), folder=bundle.folder, complete=int(bundle.complete), interrupted=int(bundle.interrupted),
             tool_version=_text(bundle.tool_version),
             # As recorded, not as the model names an interpreter that does not say ("Python ?", not free-threaded).
-            implementation=_text(interpreter.as_recorded("implementation")),
-            python_version=_text(interpreter.as_recorded("version")),
-            build=_text(interpreter.build),
-            executable=_text(interpreter.executable),
-            free_threaded=_flag(interpreter.as_recorded("free_threaded_build")),
-            gil_enabled=_flag(gil),
-            hostname=_text(machine.hostname),
-            cpu_model=_text(machine.cpu_model),
-            kernel=_text(machine.kernel),
-            architecture=_text(machine.architecture),
-            note=_text(bundle.note),
-            parameters_json=_json(summary.get("parameters")),
-            conditions_json=_json(summary.get("conditions")),
-            summary_json=canonical(summary),
-            conditions_key=facts.conditions_key,
-            cpu_count=facts.cpu_count,
-            machine_id=facts.machine_id,
-            imported_utc=provenance.imported_utc if provenance else None,
-            imported_from=provenance.imported_from if provenance else None,
-            imported_by=provenance.imported_by if provenance else None,
+            implementation=_text(interpreter.as_recorded("implementation")), python_version=_text(interpreter.as_recorded("version")),
+            build=_text(interpreter.build), executable=_text(interpreter.executable),
+            free_threaded=_flag(interpreter.as_recorded("free_threaded_build")), gil_enabled=_flag(interpreter.gil_enabled),
+            hostname=_text(machine.hostname), cpu_model=_text(machine.cpu_model), kernel=_text(machine.kernel),
+            architecture=_text(machine.architecture), note=_text(bundle.note), parameters_json=_json(summary.get("parameters")),
+            conditions_json=_json(summary.get("conditions")), summary_json=canonical(summary), **dataclasses.asdict(StoredFacts.of(bundle)),
+            **(dataclasses.asdict(provenance) if provenance else {}),
         )
 
 
@@ -183,9 +160,3 @@ class ArmRow:
         return tuple(cls.from_record(position, ArmRecord.from_dict(entry)) for position, entry in enumerate(bundle.arm_entries())
                      if isinstance(entry, Mapping) and isinstance(entry.get("name"), str))
 
-    def values(self) -> Tuple[Any, ...]:
-        """The columns after ``run_id``, in table order."""
-        return dataclasses.astuple(self)
-
-
-__all__ = ["ArmRow", "Provenance", "RunRow", "StoredFacts", "utc_now"]

@@ -3,27 +3,23 @@
 Schema history (``PRAGMA user_version``, also kept in the ``meta`` table):
   0 -- an empty database (a new file): nothing to keep.
   1 -- ``meta``, ``runs`` and ``arm_results`` (wakelab 0.1).
-  2 -- ``runs.run_uuid``: summary.json's ``run_id``, unique, the key of a run; ``runs``
-       no longer unique on (folder, started_utc), so runs into one folder in the same
-       second are kept apart.  Rows recorded before keep ``run_uuid`` NULL and their old key.
-  3 -- ``runs.conditions_key``: the conditions that change a figure (placement, load,
-       switch interval, loop, settle ...; see :mod:`wakelab.history.conditions`), canonical JSON,
-       so that a same-CPU and a split run never share a key; ``runs.cpu_count`` and
-       ``runs.machine_id`` for telling machines apart; ``runs.imported_utc``,
-       ``imported_from`` and ``imported_by``: the provenance of a run recorded by
-       ``wakelab history import`` (NULL for a run recorded where it was measured).
-       Existing rows get their key and CPU count from their stored summary.
-  4 -- the conditions key also holds the repetitions (summary.json ``execution.repeat``;
-       a bundle without it measured once: 1) and the interpreter build that measured
-       (implementation, version, free-threaded build, GIL on, ``PYTHON_GIL``, debug build,
-       build string), so that runs of two builds, or of one and five repetitions, are never
-       one series.  No column changes: every row's key is recomputed from its stored
-       summary.json (a summary that is not JSON keeps its old key).
+  2 -- ``runs.run_uuid``: summary.json's ``run_id``, unique, the key of a run; ``runs`` no longer unique on (folder,
+       started_utc), so runs into one folder in the same second are kept apart.  Rows recorded before keep
+       ``run_uuid`` NULL and their old key.
+  3 -- ``runs.conditions_key``: the conditions that change a figure (placement, load, switch interval, loop, settle
+       ...; see :mod:`wakelab.history.conditions`), canonical JSON, so that a same-CPU and a split run never share a
+       key; ``runs.cpu_count`` and ``runs.machine_id`` for telling machines apart; ``runs.imported_utc``,
+       ``imported_from`` and ``imported_by``: the provenance of a run recorded by ``wakelab history import`` (NULL for
+       a run recorded where it was measured). Existing rows get their key and CPU count from their stored summary.
+  4 -- the conditions key also holds the repetitions (summary.json ``execution.repeat``; a bundle without it measured
+       once: 1) and the interpreter build that measured (implementation, version, free-threaded build, GIL on,
+       ``PYTHON_GIL``, debug build, build string), so that runs of two builds, or of one and five repetitions, are
+       never one series.  No column changes: every row's key is recomputed from its stored summary.json (a summary
+       that is not JSON keeps its old key).
 
-To change the schema: bump :data:`SCHEMA_VERSION`, append one step to
-:data:`MIGRATIONS` that turns version N-1 into N using single statements
-(never ``executescript``, which commits behind the transaction's back), and
-add a test that opens a database of the previous shape.
+To change the schema: bump :data:`SCHEMA_VERSION`, append one step to :data:`MIGRATIONS` that turns version N-1 into N
+using single statements (never ``executescript``, which commits behind the transaction's back), and add a test that
+opens a database of the previous shape.
 """
 
 from __future__ import annotations
@@ -122,10 +118,9 @@ _RUNS_V2 = """
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     """Add ``runs.run_uuid`` and drop the UNIQUE (folder, started_utc) key.
 
-    SQLite cannot drop a constraint, so ``runs`` is rebuilt (its rows and ids
-    kept) the way SQLite's documentation describes: create, copy, drop,
-    rename.  Foreign keys are off on a connection being migrated (they are
-    switched on after), so dropping the old table deletes no arm_results.
+    SQLite cannot drop a constraint, so ``runs`` is rebuilt (its rows and ids kept) the way SQLite's documentation
+    describes: create, copy, drop, rename.  Foreign keys are off on a connection being migrated (they are switched on
+    after), so dropping the old table deletes no arm_results.
     """
     if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
         raise sqlite3.OperationalError("foreign keys are on; cannot rebuild runs safely")
@@ -151,9 +146,8 @@ _RUNS_V3_COLUMNS = (
 def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     """Add the conditions key, the CPU count, machine id and import provenance to ``runs``.
 
-    Rows recorded before get their conditions key and CPU count from the
-    summary.json each row keeps; a summary edited by hand into something that
-    is not JSON keeps NULL there (it still lists).
+    Rows recorded before get their conditions key and CPU count from the summary.json each row keeps; a summary edited
+    by hand into something that is not JSON keeps NULL there (it still lists).
     """
     for name, kind in _RUNS_V3_COLUMNS:
         conn.execute("ALTER TABLE runs ADD COLUMN %s %s" % (name, kind))
@@ -169,9 +163,8 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
 def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
     """Recompute every row's conditions key: schema 4's key adds the repetitions and the interpreter build.
 
-    The key is derived from the summary.json each row keeps, so nothing is
-    lost and the step can be repeated; a stored summary that is not a JSON
-    object (edited by hand) keeps the key it had.
+    The key is derived from the summary.json each row keeps, so nothing is lost and the step can be repeated; a stored
+    summary that is not a JSON object (edited by hand) keeps the key it had.
     """
     for run_id, facts in _stored_facts(conn):
         conn.execute("UPDATE runs SET conditions_key = ? WHERE id = ?", (facts.conditions_key, run_id))
@@ -193,5 +186,3 @@ def _stored_facts(conn: sqlite3.Connection) -> List[Tuple[int, StoredFacts]]:
 
 # MIGRATIONS[v] turns a database of version v into version v + 1.
 MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _migrate_3_to_4]
-
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]

@@ -5,25 +5,20 @@ Where the database lives: ``$WAKELAB_HISTORY`` if set, else
 
 Safety rules, because a history is only worth something if it survives:
 
-* **Never destroy what is there.**  A file that is not an SQLite database, or
-  fails ``PRAGMA integrity_check``, or is an SQLite database of some other
-  program, is refused with one line and left byte for byte as it was: no
-  repair, no truncation, no "start a fresh one".  Nothing is written to a file
-  before it has passed those checks.  The first is ours, not SQLite's: an
-  existing non-empty file must be a regular file that starts with SQLite's
-  header (``SQLite format 3\0``, 100 bytes), because SQLite itself takes a
-  file too short for that header for an empty database and overwrites it.
-* **Every write is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``), in
-  SQLite's default rollback-journal mode, so a crash or a full disk mid-record
-  leaves the database as it was before.  Migrations run in the same kind of
+* **Never destroy what is there.**  A file that is not an SQLite database, or fails ``PRAGMA integrity_check``, or is
+  an SQLite database of some other program, is refused with one line and left byte for byte as it was: no repair, no
+  truncation, no "start a fresh one".  Nothing is written to a file before it has passed those checks.  The first is
+  ours, not SQLite's: an existing non-empty file must be a regular file that starts with SQLite's header (``SQLite
+  format 3\0``, 100 bytes), because SQLite itself takes a file too short for that header for an empty database and
+  overwrites it.
+* **Every write is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``), in SQLite's default rollback-journal mode,
+  so a crash or a full disk mid-record leaves the database as it was before.  Migrations run in the same kind of
   transaction: a failed migration leaves the older version intact.
-* **Concurrent runs wait for each other** up to a busy timeout, then give up
-  with a clear error instead of hanging.
-* **A newer schema is never downgraded**: it is refused with a message saying
-  to upgrade wakelab or choose another database.
+* **Concurrent runs wait for each other** up to a busy timeout, then give up with a clear error instead of hanging.
+* **A newer schema is never downgraded**: it is refused with a message saying to upgrade wakelab or choose another
+  database.
 
-The tables and their migrations are :mod:`wakelab.history.schema`; what a run becomes,
-:mod:`wakelab.history.rows`.
+The tables and their migrations are :mod:`wakelab.history.schema`; what a run becomes, :mod:`wakelab.history.rows`.
 """
 
 from __future__ import annotations
@@ -55,10 +50,6 @@ class HistoryError(WakelabError):
     """The history database cannot be opened, read or written (the run's bundle is unaffected)."""
 
 
-# ----------------------------------------------------------------------------------------------
-# Where the database is
-
-
 def default_db_path(environ: Optional[Mapping[str, str]] = None) -> str:
     """``$WAKELAB_HISTORY``, else ``${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3``.
 
@@ -79,12 +70,12 @@ def resolve_db_path(db_path: Optional[str] = None) -> str:
     return os.path.expanduser(db_path) if db_path else default_db_path()
 
 
-# ----------------------------------------------------------------------------------------------
-# Opening safely
-
-
 def _sqlite_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _cannot(doing: str, path: str, reason: object) -> HistoryError:
+    return HistoryError("cannot %s history database %s: %s (choose another with --history PATH)" % (doing, path, reason))
 
 
 def _connect(path: str, timeout_s: float) -> sqlite3.Connection:
@@ -92,37 +83,35 @@ def _connect(path: str, timeout_s: float) -> sqlite3.Connection:
         # isolation_level=None: no implicit transactions; this module issues BEGIN/COMMIT itself.
         return sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
     except sqlite3.Error as exc:
-        raise HistoryError(
-            "cannot open history database %s: %s (choose another with --history PATH)" % (path, _sqlite_reason(exc))
-        ) from None
+        raise _cannot("open", path, _sqlite_reason(exc)) from None
 
 
 def _operational(path: str, exc: sqlite3.Error, timeout_s: float, doing: str) -> HistoryError:
     """A HistoryError for an error while reading or writing a database that passed its checks."""
     reason = _sqlite_reason(exc)
     if "locked" in reason or "busy" in reason:
-        return HistoryError(
-            "history database %s is locked by another process (waited %g s while %s); try again, or use --history PATH"
-            % (path, timeout_s, doing)
-        )
+        return HistoryError("history database %s is locked by another process (waited %g s while %s); try again, or use "
+                            "--history PATH" % (path, timeout_s, doing))
     if "readonly" in reason or "read-only" in reason or "unable to open" in reason:
-        return HistoryError("cannot write history database %s: %s (choose another with --history PATH)" % (path, reason))
+        return _cannot("write", path, reason)
     if type(exc) is sqlite3.DatabaseError:  # not a subclass: "malformed", "not a database"
         return _corrupt(path, reason)
     return HistoryError("history database %s: %s while %s" % (path, reason, doing))
 
 
+def _untouched(what: str, advice: str = "move it aside or use --history PATH") -> HistoryError:
+    return HistoryError("%s; it was left untouched: %s" % (what, advice))
+
+
 def _corrupt(path: str, reason: str) -> HistoryError:
-    return HistoryError(
-        "history database %s is unreadable (%s); it was left untouched: move it aside or use --history PATH" % (path, reason)
-    )
+    return _untouched("history database %s is unreadable (%s)" % (path, reason))
 
 
 def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> int:
     """The database's schema version, after proving it is an intact wakelab history.
 
-    Only reads.  Raises :class:`HistoryError` for a file that is not SQLite,
-    fails the integrity check, belongs to another program or is newer.
+    Only reads.  Raises :class:`HistoryError` for a file that is not SQLite, fails the integrity check, belongs to
+    another program or is newer.
     """
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -135,17 +124,12 @@ def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> in
         raise _corrupt(path, _sqlite_reason(exc)) from None
     if problems != ["ok"]:
         first = problems[0] if problems else "no answer"
-        raise HistoryError(
-            "history database %s failed its integrity check (%s); it was left untouched: "
-            "restore it from a backup, move it aside, or use --history PATH" % (path, first)
-        )
+        raise _untouched("history database %s failed its integrity check (%s)" % (path, first),
+                         "restore it from a backup, move it aside, or use --history PATH")
     fresh = version == 0 and application_id == 0 and not tables
     if not fresh and application_id != schema.APPLICATION_ID:
         what = "it has tables %s" % ", ".join(sorted(tables)) if tables else "its application id is %d" % application_id
-        raise HistoryError(
-            "%s is an SQLite database but not a wakelab history (%s); it was left untouched: use --history PATH"
-            % (path, what)
-        )
+        raise _untouched("%s is an SQLite database but not a wakelab history (%s)" % (path, what), "use --history PATH")
     if version > schema.SCHEMA_VERSION:
         raise _newer(path, version)
     if version < 0:
@@ -154,9 +138,7 @@ def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> in
 
 
 def _newer(path: str, version: int) -> HistoryError:
-    return HistoryError(
-        "history database %s was written by a newer wakelab (schema %d); upgrade wakelab or use --history" % (path, version)
-    )
+    return HistoryError("history database %s was written by a newer wakelab (schema %d); upgrade wakelab or use --history" % (path, version))
 
 
 @contextlib.contextmanager
@@ -186,10 +168,9 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         from wakelab import __version__
 
         now = utc_now()
-        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_utc', ?)", (now,))
-        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_by', ?)", ("wakelab " + __version__,))
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(schema.SCHEMA_VERSION),))
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('migrated_utc', ?)", (now,))
+        for verb, key, value in (("IGNORE", "created_utc", now), ("IGNORE", "created_by", "wakelab " + __version__),
+                                 ("REPLACE", "schema_version", str(schema.SCHEMA_VERSION)), ("REPLACE", "migrated_utc", now)):
+            conn.execute("INSERT OR %s INTO meta (key, value) VALUES (?, ?)" % verb, (key, value))
         # PRAGMA takes no parameters; schema.SCHEMA_VERSION is our own integer.
         conn.execute("PRAGMA user_version = %d" % int(schema.SCHEMA_VERSION))
 
@@ -200,72 +181,54 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY
 def _check_sqlite_file(path: str) -> None:
     """Refuse, before SQLite sees it, an existing file that is not an SQLite database.
 
-    SQLite takes a file too short to hold its header for an empty database and
-    writes a new one over it (a one-byte text file named history.db was lost
-    that way), so a non-empty file must start with SQLite's 16-byte magic and
-    hold its whole 100-byte header.  Only a regular file is read (opened
-    non-blocking, so a FIFO cannot hang us, and checked with ``fstat``); an
-    empty file is a new database.  Nothing is written.
+    SQLite takes a file too short to hold its header for an empty database and writes a new one over it (a one-byte
+    text file named history.db was lost that way), so a non-empty file must start with SQLite's 16-byte magic and hold
+    its whole 100-byte header.  Only a regular file is read (opened non-blocking, so a FIFO cannot hang us, and
+    checked with ``fstat``); an empty file is a new database.  Nothing is written.
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
-        raise HistoryError(
-            "cannot open history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)
-        ) from None
+        raise _cannot("open", path, exc.strerror or exc) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise HistoryError(
-                "history database %s is not a regular file (%s); it was left untouched: use --history PATH"
-                % (path, _file_kind(info.st_mode))
-            )
+            raise _untouched("history database %s is not a regular file (%s)" % (path, _file_kind(info.st_mode)), "use --history PATH")
         if info.st_size == 0:
             return
         head = os.read(fd, SQLITE_HEADER_BYTES)
     except OSError as exc:
-        raise HistoryError("cannot read history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)) from None
+        raise _cannot("read", path, exc.strerror or exc) from None
     finally:
         os.close(fd)
     if not head.startswith(SQLITE_HEADER):
-        raise HistoryError(
-            "history database %s is not an SQLite database (it does not start with \"SQLite format 3\"); "
-            "it was left untouched: move it aside or use --history PATH" % path
-        )
+        raise _untouched("history database %s is not an SQLite database (it does not start with \"SQLite format 3\")" % path)
     if len(head) < SQLITE_HEADER_BYTES:
         raise _corrupt(path, "%d bytes, shorter than SQLite's %d-byte header" % (len(head), SQLITE_HEADER_BYTES))
 
 
 def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 @contextlib.contextmanager
-def open_history(
-    db_path: Optional[str] = None, *, create: bool = True, timeout_s: float = BUSY_TIMEOUT_S
-) -> Iterator[Optional[sqlite3.Connection]]:
+def open_history(db_path: Optional[str] = None, *, create: bool = True,
+                 timeout_s: float = BUSY_TIMEOUT_S) -> Iterator[Optional[sqlite3.Connection]]:
     """An open, checked, current-schema connection to the history database.
 
-    With ``create=False`` a missing database yields None instead of creating
-    a file (listing an empty history writes nothing).  An older schema is
-    migrated in place, in one transaction.  The connection is closed on exit.
+    With ``create=False`` a missing database yields None instead of creating a file (listing an empty history writes
+    nothing).  An older schema is migrated in place, in one transaction.  The connection is closed on exit.
     """
     path = resolve_db_path(db_path)
     if not os.path.exists(path):
         if not create:
             yield None
             return
-        parent = os.path.dirname(os.path.abspath(path))
         try:
-            os.makedirs(parent, exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError as exc:
-            raise HistoryError(
-                "cannot create history database %s: %s (choose another with --history PATH)" % (path, exc.strerror or exc)
-            ) from None
+            raise _cannot("create", path, exc.strerror or exc) from None
     elif os.path.isdir(path):
         raise HistoryError("history database %s is a directory (give a file with --history PATH)" % path)
     else:
@@ -284,10 +247,6 @@ def open_history(
         conn.close()
 
 
-# ----------------------------------------------------------------------------------------------
-# Recording runs
-
-
 @dataclasses.dataclass(frozen=True)
 class RecordResult:
     """What :func:`record_run` did: ``action`` is added, unchanged or updated; ``folder``, ``run_uuid``
@@ -301,20 +260,32 @@ class RecordResult:
     hostname: Optional[str] = None
 
 
-def record_run(
-    summary: Mapping[str, Any],
-    folder: str,
-    db_path: Optional[str] = None,
-    *,
-    timeout_s: float = BUSY_TIMEOUT_S,
-) -> RecordResult:
+@dataclasses.dataclass(frozen=True)
+class RecordCounts:
+    """What recording several runs did: how many runs were added, already there or updated, from how many
+    machines (told apart by hostname)."""
+
+    added: int
+    unchanged: int
+    updated: int
+    runs: int
+    machines: int
+
+    @classmethod
+    def of(cls, results: Sequence[RecordResult]) -> "RecordCounts":
+        actions = [r.action for r in results]
+        return cls(actions.count("added"), actions.count("unchanged"), actions.count("updated"), len(results),
+                   len({r.hostname or "" for r in results}))
+
+
+def record_run(summary: Mapping[str, Any], folder: str, db_path: Optional[str] = None, *,
+               timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
     """Record one run (its summary.json document and its bundle folder) in the history.
 
-    Idempotent: a run is identified by its summary's ``run_id`` (a bundle
-    older than run ids: by its folder and ``started_utc``); adding
-    it again changes nothing, and adding a newer state of the same bundle
-    (for example one recorded while it was still running) updates the row in
-    place.  Raises :class:`HistoryError`; the database is then as it was.
+    Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
+    ``started_utc``); adding it again changes nothing, and adding a newer state of the same bundle (for example one
+    recorded while it was still running) updates the row in place.  Raises :class:`HistoryError`; the database is then
+    as it was.
     """
     return record_runs([(Bundle(source=folder, folder=folder, summary=summary), None)], db_path, timeout_s=timeout_s)[0]
 
@@ -334,20 +305,14 @@ def _rows(bundle: Bundle, provenance: Optional[Provenance]) -> Tuple[RunRow, Tup
     return row, ArmRow.of_bundle(bundle)
 
 
-def record_runs(
-    runs: Sequence[Tuple[Bundle, Optional[Provenance]]],
-    db_path: Optional[str] = None,
-    *,
-    timeout_s: float = BUSY_TIMEOUT_S,
-) -> List[RecordResult]:
+def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Optional[str] = None, *,
+                timeout_s: float = BUSY_TIMEOUT_S) -> List[RecordResult]:
     """Record several runs, ``(bundle, provenance)`` each, in one transaction: all or none.
 
-    Each run is recorded as :func:`record_run` records one (same key, same
-    idempotence); a run given twice is recorded once, the second time
-    ``unchanged``.  ``provenance`` is None for a run recorded where it was
-    measured.  Every summary is checked before the database is opened: one
-    that cannot be recorded raises :class:`HistoryError` and nothing is
-    written; so does a failure while writing (the transaction rolls back).
+    Each run is recorded as :func:`record_run` records one (same key, same idempotence); a run given twice is recorded
+    once, the second time ``unchanged``.  ``provenance`` is None for a run recorded where it was measured.  Every
+    summary is checked before the database is opened: one that cannot be recorded raises :class:`HistoryError` and
+    nothing is written; so does a failure while writing (the transaction rolls back).
     """
     prepared = [_rows(bundle, provenance) for bundle, provenance in runs]
     path = resolve_db_path(db_path)
@@ -364,39 +329,31 @@ def record_runs(
 
 
 _RUN_COLUMNS = tuple(field.name for field in dataclasses.fields(RunRow))
+_ARM_COLUMNS = ("run_id",) + tuple(field.name for field in dataclasses.fields(ArmRow))
+
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    return "INSERT INTO %s (%s) VALUES (%s)" % (table, ", ".join(columns), ", ".join("?" * len(columns)))
 
 
 def _store(conn: sqlite3.Connection, row: RunRow, arms: Sequence[ArmRow], path: str) -> RecordResult:
     if row.run_uuid is not None:
         found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid = ?", (row.run_uuid,)).fetchone()
     else:
-        found = conn.execute(
-            "SELECT id, summary_json FROM runs WHERE run_uuid IS NULL AND folder = ? AND started_utc = ?",
-            (row.folder, row.started_utc),
-        ).fetchone()
+        found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid IS NULL AND folder = ? AND started_utc = ?",
+                             (row.folder, row.started_utc)).fetchone()
     done = functools.partial(RecordResult, db_path=path, folder=row.folder, run_uuid=row.run_uuid, hostname=row.hostname or None)
     if found is not None and found[1] == row.summary_json:
         return done(run_id=int(found[0]), action="unchanged")
     values = list(dataclasses.astuple(row))
     if found is None:
-        cursor = conn.execute(
-            "INSERT INTO runs (%s) VALUES (%s)" % (", ".join(_RUN_COLUMNS), ", ".join("?" * len(_RUN_COLUMNS))), values
-        )
-        run_id, action = int(cursor.lastrowid or 0), "added"
+        run_id, action = int(conn.execute(_insert("runs", _RUN_COLUMNS), values).lastrowid or 0), "added"
     else:
         run_id, action = int(found[0]), "updated"
         conn.execute("UPDATE runs SET %s WHERE id = ?" % ", ".join("%s = ?" % c for c in _RUN_COLUMNS), values + [run_id])
         conn.execute("DELETE FROM arm_results WHERE run_id = ?", (run_id,))
-    conn.executemany(
-        "INSERT INTO arm_results (run_id, position, arm, family, kind, waiter, scope, n, lost, p50_ns, p90_ns, "
-        "p99_ns, p99_9_ns, max_ns, mean_ns, ops_per_s, status) VALUES (?%s)" % (", ?" * 16),
-        [(run_id,) + arm.values() for arm in arms],
-    )
+    conn.executemany(_insert("arm_results", _ARM_COLUMNS), [(run_id,) + dataclasses.astuple(arm) for arm in arms])
     return done(run_id=run_id, action=action)
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading
 
 
 def read(db_path: Optional[str], timeout_s: float, query: Callable[[sqlite3.Connection], List[T]]) -> List[T]:
@@ -410,8 +367,3 @@ def read(db_path: Optional[str], timeout_s: float, query: Callable[[sqlite3.Conn
         except sqlite3.Error as exc:
             raise _operational(path, exc, timeout_s, "reading it") from None
 
-
-__all__ = [
-    "BUSY_TIMEOUT_S", "HistoryError", "RecordResult", "default_db_path", "open_history", "read", "record_run", "record_runs",
-    "resolve_db_path",
-]
