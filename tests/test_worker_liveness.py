@@ -252,3 +252,15 @@ def test_interpreters_with_a_hanging_python_returns_in_time_and_leaves_nothing(t
 
 def test_shipped_probe_timeout_is_short() -> None:
     assert interpreters.PROBE_TIMEOUT_S <= 10
+
+
+@pytest.mark.parametrize("reply, why", [
+    ('{"ok": false, "error": "no _thread here"}', "no _thread here"),
+    ('{"ok": true}', "without the interpreter's identity"),
+])
+def test_a_probe_that_answers_without_an_interpreter_is_refused(tmp_path, reply, why) -> None:
+    # A probe that said it failed was once taken as an interpreter with no identity and no timer floor.
+    python = _script(tmp_path, "fake-python", "case \"$*\" in *--probe*) echo '%s'; exit 0;; esac\nexec %s \"$@\""
+                     % (reply, sys.executable))
+    with pytest.raises(workers.InterpreterError, match="cannot run wakelab's measuring code: .*" + why):
+        workers.probe_interpreter(python)

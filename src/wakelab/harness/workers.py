@@ -471,6 +471,9 @@ def probe_interpreter(python: str, env: Optional[Dict[str, str]] = None) -> Prob
         reply = call_worker(python, {}, 120.0, args=["--probe"], env=env)
     except WorkerError as exc:
         raise InterpreterError("%s cannot run wakelab's measuring code: %s" % (python, exc)) from None
+    if not reply.ok or not reply.interpreter:
+        why = reply.error or reply.unavailable or "its probe answered without the interpreter's identity"
+        raise InterpreterError("%s cannot run wakelab's measuring code: %s" % (python, why))
     return Probe(dict(reply.interpreter), dict(reply.timer))
 
 
