@@ -236,3 +236,29 @@ def test_the_runner_asks_for_no_polling_where_the_arm_takes_no_settle(tmp_path: 
     asked.clear()
     assert main(common + ["--arms", "pipe", "-o", str(tmp_path / "pipe")]) == 0
     assert asked and all(asked.values())
+
+
+def test_senders_started_before_one_that_cannot_start_are_killed_and_reaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Once the senders already running were left to the garbage collector when a later one failed to start.
+    started: List[Any] = []
+    real_popen = driver.subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        if len(started) == 2:
+            raise OSError(errno.EMFILE, "Too many open files")
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(driver.subprocess, "Popen", popen)
+    before = children()
+    with pytest.raises(OSError, match="Too many open files"):
+        driver._Senders(TINY, driver.StormPlan(signum=signal.SIGUSR1, senders=3), os.getpid())
+    assert len(started) == 2 and all(proc.returncode is not None for proc in started)
+    assert all(proc.stdout.closed and proc.stdin.closed for proc in started)
+    assert children() - before == set()
+
+
+def test_a_sender_process_takes_its_orders_by_name() -> None:
+    # The orders cross to a sender process as a JSON object: a field that does not name a parameter fails loudly.
+    import inspect
+    assert list(driver.SenderArgs._fields) == list(inspect.signature(driver.send_storm).parameters)[:len(driver.SenderArgs._fields)]

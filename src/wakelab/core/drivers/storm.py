@@ -124,8 +124,8 @@ def planted_wait(deadline_ns, clock, sleep):
         pass
 
 
-def send_storm(pid, signum, count, every, probes, interval_ns, delay_ns, after_ns, bound_ns, clock, kill, sleep):
-    """Send ``count`` signals to ``pid``; every ``every``-th (from the first) of the first ``probes``
+def send_storm(pid, signum, sends, every, probes, interval_ns, delay_ns, after_ns, bound_ns, clock, kill, sleep):
+    """Send ``sends`` signals to ``pid``; every ``every``-th (from the first) of the first ``probes``
     segments is a probe whose t0 is kept.  Returns {sent, refused, t0, due, error}."""
     refused = 0
     attempts = 0
@@ -137,7 +137,7 @@ def send_storm(pid, signum, count, every, probes, interval_ns, delay_ns, after_n
     index = 0
     segment = 0
     try:
-        while index < count:
+        while index < sends:
             if clock() > stop_at:
                 break
             if segment < probes:
@@ -175,7 +175,7 @@ def send_storm(pid, signum, count, every, probes, interval_ns, delay_ns, after_n
                 plain = every - 1
             else:
                 plain = every
-            plain = min(plain, count - index)
+            plain = min(plain, sends - index)
             if interval_ns:
                 for _ in range(plain):
                     due = start + index * interval_ns
@@ -215,11 +215,12 @@ def _main():
     import sys
     import time
 
+    orders = json.loads(sys.argv[1])
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     if sys.stdin.readline() != "go\n":
         return 3
-    result = send_storm(*json.loads(sys.argv[1]), clock=time.perf_counter_ns, kill=os.kill, sleep=time.sleep)
+    result = send_storm(clock=time.perf_counter_ns, kill=os.kill, sleep=time.sleep, **orders)
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0
@@ -247,7 +248,7 @@ class StormPlan:
 
 
 class SenderArgs(NamedTuple):
-    """One sender's orders, in :func:`send_storm`'s order (a sender process gets them as a JSON list)."""
+    """One sender's orders, named as :func:`send_storm`'s parameters (a sender process gets them as a JSON object)."""
 
     pid: int
     signum: int
@@ -355,9 +356,19 @@ class _Senders:
         self.go_event = threading.Event()
         self.thread_results: List[Optional[SenderResult]] = [None] * plan.senders
         self.deadline = time.monotonic() + _bound_s(params)
+        try:
+            self._start(pid)
+        except BaseException:  # the senders started so far are killed and reaped, never left running
+            for proc in self.procs:
+                proc.kill()
+            self.close()
+            raise
+
+    def _start(self, pid: int) -> None:
+        params, plan = self.params, self.plan
         if plan.sender_kind == PROCESS:
             for index in range(plan.senders):
-                args = json.dumps(list(_sender_args(params, plan, pid, index)))
+                args = json.dumps(_sender_args(params, plan, pid, index)._asdict())
                 proc = subprocess.Popen([sys.executable, "-S", "-c", _SENDER_MAIN, args], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
                 self.procs.append(proc)
@@ -379,7 +390,7 @@ class _Senders:
         if not self.go_event.wait(_bound_s(self.params)):
             return
         try:
-            self.thread_results[index] = SenderResult(**send_storm(*args, clock=now_ns, kill=os.kill, sleep=time.sleep))
+            self.thread_results[index] = SenderResult(**send_storm(clock=now_ns, kill=os.kill, sleep=time.sleep, **args._asdict()))
         except BaseException as exc:  # surfaced by results()
             self.thread_results[index] = SenderResult(error="sender thread failed: %r" % (exc,))
 
