@@ -30,10 +30,10 @@ def test_the_matrix_document_is_read_once_into_the_evidence_records() -> None:
     assert dict(measured.figures) == {"p50": 5000.0, "p99": None, "max": None}
     assert skipped.arm.reason == "no free-threaded build" and skipped.figures["p50"] is None
     # A verdict over the records is the verdict over the document they were read from.
-    assert lab_ab.gil_ab(matrix) == lab_ab.gil_ab(doc)
+    assert lab_ab.gil_ab(matrix).to_dict() == lab_ab.matrix_verdict("gil-ab", doc)
 
 
 def test_a_verdict_is_found_by_the_name_its_lab_gives_it() -> None:
     doc = {"command": ["wakelab", "run"], "cells": [], "arms": []}
-    assert lab_ab.matrix_verdict("gil-ab", doc) == lab_ab.gil_ab(doc)
-    assert lab_ab.matrix_verdict("realtime-ab", doc)["title"].startswith("WHAT REALTIME SCHEDULING BOUGHT")
+    assert lab_ab.matrix_verdict("gil-ab", doc) == lab_ab.gil_ab(MatrixDoc.from_dict(doc)).to_dict()
+    assert str(lab_ab.matrix_verdict("realtime-ab", doc)["title"]).startswith("WHAT REALTIME SCHEDULING BOUGHT")
