@@ -25,7 +25,7 @@ is the closest C experiment there is, shown and labelled as such.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import positive_ratio
@@ -45,9 +45,9 @@ NO_WAITER = "no waiter"
 
 
 #: A run as these functions take it: a loaded bundle, or a summary document held in memory (the runner's).
-Run = Union[Bundle, Mapping[str, Any]]
+Run = Union[Bundle, Mapping[str, object]]
 #: An arm as these functions take it: its record, or its entry (a summary's, or ``Arm.describe()``).
-Arm = Union[ArmRecord, Mapping[str, Any]]
+Arm = Union[ArmRecord, Mapping[str, object]]
 
 
 def bundle_of(run: Run) -> Bundle:
@@ -226,7 +226,7 @@ class LostWakes:
         return max(self.total - self.coalesced - self.stale, 0)
 
 
-def worker_infos(arm: ArmRecord) -> List[Mapping[str, Any]]:
+def worker_infos(arm: ArmRecord) -> List[Mapping[str, object]]:
     """The arm's raw ``info`` (its driver's own, free-form): each worker process's, under ``workers`` when there
     were several, else the one (none where it records none)."""
     info = arm.entry.get("info")

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
 from wakelab.analysis.frames import format_frames
@@ -755,16 +755,24 @@ def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]
     return order
 
 
-def traced_arm_order(run: Run) -> List[Tuple[Mapping[str, Any], Optional[str]]]:
-    """:func:`arm_order` of a run's arms, each as its summary entry (for renderers that read the entries)."""
-    return [(arm.entry, floor_of) for arm, floor_of in arm_order(bundle_of(run).arms())]
+def traced_arm_order(run: Run) -> List[Tuple[ArmRecord, Optional[str]]]:
+    """:func:`arm_order` of a run's arms."""
+    return arm_order(bundle_of(run).arms())
 
 
 class TracedSeriesError(ValueError):
     """The samples file's ``traced`` part is not a per-wake component series of its traced wakes."""
 
 
-def traced_series(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
+def _wake_ints(values: object, n: int, what: str) -> List[int]:
+    if not isinstance(values, list) or len(values) != n or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
+    ):
+        raise TracedSeriesError("traced %s must be %d non-negative integers (one per traced wake)" % (what, n))
+    return values
+
+
+def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
     """The per-wake component series of a samples document's ``traced`` part (None when it has none).
 
     Returns ``{"latency": [...], <component>: [...], ...}`` for :data:`COMPONENTS`, each list as long
@@ -777,27 +785,17 @@ def traced_series(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
         return None
     if not isinstance(part, Mapping):
         raise TracedSeriesError("'traced' is not an object")
-    samples = part.get("samples_ns")
-    series = part.get("components_ns")
+    samples, series = part.get("samples_ns"), part.get("components_ns")
     if not isinstance(samples, list) or not isinstance(series, Mapping):
         raise TracedSeriesError("'traced' needs samples_ns and components_ns")
-
-    def ints(values: Any, what: str) -> List[int]:
-        if not isinstance(values, list) or len(values) != len(samples) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
-        ):
-            raise TracedSeriesError("traced %s must be %d non-negative integers (one per traced wake)" % (what, len(samples)))
-        return values
-
-    out: Dict[str, List[int]] = {"latency": ints(samples, "samples_ns")}
-    for name in COMPONENTS:
-        out[name] = ints(series.get(name), "component %s" % name)
+    out = {"latency": _wake_ints(samples, len(samples), "samples_ns")}
+    out.update((name, _wake_ints(series.get(name), len(samples), "component %s" % name)) for name in COMPONENTS)
     if not check_sums(out["latency"], out):
         raise TracedSeriesError("the traced components do not sum to each wake's latency")
     return out
 
 
-def traced_reblocks(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
+def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
     """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it
     has none: a bundle from before re-blocks were named).  Raises :class:`TracedSeriesError` when
     a series is not one non-negative integer per traced wake, or a wake's causes do not sum to
@@ -810,13 +808,7 @@ def traced_reblocks(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
     if not isinstance(causes, Mapping):
         raise TracedSeriesError("traced reblocks_ns is not an object")
     n = len(series["latency"])
-    out: Dict[str, List[int]] = {}
-    for cause, values in causes.items():
-        if not isinstance(values, list) or len(values) != n or not all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
-        ):
-            raise TracedSeriesError("traced re-block %s must be %d non-negative integers (one per traced wake)" % (cause, n))
-        out[str(cause)] = values
+    out = {str(cause): _wake_ints(values, n, "re-block %s" % cause) for cause, values in causes.items()}
     if any(sum(values[i] for values in out.values()) != series["gil_wait"][i] for i in range(n)):
         raise TracedSeriesError("the traced re-blocks do not sum to each wake's gil_wait")
     return out

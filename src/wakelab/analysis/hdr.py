@@ -41,7 +41,7 @@ import itertools
 import math
 import struct
 import zlib
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.stats import PERCENTILES, min_n_for
 
@@ -188,14 +188,14 @@ class LogLinearHistogram:
             middle = min(max(middle, float(self.min_ns)), float(self.max_ns))
         return middle
 
-    def latency_figures(self, lost: int = 0) -> Dict[str, Any]:
+    def latency_figures(self, lost: int = 0) -> Dict[str, object]:
         """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters.
 
         n, lost, min, max, mean and stdev are exact (every value counted); the
         percentiles are within :data:`RELATIVE_ERROR` of the exact ones, and
         omitted where the exact summary omits them (too few wakes).
         """
-        out: Dict[str, Any] = {
+        out: Dict[str, object] = {
             "n": self.total,
             "lost": lost,
             "min_ns": self.min_ns,
@@ -254,7 +254,7 @@ class LogLinearHistogram:
         """``[[index, count], ...]`` for every counter that holds a value, in index order."""
         return [[i, count] for i, count in enumerate(self.counts) if count]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
         return {
             "layout": "hdrhistogram",
@@ -272,7 +272,7 @@ class LogLinearHistogram:
         }
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "LogLinearHistogram":
+    def from_dict(cls, data: object) -> "LogLinearHistogram":
         """Inverse of :meth:`to_dict` (counts and exact figures; the deviation's moments are restored)."""
         if not isinstance(data, dict) or data.get("layout") != "hdrhistogram" or data.get("sub_bucket_count") != SUB_BUCKET_COUNT:
             raise ValueError("not a wakelab log-linear histogram")

@@ -76,7 +76,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
+
+from wakelab.evidence.arms import WorkerRecord
 
 # At most this many values drawn per chunk of resamples (bounds memory, ~8 bytes x 3 each).
 CHUNK_ELEMENTS = 1 << 20
@@ -121,20 +123,10 @@ def _whole(value: Any) -> Optional[int]:
     return value
 
 
-def slice_sizes(entry: Mapping[str, Any], key: str) -> Optional[List[int]]:
+def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional[List[int]]:
     """Each worker slice's count (``key``: ``n`` for wakes, ``rounds`` for rate rounds), or None when unusable."""
-    workers = entry.get("workers")
-    if not isinstance(workers, list) or not workers:
-        return None
-    sizes: List[int] = []
-    for record in workers:
-        if not isinstance(record, Mapping):
-            return None
-        size = _whole(record.get(key))
-        if size is None:
-            return None
-        sizes.append(size)
-    return sizes
+    sizes = [_whole(getattr(record, key)) if record.recorded else None for record in workers or ()]
+    return [size for size in sizes if size is not None] if sizes and None not in sizes else None
 
 
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:

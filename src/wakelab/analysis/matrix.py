@@ -14,7 +14,7 @@ one the HTML report colours its ratios by: both renderers judge alike.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, native_ratio
 from wakelab.evidence.matrix import MatrixDoc, MatrixEntry
@@ -150,7 +150,7 @@ def _compare(name: str, entries: Sequence[MatrixEntry], natives: Mapping[str, Na
     return MatrixArm(name, kind, tuple(rows), base.cell if base is not None else None)
 
 
-def compare_matrix(doc: Union[MatrixDoc, Mapping[str, Any]]) -> Matrix:
+def compare_matrix(doc: Union[MatrixDoc, Mapping[str, object]]) -> Matrix:
     """The matrix document ``doc`` (read with :meth:`MatrixDoc.from_dict` if it is not yet) with every arm's cells compared.
 
     "vs C" uses the ``native`` and ``native_match`` each row carries

@@ -63,7 +63,7 @@ class StormInfo:
                           senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
                           sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
                           flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
-                          work_lost=float(one["work_lost"]) if isinstance(one.get("work_lost"), (int, float)) else None)
+                          work_lost=float(lost) if isinstance(lost := one.get("work_lost"), (int, float)) else None)
                 for one in worker_infos(arm) if "sent" in one]
 
 

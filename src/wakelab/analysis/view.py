@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, bundle_of, Pairing, lab_pairings, native_ratios
 from wakelab.analysis.warning_groups import MachineLoad, WarningGroup, group_warnings, machine_load
@@ -37,7 +37,7 @@ class RunView:
     bundle: Bundle
 
     @property
-    def summary(self) -> Mapping[str, Any]:
+    def summary(self) -> Mapping[str, object]:
         return self.bundle.summary
 
     @functools.cached_property
@@ -70,8 +70,7 @@ class RunView:
         (None for the others): :func:`~wakelab.analysis.components.traced_arm_order`."""
         from wakelab.analysis.components import traced_arm_order
 
-        by_name = self.bundle.arms_by_name()
-        return tuple((by_name[str(entry.get("name"))], floor_of) for entry, floor_of in traced_arm_order(self.bundle.summary))
+        return tuple(traced_arm_order(self.bundle))
 
     def floor_gaps(self, band: str) -> Tuple["FloorGap", ...]:
         """:func:`~wakelab.analysis.components.floor_gaps` of the run at ``band`` (``p50``, ``p99``)."""
@@ -150,7 +149,7 @@ def compare_with_first(bundles: Sequence[Bundle]) -> Tuple[AgainstFirst, ...]:
     return tuple(out)
 
 
-def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
+def view_of(run: Union[RunView, Bundle, Mapping[str, object]]) -> RunView:
     """``run`` as a :class:`RunView`: itself, a loaded bundle's view, or the view of a summary document held in memory."""
     if isinstance(run, RunView):
         return run

@@ -158,7 +158,7 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
     return warnings, on_purpose
 
 
-def _condition_differences(a_cond: Mapping[str, Any], b_cond: Mapping[str, Any], named: Set[str],
+def _condition_differences(a_cond: Mapping[str, object], b_cond: Mapping[str, object], named: Set[str],
                            where: str) -> List[str]:
     """The conditions two runs differ in, each named in ``named`` (EvidenceError for one that is not)."""
     if a_cond == b_cond:
@@ -176,7 +176,7 @@ def _condition_differences(a_cond: Mapping[str, Any], b_cond: Mapping[str, Any],
     return ["%s %s vs %s" % (k, compact(a_cond.get(k)), compact(b_cond.get(k))) for k in differing]
 
 
-def compact(value: Any) -> str:
+def compact(value: object) -> str:
     """A recorded value for a sentence: its JSON, cut at 60 characters (a string as it is)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":")) if not isinstance(value, str) else value
     return text if len(text) <= 60 else text[:57] + "..."

@@ -115,7 +115,7 @@ def compare_components(baseline: TracedPass, other: TracedPass, name: str, setti
             shifts[component] = bootstrap_percentile_difference(
                 a, b, 50.0, settings.confidence, settings.resamples, _arm_seed(settings.seed, "%s/%s" % (name, component)))
         else:
-            base_q, other_q = type7_percentile(sorted(a.tolist()), 50.0), type7_percentile(sorted(b.tolist()), 50.0)
+            base_q, other_q = type7_percentile(sorted(map(float, a)), 50.0), type7_percentile(sorted(map(float, b)), 50.0)
             nan = float("nan")
             shifts[component] = DifferenceCI(50.0, base_q, other_q, other_q - base_q, nan, nan, settings.confidence, 0)
     moved = [c for c in COMPONENTS if shifts[c].excludes_zero()]

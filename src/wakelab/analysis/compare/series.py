@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple, cast
 
 from wakelab.analysis.compare.records import Run
 from wakelab.errors import EvidenceError
@@ -96,9 +96,9 @@ class TracedPass:
     re-blocks were named).
     """
 
-    latency: Any
-    components: Mapping[str, Any]
-    reblocks: Optional[Mapping[str, Any]] = None
+    latency: Sequence[float]
+    components: Mapping[str, Sequence[float]]
+    reblocks: Optional[Mapping[str, Sequence[float]]] = None
 
     @property
     def wakes(self) -> int:
@@ -131,13 +131,11 @@ def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
         raise _mismatch(run, name, "traced wakes", len(series["latency"]), wakes)
     if not series["latency"]:
         raise EvidenceError("%s: arm %s: the traced pass holds no wake" % (run.source, name))
-    return TracedPass(
-        latency=np.asarray(series["latency"], dtype=np.float64),
-        components={key: np.asarray(series[key], dtype=np.float64) for key in COMPONENTS},
-        # Each re-block cause's series (a bundle from before they were named has none).
-        reblocks=None if reblocks is None else {cause: np.asarray(values, dtype=np.float64)
-                                                for cause, values in reblocks.items()},
-    )
+    def floats(values: Sequence[int]) -> Sequence[float]:  # one float64 array (a sequence of floats to its readers)
+        return cast(Sequence[float], np.asarray(values, dtype=np.float64))
+
+    return TracedPass(floats(series["latency"]), {key: floats(series[key]) for key in COMPONENTS},
+                      None if reblocks is None else {cause: floats(values) for cause, values in reblocks.items()})
 
 
 def status_reason(run: Run, arm: ArmRecord) -> Optional[str]:
@@ -161,4 +159,4 @@ def arm_units(arm: ArmRecord, values: Any) -> Any:
     """
     from wakelab.analysis.hierarchical import slice_sizes, split_units
 
-    return split_units(values, slice_sizes(arm.entry, "n" if arm.is_latency else "rounds"))
+    return split_units(values, slice_sizes(arm.workers, "n" if arm.is_latency else "rounds"))

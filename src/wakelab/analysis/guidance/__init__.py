@@ -37,7 +37,7 @@ one module.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import bundle_of
 from wakelab.analysis.guidance.advice import (
@@ -201,7 +201,7 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     return Guidance(headline, tuple(items))
 
 
-def guidance_dict(summary: Mapping[str, Any]) -> Dict[str, Any]:
+def guidance_dict(summary: Mapping[str, object]) -> Dict[str, object]:
     """:func:`guidance_for` of a summary document in memory, in its JSON form (for summary.json)."""
     return guidance_for(bundle_of(summary)).to_dict()
 
