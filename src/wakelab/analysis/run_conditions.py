@@ -1,27 +1,15 @@
 """Separate runs told apart: what differed between two runs besides the code, and how far runs shift.
 
-A comparison of two *separate* runs (two ``wakelab run`` commands, minutes or days apart) is not
-an A/B: between them the machine itself changed.  One busy process beside the second run made
-``event`` *faster* (0.73x) by keeping the other vCPU out of its idle state; an unchanged tree
-drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees the spread between
-a run's own repetitions, not that.  So for two separate runs compare
-
-* names the conditions that differed besides the code (:func:`tell_apart`): the load and busy
-  processes each run saw, CPU frequency and governor, idle-state settings, placement, the
-  interpreter build, the machine, and the time between the runs -- read from each bundle's
-  ``observed`` record (:mod:`wakelab.harness.observed`) and its ``system``, ``parameters`` and
-  ``interpreter``; a fact a bundle did not record is named as not recorded, never guessed;
-* widens each interval by the level shifts that identical earlier runs show
-  (:func:`level_shifts`, :func:`widen`): runs in the history of the same arm, under the same
-  conditions key, on the same machine, made before the later of the two.  With s the standard
-  deviation of their log figure (p50, p99, a rate's ops/s), the ratio of two separate runs
-  carries about 2 s^2 of run-to-run variance, so the interval's half-width in log terms becomes
-  at least ``z * sqrt(2) * s``.  s also holds those runs' own sampling noise, so this errs wide.
-  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is widened, and the comparison says so.
-
-Two cells of one grid (``wakelab run`` with several values, ``wakelab ab``) took turns in one run:
-they are not separate (:func:`are_separate`).
-"""
+Two *separate* runs (minutes or days apart) are not an A/B: between them the machine itself changed.
+One busy process beside the second run made ``event`` *faster* (0.73x) by keeping the other vCPU out of
+idle; an unchanged tree drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees
+the spread between a run's own repetitions, not that.  So for two separate runs compare names the
+conditions that differed (:func:`tell_apart`; a fact a bundle did not record is named as not recorded,
+never guessed) and widens each interval by the level shifts identical earlier runs show
+(:func:`level_shifts`, :func:`widen`): with s the standard deviation of their log figure, the ratio of
+two separate runs carries about 2 s^2 of run-to-run variance, so the half-width in log terms becomes at
+least ``z * sqrt(2) * s`` (erring wide).  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is
+widened, and the comparison says so.  Two cells of one grid took turns in one run: not separate."""
 
 from __future__ import annotations
 

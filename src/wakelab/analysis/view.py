@@ -1,18 +1,9 @@
 """One run as every renderer lays it out: the bundle and what the analysis draws from it, computed once.
 
-hyperfine computes relative speeds before any exporter runs; wakelab does the
-same for a run.  A :class:`RunView` is built once per loaded bundle
-(:func:`view_of`) and handed to summary.txt and the short form, the HTML
-report and the Markdown export, which only place its fields: the "vs C"
-ratios, the lab's pairings, the rankings of comparable wake paths, the
-guidance, and the measurement-quality warnings apart from the notes, gathered
-into groups that each say one thing (:mod:`wakelab.analysis.warning_groups`), and
-the load the run saw beside it.
-
-Each field is computed the first time a renderer asks for it and kept: a CSV
-export that never shows the guidance never pays for it, and a page that shows
-the ratios in three places computes them once.
-"""
+As hyperfine computes relative speeds before any exporter runs, a :class:`RunView` is built once per
+loaded bundle (:func:`view_of`) and handed to summary.txt, the HTML report and the Markdown export,
+which only place its fields.  Each field is computed the first time a renderer asks for it and kept:
+an export that never shows the guidance never pays for it."""
 
 from __future__ import annotations
 
@@ -111,11 +102,8 @@ class RunView:
 
 @dataclasses.dataclass(frozen=True)
 class AgainstFirst:
-    """One run of several against the first, as ``wakelab compare`` judges it (:func:`compare_with_first`).
-
-    ``comparison`` is compare's record (each arm's verdicts and intervals); None when
-    there is none, and ``why_not`` says why (not comparable, compare's libraries missing).
-    """
+    """One run of several against the first, as ``wakelab compare`` judges it: ``comparison`` None when there is
+    none, and ``why_not`` says why (not comparable, compare's libraries missing)."""
 
     comparison: Optional["RunComparison"]
     why_not: Optional[str] = None

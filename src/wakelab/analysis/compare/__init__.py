@@ -1,31 +1,11 @@
 """Comparing runs: is run B faster or slower than run A, arm by arm, and how sure is that?
 
-Analysis side: numpy and scipy are imported lazily, inside the functions that
-need them, so that importing this package costs nothing on the measuring side.
-
-The layers, each a module, each importing only those above it in this list:
-
-* :mod:`.bootstrap` -- pure statistics on sample arrays, tested with exact
-  fixtures: the one-level percentile bootstrap (:func:`bootstrap_ratio_ci`,
-  :func:`bootstrap_percentile_difference`), the Mann-Whitney U test, the
-  verdict word (:func:`verdict`) and the minimum detectable effect.
-* :mod:`.records` -- what a comparison yields, as frozen records with their
-  JSON: :class:`Settings`, :class:`Judgement`, :class:`ArmComparison`,
-  :class:`RunComparison`, :class:`Regression`.
-* :mod:`.comparable` -- whether two runs measured the same experiment
-  (:func:`check_comparable`, ``--across``).
-* :mod:`.series` -- what an arm is compared on: its samples, checked against
-  its :class:`~wakelab.evidence.model.ArmRecord`, and their bootstrap units.
-* :mod:`.runs` -- two runs arm by arm (:func:`compare_runs`, intervals from
-  the two-level bootstrap of :mod:`wakelab.analysis.hierarchical`), where a
-  traced wake moved (:func:`compare_components`) and the CI gate
-  (:func:`find_regressions`).
-* :mod:`.grid` -- every cell of a grid against a baseline cell
-  (:func:`compare_grid`).
-
-Readers (the ``compare`` and ``ab`` commands, the A/B gate, the HTML report)
-import the names below from this package.
-"""
+Layers, each importing only those above it: ``bootstrap`` (pure statistics on sample arrays),
+``records`` (what a comparison yields, frozen, with its JSON), ``comparable`` (whether two runs
+measured the same experiment, ``--across``), ``series`` (an arm's samples, checked against its record,
+and their bootstrap units), ``runs`` (two runs arm by arm, traced components, the CI gate) and ``grid``
+(every cell of a grid against a baseline cell).  Readers import the names below from this package;
+numpy and scipy are imported lazily, so importing it costs the measuring side nothing."""
 
 from __future__ import annotations
 
