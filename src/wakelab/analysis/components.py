@@ -47,14 +47,8 @@ COMPONENT_TITLES: Dict[str, str] = {
     "interpreter": "interpreter (on a CPU, up to t1)",
     "unattributed": "unattributed (the events cannot place it)",
 }
-SHORT_NAMES: Dict[str, str] = {
-    "notify": "notify",
-    "sched_wake": "wake",
-    "sched_queue": "queue",
-    "gil_wait": "re-blocked",
-    "interpreter": "own work",
-    "unattributed": "other",
-}
+SHORT_NAMES: Dict[str, str] = {"notify": "notify", "sched_wake": "wake", "sched_queue": "queue", "gil_wait": "re-blocked",
+                               "interpreter": "own work", "unattributed": "other"}
 # As a band from before re-blocks were named reads (summary.txt of such a bundle, unchanged).
 _OLD_SHORT_NAMES: Dict[str, str] = dict(SHORT_NAMES, gil_wait="GIL", interpreter="interp")
 

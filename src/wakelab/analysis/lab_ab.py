@@ -103,11 +103,7 @@ class GilRow:
     figures: Mapping[str, GilFigure]
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}
-        if self.release is not None:
-            out["release"] = self.release
-        out.update((key, self.figures[key].to_dict()) for key in AB_FIGURES)
-        return out
+        return _gil_dict({"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}, self.release, self.figures)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,11 +118,15 @@ class GilSummary:
     figures: Mapping[str, GilFigure]
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}
-        if self.release is not None:
-            out["release"] = self.release
-        out.update((key, self.figures[key].to_dict()) for key in AB_FIGURES)
-        return out
+        return _gil_dict({"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}, self.release, self.figures)
+
+
+def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[str, GilFigure]) -> Dict[str, object]:
+    """A row or summary as matrix.json stores it: ``out``, the release (in a grid of several) and each figure."""
+    if release is not None:
+        out["release"] = release
+    out.update((key, figures[key].to_dict()) for key in AB_FIGURES)
+    return out
 
 
 def _trio(figure: GilFigure) -> str:

@@ -23,28 +23,14 @@ import bisect
 import dataclasses
 from typing import Any, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
-#: What a re-block waited on, in the order they are shown.
-BLOCKED_ON: Tuple[str, ...] = ("gil", "lock", "fd", "timer", "signal", "child", "other")
-#: Each as a sentence names it.
-ON_PHRASES: Dict[str, str] = {
-    "gil": "the GIL",
-    "lock": "a lock",
-    "fd": "an fd",
-    "timer": "a timer",
-    "signal": "a signal",
-    "child": "a child",
-    "other": "something untraced",
-}
+#: What a re-block waited on, in the order they are shown, as a sentence names each.
+ON_PHRASES: Dict[str, str] = {"gil": "the GIL", "lock": "a lock", "fd": "an fd", "timer": "a timer", "signal": "a signal",
+                              "child": "a child", "other": "something untraced"}
+BLOCKED_ON: Tuple[str, ...] = tuple(ON_PHRASES)
 #: Who woke (or held) it.
-WAKERS: Tuple[str, ...] = ("notifier", "busy", "thread", "process", "timeout", "unknown")
-WHO_PHRASES: Dict[str, str] = {
-    "notifier": "the notifier",
-    "busy": "a busy thread",
-    "thread": "another thread",
-    "process": "another process",
-    "timeout": "a timeout",
-    "unknown": "an unseen waker",
-}
+WHO_PHRASES: Dict[str, str] = {"notifier": "the notifier", "busy": "a busy thread", "thread": "another thread",
+                               "process": "another process", "timeout": "a timeout", "unknown": "an unseen waker"}
+WAKERS: Tuple[str, ...] = tuple(WHO_PHRASES)
 
 # The system calls a traced run follows (harness.trace.SYSCALLS), by what their sleep waits on.
 _SYSCALL_ON: Dict[str, str] = {

@@ -67,7 +67,7 @@ class RunView:
         """:func:`~wakelab.analysis.components.floor_gaps` of the run at ``band`` (``p50``, ``p99``)."""
         from wakelab.analysis.components import floor_gaps
 
-        return tuple(floor_gaps(self.bundle.summary, band))
+        return tuple(floor_gaps(self.bundle, band))
 
     @functools.cached_property
     def _warnings_and_notes(self) -> Tuple[Tuple[WarningRecord, ...], Tuple[WarningRecord, ...]]:
@@ -88,11 +88,6 @@ class RunView:
     def warning_groups(self) -> Tuple[WarningGroup, ...]:
         """:attr:`warnings` gathered by what they say (:func:`~wakelab.analysis.warning_groups.group_warnings`)."""
         return group_warnings(self.warnings)
-
-    @functools.cached_property
-    def note_groups(self) -> Tuple[WarningGroup, ...]:
-        """:attr:`notes` gathered the same way (a note never joins a warning)."""
-        return group_warnings(self.notes)
 
     @functools.cached_property
     def machine_load(self) -> Optional[MachineLoad]:
