@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.compare import (DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, NOT_TESTED, Regression, RunComparison, Settings,
-    compare_grid, find_regressions, finite, label_of)
+from wakelab.analysis.compare import (
+    DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, NOT_TESTED, Regression, RunComparison, Settings, compare_grid, find_regressions,
+    finite, label_of)
 from wakelab.evidence.model import Grid
 
 PASS = "pass"

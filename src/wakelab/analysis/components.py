@@ -29,8 +29,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
 from wakelab.analysis.frames import format_frames
-from wakelab.analysis.reblocks import (ON_PHRASES, Reblock, WaiterContext, blocked_on, cause_order, cause_phrase, resolve_holders,
-    timed_out, waker_role)
+from wakelab.analysis.reblocks import (
+    ON_PHRASES, Reblock, WaiterContext, blocked_on, cause_order, cause_phrase, resolve_holders, timed_out, waker_role)
 from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, ReblockCause, TraceComponents
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us

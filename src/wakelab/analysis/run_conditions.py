@@ -19,8 +19,8 @@ import os
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.compare import (CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct,
-    minimum_detectable_effect, verdict)
+from wakelab.analysis.compare import (
+    CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, minimum_detectable_effect, verdict)
 from wakelab.analysis.warning_groups import BusyProcess
 from wakelab.evidence.model import Bundle
 

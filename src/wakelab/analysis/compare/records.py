@@ -7,8 +7,8 @@ import dataclasses
 import math
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from wakelab.analysis.compare.bootstrap import (DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, SLOWER,
-    DifferenceCI, RankTest, RatioCI, finite)
+from wakelab.analysis.compare.bootstrap import (
+    DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, SLOWER, DifferenceCI, RankTest, RatioCI, finite)
 from wakelab.evidence.model import LATENCY as LATENCY, RATE, Bundle  # the kinds of arm, re-exported
 
 # Latency percentiles that are judged: key, percentile.  Each is judged when both runs

@@ -18,12 +18,14 @@ import dataclasses
 import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis.compare.bootstrap import (CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed,
-    _ratio_interval, _resampled_percentiles, bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney,
-    minimum_detectable_effect, verdict, why_untestable)
+from wakelab.analysis.compare.bootstrap import (
+    CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
+    bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, verdict,
+    why_untestable)
 from wakelab.analysis.compare.comparable import comparability
-from wakelab.analysis.compare.records import (DEFAULT_METRICS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison,
-    ComponentComparison, Judgement, Regression, Run, RunComparison, DEFAULT_SETTINGS, Settings, label_of)
+from wakelab.analysis.compare.records import (
+    DEFAULT_METRICS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison, ComponentComparison, Judgement, Regression,
+    Run, RunComparison, DEFAULT_SETTINGS, Settings, label_of)
 from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, load_traced_components, status_reason, traced
 from wakelab.analysis.stats import min_n_for
 from wakelab.errors import EvidenceError

@@ -18,17 +18,19 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import bundle_of
-from wakelab.analysis.guidance.advice import (RELOAD_HANDLERS, handoff_advice, install_advice, prefer_advice, process_advice,
-    signal_advice)
-from wakelab.analysis.guidance.cautions import (busy_threads, open_loop_advice, open_loop_words, pitfalls, polling_advice,
-    tail_advice)
-from wakelab.analysis.guidance.noise import (ALPHA, EXACT_PAIRS, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, RANGES, RANKS,
-    RATIO, Apart, Level, clearly_faster, format_times, level_of, measured_levels, positive, rank_test_p, separation)
-from wakelab.analysis.guidance.ranking import (GROUPS, HANDOFF_GROUP, IN_PROCESS, LEADER, NATIVE, PROCESS_GROUP, SIGNAL_GROUP,
-    SLOWER, SPINNING, STORM_GROUP, UNCLEAR, UNRANKED, UNRANKED_GROUPS, Ranked, Ranking, format_ranking, group_clause, group_of,
-    open_loop_interval, open_loop_note, rank_levels, rank_wake_paths)
-from wakelab.analysis.guidance.records import (HANDOFF, INSTALL, OPEN_LOOP, PITFALL, POLLING, PREFER, PROCESSES, SELF_TEST,
-    SIGNALS, TAIL, Advice, Cite, Guidance)
+from wakelab.analysis.guidance.advice import (
+    RELOAD_HANDLERS, handoff_advice, install_advice, prefer_advice, process_advice, signal_advice)
+from wakelab.analysis.guidance.cautions import (
+    busy_threads, open_loop_advice, open_loop_words, pitfalls, polling_advice, tail_advice)
+from wakelab.analysis.guidance.noise import (
+    ALPHA, EXACT_PAIRS, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, RANGES, RANKS, RATIO, Apart, Level, clearly_faster,
+    format_times, level_of, measured_levels, positive, rank_test_p, separation)
+from wakelab.analysis.guidance.ranking import (
+    GROUPS, HANDOFF_GROUP, IN_PROCESS, LEADER, NATIVE, PROCESS_GROUP, SIGNAL_GROUP, SLOWER, SPINNING, STORM_GROUP, UNCLEAR,
+    UNRANKED, UNRANKED_GROUPS, Ranked, Ranking, format_ranking, group_clause, group_of, open_loop_interval, open_loop_note,
+    rank_levels, rank_wake_paths)
+from wakelab.analysis.guidance.records import (
+    HANDOFF, INSTALL, OPEN_LOOP, PITFALL, POLLING, PREFER, PROCESSES, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance)
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns, format_rate
 

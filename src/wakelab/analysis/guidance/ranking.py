@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.guidance.noise import (ALPHA, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, Level, beyond_noise,
-    clear_of_noise, clearly_faster, format_times, level_of, positive, within_noise, within_phrase)
+from wakelab.analysis.guidance.noise import (
+    ALPHA, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, Level, beyond_noise, clear_of_noise, clearly_faster, format_times,
+    level_of, positive, within_noise, within_phrase)
 from wakelab.core.registry import declared_group
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_rate
