@@ -133,16 +133,28 @@ def format_gap(seconds: float) -> str:
     return "%.0f days" % (seconds / 86400)
 
 
-def _observed(run: Bundle) -> Mapping[str, Any]:
+def _observed(run: Bundle, key: Optional[str] = None) -> Mapping[object, object]:
+    """The run's ``observed`` record, or its ``start`` or ``end`` reading (empty where it has none)."""
     value = run.summary.get("observed")
+    if key is not None and isinstance(value, Mapping):
+        value = value.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def _readings(run: Bundle, what: str) -> List[Tuple[object, object]]:
+    """The items of map ``what`` in the run's start reading, then its end reading."""
+    items: List[Tuple[object, object]] = []
+    for key in ("start", "end"):
+        found = _observed(run, key).get(what)
+        items += found.items() if isinstance(found, Mapping) else ()
+    return items
 
 
 def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
     """The 1-minute load average at the start and the end (the end None in older bundles)."""
     seen = _observed(run)
 
-    def first(reading: Any) -> Optional[float]:
+    def first(reading: object) -> Optional[float]:
         values = reading.get("load_average") if isinstance(reading, Mapping) else None
         return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
 
@@ -212,8 +224,7 @@ def _mean_busy(run: Bundle) -> Optional[float]:
 
 def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
     def mhz(run: Bundle) -> Optional[float]:
-        seen = _observed(run)
-        values = [float(v) for key in ("start", "end") for v in ((seen.get(key) or {}).get("cpu_mhz") or {}).values()]
+        values = [float(v) for _, v in _readings(run, "cpu_mhz") if isinstance(v, (int, float))]
         return statistics.fmean(values) if values else None
 
     fa, fb = mhz(a), mhz(b)
@@ -223,8 +234,7 @@ def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
 
 
 def _governor(run: Bundle) -> Optional[str]:
-    seen = _observed(run)
-    governors = sorted({str(v) for key in ("start", "end") for v in ((seen.get(key) or {}).get("cpufreq_governors") or {}).values()})
+    governors = sorted({str(v) for _, v in _readings(run, "cpufreq_governors")})
     if governors:
         return ", ".join(governors)
     system = run.summary.get("system") or {}
@@ -241,8 +251,7 @@ def _idle(run: Bundle) -> Optional[str]:
     if isinstance(states, list) and states:
         parts.append("states %s" % ", ".join("%s%s" % (s.get("name"), " (disabled)" if s.get("disabled") else "")
                                               for s in states if isinstance(s, Mapping)))
-    disabled = {cpu: names for key in ("start", "end")
-                for cpu, names in ((_observed(run).get(key) or {}).get("idle_disabled") or {}).items() if names}
+    disabled = {str(cpu): names for cpu, names in _readings(run, "idle_disabled") if isinstance(names, list) and names}
     if disabled:
         parts.append("disabled on CPU %s" % "; ".join("%s: %s" % (cpu, ", ".join(names)) for cpu, names in sorted(disabled.items())))
     conditions = run.summary.get("conditions") or {}
