@@ -26,7 +26,7 @@ import struct
 import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.stats import PERCENTILES, min_n_for
+from wakelab.analysis.stats import LatencyStats, reportable
 
 SIGNIFICANT_DIGITS = 3
 # HdrHistogram's derived constants for 3 significant digits and a lowest value of 1 ns.
@@ -169,23 +169,9 @@ class LogLinearHistogram:
     def latency_figures(self, lost: int = 0) -> Dict[str, object]:
         """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters (within
         :data:`RELATIVE_ERROR`, omitted where the exact summary omits them); the rest exact."""
-        out: Dict[str, object] = {
-            "n": self.total,
-            "lost": lost,
-            "min_ns": self.min_ns,
-            "max_ns": self.max_ns,
-            "mean_ns": self.mean_ns,
-            "stdev_ns": self.stdev_ns,
-        }
-        omitted: Dict[str, str] = {}
-        wanted = [(key, q) for key, q in PERCENTILES if self.total >= min_n_for(q) and self.total > 0]
+        wanted, omitted = reportable(self.total)
         values = dict(zip([k for k, _ in wanted], self.percentiles_ns([q for _, q in wanted]))) if wanted else {}
-        for key, q in PERCENTILES:
-            out[key + "_ns"] = values.get(key)
-            if key not in values:
-                omitted[key] = "no samples" if self.total == 0 else "needs n >= %d, this arm has n = %d" % (min_n_for(q), self.total)
-        out["omitted"] = omitted
-        return out
+        return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
         """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.
