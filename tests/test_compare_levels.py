@@ -23,6 +23,7 @@ from wakelab.analysis import hierarchical as hb
 from wakelab.cli import main
 from wakelab.core.model import RawLatency, RawRate, raw_to_dict
 from wakelab.evidence import bundle
+from wakelab.evidence.arms import WorkerRecord
 from wakelab.harness import runner
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
@@ -118,10 +119,14 @@ def test_units_are_the_worker_slices_and_fall_back_to_one() -> None:
     assert "no worker slices" in str(hb.split_units(values, None).note)
     mismatch = hb.split_units(values, [4, 4])
     assert mismatch.sizes == (10,) and "do not add up" in str(mismatch.note)
-    assert hb.slice_sizes({"workers": [{"n": 3}, {"n": 4}]}, "n") == [3, 4]
-    assert hb.slice_sizes({"workers": [{"rounds": 3}, {"n": 4}]}, "rounds") is None  # one record without it
-    assert hb.slice_sizes({"workers": [{"n": True}]}, "n") is None
-    assert hb.slice_sizes({}, "n") is None
+    def workers(*records: object) -> List[WorkerRecord]:
+        return [WorkerRecord.from_dict(r) for r in records]
+
+    assert hb.slice_sizes(workers({"n": 3}, {"n": 4}), "n") == [3, 4]
+    assert hb.slice_sizes(workers({"rounds": 3}, {"n": 4}), "rounds") is None  # one record without it
+    assert hb.slice_sizes(workers({"n": True}), "n") is None
+    assert hb.slice_sizes(workers({"n": 3}, "not a record"), "n") is None
+    assert hb.slice_sizes(None, "n") is None and hb.slice_sizes([], "n") is None
 
 
 def _spread(boot) -> float:

@@ -11,6 +11,7 @@ from wakelab.core.model import MeasureParams
 from wakelab.harness import grid
 from wakelab.harness.interpreters import ENV_CACHE, discover, free_threading_pair, free_threading_pythons
 from wakelab.harness.runner import Execution, RunPlan, run_plan
+from wakelab.evidence.matrix import MatrixDoc
 from wakelab.analysis.lab_ab import FORCED_GIL, GIL_BUILD, MATRIX_VERDICTS, NO_GIL, gil_ab, interpreter_role
 from wakelab.evidence.model import Interpreter as EvidenceInterpreter
 from wakelab.labs import LAB_FREE_THREADING, RunShape, all_labs, custom_lab, get_lab, lab_for_run
@@ -78,22 +79,22 @@ def test_gil_ab_says_what_removing_the_gil_did() -> None:
         (GIL_BUILD, 1): (5600, 15700, 10_000_000), (NO_GIL, 1): (7300, 55_000_000, 60_000_000), (FORCED_GIL, 1): (5700, 16000, 9_000_000),
     })
     before = copy.deepcopy(doc)
-    ab = gil_ab(doc)
+    ab = gil_ab(MatrixDoc.from_dict(doc))
     assert doc == before  # reads only
-    assert [(r["arm"], r["cpu_threads"]) for r in ab["rows"]] == [("event", 0), ("event", 1)]  # rate arms are not in it
-    loaded = ab["rows"][1]
-    assert loaded["p99"][GIL_BUILD] == 15700 and loaded["p99"][NO_GIL] == 55_000_000
-    assert loaded["p99"]["ratio"] == pytest.approx(55_000_000 / 15700)
-    assert loaded["max"]["forced_ratio"] == pytest.approx(0.9)
-    assert [s["cpu_threads"] for s in ab["summary"]] == [0, 1]
-    text = " ".join(ab["sentences"])
+    assert [(r.arm, r.cpu_threads) for r in ab.rows] == [("event", 0), ("event", 1)]  # rate arms are not in it
+    loaded = ab.rows[1]
+    assert loaded.figures["p99"].role(GIL_BUILD) == 15700 and loaded.figures["p99"].role(NO_GIL) == 55_000_000
+    assert loaded.figures["p99"].ratio == pytest.approx(55_000_000 / 15700)
+    assert loaded.figures["max"].forced_ratio == pytest.approx(0.9)
+    assert [s.cpu_threads for s in ab.summary] == [0, 1]
+    text = " ".join(ab.sentences)
     assert ("1 busy Python thread, placement split (median of 1 arm): without the GIL p50 stayed about the same "
             "(5.60 → 7.30 µs, 1.3×; grew in 0 of 1 arms, shrank in 0)") in text
     assert "p99 grew (15.7 → 55000 µs, 3503×; grew in 1 of 1 arms, shrank in 0)" in text
     assert "Where the tail grew without the GIL (1 busy, split)" in text and "PYTHON_GIL=1" in text
-    header = ab["tables"][0]["header"]
+    header = ab.tables[0].header
     assert header[3].startswith("p50 µs (GIL / no GIL / GIL=1)")
-    assert ab["tables"][0]["rows"][1][4] == "15.7 / 55000 / 16.0"
+    assert ab.tables[0].rows[1][4] == "15.7 / 55000 / 16.0"
 
 
 def test_gil_ab_pairs_each_free_threaded_build_with_its_own_release() -> None:
@@ -106,16 +107,16 @@ def test_gil_ab_pairs_each_free_threaded_build_with_its_own_release() -> None:
         cell["interpreter"] = dict(cell["interpreter"], version="3.14.10")
     doc["cells"] += later["cells"]
     doc["arms"][0]["rows"] += later["arms"][0]["rows"]
-    ab = gil_ab(doc)
-    assert [(r["release"], r["p50"]["ratio"]) for r in ab["rows"]] == [("3.13", 2.0), ("3.14", 1.0)]
-    assert [s["release"] for s in ab["summary"]] == ["3.13", "3.14"]
-    assert ab["tables"][0]["header"][0] == "release" and [r[0] for r in ab["tables"][0]["rows"]] == ["3.13", "3.14"]
-    text = " ".join(ab["sentences"])
+    ab = gil_ab(MatrixDoc.from_dict(doc))
+    assert [(r.release, r.figures["p50"].ratio) for r in ab.rows] == [("3.13", 2.0), ("3.14", 1.0)]
+    assert [s.release for s in ab.summary] == ["3.13", "3.14"]
+    assert ab.tables[0].header[0] == "release" and [r[0] for r in ab.tables[0].rows] == ["3.13", "3.14"]
+    text = " ".join(ab.sentences)
     assert "CPython 3.13, no busy thread, placement split" in text and "p50 grew (6.00 → 12.0 µs, 2.0×" in text
     assert "CPython 3.14, no busy thread, placement split" in text and "p50 stayed about the same (5.00 → 5.00 µs" in text
     # One release: no release column, no release key (the single-release tables stay as they were).
-    single = gil_ab(_doc({(GIL_BUILD, 0): (6000, 9000, 10000), (NO_GIL, 0): (12000, 18000, 20000)}))
-    assert "release" not in single["rows"][0] and single["tables"][0]["header"][0] == "busy threads"
+    single = gil_ab(MatrixDoc.from_dict(_doc({(GIL_BUILD, 0): (6000, 9000, 10000), (NO_GIL, 0): (12000, 18000, 20000)})))
+    assert "release" not in single.to_dict()["rows"][0] and single.tables[0].header[0] == "busy threads"
 
 
 def test_the_lab_takes_a_column_trio_for_every_release_with_both_builds(tmp_path, monkeypatch) -> None:
@@ -142,8 +143,8 @@ def test_the_lab_takes_a_column_trio_for_every_release_with_both_builds(tmp_path
 
 
 def test_gil_ab_without_a_pair_says_so() -> None:
-    ab = gil_ab(_doc({(GIL_BUILD, 0): (6000, 9000, 10000)}))
-    assert ab["sentences"] == ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the "
+    ab = gil_ab(MatrixDoc.from_dict(_doc({(GIL_BUILD, 0): (6000, 9000, 10000)})))
+    assert list(ab.sentences) == ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the "
                                "same conditions, so nothing says what removing the GIL did."]
 
 
@@ -188,9 +189,9 @@ def test_a_small_free_threading_grid_gives_the_ab_table(tmp_path) -> None:
     cells = grid.expand([p for p, _ in trio], [label for _, label in trio], [("any", None, None)], [200], [1])
     doc = grid.run_grid(base, cells)
     assert doc["complete"] is True
-    ab = gil_ab(doc)
-    assert [(r["arm"], r["cpu_threads"]) for r in ab["rows"]] == [("event", 1), ("queue", 1), ("pipe", 1)]
-    for row in ab["rows"]:
+    ab = gil_ab(MatrixDoc.from_dict(doc))
+    assert [(r.arm, r.cpu_threads) for r in ab.rows] == [("event", 1), ("queue", 1), ("pipe", 1)]
+    for row in ab.rows:
         for key in ("p50", "max"):  # 20 wakes give no p99
-            assert row[key]["ratio"] is not None and row[key]["forced_ratio"] is not None
-    assert ab["sentences"][0].startswith("1 busy Python thread, placement any (median of 3 arms): without the GIL p50 ")
+            assert row.figures[key].ratio is not None and row.figures[key].forced_ratio is not None
+    assert ab.sentences[0].startswith("1 busy Python thread, placement any (median of 3 arms): without the GIL p50 ")

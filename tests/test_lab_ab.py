@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from wakelab.analysis import lab_ab
-from wakelab.evidence.matrix import MatrixDoc
+from wakelab.evidence.matrix import GIL_BUILD, NO_GIL, MatrixDoc, MatrixVerdict
 
 
 def test_the_matrix_document_is_read_once_into_the_evidence_records() -> None:
@@ -30,10 +32,31 @@ def test_the_matrix_document_is_read_once_into_the_evidence_records() -> None:
     assert dict(measured.figures) == {"p50": 5000.0, "p99": None, "max": None}
     assert skipped.arm.reason == "no free-threaded build" and skipped.figures["p50"] is None
     # A verdict over the records is the verdict over the document they were read from.
-    assert lab_ab.gil_ab(matrix) == lab_ab.gil_ab(doc)
+    assert lab_ab.gil_ab(matrix).to_dict() == lab_ab.matrix_verdict("gil-ab", doc)
 
 
 def test_a_verdict_is_found_by_the_name_its_lab_gives_it() -> None:
     doc = {"command": ["wakelab", "run"], "cells": [], "arms": []}
-    assert lab_ab.matrix_verdict("gil-ab", doc) == lab_ab.gil_ab(doc)
-    assert lab_ab.matrix_verdict("realtime-ab", doc)["title"].startswith("WHAT REALTIME SCHEDULING BOUGHT")
+    assert lab_ab.matrix_verdict("gil-ab", doc) == lab_ab.gil_ab(MatrixDoc.from_dict(doc)).to_dict()
+    assert str(lab_ab.matrix_verdict("realtime-ab", doc)["title"]).startswith("WHAT REALTIME SCHEDULING BOUGHT")
+
+
+def test_a_verdict_is_stored_as_matrix_json_has_it_and_read_back_whole() -> None:
+    interp = {GIL_BUILD: {"version": "3.13.5", "free_threaded_build": False, "gil_enabled": True},
+              NO_GIL: {"version": "3.13.5t", "free_threaded_build": True, "gil_enabled": False}}
+    doc = {"cells": [{"label": role, "dimensions": {"placement": "split", "cpu_threads": 0}, "interpreter": interp[role]}
+                     for role in interp],
+           "arms": [{"name": "event", "rows": [{"cell": GIL_BUILD, "status": "ok", "kind": "latency",
+                                                "latency": {"p50_ns": 5000, "p99_ns": 8000, "max_ns": 9000}},
+                                               {"cell": NO_GIL, "status": "ok", "kind": "latency",
+                                                "latency": {"p50_ns": 10000, "p99_ns": 8000, "max_ns": 9000}}]}]}
+    stored = json.loads(json.dumps(lab_ab.matrix_verdict("gil-ab", doc)))
+    assert sorted(stored) == ["roles", "rows", "sentences", "summary", "tables", "title"]
+    assert stored["rows"] == [{"arm": "event", "placement": "split", "cpu_threads": 0,
+                               "p50": {GIL_BUILD: 5000.0, NO_GIL: 10000.0, "ratio": 2.0, "forced_ratio": None},
+                               "p99": {GIL_BUILD: 8000.0, NO_GIL: 8000.0, "ratio": 1.0, "forced_ratio": None},
+                               "max": {GIL_BUILD: 9000.0, NO_GIL: 9000.0, "ratio": 1.0, "forced_ratio": None}}]
+    assert stored["summary"][0]["p50"]["arms_grew"] == 1 and stored["summary"][0]["arms"] == 1
+    ab = lab_ab.gil_ab(MatrixDoc.from_dict(doc))
+    read = MatrixVerdict.from_dict(stored)
+    assert read is not None and (read.title, read.tables, read.sentences) == (ab.title, ab.tables, ab.sentences)

@@ -316,6 +316,7 @@ def _row(cell: str, p50_us: float, p99_us: float) -> Dict:
 
 def test_the_realtime_verdict_pairs_normal_and_fifo_in_each_cell() -> None:
     from wakelab.analysis.lab_ab import realtime_ab
+    from wakelab.evidence.matrix import MatrixDoc
 
     doc = {
         "command": ["wakelab", "run", "--lab", "realtime", "--cpu-procs", "2"],
@@ -327,25 +328,26 @@ def test_the_realtime_verdict_pairs_normal_and_fifo_in_each_cell() -> None:
             {"name": "native-condvar-fifo", "rows": [_row("t0", 15, 40), _row("t1", 15, 45)]},
         ],
     }
-    verdict = realtime_ab(doc)
-    event = [r for r in verdict["rows"] if r["normal"] == "event"]
-    assert [r["cpu_threads"] for r in event] == [0, 1]
-    assert event[0]["p99"]["ratio"] == pytest.approx(60 / 1500) and event[1]["p99"]["ratio"] == pytest.approx(0.96)
-    table = verdict["tables"][0]["rows"]
-    assert table[0] == ["event", "0", "30.0 / 30.0", "1500 / 60.0", "1.0×", "0.04×"]
-    text = " ".join(verdict["sentences"])
+    verdict = realtime_ab(MatrixDoc.from_dict(doc))
+    event = [r for r in verdict.rows if r.normal == "event"]
+    assert [r.cpu_threads for r in event] == [0, 1]
+    assert event[0].figures["p99"].ratio == pytest.approx(60 / 1500) and event[1].figures["p99"].ratio == pytest.approx(0.96)
+    table = verdict.tables[0].rows
+    assert table[0] == ("event", "0", "30.0 / 30.0", "1500 / 60.0", "1.0×", "0.04×")
+    text = " ".join(verdict.sentences)
     assert "With 2 busy processes (--cpu-procs) and no busy Python thread: the SCHED_FIFO waiter's p99 was" in text
     assert ("The GIL took back what realtime bought: with 1 busy Python thread the FIFO waiter's p99 was 80× its p99 "
             "without (4800 against 60.0 µs)") in text
     assert "In C" not in text  # the C floor's FIFO waiter was faster here
-    assert verdict["hogs"] == 2
+    assert verdict.hogs == 2
     doc["arms"][3]["rows"][0] = _row("t0", 30, 900)  # a FIFO C waiter slower than the normal one: said, with figures
     assert "In C, SCHED_FIFO did not make the condvar wake faster here (0 busy: p50 20.0 → 30.0 µs" in " ".join(
-        realtime_ab(doc)["sentences"])
+        realtime_ab(MatrixDoc.from_dict(doc)).sentences)
 
 
 def test_the_realtime_verdict_says_when_there_is_no_hog_or_no_fifo() -> None:
     from wakelab.analysis.lab_ab import realtime_ab
+    from wakelab.evidence.matrix import MatrixDoc
 
     doc = {
         "command": ["wakelab", "run", "--lab", "realtime"],
@@ -355,10 +357,10 @@ def test_the_realtime_verdict_says_when_there_is_no_hog_or_no_fifo() -> None:
             {"name": "event-fifo", "rows": [{"cell": "t0", "status": "skipped", "reason": "not permitted", "latency": None}]},
         ],
     }
-    verdict = realtime_ab(doc)
-    assert verdict["rows"] == []
-    assert any("No hog in this run" in s for s in verdict["sentences"])
-    assert "Not measured: event-fifo: not permitted." in verdict["sentences"]
+    verdict = realtime_ab(MatrixDoc.from_dict(doc))
+    assert verdict.rows == ()
+    assert any("No hog in this run" in s for s in verdict.sentences)
+    assert "Not measured: event-fifo: not permitted." in verdict.sentences
 
 
 @needs_root

@@ -81,6 +81,24 @@ def test_a_busy_process_and_the_load_it_brought_are_named_and_the_rest_is_alike(
     assert told.to_dict()["advice"].startswith("for a gate, measure both in one run")
 
 
+def test_frequency_governors_and_disabled_idle_states_are_read_from_both_readings() -> None:
+    quiet = summary()
+    quiet["observed"] = copy.deepcopy(quiet["observed"])
+    quiet["observed"]["start"]["cpu_mhz"] = {"0": 2400.0, "1": 2400.0}
+    slow = summary(started_utc="2026-12-03T10:05:20Z", finished_utc="2026-12-03T10:05:40Z")
+    slow["observed"] = copy.deepcopy(slow["observed"])
+    for part, mhz in (("start", {"0": 2400.0, "1": 2600}), ("end", {"0": 1200.0, "1": 1400.0})):
+        slow["observed"][part]["cpu_mhz"] = mhz
+        slow["observed"][part]["cpufreq_governors"] = {"0": "powersave", "1": "performance"}
+    slow["observed"]["end"]["idle_disabled"] = {"1": ["C6", "C3"], "0": []}
+    told = {c.name: c for c in run_conditions.tell_apart(bundle(quiet, "A"), bundle(slow, "B")).conditions}
+    frequency, governor, idle = told["CPU frequency"], told["CPU frequency governor"], told["idle states"]
+    assert (frequency.baseline, frequency.other, frequency.differs) == (
+        "2400 MHz (mean of the CPUs at start and end)", "1900 MHz (mean of the CPUs at start and end)", True)
+    assert (governor.baseline, governor.other) == ("not recorded", "performance, powersave")
+    assert idle.other == "governor haltpoll; states POLL; disabled on CPU 1: C6, C3" and idle.differs is True
+
+
 def test_an_older_bundle_says_not_recorded_never_none() -> None:
     old = summary()
     del old["observed"]

@@ -523,7 +523,7 @@ def test_traced_arm_order_puts_each_c_floor_after_its_python_arm() -> None:
         {"name": "condition", "family": "threads", "native": "native-condvar"},
         {"name": "pipe", "family": "fds", "native": "native-pipe"},
     ]}
-    order = [(arm["name"], floor_of) for arm, floor_of in comp.traced_arm_order(summary)]
+    order = [(arm.name, floor_of) for arm, floor_of in comp.traced_arm_order(summary)]
     assert order == [("native-sigwait", None), ("event", None), ("native-condvar", "event"), ("condition", None),
                      ("pipe", None), ("native-pipe", "pipe")]
 

@@ -1,17 +1,11 @@
 """The A/B gate: one comparison of two sides that took turns in one run, judged once.
 
-``wakelab ab`` measures two environments (base and head) as the two cells of one grid, whose
-repetitions alternate (A B, B A, ...), so that whatever the machine does over the run reaches
-both sides alike; :func:`wakelab.analysis.compare.compare_grid` compares them.  This module turns
-that comparison into the gate's answer -- the rows every output lays out (text, Markdown,
-JSON) and the result -- so that no renderer decides anything.
-
-The rule is compare's ``--fail-on-regression`` (:func:`~wakelab.analysis.compare.find_regressions`):
-an arm fails when, at a gated percentile, its verdict is "slower" (the interval lies above
-1 + min-effect) *and* its ratio exceeds 1 + limit.  An arm that was not judged (it failed or was
-skipped on a side, or had too few wakes) leaves the gate unable to answer: that is an error, not
-a pass.
-"""
+``wakelab ab`` measures base and head as the two cells of one grid, whose repetitions alternate, so
+that whatever the machine does over the run reaches both sides alike.  This module turns compare's
+comparison of them into the gate's answer (the rows every output lays out, and the result), so that
+no renderer decides anything.  The rule is compare's ``--fail-on-regression``
+(:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the gate
+unable to answer: an error, not a pass."""
 
 from __future__ import annotations
 
@@ -19,18 +13,8 @@ import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
-    DEFAULT_SETTINGS,
-    LATENCY,
-    METRIC_KEYS,
-    NOT_TESTED,
-    Regression,
-    RunComparison,
-    Settings,
-    compare_grid,
-    find_regressions,
-    finite,
-    label_of,
-)
+    DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, NOT_TESTED, Regression, RunComparison, Settings, compare_grid, find_regressions,
+    finite, label_of)
 from wakelab.evidence.model import Grid
 
 PASS = "pass"
@@ -113,12 +97,8 @@ _AB_RIGOR_HINT = "to tell smaller changes, run the A/B with --rigorous (more wak
 
 def compare_sides(grid: Grid, base: str, settings: Settings = DEFAULT_SETTINGS,
                   planted_delay: bool = False) -> Tuple[Optional[RunComparison], List[Tuple[str, str]]]:
-    """Head against base: the A/B grid's other cell against cell ``base``, and the cells not compared with why.
-
-    The sides may run different interpreters, and a self-test plants a delay on one side
-    (``planted_delay``): both are compared on purpose.  compare's notes are worded for an A/B
-    (:func:`worded_for_ab`).  The comparison is None when the head has no evidence.
-    """
+    """Head against base (the other cell against cell ``base``; None when the head has no evidence), and the cells
+    not compared with why.  Interpreters and a self-test's planted delay differ on purpose; notes are worded for an A/B."""
     across = ["interpreter"] + (["planted-delay"] if planted_delay else [])
     _base_run, comparisons, skipped = compare_grid(grid, base, settings, across)
     return (worded_for_ab(comparisons[0]) if comparisons else None), skipped
@@ -135,11 +115,8 @@ def worded_for_ab(comparison: RunComparison) -> RunComparison:
 
 def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[str], min_effect_pct: float,
                expected_arms: Sequence[str] = ()) -> Gate:
-    """The gate on ``comparison`` (head against base): see the module docstring.
-
-    ``expected_arms`` are the arms the A/B set out to judge: one missing from the comparison, or
-    not tested, is an error (the gate cannot say it passed).
-    """
+    """The gate on ``comparison`` (head against base); an arm of ``expected_arms`` missing from it, or not tested, is an
+    error (the gate cannot say it passed)."""
     regressions, unchecked = find_regressions([comparison], limit_pct, metrics)
     failing = {(r.arm, r.metric) for r in regressions}
     gated_keys = {METRIC_KEYS[m] for m in metrics}

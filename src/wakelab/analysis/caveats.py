@@ -1,31 +1,19 @@
-"""Caveats, comparisons and "vs C" ratios derived from a summary document.
+"""Caveats, comparisons and "vs C" ratios of a run, computed once from its typed records.
 
-What a reader must know before quoting a run, computed once from the run's own
-data (waiter states, lost wakes, failed or skipped arms, the parameters, the
-interpreter), never written in advance, from the typed records of
-:mod:`wakelab.evidence.model`.  Renderers lay these records out; they do not
-re-derive them.  Doubts about measurement quality are warnings, in
-:mod:`wakelab.analysis.quality`.  Stdlib only: the runner stores the caveats in
-summary.json as it goes (from the document it holds in memory).
+Like for like.  Two arms are the same experiment only when they agree on the waiter state they
+declare, the scope, and what the waiter is actually doing at ``t0`` (:func:`waiter_at_t0`).  The third
+is not always the second: a spinning waiter in another thread of a GIL build cannot poll while the
+notifier runs Python to take ``t0`` and notify; it waits for the GIL, and its wake is the GIL's
+hand-over, not a poll that sees a flag.
 
-Like for like.  Two arms are the same experiment only when they agree on
-three things: the waiter state the arm declares (blocked or spinning), the
-scope (self, cross-thread, cross-process), and what the waiter is actually
-doing at ``t0`` (:func:`waiter_at_t0`).  The third is not always the second: a
-spinning waiter in another thread of a GIL build cannot poll while the
-notifier runs Python to take ``t0`` and notify; it is parked waiting for the
-GIL, and its wake is the GIL's hand-over, not a poll that sees a flag.
-
-"vs C".  Each Python arm may name a C floor (``native``) and how the two
-relate (``native_match``).  Only a *matched* floor -- the same scope, waiter
-state and ``t1`` -- makes the ratio the interpreter's share; a *nearest* floor
-is the closest C experiment there is, shown and labelled as such.
-"""
+"vs C".  Only a *matched* C floor (``native_match``: the same scope, waiter state and ``t1``) makes
+the ratio the interpreter's share; a *nearest* floor is the closest C experiment there is, labelled so.
+Doubts about measurement quality are warnings, in :mod:`wakelab.analysis.quality`."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import positive_ratio
@@ -45,9 +33,9 @@ NO_WAITER = "no waiter"
 
 
 #: A run as these functions take it: a loaded bundle, or a summary document held in memory (the runner's).
-Run = Union[Bundle, Mapping[str, Any]]
+Run = Union[Bundle, Mapping[str, object]]
 #: An arm as these functions take it: its record, or its entry (a summary's, or ``Arm.describe()``).
-Arm = Union[ArmRecord, Mapping[str, Any]]
+Arm = Union[ArmRecord, Mapping[str, object]]
 
 
 def bundle_of(run: Run) -> Bundle:
@@ -61,23 +49,14 @@ def arm_record(arm: Arm) -> ArmRecord:
 
 
 def gil_enabled(run: Run) -> bool:
-    """Whether the run's Python threads take turns on a GIL.
-
-    False only when the interpreter reported its GIL off (a free-threaded build
-    running without it); an interpreter that does not report it (before 3.13,
-    PyPy) has one.
-    """
+    """Whether the run's Python threads take turns on a GIL: False only when the interpreter reported its GIL
+    off (an interpreter that does not report it, before 3.13 or PyPy, has one)."""
     return bundle_of(run).interpreter.gil_enabled is not False
 
 
 def waiter_at_t0(arm: Arm, gil: bool) -> str:
-    """What the arm's waiter is doing at ``t0``, given whether the run has a GIL.
-
-    A blocked waiter is parked in the kernel.  A spinning waiter in the same
-    thread as the notifier *is* the notifier.  A spinning waiter in another
-    thread polls only if it can run while the notifier runs: in C, in another
-    process, or without a GIL; under a GIL it waits for the GIL the notifier holds.
-    """
+    """What the arm's waiter is doing at ``t0``, given whether the run has a GIL: a spinning waiter in another
+    thread polls only if it can run while the notifier runs (in C, in another process, or without a GIL)."""
     record = arm_record(arm)
     if record.waiter == "blocked":
         return PARKED_IN_KERNEL
@@ -101,12 +80,8 @@ class Difference:
 
 @dataclasses.dataclass(frozen=True)
 class Pairing:
-    """Arm ``a`` against arm ``b``: whether they are like for like, and their ratios.
-
-    ``differences`` is empty for a like-for-like pair; ``waiter``, ``scope``
-    and ``at_t0`` are then what both share (``a``'s otherwise).  The ratios are
-    ``a / b`` at p50 and p99, None when either side has no such figure.
-    """
+    """Arm ``a`` against arm ``b``: how they differ (none: like for like; ``waiter``, ``scope`` and ``at_t0``
+    are then what both share, else ``a``'s), and ``a / b`` at p50 and p99 (None: a side has no such figure)."""
 
     a: str
     b: str
@@ -157,12 +132,8 @@ def lab_pairings(run: Run) -> List[Pairing]:
 
 @dataclasses.dataclass(frozen=True)
 class NativeRatio:
-    """A Python arm against its C floor, measured in the same run.
-
-    ``kind`` is ``latency`` (``ratio`` = the arm's p50 over the floor's p50) or
-    ``rate`` (``ratio`` = the floor's ops/s over the arm's: how many times
-    faster C is).  ``match`` is ``matched`` or ``nearest``.
-    """
+    """A Python arm against its C floor in the same run: ``latency`` (the arm's p50 over the floor's) or
+    ``rate`` (the floor's ops/s over the arm's: how many times faster C is); ``match`` ``matched`` or ``nearest``."""
 
     arm: str
     native: str
@@ -209,13 +180,8 @@ def native_ratios(run: Run) -> Dict[str, NativeRatio]:
 
 @dataclasses.dataclass(frozen=True)
 class LostWakes:
-    """Why an arm's counted wakes were lost.
-
-    ``coalesced``: open-loop notifies the primitive merged into a later wake
-    (the waiter was still busy with an earlier one); ``stale``: waits that
-    returned before their notify (an older wake answered them); the rest had
-    no wake within the timeout.
-    """
+    """Why an arm's counted wakes were lost: ``coalesced`` (open-loop notifies merged into a later wake), ``stale``
+    (waits an older wake answered, before their notify); the rest had no wake within the timeout."""
 
     total: int
     coalesced: int = 0
@@ -226,7 +192,7 @@ class LostWakes:
         return max(self.total - self.coalesced - self.stale, 0)
 
 
-def worker_infos(arm: ArmRecord) -> List[Mapping[str, Any]]:
+def worker_infos(arm: ArmRecord) -> List[Mapping[str, object]]:
     """The arm's raw ``info`` (its driver's own, free-form): each worker process's, under ``workers`` when there
     were several, else the one (none where it records none)."""
     info = arm.entry.get("info")

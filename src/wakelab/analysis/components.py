@@ -1,67 +1,36 @@
 """Where the time goes: each wake split at the kernel's scheduler events.
 
-A traced run (:mod:`wakelab.harness.trace`) records, on the same
-CLOCK_MONOTONIC as every ``t0`` and ``t1``, when the kernel wakes the waiter
-(``sched_waking``, then ``sched_wakeup`` once it is on a run queue), when the
-waiter is switched onto and off a CPU (``sched_switch``), and the entry and
-exit of the system calls it sleeps in.  Walking the waiter's own events from
-``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited to
-one component:
+A traced run (:mod:`wakelab.harness.trace`) records, on the CLOCK_MONOTONIC of every ``t0`` and ``t1``,
+the waiter's ``sched_waking``, ``sched_wakeup`` and ``sched_switch`` events and the system calls it
+sleeps in.  Walking them from ``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited
+to one component:
 
-``notify``           ``t0`` to the first ``sched_waking`` of the waiter: the
-                     notifier's own path (CPython's ``Event.set``, ``os.write``,
-                     ``os.kill`` ... down to the kernel's wake call);
-``sched_wake``       ``sched_waking`` to ``sched_wakeup``: getting the waiter onto
-                     its CPU's run queue -- for a wake across CPUs the
-                     interrupt to that CPU and, if it was idle, its idle exit
-                     (where the idle CPU records nothing, up to the waiter's
-                     return from the call it slept in);
-``sched_queue``      ``sched_wakeup`` to the waiter's ``sched_switch`` onto a CPU:
-                     waiting in the run queue (behind another task, or the
-                     notifier itself on a shared CPU), and any later time the
-                     waiter spends preempted while still runnable;
-``gil_wait``         *re-blocked*: every further sleep of the waiter after it
-                     first ran, up to the wake that ends it -- each one named by
-                     what it waited on (the GIL, a lock, an fd, a timer ...)
-                     and who held it (:mod:`wakelab.analysis.reblocks`); the
-                     key keeps its first name, from when every such sleep was
-                     taken for the GIL.  The scheduler's time getting the
-                     waiter back on a CPU after it is the scheduler's;
-``interpreter``      the waiter's own work: its time on a CPU up to ``t1``
-                     (returning to user space, re-taking the GIL, releasing
-                     what it holds, the bytecode up to ``t1``);
-``unattributed``     what the events cannot place (an event the trace lost, a
-                     waiter seen running with no event saying since when);
-                     never hidden.
+``notify``        ``t0`` to the waiter's first ``sched_waking``: the notifier's own path, down to the
+                  kernel's wake call;
+``sched_wake``    ``sched_waking`` to ``sched_wakeup``: onto its CPU's run queue (for a wake across
+                  CPUs the interrupt, and an idle CPU's exit);
+``sched_queue``   ``sched_wakeup`` to its switch onto a CPU, and any later time preempted while runnable;
+``gil_wait``      *re-blocked*: every further sleep after it first ran, each named by what it waited on
+                  and who held it (:mod:`wakelab.analysis.reblocks`; the key keeps its first name, from
+                  when every such sleep was taken for the GIL);
+``interpreter``   the waiter's own work on a CPU up to ``t1``;
+``unattributed``  what the events cannot place (a lost event, a waiter seen running with no event
+                  saying since when); never hidden.
 
-The intervals tile ``[t0, t1]``, so a wake's components sum to its latency
-exactly, in integer nanoseconds, and its re-blocks' causes sum to its
-``gil_wait``.  ``sched_wake`` and ``sched_queue`` together are the
-*scheduler* component.
-
-Arms whose waiter spins (or wakes itself) are never put to sleep by the
-kernel: there is no wake event to split at, and :func:`why_untraceable` says so.
-"""
+The intervals tile ``[t0, t1]``, so a wake's components sum to its latency exactly (integer ns), and
+its re-blocks' causes sum to its ``gil_wait``.  A waiter that spins (or wakes itself) is never put to
+sleep: there is no wake event to split at (:func:`why_untraceable`)."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
 from wakelab.analysis.frames import format_frames
 from wakelab.analysis.reblocks import (
-    ON_PHRASES,
-    Reblock,
-    WaiterContext,
-    blocked_on,
-    cause_order,
-    cause_phrase,
-    resolve_holders,
-    timed_out,
-    waker_role,
-)
+    ON_PHRASES, Reblock, WaiterContext, blocked_on, cause_order, cause_phrase, resolve_holders, timed_out, waker_role)
 from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, ReblockCause, TraceComponents
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us
@@ -78,14 +47,8 @@ COMPONENT_TITLES: Dict[str, str] = {
     "interpreter": "interpreter (on a CPU, up to t1)",
     "unattributed": "unattributed (the events cannot place it)",
 }
-SHORT_NAMES: Dict[str, str] = {
-    "notify": "notify",
-    "sched_wake": "wake",
-    "sched_queue": "queue",
-    "gil_wait": "re-blocked",
-    "interpreter": "own work",
-    "unattributed": "other",
-}
+SHORT_NAMES: Dict[str, str] = {"notify": "notify", "sched_wake": "wake", "sched_queue": "queue", "gil_wait": "re-blocked",
+                               "interpreter": "own work", "unattributed": "other"}
 # As a band from before re-blocks were named reads (summary.txt of such a bundle, unchanged).
 _OLD_SHORT_NAMES: Dict[str, str] = dict(SHORT_NAMES, gil_wait="GIL", interpreter="interp")
 
@@ -129,16 +92,11 @@ class SchedEvent:
 class WakeSplit:
     """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.
 
-    ``cycles``: further sleep/wake cycles after the waiter first ran (each one
-    of ``reblocks``, named: what it waited on, who woke and who held it; their
-    ``asleep_ns`` sum to ``gil_wait``); ``from_idle``: the waiter's first
-    switch-in came from the idle task; ``cross_cpu``: the wake was raised on
-    another CPU than the one the waiter ran on; ``parked``: the waiter was
-    asleep at ``t0`` (False: running or runnable, None: no event before ``t0``
-    said); ``by_notifier``: the first wake came from the notifier's thread;
-    ``inferred``: switch-ins the trace did not show, placed at the waiter's
-    return from the call it slept in (a CPU whose idle task records nothing).
-    """
+    ``cycles``: the re-blocks after the waiter first ran (``reblocks``, named; their ``asleep_ns`` sum to
+    ``gil_wait``); ``from_idle``: its first switch-in came from the idle task; ``cross_cpu``: the wake was
+    raised on another CPU; ``parked``: asleep at ``t0`` (None: no event said); ``by_notifier``: the first
+    wake came from the notifier's thread; ``inferred``: switch-ins placed at the waiter's return from the
+    call it slept in (a CPU whose idle task records nothing)."""
 
     parts_ns: Dict[str, int]
     cycles: int = 0
@@ -396,21 +354,11 @@ def split_wake(
     notifier_tid: Optional[int] = None,
     context: Optional[WaiterContext] = None,
 ) -> WakeSplit:
-    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events.
+    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns``
+    for bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).
 
-    ``events`` are the waiter's events in time order (as :func:`~wakelab.harness.trace.parse_script`
-    files them) and ``times`` their ``time_ns`` (for bisection); ``context``
-    what is known of its surroundings, to name its re-blocks (by default only
-    ``notifier_tid``).  The parts sum to ``t1 - t0`` exactly.
-
-    The walk follows the waiter: asleep until a wake (``notify``), woken until
-    on a run queue (``sched_wake``), queued until switched in (``sched_queue``),
-    on a CPU (``interpreter``: the waiter's own work); a further sleep after it
-    ran is a re-block (``gil_wait``, named by :mod:`wakelab.analysis.reblocks`)
-    and the wake that ends it the scheduler's again.  Where the switch-in is
-    missing (an idle CPU that records nothing), the waiter's return from the
-    call it slept in stands for it.  What no event places is ``unattributed``.
-    """
+    The walk follows the waiter through the states of :data:`COMPONENTS`; where the switch-in is missing
+    (an idle CPU that records nothing), its return from the call it slept in stands for it."""
     ctx = context if context is not None else WaiterContext(notifier_tid=notifier_tid)
     if ctx.notifier_tid is None and notifier_tid is not None:
         ctx = dataclasses.replace(ctx, notifier_tid=notifier_tid)
@@ -544,17 +492,10 @@ def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
 
 
 def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> TraceComponents:
-    """The ``trace.components`` figures of an arm: per component its percentiles, and where the
-    median wake and the tail wakes go.
-
-    ``percentiles``: for each component (and ``scheduler`` = ``sched_wake`` +
-    ``sched_queue``) its own p50/p90/p99 over the wakes -- these do not sum.
-    ``at_p50`` / ``at_p99``: the mean latency and mean components of the
-    wakes ranked around the median (45th to 55th percentile) and at the tail
-    (99th percentile and above) -- these do sum (up to rounding); their
-    ``reblocks_ns`` split ``gil_wait`` by cause.  ``causes``: each cause's
-    wakes and time; ``holders``: the threads that held what the waiter re-blocked on.
-    """
+    """The ``trace.components`` figures of an arm: per component (and ``scheduler`` = wake + queue) its own
+    p50/p90/p99, which do not sum; ``at_p50``/``at_p99`` the mean components of the wakes ranked 45th-55th
+    and from the 99th percentile, which do (their ``reblocks_ns`` split ``gil_wait`` by cause); each cause's
+    wakes and time, and the threads that held what the waiter re-blocked on."""
     from wakelab.analysis.stats import summarize_latency
 
     series = component_series(splits)
@@ -755,49 +696,43 @@ def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]
     return order
 
 
-def traced_arm_order(run: Run) -> List[Tuple[Mapping[str, Any], Optional[str]]]:
-    """:func:`arm_order` of a run's arms, each as its summary entry (for renderers that read the entries)."""
-    return [(arm.entry, floor_of) for arm, floor_of in arm_order(bundle_of(run).arms())]
+def traced_arm_order(run: Run) -> List[Tuple[ArmRecord, Optional[str]]]:
+    """:func:`arm_order` of a run's arms."""
+    return arm_order(bundle_of(run).arms())
 
 
 class TracedSeriesError(ValueError):
     """The samples file's ``traced`` part is not a per-wake component series of its traced wakes."""
 
 
-def traced_series(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
-    """The per-wake component series of a samples document's ``traced`` part (None when it has none).
+def _wake_ints(values: object, n: int, what: str) -> List[int]:
+    if not isinstance(values, list) or len(values) != n or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
+    ):
+        raise TracedSeriesError("traced %s must be %d non-negative integers (one per traced wake)" % (what, n))
+    return values
 
-    Returns ``{"latency": [...], <component>: [...], ...}`` for :data:`COMPONENTS`, each list as long
-    as the traced wakes; raises :class:`TracedSeriesError` when the part is malformed (a missing
-    component, lists of other lengths, values that are not non-negative integers, or wakes whose
-    components do not sum to their latency).
-    """
+
+def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
+    """The per-wake component series of a samples document's ``traced`` part (None when it has none):
+    ``{"latency": [...], <component>: [...]}``, one non-negative integer per traced wake, each wake's
+    components summing to its latency (else :class:`TracedSeriesError`)."""
     part = doc.get("traced")
     if part is None:
         return None
     if not isinstance(part, Mapping):
         raise TracedSeriesError("'traced' is not an object")
-    samples = part.get("samples_ns")
-    series = part.get("components_ns")
+    samples, series = part.get("samples_ns"), part.get("components_ns")
     if not isinstance(samples, list) or not isinstance(series, Mapping):
         raise TracedSeriesError("'traced' needs samples_ns and components_ns")
-
-    def ints(values: Any, what: str) -> List[int]:
-        if not isinstance(values, list) or len(values) != len(samples) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
-        ):
-            raise TracedSeriesError("traced %s must be %d non-negative integers (one per traced wake)" % (what, len(samples)))
-        return values
-
-    out: Dict[str, List[int]] = {"latency": ints(samples, "samples_ns")}
-    for name in COMPONENTS:
-        out[name] = ints(series.get(name), "component %s" % name)
+    out = {"latency": _wake_ints(samples, len(samples), "samples_ns")}
+    out.update((name, _wake_ints(series.get(name), len(samples), "component %s" % name)) for name in COMPONENTS)
     if not check_sums(out["latency"], out):
         raise TracedSeriesError("the traced components do not sum to each wake's latency")
     return out
 
 
-def traced_reblocks(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
+def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
     """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it
     has none: a bundle from before re-blocks were named).  Raises :class:`TracedSeriesError` when
     a series is not one non-negative integer per traced wake, or a wake's causes do not sum to
@@ -810,13 +745,7 @@ def traced_reblocks(doc: Mapping[str, Any]) -> Optional[Dict[str, List[int]]]:
     if not isinstance(causes, Mapping):
         raise TracedSeriesError("traced reblocks_ns is not an object")
     n = len(series["latency"])
-    out: Dict[str, List[int]] = {}
-    for cause, values in causes.items():
-        if not isinstance(values, list) or len(values) != n or not all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
-        ):
-            raise TracedSeriesError("traced re-block %s must be %d non-negative integers (one per traced wake)" % (cause, n))
-        out[str(cause)] = values
+    out = {str(cause): _wake_ints(values, n, "re-block %s" % cause) for cause, values in causes.items()}
     if any(sum(values[i] for values in out.values()) != series["gil_wait"][i] for i in range(n)):
         raise TracedSeriesError("the traced re-blocks do not sum to each wake's gil_wait")
     return out

@@ -1,23 +1,12 @@
 """Where a traced wake's notify path and the waiter's own work go, by Python function.
 
-With ``wakelab run --trace --trace-frames`` perf samples every CPU with call chains
-while the workers publish their Python frames (:mod:`wakelab.harness.frames`).  A
-thread is sampled only while it is on a CPU, so:
-
-* a sample of the **notifier** between ``t0`` and the end of the notify path (the
-  kernel's wake of the waiter: ``t0`` plus the wake's ``notify`` component) is the
-  notify path's;
-* a sample of the **waiter** between ``t0`` and ``t1`` is its own work (the split's
-  ``interpreter``), or the kernel's on its way back to it.
-
-Each is counted by its Python call path: the innermost :data:`PATH_DEPTH` Python
-frames, outermost first (``Event.wait -> Condition.wait -> _acquire_restore``); a
-sample with no Python frame on its stack (in the kernel, in C) counts as
-``(no Python frame)``.  At :data:`~wakelab.harness.frames.SAMPLE_HZ` a sample
-stands for about 50 µs of a CPU, so a path's share is a share of the samples over
-all traced wakes -- a statistical split of the time, not a per-wake one; the count
-says how much it rests on.
-"""
+With ``wakelab run --trace --trace-frames`` perf samples every CPU with call chains while the workers
+publish their Python frames (:mod:`wakelab.harness.frames`).  A thread is sampled only while on a CPU,
+so a sample of the **notifier** between ``t0`` and the kernel's wake of the waiter is the notify
+path's, and one of the **waiter** between ``t0`` and ``t1`` its own work.  Each is counted by its
+innermost :data:`PATH_DEPTH` Python frames (``(no Python frame)``: in the kernel, in C).  A sample
+stands for about 50 µs of a CPU, so a path's share is a statistical split over all traced wakes, not
+a per-wake one; the count says how much it rests on."""
 
 from __future__ import annotations
 

@@ -1,36 +1,19 @@
 """A log-linear latency histogram with fixed relative precision (HdrHistogram's layout).
 
-Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can
-keep: raw samples are kept up to a cap, and beyond it this histogram carries
-the distribution in a fixed 55,296 counters (432 KiB), however long the run.
+Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can keep: raw samples are
+kept up to a cap, and beyond it this histogram carries the distribution in a fixed 55,296 counters
+(432 KiB), however long the run.
 
-Layout.  Exactly HdrHistogram's for ``lowest_trackable_value = 1`` and 3
-significant digits (``sub_bucket_count = 2048``): values 0..2047 ns have a
-counter each; above, bucket ``b >= 1`` covers ``[1024 << b, 2048 << b)`` in
-1024 sub-buckets of width ``2 ** b``.  A counter therefore holds values
-within ``1/1024`` of each other (relative), so 3 significant digits are
-kept.  The counter index of a value is the one HdrHistogram computes
-(``get_counts_array_index``), so the sparse counts in the evidence are those
-of an HdrHistogram of the same wakes, and :func:`encode_hdr` writes the
-interoperable compressed form (``HISTFAAA...``) that HdrHistogram's tools
-(Java, C, Python ``hdrh``, ``HistogramLogAnalyzer``) decode.
+Layout.  Exactly HdrHistogram's for ``lowest_trackable_value = 1`` and 3 significant digits: values
+0..2047 ns have a counter each; above, bucket ``b >= 1`` covers ``[1024 << b, 2048 << b)`` in 1024
+sub-buckets of width ``2 ** b``, so a counter's values are within 1/1024 of each other.  The counter
+index is HdrHistogram's, so the evidence's sparse counts are those of an HdrHistogram of the same
+wakes and :func:`encode_hdr` writes the form its tools decode (``HISTFAAA...``).
 
-Percentiles.  :meth:`LogLinearHistogram.percentile_ns` follows
-:func:`wakelab.analysis.stats.percentile` (type 7: linear interpolation
-between the two nearest ranks), with each rank's value replaced by the middle
-of its counter's range.  A rank's value ``x`` lies in a counter
-``[low, low + width)`` with ``width <= low / 1024``, so the middle is within
-``(width - 1) / 2 < x / 2048`` of it, and an interpolation of two such values
-is within the same bound: a percentile from the histogram is within
-:data:`RELATIVE_ERROR` (``2 ** -11``, 0.049 %) of the exact type-7 percentile
-of the same wakes; below 2048 ns it is exact.
-
-Recording happens in the parent after a worker has replied, never inside a
-timed window, and needs nothing beyond the standard library: the counters are
-an ``array('q')``, a value's counter is a shift and a bit length, and a soak's
-wakes (thousands a second at most) cost the parent well under a millisecond a
-second to count.
-"""
+Percentiles follow :func:`wakelab.analysis.stats.percentile` (type 7) with each rank's value replaced
+by its counter's middle, within ``x / 2048`` of it: a percentile is within :data:`RELATIVE_ERROR`
+(0.049 %) of the exact one, and exact below 2048 ns.  Recording happens in the parent after a worker
+has replied, never inside a timed window, with the standard library only."""
 
 from __future__ import annotations
 
@@ -41,9 +24,9 @@ import itertools
 import math
 import struct
 import zlib
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.stats import PERCENTILES, min_n_for
+from wakelab.analysis.stats import LatencyStats, reportable
 
 SIGNIFICANT_DIGITS = 3
 # HdrHistogram's derived constants for 3 significant digits and a lowest value of 1 ns.
@@ -82,13 +65,8 @@ def counter_middle(index: int) -> float:
 
 
 class LogLinearHistogram:
-    """Counts of latencies (ns) in HdrHistogram's counters, and exact running figures.
-
-    ``total``, ``min_ns``, ``max_ns`` and ``sum_ns`` are exact over every
-    recorded value; the mean and standard deviation are computed from every
-    value (the deviation through Chan's pairwise update in float64), not from
-    the counters; only percentiles come from the counters.
-    """
+    """Counts of latencies (ns) in HdrHistogram's counters, and exact running figures: total, min, max,
+    sum, mean and standard deviation (Chan's pairwise update) over every value; only percentiles come from the counters."""
 
     def __init__(self) -> None:
         self.counts = array.array("q", bytes(8 * COUNTS_LEN))
@@ -188,43 +166,20 @@ class LogLinearHistogram:
             middle = min(max(middle, float(self.min_ns)), float(self.max_ns))
         return middle
 
-    def latency_figures(self, lost: int = 0) -> Dict[str, Any]:
-        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters.
-
-        n, lost, min, max, mean and stdev are exact (every value counted); the
-        percentiles are within :data:`RELATIVE_ERROR` of the exact ones, and
-        omitted where the exact summary omits them (too few wakes).
-        """
-        out: Dict[str, Any] = {
-            "n": self.total,
-            "lost": lost,
-            "min_ns": self.min_ns,
-            "max_ns": self.max_ns,
-            "mean_ns": self.mean_ns,
-            "stdev_ns": self.stdev_ns,
-        }
-        omitted: Dict[str, str] = {}
-        wanted = [(key, q) for key, q in PERCENTILES if self.total >= min_n_for(q) and self.total > 0]
+    def latency_figures(self, lost: int = 0) -> Dict[str, object]:
+        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters (within
+        :data:`RELATIVE_ERROR`, omitted where the exact summary omits them); the rest exact."""
+        wanted, omitted = reportable(self.total)
         values = dict(zip([k for k, _ in wanted], self.percentiles_ns([q for _, q in wanted]))) if wanted else {}
-        for key, q in PERCENTILES:
-            out[key + "_ns"] = values.get(key)
-            if key not in values:
-                omitted[key] = "no samples" if self.total == 0 else "needs n >= %d, this arm has n = %d" % (min_n_for(q), self.total)
-        out["omitted"] = omitted
-        return out
+        return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
         """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.
 
-        A counter's wakes stand at its middle (:func:`counter_middle`, within
-        :data:`RELATIVE_ERROR` of each wake, exact below 2048 ns), clamped to
-        the exact min and max as :meth:`percentile_ns` clamps them; the fastest
-        and the slowest wake, known exactly, stand at ``min_ns`` and ``max_ns``
-        themselves.  So the counts add up to :attr:`total`, and re-binning
-        them (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts
-        each wake within the histogram's precision of where its raw sample
-        would go, the extremes exactly.  Two lists of the same length.
-        """
+        A counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps
+        them; the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
+        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's
+        precision of its raw sample, the extremes exactly."""
         where = [i for i, count in enumerate(self.counts) if count]
         counts = [self.counts[i] for i in where]
         if not where:
@@ -254,7 +209,7 @@ class LogLinearHistogram:
         """``[[index, count], ...]`` for every counter that holds a value, in index order."""
         return [[i, count] for i, count in enumerate(self.counts) if count]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
         return {
             "layout": "hdrhistogram",
@@ -272,7 +227,7 @@ class LogLinearHistogram:
         }
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "LogLinearHistogram":
+    def from_dict(cls, data: object) -> "LogLinearHistogram":
         """Inverse of :meth:`to_dict` (counts and exact figures; the deviation's moments are restored)."""
         if not isinstance(data, dict) or data.get("layout") != "hdrhistogram" or data.get("sub_bucket_count") != SUB_BUCKET_COUNT:
             raise ValueError("not a wakelab log-linear histogram")
@@ -330,12 +285,8 @@ def _run_length(counts: Sequence[int]) -> List[int]:
 
 
 def encode_hdr(hist: LogLinearHistogram) -> str:
-    """HdrHistogram's compressed V2 form of ``hist`` (base64 text, ``HISTFAAA...``).
-
-    Decodes with any HdrHistogram implementation (for example Python's
-    ``hdrh``: ``HdrHistogram.decode(text)``) to the same counts, for
-    ``lowest = 1``, ``highest = max(2, max_ns)``, 3 significant digits.
-    """
+    """HdrHistogram's compressed V2 form of ``hist`` (base64 text, ``HISTFAAA...``), for ``lowest = 1``,
+    ``highest = max(2, max_ns)``, 3 significant digits (Python's ``hdrh``: ``HdrHistogram.decode(text)``)."""
     used = next((i + 1 for i in range(len(hist.counts) - 1, -1, -1) if hist.counts[i]), 0)
     payload = _zigzag_leb128(_run_length(hist.counts[:used]))
     highest = max(2, int(hist.max_ns or 0))

@@ -1,82 +1,39 @@
 """A two-level (hierarchical) bootstrap of percentiles: units first, then the wakes within them.
 
-Analysis side: numpy is imported lazily, inside the functions that need it.
+Why two levels.  A run's wakes come in *units*, the worker slices of an arm (one
+fresh worker process of each repetition).  Wakes inside one unit resemble each
+other more than wakes of two units do: whole units shift level (the same pinned
+arm gave p50 5.7 µs in one process and 13 µs in the next).  Resampling the
+pooled wakes sees only the wake-to-wake noise; its interval is far too narrow,
+and identical runs compare as "faster" or "slower" (an A/A test found 9 of 15).
 
-Why two levels
---------------
-A run's wakes are not one independent sample.  They come in *units*, the
-worker slices of an arm (``entry["workers"]`` in summary.json: one record per
-fresh worker process of each repetition, in the order their samples are pooled
-in the arm's samples file).  Each unit has its own CPU placement, memory
-layout, clock frequency and cache state, so wakes inside one unit resemble
-each other more than wakes of two units do: whole units shift level (the same
-pinned arm gave p50 5.7 µs in one process and 13 µs in the next).  A bootstrap
-that resamples the pooled wakes treats 300 wakes as 300 independent draws and
-so sees only the wake-to-wake noise; its interval is far too narrow, and
-identical runs compare as "faster" or "slower" (an A/A test found 9 of 15).
+So we resample the way the data were made (Davison & Hinkley 1997, section 3.8,
+"multistage sampling"): draw K units with replacement, then as many wakes as
+each chosen unit holds, with replacement, pool them, take the percentile.
+Resampling both stages over-states the variance slightly when units are many
+(the side a regression gate should err on); with few units the first stage
+under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects.
+With 3 units the interval is coarse: the honest answer; ``--repeat`` buys more
+units.  An arm without usable worker records is one unit (a one-level
+bootstrap); :func:`split_units` says so.  Percentiles are type 7, as in
+summary.json; rate arms use each round's ops/s and the median.
 
-The hierarchical bootstrap resamples the way the data were made (Davison &
-Hinkley 1997, section 3.8, "multistage sampling"; Field & Welsh 2007; Saravanan
-et al. 2020 for nested experiments): draw K units with replacement from the K
-units of the run, then, inside each chosen unit, draw as many wakes as it holds
-with replacement, pool them, and compute the percentile of the pool.  The
-spread of that percentile over many resamples carries both the between-unit
-variation (the first stage) and the within-unit noise (the second).  Resampling
-at both stages over-states the variance slightly when units are many and
-similar (the within-unit noise is counted twice, Davison & Hinkley p. 101);
-that errs on the side of "cannot tell", which is the side a regression gate
-should err on.  With few units the first stage errs the other way: the
-bootstrap's spread of a between-unit effect is (K - 1) / K of the variance it
-stands for (Davison & Hinkley p. 101, the same bias as a variance divided by K
-instead of K - 1), two thirds of it for the three slices of a default run.
-:func:`widen_for_few_units` corrects that, spreading the resampled percentiles
-about the point estimate by sqrt(K / (K - 1)) in log terms before the interval
-is read.  With 3 units the first stage also has few distinct outcomes, so the
-interval is coarse: this is the honest answer, and ``wakelab run --repeat R``
-(or ``--workers``) buys more units.
-
-Percentiles are type 7 (linear interpolation), as in summary.json.  Rate arms
-use the same machinery on each round's ops/s, with the worker slices of rounds
-as units, and the median as the statistic.
-
-A run whose arm has no usable worker records (older or synthetic bundles, a
-slice count that does not add up to the samples) is one unit: the first stage
-then has nothing to choose and the interval is the ordinary one-level
-bootstrap, which sees wake-to-wake noise only.  :func:`split_units` says so.
-
-Cost, and how it stays bounded
-------------------------------
-Resamples are drawn in chunks whose number of drawn values stays under
-:data:`CHUNK_ELEMENTS`, so memory is bounded (about 30 MB) whatever the sample
-size.  Two exact-in-distribution methods, chosen per arm by cost:
-
-* **direct**: materialise each resample (random unit choices, random positions
-  inside each chosen unit) and read the order statistics the percentile needs
-  (``np.partition``, or a sort when units differ in size).  Work grows as
-  resamples x wakes.
-* **binned**: resampling n wakes with replacement from a unit is the same as a
-  multinomial draw of how many times each of its values is picked.  Grouping
-  the pooled values into at most :data:`BINS` bins makes that one multinomial
-  of :data:`BINS` cells per chosen unit, whatever the unit's size; the
-  resample's k-th value is found from the cumulative bin counts.  While the run
-  holds no more distinct values than :data:`BINS`, the bins *are* the values
-  and the method is exact.  Beyond that, bins are cut at quantiles of the pooled
-  sample, dense in the upper tail (half of them on a log scale towards the
-  largest value, so p99 and p99.9 keep fine bins), and the k-th value inside a
-  bin is read off the pooled sample's own values in that bin at the same
-  relative rank.  The error is within one bin, far below the width of any
-  interval it feeds.  Work grows as resamples x units x bins, so 10^6 wakes
-  cost no more than 10^4.
-
-``method="auto"`` picks direct while a resample holds at most
-:data:`DIRECT_LIMIT` wakes, binned above.
+Cost.  Resamples are drawn in chunks of at most :data:`CHUNK_ELEMENTS` values
+(about 30 MB).  ``direct`` materialises each resample (work: resamples x
+wakes); ``binned`` draws, per chosen unit, one multinomial over at most
+:data:`BINS` bins of the pooled values (exact while there are no more distinct
+values than bins; else bins cut at quantiles, dense in the upper tail, the
+error within one bin), so 10^6 wakes cost no more than 10^4.  ``auto`` picks
+direct up to :data:`DIRECT_LIMIT` wakes a resample.  numpy is imported lazily.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
+
+from wakelab.evidence.arms import WorkerRecord
 
 # At most this many values drawn per chunk of resamples (bounds memory, ~8 bytes x 3 each).
 CHUNK_ELEMENTS = 1 << 20
@@ -92,11 +49,8 @@ AUTO = "auto"
 
 @dataclasses.dataclass(frozen=True)
 class Units:
-    """One run's arm as the bootstrap sees it: its values split into units (worker slices).
-
-    ``values`` holds one float64 array per unit, in pooling order; ``note`` says
-    why the arm is a single unit when its worker records could not be used
-    (None when the units are the worker slices).
+    """One arm's values split into units (worker slices, one float64 array each, in pooling order); ``note``
+    says why the arm is a single unit (None when the units are the worker slices).
     """
 
     values: Tuple[Any, ...]
@@ -121,20 +75,10 @@ def _whole(value: Any) -> Optional[int]:
     return value
 
 
-def slice_sizes(entry: Mapping[str, Any], key: str) -> Optional[List[int]]:
+def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional[List[int]]:
     """Each worker slice's count (``key``: ``n`` for wakes, ``rounds`` for rate rounds), or None when unusable."""
-    workers = entry.get("workers")
-    if not isinstance(workers, list) or not workers:
-        return None
-    sizes: List[int] = []
-    for record in workers:
-        if not isinstance(record, Mapping):
-            return None
-        size = _whole(record.get(key))
-        if size is None:
-            return None
-        sizes.append(size)
-    return sizes
+    sizes = [_whole(getattr(record, key)) for record in workers or ()]
+    return [size for size in sizes if size is not None] if sizes and None not in sizes else None
 
 
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
@@ -308,10 +252,7 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
                          method: str = AUTO) -> Any:
     """Percentiles ``qs`` (type 7) of ``resamples`` two-level bootstrap resamples, shape (len(qs), resamples).
 
-    Each resample draws ``units.count`` units with replacement, then as many
-    values as each chosen unit holds, with replacement, from it, and pools them.
-    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto``
-    (see the module docstring).
+    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring).
     """
     if resamples < 1:
         raise ValueError("resamples must be positive, got %r" % (resamples,))
@@ -344,15 +285,18 @@ class LevelInterval:
     half_width_pct: float
 
 
+def outward_interval(ordered: Any, confidence: float) -> Tuple[float, float]:
+    """The ``confidence`` interval read off ascending resampled values, its order statistics rounded outwards
+    (never narrower than asked, and no arithmetic on an infinite value)."""
+    tail, last = (1.0 - confidence) / 2.0, ordered.size - 1
+    return float(ordered[int(math.floor(tail * last))]), float(ordered[int(math.ceil((1.0 - tail) * last))])
+
+
 def level_interval(point: float, boot: Any, confidence: float) -> LevelInterval:
     """The percentile interval of one run's resampled percentiles ``boot`` around ``point``."""
     import numpy as np
 
-    ordered = np.sort(np.asarray(boot, dtype=np.float64))
-    tail = (1.0 - confidence) / 2.0
-    last = ordered.size - 1
-    low = float(ordered[int(math.floor(tail * last))])
-    high = float(ordered[int(math.ceil((1.0 - tail) * last))])
+    low, high = outward_interval(np.sort(np.asarray(boot, dtype=np.float64)), confidence)
     if low > 0 and math.isfinite(high):
         half = (math.exp((math.log(high) - math.log(low)) / 2.0) - 1.0) * 100.0
     else:

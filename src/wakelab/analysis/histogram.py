@@ -1,36 +1,16 @@
 """Log-binned histograms of wake latencies (``wakelab show RUN --hist``).
 
-Why log bins.  Wake latencies are skewed: most wakes sit within a factor of
-two of the median, and a few (a preempted waiter, a halted CPU, a GC pause)
-land 10-1000 times higher.  Linear bins wide enough to reach the outlier put
-the whole body into one bin; bins of equal width on a log scale keep the
-body's shape and still show the outlier, a row of its own, as cyclictest's
-and ``pyperf hist``'s histograms do.
+Why log bins.  Wake latencies are skewed: most wakes sit within a factor of two of the median, and a
+few (a preempted waiter, a halted CPU, a GC pause) land 10-1000 times higher.  Linear bins wide enough
+to reach the outlier put the whole body into one bin; log bins keep the body's shape and still show
+the outlier, as cyclictest's and ``pyperf hist``'s histograms do.  The edges are ``10 ** (k / b)`` with
+``b`` bins per decade (10, then 5, 4, 2, 1 to stay within ``max_bins``), so they fall on round numbers
+and are the same for every run: two runs' histograms line up.  A 0 ns wake has no place on a log scale
+and is counted apart (``zero_count``).  p50 and p99 are summary.json's (type 7; p99 from n >= 100).
 
-The edges are the powers ``10 ** (k / b)`` for whole ``k``, with ``b`` bins
-per decade (10, then 5, 4, 2, 1 when 10 would give more than ``max_bins``
-rows), so they fall on round numbers (1, 2, 5 and 10 for ``b = 10``: 1.00,
-1.26, 1.58, 2.00, 2.51, 3.16, 3.98, 5.01, 6.31, 7.94 µs) and are the same for
-every run: two runs' histograms line up.  A bin holds the wakes with
-``low_ns <= latency < high_ns``.  A 0 ns wake (a timer that did not tick) has
-no place on a log scale and is counted apart (``zero_count``).
-
-p50 and p99 are computed as summary.json computes them
-(:func:`wakelab.analysis.stats.percentile`, type 7); p99 only where the arm
-has the wakes it needs (n >= 100), as in the summary.
-
-A soak past its raw-sample cap keeps the raw samples of its first chunks
-only; every wake is in its log-linear histogram (:mod:`wakelab.analysis.hdr`).
-:func:`log_histogram_weighted` bins weighted values (a value and the number
-of wakes it stands for) on the same log bins, and
-:func:`log_histogram_of_counters` re-bins such a histogram's counters: every
-wake counted, each placed at its counter's value (within the histogram's
-precision, 0.049 %), p50 and p99 the histogram's own (summary.json's).
-:func:`arm_histogram` picks the raw samples when they are every wake, the
-counters otherwise.
-
-Standard library only: binning is a sort and a bisection per wake.
-"""
+A soak past its raw-sample cap keeps every wake only in its log-linear histogram
+(:mod:`wakelab.analysis.hdr`): :func:`arm_histogram` then re-bins its counters
+(:func:`log_histogram_of_counters`), each wake within the histogram's precision (0.049 %)."""
 
 from __future__ import annotations
 
@@ -63,17 +43,9 @@ class Bin:
 
 @dataclasses.dataclass(frozen=True)
 class Histogram:
-    """A log-binned histogram of one arm's wakes (times in ns).
-
-    ``bins`` run from the bin holding the fastest wake to the one holding the
-    slowest, empty bins between them included.  ``p99_ns`` is None when the
-    arm has too few wakes for it.
-
-    ``from_counters``: binned from a log-linear histogram's counters (a soak
-    past its raw-sample cap), not from raw samples; each wake then sits where
-    its counter's value puts it, within ``relative_error`` of its own, and
-    ``raw_kept`` says how many raw samples the samples file keeps beside it.
-    """
+    """A log-binned histogram of one arm's wakes (ns), bins from the fastest wake's to the slowest's, empty ones
+    included (``p99_ns`` None: too few wakes).  ``from_counters``: binned from a soak's log-linear histogram
+    (each wake within ``relative_error`` of its own; ``raw_kept`` the raw samples kept beside it)."""
 
     n: int
     bins_per_decade: int
@@ -149,12 +121,8 @@ def log_histogram(
     bins_per_decade: Optional[int] = None,
     max_bins: int = MAX_BINS,
 ) -> Histogram:
-    """Bin ``samples_ns`` (wake latencies in ns, >= 0) on a log scale.
-
-    ``bins_per_decade`` fixes the resolution; by default it is the finest
-    that fits ``max_bins`` bins.  Raises ValueError for no samples or a
-    negative one.
-    """
+    """Bin ``samples_ns`` (ns, >= 0) on a log scale, ``bins_per_decade`` by default the finest that fits
+    ``max_bins`` bins.  ValueError for no samples or a negative one."""
     if len(samples_ns) == 0:
         raise ValueError("no samples to bin")
     ordered = sorted(int(v) for v in samples_ns)
@@ -178,11 +146,7 @@ def log_histogram(
 
 
 def weighted_percentile(values_ns: Sequence[float], counts: Sequence[int], q: float) -> float:
-    """Type-7 percentile ``q`` (0..100) of ascending ``values_ns`` where value ``i`` stands for ``counts[i]`` wakes.
-
-    The same as :func:`wakelab.analysis.stats.percentile` of the values each
-    repeated ``counts[i]`` times, without repeating them.
-    """
+    """Type-7 percentile ``q`` (0..100) of ascending ``values_ns`` where value ``i`` stands for ``counts[i]`` wakes."""
     cumulative = list(itertools.accumulate(int(c) for c in counts))
     total = cumulative[-1] if cumulative else 0
     if total <= 0:
@@ -209,16 +173,10 @@ def log_histogram_weighted(
     p50_ns: Optional[float] = None,
     p99_ns: Optional[float] = None,
 ) -> Histogram:
-    """Bin weighted values on :func:`log_histogram`'s log bins: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
+    """:func:`log_histogram` of weighted values: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
 
-    The bins, zero count and resolution follow :func:`log_histogram` (a value
-    on an edge belongs to the bin that starts there); ``n`` is the sum of the
-    counts.  ``min_ns``/``max_ns`` (the exact extremes, when the values only
-    stand for them) and ``p50_ns``/``p99_ns`` (when the caller has them as
-    the summary computed them) default to those of the weighted values, by
-    :func:`weighted_percentile`; p99 only for n >= 100.  Raises ValueError for
-    no wakes, a negative value or count, or lengths that differ.
-    """
+    ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default
+    to those of the weighted values.  ValueError for no wakes, a negative value or count, or lengths that differ."""
     given_values = [float(v) for v in values_ns]
     given_counts = [int(c) for c in counts]
     if len(given_values) != len(given_counts):
@@ -261,17 +219,9 @@ def log_histogram_of_counters(
     max_bins: int = MAX_BINS,
     raw_kept: Optional[int] = None,
 ) -> Histogram:
-    """Every wake of a log-linear histogram on :func:`log_histogram`'s log bins.
-
-    Each counter's wakes are binned at its value
-    (:meth:`~wakelab.analysis.hdr.LogLinearHistogram.weighted_values`: within
-    :data:`~wakelab.analysis.hdr.RELATIVE_ERROR` of each wake, the fastest and
-    slowest exactly), so a wake within that much of a bin edge may sit in the
-    neighbouring bin; ``n`` is every recorded wake; min and max are exact;
-    p50 and p99 are the histogram's (as summary.json gives them past a soak's
-    raw-sample cap).  ``raw_kept`` (the raw samples kept beside it) is carried
-    for the renderer.  ValueError for an empty histogram.
-    """
+    """Every wake of a log-linear histogram on :func:`log_histogram`'s bins, each counter's wakes at its value
+    (:meth:`~wakelab.analysis.hdr.LogLinearHistogram.weighted_values`); min, max, p50 and p99 the histogram's
+    own (summary.json's past a soak's raw-sample cap).  ValueError for an empty histogram."""
     import dataclasses as _dataclasses
 
     from wakelab.analysis.hdr import RELATIVE_ERROR
@@ -287,12 +237,8 @@ def log_histogram_of_counters(
 
 
 def counters_of(samples: "ArmSamples", where: str = "") -> "LogLinearHistogram":
-    """The log-linear histogram of every wake that ``samples`` carries (a soak's samples file).
-
-    Raises :class:`~wakelab.errors.EvidenceError` (one line, ``where`` naming
-    the arm) when there is none, it is malformed, or it does not hold the
-    arm's n wakes.
-    """
+    """The log-linear histogram of every wake that ``samples`` carries (a soak's samples file); a one-line
+    :class:`~wakelab.errors.EvidenceError` (``where`` naming the arm) when it is missing, malformed or short."""
     from wakelab.analysis.hdr import LogLinearHistogram
     from wakelab.errors import EvidenceError
 
@@ -312,12 +258,8 @@ def counters_of(samples: "ArmSamples", where: str = "") -> "LogLinearHistogram":
 
 
 def arm_histogram(samples: "ArmSamples", where: str = "", max_bins: int = MAX_BINS) -> Histogram:
-    """The log-binned histogram of every wake of one arm: from its raw samples when they are every wake,
-    else (a soak past its raw-sample cap) from its log-linear histogram's counters.
-
-    EvidenceError when a soak's histogram is unusable (:func:`counters_of`);
-    ValueError when there is nothing to bin.
-    """
+    """The log-binned histogram of every wake of one arm: from its raw samples when they are every wake, else
+    from its log-linear histogram's counters (EvidenceError: unusable; ValueError: nothing to bin)."""
     if samples.every_wake:
         return log_histogram(samples.samples_ns, max_bins=max_bins)
     return log_histogram_of_counters(counters_of(samples, where), max_bins=max_bins, raw_kept=samples.kept)

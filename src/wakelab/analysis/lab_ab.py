@@ -7,10 +7,8 @@ matrix.json's ``verdict``: the figures (``rows``, ``summary``), ready-made text
 ``tables`` and ``sentences`` that say, with this run's figures, what the A/B
 found.  The renderers (matrix.txt, ``wakelab show``) lay those out as they are.
 
-The document is read through :mod:`wakelab.evidence.matrix`'s records (a cell's
-placement, busy threads, interpreter role and release; an arm's row and its
-figures), and the A/Bs' figures are records of their own (:class:`GilRow`,
-:class:`GilSummary`, :class:`RealtimeRow`) that the verdict stores by ``to_dict``.
+The A/Bs read a :class:`~wakelab.evidence.matrix.MatrixDoc` and return typed
+records (:class:`GilAB`, :class:`RealtimeAB`) that matrix.json stores by ``to_dict``.
 
 * :func:`gil_ab` (the free-threading lab): each free-threaded build against its
   own release's GIL build, and with ``PYTHON_GIL=1``, cell by cell.
@@ -21,22 +19,17 @@ figures), and the A/Bs' figures are records of their own (:class:`GilRow`,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
-from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry
+from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, VerdictTable
 from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
 from wakelab.percentile import median
-
-# A grid's matrix document: as the grid runner holds it (matrix.json's text as a dict), or read (MatrixDoc).
-MatrixDocument = Union[MatrixDoc, Mapping[str, Any]]
 
 ROLE_TITLES = {GIL_BUILD: "GIL build", NO_GIL: "free-threaded", FORCED_GIL: "free-threaded, PYTHON_GIL=1"}
 # Ratios beyond these (either way) are called a change; between them, about the same.
 _CHANGE = 1.5
-# The figures an A/B reads from a row's latency (MatrixEntry.figures), ns.
-_FIGURES = AB_FIGURES
 
 
 def _release_order(release: str) -> Tuple[int, ...]:
@@ -44,11 +37,6 @@ def _release_order(release: str) -> Tuple[int, ...]:
         return tuple(int(part) for part in release.split(".") if part)
     except ValueError:
         return ()
-
-
-def _read(doc: MatrixDocument) -> MatrixDoc:
-    """The matrix document as its typed records (read once; a :class:`MatrixDoc` as it is)."""
-    return doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -115,11 +103,7 @@ class GilRow:
     figures: Mapping[str, GilFigure]
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}
-        if self.release is not None:
-            out["release"] = self.release
-        out.update((key, self.figures[key].to_dict()) for key in _FIGURES)
-        return out
+        return _gil_dict({"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}, self.release, self.figures)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,11 +118,15 @@ class GilSummary:
     figures: Mapping[str, GilFigure]
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}
-        if self.release is not None:
-            out["release"] = self.release
-        out.update((key, self.figures[key].to_dict()) for key in _FIGURES)
-        return out
+        return _gil_dict({"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}, self.release, self.figures)
+
+
+def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[str, GilFigure]) -> Dict[str, object]:
+    """A row or summary as matrix.json stores it: ``out``, the release (in a grid of several) and each figure."""
+    if release is not None:
+        out["release"] = release
+    out.update((key, figures[key].to_dict()) for key in AB_FIGURES)
+    return out
 
 
 def _trio(figure: GilFigure) -> str:
@@ -147,20 +135,13 @@ def _trio(figure: GilFigure) -> str:
     return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
-def gil_ab_figures(doc: MatrixDocument) -> Tuple[List[GilRow], List[GilSummary], bool]:
-    """The figures of the GIL A/B over a grid's matrix document: ``rows``, ``summary``, and whether several releases.
+def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], bool]:
+    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.
 
-    Pairs, for every latency arm, placement and busy-thread count, the cell
-    of the GIL build with the cell of the free-threaded build (GIL off) and
-    the free-threaded build with ``PYTHON_GIL=1``, by each cell's recorded
-    interpreter (never by its label).  ``rows``: per arm, placement and
-    busy-thread count, each role's p50, p99 and max (ns) and the no-GIL / GIL
-    and GIL=1 / GIL ratios; ``summary``: per busy-thread count and placement,
-    the median over the arms of each figure, the ratios of those medians, and
-    how many arms went which way.  With several CPython releases each row and
-    summary says which.
+    Pairs, for every latency arm, placement and busy-thread count, the cell of the GIL build with the
+    free-threaded build's (GIL off, and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never
+    by its label).  ``summary``: per busy-thread count and placement, the median over the arms of each figure.
     """
-    matrix = _read(doc)
     cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
@@ -175,7 +156,7 @@ def gil_ab_figures(doc: MatrixDocument) -> Tuple[List[GilRow], List[GilSummary],
             group = (cell.release if several else "", cell.placement, cell.cpu_threads)
             groups.setdefault(group, {}).setdefault(cell.role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
-            figures = {key: GilFigure.of({role: by_role[role].figures[key] for role in by_role}) for key in _FIGURES}
+            figures = {key: GilFigure.of({role: by_role[role].figures[key] for role in by_role}) for key in AB_FIGURES}
             rows.append(GilRow(name, placement, busy, release if several else None, figures))
     summary: List[GilSummary] = []
     for release, busy, placement in sorted({(r.release or "", r.cpu_threads, r.placement) for r in rows},
@@ -185,28 +166,52 @@ def gil_ab_figures(doc: MatrixDocument) -> Tuple[List[GilRow], List[GilSummary],
         summary.append(GilSummary(busy, placement, len(mine), release if several else None, {
             key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in (GIL_BUILD, NO_GIL, FORCED_GIL)},
                               Ways.of([r.figures[key].ratio for r in mine]))
-            for key in _FIGURES}))
+            for key in AB_FIGURES}))
     return rows, summary, several
 
 
-def gil_ab(doc: MatrixDocument) -> Dict[str, object]:
-    """What removing the GIL did: the free-threading lab's table over a grid's matrix document.
+@dataclasses.dataclass(frozen=True)
+class LabVerdict:
+    """A lab's verdict over a grid: the figures, ready-made text ``tables`` and ``sentences`` (matrix.json's ``verdict``)."""
 
-    The figures of :func:`gil_ab_figures` -- ``rows`` (numbers, ns) and
-    ``summary`` -- with ready-made text ``tables`` and ``sentences`` that say,
-    with this run's figures, what the GIL's absence did to p50, p99 and the
-    worst case.
-    """
+    title: str
+    tables: Tuple[VerdictTable, ...]
+    sentences: Tuple[str, ...]
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"title": self.title, "sentences": list(self.sentences), "tables": [
+            {"title": t.title, "header": list(t.header), "rows": [list(row) for row in t.rows]} for t in self.tables]}
+
+
+@dataclasses.dataclass(frozen=True)
+class GilAB(LabVerdict):
+    """What removing the GIL did: each arm's figures by role (``rows``) and their medians over the arms (``summary``)."""
+
+    rows: Tuple[GilRow, ...] = ()
+    summary: Tuple[GilSummary, ...] = ()
+
+    def to_dict(self) -> Dict[str, object]:
+        return dict(super().to_dict(), roles=dict(ROLE_TITLES), rows=[r.to_dict() for r in self.rows],
+                    summary=[s.to_dict() for s in self.summary])
+
+
+def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> VerdictTable:
+    return VerdictTable(title, tuple(header), tuple(tuple(row) for row in rows))
+
+
+def gil_ab(matrix: MatrixDoc) -> GilAB:
+    """What removing the GIL did: the free-threading lab's verdict, with sentences that say, with this run's
+    figures, what the GIL's absence did to p50, p99 and the worst case."""
     from wakelab.formatting import format_ratio, format_us
 
-    rows, summary, several = gil_ab_figures(doc)
+    rows, summary, several = gil_ab_figures(matrix)
     header = ["busy threads", "placement", "arms", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
               "no GIL ÷ GIL: p50", "p99", "max", "GIL=1 ÷ GIL: p99"]
-    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + [_trio(s.figures[key]) for key in _FIGURES]
-                     + [format_ratio(s.figures[key].ratio) for key in _FIGURES] + [format_ratio(s.figures["p99"].forced_ratio)]
+    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + [_trio(s.figures[key]) for key in AB_FIGURES]
+                     + [format_ratio(s.figures[key].ratio) for key in AB_FIGURES] + [format_ratio(s.figures["p99"].forced_ratio)]
                      for s in summary]
-    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + [_trio(r.figures[key]) for key in _FIGURES]
-                    + [format_ratio(r.figures[key].ratio) for key in _FIGURES] for r in rows]
+    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + [_trio(r.figures[key]) for key in AB_FIGURES]
+                    + [format_ratio(r.figures[key].ratio) for key in AB_FIGURES] for r in rows]
     detail_header = ["arm", "busy", "placement", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
                      "no GIL ÷ GIL: p50", "p99", "max"]
     if several:
@@ -214,17 +219,9 @@ def gil_ab(doc: MatrixDocument) -> Dict[str, object]:
         detail_header = ["release"] + detail_header
         summary_table = [[s.release or ""] + line for s, line in zip(summary, summary_table)]
         detail_table = [[r.release or ""] + line for r, line in zip(rows, detail_table)]
-    return {
-        "title": "WHAT REMOVING THE GIL DID (medians over the arms; each figure from this run)",
-        "roles": dict(ROLE_TITLES),
-        "rows": [r.to_dict() for r in rows],
-        "summary": [s.to_dict() for s in summary],
-        "tables": [
-            {"title": "", "header": header, "rows": summary_table},
-            {"title": "per arm", "header": detail_header, "rows": detail_table},
-        ],
-        "sentences": _gil_sentences(summary, format_us, format_ratio),
-    }
+    return GilAB("WHAT REMOVING THE GIL DID (medians over the arms; each figure from this run)",
+                 (_table("", header, summary_table), _table("per arm", detail_header, detail_table)),
+                 tuple(_gil_sentences(summary, format_us, format_ratio)), tuple(rows), tuple(summary))
 
 
 def _change(ratio: Optional[float]) -> str:
@@ -341,18 +338,13 @@ class RealtimeRow:
 
     def to_dict(self) -> Dict[str, object]:
         out: Dict[str, object] = {"normal": self.normal, "fifo": self.fifo, "cell": self.cell, "cpu_threads": self.cpu_threads}
-        out.update((key, self.figures[key].to_dict()) for key in _FIGURES)
+        out.update((key, self.figures[key].to_dict()) for key in AB_FIGURES)
         return out
 
 
-def realtime_ab_figures(doc: MatrixDocument) -> Tuple[List[RealtimeRow], List[str]]:
-    """The figures of the realtime A/B over a grid's matrix document: ``rows``, and the FIFO arms not measured (why).
-
-    Pairs, in every cell (busy Python threads 0, 1 ...), a normal waiter with the same one under
-    ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell of this
-    run: each row holds p50, p99 and max of each (ns) and the FIFO / normal ratio.
-    """
-    matrix = _read(doc)
+def realtime_ab_figures(matrix: MatrixDoc) -> Tuple[List[RealtimeRow], List[str]]:
+    """The realtime A/B's rows, and the FIFO arms not measured (why): in every cell, a normal waiter against the
+    same one under ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell."""
     by_arm = {name: {row.cell: row for row in entries} for name, entries in matrix.arms}
     rows: List[RealtimeRow] = []
     skipped: List[str] = []
@@ -367,20 +359,26 @@ def realtime_ab_figures(doc: MatrixDocument) -> Tuple[List[RealtimeRow], List[st
             if not a.measured or not b.measured:
                 continue
             rows.append(RealtimeRow(normal, fifo, cell.label, cell.cpu_threads,
-                                    {key: RealtimeFigure(a.figures[key], b.figures[key]) for key in _FIGURES}))
+                                    {key: RealtimeFigure(a.figures[key], b.figures[key]) for key in AB_FIGURES}))
     return rows, skipped
 
 
-def realtime_ab(doc: MatrixDocument) -> Dict[str, object]:
-    """What SCHED_FIFO bought the waiter: the realtime lab's table over a grid's matrix document.
+@dataclasses.dataclass(frozen=True)
+class RealtimeAB(LabVerdict):
+    """What SCHED_FIFO bought the waiter: the pairs (``rows``) and the run's busy processes (``hogs``: --cpu-procs)."""
 
-    The figures of :func:`realtime_ab_figures`, the busy processes of the run (``hogs``: its
-    --cpu-procs), a ready-made text table and sentences that say, with these figures, what
-    realtime bought against the hog and what the GIL took back.
-    """
+    rows: Tuple[RealtimeRow, ...] = ()
+    hogs: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        return dict(super().to_dict(), rows=[r.to_dict() for r in self.rows], hogs=self.hogs)
+
+
+def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
+    """What SCHED_FIFO bought the waiter: the realtime lab's verdict, with sentences that say, with these figures,
+    what realtime bought against the hog and what the GIL took back."""
     from wakelab.formatting import format_ratio, format_us
 
-    matrix = _read(doc)
     rows, skipped = realtime_ab_figures(matrix)
     hogs = _hogs(matrix.command)
     table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads),
@@ -431,21 +429,16 @@ def realtime_ab(doc: MatrixDocument) -> Dict[str, object]:
         sentences.append("No hog in this run: what realtime buys shows against competing processes (wakelab run "
                          "--lab realtime --cpu-procs 2).")
     sentences += ["Not measured: %s." % s for s in skipped]
-    return {
-        "title": "WHAT REALTIME SCHEDULING BOUGHT THE WAITER (SCHED_FIFO 80 against the normal policy, both from this run)",
-        "rows": [r.to_dict() for r in rows],
-        "hogs": hogs,
-        "tables": [{"title": "", "header": ["waiter", "busy threads", "p50 µs (normal / FIFO)", "p99 µs (normal / FIFO)",
-                                            "FIFO ÷ normal: p50", "p99"], "rows": table}],
-        "sentences": sentences,
-    }
+    header = ["waiter", "busy threads", "p50 µs (normal / FIFO)", "p99 µs (normal / FIFO)", "FIFO ÷ normal: p50", "p99"]
+    return RealtimeAB("WHAT REALTIME SCHEDULING BOUGHT THE WAITER (SCHED_FIFO 80 against the normal policy, both from this run)",
+                      (_table("", header, table),), tuple(sentences), tuple(rows), hogs)
 
 
 GIL_AB, REALTIME_AB = "gil-ab", "realtime-ab"
 # A lab's verdict over a grid, by the name the lab gives it (wakelab.labs.Lab.matrix_verdict).
-MATRIX_VERDICTS: Dict[str, Callable[[MatrixDocument], Dict[str, object]]] = {GIL_AB: gil_ab, REALTIME_AB: realtime_ab}
+MATRIX_VERDICTS: Dict[str, Callable[[MatrixDoc], LabVerdict]] = {GIL_AB: gil_ab, REALTIME_AB: realtime_ab}
 
 
-def matrix_verdict(name: str, doc: MatrixDocument) -> Dict[str, object]:
-    """The verdict ``name`` (:data:`MATRIX_VERDICTS`) over the grid's matrix document ``doc``."""
-    return MATRIX_VERDICTS[name](doc)
+def matrix_verdict(name: str, doc: Mapping[str, object]) -> Dict[str, object]:
+    """The verdict ``name`` (:data:`MATRIX_VERDICTS`) over the grid runner's matrix document, as matrix.json stores it."""
+    return MATRIX_VERDICTS[name](MatrixDoc.from_dict(doc)).to_dict()

@@ -1,20 +1,14 @@
 """A grid's matrix with each arm's cells set against the first cell that measured it.
 
-The matrix document, read once into a :class:`~wakelab.evidence.matrix.MatrixDoc`,
-is compared here into a :class:`Matrix`; the comparisons its renderers show --
-each latency cell's p50 and p99 over the first cell's, their judgement
-(:func:`ratio_tone`), a rate cell's ops/s over the first, each cell's arm
-against its C floor measured in the same cell -- are computed here too, so
-that matrix.txt only lays them out.
-
-The rule a ratio is judged by (:data:`RATIO_NOISE`, :func:`ratio_tone`) is the
-one the HTML report colours its ratios by: both renderers judge alike.
-"""
+The comparisons matrix.txt shows (each latency cell's p50 and p99 over the first cell's and their
+judgement, a rate cell's ops/s over the first, each cell's arm against its C floor) are computed here,
+so that it only lays them out.  The rule a ratio is judged by (:data:`RATIO_NOISE`, :func:`ratio_tone`)
+is the one the HTML report colours its ratios by: both renderers judge alike."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, native_ratio
 from wakelab.evidence.matrix import MatrixDoc, MatrixEntry
@@ -29,14 +23,9 @@ RATIO_NOISE = 1.1
 
 @dataclasses.dataclass(frozen=True)
 class RatioTone:
-    """How a p50 ratio (this run over the baseline) is judged, given its p99 ratio beside it.
-
-    ``css`` is ``slower`` (red), ``faster`` (green) or ``""`` (no colour);
-    ``tail_worse`` is true when the p99 got worse beyond :data:`RATIO_NOISE`,
-    whatever the p50 did: such a ratio is a regression, shown with the p99
-    ratio.  Green needs both: p50 faster beyond the noise, and a p99 known
-    and not worse beyond it.
-    """
+    """How a p50 ratio (this run over the baseline) is judged, given its p99 ratio: ``css`` ``slower`` (red),
+    ``faster`` (green) or ``""``; ``tail_worse`` when the p99 got worse beyond :data:`RATIO_NOISE`, whatever the
+    p50 did (a regression).  Green needs both: p50 faster beyond the noise, and a p99 known and not worse."""
 
     css: str
     tail_worse: bool
@@ -79,13 +68,9 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
 
 @dataclasses.dataclass(frozen=True)
 class MatrixRow:
-    """One arm in one cell (``entry``: its figures, status, C floor and spread there) and how it compares.
-
-    ``p50_ratio``/``p99_ratio`` set a latency cell against the arm's first
-    measured cell, ``tone`` judges them; ``rate_ratio`` is a rate cell's ops/s
-    over the first cell's; ``native`` the arm against its C floor measured in
-    the same cell (None where there is none).
-    """
+    """One arm in one cell and how it compares: ``p50_ratio``/``p99_ratio`` against the arm's first measured cell
+    (judged by ``tone``), ``rate_ratio`` a rate cell's ops/s over the first's, ``native`` the arm against its C floor
+    in the same cell (None: none)."""
 
     entry: MatrixEntry
     p50_ratio: Optional[float] = None
@@ -150,12 +135,9 @@ def _compare(name: str, entries: Sequence[MatrixEntry], natives: Mapping[str, Na
     return MatrixArm(name, kind, tuple(rows), base.cell if base is not None else None)
 
 
-def compare_matrix(doc: Union[MatrixDoc, Mapping[str, Any]]) -> Matrix:
-    """The matrix document ``doc`` (read with :meth:`MatrixDoc.from_dict` if it is not yet) with every arm's cells compared.
-
-    "vs C" uses the ``native`` and ``native_match`` each row carries
-    (matrices before 0.2 carry neither: no "vs C" then).
-    """
+def compare_matrix(doc: Union[MatrixDoc, Mapping[str, object]]) -> Matrix:
+    """The matrix document ``doc`` (parsed here if it is not a :class:`MatrixDoc` yet) with every arm's cells compared
+    ("vs C" from the ``native`` and ``native_match`` each row carries: none before 0.2)."""
     matrix = doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
     by_cell: Dict[str, Dict[str, ArmRecord]] = {}
     for _, entries in matrix.arms:

@@ -1,39 +1,21 @@
 """What a waiter re-blocked on, and who woke it: naming each further sleep of a traced wake.
 
-A woken waiter often does not run straight to ``t1``: it runs, blocks again and
-is woken again, once or several times.  :func:`wakelab.analysis.components.split_wake`
-credits each such sleep to ``gil_wait`` ("re-blocked"); this module names it, from
-the waiter's own system calls that a traced run records beside the scheduler's
-events (:mod:`wakelab.harness.trace`):
+A woken waiter often runs, blocks again and is woken again before ``t1``.
+:func:`wakelab.analysis.components.split_wake` credits each such sleep to ``gil_wait``
+("re-blocked"); this module names it from the waiter's own system calls:
 
-* **what it blocked on** -- the system call it entered before it was switched
-  out: a ``futex`` whose word lies in the interpreter's own static data is *the
-  GIL* (CPython keeps the GIL's mutex and condition in ``_PyRuntime``, in the
-  executable's or libpython's data: the worker reports those address ranges,
-  :func:`wakelab.core.drivers.interpreter_data_ranges`); any other futex is *a
-  lock or condition* (threading's locks are semaphores on the heap; in C, the
-  condvar's mutex); ``read``/``recv``/``select``/``poll``/``epoll`` is *an fd*;
-  ``nanosleep`` *a timer*; ``rt_sigtimedwait``/``pause`` *a signal*;
-  ``wait4``/``waitid`` *a child*; anything else (an untraced call, a page
-  fault) is *other*.
-* **who woke it** -- the thread that raised its ``sched_waking``: the notifier,
-  one of the worker's busy threads (``--cpu-threads``), another thread of the
-  waiter's process, another process; or *a timeout*, when the call returned
-  that it timed out (``-ETIMEDOUT`` from a futex, 0 from ``select``/``poll``).
-* **who held it** -- for a lock or the GIL, the thread whose release ended the
-  wait.  CPython's GIL wait is a timed wait: a waiter that times out asks the
-  holder to drop the GIL and waits again, so a GIL wait is often a timeout and
-  then a wake by the holder; the timed-out sleeps are credited to the holder
-  that ended the run of waits on the same thing.
+* **what it blocked on** -- the call it entered before it was switched out: a ``futex`` whose word
+  lies in the interpreter's own static data is *the GIL* (CPython keeps the GIL in ``_PyRuntime``;
+  the worker reports those ranges, :func:`wakelab.core.drivers.interpreter_data_ranges`); any other
+  futex is *a lock or condition*; fd, timer, signal and child waits by their calls (:data:`BLOCKED_ON`).
+* **who woke it** -- the thread that raised its ``sched_waking`` (the notifier, a busy thread, another
+  thread or process), or *a timeout* when the call returned that it timed out.
+* **who held it** -- for a lock or the GIL, the thread whose release ended the wait.  CPython's GIL
+  wait is a timed wait (time out, ask the holder to drop it, wait again), so the timed-out sleeps are
+  credited to the holder that ended the run of waits on the same thing.
 
-A re-block's *cause* is ``ON/WHO`` (``gil/busy``, ``lock/notifier``,
-``timer/timeout`` ...): the key of the per-wake series in the samples file and
-of the summary's bands, worded by :func:`cause_phrase`.
-
-Not told apart: *which* lock (the Python object behind a futex word), and the
-GIL of a subinterpreter that has its own (3.12+: it lives on the heap, so it
-reads as a lock).  Both are a known limit of naming by address class.
-"""
+A re-block's *cause* is ``ON/WHO`` (``gil/busy``, ``timer/timeout`` ...), worded by :func:`cause_phrase`.
+Not told apart: *which* lock, and a subinterpreter's own GIL (on the heap: it reads as a lock)."""
 
 from __future__ import annotations
 
@@ -41,28 +23,14 @@ import bisect
 import dataclasses
 from typing import Any, Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
-#: What a re-block waited on, in the order they are shown.
-BLOCKED_ON: Tuple[str, ...] = ("gil", "lock", "fd", "timer", "signal", "child", "other")
-#: Each as a sentence names it.
-ON_PHRASES: Dict[str, str] = {
-    "gil": "the GIL",
-    "lock": "a lock",
-    "fd": "an fd",
-    "timer": "a timer",
-    "signal": "a signal",
-    "child": "a child",
-    "other": "something untraced",
-}
+#: What a re-block waited on, in the order they are shown, as a sentence names each.
+ON_PHRASES: Dict[str, str] = {"gil": "the GIL", "lock": "a lock", "fd": "an fd", "timer": "a timer", "signal": "a signal",
+                              "child": "a child", "other": "something untraced"}
+BLOCKED_ON: Tuple[str, ...] = tuple(ON_PHRASES)
 #: Who woke (or held) it.
-WAKERS: Tuple[str, ...] = ("notifier", "busy", "thread", "process", "timeout", "unknown")
-WHO_PHRASES: Dict[str, str] = {
-    "notifier": "the notifier",
-    "busy": "a busy thread",
-    "thread": "another thread",
-    "process": "another process",
-    "timeout": "a timeout",
-    "unknown": "an unseen waker",
-}
+WHO_PHRASES: Dict[str, str] = {"notifier": "the notifier", "busy": "a busy thread", "thread": "another thread",
+                               "process": "another process", "timeout": "a timeout", "unknown": "an unseen waker"}
+WAKERS: Tuple[str, ...] = tuple(WHO_PHRASES)
 
 # The system calls a traced run follows (harness.trace.SYSCALLS), by what their sleep waits on.
 _SYSCALL_ON: Dict[str, str] = {
@@ -174,15 +142,10 @@ def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) ->
 
 @dataclasses.dataclass(frozen=True)
 class Reblock:
-    """One further sleep of the waiter between ``t0`` and ``t1``, after it first ran.
-
-    ``asleep_ns``: from its switch-out to the wake that ended it (what the split
-    credits to ``gil_wait``); ``on``: what it waited on (:data:`BLOCKED_ON`);
-    ``by``: who woke it (:data:`WAKERS`); ``holder``/``holder_tid``: who held
-    what it waited on (the thread whose wake ended this run of waits on the same
-    thing; empty/None when no thread did); ``syscall`` and ``address`` (a futex's
-    word, an fd) as the waiter entered it.
-    """
+    """One further sleep of the waiter between ``t0`` and ``t1``, after it first ran: ``asleep_ns`` from its
+    switch-out to the wake that ended it; ``on`` what it waited on (:data:`BLOCKED_ON`); ``by`` who woke it
+    (:data:`WAKERS`); ``holder``/``holder_tid`` who held it (empty/None: no thread); ``syscall`` and ``address``
+    (a futex's word, an fd) as the waiter entered it."""
 
     on: str
     by: str

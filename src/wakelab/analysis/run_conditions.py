@@ -1,27 +1,15 @@
 """Separate runs told apart: what differed between two runs besides the code, and how far runs shift.
 
-A comparison of two *separate* runs (two ``wakelab run`` commands, minutes or days apart) is not
-an A/B: between them the machine itself changed.  One busy process beside the second run made
-``event`` *faster* (0.73x) by keeping the other vCPU out of its idle state; an unchanged tree
-drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees the spread between
-a run's own repetitions, not that.  So for two separate runs compare
-
-* names the conditions that differed besides the code (:func:`tell_apart`): the load and busy
-  processes each run saw, CPU frequency and governor, idle-state settings, placement, the
-  interpreter build, the machine, and the time between the runs -- read from each bundle's
-  ``observed`` record (:mod:`wakelab.harness.observed`) and its ``system``, ``parameters`` and
-  ``interpreter``; a fact a bundle did not record is named as not recorded, never guessed;
-* widens each interval by the level shifts that identical earlier runs show
-  (:func:`level_shifts`, :func:`widen`): runs in the history of the same arm, under the same
-  conditions key, on the same machine, made before the later of the two.  With s the standard
-  deviation of their log figure (p50, p99, a rate's ops/s), the ratio of two separate runs
-  carries about 2 s^2 of run-to-run variance, so the interval's half-width in log terms becomes
-  at least ``z * sqrt(2) * s``.  s also holds those runs' own sampling noise, so this errs wide.
-  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is widened, and the comparison says so.
-
-Two cells of one grid (``wakelab run`` with several values, ``wakelab ab``) took turns in one run:
-they are not separate (:func:`are_separate`).
-"""
+Two *separate* runs (minutes or days apart) are not an A/B: between them the machine itself changed.
+One busy process beside the second run made ``event`` *faster* (0.73x) by keeping the other vCPU out of
+idle; an unchanged tree drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees
+the spread between a run's own repetitions, not that.  So for two separate runs compare names the
+conditions that differed (:func:`tell_apart`; a fact a bundle did not record is named as not recorded,
+never guessed) and widens each interval by the level shifts identical earlier runs show
+(:func:`level_shifts`, :func:`widen`): with s the standard deviation of their log figure, the ratio of
+two separate runs carries about 2 s^2 of run-to-run variance, so the half-width in log terms becomes at
+least ``z * sqrt(2) * s`` (erring wide).  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is
+widened, and the comparison says so.  Two cells of one grid took turns in one run: not separate."""
 
 from __future__ import annotations
 
@@ -32,16 +20,7 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
-    CANNOT_TELL,
-    RATE,
-    ArmComparison,
-    Judgement,
-    RatioCI,
-    RunComparison,
-    format_pct,
-    minimum_detectable_effect,
-    verdict,
-)
+    CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, minimum_detectable_effect, verdict)
 from wakelab.analysis.warning_groups import BusyProcess
 from wakelab.evidence.model import Bundle
 
@@ -154,16 +133,28 @@ def format_gap(seconds: float) -> str:
     return "%.0f days" % (seconds / 86400)
 
 
-def _observed(run: Bundle) -> Mapping[str, Any]:
+def _observed(run: Bundle, key: Optional[str] = None) -> Mapping[object, object]:
+    """The run's ``observed`` record, or its ``start`` or ``end`` reading (empty where it has none)."""
     value = run.summary.get("observed")
+    if key is not None and isinstance(value, Mapping):
+        value = value.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def _readings(run: Bundle, what: str) -> List[Tuple[object, object]]:
+    """The items of map ``what`` in the run's start reading, then its end reading."""
+    items: List[Tuple[object, object]] = []
+    for key in ("start", "end"):
+        found = _observed(run, key).get(what)
+        items += found.items() if isinstance(found, Mapping) else ()
+    return items
 
 
 def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
     """The 1-minute load average at the start and the end (the end None in older bundles)."""
     seen = _observed(run)
 
-    def first(reading: Any) -> Optional[float]:
+    def first(reading: object) -> Optional[float]:
         values = reading.get("load_average") if isinstance(reading, Mapping) else None
         return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
 
@@ -233,8 +224,7 @@ def _mean_busy(run: Bundle) -> Optional[float]:
 
 def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
     def mhz(run: Bundle) -> Optional[float]:
-        seen = _observed(run)
-        values = [float(v) for key in ("start", "end") for v in ((seen.get(key) or {}).get("cpu_mhz") or {}).values()]
+        values = [float(v) for _, v in _readings(run, "cpu_mhz") if isinstance(v, (int, float))]
         return statistics.fmean(values) if values else None
 
     fa, fb = mhz(a), mhz(b)
@@ -244,8 +234,7 @@ def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
 
 
 def _governor(run: Bundle) -> Optional[str]:
-    seen = _observed(run)
-    governors = sorted({str(v) for key in ("start", "end") for v in ((seen.get(key) or {}).get("cpufreq_governors") or {}).values()})
+    governors = sorted({str(v) for _, v in _readings(run, "cpufreq_governors")})
     if governors:
         return ", ".join(governors)
     system = run.summary.get("system") or {}
@@ -262,8 +251,7 @@ def _idle(run: Bundle) -> Optional[str]:
     if isinstance(states, list) and states:
         parts.append("states %s" % ", ".join("%s%s" % (s.get("name"), " (disabled)" if s.get("disabled") else "")
                                               for s in states if isinstance(s, Mapping)))
-    disabled = {cpu: names for key in ("start", "end")
-                for cpu, names in ((_observed(run).get(key) or {}).get("idle_disabled") or {}).items() if names}
+    disabled = {str(cpu): names for cpu, names in _readings(run, "idle_disabled") if isinstance(names, list) and names}
     if disabled:
         parts.append("disabled on CPU %s" % "; ".join("%s: %s" % (cpu, ", ".join(names)) for cpu, names in sorted(disabled.items())))
     conditions = run.summary.get("conditions") or {}

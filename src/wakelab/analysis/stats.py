@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.percentile import percentile
 
@@ -66,20 +66,19 @@ class LatencyStats:
         return out
 
 
+def reportable(n: int) -> Tuple[List[Tuple[str, float]], Dict[str, str]]:
+    """The percentiles a sample of ``n`` wakes reports, and why each of the others is omitted."""
+    omitted = {key: "no samples" if n == 0 else "needs n >= %d, this arm has n = %d" % (min_n_for(q), n)
+               for key, q in PERCENTILES if n < min_n_for(q)}
+    return [(key, q) for key, q in PERCENTILES if key not in omitted], omitted
+
+
 def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
     """n, lost, min, percentiles, max, mean and sample stdev of ``samples_ns``."""
     ordered = sorted(samples_ns)
     n = len(ordered)
-    percentiles: Dict[str, float] = {}
-    omitted: Dict[str, str] = {}
-    for key, q in PERCENTILES:
-        need = min_n_for(q)
-        if n == 0:
-            omitted[key] = "no samples"
-        elif n < need:
-            omitted[key] = "needs n >= %d, this arm has n = %d" % (need, n)
-        else:
-            percentiles[key] = percentile(ordered, q)
+    wanted, omitted = reportable(n)
+    percentiles = {key: percentile(ordered, q) for key, q in wanted}
     return LatencyStats(
         n=n,
         lost=lost,

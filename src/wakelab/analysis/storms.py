@@ -1,16 +1,9 @@
 """Signal storms and realtime scheduling, read from a run's figures (stdlib only).
 
-A storm arm's result is counts as well as a latency distribution: its raw
-record's ``info`` -- one per worker process, under ``workers`` when there were
-several -- holds what each storm sent, what reached the code, what was
-flushed, and the receiver's work-loop rates (:mod:`wakelab.core.drivers.storm`
-defines each).  :func:`storm_figures` adds them up over every storm of an arm
-(workers and repetitions); the delivery ratio is the total delivered over the
-total sent.  :func:`storm_advice` and :func:`realtime_advice` turn a run's
-figures into guidance (:mod:`wakelab.analysis.guidance` calls them): what
-share of a storm a Python program sees and what to use instead; what
-``SCHED_FIFO`` bought a waiter, and its pitfalls.
-"""
+A storm arm's result is counts as well as latencies: its raw record's ``info`` (one per worker) holds
+what each storm sent, what reached the code, what was flushed, and the receiver's work-loop rates
+(:mod:`wakelab.core.drivers.storm`).  :func:`storm_figures` adds them up over an arm's storms;
+:func:`storm_advice` and :func:`realtime_advice` are the guidance's words for them."""
 
 from __future__ import annotations
 
@@ -63,7 +56,7 @@ class StormInfo:
                           senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
                           sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
                           flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
-                          work_lost=float(one["work_lost"]) if isinstance(one.get("work_lost"), (int, float)) else None)
+                          work_lost=float(lost) if isinstance(lost := one.get("work_lost"), (int, float)) else None)
                 for one in worker_infos(arm) if "sent" in one]
 
 

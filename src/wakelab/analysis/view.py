@@ -1,24 +1,15 @@
 """One run as every renderer lays it out: the bundle and what the analysis draws from it, computed once.
 
-hyperfine computes relative speeds before any exporter runs; wakelab does the
-same for a run.  A :class:`RunView` is built once per loaded bundle
-(:func:`view_of`) and handed to summary.txt and the short form, the HTML
-report and the Markdown export, which only place its fields: the "vs C"
-ratios, the lab's pairings, the rankings of comparable wake paths, the
-guidance, and the measurement-quality warnings apart from the notes, gathered
-into groups that each say one thing (:mod:`wakelab.analysis.warning_groups`), and
-the load the run saw beside it.
-
-Each field is computed the first time a renderer asks for it and kept: a CSV
-export that never shows the guidance never pays for it, and a page that shows
-the ratios in three places computes them once.
-"""
+As hyperfine computes relative speeds before any exporter runs, a :class:`RunView` is built once per
+loaded bundle (:func:`view_of`) and handed to summary.txt, the HTML report and the Markdown export,
+which only place its fields.  Each field is computed the first time a renderer asks for it and kept:
+an export that never shows the guidance never pays for it."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import NativeRatio, bundle_of, Pairing, lab_pairings, native_ratios
 from wakelab.analysis.warning_groups import MachineLoad, WarningGroup, group_warnings, machine_load
@@ -37,7 +28,7 @@ class RunView:
     bundle: Bundle
 
     @property
-    def summary(self) -> Mapping[str, Any]:
+    def summary(self) -> Mapping[str, object]:
         return self.bundle.summary
 
     @functools.cached_property
@@ -70,14 +61,13 @@ class RunView:
         (None for the others): :func:`~wakelab.analysis.components.traced_arm_order`."""
         from wakelab.analysis.components import traced_arm_order
 
-        by_name = self.bundle.arms_by_name()
-        return tuple((by_name[str(entry.get("name"))], floor_of) for entry, floor_of in traced_arm_order(self.bundle.summary))
+        return tuple(traced_arm_order(self.bundle))
 
     def floor_gaps(self, band: str) -> Tuple["FloorGap", ...]:
         """:func:`~wakelab.analysis.components.floor_gaps` of the run at ``band`` (``p50``, ``p99``)."""
         from wakelab.analysis.components import floor_gaps
 
-        return tuple(floor_gaps(self.bundle.summary, band))
+        return tuple(floor_gaps(self.bundle, band))
 
     @functools.cached_property
     def _warnings_and_notes(self) -> Tuple[Tuple[WarningRecord, ...], Tuple[WarningRecord, ...]]:
@@ -100,11 +90,6 @@ class RunView:
         return group_warnings(self.warnings)
 
     @functools.cached_property
-    def note_groups(self) -> Tuple[WarningGroup, ...]:
-        """:attr:`notes` gathered the same way (a note never joins a warning)."""
-        return group_warnings(self.notes)
-
-    @functools.cached_property
     def machine_load(self) -> Optional[MachineLoad]:
         """The other processes that kept the machine busy during the run, or None (:func:`~wakelab.analysis.warning_groups.machine_load`)."""
         return machine_load(self.bundle.summary)
@@ -112,11 +97,8 @@ class RunView:
 
 @dataclasses.dataclass(frozen=True)
 class AgainstFirst:
-    """One run of several against the first, as ``wakelab compare`` judges it (:func:`compare_with_first`).
-
-    ``comparison`` is compare's record (each arm's verdicts and intervals); None when
-    there is none, and ``why_not`` says why (not comparable, compare's libraries missing).
-    """
+    """One run of several against the first, as ``wakelab compare`` judges it: ``comparison`` None when there is
+    none, and ``why_not`` says why (not comparable, compare's libraries missing)."""
 
     comparison: Optional["RunComparison"]
     why_not: Optional[str] = None
@@ -150,7 +132,7 @@ def compare_with_first(bundles: Sequence[Bundle]) -> Tuple[AgainstFirst, ...]:
     return tuple(out)
 
 
-def view_of(run: Union[RunView, Bundle, Mapping[str, Any]]) -> RunView:
+def view_of(run: Union[RunView, Bundle, Mapping[str, object]]) -> RunView:
     """``run`` as a :class:`RunView`: itself, a loaded bundle's view, or the view of a summary document held in memory."""
     if isinstance(run, RunView):
         return run

@@ -1,98 +1,27 @@
 """Comparing runs: is run B faster or slower than run A, arm by arm, and how sure is that?
 
-Analysis side: numpy and scipy are imported lazily, inside the functions that
-need them, so that importing this package costs nothing on the measuring side.
-
-The layers, each a module, each importing only those above it in this list:
-
-* :mod:`.bootstrap` -- pure statistics on sample arrays, tested with exact
-  fixtures: the one-level percentile bootstrap (:func:`bootstrap_ratio_ci`,
-  :func:`bootstrap_percentile_difference`), the Mann-Whitney U test, the
-  verdict word (:func:`verdict`) and the minimum detectable effect.
-* :mod:`.records` -- what a comparison yields, as frozen records with their
-  JSON: :class:`Settings`, :class:`Judgement`, :class:`ArmComparison`,
-  :class:`RunComparison`, :class:`Regression`.
-* :mod:`.comparable` -- whether two runs measured the same experiment
-  (:func:`check_comparable`, ``--across``).
-* :mod:`.series` -- what an arm is compared on: its samples, checked against
-  its :class:`~wakelab.evidence.model.ArmRecord`, and their bootstrap units.
-* :mod:`.runs` -- two runs arm by arm (:func:`compare_runs`, intervals from
-  the two-level bootstrap of :mod:`wakelab.analysis.hierarchical`), where a
-  traced wake moved (:func:`compare_components`) and the CI gate
-  (:func:`find_regressions`).
-* :mod:`.grid` -- every cell of a grid against a baseline cell
-  (:func:`compare_grid`).
-
-Readers (the ``compare`` and ``ab`` commands, the A/B gate, the HTML report)
-import the names below from this package.
-"""
+Layers, each importing only those above it: ``bootstrap`` (pure statistics on sample arrays),
+``records`` (what a comparison yields, frozen, with its JSON), ``comparable`` (whether two runs
+measured the same experiment, ``--across``), ``series`` (an arm's samples, checked against its record,
+and their bootstrap units), ``runs`` (two runs arm by arm, traced components, the CI gate) and ``grid``
+(every cell of a grid against a baseline cell).  Readers import the names below from this package;
+numpy and scipy are imported lazily, so importing it costs the measuring side nothing."""
 
 from __future__ import annotations
 
 from wakelab.analysis.compare.bootstrap import (
-    CANNOT_TELL,
-    DEFAULT_ALPHA,
-    DEFAULT_MIN_EFFECT_PCT,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    FASTER,
-    MIN_PER_SIDE,
-    NO_DIFFERENCE,
-    NOT_TESTED,
-    SLOWER,
-    VERDICTS,
-    DifferenceCI,
-    RankTest,
-    RatioCI,
-    Seed,
-    bootstrap_percentile_difference,
-    bootstrap_percentile_ratios,
-    bootstrap_ratio_ci,
-    format_p,
-    finite,
-    format_pct,
-    format_ratio_plain,
-    mann_whitney,
-    minimum_detectable_effect,
-    smallest_p_value,
-    verdict,
-    why_untestable,
-)
+    CANNOT_TELL, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, FASTER, MIN_PER_SIDE, NO_DIFFERENCE,
+    NOT_TESTED, SLOWER, VERDICTS, DifferenceCI, RankTest, RatioCI, Seed, bootstrap_percentile_difference,
+    bootstrap_percentile_ratios, bootstrap_ratio_ci, format_p, finite, format_pct, format_ratio_plain, mann_whitney,
+    minimum_detectable_effect, smallest_p_value, verdict, why_untestable)
 from wakelab.analysis.compare.comparable import (
-    ACROSS_NAMES,
-    EXPERIMENT_PARAMETERS,
-    across_name_of_condition,
-    check_comparable,
-    comparability,
-    parse_across,
-)
+    ACROSS_NAMES, EXPERIMENT_PARAMETERS, across_name_of_condition, check_comparable, comparability, parse_across)
 from wakelab.analysis.compare.grid import GRID_DIMENSIONS, compare_grid, grid_across, load_grid
 from wakelab.analysis.compare.records import (
-    DEFAULT_METRICS,
-    DEFAULT_SETTINGS,
-    LATENCY,
-    LATENCY_PERCENTILES,
-    METRIC_KEYS,
-    RATE,
-    ArmComparison,
-    ComponentComparison,
-    Judgement,
-    Regression,
-    Run,
-    RunComparison,
-    Settings,
-    label_of,
-)
+    DEFAULT_METRICS, DEFAULT_SETTINGS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison, ComponentComparison,
+    Judgement, Regression, Run, RunComparison, Settings, label_of)
 from wakelab.analysis.compare.runs import (
-    compare_arm,
-    compare_components,
-    compare_runs,
-    find_regressions,
-    judge_arm,
-    load_run,
-    parse_metrics,
-    rigor_hint,
-)
+    compare_arm, compare_components, compare_runs, find_regressions, judge_arm, load_run, parse_metrics, rigor_hint)
 from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, load_traced_components
 
 __all__ = [

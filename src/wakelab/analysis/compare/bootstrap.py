@@ -1,31 +1,13 @@
 """The statistics of a comparison, on sample arrays: bootstrap intervals, the rank test, the verdict word.
 
-Pure functions and frozen records, tested with exact fixtures:
-:func:`bootstrap_percentile_ratios` / :func:`bootstrap_ratio_ci` (a one-level
-percentile bootstrap of ``percentile(B) / percentile(A)``, kept for pooled
-samples such as traced components), :func:`bootstrap_percentile_difference`,
-:func:`mann_whitney` (a two-sided Mann-Whitney U test, with the
-common-language effect size), :func:`verdict` (the word a reader sees) and
-:func:`minimum_detectable_effect`.  numpy and scipy are imported lazily,
-inside the functions that need them.
-
-The one-level bootstrap
------------------------
-The interval is the plain percentile bootstrap: resample each run's samples
-with replacement, recompute the percentile of each, take the ratio, repeat,
-and read the interval off the quantiles of the ratios.  Materialising the
-resamples costs ``resamples x n`` memory and time per run, which is minutes
-for a catalogue of arms with 10^5 wakes each.  We draw the same thing without
-building the resamples: resampling with replacement picks ``x[floor(n U_i)]``
-for n uniform ``U_i``, and since that map is monotone the resample's k-th
-smallest value is ``x[floor(n U_(k))]``, where ``U_(k)`` is the k-th order
-statistic of n uniforms, distributed ``Beta(k, n - k + 1)``.  Order statistics
-of uniforms are a Markov chain (given ``U_(a) = u``, ``U_(b)`` is
-``u + (1 - u) Beta(b - a, n - b + 1)``), so the few order statistics a
-percentile needs (two, for linear interpolation) are drawn jointly and exactly
-in ``O(resamples)``.  The distribution is identical to brute-force
-resampling; a test checks it against brute force.  A fixed seed (per arm)
-makes every interval reproducible.
+The one-level bootstrap (kept for pooled samples such as traced components) is the plain percentile
+bootstrap, drawn without building the resamples: resampling with replacement picks ``x[floor(n U_i)]``
+for n uniforms, a monotone map, so the resample's k-th smallest value is ``x[floor(n U_(k))]`` with
+``U_(k)`` ~ ``Beta(k, n - k + 1)``.  Order statistics of uniforms are a Markov chain (given
+``U_(a) = u``, ``U_(b)`` is ``u + (1 - u) Beta(b - a, n - b + 1)``), so the two a percentile needs are
+drawn jointly and exactly in ``O(resamples)``, not ``O(resamples x n)``; a test checks the distribution
+against brute force.  A fixed seed (per arm) makes every interval reproducible.  numpy and scipy are
+imported lazily.
 """
 
 from __future__ import annotations
@@ -34,6 +16,7 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+from wakelab.analysis.hierarchical import outward_interval
 from wakelab.percentile import percentile as type7_percentile
 
 DEFAULT_ALPHA = 0.05
@@ -57,12 +40,8 @@ Seed = Union[int, Sequence[int]]
 
 @dataclasses.dataclass(frozen=True)
 class RatioCI:
-    """``other / baseline`` of one percentile, with its bootstrap confidence interval.
-
-    ``baseline`` and ``other`` are the percentile (type 7, as in summary.json)
-    of each sample, in the samples' unit; ``low``/``high`` bound the ratio
-    at ``confidence`` (for example 0.95), from ``resamples`` bootstrap draws.
-    ``high`` may be ``inf`` when a resampled baseline percentile is 0.
+    """``other / baseline`` of one percentile (type 7, in the samples' unit), with its bootstrap interval
+    ``low``/``high`` at ``confidence``; ``high`` may be ``inf`` when a resampled baseline percentile is 0.
     """
 
     q: float
@@ -74,16 +53,12 @@ class RatioCI:
     confidence: float
     resamples: int
 
-    def excludes_one(self) -> bool:
-        return self.low > 1.0 or self.high < 1.0
-
     def to_dict(self) -> Dict[str, object]:
         return _interval_dict(self, "ratio", self.ratio)
 
 
 def _interval_dict(ci: Union["RatioCI", "DifferenceCI"], name: str, value: float) -> Dict[str, object]:
-    """The JSON of an interval record: its percentile, both runs' figures, ``name`` (ratio or
-    difference) and the interval, non-finite figures as null."""
+    """The JSON of an interval record (``name``: ratio or difference), non-finite figures as null."""
     return {
         "q": ci.q,
         "baseline": finite(ci.baseline),
@@ -115,11 +90,7 @@ def _as_sorted_array(values: Sequence[float], what: str) -> Any:
 
 
 def _resampled_percentiles(sorted_x: Any, qs: Sequence[float], resamples: int, rng: Any) -> Any:
-    """Percentiles ``qs`` of ``resamples`` bootstrap resamples of ``sorted_x``, shape (len(qs), resamples).
-
-    Exact in distribution to resampling with replacement (see the module
-    docstring): draws the needed order statistics of n uniforms jointly.
-    """
+    """Percentiles ``qs`` of ``resamples`` bootstrap resamples of ``sorted_x``, shape (len(qs), resamples)."""
     import numpy as np
 
     n = sorted_x.size
@@ -160,13 +131,27 @@ def _ratio_interval(numerators: Any, denominators: Any, confidence: float) -> Tu
             numerators / np.where(denominators == 0, 1.0, denominators),
         )
     ratios.sort()
-    tail = (1.0 - confidence) / 2.0
-    last = ratios.size - 1
-    # Outward rounding of the order statistics: never narrower than asked, and no
-    # arithmetic on an infinite ratio.
-    low = ratios[int(math.floor(tail * last))]
-    high = ratios[int(math.ceil((1.0 - tail) * last))]
-    return float(low), float(high)
+    return outward_interval(ratios, confidence)
+
+
+def _resampled_pair(baseline: Sequence[float], other: Sequence[float], qs: Sequence[float], confidence: float,
+                    resamples: int, seed: Seed) -> Tuple[Any, Any, Any, Any]:
+    """Both samples sorted and their resampled percentiles ``qs``: one stream per run, each drawing order statistics
+    from the lowest rank up (the p50 interval is the same whether or not p99 is asked for too).  ValueError on
+    settings out of range, an empty sample or a non-finite value."""
+    import numpy as np
+
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
+    if resamples < 1:
+        raise ValueError("resamples must be positive, got %r" % (resamples,))
+    for q in qs:
+        if not 0.0 <= q <= 100.0:
+            raise ValueError("percentile must be within 0..100, got %r" % (q,))
+    base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
+    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
+    return (base, oth, _resampled_percentiles(base, qs, resamples, np.random.default_rng(base_seed)),
+            _resampled_percentiles(oth, qs, resamples, np.random.default_rng(other_seed)))
 
 
 def bootstrap_percentile_ratios(
@@ -177,30 +162,12 @@ def bootstrap_percentile_ratios(
     resamples: int = DEFAULT_RESAMPLES,
     seed: Seed = DEFAULT_SEED,
 ) -> Tuple[RatioCI, ...]:
-    """``percentile(other, q) / percentile(baseline, q)`` for each ``q`` in ``qs``, with bootstrap CIs.
+    """``percentile(other, q) / percentile(baseline, q)`` (type 7) for each ``q`` in ``qs``, with bootstrap CIs.
 
-    Each sample is resampled independently (the two runs are independent);
-    all ``qs`` come from the same resamples, and adding a higher percentile
-    to ``qs`` leaves the intervals of the lower ones unchanged.  Percentiles are type 7, as in
-    summary.json.  Raises ValueError on an empty sample, a non-finite value,
-    a baseline percentile of 0, or settings out of range.
+    Each run is resampled independently; all ``qs`` come from the same resamples.  Raises ValueError on an
+    empty sample, a non-finite value, a baseline percentile of 0, or settings out of range.
     """
-    import numpy as np
-
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
-    if resamples < 1:
-        raise ValueError("resamples must be positive, got %r" % (resamples,))
-    for q in qs:
-        if not 0.0 <= q <= 100.0:
-            raise ValueError("percentile must be within 0..100, got %r" % (q,))
-    base = _as_sorted_array(baseline, "baseline")
-    oth = _as_sorted_array(other, "other")
-    # One stream per run, each drawing order statistics from the lowest rank up: the
-    # p50 interval is the same whether or not p99 is asked for too.
-    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
-    base_boot = _resampled_percentiles(base, qs, resamples, np.random.default_rng(base_seed))
-    other_boot = _resampled_percentiles(oth, qs, resamples, np.random.default_rng(other_seed))
+    base, oth, base_boot, other_boot = _resampled_pair(baseline, other, qs, confidence, resamples, seed)
     results = []
     for i, q in enumerate(qs):
         base_q = type7_percentile(base.tolist(), q)
@@ -229,11 +196,8 @@ def bootstrap_ratio_ci(
 
 @dataclasses.dataclass(frozen=True)
 class DifferenceCI:
-    """``percentile(other) - percentile(baseline)`` of one percentile, with its bootstrap interval.
-
-    Used where a ratio is often undefined: a component of a wake (GIL wait,
-    the unattributed remainder) has a p50 of 0 in many runs.  ``low``/``high``
-    are NaN when the samples were too few to resample (``resamples`` 0).
+    """``percentile(other) - percentile(baseline)`` with its bootstrap interval, where a ratio is often undefined
+    (a component such as the GIL wait has a p50 of 0 in many runs); NaN bounds: too few samples (``resamples`` 0).
     """
 
     q: float
@@ -260,33 +224,12 @@ def bootstrap_percentile_difference(
     resamples: int = DEFAULT_RESAMPLES,
     seed: Seed = DEFAULT_SEED,
 ) -> DifferenceCI:
-    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval.
-
-    The same resampling as :func:`bootstrap_percentile_ratios` (each sample
-    independently, order statistics drawn exactly, one stream per run from
-    ``seed``); the interval is read off the quantiles of the resampled
-    differences, rounded outwards.  Raises ValueError as that function does
-    (an empty sample, a non-finite value, settings out of range), but a
-    percentile of 0 is fine here.
-    """
+    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: the resampling of
+    :func:`bootstrap_percentile_ratios`, read off the resampled differences (a percentile of 0 is fine here)."""
     import numpy as np
 
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
-    if resamples < 1:
-        raise ValueError("resamples must be positive, got %r" % (resamples,))
-    if not 0.0 <= q <= 100.0:
-        raise ValueError("percentile must be within 0..100, got %r" % (q,))
-    base = _as_sorted_array(baseline, "baseline")
-    oth = _as_sorted_array(other, "other")
-    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
-    base_boot = _resampled_percentiles(base, (q,), resamples, np.random.default_rng(base_seed))[0]
-    other_boot = _resampled_percentiles(oth, (q,), resamples, np.random.default_rng(other_seed))[0]
-    differences = np.sort(other_boot - base_boot)
-    tail = (1.0 - confidence) / 2.0
-    last = differences.size - 1
-    low = float(differences[int(math.floor(tail * last))])
-    high = float(differences[int(math.ceil((1.0 - tail) * last))])
+    base, oth, base_boot, other_boot = _resampled_pair(baseline, other, (q,), confidence, resamples, seed)
+    low, high = outward_interval(np.sort(other_boot[0] - base_boot[0]), confidence)
     base_q = type7_percentile(base.tolist(), q)
     other_q = type7_percentile(oth.tolist(), q)
     return DifferenceCI(q=q, baseline=base_q, other=other_q, difference=other_q - base_q, low=low, high=high,
@@ -295,12 +238,8 @@ def bootstrap_percentile_difference(
 
 @dataclasses.dataclass(frozen=True)
 class RankTest:
-    """A two-sided Mann-Whitney U test of ``other`` against ``baseline``.
-
-    ``u`` is the U statistic of ``other``; ``p_greater`` the common-language
-    effect size: the chance that a random value of ``other`` exceeds a random
-    value of ``baseline``, ties counting half (0.5: no shift; 1.0: every value
-    of ``other`` is larger).
+    """A two-sided Mann-Whitney U test of ``other`` against ``baseline``: ``u`` is the U statistic of ``other``;
+    ``p_greater`` the chance that a random value of ``other`` exceeds one of ``baseline``, ties counting half.
     """
 
     u: float

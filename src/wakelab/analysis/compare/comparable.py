@@ -1,13 +1,4 @@
-"""Whether two runs measured the same experiment, and which differences were compared on purpose.
-
-:func:`check_comparable` raises :class:`~wakelab.errors.EvidenceError` when
-they did not (no arm in common, a shared arm of another kind, waiter state,
-scope or unit, different experiment parameters or conditions), unless every
-difference is named in ``across`` (``--across``, or a grid's dimensions);
-what does not make another experiment (machines, pinned CPUs, interpreters,
-wakelab versions, an incomplete run) is returned as warnings.  Reads the
-typed evidence model (:class:`~wakelab.evidence.model.Bundle`).
-"""
+"""Whether two runs measured the same experiment, and which differences were compared on purpose."""
 
 from __future__ import annotations
 
@@ -78,15 +69,10 @@ def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
 def check_comparable(baseline: Run, other: Run, across: Sequence[str] = ()) -> List[str]:
     """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.
 
-    Refused: no arm in common; a shared arm whose kind, waiter state, scope
-    or unit differs; different :data:`EXPERIMENT_PARAMETERS` (settle_us,
-    planted_delay_us, placement, mode, and interval_us in open-loop mode);
-    different ``conditions`` (when both runs record them) -- unless ``across``
-    names the difference (:data:`ACROSS_NAMES`).  Warned: different
-    interpreters (unless ``across`` names ``interpreter``), machines, pinned
-    CPUs or wakelab versions, conditions recorded by one run only, an
-    incomplete run.
-    """
+    Refused, unless ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose
+    kind, waiter state, scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned:
+    different interpreters, machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an
+    incomplete run."""
     return comparability(baseline, other, across)[0]
 
 
@@ -158,7 +144,7 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
     return warnings, on_purpose
 
 
-def _condition_differences(a_cond: Mapping[str, Any], b_cond: Mapping[str, Any], named: Set[str],
+def _condition_differences(a_cond: Mapping[str, object], b_cond: Mapping[str, object], named: Set[str],
                            where: str) -> List[str]:
     """The conditions two runs differ in, each named in ``named`` (EvidenceError for one that is not)."""
     if a_cond == b_cond:
@@ -176,7 +162,7 @@ def _condition_differences(a_cond: Mapping[str, Any], b_cond: Mapping[str, Any],
     return ["%s %s vs %s" % (k, compact(a_cond.get(k)), compact(b_cond.get(k))) for k in differing]
 
 
-def compact(value: Any) -> str:
+def compact(value: object) -> str:
     """A recorded value for a sentence: its JSON, cut at 60 characters (a string as it is)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":")) if not isinstance(value, str) else value
     return text if len(text) <= 60 else text[:57] + "..."

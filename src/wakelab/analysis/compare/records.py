@@ -1,10 +1,5 @@
-"""The records a comparison yields: settings, each percentile's judgement, each arm, each run, each regression.
-
-Frozen dataclasses, each with the ``to_dict`` that ``wakelab compare --json``
-(schema ``wakelab.analysis.compare``, version 2) writes.  They are computed by
-:mod:`.runs` and :mod:`.grid` and laid out by the renderers (the ``compare`` and
-``ab`` commands, the HTML report), which never recompute a figure.
-"""
+"""The records a comparison yields, each with the ``to_dict`` that ``wakelab compare --json`` (schema
+``wakelab.analysis.compare``, version 2) writes; renderers lay them out and never recompute a figure."""
 
 from __future__ import annotations
 
@@ -13,16 +8,7 @@ import math
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from wakelab.analysis.compare.bootstrap import (
-    DEFAULT_ALPHA,
-    DEFAULT_MIN_EFFECT_PCT,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    SLOWER,
-    DifferenceCI,
-    RankTest,
-    RatioCI,
-    finite,
-)
+    DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, SLOWER, DifferenceCI, RankTest, RatioCI, finite)
 from wakelab.evidence.model import LATENCY as LATENCY, RATE, Bundle  # the kinds of arm, re-exported
 
 # Latency percentiles that are judged: key, percentile.  Each is judged when both runs
@@ -70,15 +56,10 @@ DEFAULT_SETTINGS = Settings()
 
 @dataclasses.dataclass(frozen=True)
 class Judgement:
-    """The verdict on one percentile of one arm (``key``: p50, p99, p99_9, or median for a rate).
-
-    ``ci`` is the ratio with its two-level bootstrap interval; ``spread_pct``
-    is how well the runs pin their own level (the half-width, in log terms, of
-    the wider of the two runs' own intervals, percent: "repetitions vary
-    ±spread_pct"); ``mde_pct`` the minimum detectable effect
-    (:func:`minimum_detectable_effect`); ``reason`` the sentence of a
-    "cannot tell".
-    """
+    """The verdict on one percentile of one arm (``key``: p50, p99, p99_9, or median for a rate): ``ci`` the ratio
+    with its two-level interval; ``spread_pct`` the half-width (log terms, percent) of the wider of the runs' own
+    intervals ("repetitions vary ±spread_pct"); ``mde_pct`` the minimum detectable effect; ``reason`` the sentence
+    of a "cannot tell"."""
 
     key: str
     ci: RatioCI
@@ -94,16 +75,9 @@ class Judgement:
 
 @dataclasses.dataclass(frozen=True)
 class ComponentComparison:
-    """Where an arm's wake moved between two traced runs: each component's p50 in both, and which moved most.
-
-    ``shifts`` maps each component of a wake (:data:`wakelab.analysis.components.COMPONENTS`,
-    in wake order) to its :class:`DifferenceCI` (ns, other minus baseline), bootstrapped from
-    the per-wake components of each run's traced pass.  ``moved_most`` is the component with the
-    largest difference whose interval excludes 0 (``significant``), or, when none does, the
-    largest difference (``significant`` False).  ``n_baseline``/``n_other`` count traced wakes.
-    ``reblocks``: each re-block cause's mean time per wake in both runs, largest change first
-    (:mod:`wakelab.analysis.reblock_shifts`; empty unless both runs named their re-blocks).
-    """
+    """Where an arm's wake moved between two traced runs: each component's p50 difference (``shifts``, other minus
+    baseline, ns), ``moved_most`` (the largest whose interval excludes 0 -- ``significant`` -- else the largest), the
+    traced wakes of each run, and each re-block cause's mean time per wake (``reblocks``, largest change first)."""
 
     shifts: Mapping[str, DifferenceCI]
     moved_most: Optional[str]
@@ -130,16 +104,9 @@ class ComponentComparison:
 
 @dataclasses.dataclass(frozen=True)
 class ArmComparison:
-    """One arm in two runs.
-
-    Latency arms carry ``ratios`` keyed ``p50``, ``p99`` (both runs n >= 100)
-    and ``p99_9`` (n >= 1000), of wake times in ns: above 1 is slower.  Rate
-    arms carry ``median``, the ratio of the median round's ops/s: above 1 is
-    faster (``higher_is_better``).  ``judgements`` holds the verdict of each
-    ratio, ``verdict`` is the p50's (the median's); ``test`` is the secondary
-    rank test, None when the samples are too few (``notes`` says why).
-    ``units_baseline``/``units_other`` count the units the bootstrap resampled.
-    """
+    """One arm in two runs: ``ratios`` keyed ``p50``, ``p99``, ``p99_9`` (wake times: above 1 is slower) or ``median``
+    (a rate arm's ops/s: above 1 is faster), each judged in ``judgements`` (``verdict`` is the p50's or median's);
+    ``test`` the secondary rank test (None: too few samples, ``notes`` says why); the units each side resampled."""
 
     name: str
     kind: str

@@ -1,46 +1,16 @@
 """Comparing two runs arm by arm: the ratio of each judged percentile, its interval, its verdict.
 
-:func:`compare_runs` compares every arm two runs share (after
-:func:`~wakelab.analysis.compare.comparable.check_comparable`), each with
-:func:`compare_arm`: intervals from independent two-level bootstraps of the two
-runs (:mod:`wakelab.analysis.hierarchical`), judged by :func:`judge_arm`;
-where both runs were traced, :func:`compare_components` says where the wake
-moved.  :func:`find_regressions` gates a CI job on the verdicts.
+:func:`compare_runs` compares every arm two runs share, each with :func:`compare_arm`: the interval of
+each ratio other/baseline (p50; p99 and p99.9 where both runs have the wakes summary.json asks for; a
+rate arm's median round) comes from independent two-level bootstraps of the two runs
+(:mod:`wakelab.analysis.hierarchical`), and :func:`~wakelab.analysis.compare.bootstrap.verdict` words it
+against the practical threshold (``--min-effect``).  "cannot tell" names the runs' own spread and the
+smallest change the comparison could detect, so a reader sees what it could have found.
 
-How a verdict is reached
-------------------------
-For each percentile (p50; p99 when both runs have n >= 100; p99.9 when both
-have n >= 1000, the same rule as summary.json) and for a rate arm's median
-round, the interval of the ratio other/baseline comes from independent
-two-level bootstraps of the two runs: units (worker slices, see the
-hierarchical module) first, then wakes within units.  With a practical
-threshold m (``--min-effect``, 5% by default, like pyperf's ``--min-speed``),
-and the ratio read as a *time* ratio (above 1 slower; a rate arm's ops/s
-ratio is inverted):
-
-* **slower**: the interval lies entirely above 1 + m;
-* **faster**: the interval lies entirely below 1 / (1 + m);
-* **no difference**: the interval lies inside [1 / (1 + m), 1 + m]: any change
-  is smaller than m;
-* **cannot tell**: anything else.  The runs' own spread is too wide for this
-  threshold; the sentence names it: "repetitions vary ±X%" (X: the half-width,
-  in log terms, of the wider of the two runs' own intervals of the percentile)
-  and "the smallest change this comparison could detect is Y%".
-
-Y, the **minimum detectable effect**, is ``(1 + m) exp(h) - 1`` where h is the
-half-width of the ratio's interval in log terms, ``(ln high - ln low) / 2``:
-a true change of Y would centre an interval of the same width at
-``ln(1 + Y)``, whose lower end is then exactly ``ln(1 + m)``: the smallest
-change that can still be called "slower" (found about half the time; twice
-the half-width beyond m is found nearly always).  It is reported for every
-arm and percentile, so a reader sees what a comparison could have found.
-
-Tails are judged beside the median.  A tail verdict "slower" while the p50 is
-not is a *tail regression*: it is noted, and ``--fail-on-regression`` gates on
-p50 and p99 by default (``--metric``), so it fails the check even when the
-median improved.  The Mann-Whitney U test of the pooled wakes stays as a
-secondary column: it sees only wake-to-wake noise, so it never decides.
-"""
+Tails are judged beside the median: a tail "slower" while the p50 is not is a *tail regression*, and
+:func:`find_regressions` gates on p50 and p99 by default, so it fails even when the median improved.  The
+Mann-Whitney U test of the pooled wakes is a secondary column: it sees only wake-to-wake noise, so it
+never decides."""
 
 from __future__ import annotations
 
@@ -49,48 +19,14 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.compare.bootstrap import (
-    CANNOT_TELL,
-    MIN_PER_SIDE,
-    NOT_TESTED,
-    DifferenceCI,
-    RankTest,
-    RatioCI,
-    Seed,
-    _ratio_interval,
-    _resampled_percentiles,
-    bootstrap_percentile_difference,
-    format_pct,
-    format_ratio_plain,
-    mann_whitney,
-    minimum_detectable_effect,
-    verdict,
-    why_untestable,
-)
+    CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
+    bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, verdict,
+    why_untestable)
 from wakelab.analysis.compare.comparable import comparability
 from wakelab.analysis.compare.records import (
-    DEFAULT_METRICS,
-    LATENCY,
-    LATENCY_PERCENTILES,
-    METRIC_KEYS,
-    RATE,
-    ArmComparison,
-    ComponentComparison,
-    Judgement,
-    Regression,
-    Run,
-    RunComparison,
-    DEFAULT_SETTINGS,
-    Settings,
-    label_of,
-)
-from wakelab.analysis.compare.series import (
-    TracedPass,
-    arm_units,
-    load_series,
-    load_traced_components,
-    status_reason,
-    traced,
-)
+    DEFAULT_METRICS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison, ComponentComparison, Judgement, Regression,
+    Run, RunComparison, DEFAULT_SETTINGS, Settings, label_of)
+from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, load_traced_components, status_reason, traced
 from wakelab.analysis.stats import min_n_for
 from wakelab.errors import EvidenceError
 from wakelab.evidence.model import Bundle
@@ -115,7 +51,7 @@ def compare_components(baseline: TracedPass, other: TracedPass, name: str, setti
             shifts[component] = bootstrap_percentile_difference(
                 a, b, 50.0, settings.confidence, settings.resamples, _arm_seed(settings.seed, "%s/%s" % (name, component)))
         else:
-            base_q, other_q = type7_percentile(sorted(a.tolist()), 50.0), type7_percentile(sorted(b.tolist()), 50.0)
+            base_q, other_q = type7_percentile(sorted(map(float, a)), 50.0), type7_percentile(sorted(map(float, b)), 50.0)
             nan = float("nan")
             shifts[component] = DifferenceCI(50.0, base_q, other_q, other_q - base_q, nan, nan, settings.confidence, 0)
     moved = [c for c in COMPONENTS if shifts[c].excludes_zero()]
@@ -341,15 +277,9 @@ def parse_metrics(text: str) -> Tuple[str, ...]:
 
 def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
                      metrics: Union[str, Sequence[str]] = DEFAULT_METRICS) -> Tuple[List[Regression], List[str]]:
-    """Arms slower than the baseline by more than ``limit_pct`` percent at any of ``metrics``.
-
-    A latency arm regresses at a percentile of ``metrics`` (p50, p99, p99.9)
-    when that percentile's verdict is "slower" (its interval lies above 1 +
-    the minimum effect) and its ratio exceeds 1 + ``limit_pct`` / 100, so a
-    tail regression fails the check even when the p50 improved.  Rate arms
-    gate on their median ops/s.  Also returns, as sentences, what could not be
-    checked (a percentile the runs are too small for, an arm not tested).
-    """
+    """Arms slower than the baseline by more than ``limit_pct`` percent at any of ``metrics`` (a latency
+    arm's percentiles, a rate arm's median ops/s): a verdict "slower" with a ratio above 1 + ``limit_pct`` / 100.
+    Also returns, as sentences, what could not be checked (a percentile the runs are too small for, an arm not tested)."""
     if isinstance(metrics, str):
         metrics = (metrics,)
     keys: List[str] = []

@@ -1,18 +1,11 @@
-"""What an arm is compared on: its samples, checked against its summary figures, and their units.
-
-:func:`load_series` reads an arm's wake times (or a rate arm's ops/s per
-round) from its samples file and checks them against the arm's
-:class:`~wakelab.evidence.model.ArmRecord` (a bundle edited or mixed is
-refused); :func:`load_traced_components` does the same for the per-wake
-components of a traced pass; :func:`arm_units` splits the values into the
-units of the two-level bootstrap.
-"""
+"""What an arm is compared on: its samples, checked against its summary figures (a bundle edited or mixed is
+refused), and their units."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple, cast
 
 from wakelab.analysis.compare.records import Run
 from wakelab.errors import EvidenceError
@@ -33,13 +26,9 @@ def _close(a: float, b: Optional[float]) -> bool:
 
 
 def load_series(run: Run, arm: ArmRecord) -> Tuple[Any, str]:
-    """The values an arm is compared on, checked against its summary figures, and their unit.
-
-    Latency arms: the wake times (ns), one float64 array: every wake, or the
-    raw samples a soak past its raw-sample cap keeps (its first whole chunks,
-    each checked against its worker record: :meth:`Bundle.raw_kept`).  Rate
-    arms: each round's ops/s.
-    """
+    """The values an arm is compared on, checked against its summary figures, and their unit: a latency arm's wake
+    times (ns, one float64 array: every wake, or the first whole chunks a soak past its raw-sample cap keeps), a
+    rate arm's ops/s per round."""
     name = arm.name
     doc = run.samples_doc(arm.entry)
     if doc.get("kind") != arm.kind:
@@ -88,17 +77,12 @@ def traced(arm: ArmRecord) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class TracedPass:
-    """The per-wake figures of a traced arm's traced pass, one float64 array each (ns), in wake order.
+    """The per-wake figures of a traced pass (ns, in wake order): each wake's latency, its components (summing to it)
+    and each named re-block cause's time (None: a bundle from before re-blocks were named)."""
 
-    ``latency`` holds each traced wake; ``components`` each component of a wake
-    (:data:`wakelab.analysis.components.COMPONENTS`, in wake order), which sum to it;
-    ``reblocks`` each named re-block cause's time per wake (None in a bundle from before
-    re-blocks were named).
-    """
-
-    latency: Any
-    components: Mapping[str, Any]
-    reblocks: Optional[Mapping[str, Any]] = None
+    latency: Sequence[float]
+    components: Mapping[str, Sequence[float]]
+    reblocks: Optional[Mapping[str, Sequence[float]]] = None
 
     @property
     def wakes(self) -> int:
@@ -106,11 +90,8 @@ class TracedPass:
 
 
 def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
-    """The per-wake components of a traced arm's traced pass (:class:`TracedPass`).
-
-    Checked: the samples file's ``traced`` part is well formed, each wake's components sum to
-    its latency, and it holds as many wakes as the summary's ``trace.components.wakes``.
-    """
+    """The per-wake components of a traced arm's traced pass, checked: well formed, each wake's components summing
+    to its latency, as many wakes as the summary's ``trace.components.wakes``."""
     import numpy as np
 
     from wakelab.analysis.components import COMPONENTS, TracedSeriesError, traced_reblocks, traced_series
@@ -131,13 +112,11 @@ def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
         raise _mismatch(run, name, "traced wakes", len(series["latency"]), wakes)
     if not series["latency"]:
         raise EvidenceError("%s: arm %s: the traced pass holds no wake" % (run.source, name))
-    return TracedPass(
-        latency=np.asarray(series["latency"], dtype=np.float64),
-        components={key: np.asarray(series[key], dtype=np.float64) for key in COMPONENTS},
-        # Each re-block cause's series (a bundle from before they were named has none).
-        reblocks=None if reblocks is None else {cause: np.asarray(values, dtype=np.float64)
-                                                for cause, values in reblocks.items()},
-    )
+    def floats(values: Sequence[int]) -> Sequence[float]:  # one float64 array (a sequence of floats to its readers)
+        return cast(Sequence[float], np.asarray(values, dtype=np.float64))
+
+    return TracedPass(floats(series["latency"]), {key: floats(series[key]) for key in COMPONENTS},
+                      None if reblocks is None else {cause: floats(values) for cause, values in reblocks.items()})
 
 
 def status_reason(run: Run, arm: ArmRecord) -> Optional[str]:
@@ -153,12 +132,8 @@ def status_reason(run: Run, arm: ArmRecord) -> Optional[str]:
 
 
 def arm_units(arm: ArmRecord, values: Any) -> Any:
-    """The arm's values split into the units of the two-level bootstrap (its worker slices).
-
-    Latency arms split on each worker record's ``n``, rate arms on its
-    ``rounds``; see :func:`wakelab.analysis.hierarchical.split_units` for the
-    fallback to one unit.
-    """
+    """The arm's values split into its worker slices (on each worker record's ``n``, or ``rounds`` for a rate arm),
+    the units of the two-level bootstrap (:func:`wakelab.analysis.hierarchical.split_units`)."""
     from wakelab.analysis.hierarchical import slice_sizes, split_units
 
-    return split_units(values, slice_sizes(arm.entry, "n" if arm.is_latency else "rounds"))
+    return split_units(values, slice_sizes(arm.workers, "n" if arm.is_latency else "rounds"))

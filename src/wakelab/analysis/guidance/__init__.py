@@ -1,137 +1,44 @@
 """Guidance: what this run's figures tell someone choosing a wake path (stdlib only).
 
-The original Lab 135 write-up ended with advice for SRE work: Event (or
-Condition/Queue) for in-process wake-ups; signals for process control, with
-handlers that only set a flag or write a byte to a wakeup fd; handlers run in
-the main thread only; a busy-wait figure says nothing about ``pause()`` or
-``sigwait``; installing a handler is cheap.  This package turns a run's own
-figures into that advice, so that it changes when the figures change and says
-nothing about an arm the run did not measure.
+The original Lab 135 write-up ended with advice for SRE work: Event (or Condition/Queue) for
+in-process wake-ups; signals for process control, with handlers that only set a flag or write a byte
+to a wakeup fd; a busy-wait figure says nothing about ``pause()`` or ``sigwait``; installing a handler
+is cheap.  This package turns a run's own figures into that advice, so that it changes when the
+figures change and says nothing about an arm the run did not measure (only arms with status ``ok``
+and figures are cited).  Nothing random enters: the rank test is exact and arms are ordered by p50,
+then name, so the same evidence always gives the same words.
 
-:func:`guidance_for` returns a :class:`Guidance`: a one-line ``headline`` and
-``items`` (:class:`Advice` records: ``topic``, ``text``, ``cites``), each
-citing the arms and figures (:class:`Cite`) it rests on.  Only arms with
-status ``ok`` and figures are cited.  :func:`rank_wake_paths` is the ranking
-the verdict of a many-armed run lays out; :func:`open_loop_note` the clause
-that says what an open-loop figure holds.
-
-One module per part, each importing only those above it in this list:
-
-- :mod:`~wakelab.analysis.guidance.records`: the topics, and the records returned
-  (:class:`Cite`, :class:`Advice`, :class:`Guidance`);
-- :mod:`~wakelab.analysis.guidance.noise`: an arm's level (:class:`Level`) and when one arm is
-  clearly faster than another -- the exact rank test of the repetitions' (or workers') medians;
-- :mod:`~wakelab.analysis.guidance.ranking`: the groups of comparable arms, their ranking
-  (:class:`Ranking`) and its words (:func:`format_ranking`);
-- :mod:`~wakelab.analysis.guidance.advice`: choosing a wake path -- in-process, across processes,
-  signals, a handler's install, a hand-off;
-- :mod:`~wakelab.analysis.guidance.cautions`: what a figure does not say -- open loop, the tail,
-  a wait that polls, the pitfalls of signals;
-- this ``__init__``: :func:`guidance_for`, the advice in its order under its headline.
-
-Nothing random enters: the rank test is exact and arms are ordered by p50, then
-name, so the same evidence always gives the same words.  The names below are
-importable from ``wakelab.analysis.guidance`` itself, as they were when it was
-one module.
-"""
+One module per part, each importing only those above it: ``records`` (the topics and the records
+returned), ``noise`` (an arm's level and when one arm is clearly faster), ``ranking`` (the groups of
+comparable arms and their words), ``advice`` (choosing a wake path), ``cautions`` (what a figure does
+not say); this ``__init__`` puts the advice in its order under its headline and re-exports the names."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import bundle_of
 from wakelab.analysis.guidance.advice import (
-    RELOAD_HANDLERS,
-    handoff_advice,
-    install_advice,
-    prefer_advice,
-    process_advice,
-    signal_advice,
-)
+    RELOAD_HANDLERS, handoff_advice, install_advice, prefer_advice, process_advice, signal_advice)
 from wakelab.analysis.guidance.cautions import (
-    busy_threads,
-    open_loop_advice,
-    open_loop_words,
-    pitfalls,
-    polling_advice,
-    tail_advice,
-)
+    busy_threads, open_loop_advice, open_loop_words, pitfalls, polling_advice, tail_advice)
 from wakelab.analysis.guidance.noise import (
-    ALPHA,
-    EXACT_PAIRS,
-    LARGE_RATIO,
-    MIN_CLAIM_RATIO,
-    NO_RANGE_RATIO,
-    RANGES,
-    RANKS,
-    RATIO,
-    Apart,
-    Level,
-    clearly_faster,
-    format_times,
-    level_of,
-    measured_levels,
-    positive,
-    rank_test_p,
-    separation,
-)
+    ALPHA, EXACT_PAIRS, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, RANGES, RANKS, RATIO, Apart, Level, clearly_faster,
+    format_times, level_of, measured_levels, positive, rank_test_p, separation)
 from wakelab.analysis.guidance.ranking import (
-    GROUPS,
-    HANDOFF_GROUP,
-    IN_PROCESS,
-    LEADER,
-    NATIVE,
-    PROCESS_GROUP,
-    SIGNAL_GROUP,
-    SLOWER,
-    SPINNING,
-    STORM_GROUP,
-    UNCLEAR,
-    UNRANKED,
-    UNRANKED_GROUPS,
-    Ranked,
-    Ranking,
-    format_ranking,
-    group_clause,
-    group_of,
-    open_loop_interval,
-    open_loop_note,
-    rank_levels,
-    rank_wake_paths,
-)
+    GROUPS, HANDOFF_GROUP, IN_PROCESS, LEADER, NATIVE, PROCESS_GROUP, SIGNAL_GROUP, SLOWER, SPINNING, STORM_GROUP, UNCLEAR,
+    UNRANKED, UNRANKED_GROUPS, Ranked, Ranking, format_ranking, group_clause, group_of, open_loop_interval, open_loop_note,
+    rank_levels, rank_wake_paths)
 from wakelab.analysis.guidance.records import (
-    HANDOFF,
-    INSTALL,
-    OPEN_LOOP,
-    PITFALL,
-    POLLING,
-    PREFER,
-    PROCESSES,
-    SELF_TEST,
-    SIGNALS,
-    TAIL,
-    Advice,
-    Cite,
-    Guidance,
-)
+    HANDOFF, INSTALL, OPEN_LOOP, PITFALL, POLLING, PREFER, PROCESSES, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance)
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns, format_rate
 
 
 def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> Guidance:
-    """The advice this run's figures support (see the module docstring); nothing cited is unmeasured.
-
-    ``bundle`` is a :class:`~wakelab.evidence.model.Bundle` (from a loaded
-    folder, or ``Bundle(source="", folder="", summary=doc)`` for a summary
-    document in memory).  Returns a :class:`Guidance`: ``headline`` (one line)
-    and ``items``, each an :class:`Advice` with ``topic`` (``in-process wake``,
-    ``across processes``, ``signal delivery``, ``handler install``, ``tail``,
-    ``hand-off``, ``polling``, ``pitfall``, ``self-test`` or ``open loop``; ``signal storm`` and ``realtime``
-    from :mod:`wakelab.analysis.storms`), ``text`` and ``cites`` (``arm``,
-    ``figure`` -- ``p50``, ``p90``, ``p99``, ``max`` or ``per_call`` --
-    and ``value_ns``).  Times are nanoseconds.  ``ranked``: the bundle's
-    :func:`rank_wake_paths`, when the caller has them already.
-    """
+    """The advice this run's figures support: a :class:`Guidance` (a one-line ``headline`` and :class:`Advice`
+    items, each citing the figures it rests on, in ns).  ``ranked``: the bundle's :func:`rank_wake_paths`,
+    when the caller has them already."""
     levels = measured_levels(bundle)
     rankings = {r.group: r for r in (rank_wake_paths(bundle) if ranked is None else ranked)}
     in_process = rankings.get(IN_PROCESS)
@@ -201,7 +108,7 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     return Guidance(headline, tuple(items))
 
 
-def guidance_dict(summary: Mapping[str, Any]) -> Dict[str, Any]:
+def guidance_dict(summary: Mapping[str, object]) -> Dict[str, object]:
     """:func:`guidance_for` of a summary document in memory, in its JSON form (for summary.json)."""
     return guidance_for(bundle_of(summary)).to_dict()
 

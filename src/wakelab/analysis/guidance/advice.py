@@ -15,30 +15,10 @@ from __future__ import annotations
 from typing import List, Mapping, Optional, Tuple
 
 from wakelab.analysis.guidance.noise import (
-    LARGE_RATIO,
-    NO_RANGE_RATIO,
-    Level,
-    beyond_noise,
-    clear_of_noise,
-    clearly_faster,
-    format_times,
-    noise_phrase,
-    positive,
-    tail_figure,
-    within_noise,
-    within_phrase,
-)
+    LARGE_RATIO, NO_RANGE_RATIO, Level, beyond_noise, clear_of_noise, clearly_faster, format_times, noise_phrase, positive,
+    tail_figure, within_noise, within_phrase)
 from wakelab.analysis.guidance.ranking import (
-    LEADER,
-    UNCLEAR,
-    Ranking,
-    and_list,
-    format_ranking,
-    how_judged,
-    lowest_words,
-    rank_levels,
-    wide_note,
-)
+    LEADER, UNCLEAR, Ranking, and_list, format_ranking, how_judged, lowest_words, rank_levels, wide_note)
 from wakelab.analysis.guidance.records import HANDOFF, INSTALL, PREFER, PROCESSES, SIGNALS, Advice, Cite, unique_cites
 from wakelab.core.model import ROLE_HANDLER_COST, ROLE_POOL, ROLE_UNWRAPPED_INSTALL
 from wakelab.core.registry import arms_with_role

@@ -1,25 +1,13 @@
 """An arm's level and the noise around it: when is one arm clearly faster than another? (stdlib only)
 
-summary.json keeps no bootstrap interval of an arm's median, but it keeps the
-median of each repetition (``repetitions``) or each worker process
-(``workers``), and their range (``spread``): the run's own view of how far the
-level moves from one process or pass to the next -- the variation that
-dominates wake latency (DESIGN: the same arm at 5.7 µs in one run and 13 µs
-in the next).  Those medians are the units of the comparison
-(:func:`separation`): an arm is *clearly* slower than another only when its
-units lie above the other's beyond chance -- the exact two-sided rank test
-(Mann-Whitney) of the two sets of medians at :data:`ALPHA`, or no overlap at
-all, the strongest result the test can give with three a side -- and its p50
-is at least :data:`MIN_CLAIM_RATIO` times the other's (a planted delay makes
-every arm's workers agree to a fraction of a percent, and a 4% edge does not
-choose a wake path).  A bundle that kept only the range is judged by it
-(ranges that do not overlap).  Where a side has no units (one worker,
-``--in-process``), nothing measures the noise, and only a ratio of at least
-:data:`NO_RANGE_RATIO` is called a difference.  Nothing random enters: the
-test is exact, so the same evidence always gives the same words.
-
-The ``*_phrase`` and ``*_noise`` functions word these judgements for the text.
-"""
+summary.json keeps the median of each repetition or worker process, and their range: the run's own
+view of how far the level moves from one process to the next -- the variation that dominates wake
+latency (the same arm at 5.7 µs in one run and 13 µs in the next).  Those medians are the units of
+the comparison (:func:`separation`): an arm is *clearly* slower than another only when its units lie
+above the other's beyond chance (the exact two-sided rank test at :data:`ALPHA`, or no overlap at all)
+and its p50 is at least :data:`MIN_CLAIM_RATIO` times the other's (a 4% edge does not choose a wake
+path).  A bundle that kept only the range is judged by it; where a side has no units (one worker),
+only a ratio of at least :data:`NO_RANGE_RATIO` is called a difference."""
 
 from __future__ import annotations
 
@@ -66,15 +54,9 @@ def _interval(low_ns: float, high_ns: float) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Level:
-    """A measured latency arm's median and the medians of its repetitions or worker processes (ns).
-
-    ``units`` are those medians, sorted (empty where the bundle kept only
-    their range); ``low_ns`` and ``high_ns`` their range, widened to hold the
-    pooled median; ``between`` names what they are the medians of
-    (``repetitions`` or ``workers``).  ``ranged`` is False when the run
-    recorded no range (fewer than two workers): ``low_ns == high_ns == p50_ns``
-    then.
-    """
+    """A measured latency arm's median and the medians of its repetitions or worker processes (ns): ``units`` sorted
+    (empty where the bundle kept only their range), ``low_ns``/``high_ns`` their range widened to hold the pooled
+    median, ``between`` ``repetitions`` or ``workers``; ``ranged`` False: no range (``low_ns == high_ns == p50_ns``)."""
 
     arm: ArmRecord
     p50_ns: float
@@ -174,14 +156,9 @@ RATIO = "ratio"    # a side has no spread: only a ratio of NO_RANGE_RATIO or mor
 
 @dataclasses.dataclass(frozen=True)
 class Apart:
-    """How this run tells arm ``a`` from a slower-by-p50 arm ``b`` (:func:`separation`).
-
-    ``ratio`` is b's p50 over a's; ``clear`` whether b is clearly slower;
-    ``basis`` one of :data:`RANKS`, :data:`RANGES`, :data:`RATIO`.  For
-    :data:`RANKS`: ``crossings``, how many of the ``pairs`` of medians (one of
-    a's, one of b's) have b's not above a's, and ``p_value``, the exact
-    two-sided rank test's.
-    """
+    """How this run tells arm ``a`` from a slower-by-p50 arm ``b``: ``ratio`` b's p50 over a's, ``clear`` whether b is
+    clearly slower, ``basis`` one of :data:`RANKS`, :data:`RANGES`, :data:`RATIO`; for :data:`RANKS`, ``crossings`` of
+    the ``pairs`` of medians with b's not above a's, and the exact test's ``p_value``."""
 
     ratio: float
     clear: bool

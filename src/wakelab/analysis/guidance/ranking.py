@@ -1,34 +1,17 @@
 """Which arms are compared with which, and how a group of them reads (stdlib only).
 
-Which arms are compared with which
-----------------------------------
-Only like with like: blocked Python waiters in this process (threads, file
-descriptors, asyncio, and any other family that is not signals, processes or
-the C floor) are the *in-process wake paths*; signal arms, cross-process arms,
-spinning waiters and the C floors are grouped apart (:data:`GROUPS`), because
+Only like with like: blocked Python waiters in this process are the *in-process wake paths*; signal
+arms, cross-process arms, spinning waiters and the C floors are grouped apart (:data:`GROUPS`), because
 their waiter state or scope makes them other experiments.
 
-How a group reads
------------------
-A group's arms are listed by p50, then name (the order arms ran in changes
-nothing).  A fastest arm is named only when it is clearly faster
-(:func:`~wakelab.analysis.guidance.noise.clearly_faster`) than every other arm
-of its group (:attr:`Ranking.clear_fastest`).  Otherwise the guidance names
-the *leaders*: the arms, from the lowest p50 up, that are not clearly slower
-than it, up to the first one that is -- so the group "within this run's
-noise" is always a prefix of the p50 order, never a higher ratio listed
-before a lower one called clearly slower.  An arm after that prefix that is
-still not clearly slower than the lowest (its own medians spread wide enough
-to reach the lowest's) is listed among the slower arms with the range that
-keeps it from being called slower.  A ratio of
-:data:`~wakelab.analysis.guidance.noise.LARGE_RATIO` or more is called noise
-only together with the ranges that make it so.  ``×`` is always an arm's p50
-over the lowest p50 of its group.
-
-An open-loop run's rankings say that their p50s are taken from each notify's
-scheduled instant (:func:`open_loop_note`: the clause a renderer places beside
-such figures).
-"""
+A group's arms are listed by p50, then name.  A fastest arm is named only when it is clearly faster
+(:func:`~wakelab.analysis.guidance.noise.clearly_faster`) than every other arm of its group.  Otherwise
+the guidance names the *leaders*: the arms from the lowest p50 up that are not clearly slower than it,
+up to the first one that is -- so the group "within this run's noise" is always a prefix of the p50
+order, never a higher ratio listed before a lower one called clearly slower.  An arm after that prefix
+still not clearly slower (its own medians spread that wide) is listed among the slower arms with the
+range that keeps it from being called slower.  ``×`` is always an arm's p50 over the lowest p50 of its
+group."""
 
 from __future__ import annotations
 
@@ -36,20 +19,8 @@ import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.guidance.noise import (
-    ALPHA,
-    LARGE_RATIO,
-    MIN_CLAIM_RATIO,
-    NO_RANGE_RATIO,
-    Level,
-    beyond_noise,
-    clear_of_noise,
-    clearly_faster,
-    format_times,
-    level_of,
-    positive,
-    within_noise,
-    within_phrase,
-)
+    ALPHA, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, Level, beyond_noise, clear_of_noise, clearly_faster, format_times,
+    level_of, positive, within_noise, within_phrase)
 from wakelab.core.registry import declared_group
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_rate
@@ -137,14 +108,9 @@ def rank_levels(levels: Sequence[Level], ranked: bool = True) -> Tuple[Ranked, .
 
 @dataclasses.dataclass(frozen=True)
 class Ranking:
-    """The measured arms of one group, lowest p50 first.
-
-    ``leaders`` are the lowest-p50 arm and those after it not clearly slower
-    than it, up to the first that is (within this run's noise); ``unclear``
-    the arms after that which are not clearly slower either (their own
-    spread is that wide); ``ranked`` is every arm, in order.  ``open_loop``:
-    the p50s were taken from each notify's scheduled instant.
-    """
+    """The measured arms of one group, lowest p50 first: ``leaders`` (within this run's noise of the lowest),
+    ``unclear`` (after them, yet not clearly slower by their own spread), ``ranked`` (every arm); ``open_loop``:
+    the p50s were taken from each notify's scheduled instant."""
 
     group: str
     title: str

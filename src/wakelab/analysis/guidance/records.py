@@ -8,7 +8,7 @@ A :class:`Guidance` is a one-line ``headline`` and ``items``, each an
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 # Topics of the advice, in the order they are given.
 PREFER = "in-process wake"
@@ -33,7 +33,7 @@ class Cite:
     figure: str
     value_ns: float
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         return {"arm": self.arm, "figure": self.figure, "value_ns": self.value_ns}
 
 
@@ -45,7 +45,7 @@ class Advice:
     text: str
     cites: Tuple[Cite, ...]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         return {"topic": self.topic, "text": self.text, "cites": [c.to_dict() for c in self.cites]}
 
 
@@ -78,7 +78,7 @@ class Guidance:
                     seen.append(cite.arm)
         return seen
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         return {"headline": self.headline, "items": [item.to_dict() for item in self.items]}
 
 
