@@ -353,17 +353,18 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     own_starts = {(run.summary.get("started_utc"), (run.summary.get("machine") or {}).get("hostname")) for run in (baseline, other)}
     chosen = []
     for point in points:
-        if point.arm != arm or point.status != "ok" or point.figure_conditions is None:
+        facts, figures = point.facts, point.figures
+        if figures.arm != arm or figures.status != "ok" or facts.figure_conditions is None:
             continue
-        if point.figure_conditions not in keys:
+        if facts.figure_conditions not in keys:
             continue
-        if (point.hostname, point.cpu_model, point.kernel) not in hosts:
+        if (facts.hostname, facts.cpu_model, facts.kernel) not in hosts:
             continue
-        if not point.started_utc or point.started_utc >= latest:
+        if not facts.started_utc or facts.started_utc >= latest:
             continue
-        if os.path.abspath(point.folder) in own or (point.started_utc, point.hostname) in own_starts:
+        if os.path.abspath(facts.folder) in own or (facts.started_utc, facts.hostname) in own_starts:
             continue
-        chosen.append(point)
+        chosen.append(figures)
     log_sd: Dict[str, float] = {}
     if len(chosen) >= MIN_EARLIER_RUNS:
         for key, field in _HISTORY_FIGURE.items():

@@ -126,14 +126,6 @@ class ArmPoint(_Flat):
     run_id: int
     figures: ArmRow
 
-    def __getattr__(self, name: str) -> Any:
-        # Flat reads (point.hostname, point.p50_ns) for analysis.run_conditions.level_shifts, until it reads .facts and .figures.
-        if name in _RUN_FACTS:
-            return getattr(self.facts, name)
-        if name in _ARM_COLUMNS:
-            return getattr(self.figures, name)
-        raise AttributeError(name)
-
 
 def _bool(value: object) -> Optional[bool]:
     return None if value is None else bool(value)
@@ -169,8 +161,6 @@ _READ: Mapping[str, Callable[[Any], Any]] = {
     "complete": _bool, "interrupted": _bool, "free_threaded": _bool, "gil_enabled": _bool,
     "conditions": _loads, "figure_conditions": _key,
 }
-_RUN_FACTS = frozenset(field.name for field in dataclasses.fields(RunFacts))
-_ARM_COLUMNS = frozenset(field.name for field in dataclasses.fields(ArmRow))
 # The records a record holds whole (by their annotation), and the table of their columns.
 _PARTS: Mapping[object, Tuple[type, str]] = {"RunFacts": (RunFacts, "runs"), "ArmRow": (ArmRow, "arm_results")}
 
