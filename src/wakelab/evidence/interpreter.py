@@ -8,22 +8,24 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
+from wakelab.evidence.load import Record, json_field, json_meta
 from wakelab.evidence.words import FREE_THREADED, gil_word
 
 
 @dataclasses.dataclass(frozen=True)
-class Interpreter:
-    """The interpreter that measured a run."""
+class Interpreter(Record):
+    """The interpreter that measured a run (read with display defaults: see :meth:`as_recorded`)."""
 
-    implementation: str
-    version: str
+    EMPTY_IS_ABSENT = True
+    implementation: str = dataclasses.field(metadata=json_meta(read=str, absent="Python"))
+    version: str = dataclasses.field(metadata=json_meta(read=str, absent="?"))
     executable: Optional[str] = None
     free_threaded_build: bool = False
     gil_enabled: Optional[bool] = None
     python_gil_env: Optional[str] = None
     #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
     #: evidence from before wakelab recorded it.
-    implementation_version: Optional[str] = None
+    implementation_version: Optional[str] = json_field(read=lambda value: None if value is None else str(value), default=None)
     #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
     build: Any = None
     compiler: Any = None
@@ -31,25 +33,7 @@ class Interpreter:
     #: A debug (``--with-pydebug``) build, as recorded (None: not recorded).
     debug_build: Any = None
     #: The record as stored, whole: what :meth:`as_recorded` reads.
-    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
-        own = doc.get("implementation_version")
-        return cls(
-            implementation=str(doc.get("implementation", "Python")),
-            version=str(doc.get("version", "?")),
-            executable=doc.get("executable"),
-            free_threaded_build=bool(doc.get("free_threaded_build")),
-            gil_enabled=doc.get("gil_enabled"),
-            python_gil_env=doc.get("python_gil_env"),
-            implementation_version=None if own is None else str(own),
-            build=doc.get("build"),
-            compiler=doc.get("compiler"),
-            switch_interval_s=doc.get("switch_interval_s"),
-            debug_build=doc.get("debug_build"),
-            recorded=doc,
-        )
+    recorded: Mapping[str, object] = json_field("", default_factory=dict, repr=False, compare=False)
 
     def as_recorded(self, field: str) -> Any:
         """Field ``field`` as the evidence stored it, None where it does not say.

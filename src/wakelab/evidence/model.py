@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Type
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
@@ -41,9 +41,9 @@ from wakelab.evidence.figures import (
     RepetitionSpread,
     TraceFigures,
     TraceHolder,
-    _mapping,
 )
 from wakelab.evidence.interpreter import Interpreter
+from wakelab.evidence.load import R, read_as
 from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
@@ -51,6 +51,11 @@ from wakelab.evidence.words import RunState, run_state
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
 # ``execution.repeat`` measured once.
 DEFAULT_REPEAT = 5
+
+
+def _section(record: Type[R], key: str) -> "functools.cached_property[R]":
+    """A run-wide section of the summary as its typed record, read once."""
+    return functools.cached_property(lambda bundle: record.from_dict(bundle.summary.get(key)))
 
 
 def _plain_number(value: float) -> str:
@@ -88,7 +93,7 @@ class Bundle:
                 shown += ", ... (%d in all)" % len(names)
             raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, shown))
         summary = load_summary(path)
-        names = [str(a.get("name")) for a in summary.get("arms", [])]
+        names = [str(a.get("name")) for a in read_as(Tuple[Mapping[str, object], ...], summary.get("arms"))]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise EvidenceError("%s lists arm %s more than once" % (resolve_summary_path(path), duplicates[0]))
@@ -113,46 +118,23 @@ class Bundle:
     @property
     def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
         """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
-        comparisons = _mapping(self.summary.get("lab")).get("comparisons") or ()
+        lab = self.summary.get("lab")
+        comparisons = (lab.get("comparisons") if isinstance(lab, Mapping) else None) or ()
         return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
 
-    # -- the run-wide sections, each parsed once -------------------------------------------
-
-    @functools.cached_property
-    def lab(self) -> LabInfo:
-        return LabInfo.from_dict(self.summary.get("lab"))
-
-    @functools.cached_property
-    def parameters(self) -> Parameters:
-        return Parameters.from_dict(self.summary.get("parameters"))
-
-    @functools.cached_property
-    def conditions(self) -> Conditions:
-        return Conditions.from_dict(self.summary.get("conditions"))
-
-    @functools.cached_property
-    def execution(self) -> Execution:
-        return Execution.from_dict(self.summary.get("execution"))
-
-    @functools.cached_property
-    def machine(self) -> Machine:
-        return Machine.from_dict(self.summary.get("machine"))
-
-    @functools.cached_property
-    def timer(self) -> Timer:
-        return Timer.from_dict(self.summary.get("timer"))
-
-    @functools.cached_property
-    def system(self) -> System:
-        return System.from_dict(self.summary.get("system"))
-
-    @functools.cached_property
-    def tracing(self) -> Tracing:
-        return Tracing.from_dict(self.summary.get("tracing"))
+    # -- the run-wide sections, each read once
+    lab = _section(LabInfo, "lab")
+    parameters = _section(Parameters, "parameters")
+    conditions = _section(Conditions, "conditions")
+    execution = _section(Execution, "execution")
+    machine = _section(Machine, "machine")
+    timer = _section(Timer, "timer")
+    system = _section(System, "system")
+    tracing = _section(Tracing, "tracing")
 
     @functools.cached_property
     def soak(self) -> Optional[Soak]:
-        return Soak.from_dict(self.summary.get("soak"))
+        return Soak.from_section(self.summary.get("soak"))
 
     @property
     def tool_version(self) -> Any:
@@ -173,7 +155,7 @@ class Bundle:
         command = self.summary.get("command")
         return tuple(str(c) for c in command) if isinstance(command, list) else ()
 
-    def recorded(self, section: str) -> Mapping[str, Any]:
+    def recorded(self, section: str) -> Mapping[str, object]:
         """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
         value = self.summary.get(section)
         return value if isinstance(value, Mapping) else {}
@@ -218,7 +200,7 @@ class Bundle:
         """summary.json's measurement-quality warnings and notes, as records, in their order."""
         return tuple(WarningRecord.from_json(w) for w in self.summary.get("warnings") or ())
 
-    def arm_entries(self) -> Tuple[Mapping[str, Any], ...]:
+    def arm_entries(self) -> Tuple[Mapping[str, object], ...]:
         """The arms' raw entries, in run order (summary.json keeps run order)."""
         return tuple(self.summary.get("arms") or ())
 
@@ -233,7 +215,7 @@ class Bundle:
     def arms_by_name(self) -> Dict[str, ArmRecord]:
         return {arm.name: arm for arm in self.arms()}
 
-    def entries_by_name(self) -> Dict[str, Mapping[str, Any]]:
+    def entries_by_name(self) -> Dict[str, Mapping[str, object]]:
         """The arms' raw entries by name."""
         return {str(entry["name"]): entry for entry in self.arm_entries()}
 
@@ -244,7 +226,7 @@ class Bundle:
 
     # -- samples ----------------------------------------------------------------------
 
-    def samples_doc(self, entry: Mapping[str, Any]) -> Dict[str, Any]:
+    def samples_doc(self, entry: Mapping[str, object]) -> Dict[str, Any]:
         """The raw samples document of arm ``entry`` (EvidenceError when unusable)."""
         from wakelab.evidence.load import load_samples
 
@@ -300,7 +282,7 @@ class Bundle:
         components = {str(k): tuple(v) for k, v in sorted((doc.get("components_ns") or {}).items())}
         return ArmSamples(values, components, kept.total, histogram)
 
-    def raw_kept(self, entry: Mapping[str, Any], values: Any) -> Optional[RawKept]:
+    def raw_kept(self, entry: Mapping[str, object], values: Any) -> Optional[RawKept]:
         """How many of arm ``entry``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
 
         Every wake when ``len(values)`` is the summary's n.  A soak past its
@@ -368,7 +350,7 @@ class GridCell:
     """
 
     label: str
-    dimensions: Mapping[str, Any]
+    dimensions: Mapping[str, object]
     status: str
     bundle: Optional[Bundle]
 
@@ -394,7 +376,7 @@ class Grid:
 
     source: str
     folder: str
-    matrix: Mapping[str, Any] = dataclasses.field(repr=False)
+    matrix: Mapping[str, object] = dataclasses.field(repr=False)
     cells: Tuple[GridCell, ...] = ()
 
     @classmethod
@@ -426,7 +408,7 @@ class Grid:
     @property
     def dimensions(self) -> Tuple[str, ...]:
         """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
-        return tuple(str(d) for d in self.matrix.get("dimensions") or ())
+        return read_as(Tuple[str, ...], self.matrix.get("dimensions"))
 
     @property
     def lab(self) -> LabInfo:

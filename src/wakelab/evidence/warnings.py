@@ -45,12 +45,12 @@ class WarningRecord:
     kind: Union[WarningKind, str]
     level: str = WARNING_LEVEL
     arm: Optional[str] = None
-    figures: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    figures: Mapping[str, object] = dataclasses.field(default_factory=dict)
     text: Optional[str] = None
     raw: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, value: Any) -> "WarningRecord":
+    def from_json(cls, value: object) -> "WarningRecord":
         """A stored entry (a record, or a sentence from an older bundle) as a record."""
         if isinstance(value, WarningRecord):
             return value
@@ -70,7 +70,7 @@ class WarningRecord:
     def is_note(self) -> bool:
         return self.level == NOTE_LEVEL
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         """The record as summary.json stores it."""
         kind = self.kind.value if isinstance(self.kind, WarningKind) else self.kind
         return {"kind": kind, "level": self.level, "arm": self.arm, "figures": dict(self.figures)}
