@@ -20,7 +20,7 @@ from wakelab.evidence.figures import (
     RepetitionSpread,
     TraceFigures,
 )
-from wakelab.evidence.load import Record, json_field, json_meta
+from wakelab.evidence.bundle import Record, json_field, json_meta
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,20 +18,26 @@ into the same folder is refused instead of mixing two runs' files.  Before
 the first write, a run clears the evidence an older bundle left there
 (:func:`clear_bundle`), so no stale ``samples/*.json`` survives a replace.
 
+What is read back becomes typed records (:class:`Record`, :func:`read_record`: below).
+
 Schema history (``schema_version``):
   1 -- first version (wakelab 0.1); the optional ``run_id`` came later, without a bump.
 """
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
 import stat
 import tempfile
-from typing import Dict, List, Mapping, Optional
+import typing
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 SCHEMA_NAME = "wakelab.summary"
 SAMPLES_SCHEMA = "wakelab.samples"
@@ -354,3 +360,151 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
     }
     doc.update(raw_fields)
     return doc
+
+
+# --- reading records: one lenient reader driven by the records' fields ------------------------
+#
+# Every record of the evidence model is a frozen dataclass deriving from Record, and is read by
+# read_record alone: each field from the JSON value at its key (its name; or metadata "key", a
+# dotted path into a nested section, "" for the whole value), turned into the field's type.  A
+# key that is absent gives the field's default (None without one); what is there is read as
+# leniently as evidence written by older or other wakelabs needs, never refused (the schema has
+# done that):
+#   Any, Optional[str], Optional[bool]   as stored
+#   bool / int / float / str             bool(v), int(v or 0), float(v or 0.0), str(v or "")
+#   Optional[int] / Optional[float]      None stays None, else int(v) / float(v)
+#   a record (Optional: None unless v is a mapping; an empty one too for EMPTY_IS_ABSENT)
+#   Tuple[X, ...]                        () unless a list; records: its mappings, each read; str: str(x)
+#   Mapping[str, X]                      {} unless a mapping; X Any: the mapping itself; else each value read
+# A field that needs more names a function of the stored value (metadata "read").
+
+R = TypeVar("R", bound="Record")
+_ABSENT = object()
+
+
+def json_meta(key: Optional[str] = None, read: Optional[Callable[[Any], object]] = None, omit_none: bool = False,
+              absent: object = _ABSENT) -> Dict[str, object]:
+    """A field's metadata for the reader: stored under ``key`` (a dotted path; ``""``: the whole value), read by
+    ``read`` if given (from ``absent`` where the key is absent: the field's default unless given), and left out of
+    :meth:`Record.to_dict` when None if ``omit_none``."""
+    meta = {"key": key, "read": read, "omit_none": omit_none or None, "absent": absent}
+    return {k: v for k, v in meta.items() if v is not None and v is not _ABSENT}
+
+
+def json_field(key: Optional[str] = None, read: Optional[Callable[[Any], object]] = None, omit_none: bool = False,
+               **kwargs: Any) -> Any:
+    """A field with a default and :func:`json_meta` (mypy takes any call but ``dataclasses.field`` for a default)."""
+    return dataclasses.field(metadata=json_meta(key, read, omit_none), **kwargs)
+
+
+class Record:
+    """A record of the evidence model, read from its JSON by :func:`read_record` and written back by :meth:`to_dict`."""
+
+    #: Read from an empty mapping, the record is none at all (a section a run did not record).
+    EMPTY_IS_ABSENT: ClassVar[bool] = False
+
+    @classmethod
+    def from_dict(cls: Type[R], value: object) -> R:
+        return read_record(cls, value)
+
+    @classmethod
+    def from_section(cls: Type[R], value: object) -> Optional[R]:
+        """The record, or None where ``value`` is not a mapping (or is an empty one and the record EMPTY_IS_ABSENT)."""
+        return read_record(cls, value) if isinstance(value, Mapping) and (value or not cls.EMPTY_IS_ABSENT) else None
+
+    def to_dict(self) -> Dict[str, object]:
+        """The record as its JSON stores it (each field at its key)."""
+        out: Dict[str, object] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if value is None and field.metadata.get("omit_none"):
+                continue
+            *path, last = field.metadata.get("key", field.name).split(".")
+            where = out
+            for part in path:
+                where = typing.cast(Dict[str, object], where.setdefault(part, {}))
+            where[last] = _plain(value)
+        return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _lookup(doc: object, path: str) -> object:
+    for part in path.split("."):
+        if not isinstance(doc, Mapping) or part not in doc:
+            return _ABSENT
+        doc = doc[part]
+    return doc
+
+
+def _is_record(tp: object) -> bool:
+    return isinstance(tp, type) and issubclass(tp, Record)
+
+
+def read_as(tp: Any, value: object) -> Any:
+    """``value`` read as type ``tp`` (see the table above)."""
+    if tp is Any or tp is object:
+        return value
+    if _is_record(tp):
+        return read_record(tp, value)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Union:
+        inner = next(arg for arg in args if arg is not type(None))
+        if _is_record(inner):
+            return inner.from_section(value)
+        if typing.get_origin(inner) is not None:  # Optional[Mapping[...]]
+            return read_as(inner, value) if isinstance(value, Mapping) else None
+        return value if value is None or inner not in (int, float) else inner(value)
+    if tp in (bool, int, float, str):
+        return tp(value) if tp is bool else tp(value or tp())
+    if origin is tuple:
+        item = args[0]
+        if not isinstance(value, (list, tuple)):
+            return ()
+        if _is_record(item):
+            return tuple(read_record(item, x) for x in value if isinstance(x, Mapping))
+        return tuple(value) if item is Any else tuple(str(x) if item is str else read_as(item, x) for x in value)
+    if not isinstance(value, Mapping):
+        return {}
+    if args[1] in (Any, object):
+        return value
+    nested = typing.get_origin(args[1]) is collections.abc.Mapping  # a mapping of mappings keeps only those
+    return {str(k): read_as(args[1], v) for k, v in value.items() if isinstance(v, Mapping) or not nested}
+
+
+def _default(field: "dataclasses.Field[object]") -> Callable[[], object]:
+    if field.default_factory is not dataclasses.MISSING and "absent" not in field.metadata:
+        return field.default_factory
+    value = field.metadata.get("absent", None if field.default is dataclasses.MISSING else field.default)
+    return lambda: value
+
+
+_Plan = Tuple[Tuple[str, str, Callable[[Any], object], Callable[[], object]], ...]
+_PLANS: Dict[type, _Plan] = {}
+
+
+def _fields(cls: type) -> _Plan:
+    if cls in _PLANS:
+        return _PLANS[cls]
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for field in dataclasses.fields(cls):
+        read = field.metadata.get("read") or functools.partial(read_as, hints[field.name])
+        plan.append((field.name, field.metadata.get("key", field.name), read, _default(field)))
+    _PLANS[cls] = tuple(plan)
+    return _PLANS[cls]
+
+
+def read_record(cls: Type[R], value: object) -> R:
+    """Record type ``cls`` read from its JSON ``value`` (a mapping; anything else reads as an empty one)."""
+    values = {}
+    for name, key, read, default in _fields(cls):
+        found = value if key == "" else _lookup(value, key)
+        values[name] = read(default() if found is _ABSENT else found)
+    return cls(**values)

@@ -8,13 +8,14 @@ once from its part of an arm's entry (:meth:`from_dict`) and read as attributes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Callable, Generic, Mapping, Optional, Tuple, TypeVar
 
-from wakelab.evidence.load import Record, json_field, json_meta
+from wakelab.evidence.bundle import Record, json_field, json_meta
 
 LATENCY = "latency"
 RATE = "rate"
 PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
+T = TypeVar("T")
 
 
 def _count(value: object) -> int:
@@ -126,6 +127,19 @@ class TraceComponents(Record):
     holders: Tuple[TraceHolder, ...] = json_field("reblocks.holders", default=())
 
 
+class _OfComponents(Generic[T]):
+    """An attribute of :class:`TraceFigures` read from its ``components``."""
+
+    def __init__(self, read: Callable[[TraceComponents], T]) -> None:
+        self.read = read
+
+    def __get__(self, figures: "TraceFigures", owner: object) -> T:
+        return self.read(figures.components)
+
+
+_NO_PARTS: Mapping[str, float] = {}
+
+
 @dataclasses.dataclass(frozen=True)
 class TraceFigures(Record):
     """Where an arm's time goes (a run with ``--trace``; see ``wakelab.analysis.components``).
@@ -151,73 +165,25 @@ class TraceFigures(Record):
     #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
     frames: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
-    # The bands and counts, read from ``components``.
-    @property
-    def at_p50_ns(self) -> Optional[float]:
-        band = self.components.at_p50
-        return band.latency_ns if band is not None else None
-
-    @property
-    def at_p99_ns(self) -> Optional[float]:
-        band = self.components.at_p99
-        return band.latency_ns if band is not None else None
-
-    @property
-    def at_p50(self) -> Mapping[str, float]:
-        band = self.components.at_p50
-        return band.parts_ns if band is not None else {}
-
-    @property
-    def at_p99(self) -> Mapping[str, float]:
-        band = self.components.at_p99
-        return band.parts_ns if band is not None else {}
-
-    @property
-    def at_p50_reblocks(self) -> Optional[Mapping[str, float]]:
-        """The median band's re-blocks by cause (mean ns; they sum to its ``gil_wait``); None for a band from
-        before re-blocks were named (or no band)."""
-        band = self.components.at_p50
-        return band.reblocks_ns if band is not None else None
-
-    @property
-    def at_p99_reblocks(self) -> Optional[Mapping[str, float]]:
-        band = self.components.at_p99
-        return band.reblocks_ns if band is not None else None
-
-    @property
-    def percentiles(self) -> Mapping[str, ComponentPercentiles]:
-        return self.components.percentiles
-
-    @property
-    def wakes(self) -> int:
-        return self.components.wakes
-
-    @property
-    def fully_attributed(self) -> int:
-        return self.components.fully_attributed
-
-    @property
-    def with_gil_cycles(self) -> int:
-        """Wakes re-blocked."""
-        return self.components.with_gil_cycles
-
-    @property
-    def inferred_switch_ins(self) -> int:
-        """Switch-ins placed at the waiter's return from its call."""
-        return self.components.inferred_switch_ins
-
-    @property
-    def cross_cpu_fraction(self) -> Optional[float]:
-        return self.components.cross_cpu_fraction
-
-    @property
-    def from_idle_fraction(self) -> Optional[float]:
-        return self.components.from_idle_fraction
-
-    @property
-    def holders(self) -> Tuple[TraceHolder, ...]:
-        """Who held what the waiter re-blocked on, most time first."""
-        return self.components.holders
+    # The counts and the bands, read from ``components``: a band's mean latency, its parts, and its re-blocks by
+    # cause (mean ns; they sum to its ``gil_wait``; None for a band from before re-blocks were named, or no band).
+    wakes = _OfComponents(lambda c: c.wakes)
+    fully_attributed = _OfComponents(lambda c: c.fully_attributed)
+    #: Wakes re-blocked.
+    with_gil_cycles = _OfComponents(lambda c: c.with_gil_cycles)
+    #: Switch-ins placed at the waiter's return from its call.
+    inferred_switch_ins = _OfComponents(lambda c: c.inferred_switch_ins)
+    cross_cpu_fraction = _OfComponents(lambda c: c.cross_cpu_fraction)
+    from_idle_fraction = _OfComponents(lambda c: c.from_idle_fraction)
+    percentiles = _OfComponents(lambda c: c.percentiles)
+    #: Who held what the waiter re-blocked on, most time first.
+    holders = _OfComponents(lambda c: c.holders)
+    at_p50_ns = _OfComponents(lambda c: c.at_p50.latency_ns if c.at_p50 else None)
+    at_p99_ns = _OfComponents(lambda c: c.at_p99.latency_ns if c.at_p99 else None)
+    at_p50 = _OfComponents(lambda c: c.at_p50.parts_ns if c.at_p50 else _NO_PARTS)
+    at_p99 = _OfComponents(lambda c: c.at_p99.parts_ns if c.at_p99 else _NO_PARTS)
+    at_p50_reblocks = _OfComponents(lambda c: c.at_p50.reblocks_ns if c.at_p50 else None)
+    at_p99_reblocks = _OfComponents(lambda c: c.at_p99.reblocks_ns if c.at_p99 else None)
 
     @property
     def has_bands(self) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from wakelab.evidence.load import Record, json_field, json_meta
+from wakelab.evidence.bundle import Record, json_field, json_meta
 from wakelab.evidence.words import FREE_THREADED, gil_word
 
 

@@ -19,8 +19,7 @@ import os
 import typing
 from typing import Dict, Mapping, Optional, Tuple
 
-from wakelab.evidence.bundle import CELLS_DIR
-from wakelab.evidence.load import Record, json_field, json_meta, read_as
+from wakelab.evidence.bundle import CELLS_DIR, Record, json_field, json_meta, read_as
 from wakelab.evidence.model import ArmRecord, Interpreter
 
 # Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).

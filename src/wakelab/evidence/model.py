@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Generic, Mapping, Optional, Tuple, Type, TypeVar
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
@@ -43,7 +43,7 @@ from wakelab.evidence.figures import (
     TraceHolder,
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.load import R, read_as
+from wakelab.evidence.bundle import R, Record, json_field, read_as
 from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
@@ -51,11 +51,44 @@ from wakelab.evidence.words import RunState, run_state
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
 # ``execution.repeat`` measured once.
 DEFAULT_REPEAT = 5
+T = TypeVar("T")
 
 
-def _section(record: Type[R], key: str) -> "functools.cached_property[R]":
-    """A run-wide section of the summary as its typed record, read once."""
-    return functools.cached_property(lambda bundle: record.from_dict(bundle.summary.get(key)))
+def _section(record: Type[R], key: Optional[str]) -> "functools.cached_property[R]":
+    """Section ``key`` of the summary (None: the summary itself) as its typed record, read once."""
+    return functools.cached_property(lambda bundle: record.from_dict(bundle.summary if key is None else bundle.summary.get(key)))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFacts(Record):
+    """summary.json's own facts about the run (a :class:`Bundle` hands each out as its own attribute)."""
+
+    lab_id: str = json_field("lab.id", default="")
+    tool_version: Any = json_field("tool.version", default=None)
+    hostname: str = json_field("machine.hostname", default="")
+    started_utc: str = ""
+    #: When the run ended, as recorded (None while it runs, or for one killed).
+    finished_utc: Any = None
+    wall_s: Any = None
+    #: The user's note on the run (``--note``), None without one.
+    note: Any = None
+    #: The command line that made the run, as recorded (empty: none recorded).
+    command: Tuple[str, ...] = ()
+    caveats: Tuple[str, ...] = json_field(read=lambda caveats: tuple(caveats or ()), default=())
+    #: The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none).
+    run_id: Optional[str] = json_field(read=lambda run_id: run_id if isinstance(run_id, str) and run_id else None, default=None)
+    complete: bool = False
+    interrupted: bool = False
+
+
+class _Fact(Generic[T]):
+    """An attribute of :class:`Bundle` read from its :class:`RunFacts`."""
+
+    def __init__(self, read: Callable[[RunFacts], T]) -> None:
+        self.read = read
+
+    def __get__(self, bundle: "Bundle", owner: object) -> T:
+        return self.read(bundle.facts)
 
 
 def _plain_number(value: float) -> str:
@@ -107,22 +140,21 @@ class Bundle:
         """The bundle folder's own name (``lab135-20261001T060000Z``)."""
         return os.path.basename(os.path.abspath(self.folder))
 
-    @property
-    def interpreter(self) -> Interpreter:
-        return Interpreter.from_dict(self.summary.get("interpreter") or {})
-
-    @property
-    def lab_id(self) -> str:
-        return str((self.summary.get("lab") or {}).get("id") or "")
-
-    @property
-    def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
-        """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
-        lab = self.summary.get("lab")
-        comparisons = (lab.get("comparisons") if isinstance(lab, Mapping) else None) or ()
-        return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
-
-    # -- the run-wide sections, each read once
+    # -- the run's own facts and its run-wide sections, each read once ----------------
+    facts = _section(RunFacts, None)
+    lab_id = _Fact(lambda facts: facts.lab_id)
+    tool_version = _Fact(lambda facts: facts.tool_version)
+    hostname = _Fact(lambda facts: facts.hostname)
+    started_utc = _Fact(lambda facts: facts.started_utc)
+    finished_utc = _Fact(lambda facts: facts.finished_utc)
+    wall_s = _Fact(lambda facts: facts.wall_s)
+    note = _Fact(lambda facts: facts.note)
+    command = _Fact(lambda facts: facts.command)
+    caveats = _Fact(lambda facts: facts.caveats)
+    run_id = _Fact(lambda facts: facts.run_id)
+    complete = _Fact(lambda facts: facts.complete)
+    interrupted = _Fact(lambda facts: facts.interrupted)
+    interpreter = _section(Interpreter, "interpreter")
     lab = _section(LabInfo, "lab")
     parameters = _section(Parameters, "parameters")
     conditions = _section(Conditions, "conditions")
@@ -137,23 +169,11 @@ class Bundle:
         return Soak.from_section(self.summary.get("soak"))
 
     @property
-    def tool_version(self) -> Any:
-        return (self.summary.get("tool") or {}).get("version")
-
-    @property
-    def wall_s(self) -> Any:
-        return self.summary.get("wall_s")
-
-    @property
-    def note(self) -> Any:
-        """The user's note on the run (``--note``), None without one."""
-        return self.summary.get("note")
-
-    @property
-    def command(self) -> Tuple[str, ...]:
-        """The command line that made the run, as recorded (empty: none recorded)."""
-        command = self.summary.get("command")
-        return tuple(str(c) for c in command) if isinstance(command, list) else ()
+    def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
+        """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
+        lab = self.summary.get("lab")
+        comparisons = (lab.get("comparisons") if isinstance(lab, Mapping) else None) or ()
+        return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
 
     def recorded(self, section: str) -> Mapping[str, object]:
         """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
@@ -161,40 +181,9 @@ class Bundle:
         return value if isinstance(value, Mapping) else {}
 
     @property
-    def caveats(self) -> Tuple[str, ...]:
-        return tuple(self.summary.get("caveats") or ())
-
-    @property
-    def started_utc(self) -> str:
-        return str(self.summary.get("started_utc") or "")
-
-    @property
-    def finished_utc(self) -> Any:
-        """When the run ended, as recorded (None while it runs, or for one killed)."""
-        return self.summary.get("finished_utc")
-
-    @property
-    def run_id(self) -> Optional[str]:
-        """The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none)."""
-        run_id = self.summary.get("run_id")
-        return run_id if isinstance(run_id, str) and run_id else None
-
-    @property
-    def hostname(self) -> str:
-        return str((self.summary.get("machine") or {}).get("hostname") or "")
-
-    @property
-    def complete(self) -> bool:
-        return bool(self.summary.get("complete"))
-
-    @property
-    def interrupted(self) -> bool:
-        return bool(self.summary.get("interrupted"))
-
-    @property
     def run_state(self) -> RunState:
         """How far the run got (complete, interrupted, cut short, in progress)."""
-        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.finished_utc)
+        return run_state(self.complete, self.interrupted, self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
         """summary.json's measurement-quality warnings and notes, as records, in their order."""

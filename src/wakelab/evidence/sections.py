@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional, Tuple
 
-from wakelab.evidence.load import Record, json_field
+from wakelab.evidence.bundle import Record, json_field
 
 
 def _present() -> Any:
