@@ -1,8 +1,7 @@
 """The evidence bundle: schema, atomic writers and a validating loader.
 
-Writing (``bundle``) is on the measuring side and uses only the standard
-library; loading (``load``) validates against ``summary.schema.json`` with the
-jsonschema package, imported lazily.
+Writing (``bundle``) is on the measuring side and uses only the standard library; loading (``load``) validates against
+``summary.schema.json`` with the jsonschema package, imported lazily.
 """
 
 from wakelab.evidence.bundle import (

@@ -1,8 +1,8 @@
 """One arm of a run as every reader sees it (:class:`ArmRecord`), its workers, where a user-defined arm came from,
 and its samples file as stored.
 
-Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name; :class:`Bundle` hands
-the records out and checks the samples against the summary).  Stdlib only.
+Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name; :class:`Bundle` hands the records
+out and checks the samples against the summary).  Stdlib only.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ class ArmOrigin(Record):
 class WorkerRecord(Record):
     """One worker process's part of an arm (``workers``): its wakes or rounds, pid, lost wakes, what it applied, its p50.
 
-    Values as recorded; ``recorded`` is False for an entry that is not a record at all.
-    The runner builds these too (:func:`wakelab.harness.summary.worker_record`) and
-    writes them with :meth:`to_dict`: writer and loader share the record.
+    Values as recorded; ``recorded`` is False for an entry that is not a record at all. The runner builds these too
+    (:func:`wakelab.harness.summary.worker_record`) and writes them with :meth:`to_dict`: writer and loader share the
+    record.
     """
 
     recorded: bool = json_field("", lambda value: isinstance(value, Mapping), default=True)
@@ -170,12 +170,10 @@ class ArmRecord(Record):
 class ArmSamples:
     """The raw samples of one latency arm, as ``samples/<arm>.json`` holds them (checked against the summary).
 
-    Usually every counted wake (``kept == total``).  A soak past its
-    raw-sample cap keeps only the raw samples of its first whole chunks
-    (``kept < total``); its ``histogram`` (the samples file's log-linear
-    histogram, as stored: read it with
-    :meth:`wakelab.analysis.hdr.LogLinearHistogram.from_dict`) then holds
-    every wake.  ``histogram`` is None for an arm whose samples file has none.
+    Usually every counted wake (``kept == total``).  A soak past its raw-sample cap keeps only the raw samples of its
+    first whole chunks (``kept < total``); its ``histogram`` (the samples file's log-linear histogram, as stored: read
+    it with :meth:`wakelab.analysis.hdr.LogLinearHistogram.from_dict`) then holds every wake.  ``histogram`` is None for
+    an arm whose samples file has none.
     """
 
     samples_ns: Tuple[int, ...]
@@ -203,11 +201,10 @@ class ArmSamples:
 class SamplesFile(Record):
     """An arm's samples file (``samples/<arm>.json``) as stored: its kind and its series, in ns.
 
-    Read by :meth:`Bundle.samples_file`, which has checked each series of the
-    file's kind to be a list of whole non-negative ns; not checked against the
-    summary (see :meth:`Bundle.kept_latency_samples` for that).  A latency
-    file has ``samples_ns`` and ``components_ns``; a rate file ``round_ns``,
-    ``baseline_round_ns`` and ``n_per_round`` (None unless a whole number).
+    Read by :meth:`Bundle.samples_file`, which has checked each series of the file's kind to be a list of whole
+    non-negative ns; not checked against the summary (see :meth:`Bundle.kept_latency_samples` for that).  A latency file
+    has ``samples_ns`` and ``components_ns``; a rate file ``round_ns``, ``baseline_round_ns`` and ``n_per_round`` (None
+    unless a whole number).
     """
 
     kind: Any
@@ -223,9 +220,8 @@ class SamplesFile(Record):
 class RawKept:
     """How many of an arm's counted wakes its samples file keeps as raw samples, and in how many worker units.
 
-    ``kept == total`` for every ordinary arm.  A soak past its raw-sample cap
-    keeps ``kept < total``: the first ``units`` whole chunks, one worker
-    record each in the arm's ``workers``, checked to line up (see
+    ``kept == total`` for every ordinary arm.  A soak past its raw-sample cap keeps ``kept < total``: the first
+    ``units`` whole chunks, one worker record each in the arm's ``workers``, checked to line up (see
     :meth:`Bundle.raw_kept`).
     """
 

@@ -62,8 +62,8 @@ class FolderBusy(Exception):
 def write_temp_text(path: str, text: str) -> str:
     """Write ``text`` (flushed, fsynced) to a new temporary file beside ``path``; returns its name.
 
-    On any failure (a full disk, an I/O error) the temporary file is removed
-    and the error raised; the caller renames the result over ``path``.
+    On any failure (a full disk, an I/O error) the temporary file is removed and the error raised; the caller renames
+    the result over ``path``.
     """
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
@@ -100,8 +100,8 @@ def atomic_write_files(files: Mapping[str, str]) -> List[str]:
     """Write several ``{path: text}`` files, all or none: each goes to a temporary file first,
     and only when every one is whole are they renamed into place (renames need no space).
 
-    On a failure before the renames every temporary file is removed and no
-    path is touched.  Returns the paths, in order.
+    On a failure before the renames every temporary file is removed and no path is touched.  Returns the paths, in
+    order.
     """
     temps: List[str] = []
     try:
@@ -119,13 +119,11 @@ def atomic_write_files(files: Mapping[str, str]) -> List[str]:
 class FolderLock:
     """An exclusive lock on an output folder while a run writes it.
 
-    The lock is ``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock``;
-    the kernel drops it when this process dies, however it dies, so a crash
-    never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy`
-    at once if another process holds it, and OSError if the lock file cannot
-    be made.  :meth:`release` removes the lock file while still holding the
-    lock; an opener waiting on the old file then finds it unlinked and tries
-    again, so two holders are impossible.
+    The lock is ``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock``; the kernel drops it when this process dies,
+    however it dies, so a crash never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy` at once if
+    another process holds it, and OSError if the lock file cannot be made.  :meth:`release` removes the lock file while
+    still holding the lock; an opener waiting on the old file then finds it unlinked and tries again, so two holders are
+    impossible.
     """
 
     def __init__(self, folder: str) -> None:
@@ -168,13 +166,13 @@ class FolderLock:
         self.release()
 
 
-# Names of files a bundle (or a grid of bundles) is made of, and of the temporary files
-# atomic_write_text leaves only if it is killed between mkstemp and rename.
-# report.html: the page `wakelab report` writes into a bundle by default, made from its evidence.
+# Names of files a bundle (or a grid of bundles) is made of, and of the temporary files atomic_write_text leaves only if
+# it is killed between mkstemp and rename. report.html: the page `wakelab report` writes into a bundle by default, made
+# from its evidence.
 _EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT, "report.html")
 _SAMPLES_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.json\Z")
-# Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default:
-# made from the evidence a new run replaces, so they go with it.
+# Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default: made from the
+# evidence a new run replaces, so they go with it.
 EXPORT_DIR = "export"
 _EXPORT_NAME = re.compile(r"\A\.?[A-Za-z0-9][A-Za-z0-9_.-]*\.(csv|md|json)(\.[A-Za-z0-9_]+\.tmp)?\Z")
 _TEMP_NAME = re.compile(r"\A\.(summary\.json|summary\.txt|matrix\.json|matrix\.txt|[A-Za-z0-9][A-Za-z0-9_.-]*\.json)\.[A-Za-z0-9_]+\.tmp\Z")
@@ -206,9 +204,8 @@ def _is_real_dir(path: str) -> bool:
 def remove_unnamed_samples(folder: str) -> List[str]:
     """Remove the samples files that ``folder``'s summary.json does not name; the paths removed.
 
-    A run whose summary could not be written after an arm's samples were (a full disk) would
-    otherwise leave samples no arm of the bundle names.  Nothing is removed if summary.json
-    cannot be read.
+    A run whose summary could not be written after an arm's samples were (a full disk) would otherwise leave samples no
+    arm of the bundle names.  Nothing is removed if summary.json cannot be read.
     """
     try:
         with open(os.path.join(folder, SUMMARY_JSON), encoding="utf-8") as fh:
@@ -234,14 +231,11 @@ def remove_unnamed_samples(folder: str) -> List[str]:
 def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
     """Remove the evidence an older bundle left in ``folder``; returns the paths removed.
 
-    Only what looks like wakelab evidence goes: ``summary.json``,
-    ``summary.txt``, ``matrix.json``, ``matrix.txt``, regular ``*.json``
-    files (or links) in ``samples/``, the files ``wakelab export`` writes by
-    default into ``export/`` and ``export/pyperf/`` (``*.csv``, ``*.md``,
-    ``*.json``: made from the old evidence), wakelab's own temporary files,
-    and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed.
-    Symbolic links are never followed (a ``samples`` link is removed, not
-    entered), and any other file is left alone.
+    Only what looks like wakelab evidence goes: ``summary.json``, ``summary.txt``, ``matrix.json``, ``matrix.txt``,
+    regular ``*.json`` files (or links) in ``samples/``, the files ``wakelab export`` writes by default into ``export/``
+    and ``export/pyperf/`` (``*.csv``, ``*.md``, ``*.json``: made from the old evidence), wakelab's own temporary files,
+    and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed. Symbolic links are never
+    followed (a ``samples`` link is removed, not entered), and any other file is left alone.
     """
     removed: List[str] = []
 
@@ -336,8 +330,8 @@ def prepare_output_folder(folder: str) -> str:
 def create_unique_folder(parent: str, stem: str) -> str:
     """Create and return ``parent/stem`` or ``parent/stem-2``, ``-3`` ...
 
-    Never an existing folder, even with two runs starting in the same second:
-    ``os.mkdir`` either creates the folder or fails, atomically.
+    Never an existing folder, even with two runs starting in the same second: ``os.mkdir`` either creates the folder or
+    fails, atomically.
     """
     os.makedirs(parent, exist_ok=True)
     i = 1
@@ -364,12 +358,11 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
 
 # --- reading records: one lenient reader driven by the records' fields ------------------------
 #
-# Every record of the evidence model is a frozen dataclass deriving from Record, and is read by
-# read_record alone: each field from the JSON value at its key (its name; or metadata "key", a
-# dotted path into a nested section, "" for the whole value), turned into the field's type.  A
-# key that is absent gives the field's default (None without one); what is there is read as
-# leniently as evidence written by older or other wakelabs needs, never refused (the schema has
-# done that):
+# Every record of the evidence model is a frozen dataclass deriving from Record, and is read by read_record alone: each
+# field from the JSON value at its key (its name; or metadata "key", a dotted path into a nested section, "" for the
+# whole value), turned into the field's type.  A key that is absent gives the field's default (None without one); what
+# is there is read as leniently as evidence written by older or other wakelabs needs, never refused (the schema has done
+# that):
 #   Any, Optional[str], Optional[bool]   as stored
 #   bool / int / float / str             bool(v), int(v or 0), float(v or 0.0), str(v or "")
 #   Optional[int] / Optional[float]      None stays None, else int(v) / float(v)

@@ -1,8 +1,8 @@
 """The figures of one arm as the evidence records them: latency and rate figures, where a traced arm's time goes,
 and the spreads of its medians and CPUs.
 
-Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name): each record is parsed
-once from its part of an arm's entry (:meth:`from_dict`) and read as attributes.  Stdlib only.
+Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name): each record is parsed once from
+its part of an arm's entry (:meth:`from_dict`) and read as attributes.  Stdlib only.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ class RateFigures(Record):
 class ComponentBand(Record):
     """Where the wakes ranked in one band go (``at_p50``: 45th to 55th percentile, ``at_p99``: the tail).
 
-    ``latency_ns`` is their mean latency, ``parts_ns`` each component's mean (they sum to it, up to
-    rounding; a part stored as null is left out); ``reblocks_ns`` splits ``gil_wait`` by re-block
-    cause (None: a band from before re-blocks were named).
+    ``latency_ns`` is their mean latency, ``parts_ns`` each component's mean (they sum to it, up to rounding; a part
+    stored as null is left out); ``reblocks_ns`` splits ``gil_wait`` by re-block cause (None: a band from before
+    re-blocks were named).
     """
 
     wakes: int = dataclasses.field(metadata=json_meta(read=_count))
@@ -107,9 +107,9 @@ ComponentPercentiles = Mapping[str, Optional[float]]
 class TraceComponents(Record):
     """``trace.components``: where a traced arm's wakes go (computed by ``wakelab.analysis.components``).
 
-    ``percentiles``: each component's (and ``scheduler``'s) own figures -- these do not sum;
-    ``at_p50`` / ``at_p99``: the bands (:class:`ComponentBand`) -- these do; ``causes``: each
-    re-block cause's figures; ``holders``: who held what the waiter re-blocked on, most time first.
+    ``percentiles``: each component's (and ``scheduler``'s) own figures -- these do not sum; ``at_p50`` / ``at_p99``:
+    the bands (:class:`ComponentBand`) -- these do; ``causes``: each re-block cause's figures; ``holders``: who held
+    what the waiter re-blocked on, most time first.
     """
 
     wakes: int = 0
@@ -144,12 +144,11 @@ _NO_PARTS: Mapping[str, float] = {}
 class TraceFigures(Record):
     """Where an arm's time goes (a run with ``--trace``; see ``wakelab.analysis.components``).
 
-    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise ``components``
-    (:class:`TraceComponents`) holds the split as the analysis computed it: ``at_p50`` /
-    ``at_p99`` map each component (notify, sched_wake, sched_queue, gil_wait, interpreter,
-    unattributed) to its mean in ns over the wakes ranked around the median / at the tail (they
-    sum to ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own
-    p50/p90/p99; the overhead is the traced pass's p50 against the untraced one.
+    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise ``components`` (:class:`TraceComponents`)
+    holds the split as the analysis computed it: ``at_p50`` / ``at_p99`` map each component (notify, sched_wake,
+    sched_queue, gil_wait, interpreter, unattributed) to its mean in ns over the wakes ranked around the median / at the
+    tail (they sum to ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own p50/p90/p99; the overhead
+    is the traced pass's p50 against the untraced one.
     """
 
     traced: bool = json_field(read=lambda value: value is True)
@@ -165,8 +164,8 @@ class TraceFigures(Record):
     #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
     frames: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
-    # The counts and the bands, read from ``components``: a band's mean latency, its parts, and its re-blocks by
-    # cause (mean ns; they sum to its ``gil_wait``; None for a band from before re-blocks were named, or no band).
+    # The counts and the bands, read from ``components``: a band's mean latency, its parts, and its re-blocks by cause
+    # (mean ns; they sum to its ``gil_wait``; None for a band from before re-blocks were named, or no band).
     wakes = _OfComponents(lambda c: c.wakes)
     fully_attributed = _OfComponents(lambda c: c.fully_attributed)
     #: Wakes re-blocked.

@@ -23,8 +23,8 @@ class Interpreter(Record):
     free_threaded_build: bool = False
     gil_enabled: Optional[bool] = None
     python_gil_env: Optional[str] = None
-    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
-    #: evidence from before wakelab recorded it.
+    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in evidence from before
+    #: wakelab recorded it.
     implementation_version: Optional[str] = json_field(read=lambda value: None if value is None else str(value), default=None)
     #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
     build: Any = None
@@ -39,8 +39,8 @@ class Interpreter(Record):
         """Field ``field`` as the evidence stored it, None where it does not say.
 
         For the readers that keep what was recorded (the history, compare's check that two runs had the same
-        interpreter) where the model reads with a display default (``implementation`` "Python", ``version``
-        "?", ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
+        interpreter) where the model reads with a display default (``implementation`` "Python", ``version`` "?",
+        ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
         """
         if field not in _FIELDS:
             raise KeyError(field)
@@ -68,9 +68,8 @@ class Interpreter(Record):
     def label(self) -> str:
         """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter.
 
-        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and
-        ``CPython 3.13.5 free-threaded (GIL on)`` (PYTHON_GIL=1); ``(GIL off)``
-        on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
+        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and ``CPython 3.13.5 free-threaded (GIL on)``
+        (PYTHON_GIL=1); ``(GIL off)`` on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
         """
         text = self.name
         if self.free_threaded_build:

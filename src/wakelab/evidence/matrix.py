@@ -1,15 +1,13 @@
 """A grid's matrix document (matrix.json, or the one a grid run holds in memory) as typed records.
 
-Read once by :meth:`MatrixDoc.from_dict` (:func:`~wakelab.evidence.load.read_record`): the lab, the cells and, per arm, each
-cell's row as an :class:`~wakelab.evidence.model.ArmRecord` (its figures,
-status and C floor, named after the arm).  Anything in a row's figures that
-is not a number is left out (matrix.json's schema lets a figure be a string).
-The comparisons of the cells are :mod:`wakelab.analysis.matrix`'s; the labs'
-own verdicts over them (the GIL and realtime A/Bs) :mod:`wakelab.analysis.lab_ab`'s.
+Read once by :meth:`MatrixDoc.from_dict` (:func:`~wakelab.evidence.load.read_record`): the lab, the cells and, per arm,
+each cell's row as an :class:`~wakelab.evidence.model.ArmRecord` (its figures, status and C floor, named after the arm).
+Anything in a row's figures that is not a number is left out (matrix.json's schema lets a figure be a string). The
+comparisons of the cells are :mod:`wakelab.analysis.matrix`'s; the labs' own verdicts over them (the GIL and realtime
+A/Bs) :mod:`wakelab.analysis.lab_ab`'s.
 
-The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same
-records: a cell from its run's summary (:meth:`MatrixCell.of`), a row from the
-arm's entry there (:meth:`MatrixEntry.of`), each stored by ``to_dict``.
+The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same records: a cell from its run's summary
+(:meth:`MatrixCell.of`), a row from the arm's entry there (:meth:`MatrixEntry.of`), each stored by ``to_dict``.
 """
 
 from __future__ import annotations

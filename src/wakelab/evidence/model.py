@@ -1,21 +1,20 @@
 """The typed evidence model: one bundle as every reader sees it.
 
-``summary.json`` (its JSON Schema, ``summary.schema.json``, is the contract)
-is loaded, validated and turned into a :class:`Bundle` here, once; ``compare``,
-``report``, ``export`` and ``history`` read a :class:`Bundle` and its typed
-records (:class:`ArmRecord`, :class:`LatencyFigures`, :class:`RateFigures`,
-:class:`Interpreter`) instead of walking the JSON themselves.  The validated
-document stays available as :attr:`Bundle.summary` for the renderers that lay
-out every field (the JSON export, the honesty block), and a bundle dumps
-itself back to the same text the runner wrote (:meth:`Bundle.dumps`).
+``summary.json`` (its JSON Schema, ``summary.schema.json``, is the contract) is loaded, validated and turned into a
+:class:`Bundle` here, once; ``compare``, ``report``, ``export`` and ``history`` read a :class:`Bundle` and its typed
+records (:class:`ArmRecord`, :class:`LatencyFigures`, :class:`RateFigures`, :class:`Interpreter`) instead of walking the
+JSON themselves.  The validated document stays available as :attr:`Bundle.summary` for the renderers that lay out every
+field (the JSON export, the honesty block), and a bundle dumps itself back to the same text the runner wrote
+(:meth:`Bundle.dumps`).
 
 Records are frozen: reading evidence never changes it.
 
-The records live in the package's modules, each importing only those before it (tests/test_layers.py):
-:mod:`~wakelab.evidence.words` and :mod:`~wakelab.evidence.sections` (the run-wide sections),
+The records live in the package's modules, each importing only those before it (tests/test_layers.py), and are read
+by one reader (:func:`wakelab.evidence.bundle.read_record`): :mod:`~wakelab.evidence.words` and
+:mod:`~wakelab.evidence.sections` (the run-wide sections),
 :mod:`~wakelab.evidence.figures` (an arm's figures and spreads), :mod:`~wakelab.evidence.warnings`,
-:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file);
-this module holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
+:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file); this module
+holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
 """
 
 from __future__ import annotations
@@ -48,8 +47,8 @@ from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, P
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
 
-# How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
-# ``execution.repeat`` measured once.
+# How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without ``execution.repeat``
+# measured once.
 DEFAULT_REPEAT = 5
 T = TypeVar("T")
 
@@ -99,8 +98,8 @@ def _plain_number(value: float) -> str:
 class Bundle:
     """One validated evidence bundle: where it is, its summary, and typed views of it.
 
-    ``source`` is the path as the user gave it, ``folder`` the bundle's folder
-    (samples files are relative to it), ``label`` how readers name it.
+    ``source`` is the path as the user gave it, ``folder`` the bundle's folder (samples files are relative to it),
+    ``label`` how readers name it.
     """
 
     source: str
@@ -112,9 +111,8 @@ class Bundle:
     def load(cls, path: str, label: str = "", grid_hint: str = "use its cells") -> "Bundle":
         """Load and validate the bundle at ``path`` (its folder or its summary.json).
 
-        Raises :class:`~wakelab.errors.EvidenceError` with one line for
-        anything that is not a valid bundle: a grid folder (say which cells to
-        use), a missing or corrupt summary, an arm listed twice.
+        Raises :class:`~wakelab.errors.EvidenceError` with one line for anything that is not a valid bundle: a grid
+        folder (say which cells to use), a missing or corrupt summary, an arm listed twice.
         """
         from wakelab.evidence.load import load_summary, resolve_summary_path
 
@@ -228,9 +226,8 @@ class Bundle:
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes of a measured latency arm, every one, checked against the summary's n.
 
-        For readers that need every wake (the raw-samples CSV): a soak past
-        its raw-sample cap is refused (EvidenceError, one line); readers that
-        can work on the kept samples call :meth:`kept_latency_samples`.
+        For readers that need every wake (the raw-samples CSV): a soak past its raw-sample cap is refused
+        (EvidenceError, one line); readers that can work on the kept samples call :meth:`kept_latency_samples`.
         """
         samples = self.kept_latency_samples(arm)
         if not samples.every_wake:
@@ -242,11 +239,10 @@ class Bundle:
     def kept_latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes a measured latency arm's samples file keeps: every one, or a soak's first whole chunks.
 
-        Checked against the summary: every wake (n), or, for a soak past its
-        raw-sample cap, the kept chunks lining up with the arm's worker
-        records (:meth:`raw_kept`) and a histogram that holds all n wakes.
-        ``kept``/``total``/``every_wake`` on the result say which.  Raises
-        :class:`~wakelab.errors.EvidenceError` (one line) otherwise.
+        Checked against the summary: every wake (n), or, for a soak past its raw-sample cap, the kept chunks lining up
+        with the arm's worker records (:meth:`raw_kept`) and a histogram that holds all n wakes.
+        ``kept``/``total``/``every_wake`` on the result say which.  Raises :class:`~wakelab.errors.EvidenceError` (one
+        line) otherwise.
         """
         doc = self.samples_doc(arm.entry)
         if doc.get("kind") != LATENCY:
@@ -274,15 +270,12 @@ class Bundle:
     def raw_kept(self, entry: Mapping[str, object], values: Any) -> Optional[RawKept]:
         """How many of arm ``entry``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
 
-        Every wake when ``len(values)`` is the summary's n.  A soak past its
-        raw-sample cap (``summary["soak"]["raw_kept"] == len(values) < n``)
-        keeps whole chunks, one worker record each: the records' ``n`` must
-        add up to the kept samples, there must be as many as the soak's
-        ``raw_kept_slices``, and each record's ``p50_ns`` must be the type-7
-        median of its chunk's samples, so that each worker record is one unit
-        of the kept samples; EvidenceError (one line) when they do not line
-        up.  None for any other disagreement with n (the caller words it).
-        ``values`` may be a tuple of ints or a numpy array.
+        Every wake when ``len(values)`` is the summary's n.  A soak past its raw-sample cap
+        (``summary["soak"]["raw_kept"] == len(values) < n``) keeps whole chunks, one worker record each: the records'
+        ``n`` must add up to the kept samples, there must be as many as the soak's ``raw_kept_slices``, and each
+        record's ``p50_ns`` must be the type-7 median of its chunk's samples, so that each worker record is one unit of
+        the kept samples; EvidenceError (one line) when they do not line up.  None for any other disagreement with n
+        (the caller words it). ``values`` may be a tuple of ints or a numpy array.
         """
         name = entry.get("name")
         latency = entry.get("latency") if isinstance(entry.get("latency"), Mapping) else {}
@@ -334,8 +327,8 @@ class Bundle:
 class GridCell:
     """One cell of a grid: its label, its value of each grid dimension, its state in matrix.json, and its run.
 
-    ``bundle`` is None for a cell that never wrote evidence (the grid stopped
-    before it); ``status`` is matrix.json's (pending / running / done).
+    ``bundle`` is None for a cell that never wrote evidence (the grid stopped before it); ``status`` is matrix.json's
+    (pending / running / done).
     """
 
     label: str
@@ -372,12 +365,10 @@ class Grid:
     def load(cls, path: str, grid_hint: str = "use its cells") -> "Grid":
         """Read the grid at ``path``: matrix.json and the bundle of every cell that has one.
 
-        The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
-        cell that never ran is kept without a bundle; a cell whose evidence is
-        gone although matrix.json says it ran, a cell folder outside the grid,
-        a corrupt matrix.json, or a cell whose summary is there but invalid is
-        an :class:`EvidenceError` (one line).  ``grid_hint`` is what a cell that
-        is itself a grid is told to do (see :meth:`Bundle.load`).
+        The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a cell that never ran is kept without a
+        bundle; a cell whose evidence is gone although matrix.json says it ran, a cell folder outside the grid, a
+        corrupt matrix.json, or a cell whose summary is there but invalid is an :class:`EvidenceError` (one line).
+        ``grid_hint`` is what a cell that is itself a grid is told to do (see :meth:`Bundle.load`).
         """
         from wakelab.evidence.load import load_grid_index
 

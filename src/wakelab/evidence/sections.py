@@ -1,11 +1,10 @@
 """Typed records of summary.json's run-wide sections: the lab, its parameters, the conditions, how it executed,
 the machine, the clock, the system, a soak.
 
-Each is read once from its section (:meth:`~wakelab.evidence.load.Record.from_dict`) and read by the renderers
-as attributes, never as a dict.  A field holds the value as the evidence stored it -- an int stays an int, a
-missing one is None -- so that a renderer that writes it shows exactly what was recorded; ``present`` says
-whether the section was recorded at all (older bundles lack some).  :class:`wakelab.evidence.model.Bundle`
-hands them out.
+Each is read once from its section (:meth:`~wakelab.evidence.load.Record.from_dict`) and read by the renderers as
+attributes, never as a dict.  A field holds the value as the evidence stored it -- an int stays an int, a missing one is
+None -- so that a renderer that writes it shows exactly what was recorded; ``present`` says whether the section was
+recorded at all (older bundles lack some).  :class:`wakelab.evidence.model.Bundle` hands them out.
 """
 
 from __future__ import annotations

@@ -13,9 +13,8 @@ from typing import Any, Dict, Mapping, Optional, Union
 class WarningKind(str, enum.Enum):
     """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
 
-    :mod:`wakelab.analysis.quality` writes them, the renderers word them
-    (:func:`wakelab.report.text.format_warning`): a kind renamed in one place
-    is renamed in both.
+    :mod:`wakelab.analysis.quality` writes them, the renderers word them (:func:`wakelab.report.text.format_warning`): a
+    kind renamed in one place is renamed in both.
     """
 
     PERCENTILES_OMITTED = "percentiles-omitted"
@@ -34,12 +33,10 @@ WARNING_LEVEL, NOTE_LEVEL = "warning", "note"
 class WarningRecord:
     """One entry of summary.json's ``warnings``: what (``kind``), about which arm, and the figures it rests on.
 
-    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it
-    is none of them (a newer bundle).  ``text`` holds a warning worded by the
-    runner (bundles before 0.2 stored sentences), with no kind or figures.
-    ``figures`` is the stored mapping (empty when the stored value is not
-    one); ``raw`` the entry as stored, for a renderer that must show figures
-    it cannot word.
+    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it is none of them (a newer bundle).
+    ``text`` holds a warning worded by the runner (bundles before 0.2 stored sentences), with no kind or figures.
+    ``figures`` is the stored mapping (empty when the stored value is not one); ``raw`` the entry as stored, for a
+    renderer that must show figures it cannot word.
     """
 
     kind: Union[WarningKind, str]
