@@ -214,6 +214,8 @@ class SamplesFile(Record):
     baseline_round_ns: Sequence[int] = json_field(read=lambda value: value or (), default=())
     n_per_round: Optional[int] = json_field(read=lambda value: value if isinstance(value, int) and not isinstance(value, bool) else None,
                                             default=None)
+    #: A soak's log-linear histogram of every wake, as stored (None: the file has none).
+    histogram: Optional[Mapping[str, object]] = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)

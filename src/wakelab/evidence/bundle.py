@@ -178,27 +178,17 @@ _EXPORT_NAME = re.compile(r"\A\.?[A-Za-z0-9][A-Za-z0-9_.-]*\.(csv|md|json)(\.[A-
 _TEMP_NAME = re.compile(r"\A\.(summary\.json|summary\.txt|matrix\.json|matrix\.txt|[A-Za-z0-9][A-Za-z0-9_.-]*\.json)\.[A-Za-z0-9_]+\.tmp\Z")
 
 
-def _is_regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_file_or_link(path: str) -> bool:
-    """A regular file, or a symbolic link (removing a link never touches what it points to)."""
+def _is(path: str, *kinds: Callable[[int], bool]) -> bool:
+    """``path`` itself (a link not followed) is one of ``kinds`` (``stat.S_ISREG`` ...); False when it is not there."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:
         return False
-    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+    return any(kind(mode) for kind in kinds)
 
 
-def _is_real_dir(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
+# A regular file or a symbolic link is removed alike: removing a link never touches what it points to.
+_FILE_OR_LINK = (stat.S_ISREG, stat.S_ISLNK)
 
 
 def remove_unnamed_samples(folder: str) -> List[str]:
@@ -215,11 +205,11 @@ def remove_unnamed_samples(folder: str) -> List[str]:
         return []
     samples = os.path.join(folder, SAMPLES_DIR)
     removed: List[str] = []
-    if not _is_real_dir(samples):
+    if not _is(samples, stat.S_ISDIR):
         return removed
     for name in os.listdir(samples):
         path = os.path.join(samples, name)
-        if name not in named and _SAMPLES_NAME.match(name) and _is_file_or_link(path):
+        if name not in named and _SAMPLES_NAME.match(name) and _is(path, *_FILE_OR_LINK):
             try:
                 os.unlink(path)
                 removed.append(path)
@@ -249,33 +239,33 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
         return removed
     for name in names:
         path = os.path.join(folder, name)
-        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is_regular(path):
+        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is(path, stat.S_ISREG):
             remove(path)
     samples = os.path.join(folder, SAMPLES_DIR)
     if os.path.islink(samples):
         remove(samples)
-    elif _is_real_dir(samples):
+    elif _is(samples, stat.S_ISDIR):
         for name in os.listdir(samples):
             path = os.path.join(samples, name)
-            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is_file_or_link(path):
+            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is(path, *_FILE_OR_LINK):
                 remove(path)
         _rmdir_if_empty(samples)
     export = os.path.join(folder, EXPORT_DIR)
-    if _is_real_dir(export):
+    if _is(export, stat.S_ISDIR):
         pyperf = os.path.join(export, "pyperf")
         for sub in (pyperf, export):
-            if not _is_real_dir(sub):
+            if not _is(sub, stat.S_ISDIR):
                 continue
             for name in os.listdir(sub):
                 path = os.path.join(sub, name)
-                if _EXPORT_NAME.match(name) and _is_file_or_link(path):
+                if _EXPORT_NAME.match(name) and _is(path, *_FILE_OR_LINK):
                     remove(path)
             _rmdir_if_empty(sub)
     cells = os.path.join(folder, CELLS_DIR)
-    if _depth == 0 and _is_real_dir(cells):
+    if _depth == 0 and _is(cells, stat.S_ISDIR):
         for name in os.listdir(cells):
             cell = os.path.join(cells, name)
-            if _is_real_dir(cell):
+            if _is(cell, stat.S_ISDIR):
                 removed += clear_bundle(cell, _depth + 1)
                 _rmdir_if_empty(cell)
         _rmdir_if_empty(cells)

@@ -244,19 +244,17 @@ class Bundle:
         ``kept``/``total``/``every_wake`` on the result say which.  Raises :class:`~wakelab.errors.EvidenceError` (one
         line) otherwise.
         """
-        doc = self.samples_doc(arm.entry)
-        if doc.get("kind") != LATENCY:
+        stored = self.samples_file(arm)
+        if stored.kind != LATENCY:
             raise EvidenceError("%s: arm %s: the samples file holds %s samples, the summary says latency" % (
-                self.source, arm.name, doc.get("kind")))
-        values = tuple(doc.get("samples_ns") or ())
+                self.source, arm.name, stored.kind))
+        values = tuple(stored.samples_ns)
         expected = arm.latency.n if arm.latency is not None else None
         kept = self.raw_kept(arm.entry, values)
         if kept is None:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
                 os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
-        histogram = doc.get("histogram")
-        if not isinstance(histogram, Mapping):
-            histogram = None
+        histogram = stored.histogram
         if not kept.every_wake:
             recorded = histogram.get("total") if histogram is not None else None
             if recorded != kept.total:
@@ -264,7 +262,7 @@ class Bundle:
                 raise EvidenceError("%s: arm %s is a soak past its raw-sample cap, but its samples file %s where "
                                     "summary.json says n = %d: the bundle was edited or mixed" % (
                                         self.source, arm.name, where, kept.total))
-        components = {str(k): tuple(v) for k, v in sorted((doc.get("components_ns") or {}).items())}
+        components = {str(k): tuple(v) for k, v in sorted(stored.components_ns.items())}
         return ArmSamples(values, components, kept.total, histogram)
 
     def raw_kept(self, entry: Mapping[str, object], values: Any) -> Optional[RawKept]:
