@@ -4,18 +4,6 @@ Writing (``bundle``) is on the measuring side and uses only the standard library
 ``summary.schema.json`` with the jsonschema package, imported lazily.
 """
 
-from wakelab.evidence.bundle import (
-    SAMPLES_SCHEMA,
-    SCHEMA_NAME,
-    SCHEMA_VERSION,
-    atomic_write_text,
-    write_bundle,
-)
+from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, atomic_write_text, write_bundle
 
-__all__ = [
-    "SAMPLES_SCHEMA",
-    "SCHEMA_NAME",
-    "SCHEMA_VERSION",
-    "atomic_write_text",
-    "write_bundle",
-]
+__all__ = ["SAMPLES_SCHEMA", "SCHEMA_NAME", "SCHEMA_VERSION", "atomic_write_text", "write_bundle"]

@@ -11,14 +11,7 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from wakelab.evidence.figures import (
-    LATENCY,
-    RATE,
-    CpuSplit,
-    LatencyFigures,
-    MedianSpread,
-    RateFigures,
-    RepetitionSpread,
-    TraceFigures,
+    LATENCY, RATE, CpuSplit, LatencyFigures, MedianSpread, RateFigures, RepetitionSpread, TraceFigures
 )
 from wakelab.evidence.bundle import Record, json_field, json_meta
 

@@ -29,17 +29,8 @@ from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
 from wakelab.evidence.arms import ArmOrigin, ArmRecord, ArmSamples, RawKept, SamplesFile, WorkerRecord
 from wakelab.evidence.figures import (
-    LATENCY,
-    PERCENTILE_KEYS,
-    RATE,
-    CpuSide,
-    CpuSplit,
-    LatencyFigures,
-    MedianSpread,
-    RateFigures,
-    RepetitionSpread,
-    TraceFigures,
-    TraceHolder,
+    LATENCY, PERCENTILE_KEYS, RATE, CpuSide, CpuSplit, LatencyFigures, MedianSpread, RateFigures, RepetitionSpread,
+    TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
 from wakelab.evidence.bundle import R, Record, json_field, read_as
@@ -88,10 +79,6 @@ class _Fact(Generic[T]):
 
     def __get__(self, bundle: "Bundle", owner: object) -> T:
         return self.read(bundle.facts)
-
-
-def _plain_number(value: float) -> str:
-    return ("%d" % value) if float(value).is_integer() else ("%.1f" % value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,7 +297,7 @@ class Bundle:
             median = float(percentile(sorted(as_list() if as_list is not None else chunk), 50.0))
             if not isinstance(claimed, (int, float)) or not math.isclose(median, float(claimed), rel_tol=1e-9, abs_tol=1e-6):
                 raise EvidenceError(refuse % ("chunk %d's median is %s ns, its worker record says p50 %s ns"
-                                              % (index + 1, _plain_number(median), claimed)))
+                                              % (index + 1, ("%d" if median.is_integer() else "%.1f") % median, claimed)))
         return RawKept(count, total, len(workers))
 
     # -- dumping ----------------------------------------------------------------------
