@@ -64,7 +64,8 @@ class RunFacts(Record):
     note: Any = None
     #: The command line that made the run, as recorded (empty: none recorded).
     command: Tuple[str, ...] = ()
-    caveats: Tuple[str, ...] = json_field(read=lambda caveats: tuple(caveats or ()), default=())
+    #: As stored (a reader that asks for another fact is never refused for caveats that are not a list).
+    caveats: Tuple[str, ...] = json_field(read=lambda caveats: tuple(caveats) if isinstance(caveats, (list, tuple)) else (), default=())
     #: The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none).
     run_id: Optional[str] = json_field(read=lambda run_id: run_id if isinstance(run_id, str) and run_id else None, default=None)
     complete: bool = False
