@@ -179,7 +179,6 @@ def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Uni
 
 
 def resolve_summary_path(path: str) -> str:
-    """``path`` itself, or ``path/summary.json`` when it is a folder."""
     return os.path.join(path, SUMMARY_JSON) if os.path.isdir(path) else path
 
 

@@ -122,7 +122,6 @@ class MatrixEntry:
         return cls(str(row.get("cell")), arm, typing.cast(Optional[float], spread), row)
 
     def to_dict(self) -> Dict[str, object]:
-        """The row as matrix.json stores it."""
         return dict(self.row)
 
     @property

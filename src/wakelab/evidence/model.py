@@ -191,7 +191,6 @@ class Bundle:
         return {arm.name: arm for arm in self.arms()}
 
     def entries_by_name(self) -> Dict[str, Mapping[str, object]]:
-        """The arms' raw entries by name."""
         return {str(entry["name"]): entry for entry in self.arm_entries()}
 
     def describe(self) -> str:
@@ -368,7 +367,6 @@ class Grid:
 
     @property
     def name(self) -> str:
-        """The grid folder's own name."""
         return os.path.basename(os.path.abspath(self.folder))
 
     @property

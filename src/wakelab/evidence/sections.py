@@ -20,7 +20,6 @@ def _present() -> Any:
 
 
 def _recorded() -> Any:
-    """The section as recorded, whole."""
     return json_field("", default_factory=dict, repr=False, compare=False)
 
 
