@@ -18,20 +18,26 @@ into the same folder is refused instead of mixing two runs' files.  Before
 the first write, a run clears the evidence an older bundle left there
 (:func:`clear_bundle`), so no stale ``samples/*.json`` survives a replace.
 
+What is read back becomes typed records (:class:`Record`, :func:`read_record`: below).
+
 Schema history (``schema_version``):
   1 -- first version (wakelab 0.1); the optional ``run_id`` came later, without a bump.
 """
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
 import stat
 import tempfile
-from typing import Dict, List, Mapping, Optional
+import typing
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 SCHEMA_NAME = "wakelab.summary"
 SAMPLES_SCHEMA = "wakelab.samples"
@@ -56,8 +62,8 @@ class FolderBusy(Exception):
 def write_temp_text(path: str, text: str) -> str:
     """Write ``text`` (flushed, fsynced) to a new temporary file beside ``path``; returns its name.
 
-    On any failure (a full disk, an I/O error) the temporary file is removed
-    and the error raised; the caller renames the result over ``path``.
+    On any failure (a full disk, an I/O error) the temporary file is removed and the error raised; the caller renames
+    the result over ``path``.
     """
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
@@ -94,8 +100,8 @@ def atomic_write_files(files: Mapping[str, str]) -> List[str]:
     """Write several ``{path: text}`` files, all or none: each goes to a temporary file first,
     and only when every one is whole are they renamed into place (renames need no space).
 
-    On a failure before the renames every temporary file is removed and no
-    path is touched.  Returns the paths, in order.
+    On a failure before the renames every temporary file is removed and no path is touched.  Returns the paths, in
+    order.
     """
     temps: List[str] = []
     try:
@@ -113,13 +119,11 @@ def atomic_write_files(files: Mapping[str, str]) -> List[str]:
 class FolderLock:
     """An exclusive lock on an output folder while a run writes it.
 
-    The lock is ``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock``;
-    the kernel drops it when this process dies, however it dies, so a crash
-    never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy`
-    at once if another process holds it, and OSError if the lock file cannot
-    be made.  :meth:`release` removes the lock file while still holding the
-    lock; an opener waiting on the old file then finds it unlinked and tries
-    again, so two holders are impossible.
+    The lock is ``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock``; the kernel drops it when this process dies,
+    however it dies, so a crash never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy` at once if
+    another process holds it, and OSError if the lock file cannot be made.  :meth:`release` removes the lock file while
+    still holding the lock; an opener waiting on the old file then finds it unlinked and tries again, so two holders are
+    impossible.
     """
 
     def __init__(self, folder: str) -> None:
@@ -162,47 +166,36 @@ class FolderLock:
         self.release()
 
 
-# Names of files a bundle (or a grid of bundles) is made of, and of the temporary files
-# atomic_write_text leaves only if it is killed between mkstemp and rename.
-# report.html: the page `wakelab report` writes into a bundle by default, made from its evidence.
+# Names of files a bundle (or a grid of bundles) is made of, and of the temporary files atomic_write_text leaves only if
+# it is killed between mkstemp and rename. report.html: the page `wakelab report` writes into a bundle by default, made
+# from its evidence.
 _EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT, "report.html")
 _SAMPLES_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.json\Z")
-# Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default:
-# made from the evidence a new run replaces, so they go with it.
+# Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default: made from the
+# evidence a new run replaces, so they go with it.
 EXPORT_DIR = "export"
 _EXPORT_NAME = re.compile(r"\A\.?[A-Za-z0-9][A-Za-z0-9_.-]*\.(csv|md|json)(\.[A-Za-z0-9_]+\.tmp)?\Z")
 _TEMP_NAME = re.compile(r"\A\.(summary\.json|summary\.txt|matrix\.json|matrix\.txt|[A-Za-z0-9][A-Za-z0-9_.-]*\.json)\.[A-Za-z0-9_]+\.tmp\Z")
 
 
-def _is_regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_file_or_link(path: str) -> bool:
-    """A regular file, or a symbolic link (removing a link never touches what it points to)."""
+def _is(path: str, *kinds: Callable[[int], bool]) -> bool:
+    """``path`` itself (a link not followed) is one of ``kinds`` (``stat.S_ISREG`` ...); False when it is not there."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:
         return False
-    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+    return any(kind(mode) for kind in kinds)
 
 
-def _is_real_dir(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
+# A regular file or a symbolic link is removed alike: removing a link never touches what it points to.
+_FILE_OR_LINK = (stat.S_ISREG, stat.S_ISLNK)
 
 
 def remove_unnamed_samples(folder: str) -> List[str]:
     """Remove the samples files that ``folder``'s summary.json does not name; the paths removed.
 
-    A run whose summary could not be written after an arm's samples were (a full disk) would
-    otherwise leave samples no arm of the bundle names.  Nothing is removed if summary.json
-    cannot be read.
+    A run whose summary could not be written after an arm's samples were (a full disk) would otherwise leave samples no
+    arm of the bundle names.  Nothing is removed if summary.json cannot be read.
     """
     try:
         with open(os.path.join(folder, SUMMARY_JSON), encoding="utf-8") as fh:
@@ -212,11 +205,11 @@ def remove_unnamed_samples(folder: str) -> List[str]:
         return []
     samples = os.path.join(folder, SAMPLES_DIR)
     removed: List[str] = []
-    if not _is_real_dir(samples):
+    if not _is(samples, stat.S_ISDIR):
         return removed
     for name in os.listdir(samples):
         path = os.path.join(samples, name)
-        if name not in named and _SAMPLES_NAME.match(name) and _is_file_or_link(path):
+        if name not in named and _SAMPLES_NAME.match(name) and _is(path, *_FILE_OR_LINK):
             try:
                 os.unlink(path)
                 removed.append(path)
@@ -228,14 +221,11 @@ def remove_unnamed_samples(folder: str) -> List[str]:
 def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
     """Remove the evidence an older bundle left in ``folder``; returns the paths removed.
 
-    Only what looks like wakelab evidence goes: ``summary.json``,
-    ``summary.txt``, ``matrix.json``, ``matrix.txt``, regular ``*.json``
-    files (or links) in ``samples/``, the files ``wakelab export`` writes by
-    default into ``export/`` and ``export/pyperf/`` (``*.csv``, ``*.md``,
-    ``*.json``: made from the old evidence), wakelab's own temporary files,
-    and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed.
-    Symbolic links are never followed (a ``samples`` link is removed, not
-    entered), and any other file is left alone.
+    Only what looks like wakelab evidence goes: ``summary.json``, ``summary.txt``, ``matrix.json``, ``matrix.txt``,
+    regular ``*.json`` files (or links) in ``samples/``, the files ``wakelab export`` writes by default into ``export/``
+    and ``export/pyperf/`` (``*.csv``, ``*.md``, ``*.json``: made from the old evidence), wakelab's own temporary files,
+    and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed. Symbolic links are never
+    followed (a ``samples`` link is removed, not entered), and any other file is left alone.
     """
     removed: List[str] = []
 
@@ -249,33 +239,33 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
         return removed
     for name in names:
         path = os.path.join(folder, name)
-        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is_regular(path):
+        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is(path, stat.S_ISREG):
             remove(path)
     samples = os.path.join(folder, SAMPLES_DIR)
     if os.path.islink(samples):
         remove(samples)
-    elif _is_real_dir(samples):
+    elif _is(samples, stat.S_ISDIR):
         for name in os.listdir(samples):
             path = os.path.join(samples, name)
-            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is_file_or_link(path):
+            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is(path, *_FILE_OR_LINK):
                 remove(path)
         _rmdir_if_empty(samples)
     export = os.path.join(folder, EXPORT_DIR)
-    if _is_real_dir(export):
+    if _is(export, stat.S_ISDIR):
         pyperf = os.path.join(export, "pyperf")
         for sub in (pyperf, export):
-            if not _is_real_dir(sub):
+            if not _is(sub, stat.S_ISDIR):
                 continue
             for name in os.listdir(sub):
                 path = os.path.join(sub, name)
-                if _EXPORT_NAME.match(name) and _is_file_or_link(path):
+                if _EXPORT_NAME.match(name) and _is(path, *_FILE_OR_LINK):
                     remove(path)
             _rmdir_if_empty(sub)
     cells = os.path.join(folder, CELLS_DIR)
-    if _depth == 0 and _is_real_dir(cells):
+    if _depth == 0 and _is(cells, stat.S_ISDIR):
         for name in os.listdir(cells):
             cell = os.path.join(cells, name)
-            if _is_real_dir(cell):
+            if _is(cell, stat.S_ISDIR):
                 removed += clear_bundle(cell, _depth + 1)
                 _rmdir_if_empty(cell)
         _rmdir_if_empty(cells)
@@ -330,8 +320,8 @@ def prepare_output_folder(folder: str) -> str:
 def create_unique_folder(parent: str, stem: str) -> str:
     """Create and return ``parent/stem`` or ``parent/stem-2``, ``-3`` ...
 
-    Never an existing folder, even with two runs starting in the same second:
-    ``os.mkdir`` either creates the folder or fails, atomically.
+    Never an existing folder, even with two runs starting in the same second: ``os.mkdir`` either creates the folder or
+    fails, atomically.
     """
     os.makedirs(parent, exist_ok=True)
     i = 1
@@ -354,3 +344,150 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
     }
     doc.update(raw_fields)
     return doc
+
+
+# --- reading records: one lenient reader driven by the records' fields ------------------------
+#
+# Every record of the evidence model is a frozen dataclass deriving from Record, and is read by read_record alone: each
+# field from the JSON value at its key (its name; or metadata "key", a dotted path into a nested section, "" for the
+# whole value), turned into the field's type.  A key that is absent gives the field's default (None without one); what
+# is there is read as leniently as evidence written by older or other wakelabs needs, never refused (the schema has done
+# that):
+#   Any, Optional[str], Optional[bool]   as stored
+#   bool / int / float / str             bool(v), int(v or 0), float(v or 0.0), str(v or "")
+#   Optional[int] / Optional[float]      None stays None, else int(v) / float(v)
+#   a record (Optional: None unless v is a mapping; an empty one too for EMPTY_IS_ABSENT)
+#   Tuple[X, ...]                        () unless a list; records: its mappings, each read; str: str(x)
+#   Mapping[str, X]                      {} unless a mapping; X Any: the mapping itself; else each value read
+# A field that needs more names a function of the stored value (metadata "read").
+
+R = TypeVar("R", bound="Record")
+_ABSENT = object()
+
+
+def json_meta(key: Optional[str] = None, read: Optional[Callable[[Any], object]] = None, omit_none: bool = False,
+              absent: object = _ABSENT) -> Dict[str, object]:
+    """A field's metadata for the reader: stored under ``key`` (a dotted path; ``""``: the whole value), read by
+    ``read`` if given (from ``absent`` where the key is absent: the field's default unless given), and left out of
+    :meth:`Record.to_dict` when None if ``omit_none``."""
+    meta = {"key": key, "read": read, "omit_none": omit_none or None, "absent": absent}
+    return {k: v for k, v in meta.items() if v is not None and v is not _ABSENT}
+
+
+def json_field(key: Optional[str] = None, read: Optional[Callable[[Any], object]] = None, omit_none: bool = False,
+               **kwargs: Any) -> Any:
+    """A field with a default and :func:`json_meta` (mypy takes any call but ``dataclasses.field`` for a default)."""
+    return dataclasses.field(metadata=json_meta(key, read, omit_none), **kwargs)
+
+
+class Record:
+    """A record of the evidence model, read from its JSON by :func:`read_record` and written back by :meth:`to_dict`."""
+
+    #: Read from an empty mapping, the record is none at all (a section a run did not record).
+    EMPTY_IS_ABSENT: ClassVar[bool] = False
+
+    @classmethod
+    def from_dict(cls: Type[R], value: object) -> R:
+        return read_record(cls, value)
+
+    @classmethod
+    def from_section(cls: Type[R], value: object) -> Optional[R]:
+        """The record, or None where ``value`` is not a mapping (or is an empty one and the record EMPTY_IS_ABSENT)."""
+        return read_record(cls, value) if isinstance(value, Mapping) and (value or not cls.EMPTY_IS_ABSENT) else None
+
+    def to_dict(self) -> Dict[str, object]:
+        """The record as its JSON stores it (each field at its key)."""
+        out: Dict[str, object] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if value is None and field.metadata.get("omit_none"):
+                continue
+            *path, last = field.metadata.get("key", field.name).split(".")
+            where = out
+            for part in path:
+                where = typing.cast(Dict[str, object], where.setdefault(part, {}))
+            where[last] = _plain(value)
+        return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _lookup(doc: object, path: str) -> object:
+    for part in path.split("."):
+        if not isinstance(doc, Mapping) or part not in doc:
+            return _ABSENT
+        doc = doc[part]
+    return doc
+
+
+def _is_record(tp: object) -> bool:
+    return isinstance(tp, type) and issubclass(tp, Record)
+
+
+def read_as(tp: Any, value: object) -> Any:
+    """``value`` read as type ``tp`` (see the table above)."""
+    if tp is Any or tp is object:
+        return value
+    if _is_record(tp):
+        return read_record(tp, value)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Union:
+        inner = next(arg for arg in args if arg is not type(None))
+        if _is_record(inner):
+            return inner.from_section(value)
+        if typing.get_origin(inner) is not None:  # Optional[Mapping[...]]
+            return read_as(inner, value) if isinstance(value, Mapping) else None
+        return value if value is None or inner not in (int, float) else inner(value)
+    if tp in (bool, int, float, str):
+        return tp(value) if tp is bool else tp(value or tp())
+    if origin is tuple:
+        item = args[0]
+        if not isinstance(value, (list, tuple)):
+            return ()
+        if _is_record(item):
+            return tuple(read_record(item, x) for x in value if isinstance(x, Mapping))
+        return tuple(value) if item is Any else tuple(str(x) if item is str else read_as(item, x) for x in value)
+    if not isinstance(value, Mapping):
+        return {}
+    if args[1] in (Any, object):
+        return value
+    nested = typing.get_origin(args[1]) is collections.abc.Mapping  # a mapping of mappings keeps only those
+    return {str(k): read_as(args[1], v) for k, v in value.items() if isinstance(v, Mapping) or not nested}
+
+
+def _default(field: "dataclasses.Field[object]") -> Callable[[], object]:
+    if field.default_factory is not dataclasses.MISSING and "absent" not in field.metadata:
+        return field.default_factory
+    value = field.metadata.get("absent", None if field.default is dataclasses.MISSING else field.default)
+    return lambda: value
+
+
+_Plan = Tuple[Tuple[str, str, Callable[[Any], object], Callable[[], object]], ...]
+_PLANS: Dict[type, _Plan] = {}
+
+
+def _fields(cls: type) -> _Plan:
+    if cls in _PLANS:
+        return _PLANS[cls]
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for field in dataclasses.fields(cls):
+        read = field.metadata.get("read") or functools.partial(read_as, hints[field.name])
+        plan.append((field.name, field.metadata.get("key", field.name), read, _default(field)))
+    _PLANS[cls] = tuple(plan)
+    return _PLANS[cls]
+
+
+def read_record(cls: Type[R], value: object) -> R:
+    """Record type ``cls`` read from its JSON ``value`` (a mapping; anything else reads as an empty one)."""
+    values = {}
+    for name, key, read, default in _fields(cls):
+        found = value if key == "" else _lookup(value, key)
+        values[name] = read(default() if found is _ABSENT else found)
+    return cls(**values)

@@ -8,22 +8,24 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
+from wakelab.evidence.bundle import Record, json_field, json_meta
 from wakelab.evidence.words import FREE_THREADED, gil_word
 
 
 @dataclasses.dataclass(frozen=True)
-class Interpreter:
-    """The interpreter that measured a run."""
+class Interpreter(Record):
+    """The interpreter that measured a run (read with display defaults: see :meth:`as_recorded`)."""
 
-    implementation: str
-    version: str
+    EMPTY_IS_ABSENT = True
+    implementation: str = dataclasses.field(metadata=json_meta(read=str, absent="Python"))
+    version: str = dataclasses.field(metadata=json_meta(read=str, absent="?"))
     executable: Optional[str] = None
     free_threaded_build: bool = False
     gil_enabled: Optional[bool] = None
     python_gil_env: Optional[str] = None
-    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in
-    #: evidence from before wakelab recorded it.
-    implementation_version: Optional[str] = None
+    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in evidence from before
+    #: wakelab recorded it.
+    implementation_version: Optional[str] = json_field(read=lambda value: None if value is None else str(value), default=None)
     #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
     build: Any = None
     compiler: Any = None
@@ -31,32 +33,14 @@ class Interpreter:
     #: A debug (``--with-pydebug``) build, as recorded (None: not recorded).
     debug_build: Any = None
     #: The record as stored, whole: what :meth:`as_recorded` reads.
-    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "Interpreter":
-        own = doc.get("implementation_version")
-        return cls(
-            implementation=str(doc.get("implementation", "Python")),
-            version=str(doc.get("version", "?")),
-            executable=doc.get("executable"),
-            free_threaded_build=bool(doc.get("free_threaded_build")),
-            gil_enabled=doc.get("gil_enabled"),
-            python_gil_env=doc.get("python_gil_env"),
-            implementation_version=None if own is None else str(own),
-            build=doc.get("build"),
-            compiler=doc.get("compiler"),
-            switch_interval_s=doc.get("switch_interval_s"),
-            debug_build=doc.get("debug_build"),
-            recorded=doc,
-        )
+    recorded: Mapping[str, object] = json_field("", default_factory=dict, repr=False, compare=False)
 
     def as_recorded(self, field: str) -> Any:
         """Field ``field`` as the evidence stored it, None where it does not say.
 
         For the readers that keep what was recorded (the history, compare's check that two runs had the same
-        interpreter) where the model reads with a display default (``implementation`` "Python", ``version``
-        "?", ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
+        interpreter) where the model reads with a display default (``implementation`` "Python", ``version`` "?",
+        ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
         """
         if field not in _FIELDS:
             raise KeyError(field)
@@ -84,9 +68,8 @@ class Interpreter:
     def label(self) -> str:
         """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter.
 
-        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and
-        ``CPython 3.13.5 free-threaded (GIL on)`` (PYTHON_GIL=1); ``(GIL off)``
-        on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
+        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and ``CPython 3.13.5 free-threaded (GIL on)``
+        (PYTHON_GIL=1); ``(GIL off)`` on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
         """
         text = self.name
         if self.free_threaded_build:

@@ -1,22 +1,17 @@
 """Loading and validating evidence (analysis side: uses jsonschema, imported lazily).
 
-Anything that is not a well-formed summary of a schema this wakelab knows --
-a missing file, a truncated one, wrong types, NaN, a number beyond float range
-(``1e400``), absurd nesting -- becomes an :class:`EvidenceError` with one line
+Anything that is not a well-formed summary of a schema this wakelab knows -- a missing file, a truncated one, wrong
+types, NaN, a number beyond float range (``1e400``), absurd nesting -- becomes an :class:`EvidenceError` with one line
 saying what and where.
 
-What is read, and how much.  A bundle is a folder someone else may have made,
-so every file is opened by :func:`read_evidence_file`, which reads only a
-regular file (never a FIFO, which would block, nor a device such as
-``/dev/zero``, which never ends), only inside the bundle's folder once every
-symlink is resolved (a ``samples/`` linked elsewhere is refused), and at most
-a fixed size: summary.json and matrix.json 32 MiB, a samples file 512 MiB
-(:data:`MAX_SUMMARY_BYTES`, :data:`MAX_MATRIX_BYTES`, :data:`MAX_SAMPLES_BYTES`).
-The type is checked with ``stat`` before the file is opened (opening some
-devices has effects of its own), and again with ``fstat`` on the descriptor,
-opened with ``O_NONBLOCK``, so a file swapped in between is caught without
-ever blocking; the size comes from that ``fstat`` and no more than the cap
-plus one byte is read.
+What is read, and how much.  A bundle is a folder someone else may have made, so every file is opened by
+:func:`read_evidence_file`, which reads only a regular file (never a FIFO, which would block, nor a device such as
+``/dev/zero``, which never ends), only inside the bundle's folder once every symlink is resolved (a ``samples/`` linked
+elsewhere is refused), and at most a fixed size: summary.json and matrix.json 32 MiB, a samples file 512 MiB
+(:data:`MAX_SUMMARY_BYTES`, :data:`MAX_MATRIX_BYTES`, :data:`MAX_SAMPLES_BYTES`). The type is checked with ``stat``
+before the file is opened (opening some devices has effects of its own), and again with ``fstat`` on the descriptor,
+opened with ``O_NONBLOCK``, so a file swapped in between is caught without ever blocking; the size comes from that
+``fstat`` and no more than the cap plus one byte is read.
 """
 
 from __future__ import annotations
@@ -30,7 +25,7 @@ import stat
 from typing import Any, Dict, List, Mapping, Tuple, Union
 
 from wakelab.errors import EvidenceError, one_line
-from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON
+from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON, read_as
 
 # A summary of a thousand arms is well under this; anything larger is not ours.
 MAX_SUMMARY_BYTES = 32 * 1024 * 1024
@@ -42,7 +37,7 @@ _MIB = 1024 * 1024
 _SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "summary.schema.json")
 
 
-def summary_schema() -> Dict[str, Any]:
+def summary_schema() -> Dict[str, object]:
     """The JSON Schema of summary.json (every field carries a description)."""
     with open(_SCHEMA_FILE, encoding="utf-8") as fh:
         return json.load(fh)
@@ -125,12 +120,10 @@ def _inside(path: str, folder: str) -> bool:
 def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Union[bytes, bytearray]:
     """The bytes of ``path``, a regular file inside ``folder``, at most ``max_bytes`` of them.
 
-    ``what`` names the file in messages ("a wakelab summary").  Raises
-    :class:`EvidenceError` for a missing file, anything but a regular file
-    (checked before opening and again on the open descriptor, which is opened
-    non-blocking), a path that leads outside ``folder`` once symlinks are
-    resolved, or a file larger than ``max_bytes``; it never blocks and never
-    reads more than ``max_bytes + 1`` bytes.
+    ``what`` names the file in messages ("a wakelab summary").  Raises :class:`EvidenceError` for a missing file,
+    anything but a regular file (checked before opening and again on the open descriptor, which is opened non-blocking),
+    a path that leads outside ``folder`` once symlinks are resolved, or a file larger than ``max_bytes``; it never
+    blocks and never reads more than ``max_bytes + 1`` bytes.
     """
     try:
         real = os.path.realpath(path)
@@ -156,8 +149,8 @@ def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Uni
         if opened.st_size > max_bytes:
             raise EvidenceError("%s is %d bytes, more than the %d MiB %s can be" % (
                 path, opened.st_size, max_bytes // _MIB, what))
-        # One buffer of the size fstat gave (plus one byte, to see a file that grew), filled in
-        # place: a large samples file is not copied again on its way in.
+        # One buffer of the size fstat gave (plus one byte, to see a file that grew), filled in place: a large samples
+        # file is not copied again on its way in.
         buffer = bytearray(opened.st_size + 1)
         view = memoryview(buffer)
         got = 0
@@ -186,11 +179,10 @@ def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Uni
 
 
 def resolve_summary_path(path: str) -> str:
-    """``path`` itself, or ``path/summary.json`` when it is a folder."""
     return os.path.join(path, SUMMARY_JSON) if os.path.isdir(path) else path
 
 
-def load_summary(path: str) -> Dict[str, Any]:
+def load_summary(path: str) -> Dict[str, object]:
     """Read and validate a summary.json (or the one in folder ``path``)."""
     target = resolve_summary_path(path)
     if not os.path.lexists(target):
@@ -210,7 +202,7 @@ def read_json(path: str, folder: str, max_bytes: int, what: str) -> Any:
     return parse_json(text, path)
 
 
-def _check_schema(doc: Any, schema: Mapping[str, Any], where: str, what: str) -> None:
+def _check_schema(doc: Any, schema: Mapping[str, object], where: str, what: str) -> None:
     """Raise :class:`EvidenceError` at the place ``doc`` breaks ``schema`` first (``what``: ``summary``, ``matrix``)."""
     import jsonschema
 
@@ -248,12 +240,11 @@ def validate_summary(doc: Any, where: str = "summary") -> None:
             )
 
 
-def load_samples(folder: str, entry: Dict[str, Any]) -> Dict[str, Any]:
+def load_samples(folder: str, entry: Dict[str, object]) -> Dict[str, object]:
     """The raw samples document of one arm of the bundle in ``folder``.
 
-    ``entry`` is the arm's entry in summary.json.  The document is checked
-    for what recomputing figures needs: the schema tag, the arm name, and
-    lists of non-negative integers where samples or round times should be.
+    ``entry`` is the arm's entry in summary.json.  The document is checked for what recomputing figures needs: the
+    schema tag, the arm name, and lists of non-negative integers where samples or round times should be.
     """
     relative = entry.get("samples_file")
     if not isinstance(relative, str) or not relative:
@@ -294,8 +285,8 @@ _MATRIX_SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "matrix.schema.jso
 def is_grid_folder(path: str) -> bool:
     """True for the folder of a grid run (matrix.json and no summary.json of its own).
 
-    A matrix.json that is not a regular file still makes a grid folder, so that
-    :func:`load_matrix` says what is wrong with it.
+    A matrix.json that is not a regular file still makes a grid folder, so that :func:`load_matrix` says what is wrong
+    with it.
     """
     return (
         os.path.isdir(path)
@@ -304,7 +295,7 @@ def is_grid_folder(path: str) -> bool:
     )
 
 
-def load_matrix(folder: str) -> Dict[str, Any]:
+def load_matrix(folder: str) -> Dict[str, object]:
     """Read and validate the matrix.json of the grid in ``folder``."""
     target = os.path.join(folder, MATRIX_JSON)
     doc = read_json(target, folder, MAX_MATRIX_BYTES, "a wakelab matrix")
@@ -318,11 +309,10 @@ def load_matrix(folder: str) -> Dict[str, Any]:
 
 # --- grids: which cells a grid folder holds ---------------------------------------------------
 #
-# Every reader of a grid (report, export, history add/import) goes through load_grid_index, so a
-# grid is judged one way: matrix.json validated, each cell's folder inside the grid, a cell that
-# never ran (status "pending", no summary.json) told apart from one whose evidence is gone (the
-# matrix says it ran, its summary.json is not there), and a folder that has cells/ but lost its
-# matrix.json named as such rather than taken for a broken run.
+# Every reader of a grid (report, export, history add/import) goes through load_grid_index, so a grid is judged one way:
+# matrix.json validated, each cell's folder inside the grid, a cell that never ran (status "pending", no summary.json)
+# told apart from one whose evidence is gone (the matrix says it ran, its summary.json is not there), and a folder that
+# has cells/ but lost its matrix.json named as such rather than taken for a broken run.
 
 CELLS_DIR = "cells"
 CELL_PENDING = "pending"
@@ -332,16 +322,14 @@ CELL_PENDING = "pending"
 class GridCellIndex:
     """One cell of a grid as its matrix.json lists it.
 
-    ``folder`` is the cell's bundle folder (the grid folder joined with
-    ``relative``, matrix.json's ``cells/<label>``); ``status`` is matrix.json's
-    (pending / running / done); ``has_evidence`` says whether its summary.json
-    is there.
+    ``folder`` is the cell's bundle folder (the grid folder joined with ``relative``, matrix.json's ``cells/<label>``);
+    ``status`` is matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
     """
 
     label: str
     folder: str
     relative: str
-    dimensions: Mapping[str, Any]
+    dimensions: Mapping[str, object]
     status: str
     has_evidence: bool
 
@@ -351,7 +339,7 @@ class GridIndex:
     """A grid folder's validated matrix.json and its cells, in the matrix's order."""
 
     folder: str
-    matrix: Mapping[str, Any]
+    matrix: Mapping[str, object]
     cells: Tuple[GridCellIndex, ...]
 
     @property
@@ -394,13 +382,11 @@ def orphan_cells_error(path: str) -> EvidenceError:
 def load_grid_index(folder: str) -> GridIndex:
     """Read a grid folder's matrix.json and find each cell's bundle, refusing what is not a whole grid.
 
-    Raises :class:`EvidenceError` (one line) for an invalid matrix.json, a
-    cell listed twice, a cell folder that leads outside the grid once
-    symlinks are resolved, a cell whose evidence is missing although
-    matrix.json says it ran (status running or done), and a grid none of
-    whose cells has evidence.  A cell that never ran (pending, no
-    summary.json) is kept with ``has_evidence`` false: readers note it and go on.
-    Does not read the cells' summaries (see :class:`wakelab.evidence.model.Bundle`).
+    Raises :class:`EvidenceError` (one line) for an invalid matrix.json, a cell listed twice, a cell folder that leads
+    outside the grid once symlinks are resolved, a cell whose evidence is missing although matrix.json says it ran
+    (status running or done), and a grid none of whose cells has evidence.  A cell that never ran (pending, no
+    summary.json) is kept with ``has_evidence`` false: readers note it and go on. Does not read the cells' summaries
+    (see :class:`wakelab.evidence.model.Bundle`).
     """
     matrix = load_matrix(folder)
     where = os.path.join(folder, MATRIX_JSON)
@@ -408,7 +394,7 @@ def load_grid_index(folder: str) -> GridIndex:
     labels: Dict[str, str] = {}
     folders: Dict[str, str] = {}
     cells: List[GridCellIndex] = []
-    for entry in matrix.get("cells") or ():
+    for entry in read_as(Tuple[Mapping[str, object], ...], matrix.get("cells")):
         label, relative = str(entry["label"]), str(entry["folder"])
         if label in labels:
             raise EvidenceError("%s lists cell %s more than once" % (where, label))
@@ -434,3 +420,4 @@ def load_grid_index(folder: str) -> GridIndex:
     if not any(c.has_evidence for c in cells):
         raise EvidenceError("%s: no cell of this grid has evidence yet (it stopped before its first cell)" % folder)
     return GridIndex(folder=folder, matrix=matrix, cells=tuple(cells))
+

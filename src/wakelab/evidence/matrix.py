@@ -1,24 +1,23 @@
 """A grid's matrix document (matrix.json, or the one a grid run holds in memory) as typed records.
 
-Read once by :meth:`MatrixDoc.from_dict`: the lab, the cells and, per arm, each
-cell's row as an :class:`~wakelab.evidence.model.ArmRecord` (its figures,
-status and C floor, named after the arm).  Anything in a row's figures that
-is not a number is left out (matrix.json's schema lets a figure be a string).
-The comparisons of the cells are :mod:`wakelab.analysis.matrix`'s; the labs'
-own verdicts over them (the GIL and realtime A/Bs) :mod:`wakelab.analysis.lab_ab`'s.
+Read once by :meth:`MatrixDoc.from_dict` (:func:`~wakelab.evidence.load.read_record`): the lab, the cells and, per arm,
+each cell's row as an :class:`~wakelab.evidence.model.ArmRecord` (its figures, status and C floor, named after the arm).
+Anything in a row's figures that is not a number is left out (matrix.json's schema lets a figure be a string). The
+comparisons of the cells are :mod:`wakelab.analysis.matrix`'s; the labs' own verdicts over them (the GIL and realtime
+A/Bs) :mod:`wakelab.analysis.lab_ab`'s.
 
-The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same
-records: a cell from its run's summary (:meth:`MatrixCell.of`), a row from the
-arm's entry there (:meth:`MatrixEntry.of`), each stored by ``to_dict``.
+The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same records: a cell from its run's summary
+(:meth:`MatrixCell.of`), a row from the arm's entry there (:meth:`MatrixEntry.of`), each stored by ``to_dict``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+import typing
+from typing import Dict, Mapping, Optional, Tuple
 
-from wakelab.evidence.bundle import CELLS_DIR
+from wakelab.evidence.bundle import CELLS_DIR, Record, json_field, json_meta, read_as
 from wakelab.evidence.model import ArmRecord, Interpreter
 
 # Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).
@@ -34,7 +33,7 @@ def interpreter_role(interp: Optional[Interpreter]) -> Optional[str]:
     return GIL_BUILD
 
 
-def _numbers(figures: object) -> Optional[Dict[str, Any]]:
+def _numbers(figures: object) -> Optional[Dict[str, object]]:
     """The numbers of a figures object (and its ``omitted``); None for no figures at all."""
     if not isinstance(figures, Mapping) or not figures:
         return None
@@ -43,28 +42,22 @@ def _numbers(figures: object) -> Optional[Dict[str, Any]]:
 
 
 @dataclasses.dataclass(frozen=True)
-class MatrixCell:
+class MatrixCell(Record):
     """One cell as the matrix lists it: label, its value of each dimension, interpreter, status and whether it completed.
 
     ``interpreter`` is None for a cell whose run has not recorded one (not started).
     """
 
-    label: str
-    dimensions: Mapping[str, Any]
+    label: str = dataclasses.field(metadata=json_meta(read=str))
+    dimensions: Mapping[str, object]
     interpreter: Optional[Interpreter]
-    status: str
+    status: str = dataclasses.field(metadata=json_meta(read=str))
     complete: bool
 
     @classmethod
-    def of(cls, label: str, dimensions: Mapping[str, Any], status: str, complete: bool, interpreter: object) -> "MatrixCell":
+    def of(cls, label: str, dimensions: Mapping[str, object], status: str, complete: bool, interpreter: object) -> "MatrixCell":
         """The cell from its parts, ``interpreter`` as its run's summary records it (None, or empty: none)."""
-        return cls(label, dict(dimensions), Interpreter.from_dict(interpreter) if isinstance(interpreter, Mapping) and interpreter else None,
-                   status, complete)
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixCell":
-        return cls.of(str(doc.get("label")), doc.get("dimensions") or {}, str(doc.get("status")), bool(doc.get("complete")),
-                      doc.get("interpreter"))
+        return cls.from_dict(dict(label=label, dimensions=dict(dimensions), status=status, complete=complete, interpreter=interpreter))
 
     def to_dict(self) -> Dict[str, object]:
         """The cell as matrix.json stores it (its bundle's folder relative to the grid's, the interpreter as recorded)."""
@@ -84,7 +77,7 @@ class MatrixCell:
     @property
     def cpu_threads(self) -> int:
         """The busy Python threads the cell ran beside its arms (0 where it does not say)."""
-        return int(self.dimensions.get("cpu_threads") or 0)
+        return read_as(int, self.dimensions.get("cpu_threads"))
 
     @property
     def role(self) -> Optional[str]:
@@ -113,22 +106,22 @@ class MatrixEntry:
     cell: str
     arm: ArmRecord
     spread: Optional[float]
-    row: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    row: Mapping[str, object] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, cell: str, entry: Optional[Mapping[str, Any]]) -> "MatrixEntry":
+    def of(cls, name: str, cell: str, entry: Optional[Mapping[str, object]]) -> "MatrixEntry":
         """Arm ``name``'s row in cell ``cell`` from its ``entry`` in the cell's summary (None: the cell has not reached it)."""
-        row: Dict[str, Any] = {"cell": cell, "status": "pending" if entry is None else str(entry["status"])}
+        row: Dict[str, object] = {"cell": cell, "status": "pending" if entry is None else str(entry["status"])}
         row.update((key, None if entry is None else entry.get(key)) for key in ROW_FIELDS)
         return cls.from_dict(name, row)
 
     @classmethod
-    def from_dict(cls, name: str, row: Mapping[str, Any]) -> "MatrixEntry":
+    def from_dict(cls, name: str, row: Mapping[str, object]) -> "MatrixEntry":
         arm = ArmRecord.from_dict(dict(row, name=name, latency=_numbers(row.get("latency")), rate=_numbers(row.get("rate"))))
-        return cls(str(row.get("cell")), arm, (_numbers(row.get("spread")) or {}).get("max_over_min") or None, row)
+        spread = (_numbers(row.get("spread")) or {}).get("max_over_min") or None
+        return cls(str(row.get("cell")), arm, typing.cast(Optional[float], spread), row)
 
-    def to_dict(self) -> Dict[str, Any]:
-        """The row as matrix.json stores it."""
+    def to_dict(self) -> Dict[str, object]:
         return dict(self.row)
 
     @property
@@ -149,55 +142,51 @@ class MatrixEntry:
         return {key: figure(key) for key in AB_FIGURES}
 
 
+def _texts(value: object) -> Tuple[str, ...]:
+    return tuple(str(text) for text in value or ())  # type: ignore[attr-defined]
+
+
 @dataclasses.dataclass(frozen=True)
-class VerdictTable:
+class VerdictTable(Record):
     title: str
-    header: Tuple[str, ...]
-    rows: Tuple[Tuple[str, ...], ...]
+    header: Tuple[str, ...] = dataclasses.field(metadata=json_meta(read=_texts))
+    rows: Tuple[Tuple[str, ...], ...] = dataclasses.field(metadata=json_meta(read=lambda rows: tuple(_texts(row) for row in rows)))
 
 
 @dataclasses.dataclass(frozen=True)
-class MatrixVerdict:
+class MatrixVerdict(Record):
     """The lab's own tables and sentences over the cells (the free-threading lab's GIL A/B), as its analysis gave them."""
 
-    title: str
-    tables: Tuple[VerdictTable, ...]
-    sentences: Tuple[str, ...]
+    title: str = dataclasses.field(metadata=json_meta(read=lambda title: str(title or "VERDICT")))
+    #: The tables that have rows.
+    tables: Tuple[VerdictTable, ...] = dataclasses.field(metadata=json_meta(read=lambda tables: tuple(
+        VerdictTable.from_dict(t) for t in tables or () if isinstance(t, Mapping) and t.get("rows"))))
+    sentences: Tuple[str, ...] = dataclasses.field(metadata=json_meta(read=_texts))
 
-    @classmethod
-    def from_dict(cls, doc: object) -> Optional["MatrixVerdict"]:
-        if not isinstance(doc, Mapping):
-            return None
-        tables = tuple(
-            VerdictTable(str(t.get("title") or ""), tuple(str(h) for h in t.get("header") or ()),
-                         tuple(tuple(str(c) for c in row) for row in t["rows"]))
-            for t in doc.get("tables") or () if isinstance(t, Mapping) and t.get("rows")
-        )
-        return cls(str(doc.get("title") or "VERDICT"), tables, tuple(str(s) for s in doc.get("sentences") or ()))
+
+def _arms(arms: object) -> Tuple[Tuple[str, Tuple[MatrixEntry, ...]], ...]:
+    named = ((str(arm.get("name")), arm.get("rows")) for arm in arms or () if isinstance(arm, Mapping))  # type: ignore[attr-defined]
+    return tuple((name, tuple(MatrixEntry.from_dict(name, row) for row in rows or ())) for name, rows in named)
+
+
+def _title(lab: object) -> str:
+    lab = lab if isinstance(lab, Mapping) else {}
+    return str(lab.get("title") or lab.get("id"))
 
 
 @dataclasses.dataclass(frozen=True)
-class MatrixDoc:
+class MatrixDoc(Record):
     """A matrix document: the lab's title, when the grid started, whether it completed, its cells, each arm's rows, the verdict."""
 
-    title: str
-    started_utc: Any
+    title: str = dataclasses.field(metadata=json_meta("lab", _title))
+    started_utc: object
     complete: bool
     cells: Tuple[MatrixCell, ...]
     #: Per arm, in run order: its name and its entry in each cell, in cell order.
-    arms: Tuple[Tuple[str, Tuple[MatrixEntry, ...]], ...]
+    arms: Tuple[Tuple[str, Tuple[MatrixEntry, ...]], ...] = dataclasses.field(metadata=json_meta(read=_arms))
     verdict: Optional[MatrixVerdict]
     #: The command line that started the grid (empty: not recorded).
-    command: Tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "MatrixDoc":
-        lab = doc.get("lab") or {}
-        arms = tuple((str(arm.get("name")), tuple(MatrixEntry.from_dict(str(arm.get("name")), row) for row in arm.get("rows") or ()))
-                     for arm in doc.get("arms") or ())
-        return cls(str(lab.get("title") or lab.get("id")), doc.get("started_utc"), bool(doc.get("complete")),
-                   tuple(MatrixCell.from_dict(c) for c in doc.get("cells") or ()), arms, MatrixVerdict.from_dict(doc.get("verdict")),
-                   tuple(str(word) for word in doc.get("command") or ()))
+    command: Tuple[str, ...] = json_field(read=_texts, default=())
 
 
 __all__ = ["AB_FIGURES", "FORCED_GIL", "GIL_BUILD", "NO_GIL", "ROW_FIELDS", "MatrixCell", "MatrixDoc", "MatrixEntry", "MatrixVerdict",

@@ -1,21 +1,20 @@
 """The typed evidence model: one bundle as every reader sees it.
 
-``summary.json`` (its JSON Schema, ``summary.schema.json``, is the contract)
-is loaded, validated and turned into a :class:`Bundle` here, once; ``compare``,
-``report``, ``export`` and ``history`` read a :class:`Bundle` and its typed
-records (:class:`ArmRecord`, :class:`LatencyFigures`, :class:`RateFigures`,
-:class:`Interpreter`) instead of walking the JSON themselves.  The validated
-document stays available as :attr:`Bundle.summary` for the renderers that lay
-out every field (the JSON export, the honesty block), and a bundle dumps
-itself back to the same text the runner wrote (:meth:`Bundle.dumps`).
+``summary.json`` (its JSON Schema, ``summary.schema.json``, is the contract) is loaded, validated and turned into a
+:class:`Bundle` here, once; ``compare``, ``report``, ``export`` and ``history`` read a :class:`Bundle` and its typed
+records (:class:`ArmRecord`, :class:`LatencyFigures`, :class:`RateFigures`, :class:`Interpreter`) instead of walking the
+JSON themselves.  The validated document stays available as :attr:`Bundle.summary` for the renderers that lay out every
+field (the JSON export, the honesty block), and a bundle dumps itself back to the same text the runner wrote
+(:meth:`Bundle.dumps`).
 
 Records are frozen: reading evidence never changes it.
 
-The records live in the package's modules, each importing only those before it (tests/test_layers.py):
-:mod:`~wakelab.evidence.words` and :mod:`~wakelab.evidence.sections` (the run-wide sections),
+The records live in the package's modules, each importing only those before it (tests/test_layers.py), and are read
+by one reader (:func:`wakelab.evidence.bundle.read_record`): :mod:`~wakelab.evidence.words` and
+:mod:`~wakelab.evidence.sections` (the run-wide sections),
 :mod:`~wakelab.evidence.figures` (an arm's figures and spreads), :mod:`~wakelab.evidence.warnings`,
-:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file);
-this module holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
+:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file); this module
+holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
 """
 
 from __future__ import annotations
@@ -24,45 +23,71 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Generic, Mapping, Optional, Tuple, Type, TypeVar
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
 from wakelab.evidence.arms import ArmOrigin, ArmRecord, ArmSamples, RawKept, SamplesFile, WorkerRecord
 from wakelab.evidence.figures import (
-    LATENCY,
-    PERCENTILE_KEYS,
-    RATE,
-    CpuSide,
-    CpuSplit,
-    LatencyFigures,
-    MedianSpread,
-    RateFigures,
-    RepetitionSpread,
-    TraceFigures,
-    TraceHolder,
-    _mapping,
+    LATENCY, PERCENTILE_KEYS, RATE, CpuSide, CpuSplit, LatencyFigures, MedianSpread, RateFigures, RepetitionSpread,
+    TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
+from wakelab.evidence.bundle import R, Record, json_field, read_as
 from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
 
-# How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without
-# ``execution.repeat`` measured once.
+# How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without ``execution.repeat``
+# measured once.
 DEFAULT_REPEAT = 5
+T = TypeVar("T")
 
 
-def _plain_number(value: float) -> str:
-    return ("%d" % value) if float(value).is_integer() else ("%.1f" % value)
+def _section(record: Type[R], key: Optional[str]) -> "functools.cached_property[R]":
+    """Section ``key`` of the summary (None: the summary itself) as its typed record, read once."""
+    return functools.cached_property(lambda bundle: record.from_dict(bundle.summary if key is None else bundle.summary.get(key)))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFacts(Record):
+    """summary.json's own facts about the run (a :class:`Bundle` hands each out as its own attribute)."""
+
+    lab_id: str = json_field("lab.id", default="")
+    tool_version: Any = json_field("tool.version", default=None)
+    hostname: str = json_field("machine.hostname", default="")
+    started_utc: str = ""
+    #: When the run ended, as recorded (None while it runs, or for one killed).
+    finished_utc: Any = None
+    wall_s: Any = None
+    #: The user's note on the run (``--note``), None without one.
+    note: Any = None
+    #: The command line that made the run, as recorded (empty: none recorded).
+    command: Tuple[str, ...] = ()
+    #: As stored (a reader that asks for another fact is never refused for caveats that are not a list).
+    caveats: Tuple[str, ...] = json_field(read=lambda caveats: tuple(caveats) if isinstance(caveats, (list, tuple)) else (), default=())
+    #: The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none).
+    run_id: Optional[str] = json_field(read=lambda run_id: run_id if isinstance(run_id, str) and run_id else None, default=None)
+    complete: bool = False
+    interrupted: bool = False
+
+
+class _Fact(Generic[T]):
+    """An attribute of :class:`Bundle` read from its :class:`RunFacts`."""
+
+    def __init__(self, read: Callable[[RunFacts], T]) -> None:
+        self.read = read
+
+    def __get__(self, bundle: "Bundle", owner: object) -> T:
+        return self.read(bundle.facts)
 
 
 @dataclasses.dataclass(frozen=True)
 class Bundle:
     """One validated evidence bundle: where it is, its summary, and typed views of it.
 
-    ``source`` is the path as the user gave it, ``folder`` the bundle's folder
-    (samples files are relative to it), ``label`` how readers name it.
+    ``source`` is the path as the user gave it, ``folder`` the bundle's folder (samples files are relative to it),
+    ``label`` how readers name it.
     """
 
     source: str
@@ -74,9 +99,8 @@ class Bundle:
     def load(cls, path: str, label: str = "", grid_hint: str = "use its cells") -> "Bundle":
         """Load and validate the bundle at ``path`` (its folder or its summary.json).
 
-        Raises :class:`~wakelab.errors.EvidenceError` with one line for
-        anything that is not a valid bundle: a grid folder (say which cells to
-        use), a missing or corrupt summary, an arm listed twice.
+        Raises :class:`~wakelab.errors.EvidenceError` with one line for anything that is not a valid bundle: a grid
+        folder (say which cells to use), a missing or corrupt summary, an arm listed twice.
         """
         from wakelab.evidence.load import load_summary, resolve_summary_path
 
@@ -88,7 +112,7 @@ class Bundle:
                 shown += ", ... (%d in all)" % len(names)
             raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, shown))
         summary = load_summary(path)
-        names = [str(a.get("name")) for a in summary.get("arms", [])]
+        names = [str(a.get("name")) for a in read_as(Tuple[Mapping[str, object], ...], summary.get("arms"))]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise EvidenceError("%s lists arm %s more than once" % (resolve_summary_path(path), duplicates[0]))
@@ -102,123 +126,56 @@ class Bundle:
         """The bundle folder's own name (``lab135-20261001T060000Z``)."""
         return os.path.basename(os.path.abspath(self.folder))
 
-    @property
-    def interpreter(self) -> Interpreter:
-        return Interpreter.from_dict(self.summary.get("interpreter") or {})
+    # -- the run's own facts and its run-wide sections, each read once ----------------
+    facts = _section(RunFacts, None)
+    lab_id = _Fact(lambda facts: facts.lab_id)
+    tool_version = _Fact(lambda facts: facts.tool_version)
+    hostname = _Fact(lambda facts: facts.hostname)
+    started_utc = _Fact(lambda facts: facts.started_utc)
+    finished_utc = _Fact(lambda facts: facts.finished_utc)
+    wall_s = _Fact(lambda facts: facts.wall_s)
+    note = _Fact(lambda facts: facts.note)
+    command = _Fact(lambda facts: facts.command)
+    caveats = _Fact(lambda facts: facts.caveats)
+    run_id = _Fact(lambda facts: facts.run_id)
+    complete = _Fact(lambda facts: facts.complete)
+    interrupted = _Fact(lambda facts: facts.interrupted)
+    interpreter = _section(Interpreter, "interpreter")
+    lab = _section(LabInfo, "lab")
+    parameters = _section(Parameters, "parameters")
+    conditions = _section(Conditions, "conditions")
+    execution = _section(Execution, "execution")
+    machine = _section(Machine, "machine")
+    timer = _section(Timer, "timer")
+    system = _section(System, "system")
+    tracing = _section(Tracing, "tracing")
 
-    @property
-    def lab_id(self) -> str:
-        return str((self.summary.get("lab") or {}).get("id") or "")
+    @functools.cached_property
+    def soak(self) -> Optional[Soak]:
+        return Soak.from_section(self.summary.get("soak"))
 
     @property
     def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
         """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
-        comparisons = _mapping(self.summary.get("lab")).get("comparisons") or ()
+        lab = self.summary.get("lab")
+        comparisons = (lab.get("comparisons") if isinstance(lab, Mapping) else None) or ()
         return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
 
-    # -- the run-wide sections, each parsed once -------------------------------------------
-
-    @functools.cached_property
-    def lab(self) -> LabInfo:
-        return LabInfo.from_dict(self.summary.get("lab"))
-
-    @functools.cached_property
-    def parameters(self) -> Parameters:
-        return Parameters.from_dict(self.summary.get("parameters"))
-
-    @functools.cached_property
-    def conditions(self) -> Conditions:
-        return Conditions.from_dict(self.summary.get("conditions"))
-
-    @functools.cached_property
-    def execution(self) -> Execution:
-        return Execution.from_dict(self.summary.get("execution"))
-
-    @functools.cached_property
-    def machine(self) -> Machine:
-        return Machine.from_dict(self.summary.get("machine"))
-
-    @functools.cached_property
-    def timer(self) -> Timer:
-        return Timer.from_dict(self.summary.get("timer"))
-
-    @functools.cached_property
-    def system(self) -> System:
-        return System.from_dict(self.summary.get("system"))
-
-    @functools.cached_property
-    def tracing(self) -> Tracing:
-        return Tracing.from_dict(self.summary.get("tracing"))
-
-    @functools.cached_property
-    def soak(self) -> Optional[Soak]:
-        return Soak.from_dict(self.summary.get("soak"))
-
-    @property
-    def tool_version(self) -> Any:
-        return (self.summary.get("tool") or {}).get("version")
-
-    @property
-    def wall_s(self) -> Any:
-        return self.summary.get("wall_s")
-
-    @property
-    def note(self) -> Any:
-        """The user's note on the run (``--note``), None without one."""
-        return self.summary.get("note")
-
-    @property
-    def command(self) -> Tuple[str, ...]:
-        """The command line that made the run, as recorded (empty: none recorded)."""
-        command = self.summary.get("command")
-        return tuple(str(c) for c in command) if isinstance(command, list) else ()
-
-    def recorded(self, section: str) -> Mapping[str, Any]:
+    def recorded(self, section: str) -> Mapping[str, object]:
         """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
         value = self.summary.get(section)
         return value if isinstance(value, Mapping) else {}
 
     @property
-    def caveats(self) -> Tuple[str, ...]:
-        return tuple(self.summary.get("caveats") or ())
-
-    @property
-    def started_utc(self) -> str:
-        return str(self.summary.get("started_utc") or "")
-
-    @property
-    def finished_utc(self) -> Any:
-        """When the run ended, as recorded (None while it runs, or for one killed)."""
-        return self.summary.get("finished_utc")
-
-    @property
-    def run_id(self) -> Optional[str]:
-        """The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none)."""
-        run_id = self.summary.get("run_id")
-        return run_id if isinstance(run_id, str) and run_id else None
-
-    @property
-    def hostname(self) -> str:
-        return str((self.summary.get("machine") or {}).get("hostname") or "")
-
-    @property
-    def complete(self) -> bool:
-        return bool(self.summary.get("complete"))
-
-    @property
-    def interrupted(self) -> bool:
-        return bool(self.summary.get("interrupted"))
-
-    @property
     def run_state(self) -> RunState:
         """How far the run got (complete, interrupted, cut short, in progress)."""
-        return run_state(self.summary.get("complete"), self.summary.get("interrupted"), self.finished_utc)
+        return run_state(self.complete, self.interrupted, self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
         """summary.json's measurement-quality warnings and notes, as records, in their order."""
         return tuple(WarningRecord.from_json(w) for w in self.summary.get("warnings") or ())
 
-    def arm_entries(self) -> Tuple[Mapping[str, Any], ...]:
+    def arm_entries(self) -> Tuple[Mapping[str, object], ...]:
         """The arms' raw entries, in run order (summary.json keeps run order)."""
         return tuple(self.summary.get("arms") or ())
 
@@ -233,8 +190,7 @@ class Bundle:
     def arms_by_name(self) -> Dict[str, ArmRecord]:
         return {arm.name: arm for arm in self.arms()}
 
-    def entries_by_name(self) -> Dict[str, Mapping[str, Any]]:
-        """The arms' raw entries by name."""
+    def entries_by_name(self) -> Dict[str, Mapping[str, object]]:
         return {str(entry["name"]): entry for entry in self.arm_entries()}
 
     def describe(self) -> str:
@@ -244,7 +200,7 @@ class Bundle:
 
     # -- samples ----------------------------------------------------------------------
 
-    def samples_doc(self, entry: Mapping[str, Any]) -> Dict[str, Any]:
+    def samples_doc(self, entry: Mapping[str, object]) -> Dict[str, Any]:
         """The raw samples document of arm ``entry`` (EvidenceError when unusable)."""
         from wakelab.evidence.load import load_samples
 
@@ -257,9 +213,8 @@ class Bundle:
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes of a measured latency arm, every one, checked against the summary's n.
 
-        For readers that need every wake (the raw-samples CSV): a soak past
-        its raw-sample cap is refused (EvidenceError, one line); readers that
-        can work on the kept samples call :meth:`kept_latency_samples`.
+        For readers that need every wake (the raw-samples CSV): a soak past its raw-sample cap is refused
+        (EvidenceError, one line); readers that can work on the kept samples call :meth:`kept_latency_samples`.
         """
         samples = self.kept_latency_samples(arm)
         if not samples.every_wake:
@@ -271,25 +226,22 @@ class Bundle:
     def kept_latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes a measured latency arm's samples file keeps: every one, or a soak's first whole chunks.
 
-        Checked against the summary: every wake (n), or, for a soak past its
-        raw-sample cap, the kept chunks lining up with the arm's worker
-        records (:meth:`raw_kept`) and a histogram that holds all n wakes.
-        ``kept``/``total``/``every_wake`` on the result say which.  Raises
-        :class:`~wakelab.errors.EvidenceError` (one line) otherwise.
+        Checked against the summary: every wake (n), or, for a soak past its raw-sample cap, the kept chunks lining up
+        with the arm's worker records (:meth:`raw_kept`) and a histogram that holds all n wakes.
+        ``kept``/``total``/``every_wake`` on the result say which.  Raises :class:`~wakelab.errors.EvidenceError` (one
+        line) otherwise.
         """
-        doc = self.samples_doc(arm.entry)
-        if doc.get("kind") != LATENCY:
+        stored = self.samples_file(arm)
+        if stored.kind != LATENCY:
             raise EvidenceError("%s: arm %s: the samples file holds %s samples, the summary says latency" % (
-                self.source, arm.name, doc.get("kind")))
-        values = tuple(doc.get("samples_ns") or ())
+                self.source, arm.name, stored.kind))
+        values = tuple(stored.samples_ns)
         expected = arm.latency.n if arm.latency is not None else None
         kept = self.raw_kept(arm.entry, values)
         if kept is None:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
                 os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
-        histogram = doc.get("histogram")
-        if not isinstance(histogram, Mapping):
-            histogram = None
+        histogram = stored.histogram
         if not kept.every_wake:
             recorded = histogram.get("total") if histogram is not None else None
             if recorded != kept.total:
@@ -297,21 +249,18 @@ class Bundle:
                 raise EvidenceError("%s: arm %s is a soak past its raw-sample cap, but its samples file %s where "
                                     "summary.json says n = %d: the bundle was edited or mixed" % (
                                         self.source, arm.name, where, kept.total))
-        components = {str(k): tuple(v) for k, v in sorted((doc.get("components_ns") or {}).items())}
+        components = {str(k): tuple(v) for k, v in sorted(stored.components_ns.items())}
         return ArmSamples(values, components, kept.total, histogram)
 
-    def raw_kept(self, entry: Mapping[str, Any], values: Any) -> Optional[RawKept]:
+    def raw_kept(self, entry: Mapping[str, object], values: Any) -> Optional[RawKept]:
         """How many of arm ``entry``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
 
-        Every wake when ``len(values)`` is the summary's n.  A soak past its
-        raw-sample cap (``summary["soak"]["raw_kept"] == len(values) < n``)
-        keeps whole chunks, one worker record each: the records' ``n`` must
-        add up to the kept samples, there must be as many as the soak's
-        ``raw_kept_slices``, and each record's ``p50_ns`` must be the type-7
-        median of its chunk's samples, so that each worker record is one unit
-        of the kept samples; EvidenceError (one line) when they do not line
-        up.  None for any other disagreement with n (the caller words it).
-        ``values`` may be a tuple of ints or a numpy array.
+        Every wake when ``len(values)`` is the summary's n.  A soak past its raw-sample cap
+        (``summary["soak"]["raw_kept"] == len(values) < n``) keeps whole chunks, one worker record each: the records'
+        ``n`` must add up to the kept samples, there must be as many as the soak's ``raw_kept_slices``, and each
+        record's ``p50_ns`` must be the type-7 median of its chunk's samples, so that each worker record is one unit of
+        the kept samples; EvidenceError (one line) when they do not line up.  None for any other disagreement with n
+        (the caller words it). ``values`` may be a tuple of ints or a numpy array.
         """
         name = entry.get("name")
         latency = entry.get("latency") if isinstance(entry.get("latency"), Mapping) else {}
@@ -348,7 +297,7 @@ class Bundle:
             median = float(percentile(sorted(as_list() if as_list is not None else chunk), 50.0))
             if not isinstance(claimed, (int, float)) or not math.isclose(median, float(claimed), rel_tol=1e-9, abs_tol=1e-6):
                 raise EvidenceError(refuse % ("chunk %d's median is %s ns, its worker record says p50 %s ns"
-                                              % (index + 1, _plain_number(median), claimed)))
+                                              % (index + 1, ("%d" if median.is_integer() else "%.1f") % median, claimed)))
         return RawKept(count, total, len(workers))
 
     # -- dumping ----------------------------------------------------------------------
@@ -363,12 +312,12 @@ class Bundle:
 class GridCell:
     """One cell of a grid: its label, its value of each grid dimension, its state in matrix.json, and its run.
 
-    ``bundle`` is None for a cell that never wrote evidence (the grid stopped
-    before it); ``status`` is matrix.json's (pending / running / done).
+    ``bundle`` is None for a cell that never wrote evidence (the grid stopped before it); ``status`` is matrix.json's
+    (pending / running / done).
     """
 
     label: str
-    dimensions: Mapping[str, Any]
+    dimensions: Mapping[str, object]
     status: str
     bundle: Optional[Bundle]
 
@@ -394,19 +343,17 @@ class Grid:
 
     source: str
     folder: str
-    matrix: Mapping[str, Any] = dataclasses.field(repr=False)
+    matrix: Mapping[str, object] = dataclasses.field(repr=False)
     cells: Tuple[GridCell, ...] = ()
 
     @classmethod
     def load(cls, path: str, grid_hint: str = "use its cells") -> "Grid":
         """Read the grid at ``path``: matrix.json and the bundle of every cell that has one.
 
-        The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a
-        cell that never ran is kept without a bundle; a cell whose evidence is
-        gone although matrix.json says it ran, a cell folder outside the grid,
-        a corrupt matrix.json, or a cell whose summary is there but invalid is
-        an :class:`EvidenceError` (one line).  ``grid_hint`` is what a cell that
-        is itself a grid is told to do (see :meth:`Bundle.load`).
+        The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a cell that never ran is kept without a
+        bundle; a cell whose evidence is gone although matrix.json says it ran, a cell folder outside the grid, a
+        corrupt matrix.json, or a cell whose summary is there but invalid is an :class:`EvidenceError` (one line).
+        ``grid_hint`` is what a cell that is itself a grid is told to do (see :meth:`Bundle.load`).
         """
         from wakelab.evidence.load import load_grid_index
 
@@ -420,13 +367,12 @@ class Grid:
 
     @property
     def name(self) -> str:
-        """The grid folder's own name."""
         return os.path.basename(os.path.abspath(self.folder))
 
     @property
     def dimensions(self) -> Tuple[str, ...]:
         """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
-        return tuple(str(d) for d in self.matrix.get("dimensions") or ())
+        return read_as(Tuple[str, ...], self.matrix.get("dimensions"))
 
     @property
     def lab(self) -> LabInfo:

@@ -1,12 +1,10 @@
 """Typed records of summary.json's run-wide sections: the lab, its parameters, the conditions, how it executed,
 the machine, the clock, the system, a soak.
 
-Each is parsed once from its section (:meth:`from_dict`) and read by the renderers as attributes, never as a
-dict.  A field holds the value as the evidence stored it -- an int stays an int, a missing one is None -- so
-that a renderer that writes it shows exactly what was recorded; ``present`` says whether the section was
+Each is read once from its section (:meth:`~wakelab.evidence.load.Record.from_dict`) and read by the renderers as
+attributes, never as a dict.  A field holds the value as the evidence stored it -- an int stays an int, a missing one is
+None -- so that a renderer that writes it shows exactly what was recorded; ``present`` says whether the section was
 recorded at all (older bundles lack some).  :class:`wakelab.evidence.model.Bundle` hands them out.
-
-Stdlib only.
 """
 
 from __future__ import annotations
@@ -14,17 +12,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional, Tuple
 
-
-def _section(doc: object) -> Mapping[str, Any]:
-    return doc if isinstance(doc, Mapping) else {}
+from wakelab.evidence.bundle import Record, json_field
 
 
-def _texts(value: object) -> Tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+def _present() -> Any:
+    return json_field("", lambda doc: isinstance(doc, Mapping) and bool(doc), default=False)
+
+
+def _recorded() -> Any:
+    return json_field("", default_factory=dict, repr=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
-class LabInfo:
+class LabInfo(Record):
     """``lab``: which lab the run measured, its question, methodology and limits, and its reproduce script."""
 
     id: Any = None
@@ -34,12 +34,6 @@ class LabInfo:
     limits: Tuple[str, ...] = ()
     reproduce_script: Any = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "LabInfo":
-        d = _section(doc)
-        return cls(d.get("id"), d.get("title"), d.get("question"), _texts(d.get("methodology")), _texts(d.get("limits")),
-                   d.get("reproduce_script"))
-
     @property
     def name(self) -> Any:
         """The lab's title, else its id."""
@@ -47,7 +41,7 @@ class LabInfo:
 
 
 @dataclasses.dataclass(frozen=True)
-class Parameters:
+class Parameters(Record):
     """``parameters``: what every arm was measured with (counts, settle, timeout, placement, loop)."""
 
     n: Any = None
@@ -68,24 +62,19 @@ class Parameters:
     mode: Any = None
     interval_us: Any = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "Parameters":
-        d = _section(doc)
-        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
-
     @property
     def open_loop(self) -> bool:
         return self.mode == "open"
 
 
 @dataclasses.dataclass(frozen=True)
-class Conditions:
+class Conditions(Record):
     """``conditions``: the load and scheduling the run added (busy threads and processes, switch interval, idle hold,
     realtime policies, mlock); ``applied_idle_hold`` True unless the run says the hold could not be taken."""
 
-    present: bool = False
-    #: The section as recorded, whole (readers that keep it opaque: a pyperf export's metadata).
-    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    present: bool = _present()
+    #: Kept whole for readers that keep it opaque (a pyperf export's metadata).
+    recorded: Mapping[str, object] = _recorded()
     cpu_threads: Any = None
     cpu_procs: Any = None
     switch_interval_s: Any = None
@@ -97,12 +86,6 @@ class Conditions:
     notifier_priority: Any = None
     mlock: Any = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "Conditions":
-        d = _section(doc)
-        values = {f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name not in ("present", "recorded", "applied_idle_hold")}
-        return cls(present=bool(d), recorded=d, applied_idle_hold=d.get("applied_idle_hold", True), **values)
-
     def policy(self, role: str) -> Any:
         """``waiter`` or ``notifier``'s scheduling policy (None: not asked for)."""
         return self.waiter_policy if role == "waiter" else self.notifier_policy
@@ -112,21 +95,16 @@ class Conditions:
 
 
 @dataclasses.dataclass(frozen=True)
-class Execution:
+class Execution(Record):
     """``execution``: how the arms ran (worker processes or in-process, repetitions, compare-grade)."""
 
-    present: bool = False
+    present: bool = _present()
     mode: Any = None
     workers: Any = None
     repeat: Any = None
     rigorous: Any = None
     #: The interpreter the workers ran, when it is not the runner's own (``--python``).
     python: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> "Execution":
-        d = _section(doc)
-        return cls(bool(d), d.get("mode"), d.get("workers"), d.get("repeat"), d.get("rigorous"), d.get("python"))
 
     @property
     def in_process(self) -> bool:
@@ -139,7 +117,7 @@ class Execution:
 
 
 @dataclasses.dataclass(frozen=True)
-class Machine:
+class Machine(Record):
     """``machine``: where the run measured."""
 
     os: Any = None
@@ -153,26 +131,22 @@ class Machine:
     #: takes keys it does not name), kept by the history to tell machines apart.
     machine_id: Any = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "Machine":
-        d = _section(doc)
-        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
-
 
 @dataclasses.dataclass(frozen=True)
-class HarnessCost:
+class HarnessCost(Record):
     """``timer.harness``: the bookkeeping each sample costs against a bare pair of clock reads."""
 
+    EMPTY_IS_ABSENT = True
     per_sample_ns: Any = None
     bare_pair_ns: Any = None
     overhead_ratio: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
-class Timer:
+class Timer(Record):
     """``timer``: the clock and its back-to-back floor (ns)."""
 
-    present: bool = False
+    present: bool = _present()
     clock: Any = None
     implementation: Any = None
     floor_p50_ns: Any = None
@@ -180,18 +154,9 @@ class Timer:
     resolution_ns: Any = None
     harness: Optional[HarnessCost] = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "Timer":
-        d = _section(doc)
-        harness = d.get("harness")
-        cost = HarnessCost(harness.get("per_sample_ns"), harness.get("bare_pair_ns"), harness.get("overhead_ratio")) \
-            if isinstance(harness, Mapping) and harness else None
-        return cls(bool(d), d.get("clock"), d.get("implementation"), d.get("floor_p50_ns"), d.get("floor_min_ns"),
-                   d.get("resolution_ns"), cost)
-
 
 @dataclasses.dataclass(frozen=True)
-class IdleState:
+class IdleState(Record):
     """One CPU idle state the run saw (``system.idle_states``): its name, exit latency (µs), whether it was disabled."""
 
     name: Any = None
@@ -200,12 +165,12 @@ class IdleState:
 
 
 @dataclasses.dataclass(frozen=True)
-class System:
+class System(Record):
     """``system``: the clock source, CPU idle and frequency settings, load and hypervisor the run saw."""
 
-    present: bool = False
-    #: The section as recorded, whole (the report lists every setting, those it does not know too).
-    recorded: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    present: bool = _present()
+    #: Kept whole: the report lists every setting, those it does not know too.
+    recorded: Mapping[str, object] = _recorded()
     clocksource: Any = None
     cpuidle_driver: Any = None
     cpuidle_governor: Any = None
@@ -217,21 +182,15 @@ class System:
     isolated_cpus: Any = None
     nohz_full: Any = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "System":
-        d = _section(doc)
-        return cls(present=bool(d), recorded=d,
-                   **{f.name: d.get(f.name) for f in dataclasses.fields(cls) if f.name not in ("present", "recorded")})
-
     @property
     def states(self) -> Tuple[IdleState, ...]:
         """The recorded idle states, in order (entries that are not records left out)."""
         states = self.idle_states if isinstance(self.idle_states, list) else []
-        return tuple(IdleState(s.get("name"), s.get("exit_latency_us"), s.get("disabled")) for s in states if isinstance(s, Mapping))
+        return tuple(IdleState.from_dict(s) for s in states if isinstance(s, Mapping))
 
 
 @dataclasses.dataclass(frozen=True)
-class Tracing:
+class Tracing(Record):
     """``tracing``: whether the run asked to split each wake at the scheduler's events (``--trace``), whether it did,
     with which tool, and why not."""
 
@@ -240,16 +199,12 @@ class Tracing:
     tool: Any = None
     reason: Any = None
 
-    @classmethod
-    def from_dict(cls, doc: object) -> "Tracing":
-        d = _section(doc)
-        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
-
 
 @dataclasses.dataclass(frozen=True)
-class Soak:
+class Soak(Record):
     """``soak``: a run of a given duration in consecutive workers, its figures exact or from a log-linear histogram."""
 
+    EMPTY_IS_ABSENT = True
     duration_s: Any = None
     elapsed_s: Any = None
     chunks: Any = None
@@ -257,20 +212,9 @@ class Soak:
     raw_kept: Any = None
     raw_kept_slices: Any = None
     #: Which figures come from the histogram (a list of their names; empty: every figure is exact).
-    from_histogram: Any = None
-    significant_digits: Any = None
-    relative_error: Any = None
-
-    @classmethod
-    def from_dict(cls, doc: object) -> Optional["Soak"]:
-        """The soak record, or None for a run that was not a soak."""
-        d = _section(doc)
-        if not d:
-            return None
-        histogram, figures = _section(d.get("histogram")), _section(d.get("figures"))
-        return cls(d.get("duration_s"), d.get("elapsed_s"), d.get("chunks"), d.get("finished"), d.get("raw_kept"),
-                   d.get("raw_kept_slices"), figures.get("from_histogram"), histogram.get("significant_digits"),
-                   histogram.get("relative_error"))
+    from_histogram: Any = json_field("figures.from_histogram", default=None)
+    significant_digits: Any = json_field("histogram.significant_digits", default=None)
+    relative_error: Any = json_field("histogram.relative_error", default=None)
 
 
 __all__ = ["Conditions", "Execution", "HarnessCost", "LabInfo", "Machine", "Parameters", "Soak", "System", "Timer"]

@@ -13,9 +13,8 @@ from typing import Any, Dict, Mapping, Optional, Union
 class WarningKind(str, enum.Enum):
     """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
 
-    :mod:`wakelab.analysis.quality` writes them, the renderers word them
-    (:func:`wakelab.report.text.format_warning`): a kind renamed in one place
-    is renamed in both.
+    :mod:`wakelab.analysis.quality` writes them, the renderers word them (:func:`wakelab.report.text.format_warning`): a
+    kind renamed in one place is renamed in both.
     """
 
     PERCENTILES_OMITTED = "percentiles-omitted"
@@ -34,23 +33,21 @@ WARNING_LEVEL, NOTE_LEVEL = "warning", "note"
 class WarningRecord:
     """One entry of summary.json's ``warnings``: what (``kind``), about which arm, and the figures it rests on.
 
-    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it
-    is none of them (a newer bundle).  ``text`` holds a warning worded by the
-    runner (bundles before 0.2 stored sentences), with no kind or figures.
-    ``figures`` is the stored mapping (empty when the stored value is not
-    one); ``raw`` the entry as stored, for a renderer that must show figures
-    it cannot word.
+    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it is none of them (a newer bundle).
+    ``text`` holds a warning worded by the runner (bundles before 0.2 stored sentences), with no kind or figures.
+    ``figures`` is the stored mapping (empty when the stored value is not one); ``raw`` the entry as stored, for a
+    renderer that must show figures it cannot word.
     """
 
     kind: Union[WarningKind, str]
     level: str = WARNING_LEVEL
     arm: Optional[str] = None
-    figures: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    figures: Mapping[str, object] = dataclasses.field(default_factory=dict)
     text: Optional[str] = None
     raw: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, value: Any) -> "WarningRecord":
+    def from_json(cls, value: object) -> "WarningRecord":
         """A stored entry (a record, or a sentence from an older bundle) as a record."""
         if isinstance(value, WarningRecord):
             return value
@@ -70,7 +67,7 @@ class WarningRecord:
     def is_note(self) -> bool:
         return self.level == NOTE_LEVEL
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         """The record as summary.json stores it."""
         kind = self.kind.value if isinstance(self.kind, WarningKind) else self.kind
         return {"kind": kind, "level": self.level, "arm": self.arm, "figures": dict(self.figures)}

@@ -1,10 +1,8 @@
 """The words a user reads about the state of the evidence, in one place.
 
-Every renderer -- summary.txt and the short form, the HTML report, Markdown,
-compare, the history listing, matrix.txt -- names an arm's status, a run's
-state and the GIL with these, so that one state never reads two ways.  The
-interpreter's label is :attr:`wakelab.evidence.model.Interpreter.label`, built
-from :func:`gil_word` and :data:`FREE_THREADED`.
+Every renderer -- summary.txt and the short form, the HTML report, Markdown, compare, the history listing, matrix.txt --
+names an arm's status, a run's state and the GIL with these, so that one state never reads two ways.  The interpreter's
+label is :attr:`wakelab.evidence.model.Interpreter.label`, built from :func:`gil_word` and :data:`FREE_THREADED`.
 
 Stdlib only; imports nothing from wakelab.
 """
@@ -25,8 +23,8 @@ NO_FIGURES = "no figures"
 def status_word(status: object) -> str:
     """The word for an arm's status where its figures would be: ``skipped``, ``FAILED``, ``not run`` ...
 
-    Called for arms without figures, so ``ok`` reads :data:`NO_FIGURES`; an
-    unknown status (a newer bundle) is shown as it is.
+    Called for arms without figures, so ``ok`` reads :data:`NO_FIGURES`; an unknown status (a newer bundle) is shown as
+    it is.
     """
     text = str(status)
     return NO_FIGURES if text == "ok" else STATUS_WORDS.get(text, text)
@@ -49,10 +47,8 @@ def gil_word(gil_enabled: Optional[bool]) -> str:
 class RunState(enum.Enum):
     """How far a run got, from summary.json's ``complete``, ``interrupted`` and ``finished_utc``.
 
-    Each state has its heading word (summary.txt's first line, the short form,
-    the HTML report's badge), its answer in a "complete" column (Markdown,
-    the history listing) and its reason when a reader is warned about it
-    (compare).
+    Each state has its heading word (summary.txt's first line, the short form, the HTML report's badge), its answer in a
+    "complete" column (Markdown, the history listing) and its reason when a reader is warned about it (compare).
     """
 
     COMPLETE = ("complete", "yes", "")
