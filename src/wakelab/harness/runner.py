@@ -95,23 +95,22 @@ from wakelab.harness.summary import (  # noqa: F401 -- the summary's building bl
     OK,
     PENDING,
     SKIPPED,
+    ArmEntry,
+    ArmFigures,
     Document,
+    RunSummary,
     Taken,
     arm_entry as _arm_entry,
     arm_figures,
     is_complete,
-    jsonable as _jsonable,
-    measured as _measured,
     new_summary,
-    repetitions_spread,
     summarize_raw,
-    took_every_sample,
     utc_now,
     worker_figures,
     worker_record,
     worker_spread,
 )
-from wakelab.harness.trace_pass import new_tracing, trace_arm
+from wakelab.harness.trace_pass import Tracing, trace_arm
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import guidance_dict
@@ -122,11 +121,13 @@ ProgressCallback = Callable[[str, Dict[str, Any]], None]
 
 
 class WriteFailed(Exception):
-    """Writing the evidence folder failed (``error``: the OSError); the run stops."""
+    """Writing the evidence folder failed (``error``: the OSError); the run stops.  ``entry``: the arm
+    whose samples could not be written, failed (None: no arm's)."""
 
-    def __init__(self, folder: str, error: OSError) -> None:
+    def __init__(self, folder: str, error: OSError, entry: Optional[ArmEntry] = None) -> None:
         self.folder = folder
         self.error = error
+        self.entry = entry
         super().__init__(write_failure_reason(folder, error))
 
 
@@ -330,19 +331,22 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         if progress is not None:
             progress(event, info)
 
+    summary: RunSummary
+
+    def put(entry: ArmEntry) -> None:
+        nonlocal summary
+        summary = summary.with_arm(entry)
+
     def _interrupted(exc: BaseException) -> RunInterrupted:
         """Ctrl-C (or another signal): the arms it cut marked, the evidence written, the exception to raise."""
+        nonlocal summary
         signum = interrupting_signal(exc)
-        for entry in arms:
+        for entry in summary.arms:
             # The arm being measured, and every arm with repetitions still to come.
-            if entry["status"] == PENDING and (entry is current or _measured(entry)):
-                entry["status"] = INTERRUPTED
-                entry["reason"] = interruption_reason(signum)
-        summary["interrupted"] = True
-        summary["observed"] = observer.finish()
-        _finish(summary, started)
-        _write_quietly(write, summary, plan.folder)
-        return RunInterrupted(summary, plan.folder, signum)
+            if entry.status == PENDING and (entry.name == current or entry.figures is not None):
+                put(entry.ended(INTERRUPTED, interruption_reason(signum)))
+        summary = _finish(dataclasses.replace(summary, interrupted=True, observed=observer.observe()), started)
+        return RunInterrupted(_write_quietly(write, summary, plan.folder), plan.folder, signum)
 
     plan = seeded(plan)
     write = bundle_writer(plan)
@@ -355,21 +359,16 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
     else:
         probed = probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
         interpreter, timer = probed.interpreter, probed.timer
-    summary = new_summary(plan, interpreter)
-    summary["timer"] = timer
+    summary = RunSummary.start(plan, interpreter, timer)
     observer = Observer()  # what the machine did meanwhile: summary.json's observed, as the run ends
     if execution.trace:
-        summary["tracing"] = new_tracing(True)
         reason = sched_trace.precheck()
-        if reason is None:
-            summary["tracing"]["traced"] = True
-        else:
-            summary["tracing"]["reason"] = reason
+        summary = dataclasses.replace(summary, tracing=dataclasses.replace(Tracing.new(True), traced=reason is None, reason=reason))
+        if reason is not None:
             emit("trace-unavailable", reason=reason)
     # Where tails cluster at multiples of this, another thread held the GIL.
     switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
-    arms: List[Document] = summary["arms"]
-    current: Optional[Document] = None
+    current: Optional[str] = None  # the arm being measured
     failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
     worker_pool = None if execution.in_process else WorkerPool(execution.python, env=execution.worker_env())
     try:
@@ -379,30 +378,40 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
         repeat = max(1, execution.repeat)
-        taken: List[Taken] = [Taken() for _ in arms]
+        taken: List[Taken] = [Taken() for _ in summary.arms]
 
         def record_applied(applied: Mapping[str, object]) -> None:
             """What the conditions were, as the first pass found them."""
-            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
+            nonlocal summary
+            summary = dataclasses.replace(summary, applied=dict(applied))
             write(summary, text=False)
 
         def one_pass(repetition: int) -> None:
-            nonlocal current
+            nonlocal current, summary
             final = repetition == repeat - 1
-            for index, entry in enumerate(arms):
-                if entry["status"] in (SKIPPED, FAILED):
+            for index, entry in enumerate(summary.arms):
+                if entry.status in (SKIPPED, FAILED):
                     continue  # cannot run here, or broke in an earlier repetition
-                current = entry
-                arm = get_arm(str(entry["name"]))
-                emit("arm-start", arm=arm.name, index=repetition * len(arms) + index, total=repeat * len(arms),
+                current = entry.name
+                arm = get_arm(entry.name)
+                emit("arm-start", arm=arm.name, index=repetition * len(taken) + index, total=repeat * len(taken),
                      repetition=repetition, repetitions=repeat)
                 # Tails at switch-interval multiples are looked for only where a busy Python thread
                 # may hold the GIL the waiter needs.
-                tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
-                _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
-                if execution.trace and final and entry["status"] == OK:
-                    write(summary, text=False)  # the arm's own figures are evidence before the traced pass starts
-                    _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
+                tail_interval_s = switch_interval_s if gil_contended(entry.to_dict(), summary.to_dict()) else None
+                try:
+                    entry = _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
+                    put(entry)
+                    if summary.tracing is not None and final and entry.status == OK:
+                        write(summary, text=False)  # the arm's own figures are evidence before the traced pass starts
+                        entry, doc, tracing = _trace_arm(plan, arm, entry, summary.tracing, emit, worker_pool)
+                        summary = dataclasses.replace(summary.with_arm(entry), tracing=tracing)
+                        if doc is not None:
+                            put(_write_samples(plan, entry, doc, emit))
+                except WriteFailed as exc:
+                    if exc.entry is not None:
+                        put(exc.entry)
+                    raise
                 current = None
                 write(summary, text=False)
 
@@ -418,7 +427,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
                         record_applied(applied)
                     one_pass(repetition)
                 if repetition < repeat - 1:
-                    yield summary  # another cell's turn
+                    yield evidence(summary)  # another cell's turn
     except KeyboardInterrupt as exc:
         raise _interrupted(exc) from None
     except (WriteFailed, RunStopped) as exc:
@@ -428,48 +437,55 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
             worker_pool.close()
     if failure is None:
         try:
-            summary["observed"] = observer.finish()
-            _finish(summary, started)
-            write(summary)
+            summary = _finish(dataclasses.replace(summary, observed=observer.observe()), started)
+            return write(summary), None
         except WriteFailed as exc:
             failure = exc
         except KeyboardInterrupt as exc:  # while the finished run is written: it ends interrupted all the same
             raise _interrupted(exc) from None
-        else:
-            return summary, None
-    _end_on_write_failure(summary, failure, emit)
-    summary["observed"] = observer.finish()
-    _finish(summary, started)
-    summary["complete"] = False
-    _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
+    summary = _end_on_write_failure(summary, failure, emit)
+    summary = dataclasses.replace(_finish(dataclasses.replace(summary, observed=observer.observe()), started), complete=False)
+    doc = _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
     bundle.remove_unnamed_samples(plan.folder)  # samples written for arms the summary on disk never named
-    if not any(entry["status"] == OK or _measured(entry) for entry in arms):
+    if not any(entry.status == OK or entry.figures is not None for entry in summary.arms):
         raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure) from failure
-    return summary, failure
+    return doc, failure
 
 
-def bundle_writer(plan: RunPlan) -> Callable[..., None]:
-    """``write(summary)``: the summary's caveats, warnings and guidance derived afresh, then
-    summary.json and summary.txt written into the plan's folder; :class:`WriteFailed` on an OS
-    error.  ``write(summary, text=False)`` (the runner's writes after each arm) writes
-    summary.json alone: summary.txt is laid out when the run ends, however it ends, and
-    ``wakelab show`` lays out a summary.json caught mid-run."""
+#: ``write(summary, text=True)``: see :func:`bundle_writer`.
+Writer = Callable[..., Document]
 
-    def write(summary: Document, text: bool = True) -> None:
-        summary["caveats"] = derive_caveats(summary)
-        summary["warnings"] = derive_warnings(summary)
-        summary["guidance"] = guidance_dict(summary)
-        rendered = None if plan.render_text is None or not text else plan.render_text(summary)
+
+def evidence(summary: RunSummary) -> Document:
+    """summary.json's document: ``summary``'s record, with its caveats, warnings and guidance derived from it."""
+    doc = summary.to_dict()
+    doc["caveats"] = derive_caveats(doc)
+    doc["warnings"] = derive_warnings(doc)
+    doc["guidance"] = guidance_dict(doc)
+    return doc
+
+
+def bundle_writer(plan: RunPlan) -> Writer:
+    """``write(summary)``: the summary's document (:func:`evidence`) written into the plan's folder as
+    summary.json and summary.txt, and returned; :class:`WriteFailed` on an OS error.
+    ``write(summary, text=False)`` (the runner's writes after each arm) writes summary.json alone:
+    summary.txt is laid out when the run ends, however it ends, and ``wakelab show`` lays out a
+    summary.json caught mid-run."""
+
+    def write(summary: RunSummary, text: bool = True) -> Document:
+        doc = evidence(summary)
+        rendered = None if plan.render_text is None or not text else plan.render_text(doc)
         try:
-            bundle.write_bundle(plan.folder, summary, rendered)
+            bundle.write_bundle(plan.folder, doc, rendered)
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
+        return doc
 
     return write
 
 
-def _write_quietly(write: Callable[[Document], None], summary: Document, folder: str) -> None:
-    """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands).
+def _write_quietly(write: Writer, summary: RunSummary, folder: str) -> Document:
+    """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands); the document.
 
     If it fails, summary.txt (a copy laid out for people, made again by
     ``wakelab show``) is removed, so that it can neither contradict
@@ -477,36 +493,36 @@ def _write_quietly(write: Callable[[Document], None], summary: Document, folder:
     summary.json alone is tried once more.
     """
     try:
-        write(summary)
-        return
+        return write(summary)
     except WriteFailed:
         pass
     try:
         os.unlink(os.path.join(folder, bundle.SUMMARY_TXT))
     except OSError:
         pass
+    doc = evidence(summary)
     try:
-        bundle.write_bundle(folder, summary, None)
+        bundle.write_bundle(folder, doc, None)
     except OSError:
         pass
+    return doc
 
 
-def _end_on_write_failure(summary: Document, failure: Exception, emit: Callable[..., None]) -> None:
+def _end_on_write_failure(summary: RunSummary, failure: Exception, emit: Callable[..., None]) -> RunSummary:
     """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
     could not be written), else the first arm not yet run.  Later arms stay pending."""
-    arms: List[Document] = summary["arms"]
-    for entry in arms:
-        if entry["status"] == PENDING and _measured(entry):  # repetitions still to come
-            entry["status"] = FAILED
-            entry["reason"] = "cut short after %d repetitions: %s" % ((entry.get("repetitions") or {}).get("count", 0), failure)
-            emit("arm-failed", arm=entry["name"], reason=entry["reason"])
-    if any(entry["status"] == FAILED and entry.get("reason") == str(failure) for entry in arms):
-        return
-    pending = next((entry for entry in arms if entry["status"] == PENDING), None)
-    if pending is not None:
-        pending["status"] = FAILED
-        pending["reason"] = "not run: %s" % failure
-        emit("arm-failed", arm=pending["name"], reason=pending["reason"])
+    for entry in summary.arms:
+        if entry.status == PENDING and isinstance(entry.figures, ArmFigures):  # repetitions still to come
+            entry = entry.ended(FAILED, "cut short after %d repetitions: %s" % (entry.figures.repetitions.count, failure))
+            summary = summary.with_arm(entry)
+            emit("arm-failed", arm=entry.name, reason=entry.reason)
+    if any(entry.status == FAILED and entry.reason == str(failure) for entry in summary.arms):
+        return summary
+    pending = next((entry for entry in summary.arms if entry.status == PENDING), None)
+    if pending is None:
+        return summary
+    emit("arm-failed", arm=pending.name, reason="not run: %s" % failure)
+    return summary.with_arm(pending.ended(FAILED, "not run: %s" % failure))
 
 
 def _measure_raws(
@@ -551,32 +567,31 @@ def _measure_raws(
     return [r.raw for r in results], [worker_record(r.raw, r.pid, r.applied) for r in results]
 
 
-def _trace_arm(plan: RunPlan, arm: Arm, entry: Document, tracing: Document, emit: Callable[..., None],
-               worker_pool: Optional[WorkerPool]) -> None:
-    """The traced pass of a measured arm (:func:`wakelab.harness.trace_pass.trace_arm`): ``entry["trace"]``, and
-    the samples file's ``traced`` part."""
+def _trace_arm(plan: RunPlan, arm: Arm, entry: ArmEntry, tracing: Tracing, emit: Callable[..., None],
+               worker_pool: Optional[WorkerPool]) -> Tuple[ArmEntry, Optional[Dict[str, object]], Tracing]:
+    """The traced pass of a measured arm (:func:`wakelab.harness.trace_pass.trace_arm`): ``entry`` with its
+    ``trace``, the samples document to write in place of its own (None: none), and the run's tracing record."""
 
     def measure(plan: RunPlan, stamps: bool = False, frames: bool = False) -> Tuple[List[Raw], List[WorkerRecord]]:
         # Quietly: the arm was reported done; its workers' progress would count twice.
         return _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=stamps, frames=frames)
 
-    record, doc = trace_arm(plan, arm, entry, tracing, emit, measure)
-    entry["trace"] = record.to_dict()
-    if doc is not None:
-        _write_samples(plan, arm, entry, doc, emit)
+    figures = entry.figures
+    latency = figures.figures.latency if isinstance(figures, ArmFigures) else None
+    p50 = latency.percentiles_ns.get("p50") if latency is not None else None
+    record, doc, tracing = trace_arm(plan, arm, entry, p50, tracing, emit, measure)
+    return dataclasses.replace(entry, trace=record), doc, tracing
 
 
-def _write_samples(plan: RunPlan, arm: Arm, entry: Document, doc: Mapping[str, object], emit: Callable[..., None]) -> None:
-    """Write the arm's samples file and name it in ``entry``; a write that fails fails the arm
-    (its reason is the failure) and ends the run with :class:`WriteFailed`."""
+def _write_samples(plan: RunPlan, entry: ArmEntry, doc: Mapping[str, object], emit: Callable[..., None]) -> ArmEntry:
+    """Write the arm's samples file; ``entry`` naming it.  A write that fails fails the arm (its reason is
+    the failure) and ends the run with :class:`WriteFailed`, which carries the failed entry."""
     try:
-        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, doc)
+        return dataclasses.replace(entry, samples_file=bundle.write_samples(plan.folder, entry.name, doc))
     except OSError as exc:
-        failure = WriteFailed(plan.folder, exc)
-        entry["status"] = FAILED
-        entry["reason"] = str(failure)
-        emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        raise failure from None
+        failed = entry.ended(FAILED, write_failure_reason(plan.folder, exc))
+        emit("arm-failed", arm=entry.name, reason=failed.reason)
+        raise WriteFailed(plan.folder, exc, failed) from None
 
 
 def workers_in_repetition(execution: Execution, repetition: int) -> int:
@@ -600,16 +615,16 @@ def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition:
 def _run_arm(
     plan: RunPlan,
     arm: Arm,
-    entry: Document,
+    entry: ArmEntry,
     emit: Callable[..., None],
     switch_interval_s: Optional[float],
     worker_pool: Optional[WorkerPool],
     taken: Optional[Taken] = None,
     repetition: int = 0,
     final: bool = True,
-) -> None:
-    """Measure one repetition of ``arm`` and publish the figures of every repetition so far in
-    ``entry``; the arm is ``ok`` once its ``final`` repetition is in."""
+) -> ArmEntry:
+    """Measure one repetition of ``arm``; ``entry`` with the figures of every repetition so far.
+    The arm is ``ok`` once its ``final`` repetition is in."""
     taken = taken if taken is not None else Taken()
     repeat = max(1, plan.execution.repeat)
     params = arm_params(repetition_params(plan.params, arm.kind, repeat, repetition), arm, repetition, plan.execution)
@@ -625,39 +640,33 @@ def _run_arm(
         else:
             raws, per_worker = [], []
     except ArmUnavailable as exc:
-        entry["status"] = SKIPPED
-        entry["reason"] = str(exc)
-        emit("arm-skipped", arm=arm.name, reason=entry["reason"])
-        return
+        emit("arm-skipped", arm=arm.name, reason=str(exc))
+        return entry.ended(SKIPPED, str(exc))
     except Exception as exc:  # one arm's failure never ends the run
-        entry["status"] = FAILED
-        entry["reason"] = "%s: %s" % (type(exc).__name__, exc)
+        reason = "%s: %s" % (type(exc).__name__, exc)
         if repeat > 1:
-            entry["reason"] += " (repetition %d of %d)" % (repetition + 1, repeat)
-        entry["wall_s"] = round(taken.wall_s + time.perf_counter() - arm_started, 6)
-        emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        return
+            reason += " (repetition %d of %d)" % (repetition + 1, repeat)
+        emit("arm-failed", arm=arm.name, reason=reason)
+        return dataclasses.replace(entry.ended(FAILED, reason), wall_s=round(taken.wall_s + time.perf_counter() - arm_started, 6))
     taken.wall_s += time.perf_counter() - arm_started
     taken.add(repetition, raws, per_worker)
     if not taken.raws:
         if final:
-            entry["status"] = FAILED
-            entry["reason"] = "no repetition measured anything"
-            emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        return
+            emit("arm-failed", arm=arm.name, reason="no repetition measured anything")
+            return entry.ended(FAILED, "no repetition measured anything")
+        return entry
     raw = pool_raws(taken.raws)
-    entry["wall_s"] = round(taken.wall_s, 6)
-    _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
+    entry = dataclasses.replace(entry, wall_s=round(taken.wall_s, 6))
+    entry = _write_samples(plan, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
     jitter = params.settle_jitter_us if params.mode == "closed" else None
-    entry.update(arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter, arm.settles).to_dict())
-    if final:
-        entry["status"] = OK
+    entry = dataclasses.replace(entry, figures=arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter, arm.settles),
+                                status=OK if final else entry.status)
     # Before the final repetition the figures are those of the repetitions so far.
-    emit("arm-done", arm=arm.name, entry=entry, repetition=repetition, repetitions=repeat, final=final)
+    emit("arm-done", arm=arm.name, entry=entry.to_dict(), repetition=repetition, repetitions=repeat, final=final)
+    return entry
 
 
-def _finish(summary: Document, started: float) -> None:
-    summary["finished_utc"] = utc_now()
-    summary["wall_s"] = round(time.perf_counter() - started, 3)
-    summary["complete"] = (not summary["interrupted"]) and is_complete(summary)
-
+def _finish(summary: RunSummary, started: float) -> RunSummary:
+    """``summary`` as the run ends: when, how long, and whether it is complete."""
+    summary = dataclasses.replace(summary, finished_utc=utc_now(), wall_s=round(time.perf_counter() - started, 3))
+    return dataclasses.replace(summary, complete=not summary.interrupted and summary.is_complete())
