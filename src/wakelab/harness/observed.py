@@ -26,7 +26,7 @@ import dataclasses
 import datetime
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar
+from typing import Callable, Dict, List, Optional, Set, Tuple, TypeVar
 
 #: A process at or above this share of one CPU over the run is a busy process.
 BUSY_SHARE = 0.10
@@ -203,7 +203,7 @@ class Observer:
         self._cpu0 = _cpu_ticks()
         self._procs0 = _processes()
 
-    def finish(self) -> Dict[str, Any]:
+    def finish(self) -> Dict[str, object]:
         """summary.json's ``observed``: :meth:`observe`'s record as JSON."""
         return dataclasses.asdict(self.observe())
 

@@ -67,7 +67,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.registry import get_arm
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, raw_to_dict
@@ -97,7 +97,6 @@ from wakelab.harness.summary import (  # noqa: F401 -- the summary's building bl
     SKIPPED,
     ArmEntry,
     ArmFigures,
-    Document,
     RunSummary,
     Taken,
     arm_entry as _arm_entry,
@@ -117,7 +116,7 @@ from wakelab.analysis.guidance import guidance_dict
 from wakelab.analysis.quality import derive_warnings, gil_contended
 
 #: ``progress(event, info)``: what :mod:`wakelab.progress` shows (see its :class:`~wakelab.progress.Progress`).
-ProgressCallback = Callable[[str, Dict[str, Any]], None]
+ProgressCallback = Callable[[str, Dict[str, object]], None]
 
 
 class WriteFailed(Exception):
@@ -160,7 +159,7 @@ class RunInterrupted(Exception):
     ``signum`` is the signal that interrupted it (``SIGINT`` for Ctrl-C).
     """
 
-    def __init__(self, summary: Document, folder: str, signum: int = signal.SIGINT) -> None:
+    def __init__(self, summary: Dict[str, object], folder: str, signum: int = signal.SIGINT) -> None:
         super().__init__("run interrupted")
         self.summary = summary
         self.folder = folder
@@ -214,7 +213,7 @@ class Execution:
     # arm as this side loads it (its own arm file; the registry's otherwise).  Empty: a plain run.
     pythonpath: Tuple[str, ...] = ()
     env: Tuple[Tuple[str, str], ...] = ()
-    arm_origins: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    arm_origins: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
 
     def worker_env(self) -> Dict[str, str]:
         """The environment this execution's workers add to wakelab's own (PYTHONPATH: the folders)."""
@@ -256,7 +255,7 @@ class RunPlan:
     execution: Execution = Execution()
     # Lays out summary.txt from the summary document; the harness imports no renderer, so the
     # caller (the CLI) hands one in.  None: summary.json and samples/ only.
-    render_text: Optional[Callable[[Document], str]] = None
+    render_text: Optional[Callable[[Dict[str, object]], str]] = None
 
 
 def fresh_seed() -> int:
@@ -284,7 +283,7 @@ def arm_params(params: MeasureParams, arm: Arm, repetition: int = 0, execution: 
     return params
 
 
-def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Document:
+def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, object]:
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
@@ -306,7 +305,7 @@ def run_plan_checked(plan: RunPlan, progress: Optional[ProgressCallback] = None)
         lock.release()
 
 
-def finish_turns(turns: "Generator[Document, None, tuple]") -> tuple:
+def finish_turns(turns: "Generator[Dict[str, object], None, tuple]") -> tuple:
     """Run a :func:`run_turns` generator to its end; its ``(summary, write_error)``."""
     while True:
         try:
@@ -316,7 +315,7 @@ def finish_turns(turns: "Generator[Document, None, tuple]") -> tuple:
 
 
 def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
-              take_turns: bool = False) -> "Generator[Document, None, tuple]":
+              take_turns: bool = False) -> "Generator[Dict[str, object], None, tuple]":
     """:func:`run_plan_checked`'s body, as a generator; the caller holds the folder's lock.
 
     With ``take_turns`` it yields the summary as it stands after every repetition but the
@@ -453,10 +452,10 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
 
 
 #: ``write(summary, text=True)``: see :func:`bundle_writer`.
-Writer = Callable[..., Document]
+Writer = Callable[..., Dict[str, object]]
 
 
-def evidence(summary: RunSummary) -> Document:
+def evidence(summary: RunSummary) -> Dict[str, object]:
     """summary.json's document: ``summary``'s record, with its caveats, warnings and guidance derived from it."""
     doc = summary.to_dict()
     doc["caveats"] = derive_caveats(doc)
@@ -472,7 +471,7 @@ def bundle_writer(plan: RunPlan) -> Writer:
     summary.txt is laid out when the run ends, however it ends, and ``wakelab show`` lays out a
     summary.json caught mid-run."""
 
-    def write(summary: RunSummary, text: bool = True) -> Document:
+    def write(summary: RunSummary, text: bool = True) -> Dict[str, object]:
         doc = evidence(summary)
         rendered = None if plan.render_text is None or not text else plan.render_text(doc)
         try:
@@ -484,7 +483,7 @@ def bundle_writer(plan: RunPlan) -> Writer:
     return write
 
 
-def _write_quietly(write: Writer, summary: RunSummary, folder: str) -> Document:
+def _write_quietly(write: Writer, summary: RunSummary, folder: str) -> Dict[str, object]:
     """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands); the document.
 
     If it fails, summary.txt (a copy laid out for people, made again by

@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from wakelab.analysis.quality import QualityFlags
     from wakelab.evidence.model import WorkerRecord
     from wakelab.harness.runner import ProgressCallback
-    from wakelab.harness.summary import Document
 
 # Seconds a soak may last: at least one second, at most thirty days.
 DURATION_LIMITS_S = (1.0, 30 * 86400.0)
@@ -412,7 +411,7 @@ def run_soak(
     chunk_s: float = CHUNK_S,
     clock: Callable[[], float] = time.monotonic,
     max_wakes: Optional[int] = None,
-) -> Tuple["Document", Any]:
+) -> tuple:
     """Run ``plan``'s one latency arm for ``duration_s`` seconds; ``(summary, write_error)`` as
     :func:`wakelab.harness.runner.run_plan_checked` returns them.
 
@@ -455,7 +454,7 @@ def _soak_locked(
     chunk_s: float,
     clock: Callable[[], float],
     max_wakes: Optional[int] = None,
-) -> Tuple["Document", Any]:
+) -> tuple:
     from wakelab.analysis.quality import gil_contended, quality_flags
     from wakelab.core.model import RawLatency
     from wakelab.errors import OutputError
@@ -540,7 +539,7 @@ def _soak_locked(
         write(summary)
         checkpointed = summary
 
-    def interrupted(signum: int) -> "Document":
+    def interrupted(signum: int) -> Dict[str, object]:
         """Ctrl-C: write the state reached (or, if the signal came while a chunk was being folded in,
         the last checkpoint again), the arm ``interrupted``, ``complete: false``; never raises."""
         nonlocal summary, entry

@@ -28,7 +28,7 @@ import dataclasses
 import datetime
 import enum
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from wakelab import __version__
 from wakelab.analysis.quality import QualityFlags, quality_flags
@@ -36,7 +36,7 @@ from wakelab.analysis.stats import LatencyStats, RateStats, cpu_split, repetitio
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate
 from wakelab.core.registry import get_arm
 from wakelab.evidence import bundle
-from wakelab.evidence.model import WorkerRecord
+from wakelab.evidence.model import ArmRecord, WorkerRecord
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
 from wakelab.harness.observed import Observed
 from wakelab.harness.trace_pass import ArmTrace, Tracing
@@ -46,19 +46,21 @@ if TYPE_CHECKING:
     from wakelab.harness.runner import RunPlan
     from wakelab.harness.soak import SoakRecord
 
-#: summary.json as written and handed back: the JSON document summary.schema.json describes (:meth:`RunSummary.to_dict`).
-Document = Dict[str, Any]
-
 
 
 class ArmStatus(str, enum.Enum):
-    """An arm's ``status`` in summary.json (equal to its text)."""
+    """An arm's ``status`` in summary.json (equal to its text, and written as it)."""
 
     OK = "ok"
     SKIPPED = "skipped"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     PENDING = "pending"
+
+    __hash__ = str.__hash__  # a status finds its text's place in a set or a mapping, and the text its
+
+    def __str__(self) -> str:
+        return self.value
 
 
 OK, SKIPPED, FAILED, INTERRUPTED, PENDING = ArmStatus
@@ -414,10 +416,11 @@ class RunSummary:
         """See :func:`_all_taken`."""
         return _all_taken((a.status, a.requested, a.figures.counted if a.figures else None) for a in self.arms)
 
-    def to_dict(self) -> Document:
+    def to_dict(self) -> Dict[str, object]:
+        """summary.json's document (the JSON summary.schema.json describes), its caveats and warnings still empty."""
         conditions = self.head["conditions"]
         assert isinstance(conditions, dict)
-        out: Document = dict(self.head)
+        out = dict(self.head)
         out.update(
             interpreter=dict(self.interpreter),
             timer=self.timer,
@@ -447,10 +450,11 @@ def worker_figures(raw: Raw, pid: int, applied: Mapping[str, object]) -> Dict[st
     return worker_record(raw, pid, applied).to_dict()
 
 
-def worker_spread(workers: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
+def worker_spread(workers: Sequence[object]) -> Optional[Dict[str, object]]:
     """How far apart stored workers' medians are (None with fewer than two workers)."""
-    key = "p50_ns" if workers and "p50_ns" in workers[0] else "ops_per_s"
-    spread = Spread.of_values(key, [w.get(key) for w in workers])
+    records = [WorkerRecord.from_dict(w) for w in workers]
+    key = "p50_ns" if records and records[0].n is not None else "ops_per_s"
+    spread = Spread.of_values(key, [getattr(w, key) for w in records])
     return None if spread is None else spread.to_dict()
 
 
@@ -464,17 +468,18 @@ def arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, object]:
     return ArmEntry.of(arm, params).to_dict()
 
 
-def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Document:
+def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Dict[str, object]:
     """:meth:`RunSummary.start`, as summary.json stores it."""
     return RunSummary.start(plan, interpreter).to_dict()
 
 
-def is_complete(summary: Mapping[str, Any]) -> bool:
-    """:meth:`RunSummary.is_complete` of a summary document."""
-    def counted(entry: Mapping[str, Any]) -> Optional[Tuple[int, int]]:
-        latency, rate = entry.get("latency") or {}, entry.get("rate") or {}
-        if entry.get("kind") == LATENCY:
-            return (latency.get("n", 0) + latency.get("lost", 0), latency.get("lost", 0)) if latency else None
-        return (rate.get("rounds", 0) * rate.get("n_per_round", 0), 0) if rate else None
+def is_complete(summary: Mapping[str, object]) -> bool:
+    """:meth:`RunSummary.is_complete` of a summary document, its arms read as the loader reads them."""
+    def counted(arm: ArmRecord) -> Optional[Tuple[int, int]]:
+        if arm.kind == LATENCY:
+            return None if arm.latency is None else (arm.latency.n + arm.latency.lost, arm.latency.lost)
+        return None if arm.rate is None else (arm.rate.rounds * arm.rate.n_per_round, 0)
 
-    return _all_taken((entry["status"], entry.get("requested"), counted(entry)) for entry in summary["arms"])
+    arms = summary["arms"]
+    assert isinstance(arms, list)
+    return _all_taken((record.status, record.requested, counted(record)) for record in map(ArmRecord.from_dict, arms))
