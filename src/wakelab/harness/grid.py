@@ -80,13 +80,8 @@ class Cell:
         return dims
 
 
-def expand(
-    pythons: Sequence[Optional[str]],
-    python_labels: Sequence[Optional[str]],
-    placements: Sequence[tuple],
-    settles_us: Sequence[int],
-    cpu_threads: Sequence[int],
-) -> List[Cell]:
+def expand(pythons: Sequence[Optional[str]], python_labels: Sequence[Optional[str]], placements: Sequence[tuple],
+           settles_us: Sequence[int], cpu_threads: Sequence[int]) -> List[Cell]:
     """Every combination, labelled by the dimensions that vary.
 
     ``placements`` holds ``(name, notifier_cpu, waiter_cpu)`` triples.
@@ -180,12 +175,8 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Dic
     return doc
 
 
-def run_grid(
-    base: RunPlan,
-    cells: Sequence[Cell],
-    progress: Optional[ProgressCallback] = None,
-    render_matrix: Optional[Callable[[Dict[str, object]], str]] = None,
-) -> Dict[str, Any]:
+def run_grid(base: RunPlan, cells: Sequence[Cell], progress: Optional[ProgressCallback] = None,
+             render_matrix: Optional[Callable[[Dict[str, object]], str]] = None) -> Dict[str, Any]:
     """Run every cell into ``base.folder/cells/<label>``; returns the matrix document.
 
     ``matrix.json`` (and ``matrix.txt``, laid out by ``render_matrix``: the
@@ -199,12 +190,8 @@ def run_grid(
         lock.release()
 
 
-def _run_grid_locked(
-    base: RunPlan,
-    cells: Sequence[Cell],
-    progress: Optional[ProgressCallback],
-    render_matrix: Optional[Callable[[Dict[str, object]], str]],
-) -> Dict[str, object]:
+def _run_grid_locked(base: RunPlan, cells: Sequence[Cell], progress: Optional[ProgressCallback],
+                     render_matrix: Optional[Callable[[Dict[str, object]], str]]) -> Dict[str, object]:
     started = utc_now()
     summaries: Dict[str, Dict[str, object]] = {}
 

@@ -7,11 +7,10 @@ ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
 raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
 
-What it measured becomes summary.json through :mod:`wakelab.harness.summary`
-(an arm's figures, its workers, spreads and repetitions as frozen records,
-written into its entry once per repetition) and, for a traced run,
-:mod:`wakelab.harness.trace_pass` (the traced pass and its ``trace`` record);
-the runner itself drives the passes, the workers and the writes.
+summary.json is a :class:`~wakelab.harness.summary.RunSummary` of frozen records (an arm's
+:class:`~wakelab.harness.summary.ArmEntry`, replaced as the arm goes; a traced pass's record from
+:mod:`wakelab.harness.trace_pass`), serialised each time it is written; the runner drives the
+passes, the workers and the writes.
 
 The output folder is locked for the whole run (a second run into it gets
 :class:`~wakelab.errors.OutputError` before writing anything), and an older
@@ -81,6 +80,7 @@ from wakelab.harness.observed import Observer
 from wakelab.harness.workers import (
     ArmUnavailable,
     IncompleteReply,
+    Probe,
     WorkerPool,
     check_raw,
     pool_raws,
@@ -229,12 +229,7 @@ class Execution:
             "python": self.python or sys.executable,
             "repeat": self.repeat,
         }
-        if self.trace:
-            out["trace"] = True
-        if self.trace_frames:
-            out["trace_frames"] = True
-        if self.rigorous:
-            out["rigorous"] = True
+        out.update({key: True for key in ("trace", "trace_frames", "rigorous") if getattr(self, key)})
         if self.pythonpath:
             out["pythonpath"] = list(self.pythonpath)
         if self.env:
@@ -352,13 +347,8 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
 
     started = time.perf_counter()
     execution = plan.execution
-    if execution.in_process or (execution.python in (None, sys.executable) and not execution.worker_env()):
-        # Workers run this very interpreter: describe and calibrate it here, sparing a process.
-        interpreter, timer = interpreter_info(), calibrate()
-    else:
-        probed = probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
-        interpreter, timer = probed.interpreter, probed.timer
-    summary = RunSummary.start(plan, interpreter, timer)
+    probed = probe_workers(execution)
+    summary = RunSummary.start(plan, probed.interpreter, probed.timer)
     observer = Observer()  # what the machine did meanwhile: summary.json's observed, as the run ends
     if execution.trace:
         reason = sched_trace.precheck()
@@ -366,7 +356,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         if reason is not None:
             emit("trace-unavailable", reason=reason)
     # Where tails cluster at multiples of this, another thread held the GIL.
-    switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
+    switch_interval_s = float(execution.conditions.switch_interval_s or probed.interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     current: Optional[str] = None  # the arm being measured
     failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
     worker_pool = None if execution.in_process else WorkerPool(execution.python, env=execution.worker_env())
@@ -524,10 +514,8 @@ def _end_on_write_failure(summary: RunSummary, failure: Exception, emit: Callabl
     return summary.with_arm(pending.ended(FAILED, "not run: %s" % failure))
 
 
-def _measure_raws(
-    plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False,
-    frames: bool = False,
-) -> Tuple[List[Raw], List[WorkerRecord]]:
+def _measure_raws(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False,
+                  frames: bool = False) -> Tuple[List[Raw], List[WorkerRecord]]:
     """``([raw of each worker], each worker's record)``; ``stamps``: keep each wake's t0 (traced);
     ``frames``: publish the Python frames to perf while measuring (``--trace-frames``)."""
     execution = plan.execution
@@ -593,6 +581,20 @@ def _write_samples(plan: RunPlan, entry: ArmEntry, doc: Mapping[str, object], em
         raise WriteFailed(plan.folder, exc, failed) from None
 
 
+def probe_workers(execution: Execution) -> Probe:
+    """The interpreter the workers run, and its timer: described and calibrated here when they run this
+    very interpreter (sparing a process), else as a probe of it found them."""
+    if execution.in_process or (execution.python in (None, sys.executable) and not execution.worker_env()):
+        return Probe(interpreter_info(), calibrate())
+    return probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
+
+
+def refuse_open_loop(params: MeasureParams, arm: Arm) -> None:
+    """:class:`ArmUnavailable` for an arm without an open-loop mode, in an open-loop run."""
+    if params.mode == "open" and not arm.open_loop:
+        raise ArmUnavailable("no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs"))
+
+
 def workers_in_repetition(execution: Execution, repetition: int) -> int:
     """How many of an arm's fresh workers run in ``repetition``: ``execution.workers`` in all,
     spread over the repetitions as evenly as possible, and at least one in each (so an arm
@@ -611,17 +613,8 @@ def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition:
     return dataclasses.replace(params, rounds=count) if kind != LATENCY else dataclasses.replace(params, n=count)
 
 
-def _run_arm(
-    plan: RunPlan,
-    arm: Arm,
-    entry: ArmEntry,
-    emit: Callable[..., None],
-    switch_interval_s: Optional[float],
-    worker_pool: Optional[WorkerPool],
-    taken: Optional[Taken] = None,
-    repetition: int = 0,
-    final: bool = True,
-) -> ArmEntry:
+def _run_arm(plan: RunPlan, arm: Arm, entry: ArmEntry, emit: Callable[..., None], switch_interval_s: Optional[float],
+             worker_pool: Optional[WorkerPool], taken: Optional[Taken] = None, repetition: int = 0, final: bool = True) -> ArmEntry:
     """Measure one repetition of ``arm``; ``entry`` with the figures of every repetition so far.
     The arm is ``ok`` once its ``final`` repetition is in."""
     taken = taken if taken is not None else Taken()
@@ -629,10 +622,7 @@ def _run_arm(
     params = arm_params(repetition_params(plan.params, arm.kind, repeat, repetition), arm, repetition, plan.execution)
     arm_started = time.perf_counter()
     try:
-        if plan.params.mode == "open" and not arm.open_loop:
-            raise ArmUnavailable(
-                "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
-            )
+        refuse_open_loop(plan.params, arm)
         if (params.rounds if arm.kind != LATENCY else params.n) > 0:  # more repetitions than wakes: none left for this one
             execution = dataclasses.replace(plan.execution, workers=workers_in_repetition(plan.execution, repetition))
             raws, per_worker = _measure_raws(dataclasses.replace(plan, params=params, execution=execution), arm, emit, worker_pool)

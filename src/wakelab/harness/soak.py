@@ -54,7 +54,6 @@ import json
 import math
 import os
 import re
-import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -444,27 +443,16 @@ def run_soak(
         lock.release()
 
 
-def _soak_locked(
-    plan: Any,
-    arm: Any,
-    duration_s: float,
-    progress: Optional["ProgressCallback"],
-    raw_cap: int,
-    checkpoint_s: float,
-    chunk_s: float,
-    clock: Callable[[], float],
-    max_wakes: Optional[int] = None,
-) -> tuple:
+def _soak_locked(plan: Any, arm: Any, duration_s: float, progress: Optional["ProgressCallback"], raw_cap: int, checkpoint_s: float,
+                 chunk_s: float, clock: Callable[[], float], max_wakes: Optional[int] = None) -> tuple:
     from wakelab.analysis.quality import gil_contended, quality_flags
     from wakelab.core.model import RawLatency
     from wakelab.errors import OutputError
     from wakelab.evidence import bundle
     from wakelab.harness import runner
-    from wakelab.harness.clock import calibrate
     from wakelab.harness.conditions import run_conditions
-    from wakelab.harness.metadata import interpreter_info
     from wakelab.harness.summary import ArmEntry, RunSummary, jsonable, worker_record
-    from wakelab.harness.workers import ArmUnavailable, WorkerPool, probe_interpreter, run_workers
+    from wakelab.harness.workers import ArmUnavailable, WorkerPool, run_workers
 
     def emit(event: str, **info: object) -> None:
         if progress is not None:
@@ -476,16 +464,12 @@ def _soak_locked(
 
     started = time.perf_counter()
     execution = plan.execution
-    if execution.python in (None, sys.executable):
-        interpreter, timer = interpreter_info(), calibrate()
-    else:
-        probed = probe_interpreter(execution.python)
-        interpreter, timer = probed.interpreter, probed.timer
+    probed = runner.probe_workers(execution)
     record = SoakRecord(duration_s, checkpoint_s, raw_cap)
-    summary = RunSummary.start(plan, interpreter, timer).amend(execution=dict(execution.to_dict(), workers=1, soak=True))
+    summary = RunSummary.start(plan, probed.interpreter, probed.timer).amend(execution=dict(execution.to_dict(), workers=1, soak=True))
     summary = dataclasses.replace(summary, soak=record)
     entry = summary.arms[0]
-    switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
+    switch_interval_s = float(execution.conditions.switch_interval_s or probed.interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     state = SoakState(raw_cap)
     folding = False
     checkpointed: Optional[RunSummary] = None  # the summary as the last checkpoint wrote it
@@ -573,10 +557,7 @@ def _soak_locked(
             summary = dataclasses.replace(summary, applied=dict(applied))
             write(summary)
             emit("arm-start", arm=arm.name, index=0, total=1)
-            if plan.params.mode == "open" and not arm.open_loop:
-                raise ArmUnavailable(
-                    "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
-                )
+            runner.refuse_open_loop(plan.params, arm)
             rate: Optional[float] = None
             next_checkpoint = None
             while True:

@@ -1,25 +1,13 @@
-"""From measured samples to summary.json's arm entries: the runner's summary building.
+"""summary.json as the runner builds it: typed, frozen records, serialised once when it is written.
 
-The runner (:mod:`wakelab.harness.runner`) measures; this module turns what it
-measured into the records an arm's entry holds, and lays out the summary
-document around them (:func:`new_summary`).
-
-An arm's figures are built as typed, frozen records, once per repetition,
-from every repetition measured so far (:class:`Taken`):
-:class:`RawFigures` (the pooled latency or rate figures, the timed
-components, the warm-up, the drivers' info), each worker's
-:class:`~wakelab.evidence.model.WorkerRecord` (the record the loader reads
-back), the spread between workers or repetitions (:class:`Spread`), the
-repetitions' own medians (:class:`Repetitions`), and the quality flags and
-CPU split of a latency arm, gathered in :class:`ArmFigures`.  Each record
-serialises itself (``to_dict``), and the arm's entry takes
-:meth:`ArmFigures.to_dict` whole: summary.json is written from the records,
-never assembled field by field.
-
-The entry's other parts -- its identity (:func:`arm_entry`), its status and
-reason, the traced pass (:mod:`wakelab.harness.trace_pass`) -- are set by the
-runner as the arm goes.  summary.json's text is the same whatever the order in
-which the keys were set (the writer sorts them).
+The run is a :class:`RunSummary`, its arms :class:`ArmEntry` records; the runner
+(:mod:`wakelab.harness.runner`) replaces them as the run goes and writes
+:meth:`RunSummary.to_dict`.  An arm's figures are built once per repetition from
+every repetition so far (:class:`Taken`) into :class:`ArmFigures`: the pooled
+figures (:class:`RawFigures`), each worker's
+:class:`~wakelab.evidence.model.WorkerRecord` (the loader's own record), the
+spread between workers or repetitions (:class:`Spread`), the repetitions'
+medians (:class:`Repetitions`), a latency arm's quality flags and CPU split.
 """
 
 from __future__ import annotations
@@ -28,7 +16,7 @@ import dataclasses
 import datetime
 import enum
 import uuid
-from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab import __version__
 from wakelab.analysis.quality import QualityFlags, quality_flags
@@ -44,8 +32,7 @@ from wakelab.harness.workers import pool_raws
 
 if TYPE_CHECKING:
     from wakelab.harness.runner import RunPlan
-    from wakelab.harness.soak import SoakRecord
-
+    from wakelab.harness.soak import SoakArmFigures, SoakRecord
 
 
 class ArmStatus(str, enum.Enum):
@@ -180,7 +167,7 @@ class ArmFigures:
     cpu_split: Optional[Mapping[str, object]] = None
 
     @property
-    def counted(self) -> Tuple[int, int]:
+    def counted(self) -> Optional[Tuple[int, int]]:
         latency, rate = self.figures.latency, self.figures.rate
         if latency is not None:
             return latency.n + latency.lost, latency.lost
@@ -275,17 +262,6 @@ def worker_record(raw: Raw, pid: int, applied: Mapping[str, object]) -> WorkerRe
 # -- the arm's entry and the run's summary, as records -----------------------------------------
 
 
-class Figures(Protocol):
-    """What an arm's entry takes its figures from: :class:`ArmFigures`, or a soak's own record."""
-
-    @property
-    def counted(self) -> Optional[Tuple[int, int]]:
-        """``(wakes or operations accounted for, wakes lost)``, to set against what was requested (None: none taken)."""
-
-    def to_dict(self) -> Dict[str, object]:
-        """The entry's keys these figures fill."""
-
-
 def _empty_figures() -> Dict[str, object]:
     """An entry's figures before any repetition measured (a rate arm keeps the latency ones so)."""
     return {"warmup_discarded": None, "latency": None, "components": {}, "rate": None, "info": {}, "workers": [],
@@ -305,7 +281,8 @@ class ArmEntry:
     status: ArmStatus = ArmStatus.PENDING
     reason: Optional[str] = None
     wall_s: Optional[float] = None
-    figures: Optional[Figures] = None
+    #: ``counted`` (wakes or operations accounted for, wakes lost; None: none taken) and ``to_dict``.
+    figures: Optional[Union[ArmFigures, "SoakArmFigures"]] = None
     samples_file: Optional[str] = None
     trace: Optional[ArmTrace] = None
 

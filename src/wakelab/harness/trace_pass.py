@@ -44,15 +44,13 @@ OVERHEAD_METHOD = ("each traced arm is measured three times in this run: untrace
 
 @dataclasses.dataclass(frozen=True)
 class Tracing:
-    """summary.json's ``tracing``: asked for, and whether the run traces (``reason``: why not).
-
-    ``frames_unavailable`` (``--trace-frames``): why the interpreter cannot publish its frames, once
-    it said so (``frames_said``); it is not sampled again."""
+    """summary.json's ``tracing``: asked for, and whether the run traces (``reason``: why not);
+    ``frames_unavailable`` (``--trace-frames``): why the interpreter cannot publish its frames, once it
+    said so (it is not sampled again)."""
 
     requested: bool
     traced: bool = False
     reason: Optional[str] = None
-    frames_said: bool = False
     frames_unavailable: Optional[str] = None
 
     @classmethod
@@ -70,7 +68,7 @@ class Tracing:
             "clock": "CLOCK_MONOTONIC",
             "overhead_method": OVERHEAD_METHOD,
         }
-        if self.frames_said:
+        if self.frames_unavailable is not None:
             out["frames_unavailable"] = self.frames_unavailable
         return out
 
@@ -152,15 +150,8 @@ class TracedPass:
     frames: Mapping[str, object]
 
 
-def trace_arm(
-    plan: "RunPlan",
-    arm: Arm,
-    entry: "ArmEntry",
-    untraced_p50_ns: Optional[float],
-    tracing: Tracing,
-    emit: Callable[..., None],
-    measure: Measure,
-) -> Tuple[ArmTrace, Optional[Dict[str, object]], Tracing]:
+def trace_arm(plan: "RunPlan", arm: Arm, entry: "ArmEntry", untraced_p50_ns: Optional[float], tracing: Tracing,
+              emit: Callable[..., None], measure: Measure) -> Tuple[ArmTrace, Optional[Dict[str, object]], Tracing]:
     """The traced pass of a measured arm (``entry``, its untraced p50 ``untraced_p50_ns``): its ``trace``
     record, the samples document to write in place of the arm's (None: nothing to add), and the
     run's ``tracing`` record as it now stands.
@@ -217,8 +208,7 @@ def trace_arm(
         if frames:
             found_frames = traced.frames
             if not traced.frames.get("sampled"):
-                why = traced.frames.get("reason")
-                tracing = dataclasses.replace(tracing, frames_said=True, frames_unavailable=None if why is None else str(why))
+                tracing = dataclasses.replace(tracing, frames_unavailable=str(traced.frames.get("reason")))
         else:
             found_frames = not_sampled(
                 "a C floor: its threads run no Python" if arm.family == "native" else str(tracing.frames_unavailable))
