@@ -44,8 +44,6 @@ class ArmStatus(str, enum.Enum):
     INTERRUPTED = "interrupted"
     PENDING = "pending"
 
-    __hash__ = str.__hash__  # a status finds its text's place in a set or a mapping, and the text its
-
     def __str__(self) -> str:
         return self.value
 
@@ -151,14 +149,10 @@ class Repetitions:
 
 @dataclasses.dataclass(frozen=True)
 class ArmFigures:
-    """Everything an arm's repetitions so far measured, as its summary.json entry holds it.
+    """Everything an arm's repetitions so far measured, as its summary.json entry holds it (its wall time
+    aside: the entry's own).  ``quality`` and ``cpu_split`` are a latency arm's only (None: a rate arm's
+    entry keeps its own); ``spread`` is between workers with one repetition, between repetitions with several."""
 
-    ``quality`` and ``cpu_split`` are a latency arm's only (None: a rate
-    arm's entry keeps its own); ``spread`` is between workers with one
-    repetition, between repetitions with several.
-    """
-
-    wall_s: float
     figures: RawFigures
     workers: Tuple[WorkerRecord, ...]
     spread: Optional[Spread]
@@ -175,8 +169,7 @@ class ArmFigures:
         return rate.rounds * rate.n_per_round, 0
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {"wall_s": self.wall_s}
-        out.update(self.figures.to_dict())
+        out = self.figures.to_dict()
         if self.figures.latency is not None:
             out["quality"] = None if self.quality is None else self.quality.to_dict()
             out["cpu_split"] = None if self.cpu_split is None else dict(self.cpu_split)
@@ -205,11 +198,6 @@ class Taken:
             self.medians.append(pooled_median(raws))
 
 
-def figure_key(kind: str) -> str:
-    """The figure an arm's spreads compare: ``p50_ns`` (latency) or ``ops_per_s`` (rate)."""
-    return "p50_ns" if kind == LATENCY else "ops_per_s"
-
-
 def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s: Optional[float],
                 settle_jitter_us: Optional[int], settles: bool = True) -> ArmFigures:
     """The figures of every repetition in ``taken`` (at least one worker's): ``raw`` is their raw records pooled.
@@ -219,7 +207,7 @@ def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s:
     ``settle_jitter_us``: the settle's random part (None: an open loop); ``settles``: False for an
     arm that takes no settle (``Arm.settles``), whose wakes are not looked at for polling.
     """
-    key = figure_key(kind)
+    key = "p50_ns" if kind == LATENCY else "ops_per_s"  # the figure the spreads compare
     quality = split = None
     if isinstance(raw, RawLatency):
         quality = quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us, settles=settles)
@@ -230,7 +218,6 @@ def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s:
     else:
         spread = Spread.of_values(key, taken.medians, between="repetitions")
     return ArmFigures(
-        wall_s=round(taken.wall_s, 6),
         figures=RawFigures.of(raw),
         workers=tuple(taken.workers),
         spread=spread,
