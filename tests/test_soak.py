@@ -141,7 +141,7 @@ def test_histogram_has_hdrhistograms_counters_and_encoded_form() -> None:
 
 
 def _chunk(values: List[int], lost: int = 0) -> _Chunk:
-    return _Chunk(values, lost, 10, {}, WorkerRecord(pid=1, n=len(values), lost=lost, warmup_discarded=10), 0.1)
+    return _Chunk(values, {}, WorkerRecord(pid=1, n=len(values), lost=lost, warmup_discarded=10))
 
 
 def test_raw_samples_stop_at_the_cap_in_whole_chunks_and_the_histogram_counts_every_wake() -> None:

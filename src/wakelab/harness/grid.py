@@ -30,15 +30,7 @@ from wakelab.evidence.matrix import MatrixCell, MatrixEntry
 from wakelab.evidence.model import Bundle
 from wakelab.errors import OutputError
 from wakelab.harness.runner import (
-    Execution,
-    ProgressCallback,
-    RunInterrupted,
-    RunPlan,
-    RunStopped,
-    WriteFailed,
-    interrupting_signal,
-    lock_folder,
-    run_turns,
+    Execution, ProgressCallback, RunInterrupted, RunPlan, RunStopped, WriteFailed, interrupting_signal, lock_folder, run_turns,
     utc_now,
 )
 

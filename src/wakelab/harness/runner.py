@@ -78,36 +78,13 @@ from wakelab.harness.conditions import Conditions, run_conditions, worker_condit
 from wakelab.harness.metadata import interpreter_info
 from wakelab.harness.observed import Observer
 from wakelab.harness.workers import (
-    ArmUnavailable,
-    IncompleteReply,
-    Probe,
-    WorkerPool,
-    check_raw,
-    pool_raws,
-    probe_interpreter,
-    run_workers,
-    split_counts,
+    ArmUnavailable, IncompleteReply, Probe, WorkerPool, check_raw, pool_raws, probe_interpreter, run_workers, split_counts,
 )
 from wakelab.harness import trace as sched_trace
-from wakelab.harness.summary import (  # noqa: F401 -- the summary's building blocks, as the runner's own names
-    FAILED,
-    INTERRUPTED,
-    OK,
-    PENDING,
-    SKIPPED,
-    ArmEntry,
-    ArmFigures,
-    RunSummary,
-    Taken,
-    arm_entry as _arm_entry,
-    arm_figures,
-    is_complete,
-    new_summary,
-    summarize_raw,
-    utc_now,
-    worker_figures,
-    worker_record,
-    worker_spread,
+# The summary's building blocks, as the runner's own names (the command line and the tests use them so).
+from wakelab.harness.summary import (  # noqa: F401
+    FAILED, INTERRUPTED, OK, PENDING, SKIPPED, ArmEntry, ArmFigures, RunSummary, Taken, arm_entry as _arm_entry, arm_figures,
+    is_complete, new_summary, summarize_raw, utc_now, worker_figures, worker_record, worker_spread,
 )
 from wakelab.harness.trace_pass import Tracing, trace_arm
 from wakelab.labs import Lab

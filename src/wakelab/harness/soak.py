@@ -128,15 +128,12 @@ def next_chunk_wakes(rate_per_s: Optional[float], left_s: float, params: Any, ch
 
 @dataclasses.dataclass
 class _Chunk:
-    """What one chunk's worker measured, reduced to what the soak keeps."""
+    """What one chunk's worker measured, reduced to what the soak keeps: its wakes, the drivers' info,
+    and its worker record (its lost wakes and its warm-up with it)."""
 
     samples: Sequence[int]
-    lost: int
-    warmup_discarded: int
     info: Mapping[str, object]
-    #: The chunk's worker record (its warm-up with it).
     figures: "WorkerRecord"
-    wall_s: float
 
 
 class SoakState:
@@ -174,14 +171,14 @@ class SoakState:
     def fold(self, chunk: _Chunk) -> None:
         """Add one chunk: to the histogram always, to the raw samples while they stay within the cap."""
         self.histogram.record_many(chunk.samples)
-        self.lost += chunk.lost
-        self.warmup_discarded += chunk.warmup_discarded
+        self.lost += chunk.figures.lost
+        self.warmup_discarded += chunk.figures.warmup_discarded
         self.chunks += 1
         if self.first_info is None:
             self.first_info = chunk.info
         if self.keeping and len(self.kept) + len(chunk.samples) <= self.raw_cap:
             self.kept.extend(chunk.samples)
-            self.kept_lost += chunk.lost
+            self.kept_lost += chunk.figures.lost
             self.slices.append(dataclasses.replace(chunk.figures, repetition=0))
         else:
             self.keeping = False  # whole chunks only, in order: the samples file stays a prefix of the soak
@@ -590,7 +587,7 @@ def _soak_locked(plan: Any, arm: Any, duration_s: float, progress: Optional["Pro
                 assert isinstance(raw, RawLatency)  # run_workers checked the record against the arm's kind
                 figures = dataclasses.replace(worker_record(raw, result.pid, result.applied), warmup_discarded=raw.warmup_discarded)
                 info = jsonable(raw.info)
-                chunk = _Chunk(raw.samples_ns, raw.lost, raw.warmup_discarded, info if isinstance(info, dict) else {}, figures, chunk_wall)
+                chunk = _Chunk(raw.samples_ns, info if isinstance(info, dict) else {}, figures)
                 del result, raw
                 folding = True
                 state.fold(chunk)

@@ -1,16 +1,8 @@
 """The traced pass of a measured arm (``wakelab run --trace``): see "Tracing" in :mod:`wakelab.harness.runner`.
 
-After an arm's untraced figures are in, :func:`trace_arm` measures it again
-while :mod:`wakelab.harness.trace` records the scheduler's events (the drivers
-keeping each wake's ``t0``), splits every wake at its waiter's events
-(:func:`split_traced`), and measures it once more untraced, so that the
-tracing overhead is the traced p50 against untraced passes on both sides of
-it.  What it finds is a frozen :class:`ArmTrace` (the arm's ``trace`` entry,
-serialised once by :meth:`ArmTrace.to_dict`) and the samples document that
-adds the traced wakes beside the untraced ones; the runner stores both.
-
-The runner hands in how to measure (:data:`Measure`), so this module knows
-nothing of workers or repetitions.
+:func:`trace_arm` finds a frozen :class:`ArmTrace` (the arm's ``trace`` entry) and the samples
+document that adds the traced wakes beside the untraced ones; the runner stores both.  It is handed
+how to measure (:data:`Measure`), so this module knows nothing of workers or repetitions.
 """
 
 from __future__ import annotations
