@@ -427,11 +427,6 @@ def summarize_raw(entry: Dict[str, object], raw: Raw) -> None:
     entry.update(RawFigures.of(raw).to_dict())
 
 
-def arm_entry(arm: Arm, params: MeasureParams) -> Dict[str, object]:
-    """:meth:`ArmEntry.of`, as summary.json stores it."""
-    return ArmEntry.of(arm, params).to_dict()
-
-
 def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Dict[str, object]:
     """:meth:`RunSummary.start`, as summary.json stores it."""
     return RunSummary.start(plan, interpreter).to_dict()
