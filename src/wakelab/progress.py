@@ -302,11 +302,6 @@ def format_time_left(seconds: float) -> str:
     return "about %d h %d min left" % divmod(minutes, 60)
 
 
-def format_arm_result(entry: Mapping[str, object]) -> str:
-    """An arm's headline figures (its summary.json entry): ``p50 64.9 µs, max 120 µs, lost 0 in 0.35 s`` or ``1,092,573 ops/s in ...``."""
-    return ArmResult.from_entry(entry).text
-
-
 def format_arm_done(done: ArmDone) -> str:
     """An ``arm-done`` event's line: its :class:`ArmResult`, after the repetition it ends where the run has several.
 

@@ -147,12 +147,6 @@ class Interpreter:
         return build
 
     @property
-    def gil_text(self) -> str:
-        if self.free_threaded:
-            return "on (PYTHON_GIL=1)" if self.gil else "off"
-        return "on"
-
-    @property
     def short_name(self) -> str:
         """``3.12.1``, ``3.14.0t`` for CPython; the :attr:`label` (``pypy-3.9.18``) for others."""
         return self.version_text if self.implementation == "cpython" else self.label
