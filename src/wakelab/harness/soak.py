@@ -535,7 +535,8 @@ def _soak_locked(plan: Any, arm: Any, duration_s: float, progress: Optional["Pro
                 pass  # the last checkpoint's samples file stands
         if entry.status in (runner.PENDING, runner.OK):
             put(entry.ended(runner.INTERRUPTED, runner.interruption_reason(signum)))
-        summary = dataclasses.replace(summary, interrupted=True, soak=dataclasses.replace(record, finished=False))
+        assert summary.soak is not None  # the checkpoint's own, when the summary is the checkpoint's
+        summary = dataclasses.replace(summary, interrupted=True, soak=dataclasses.replace(summary.soak, finished=False))
         summary = dataclasses.replace(runner._finish(summary, started), complete=False)
         try:
             return write(summary)
