@@ -496,14 +496,8 @@ def _soak_locked(plan: Any, arm: Any, duration_s: float, progress: Optional["Pro
             jitter = arm_params.settle_jitter_us if arm_params.mode == "closed" else None
             quality = quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter, settles=arm.settles)
             put(dataclasses.replace(entry, figures=dataclasses.replace(figures, quality=quality)))
-        new_record(
-            elapsed_s=round(clock() - soak_started, 3),
-            chunks=state.chunks,
-            raw_kept=len(state.kept),
-            raw_kept_slices=len(state.slices),
-            figures=state.soak_figures(),
-            recorded=state.histogram.total,
-        )
+        new_record(elapsed_s=round(clock() - soak_started, 3), chunks=state.chunks, raw_kept=len(state.kept),
+                   raw_kept_slices=len(state.slices), figures=state.soak_figures(), recorded=state.histogram.total)
 
     def write_samples() -> None:
         put(dataclasses.replace(entry, samples_file=_write_samples(plan.folder, arm.name, state)))

@@ -385,18 +385,10 @@ class RunSummary:
         conditions = self.head["conditions"]
         assert isinstance(conditions, dict)
         out = dict(self.head)
-        out.update(
-            interpreter=dict(self.interpreter),
-            timer=self.timer,
-            conditions=dict(conditions, **{"applied_" + k: v for k, v in self.applied.items()}),
-            arms=[entry.to_dict() for entry in self.arms],
-            finished_utc=self.finished_utc,
-            wall_s=self.wall_s,
-            complete=self.complete,
-            interrupted=self.interrupted,
-            caveats=[],
-            warnings=[],
-        )
+        out.update(interpreter=dict(self.interpreter), timer=self.timer, arms=[entry.to_dict() for entry in self.arms],
+                   conditions=dict(conditions, **{"applied_" + k: v for k, v in self.applied.items()}),
+                   finished_utc=self.finished_utc, wall_s=self.wall_s, complete=self.complete, interrupted=self.interrupted,
+                   caveats=[], warnings=[])
         if self.tracing is not None:
             out["tracing"] = self.tracing.to_dict()
         if self.observed is not None:
