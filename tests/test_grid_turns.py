@@ -204,11 +204,11 @@ def test_a_ctrl_c_while_a_cell_writes_its_finished_run_leaves_the_matrix_agreein
     real = runner._finish
     calls = []
 
-    def interrupted_once(summary, started) -> None:
+    def interrupted_once(summary, started):  # type: ignore[no-untyped-def]
         calls.append(1)
         if len(calls) == 2:  # the second cell to finish (A, after B: turns A0 B0 B1 A1)
             raise KeyboardInterrupt
-        real(summary, started)
+        return real(summary, started)
 
     monkeypatch.setattr(runner, "_finish", interrupted_once)
     with pytest.raises(RunInterrupted) as caught:

@@ -4,13 +4,16 @@ frozen records with exact figures, written once, read back by the loader as the 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from wakelab.core.model import LATENCY, RATE, MeasureParams, RawLatency, RawRate
 from wakelab.core.registry import get_arm
 from wakelab.evidence.model import ArmRecord, WorkerRecord
-from wakelab.harness.summary import Spread, Taken, arm_entry, arm_figures, worker_figures, worker_record
+from wakelab.harness.summary import (
+    FAILED, OK, SKIPPED, ArmEntry, RunSummary, Spread, Taken, arm_figures, is_complete, worker_figures, worker_record,
+)
 from wakelab.harness.trace_pass import ArmTrace, Overhead
 from wakelab.harness.workers import pool_raws
 
@@ -36,7 +39,6 @@ def test_two_repetitions_are_pooled_with_their_spread_and_the_loader_reads_the_s
     taken = Taken()
     taken.add(0, [FAST], [worker_record(FAST, 1, {})])
     taken.add(1, [SLOW], [worker_record(SLOW, 2, {})])
-    taken.wall_s = 0.25
     figures = arm_figures(pool_raws(taken.raws), taken, LATENCY, 2, None, 500)
     doc = figures.to_dict()
     assert [w["repetition"] for w in doc["workers"]] == [0, 1]
@@ -44,9 +46,9 @@ def test_two_repetitions_are_pooled_with_their_spread_and_the_loader_reads_the_s
     assert doc["repetitions"]["count"] == 2 and doc["repetitions"]["of"] == "p50_ns"
     assert doc["repetitions"]["spread"]["values"] == [1050.0, 2100.0]
     assert doc["latency"]["n"] == 202 and doc["latency"]["lost"] == 1 and doc["warmup_discarded"] == 10
-    assert doc["wall_s"] == 0.25 and set(doc["quality"]) == {"populations", "switch_interval_tail", "polling"}
+    assert "wall_s" not in doc and set(doc["quality"]) == {"populations", "switch_interval_tail", "polling"}
     # The entry the runner fills is the one the loader reads: the same worker records come back.
-    entry = arm_entry(get_arm("event"), MeasureParams())
+    entry = ArmEntry.of(get_arm("event"), MeasureParams()).to_dict()
     entry.update(doc)
     assert ArmRecord.from_dict(entry).workers == figures.workers
     # One repetition: the spread is between its workers.
@@ -79,3 +81,33 @@ def test_trace_records() -> None:
     assert Overhead(None, 0.0, 3000.0).ratio is None
     assert Overhead(1000.0, None, None).to_dict() == {"untraced_p50_ns": 1000.0, "untraced_after_p50_ns": None,
                                                       "traced_p50_ns": None, "ratio": None}
+
+
+def _entry(taken: Taken, requested: int) -> ArmEntry:
+    figures = arm_figures(pool_raws(taken.raws), taken, LATENCY, 1, None, 500)
+    return dataclasses.replace(ArmEntry.of(get_arm("event"), MeasureParams(n=requested)), status=OK, wall_s=0.5, figures=figures)
+
+
+def test_an_arm_entry_is_written_once_as_the_loader_reads_it() -> None:
+    pending = ArmEntry.of(get_arm("event"), MeasureParams(n=101))
+    assert pending.to_dict()["status"] == "pending" and pending.to_dict()["latency"] is None
+    taken = Taken()
+    taken.add(0, [FAST], [worker_record(FAST, 1, {})])
+    doc = json.loads(json.dumps(_entry(taken, 101).to_dict()))
+    assert doc["status"] == "ok" and doc["wall_s"] == 0.5 and doc["requested"] == 101 and doc["rate"] is None
+    record = ArmRecord.from_dict(doc)
+    assert record.latency is not None and record.latency.n == 101 and record.workers == tuple(taken.workers)
+    assert str(OK) == "ok" and "%s" % FAILED == "failed"
+
+
+@pytest.mark.parametrize("requested, statuses, complete", [
+    (101, (OK,), True), (101, (OK, SKIPPED), True), (100, (OK,), False), (101, (SKIPPED,), False), (101, (OK, FAILED), False),
+])
+def test_a_run_is_complete_when_every_arm_that_ran_took_what_it_asked_for(requested, statuses, complete) -> None:
+    taken = Taken()
+    taken.add(0, [FAST], [worker_record(FAST, 1, {})])
+    arms = tuple(dataclasses.replace(_entry(taken, requested), status=status, identity={"name": "a%d" % i, "kind": LATENCY})
+                 for i, status in enumerate(statuses))
+    summary = RunSummary({"conditions": {}}, {}, arms)
+    assert summary.is_complete() is complete
+    assert is_complete(summary.to_dict()) is complete  # the same answer from the document the loader reads

@@ -6,6 +6,7 @@ the busy threshold of a CPU on any machine that runs it at all.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -42,7 +43,7 @@ def test_a_process_that_starts_halfway_is_seen_busy_and_our_own_child_is_not() -
     other = _orphan_spinner(1.2)
     try:
         time.sleep(1.0)
-        record = watcher.finish()
+        record = dataclasses.asdict(watcher.observe())
     finally:
         _kill(other)
         own.kill()

@@ -14,7 +14,7 @@ import pytest
 
 from wakelab.harness.runner import RunPlan, run_plan
 from wakelab.labs import LAB_135
-from wakelab.progress import format_arm_result, format_time_left, make_progress, wants_live_display
+from wakelab.progress import ArmResult, format_time_left, make_progress, wants_live_display
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -138,8 +138,8 @@ def test_format_time_left(seconds, text) -> None:
 
 
 def test_format_arm_result_tolerates_missing_figures() -> None:
-    assert format_arm_result({"latency": None, "rate": None, "wall_s": None}) == "no figures"
-    assert format_arm_result({"latency": {"p50_ns": None, "max_ns": None, "lost": 3}, "wall_s": 1}) == "p50 -, max -, lost 3 in 1.00 s"
+    assert ArmResult.from_entry({"latency": None, "rate": None, "wall_s": None}).text == "no figures"
+    assert ArmResult.from_entry({"latency": {"p50_ns": None, "max_ns": None, "lost": 3}, "wall_s": 1}).text == "p50 -, max -, lost 3 in 1.00 s"
 
 
 def test_plain_mode_ignores_unknown_events() -> None:
@@ -373,7 +373,7 @@ def test_plain_heartbeat_during_a_long_arm_then_stops() -> None:
     time.sleep(0.1)
     assert stream.getvalue() == ended  # nothing after the arm's result
     lines = ended.splitlines()
-    assert lines[0] == "wakelab: [1/2] event ..." and lines[-1] == "wakelab:   " + format_arm_result(EVENT_ENTRY)
+    assert lines[0] == "wakelab: [1/2] event ..." and lines[-1] == "wakelab:   " + ArmResult.from_entry(EVENT_ENTRY).text
     middle = lines[1:-1]
     assert len(middle) >= 3 and all(re.fullmatch(r"wakelab:   still measuring event \(\d+ s(, workers done: 1/3)?\)", m) for m in middle)
     assert middle[-1].endswith(", workers done: 1/3)")

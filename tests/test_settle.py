@@ -138,8 +138,8 @@ def test_an_arm_declares_a_larger_random_part_for_itself() -> None:
     assert runner.arm_params(PARAMS, _arm(500)).settle_jitter_us == 2000  # a minimum, never less than the run's
     assert _arm(20000).params_for(dataclasses.replace(PARAMS, settle_jitter_us=0)).settle_jitter_us == 20000
     # The arm's entry in summary.json says so where its figures are; an arm that asks for nothing more, nothing.
-    assert runner._arm_entry(_arm(20000), PARAMS)["settle_jitter_us"] == 20000
-    assert "settle_jitter_us" not in runner._arm_entry(_arm(500), PARAMS)
+    assert runner.ArmEntry.of(_arm(20000), PARAMS).to_dict()["settle_jitter_us"] == 20000
+    assert "settle_jitter_us" not in runner.ArmEntry.of(_arm(500), PARAMS).to_dict()
 
 
 class _FakePool:

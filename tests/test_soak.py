@@ -31,6 +31,7 @@ from wakelab.analysis.hdr import (
 )
 from wakelab.core.model import MeasureParams
 from wakelab.evidence.load import load_samples, load_summary
+from wakelab.evidence.model import WorkerRecord
 from wakelab.harness.runner import Execution, RunPlan
 from wakelab.harness.soak import (
     MAX_CHUNK_WAKES,
@@ -140,7 +141,7 @@ def test_histogram_has_hdrhistograms_counters_and_encoded_form() -> None:
 
 
 def _chunk(values: List[int], lost: int = 0) -> _Chunk:
-    return _Chunk(values, lost, 10, {}, {"pid": 1, "n": len(values), "lost": lost, "warmup_discarded": 10}, 0.1)
+    return _Chunk(values, {}, WorkerRecord(pid=1, n=len(values), lost=lost, warmup_discarded=10))
 
 
 def test_raw_samples_stop_at_the_cap_in_whole_chunks_and_the_histogram_counts_every_wake() -> None:
@@ -152,7 +153,7 @@ def test_raw_samples_stop_at_the_cap_in_whole_chunks_and_the_histogram_counts_ev
     assert list(state.kept[:3]) == [1000, 1001, 1002] and state.kept[-1] == 2099
     assert state.n == sum(sizes) and sum(state.histogram.counts) == sum(sizes)
     assert state.lost == len(sizes) and state.kept_lost == 2 and state.warmup_discarded == 10 * len(sizes)
-    record = state.figures_record()
+    record = state.soak_figures().to_dict()
     assert record["percentiles_from"] == "histogram"
     assert record["from_histogram"] == ["p50_ns", "p90_ns", "p99_ns", "p99_9_ns"]
     assert {"n", "lost", "min_ns", "max_ns", "mean_ns"} <= set(record["exact"])
@@ -164,7 +165,7 @@ def test_raw_samples_stop_at_the_cap_in_whole_chunks_and_the_histogram_counts_ev
 def test_while_every_wake_is_kept_the_figures_are_exact() -> None:
     state = SoakState(raw_cap=1000)
     state.fold(_chunk([5, 7, 9, 11]))
-    assert state.every_wake_kept and state.figures_record()["from_histogram"] == []
+    assert state.every_wake_kept and state.soak_figures().to_dict()["from_histogram"] == []
     assert state.latency_figures()["p50_ns"] == 8.0
 
 

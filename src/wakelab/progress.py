@@ -52,8 +52,9 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Union
+from typing import Any, Callable, List, Mapping, Optional, TextIO, Union
 
+from wakelab.evidence.model import ArmRecord
 from wakelab.formatting import format_ns, format_rate
 
 Clock = Callable[[], float]
@@ -66,7 +67,7 @@ RECENT_RESULTS = 4
 SOAK_LINE_S = 10.0
 
 
-def _int(info: Mapping[str, Any], key: str, default: int) -> int:
+def _int(info: Mapping[str, object], key: str, default: int) -> int:
     value = info.get(key, default)
     return value if isinstance(value, int) else default
 
@@ -79,7 +80,7 @@ class Turn:
     repetitions: int = 1
 
     @classmethod
-    def from_info(cls, info: Mapping[str, Any]) -> "Turn":
+    def from_info(cls, info: Mapping[str, object]) -> "Turn":
         return cls(_int(info, "repetition", 0), _int(info, "repetitions", 1))
 
     @property
@@ -103,13 +104,14 @@ class ArmResult:
     wall_s: Union[int, float, None] = None
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any]) -> "ArmResult":
-        latency, rate, wall_s = entry.get("latency"), entry.get("rate"), entry.get("wall_s")
-        wall = wall_s if isinstance(wall_s, (int, float)) else None
-        if latency:
-            return cls("latency", latency.get("p50_ns"), latency.get("max_ns"), latency.get("lost"), wall_s=wall)
-        if rate:
-            return cls("rate", ops_per_s=rate.get("ops_per_s"), wall_s=wall)
+    def from_entry(cls, entry: Mapping[str, object]) -> "ArmResult":
+        """The figures of an arm's entry, read as the loader reads them."""
+        arm = ArmRecord.from_dict(entry)
+        wall = arm.wall_s if isinstance(arm.wall_s, (int, float)) else None
+        if arm.latency is not None:
+            return cls("latency", arm.latency.p50_ns, arm.latency.max_ns, arm.latency.lost, wall_s=wall)
+        if arm.rate is not None:
+            return cls("rate", ops_per_s=arm.rate.ops_per_s, wall_s=wall)
         return cls(wall_s=wall)
 
     @property
@@ -194,13 +196,14 @@ class SoakProgress:
 Event = Union[ArmStart, ArmDone, ArmEnded, WorkerDone, CellStart, SoakProgress]
 
 
-def read_event(event: str, info: Mapping[str, Any]) -> Optional[Event]:
+def read_event(event: str, info: Mapping[str, object]) -> Optional[Event]:
     """The record of event ``event`` with ``info`` (see :class:`Progress`); None for an event the displays do not show."""
     if event == "arm-start":
         total = info.get("total")
         return ArmStart(info.get("arm"), _int(info, "index", 0), total if isinstance(total, int) else None, Turn.from_info(info))
     if event == "arm-done":
-        return ArmDone(info.get("arm"), ArmResult.from_entry(info.get("entry") or {}), Turn.from_info(info),
+        entry = info.get("entry")
+        return ArmDone(info.get("arm"), ArmResult.from_entry(entry if isinstance(entry, Mapping) else {}), Turn.from_info(info),
                        bool(info.get("final", True)))
     if event in ("arm-failed", "arm-skipped"):
         return ArmEnded(info.get("arm"), info.get("reason"), event == "arm-failed")
@@ -230,7 +233,7 @@ class Progress:
     quiet one: it shows nothing.
     """
 
-    def __call__(self, event: str, info: Dict[str, Any]) -> None:
+    def __call__(self, event: str, info: Mapping[str, object]) -> None:
         """Report one event of the run."""
 
     def close(self) -> None:
@@ -297,11 +300,6 @@ def format_time_left(seconds: float) -> str:
     if minutes < 90:
         return "about %d min left" % minutes
     return "about %d h %d min left" % divmod(minutes, 60)
-
-
-def format_arm_result(entry: Mapping[str, Any]) -> str:
-    """An arm's headline figures (its summary.json entry): ``p50 64.9 µs, max 120 µs, lost 0 in 0.35 s`` or ``1,092,573 ops/s in ...``."""
-    return ArmResult.from_entry(entry).text
 
 
 def format_arm_done(done: ArmDone) -> str:
@@ -398,7 +396,7 @@ class _PlainProgress(Progress):
         self._workers: Optional[str] = None
         self._soak_line_at: Optional[float] = None
 
-    def __call__(self, event: str, info: Dict[str, Any]) -> None:
+    def __call__(self, event: str, info: Mapping[str, object]) -> None:
         record = read_event(event, info)
         if isinstance(record, (ArmStart, ArmEnded, ArmDone)):
             self._stop_heartbeat()
@@ -510,7 +508,7 @@ class _LiveProgress(Progress):
         )
         self._task = self._bar.add_task("starting", total=max(total_arms, 1), left="")
 
-    def __call__(self, event: str, info: Dict[str, Any]) -> None:
+    def __call__(self, event: str, info: Mapping[str, object]) -> None:
         if self._closed:
             return
         record = read_event(event, info)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from wakelab.evidence.model import Interpreter, Machine, System, Timer
 
@@ -41,21 +41,22 @@ class Facts:
     turbo: Optional[bool] = None
 
     @classmethod
-    def from_dict(cls, facts: Mapping[str, Any]) -> "Facts":
+    def from_dict(cls, facts: Mapping[str, object]) -> "Facts":
         """The facts of :func:`gather_facts` (or a made-up machine's); a missing one reads as not known."""
-        interpreter = facts.get("interpreter")
+        interpreter, turbo = facts.get("interpreter"), facts.get("turbo")
         return cls(System.from_dict(facts), Machine.from_dict(facts.get("machine")),
                    Interpreter.from_dict(interpreter if isinstance(interpreter, Mapping) else {}),
-                   Timer.from_dict(facts.get("timer")), bool(facts.get("dma_latency_writable")), facts.get("turbo"))
+                   Timer.from_dict(facts.get("timer")), bool(facts.get("dma_latency_writable")),
+                   turbo if isinstance(turbo, bool) else None)
 
 
-def gather_facts() -> Dict[str, Any]:
+def gather_facts() -> Dict[str, object]:
     """Everything the check looks at, read from this machine."""
     from wakelab.harness.clock import measure_timer_floor
     from wakelab.harness.conditions import CPU_DMA_LATENCY
     from wakelab.harness.metadata import interpreter_info, machine_info, system_info
 
-    facts: Dict[str, Any] = dict(system_info())
+    facts = dict(system_info())
     facts["machine"] = machine_info()
     facts["interpreter"] = interpreter_info()
     facts["timer"] = measure_timer_floor(5000)
@@ -68,7 +69,7 @@ def gather_facts() -> Dict[str, Any]:
     return facts
 
 
-def evaluate(facts: Mapping[str, Any]) -> List[Finding]:
+def evaluate(facts: Mapping[str, object]) -> List[Finding]:
     """The findings for ``facts`` (see :func:`gather_facts`), most important first."""
     findings: List[Finding] = []
     known = Facts.from_dict(facts)

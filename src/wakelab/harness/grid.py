@@ -30,18 +30,9 @@ from wakelab.evidence.matrix import MatrixCell, MatrixEntry
 from wakelab.evidence.model import Bundle
 from wakelab.errors import OutputError
 from wakelab.harness.runner import (
-    Execution,
-    ProgressCallback,
-    RunInterrupted,
-    RunPlan,
-    RunStopped,
-    WriteFailed,
-    interrupting_signal,
-    lock_folder,
-    run_turns,
+    Execution, ProgressCallback, RunInterrupted, RunPlan, RunStopped, WriteFailed, interrupting_signal, lock_folder, run_turns,
     utc_now,
 )
-from wakelab.harness.summary import Document
 
 MATRIX_SCHEMA = "wakelab.matrix"
 MATRIX_VERSION = 1
@@ -66,7 +57,7 @@ class Cell:
     side: Optional[str] = None
     pythonpath: Tuple[str, ...] = ()
     env: Tuple[Tuple[str, str], ...] = ()
-    arm_origins: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    arm_origins: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
     planted_delay_us: Optional[int] = None
 
     def dimensions(self) -> Dict[str, object]:
@@ -81,13 +72,8 @@ class Cell:
         return dims
 
 
-def expand(
-    pythons: Sequence[Optional[str]],
-    python_labels: Sequence[Optional[str]],
-    placements: Sequence[tuple],
-    settles_us: Sequence[int],
-    cpu_threads: Sequence[int],
-) -> List[Cell]:
+def expand(pythons: Sequence[Optional[str]], python_labels: Sequence[Optional[str]], placements: Sequence[tuple],
+           settles_us: Sequence[int], cpu_threads: Sequence[int]) -> List[Cell]:
     """Every combination, labelled by the dimensions that vary.
 
     ``placements`` holds ``(name, notifier_cpu, waiter_cpu)`` triples.
@@ -139,7 +125,7 @@ def cell_plan(base: RunPlan, cell: Cell, folder: str) -> RunPlan:
     return dataclasses.replace(base, params=params, execution=execution, folder=folder)
 
 
-def _cell_run(base: RunPlan, cell: Cell, summary: Optional[Document]) -> Optional[Bundle]:
+def _cell_run(base: RunPlan, cell: Cell, summary: Optional[Dict[str, object]]) -> Optional[Bundle]:
     """Cell ``cell``'s run as it stands (its summary as the runner holds it), as a bundle; None: not started."""
     folder = os.path.join(base.folder, CELLS_DIR, cell.label)
     return Bundle(source=folder, folder=folder, summary=summary) if summary else None
@@ -152,7 +138,7 @@ def _matrix_cell(cell: Cell, run: Optional[Bundle]) -> MatrixCell:
                          run.recorded("interpreter") if run is not None else None)
 
 
-def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Document], started_utc: str) -> Document:
+def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Dict[str, object]], started_utc: str) -> Dict[str, object]:
     """The matrix document: the grid's cells and, per arm, each cell's figures (the records of
     :mod:`wakelab.evidence.matrix`, which reads the document back)."""
     runs = [(cell, _cell_run(base, cell, summaries.get(cell.label))) for cell in cells]
@@ -162,7 +148,7 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Doc
         {"name": name, "rows": [MatrixEntry.of(name, cell.label, entries[cell.label].get(name)).to_dict() for cell in cells]}
         for name in base.arm_names
     ]
-    doc: Document = {
+    doc: Dict[str, object] = {
         "schema": MATRIX_SCHEMA,
         "schema_version": MATRIX_VERSION,
         "lab": {"id": base.lab.id, "title": base.lab.title},
@@ -181,12 +167,8 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Doc
     return doc
 
 
-def run_grid(
-    base: RunPlan,
-    cells: Sequence[Cell],
-    progress: Optional[ProgressCallback] = None,
-    render_matrix: Optional[Callable[[Document], str]] = None,
-) -> Document:
+def run_grid(base: RunPlan, cells: Sequence[Cell], progress: Optional[ProgressCallback] = None,
+             render_matrix: Optional[Callable[[Dict[str, object]], str]] = None) -> Dict[str, Any]:
     """Run every cell into ``base.folder/cells/<label>``; returns the matrix document.
 
     ``matrix.json`` (and ``matrix.txt``, laid out by ``render_matrix``: the
@@ -200,16 +182,12 @@ def run_grid(
         lock.release()
 
 
-def _run_grid_locked(
-    base: RunPlan,
-    cells: Sequence[Cell],
-    progress: Optional[ProgressCallback],
-    render_matrix: Optional[Callable[[Document], str]],
-) -> Document:
+def _run_grid_locked(base: RunPlan, cells: Sequence[Cell], progress: Optional[ProgressCallback],
+                     render_matrix: Optional[Callable[[Dict[str, object]], str]]) -> Dict[str, object]:
     started = utc_now()
-    summaries: Dict[str, Document] = {}
+    summaries: Dict[str, Dict[str, object]] = {}
 
-    def write() -> Document:
+    def write() -> Dict[str, object]:
         doc = matrix_doc(base, cells, summaries, started)
         try:
             bundle.atomic_write_text(os.path.join(base.folder, bundle.MATRIX_JSON), bundle.dumps(doc))
@@ -219,7 +197,7 @@ def _run_grid_locked(
             raise WriteFailed(base.folder, exc) from None
         return doc
 
-    def write_quietly() -> Document:
+    def write_quietly() -> Dict[str, object]:
         try:
             return write()
         except WriteFailed:
@@ -248,7 +226,7 @@ def _run_grid_locked(
         for lock in locks.values():
             lock.release()
         raise
-    live: Dict[str, Generator[Document, None, tuple]] = {}
+    live: Dict[str, Generator[Dict[str, object], None, tuple]] = {}
     ended: Set[str] = set()
 
     def retire(label: str) -> None:

@@ -54,7 +54,7 @@ import os
 import re
 import shlex
 import shutil
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.harness.metadata import BUILD_FACTS_SOURCE
 from wakelab.harness.workers import MIN_PYTHON, WorkerError, run_bounded
@@ -147,12 +147,6 @@ class Interpreter:
         return build
 
     @property
-    def gil_text(self) -> str:
-        if self.free_threaded:
-            return "on (PYTHON_GIL=1)" if self.gil else "off"
-        return "on"
-
-    @property
     def short_name(self) -> str:
         """``3.12.1``, ``3.14.0t`` for CPython; the :attr:`label` (``pypy-3.9.18``) for others."""
         return self.version_text if self.implementation == "cpython" else self.label
@@ -161,7 +155,7 @@ class Interpreter:
     def jit_text(self) -> str:
         return format_jit(self.jit_available, self.jit_enabled)
 
-    def facts_dict(self) -> Dict[str, Any]:
+    def facts_dict(self) -> Dict[str, object]:
         """The build facts as ``wakelab interpreters --json`` and summary.json name them (None: not said)."""
         return {
             "jit": None if self.jit_available is None else {"available": self.jit_available, "enabled": bool(self.jit_enabled)},
@@ -317,11 +311,10 @@ def probe_detail(path: str, origin: str = "given") -> Tuple[Optional[Interpreter
     if done.returncode != 0:
         return None, "does not run as Python 3 (exit %d%s)" % (done.returncode, ": " + err[-1].strip()[:200] if err else "")
     try:
-        answer = done.stdout.decode()
-        facts: Dict[str, Any] = {}
+        answer, facts = done.stdout.decode(), ""
         if answer.startswith(FACTS_TAG):
             first, _, answer = answer.partition("\n")
-            facts = _facts(first[len(FACTS_TAG):])
+            facts = first[len(FACTS_TAG):]
         version, implementation, impl_version, free_threaded, gil, executable = answer.split(None, 5)
         major, minor, micro = (int(x) for x in version.split("."))
     except ValueError:
@@ -329,7 +322,7 @@ def probe_detail(path: str, origin: str = "given") -> Tuple[Optional[Interpreter
     if major != 3:
         return None, "is Python %d, not 3" % major
     executable = executable.strip()
-    return Interpreter(
+    return _with_facts(Interpreter(
         path=path if _is_launcher(path) or not executable else executable,
         version=(major, minor, micro),
         implementation=implementation,
@@ -337,31 +330,28 @@ def probe_detail(path: str, origin: str = "given") -> Tuple[Optional[Interpreter
         gil_enabled=None if gil == "-" else gil == "1",
         implementation_version=impl_version,
         origin=origin,
-        **facts,
-    ), None
+    ), facts), None
 
 
-def _facts(text: str) -> Dict[str, Any]:
-    """The probe's build facts as :class:`Interpreter` fields; what is missing or malformed stays unknown."""
+def _with_facts(interpreter: Interpreter, text: str) -> Interpreter:
+    """``interpreter`` with the probe's build facts (JSON ``text``); what is missing or malformed stays unknown."""
     try:
         doc = json.loads(text)
     except ValueError:
-        return {}
+        return interpreter
     if not isinstance(doc, dict):
-        return {}
-    facts: Dict[str, Any] = {}
-    jit = doc.get("jit")
-    if isinstance(jit, dict) and isinstance(jit.get("available"), bool):
-        facts["jit_available"] = jit["available"]
-        facts["jit_enabled"] = bool(jit.get("enabled"))
-    if isinstance(doc.get("gc"), str):
-        facts["gc"] = doc["gc"]
-    thresholds = doc.get("gc_thresholds")
-    if isinstance(thresholds, list) and all(isinstance(x, int) for x in thresholds):
-        facts["gc_thresholds"] = tuple(thresholds)
-    if isinstance(doc.get("multiprocessing_start_method"), str):
-        facts["start_method"] = doc["multiprocessing_start_method"]
-    return facts
+        return interpreter
+    jit = doc["jit"] if isinstance(doc.get("jit"), dict) else {}
+    gc, thresholds, method = doc.get("gc"), doc.get("gc_thresholds"), doc.get("multiprocessing_start_method")
+    said_jit = isinstance(jit.get("available"), bool)
+    return dataclasses.replace(
+        interpreter,
+        jit_available=jit["available"] if said_jit else None,
+        jit_enabled=bool(jit.get("enabled")) if said_jit else None,
+        gc=gc if isinstance(gc, str) else None,
+        gc_thresholds=tuple(thresholds) if isinstance(thresholds, list) and all(isinstance(x, int) for x in thresholds) else None,
+        start_method=method if isinstance(method, str) else None,
+    )
 
 
 def probe(path: str) -> Optional[Interpreter]:

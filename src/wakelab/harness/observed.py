@@ -26,7 +26,7 @@ import dataclasses
 import datetime
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar
+from typing import Callable, Dict, List, Optional, Set, Tuple, TypeVar
 
 #: A process at or above this share of one CPU over the run is a busy process.
 BUSY_SHARE = 0.10
@@ -194,7 +194,7 @@ def reading() -> Reading:
 
 
 class Observer:
-    """Started as a run starts; :meth:`observe` gives the :class:`Observed` record, :meth:`finish` it as summary.json holds it."""
+    """Started as a run starts; :meth:`observe` gives the :class:`Observed` record (summary.json holds it as :func:`dataclasses.asdict`)."""
 
     def __init__(self) -> None:
         self._start = reading()
@@ -202,10 +202,6 @@ class Observer:
         self._uptime0 = _uptime_ticks()
         self._cpu0 = _cpu_ticks()
         self._procs0 = _processes()
-
-    def finish(self) -> Dict[str, Any]:
-        """summary.json's ``observed``: :meth:`observe`'s record as JSON."""
-        return dataclasses.asdict(self.observe())
 
     def observe(self) -> Observed:
         """The record: both readings, each CPU's busy share and the busy processes seen between them."""

@@ -7,11 +7,10 @@ ends a run the way Ctrl-C does; one with a ``signum`` attribute (the CLI
 raises one for SIGTERM and SIGHUP) is recorded as that signal.  Exceptions from one arm are
 caught and recorded as a failed arm; the run goes on with the next.
 
-What it measured becomes summary.json through :mod:`wakelab.harness.summary`
-(an arm's figures, its workers, spreads and repetitions as frozen records,
-written into its entry once per repetition) and, for a traced run,
-:mod:`wakelab.harness.trace_pass` (the traced pass and its ``trace`` record);
-the runner itself drives the passes, the workers and the writes.
+summary.json is a :class:`~wakelab.harness.summary.RunSummary` of frozen records (an arm's
+:class:`~wakelab.harness.summary.ArmEntry`, replaced as the arm goes; a traced pass's record from
+:mod:`wakelab.harness.trace_pass`), serialised each time it is written; the runner drives the
+passes, the workers and the writes.
 
 The output folder is locked for the whole run (a second run into it gets
 :class:`~wakelab.errors.OutputError` before writing anything), and an older
@@ -67,7 +66,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.registry import get_arm
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, raw_to_dict
@@ -79,54 +78,32 @@ from wakelab.harness.conditions import Conditions, run_conditions, worker_condit
 from wakelab.harness.metadata import interpreter_info
 from wakelab.harness.observed import Observer
 from wakelab.harness.workers import (
-    ArmUnavailable,
-    IncompleteReply,
-    WorkerPool,
-    check_raw,
-    pool_raws,
-    probe_interpreter,
-    run_workers,
-    split_counts,
+    ArmUnavailable, IncompleteReply, Probe, WorkerPool, check_raw, pool_raws, probe_interpreter, run_workers, split_counts,
 )
 from wakelab.harness import trace as sched_trace
-from wakelab.harness.summary import (  # noqa: F401 -- the summary's building blocks, as the runner's own names
-    FAILED,
-    INTERRUPTED,
-    OK,
-    PENDING,
-    SKIPPED,
-    Document,
-    Taken,
-    arm_entry as _arm_entry,
-    arm_figures,
-    is_complete,
-    jsonable as _jsonable,
-    measured as _measured,
-    new_summary,
-    repetitions_spread,
-    summarize_raw,
-    took_every_sample,
-    utc_now,
-    worker_figures,
-    worker_record,
-    worker_spread,
+# The summary's building blocks, as the runner's own names (the command line and the tests use them so).
+from wakelab.harness.summary import (  # noqa: F401
+    FAILED, INTERRUPTED, OK, PENDING, SKIPPED, ArmEntry, ArmFigures, RunSummary, Taken, arm_figures,
+    is_complete, new_summary, summarize_raw, utc_now, worker_figures, worker_record, worker_spread,
 )
-from wakelab.harness.trace_pass import new_tracing, trace_arm
+from wakelab.harness.trace_pass import Tracing, trace_arm
 from wakelab.labs import Lab
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import guidance_dict
 from wakelab.analysis.quality import derive_warnings, gil_contended
 
 #: ``progress(event, info)``: what :mod:`wakelab.progress` shows (see its :class:`~wakelab.progress.Progress`).
-ProgressCallback = Callable[[str, Dict[str, Any]], None]
+ProgressCallback = Callable[[str, Dict[str, object]], None]
 
 
 class WriteFailed(Exception):
-    """Writing the evidence folder failed (``error``: the OSError); the run stops."""
+    """Writing the evidence folder failed (``error``: the OSError); the run stops.  ``entry``: the arm
+    whose samples could not be written, failed (None: no arm's)."""
 
-    def __init__(self, folder: str, error: OSError) -> None:
+    def __init__(self, folder: str, error: OSError, entry: Optional[ArmEntry] = None) -> None:
         self.folder = folder
         self.error = error
+        self.entry = entry
         super().__init__(write_failure_reason(folder, error))
 
 
@@ -159,7 +136,7 @@ class RunInterrupted(Exception):
     ``signum`` is the signal that interrupted it (``SIGINT`` for Ctrl-C).
     """
 
-    def __init__(self, summary: Document, folder: str, signum: int = signal.SIGINT) -> None:
+    def __init__(self, summary: Dict[str, object], folder: str, signum: int = signal.SIGINT) -> None:
         super().__init__("run interrupted")
         self.summary = summary
         self.folder = folder
@@ -213,7 +190,7 @@ class Execution:
     # arm as this side loads it (its own arm file; the registry's otherwise).  Empty: a plain run.
     pythonpath: Tuple[str, ...] = ()
     env: Tuple[Tuple[str, str], ...] = ()
-    arm_origins: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    arm_origins: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
 
     def worker_env(self) -> Dict[str, str]:
         """The environment this execution's workers add to wakelab's own (PYTHONPATH: the folders)."""
@@ -229,12 +206,7 @@ class Execution:
             "python": self.python or sys.executable,
             "repeat": self.repeat,
         }
-        if self.trace:
-            out["trace"] = True
-        if self.trace_frames:
-            out["trace_frames"] = True
-        if self.rigorous:
-            out["rigorous"] = True
+        out.update({key: True for key in ("trace", "trace_frames", "rigorous") if getattr(self, key)})
         if self.pythonpath:
             out["pythonpath"] = list(self.pythonpath)
         if self.env:
@@ -255,7 +227,7 @@ class RunPlan:
     execution: Execution = Execution()
     # Lays out summary.txt from the summary document; the harness imports no renderer, so the
     # caller (the CLI) hands one in.  None: summary.json and samples/ only.
-    render_text: Optional[Callable[[Document], str]] = None
+    render_text: Optional[Callable[[Dict[str, object]], str]] = None
 
 
 def fresh_seed() -> int:
@@ -283,7 +255,7 @@ def arm_params(params: MeasureParams, arm: Arm, repetition: int = 0, execution: 
     return params
 
 
-def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Document:
+def run_plan(plan: RunPlan, progress: Optional[ProgressCallback] = None) -> Dict[str, object]:
     """Run every arm of ``plan``, writing the bundle into ``plan.folder`` after each.
 
     Returns the final summary document.  Raises :class:`RunInterrupted` on
@@ -305,7 +277,7 @@ def run_plan_checked(plan: RunPlan, progress: Optional[ProgressCallback] = None)
         lock.release()
 
 
-def finish_turns(turns: "Generator[Document, None, tuple]") -> tuple:
+def finish_turns(turns: "Generator[Dict[str, object], None, tuple]") -> tuple:
     """Run a :func:`run_turns` generator to its end; its ``(summary, write_error)``."""
     while True:
         try:
@@ -315,7 +287,7 @@ def finish_turns(turns: "Generator[Document, None, tuple]") -> tuple:
 
 
 def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
-              take_turns: bool = False) -> "Generator[Document, None, tuple]":
+              take_turns: bool = False) -> "Generator[Dict[str, object], None, tuple]":
     """:func:`run_plan_checked`'s body, as a generator; the caller holds the folder's lock.
 
     With ``take_turns`` it yields the summary as it stands after every repetition but the
@@ -330,46 +302,39 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         if progress is not None:
             progress(event, info)
 
+    summary: RunSummary
+
+    def put(entry: ArmEntry) -> None:
+        nonlocal summary
+        summary = summary.with_arm(entry)
+
     def _interrupted(exc: BaseException) -> RunInterrupted:
         """Ctrl-C (or another signal): the arms it cut marked, the evidence written, the exception to raise."""
+        nonlocal summary
         signum = interrupting_signal(exc)
-        for entry in arms:
+        for entry in summary.arms:
             # The arm being measured, and every arm with repetitions still to come.
-            if entry["status"] == PENDING and (entry is current or _measured(entry)):
-                entry["status"] = INTERRUPTED
-                entry["reason"] = interruption_reason(signum)
-        summary["interrupted"] = True
-        summary["observed"] = observer.finish()
-        _finish(summary, started)
-        _write_quietly(write, summary, plan.folder)
-        return RunInterrupted(summary, plan.folder, signum)
+            if entry.status == PENDING and (entry.name == current or entry.figures is not None):
+                put(entry.ended(INTERRUPTED, interruption_reason(signum)))
+        summary = _finish(dataclasses.replace(summary, interrupted=True, observed=observer.observe()), started)
+        return RunInterrupted(_write_quietly(write, summary, plan.folder), plan.folder, signum)
 
     plan = seeded(plan)
     write = bundle_writer(plan)
 
     started = time.perf_counter()
     execution = plan.execution
-    if execution.in_process or (execution.python in (None, sys.executable) and not execution.worker_env()):
-        # Workers run this very interpreter: describe and calibrate it here, sparing a process.
-        interpreter, timer = interpreter_info(), calibrate()
-    else:
-        probed = probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
-        interpreter, timer = probed.interpreter, probed.timer
-    summary = new_summary(plan, interpreter)
-    summary["timer"] = timer
+    probed = probe_workers(execution)
+    summary = RunSummary.start(plan, probed.interpreter, probed.timer)
     observer = Observer()  # what the machine did meanwhile: summary.json's observed, as the run ends
     if execution.trace:
-        summary["tracing"] = new_tracing(True)
         reason = sched_trace.precheck()
-        if reason is None:
-            summary["tracing"]["traced"] = True
-        else:
-            summary["tracing"]["reason"] = reason
+        summary = dataclasses.replace(summary, tracing=dataclasses.replace(Tracing.new(True), traced=reason is None, reason=reason))
+        if reason is not None:
             emit("trace-unavailable", reason=reason)
     # Where tails cluster at multiples of this, another thread held the GIL.
-    switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
-    arms: List[Document] = summary["arms"]
-    current: Optional[Document] = None
+    switch_interval_s = float(execution.conditions.switch_interval_s or probed.interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
+    current: Optional[str] = None  # the arm being measured
     failure: Optional[Exception] = None  # a WriteFailed, or the RunStopped a grid threw in
     worker_pool = None if execution.in_process else WorkerPool(execution.python, env=execution.worker_env())
     try:
@@ -379,30 +344,40 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
         repeat = max(1, execution.repeat)
-        taken: List[Taken] = [Taken() for _ in arms]
+        taken: List[Taken] = [Taken() for _ in summary.arms]
 
         def record_applied(applied: Mapping[str, object]) -> None:
             """What the conditions were, as the first pass found them."""
-            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
+            nonlocal summary
+            summary = dataclasses.replace(summary, applied=dict(applied))
             write(summary, text=False)
 
         def one_pass(repetition: int) -> None:
-            nonlocal current
+            nonlocal current, summary
             final = repetition == repeat - 1
-            for index, entry in enumerate(arms):
-                if entry["status"] in (SKIPPED, FAILED):
+            for index, entry in enumerate(summary.arms):
+                if entry.status in (SKIPPED, FAILED):
                     continue  # cannot run here, or broke in an earlier repetition
-                current = entry
-                arm = get_arm(str(entry["name"]))
-                emit("arm-start", arm=arm.name, index=repetition * len(arms) + index, total=repeat * len(arms),
+                current = entry.name
+                arm = get_arm(entry.name)
+                emit("arm-start", arm=arm.name, index=repetition * len(taken) + index, total=repeat * len(taken),
                      repetition=repetition, repetitions=repeat)
                 # Tails at switch-interval multiples are looked for only where a busy Python thread
                 # may hold the GIL the waiter needs.
-                tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
-                _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
-                if execution.trace and final and entry["status"] == OK:
-                    write(summary, text=False)  # the arm's own figures are evidence before the traced pass starts
-                    _trace_arm(plan, arm, entry, summary["tracing"], emit, worker_pool)
+                tail_interval_s = switch_interval_s if gil_contended(entry.to_dict(), summary.to_dict()) else None
+                try:
+                    entry = _run_arm(plan, arm, entry, emit, tail_interval_s, worker_pool, taken[index], repetition, final)
+                    put(entry)
+                    if summary.tracing is not None and final and entry.status == OK:
+                        write(summary, text=False)  # the arm's own figures are evidence before the traced pass starts
+                        entry, doc, tracing = _trace_arm(plan, arm, entry, summary.tracing, emit, worker_pool)
+                        summary = dataclasses.replace(summary.with_arm(entry), tracing=tracing)
+                        if doc is not None:
+                            put(_write_samples(plan, entry, doc, emit))
+                except WriteFailed as exc:
+                    if exc.entry is not None:
+                        put(exc.entry)
+                    raise
                 current = None
                 write(summary, text=False)
 
@@ -418,7 +393,7 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
                         record_applied(applied)
                     one_pass(repetition)
                 if repetition < repeat - 1:
-                    yield summary  # another cell's turn
+                    yield evidence(summary)  # another cell's turn
     except KeyboardInterrupt as exc:
         raise _interrupted(exc) from None
     except (WriteFailed, RunStopped) as exc:
@@ -428,48 +403,55 @@ def run_turns(plan: RunPlan, progress: Optional[ProgressCallback] = None,
             worker_pool.close()
     if failure is None:
         try:
-            summary["observed"] = observer.finish()
-            _finish(summary, started)
-            write(summary)
+            summary = _finish(dataclasses.replace(summary, observed=observer.observe()), started)
+            return write(summary), None
         except WriteFailed as exc:
             failure = exc
         except KeyboardInterrupt as exc:  # while the finished run is written: it ends interrupted all the same
             raise _interrupted(exc) from None
-        else:
-            return summary, None
-    _end_on_write_failure(summary, failure, emit)
-    summary["observed"] = observer.finish()
-    _finish(summary, started)
-    summary["complete"] = False
-    _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
+    summary = _end_on_write_failure(summary, failure, emit)
+    summary = dataclasses.replace(_finish(dataclasses.replace(summary, observed=observer.observe()), started), complete=False)
+    doc = _write_quietly(write, summary, plan.folder)  # may fail too: the last whole summary.json then stands
     bundle.remove_unnamed_samples(plan.folder)  # samples written for arms the summary on disk never named
-    if not any(entry["status"] == OK or _measured(entry) for entry in arms):
+    if not any(entry.status == OK or entry.figures is not None for entry in summary.arms):
         raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure) from failure
-    return summary, failure
+    return doc, failure
 
 
-def bundle_writer(plan: RunPlan) -> Callable[..., None]:
-    """``write(summary)``: the summary's caveats, warnings and guidance derived afresh, then
-    summary.json and summary.txt written into the plan's folder; :class:`WriteFailed` on an OS
-    error.  ``write(summary, text=False)`` (the runner's writes after each arm) writes
-    summary.json alone: summary.txt is laid out when the run ends, however it ends, and
-    ``wakelab show`` lays out a summary.json caught mid-run."""
+#: ``write(summary, text=True)``: see :func:`bundle_writer`.
+Writer = Callable[..., Dict[str, object]]
 
-    def write(summary: Document, text: bool = True) -> None:
-        summary["caveats"] = derive_caveats(summary)
-        summary["warnings"] = derive_warnings(summary)
-        summary["guidance"] = guidance_dict(summary)
-        rendered = None if plan.render_text is None or not text else plan.render_text(summary)
+
+def evidence(summary: RunSummary) -> Dict[str, object]:
+    """summary.json's document: ``summary``'s record, with its caveats, warnings and guidance derived from it."""
+    doc = summary.to_dict()
+    doc["caveats"] = derive_caveats(doc)
+    doc["warnings"] = derive_warnings(doc)
+    doc["guidance"] = guidance_dict(doc)
+    return doc
+
+
+def bundle_writer(plan: RunPlan) -> Writer:
+    """``write(summary)``: the summary's document (:func:`evidence`) written into the plan's folder as
+    summary.json and summary.txt, and returned; :class:`WriteFailed` on an OS error.
+    ``write(summary, text=False)`` (the runner's writes after each arm) writes summary.json alone:
+    summary.txt is laid out when the run ends, however it ends, and ``wakelab show`` lays out a
+    summary.json caught mid-run."""
+
+    def write(summary: RunSummary, text: bool = True) -> Dict[str, object]:
+        doc = evidence(summary)
+        rendered = None if plan.render_text is None or not text else plan.render_text(doc)
         try:
-            bundle.write_bundle(plan.folder, summary, rendered)
+            bundle.write_bundle(plan.folder, doc, rendered)
         except OSError as exc:
             raise WriteFailed(plan.folder, exc) from None
+        return doc
 
     return write
 
 
-def _write_quietly(write: Callable[[Document], None], summary: Document, folder: str) -> None:
-    """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands).
+def _write_quietly(write: Writer, summary: RunSummary, folder: str) -> Dict[str, object]:
+    """``write(summary)`` as a run ends, a failure ignored (the last whole summary.json stands); the document.
 
     If it fails, summary.txt (a copy laid out for people, made again by
     ``wakelab show``) is removed, so that it can neither contradict
@@ -477,42 +459,40 @@ def _write_quietly(write: Callable[[Document], None], summary: Document, folder:
     summary.json alone is tried once more.
     """
     try:
-        write(summary)
-        return
+        return write(summary)
     except WriteFailed:
         pass
     try:
         os.unlink(os.path.join(folder, bundle.SUMMARY_TXT))
     except OSError:
         pass
+    doc = evidence(summary)
     try:
-        bundle.write_bundle(folder, summary, None)
+        bundle.write_bundle(folder, doc, None)
     except OSError:
         pass
+    return doc
 
 
-def _end_on_write_failure(summary: Document, failure: Exception, emit: Callable[..., None]) -> None:
+def _end_on_write_failure(summary: RunSummary, failure: Exception, emit: Callable[..., None]) -> RunSummary:
     """Blame the write failure on an arm: the one already marked by :func:`_run_arm` (its samples
     could not be written), else the first arm not yet run.  Later arms stay pending."""
-    arms: List[Document] = summary["arms"]
-    for entry in arms:
-        if entry["status"] == PENDING and _measured(entry):  # repetitions still to come
-            entry["status"] = FAILED
-            entry["reason"] = "cut short after %d repetitions: %s" % ((entry.get("repetitions") or {}).get("count", 0), failure)
-            emit("arm-failed", arm=entry["name"], reason=entry["reason"])
-    if any(entry["status"] == FAILED and entry.get("reason") == str(failure) for entry in arms):
-        return
-    pending = next((entry for entry in arms if entry["status"] == PENDING), None)
-    if pending is not None:
-        pending["status"] = FAILED
-        pending["reason"] = "not run: %s" % failure
-        emit("arm-failed", arm=pending["name"], reason=pending["reason"])
+    for entry in summary.arms:
+        if entry.status == PENDING and isinstance(entry.figures, ArmFigures):  # repetitions still to come
+            entry = entry.ended(FAILED, "cut short after %d repetitions: %s" % (entry.figures.repetitions.count, failure))
+            summary = summary.with_arm(entry)
+            emit("arm-failed", arm=entry.name, reason=entry.reason)
+    if any(entry.status == FAILED and entry.reason == str(failure) for entry in summary.arms):
+        return summary
+    pending = next((entry for entry in summary.arms if entry.status == PENDING), None)
+    if pending is None:
+        return summary
+    emit("arm-failed", arm=pending.name, reason="not run: %s" % failure)
+    return summary.with_arm(pending.ended(FAILED, "not run: %s" % failure))
 
 
-def _measure_raws(
-    plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False,
-    frames: bool = False,
-) -> Tuple[List[Raw], List[WorkerRecord]]:
+def _measure_raws(plan: RunPlan, arm: Arm, emit: Callable[..., None], worker_pool: Optional[WorkerPool], stamps: bool = False,
+                  frames: bool = False) -> Tuple[List[Raw], List[WorkerRecord]]:
     """``([raw of each worker], each worker's record)``; ``stamps``: keep each wake's t0 (traced);
     ``frames``: publish the Python frames to perf while measuring (``--trace-frames``)."""
     execution = plan.execution
@@ -551,32 +531,45 @@ def _measure_raws(
     return [r.raw for r in results], [worker_record(r.raw, r.pid, r.applied) for r in results]
 
 
-def _trace_arm(plan: RunPlan, arm: Arm, entry: Document, tracing: Document, emit: Callable[..., None],
-               worker_pool: Optional[WorkerPool]) -> None:
-    """The traced pass of a measured arm (:func:`wakelab.harness.trace_pass.trace_arm`): ``entry["trace"]``, and
-    the samples file's ``traced`` part."""
+def _trace_arm(plan: RunPlan, arm: Arm, entry: ArmEntry, tracing: Tracing, emit: Callable[..., None],
+               worker_pool: Optional[WorkerPool]) -> Tuple[ArmEntry, Optional[Dict[str, object]], Tracing]:
+    """The traced pass of a measured arm (:func:`wakelab.harness.trace_pass.trace_arm`): ``entry`` with its
+    ``trace``, the samples document to write in place of its own (None: none), and the run's tracing record."""
 
     def measure(plan: RunPlan, stamps: bool = False, frames: bool = False) -> Tuple[List[Raw], List[WorkerRecord]]:
         # Quietly: the arm was reported done; its workers' progress would count twice.
         return _measure_raws(plan, arm, lambda *args, **info: None, worker_pool, stamps=stamps, frames=frames)
 
-    record, doc = trace_arm(plan, arm, entry, tracing, emit, measure)
-    entry["trace"] = record.to_dict()
-    if doc is not None:
-        _write_samples(plan, arm, entry, doc, emit)
+    figures = entry.figures
+    latency = figures.figures.latency if isinstance(figures, ArmFigures) else None
+    p50 = latency.percentiles_ns.get("p50") if latency is not None else None
+    record, doc, tracing = trace_arm(plan, arm, entry, p50, tracing, emit, measure)
+    return dataclasses.replace(entry, trace=record), doc, tracing
 
 
-def _write_samples(plan: RunPlan, arm: Arm, entry: Document, doc: Mapping[str, object], emit: Callable[..., None]) -> None:
-    """Write the arm's samples file and name it in ``entry``; a write that fails fails the arm
-    (its reason is the failure) and ends the run with :class:`WriteFailed`."""
+def _write_samples(plan: RunPlan, entry: ArmEntry, doc: Mapping[str, object], emit: Callable[..., None]) -> ArmEntry:
+    """Write the arm's samples file; ``entry`` naming it.  A write that fails fails the arm (its reason is
+    the failure) and ends the run with :class:`WriteFailed`, which carries the failed entry."""
     try:
-        entry["samples_file"] = bundle.write_samples(plan.folder, arm.name, doc)
+        return dataclasses.replace(entry, samples_file=bundle.write_samples(plan.folder, entry.name, doc))
     except OSError as exc:
-        failure = WriteFailed(plan.folder, exc)
-        entry["status"] = FAILED
-        entry["reason"] = str(failure)
-        emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        raise failure from None
+        failed = entry.ended(FAILED, write_failure_reason(plan.folder, exc))
+        emit("arm-failed", arm=entry.name, reason=failed.reason)
+        raise WriteFailed(plan.folder, exc, failed) from None
+
+
+def probe_workers(execution: Execution) -> Probe:
+    """The interpreter the workers run, and its timer: described and calibrated here when they run this
+    very interpreter (sparing a process), else as a probe of it found them."""
+    if execution.in_process or (execution.python in (None, sys.executable) and not execution.worker_env()):
+        return Probe(interpreter_info(), calibrate())
+    return probe_interpreter(execution.python or sys.executable, env=execution.worker_env())
+
+
+def refuse_open_loop(params: MeasureParams, arm: Arm) -> None:
+    """:class:`ArmUnavailable` for an arm without an open-loop mode, in an open-loop run."""
+    if params.mode == "open" and not arm.open_loop:
+        raise ArmUnavailable("no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs"))
 
 
 def workers_in_repetition(execution: Execution, repetition: int) -> int:
@@ -597,67 +590,49 @@ def repetition_params(params: MeasureParams, kind: str, repeat: int, repetition:
     return dataclasses.replace(params, rounds=count) if kind != LATENCY else dataclasses.replace(params, n=count)
 
 
-def _run_arm(
-    plan: RunPlan,
-    arm: Arm,
-    entry: Document,
-    emit: Callable[..., None],
-    switch_interval_s: Optional[float],
-    worker_pool: Optional[WorkerPool],
-    taken: Optional[Taken] = None,
-    repetition: int = 0,
-    final: bool = True,
-) -> None:
-    """Measure one repetition of ``arm`` and publish the figures of every repetition so far in
-    ``entry``; the arm is ``ok`` once its ``final`` repetition is in."""
+def _run_arm(plan: RunPlan, arm: Arm, entry: ArmEntry, emit: Callable[..., None], switch_interval_s: Optional[float],
+             worker_pool: Optional[WorkerPool], taken: Optional[Taken] = None, repetition: int = 0, final: bool = True) -> ArmEntry:
+    """Measure one repetition of ``arm``; ``entry`` with the figures of every repetition so far.
+    The arm is ``ok`` once its ``final`` repetition is in."""
     taken = taken if taken is not None else Taken()
     repeat = max(1, plan.execution.repeat)
     params = arm_params(repetition_params(plan.params, arm.kind, repeat, repetition), arm, repetition, plan.execution)
     arm_started = time.perf_counter()
     try:
-        if plan.params.mode == "open" and not arm.open_loop:
-            raise ArmUnavailable(
-                "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
-            )
+        refuse_open_loop(plan.params, arm)
         if (params.rounds if arm.kind != LATENCY else params.n) > 0:  # more repetitions than wakes: none left for this one
             execution = dataclasses.replace(plan.execution, workers=workers_in_repetition(plan.execution, repetition))
             raws, per_worker = _measure_raws(dataclasses.replace(plan, params=params, execution=execution), arm, emit, worker_pool)
         else:
             raws, per_worker = [], []
     except ArmUnavailable as exc:
-        entry["status"] = SKIPPED
-        entry["reason"] = str(exc)
-        emit("arm-skipped", arm=arm.name, reason=entry["reason"])
-        return
+        emit("arm-skipped", arm=arm.name, reason=str(exc))
+        return entry.ended(SKIPPED, str(exc))
     except Exception as exc:  # one arm's failure never ends the run
-        entry["status"] = FAILED
-        entry["reason"] = "%s: %s" % (type(exc).__name__, exc)
+        reason = "%s: %s" % (type(exc).__name__, exc)
         if repeat > 1:
-            entry["reason"] += " (repetition %d of %d)" % (repetition + 1, repeat)
-        entry["wall_s"] = round(taken.wall_s + time.perf_counter() - arm_started, 6)
-        emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        return
+            reason += " (repetition %d of %d)" % (repetition + 1, repeat)
+        emit("arm-failed", arm=arm.name, reason=reason)
+        return dataclasses.replace(entry.ended(FAILED, reason), wall_s=round(taken.wall_s + time.perf_counter() - arm_started, 6))
     taken.wall_s += time.perf_counter() - arm_started
     taken.add(repetition, raws, per_worker)
     if not taken.raws:
         if final:
-            entry["status"] = FAILED
-            entry["reason"] = "no repetition measured anything"
-            emit("arm-failed", arm=arm.name, reason=entry["reason"])
-        return
+            emit("arm-failed", arm=arm.name, reason="no repetition measured anything")
+            return entry.ended(FAILED, "no repetition measured anything")
+        return entry
     raw = pool_raws(taken.raws)
-    entry["wall_s"] = round(taken.wall_s, 6)
-    _write_samples(plan, arm, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
+    entry = dataclasses.replace(entry, wall_s=round(taken.wall_s, 6))
+    entry = _write_samples(plan, entry, bundle.samples_doc(arm.name, raw_to_dict(raw)), emit)
     jitter = params.settle_jitter_us if params.mode == "closed" else None
-    entry.update(arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter, arm.settles).to_dict())
-    if final:
-        entry["status"] = OK
+    entry = dataclasses.replace(entry, figures=arm_figures(raw, taken, arm.kind, repeat, switch_interval_s, jitter, arm.settles),
+                                status=OK if final else entry.status)
     # Before the final repetition the figures are those of the repetitions so far.
-    emit("arm-done", arm=arm.name, entry=entry, repetition=repetition, repetitions=repeat, final=final)
+    emit("arm-done", arm=arm.name, entry=entry.to_dict(), repetition=repetition, repetitions=repeat, final=final)
+    return entry
 
 
-def _finish(summary: Document, started: float) -> None:
-    summary["finished_utc"] = utc_now()
-    summary["wall_s"] = round(time.perf_counter() - started, 3)
-    summary["complete"] = (not summary["interrupted"]) and is_complete(summary)
-
+def _finish(summary: RunSummary, started: float) -> RunSummary:
+    """``summary`` as the run ends: when, how long, and whether it is complete."""
+    summary = dataclasses.replace(summary, finished_utc=utc_now(), wall_s=round(time.perf_counter() - started, 3))
+    return dataclasses.replace(summary, complete=not summary.interrupted and summary.is_complete())

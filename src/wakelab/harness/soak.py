@@ -54,13 +54,13 @@ import json
 import math
 import os
 import re
-import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
+    from wakelab.analysis.quality import QualityFlags
+    from wakelab.evidence.model import WorkerRecord
     from wakelab.harness.runner import ProgressCallback
-    from wakelab.harness.summary import Document
 
 # Seconds a soak may last: at least one second, at most thirty days.
 DURATION_LIMITS_S = (1.0, 30 * 86400.0)
@@ -128,15 +128,12 @@ def next_chunk_wakes(rate_per_s: Optional[float], left_s: float, params: Any, ch
 
 @dataclasses.dataclass
 class _Chunk:
-    """What one chunk's worker measured, reduced to what the soak keeps."""
+    """What one chunk's worker measured, reduced to what the soak keeps: its wakes, the drivers' info,
+    and its worker record (its lost wakes and its warm-up with it)."""
 
     samples: Sequence[int]
-    lost: int
-    warmup_discarded: int
     info: Mapping[str, object]
-    #: The chunk's worker record as summary.json stores it (:meth:`wakelab.evidence.model.WorkerRecord.to_dict`).
-    figures: Mapping[str, object]
-    wall_s: float
+    figures: "WorkerRecord"
 
 
 class SoakState:
@@ -156,7 +153,7 @@ class SoakState:
         self.kept = int64s()
         self.kept_lost = 0
         self.keeping = True
-        self.slices: List[Dict[str, object]] = []
+        self.slices: List["WorkerRecord"] = []
         self.lost = 0
         self.warmup_discarded = 0
         self.chunks = 0
@@ -174,19 +171,19 @@ class SoakState:
     def fold(self, chunk: _Chunk) -> None:
         """Add one chunk: to the histogram always, to the raw samples while they stay within the cap."""
         self.histogram.record_many(chunk.samples)
-        self.lost += chunk.lost
-        self.warmup_discarded += chunk.warmup_discarded
+        self.lost += chunk.figures.lost
+        self.warmup_discarded += chunk.figures.warmup_discarded
         self.chunks += 1
         if self.first_info is None:
             self.first_info = chunk.info
         if self.keeping and len(self.kept) + len(chunk.samples) <= self.raw_cap:
             self.kept.extend(chunk.samples)
-            self.kept_lost += chunk.lost
-            self.slices.append(dict(chunk.figures, repetition=0))
+            self.kept_lost += chunk.figures.lost
+            self.slices.append(dataclasses.replace(chunk.figures, repetition=0))
         else:
             self.keeping = False  # whole chunks only, in order: the samples file stays a prefix of the soak
 
-    def latency_figures(self) -> Dict[str, Any]:
+    def latency_figures(self) -> Dict[str, object]:
         """The arm's ``latency`` entry: exact while every wake is kept, else percentiles from the histogram.
 
         Either way n, lost, min, max, mean and stdev are the histogram's exact
@@ -209,10 +206,6 @@ class SoakState:
                     q = dict(PERCENTILES)[key]
                     figures[key + "_ns"] = float(percentile(_IntView(ordered), q))  # type: ignore[arg-type]
         return figures
-
-    def figures_record(self) -> Dict[str, object]:
-        """:meth:`soak_figures`, as summary.json stores it."""
-        return self.soak_figures().to_dict()
 
     def soak_figures(self) -> "SoakFigures":
         """Which figures are exact and which come from the histogram, with each one's precision."""
@@ -269,6 +262,36 @@ class SoakFigures:
             "precision": {key: precision.to_dict() for key, precision in self.precision},
             "percentiles_from": self.percentiles_from,
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class SoakArmFigures:
+    """The soak's arm figures as its entry holds them, from the state reached: ``latency`` (None until a
+    wake is taken) from :meth:`SoakState.latency_figures`; ``quality`` (on the kept raw samples) only at the end."""
+
+    warmup_discarded: int
+    info: Mapping[str, object]
+    workers: Tuple["WorkerRecord", ...]
+    n: int
+    lost: int
+    latency: Optional[Mapping[str, object]] = None
+    quality: Optional["QualityFlags"] = None
+
+    @property
+    def counted(self) -> Optional[Tuple[int, int]]:
+        return None if self.latency is None else (self.n + self.lost, self.lost)
+
+    def to_dict(self) -> Dict[str, object]:
+        from wakelab.harness.summary import Spread
+
+        spread = Spread.of_values("p50_ns", [w.p50_ns for w in self.workers])
+        out: Dict[str, object] = {"warmup_discarded": self.warmup_discarded, "info": dict(self.info),
+                                  "workers": [w.to_dict() for w in self.workers], "spread": None if spread is None else spread.to_dict()}
+        if self.latency is not None:
+            out["latency"] = dict(self.latency)
+        if self.quality is not None:
+            out["quality"] = self.quality.to_dict()
+        return out
 
 
 class _IntView:
@@ -362,7 +385,7 @@ def _write_samples(folder: str, arm_name: str, state: SoakState) -> str:
         {
             "kind": "latency",
             "lost": state.kept_lost,
-            "warmup_discarded": sum(w for w in (s.get("warmup_discarded", 0) for s in state.slices) if isinstance(w, int)),
+            "warmup_discarded": sum(s.warmup_discarded for s in state.slices if isinstance(s.warmup_discarded, int)),
             "components_ns": {},
             "info": {"soak": True, "slices": len(state.slices)},
             "histogram": state.histogram.to_dict(),
@@ -384,7 +407,7 @@ def run_soak(
     chunk_s: float = CHUNK_S,
     clock: Callable[[], float] = time.monotonic,
     max_wakes: Optional[int] = None,
-) -> Tuple["Document", Any]:
+) -> tuple:
     """Run ``plan``'s one latency arm for ``duration_s`` seconds; ``(summary, write_error)`` as
     :func:`wakelab.harness.runner.run_plan_checked` returns them.
 
@@ -417,27 +440,16 @@ def run_soak(
         lock.release()
 
 
-def _soak_locked(
-    plan: Any,
-    arm: Any,
-    duration_s: float,
-    progress: Optional["ProgressCallback"],
-    raw_cap: int,
-    checkpoint_s: float,
-    chunk_s: float,
-    clock: Callable[[], float],
-    max_wakes: Optional[int] = None,
-) -> Tuple["Document", Any]:
+def _soak_locked(plan: Any, arm: Any, duration_s: float, progress: Optional["ProgressCallback"], raw_cap: int, checkpoint_s: float,
+                 chunk_s: float, clock: Callable[[], float], max_wakes: Optional[int] = None) -> tuple:
     from wakelab.analysis.quality import gil_contended, quality_flags
     from wakelab.core.model import RawLatency
     from wakelab.errors import OutputError
     from wakelab.evidence import bundle
     from wakelab.harness import runner
-    from wakelab.harness.clock import calibrate
     from wakelab.harness.conditions import run_conditions
-    from wakelab.harness.metadata import interpreter_info
-    from wakelab.harness.summary import jsonable, new_summary, worker_figures, worker_spread
-    from wakelab.harness.workers import ArmUnavailable, WorkerPool, probe_interpreter, run_workers
+    from wakelab.harness.summary import ArmEntry, RunSummary, jsonable, worker_record
+    from wakelab.harness.workers import ArmUnavailable, WorkerPool, run_workers
 
     def emit(event: str, **info: object) -> None:
         if progress is not None:
@@ -449,67 +461,81 @@ def _soak_locked(
 
     started = time.perf_counter()
     execution = plan.execution
-    if execution.python in (None, sys.executable):
-        interpreter, timer = interpreter_info(), calibrate()
-    else:
-        probed = probe_interpreter(execution.python)
-        interpreter, timer = probed.interpreter, probed.timer
-    summary = new_summary(plan, interpreter)
-    summary["timer"] = timer
-    summary["execution"]["workers"] = 1
-    summary["execution"]["soak"] = True
+    probed = runner.probe_workers(execution)
     record = SoakRecord(duration_s, checkpoint_s, raw_cap)
-    summary["soak"] = record.to_dict()
-    entry: Document = summary["arms"][0]
-    switch_interval_s = float(execution.conditions.switch_interval_s or interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
+    summary = RunSummary.start(plan, probed.interpreter, probed.timer).amend(execution=dict(execution.to_dict(), workers=1, soak=True))
+    summary = dataclasses.replace(summary, soak=record)
+    entry = summary.arms[0]
+    switch_interval_s = float(execution.conditions.switch_interval_s or probed.interpreter.get("switch_interval_s") or 0.005)  # type: ignore[arg-type]
     state = SoakState(raw_cap)
     folding = False
-    last_written: Optional[str] = None  # summary.json of the last checkpoint, as text
+    checkpointed: Optional[RunSummary] = None  # the summary as the last checkpoint wrote it
+
+    def put(new: ArmEntry) -> None:
+        nonlocal summary, entry
+        entry, summary = new, summary.with_arm(new)
 
     def new_record(**changes: Any) -> None:
         """The soak record as it now stands, in the summary."""
-        nonlocal record
+        nonlocal record, summary
         record = dataclasses.replace(record, **changes)
-        summary["soak"] = record.to_dict()
+        summary = dataclasses.replace(summary, soak=record)
 
     def fill(final: bool = False) -> None:
         """The summary from the state reached (between chunks: never half a chunk); the quality
         flags (which sort the kept raw samples more than once) only at the end."""
-        entry["requested"] = state.n + state.lost
-        entry["warmup_discarded"] = state.warmup_discarded
-        entry["wall_s"] = round(clock() - soak_started, 6)
-        if state.n + state.lost:
-            entry["latency"] = state.latency_figures()
-            summary["parameters"]["n"] = max(1, state.n + state.lost)
-        entry["info"] = dict(state.first_info or {}, soak_chunks=state.chunks)
-        entry["workers"] = list(state.slices)
-        entry["spread"] = worker_spread(state.slices)
+        nonlocal summary
+        taken = state.n + state.lost
+        figures = SoakArmFigures(state.warmup_discarded, dict(state.first_info or {}, soak_chunks=state.chunks),
+                                 tuple(state.slices), state.n, state.lost, state.latency_figures() if taken else None)
+        put(dataclasses.replace(entry, requested=taken, wall_s=round(clock() - soak_started, 6), figures=figures))
+        if taken:
+            summary = summary.amend(parameters=dict(plan.params.to_dict(), n=max(1, taken)))
         if final and len(state.kept):
-            tail_interval_s = switch_interval_s if gil_contended(entry, summary) else None
+            tail_interval_s = switch_interval_s if gil_contended(entry.to_dict(), summary.to_dict()) else None
             jitter = arm_params.settle_jitter_us if arm_params.mode == "closed" else None
-            entry["quality"] = quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter,
-                                             settles=arm.settles).to_dict()
-        new_record(
-            elapsed_s=round(clock() - soak_started, 3),
-            chunks=state.chunks,
-            raw_kept=len(state.kept),
-            raw_kept_slices=len(state.slices),
-            figures=state.soak_figures(),
-            recorded=state.histogram.total,
-        )
+            quality = quality_flags(state.kept, tail_interval_s, settle_jitter_us=jitter, settles=arm.settles)
+            put(dataclasses.replace(entry, figures=dataclasses.replace(figures, quality=quality)))
+        new_record(elapsed_s=round(clock() - soak_started, 3), chunks=state.chunks, raw_kept=len(state.kept),
+                   raw_kept_slices=len(state.slices), figures=state.soak_figures(), recorded=state.histogram.total)
+
+    def write_samples() -> None:
+        put(dataclasses.replace(entry, samples_file=_write_samples(plan.folder, arm.name, state)))
 
     def checkpoint() -> None:
-        nonlocal last_written
+        nonlocal summary, checkpointed
         if state.n + state.lost:
             try:
-                entry["samples_file"] = _write_samples(plan.folder, arm.name, state)
+                write_samples()
             except OSError as exc:
                 raise runner.WriteFailed(plan.folder, exc) from None
         new_record(checkpoints=record.checkpoints + 1, last_checkpoint_utc=runner.utc_now())
-        runner._finish(summary, started)
-        summary["complete"] = False  # until the time is up
+        summary = dataclasses.replace(runner._finish(summary, started), complete=False)  # until the time is up
         write(summary)
-        last_written = bundle.dumps(summary)
+        checkpointed = summary
+
+    def interrupted(signum: int) -> Dict[str, object]:
+        """Ctrl-C: write the state reached (or, if the signal came while a chunk was being folded in,
+        the last checkpoint again), the arm ``interrupted``, ``complete: false``; never raises."""
+        nonlocal summary, entry
+        if folding and checkpointed is not None:
+            # Half a chunk in: the last checkpoint is the last consistent state; its samples file stands.
+            summary, entry = checkpointed, checkpointed.arms[0]
+        elif state.n + state.lost:
+            fill(True)
+            try:
+                write_samples()
+            except OSError:
+                pass  # the last checkpoint's samples file stands
+        if entry.status in (runner.PENDING, runner.OK):
+            put(entry.ended(runner.INTERRUPTED, runner.interruption_reason(signum)))
+        assert summary.soak is not None  # the checkpoint's own, when the summary is the checkpoint's
+        summary = dataclasses.replace(summary, interrupted=True, soak=dataclasses.replace(summary.soak, finished=False))
+        summary = dataclasses.replace(runner._finish(summary, started), complete=False)
+        try:
+            return write(summary)
+        except runner.WriteFailed:
+            return runner.evidence(summary)  # the last whole summary.json stands
 
     failure: Optional[Any] = None
     pool = WorkerPool(execution.python)
@@ -520,13 +546,10 @@ def _soak_locked(
         except OSError as exc:
             raise runner.WriteFailed(plan.folder, exc) from None
         with run_conditions(execution.conditions) as applied:
-            summary["conditions"].update({"applied_" + k: v for k, v in applied.items()})
+            summary = dataclasses.replace(summary, applied=dict(applied))
             write(summary)
             emit("arm-start", arm=arm.name, index=0, total=1)
-            if plan.params.mode == "open" and not arm.open_loop:
-                raise ArmUnavailable(
-                    "no open-loop mode: %s closed loop only" % ("the %s driver runs" % arm.driver if arm.driver else "this arm runs")
-                )
+            runner.refuse_open_loop(plan.params, arm)
             rate: Optional[float] = None
             next_checkpoint = None
             while True:
@@ -551,17 +574,15 @@ def _soak_locked(
                 except ArmUnavailable:
                     raise
                 except Exception as exc:  # the arm fails; what the soak measured before stands
-                    entry["status"] = runner.FAILED
-                    entry["reason"] = "chunk %d: %s: %s" % (state.chunks + 1, type(exc).__name__, exc)
-                    emit("arm-failed", arm=arm.name, reason=entry["reason"])
+                    put(entry.ended(runner.FAILED, "chunk %d: %s: %s" % (state.chunks + 1, type(exc).__name__, exc)))
+                    emit("arm-failed", arm=arm.name, reason=entry.reason)
                     break
                 chunk_wall = max(clock() - chunk_started, 1e-6)
                 raw = result.raw
                 assert isinstance(raw, RawLatency)  # run_workers checked the record against the arm's kind
-                figures = worker_figures(raw, result.pid, result.applied)
-                figures["warmup_discarded"] = raw.warmup_discarded
+                figures = dataclasses.replace(worker_record(raw, result.pid, result.applied), warmup_discarded=raw.warmup_discarded)
                 info = jsonable(raw.info)
-                chunk = _Chunk(raw.samples_ns, raw.lost, raw.warmup_discarded, info if isinstance(info, dict) else {}, figures, chunk_wall)
+                chunk = _Chunk(raw.samples_ns, info if isinstance(info, dict) else {}, figures)
                 del result, raw
                 folding = True
                 state.fold(chunk)
@@ -579,22 +600,21 @@ def _soak_locked(
                     fill()
                     checkpoint()
                     next_checkpoint = clock() + checkpoint_s
-            if entry["status"] == runner.PENDING:
-                entry["status"] = runner.OK if state.n + state.lost else runner.FAILED
-                if entry["status"] == runner.FAILED:
-                    entry["reason"] = "the soak took no wakes in %g s" % duration_s
-            new_record(finished=entry["status"] == runner.OK)
+            if entry.status == runner.PENDING:
+                if state.n + state.lost:
+                    put(entry.ended(runner.OK, None))
+                else:
+                    put(entry.ended(runner.FAILED, "the soak took no wakes in %g s" % duration_s))
+            new_record(finished=entry.status == runner.OK)
             fill(final=True)
             if state.n + state.lost:
-                entry["samples_file"] = _write_samples(plan.folder, arm.name, state)
+                write_samples()
     except ArmUnavailable as exc:
-        entry["status"] = runner.SKIPPED
-        entry["reason"] = str(exc)
-        emit("arm-skipped", arm=arm.name, reason=entry["reason"])
+        put(entry.ended(runner.SKIPPED, str(exc)))
+        emit("arm-skipped", arm=arm.name, reason=entry.reason)
     except KeyboardInterrupt as exc:
         signum = runner.interrupting_signal(exc)
-        _interrupted(summary, entry, state, folding, last_written, signum, plan, write, fill, started)
-        raise runner.RunInterrupted(summary, plan.folder, signum) from None
+        raise runner.RunInterrupted(interrupted(signum), plan.folder, signum) from None
     except runner.WriteFailed as exc:
         failure = exc
     except OSError as exc:  # the final samples file
@@ -602,63 +622,22 @@ def _soak_locked(
     finally:
         pool.close()
     if failure is None:
-        runner._finish(summary, started)
+        summary = runner._finish(summary, started)
         try:
-            write(summary)
+            doc = write(summary)
         except runner.WriteFailed as exc:
             failure = exc
         else:
-            if entry["status"] == runner.OK:
-                emit("arm-done", arm=arm.name, entry=entry)
-            return summary, None
-    summary["complete"] = False
-    if entry["status"] in (runner.PENDING, runner.OK):
-        entry["status"] = runner.FAILED
-        entry["reason"] = str(failure)
+            if entry.status == runner.OK:
+                emit("arm-done", arm=arm.name, entry=entry.to_dict())
+            return doc, None
+    summary = dataclasses.replace(summary, complete=False)
+    if entry.status in (runner.PENDING, runner.OK):
+        put(entry.ended(runner.FAILED, str(failure)))
     try:
-        write(summary)
+        doc = write(summary)
     except runner.WriteFailed:
-        pass  # the last whole summary.json stands
-    if last_written is None:
+        doc = runner.evidence(summary)  # the last whole summary.json stands
+    if checkpointed is None:
         raise OutputError("%s; nothing was measured (free space or choose another folder with --output)" % failure)
-    return summary, failure
-
-
-def _interrupted(
-    summary: "Document",
-    entry: "Document",
-    state: SoakState,
-    folding: bool,
-    last_written: Optional[str],
-    signum: int,
-    plan: Any,
-    write: Callable[["Document"], None],
-    fill: Callable[[bool], None],
-    started: float,
-) -> None:
-    """Ctrl-C: write the state reached (or, if the signal came while a chunk was being folded in,
-    the last checkpoint again), the arm ``interrupted``, ``complete: false``; never raises."""
-    from wakelab.harness import runner
-
-    if folding and last_written is not None:
-        # Half a chunk in: the last checkpoint is the last consistent state; its samples file stands.
-        summary.clear()
-        summary.update(json.loads(last_written))
-        entry = summary["arms"][0]
-    elif state.n + state.lost:
-        fill(True)
-        try:
-            entry["samples_file"] = _write_samples(plan.folder, entry["name"], state)
-        except OSError:
-            pass  # the last checkpoint's samples file stands
-    if entry["status"] in (runner.PENDING, runner.OK):
-        entry["status"] = runner.INTERRUPTED
-        entry["reason"] = runner.interruption_reason(signum)
-    summary["interrupted"] = True
-    summary.setdefault("soak", {})["finished"] = False
-    runner._finish(summary, started)
-    summary["complete"] = False
-    try:
-        write(summary)
-    except runner.WriteFailed:
-        pass  # the last whole summary.json stands
+    return doc, failure

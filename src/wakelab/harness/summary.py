@@ -1,33 +1,22 @@
-"""From measured samples to summary.json's arm entries: the runner's summary building.
+"""summary.json as the runner builds it: typed, frozen records, serialised once when it is written.
 
-The runner (:mod:`wakelab.harness.runner`) measures; this module turns what it
-measured into the records an arm's entry holds, and lays out the summary
-document around them (:func:`new_summary`).
-
-An arm's figures are built as typed, frozen records, once per repetition,
-from every repetition measured so far (:class:`Taken`):
-:class:`RawFigures` (the pooled latency or rate figures, the timed
-components, the warm-up, the drivers' info), each worker's
-:class:`~wakelab.evidence.model.WorkerRecord` (the record the loader reads
-back), the spread between workers or repetitions (:class:`Spread`), the
-repetitions' own medians (:class:`Repetitions`), and the quality flags and
-CPU split of a latency arm, gathered in :class:`ArmFigures`.  Each record
-serialises itself (``to_dict``), and the arm's entry takes
-:meth:`ArmFigures.to_dict` whole: summary.json is written from the records,
-never assembled field by field.
-
-The entry's other parts -- its identity (:func:`arm_entry`), its status and
-reason, the traced pass (:mod:`wakelab.harness.trace_pass`) -- are set by the
-runner as the arm goes.  summary.json's text is the same whatever the order in
-which the keys were set (the writer sorts them).
+The run is a :class:`RunSummary`, its arms :class:`ArmEntry` records; the runner
+(:mod:`wakelab.harness.runner`) replaces them as the run goes and writes
+:meth:`RunSummary.to_dict`.  An arm's figures are built once per repetition from
+every repetition so far (:class:`Taken`) into :class:`ArmFigures`: the pooled
+figures (:class:`RawFigures`), each worker's
+:class:`~wakelab.evidence.model.WorkerRecord` (the loader's own record), the
+spread between workers or repetitions (:class:`Spread`), the repetitions'
+medians (:class:`Repetitions`), a latency arm's quality flags and CPU split.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab import __version__
 from wakelab.analysis.quality import QualityFlags, quality_flags
@@ -35,22 +24,31 @@ from wakelab.analysis.stats import LatencyStats, RateStats, cpu_split, repetitio
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate
 from wakelab.core.registry import get_arm
 from wakelab.evidence import bundle
-from wakelab.evidence.model import WorkerRecord
+from wakelab.evidence.model import ArmRecord, WorkerRecord
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
+from wakelab.harness.observed import Observed
+from wakelab.harness.trace_pass import ArmTrace, Tracing
 from wakelab.harness.workers import pool_raws
 
 if TYPE_CHECKING:
     from wakelab.harness.runner import RunPlan
+    from wakelab.harness.soak import SoakArmFigures, SoakRecord
 
-#: summary.json as written: the JSON document summary.schema.json describes, built up as the run goes.
-Document = Dict[str, Any]
 
-# Arm statuses in summary.json.
-OK = "ok"
-SKIPPED = "skipped"
-FAILED = "failed"
-INTERRUPTED = "interrupted"
-PENDING = "pending"
+class ArmStatus(str, enum.Enum):
+    """An arm's ``status`` in summary.json (equal to its text, and written as it)."""
+
+    OK = "ok"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    PENDING = "pending"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+OK, SKIPPED, FAILED, INTERRUPTED, PENDING = ArmStatus
 
 
 def utc_now() -> str:
@@ -97,10 +95,10 @@ class RawFigures:
         assert isinstance(raw, RawRate)
         return cls(raw.warmup_rounds, info, rate=summarize_rate(raw.n_per_round, raw.round_ns, raw.baseline_round_ns))
 
-    def to_dict(self) -> Document:
+    def to_dict(self) -> Dict[str, object]:
         """The entry's keys these figures fill (a rate arm's ``latency`` and ``components`` stay as they were)."""
         if self.latency is not None:
-            out: Document = {"latency": self.latency.to_dict(),
+            out: Dict[str, object] = {"latency": self.latency.to_dict(),
                              "components": {name: stats.to_dict() for name, stats in self.components}}
         else:
             assert self.rate is not None
@@ -129,8 +127,8 @@ class Spread:
             return None
         return cls(key, min(known), max(known), round(max(known) / min(known), 4), between)
 
-    def to_dict(self) -> Document:
-        out: Document = {"of": self.of, "min": self.min, "max": self.max, "max_over_min": self.max_over_min}
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {"of": self.of, "min": self.min, "max": self.max, "max_over_min": self.max_over_min}
         if self.between is not None:
             out["between"] = self.between
         return out
@@ -145,20 +143,16 @@ class Repetitions:
     of: str
     spread: Optional[Mapping[str, object]]
 
-    def to_dict(self) -> Document:
+    def to_dict(self) -> Dict[str, object]:
         return {"count": self.count, "of": self.of, "spread": None if self.spread is None else dict(self.spread)}
 
 
 @dataclasses.dataclass(frozen=True)
 class ArmFigures:
-    """Everything an arm's repetitions so far measured, as its summary.json entry holds it.
+    """Everything an arm's repetitions so far measured, as its summary.json entry holds it (its wall time
+    aside: the entry's own).  ``quality`` and ``cpu_split`` are a latency arm's only (None: a rate arm's
+    entry keeps its own); ``spread`` is between workers with one repetition, between repetitions with several."""
 
-    ``quality`` and ``cpu_split`` are a latency arm's only (None: a rate
-    arm's entry keeps its own); ``spread`` is between workers with one
-    repetition, between repetitions with several.
-    """
-
-    wall_s: float
     figures: RawFigures
     workers: Tuple[WorkerRecord, ...]
     spread: Optional[Spread]
@@ -166,9 +160,16 @@ class ArmFigures:
     quality: Optional[QualityFlags] = None
     cpu_split: Optional[Mapping[str, object]] = None
 
-    def to_dict(self) -> Document:
-        out: Document = {"wall_s": self.wall_s}
-        out.update(self.figures.to_dict())
+    @property
+    def counted(self) -> Optional[Tuple[int, int]]:
+        latency, rate = self.figures.latency, self.figures.rate
+        if latency is not None:
+            return latency.n + latency.lost, latency.lost
+        assert rate is not None
+        return rate.rounds * rate.n_per_round, 0
+
+    def to_dict(self) -> Dict[str, object]:
+        out = self.figures.to_dict()
         if self.figures.latency is not None:
             out["quality"] = None if self.quality is None else self.quality.to_dict()
             out["cpu_split"] = None if self.cpu_split is None else dict(self.cpu_split)
@@ -197,11 +198,6 @@ class Taken:
             self.medians.append(pooled_median(raws))
 
 
-def figure_key(kind: str) -> str:
-    """The figure an arm's spreads compare: ``p50_ns`` (latency) or ``ops_per_s`` (rate)."""
-    return "p50_ns" if kind == LATENCY else "ops_per_s"
-
-
 def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s: Optional[float],
                 settle_jitter_us: Optional[int], settles: bool = True) -> ArmFigures:
     """The figures of every repetition in ``taken`` (at least one worker's): ``raw`` is their raw records pooled.
@@ -211,7 +207,7 @@ def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s:
     ``settle_jitter_us``: the settle's random part (None: an open loop); ``settles``: False for an
     arm that takes no settle (``Arm.settles``), whose wakes are not looked at for polling.
     """
-    key = figure_key(kind)
+    key = "p50_ns" if kind == LATENCY else "ops_per_s"  # the figure the spreads compare
     quality = split = None
     if isinstance(raw, RawLatency):
         quality = quality_flags(raw.samples_ns, tail_interval_s, settle_jitter_us=settle_jitter_us, settles=settles)
@@ -222,7 +218,6 @@ def arm_figures(raw: Raw, taken: Taken, kind: str, repeat: int, tail_interval_s:
     else:
         spread = Spread.of_values(key, taken.medians, between="repetitions")
     return ArmFigures(
-        wall_s=round(taken.wall_s, 6),
         figures=RawFigures.of(raw),
         workers=tuple(taken.workers),
         spread=spread,
@@ -251,136 +246,191 @@ def worker_record(raw: Raw, pid: int, applied: Mapping[str, object]) -> WorkerRe
     return WorkerRecord(pid=pid, applied=_jsonable_dict(applied), rounds=rate.rounds, ops_per_s=rate.ops_per_s)
 
 
-# -- the entry as a document (what tests and the soak build on) ------------------------------
+# -- the arm's entry and the run's summary, as records -----------------------------------------
 
 
-def worker_figures(raw: Raw, pid: int, applied: Mapping[str, object]) -> Document:
+def _empty_figures() -> Dict[str, object]:
+    """An entry's figures before any repetition measured (a rate arm keeps the latency ones so)."""
+    return {"warmup_discarded": None, "latency": None, "components": {}, "rate": None, "info": {}, "workers": [],
+            "spread": None, "repetitions": None, "cpu_split": None, "quality": {}}
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmEntry:
+    """An arm's entry in summary.json: its identity (:meth:`~wakelab.core.model.Arm.describe`, with the
+    settle's random part and its origin where they are its own), how far it got, and what it measured.
+
+    The runner replaces it (:func:`dataclasses.replace`) as the arm goes; :meth:`to_dict` serialises it.
+    """
+
+    identity: Mapping[str, object]
+    requested: int
+    status: ArmStatus = ArmStatus.PENDING
+    reason: Optional[str] = None
+    wall_s: Optional[float] = None
+    #: ``counted`` (wakes or operations accounted for, wakes lost; None: none taken) and ``to_dict``.
+    figures: Optional[Union[ArmFigures, "SoakArmFigures"]] = None
+    samples_file: Optional[str] = None
+    trace: Optional[ArmTrace] = None
+
+    @classmethod
+    def of(cls, arm: Arm, params: MeasureParams, origin: Optional[Mapping[str, object]] = None) -> "ArmEntry":
+        """The entry before the arm ran: ``pending``, every figure empty."""
+        identity = dict(arm.describe())
+        own = arm.params_for(params).settle_jitter_us
+        if arm.kind == LATENCY and own != params.settle_jitter_us:
+            # The arm asked for a larger random part of the settle than the run's: say so where its figures are.
+            identity["settle_jitter_us"] = own
+        if origin is not None:  # a side of an A/B that loads a user arm from its own file says so
+            identity["origin"] = dict(origin)
+        return cls(identity, params.install_n * params.rounds if arm.kind != LATENCY else params.n)
+
+    @property
+    def name(self) -> str:
+        return str(self.identity["name"])
+
+    def ended(self, status: ArmStatus, reason: Optional[str]) -> "ArmEntry":
+        return dataclasses.replace(self, status=status, reason=reason)
+
+    def to_dict(self) -> Dict[str, object]:
+        out = dict(self.identity)
+        out.update(_empty_figures())
+        if self.figures is not None:
+            out.update(self.figures.to_dict())
+        out.update(status=self.status.value, reason=self.reason, requested=self.requested, wall_s=self.wall_s,
+                   samples_file=self.samples_file)
+        if self.trace is not None:
+            out["trace"] = self.trace.to_dict()
+        return out
+
+
+def _all_taken(arms: Iterable[Tuple[str, object, Optional[Tuple[int, int]]]]) -> bool:
+    """True when at least one of ``(status, requested, counted)`` was measured, every measured arm took
+    every sample it was asked for and lost none, and no arm failed, was cut short or was not reached.
+    Arms skipped because they cannot run here do not count against it."""
+    ran = [(status, (requested, 0) == counted) for status, requested, counted in arms if status != ArmStatus.SKIPPED]
+    return bool(ran) and all(status == ArmStatus.OK and every for status, every in ran)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """summary.json: ``head`` (what is known before any arm runs, as written), the arms' entries, and
+    what the run adds as it goes; replaced, never changed, and serialised by :meth:`to_dict`.
+
+    The caveats, warnings and guidance are derived from the document each time it is written
+    (:func:`wakelab.harness.runner.bundle_writer`).
+    """
+
+    head: Mapping[str, object]
+    interpreter: Mapping[str, object]
+    arms: Tuple[ArmEntry, ...]
+    timer: Optional[Mapping[str, object]] = None
+    #: The conditions as the first pass found them (``applied_`` keys beside the plan's).
+    applied: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    tracing: Optional[Tracing] = None
+    observed: Optional[Observed] = None
+    #: A soak's own record (:class:`wakelab.harness.soak.SoakRecord`).
+    soak: Optional["SoakRecord"] = None
+    finished_utc: Optional[str] = None
+    wall_s: Optional[float] = None
+    interrupted: bool = False
+    complete: bool = False
+
+    @classmethod
+    def start(cls, plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None,
+              timer: Optional[Mapping[str, object]] = None) -> "RunSummary":
+        """The summary before any arm ran (``complete: false``)."""
+        lab = plan.lab
+        head = {
+            "schema": bundle.SCHEMA_NAME,
+            "schema_version": bundle.SCHEMA_VERSION,
+            "tool": {"name": "wakelab", "version": __version__},
+            "lab": {
+                "id": lab.id,
+                "title": lab.title,
+                "question": lab.question,
+                "methodology": list(lab.methodology),
+                "limits": list(lab.limits),
+                "reproduce_script": lab.reproduce_script,
+                "comparisons": [{"a": c.a, "b": c.b} for c in lab.comparisons if c.a in plan.arm_names and c.b in plan.arm_names],
+            },
+            "run_id": uuid.uuid4().hex,
+            "started_utc": utc_now(),
+            "command": list(plan.command),
+            "note": plan.note,
+            "parameters": plan.params.to_dict(),
+            "execution": plan.execution.to_dict(),
+            "conditions": plan.execution.conditions.to_dict(),
+            "machine": machine_info(),
+            "system": system_info(),
+        }
+        origins = plan.execution.arm_origins
+        arms = tuple(ArmEntry.of(get_arm(name), plan.params, origins.get(name)) for name in plan.arm_names)
+        return cls(head, interpreter if interpreter is not None else interpreter_info(), arms, timer)
+
+    def amend(self, **head: object) -> "RunSummary":
+        """The summary with parts of its head replaced (a soak's execution and parameters)."""
+        return dataclasses.replace(self, head={**self.head, **head})
+
+    def with_arm(self, entry: ArmEntry) -> "RunSummary":
+        """The summary with ``entry`` in place of the arm of its name."""
+        return dataclasses.replace(self, arms=tuple(entry if a.name == entry.name else a for a in self.arms))
+
+    def is_complete(self) -> bool:
+        """See :func:`_all_taken`."""
+        return _all_taken((a.status, a.requested, a.figures.counted if a.figures else None) for a in self.arms)
+
+    def to_dict(self) -> Dict[str, object]:
+        """summary.json's document (the JSON summary.schema.json describes), its caveats and warnings still empty."""
+        conditions = self.head["conditions"]
+        assert isinstance(conditions, dict)
+        out = dict(self.head)
+        out.update(interpreter=dict(self.interpreter), timer=self.timer, arms=[entry.to_dict() for entry in self.arms],
+                   conditions=dict(conditions, **{"applied_" + k: v for k, v in self.applied.items()}),
+                   finished_utc=self.finished_utc, wall_s=self.wall_s, complete=self.complete, interrupted=self.interrupted,
+                   caveats=[], warnings=[])
+        if self.tracing is not None:
+            out["tracing"] = self.tracing.to_dict()
+        if self.observed is not None:
+            out["observed"] = dataclasses.asdict(self.observed)
+        if self.soak is not None:
+            out["soak"] = self.soak.to_dict()
+        return out
+
+
+# -- the entry and the summary as documents (what tests build bundles on) ---------------------
+
+
+def worker_figures(raw: Raw, pid: int, applied: Mapping[str, object]) -> Dict[str, object]:
     """:func:`worker_record`, as summary.json stores it."""
     return worker_record(raw, pid, applied).to_dict()
 
 
-def worker_spread(workers: Sequence[Mapping[str, Any]]) -> Optional[Document]:
+def worker_spread(workers: Sequence[object]) -> Optional[Dict[str, object]]:
     """How far apart stored workers' medians are (None with fewer than two workers)."""
-    key = "p50_ns" if workers and "p50_ns" in workers[0] else "ops_per_s"
-    spread = Spread.of_values(key, [w.get(key) for w in workers])
+    records = [WorkerRecord.from_dict(w) for w in workers]
+    key = "p50_ns" if records and records[0].n is not None else "ops_per_s"
+    spread = Spread.of_values(key, [getattr(w, key) for w in records])
     return None if spread is None else spread.to_dict()
 
 
-def repetitions_spread(medians: Sequence[Optional[float]], kind: str) -> Optional[Document]:
-    """How far apart the repetitions' own medians are, in :func:`worker_spread`'s form."""
-    spread = Spread.of_values(figure_key(kind), medians, between="repetitions")
-    return None if spread is None else spread.to_dict()
-
-
-def summarize_raw(entry: Document, raw: Raw) -> None:
-    """Fill an arm's figures in ``entry`` from its raw record."""
+def summarize_raw(entry: Dict[str, object], raw: Raw) -> None:
+    """Fill an arm's figures in its document ``entry`` from its raw record."""
     entry.update(RawFigures.of(raw).to_dict())
 
 
-def arm_entry(arm: Arm, params: MeasureParams) -> Document:
-    """An arm's entry before it ran: its identity, ``pending``, and every figure still empty."""
-    entry: Document = dict(arm.describe())
-    if arm.kind == LATENCY and arm.params_for(params).settle_jitter_us != params.settle_jitter_us:
-        # The arm asked for a larger random part of the settle than the run's: say so where its figures are.
-        entry["settle_jitter_us"] = arm.params_for(params).settle_jitter_us
-    entry.update(
-        {
-            "status": PENDING,
-            "reason": None,
-            "requested": params.install_n * params.rounds if arm.kind != LATENCY else params.n,
-            "warmup_discarded": None,
-            "wall_s": None,
-            "latency": None,
-            "components": {},
-            "rate": None,
-            "samples_file": None,
-            "info": {},
-            "workers": [],
-            "spread": None,
-            "repetitions": None,
-            "cpu_split": None,
-            "quality": {},
-        }
-    )
-    return entry
+def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Dict[str, object]:
+    """:meth:`RunSummary.start`, as summary.json stores it."""
+    return RunSummary.start(plan, interpreter).to_dict()
 
 
-def measured(entry: Mapping[str, Any]) -> bool:
-    """True when an arm has figures of at least one repetition."""
-    return bool(entry.get("latency") or entry.get("rate"))
+def is_complete(summary: Mapping[str, object]) -> bool:
+    """:meth:`RunSummary.is_complete` of a summary document, its arms read as the loader reads them."""
+    def counted(arm: ArmRecord) -> Optional[Tuple[int, int]]:
+        if arm.kind == LATENCY:
+            return None if arm.latency is None else (arm.latency.n + arm.latency.lost, arm.latency.lost)
+        return None if arm.rate is None else (arm.rate.rounds * arm.rate.n_per_round, 0)
 
-
-def took_every_sample(entry: Mapping[str, Any]) -> bool:
-    """True when a measured arm's figures account for every counted wake or operation requested.
-
-    Latency: ``n + lost == requested``; rate: ``rounds x n_per_round == requested``.
-    """
-    requested = entry.get("requested")
-    latency: Mapping[str, Any] = entry.get("latency") or {}
-    rate: Mapping[str, Any] = entry.get("rate") or {}
-    if entry.get("kind") == LATENCY:
-        return bool(latency) and latency.get("n", 0) + latency.get("lost", 0) == requested
-    return bool(rate) and rate.get("rounds", 0) * rate.get("n_per_round", 0) == requested
-
-
-def is_complete(summary: Mapping[str, Any]) -> bool:
-    """True when at least one arm was measured, every measured arm took every sample it was
-    asked for (:func:`took_every_sample`) and lost none, and no arm failed, was cut short or
-    was not reached.  Arms skipped because they cannot run here do not count against it.
-    """
-    count = 0
-    for entry in summary["arms"]:
-        status = entry["status"]
-        if status == SKIPPED:
-            continue
-        if status != OK or not took_every_sample(entry):
-            return False
-        latency = entry.get("latency")
-        if latency and latency.get("lost"):
-            return False
-        count += 1
-    return count > 0
-
-
-def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Document:
-    """The summary document before any arm ran (``complete: false``)."""
-    arms = [arm_entry(get_arm(name), plan.params) for name in plan.arm_names]
-    for entry in arms:  # a side of an A/B that loads a user arm from its own file says so
-        if entry["name"] in plan.execution.arm_origins:
-            entry["origin"] = dict(plan.execution.arm_origins[entry["name"]])
-    return {
-        "schema": bundle.SCHEMA_NAME,
-        "schema_version": bundle.SCHEMA_VERSION,
-        "tool": {"name": "wakelab", "version": __version__},
-        "lab": {
-            "id": plan.lab.id,
-            "title": plan.lab.title,
-            "question": plan.lab.question,
-            "methodology": list(plan.lab.methodology),
-            "limits": list(plan.lab.limits),
-            "reproduce_script": plan.lab.reproduce_script,
-            "comparisons": [
-                {"a": c.a, "b": c.b}
-                for c in plan.lab.comparisons
-                if c.a in plan.arm_names and c.b in plan.arm_names
-            ],
-        },
-        "run_id": uuid.uuid4().hex,
-        "started_utc": utc_now(),
-        "finished_utc": None,
-        "wall_s": None,
-        "complete": False,
-        "interrupted": False,
-        "command": list(plan.command),
-        "note": plan.note,
-        "parameters": plan.params.to_dict(),
-        "execution": plan.execution.to_dict(),
-        "conditions": plan.execution.conditions.to_dict(),
-        "interpreter": interpreter if interpreter is not None else interpreter_info(),
-        "machine": machine_info(),
-        "system": system_info(),
-        "timer": None,
-        "arms": arms,
-        "caveats": [],
-        "warnings": [],
-    }
+    arms = summary["arms"]
+    assert isinstance(arms, list)
+    return _all_taken((record.status, record.requested, counted(record)) for record in map(ArmRecord.from_dict, arms))

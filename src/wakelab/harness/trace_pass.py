@@ -1,16 +1,8 @@
 """The traced pass of a measured arm (``wakelab run --trace``): see "Tracing" in :mod:`wakelab.harness.runner`.
 
-After an arm's untraced figures are in, :func:`trace_arm` measures it again
-while :mod:`wakelab.harness.trace` records the scheduler's events (the drivers
-keeping each wake's ``t0``), splits every wake at its waiter's events
-(:func:`split_traced`), and measures it once more untraced, so that the
-tracing overhead is the traced p50 against untraced passes on both sides of
-it.  What it finds is a frozen :class:`ArmTrace` (the arm's ``trace`` entry,
-serialised once by :meth:`ArmTrace.to_dict`) and the samples document that
-adds the traced wakes beside the untraced ones; the runner stores both.
-
-The runner hands in how to measure (:data:`Measure`), so this module knows
-nothing of workers or repetitions.
+:func:`trace_arm` finds a frozen :class:`ArmTrace` (the arm's ``trace`` entry) and the samples
+document that adds the traced wakes beside the untraced ones; the runner stores both.  It is handed
+how to measure (:data:`Measure`), so this module knows nothing of workers or repetitions.
 """
 
 from __future__ import annotations
@@ -32,7 +24,7 @@ from wakelab.harness.workers import pool_raws
 
 if TYPE_CHECKING:
     from wakelab.harness.runner import RunPlan
-    from wakelab.harness.summary import Document
+    from wakelab.harness.summary import ArmEntry
 
 #: ``measure(plan, stamps=..., frames=...)``: ``(raws, worker records)`` of one quiet pass over the arm.
 Measure = Callable[..., Tuple[List[Raw], List[WorkerRecord]]]
@@ -42,17 +34,35 @@ OVERHEAD_METHOD = ("each traced arm is measured three times in this run: untrace
                    "an untraced one after it brackets the traced pass; overhead = traced p50 / mean of the two untraced p50s")
 
 
-def new_tracing(requested: bool) -> Dict[str, object]:
-    """The summary's ``tracing`` record before any arm ran."""
-    return {
-        "requested": requested,
-        "traced": False,
-        "reason": None if requested else "not asked for (wakelab run --trace)",
-        "tool": "perf record -a -k CLOCK_MONOTONIC",
-        "events": list(sched_trace.default_events()),
-        "clock": "CLOCK_MONOTONIC",
-        "overhead_method": OVERHEAD_METHOD,
-    }
+@dataclasses.dataclass(frozen=True)
+class Tracing:
+    """summary.json's ``tracing``: asked for, and whether the run traces (``reason``: why not);
+    ``frames_unavailable`` (``--trace-frames``): why the interpreter cannot publish its frames, once it
+    said so (it is not sampled again)."""
+
+    requested: bool
+    traced: bool = False
+    reason: Optional[str] = None
+    frames_unavailable: Optional[str] = None
+
+    @classmethod
+    def new(cls, requested: bool) -> "Tracing":
+        """The record before any arm ran."""
+        return cls(requested, reason=None if requested else "not asked for (wakelab run --trace)")
+
+    def to_dict(self) -> Dict[str, object]:
+        out: Dict[str, object] = {
+            "requested": self.requested,
+            "traced": self.traced,
+            "reason": self.reason,
+            "tool": "perf record -a -k CLOCK_MONOTONIC",
+            "events": list(sched_trace.default_events()),
+            "clock": "CLOCK_MONOTONIC",
+            "overhead_method": OVERHEAD_METHOD,
+        }
+        if self.frames_unavailable is not None:
+            out["frames_unavailable"] = self.frames_unavailable
+        return out
 
 
 class NotSplit(RuntimeError):
@@ -132,44 +142,37 @@ class TracedPass:
     frames: Mapping[str, object]
 
 
-def trace_arm(
-    plan: "RunPlan",
-    arm: Arm,
-    entry: Mapping[str, Any],
-    tracing: "Document",
-    emit: Callable[..., None],
-    measure: Measure,
-) -> Tuple[ArmTrace, Optional[Dict[str, object]]]:
-    """The traced pass of a measured arm (``entry``, as summary.json has it): its ``trace`` record, and
-    the samples document to write in place of the arm's (None: nothing to add).
+def trace_arm(plan: "RunPlan", arm: Arm, entry: "ArmEntry", untraced_p50_ns: Optional[float], tracing: Tracing,
+              emit: Callable[..., None], measure: Measure) -> Tuple[ArmTrace, Optional[Dict[str, object]], Tracing]:
+    """The traced pass of a measured arm (``entry``, its untraced p50 ``untraced_p50_ns``): its ``trace``
+    record, the samples document to write in place of the arm's (None: nothing to add), and the
+    run's ``tracing`` record as it now stands.
 
     Never fails the arm: whatever goes wrong is recorded as the reason the
     arm was not split.  A session perf cannot start ends tracing for the run
-    (``tracing``, the summary's record, says why).
+    (``tracing`` says why).
     """
-    if not tracing.get("traced"):
-        return ArmTrace.not_split(tracing.get("reason")), None
-    reason = why_untraceable(dict(entry))
+    if not tracing.traced:
+        return ArmTrace.not_split(tracing.reason), None, tracing
+    reason = why_untraceable(dict(entry.identity))
     if reason is None and plan.params.mode != "closed":
         reason = "open loop: wakes are matched to notifies after the fact, so no wake has one t0 to split from"
     if reason is None and not arm.driver:
         reason = "this arm has no driver that reports its waiter's thread"
     if reason is not None:
-        return ArmTrace.not_split(reason), None
+        return ArmTrace.not_split(reason), None, tracing
     emit("arm-trace", arm=arm.name)
     plan = dataclasses.replace(plan, params=arm.params_for(plan.params))
     # --trace-frames: a C floor's threads have no Python frames, and an interpreter that said it
     # cannot publish them is not sampled again.
-    frames = plan.execution.trace_frames and arm.family != "native" and not tracing.get("frames_unavailable")
+    frames = plan.execution.trace_frames and arm.family != "native" and not tracing.frames_unavailable
     session = sched_trace.SchedTrace(frames=frames)
     try:
         try:
             session.start()
         except sched_trace.TraceUnavailable as exc:
-            tracing["traced"] = False
-            tracing["reason"] = str(exc)
             emit("trace-unavailable", reason=str(exc))
-            return ArmTrace.not_split(str(exc)), None
+            return ArmTrace.not_split(str(exc)), None, dataclasses.replace(tracing, traced=False, reason=str(exc))
         started = time.perf_counter()
         try:
             raws, workers = measure(plan, stamps=True, frames=frames)
@@ -183,9 +186,9 @@ def trace_arm(
     except KeyboardInterrupt:
         raise
     except NotSplit as exc:
-        return ArmTrace.not_split(str(exc)), None
+        return ArmTrace.not_split(str(exc)), None, tracing
     except Exception as exc:  # the arm's own figures stand; say why it was not split
-        return ArmTrace.not_split("the traced pass failed: %s: %s" % (type(exc).__name__, exc)), None
+        return ArmTrace.not_split("the traced pass failed: %s: %s" % (type(exc).__name__, exc)), None, tracing
     finally:
         data_bytes = session.data_bytes()
         session.close()
@@ -197,10 +200,10 @@ def trace_arm(
         if frames:
             found_frames = traced.frames
             if not traced.frames.get("sampled"):
-                tracing["frames_unavailable"] = traced.frames.get("reason")
+                tracing = dataclasses.replace(tracing, frames_unavailable=str(traced.frames.get("reason")))
         else:
             found_frames = not_sampled(
-                "a C floor: its threads run no Python" if arm.family == "native" else str(tracing.get("frames_unavailable")))
+                "a C floor: its threads run no Python" if arm.family == "native" else str(tracing.frames_unavailable))
     record = ArmTrace(
         traced=True,
         reason=None,
@@ -209,12 +212,12 @@ def trace_arm(
         events=traced.events,
         lost_events=session.lost_events,
         latency=traced_stats,
-        overhead=Overhead((entry.get("latency") or {}).get("p50_ns"), after_p50, _opt_number(traced_stats.percentiles_ns.get("p50"))),
+        overhead=Overhead(untraced_p50_ns, after_p50, _opt_number(traced_stats.percentiles_ns.get("p50"))),
         components=summarize_components(traced.samples_ns, traced.splits),
         frames=found_frames,
     )
     doc = bundle.samples_doc(arm.name, raw_to_dict(pool_raws(raws)))
-    base = entry.get("samples_file")
+    base = entry.samples_file
     if base:  # keep the untraced samples the arm's figures come from; add the traced pass beside them
         doc = _untraced_doc(plan.folder, arm.name, base) or doc
     doc["traced"] = {
@@ -224,7 +227,7 @@ def trace_arm(
         "components": list(traced.order),
         "unit": "ns",
     }
-    return record, doc
+    return record, doc, tracing
 
 
 def _opt_number(value: object) -> Optional[float]:
