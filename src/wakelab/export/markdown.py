@@ -29,7 +29,8 @@ from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmRecord, LatencyFigures
 from wakelab.evidence.words import CELL_NOT_RUN
-from wakelab.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, format_ratio, format_us
+from wakelab.report.lead import format_native_cell, rate_cells, us_cells
 from wakelab.report.versus import Versus, versus_first
 
 # ASCII punctuation that means something inline in GFM; a backslash makes it literal.
@@ -70,27 +71,11 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int
     return lines
 
 
-def _mean_pm_stdev(stats: LatencyFigures) -> str:
-    mean, stdev = stats.mean_ns, stats.stdev_ns
-    if mean is None:
-        return DASH
-    if stdev is None:
-        return format_us(mean)
-    return "%s ± %s" % (format_us(mean), format_us(stdev))
-
-
 def _latency_cells(stats: LatencyFigures) -> List[str]:
-    return [str(stats.n), str(stats.lost)] + [
-        format_us(v) for v in (stats.min_ns, stats.p50_ns, stats.p90_ns, stats.p99_ns, stats.p99_9_ns, stats.max_ns)
-    ] + [_mean_pm_stdev(stats)]
-
-
-def native_cell(ratio: Optional[NativeRatio]) -> str:
-    """A "vs C" cell: the ratio, marked *nearest floor* unless the floor is the same experiment."""
-    if ratio is None:
-        return DASH
-    text = format_ratio(ratio.ratio)
-    return text if ratio.interpreter_share else "%s (nearest floor)" % text
+    """n, lost, min ... max in µs, then mean ± σ."""
+    mean, stdev = stats.mean_ns, stats.stdev_ns
+    mean_text = DASH if mean is None else format_us(mean) if stdev is None else "%s ± %s" % (format_us(mean), format_us(stdev))
+    return [str(stats.n), str(stats.lost)] + us_cells(stats)[:-1] + [mean_text]
 
 
 NATIVE_NOTE = (
@@ -128,7 +113,7 @@ def latency_table(rows: Sequence[Row], lead_header: Sequence[str],
         assert arm.latency is not None  # the latency table's rows have latency figures
         row = list(lead) + _latency_cells(arm.latency)
         if show_native:
-            row.append(native_cell(ratios.get(arm.name)))
+            row.append(format_native_cell(ratios.get(arm.name)))
         lines.append(row + list(extra))
         for name, component in arm.components:
             sub = [code("%s.%s" % (arm.name, name))] + [""] * (len(lead) - 1) + _latency_cells(component)
@@ -148,12 +133,9 @@ def rate_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
     for lead, arm, ratios, _ in rows:
         rate = arm.rate
         assert rate is not None  # the rate table's rows have rate figures
-        net = rate.net_ns_per_op
-        row = list(lead) + [format_rate(rate.n_per_round), str(rate.rounds)] + [
-            format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)
-        ] + ["%.1f" % net if net is not None else DASH]
+        row = list(lead) + rate_cells(rate)
         if show_native:
-            row.append(native_cell(ratios.get(arm.name)))
+            row.append(format_native_cell(ratios.get(arm.name)))
         lines.append(row)
     return format_table(header, lines, left=len(lead_header))
 
