@@ -1,5 +1,5 @@
-"""The lead table's model: its rows and cells, built once from the run's view, that summary.txt, the Markdown export and
-the HTML page only place (text columns, Markdown pipes, an HTML <table>).
+"""The lead table's and the verdict's model: rows, cells and sentence figures built once from the run's view, that
+summary.txt, the Markdown export and the HTML page only place (text columns, Markdown pipes, HTML).
 
 Latency cells are µs with three significant digits; a rate's are ops/s, its net cost ns per call with one decimal.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
-from wakelab.analysis.caveats import NativeRatio
+from wakelab.analysis.caveats import NativeRatio, Pairing
 from wakelab.analysis.view import RunView
 from wakelab.evidence.model import ArmRecord, LatencyFigures, RateFigures
-from wakelab.formatting import DASH, format_ns_plain, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
 
 #: The latency figures a row shows after its n and lost, in µs.
 LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99.9", "max", "mean")
@@ -86,3 +86,21 @@ def format_native_cell(ratio: Optional[NativeRatio]) -> str:
         return DASH
     text, nearest = native_text(ratio)
     return "%s (%s)" % (text, NEAREST_FLOOR) if nearest else text
+
+
+def verdict_figures(arm: ArmRecord) -> Optional[Tuple[str, ...]]:
+    """The figures of an arm's verdict sentence: a latency arm's p50, p99 and wakes; a rate arm's ops/s, rounds, calls per
+    round and empty-loop iterations/s (None: the arm has neither)."""
+    lat, rate = arm.latency, arm.rate
+    if lat is not None:
+        return format_ns(lat.p50_ns), format_ns(lat.p99_ns) if lat.p99_ns is not None else "not reported", str(lat.n)
+    if rate is not None:
+        return format_rate(rate.ops_per_s), str(rate.rounds), format_rate(rate.n_per_round), format_rate(rate.baseline_ops_per_s)
+    return None
+
+
+def pairing_detail(pairing: Pairing) -> str:
+    """What a pairing's arms share (like for like) or where they differ, after the like-for-like judgement."""
+    if pairing.like_for_like:
+        return "both %s, %s; at t0 the waiter is %s" % (pairing.waiter, pairing.scope, pairing.at_t0)
+    return "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)

@@ -18,7 +18,7 @@ from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, S
 from wakelab.evidence.words import FREE_THREADED
 from wakelab.formatting import DASH, finite_number, format_ns, format_percent, format_rate, format_ratio, format_us
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.lead import LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, rate_cells, us_cells
+from wakelab.report.lead import LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, rate_cells, us_cells, verdict_figures
 from wakelab.report.text import (
     NATIVE_LEGEND,
     format_lost,
@@ -54,52 +54,26 @@ def render_verdict(run: Run) -> str:
     arm_items: List[str] = []
     comparison_items: List[str] = []
     for arm in view.bundle.arms():
-        if not arm.ok:
+        figures = tuple(esc(f) for f in verdict_figures(arm) or ()) if arm.ok else ()
+        if not figures:
             continue
-        name = esc(arm.name)
         if arm.latency is not None:
-            lat = arm.latency
             text = "<strong>%s</strong>: p50 <b>%s</b>, p99 <b>%s</b> over %s wakes %s %s" % (
-                name,
-                esc(format_ns(lat.p50_ns)),
-                esc(format_ns(lat.p99_ns)) if lat.p99_ns is not None else "not reported",
-                esc(lat.n),
-                _badge(arm.waiter, "w-" + arm.waiter),
-                esc(arm.scope),
-            )
-            if lat.lost:
+                (esc(arm.name),) + figures + (_badge(arm.waiter, "w-" + arm.waiter), esc(arm.scope)))
+            if arm.latency.lost:
                 text += ' <span class="warn">%s.</span>' % esc(format_lost(arm))
-        elif arm.rate is not None:
-            rate = arm.rate
-            text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
-                name,
-                esc(format_rate(rate.ops_per_s)),
-                esc(rate.rounds),
-                esc(format_rate(rate.n_per_round)),
-                esc(format_rate(rate.baseline_ops_per_s)),
-            )
         else:
-            continue
+            text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
+                (esc(arm.name),) + figures)
         arm_items.append("<li>%s</li>" % text)
     for pairing in view.pairings:
         if pairing.p50_ratio is None:
             continue
-        if pairing.like_for_like:
-            judgement = '<span class="badge good">like for like</span> both %s, %s; at t0 the waiter is %s' % (
-                esc(pairing.waiter), esc(pairing.scope), esc(pairing.at_t0)
-            )
-        else:
-            judgement = '<span class="badge bad">NOT like for like</span> %s' % "; ".join(
-                "%s: %s against %s" % (esc(d.aspect), esc(d.a), esc(d.b)) for d in pairing.differences
-            )
-        comparison_items.append(
-            "<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>"
-            % (
-                esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
-                (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "",
-                judgement,
-            )
-        )
+        judgement = ('<span class="badge good">like for like</span> %s' if pairing.like_for_like
+                     else '<span class="badge bad">NOT like for like</span> %s') % esc(pairing_detail(pairing))
+        comparison_items.append("<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>" % (
+            esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
+            (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "", judgement))
     if not arm_items:
         return '<p class="muted">No arm produced figures in this run.</p>'
     out = ""

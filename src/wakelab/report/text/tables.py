@@ -55,14 +55,13 @@ def format_lead_table(run: Run) -> List[str]:
             if len(table.families) > 1:
                 rows.append(["[%s]" % FAMILY_TITLES.get(family, family)] + [""] * (len(header) - 1))
             for a, lat, component in members:
-                if component:
-                    row = ["  ." + component, "", "", str(lat.n), ""] + us_cells(lat) if lat is not None else []
-                    native = ""
-                elif lat is None:
-                    row, native = [a.name, a.waiter, a.scope, status_word(a.status)] + [""] * (len(header) - 5), ""
+                if lat is None:
+                    row = [a.name, a.waiter, a.scope, status_word(a.status)]
+                elif component:
+                    row = ["  ." + component, "", "", str(lat.n), ""] + us_cells(lat)
                 else:
-                    row, native = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + us_cells(lat), format_native_cell(table.native(a))
-                rows.append(row + ([native] if table.latency_native else []))
+                    row = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + us_cells(lat) + [format_native_cell(table.native(a))]
+                rows.append((row + [""] * len(header))[:len(header)])
         lines.extend(format_table(header, rows, align_left=3))
     if table.rates:
         if lines:
