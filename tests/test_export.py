@@ -799,3 +799,20 @@ def test_registry_names_match_their_exporters() -> None:
     for name, exporter in EXPORTERS.items():
         assert exporter.name == name and exporter.help
     assert [e.subfolder for e in EXPORTERS.values()] == ["", "", "", "", "pyperf"]
+
+
+def test_a_grid_markdown_marks_a_tail_regression_as_matrix_txt_does() -> None:
+    """"(worse)" is compare_matrix's tail regression: a p99 worse beyond 10% while the p50 is not, or grown more than the p50."""
+    from wakelab.evidence.model import Grid
+    from wakelab.export.markdown import Row, versus_cells
+    from wakelab.report.versus import versus_first
+
+    def row(cell: str, p50: float, p99: float) -> Dict[str, object]:
+        figures = {"n": 100, "lost": 0, "min_ns": 900, "p50_ns": p50, "p90_ns": p50, "p99_ns": p99, "max_ns": 10**6}
+        return {"cell": cell, "status": "ok", "kind": "latency", "latency": figures, "rate": None, "spread": None}
+
+    grid = Grid("g", "/g", {"lab": {"id": "x"}, "cells": [], "arms": [{"name": "event", "rows": [
+        row("a", 10_000.0, 40_000.0), row("b", 10_000.0, 48_000.0), row("c", 15_000.0, 60_000.0), row("d", 15_000.0, 80_000.0)]}]})
+    compared = versus_first(grid)
+    rows = [Row([], compared[("event", cell)].row.arm, {}, cell) for cell in "abcd"]
+    assert versus_cells(rows, compared) == [["first", "first"], ["1.0×", "1.2× (worse)"], ["1.5×", "1.5×"], ["1.5×", "2.0× (worse)"]]
