@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
@@ -23,7 +23,9 @@ from wakelab.report.text import (
     NATIVE_LEGEND,
     format_lost,
     format_warning,
+    load_words,
     reproduce_commands,
+    waiter_states,
 )
 from wakelab.report.html.common import (
     _badge,
@@ -293,13 +295,7 @@ def _placement_words(params: Parameters, conditions: Conditions) -> str:
         where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.notifier_cpu)
     else:
         where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.notifier_cpu), esc(params.waiter_cpu))
-    load = []
-    if conditions.cpu_threads:
-        load.append("%s busy Python thread(s) beside the waiter" % esc(conditions.cpu_threads))
-    if conditions.cpu_procs:
-        load.append("%s busy process(es)" % esc(conditions.cpu_procs))
-    if conditions.switch_interval_s is not None:
-        load.append("switch interval set to %s s" % esc(conditions.switch_interval_s))
+    load = [esc(words) for words in load_words(conditions)]
     return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
 
 
@@ -396,11 +392,8 @@ def render_honesty(run: Run) -> str:
     if system.present:
         rows.append(("System", _system_words(system)))
     latency_arms = [a for a in bundle.arms() if a.is_latency]
-    if len({a.waiter for a in latency_arms}) > 1:
-        states: Dict[str, List[str]] = {}
-        for a in latency_arms:
-            states.setdefault(a.waiter, []).append(a.name)
-        described = "; ".join("%s waiter: %s" % (esc(state), esc(", ".join(names))) for state, names in states.items())
+    described = esc(waiter_states(latency_arms))
+    if described:
         rows.append((
             "Models",
             '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
