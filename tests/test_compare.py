@@ -906,3 +906,17 @@ def test_a_damaged_traced_part_is_one_line(tmp_path, lab135_bundle, capsys, dama
     status, out, err = run_compare(capsys, a, b)
     assert status == 2 and out == ""
     assert err.startswith("wakelab: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_compare_and_the_ab_gate_word_their_regression_check_alike() -> None:
+    from wakelab.commands.compare import regression_items
+
+    slower = cmp.Regression("head", "event", "p99", 1.25)
+    assert regression_items([slower], "base", 10, ["p50", "p99"], ["queue in head: not tested (too few samples)"]) == [
+        "FAIL: event in head is slower than in base: 1.25× at p99, above the 1.10× limit",
+        "not checked: queue in head: not tested (too few samples)"]
+    assert regression_items([], "base", 10, ["p50"], [], head="head") == [
+        "pass: no arm of head is slower than base by more than 10% at p50"]
+    # A gate that could not answer does not pass.
+    assert regression_items([], "base", 10, ["p50"], [], ["pipe has no figures on both sides"], "head") == [
+        "error: pipe has no figures on both sides"]

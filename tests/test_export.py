@@ -799,3 +799,19 @@ def test_registry_names_match_their_exporters() -> None:
     for name, exporter in EXPORTERS.items():
         assert exporter.name == name and exporter.help
     assert [e.subfolder for e in EXPORTERS.values()] == ["", "", "", "", "pyperf"]
+
+
+def test_a_grid_markdown_marks_a_tail_regression_as_matrix_txt_does() -> None:
+    """"(worse)" is compare_matrix's tail regression: a p99 worse beyond 10% while the p50 is not, or grown more than the p50."""
+    from wakelab.evidence.matrix import MatrixEntry
+    from wakelab.export.markdown import Row, versus_cells
+    from wakelab.report.versus import versus_of
+
+    def entry(cell: str, p50: float, p99: float) -> MatrixEntry:
+        figures = {"n": 100, "lost": 0, "min_ns": 900, "p50_ns": p50, "p90_ns": p50, "p99_ns": p99, "max_ns": 10**6}
+        return MatrixEntry.from_dict("event", {"cell": cell, "status": "ok", "kind": "latency", "latency": figures})
+
+    entries = [entry("a", 10_000.0, 40_000.0), entry("b", 10_000.0, 48_000.0), entry("c", 15_000.0, 60_000.0), entry("d", 15_000.0, 80_000.0)]
+    compared = versus_of({"event": entries})
+    rows = [Row([], e.arm, {}, e.cell) for e in entries]
+    assert versus_cells(rows, compared) == [["first", "first"], ["1.0×", "1.2× (worse)"], ["1.5×", "1.5×"], ["1.5×", "2.0× (worse)"]]

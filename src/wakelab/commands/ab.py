@@ -509,19 +509,11 @@ def _side_line(side: Side) -> str:
 
 
 def _gate_lines(gate: Any) -> List[str]:
-    from wakelab.analysis.compare import format_ratio_plain
+    from wakelab.commands.compare import regression_items
 
-    limit = 1.0 + gate.limit_pct / 100.0
-    header = ("GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
-              % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper()))
-    items = ["FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
-             % (r.arm, gate.head, gate.base, format_ratio_plain(r.slowdown), r.metric, format_ratio_plain(limit)) for r in gate.regressions]
-    if gate.result == "pass":
-        items.append("pass: no arm of %s is slower than %s by more than %g%% at %s"
-                     % (gate.head, gate.base, gate.limit_pct, ", ".join(gate.metrics)))
-    items += ["error: %s" % e for e in gate.errors]
-    items += ["not checked: %s" % u for u in gate.unchecked]
-    return [header] + items
+    return ["GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
+            % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper())] + regression_items(
+        gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors, gate.head)
 
 
 def format_text(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, settings: Any,

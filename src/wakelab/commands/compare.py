@@ -442,6 +442,21 @@ def format_comparison(comparison: Any) -> List[str]:
     return lines
 
 
+def regression_items(regressions: Sequence[Any], base: str, limit_pct: float, metrics: Sequence[str], unchecked: Sequence[str],
+                     errors: Sequence[str] = (), head: Optional[str] = None) -> List[str]:
+    """The regression check's findings, compare's and ab's gate alike: each arm slower than the limit (or that none is), then why
+    the check could not answer, then what it could not check."""
+    from wakelab.analysis.compare import format_ratio_plain
+
+    limit = format_ratio_plain(1.0 + limit_pct / 100.0)
+    items = ["FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
+             % (r.arm, r.label, base, format_ratio_plain(r.slowdown), r.metric, limit) for r in regressions]
+    if not (regressions or errors):
+        items.append("pass: no arm %sis slower than %s by more than %g%% at %s"
+                     % ("of %s " % head if head else "", base, limit_pct, ", ".join(metrics)))
+    return items + ["error: %s" % e for e in errors] + ["not checked: %s" % u for u in unchecked]
+
+
 def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, args: argparse.Namespace,
                 regressions: Sequence[Any], unchecked: Sequence[str], grid: Any = None,
                 skipped: Sequence[Tuple[str, str]] = ()) -> str:
@@ -474,16 +489,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         out.append("")
         out.append(escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
                                % (args.fail_on_regression, ",".join(args.metric), settings.min_effect_pct)))
-        limit = 1.0 + args.fail_on_regression / 100.0
-        items = [
-            "FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
-            % (r.arm, r.label, runs[0].label, format_ratio_plain(r.slowdown), r.metric, format_ratio_plain(limit))
-            for r in regressions
-        ]
-        if not regressions:
-            items.append("pass: no arm is slower than %s by more than %g%% at %s"
-                         % (runs[0].label, args.fail_on_regression, ", ".join(args.metric)))
-        items.extend("not checked: %s" % text for text in unchecked)
+        items = regression_items(regressions, runs[0].label, args.fail_on_regression, args.metric, unchecked)
         warning = gate_warning(separate, runs[0].label)
         if warning is not None:
             items.append(warning)

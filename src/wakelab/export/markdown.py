@@ -15,21 +15,23 @@ A grid's export opens with its cells (label, interpreter, build, every
 dimension, complete or not, a cell that never ran included), then tables
 with a row per arm and cell, one arm's cells together, led by the cell's
 label, its interpreter and every dimension that differs between the cells;
-each latency row ends with its p50 and p99 over the arm's first cell, a p99
-worse by more than 10% marked "(worse)".
+each latency row ends with its p50 and p99 over the arm's first cell
+(:mod:`wakelab.report.versus`), a tail regression marked "(worse)".
 """
 
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from wakelab.export.base import Evidence, Grid, one_file_exporter
 from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmRecord, LatencyFigures
 from wakelab.evidence.words import CELL_NOT_RUN
-from wakelab.formatting import DASH, format_rate, format_ratio, format_us, positive_ratio
+from wakelab.formatting import DASH, format_ratio, format_us
+from wakelab.report.lead import format_native_cell, rate_cells, us_cells
+from wakelab.report.versus import Versus, versus_first
 
 # ASCII punctuation that means something inline in GFM; a backslash makes it literal.
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]|~!#])")
@@ -69,27 +71,11 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int
     return lines
 
 
-def _mean_pm_stdev(stats: LatencyFigures) -> str:
-    mean, stdev = stats.mean_ns, stats.stdev_ns
-    if mean is None:
-        return DASH
-    if stdev is None:
-        return format_us(mean)
-    return "%s ± %s" % (format_us(mean), format_us(stdev))
-
-
 def _latency_cells(stats: LatencyFigures) -> List[str]:
-    return [str(stats.n), str(stats.lost)] + [
-        format_us(v) for v in (stats.min_ns, stats.p50_ns, stats.p90_ns, stats.p99_ns, stats.p99_9_ns, stats.max_ns)
-    ] + [_mean_pm_stdev(stats)]
-
-
-def native_cell(ratio: Optional[NativeRatio]) -> str:
-    """A "vs C" cell: the ratio, marked *nearest floor* unless the floor is the same experiment."""
-    if ratio is None:
-        return DASH
-    text = format_ratio(ratio.ratio)
-    return text if ratio.interpreter_share else "%s (nearest floor)" % text
+    """n, lost, min ... max in µs, then mean ± σ."""
+    mean, stdev = stats.mean_ns, stats.stdev_ns
+    mean_text = DASH if mean is None else format_us(mean) if stdev is None else "%s ± %s" % (format_us(mean), format_us(stdev))
+    return [str(stats.n), str(stats.lost)] + us_cells(stats)[:-1] + [mean_text]
 
 
 NATIVE_NOTE = (
@@ -101,11 +87,15 @@ NATIVE_NOTE = (
 
 # A row of a table: the cells that lead it (the arm's identity; for a grid, its cell's labels
 # too), the arm's record, and the "vs C" ratios of the run it comes from.
-Row = Tuple[List[str], ArmRecord, Mapping[str, NativeRatio]]
+class Row(NamedTuple):
+    lead: List[str]
+    arm: ArmRecord
+    ratios: Mapping[str, NativeRatio]
+    cell: str = ""  # a grid's: the cell's label
 
 
 def _has_native(rows: Sequence[Row]) -> bool:
-    return any(arm.name in ratios for _, arm, ratios in rows)
+    return any(row.arm.name in row.ratios for row in rows)
 
 
 def latency_table(rows: Sequence[Row], lead_header: Sequence[str],
@@ -119,11 +109,11 @@ def latency_table(rows: Sequence[Row], lead_header: Sequence[str],
     extra_header, extra_cells = trailing if trailing is not None else ((), [()] * len(rows))
     header += list(extra_header)
     lines: List[List[str]] = []
-    for (lead, arm, ratios), extra in zip(rows, extra_cells):
+    for (lead, arm, ratios, _), extra in zip(rows, extra_cells):
         assert arm.latency is not None  # the latency table's rows have latency figures
         row = list(lead) + _latency_cells(arm.latency)
         if show_native:
-            row.append(native_cell(ratios.get(arm.name)))
+            row.append(format_native_cell(ratios.get(arm.name)))
         lines.append(row + list(extra))
         for name, component in arm.components:
             sub = [code("%s.%s" % (arm.name, name))] + [""] * (len(lead) - 1) + _latency_cells(component)
@@ -140,21 +130,18 @@ def rate_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
     if show_native:
         header.append("C is faster by")
     lines: List[List[str]] = []
-    for lead, arm, ratios in rows:
+    for lead, arm, ratios, _ in rows:
         rate = arm.rate
         assert rate is not None  # the rate table's rows have rate figures
-        net = rate.net_ns_per_op
-        row = list(lead) + [format_rate(rate.n_per_round), str(rate.rounds)] + [
-            format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)
-        ] + ["%.1f" % net if net is not None else DASH]
+        row = list(lead) + rate_cells(rate)
         if show_native:
-            row.append(native_cell(ratios.get(arm.name)))
+            row.append(format_native_cell(ratios.get(arm.name)))
         lines.append(row)
     return format_table(header, lines, left=len(lead_header))
 
 
 def not_measured_table(rows: Sequence[Row], lead_header: Sequence[str]) -> List[str]:
-    lines = [list(lead) + [escape(arm.status), escape(arm.reason)] for lead, arm, _ in rows]
+    lines = [list(lead) + [escape(arm.status), escape(arm.reason)] for lead, arm, _, _ in rows]
     return format_table(list(lead_header) + ["Status", "Reason"], lines, left=len(lead_header) + 2)
 
 
@@ -185,7 +172,7 @@ def format_markdown(run: Union[Evidence, RunView]) -> str:
             lead.append(escape(arm.family))
         if kind == "latency":
             lead += [escape(arm.waiter), escape(arm.scope)]
-        by_kind[kind].append((lead, arm, ratios))
+        by_kind[kind].append(Row(lead, arm, ratios))
     tables = [table for table in (
         latency_table(by_kind["latency"], ["Arm", "Family", "Waiter", "Scope"]) if by_kind["latency"] else None,
         rate_table(by_kind["rate"], ["Arm", "Family"]) if by_kind["rate"] else None,
@@ -225,29 +212,20 @@ def cells_table(grid: Grid) -> List[str]:
 
 
 VERSUS_HEADER = ("p50 vs first", "p99 vs first")
-# A p99 more than this over the first cell's is marked: the tail got worse, whatever the p50 did.
-TAIL_WORSE = 1.1
 
 
-def versus_first(rows: Sequence[Row]) -> List[List[str]]:
-    """Per latency row of a grid, its p50 and p99 over the first cell's that measured the arm ("first" for that one).
-
-    A p99 worse by more than :data:`TAIL_WORSE` is marked "(worse)", so a
-    cell whose p50 improved while its tail got worse does not read as a win.
-    """
-    firsts: Dict[str, LatencyFigures] = {}
+def versus_cells(rows: Sequence[Row], compared: Mapping[Tuple[str, str], Versus]) -> List[List[str]]:
+    """Per latency row of a grid (its cell's label second in its lead), its p50 and p99 over the first cell's that measured
+    the arm ("first" for that one); a tail regression (:func:`~wakelab.analysis.matrix.ratio_tone`) is marked "(worse)",
+    so a cell whose p50 improved while its tail got worse does not read as a win."""
     out: List[List[str]] = []
-    for _lead, arm, _ratios in rows:
-        latency = arm.latency
-        if arm.name not in firsts and latency is not None and latency.p50_ns:
-            firsts[arm.name] = latency
-            out.append(["first", "first"])
+    for row in rows:
+        versus = compared.get((row.arm.name, row.cell))
+        if versus is None or versus.first:
+            out.append(["first", "first"] if versus is not None else [DASH, DASH])
             continue
-        base = firsts.get(arm.name)
-        p50 = positive_ratio(latency.p50_ns if latency else None, base.p50_ns if base else None)
-        p99 = positive_ratio(latency.p99_ns if latency else None, base.p99_ns if base else None)
-        p99_text = format_ratio(p99) + (" (worse)" if p99 is not None and p99 > TAIL_WORSE else "")
-        out.append([format_ratio(p50), p99_text if p99 is not None else DASH])
+        p99 = versus.row.p99_ratio
+        out.append([format_ratio(versus.row.p50_ratio), DASH if p99 is None else format_ratio(p99) + (" (worse)" if versus.row.tone.tail_worse else "")])
     return out
 
 
@@ -264,14 +242,14 @@ def format_grid_markdown(grid: Grid) -> str:
             if arm.name not in by_arm:
                 order.append(arm.name)
                 by_arm[arm.name] = []
-            by_arm[arm.name].append(([code(arm.name)] + lead, arm, ratios))
+            by_arm[arm.name].append(Row([code(arm.name)] + lead, arm, ratios, cell.label))
     by_kind: Dict[str, List[Row]] = {"latency": [], "rate": [], "rest": []}
     for name in order:
         for row in by_arm[name]:
             by_kind[_kind_of(row[1])].append(row)
     tables = [table for table in (
         cells_table(grid),
-        latency_table(by_kind["latency"], header, (VERSUS_HEADER, versus_first(by_kind["latency"]))) if by_kind["latency"] else None,
+        latency_table(by_kind["latency"], header, (VERSUS_HEADER, versus_cells(by_kind["latency"], versus_first(grid)))) if by_kind["latency"] else None,
         rate_table(by_kind["rate"], header) if by_kind["rate"] else None,
         not_measured_table(by_kind["rest"], header) if by_kind["rest"] else None,
     ) if table]

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.text.tables import family_order
+from wakelab.report.lead import family_order
 from wakelab.report.html.common import esc, IdCounter
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch

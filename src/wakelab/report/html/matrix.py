@@ -8,6 +8,7 @@ from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
+from wakelab.report.versus import Versus, versus_first
 from wakelab.evidence.model import ArmRecord
 from wakelab.report.html.common import esc, _plain, _run_state
 from wakelab.report.html.load import GridCellView, GridView
@@ -30,9 +31,8 @@ def render_grid_matrix(grid: GridView) -> str:
     """A grid as matrix.txt lays it out: its cells, then one table per arm with a row per cell.
 
     Figures come from each cell's own (validated) summary.json, in the
-    matrix's cell order; "vs first" is a cell's figure over the first cell
-    that measured the arm, its p50 coloured by :func:`ratio_tone` (a p99
-    that got worse is drawn as a regression, whatever the p50 did).
+    matrix's cell order; "vs first" from :mod:`wakelab.report.versus`, its p50
+    coloured by :func:`ratio_tone` (a tail that got worse is drawn as a regression).
     """
     dims = [d for d in grid.grid.dimensions if d != "python"]
     head = "".join("<th>%s</th>" % esc(GRID_DIMENSION_TITLES.get(d, d)) for d in dims)
@@ -51,12 +51,10 @@ def render_grid_matrix(grid: GridView) -> str:
         "<tbody>%s</tbody></table></div>" % (head, "".join(rows)),
     ]
     records = [v.run.bundle.arms_by_name() if v.run is not None else {} for v in grid.cells]
-    names: List[str] = []
-    for by_name in records:
-        names.extend(n for n in by_name if n not in names)
-    for name in names:
-        arms = [(v, by_name.get(name)) for v, by_name in zip(grid.cells, records)]
-        kind = next((a.kind for _, a in arms if a is not None), "latency")
+    compared = versus_first(grid.grid)
+    for name in dict.fromkeys(n for by_name in records for n in by_name):
+        arms = [(v, by_name.get(name), compared.get((name, v.label))) for v, by_name in zip(grid.cells, records)]
+        kind = next((a.kind for _, a, _ in arms if a is not None), "latency")
         out.append(_matrix_rate_table(name, arms) if kind == "rate" else _matrix_latency_table(name, arms))
     out.append(
         '<p class="muted">vs first: the cell\'s figure over the first cell that measured the arm. Green needs the p50 '
@@ -79,23 +77,19 @@ def _spread_text(arm: ArmRecord) -> str:
     return format_ratio(spread.max_over_min) if spread is not None and spread.max_over_min is not None else DASH
 
 
-def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord]]]) -> str:
-    measured = [(view, arm, arm.latency) for view, arm in arms if arm is not None and arm.ok and arm.p50_ns is not None]
-    base = measured[0][2] if measured else None
+def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]]) -> str:
     rows = []
-    for view, arm in arms:
+    for view, arm, compared in arms:
         lat = arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
-        if arm is None or lat is None or base is None:
+        if arm is None or lat is None or compared is None:
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="10">%s</td></tr>' % (
                 esc(view.label), esc(_status_text(view, arm))))
             continue
-        first = lat is base
-        p50_ratio = None if first else positive_ratio(lat.p50_ns, base.p50_ns)
-        p99_ratio = None if first else positive_ratio(lat.p99_ns, base.p99_ns)
+        p50_ratio, p99_ratio = compared.row.p50_ratio, compared.row.p99_ratio
         figures = [esc(lat.n), '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0"]
         figures += [esc(format_us(v)) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.max_ns)]
         figures[3] = "<b>%s</b>" % figures[3]
-        if first:
+        if compared.first:
             figures += ['<span class="muted">first</span>', '<span class="muted">first</span>']
         else:
             p99_css = "" if p99_ratio is None else ("slower" if p99_ratio > RATIO_NOISE else "faster" if p99_ratio < 1 / RATIO_NOISE else "")
@@ -108,19 +102,17 @@ def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional
             "</thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
 
 
-def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord]]]) -> str:
-    rates = [arm.rate if arm is not None and arm.ok and arm.rate is not None and positive_ratio(arm.rate.ops_per_s, 1.0) is not None
-             else None for _, arm in arms]
-    base = next((r.ops_per_s for r in rates if r is not None), None)
+def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]]) -> str:
     rows = []
-    for (view, arm), rate in zip(arms, rates):
-        if arm is None or rate is None:
+    for view, arm, compared in arms:
+        rate = arm.rate if arm is not None and arm.ok else None
+        if arm is None or rate is None or positive_ratio(rate.ops_per_s, 1.0) is None or compared is None:
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="5">%s</td></tr>' % (
                 esc(view.label), esc(_status_text(view, arm))))
             continue
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in (
             "<b>%s</b>" % esc(format_rate(rate.ops_per_s)), esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)),
-            esc(format_ratio(positive_ratio(rate.ops_per_s, base))), esc(_spread_text(arm))))))
+            esc(format_ratio(compared.row.rate_ratio)), esc(_spread_text(arm))))))
     head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
             "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))

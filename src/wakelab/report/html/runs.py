@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.view import AgainstFirst
 from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
@@ -260,77 +260,73 @@ def _latency_of(arm: Optional[ArmRecord]) -> Optional[LatencyFigures]:
     return arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
 
 
-def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
-    """p50 / p99 of each arm per run (µs), each run after the first with compare's verdicts against it (``versus``:
-    :func:`~wakelab.analysis.view.compare_with_first`), or its p50 over the first's where compare did not judge it;
-    in tables that fit a laptop's width."""
-    names = _arm_order(runs)
+COMPARE_CAPTIONS = {
+    "latency": ("compare", "p50 / p99 per run, µs; below, what wakelab compare says of each run against run #1: its verdict at each "
+                "percentile and the ratio to #1 with its 95% interval (above 1: slower than #1; red: slower, green: faster, by more "
+                "than 5%). Where compare did not judge, the p50 vs #1, coloured by more than 10%"),
+    "rate": ("compare rate", "Rate arms: median operations per second per run (higher is faster), the slowest and the fastest round; "
+             "below, compare's verdict on each run's median against run #1's, the ratio of ops/s with its 95% interval (above 1: "
+             "faster than #1)"),
+}
+
+
+def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst],
+                    cell: Callable[[ArmRecord, Optional[ArmRecord], Any, int], Optional[str]], row_head: Callable[[str], str]) -> str:
+    """Each ``kind`` arm's row with a cell per run (``cell``: its HTML, None: not measured), in tables that fit a laptop's width."""
+    names = _arm_order(runs, kind)
     records = [r.bundle.arms_by_name() for r in runs]
+    css, caption = COMPARE_CAPTIONS[kind]
     tables = []
     for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
         head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
         rows = []
         for name in names:
             cells = []
-            base = _latency_of(records[0].get(name))
             for i in chunk:
                 arm = records[i].get(name)
-                lat = _latency_of(arm)
-                if arm is None or lat is None:
-                    cells.append('<td class="muted">%s</td>' % ("not in this run" if arm is None else esc(status_word(arm.status))))
-                    continue
-                judged = _judged(versus, i, name)
-                ratio = positive_ratio(lat.p50_ns, base.p50_ns) if i and base is not None else None
-                below = _verdicts_html(judged) if judged is not None else (
-                    _ratio_html(ratio, positive_ratio(lat.p99_ns, base.p99_ns if base is not None else None)) if ratio is not None else "")
-                cells.append('<td class="num"><b>%s</b> / %s%s</td>' % (
-                    esc(format_us(lat.p50_ns)), esc(format_us(lat.p99_ns)), ("<br>" + below) if below else ""))
-            rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(name)), esc(name), "".join(cells)))
-        tables.append(
-            '<div class="table-wrap"><table class="compare"><caption>p50 / p99 per run, µs; below, what wakelab compare '
-            "says of each run against run #1: its verdict at each percentile and the ratio to #1 with its 95%% interval "
-            "(above 1: slower than #1; red: slower, green: faster, by more than 5%%). Where compare did not judge, the "
-            "p50 vs #1, coloured by more than 10%%</caption><thead><tr><th>arm</th>%s</tr></thead><tbody>%s</tbody></table></div>"
-            % (head, "".join(rows))
-        )
-    return _not_judged(labels, versus) + "".join(tables)
+                text = cell(arm, records[0].get(name), _judged(versus, i, name), i) if arm is not None else None
+                cells.append('<td class="num">%s</td>' % text if text is not None else '<td class="muted">%s</td>' % (
+                    "not in this run" if arm is None else esc(status_word(arm.status))))
+            rows.append('<tr><th scope="row">%s</th>%s</tr>' % (row_head(name), "".join(cells)))
+        tables.append('<div class="table-wrap"><table class="%s"><caption>%s</caption><thead><tr><th>arm</th>%s</tr></thead>'
+                      "<tbody>%s</tbody></table></div>" % (css, caption, head, "".join(rows)))
+    return "".join(tables)
+
+
+def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: int) -> Optional[str]:
+    lat, base = _latency_of(arm), _latency_of(first)
+    if lat is None:
+        return None
+    ratio = positive_ratio(lat.p50_ns, base.p50_ns) if i and base is not None else None
+    below = _verdicts_html(judged) if judged is not None else (
+        _ratio_html(ratio, positive_ratio(lat.p99_ns, base.p99_ns if base is not None else None)) if ratio is not None else "")
+    return "<b>%s</b> / %s%s" % (esc(format_us(lat.p50_ns)), esc(format_us(lat.p99_ns)), ("<br>" + below) if below else "")
+
+
+def _rate_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: int) -> Optional[str]:
+    rate = arm.rate if arm.measured else None
+    if rate is None:
+        return None
+    text = '<b>%s</b><br><span class="muted">%d&nbsp;rounds, %s–%s</span>' % (
+        esc(format_rate(rate.ops_per_s)), rate.rounds, esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)))
+    if judged is not None:
+        text += "<br>" + _verdicts_html(judged)
+    elif i and first is not None and first.rate is not None and first.measured and first.rate.ops_per_s:
+        text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate.ops_per_s / first.rate.ops_per_s))
+    return text
+
+
+def render_comparison_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
+    """p50 / p99 of each arm per run (µs), each run after the first with compare's verdicts against it (``versus``:
+    :func:`~wakelab.analysis.view.compare_with_first`), or its p50 over the first's where compare did not judge it."""
+    return _not_judged(labels, versus) + _compare_tables(
+        "latency", runs, labels, versus, _latency_cell, lambda name: '<a href="#arm-%s">%s</a>' % (esc(_slug(name)), esc(name)))
 
 
 def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst] = ()) -> str:
     """Several runs' rate arms in a table of their own (ops/s is not a wake time): each run's median ops/s and its
     slowest and fastest round, each run after the first with compare's verdict against it (else its rate over the first's)."""
-    names = _arm_order(runs, "rate")
-    if not names:
-        return ""
-    records = [r.bundle.arms_by_name() for r in runs]
-    tables = []
-    for chunk in _chunks(len(runs), MAX_RUNS_PER_TABLE):
-        head = "".join('<th title="%s">%s%s</th>' % (esc(labels[i].full), _swatch(labels[i]), esc(labels[i].short)) for i in chunk)
-        rows = []
-        for name in names:
-            first = records[0].get(name)
-            cells = []
-            for i in chunk:
-                arm = records[i].get(name)
-                rate = arm.rate if arm is not None and arm.measured else None
-                if rate is None:
-                    cells.append('<td class="muted">%s</td>' % ("not in this run" if arm is None else esc(status_word(arm.status))))
-                    continue
-                text = '<b>%s</b><br><span class="muted">%d&nbsp;rounds, %s–%s</span>' % (
-                    esc(format_rate(rate.ops_per_s)), rate.rounds, esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)))
-                judged = _judged(versus, i, name)
-                if judged is not None:
-                    text += "<br>" + _verdicts_html(judged)
-                elif i and first is not None and first.rate is not None and first.measured and first.rate.ops_per_s:
-                    text += '<br><span class="ratio">%s of #1</span>' % esc(format_ratio(rate.ops_per_s / first.rate.ops_per_s))
-                cells.append('<td class="num">%s</td>' % text)
-            rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(name), "".join(cells)))
-        tables.append(
-            '<div class="table-wrap"><table class="compare rate"><caption>Rate arms: median operations per second per run '
-            "(higher is faster), the slowest and the fastest round; below, compare's verdict on each run's median against "
-            "run #1's, the ratio of ops/s with its 95%% interval (above 1: faster than #1)</caption><thead><tr><th>arm</th>"
-            "%s</tr></thead><tbody>%s</tbody></table></div>" % (head, "".join(rows)))
-    return "".join(tables)
+    return _compare_tables("rate", runs, labels, versus, _rate_cell, esc) if _arm_order(runs, "rate") else ""
 
 
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:

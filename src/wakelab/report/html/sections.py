@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import (
     WAITING_FOR_GIL,
@@ -18,13 +18,14 @@ from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, S
 from wakelab.evidence.words import FREE_THREADED
 from wakelab.formatting import DASH, finite_number, format_ns, format_percent, format_rate, format_ratio, format_us
 from wakelab.core.registry import FAMILY_TITLES
+from wakelab.report.lead import LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, rate_cells, us_cells, verdict_figures
 from wakelab.report.text import (
     NATIVE_LEGEND,
-    NEAREST_FLOOR,
-    family_order,
     format_lost,
     format_warning,
+    load_words,
     reproduce_commands,
+    waiter_states,
 )
 from wakelab.report.html.common import (
     _badge,
@@ -55,52 +56,26 @@ def render_verdict(run: Run) -> str:
     arm_items: List[str] = []
     comparison_items: List[str] = []
     for arm in view.bundle.arms():
-        if not arm.ok:
+        figures = tuple(esc(f) for f in verdict_figures(arm) or ()) if arm.ok else ()
+        if not figures:
             continue
-        name = esc(arm.name)
         if arm.latency is not None:
-            lat = arm.latency
             text = "<strong>%s</strong>: p50 <b>%s</b>, p99 <b>%s</b> over %s wakes %s %s" % (
-                name,
-                esc(format_ns(lat.p50_ns)),
-                esc(format_ns(lat.p99_ns)) if lat.p99_ns is not None else "not reported",
-                esc(lat.n),
-                _badge(arm.waiter, "w-" + arm.waiter),
-                esc(arm.scope),
-            )
-            if lat.lost:
+                (esc(arm.name),) + figures + (_badge(arm.waiter, "w-" + arm.waiter), esc(arm.scope)))
+            if arm.latency.lost:
                 text += ' <span class="warn">%s.</span>' % esc(format_lost(arm))
-        elif arm.rate is not None:
-            rate = arm.rate
-            text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
-                name,
-                esc(format_rate(rate.ops_per_s)),
-                esc(rate.rounds),
-                esc(format_rate(rate.n_per_round)),
-                esc(format_rate(rate.baseline_ops_per_s)),
-            )
         else:
-            continue
+            text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
+                (esc(arm.name),) + figures)
         arm_items.append("<li>%s</li>" % text)
     for pairing in view.pairings:
         if pairing.p50_ratio is None:
             continue
-        if pairing.like_for_like:
-            judgement = '<span class="badge good">like for like</span> both %s, %s; at t0 the waiter is %s' % (
-                esc(pairing.waiter), esc(pairing.scope), esc(pairing.at_t0)
-            )
-        else:
-            judgement = '<span class="badge bad">NOT like for like</span> %s' % "; ".join(
-                "%s: %s against %s" % (esc(d.aspect), esc(d.a), esc(d.b)) for d in pairing.differences
-            )
-        comparison_items.append(
-            "<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>"
-            % (
-                esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
-                (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "",
-                judgement,
-            )
-        )
+        judgement = ('<span class="badge good">like for like</span> %s' if pairing.like_for_like
+                     else '<span class="badge bad">NOT like for like</span> %s') % esc(pairing_detail(pairing))
+        comparison_items.append("<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>" % (
+            esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
+            (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "", judgement))
     if not arm_items:
         return '<p class="muted">No arm produced figures in this run.</p>'
     out = ""
@@ -113,96 +88,67 @@ def _native_cell(ratio: Optional[NativeRatio]) -> str:
     """A "vs C" cell (escaped HTML): the ratio, badged "nearest floor" unless the floor is the same experiment."""
     if ratio is None:
         return DASH
-    text = esc(format_ratio(ratio.ratio))
-    if ratio.interpreter_share:
-        return text
+    text, nearest = native_text(ratio)
     title = "the closest C experiment, not the same one: not the interpreter's share"
-    return '%s <span class="badge nearest" title="%s">%s</span>' % (text, esc(title), esc(NEAREST_FLOOR))
+    return '%s <span class="badge nearest" title="%s">%s</span>' % (esc(text), esc(title), esc(NEAREST_FLOOR)) if nearest else esc(text)
+
+
+def _num_cells(cells: Sequence[str]) -> str:
+    return "".join('<td class="num">%s</td>' % c for c in cells)
 
 
 def render_lead_table(run: Run) -> str:
     """Latency arms grouped by family (µs, with a log-scaled p50 bar), then rate arms."""
-    view = _view(run)
-    arms = view.bundle.arms()
-    ratios = view.native_ratios
-    latency_arms = [a for a in arms if a.is_latency]
-    rate_arms = [a for a in arms if a.is_rate]
+    table = lead_table(_view(run))
     out: List[str] = []
-    if latency_arms:
-        show_native = any(a.name in ratios for a in latency_arms)
-        p50s = [p for p in (a.p50_ns if a.ok else None for a in latency_arms) if p]
+    if table.families:
+        show_native = table.latency_native
+        p50s = [p for p in (row.arm.p50_ns if row.arm.ok and not row.component else None for _, rows in table.families for row in rows) if p]
         lo, hi = (min(p50s), max(p50s)) if p50s else (1.0, 1.0)
-        columns = ["n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
-        head = "".join("<th>%s</th>" % c for c in columns)
+        head = "".join("<th>%s</th>" % c for c in ("n", "lost") + LATENCY_COLUMNS)
         if show_native:
             head += '<th title="p50 over the p50 of its C floor, in this run">vs C p50</th>'
-        width = 4 + len(columns) + (1 if show_native else 0)
+        width = 4 + 2 + len(LATENCY_COLUMNS) + (1 if show_native else 0)
         rows: List[str] = []
-        families = family_order(latency_arms)
-        for family in families:
-            if len(families) > 1:
+        for family, members in table.families:
+            if len(table.families) > 1:
                 rows.append('<tr class="family"><th colspan="%d">%s</th></tr>' % (width, esc(FAMILY_TITLES.get(family, family))))
-            for a in latency_arms:
-                if a.family != family:
+            for a, lat, component in members:
+                if component and lat is not None:
+                    rows.append('<tr class="component"><th scope="row">↳ %s</th><td colspan="3"></td>%s%s</tr>' % (
+                        esc(component), _num_cells([esc(lat.n), ""] + [esc(c) for c in us_cells(lat)]), "<td></td>" if show_native else ""))
                     continue
                 name_cells = '<th scope="row"><a href="#arm-%s">%s</a></th><td>%s</td><td>%s</td>' % (
-                    esc(_slug(a.name)), esc(a.name), _badge(a.waiter, "w-" + a.waiter), esc(a.scope),
-                )
-                lat = a.latency
+                    esc(_slug(a.name)), esc(a.name), _badge(a.waiter, "w-" + a.waiter), esc(a.scope))
                 if not a.ok or lat is None:
                     rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a, width - 4)))
                     continue
-                bar = _log_bar(lat.p50_ns, lo, hi)
-                cells = [
-                    esc(lat.n),
-                    '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0",
-                ] + [esc(format_us(v)) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p99_9_ns, lat.max_ns, lat.mean_ns)]
+                cells = [esc(lat.n), '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0"] + [esc(c) for c in us_cells(lat)]
                 cells[3] = "<b>%s</b>" % cells[3]
-                row = '<tr>%s<td class="bar">%s</td>%s' % (name_cells, bar, "".join('<td class="num">%s</td>' % c for c in cells))
-                if show_native:
-                    row += '<td class="num">%s</td>' % _native_cell(ratios.get(a.name))
-                rows.append(row + "</tr>")
-                for comp_name, comp in a.components:
-                    comp_cells = [esc(comp.n), ""] + [
-                        esc(format_us(v)) for v in (comp.min_ns, comp.p50_ns, comp.p90_ns, comp.p99_ns, comp.p99_9_ns, comp.max_ns, comp.mean_ns)
-                    ]
-                    rows.append(
-                        '<tr class="component"><th scope="row">↳ %s</th><td colspan="3"></td>%s%s</tr>'
-                        % (esc(comp_name), "".join('<td class="num">%s</td>' % c for c in comp_cells), "<td></td>" if show_native else "")
-                    )
+                rows.append('<tr>%s<td class="bar">%s</td>%s%s</tr>' % (name_cells, _log_bar(lat.p50_ns, lo, hi), _num_cells(cells),
+                                                                    '<td class="num">%s</td>' % _native_cell(table.native(a)) if show_native else ""))
         out.append(
             '<div class="table-wrap"><table class="lead"><caption>Wake latency, µs (p50 bar on a log scale)</caption>'
             '<thead><tr><th>arm</th><th>waiter</th><th>scope</th><th aria-label="p50 on a log scale"></th>%s</tr></thead><tbody>%s</tbody></table></div>'
             % (head, "".join(rows))
         )
-    if rate_arms:
-        show_native = any(a.name in ratios for a in rate_arms)
+    if table.rates:
         columns = ["calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
-        if show_native:
-            columns.append("C is faster by")
+        columns += ["C is faster by"] if table.rate_native else []
         rows = []
-        for a in rate_arms:
-            rate = a.rate
+        for a in table.rates:
             name = '<th scope="row">%s</th>' % esc(a.name)
-            if not a.ok or rate is None:
+            if not a.ok or a.rate is None:
                 rows.append('<tr class="not-ok">%s%s</tr>' % (name, _status_cell(a, len(columns))))
                 continue
-            net = rate.net_ns_per_op
-            cells = [
-                esc(format_rate(rate.n_per_round)), esc(rate.rounds),
-                "<b>%s</b>" % esc(format_rate(rate.ops_per_s)),
-                esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)),
-                esc(format_rate(rate.baseline_ops_per_s)),
-                esc("%.1f" % net) if net is not None else DASH,
-            ]
-            if show_native:
-                cells.append(_native_cell(ratios.get(a.name)))
-            rows.append("<tr>%s%s</tr>" % (name, "".join('<td class="num">%s</td>' % c for c in cells)))
+            cells = [esc(c) for c in rate_cells(a.rate)] + ([_native_cell(table.native(a))] if table.rate_native else [])
+            cells[2] = "<b>%s</b>" % cells[2]
+            rows.append("<tr>%s%s</tr>" % (name, _num_cells(cells)))
         out.append(
             '<div class="table-wrap"><table class="lead rate"><caption>Rate arms</caption><thead><tr><th>arm</th>%s</tr></thead>'
             "<tbody>%s</tbody></table></div>" % ("".join("<th>%s</th>" % esc(c) for c in columns), "".join(rows))
         )
-    if ratios:
+    if table.ratios:
         out.append('<p class="muted legend">%s</p>' % esc(NATIVE_LEGEND))
     return "".join(out) or '<p class="muted">This run has no arms.</p>'
 
@@ -349,13 +295,7 @@ def _placement_words(params: Parameters, conditions: Conditions) -> str:
         where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.notifier_cpu)
     else:
         where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.notifier_cpu), esc(params.waiter_cpu))
-    load = []
-    if conditions.cpu_threads:
-        load.append("%s busy Python thread(s) beside the waiter" % esc(conditions.cpu_threads))
-    if conditions.cpu_procs:
-        load.append("%s busy process(es)" % esc(conditions.cpu_procs))
-    if conditions.switch_interval_s is not None:
-        load.append("switch interval set to %s s" % esc(conditions.switch_interval_s))
+    load = [esc(words) for words in load_words(conditions)]
     return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
 
 
@@ -452,11 +392,8 @@ def render_honesty(run: Run) -> str:
     if system.present:
         rows.append(("System", _system_words(system)))
     latency_arms = [a for a in bundle.arms() if a.is_latency]
-    if len({a.waiter for a in latency_arms}) > 1:
-        states: Dict[str, List[str]] = {}
-        for a in latency_arms:
-            states.setdefault(a.waiter, []).append(a.name)
-        described = "; ".join("%s waiter: %s" % (esc(state), esc(", ".join(names))) for state, names in states.items())
+    described = esc(waiter_states(latency_arms))
+    if described:
         rows.append((
             "Models",
             '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,

@@ -86,13 +86,7 @@ def format_honesty(run: Run) -> List[str]:
     else:
         where = "notifier pinned to CPU %s, waiter to CPU %s" % (params.notifier_cpu, params.waiter_cpu)
     conditions = bundle.conditions
-    load = []
-    if conditions.cpu_threads:
-        load.append("%s busy Python thread(s) beside the waiter" % conditions.cpu_threads)
-    if conditions.cpu_procs:
-        load.append("%s busy process(es)" % conditions.cpu_procs)
-    if conditions.switch_interval_s is not None:
-        load.append("switch interval set to %s s" % conditions.switch_interval_s)
+    load = load_words(conditions)
     if conditions.idle_hold:
         load.append("/dev/cpu_dma_latency held at 0" if conditions.applied_idle_hold else "idle hold requested")
     items.append("Placement: %s. Load: %s." % (where, "; ".join(load) if load else "none added"))
@@ -104,11 +98,8 @@ def format_honesty(run: Run) -> List[str]:
         items.append("System: clocksource %s, cpuidle driver %s, load average %s%s." % (
             system.clocksource, system.cpuidle_driver, system.load_average, ", under a hypervisor" if system.hypervisor else ""))
     arms = [a for a in bundle.arms() if a.is_latency]
-    states: Dict[str, List[str]] = {}
-    for a in arms:
-        states.setdefault(a.waiter, []).append(a.name)
-    if len(states) > 1:
-        described = "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items())
+    described = waiter_states(arms)
+    if described:
         items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
     gil = gil_enabled(bundle)
     on_gil = [a.name for a in arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
@@ -120,6 +111,21 @@ def format_honesty(run: Run) -> List[str]:
     if bundle.note:
         items.append("Note: %s" % bundle.note)
     return bullets(items)
+
+
+def load_words(conditions: Conditions) -> List[str]:
+    """The load a run added beside the waiter, one phrase each (summary.txt's and the page's Placement)."""
+    load = ["%s busy Python thread(s) beside the waiter" % conditions.cpu_threads] if conditions.cpu_threads else []
+    load += ["%s busy process(es)" % conditions.cpu_procs] if conditions.cpu_procs else []
+    return load + (["switch interval set to %s s" % conditions.switch_interval_s] if conditions.switch_interval_s is not None else [])
+
+
+def waiter_states(arms: Sequence[ArmRecord]) -> str:
+    """``blocked waiter: event, queue; spinning waiter: spin`` when the latency arms' waiters differ, else ""."""
+    states: Dict[str, List[str]] = {}
+    for a in arms:
+        states.setdefault(a.waiter, []).append(a.name)
+    return "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items()) if len(states) > 1 else ""
 
 
 def _scheduling_text(conditions: Conditions, arms: Sequence[ArmRecord] = ()) -> str:

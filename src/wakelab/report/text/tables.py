@@ -7,27 +7,17 @@ its columns mean.  Times are in µs unless a cell says otherwise.
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import List
 
-from wakelab.analysis.caveats import NativeRatio, lost_wakes
+from wakelab.analysis.caveats import lost_wakes
 from wakelab.analysis.storms import format_share, storm_table
 from wakelab.analysis.view import view_of
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
-from wakelab.formatting import DASH, format_ns_plain, format_percent, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, format_percent, format_us
+from wakelab.report.lead import LATENCY_COLUMNS, format_native_cell, lead_table, rate_cells, us_cells
 from wakelab.report.text.wrap import Run, format_table, wrap
-
-
-NEAREST_FLOOR = "nearest floor"
-
-
-def format_native_cell(ratio: Optional[NativeRatio]) -> str:
-    """A "vs C" cell: the ratio, marked ``(nearest floor)`` unless the floor is the same experiment."""
-    if ratio is None:
-        return DASH
-    text = format_ratio(ratio.ratio)
-    return text if ratio.interpreter_share else "%s (%s)" % (text, NEAREST_FLOOR)
 
 
 NATIVE_LEGEND = (
@@ -53,69 +43,36 @@ def format_lost(arm: ArmRecord) -> str:
     return "%d wakes lost (%s)" % (lost.total, ", ".join(parts))
 
 
-def family_order(arms: Iterable[ArmRecord]) -> List[str]:
-    """The arms' families, in the order they first appear."""
-    return list(dict.fromkeys(a.family for a in arms))
-
-
 def format_lead_table(run: Run) -> List[str]:
     """Latency arms grouped by family (times in µs), then rate arms."""
     view = view_of(run)
-    arms = view.bundle.arms()
-    ratios = view.native_ratios
-    latency_arms = [a for a in arms if a.is_latency]
-    rate_arms = [a for a in arms if a.is_rate]
-    families = family_order(latency_arms)
-    show_native = any(a.name in ratios for a in latency_arms)
+    table = lead_table(view)
     lines: List[str] = []
-    if latency_arms:
-        header = ["latency (µs)", "waiter", "scope", "n", "lost", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
-        if show_native:
-            header.append("vs C p50")
+    if table.families:
+        header = ["latency (µs)", "waiter", "scope", "n", "lost"] + list(LATENCY_COLUMNS) + (["vs C p50"] if table.latency_native else [])
         rows: List[List[str]] = []
-        for family in families:
-            if len(families) > 1:
+        for family, members in table.families:
+            if len(table.families) > 1:
                 rows.append(["[%s]" % FAMILY_TITLES.get(family, family)] + [""] * (len(header) - 1))
-            for a in latency_arms:
-                if a.family != family:
-                    continue
-                lat = a.latency
+            for a, lat, component in members:
                 if lat is None:
-                    row = [a.name, a.waiter, a.scope, status_word(a.status)] + [""] * (len(header) - 4)
+                    row = [a.name, a.waiter, a.scope, status_word(a.status)]
+                elif component:
+                    row = ["  ." + component, "", "", str(lat.n), ""] + us_cells(lat)
                 else:
-                    row = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + [
-                        format_us(v) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p99_9_ns, lat.max_ns, lat.mean_ns)]
-                    if show_native:
-                        row.append(format_native_cell(ratios.get(a.name)))
-                rows.append(row)
-                for comp_name, comp in a.components:
-                    comp_row = ["  ." + comp_name, "", "", str(comp.n), ""] + [
-                        format_us(v) for v in (comp.min_ns, comp.p50_ns, comp.p90_ns, comp.p99_ns, comp.p99_9_ns, comp.max_ns, comp.mean_ns)]
-                    if show_native:
-                        comp_row.append("")
-                    rows.append(comp_row)
+                    row = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + us_cells(lat) + [format_native_cell(table.native(a))]
+                rows.append((row + [""] * len(header))[:len(header)])
         lines.extend(format_table(header, rows, align_left=3))
-    if rate_arms:
+    if table.rates:
         if lines:
             lines.append("")
         header = ["rate", "calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
-        show_rate_native = any(a.name in ratios for a in rate_arms)
-        if show_rate_native:
-            header.append("C faster by")
-        rows = []
-        for a in rate_arms:
-            rate = a.rate
-            if rate is None:
-                rows.append([a.name, status_word(a.status)] + [""] * (len(header) - 2))
-                continue
-            row = [a.name, format_rate(rate.n_per_round), str(rate.rounds)] + [
-                format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)]
-            row.append(format_ns_plain(rate.net_ns_per_op))
-            if show_rate_native:
-                row.append(format_native_cell(ratios.get(a.name)))
-            rows.append(row)
+        header += ["C faster by"] if table.rate_native else []
+        rows = [[a.name, status_word(a.status)] + [""] * (len(header) - 2) if a.rate is None else
+                [a.name] + rate_cells(a.rate) + ([format_native_cell(table.native(a))] if table.rate_native else [])
+                for a in table.rates]
         lines.extend(format_table(header, rows))
-    if ratios:
+    if table.ratios:
         lines.append("")
         lines.extend(wrap(NATIVE_LEGEND))
     return lines

@@ -11,20 +11,13 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from wakelab.analysis.caveats import Pairing
 from wakelab.analysis.guidance import Guidance, format_ranking, open_loop_note
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.words import status_word
-from wakelab.formatting import format_ns, format_rate, format_ratio
+from wakelab.formatting import format_ratio
+from wakelab.report.lead import pairing_detail, verdict_figures
 from wakelab.report.text.tables import format_lost
 from wakelab.report.text.wrap import Run, bullets_figures, wrap, wrap_figures
-
-
-def format_pairing(pairing: Pairing) -> str:
-    """``like for like: both ...`` or ``NOT like for like (waiter: ...; scope: ...)``, without the ratios."""
-    if pairing.like_for_like:
-        return "like for like: both %s, %s; at t0 the waiter is %s" % (pairing.waiter, pairing.scope, pairing.at_t0)
-    return "NOT like for like (%s)" % "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)
 
 
 # Above this many latency arms with figures, the verdict ranks them instead of listing each.
@@ -60,36 +53,18 @@ def format_verdict(run: Run) -> List[str]:
         lines.extend(format_rankings(view))
     note = None if ranked else open_loop_note(view.bundle)
     for arm in view.bundle.arms():
-        if not arm.ok:
-            continue
+        figures = verdict_figures(arm) if arm.ok else None
+        if figures is None or (ranked and arm.latency is not None):
+            continue  # an arm marked ok without figures has nothing to say
         if arm.latency is not None:
-            if ranked:
-                continue
             if note is not None:  # once, before the first latency line: what an open-loop figure holds
                 lines.extend(wrap_figures("%s%s." % (note[0].upper(), note[1:])))
                 note = None
-            lat = arm.latency
-            text = "%s: p50 %s, p99 %s over %s wakes (%s waiter, %s)." % (
-                arm.name,
-                format_ns(lat.p50_ns),
-                format_ns(lat.p99_ns) if lat.p99_ns is not None else "not reported",
-                lat.n,
-                arm.waiter,
-                arm.scope,
-            )
-            if lat.lost:
+            text = "%s: p50 %s, p99 %s over %s wakes (%s waiter, %s)." % ((arm.name,) + figures + (arm.waiter, arm.scope))
+            if arm.latency.lost:
                 text += " %s." % format_lost(arm)
-        elif arm.rate is not None:
-            rate = arm.rate
-            text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % (
-                arm.name,
-                format_rate(rate.ops_per_s),
-                rate.rounds,
-                format_rate(rate.n_per_round),
-                format_rate(rate.baseline_ops_per_s),
-            )
         else:
-            continue  # an arm marked ok without figures has nothing to say
+            text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % ((arm.name,) + figures)
         lines.extend(wrap(text))
     for pairing in view.pairings:
         if pairing.p50_ratio is None:
@@ -99,7 +74,7 @@ def format_verdict(run: Run) -> List[str]:
             pairing.b,
             format_ratio(pairing.p50_ratio),
             (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
-            format_pairing(pairing),
+            ("like for like: %s" if pairing.like_for_like else "NOT like for like (%s)") % pairing_detail(pairing),
         )
         lines.extend(wrap(text))
     if ranked:

@@ -1,0 +1,106 @@
+"""The lead table's and the verdict's model: rows, cells and sentence figures built once from the run's view, that
+summary.txt, the Markdown export and the HTML page only place (text columns, Markdown pipes, HTML).
+
+Latency cells are µs with three significant digits; a rate's are ops/s, its net cost ns per call with one decimal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, List, Mapping, NamedTuple, Optional, Tuple
+
+from wakelab.analysis.caveats import NativeRatio, Pairing
+from wakelab.analysis.view import RunView
+from wakelab.evidence.model import ArmRecord, LatencyFigures, RateFigures
+from wakelab.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
+
+#: The latency figures a row shows after its n and lost, in µs.
+LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99.9", "max", "mean")
+NEAREST_FLOOR = "nearest floor"
+
+
+def us_cells(figures: LatencyFigures) -> List[str]:
+    """The figures of :data:`LATENCY_COLUMNS`, formatted."""
+    f = figures
+    return [format_us(v) for v in (f.min_ns, f.p50_ns, f.p90_ns, f.p99_ns, f.p99_9_ns, f.max_ns, f.mean_ns)]
+
+
+def rate_cells(rate: RateFigures) -> List[str]:
+    """calls per round, rounds, median, slowest, fastest and empty-loop ops/s, net ns per call."""
+    return [format_rate(rate.n_per_round), str(rate.rounds)] + [
+        format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s, rate.baseline_ops_per_s)
+    ] + [format_ns_plain(rate.net_ns_per_op)]
+
+
+def native_text(ratio: NativeRatio) -> Tuple[str, bool]:
+    """A "vs C" cell's ratio, and whether it is marked :data:`NEAREST_FLOOR` (the floor is not the same experiment)."""
+    return format_ratio(ratio.ratio), not ratio.interpreter_share
+
+
+def family_order(arms: Iterable[ArmRecord]) -> List[str]:
+    """The arms' families, in the order they first appear."""
+    return list(dict.fromkeys(a.family for a in arms))
+
+
+class LeadRow(NamedTuple):
+    """A latency arm's row, or one of its components' (``component``: its name) under it."""
+
+    arm: ArmRecord
+    figures: Optional[LatencyFigures]
+    component: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class LeadTable:
+    """The lead tables of a run: its latency arms by family (each followed by its components), its rate arms, and "vs C"."""
+
+    families: Tuple[Tuple[str, Tuple[LeadRow, ...]], ...]
+    rates: Tuple[ArmRecord, ...]
+    ratios: Mapping[str, NativeRatio]
+
+    @property
+    def latency_native(self) -> bool:
+        return any(row.arm.name in self.ratios for _, rows in self.families for row in rows)
+
+    @property
+    def rate_native(self) -> bool:
+        return any(arm.name in self.ratios for arm in self.rates)
+
+    def native(self, arm: ArmRecord) -> Optional[NativeRatio]:
+        return self.ratios.get(arm.name)
+
+
+def lead_table(view: RunView) -> LeadTable:
+    """The run's lead table: latency arms grouped by family in the order the families first appear, then rate arms."""
+    latency = [a for a in view.bundle.arms() if a.is_latency]
+    families = tuple(
+        (family, tuple(row for a in latency if a.family == family
+                       for row in [LeadRow(a, a.latency)] + [LeadRow(a, comp, name) for name, comp in a.components]))
+        for family in family_order(latency))
+    return LeadTable(families, tuple(a for a in view.bundle.arms() if a.is_rate), view.native_ratios)
+
+
+def format_native_cell(ratio: Optional[NativeRatio]) -> str:
+    """A "vs C" cell in plain text: the ratio, marked ``(nearest floor)`` unless the floor is the same experiment."""
+    if ratio is None:
+        return DASH
+    text, nearest = native_text(ratio)
+    return "%s (%s)" % (text, NEAREST_FLOOR) if nearest else text
+
+
+def verdict_figures(arm: ArmRecord) -> Optional[Tuple[str, ...]]:
+    """The figures of an arm's verdict sentence: a latency arm's p50, p99 and wakes; a rate arm's ops/s, rounds, calls per
+    round and empty-loop iterations/s (None: the arm has neither)."""
+    lat, rate = arm.latency, arm.rate
+    if lat is not None:
+        return format_ns(lat.p50_ns), format_ns(lat.p99_ns) if lat.p99_ns is not None else "not reported", str(lat.n)
+    if rate is not None:
+        return format_rate(rate.ops_per_s), str(rate.rounds), format_rate(rate.n_per_round), format_rate(rate.baseline_ops_per_s)
+    return None
+
+
+def pairing_detail(pairing: Pairing) -> str:
+    """What a pairing's arms share (like for like) or where they differ, after the like-for-like judgement."""
+    if pairing.like_for_like:
+        return "both %s, %s; at t0 the waiter is %s" % (pairing.waiter, pairing.scope, pairing.at_t0)
+    return "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)
