@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
@@ -15,11 +17,9 @@ from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
-    from wakelab.core.realtime import Scheduling
     from wakelab.core.model import MeasureParams
     from wakelab.evidence.matrix import MatrixDoc
     from wakelab.harness.runner import Execution, ProgressCallback
-    from wakelab.harness.conditions import Conditions
     from wakelab.labs import Lab
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
@@ -300,8 +300,6 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
 
 
 def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
-    import dataclasses
-
     overrides = {
         field: getattr(args, field)
         for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us",
@@ -338,7 +336,7 @@ def _output_folder(args: argparse.Namespace, stem: str) -> str:
 def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     """``[(path or None, label or None)]`` for the --python options (None: this interpreter); without
     --python, the lab's own interpreters (the free-threading lab's three columns)."""
-    from wakelab.harness.interpreters import Candidate, free_threading_pythons, resolve_python, survey, usable
+    from wakelab.harness.interpreters import free_threading_pythons, resolve_python, survey, usable
     from wakelab.harness.workers import MIN_PYTHON
 
     if not args.python:
@@ -351,13 +349,7 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     if args.in_process:
         raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
     chosen: List[tuple] = []
-    surveyed: List[List[Candidate]] = []
-
-    def found() -> List[Candidate]:  # one survey, only when a value needs it
-        if not surveyed:
-            surveyed.append(survey())
-        return surveyed[0]
-
+    found = functools.lru_cache(maxsize=None)(survey)  # one survey, only when a value needs it
     for value in args.python:
         if value == "all":
             every = usable(c.interpreter for c in found() if c.interpreter is not None)
@@ -393,34 +385,32 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
                 "same and split together take 2, same using the first)"
                 % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed)
             )
-    out = []
-    for name in names:
-        cpus = args.cpus
-        if cpus and name == "same":
-            cpus = cpus[:1]
-        try:
-            ncpu, wcpu = resolve_cpus(name, cpus if name != "any" else None)
-        except PlacementError as exc:
-            raise UsageError(str(exc)) from None
-        out.append((name, ncpu, wcpu))
-    return out
+    try:
+        return [(name, *resolve_cpus(name, args.cpus[:PLACEMENT_CPUS[name]] if args.cpus and name in PLACEMENT_CPUS else None))
+                for name in names]
+    except PlacementError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _execution(args: argparse.Namespace) -> Execution:
-    from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold
+    from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold, check_realtime
     from wakelab.harness.runner import DEFAULT_WORKERS, Execution
 
     if args.in_process and args.workers is not None:
         raise UsageError("--workers and --in-process exclude each other")
     if args.in_process and args.rigorous:
         raise UsageError("--rigorous and --in-process exclude each other: --rigorous measures in more fresh workers")
-    if args.idle_hold:
-        try:
+    try:
+        if args.idle_hold:
             check_idle_hold()
-        except ConditionError as exc:
-            raise UsageError(str(exc)) from None
-    conditions = _realtime_conditions(args, Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval,
-                                                       idle_hold=args.idle_hold))
+        waiter_policy, waiter_priority = _scheduling(args, "--policy", "--priority")
+        notifier_policy, notifier_priority = _scheduling(args, "--notifier-policy", "--notifier-priority")
+        conditions = Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval, idle_hold=args.idle_hold,
+                                mlock=bool(args.mlock), waiter_policy=waiter_policy, waiter_priority=waiter_priority,
+                                notifier_policy=notifier_policy, notifier_priority=notifier_priority)
+        check_realtime(conditions)  # refused now, one line, where this user or this kernel cannot have them
+    except ConditionError as exc:
+        raise UsageError(str(exc)) from None
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
     workers = args.workers
     if workers is None:
@@ -431,16 +421,15 @@ def _execution(args: argparse.Namespace) -> Execution:
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 
 
-def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Optional["Scheduling"]:
-    """The scheduling one side asks for with its two options (None: none), checked against the policy's range."""
+def _scheduling(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Tuple[Optional[str], int]:
+    """The (policy, priority) one side asks for with its two options ((None, 0): none), checked against the policy's range."""
     from wakelab.core import realtime
 
-    policy = getattr(args, policy_flag.lstrip("-").replace("-", "_"))
-    priority = getattr(args, priority_flag.lstrip("-").replace("-", "_"))
+    policy, priority = (getattr(args, flag.lstrip("-").replace("-", "_")) for flag in (policy_flag, priority_flag))
     if policy is None:
         if priority is not None:
             raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
-        return None
+        return None, 0
     reason = realtime.unavailable_reason()
     if reason is not None:
         raise UsageError("%s: %s" % (policy_flag, reason))
@@ -448,32 +437,10 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
         if policy != "other":
             raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
         priority = 0
-    request = realtime.Scheduling(policy, priority)
-    problem = realtime.range_problem(request)
+    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
     if problem is not None:
         raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
-    return request
-
-
-def _realtime_conditions(args: argparse.Namespace, conditions: Conditions) -> Conditions:
-    """``conditions`` with the realtime ones asked for (--policy, --notifier-policy, --mlock), refused
-    now -- one line, exit status 2 -- where this user or this kernel cannot have them."""
-    import dataclasses
-
-    from wakelab.harness.conditions import ConditionError, check_realtime
-
-    asked = dataclasses.replace(conditions, mlock=bool(args.mlock))
-    waiter = _scheduling_request(args, "--policy", "--priority")
-    if waiter is not None:
-        asked = dataclasses.replace(asked, waiter_policy=waiter.policy, waiter_priority=waiter.priority)
-    notifier = _scheduling_request(args, "--notifier-policy", "--notifier-priority")
-    if notifier is not None:
-        asked = dataclasses.replace(asked, notifier_policy=notifier.policy, notifier_priority=notifier.priority)
-    try:
-        check_realtime(asked)
-    except ConditionError as exc:
-        raise UsageError(str(exc)) from None
-    return asked
+    return policy, priority
 
 
 def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
@@ -601,6 +568,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan_checked
+    from wakelab.harness.soak import run_soak
     from wakelab.harness.workers import InterpreterError
     from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import HEARTBEAT_S, make_progress
@@ -615,8 +583,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = _params(args, preset.params)
     execution = _execution(args)
     if args.duration is not None:
-        import dataclasses
-
         _check_soak(args, arm_names)
         execution = dataclasses.replace(execution, workers=1, repeat=1)
     pythons = _pythons(args, preset)
@@ -658,17 +624,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         with make_progress(len(arm_names) * len(cells) * execution.repeat, quiet=args.quiet, heartbeat_s=heartbeat_s) as shown:
             progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
-                if args.duration is not None:
-                    from wakelab.harness.soak import run_soak
-
-                    summary, write_error = run_soak(grid.cell_plan(base, cells[0], folder), args.duration, progress)
+                plan = grid.cell_plan(base, cells[0], folder)
+                if args.duration is None:
+                    summary, write_error = run_plan_checked(plan, progress)
                 else:
-                    summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
+                    summary, write_error = run_soak(plan, args.duration, progress)
                 brief = _brief_wanted(args)
-                if args.json:
-                    text = dumps(summary)
-                else:
-                    text = format_brief(summary, folder) if brief else format_summary(summary)
+                text = dumps(summary) if args.json else format_brief(summary, folder) if brief else format_summary(summary)
                 # A write that failed after the last arm fails no arm, but the run still failed.
                 run = Bundle(source=folder, folder=folder, summary=summary)
                 arm_failed = any(a.status == FAILED for a in run.arms())
