@@ -257,10 +257,9 @@ def user_arms() -> List[Arm]:
 
 
 def user_arm_origin(name: str) -> Optional[Dict[str, object]]:
-    """Where the user-defined arm ``name`` came from (its ``origin``), None for a built-in arm."""
-    arm = _USER_ARMS.get(name)
-    origin = getattr(arm, "origin", None) if arm is not None else None
-    return dict(origin) if isinstance(origin, dict) else None
+    """Where the user-defined arm ``name`` was loaded from, as a worker request's ``user_arm``; None for a built-in arm."""
+    loaded_from = getattr(_USER_ARMS.get(name), "loaded_from", None)  # a UserArm's (wakelab.core.user_arms imports this module)
+    return None if loaded_from is None else dict(loaded_from.to_dict())
 
 
 def forget_user_arms() -> None:
