@@ -164,10 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dispatch(argv: List[str]) -> int:
-    from wakelab.commands import EXIT_OK, EXIT_USAGE
+    from wakelab.commands import EXIT_OK, EXIT_USAGE, raise_if_interrupted
     from wakelab.errors import WakelabError, one_line
-
-    from wakelab.commands import raise_if_interrupted
 
     args = build_parser().parse_args(argv)
     args.argv = argv
@@ -216,8 +214,6 @@ def console_main() -> None:
     """
     status = main()
     if status > 128:
-        import os
-
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -172,11 +172,11 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _busy(value: Any, what: str, whats: str) -> str:
+def _busy(value: object, what: str, whats: str) -> str:
     if value == 0:
         return "no busy %s" % whats
     return "%s busy %s" % (_plain(value), what if value == 1 else whats)

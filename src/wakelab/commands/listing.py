@@ -45,12 +45,7 @@ def register(sub: Any) -> None:
 
 
 def _availability(arm: Any, user_defined: bool) -> Optional[str]:
-    """None when ``arm`` can run here, else why not -- without importing an optional library.
-
-    A family module's ``LISTING_CHECKS`` (arm name -> check) stands in for an
-    arm's ``requires`` where that would import a library; the full check runs
-    when the arm is measured.
-    """
+    """None when ``arm`` can run here, else why not: a family's ``LISTING_CHECKS`` (see the module docstring), else the arm's own."""
     import importlib
 
     from wakelab.core.registry import FAMILY_MODULES

@@ -510,10 +510,9 @@ def _check_history(args: argparse.Namespace) -> None:
 
     if args.no_history:
         return
-    path = resolve_db_path(args.history)
+    path, hint = resolve_db_path(args.history), "choose another with --history PATH, or --no-history"
     if not is_utf8(path):  # from $WAKELAB_HISTORY or $XDG_DATA_HOME; --history is checked by argparse
-        raise UsageError("history database path %s" % not_utf8_message(path, "choose another with --history PATH, or --no-history"))
-    hint = "choose another with --history PATH, or --no-history"
+        raise UsageError("history database path %s" % not_utf8_message(path, hint))
     if os.path.lexists(path):
         if os.path.isdir(path):
             raise UsageError("history database %s is a directory (%s)" % (path, hint))
