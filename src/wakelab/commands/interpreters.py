@@ -78,9 +78,9 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
         if i is None:
             described = ["?", "-", "-", "-", "-", format_jit(None, None), "-", "-"]
         else:
-            gil = "-" if i.gil is None else ("on (PYTHON_GIL)" if i.free_threaded and i.gil else "on" if i.gil else "off")
-            described = [i.label or "?", i.implementation or "-", i.version_text or "-", i.build_text or "-", gil,
-                         format_jit(i.jit_available, i.jit_enabled), i.gc or "-", i.start_method or "-"]
+            gil = "on (PYTHON_GIL)" if i.free_threaded and i.gil else "on" if i.gil else "off"  # Interpreter.gil is never None
+            described = [i.label or "?", i.implementation or "-", i.version_text or "-", i.build_text or "-", gil, i.jit_text,
+                         i.gc or "-", i.start_method or "-"]
         table.append([escape_text(str(text)) for text in described + [cand.origin, cand.path]]
                      + ["yes" if cand.usable else "no: %s" % escape_text(str(cand.reason))])
     headers = ["interpreter", "implementation", "version", "build", "GIL", "JIT", "GC", "mp start", "found in", "path", "usable"]

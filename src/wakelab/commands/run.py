@@ -380,11 +380,8 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
         # A grid of same and split takes two CPUs, same using the first; otherwise each its own count.
         needed = max(PLACEMENT_CPUS.get(name, 0) for name in names)
         if len(args.cpus) != needed:
-            raise UsageError(
-                "--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; "
-                "same and split together take 2, same using the first)"
-                % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed)
-            )
+            raise UsageError("--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; same and split "
+                             "together take 2, same using the first)" % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed))
     try:
         return [(name, *resolve_cpus(name, args.cpus[:PLACEMENT_CPUS[name]] if args.cpus and name in PLACEMENT_CPUS else None))
                 for name in names]
@@ -588,34 +585,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     placements = _placements(args, preset)
     # A selection that is not the preset's own arms is a lab of its own ("custom"), and the lab's
     # prose is worded for how this run is made.
-    lab = lab_for_run(preset, arm_names, RunShape(
-        in_process=execution.in_process,
-        workers=execution.workers,
-        placements=tuple(name for name, _, _ in placements),
-        open_loop=params.mode == "open",
-        repeat=execution.repeat,
-    ))
-    cells = grid.expand(
-        [p for p, _ in pythons],
-        [label for _, label in pythons],
-        placements,
-        args.settle_us or [params.settle_us],
-        args.cpu_threads or list(preset.grid.cpu_threads if preset.grid is not None and preset.grid.cpu_threads else [0]),
-    )
+    lab = lab_for_run(preset, arm_names, RunShape(in_process=execution.in_process, workers=execution.workers, repeat=execution.repeat,
+                                                  placements=tuple(name for name, _, _ in placements), open_loop=params.mode == "open"))
+    cells = grid.expand([p for p, _ in pythons], [label for _, label in pythons], placements, args.settle_us or [params.settle_us],
+                        args.cpu_threads or list(preset.grid.cpu_threads if preset.grid is not None and preset.grid.cpu_threads else [0]))
     if args.duration is not None and len(cells) != 1:
         raise UsageError("--duration runs one cell: give one value each to --python, --placement, --settle-us and --cpu-threads")
     _check_history(args)
     folder = _output_folder(args, lab.id)
-    base = RunPlan(
-        lab=lab,
-        arm_names=arm_names,
-        params=params,
-        folder=folder,
-        command=["wakelab"] + list(args.argv),
-        note=args.note,
-        execution=execution,
-        render_text=format_summary,
-    )
+    base = RunPlan(lab=lab, arm_names=arm_names, params=params, folder=folder, command=["wakelab"] + list(args.argv), note=args.note,
+                   execution=execution, render_text=format_summary)
     write_error = None
     try:
         # --in-process measures in this process: no heartbeat thread beside the arm (see wakelab.progress).
