@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+import contextlib
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Type
+
+from wakelab.errors import UsageError
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:
@@ -37,6 +40,15 @@ def number_in(expected: str, within: Callable[[float], bool], bounds: str) -> Ca
         return value
 
     return parse
+
+
+@contextlib.contextmanager
+def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
+    """Turn the layers' one-line errors of ``kinds`` into a :class:`~wakelab.errors.UsageError` of the same text."""
+    try:
+        yield
+    except kinds as exc:
+        raise UsageError(str(exc)) from None
 
 
 def is_utf8(text: str) -> bool:

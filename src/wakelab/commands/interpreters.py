@@ -9,6 +9,7 @@ import time
 from typing import Any, Dict, TYPE_CHECKING
 
 from wakelab.commands import EXIT_OK
+from wakelab.commands._options import usage_errors
 from wakelab.errors import UsageError
 
 if TYPE_CHECKING:
@@ -106,13 +107,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and not 1 <= args.jobs <= 256:
         raise UsageError("--jobs must be between 1 and 256, got %d" % args.jobs)
-    try:
+    with usage_errors(BuildError):
         specs = [parse_spec(text) for text in args.specs]
         if not args.only:
             specs = with_gil_twin(specs)
         results = build(specs, say=say, source_path=args.source, suite=args.suite, jobs=args.jobs, rebuild=args.rebuild)
-    except BuildError as exc:
-        raise UsageError(str(exc)) from None
     for spec, path, built in results:
         sys.stdout.write("%s\t%s\t%s\n" % (spec.name, escape_text(path), "built" if built else "cached"))
     return EXIT_OK

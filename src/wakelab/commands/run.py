@@ -12,7 +12,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
-from wakelab.commands._options import is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, utf8_text, whole_number
+from wakelab.commands._options import (is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, usage_errors, utf8_text,
+                                       whole_number)
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
@@ -260,10 +261,8 @@ def _load_user_arms(args: argparse.Namespace) -> List[str]:
             raise UsageError("--arm-file names %s twice" % files[index])
     names: List[str] = []
     for path in files:
-        try:
+        with usage_errors(ArmFileError):
             names += [arm.name for arm in load_arm_file(path)]
-        except ArmFileError as exc:
-            raise UsageError(str(exc)) from None
     return names
 
 
@@ -286,11 +285,8 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
     for name in names:
         if name in valid:
             continue
-        try:
-            # Lazy: the installed packages' entry points are read only for a name not known here.
+        with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
             found = load_entry_point(name)
-        except ArmFileError as exc:
-            raise UsageError(str(exc)) from None
         if found is None:
             raise UsageError(unknown_name_message("arm", name, valid, also=entry_point_names()))
         valid = arm_names()
@@ -358,10 +354,8 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
                                  "$WAKELAB_INTERPRETERS or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
             chosen += [(i.path, i.label) for i in every]
             continue
-        try:
+        with usage_errors(ValueError, OSError):
             path, interpreter = resolve_python(value, found)
-        except (ValueError, OSError) as exc:
-            raise UsageError(str(exc)) from None
         chosen.append((path, interpreter.label))
     labels = [label for _, label in chosen]
     if len(set(labels)) != len(labels):
@@ -382,11 +376,9 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
         if len(args.cpus) != needed:
             raise UsageError("--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; same and split "
                              "together take 2, same using the first)" % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed))
-    try:
+    with usage_errors(PlacementError):
         return [(name, *resolve_cpus(name, args.cpus[:PLACEMENT_CPUS[name]] if args.cpus and name in PLACEMENT_CPUS else None))
                 for name in names]
-    except PlacementError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _execution(args: argparse.Namespace) -> Execution:
@@ -397,7 +389,7 @@ def _execution(args: argparse.Namespace) -> Execution:
         raise UsageError("--workers and --in-process exclude each other")
     if args.in_process and args.rigorous:
         raise UsageError("--rigorous and --in-process exclude each other: --rigorous measures in more fresh workers")
-    try:
+    with usage_errors(ConditionError):
         if args.idle_hold:
             check_idle_hold()
         waiter_policy, waiter_priority = _scheduling(args, "--policy", "--priority")
@@ -406,8 +398,6 @@ def _execution(args: argparse.Namespace) -> Execution:
                                 mlock=bool(args.mlock), waiter_policy=waiter_policy, waiter_priority=waiter_priority,
                                 notifier_policy=notifier_policy, notifier_priority=notifier_priority)
         check_realtime(conditions)  # refused now, one line, where this user or this kernel cannot have them
-    except ConditionError as exc:
-        raise UsageError(str(exc)) from None
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
     workers = args.workers
     if workers is None:
@@ -515,11 +505,8 @@ def _check_history(args: argparse.Namespace) -> None:
             raise UsageError("history database %s is a directory (%s)" % (path, hint))
         if not os.access(path, os.R_OK | os.W_OK):
             raise UsageError("cannot write history database %s: permission denied (%s)" % (path, hint))
-        try:
-            with open_history(path, create=False):
-                pass
-        except HistoryError as exc:
-            raise UsageError(str(exc)) from None
+        with usage_errors(HistoryError), open_history(path, create=False):
+            pass
         return
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(parent):
