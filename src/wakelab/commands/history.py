@@ -123,33 +123,24 @@ def _title(runs: RunGroup, group: str) -> str:
     return "machine %s: %s on %s %s" % (runs.name, count, "host" if len(runs.hosts) == 1 else "hosts", ", ".join(runs.hosts))
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int], groups: Optional[Sequence[RunGroup]],
-           group: Optional[str]) -> List[str]:
-    """:func:`~wakelab.report.text.format_table` with the columns in ``right`` right-aligned.
-
-    With ``groups``, each gets its title and the header again; the column widths are shared, so they line up.
-    """
-    from wakelab.report.text import format_table
-
-    table = format_table(header, rows, right=right)
-    if groups is None or group is None:
-        return table
-    return [line for runs in groups for line in [escape_text(_title(runs, group)), table[0]] + [table[1 + i] for i in runs.indices]]
-
-
 def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: Sequence[int], group: Optional[str],
              header: Sequence[str], rows: Sequence[List[str]], right: Set[int]) -> List[str]:
     """A listing's title (around its count of runs) and table: each row opens with the run, when, which lab, which
     interpreter and (unless grouped by host) the host, then ``rows``' cells, ``header`` naming them and ``right`` the
-    right-aligned ones."""
+    right-aligned ones.  With ``group``, each host's or machine's runs get their title and the header again; the column
+    widths are shared, so they line up."""
+    from wakelab.report.text import format_table
+
     groups = _groups(runs, group)
     with_host = group != "host"
     opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
     cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
              + row for run, run_id, row in zip(runs, ids, rows)]
-    on = "" if groups is None or group is None else " on %s" % _plural(len(groups), group)  # " on 2 hosts"
-    lines = [escape_text(title[0] + _plural(len(runs), "run") + on + title[1])]
-    return lines + _table(opening + list(header), cells, {0} | {len(opening) + i for i in right}, groups, group)
+    table = format_table(opening + list(header), cells, right={0} | {len(opening) + i for i in right})
+    if groups is None or group is None:
+        return [escape_text(title[0] + _plural(len(runs), "run") + title[1])] + table
+    lines = [escape_text(title[0] + _plural(len(runs), "run") + " on %s" % _plural(len(groups), group) + title[1])]  # " on 2 hosts"
+    return lines + [line for g in groups for line in [escape_text(_title(g, group)), table[0]] + [table[1 + i] for i in g.indices]]
 
 
 def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
@@ -225,7 +216,7 @@ def _build(key: ConditionsKey) -> Optional[str]:
     return words + (" (debug)" if key.debug_build else "")
 
 
-def _held(field: str, words: Callable[[Any], str]) -> Callable[[ConditionsKey], Optional[str]]:
+def _held(field: str, words: Callable[[object], str]) -> Callable[[ConditionsKey], Optional[str]]:
     """The words for one field of a key, when the key holds it."""
     return lambda key: words(getattr(key, field)) if field in key.recorded else None
 
@@ -243,7 +234,7 @@ _PHRASES: Tuple[Tuple[str, Callable[[ConditionsKey], Optional[str]]], ...] = (
     ("busy procs", _held("busy_procs", lambda n: _busy(n, "process", "processes"))),
     ("switch interval", _held("switch_interval_s", lambda s: "default switch interval" if s is None else "switch interval %s s" % _plain(s))),
     ("idle hold", _held("idle_hold", lambda hold: "idle hold" if hold else "no idle hold")),
-    ("execution", _held("execution", lambda mode: _EXECUTION_WORDS.get(mode, "execution %s" % _plain(mode)))),
+    ("execution", _held("execution", lambda mode: _EXECUTION_WORDS.get(str(mode), "execution %s" % _plain(mode)))),
     ("PYTHON_GIL", _held("python_gil", lambda value: "PYTHON_GIL=%s" % _plain(value))),
     ("build", _build),
 )

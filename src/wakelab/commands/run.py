@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import os
@@ -538,10 +539,8 @@ def _brief_wanted(args: argparse.Namespace) -> bool:
 
 
 def _remove_if_empty(folder: str) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not empty: it holds evidence worth keeping
         os.rmdir(folder)
-    except OSError:
-        pass  # not empty: it holds evidence worth keeping
 
 
 def cmd_run(args: argparse.Namespace) -> int:
