@@ -297,12 +297,8 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
 
 
 def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
-    overrides = {
-        field: getattr(args, field)
-        for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us",
-                      "settle_jitter_us", "seed")
-        if getattr(args, field) is not None
-    }
+    given = ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us", "settle_jitter_us", "seed")
+    overrides = {field: getattr(args, field) for field in given if getattr(args, field) is not None}
     if getattr(args, "rigorous", False):
         # Compare-grade: more of the lab's own counts, unless the command line gives its own.
         for field in ("n", "rounds"):
