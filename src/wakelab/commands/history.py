@@ -46,21 +46,15 @@ def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False
 
 def register(sub: Any) -> None:
     history = sub.add_parser(
-        "history",
-        usage=(
-            "wakelab history [--history PATH] [--arm ARM] [--lab LAB] [--python VERSION] [--host HOST] [--limit N]\n"
-            "                       [--group {host,machine} | --by-host] [--json]\n"
-            "       wakelab history add [--history PATH] [--json] RUN [RUN ...]\n"
-            "       wakelab history import [--history PATH] [--json] BUNDLE [BUNDLE ...]"
-        ),
-        help="list recorded runs, or one arm's trend across them; import runs from other machines",
-        description=(
-            "List the runs recorded in the history database, newest first; with --arm, show one arm's "
-            "p50 and p99 in every recorded run, across interpreters and machines, with the conditions "
-            "that change it. 'wakelab run' records each run; 'wakelab history add RUN' records an existing "
-            "bundle; 'wakelab history import BUNDLE' records bundles made on other machines."
-        ),
-    )
+        "history", help="list recorded runs, or one arm's trend across them; import runs from other machines",
+        usage="wakelab history [--history PATH] [--arm ARM] [--lab LAB] [--python VERSION] [--host HOST] [--limit N]\n"
+              "                       [--group {host,machine} | --by-host] [--json]\n"
+              "       wakelab history add [--history PATH] [--json] RUN [RUN ...]\n"
+              "       wakelab history import [--history PATH] [--json] BUNDLE [BUNDLE ...]",
+        description="List the runs recorded in the history database, newest first; with --arm, show one arm's p50 and p99 in "
+                    "every recorded run, across interpreters and machines, with the conditions that change it. 'wakelab run' "
+                    "records each run; 'wakelab history add RUN' records an existing bundle; 'wakelab history import BUNDLE' "
+                    "records bundles made on other machines.")
     add_history_option(history)
     history.add_argument("--arm", type=utf8_text(why=FILTER_AS_TEXT), metavar="ARM",
                          help="show this arm's figures in every recorded run, oldest first, with the conditions that set "

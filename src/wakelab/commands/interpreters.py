@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
-        "interpreters",
-        help="list the Python interpreters found here (for run --python); 'interpreters build' builds one",
+        "interpreters", help="list the Python interpreters found here (for run --python); 'interpreters build' builds one",
         description="List the Python 3 interpreters (CPython, free-threaded CPython, PyPy) on PATH, in pyenv-style "
         "folders, among uv's managed Pythons, in conda and mamba environments, in the folders named by "
         "$WAKELAB_INTERPRETERS (separated by ':') and in wakelab's interpreter cache, each labelled by what it says "
@@ -31,8 +30,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=cmd_interpreters)
     actions = parser.add_subparsers(dest="action", metavar="{build}")
     build = actions.add_parser(
-        "build",
-        help="build CPython into wakelab's interpreter cache",
+        "build", help="build CPython into wakelab's interpreter cache",
         description="Build CPython from Debian's source package into wakelab's interpreter cache "
         "($WAKELAB_CACHE, else $XDG_CACHE_HOME/wakelab, else ~/.cache/wakelab). 3.13t is the free-threaded build; "
         "it is built together with the default (GIL) build of the same source and flags, for a fair A/B "

@@ -122,15 +122,9 @@ def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
 
 
 def register(sub: Any) -> None:
-    run = sub.add_parser(
-        "run",
-        help="run a lab and write its evidence bundle",
-        description=(
-            "Run a lab (default: Lab 135, the original signal vs threading.Event lab) and write "
-            "summary.json, summary.txt and the raw samples into a new folder. Options not given "
-            "take the lab's defaults."
-        ),
-    )
+    run = sub.add_parser("run", help="run a lab and write its evidence bundle",
+                         description="Run a lab (default: Lab 135, the original signal vs threading.Event lab) and write summary.json, "
+                                     "summary.txt and the raw samples into a new folder. Options not given take the lab's defaults.")
     run.add_argument("--lab", type=utf8_text(), help="lab preset (default: %s; see 'wakelab list')" % DEFAULT_LAB)
     arms = run.add_argument("--arms", type=utf8_text(), metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
                           "recorded as a lab of its own, 'custom', with the lab's parameters. A name that is neither built "
