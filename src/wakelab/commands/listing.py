@@ -26,6 +26,7 @@ from wakelab.commands.run import ARM_FILE_AS_TEXT
 from wakelab.evidence.model import ArmOrigin, ArmRecord
 
 if TYPE_CHECKING:
+    from wakelab.core.model import Arm
     from wakelab.labs import Lab
 
 #: The ``source`` of a built-in arm in ``wakelab list --json``.
@@ -44,7 +45,7 @@ def register(sub: Any) -> None:
     lister.set_defaults(handler=cmd_list)
 
 
-def _availability(arm: Any, user_defined: bool) -> Optional[str]:
+def _availability(arm: Arm, user_defined: bool) -> Optional[str]:
     """None when ``arm`` can run here, else why not: a family's ``LISTING_CHECKS`` (see the module docstring), else the arm's own."""
     import importlib
 
@@ -59,21 +60,21 @@ def _availability(arm: Any, user_defined: bool) -> Optional[str]:
     return arm.unavailable_reason()
 
 
-def load_entry_point_arms() -> List[Dict[str, str]]:
+def load_entry_point_arms() -> List[Tuple[str, str]]:
     """Load every arm the installed packages offer in the ``wakelab.arms`` group (once per process);
-    the ones that cannot be loaded, as ``{"name": ..., "error": one line}``."""
+    the ones that cannot be loaded, as (name, one line)."""
     from wakelab.core.registry import user_arms
     from wakelab.core.user_arms import ENTRY_POINT, ArmFileError, UserArm, entry_point_names, load_entry_point
 
     loaded = {arm.name for arm in user_arms() if isinstance(arm, UserArm) and arm.loaded_from.source == ENTRY_POINT}
-    failed: List[Dict[str, str]] = []
+    failed: List[Tuple[str, str]] = []
     for name in entry_point_names():
         if name in loaded:
             continue  # loaded already (a second listing in this process)
         try:
             load_entry_point(name)
         except ArmFileError as exc:
-            failed.append({"name": name, "error": str(exc)})
+            failed.append((name, str(exc)))
     return failed
 
 
@@ -111,7 +112,7 @@ def list_arms(entry_points: bool = True) -> Listing:
         entry = dict(arm.describe(), user_defined=loaded_from is not None, source=source, available=reason is None, reason=reason)
         described.append(entry)
         arms.append((ArmRecord.from_dict(entry), reason))
-    return Listing(tuple(arms), tuple(all_labs()), tuple((f["name"], f["error"]) for f in not_loaded), tuple(described))
+    return Listing(tuple(arms), tuple(all_labs()), tuple(not_loaded), tuple(described))
 
 
 def listing(entry_points: bool = True) -> Dict[str, object]:
