@@ -89,16 +89,14 @@ def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS
 
 
 def path_value(what: str, why: str) -> Callable[[str], str]:
-    """A parser for a path option: not empty, and valid UTF-8 (``why`` says where it is stored as text)."""
+    """A parser for a path option: valid UTF-8 (``why`` says where it is stored as text), and not empty."""
 
     def check(text: str) -> str:
         if not text:
             raise argparse.ArgumentTypeError("expected %s, got an empty string" % what)
-        if not is_utf8(text):
-            raise argparse.ArgumentTypeError(not_utf8_message(text, why))
         return text
 
-    return check
+    return utf8_text(check, why)
 
 
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:
