@@ -11,6 +11,7 @@ refused by argparse: they are compared and stored as text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -307,10 +308,8 @@ def _filters(args: argparse.Namespace) -> HistoryFilter:
     if lab is not None:
         from wakelab.labs import get_lab
 
-        try:
+        with contextlib.suppress(UsageError):  # a lab this wakelab no longer has may still be in the history
             lab = get_lab(lab).id  # accept aliases such as "135"
-        except UsageError:
-            pass  # a lab this wakelab no longer has may still be in the history
     return HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
 
 
