@@ -320,7 +320,7 @@ def _output_folder(args: argparse.Namespace, stem: str) -> str:
         raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)" % (target, exc.strerror or exc)) from None
 
 
-def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
+def _pythons(args: argparse.Namespace, lab: Lab) -> List[Tuple[Optional[str], Optional[str]]]:
     """``[(path or None, label or None)]`` for the --python options (None: this interpreter); without
     --python, the lab's own interpreters (the free-threading lab's three columns)."""
     from wakelab.harness.interpreters import free_threading_pythons, resolve_python, survey, usable
@@ -329,13 +329,13 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     if not args.python:
         if lab.grid is not None and lab.grid.pythons and not args.in_process:
             try:
-                return free_threading_pythons()
+                return list(free_threading_pythons())
             except (ValueError, OSError) as exc:
                 raise UsageError("--lab %s: %s" % (lab.id, exc)) from None
         return [(None, None)]
     if args.in_process:
         raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
-    chosen: List[tuple] = []
+    chosen: List[Tuple[Optional[str], Optional[str]]] = []
     found = functools.lru_cache(maxsize=None)(survey)  # one survey, only when a value needs it
     for value in args.python:
         if value == "all":
@@ -355,7 +355,7 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     return chosen
 
 
-def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
+def _placements(args: argparse.Namespace, lab: Lab) -> List[Tuple[str, Optional[int], Optional[int]]]:
     from wakelab.core.placement import PlacementError, resolve_cpus
 
     names = args.placement or list(lab.grid.placements if lab.grid is not None and lab.grid.placements else ["any"])
