@@ -146,15 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
 
             self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, escape_text(message), self.prog))
 
-    parser = _Parser(
-        prog="wakelab",
-        description=(
-            "How long does it take to wake a waiter in Python, on this machine and interpreter? "
-            "Measures per-wake latency (percentiles, not an average) and writes the evidence."
-        ),
-        epilog="Exit status: 0 done, 1 an arm failed, 2 bad input, 130 interrupted (Ctrl-C), 143 SIGTERM, "
-               "129 SIGHUP (partial evidence kept).",
-    )
+    parser = _Parser(prog="wakelab", description="How long does it take to wake a waiter in Python, on this machine and interpreter? "
+                                                 "Measures per-wake latency (percentiles, not an average) and writes the evidence.",
+                     epilog="Exit status: 0 done, 1 an arm failed, 2 bad input, 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP "
+                            "(partial evidence kept).")
     parser.add_argument("--version", action="version", version="wakelab " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -164,10 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dispatch(argv: List[str]) -> int:
-    from wakelab.commands import EXIT_OK, EXIT_USAGE
+    from wakelab.commands import EXIT_OK, EXIT_USAGE, raise_if_interrupted
     from wakelab.errors import WakelabError, one_line
-
-    from wakelab.commands import raise_if_interrupted
 
     args = build_parser().parse_args(argv)
     args.argv = argv
@@ -216,8 +209,6 @@ def console_main() -> None:
     """
     status = main()
     if status > 128:
-        import os
-
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+import contextlib
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Type
+
+from wakelab.errors import UsageError
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:
@@ -37,6 +40,15 @@ def number_in(expected: str, within: Callable[[float], bool], bounds: str) -> Ca
         return value
 
     return parse
+
+
+@contextlib.contextmanager
+def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
+    """Turn the layers' one-line errors of ``kinds`` into a :class:`~wakelab.errors.UsageError` of the same text."""
+    try:
+        yield
+    except kinds as exc:
+        raise UsageError(str(exc)) from None
 
 
 def is_utf8(text: str) -> bool:
@@ -77,16 +89,14 @@ def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS
 
 
 def path_value(what: str, why: str) -> Callable[[str], str]:
-    """A parser for a path option: not empty, and valid UTF-8 (``why`` says where it is stored as text)."""
+    """A parser for a path option: valid UTF-8 (``why`` says where it is stored as text), and not empty."""
 
     def check(text: str) -> str:
         if not text:
             raise argparse.ArgumentTypeError("expected %s, got an empty string" % what)
-        if not is_utf8(text):
-            raise argparse.ArgumentTypeError(not_utf8_message(text, why))
         return text
 
-    return check
+    return utf8_text(check, why)
 
 
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:

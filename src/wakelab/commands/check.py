@@ -12,12 +12,9 @@ from wakelab.commands import EXIT_OK
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "check",
-        help="show what on this machine will make results noisy, and how to fix it (changes nothing)",
-        description="Inspect load, idle states, frequency scaling, CPU isolation, the clocksource, the timer "
-        "floor and virtualization, and say how each affects wake latency and how to fix it. Reads only.",
-    )
+    parser = sub.add_parser("check", help="show what on this machine will make results noisy, and how to fix it (changes nothing)",
+                            description="Inspect load, idle states, frequency scaling, CPU isolation, the clocksource, the timer floor "
+                                        "and virtualization, and say how each affects wake latency and how to fix it. Reads only.")
     parser.add_argument("--json", action="store_true", help="print the facts and findings as JSON")
     parser.set_defaults(handler=cmd_check)
 

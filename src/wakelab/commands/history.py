@@ -11,6 +11,7 @@ refused by argparse: they are compared and stored as text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -46,21 +47,15 @@ def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False
 
 def register(sub: Any) -> None:
     history = sub.add_parser(
-        "history",
-        usage=(
-            "wakelab history [--history PATH] [--arm ARM] [--lab LAB] [--python VERSION] [--host HOST] [--limit N]\n"
-            "                       [--group {host,machine} | --by-host] [--json]\n"
-            "       wakelab history add [--history PATH] [--json] RUN [RUN ...]\n"
-            "       wakelab history import [--history PATH] [--json] BUNDLE [BUNDLE ...]"
-        ),
-        help="list recorded runs, or one arm's trend across them; import runs from other machines",
-        description=(
-            "List the runs recorded in the history database, newest first; with --arm, show one arm's "
-            "p50 and p99 in every recorded run, across interpreters and machines, with the conditions "
-            "that change it. 'wakelab run' records each run; 'wakelab history add RUN' records an existing "
-            "bundle; 'wakelab history import BUNDLE' records bundles made on other machines."
-        ),
-    )
+        "history", help="list recorded runs, or one arm's trend across them; import runs from other machines",
+        usage="wakelab history [--history PATH] [--arm ARM] [--lab LAB] [--python VERSION] [--host HOST] [--limit N]\n"
+              "                       [--group {host,machine} | --by-host] [--json]\n"
+              "       wakelab history add [--history PATH] [--json] RUN [RUN ...]\n"
+              "       wakelab history import [--history PATH] [--json] BUNDLE [BUNDLE ...]",
+        description="List the runs recorded in the history database, newest first; with --arm, show one arm's p50 and p99 in "
+                    "every recorded run, across interpreters and machines, with the conditions that change it. 'wakelab run' "
+                    "records each run; 'wakelab history add RUN' records an existing bundle; 'wakelab history import BUNDLE' "
+                    "records bundles made on other machines.")
     add_history_option(history)
     history.add_argument("--arm", type=utf8_text(why=FILTER_AS_TEXT), metavar="ARM",
                          help="show this arm's figures in every recorded run, oldest first, with the conditions that set "
@@ -123,33 +118,24 @@ def _title(runs: RunGroup, group: str) -> str:
     return "machine %s: %s on %s %s" % (runs.name, count, "host" if len(runs.hosts) == 1 else "hosts", ", ".join(runs.hosts))
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Set[int], groups: Optional[Sequence[RunGroup]],
-           group: Optional[str]) -> List[str]:
-    """:func:`~wakelab.report.text.format_table` with the columns in ``right`` right-aligned.
-
-    With ``groups``, each gets its title and the header again; the column widths are shared, so they line up.
-    """
-    from wakelab.report.text import format_table
-
-    table = format_table(header, rows, right=right)
-    if groups is None or group is None:
-        return table
-    return [line for runs in groups for line in [escape_text(_title(runs, group)), table[0]] + [table[1 + i] for i in runs.indices]]
-
-
 def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: Sequence[int], group: Optional[str],
              header: Sequence[str], rows: Sequence[List[str]], right: Set[int]) -> List[str]:
     """A listing's title (around its count of runs) and table: each row opens with the run, when, which lab, which
     interpreter and (unless grouped by host) the host, then ``rows``' cells, ``header`` naming them and ``right`` the
-    right-aligned ones."""
+    right-aligned ones.  With ``group``, each host's or machine's runs get their title and the header again; the column
+    widths are shared, so they line up."""
+    from wakelab.report.text import format_table
+
     groups = _groups(runs, group)
     with_host = group != "host"
     opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
     cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
              + row for run, run_id, row in zip(runs, ids, rows)]
-    on = "" if groups is None or group is None else " on %s" % _plural(len(groups), group)  # " on 2 hosts"
-    lines = [escape_text(title[0] + _plural(len(runs), "run") + on + title[1])]
-    return lines + _table(opening + list(header), cells, {0} | {len(opening) + i for i in right}, groups, group)
+    table = format_table(opening + list(header), cells, right={0} | {len(opening) + i for i in right})
+    if groups is None or group is None:
+        return [escape_text(title[0] + _plural(len(runs), "run") + title[1])] + table
+    lines = [escape_text(title[0] + _plural(len(runs), "run") + " on %s" % _plural(len(groups), group) + title[1])]  # " on 2 hosts"
+    return lines + [line for g in groups for line in [escape_text(_title(g, group)), table[0]] + [table[1 + i] for i in g.indices]]
 
 
 def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = None) -> str:
@@ -172,11 +158,11 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     return escape_text("\n".join(lines), multiline=True) + "\n"
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _busy(value: Any, what: str, whats: str) -> str:
+def _busy(value: object, what: str, whats: str) -> str:
     if value == 0:
         return "no busy %s" % whats
     return "%s busy %s" % (_plain(value), what if value == 1 else whats)
@@ -225,7 +211,7 @@ def _build(key: ConditionsKey) -> Optional[str]:
     return words + (" (debug)" if key.debug_build else "")
 
 
-def _held(field: str, words: Callable[[Any], str]) -> Callable[[ConditionsKey], Optional[str]]:
+def _held(field: str, words: Callable[[object], str]) -> Callable[[ConditionsKey], Optional[str]]:
     """The words for one field of a key, when the key holds it."""
     return lambda key: words(getattr(key, field)) if field in key.recorded else None
 
@@ -243,7 +229,7 @@ _PHRASES: Tuple[Tuple[str, Callable[[ConditionsKey], Optional[str]]], ...] = (
     ("busy procs", _held("busy_procs", lambda n: _busy(n, "process", "processes"))),
     ("switch interval", _held("switch_interval_s", lambda s: "default switch interval" if s is None else "switch interval %s s" % _plain(s))),
     ("idle hold", _held("idle_hold", lambda hold: "idle hold" if hold else "no idle hold")),
-    ("execution", _held("execution", lambda mode: _EXECUTION_WORDS.get(mode, "execution %s" % _plain(mode)))),
+    ("execution", _held("execution", lambda mode: _EXECUTION_WORDS.get(str(mode), "execution %s" % _plain(mode)))),
     ("PYTHON_GIL", _held("python_gil", lambda value: "PYTHON_GIL=%s" % _plain(value))),
     ("build", _build),
 )
@@ -322,10 +308,8 @@ def _filters(args: argparse.Namespace) -> HistoryFilter:
     if lab is not None:
         from wakelab.labs import get_lab
 
-        try:
+        with contextlib.suppress(UsageError):  # a lab this wakelab no longer has may still be in the history
             lab = get_lab(lab).id  # accept aliases such as "135"
-        except UsageError:
-            pass  # a lab this wakelab no longer has may still be in the history
     return HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
 
 

@@ -9,6 +9,7 @@ import time
 from typing import Any, Dict, TYPE_CHECKING
 
 from wakelab.commands import EXIT_OK
+from wakelab.commands._options import usage_errors
 from wakelab.errors import UsageError
 
 if TYPE_CHECKING:
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
-        "interpreters",
-        help="list the Python interpreters found here (for run --python); 'interpreters build' builds one",
+        "interpreters", help="list the Python interpreters found here (for run --python); 'interpreters build' builds one",
         description="List the Python 3 interpreters (CPython, free-threaded CPython, PyPy) on PATH, in pyenv-style "
         "folders, among uv's managed Pythons, in conda and mamba environments, in the folders named by "
         "$WAKELAB_INTERPRETERS (separated by ':') and in wakelab's interpreter cache, each labelled by what it says "
@@ -30,8 +30,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=cmd_interpreters)
     actions = parser.add_subparsers(dest="action", metavar="{build}")
     build = actions.add_parser(
-        "build",
-        help="build CPython into wakelab's interpreter cache",
+        "build", help="build CPython into wakelab's interpreter cache",
         description="Build CPython from Debian's source package into wakelab's interpreter cache "
         "($WAKELAB_CACHE, else $XDG_CACHE_HOME/wakelab, else ~/.cache/wakelab). 3.13t is the free-threaded build; "
         "it is built together with the default (GIL) build of the same source and flags, for a fair A/B "
@@ -78,9 +77,9 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
         if i is None:
             described = ["?", "-", "-", "-", "-", format_jit(None, None), "-", "-"]
         else:
-            gil = "-" if i.gil is None else ("on (PYTHON_GIL)" if i.free_threaded and i.gil else "on" if i.gil else "off")
-            described = [i.label or "?", i.implementation or "-", i.version_text or "-", i.build_text or "-", gil,
-                         format_jit(i.jit_available, i.jit_enabled), i.gc or "-", i.start_method or "-"]
+            gil = "on (PYTHON_GIL)" if i.free_threaded and i.gil else "on" if i.gil else "off"  # Interpreter.gil is never None
+            described = [i.label or "?", i.implementation or "-", i.version_text or "-", i.build_text or "-", gil, i.jit_text,
+                         i.gc or "-", i.start_method or "-"]
         table.append([escape_text(str(text)) for text in described + [cand.origin, cand.path]]
                      + ["yes" if cand.usable else "no: %s" % escape_text(str(cand.reason))])
     headers = ["interpreter", "implementation", "version", "build", "GIL", "JIT", "GC", "mp start", "found in", "path", "usable"]
@@ -106,13 +105,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and not 1 <= args.jobs <= 256:
         raise UsageError("--jobs must be between 1 and 256, got %d" % args.jobs)
-    try:
+    with usage_errors(BuildError):
         specs = [parse_spec(text) for text in args.specs]
         if not args.only:
             specs = with_gil_twin(specs)
         results = build(specs, say=say, source_path=args.source, suite=args.suite, jobs=args.jobs, rebuild=args.rebuild)
-    except BuildError as exc:
-        raise UsageError(str(exc)) from None
     for spec, path, built in results:
         sys.stdout.write("%s\t%s\t%s\n" % (spec.name, escape_text(path), "built" if built else "cached"))
     return EXIT_OK

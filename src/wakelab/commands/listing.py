@@ -26,6 +26,7 @@ from wakelab.commands.run import ARM_FILE_AS_TEXT
 from wakelab.evidence.model import ArmOrigin, ArmRecord
 
 if TYPE_CHECKING:
+    from wakelab.core.model import Arm
     from wakelab.labs import Lab
 
 #: The ``source`` of a built-in arm in ``wakelab list --json``.
@@ -44,13 +45,8 @@ def register(sub: Any) -> None:
     lister.set_defaults(handler=cmd_list)
 
 
-def _availability(arm: Any, user_defined: bool) -> Optional[str]:
-    """None when ``arm`` can run here, else why not -- without importing an optional library.
-
-    A family module's ``LISTING_CHECKS`` (arm name -> check) stands in for an
-    arm's ``requires`` where that would import a library; the full check runs
-    when the arm is measured.
-    """
+def _availability(arm: Arm, user_defined: bool) -> Optional[str]:
+    """None when ``arm`` can run here, else why not: a family's ``LISTING_CHECKS`` (see the module docstring), else the arm's own."""
     import importlib
 
     from wakelab.core.registry import FAMILY_MODULES
@@ -64,21 +60,21 @@ def _availability(arm: Any, user_defined: bool) -> Optional[str]:
     return arm.unavailable_reason()
 
 
-def load_entry_point_arms() -> List[Dict[str, str]]:
+def load_entry_point_arms() -> List[Tuple[str, str]]:
     """Load every arm the installed packages offer in the ``wakelab.arms`` group (once per process);
-    the ones that cannot be loaded, as ``{"name": ..., "error": one line}``."""
-    from wakelab.core.registry import user_arm_origin
-    from wakelab.core.user_arms import ArmFileError, entry_point_names, load_entry_point
+    the ones that cannot be loaded, as (name, one line)."""
+    from wakelab.core.registry import user_arms
+    from wakelab.core.user_arms import ENTRY_POINT, ArmFileError, UserArm, entry_point_names, load_entry_point
 
-    failed: List[Dict[str, str]] = []
+    loaded = {arm.name for arm in user_arms() if isinstance(arm, UserArm) and arm.loaded_from.source == ENTRY_POINT}
+    failed: List[Tuple[str, str]] = []
     for name in entry_point_names():
-        origin = user_arm_origin(name)
-        if origin is not None and origin.get("source") == "entry-point":
+        if name in loaded:
             continue  # loaded already (a second listing in this process)
         try:
             load_entry_point(name)
         except ArmFileError as exc:
-            failed.append({"name": name, "error": str(exc)})
+            failed.append((name, str(exc)))
     return failed
 
 
@@ -103,22 +99,20 @@ def list_arms(entry_points: bool = True) -> Listing:
     """The arms registered so far (the built-in ones, and those of the arm files loaded already);
     ``entry_points`` loads the installed packages' arms first."""
     from wakelab.core.registry import all_arms
+    from wakelab.core.user_arms import UserArm
     from wakelab.labs import all_labs
     from wakelab.report.text import origin_text
 
     not_loaded = load_entry_point_arms() if entry_points else []
     arms, described = [], []
     for arm in all_arms():
-        entry = dict(arm.describe())
-        user_defined = bool(entry.get("user_defined"))
-        entry["user_defined"] = user_defined
-        entry["source"] = origin_text(ArmOrigin.from_dict(entry.get("origin"))) if user_defined else BUILT_IN
-        reason = _availability(arm, user_defined)
-        entry["available"] = reason is None
-        entry["reason"] = reason
+        loaded_from = arm.loaded_from if isinstance(arm, UserArm) else None
+        reason = _availability(arm, loaded_from is not None)
+        source = BUILT_IN if loaded_from is None else origin_text(ArmOrigin.from_dict(loaded_from.to_dict()))
+        entry = dict(arm.describe(), user_defined=loaded_from is not None, source=source, available=reason is None, reason=reason)
         described.append(entry)
         arms.append((ArmRecord.from_dict(entry), reason))
-    return Listing(tuple(arms), tuple(all_labs()), tuple((f["name"], f["error"]) for f in not_loaded), tuple(described))
+    return Listing(tuple(arms), tuple(all_labs()), tuple(not_loaded), tuple(described))
 
 
 def listing(entry_points: bool = True) -> Dict[str, object]:

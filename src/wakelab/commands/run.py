@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import functools
 import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
@@ -10,16 +13,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
-from wakelab.commands._options import is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, utf8_text, whole_number
+from wakelab.commands._options import (is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, usage_errors, utf8_text,
+                                       whole_number)
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
-    from wakelab.core.realtime import Scheduling
     from wakelab.core.model import MeasureParams
     from wakelab.evidence.matrix import MatrixDoc
     from wakelab.harness.runner import Execution, ProgressCallback
-    from wakelab.harness.conditions import Conditions
     from wakelab.labs import Lab
 
 DEFAULT_RUNS_DIR = "wakelab-runs"
@@ -120,15 +122,9 @@ def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
 
 
 def register(sub: Any) -> None:
-    run = sub.add_parser(
-        "run",
-        help="run a lab and write its evidence bundle",
-        description=(
-            "Run a lab (default: Lab 135, the original signal vs threading.Event lab) and write "
-            "summary.json, summary.txt and the raw samples into a new folder. Options not given "
-            "take the lab's defaults."
-        ),
-    )
+    run = sub.add_parser("run", help="run a lab and write its evidence bundle",
+                         description="Run a lab (default: Lab 135, the original signal vs threading.Event lab) and write summary.json, "
+                                     "summary.txt and the raw samples into a new folder. Options not given take the lab's defaults.")
     run.add_argument("--lab", type=utf8_text(), help="lab preset (default: %s; see 'wakelab list')" % DEFAULT_LAB)
     arms = run.add_argument("--arms", type=utf8_text(), metavar="A,B,...", help="comma-separated arms to run instead of the lab's own; another choice than the lab's is "
                           "recorded as a lab of its own, 'custom', with the lab's parameters. A name that is neither built "
@@ -260,10 +256,8 @@ def _load_user_arms(args: argparse.Namespace) -> List[str]:
             raise UsageError("--arm-file names %s twice" % files[index])
     names: List[str] = []
     for path in files:
-        try:
+        with usage_errors(ArmFileError):
             names += [arm.name for arm in load_arm_file(path)]
-        except ArmFileError as exc:
-            raise UsageError(str(exc)) from None
     return names
 
 
@@ -286,11 +280,8 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
     for name in names:
         if name in valid:
             continue
-        try:
-            # Lazy: the installed packages' entry points are read only for a name not known here.
+        with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
             found = load_entry_point(name)
-        except ArmFileError as exc:
-            raise UsageError(str(exc)) from None
         if found is None:
             raise UsageError(unknown_name_message("arm", name, valid, also=entry_point_names()))
         valid = arm_names()
@@ -300,14 +291,8 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
 
 
 def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
-    import dataclasses
-
-    overrides = {
-        field: getattr(args, field)
-        for field in ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us",
-                      "settle_jitter_us", "seed")
-        if getattr(args, field) is not None
-    }
+    given = ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us", "settle_jitter_us", "seed")
+    overrides = {field: getattr(args, field) for field in given if getattr(args, field) is not None}
     if getattr(args, "rigorous", False):
         # Compare-grade: more of the lab's own counts, unless the command line gives its own.
         for field in ("n", "rounds"):
@@ -335,29 +320,23 @@ def _output_folder(args: argparse.Namespace, stem: str) -> str:
         raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)" % (target, exc.strerror or exc)) from None
 
 
-def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
+def _pythons(args: argparse.Namespace, lab: Lab) -> List[Tuple[Optional[str], Optional[str]]]:
     """``[(path or None, label or None)]`` for the --python options (None: this interpreter); without
     --python, the lab's own interpreters (the free-threading lab's three columns)."""
-    from wakelab.harness.interpreters import Candidate, free_threading_pythons, resolve_python, survey, usable
+    from wakelab.harness.interpreters import free_threading_pythons, resolve_python, survey, usable
     from wakelab.harness.workers import MIN_PYTHON
 
     if not args.python:
         if lab.grid is not None and lab.grid.pythons and not args.in_process:
             try:
-                return free_threading_pythons()
+                return list(free_threading_pythons())
             except (ValueError, OSError) as exc:
                 raise UsageError("--lab %s: %s" % (lab.id, exc)) from None
         return [(None, None)]
     if args.in_process:
         raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
-    chosen: List[tuple] = []
-    surveyed: List[List[Candidate]] = []
-
-    def found() -> List[Candidate]:  # one survey, only when a value needs it
-        if not surveyed:
-            surveyed.append(survey())
-        return surveyed[0]
-
+    chosen: List[Tuple[Optional[str], Optional[str]]] = []
+    found = functools.lru_cache(maxsize=None)(survey)  # one survey, only when a value needs it
     for value in args.python:
         if value == "all":
             every = usable(c.interpreter for c in found() if c.interpreter is not None)
@@ -366,10 +345,8 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
                                  "$WAKELAB_INTERPRETERS or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
             chosen += [(i.path, i.label) for i in every]
             continue
-        try:
+        with usage_errors(ValueError, OSError):
             path, interpreter = resolve_python(value, found)
-        except (ValueError, OSError) as exc:
-            raise UsageError(str(exc)) from None
         chosen.append((path, interpreter.label))
     labels = [label for _, label in chosen]
     if len(set(labels)) != len(labels):
@@ -378,7 +355,7 @@ def _pythons(args: argparse.Namespace, lab: Lab) -> List[tuple]:
     return chosen
 
 
-def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
+def _placements(args: argparse.Namespace, lab: Lab) -> List[Tuple[str, Optional[int], Optional[int]]]:
     from wakelab.core.placement import PlacementError, resolve_cpus
 
     names = args.placement or list(lab.grid.placements if lab.grid is not None and lab.grid.placements else ["any"])
@@ -388,39 +365,30 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[tuple]:
         # A grid of same and split takes two CPUs, same using the first; otherwise each its own count.
         needed = max(PLACEMENT_CPUS.get(name, 0) for name in names)
         if len(args.cpus) != needed:
-            raise UsageError(
-                "--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; "
-                "same and split together take 2, same using the first)"
-                % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed)
-            )
-    out = []
-    for name in names:
-        cpus = args.cpus
-        if cpus and name == "same":
-            cpus = cpus[:1]
-        try:
-            ncpu, wcpu = resolve_cpus(name, cpus if name != "any" else None)
-        except PlacementError as exc:
-            raise UsageError(str(exc)) from None
-        out.append((name, ncpu, wcpu))
-    return out
+            raise UsageError("--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; same and split "
+                             "together take 2, same using the first)" % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed))
+    with usage_errors(PlacementError):
+        return [(name, *resolve_cpus(name, args.cpus[:PLACEMENT_CPUS[name]] if args.cpus and name in PLACEMENT_CPUS else None))
+                for name in names]
 
 
 def _execution(args: argparse.Namespace) -> Execution:
-    from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold
+    from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold, check_realtime
     from wakelab.harness.runner import DEFAULT_WORKERS, Execution
 
     if args.in_process and args.workers is not None:
         raise UsageError("--workers and --in-process exclude each other")
     if args.in_process and args.rigorous:
         raise UsageError("--rigorous and --in-process exclude each other: --rigorous measures in more fresh workers")
-    if args.idle_hold:
-        try:
+    with usage_errors(ConditionError):
+        if args.idle_hold:
             check_idle_hold()
-        except ConditionError as exc:
-            raise UsageError(str(exc)) from None
-    conditions = _realtime_conditions(args, Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval,
-                                                       idle_hold=args.idle_hold))
+        waiter_policy, waiter_priority = _scheduling(args, "--policy", "--priority")
+        notifier_policy, notifier_priority = _scheduling(args, "--notifier-policy", "--notifier-priority")
+        conditions = Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval, idle_hold=args.idle_hold,
+                                mlock=bool(args.mlock), waiter_policy=waiter_policy, waiter_priority=waiter_priority,
+                                notifier_policy=notifier_policy, notifier_priority=notifier_priority)
+        check_realtime(conditions)  # refused now, one line, where this user or this kernel cannot have them
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
     workers = args.workers
     if workers is None:
@@ -431,16 +399,15 @@ def _execution(args: argparse.Namespace) -> Execution:
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 
 
-def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Optional["Scheduling"]:
-    """The scheduling one side asks for with its two options (None: none), checked against the policy's range."""
+def _scheduling(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Tuple[Optional[str], int]:
+    """The (policy, priority) one side asks for with its two options ((None, 0): none), checked against the policy's range."""
     from wakelab.core import realtime
 
-    policy = getattr(args, policy_flag.lstrip("-").replace("-", "_"))
-    priority = getattr(args, priority_flag.lstrip("-").replace("-", "_"))
+    policy, priority = (getattr(args, flag.lstrip("-").replace("-", "_")) for flag in (policy_flag, priority_flag))
     if policy is None:
         if priority is not None:
             raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
-        return None
+        return None, 0
     reason = realtime.unavailable_reason()
     if reason is not None:
         raise UsageError("%s: %s" % (policy_flag, reason))
@@ -448,32 +415,10 @@ def _scheduling_request(args: argparse.Namespace, policy_flag: str, priority_fla
         if policy != "other":
             raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
         priority = 0
-    request = realtime.Scheduling(policy, priority)
-    problem = realtime.range_problem(request)
+    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
     if problem is not None:
         raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
-    return request
-
-
-def _realtime_conditions(args: argparse.Namespace, conditions: Conditions) -> Conditions:
-    """``conditions`` with the realtime ones asked for (--policy, --notifier-policy, --mlock), refused
-    now -- one line, exit status 2 -- where this user or this kernel cannot have them."""
-    import dataclasses
-
-    from wakelab.harness.conditions import ConditionError, check_realtime
-
-    asked = dataclasses.replace(conditions, mlock=bool(args.mlock))
-    waiter = _scheduling_request(args, "--policy", "--priority")
-    if waiter is not None:
-        asked = dataclasses.replace(asked, waiter_policy=waiter.policy, waiter_priority=waiter.priority)
-    notifier = _scheduling_request(args, "--notifier-policy", "--notifier-priority")
-    if notifier is not None:
-        asked = dataclasses.replace(asked, notifier_policy=notifier.policy, notifier_priority=notifier.priority)
-    try:
-        check_realtime(asked)
-    except ConditionError as exc:
-        raise UsageError(str(exc)) from None
-    return asked
+    return policy, priority
 
 
 def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
@@ -543,20 +488,16 @@ def _check_history(args: argparse.Namespace) -> None:
 
     if args.no_history:
         return
-    path = resolve_db_path(args.history)
+    path, hint = resolve_db_path(args.history), "choose another with --history PATH, or --no-history"
     if not is_utf8(path):  # from $WAKELAB_HISTORY or $XDG_DATA_HOME; --history is checked by argparse
-        raise UsageError("history database path %s" % not_utf8_message(path, "choose another with --history PATH, or --no-history"))
-    hint = "choose another with --history PATH, or --no-history"
+        raise UsageError("history database path %s" % not_utf8_message(path, hint))
     if os.path.lexists(path):
         if os.path.isdir(path):
             raise UsageError("history database %s is a directory (%s)" % (path, hint))
         if not os.access(path, os.R_OK | os.W_OK):
             raise UsageError("cannot write history database %s: permission denied (%s)" % (path, hint))
-        try:
-            with open_history(path, create=False):
-                pass
-        except HistoryError as exc:
-            raise UsageError(str(exc)) from None
+        with usage_errors(HistoryError), open_history(path, create=False):
+            pass
         return
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(parent):
@@ -588,10 +529,8 @@ def _brief_wanted(args: argparse.Namespace) -> bool:
 
 
 def _remove_if_empty(folder: str) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not empty: it holds evidence worth keeping
         os.rmdir(folder)
-    except OSError:
-        pass  # not empty: it holds evidence worth keeping
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -601,6 +540,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan_checked
+    from wakelab.harness.soak import run_soak
     from wakelab.harness.workers import InterpreterError
     from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import HEARTBEAT_S, make_progress
@@ -615,42 +555,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = _params(args, preset.params)
     execution = _execution(args)
     if args.duration is not None:
-        import dataclasses
-
         _check_soak(args, arm_names)
         execution = dataclasses.replace(execution, workers=1, repeat=1)
     pythons = _pythons(args, preset)
     placements = _placements(args, preset)
     # A selection that is not the preset's own arms is a lab of its own ("custom"), and the lab's
     # prose is worded for how this run is made.
-    lab = lab_for_run(preset, arm_names, RunShape(
-        in_process=execution.in_process,
-        workers=execution.workers,
-        placements=tuple(name for name, _, _ in placements),
-        open_loop=params.mode == "open",
-        repeat=execution.repeat,
-    ))
-    cells = grid.expand(
-        [p for p, _ in pythons],
-        [label for _, label in pythons],
-        placements,
-        args.settle_us or [params.settle_us],
-        args.cpu_threads or list(preset.grid.cpu_threads if preset.grid is not None and preset.grid.cpu_threads else [0]),
-    )
+    lab = lab_for_run(preset, arm_names, RunShape(in_process=execution.in_process, workers=execution.workers, repeat=execution.repeat,
+                                                  placements=tuple(name for name, _, _ in placements), open_loop=params.mode == "open"))
+    cells = grid.expand([p for p, _ in pythons], [label for _, label in pythons], placements, args.settle_us or [params.settle_us],
+                        args.cpu_threads or list(preset.grid.cpu_threads if preset.grid is not None and preset.grid.cpu_threads else [0]))
     if args.duration is not None and len(cells) != 1:
         raise UsageError("--duration runs one cell: give one value each to --python, --placement, --settle-us and --cpu-threads")
     _check_history(args)
     folder = _output_folder(args, lab.id)
-    base = RunPlan(
-        lab=lab,
-        arm_names=arm_names,
-        params=params,
-        folder=folder,
-        command=["wakelab"] + list(args.argv),
-        note=args.note,
-        execution=execution,
-        render_text=format_summary,
-    )
+    base = RunPlan(lab=lab, arm_names=arm_names, params=params, folder=folder, command=["wakelab"] + list(args.argv), note=args.note,
+                   execution=execution, render_text=format_summary)
     write_error = None
     try:
         # --in-process measures in this process: no heartbeat thread beside the arm (see wakelab.progress).
@@ -658,17 +578,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         with make_progress(len(arm_names) * len(cells) * execution.repeat, quiet=args.quiet, heartbeat_s=heartbeat_s) as shown:
             progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
-                if args.duration is not None:
-                    from wakelab.harness.soak import run_soak
-
-                    summary, write_error = run_soak(grid.cell_plan(base, cells[0], folder), args.duration, progress)
+                plan = grid.cell_plan(base, cells[0], folder)
+                if args.duration is None:
+                    summary, write_error = run_plan_checked(plan, progress)
                 else:
-                    summary, write_error = run_plan_checked(grid.cell_plan(base, cells[0], folder), progress)
+                    summary, write_error = run_soak(plan, args.duration, progress)
                 brief = _brief_wanted(args)
-                if args.json:
-                    text = dumps(summary)
-                else:
-                    text = format_brief(summary, folder) if brief else format_summary(summary)
+                text = dumps(summary) if args.json else format_brief(summary, folder) if brief else format_summary(summary)
                 # A write that failed after the last arm fails no arm, but the run still failed.
                 run = Bundle(source=folder, folder=folder, summary=summary)
                 arm_failed = any(a.status == FAILED for a in run.arms())

@@ -33,7 +33,7 @@ import importlib
 import importlib.util
 import pkgutil
 from types import ModuleType
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, overload
+from typing import Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Optional, Sequence, Sized, Tuple, TypeVar, Union, overload
 
 from wakelab.core.model import Arm, Family, Role, T1Shape
 
@@ -42,6 +42,7 @@ FAMILY_PACKAGE = "wakelab.core.families"
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
+_D = TypeVar("_D", bound=Sized)
 
 
 @functools.lru_cache(maxsize=None)
@@ -103,17 +104,11 @@ def _family_module(family: str) -> ModuleType:
     raise UnknownArmError("unknown family %r" % (family,))
 
 
-class _Derived(Mapping[str, _V]):
-    """A read-only mapping derived from the family modules on use (importing the registry imports none)."""
+class _Lazy(Generic[_D]):
+    """A value derived from the family modules on use (importing the registry imports none)."""
 
-    def __init__(self, derive: Callable[[], Dict[str, _V]]) -> None:
+    def __init__(self, derive: Callable[[], _D]) -> None:
         self._derive = derive
-
-    def __getitem__(self, key: str) -> _V:
-        return self._derive()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._derive())
 
     def __len__(self) -> int:
         return len(self._derive())
@@ -122,11 +117,18 @@ class _Derived(Mapping[str, _V]):
         return repr(self._derive())
 
 
-class _DerivedTuple(Sequence[_T]):
-    """A read-only sequence derived from the family modules on use; equal to the tuple it stands for."""
+class _Derived(_Lazy[Dict[str, _V]], Mapping[str, _V]):
+    """A read-only mapping derived on use."""
 
-    def __init__(self, derive: Callable[[], Tuple[_T, ...]]) -> None:
-        self._derive = derive
+    def __getitem__(self, key: str) -> _V:
+        return self._derive()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._derive())
+
+
+class _DerivedTuple(_Lazy[Tuple[_T, ...]], Sequence[_T]):
+    """A read-only sequence derived on use; equal to the tuple it stands for."""
 
     @overload
     def __getitem__(self, index: int) -> _T: ...
@@ -137,18 +139,12 @@ class _DerivedTuple(Sequence[_T]):
     def __getitem__(self, index: Union[int, slice]) -> Union[_T, Tuple[_T, ...]]:
         return self._derive()[index]
 
-    def __len__(self) -> int:
-        return len(self._derive())
-
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (tuple, list, _DerivedTuple)):
             return self._derive() == tuple(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self._derive())
 
 
 #: Family ids, in report order.
@@ -257,10 +253,9 @@ def user_arms() -> List[Arm]:
 
 
 def user_arm_origin(name: str) -> Optional[Dict[str, object]]:
-    """Where the user-defined arm ``name`` came from (its ``origin``), None for a built-in arm."""
-    arm = _USER_ARMS.get(name)
-    origin = getattr(arm, "origin", None) if arm is not None else None
-    return dict(origin) if isinstance(origin, dict) else None
+    """Where the user-defined arm ``name`` was loaded from, as a worker request's ``user_arm``; None for a built-in arm."""
+    loaded_from = getattr(_USER_ARMS.get(name), "loaded_from", None)  # a UserArm's (wakelab.core.user_arms imports this module)
+    return None if loaded_from is None else dict(loaded_from.to_dict())
 
 
 def forget_user_arms() -> None:

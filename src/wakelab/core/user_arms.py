@@ -130,7 +130,7 @@ class UserArm(Arm):
     def describe(self) -> Dict[str, object]:
         described = Arm.describe(self)
         described["user_defined"] = True
-        described["origin"] = self.origin
+        described["origin"] = self.loaded_from.to_dict()
         return described
 
 
