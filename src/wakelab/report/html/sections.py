@@ -13,12 +13,12 @@ from wakelab.analysis.caveats import (
 )
 from wakelab.analysis.guidance import Guidance
 from wakelab.analysis.view import RunView, view_of
-from wakelab.evidence.model import CpuSide
 from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, System
 from wakelab.evidence.words import FREE_THREADED
-from wakelab.formatting import DASH, finite_number, format_ns, format_percent, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, finite_number, format_ns, format_rate, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.lead import LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, rate_cells, us_cells, verdict_figures
+from wakelab.report.lead import (LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, placement_rows, rate_cells,
+                                 us_cells, verdict_figures)
 from wakelab.report.text import (
     NATIVE_LEGEND,
     format_lost,
@@ -162,42 +162,20 @@ REPETITIONS_LEGEND = (
 )
 
 
-def _population_cells(population: CpuSide) -> List[str]:
-    """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
-    if not population.recorded:
-        return [DASH] * 3
-    n = population.n
-    return [esc(n if finite_number(n) is not None else DASH)] + [esc(format_us(finite_number(v))) for v in (population.p50_ns, population.p99_ns)]
-
-
 def render_repetitions_and_placement(run: Run) -> str:
     """Per latency arm, each repetition's own p50 and their range, and its wakes split by where they ran.
 
-    Laid out from the arm's ``repetitions`` and ``cpu_split`` as the run
-    recorded them (summary.txt's REPETITIONS AND PLACEMENT); empty for a
-    bundle that has neither (made before ``--repeat``), so such a page is as it was.
+    Empty for a bundle that has neither (made before ``--repeat``), so such a page is as it was.
     """
     rows: List[str] = []
-    for a in _view(run).bundle.arms():
-        if not a.is_latency or not a.ok or a.latency is None:
+    for row in placement_rows(_view(run)):
+        if not row.arm.ok:
             continue
-        spread = a.repetitions if a.repetitions is not None and a.repetitions.has_spread else None
-        split = a.cpu_split
-        if spread is None and split is None:
-            continue
-        values = [v for v in (finite_number(x) for x in (spread.values if spread is not None else ())) if v is not None]
-        range_pct = finite_number(spread.range_pct) if spread is not None else None
-        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(range_pct))]
-        if split is not None:
-            share = finite_number(split.cross_share)
-            crossed = esc(format_percent(None if share is None else 100 * share))
-            if finite_number(split.unknown):
-                crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.unknown)
-            placed = _population_cells(split.same_cpu) + _population_cells(split.cross_cpu) + [crossed]
-        else:
-            placed = [DASH] * 7
+        cells = [esc(" · ".join(row.repetitions) or DASH)] + [esc(c) for c in row.cells]
+        if row.unknown is not None:
+            cells[-1] += ' <span class="muted">(%s unknown)</span>' % esc(row.unknown)
         rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
-            esc(_slug(a.name)), esc(a.name), "".join('<td class="num">%s</td>' % c for c in reps + placed)))
+            esc(_slug(row.arm.name)), esc(row.arm.name), "".join('<td class="num">%s</td>' % c for c in cells)))
     if not rows:
         return ""
     return (
