@@ -300,10 +300,9 @@ def overview_chart(
 
     def traces(group: str, mine: Sequence[ArmPoint], run_index: int, **meta: object) -> Dict[str, object]:
         """What a family's traces of one run share; the first trace of ``group`` shows in the legend."""
-        common: Dict[str, object] = {"legendgroup": group, "meta": dict(family=mine[0].family, run=run_index, **meta),
-                                     "orientation": "h", "showlegend": group not in legend_groups,
-                                     "text": [_hover(p, series[run_index].name if several else None) for p in mine],
-                                     "y": [label(p.arm) for p in mine]}
+        common = {"legendgroup": group, "meta": dict(family=mine[0].family, run=run_index, **meta), "orientation": "h",
+                  "showlegend": group not in legend_groups, "y": [label(p.arm) for p in mine],
+                  "text": [_hover(p, series[run_index].name if several else None) for p in mine]}
         legend_groups.add(group)
         return dict(common, offsetgroup=str(run_index), alignmentgroup="overview") if several else common
 
