@@ -220,3 +220,20 @@ def test_a_virtual_environment_is_its_python(tmp_path) -> None:
     assert base.python == str(venv / "bin" / "python3") and base.pythonpath == ()
     assert head.python is None and head.pythonpath == (str(code / "src"),)
     assert base.env == () and head.env == (("X", "1"),)
+
+
+def test_markdown_escapes_evidence_text_as_the_exporters_do() -> None:
+    """Evidence text in ab's Markdown reads as the text it is (the exporter's escape): an entity is not decoded, ``~~`` strikes
+    nothing through (both did before), and a tag is shown as text."""
+    import argparse
+    import types
+
+    from wakelab.commands.ab import Side, format_markdown
+
+    sides = [Side(role, name, name, None, None, (), (), ()) for role, name in (("base", "main"), ("head", "pr~1"))]
+    gate = types.SimpleNamespace(result="error", regressions=[], errors=["<b>bad</b> #1 ~x", "&lt;i&gt; ~~struck~~"], rows=[], limit_pct=5.0,
+                                 metrics=["p50"], min_effect_pct=1.0)
+    text = format_markdown(sides, gate, None, "out", argparse.Namespace(argv=["ab"]))
+    assert text.splitlines()[0] == "## wakelab A/B: pr\\~1 against main — ⚠️ error"
+    assert "- error: &lt;b&gt;bad&lt;/b&gt; \\#1 \\~x" in text.splitlines()
+    assert "- error: &amp;lt;i&amp;gt; \\~\\~struck\\~\\~" in text.splitlines()

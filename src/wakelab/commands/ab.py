@@ -546,12 +546,6 @@ def _us(value: float, kind: str) -> str:
     return format_us(value) if kind == "latency" else format_rate(value)
 
 
-def _md(text: str) -> str:
-    """Text for a Markdown table cell: no pipes, no newlines, no markup from the evidence."""
-    text = escape_text(str(text))
-    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text.replace("\n", " "))
-
-
 def _code(text: str) -> str:
     """Text for a Markdown code span: taken literally, so only a backtick needs keeping out."""
     return "`%s`" % escape_text(str(text)).replace("`", "'").replace("\n", " ")
@@ -560,6 +554,7 @@ def _code(text: str) -> str:
 def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, args: argparse.Namespace) -> str:
     """The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): the result, one table, the sides."""
     from wakelab.analysis.compare import format_ratio_plain
+    from wakelab.export.markdown import escape as _md
 
     base, head = sides[0].name, sides[1].name
     mark = {"pass": "✅ pass", "regression": "❌ regression", "error": "⚠️ error"}[gate.result]

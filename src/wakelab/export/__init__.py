@@ -28,19 +28,8 @@ from typing import Dict, List, Optional
 
 from wakelab.errors import OutputError, UsageError
 from wakelab.export import csv_format, json_format, markdown, pyperf_format, samples_csv
-from wakelab.export.base import (
-    EXPORT_DIR,
-    Evidence,
-    Export,
-    ExportedFile,
-    Exporter,
-    Grid,
-    GridCell,
-    Source,
-    load_evidence,
-    load_grid,
-    load_source,
-)
+from wakelab.export.base import (EXPORT_DIR, Evidence, Export, ExportedFile, Exporter, Grid, GridCell, Source, load_evidence,
+                                 load_grid, load_source)
 
 EXPORTERS: Dict[str, Exporter] = {
     exporter.name: exporter

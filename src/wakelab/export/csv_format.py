@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from wakelab.evidence.model import ArmRecord
+from wakelab.formatting import finite_number
 from wakelab.export.base import Evidence, Grid, one_file_exporter
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
@@ -57,13 +57,6 @@ DECIMALS = 1
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _number(value: Any) -> Optional[float]:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def format_integer(value: Any) -> str:
     """A figure as a whole number (rounded half to even), ``""`` when it does not exist.
 
@@ -72,7 +65,7 @@ def format_integer(value: Any) -> str:
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    number = _number(value)
+    number = finite_number(value)
     return "" if number is None else str(int(round(number)))
 
 
@@ -82,7 +75,7 @@ def format_decimal(value: Any, decimals: int = DECIMALS) -> str:
     >>> format_decimal(42741.39999999999), format_decimal(109500), format_decimal(57.879184513951124)
     ('42741.4', '109500.0', '57.9')
     """
-    number = _number(value)
+    number = finite_number(value)
     if number is None:
         return ""
     text = "%.*f" % (decimals, number)

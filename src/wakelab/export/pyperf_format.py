@@ -48,12 +48,12 @@ from __future__ import annotations
 import datetime
 import io
 import json
-import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, UsageError
 from wakelab.evidence.model import ArmRecord
+from wakelab.formatting import finite_number
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes, worker_spans
 
 UNIT = "second"
@@ -153,9 +153,9 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
         number = _whole(value)
         if number is not None and (key != "cpu_count" or number >= 1):
             metadata[key] = number
-    wall_s = arm.wall_s
-    if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) and math.isfinite(wall_s) and wall_s >= 0:
-        metadata["duration"] = float(wall_s)
+    wall_s = finite_number(arm.wall_s)
+    if wall_s is not None and wall_s >= 0:
+        metadata["duration"] = wall_s
     return metadata
 
 
@@ -206,11 +206,7 @@ def _worker_metadata(arm: ArmRecord, index: int) -> Dict[str, object]:
     return metadata
 
 
-def build_benchmark(
-    name: str,
-    runs: Sequence[Tuple[Mapping[str, object], Sequence[int]]],
-    per_value: int,
-) -> Any:
+def build_benchmark(name: str, runs: Sequence[Tuple[Mapping[str, object], Sequence[int]]], per_value: int) -> Any:
     """A pyperf.Benchmark of one series: one pyperf run per ``(metadata, values_ns)``.
 
     Values are ``value_ns / per_value`` in seconds.
@@ -316,12 +312,5 @@ def serialize_grid(grid: Grid) -> Export:
     return Export(files=tuple(files), notes=tuple(notes))
 
 
-EXPORTER = Exporter(
-    name="pyperf",
-    help="a pyperf suite per run (a grid: per cell), one benchmark per arm, values in seconds, "
-    "for 'python -m pyperf compare_to A.json B.json --table', stats and hist",
-    serialize=serialize,
-    serialize_grid=serialize_grid,
-    subfolder="pyperf",
-    file_suffix=SUFFIX,
-)
+EXPORTER = Exporter("pyperf", "a pyperf suite per run (a grid: per cell), one benchmark per arm, values in seconds, for "
+                    "'python -m pyperf compare_to A.json B.json --table', stats and hist", serialize, serialize_grid, "pyperf", SUFFIX)

@@ -86,12 +86,7 @@ def _arms(evidence: Evidence, where: str) -> Tuple[List[ArmRecord], List[str]]:
 def format_samples_csv(evidence: Evidence) -> Tuple[str, List[str]]:
     """The run's wakes as CSV text, and notes on the arms left out."""
     arms, notes = _arms(evidence, "")
-
-    def rows() -> Iterator[List[str]]:
-        for arm in arms:
-            yield from sample_rows(evidence, arm)
-
-    return write_rows(COLUMNS, rows()), notes
+    return write_rows(COLUMNS, (row for arm in arms for row in sample_rows(evidence, arm))), notes
 
 
 def format_grid_samples_csv(grid: Grid) -> Tuple[str, List[str]]:
@@ -103,15 +98,8 @@ def format_grid_samples_csv(grid: Grid) -> Tuple[str, List[str]]:
         arms, cell_notes = _arms(cell.evidence, "cell %s: " % cell.label)
         selected.append((cell, arms))
         notes.extend(cell_notes)
-
-    def rows() -> Iterator[List[str]]:
-        for cell, arms in selected:
-            lead = labels[cell.label]
-            for arm in arms:
-                for row in sample_rows(cell.evidence, arm):
-                    yield lead + row
-
-    return write_rows(grid_label_columns(grid, COLUMNS) + list(COLUMNS), rows()), notes
+    rows = (labels[cell.label] + row for cell, arms in selected for arm in arms for row in sample_rows(cell.evidence, arm))
+    return write_rows(grid_label_columns(grid, COLUMNS) + list(COLUMNS), rows), notes
 
 
 def serialize(evidence: Evidence) -> Export:
@@ -124,9 +112,5 @@ def serialize_grid(grid: Grid) -> Export:
     return Export(files=(ExportedFile(grid.name + SUFFIX, text),), notes=missing_cell_notes(grid) + tuple(notes))
 
 
-EXPORTER = Exporter(
-    name="samples-csv",
-    help="every wake, one row each: arm, worker, repetition, wake, latency_ns (a grid: cell labels first)",
-    serialize=serialize,
-    serialize_grid=serialize_grid,
-)
+EXPORTER = Exporter("samples-csv", "every wake, one row each: arm, worker, repetition, wake, latency_ns (a grid: cell labels first)",
+                    serialize, serialize_grid)

@@ -34,7 +34,7 @@ import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import format_ns
-from wakelab.report.interactive import CONFIG, FONT, HOVER_LABEL, WHITE, Chart, label, log_ticks, tick_text
+from wakelab.report.interactive import Chart, figure, label, log_axis, trace
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies (a run's colour, in order).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#999999")
@@ -207,15 +207,6 @@ def _short(value: float) -> float:
     return float("%.6g" % value)
 
 
-def _log_axis(lo: float, hi: float, domain: Tuple[float, float], title: str) -> Dict[str, object]:
-    ticks = log_ticks(lo, hi)
-    return {
-        "type": "log", "domain": list(domain), "range": [math.log10(lo), math.log10(hi)],
-        "tickvals": ticks, "ticktext": [tick_text(v) for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False,
-        "title": {"text": title, "font": {"size": 12}}, "automargin": True,
-    }
-
-
 def _prepared(series: Sequence[Series]) -> List[Tuple[Series, List[float], Optional[List[int]]]]:
     """Each series' values ascending (at least 1 ns), with the wakes each stands for (None: one each)."""
     out: List[Tuple[Series, List[float], Optional[List[int]]]] = []
@@ -271,30 +262,27 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         shares, below, beyond = binned_shares(values, weights, edges)
         hover = ["<b>%s</b><br>%s – %s: %.1f%% of wakes" % (name, format_ns(edges[i]), format_ns(edges[i + 1]), 100 * shares[i])
                  for i in range(len(shares))]
-        data.append({
-            "type": "scatter", "mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
-            "x": [_short(e / 1e3) for e in edges], "y": [_short(v) for v in shares + shares[-1:]],
-            "line": {"shape": "hv", "color": s.color, "width": 1.2 if overlay else 0.8},
-            "fill": "none" if overlay else "tozeroy", "opacity": 1.0 if overlay else 0.6,
-            "text": hover + hover[-1:], "hovertemplate": "%{text}<extra></extra>", "xaxis": "x", "yaxis": "y",
-        })
+        data.append(trace(
+            "scatter", mode="lines", name=name, legendgroup="series-%d" % index, showlegend=False,
+            x=[_short(e / 1e3) for e in edges], y=[_short(v) for v in shares + shares[-1:]],
+            line={"shape": "hv", "color": s.color, "width": 1.2 if overlay else 0.8},
+            fill="none" if overlay else "tozeroy", opacity=1.0 if overlay else 0.6, text=hover + hover[-1:], xaxis="x", yaxis="y",
+        ))
         for count, left, extreme, side in ((below, win_lo / step, values[0], "below"), (beyond, win_hi, values[-1], "beyond")):
             if not count:
                 continue
             height = _short(count / total)
             right = left * step
-            data.append({
-                "type": "scatter", "mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
-                "x": [_short(x / 1e3) for x in (left, left, right, right, left)], "y": [0, height, height, 0, 0],
-                "fill": "toself", "fillcolor": "rgba(0,0,0,0)", "fillpattern": {"shape": "/", "fgcolor": s.color, "size": 6},
-                "line": {"color": s.color, "width": 0.8},
-                "text": ["<b>%s</b><br>%d wake%s %s %s" % (name, count, "" if count == 1 else "s",
-                                                           "down to" if side == "below" else "up to", format_ns(extreme))] * 5,
-                "hovertemplate": "%{text}<extra></extra>", "xaxis": "x", "yaxis": "y",
-            })
+            wakes_to = "%d wake%s %s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to")
+            data.append(trace(
+                "scatter", mode="lines", name=name, legendgroup="series-%d" % index, showlegend=False,
+                x=[_short(x / 1e3) for x in (left, left, right, right, left)], y=[0, height, height, 0, 0],
+                fill="toself", fillcolor="rgba(0,0,0,0)", fillpattern={"shape": "/", "fgcolor": s.color, "size": 6},
+                line={"color": s.color, "width": 0.8}, xaxis="x", yaxis="y",
+                text=["<b>%s</b><br>%s %s" % (name, wakes_to, format_ns(extreme))] * 5,
+            ))
             annotations.append({
-                "text": "%d wake%s %s<br>%s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to",
-                                                format_ns(extreme)),
+                "text": "%s<br>%s" % (wakes_to, format_ns(extreme)),
                 "x": math.log10(left * step ** 0.5 / 1e3), "y": height, "xref": "x", "yref": "y", "showarrow": False,
                 "xanchor": "right" if side == "beyond" else "left", "yanchor": "bottom", "font": {"size": 10, "color": "#444444"},
             })
@@ -308,24 +296,22 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         name = label(plot_label(s.label))
         x, y = ecdf_points(values) if weights is None else weighted_ecdf_points(values, weights)
         group = "component-%d" % index if s.dashed else "series-%d" % [m[0] for m in main].index(s)
-        data.append({
-            "type": "scatter", "mode": "lines", "name": name, "legendgroup": group, "showlegend": len(series) > 1,
-            "x": [_short(v / 1e3) for v in x[:1] + x], "y": [0.0] + [_short(v) for v in y],
-            "line": {"shape": "hv", "color": s.color, "width": 1.0 if s.dashed else 1.5, "dash": "dash" if s.dashed else "solid"},
-            "text": ["<b>%s</b><br>≤ %s: %.1f%% of wakes" % (name, format_ns(v), 100 * share) for v, share in zip(x[:1] + x, [0.0] + y)],
-            "hovertemplate": "%{text}<extra></extra>", "xaxis": "x2", "yaxis": "y2",
-        })
+        data.append(trace(
+            "scatter", mode="lines", name=name, legendgroup=group, showlegend=len(series) > 1, xaxis="x2", yaxis="y2",
+            x=[_short(v / 1e3) for v in x[:1] + x], y=[0.0] + [_short(v) for v in y],
+            line={"shape": "hv", "color": s.color, "width": 1.0 if s.dashed else 1.5, "dash": "dash" if s.dashed else "solid"},
+            text=["<b>%s</b><br>≤ %s: %.1f%% of wakes" % (name, format_ns(v), 100 * share) for v, share in zip(x[:1] + x, [0.0] + y)],
+        ))
         if not s.dashed:
             marked = [(q, value, symbol) for q, value, symbol in ((0.5, s.p50_ns, "circle"), (0.99, s.p99_ns, "diamond"))
                       if value is not None]
             if marked:
-                data.append({
-                    "type": "scatter", "mode": "markers", "name": name, "legendgroup": group, "showlegend": False,
-                    "x": [_short(max(value, MIN_PLOT_NS) / 1e3) for _, value, _ in marked], "y": [q for q, _, _ in marked],
-                    "marker": {"color": s.color, "size": 7, "symbol": [symbol for _, _, symbol in marked]},
-                    "text": ["<b>%s</b><br>p%s %s" % (name, "50" if q == 0.5 else "99", format_ns(value)) for q, value, _ in marked],
-                    "hovertemplate": "%{text}<extra></extra>", "xaxis": "x2", "yaxis": "y2",
-                })
+                data.append(trace(
+                    "scatter", mode="markers", name=name, legendgroup=group, showlegend=False, xaxis="x2", yaxis="y2",
+                    x=[_short(max(value, MIN_PLOT_NS) / 1e3) for _, value, _ in marked], y=[q for q, _, _ in marked],
+                    marker={"color": s.color, "size": 7, "symbol": [symbol for _, _, symbol in marked]},
+                    text=["<b>%s</b><br>p%s %s" % (name, "50" if q == 0.5 else "99", format_ns(value)) for q, value, _ in marked],
+                ))
     first = main[0][0] if main else None
     if marks and first is not None:
         for value in (first.p50_ns, first.p99_ns):
@@ -347,23 +333,15 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                     "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
                     "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
                 })
-    layout: Dict[str, object] = {
-        "font": FONT, "height": HEIGHT_PX, "margin": {"l": 10, "r": 16, "t": 28, "b": 44},
-        "hovermode": "closest",
-        "hoverlabel": HOVER_LABEL,
-        "showlegend": len(series) > 1,
-        "legend": {"x": 1.0, "xanchor": "right", "y": 0.02, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)",
-                   "font": {"size": 11}},
-        "xaxis": _log_axis(*ranges["x"], HIST_DOMAIN, "wake latency (µs, log scale)"),
-        "yaxis": {"title": {"text": "share of wakes", "font": {"size": 12}}, "tickformat": ".0%", "rangemode": "tozero",
-                  "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
-        "xaxis2": _log_axis(*ranges["x2"], ECDF_DOMAIN, "wake latency (µs, log scale)"),
-        "yaxis2": {"anchor": "x2", "range": [0, 1.02], "tickvals": [0, 0.25, 0.5, 0.75, 0.9, 1.0],
-                   "ticktext": ["0", "", "0.5", "", "0.9", "1"], "title": {"text": "fraction of wakes ≤ x", "font": {"size": 12}},
-                   "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
-        "annotations": annotations,
-        "shapes": shapes,
-        **WHITE,
-    }
-    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
-                 "latency distribution: histogram and ECDF on log time axes", HEIGHT_PX)
+    title = {"text": "wake latency (µs, log scale)", "font": {"size": 12}}
+    return figure(
+        chart_id, data, HEIGHT_PX, (10, 16, 28, 44), "latency distribution: histogram and ECDF on log time axes",
+        showlegend=len(series) > 1, annotations=annotations, shapes=shapes,
+        legend={"x": 1.0, "xanchor": "right", "y": 0.02, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": 11}},
+        xaxis=log_axis(*ranges["x"], *ranges["x"], title, domain=list(HIST_DOMAIN)),
+        yaxis={"title": {"text": "share of wakes", "font": {"size": 12}}, "tickformat": ".0%", "rangemode": "tozero",
+               "gridcolor": "#e4e4e4", "automargin": True, "fixedrange": True},
+        xaxis2=log_axis(*ranges["x2"], *ranges["x2"], title, domain=list(ECDF_DOMAIN)),
+        yaxis2={"anchor": "x2", "range": [0, 1.02], "tickvals": [0, 0.25, 0.5, 0.75, 0.9, 1.0], "ticktext": ["0", "", "0.5", "", "0.9", "1"],
+                "title": {"text": "fraction of wakes ≤ x", "font": {"size": 12}}, "gridcolor": "#e4e4e4", "automargin": True,
+                "fixedrange": True})

@@ -218,6 +218,29 @@ def tick_text(value: float) -> str:
     return "{:,.0f}".format(value) if value >= 1000 else "%g" % value
 
 
+def log_axis(lo: float, hi: float, range_lo: float, range_hi: float, title: object, **fields: object) -> Dict[str, object]:
+    """A log time axis (µs) drawn over [range_lo, range_hi], ticked 1-2-5 over [lo, hi]."""
+    ticks = log_ticks(lo, hi)
+    return dict({"type": "log", "range": [math.log10(range_lo), math.log10(range_hi)], "tickvals": ticks,
+                 "ticktext": [tick_text(v) for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
+                 "title": title}, **fields)
+
+
+def trace(kind: str, **fields: object) -> Dict[str, object]:
+    """A plotly trace; one with ``text`` shows it, as is, on hover (no trace box)."""
+    return {"type": kind, "hovertemplate": "%{text}<extra></extra>", **fields} if "text" in fields else {"type": kind, **fields}
+
+
+def figure(chart_id: str, data: List[Dict[str, object]], height: int, margin: Tuple[int, int, int, int], aria_label: str,
+           **layout: object) -> Chart:
+    """A chart of ``data``: the page's font, white plot and paper, closest-point hover, ``layout`` (a None there: left out)."""
+    left, right, top, bottom = margin
+    base = {"font": FONT, "height": height, "margin": {"l": left, "r": right, "t": top, "b": bottom}, "hovermode": "closest",
+            "hoverlabel": HOVER_LABEL, **WHITE}
+    fields = {k: v for k, v in dict(base, **layout).items() if v is not None}
+    return Chart(chart_id, {"data": data, "layout": fields, "config": CONFIG}, aria_label, height)
+
+
 # --- the overview ------------------------------------------------------------------------
 
 
@@ -274,19 +297,23 @@ def overview_chart(
     data: List[Dict[str, object]] = []
     drawn: List[Optional[float]] = []  # every x drawn, for the axis's range
     legend_groups: Set[str] = set()  # those that have their one legend entry
+
+    def traces(group: str, mine: Sequence[ArmPoint], run_index: int, **meta: object) -> Dict[str, object]:
+        """What a family's traces of one run share; the first trace of ``group`` shows in the legend."""
+        common = {"legendgroup": group, "meta": dict(family=mine[0].family, run=run_index, **meta), "orientation": "h",
+                  "showlegend": group not in legend_groups, "y": [label(p.arm) for p in mine],
+                  "text": [_hover(p, series[run_index].name if several else None) for p in mine]}
+        legend_groups.add(group)
+        return dict(common, offsetgroup=str(run_index), alignmentgroup="overview") if several else common
+
     for run_index, run in enumerate(series):
         for family in families:
             mine = [p for p in points if p.run == run_index and p.family == family]
             if not mine:
                 continue
             color = run.color if several else family_color(family)
-            group = "run-%d" % run_index if several else "family-%s" % family
-            name = run.name if several else titles.get(family, family)
-            first_of_group = group not in legend_groups
-            legend_groups.add(group)
-            common = {"legendgroup": group, "meta": {"family": family, "run": run_index}, "orientation": "h"}
-            if several:
-                common.update(offsetgroup=str(run_index), alignmentgroup="overview")
+            name = label(run.name if several else titles.get(family, family))
+            common = traces("run-%d" % run_index if several else "family-%s" % family, mine, run_index)
             xs: List[Optional[float]] = []
             ys: List[Optional[str]] = []
             for p in mine:
@@ -295,64 +322,45 @@ def overview_chart(
                     ys += [label(p.arm), label(p.arm), None]
             drawn += xs + [us(p.p50_ns) for p in mine]
             if xs:
-                data.append(dict(common, type="scatter", mode="lines", x=xs, y=ys, name=label(name) + " p90–p99",
-                                 showlegend=False, hoverinfo="skip", opacity=RANGE_OPACITY,
-                                 line={"color": color, "width": 7}, connectgaps=False))
-            data.append(dict(
-                common, type="scatter", mode="markers", name=label(name), showlegend=first_of_group,
-                x=[us(p.p50_ns) for p in mine], y=[label(p.arm) for p in mine],
-                text=[_hover(p, run.name if several else None) for p in mine],
-                hovertemplate="%{text}<extra></extra>",
-                marker={"color": color, "size": 9, "symbol": "circle", "line": {"color": "#ffffff", "width": 1}},
-            ))
+                ranges = {k: v for k, v in common.items() if k != "text"}
+                data.append(trace("scatter", **dict(ranges, mode="lines", x=xs, y=ys, name=name + " p90–p99", showlegend=False,
+                                                    hoverinfo="skip", opacity=RANGE_OPACITY, line={"color": color, "width": 7},
+                                                    connectgaps=False)))
+            data.append(trace("scatter", **dict(common, mode="markers", name=name, x=[us(p.p50_ns) for p in mine],
+                                                marker={"color": color, "size": 9, "symbol": "circle",
+                                                        "line": {"color": "#ffffff", "width": 1}})))
         for same, color, title in ((True, FLOOR_MATCHED_COLOR, "C floor p50"), (False, FLOOR_NEAREST_COLOR, "nearest C floor p50")):
-            group = "floor-%s" % ("same" if same else "nearest")  # one legend entry for every run's floors
             for family in families:
                 floored = [p for p in points if p.run == run_index and p.family == family and p.floor is not None
                            and p.floor.same_experiment == same]
                 if not floored:
                     continue
-                common = {"legendgroup": group, "meta": {"family": family, "run": run_index, "floor": True}, "orientation": "h"}
-                if several:
-                    common.update(offsetgroup=str(run_index), alignmentgroup="overview")
                 floors = [us(p.floor.p50_ns) for p in floored if p.floor]
                 drawn += floors
-                data.append(dict(
-                    common, type="scatter", mode="markers", name=title, showlegend=group not in legend_groups,
-                    x=floors, y=[label(p.arm) for p in floored],
-                    text=[_hover(p, run.name if several else None) for p in floored],
-                    hovertemplate="%{text}<extra></extra>",
-                    marker={"color": "rgba(0,0,0,0)", "size": 9, "symbol": "diamond",
-                            "line": {"color": color, "width": 1.6}},
-                ))
-                legend_groups.add(group)
+                # One legend entry for every run's floors.
+                common = traces("floor-%s" % ("same" if same else "nearest"), floored, run_index, floor=True)
+                data.append(trace("scatter", **dict(common, mode="markers", name=title, x=floors,
+                                                    marker={"color": "rgba(0,0,0,0)", "size": 9, "symbol": "diamond",
+                                                            "line": {"color": color, "width": 1.6}})))
     rows = len(orders["p50"])
     # The axis spans every figure drawn (each bar's p99 too) and a margin beyond, set rather than left to
     # plotly's autorange, which pads the markers but not the lines: a bar ending at the largest value ran off.
     xs_all = [x for x in drawn if x is not None]
-    tickvals = log_ticks(min(xs_all), max(xs_all)) if xs_all else []
-    x_range = [math.log10(min(xs_all) / AXIS_PAD), math.log10(max(xs_all) * AXIS_PAD)] if xs_all else None
-    height = CHART_MARGIN_PX + rows * (ROW_PX + GROUP_ROW_PX * (len(series) - 1))
-    layout: Dict[str, object] = {
-        "font": FONT,
-        "height": height,
-        "margin": {"l": 10, "r": 16, "t": 36, "b": 44},
-        "hovermode": "closest",
-        "hoverlabel": HOVER_LABEL,
-        "legend": LEGEND_BELOW,
-        "xaxis": {"type": "log", "title": {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"},
-                  "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True, "range": x_range,
-                  "tickvals": tickvals, "ticktext": [tick_text(v) for v in tickvals]},
-        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(orders["p50"])),
-                  "range": [-0.5, rows - 0.5], "automargin": True, "gridcolor": "#f0f0f0", "ticks": "",
-                  "fixedrange": True},
-        **WHITE,
-        "meta": {"orders": orders, "row_px": ROW_PX + GROUP_ROW_PX * (len(series) - 1), "margin_px": CHART_MARGIN_PX},
-    }
-    if several:
-        layout.update(scattermode="group", scattergap=0.35)
-    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
-                 "every latency arm on one log axis: p50, p90 to p99 and its C floor", height)
+    axis_title = {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"}
+    if xs_all:
+        xaxis = log_axis(min(xs_all), max(xs_all), min(xs_all) / AXIS_PAD, max(xs_all) * AXIS_PAD, axis_title)
+    else:
+        xaxis = {"type": "log", "title": axis_title, "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True, "range": None,
+                 "tickvals": [], "ticktext": []}
+    row_px = ROW_PX + GROUP_ROW_PX * (len(series) - 1)
+    height = CHART_MARGIN_PX + rows * row_px
+    return figure(
+        chart_id, data, height, (10, 16, 36, 44), "every latency arm on one log axis: p50, p90 to p99 and its C floor",
+        legend=LEGEND_BELOW, xaxis=xaxis,
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": list(reversed(orders["p50"])),
+               "range": [-0.5, rows - 0.5], "automargin": True, "gridcolor": "#f0f0f0", "ticks": "", "fixedrange": True},
+        meta={"orders": orders, "row_px": row_px, "margin_px": CHART_MARGIN_PX},
+        scattermode="group" if several else None, scattergap=0.35 if several else None)
 
 
 # --- grids -------------------------------------------------------------------------------
@@ -386,24 +394,18 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
     lo = math.floor(math.log10(min(values))) if values else 0
     hi = math.ceil(math.log10(max(values))) if values else 1
     ticks = [float(v) for v in range(lo, max(hi, lo + 1) + 1)]
-    data = [{
-        "type": "heatmap", "x": list(range(len(columns))), "y": [label(a) for a in arms], "z": z, "text": text,
-        "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "texttemplate": "%{text}",
-        "textfont": {"size": 11}, "colorscale": "Blues", "reversescale": True, "zmin": ticks[0], "zmax": ticks[-1], "xgap": 2, "ygap": 2,
-        "colorbar": {"title": {"text": "p50"}, "tickvals": ticks, "ticktext": [format_ns(10 ** t * 1e3) for t in ticks],
-                     "thickness": 12},
-    }]
-    height = 120 + 26 * len(arms)
-    layout = {
-        "font": FONT, "height": height, "title": {"text": label(title), "x": 0, "font": {"size": 13}},
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "xaxis": {"tickvals": list(range(len(columns))), "ticktext": list(columns), "side": "top", "automargin": True,
-                  "fixedrange": True},
-        "yaxis": {"autorange": "reversed", "automargin": True, "fixedrange": True, "type": "category"},
-        "hoverlabel": {"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"},
-        **WHITE,
-    }
-    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG}, "p50 per arm and %s" % title, height)
+    data = [trace(
+        "heatmap", x=list(range(len(columns))), y=[label(a) for a in arms], z=z, text=text, customdata=hover,
+        hovertemplate="%{customdata}<extra></extra>", texttemplate="%{text}", textfont={"size": 11}, colorscale="Blues",
+        reversescale=True, zmin=ticks[0], zmax=ticks[-1], xgap=2, ygap=2,
+        colorbar={"title": {"text": "p50"}, "tickvals": ticks, "ticktext": [format_ns(10 ** t * 1e3) for t in ticks], "thickness": 12},
+    )]
+    return figure(
+        chart_id, data, 120 + 26 * len(arms), (10, 10, 40, 10), "p50 per arm and %s" % title, hovermode=None,
+        title={"text": label(title), "x": 0, "font": {"size": 13}},
+        xaxis={"tickvals": list(range(len(columns))), "ticktext": list(columns), "side": "top", "automargin": True, "fixedrange": True},
+        yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True, "type": "category"},
+        hoverlabel={"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"})
 
 
 # --- where the time goes (traced runs) ------------------------------------------------------
@@ -460,32 +462,22 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
             mine = [b for b in bars if band in b.bands]
             if not mine:
                 continue
-            data.append({
-                "type": "bar", "orientation": "h", "name": label(title), "legendgroup": name, "showlegend": index == 0,
-                "marker": {"color": COMPONENT_COLORS.get(name, OTHER_FAMILY_COLOR), "line": {"color": "#ffffff", "width": 0.5}},
-                "x": [max(float(b.bands[band][1].get(name) or 0.0), 0.0) / 1e3 for b in mine],
-                "y": [label(b.arm) for b in mine],
-                "xaxis": "x" if index == 0 else "x2", "yaxis": "y",
-                "text": [_component_hover(b, band, title, b.bands[band][0], float(b.bands[band][1].get(name) or 0.0)) for b in mine],
-                "hovertemplate": "%{text}<extra></extra>", "textposition": "none",
-                "meta": {"component": name, "band": band},
-            })
-    height = 150 + COMPONENT_ROW_PX * max(len(rows), 1)  # the legend (three lines) sits above the bars
+            data.append(trace(
+                "bar", orientation="h", name=label(title), legendgroup=name, showlegend=index == 0,
+                marker={"color": COMPONENT_COLORS.get(name, OTHER_FAMILY_COLOR), "line": {"color": "#ffffff", "width": 0.5}},
+                x=[max(float(b.bands[band][1].get(name) or 0.0), 0.0) / 1e3 for b in mine], y=[label(b.arm) for b in mine],
+                xaxis="x" if index == 0 else "x2", yaxis="y", textposition="none", meta={"component": name, "band": band},
+                text=[_component_hover(b, band, title, b.bands[band][0], float(b.bands[band][1].get(name) or 0.0)) for b in mine],
+            ))
     axis = {"gridcolor": "#e4e4e4", "zeroline": True, "zerolinecolor": "#999999", "automargin": True, "rangemode": "tozero"}
-    layout: Dict[str, object] = {
-        "font": FONT, "height": height, "barmode": "stack", "bargap": 0.35,
-        "margin": {"l": 10, "r": 16, "t": 24, "b": 44},
-        "hovermode": "closest",
-        "hoverlabel": HOVER_LABEL,
-        "legend": dict(LEGEND_BELOW, traceorder="normal"),
-        "xaxis": dict(axis, domain=[0.0, 0.47], title={"text": "<b>at p50</b>: %s, µs" % BANDS[0][1]}),
-        "xaxis2": dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
-        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,
-                  "fixedrange": True, "ticks": ""},
-        **WHITE,
-    }
-    return Chart(chart_id, {"data": data, "layout": layout, "config": CONFIG},
-                 "where each traced arm's time goes: notify path, scheduler, GIL wait, interpreter, at p50 and at p99", height)
+    return figure(
+        chart_id, data, 150 + COMPONENT_ROW_PX * max(len(rows), 1),  # the legend (three lines) sits above the bars
+        (10, 16, 24, 44), "where each traced arm's time goes: notify path, scheduler, GIL wait, interpreter, at p50 and at p99",
+        barmode="stack", bargap=0.35, legend=dict(LEGEND_BELOW, traceorder="normal"),
+        xaxis=dict(axis, domain=[0.0, 0.47], title={"text": "<b>at p50</b>: %s, µs" % BANDS[0][1]}),
+        xaxis2=dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,
+               "fixedrange": True, "ticks": ""})
 
 
 # --- placing charts in the page ------------------------------------------------------------

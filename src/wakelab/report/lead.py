@@ -11,8 +11,8 @@ from typing import Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
 from wakelab.analysis.caveats import NativeRatio, Pairing
 from wakelab.analysis.view import RunView
-from wakelab.evidence.model import ArmRecord, LatencyFigures, RateFigures
-from wakelab.formatting import DASH, format_ns, format_ns_plain, format_rate, format_ratio, format_us
+from wakelab.evidence.model import ArmRecord, CpuSide, LatencyFigures, RateFigures
+from wakelab.formatting import DASH, finite_number, format_ns, format_ns_plain, format_percent, format_rate, format_ratio, format_us
 
 #: The latency figures a row shows after its n and lost, in µs.
 LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99.9", "max", "mean")
@@ -104,3 +104,39 @@ def pairing_detail(pairing: Pairing) -> str:
     if pairing.like_for_like:
         return "both %s, %s; at t0 the waiter is %s" % (pairing.waiter, pairing.scope, pairing.at_t0)
     return "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)
+
+
+class PlacementRow(NamedTuple):
+    """A latency arm's row of REPETITIONS AND PLACEMENT: each repetition's p50 (µs, none: not recorded), then its
+    range, n, p50 and p99 (µs) of the same-CPU and of the cross-CPU wakes, and the share crossed (dashes: not recorded)."""
+
+    arm: ArmRecord
+    repetitions: Tuple[str, ...]
+    cells: Tuple[str, ...]
+    unknown: object = None  # wakes whose CPUs were not both read (a number when some were)
+
+
+def _population_cells(population: CpuSide) -> List[str]:
+    if not population.recorded:
+        return [DASH] * 3
+    n = population.n
+    return [str(n if finite_number(n) is not None else DASH)] + [format_us(finite_number(v)) for v in (population.p50_ns, population.p99_ns)]
+
+
+def placement_rows(view: RunView) -> List[PlacementRow]:
+    """Per latency arm with either, each repetition's own p50 and their range, and its wakes split by where they ran."""
+    rows = []
+    for a in view.bundle.arms():
+        spread = a.repetitions if a.repetitions is not None and a.repetitions.has_spread else None
+        split = a.cpu_split
+        if not a.is_latency or a.latency is None or (spread is None and split is None):
+            continue
+        values = [v for v in (finite_number(x) for x in (spread.values if spread is not None else ())) if v is not None]
+        cells = [format_percent(finite_number(spread.range_pct) if spread is not None else None)]
+        if split is None:
+            rows.append(PlacementRow(a, tuple(format_us(v) for v in values), tuple(cells + [DASH] * 7)))
+            continue
+        share = finite_number(split.cross_share)
+        cells += _population_cells(split.same_cpu) + _population_cells(split.cross_cpu) + [format_percent(None if share is None else 100 * share)]
+        rows.append(PlacementRow(a, tuple(format_us(v) for v in values), tuple(cells), split.unknown if finite_number(split.unknown) else None))
+    return rows

@@ -17,8 +17,9 @@ from typing import List, Mapping, Optional, Union
 from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, RatioTone, compare_matrix, positive_ratio, ratio_tone
 from wakelab.evidence.matrix import MatrixVerdict
 from wakelab.evidence.words import grid_state_word, status_word
-from wakelab.formatting import DASH, escape_text, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, escape_text, format_ratio
 from wakelab.report.lead import format_native_cell
+from wakelab.report.versus import matrix_figures, matrix_rate_figures, spread_text
 from wakelab.report.text import NATIVE_LEGEND, format_table, wrap
 
 # The mark of a cell whose tail got worse (matrix.txt), beside its p50 ratio.
@@ -70,8 +71,7 @@ def _rate_table(arm: MatrixArm) -> List[str]:
         if rate is None:
             table.append([row.cell, status_word(row.arm.status), "", "", "", ""])
             continue
-        table.append([row.cell, format_rate(rate.ops_per_s), format_rate(rate.min_ops_per_s), format_rate(rate.max_ops_per_s),
-                      format_ratio(row.rate_ratio), _spread(row.entry.spread)])
+        table.append([row.cell] + matrix_rate_figures(rate, row))
     header = ["cell", "median ops/s", "slowest", "fastest", "vs first", "spread"]
     _add_native_column(header, table, arm, "C faster by")
     return format_table(header, table)
@@ -90,8 +90,7 @@ def _latency_table(arm: MatrixArm) -> List[str]:
         if row.tone.tail_worse:
             p99_text += " " + TAIL_MARK
             tails.append("%s %s: %s (a tail regression against %s)." % (TAIL_MARK, row.cell, row.tone.why, arm.base_cell or DASH))
-        table.append([row.cell, str(lat.n), str(lat.lost), format_us(lat.min_ns), format_us(lat.p50_ns), format_us(lat.p90_ns),
-                      format_us(lat.p99_ns), format_us(lat.max_ns), format_ratio(row.p50_ratio), p99_text, _spread(row.entry.spread)])
+        table.append([row.cell] + matrix_figures(lat) + [format_ratio(row.p50_ratio), p99_text, spread_text(row.entry.spread)])
     header = ["cell (µs)", "n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"]
     _add_native_column(header, table, arm, "vs C p50")
     out = format_table(header, table)
@@ -122,10 +121,6 @@ def _add_native_column(header: List[str], table: List[List[str]], arm: MatrixArm
     header.append(title)
     for line, row in zip(table, arm.rows):
         line.append(format_native_cell(row.native))
-
-
-def _spread(value: Optional[float]) -> str:
-    return format_ratio(value) if value else DASH
 
 
 # The rule a ratio is judged by lives in the analysis; the HTML report reads it from here too.

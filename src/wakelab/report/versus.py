@@ -3,11 +3,12 @@ each cell's own records, once for the HTML matrix and the Markdown export alike.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, NamedTuple, Sequence, Tuple
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from wakelab.analysis.matrix import MatrixRow, compare_matrix
 from wakelab.evidence.matrix import MatrixDoc, MatrixEntry
-from wakelab.evidence.model import Grid
+from wakelab.evidence.model import Grid, LatencyFigures, RateFigures
+from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 
 
 class Versus(NamedTuple):
@@ -31,3 +32,18 @@ def versus_of(entries: Mapping[str, Sequence[MatrixEntry]]) -> Dict[Tuple[str, s
     """Each arm's ``entries`` (its record in each cell, in cell order) compared, by (arm name, cell label)."""
     doc = MatrixDoc("", None, False, (), tuple((name, tuple(rows)) for name, rows in entries.items()), None)
     return {(arm.name, row.cell): Versus(row, row.cell == arm.base_cell) for arm in compare_matrix(doc).arms for row in arm.rows}
+
+
+def spread_text(value: Optional[float]) -> str:
+    return format_ratio(value) if value else DASH
+
+
+def matrix_figures(lat: LatencyFigures) -> List[str]:
+    """A latency arm's figures in a matrix row: n, lost, then min, p50, p90, p99 and max (µs)."""
+    return [str(lat.n), str(lat.lost)] + [format_us(v) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.max_ns)]
+
+
+def matrix_rate_figures(rate: RateFigures, row: MatrixRow) -> List[str]:
+    """A rate arm's figures in a matrix row: median, slowest and fastest ops/s, the median over the first cell's, the spread."""
+    return [format_rate(v) for v in (rate.ops_per_s, rate.min_ops_per_s, rate.max_ops_per_s)] + [
+        format_ratio(row.rate_ratio), spread_text(row.entry.spread)]

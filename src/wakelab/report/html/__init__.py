@@ -85,6 +85,11 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     if same_lab and lab.question:
         header.append('<p class="question">%s</p>' % esc(lab.question))
     body: List[str] = []
+
+    def add(anchor: str, title: str, content: str) -> None:
+        if content:  # a section with nothing to say is left out
+            body.append(_section(anchor, title, content, toc))
+
     if not several:
         state, css = _run_state(first)
         header.append(
@@ -92,28 +97,20 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
             % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(runs[0].source))
         )
         labels = [RunLabel(first.interpreter.label, first.interpreter.label, "#0072B2")]
-        guidance = render_guidance(runs[0])
-        if guidance:
-            body.append(_section("guidance", "Guidance", guidance, toc))
+        add("guidance", "Guidance", render_guidance(runs[0]))
         glance = render_overview(runs, labels, charts)
         if any(arm.is_rate for arm in first.arms()):  # ops/s are not wake times: the lead table has them, in a table of their own
             glance += '<p class="muted">The rate arms (operations per second) are in their own table: <a href="#lead-table">lead table</a>.</p>'
-        body.append(_section("overview", "At a glance", glance, toc))
+        add("overview", "At a glance", glance)
         body.extend(_grid_sections(grids, toc))
-        where = render_where_time_goes(runs[0], charts)
-        if where:
-            body.append(_section("where-time-goes", "Where the time goes", where, toc))
-        body.append(_section("verdict", "Verdict", render_verdict(runs[0]), toc))
-        body.append(_section("lead-table", "Lead table", render_lead_table(runs[0]), toc))
-        repetitions = render_repetitions_and_placement(runs[0])
-        if repetitions:
-            body.append(_section("repetitions", "Repetitions and placement", repetitions, toc))
-        body.append(_section("honesty", "Lab honesty", render_honesty(runs[0]), toc))
-        body.append(_section("caveats", "Caveats", render_caveats(runs[0]), toc))
-        body.append(_section("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_), toc))
-        details = render_details(runs[0])
-        if details:
-            body.append(_section("details", "Definitions, methodology, reproduce", details, toc))
+        add("where-time-goes", "Where the time goes", render_where_time_goes(runs[0], charts))
+        add("verdict", "Verdict", render_verdict(runs[0]))
+        add("lead-table", "Lead table", render_lead_table(runs[0]))
+        add("repetitions", "Repetitions and placement", render_repetitions_and_placement(runs[0]))
+        add("honesty", "Lab honesty", render_honesty(runs[0]))
+        add("caveats", "Caveats", render_caveats(runs[0]))
+        add("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_))
+        add("details", "Definitions, methodology, reproduce", render_details(runs[0]))
     else:
         labels = run_labels(runs)
         what = "%d runs" % len(runs)
@@ -123,16 +120,14 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
             what += " from %d machines (%s)" % (len(hosts), ", ".join(hosts))
         header.append('<p class="meta">%s · report by wakelab %s</p>' % (esc(what), esc(__version__)))
         glance = render_overview(runs, labels, charts) + render_grids(runs, charts)
-        body.append(_section("overview", "At a glance", glance, toc))
+        add("overview", "At a glance", glance)
         body.extend(_grid_sections(grids, toc))
-        where = render_where_time_goes_runs(runs, labels, charts)
-        if where:
-            body.append(_section("where-time-goes", "Where the time goes", where, toc))
+        add("where-time-goes", "Where the time goes", render_where_time_goes_runs(runs, labels, charts))
         versus = compare_with_first([run.bundle for run in runs])
         comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
                       render_comparison_table(runs, labels, versus), render_rate_table(runs, labels, versus)]
-        body.append(_section("comparison", "Runs compared", "".join(comparison), toc))
-        body.append(_section("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_), toc))
+        add("comparison", "Runs compared", "".join(comparison))
+        add("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_))
         for i, (run, label) in enumerate(zip(runs, labels), 1):
             body.append(_run_sections(run, label, "run-%d" % i, toc))
     if notes:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
-from wakelab.formatting import DASH, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, format_ratio
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
-from wakelab.report.versus import Versus, versus_first
+from wakelab.report.versus import Versus, matrix_figures, matrix_rate_figures, spread_text, versus_first
 from wakelab.evidence.model import ArmRecord
 from wakelab.report.html.common import esc, _plain, _run_state
 from wakelab.report.html.load import GridCellView, GridView
@@ -72,11 +72,6 @@ def _status_text(view: GridCellView, arm: Optional[ArmRecord]) -> str:
     return "%s%s" % (status_word(arm.status), ": %s" % arm.reason if arm.reason else "")
 
 
-def _spread_text(arm: ArmRecord) -> str:
-    spread = arm.spread
-    return format_ratio(spread.max_over_min) if spread is not None and spread.max_over_min is not None else DASH
-
-
 def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]]) -> str:
     rows = []
     for view, arm, compared in arms:
@@ -86,16 +81,15 @@ def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional
                 esc(view.label), esc(_status_text(view, arm))))
             continue
         p50_ratio, p99_ratio = compared.row.p50_ratio, compared.row.p99_ratio
-        figures = [esc(lat.n), '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0"]
-        figures += [esc(format_us(v)) for v in (lat.min_ns, lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.max_ns)]
-        figures[3] = "<b>%s</b>" % figures[3]
+        figures = [esc(f) for f in matrix_figures(lat)]
+        figures[1], figures[3] = '<span class="warn">%s</span>' % figures[1] if lat.lost else "0", "<b>%s</b>" % figures[3]
         if compared.first:
             figures += ['<span class="muted">first</span>', '<span class="muted">first</span>']
         else:
             p99_css = "" if p99_ratio is None else ("slower" if p99_ratio > RATIO_NOISE else "faster" if p99_ratio < 1 / RATIO_NOISE else "")
             figures += [_ratio_html(p50_ratio, p99_ratio) if p50_ratio is not None else DASH,
                         '<span class="ratio %s">%s</span>' % (p99_css, esc(format_ratio(p99_ratio)))]
-        figures.append(esc(_spread_text(arm)))
+        figures.append(esc(spread_text(compared.row.entry.spread)))
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
     head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix" data-arm="%s"><caption><b>%s</b> (µs)</caption><thead><tr><th>cell</th>%s</tr>'
@@ -110,9 +104,9 @@ def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[Ar
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="5">%s</td></tr>' % (
                 esc(view.label), esc(_status_text(view, arm))))
             continue
-        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in (
-            "<b>%s</b>" % esc(format_rate(rate.ops_per_s)), esc(format_rate(rate.min_ops_per_s)), esc(format_rate(rate.max_ops_per_s)),
-            esc(format_ratio(compared.row.rate_ratio)), esc(_spread_text(arm))))))
+        figures = [esc(f) for f in matrix_rate_figures(rate, compared.row)]
+        figures[0] = "<b>%s</b>" % figures[0]
+        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
     head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "spread"))
     return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
             "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))

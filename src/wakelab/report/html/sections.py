@@ -5,37 +5,19 @@ from __future__ import annotations
 import math
 from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis.caveats import (
-    WAITING_FOR_GIL,
-    NativeRatio,
-    gil_enabled,
-    waiter_at_t0,
-)
+from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.guidance import Guidance
 from wakelab.analysis.view import RunView, view_of
-from wakelab.evidence.model import CpuSide
-from wakelab.evidence.sections import Conditions, Execution, Parameters, Soak, System
+from wakelab.evidence.sections import Conditions, Parameters, Soak, System
 from wakelab.evidence.words import FREE_THREADED
-from wakelab.formatting import DASH, finite_number, format_ns, format_percent, format_rate, format_ratio, format_us
+from wakelab.formatting import DASH, finite_number, format_ns, format_rate, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.lead import LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, rate_cells, us_cells, verdict_figures
-from wakelab.report.text import (
-    NATIVE_LEGEND,
-    format_lost,
-    format_warning,
-    load_words,
-    reproduce_commands,
-    waiter_states,
-)
-from wakelab.report.html.common import (
-    _badge,
-    esc,
-    _list,
-    MAX_VALUE_CHARS,
-    _slug,
-    _status_cell,
-)
+from wakelab.report.lead import (LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, placement_rows, rate_cells,
+                                 us_cells, verdict_figures)
+from wakelab.report.text import NATIVE_LEGEND, format_lost, format_warning, load_words, reproduce_commands, waiter_states
+from wakelab.report.html.common import MAX_VALUE_CHARS, _badge, _list, _slug, _status_cell, esc
 from wakelab.report.html.load import RunEvidence
+from wakelab.report.text.honesty import ON_GIL, ONE_WAITER_STATE, execution_words, harness_words, spinning_on_gil
 
 #: What a section is laid out from: a loaded run, its analysis view, or its summary document.
 Run = Union[RunEvidence, RunView, Mapping[str, object]]
@@ -162,42 +144,20 @@ REPETITIONS_LEGEND = (
 )
 
 
-def _population_cells(population: CpuSide) -> List[str]:
-    """n, p50 and p99 (µs) of one placement population, escaped; dashes when it is not recorded."""
-    if not population.recorded:
-        return [DASH] * 3
-    n = population.n
-    return [esc(n if finite_number(n) is not None else DASH)] + [esc(format_us(finite_number(v))) for v in (population.p50_ns, population.p99_ns)]
-
-
 def render_repetitions_and_placement(run: Run) -> str:
     """Per latency arm, each repetition's own p50 and their range, and its wakes split by where they ran.
 
-    Laid out from the arm's ``repetitions`` and ``cpu_split`` as the run
-    recorded them (summary.txt's REPETITIONS AND PLACEMENT); empty for a
-    bundle that has neither (made before ``--repeat``), so such a page is as it was.
+    Empty for a bundle that has neither (made before ``--repeat``), so such a page is as it was.
     """
     rows: List[str] = []
-    for a in _view(run).bundle.arms():
-        if not a.is_latency or not a.ok or a.latency is None:
+    for row in placement_rows(_view(run)):
+        if not row.arm.ok:
             continue
-        spread = a.repetitions if a.repetitions is not None and a.repetitions.has_spread else None
-        split = a.cpu_split
-        if spread is None and split is None:
-            continue
-        values = [v for v in (finite_number(x) for x in (spread.values if spread is not None else ())) if v is not None]
-        range_pct = finite_number(spread.range_pct) if spread is not None else None
-        reps = [esc(" · ".join(format_us(v) for v in values)) if values else DASH, esc(format_percent(range_pct))]
-        if split is not None:
-            share = finite_number(split.cross_share)
-            crossed = esc(format_percent(None if share is None else 100 * share))
-            if finite_number(split.unknown):
-                crossed += ' <span class="muted">(%s unknown)</span>' % esc(split.unknown)
-            placed = _population_cells(split.same_cpu) + _population_cells(split.cross_cpu) + [crossed]
-        else:
-            placed = [DASH] * 7
+        cells = [esc(" · ".join(row.repetitions) or DASH)] + [esc(c) for c in row.cells]
+        if row.unknown is not None:
+            cells[-1] += ' <span class="muted">(%s unknown)</span>' % esc(row.unknown)
         rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
-            esc(_slug(a.name)), esc(a.name), "".join('<td class="num">%s</td>' % c for c in reps + placed)))
+            esc(_slug(row.arm.name)), esc(row.arm.name), "".join('<td class="num">%s</td>' % c for c in cells)))
     if not rows:
         return ""
     return (
@@ -299,24 +259,6 @@ def _placement_words(params: Parameters, conditions: Conditions) -> str:
     return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
 
 
-def _execution_words(execution: Execution) -> str:
-    if not execution.present:
-        return ""
-    repeat = execution.repetitions  # absent before --repeat: one pass
-    workers = execution.workers
-    if execution.in_process:
-        text = "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % esc(repeat))
-    elif repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
-        text = "%s fresh worker process%s per arm, wakes split between them and pooled" % (esc(workers), "" if workers == 1 else "es")
-    else:
-        # As summary.txt words it: an arm's workers are spread over its repetitions, at least one in each.
-        text = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over "
-                "them, wakes split between them and pooled" % (esc(repeat), esc(max(int(workers or 1), repeat))))
-    if execution.python:
-        text += " · <code>%s</code>" % esc(execution.python)
-    return text
-
-
 def _soak_words(soak: Soak) -> str:
     """A soak's duration and where its figures come from (summary.txt's Soak line, with what the page draws from)."""
     text = "%s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are exact" % (
@@ -379,10 +321,12 @@ def render_honesty(run: Run) -> str:
         text = "%s (%s); back-to-back floor <b>%s ns</b> median, %s ns min: no figure below it means anything" % (
             esc(timer.clock), esc(timer.implementation), esc(timer.floor_p50_ns), esc(timer.floor_min_ns))
         if timer.harness is not None:
-            text += "; harness bookkeeping %s ns per sample against %s ns for a bare pair (%s×)" % (
-                esc(timer.harness.per_sample_ns), esc(timer.harness.bare_pair_ns), esc(timer.harness.overhead_ratio))
+            text += "; harness bookkeeping " + harness_words(timer, esc)
         rows.append(("Clock", text))
-    rows.append(("Execution", _execution_words(bundle.execution)))
+    execution = bundle.execution
+    if execution.present:
+        python = " · <code>%s</code>" % esc(execution.python) if execution.python else ""
+        rows.append(("Execution", execution_words(execution, esc) + python))
     if bundle.soak is not None:
         rows.append(("Soak", _soak_words(bundle.soak)))
     rows.append(("Timing", _timing_words(params)))
@@ -391,21 +335,11 @@ def render_honesty(run: Run) -> str:
         rows.append(("CPU idle", _idle_words(system, conditions)))
     if system.present:
         rows.append(("System", _system_words(system)))
-    latency_arms = [a for a in bundle.arms() if a.is_latency]
-    described = esc(waiter_states(latency_arms))
+    described = waiter_states(bundle.arms())
     if described:
-        rows.append((
-            "Models",
-            '<span class="warn">These arms are not identical models</span> (%s). Compare arms only within one waiter state.' % described,
-        ))
-    gil = gil_enabled(bundle)
-    on_gil = [a.name for a in latency_arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
-    if on_gil:
-        rows.append((
-            "Spinning under the GIL",
-            "%s: a waiter in another thread cannot poll while the notifier runs, so at t0 it is waiting for the GIL, "
-            "and its wake is the GIL's hand-over." % esc(", ".join(on_gil)),
-        ))
+        rows.append(("Models", '<span class="warn">These arms are not identical models</span> (%s).%s' % (esc(described), ONE_WAITER_STATE)))
+    if spinning_on_gil(bundle):
+        rows.append(("Spinning under the GIL", "%s: %s" % (esc(", ".join(spinning_on_gil(bundle))), ON_GIL)))
     if bundle.note:
         rows.append(("Note", esc(bundle.note)))
     if bundle.command:

@@ -8,12 +8,12 @@ measures the same again.
 from __future__ import annotations
 
 import shlex
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 from wakelab.analysis.caveats import WAITING_FOR_GIL, gil_enabled, waiter_at_t0
 from wakelab.analysis.view import view_of
-from wakelab.evidence.model import DEFAULT_REPEAT, ArmOrigin, ArmRecord, Interpreter
-from wakelab.evidence.sections import Conditions, Parameters
+from wakelab.evidence.model import DEFAULT_REPEAT, ArmOrigin, ArmRecord, Bundle, Interpreter
+from wakelab.evidence.sections import Conditions, Execution, Parameters, Timer
 from wakelab.evidence.words import FREE_THREADED
 from wakelab.report.text.wrap import Run, bullets, wrap
 
@@ -39,23 +39,10 @@ def format_honesty(run: Run) -> List[str]:
         items.append("Timer: %s (%s); back-to-back floor %s ns median, %s ns min." % (
             timer.clock, timer.implementation, timer.floor_p50_ns, timer.floor_min_ns))
     if timer.harness is not None:
-        harness = timer.harness
-        items[-1] += " Harness bookkeeping: %s ns per sample against %s ns for a bare pair (%s×)." % (
-            harness.per_sample_ns, harness.bare_pair_ns, harness.overhead_ratio)
-    in_process = execution.in_process
+        items[-1] += " Harness bookkeeping: %s." % harness_words(timer)
     if execution.present:
-        workers, repeat = execution.workers, execution.repetitions
-        if in_process:
-            how = "in the runner's own process%s" % ("" if repeat == 1 else ", %s repetitions per arm" % repeat)
-        elif repeat == 1:
-            how = "%s fresh worker process%s per arm, wakes split between them and pooled" % (workers, "" if workers == 1 else "es")
-        else:
-            total = max(int(workers or 1), int(repeat))
-            how = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread "
-                   "over them, wakes split between them and pooled" % (repeat, total))
-        if execution.rigorous:
-            how += "; compare-grade (--rigorous: more wakes and workers than the lab's defaults)"
-        items.append("Execution: %s." % how)
+        rigorous = "; compare-grade (--rigorous: more wakes and workers than the lab's defaults)" if execution.rigorous else ""
+        items.append("Execution: %s%s." % (execution_words(execution), rigorous))
     soak = bundle.soak
     if soak is not None:
         if soak.from_histogram:
@@ -75,7 +62,7 @@ def format_honesty(run: Run) -> List[str]:
             params, bundle.arms())
     items.append(
         "Timing: %s; %s warm-up wakes discarded per latency arm%s and %s short warm-up round(s) per rate arm; every wait "
-        "times out after %s s (a lost wake)." % (timing, params.warmup, "" if in_process else " (in each worker)",
+        "times out after %s s (a lost wake)." % (timing, params.warmup, "" if execution.in_process else " (in each worker)",
                                                  params.warmup_rounds, params.timeout_s)
     )
     placement = params.placement or "any"
@@ -97,20 +84,44 @@ def format_honesty(run: Run) -> List[str]:
     if system.present:
         items.append("System: clocksource %s, cpuidle driver %s, load average %s%s." % (
             system.clocksource, system.cpuidle_driver, system.load_average, ", under a hypervisor" if system.hypervisor else ""))
-    arms = [a for a in bundle.arms() if a.is_latency]
-    described = waiter_states(arms)
+    described = waiter_states(bundle.arms())
     if described:
-        items.append("These arms are not identical models (%s). Compare arms only within one waiter state." % described)
-    gil = gil_enabled(bundle)
-    on_gil = [a.name for a in arms if waiter_at_t0(a, gil) == WAITING_FOR_GIL]
-    if on_gil:
-        items.append(
-            "Spinning in name only under this interpreter's GIL (%s): a waiter in another thread cannot poll while "
-            "the notifier runs, so at t0 it is waiting for the GIL, and its wake is the GIL's hand-over." % ", ".join(on_gil)
-        )
+        items.append("These arms are not identical models (%s).%s" % (described, ONE_WAITER_STATE))
+    if spinning_on_gil(bundle):
+        items.append("Spinning in name only under this interpreter's GIL (%s): %s" % (", ".join(spinning_on_gil(bundle)), ON_GIL))
     if bundle.note:
         items.append("Note: %s" % bundle.note)
     return bullets(items)
+
+
+ONE_WAITER_STATE = " Compare arms only within one waiter state."
+ON_GIL = ("a waiter in another thread cannot poll while the notifier runs, so at t0 it is waiting for the GIL, and its wake is "
+          "the GIL's hand-over.")
+
+
+def harness_words(timer: Timer, value: Callable[[object], str] = str) -> str:
+    harness = timer.harness
+    assert harness is not None
+    return "%s ns per sample against %s ns for a bare pair (%s×)" % (
+        value(harness.per_sample_ns), value(harness.bare_pair_ns), value(harness.overhead_ratio))
+
+
+def execution_words(execution: Execution, value: Callable[[object], str] = str) -> str:
+    """How the arms ran (``value`` places each figure: the page escapes them)."""
+    repeat, workers = execution.repetitions, execution.workers
+    if execution.in_process:
+        return "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % value(repeat))
+    if repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
+        return "%s fresh worker process%s per arm, wakes split between them and pooled" % (value(workers), "" if workers == 1 else "es")
+    # An arm's workers are spread over its repetitions, at least one in each.
+    return ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over them, "
+            "wakes split between them and pooled" % (value(repeat), value(max(int(workers or 1), repeat))))
+
+
+def spinning_on_gil(bundle: Bundle) -> List[str]:
+    """The latency arms whose spinning waiter waits for the GIL at t0 under this interpreter."""
+    gil = gil_enabled(bundle)
+    return [a.name for a in bundle.arms() if a.is_latency and waiter_at_t0(a, gil) == WAITING_FOR_GIL]
 
 
 def load_words(conditions: Conditions) -> List[str]:
@@ -123,7 +134,7 @@ def load_words(conditions: Conditions) -> List[str]:
 def waiter_states(arms: Sequence[ArmRecord]) -> str:
     """``blocked waiter: event, queue; spinning waiter: spin`` when the latency arms' waiters differ, else ""."""
     states: Dict[str, List[str]] = {}
-    for a in arms:
+    for a in (a for a in arms if a.is_latency):
         states.setdefault(a.waiter, []).append(a.name)
     return "; ".join("%s waiter: %s" % (state, ", ".join(names)) for state, names in states.items()) if len(states) > 1 else ""
 

@@ -15,8 +15,8 @@ from wakelab.analysis.view import view_of
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
-from wakelab.formatting import DASH, format_percent, format_us
-from wakelab.report.lead import LATENCY_COLUMNS, format_native_cell, lead_table, rate_cells, us_cells
+from wakelab.formatting import DASH, format_us
+from wakelab.report.lead import LATENCY_COLUMNS, format_native_cell, lead_table, placement_rows, rate_cells, us_cells
 from wakelab.report.text.wrap import Run, format_table, wrap
 
 
@@ -82,25 +82,7 @@ def format_repetitions_and_placement(run: Run) -> List[str]:
     """Per latency arm: each repetition's p50 and their range, and the same-CPU / cross-CPU
     split of its wakes (µs); empty when no arm has either."""
     header = ["arm", "repetition p50s", "range", "same CPU: n", "p50", "p99", "cross CPU: n", "p50", "p99", "crossed"]
-    rows: List[List[str]] = []
-    for a in view_of(run).bundle.arms():
-        if not a.is_latency or a.latency is None:
-            continue
-        reps, split = a.repetitions, a.cpu_split
-        spread = reps if reps is not None and reps.has_spread else None
-        if spread is None and split is None:
-            continue
-        rng = spread.range_pct if spread is not None else None
-        row = [a.name, " ".join(format_us(v) for v in spread.values) if spread is not None and spread.values else "-",
-               format_percent(rng) if isinstance(rng, (int, float)) else DASH]
-        if split is not None:
-            same, cross, share = split.same_cpu, split.cross_cpu, split.cross_share
-            row += [str(same.n), format_us(same.p50_ns), format_us(same.p99_ns),
-                    str(cross.n), format_us(cross.p50_ns), format_us(cross.p99_ns),
-                    format_percent(share * 100) if isinstance(share, (int, float)) else DASH]
-        else:
-            row += ["-"] * 7
-        rows.append(row)
+    rows = [[row.arm.name, " ".join(row.repetitions) or DASH, *row.cells] for row in placement_rows(view_of(run))]
     if not rows:
         return []
     lines = format_table(header, rows, align_left=2)

@@ -10,18 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.warning_figures import (
-    CauseKind,
-    OmittedFigures,
-    PollingFigures,
-    PopulationCause,
-    PopulationsFigures,
-    SpreadFigures,
-    StoredEntry,
-    SwitchTailFigures,
-    TimerFloorFigures,
-    figures_of,
-)
+from wakelab.analysis.warning_figures import (CauseKind, OmittedFigures, PollingFigures, PopulationCause, PopulationsFigures,
+                                              SpreadFigures, StoredEntry, SwitchTailFigures, TimerFloorFigures, figures_of)
 from wakelab.evidence.model import WarningKind, WarningRecord
 from wakelab.formatting import format_ns, format_percent, format_ratio
 
