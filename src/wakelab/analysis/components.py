@@ -35,22 +35,21 @@ from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, Rebloc
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us
 
-#: Components in the order of a wake.
-COMPONENTS: Tuple[str, ...] = ("notify", "sched_wake", "sched_queue", "gil_wait", "interpreter", "unattributed")
-#: What each component is, for renderers and the schema.
-COMPONENT_TITLES: Dict[str, str] = {
-    "notify": "notify path (t0 to the kernel waking the waiter)",
-    "sched_wake": "scheduler: wake delivery (cross-CPU interrupt, idle exit)",
-    "sched_queue": "scheduler: run-queue wait (behind another task, preempted)",
-    # The HTML report's legend (its golden files) keeps these words; the text names each re-block.
-    "gil_wait": "GIL wait (extra sleep/wake cycles after the waiter first ran)",
-    "interpreter": "interpreter (on a CPU, up to t1)",
-    "unattributed": "unattributed (the events cannot place it)",
-}
-SHORT_NAMES: Dict[str, str] = {"notify": "notify", "sched_wake": "wake", "sched_queue": "queue", "gil_wait": "re-blocked",
-                               "interpreter": "own work", "unattributed": "other"}
-# As a band from before re-blocks were named reads (summary.txt of such a bundle, unchanged).
-_OLD_SHORT_NAMES: Dict[str, str] = dict(SHORT_NAMES, gil_wait="GIL", interpreter="interp")
+# Each component in the order of a wake: what it is (for renderers and the schema; the HTML report's
+# legend, its golden files, keeps the GIL's words), its short name, and its short name in a band from
+# before re-blocks were named (summary.txt of such a bundle, unchanged).
+_TABLE = (
+    ("notify", "notify path (t0 to the kernel waking the waiter)", "notify", "notify"),
+    ("sched_wake", "scheduler: wake delivery (cross-CPU interrupt, idle exit)", "wake", "wake"),
+    ("sched_queue", "scheduler: run-queue wait (behind another task, preempted)", "queue", "queue"),
+    ("gil_wait", "GIL wait (extra sleep/wake cycles after the waiter first ran)", "re-blocked", "GIL"),
+    ("interpreter", "interpreter (on a CPU, up to t1)", "own work", "interp"),
+    ("unattributed", "unattributed (the events cannot place it)", "other", "other"),
+)
+COMPONENTS: Tuple[str, ...] = tuple(row[0] for row in _TABLE)
+COMPONENT_TITLES: Dict[str, str] = {row[0]: row[1] for row in _TABLE}
+SHORT_NAMES: Dict[str, str] = {row[0]: row[2] for row in _TABLE}
+_OLD_SHORT_NAMES: Dict[str, str] = {row[0]: row[3] for row in _TABLE}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,16 +123,7 @@ class WakeSplit:
 # (_BLOCKED) is a re-block; the scheduler's time getting it back on a CPU (_REWOKEN, _REQUEUED) is
 # the scheduler's, as for the first wake.
 _ASLEEP, _WOKEN, _QUEUED, _RUNNING, _BLOCKED, _REWOKEN, _REQUEUED, _PREEMPTED = range(8)
-_BUCKET = {
-    _ASLEEP: "notify",
-    _WOKEN: "sched_wake",
-    _QUEUED: "sched_queue",
-    _RUNNING: "interpreter",
-    _BLOCKED: "gil_wait",
-    _REWOKEN: "sched_wake",
-    _REQUEUED: "sched_queue",
-    _PREEMPTED: "sched_queue",
-}
+_BUCKET = ("notify", "sched_wake", "sched_queue", "interpreter", "gil_wait", "sched_wake", "sched_queue", "sched_queue")
 
 
 def _asleep(state: str) -> bool:
@@ -536,9 +526,6 @@ def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -
     return all(sum(series[name][i] for name in COMPONENTS) == s for i, s in enumerate(samples_ns))
 
 
-# -- text --------------------------------------------------------------------------------------
-
-
 #: A re-block cause under this share of its band's latency is folded into "other re-blocks".
 CAUSE_SHOWN_SHARE = 0.01
 
@@ -670,9 +657,6 @@ def format_where_the_time_goes(run: Run) -> List[str]:
         if frames:
             out.append("  %-26s %s" % ("", frames))
     return [escape_text(line) for line in out]
-
-
-# -- views for renderers (HTML, compare) ----------------------------------------------------------
 
 
 def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]]:

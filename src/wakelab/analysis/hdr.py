@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import array
 import base64
-import bisect
-import itertools
 import math
 import struct
 import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from wakelab.analysis.histogram import weighted_percentile
 from wakelab.analysis.stats import LatencyStats, reportable
 
 SIGNIFICANT_DIGITS = 3
@@ -101,15 +100,6 @@ class LogLinearHistogram:
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
 
-    def record(self, value_ns: int) -> None:
-        """Add one value (the slow path; :meth:`record_many` for a chunk)."""
-        index = counts_index(value_ns)
-        self.counts[index] += 1
-        self._merge_moments(1, float(value_ns), 0.0)
-        self.sum_ns += int(value_ns)
-        self.min_ns = value_ns if self.min_ns is None else min(self.min_ns, value_ns)
-        self.max_ns = value_ns if self.max_ns is None else max(self.max_ns, value_ns)
-
     def _merge_moments(self, n: int, mean: float, m2: float) -> None:
         total = self.total + n
         delta = mean - self._mean
@@ -144,20 +134,9 @@ class LogLinearHistogram:
         """:meth:`percentile_ns` of each of ``qs``, in one pass over the counters."""
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
-        cumulative = list(itertools.accumulate(self.counts))
-        out: List[float] = []
-        for q in qs:
-            if not 0.0 <= q <= 100.0:
-                raise ValueError("percentile must be within 0..100, got %r" % (q,))
-            position = (self.total - 1) * q / 100.0
-            lower = math.floor(position)
-            upper = min(lower + 1, self.total - 1)
-            # The counter holding the k-th smallest value (0-based): the first whose cumulative count exceeds k.
-            low_index, high_index = bisect.bisect_right(cumulative, lower), bisect.bisect_right(cumulative, upper)
-            low_value = self._clamped_middle(low_index)
-            value = low_value + (self._clamped_middle(high_index) - low_value) * (position - lower)
-            out.append(value)
-        return out
+        where = [i for i, count in enumerate(self.counts) if count]
+        values = [self._clamped_middle(i) for i in where]
+        return [weighted_percentile(values, [self.counts[i] for i in where], q) for q in qs]
 
     def _clamped_middle(self, index: int) -> float:
         # The extreme counters' values are known exactly: never report beyond min or max.

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Literal, Optional, Sequence, Tuple
 
 from wakelab.evidence.arms import WorkerRecord
 
@@ -174,14 +174,10 @@ def _binned(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
 
     pooled = np.sort(np.concatenate(units.values))
     cuts, exact = _bin_edges(pooled)
-    if exact:
-        def bin_of(values: Any) -> Any:
-            return np.searchsorted(cuts, values)
-        bins = cuts.size
-        starts = ends = None
-    else:
-        def bin_of(values: Any) -> Any:
-            return np.searchsorted(cuts, values, side="right")
+    # Exact: a value's bin is its own distinct value; else bin i holds the values from cut i - 1 up to cut i.
+    side: Literal["left", "right"] = "left" if exact else "right"
+    bins, starts, ends = cuts.size, None, None
+    if not exact:
         bins = cuts.size + 1
         starts = np.concatenate([[0], np.searchsorted(pooled, cuts, side="left")])
         ends = np.concatenate([np.searchsorted(pooled, cuts, side="left"), [pooled.size]])
@@ -189,7 +185,7 @@ def _binned(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
     sizes = np.array(units.sizes, dtype=np.int64)
     pvals = []
     for unit in units.values:
-        counts = np.bincount(bin_of(unit), minlength=bins).astype(np.float64)
+        counts = np.bincount(np.searchsorted(cuts, unit, side=side), minlength=bins).astype(np.float64)
         pvals.append(counts / counts.sum())
     out = np.empty((len(qs), resamples))
     chunk = max(1, CHUNK_ELEMENTS // bins)
@@ -243,6 +239,15 @@ def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
     return point * np.exp(factor * np.log(boot / point))
 
 
+def check_resampling(qs: Sequence[float], resamples: int) -> None:
+    """ValueError unless there is a resample to draw and every percentile is within 0..100."""
+    if resamples < 1:
+        raise ValueError("resamples must be positive, got %r" % (resamples,))
+    for q in qs:
+        if not 0.0 <= q <= 100.0:
+            raise ValueError("percentile must be within 0..100, got %r" % (q,))
+
+
 def choose_method(units: Units) -> str:
     """``direct`` while one resample pools at most :data:`DIRECT_LIMIT` values, ``binned`` above."""
     return DIRECT if units.count * max(units.sizes) <= DIRECT_LIMIT else BINNED
@@ -254,13 +259,9 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
 
     ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring).
     """
-    if resamples < 1:
-        raise ValueError("resamples must be positive, got %r" % (resamples,))
+    check_resampling(qs, resamples)
     if units.total == 0:
         raise ValueError("no values to resample")
-    for q in qs:
-        if not 0.0 <= q <= 100.0:
-            raise ValueError("percentile must be within 0..100, got %r" % (q,))
     if method == AUTO:
         method = choose_method(units)
     if method == DIRECT:
@@ -303,7 +304,3 @@ def level_interval(point: float, boot: Any, confidence: float) -> LevelInterval:
         half = math.inf
     return LevelInterval(point, low, high, half)
 
-
-__all__ = ["Units", "LevelInterval", "slice_sizes", "split_units", "resample_percentiles", "level_interval",
-           "widen_for_few_units",
-           "choose_method", "DIRECT", "BINNED", "AUTO", "BINS", "DIRECT_LIMIT", "CHUNK_ELEMENTS"]

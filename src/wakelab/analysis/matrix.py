@@ -150,6 +150,3 @@ def compare_matrix(doc: Union[MatrixDoc, Mapping[str, object]]) -> Matrix:
             if ratio is not None:
                 natives.setdefault(name, {})[cell] = ratio
     return Matrix(matrix, tuple(_compare(name, entries, natives.get(name) or {}) for name, entries in matrix.arms))
-
-
-__all__ = ["RATIO_NOISE", "Matrix", "MatrixArm", "MatrixRow", "RatioTone", "compare_matrix", "positive_ratio", "ratio_tone"]

@@ -103,11 +103,6 @@ def are_separate(baseline: Bundle, other: Bundle) -> bool:
     return grid is None or grid != _grid_of(other)
 
 
-# ---------------------------------------------------------------------------
-# Telling them apart
-# ---------------------------------------------------------------------------
-
-
 def _utc_seconds(text: Any) -> Optional[float]:
     import datetime
 
@@ -313,11 +308,6 @@ def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
         _simple("machine", _machine(baseline), _machine(other)),
     )
     return SeparateRuns(baseline.label, other.label, gap, conditions)
-
-
-# ---------------------------------------------------------------------------
-# Level shifts from the history
-# ---------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)

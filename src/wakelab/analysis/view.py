@@ -137,6 +137,3 @@ def view_of(run: Union[RunView, Bundle, Mapping[str, object]]) -> RunView:
     if isinstance(run, RunView):
         return run
     return RunView(bundle_of(run))
-
-
-__all__ = ["AgainstFirst", "compare_with_first", "RunView", "view_of"]

@@ -273,9 +273,3 @@ def figures_of(record: WarningRecord) -> Figures:
     if not isinstance(record.kind, WarningKind) or (stored and not isinstance(stored, Mapping)):
         raise ValueError("kind %r" % (record.kind,))
     return _READERS[record.kind](record.figures)
-
-
-__all__ = [
-    "CauseKind", "Figures", "OmittedFigures", "OmittedPercentile", "PollingFigures", "Population", "PopulationCause", "Populations",
-    "PopulationsFigures", "Record", "SpreadFigures", "StoredEntry", "SwitchTailFigures", "TimerFloorFigures", "figures_of",
-]

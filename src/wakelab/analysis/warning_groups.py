@@ -183,9 +183,6 @@ def group_warnings(records: Sequence[WarningRecord]) -> Tuple[WarningGroup, ...]
     return tuple(groups)
 
 
-# -- the load the run saw ----------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class BusyProcess:
     """A process other than the run's own that used at least a tenth of a CPU over the run."""
@@ -225,9 +222,3 @@ def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     busy = tuple(BusyProcess(str(p.get("name")), p.get("pid"), share, bool(p.get("started_during_run")))
                  for p, share in shares if share is not None)
     return MachineLoad(busy, _first_load(observed.get("start")), _first_load(observed.get("end"))) if busy else None
-
-
-__all__ = [
-    "DURATION_NS", "RATIO", "SHARE",
-    "BusyProcess", "Explanation", "GroupMember", "MachineLoad", "WarningGroup", "group_warnings", "machine_load",
-]

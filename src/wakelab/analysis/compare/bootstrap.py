@@ -16,7 +16,7 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from wakelab.analysis.hierarchical import outward_interval
+from wakelab.analysis.hierarchical import check_resampling, outward_interval
 from wakelab.percentile import percentile as type7_percentile
 
 DEFAULT_ALPHA = 0.05
@@ -143,11 +143,7 @@ def _resampled_pair(baseline: Sequence[float], other: Sequence[float], qs: Seque
 
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
-    if resamples < 1:
-        raise ValueError("resamples must be positive, got %r" % (resamples,))
-    for q in qs:
-        if not 0.0 <= q <= 100.0:
-            raise ValueError("percentile must be within 0..100, got %r" % (q,))
+    check_resampling(qs, resamples)
     base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
     base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
     return (base, oth, _resampled_percentiles(base, qs, resamples, np.random.default_rng(base_seed)),

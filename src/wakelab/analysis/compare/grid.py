@@ -67,5 +67,3 @@ def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Sett
             continue
         comparisons.append(compare_runs(base.bundle, cell.bundle, settings, names))
     return base.bundle, comparisons, skipped
-
-

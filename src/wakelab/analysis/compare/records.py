@@ -236,4 +236,3 @@ class Regression:
 
     def to_dict(self) -> Dict[str, object]:
         return {"run": self.label, "arm": self.arm, "metric": self.metric, "slowdown": finite(self.slowdown)}
-

@@ -129,7 +129,6 @@ def judge_arm(baseline_units: Any, other_units: Any, plan: Sequence[Tuple[str, f
     return ratios, judgements
 
 
-
 def rigor_hint(baseline: Run, other: Run, judgements: Mapping[str, Judgement]) -> Optional[str]:
     """What would narrow a "cannot tell", when a side was not made compare-grade (None otherwise)."""
     if not any(j.verdict == CANNOT_TELL for j in judgements.values()):
@@ -308,5 +307,3 @@ def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
                     found.append(Regression(comparison.other.label, arm.name,
                                             "median ops/s" if arm.kind == RATE else label_of(key), slowdown))
     return found, unchecked
-
-

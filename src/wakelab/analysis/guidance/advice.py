@@ -117,8 +117,6 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
     return Advice(PREFER, " ".join(parts), tuple(unique_cites(cites))), headline
 
 
-
-
 def process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
     """Waking another process: the cross-process group in :func:`~wakelab.analysis.guidance.ranking.format_ranking`'s words."""
     if ranking is None:
@@ -242,8 +240,6 @@ def install_advice(bundle: Bundle) -> Optional[Advice]:
     return Advice(INSTALL, text, tuple(cites))
 
 
-
-
 def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     """Threads, subinterpreters or processes for a hand-off, from the executor arms; and what waking a
     subinterpreter by its queue costs against a pipe.  The headline's clause."""
@@ -314,10 +310,6 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     return items, clause
 
 
-
-
 def _min_ns(level: Level) -> Optional[float]:
     lat = level.arm.latency
     return positive(lat.min_ns) if lat is not None else None
-
-

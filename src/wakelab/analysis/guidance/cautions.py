@@ -57,8 +57,6 @@ def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
     return Advice(OPEN_LOOP, text, tuple(cites))
 
 
-
-
 def busy_threads(bundle: Bundle) -> int:
     """How many busy Python threads ran beside the waiter (``--cpu-threads``), 0 without load."""
     busy = bundle.conditions.cpu_threads
@@ -159,8 +157,6 @@ def polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opti
     return items, clause
 
 
-
-
 def pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
     """What a handler's figures and a spinning waiter's do not show: main-thread-only delivery, heavy handlers,
     and busy-wait figures that say nothing of a waiter that blocks."""
@@ -200,5 +196,3 @@ def pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
         text += "."
         items.append(Advice(PITFALL, text, tuple(cites_list)))
     return items
-
-

@@ -38,7 +38,6 @@ def format_times(ratio: float) -> str:
     return format_ratio(ratio)
 
 
-
 def positive(value: Any) -> Optional[float]:
     """A finite positive float, or None (evidence may hold nulls, booleans, zeros or out-of-range numbers)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -265,4 +264,3 @@ def clear_of_noise(first: Level) -> str:
     if first.ranged:
         return "beyond this run's noise"
     return "by at least the %s× that counts with %s" % (NO_RANGE_RATIO, NO_SPREAD)
-

@@ -251,7 +251,6 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
     return text
 
 
-
 def how_judged(ranking: "Ranking") -> str:
     """How the ranking's noise was judged, in a sentence's words."""
     first = ranking.fastest.level
@@ -265,7 +264,6 @@ def how_judged(ranking: "Ranking") -> str:
                 % (what, ALPHA, MIN_CLAIM_RATIO))
     return ("an arm is clearly slower only when its %s medians all lie above the lowest arm's and its p50 is at "
             "least %s× the lowest" % (what, MIN_CLAIM_RATIO))
-
 
 
 def wide_note(leaders: Sequence[Ranked]) -> str:
@@ -287,11 +285,9 @@ def lowest_words(ranking: Ranking, noun: str) -> str:
     return "the %s with the lowest p50" % noun
 
 
-
 def and_list(words: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
-
 
 
 def group_clause(ranking: Ranking, scope: str) -> str:
@@ -308,4 +304,3 @@ def group_clause(ranking: Ranking, scope: str) -> str:
                                     within_noise(first.level, "the lowest p50"), wide_note(leaders))
     return "%s, %s has the lowest p50 (%s), though not clearly below %s" % (
         scope, first.name, format_ns(first.level.p50_ns), and_list([r.name for r in ranking.unclear]))
-
