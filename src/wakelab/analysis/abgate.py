@@ -1,11 +1,10 @@
 """The A/B gate: one comparison of two sides that took turns in one run, judged once.
 
-``wakelab ab`` measures base and head as the two cells of one grid, whose repetitions alternate, so
-that whatever the machine does over the run reaches both sides alike.  This module turns compare's
-comparison of them into the gate's answer (the rows every output lays out, and the result), so that
-no renderer decides anything.  The rule is compare's ``--fail-on-regression``
-(:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the gate
-unable to answer: an error, not a pass."""
+``wakelab ab`` measures base and head as the two cells of one grid, whose repetitions alternate, so that whatever the
+machine does over the run reaches both sides alike.  This module turns compare's comparison of them into the gate's
+answer (the rows every output lays out, and the result), so that no renderer decides anything.  The rule is compare's
+``--fail-on-regression`` (:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the
+gate unable to answer: an error, not a pass."""
 
 from __future__ import annotations
 

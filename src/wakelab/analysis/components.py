@@ -1,9 +1,8 @@
 """Where the time goes: each wake split at the kernel's scheduler events.
 
-A traced run (:mod:`wakelab.harness.trace`) records, on the CLOCK_MONOTONIC of every ``t0`` and ``t1``,
-the waiter's ``sched_waking``, ``sched_wakeup`` and ``sched_switch`` events and the system calls it
-sleeps in.  Walking them from ``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited
-to one component:
+A traced run (:mod:`wakelab.harness.trace`) records, on the CLOCK_MONOTONIC of every ``t0`` and ``t1``, the waiter's
+``sched_waking``, ``sched_wakeup`` and ``sched_switch`` events and the system calls it sleeps in.  Walking them from
+``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited to one component:
 
 ``notify``        ``t0`` to the waiter's first ``sched_waking``: the notifier's own path, down to the
                   kernel's wake call;
@@ -56,17 +55,13 @@ _OLD_SHORT_NAMES: Dict[str, str] = {row[0]: row[3] for row in _TABLE}
 class SchedEvent:
     """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.
 
-    ``kind`` is ``waking``, ``wakeup``, ``switch``, ``migrate``, ``enter`` or
-    ``exit``; ``tid`` the thread the event ran in (the waker, for a wake),
-    ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid``
-    is the woken thread and ``target_cpu`` where it will run.  For a switch:
-    ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``: asleep; ``R``,
-    ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU
-    goes idle, or, as ``prev_pid``, comes out of idle).  For a migration:
-    ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a system call's entry
-    (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0``
-    and ``arg1`` are its first arguments (a futex's word and op, an fd),
-    ``ret`` what it returned (negative: an error, -110 timed out).
+    ``kind`` is ``waking``, ``wakeup``, ``switch``, ``migrate``, ``enter`` or ``exit``; ``tid`` the thread the event
+    ran in (the waker, for a wake), ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid`` is the
+    woken thread and ``target_cpu`` where it will run.  For a switch: ``prev_pid`` leaves the CPU in ``prev_state``
+    (``S``, ``D``: asleep; ``R``, ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU goes idle,
+    or, as ``prev_pid``, comes out of idle).  For a migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a
+    system call's entry (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0`` and ``arg1`` are
+    its first arguments (a futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out).
     """
 
     time_ns: int
@@ -460,9 +455,8 @@ HOLDERS_SHOWN = 5
 
 
 def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
-    """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and
-    the thread ids: one per worker, whose threads differ), in how many wakes, and the re-blocks'
-    time in all (ns)."""
+    """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and the thread ids: one
+    per worker, whose threads differ), in how many wakes, and the re-blocks' time in all (ns)."""
     totals: Dict[Tuple[str, str], Tuple[int, int, Set[int]]] = {}
     for split in splits:
         seen = set()
@@ -532,11 +526,10 @@ CAUSE_SHOWN_SHARE = 0.01
 
 def band_sentence(label: str, latency_ns: Optional[float], parts: Mapping[str, float],
                   causes: Optional[Mapping[str, float]], native: bool = False) -> str:
-    """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 +
-    queue 100 + re-blocked on the GIL the notifier held 1745 + the waiter's own work 2002 +
-    other 200" -- every further sleep named by its cause, largest first; the parts sum to the
-    latency (up to rounding).  A band from before re-blocks were named (``causes`` None) reads as
-    before, a C floor's extra sleeps as re-sleeps (``native``)."""
+    """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 + queue 100 + re-blocked
+    on the GIL the notifier held 1745 + the waiter's own work 2002 + other 200" -- every further sleep named by its
+    cause, largest first; the parts sum to the latency (up to rounding).  A band from before re-blocks were named
+    (``causes`` None) reads as before, a C floor's extra sleeps as re-sleeps (``native``)."""
     if causes is None:
         return _band_line(label, latency_ns, parts, native)
     latency = float(latency_ns or 0.0)
@@ -717,10 +710,9 @@ def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
 
 
 def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
-    """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it
-    has none: a bundle from before re-blocks were named).  Raises :class:`TracedSeriesError` when
-    a series is not one non-negative integer per traced wake, or a wake's causes do not sum to
-    its ``gil_wait``."""
+    """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it has none: a bundle
+    from before re-blocks were named).  Raises :class:`TracedSeriesError` when a series is not one non-negative
+    integer per traced wake, or a wake's causes do not sum to its ``gil_wait``."""
     series = traced_series(doc)
     part = doc.get("traced")
     causes = part.get("reblocks_ns") if isinstance(part, Mapping) else None
@@ -737,11 +729,10 @@ def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]
 
 @dataclasses.dataclass(frozen=True)
 class FloorGap:
-    """How a traced Python arm's band (``p50``: the median wakes, ``p99``: the tail) differs from its
-    traced C floor's, component by component: "Python is 2x C" as "Python's extra 6 µs: 4 in the
-    notify path, 2 after the waiter is on a CPU".  ``parts_ns`` maps each component to the arm's
-    band mean minus the floor's (ns; they sum to ``extra_ns``); ``matched`` is False for a nearest
-    floor (not the same experiment)."""
+    """How a traced Python arm's band (``p50``: the median wakes, ``p99``: the tail) differs from its traced C
+    floor's, component by component: "Python is 2x C" as "Python's extra 6 µs: 4 in the notify path, 2 after the
+    waiter is on a CPU".  ``parts_ns`` maps each component to the arm's band mean minus the floor's (ns; they sum to
+    ``extra_ns``); ``matched`` is False for a nearest floor (not the same experiment)."""
 
     arm: str
     floor: str

@@ -1,12 +1,11 @@
 """Where a traced wake's notify path and the waiter's own work go, by Python function.
 
-With ``wakelab run --trace --trace-frames`` perf samples every CPU with call chains while the workers
-publish their Python frames (:mod:`wakelab.harness.frames`).  A thread is sampled only while on a CPU,
-so a sample of the **notifier** between ``t0`` and the kernel's wake of the waiter is the notify
-path's, and one of the **waiter** between ``t0`` and ``t1`` its own work.  Each is counted by its
-innermost :data:`PATH_DEPTH` Python frames (``(no Python frame)``: in the kernel, in C).  A sample
-stands for about 50 µs of a CPU, so a path's share is a statistical split over all traced wakes, not
-a per-wake one; the count says how much it rests on."""
+With ``wakelab run --trace --trace-frames`` perf samples every CPU with call chains while the workers publish their
+Python frames (:mod:`wakelab.harness.frames`).  A thread is sampled only while on a CPU, so a sample of the
+**notifier** between ``t0`` and the kernel's wake of the waiter is the notify path's, and one of the **waiter**
+between ``t0`` and ``t1`` its own work.  Each is counted by its innermost :data:`PATH_DEPTH` Python frames (``(no
+Python frame)``: in the kernel, in C).  A sample stands for about 50 µs of a CPU, so a path's share is a statistical
+split over all traced wakes, not a per-wake one; the count says how much it rests on."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """A log-linear latency histogram with fixed relative precision (HdrHistogram's layout).
 
-Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can keep: raw samples are
-kept up to a cap, and beyond it this histogram carries the distribution in a fixed 55,296 counters
-(432 KiB), however long the run.
+Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can keep: raw samples are kept up to a cap,
+and beyond it this histogram carries the distribution in a fixed 55,296 counters (432 KiB), however long the run.
 
 Layout.  Exactly HdrHistogram's for ``lowest_trackable_value = 1`` and 3 significant digits: values
 0..2047 ns have a counter each; above, bucket ``b >= 1`` covers ``[1024 << b, 2048 << b)`` in 1024

@@ -1,22 +1,18 @@
 """A two-level (hierarchical) bootstrap of percentiles: units first, then the wakes within them.
 
-Why two levels.  A run's wakes come in *units*, the worker slices of an arm (one
-fresh worker process of each repetition).  Wakes inside one unit resemble each
-other more than wakes of two units do: whole units shift level (the same pinned
-arm gave p50 5.7 µs in one process and 13 µs in the next).  Resampling the
-pooled wakes sees only the wake-to-wake noise; its interval is far too narrow,
-and identical runs compare as "faster" or "slower" (an A/A test found 9 of 15).
+Why two levels.  A run's wakes come in *units*, the worker slices of an arm (one fresh worker process of each
+repetition).  Wakes inside one unit resemble each other more than wakes of two units do: whole units shift level (the
+same pinned arm gave p50 5.7 µs in one process and 13 µs in the next).  Resampling the pooled wakes sees only the
+wake-to-wake noise; its interval is far too narrow, and identical runs compare as "faster" or "slower" (an A/A test
+found 9 of 15).
 
-So we resample the way the data were made (Davison & Hinkley 1997, section 3.8,
-"multistage sampling"): draw K units with replacement, then as many wakes as
-each chosen unit holds, with replacement, pool them, take the percentile.
-Resampling both stages over-states the variance slightly when units are many
-(the side a regression gate should err on); with few units the first stage
-under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects.
-With 3 units the interval is coarse: the honest answer; ``--repeat`` buys more
-units.  An arm without usable worker records is one unit (a one-level
-bootstrap); :func:`split_units` says so.  Percentiles are type 7, as in
-summary.json; rate arms use each round's ops/s and the median.
+So we resample the way the data were made (Davison & Hinkley 1997, section 3.8, "multistage sampling"): draw K units
+with replacement, then as many wakes as each chosen unit holds, with replacement, pool them, take the percentile.
+Resampling both stages over-states the variance slightly when units are many (the side a regression gate should err
+on); with few units the first stage under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects. With 3
+units the interval is coarse: the honest answer; ``--repeat`` buys more units.  An arm without usable worker records
+is one unit (a one-level bootstrap); :func:`split_units` says so.  Percentiles are type 7, as in summary.json; rate
+arms use each round's ops/s and the median.
 
 Cost.  Resamples are drawn in chunks of at most :data:`CHUNK_ELEMENTS` values
 (about 30 MB).  ``direct`` materialises each resample (work: resamples x
@@ -84,8 +80,7 @@ def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
     """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).
 
-    Without sizes, or when they do not add up to the values, the whole sample
-    is one unit and ``note`` says why.
+    Without sizes, or when they do not add up to the values, the whole sample is one unit and ``note`` says why.
     """
     import numpy as np
 
@@ -275,9 +270,8 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
 class LevelInterval:
     """One run's own interval for a percentile: how well the run pins its level.
 
-    ``low``/``high`` bound the percentile at the interval's confidence;
-    ``half_width_pct`` is that interval's half-width in log terms, as a percent
-    (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this.
+    ``low``/``high`` bound the percentile at the interval's confidence; ``half_width_pct`` is that interval's
+    half-width in log terms, as a percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this.
     """
 
     point: float

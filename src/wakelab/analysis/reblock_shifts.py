@@ -23,9 +23,8 @@ from wakelab.analysis.reblocks import cause_order, cause_phrase
 
 @dataclasses.dataclass(frozen=True)
 class ReblockShift:
-    """One re-block cause in two traced runs: its mean time per wake in each (ns), the difference
-    (other minus baseline) with its interval (NaN: too few wakes to resample), and in how many
-    wakes of each run it occurred."""
+    """One re-block cause in two traced runs: its mean time per wake in each (ns), the difference (other minus
+    baseline) with its interval (NaN: too few wakes to resample), and in how many wakes of each run it occurred."""
 
     cause: str
     baseline_ns: float
@@ -56,9 +55,8 @@ MIN_WAKES = 20
 def compare_reblocks(baseline: Mapping[str, Sequence[float]], other: Mapping[str, Sequence[float]], n_baseline: int,
                      n_other: int, confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
                      name: str = "") -> List[ReblockShift]:
-    """Each cause's mean time per wake in both runs (``baseline``/``other``: per-wake series by cause,
-    ``n_*`` traced wakes each; a cause missing from a run is 0 in each of its wakes), largest change
-    first."""
+    """Each cause's mean time per wake in both runs (``baseline``/``other``: per-wake series by cause, ``n_*`` traced
+    wakes each; a cause missing from a run is 0 in each of its wakes), largest change first."""
     import numpy as np
 
     shifts: List[ReblockShift] = []

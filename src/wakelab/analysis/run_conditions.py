@@ -1,15 +1,14 @@
 """Separate runs told apart: what differed between two runs besides the code, and how far runs shift.
 
-Two *separate* runs (minutes or days apart) are not an A/B: between them the machine itself changed.
-One busy process beside the second run made ``event`` *faster* (0.73x) by keeping the other vCPU out of
-idle; an unchanged tree drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees
-the spread between a run's own repetitions, not that.  So for two separate runs compare names the
-conditions that differed (:func:`tell_apart`; a fact a bundle did not record is named as not recorded,
-never guessed) and widens each interval by the level shifts identical earlier runs show
-(:func:`level_shifts`, :func:`widen`): with s the standard deviation of their log figure, the ratio of
-two separate runs carries about 2 s^2 of run-to-run variance, so the half-width in log terms becomes at
-least ``z * sqrt(2) * s`` (erring wide).  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is
-widened, and the comparison says so.  Two cells of one grid took turns in one run: not separate."""
+Two *separate* runs (minutes or days apart) are not an A/B: between them the machine itself changed. One busy process
+beside the second run made ``event`` *faster* (0.73x) by keeping the other vCPU out of idle; an unchanged tree drifted
+from 16 to 60 µs at p50 within five minutes.  compare's interval sees the spread between a run's own repetitions, not
+that.  So for two separate runs compare names the conditions that differed (:func:`tell_apart`; a fact a bundle did
+not record is named as not recorded, never guessed) and widens each interval by the level shifts identical earlier
+runs show (:func:`level_shifts`, :func:`widen`): with s the standard deviation of their log figure, the ratio of two
+separate runs carries about 2 s^2 of run-to-run variance, so the half-width in log terms becomes at least ``z *
+sqrt(2) * s`` (erring wide).  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is widened, and the
+comparison says so.  Two cells of one grid took turns in one run: not separate."""
 
 from __future__ import annotations
 

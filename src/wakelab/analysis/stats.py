@@ -1,12 +1,10 @@
 """Statistics on raw nanosecond samples: pure functions, no I/O, stdlib only.
 
-Percentiles use linear interpolation between the two nearest ranks
-(Hyndman & Fan type 7, numpy's default: :func:`wakelab.percentile.percentile`,
-the one definition the evidence model checks stored figures with too), so
-``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported
-when the sample holds enough wakes to put at least one above it: ``pQ`` needs
-``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100, p99.9: 1000).  Below that the
-figure would just be the maximum in disguise, so it is omitted with a reason.
+Percentiles use linear interpolation between the two nearest ranks (Hyndman & Fan type 7, numpy's default:
+:func:`wakelab.percentile.percentile`, the one definition the evidence model checks stored figures with too), so
+``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported when the
+sample holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100,
+p99.9: 1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason.
 """
 
 from __future__ import annotations
@@ -19,12 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from wakelab.percentile import percentile
 
 # The percentiles every latency arm reports, as (key, q in percent).
-PERCENTILES: Tuple[Tuple[str, float], ...] = (
-    ("p50", 50.0),
-    ("p90", 90.0),
-    ("p99", 99.0),
-    ("p99_9", 99.9),
-)
+PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99_9", 99.9))
 
 
 def min_n_for(q: float) -> int:
@@ -52,16 +45,8 @@ class LatencyStats:
     omitted: Dict[str, str]
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {
-            "n": self.n,
-            "lost": self.lost,
-            "min_ns": self.min_ns,
-            "max_ns": self.max_ns,
-            "mean_ns": self.mean_ns,
-            "stdev_ns": self.stdev_ns,
-        }
-        for key, _q in PERCENTILES:
-            out[key + "_ns"] = self.percentiles_ns.get(key)
+        out: Dict[str, object] = {key: getattr(self, key) for key in ("n", "lost", "min_ns", "max_ns", "mean_ns", "stdev_ns")}
+        out.update((key + "_ns", self.percentiles_ns.get(key)) for key, _q in PERCENTILES)
         out["omitted"] = dict(self.omitted)
         return out
 
@@ -95,9 +80,8 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
 class RateStats:
     """Summary of a rate arm: operations per second per round.
 
-    ``ops_per_s`` is the median round's rate; ``min``/``max`` the slowest and
-    fastest rounds.  ``baseline_ops_per_s`` is the median rate of the empty
-    loop; ``net_ns_per_op`` the median round's cost per call with the median
+    ``ops_per_s`` is the median round's rate; ``min``/``max`` the slowest and fastest rounds.  ``baseline_ops_per_s``
+    is the median rate of the empty loop; ``net_ns_per_op`` the median round's cost per call with the median
     empty-loop cost per iteration subtracted (never below zero).
     """
 
@@ -182,9 +166,8 @@ def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cp
 
 
 def repetition_spread(medians: Sequence[Optional[float]]) -> Optional[Dict[str, object]]:
-    """How far apart the repetitions' own medians are: ``values`` (one per repetition, in order),
-    ``min``, ``max`` and ``range_pct`` ((max - min) / median of the values x 100), or None with
-    fewer than two repetitions measured."""
+    """How far apart the repetitions' own medians are: ``values`` (one per repetition, in order), ``min``, ``max`` and
+    ``range_pct`` ((max - min) / median of the values x 100), or None with fewer than two repetitions measured."""
     values = [float(v) for v in medians if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(values) < 2:
         return None

@@ -211,8 +211,7 @@ def _first_load(reading: Any) -> Optional[float]:
 def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     """The load beside the run when ``observed`` saw another process busy, else None (a quiet machine, or not recorded).
 
-    The load average alone does not say the machine was loaded: it counts the
-    run's own worker processes too.
+    The load average alone does not say the machine was loaded: it counts the run's own worker processes too.
     """
     observed = summary.get("observed")
     if not isinstance(observed, Mapping):

@@ -26,17 +26,16 @@ from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, 
 
 __all__ = [
     # statistics (bootstrap)
-    "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER",
-    "MIN_PER_SIDE", "NO_DIFFERENCE", "NOT_TESTED", "SLOWER", "VERDICTS", "DifferenceCI", "RankTest", "RatioCI", "Seed",
-    "bootstrap_percentile_difference", "bootstrap_percentile_ratios", "bootstrap_ratio_ci", "finite", "format_p", "format_pct",
-    "format_ratio_plain",
-    "mann_whitney", "minimum_detectable_effect", "smallest_p_value", "verdict", "why_untestable",
+    "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER", "MIN_PER_SIDE",
+    "NO_DIFFERENCE", "NOT_TESTED", "SLOWER", "VERDICTS", "DifferenceCI", "RankTest", "RatioCI", "Seed",
+    "bootstrap_percentile_difference", "bootstrap_percentile_ratios", "bootstrap_ratio_ci", "finite", "format_p",
+    "format_pct", "format_ratio_plain", "mann_whitney", "minimum_detectable_effect", "smallest_p_value", "verdict",
+    "why_untestable",
     # records
-    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison", "ComponentComparison",
-    "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
+    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison",
+    "ComponentComparison", "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
     # comparable
-    "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability",
-    "parse_across",
+    "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability", "parse_across",
     # series
     "TracedPass", "arm_units", "load_series", "load_traced_components",
     # runs

@@ -1,13 +1,12 @@
 """The statistics of a comparison, on sample arrays: bootstrap intervals, the rank test, the verdict word.
 
-The one-level bootstrap (kept for pooled samples such as traced components) is the plain percentile
-bootstrap, drawn without building the resamples: resampling with replacement picks ``x[floor(n U_i)]``
-for n uniforms, a monotone map, so the resample's k-th smallest value is ``x[floor(n U_(k))]`` with
-``U_(k)`` ~ ``Beta(k, n - k + 1)``.  Order statistics of uniforms are a Markov chain (given
-``U_(a) = u``, ``U_(b)`` is ``u + (1 - u) Beta(b - a, n - b + 1)``), so the two a percentile needs are
-drawn jointly and exactly in ``O(resamples)``, not ``O(resamples x n)``; a test checks the distribution
-against brute force.  A fixed seed (per arm) makes every interval reproducible.  numpy and scipy are
-imported lazily.
+The one-level bootstrap (kept for pooled samples such as traced components) is the plain percentile bootstrap, drawn
+without building the resamples: resampling with replacement picks ``x[floor(n U_i)]`` for n uniforms, a monotone map,
+so the resample's k-th smallest value is ``x[floor(n U_(k))]`` with ``U_(k)`` ~ ``Beta(k, n - k + 1)``.  Order
+statistics of uniforms are a Markov chain (given ``U_(a) = u``, ``U_(b)`` is ``u + (1 - u) Beta(b - a, n - b + 1)``),
+so the two a percentile needs are drawn jointly and exactly in ``O(resamples)``, not ``O(resamples x n)``; a test
+checks the distribution against brute force.  A fixed seed (per arm) makes every interval reproducible.  numpy and
+scipy are imported lazily.
 """
 
 from __future__ import annotations
@@ -270,8 +269,7 @@ def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
 def smallest_p_value(n_baseline: int, n_other: int) -> float:
     """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.
 
-    With 3 rounds against 3 it is 0.1: no difference, however large, could
-    be significant at 0.05.
+    With 3 rounds against 3 it is 0.1: no difference, however large, could be significant at 0.05.
     """
     if n_baseline < 1 or n_other < 1:
         return 1.0
@@ -303,11 +301,9 @@ def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_E
             higher_is_better: bool = False) -> str:
     """"slower", "faster", "no difference", "cannot tell", or "not tested" (no interval: NaN bounds).
 
-    ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m =
-    ``min_effect_pct`` / 100 and the ratio as a time ratio (for rates,
-    ``higher_is_better``, the ops/s ratio inverted): slower when the interval
-    lies above 1 + m, faster when below 1 / (1 + m), no difference when inside
-    [1 / (1 + m), 1 + m], and cannot tell otherwise.
+    ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m = ``min_effect_pct`` / 100 and the ratio as a time
+    ratio (for rates, ``higher_is_better``, the ops/s ratio inverted): slower when the interval lies above 1 + m,
+    faster when below 1 / (1 + m), no difference when inside [1 / (1 + m), 1 + m], and cannot tell otherwise.
     """
     if math.isnan(ci_low) or math.isnan(ci_high):
         return NOT_TESTED
@@ -327,10 +323,9 @@ def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_E
 def minimum_detectable_effect(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> float:
     """The smallest change (percent) that an interval this wide could still call "slower" or "faster".
 
-    ``(1 + m) exp(h) - 1`` with h the interval's half-width in log terms,
-    ``(ln high - ln low) / 2``: a true change of that size puts the lower end
-    of an interval of the same width exactly at 1 + m.  ``inf`` when a bound
-    is 0 or infinite, NaN without an interval.
+    ``(1 + m) exp(h) - 1`` with h the interval's half-width in log terms, ``(ln high - ln low) / 2``: a true change of
+    that size puts the lower end of an interval of the same width exactly at 1 + m.  ``inf`` when a bound is 0 or
+    infinite, NaN without an interval.
     """
     if math.isnan(ci_low) or math.isnan(ci_high):
         return math.nan

@@ -22,7 +22,7 @@ from wakelab.analysis.compare.bootstrap import (
     CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
     bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, verdict,
     why_untestable)
-from wakelab.analysis.compare.comparable import comparability
+from wakelab.analysis.compare.comparable import comparability, parse_names
 from wakelab.analysis.compare.records import (
     DEFAULT_METRICS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison, ComponentComparison, Judgement, Regression,
     Run, RunComparison, DEFAULT_SETTINGS, Settings, label_of)
@@ -265,13 +265,8 @@ def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTING
 
 def parse_metrics(text: str) -> Tuple[str, ...]:
     """``p50,p99`` -> the names --fail-on-regression gates on; ValueError for an unknown one."""
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names:
-        raise ValueError("expected p50, p99 or p99.9, or a list of them such as p50,p99")
-    for name in names:
-        if name not in METRIC_KEYS:
-            raise ValueError("unknown percentile %r (known: p50, p99, p99.9)" % name)
-    return tuple(dict.fromkeys(names))
+    return parse_names(text, METRIC_KEYS, "expected p50, p99 or p99.9, or a list of them such as p50,p99",
+                       "unknown percentile %r (known: p50, p99, p99.9)")
 
 
 def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,

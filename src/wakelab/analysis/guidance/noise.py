@@ -1,12 +1,11 @@
 """An arm's level and the noise around it: when is one arm clearly faster than another? (stdlib only)
 
-summary.json keeps the median of each repetition or worker process, and their range: the run's own
-view of how far the level moves from one process to the next -- the variation that dominates wake
-latency (the same arm at 5.7 µs in one run and 13 µs in the next).  Those medians are the units of
-the comparison (:func:`separation`): an arm is *clearly* slower than another only when its units lie
-above the other's beyond chance (the exact two-sided rank test at :data:`ALPHA`, or no overlap at all)
-and its p50 is at least :data:`MIN_CLAIM_RATIO` times the other's (a 4% edge does not choose a wake
-path).  A bundle that kept only the range is judged by it; where a side has no units (one worker),
+summary.json keeps the median of each repetition or worker process, and their range: the run's own view of how far the
+level moves from one process to the next -- the variation that dominates wake latency (the same arm at 5.7 µs in one
+run and 13 µs in the next).  Those medians are the units of the comparison (:func:`separation`): an arm is *clearly*
+slower than another only when its units lie above the other's beyond chance (the exact two-sided rank test at
+:data:`ALPHA`, or no overlap at all) and its p50 is at least :data:`MIN_CLAIM_RATIO` times the other's (a 4% edge does
+not choose a wake path).  A bundle that kept only the range is judged by it; where a side has no units (one worker),
 only a ratio of at least :data:`NO_RANGE_RATIO` is called a difference."""
 
 from __future__ import annotations

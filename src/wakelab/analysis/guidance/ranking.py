@@ -5,13 +5,12 @@ arms, cross-process arms, spinning waiters and the C floors are grouped apart (:
 their waiter state or scope makes them other experiments.
 
 A group's arms are listed by p50, then name.  A fastest arm is named only when it is clearly faster
-(:func:`~wakelab.analysis.guidance.noise.clearly_faster`) than every other arm of its group.  Otherwise
-the guidance names the *leaders*: the arms from the lowest p50 up that are not clearly slower than it,
-up to the first one that is -- so the group "within this run's noise" is always a prefix of the p50
-order, never a higher ratio listed before a lower one called clearly slower.  An arm after that prefix
-still not clearly slower (its own medians spread that wide) is listed among the slower arms with the
-range that keeps it from being called slower.  ``×`` is always an arm's p50 over the lowest p50 of its
-group."""
+(:func:`~wakelab.analysis.guidance.noise.clearly_faster`) than every other arm of its group.  Otherwise the guidance
+names the *leaders*: the arms from the lowest p50 up that are not clearly slower than it, up to the first one that is
+-- so the group "within this run's noise" is always a prefix of the p50 order, never a higher ratio listed before a
+lower one called clearly slower.  An arm after that prefix still not clearly slower (its own medians spread that wide)
+is listed among the slower arms with the range that keeps it from being called slower.  ``×`` is always an arm's p50
+over the lowest p50 of its group."""
 
 from __future__ import annotations
 
