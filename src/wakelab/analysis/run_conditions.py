@@ -19,7 +19,8 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
-    CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, minimum_detectable_effect, verdict)
+    CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, format_ratio_plain, label_of,
+    minimum_detectable_effect, verdict)
 from wakelab.analysis.warning_groups import BusyProcess
 from wakelab.evidence.model import Bundle
 
@@ -44,7 +45,7 @@ class Condition:
     differs: Optional[bool]
 
     def to_dict(self) -> Dict[str, object]:
-        return {"name": self.name, "baseline": self.baseline, "other": self.other, "differs": self.differs}
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -343,17 +344,11 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     chosen = []
     for point in points:
         facts, figures = point.facts, point.figures
-        if figures.arm != arm or figures.status != "ok" or facts.figure_conditions is None:
-            continue
-        if facts.figure_conditions not in keys:
-            continue
-        if (facts.hostname, facts.cpu_model, facts.kernel) not in hosts:
-            continue
-        if not facts.started_utc or facts.started_utc >= latest:
-            continue
-        if os.path.abspath(facts.folder) in own or (facts.started_utc, facts.hostname) in own_starts:
-            continue
-        chosen.append(figures)
+        identical = (figures.arm == arm and figures.status == "ok" and facts.figure_conditions is not None
+                     and facts.figure_conditions in keys and (facts.hostname, facts.cpu_model, facts.kernel) in hosts)
+        earlier = bool(facts.started_utc) and facts.started_utc < latest
+        if identical and earlier and os.path.abspath(facts.folder) not in own and (facts.started_utc, facts.hostname) not in own_starts:
+            chosen.append(figures)
     log_sd: Dict[str, float] = {}
     if len(chosen) >= MIN_EARLIER_RUNS:
         for key, field in _HISTORY_FIGURE.items():
@@ -397,23 +392,19 @@ def widen(arm: ArmComparison, shifts: Optional[LevelShifts], alpha: float, min_e
             reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison "
                       "could detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde)))
         judgements[key] = dataclasses.replace(judged, ci=ratios[key], verdict=word, mde_pct=mde, reason=reason)
-        widened.append("%s to %s–%s" % ("p99.9" if key == "p99_9" else key, _fmt(low), _fmt(high)))
+        widened.append("%s to %s–%s" % (label_of(key), format_ratio_plain(low), format_ratio_plain(high)))
     main = next(iter(arm.ratios))
     note = ("separate runs: %d identical earlier runs of %s in the history shift ±%s at %s from run to run; %s"
             % (shifts.runs, arm.name, format_pct(100 * (math.exp(shifts.log_sd.get(main, 0.0)) - 1)),
-               "p50" if main == "p50" else main,
+               main,
                "intervals widened by it (%s)" % "; ".join(widened) if widened else "the intervals were wider already"))
     if widened:  # the verdicts' own sentences, judged again
         notes = tuple(n for n in arm.notes if "cannot tell" not in n) + tuple(
-            "%s %s" % ("p99.9" if k == "p99_9" else k, j.reason) for k, j in judgements.items() if j.reason) + (note,)
+            "%s %s" % (label_of(k), j.reason) for k, j in judgements.items() if j.reason) + (note,)
     else:
         notes = arm.notes + (note,)
     return dataclasses.replace(arm, ratios=ratios, judgements=judgements, verdict=judgements[main].verdict if main in judgements
                                else arm.verdict, notes=notes)
-
-
-def _fmt(value: float) -> str:
-    return ("%.1f" if value >= 10 else "%.2f") % value
 
 
 def widen_comparison(comparison: RunComparison, points_of: Optional[Any], alpha: float,

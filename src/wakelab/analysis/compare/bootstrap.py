@@ -149,46 +149,6 @@ def _resampled_pair(baseline: Sequence[float], other: Sequence[float], qs: Seque
             _resampled_percentiles(oth, qs, resamples, np.random.default_rng(other_seed)))
 
 
-def bootstrap_percentile_ratios(
-    baseline: Sequence[float],
-    other: Sequence[float],
-    qs: Sequence[float] = (50.0,),
-    confidence: float = 1.0 - DEFAULT_ALPHA,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = DEFAULT_SEED,
-) -> Tuple[RatioCI, ...]:
-    """``percentile(other, q) / percentile(baseline, q)`` (type 7) for each ``q`` in ``qs``, with bootstrap CIs.
-
-    Each run is resampled independently; all ``qs`` come from the same resamples.  Raises ValueError on an
-    empty sample, a non-finite value, a baseline percentile of 0, or settings out of range.
-    """
-    base, oth, base_boot, other_boot = _resampled_pair(baseline, other, qs, confidence, resamples, seed)
-    results = []
-    for i, q in enumerate(qs):
-        base_q = type7_percentile(base.tolist(), q)
-        other_q = type7_percentile(oth.tolist(), q)
-        if base_q == 0:
-            raise ValueError("the baseline's p%g is 0: a ratio to it is undefined" % q)
-        low, high = _ratio_interval(other_boot[i], base_boot[i], confidence)
-        results.append(
-            RatioCI(q=q, baseline=base_q, other=other_q, ratio=other_q / base_q, low=low, high=high,
-                    confidence=confidence, resamples=resamples)
-        )
-    return tuple(results)
-
-
-def bootstrap_ratio_ci(
-    baseline: Sequence[float],
-    other: Sequence[float],
-    q: float = 50.0,
-    confidence: float = 1.0 - DEFAULT_ALPHA,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = DEFAULT_SEED,
-) -> RatioCI:
-    """``percentile(other, q) / percentile(baseline, q)`` with its percentile-bootstrap CI."""
-    return bootstrap_percentile_ratios(baseline, other, (q,), confidence, resamples, seed)[0]
-
-
 @dataclasses.dataclass(frozen=True)
 class DifferenceCI:
     """``percentile(other) - percentile(baseline)`` with its bootstrap interval, where a ratio is often undefined
@@ -219,8 +179,8 @@ def bootstrap_percentile_difference(
     resamples: int = DEFAULT_RESAMPLES,
     seed: Seed = DEFAULT_SEED,
 ) -> DifferenceCI:
-    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: the resampling of
-    :func:`bootstrap_percentile_ratios`, read off the resampled differences (a percentile of 0 is fine here)."""
+    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: each sample resampled
+    independently (:func:`_resampled_pair`), read off the resampled differences (a percentile of 0 is fine here)."""
     import numpy as np
 
     base, oth, base_boot, other_boot = _resampled_pair(baseline, other, (q,), confidence, resamples, seed)
