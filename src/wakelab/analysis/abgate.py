@@ -76,18 +76,14 @@ class Gate:
         return ERROR if self.errors else PASS
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "result": self.result,
-            "base": self.base,
-            "head": self.head,
-            "limit_pct": self.limit_pct,
-            "metrics": list(self.metrics),
-            "min_effect_pct": self.min_effect_pct,
-            "rows": [row.to_dict() for row in self.rows],
-            "regressions": [r.to_dict() for r in self.regressions],
-            "unchecked": list(self.unchecked),
-            "errors": list(self.errors),
-        }
+        """The result, then every field in order, a tuple of records as a list of their mappings."""
+        out: Dict[str, object] = {"result": self.result}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, tuple):
+                value = [v.to_dict() if hasattr(v, "to_dict") else v for v in value]
+            out[field.name] = value
+        return out
 
 
 # What compare suggests for narrowing an interval, as an A/B says it (the A/B's own --rigorous).

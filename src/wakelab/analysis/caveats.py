@@ -224,6 +224,9 @@ def _lost_parts(lost: LostWakes, timeout_s: object) -> List[str]:
     return parts
 
 
+_STATUS_CAVEATS = {"failed": "%s failed: %s", "skipped": "%s was skipped: %s"}
+
+
 def derive_caveats(run: Run) -> List[str]:
     """The caveats of the run, most important first."""
     bundle = bundle_of(run)
@@ -248,8 +251,6 @@ def derive_caveats(run: Run) -> List[str]:
             n = arm.latency.n if arm.latency is not None else 0
             caveats.append("%s lost %d of %d counted wakes: %s." % (
                 arm.name, lost.total, lost.total + n, "; ".join(_lost_parts(lost, bundle.parameters.timeout_s))))
-        if arm.status == "failed":
-            caveats.append("%s failed: %s" % (arm.name, arm.reason))
-        elif arm.status == "skipped":
-            caveats.append("%s was skipped: %s" % (arm.name, arm.reason))
+        if arm.status in _STATUS_CAVEATS:
+            caveats.append(_STATUS_CAVEATS[arm.status] % (arm.name, arm.reason))
     return caveats

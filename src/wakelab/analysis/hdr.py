@@ -164,20 +164,15 @@ class LogLinearHistogram:
             return [], counts
         values = [self._clamped_middle(i) for i in where]
         assert self.min_ns is not None and self.max_ns is not None
-        pieces_v: List[float] = []
-        pieces_c: List[int] = []
         # The exact extremes, split off their counters (one wake each, unless one counter holds only it).
-        if values[0] != self.min_ns:
-            pieces_v.append(float(self.min_ns))
-            pieces_c.append(1)
-            counts[0] -= 1
+        extremes = [(float(self.min_ns), 0)] if values[0] != self.min_ns else []
         if values[-1] != self.max_ns and self.total > 1:
-            pieces_v.append(float(self.max_ns))
-            pieces_c.append(1)
-            counts[-1] -= 1
-        if pieces_v:
-            values += pieces_v
-            counts += pieces_c
+            extremes.append((float(self.max_ns), -1))
+        for _, index in extremes:
+            counts[index] -= 1
+        if extremes:
+            values += [extreme for extreme, _ in extremes]
+            counts += [1] * len(extremes)
             order = sorted(range(len(values)), key=values.__getitem__)  # stable: ties keep their order
             kept = [i for i in order if counts[i] > 0]
             values, counts = [values[i] for i in kept], [counts[i] for i in kept]

@@ -40,8 +40,7 @@ class ReblockShift:
         return self.low_ns > 0.0 or self.high_ns < 0.0
 
     def to_dict(self) -> Dict[str, object]:
-        def finite(value: float) -> Optional[float]:
-            return value if math.isfinite(value) else None
+        from wakelab.analysis.compare.bootstrap import finite
 
         return {"cause": self.cause, "baseline_mean_ns": self.baseline_ns, "other_mean_ns": self.other_ns,
                 "difference_ns": self.difference_ns, "low_ns": finite(self.low_ns), "high_ns": finite(self.high_ns),

@@ -70,19 +70,14 @@ class RunView:
         return tuple(floor_gaps(self.bundle, band))
 
     @functools.cached_property
-    def _warnings_and_notes(self) -> Tuple[Tuple[WarningRecord, ...], Tuple[WarningRecord, ...]]:
-        records = self.bundle.warnings()
-        return tuple(r for r in records if not r.is_note), tuple(r for r in records if r.is_note)
-
-    @property
     def warnings(self) -> Tuple[WarningRecord, ...]:
         """The measurement-quality warnings (a sentence from an older bundle is one)."""
-        return self._warnings_and_notes[0]
+        return tuple(r for r in self.bundle.warnings() if not r.is_note)
 
-    @property
+    @functools.cached_property
     def notes(self) -> Tuple[WarningRecord, ...]:
         """The records of level ``note`` (a percentile left out for want of wakes)."""
-        return self._warnings_and_notes[1]
+        return tuple(r for r in self.bundle.warnings() if r.is_note)
 
     @functools.cached_property
     def warning_groups(self) -> Tuple[WarningGroup, ...]:
