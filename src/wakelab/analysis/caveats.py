@@ -43,7 +43,6 @@ def bundle_of(run: Run) -> Bundle:
 
 
 def arm_record(arm: Arm) -> ArmRecord:
-    """``arm`` as an :class:`ArmRecord`."""
     return arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
 
 

@@ -408,7 +408,6 @@ def split_wakes(
     notifier_tid: Optional[int] = None,
     context: Optional[WaiterContext] = None,
 ) -> List[WakeSplit]:
-    """:func:`split_wake` for every wake (``t1 = t0 + sample``), in order."""
     times = [e.time_ns for e in events]
     return [split_wake(events, times, tid, t0, t0 + s, notifier_tid, context) for t0, s in zip(t0s, samples_ns)]
 
@@ -674,7 +673,6 @@ def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]
 
 
 def traced_arm_order(run: Run) -> List[Tuple[ArmRecord, Optional[str]]]:
-    """:func:`arm_order` of a run's arms."""
     return arm_order(bundle_of(run).arms())
 
 

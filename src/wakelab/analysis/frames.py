@@ -132,5 +132,4 @@ SHOWN_SHARE = 0.05
 
 
 def format_frames(frames: Mapping[str, object]) -> Optional[str]:
-    """:meth:`FrameRecord.line` of a stored record; None when the record is empty."""
     return FrameRecord.from_dict(frames).line() if frames else None

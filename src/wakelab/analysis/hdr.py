@@ -179,7 +179,6 @@ class LogLinearHistogram:
         return values, counts
 
     def nonzero(self) -> List[List[int]]:
-        """``[[index, count], ...]`` for every counter that holds a value, in index order."""
         return [[i, count] for i, count in enumerate(self.counts) if count]
 
     def to_dict(self) -> Dict[str, object]:

@@ -60,7 +60,6 @@ class Histogram:
     raw_kept: Optional[int] = None
 
     def bin_index(self, value_ns: float) -> Optional[int]:
-        """The index of the bin that holds ``value_ns``, None if none does."""
         for index, one in enumerate(self.bins):
             if one.low_ns <= value_ns < one.high_ns:
                 return index

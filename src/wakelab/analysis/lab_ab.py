@@ -120,7 +120,6 @@ def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[s
 
 def _trio(figure: GilFigure) -> str:
     from wakelab.formatting import format_us
-
     return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 

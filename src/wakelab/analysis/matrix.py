@@ -111,7 +111,6 @@ class Matrix:
 
     @property
     def has_native(self) -> bool:
-        """True when any arm has a "vs C" ratio in any cell."""
         return any(arm.has_native for arm in self.arms)
 
 

@@ -41,7 +41,6 @@ class ReblockShift:
 
     def to_dict(self) -> Dict[str, object]:
         from wakelab.analysis.compare.bootstrap import finite
-
         return {"cause": self.cause, "baseline_mean_ns": self.baseline_ns, "other_mean_ns": self.other_ns,
                 "difference_ns": self.difference_ns, "low_ns": finite(self.low_ns), "high_ns": finite(self.high_ns),
                 "confidence": self.confidence, "wakes_baseline": self.wakes_baseline, "wakes_other": self.wakes_other}

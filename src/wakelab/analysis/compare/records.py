@@ -167,17 +167,11 @@ class ArmComparison:
             if judged is not None:
                 doc.update(judged.to_dict())
             ratios[key] = doc
+        counts = ("kind", "waiter", "scope", "n_baseline", "n_other", "units_baseline", "units_other", "lost_baseline",
+                  "lost_other")
         return {
             "arm": self.name,
-            "kind": self.kind,
-            "waiter": self.waiter,
-            "scope": self.scope,
-            "n_baseline": self.n_baseline,
-            "n_other": self.n_other,
-            "units_baseline": self.units_baseline,
-            "units_other": self.units_other,
-            "lost_baseline": self.lost_baseline,
-            "lost_other": self.lost_other,
+            **{key: getattr(self, key) for key in counts},
             "ratios": ratios,
             "mann_whitney": self.test.to_dict() if self.test else None,
             "verdict": self.verdict,

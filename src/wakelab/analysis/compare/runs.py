@@ -34,7 +34,6 @@ from wakelab.percentile import percentile as type7_percentile
 
 
 def load_run(path: str, label: str) -> Run:
-    """Load and validate the summary at ``path`` (a bundle folder or its summary.json)."""
     return Bundle.load(path, label, grid_hint="compare its cells")
 
 

@@ -135,5 +135,4 @@ def arm_units(arm: ArmRecord, values: Any) -> Any:
     """The arm's values split into its worker slices (on each worker record's ``n``, or ``rounds`` for a rate arm),
     the units of the two-level bootstrap (:func:`wakelab.analysis.hierarchical.split_units`)."""
     from wakelab.analysis.hierarchical import slice_sizes, split_units
-
     return split_units(values, slice_sizes(arm.workers, "n" if arm.is_latency else "rounds"))

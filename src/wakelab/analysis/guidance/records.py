@@ -68,7 +68,6 @@ class Guidance:
         return len(self.items)
 
     def cited_arms(self) -> List[str]:
-        """Every arm any item cites, in first-cited order."""
         return list(dict.fromkeys(cite.arm for item in self.items for cite in item.cites))
 
     def to_dict(self) -> Dict[str, object]:
@@ -76,5 +75,4 @@ class Guidance:
 
 
 def unique_cites(cites: Sequence[Cite]) -> List[Cite]:
-    """``cites`` without repeats, in first-cited order."""
     return list(dict.fromkeys(cites))
