@@ -61,8 +61,7 @@ class SchedEvent:
     (``S``, ``D``: asleep; ``R``, ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU goes idle,
     or, as ``prev_pid``, comes out of idle).  For a migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a
     system call's entry (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0`` and ``arg1`` are
-    its first arguments (a futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out).
-    """
+    its first arguments (a futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out)."""
 
     time_ns: int
     kind: str
@@ -386,8 +385,7 @@ def split_wake(
 def why_untraceable(arm: Arm) -> Optional[str]:
     """Why an arm's wakes cannot be split at scheduler events (None: they can).
 
-    ``arm`` is its record, or its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...).
-    """
+    ``arm`` is its record, or its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...)."""
     record = arm_record(arm)
     if not record.is_latency:
         return "not a wake: a rate arm times a loop of calls"

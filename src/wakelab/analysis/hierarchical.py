@@ -20,8 +20,7 @@ wakes); ``binned`` draws, per chosen unit, one multinomial over at most
 :data:`BINS` bins of the pooled values (exact while there are no more distinct
 values than bins; else bins cut at quantiles, dense in the upper tail, the
 error within one bin), so 10^6 wakes cost no more than 10^4.  ``auto`` picks
-direct up to :data:`DIRECT_LIMIT` wakes a resample.  numpy is imported lazily.
-"""
+direct up to :data:`DIRECT_LIMIT` wakes a resample.  numpy is imported lazily."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ AUTO = "auto"
 @dataclasses.dataclass(frozen=True)
 class Units:
     """One arm's values split into units (worker slices, one float64 array each, in pooling order); ``note``
-    says why the arm is a single unit (None when the units are the worker slices).
-    """
+    says why the arm is a single unit (None when the units are the worker slices)."""
 
     values: Tuple[Any, ...]
     note: Optional[str] = None
@@ -80,8 +78,7 @@ def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
     """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).
 
-    Without sizes, or when they do not add up to the values, the whole sample is one unit and ``note`` says why.
-    """
+    Without sizes, or when they do not add up to the values, the whole sample is one unit and ``note`` says why."""
     import numpy as np
 
     array = np.asarray(values, dtype=np.float64)
@@ -223,8 +220,7 @@ def _value_at(rank: Any, counts: Any, cumulative: Any, cuts: Any, exact: bool, p
 def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
     """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (see the module docstring).
 
-    Left unchanged for one unit, or when ``point`` or a resampled value is not positive.
-    """
+    Left unchanged for one unit, or when ``point`` or a resampled value is not positive."""
     import numpy as np
 
     boot = np.asarray(boot, dtype=np.float64)
@@ -252,8 +248,7 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
                          method: str = AUTO) -> Any:
     """Percentiles ``qs`` (type 7) of ``resamples`` two-level bootstrap resamples, shape (len(qs), resamples).
 
-    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring).
-    """
+    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring)."""
     check_resampling(qs, resamples)
     if units.total == 0:
         raise ValueError("no values to resample")
@@ -271,8 +266,7 @@ class LevelInterval:
     """One run's own interval for a percentile: how well the run pins its level.
 
     ``low``/``high`` bound the percentile at the interval's confidence; ``half_width_pct`` is that interval's
-    half-width in log terms, as a percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this.
-    """
+    half-width in log terms, as a percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this."""
 
     point: float
     low: float

@@ -54,8 +54,7 @@ class GilFigure:
 
     ``values``: each role's figure, by role (in a row, the roles the arm has a cell of; in a summary,
     every role, the median over the arms); ``ratio`` no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a
-    summary, ``ways`` the arms went (None in a row).
-    """
+    summary, ``ways`` the arms went (None in a row)."""
 
     values: Mapping[str, Optional[float]]
     ratio: Optional[float]
@@ -128,8 +127,7 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], b
 
     Pairs, for every latency arm, placement and busy-thread count, the cell of the GIL build with the
     free-threaded build's (GIL off, and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never
-    by its label).  ``summary``: per busy-thread count and placement, the median over the arms of each figure.
-    """
+    by its label).  ``summary``: per busy-thread count and placement, the median over the arms of each figure."""
     cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.

@@ -44,8 +44,7 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
     """The judgement of a p50 ratio, with its p99 ratio (see :class:`RatioTone`).
 
     >>> ratio_tone(0.56, 220.0).css, ratio_tone(0.56, 1.0).css, ratio_tone(0.56, None).css
-    ('slower', 'faster', '')
-    """
+    ('slower', 'faster', '')"""
     tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
     if p50_ratio is None:
         return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")

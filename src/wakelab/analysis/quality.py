@@ -9,8 +9,7 @@ wakes is a *note*, not a warning: the figure is absent, not doubtful.
 Per-arm flags are computed from the raw samples when the arm finishes (:func:`quality_flags`, stored under
 ``quality``).  :func:`warning_records` turns the flags and the summary's figures into typed records
 (:class:`~wakelab.evidence.model.WarningRecord`), stored under ``warnings`` in summary.json; renderers word them (as
-hyperfine turns its warning enum into sentences at the edge).
-"""
+hyperfine turns its warning enum into sentences at the edge)."""
 
 from __future__ import annotations
 
@@ -116,8 +115,7 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
     every peak kept before it, with a valley deeper than half the smaller peak between them.  Each kept peak's
     population is the wakes between the valleys either side of it; it counts when it holds at least 10% of the
     wakes.  Returns the populations, largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th
-    percentiles of the population's own wakes (measured values, not bin positions).
-    """
+    percentiles of the population's own wakes (measured values, not bin positions)."""
     values = sorted(v for v in samples_ns if v > 0)
     n = len(values)
     if n < MIN_POPULATION_SAMPLES:
@@ -175,8 +173,7 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float])
     Counts the wakes in a narrow band at each of the first eight multiples of ``interval_s`` (see
     ``SWITCH_BAND_*``).  Reported when at least 3 wakes and 1% of all fall in the bands, and the bands are at least
     three times as dense as the rest of the span from half an interval to the last band.  Returns the share and
-    count of those wakes, the interval and the multiples that hold wakes, or None.
-    """
+    count of those wakes, the interval and the multiples that hold wakes, or None."""
     if not samples_ns or not interval_s or interval_s <= 0:
         return None
     interval_ns = interval_s * 1e9
@@ -213,8 +210,7 @@ def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, object]]
     the Kolmogorov-Smirnov distance from the wakes to it; ``thinnest_part`` the share of the wakes in the emptiest
     fifth of it, over an even share (an even spread: about 1; a tail that tapers or a gap between two levels: near
     0); ``edge`` how far the 97th percentile lies above the 95th, in widths (an even spread: 0.022; a tail that
-    tapers: more); ``spread_over_floor`` the width over the 1st percentile; ``n`` the wakes judged.
-    """
+    tapers: more); ``spread_over_floor`` the width over the 1st percentile; ``n`` the wakes judged."""
     figures = _polling_figures(samples_ns)
     return None if figures is None else figures.statistics()
 
@@ -268,8 +264,7 @@ def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = No
     ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER of ``settle_jitter_us`` (the random
     part of the settle, µs), which may have cut the spread short -- the period is then at least that long; None when
     not known.  A period longer than the random part shows no even spread from the floor, and is not flagged: raise
-    the random part above it.
-    """
+    the random part above it."""
     figures = _polling_figures(samples_ns)
     if figures is None:
         return None
@@ -309,8 +304,7 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     ``interval_s`` is the switch interval, or None where no Python thread can hold the GIL the waiter needs
     (:func:`gil_contended`): then no tail is looked for.  ``settle_jitter_us`` is the random part of the settle the
     wakes were taken with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False for an
-    arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for.
-    """
+    arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for."""
     return QualityFlags(
         populations=find_populations(samples_ns),
         switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
@@ -325,8 +319,7 @@ def _population_cause(arm: ArmRecord, populations: Sequence[Population], placeme
     different populations, each side holding at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains
     it.  ``workers``: the worker processes' own medians fall in different populations (the level shifted between
     processes).  ``placement``: the run was not pinned and the workers recorded notifier and waiter on the same CPU
-    in some and on different CPUs in others.
-    """
+    in some and on different CPUs in others."""
     by_cpu = _cpu_cause(arm, populations)
     if by_cpu is not None:
         return by_cpu

@@ -8,8 +8,7 @@ divided by their count): the figure that adds up to the mean latency.  Here each
 (``ON/WHO``, :mod:`wakelab.analysis.reblocks`) is compared by that mean, with a
 percentile-bootstrap interval of the difference (each run's wakes resampled independently,
 one stream per run and cause from the comparison's seed), and the cause that moved most is
-the largest difference whose interval excludes 0 -- or, when none does, the largest.
-"""
+the largest difference whose interval excludes 0 -- or, when none does, the largest."""
 
 from __future__ import annotations
 

@@ -197,15 +197,11 @@ def _busy_condition(a: Bundle, b: Bundle) -> Condition:
         return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + cpus
 
     pa, pb = seen(a), seen(b)
-    if pa is None or pb is None:
-        differs: Optional[bool] = None
-    else:
-        names_a = sorted(p.name for p in pa)
-        names_b = sorted(p.name for p in pb)
-        share_a = sum(p.cpu_share for p in pa)
-        share_b = sum(p.cpu_share for p in pb)
-        busy_a, busy_b = (_mean_busy(a), _mean_busy(b))
-        differs = (names_a != names_b or abs(share_a - share_b) >= CPU_BUSY_DIFFERENCE
+    differs: Optional[bool] = None
+    if pa is not None and pb is not None:
+        busy_a, busy_b = _mean_busy(a), _mean_busy(b)
+        differs = (sorted(p.name for p in pa) != sorted(p.name for p in pb)
+                   or abs(sum(p.cpu_share for p in pa) - sum(p.cpu_share for p in pb)) >= CPU_BUSY_DIFFERENCE
                    or (busy_a is not None and busy_b is not None and abs(busy_a - busy_b) >= CPU_BUSY_DIFFERENCE))
     return Condition("busy processes", words(pa, a), words(pb, b), differs)
 
@@ -411,12 +407,7 @@ def widen_comparison(comparison: RunComparison, points_of: Optional[Any], alpha:
                      min_effect_pct: float) -> Tuple[RunComparison, List[LevelShifts]]:
     """Every arm of ``comparison`` widened (:func:`widen`) by the level shifts of the history points
     ``points_of(arm)`` returns (None: the history is not read); the comparison and the shifts found."""
-    arms = []
-    found = []
-    for arm in comparison.arms:
-        shifts = None
-        if points_of is not None:
-            shifts = level_shifts(points_of(arm.name), comparison.baseline, comparison.other, arm.name)
-            found.append(shifts)
-        arms.append(widen(arm, shifts, alpha, min_effect_pct))
-    return dataclasses.replace(comparison, arms=tuple(arms)), found
+    found = [level_shifts(points_of(arm.name), comparison.baseline, comparison.other, arm.name)
+             for arm in comparison.arms] if points_of is not None else []
+    arms = tuple(widen(arm, found[i] if found else None, alpha, min_effect_pct) for i, arm in enumerate(comparison.arms))
+    return dataclasses.replace(comparison, arms=arms), found

@@ -4,8 +4,7 @@ Percentiles use linear interpolation between the two nearest ranks (Hyndman & Fa
 :func:`wakelab.percentile.percentile`, the one definition the evidence model checks stored figures with too), so
 ``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported when the
 sample holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100,
-p99.9: 1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason.
-"""
+p99.9: 1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason."""
 
 from __future__ import annotations
 
@@ -29,11 +28,8 @@ def min_n_for(q: float) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LatencyStats:
-    """Summary of one latency arm, all times in nanoseconds.
-
-    ``percentiles_ns`` maps ``p50``/``p90``/``p99``/``p99_9`` to a value, or
-    is missing the key, in which case ``omitted`` says why.
-    """
+    """Summary of one latency arm, all times in nanoseconds: ``percentiles_ns`` maps ``p50``/``p90``/``p99``/``p99_9``
+    to a value, or is missing the key, in which case ``omitted`` says why."""
 
     n: int
     lost: int
@@ -82,8 +78,7 @@ class RateStats:
 
     ``ops_per_s`` is the median round's rate; ``min``/``max`` the slowest and fastest rounds.  ``baseline_ops_per_s``
     is the median rate of the empty loop; ``net_ns_per_op`` the median round's cost per call with the median
-    empty-loop cost per iteration subtracted (never below zero).
-    """
+    empty-loop cost per iteration subtracted (never below zero)."""
 
     rounds: int
     n_per_round: int
@@ -126,13 +121,10 @@ def summarize_rate(
 def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cpus: Sequence[int]) -> Optional[Dict[str, object]]:
     """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.
 
-    ``waiter_cpus[i]`` / ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1
-    unknown), read by the driver outside the timed window.  Returns ``None``
-    when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu``
-    each with ``n``, ``p50_ns`` and ``p99_ns`` (None where too few wakes, see
-    :func:`min_n_for`), ``unknown`` (wakes with a side not recorded) and
-    ``cross_share`` (cross-CPU wakes over the wakes with both sides known).
-    """
+    ``waiter_cpus[i]`` / ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1 unknown), read by the driver outside the
+    timed window.  None when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu`` each with ``n``,
+    ``p50_ns`` and ``p99_ns`` (None where too few wakes, see :func:`min_n_for`), ``unknown`` (wakes with a side not
+    recorded) and ``cross_share`` (cross-CPU wakes over the wakes with both sides known)."""
     if not samples_ns or len(waiter_cpus) != len(samples_ns) or len(notifier_cpus) != len(samples_ns):
         return None
     same: list = []

@@ -6,8 +6,7 @@ into the class of its kind, reading exactly what the wording needs, or ``KeyErro
 ``ValueError`` where they are not what the kind says -- the renderer then shows the record as stored
 (:class:`StoredEntry`).  The per-arm quality flags (``quality`` in summary.json, see
 :func:`wakelab.analysis.quality.quality_flags`) are the same records (:class:`Populations`,
-:class:`SwitchTailFigures`, :class:`PollingFigures`), written with ``to_dict()`` and read with ``from_dict()``.
-"""
+:class:`SwitchTailFigures`, :class:`PollingFigures`), written with ``to_dict()`` and read with ``from_dict()``."""
 
 from __future__ import annotations
 

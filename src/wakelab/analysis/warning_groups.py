@@ -9,8 +9,7 @@ themselves.  summary.json keeps every record: grouping is layout, computed once
 (:attr:`wakelab.analysis.view.RunView.warning_groups`) and placed by each renderer.
 
 :func:`machine_load` reads what the run *saw* beside it (summary.json's ``observed``): the other processes that
-kept a CPU busy and the load average at both ends, said once for the run rather than in each arm's warning.
-"""
+kept a CPU busy and the load average at both ends, said once for the run rather than in each arm's warning."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ class Explanation:
     ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``:
     the ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval
     (s).  ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``:
-    the settle's random part (µs) when the period found reached it (None: the period was measured whole).
-    """
+    the settle's random part (µs) when the period found reached it (None: the period was measured whole)."""
 
     between_repetitions: bool = False
     medians: bool = False
@@ -79,8 +77,7 @@ class WarningGroup:
 
     ``explanation`` is what the members share (None for a record that is not grouped: ``single``); ``members``
     come worst first (the largest ratio or share, the smallest duration), and ``unit`` says how their figure reads
-    (:data:`RATIO`, :data:`SHARE` or :data:`DURATION_NS`).
-    """
+    (:data:`RATIO`, :data:`SHARE` or :data:`DURATION_NS`)."""
 
     kind: Union[WarningKind, str]
     level: str
@@ -211,8 +208,7 @@ def _first_load(reading: Any) -> Optional[float]:
 def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     """The load beside the run when ``observed`` saw another process busy, else None (a quiet machine, or not recorded).
 
-    The load average alone does not say the machine was loaded: it counts the run's own worker processes too.
-    """
+    The load average alone does not say the machine was loaded: it counts the run's own worker processes too."""
     observed = summary.get("observed")
     if not isinstance(observed, Mapping):
         return None

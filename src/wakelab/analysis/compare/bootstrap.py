@@ -6,8 +6,7 @@ so the resample's k-th smallest value is ``x[floor(n U_(k))]`` with ``U_(k)`` ~ 
 statistics of uniforms are a Markov chain (given ``U_(a) = u``, ``U_(b)`` is ``u + (1 - u) Beta(b - a, n - b + 1)``),
 so the two a percentile needs are drawn jointly and exactly in ``O(resamples)``, not ``O(resamples x n)``; a test
 checks the distribution against brute force.  A fixed seed (per arm) makes every interval reproducible.  numpy and
-scipy are imported lazily.
-"""
+scipy are imported lazily."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ Seed = Union[int, Sequence[int]]
 @dataclasses.dataclass(frozen=True)
 class RatioCI:
     """``other / baseline`` of one percentile (type 7, in the samples' unit), with its bootstrap interval
-    ``low``/``high`` at ``confidence``; ``high`` may be ``inf`` when a resampled baseline percentile is 0.
-    """
+    ``low``/``high`` at ``confidence``; ``high`` may be ``inf`` when a resampled baseline percentile is 0."""
 
     q: float
     baseline: float
@@ -152,8 +150,7 @@ def _resampled_pair(baseline: Sequence[float], other: Sequence[float], qs: Seque
 @dataclasses.dataclass(frozen=True)
 class DifferenceCI:
     """``percentile(other) - percentile(baseline)`` with its bootstrap interval, where a ratio is often undefined
-    (a component such as the GIL wait has a p50 of 0 in many runs); NaN bounds: too few samples (``resamples`` 0).
-    """
+    (a component such as the GIL wait has a p50 of 0 in many runs); NaN bounds: too few samples (``resamples`` 0)."""
 
     q: float
     baseline: float
@@ -194,8 +191,7 @@ def bootstrap_percentile_difference(
 @dataclasses.dataclass(frozen=True)
 class RankTest:
     """A two-sided Mann-Whitney U test of ``other`` against ``baseline``: ``u`` is the U statistic of ``other``;
-    ``p_greater`` the chance that a random value of ``other`` exceeds one of ``baseline``, ties counting half.
-    """
+    ``p_greater`` the chance that a random value of ``other`` exceeds one of ``baseline``, ties counting half."""
 
     u: float
     p_value: float
@@ -229,8 +225,7 @@ def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
 def smallest_p_value(n_baseline: int, n_other: int) -> float:
     """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.
 
-    With 3 rounds against 3 it is 0.1: no difference, however large, could be significant at 0.05.
-    """
+    With 3 rounds against 3 it is 0.1: no difference, however large, could be significant at 0.05."""
     if n_baseline < 1 or n_other < 1:
         return 1.0
     if n_baseline + n_other <= 1000:
@@ -263,8 +258,7 @@ def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_E
 
     ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m = ``min_effect_pct`` / 100 and the ratio as a time
     ratio (for rates, ``higher_is_better``, the ops/s ratio inverted): slower when the interval lies above 1 + m,
-    faster when below 1 / (1 + m), no difference when inside [1 / (1 + m), 1 + m], and cannot tell otherwise.
-    """
+    faster when below 1 / (1 + m), no difference when inside [1 / (1 + m), 1 + m], and cannot tell otherwise."""
     if math.isnan(ci_low) or math.isnan(ci_high):
         return NOT_TESTED
     if not 0.0 < min_effect_pct < 100.0:
@@ -285,8 +279,7 @@ def minimum_detectable_effect(ci_low: float, ci_high: float, min_effect_pct: flo
 
     ``(1 + m) exp(h) - 1`` with h the interval's half-width in log terms, ``(ln high - ln low) / 2``: a true change of
     that size puts the lower end of an interval of the same width exactly at 1 + m.  ``inf`` when a bound is 0 or
-    infinite, NaN without an interval.
-    """
+    infinite, NaN without an interval."""
     if math.isnan(ci_low) or math.isnan(ci_high):
         return math.nan
     if ci_low <= 0 or not math.isfinite(ci_high):

@@ -186,8 +186,7 @@ class ArmComparison:
 class RunComparison:
     """``other`` against ``baseline``: every arm they share, and what they do not.
 
-    ``across`` lists the differences compared on purpose (``--across``, or a grid's dimensions).
-    """
+    ``across`` lists the differences compared on purpose (``--across``, or a grid's dimensions)."""
 
     baseline: Run
     other: Run

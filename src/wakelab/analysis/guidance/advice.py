@@ -1,14 +1,9 @@
 """The advice on choosing a wake path: in-process, across processes, by signal, a handler's install, a hand-off.
 
-Each function reads the run's levels or rankings and returns its
-:class:`~wakelab.analysis.guidance.records.Advice` (and, where it has one, its
-clause of the headline); it cites only arms the run measured.  The arms it
-names by their part -- a handler's cost against the same path without one,
-the arms that run a handler or take a signal with sigwait, the executors, a
-polling wait's blocking alternative, the install without its Python wrapper --
-each declare that part (:class:`wakelab.core.model.Role`), and
-:func:`~wakelab.core.registry.arms_with_role` reads them.
-"""
+Each function reads the run's levels or rankings and returns its :class:`~wakelab.analysis.guidance.records.Advice`
+(and, where it has one, its clause of the headline); it cites only arms the run measured.  The arms it names by their
+part -- a handler's cost against the same path without one, the executors, the install without its Python wrapper --
+each declare that part (:class:`wakelab.core.model.Role`), read by :func:`~wakelab.core.registry.arms_with_role`."""
 
 from __future__ import annotations
 

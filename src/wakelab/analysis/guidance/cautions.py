@@ -1,16 +1,9 @@
 """What a figure does not say: open-loop figures, the tail, a wait that polls, and the pitfalls of signals.
 
-Open loop
----------
-``--mode open`` notifies on a fixed schedule (one notify every
-``interval_us``, whether or not the waiter is ready) and takes each latency
-from the notify's *scheduled* instant, not from ``t0``: an open-loop figure
-includes the notifier's own lateness (its sleep overshooting the schedule,
-the ``notify_late`` component) and any wait behind an earlier wake.  The
-guidance says so first (:func:`open_loop_advice`), and every figure it quotes
-from such a run is marked as one
-(:func:`~wakelab.analysis.guidance.ranking.open_loop_note`).
-"""
+An open-loop figure (``--mode open``) is taken from each notify's *scheduled* instant, not from ``t0``: it includes the
+notifier's own lateness (the ``notify_late`` component) and any wait behind an earlier wake.  The guidance says so
+first (:func:`open_loop_advice`), and marks every figure it quotes from such a run
+(:func:`~wakelab.analysis.guidance.ranking.open_loop_note`)."""
 
 from __future__ import annotations
 

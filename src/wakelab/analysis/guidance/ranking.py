@@ -196,8 +196,7 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
 
     or ``fastest beyond this run's noise: event 10.0 µs; clearly slower (× its p50): ...``.  ``limit``
     keeps the text short: the leaders (at most ``limit`` after the first), the arms not clearly
-    slower by their own spread, then only the slowest.
-    """
+    slower by their own spread, then only the slowest."""
     first = ranking.fastest
     text = "%s %s" % (first.name, format_ns(first.level.p50_ns))
     if len(ranking.ranked) == 1:
