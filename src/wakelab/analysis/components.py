@@ -329,15 +329,8 @@ class _Walk:
             self.blocks[index] = dataclasses.replace(self.blocks[index], by="timeout", holder_tid=None)
 
 
-def split_wake(
-    events: Sequence[SchedEvent],
-    times: Sequence[int],
-    tid: int,
-    t0: int,
-    t1: int,
-    notifier_tid: Optional[int] = None,
-    context: Optional[WaiterContext] = None,
-) -> WakeSplit:
+def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0: int, t1: int,
+               notifier_tid: Optional[int] = None, context: Optional[WaiterContext] = None) -> WakeSplit:
     """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns``
     for bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).
 
@@ -398,14 +391,8 @@ def why_untraceable(arm: Arm) -> Optional[str]:
     return None
 
 
-def split_wakes(
-    events: Sequence[SchedEvent],
-    tid: int,
-    t0s: Sequence[int],
-    samples_ns: Sequence[int],
-    notifier_tid: Optional[int] = None,
-    context: Optional[WaiterContext] = None,
-) -> List[WakeSplit]:
+def split_wakes(events: Sequence[SchedEvent], tid: int, t0s: Sequence[int], samples_ns: Sequence[int],
+                notifier_tid: Optional[int] = None, context: Optional[WaiterContext] = None) -> List[WakeSplit]:
     times = [e.time_ns for e in events]
     return [split_wake(events, times, tid, t0, t0 + s, notifier_tid, context) for t0, s in zip(t0s, samples_ns)]
 
@@ -496,20 +483,15 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
         present = [v for v in values if v]
         by_cause[cause] = ReblockCause(wakes=len(present), total_ns=sum(present),
                                        p50_ns=summarize_latency(present).percentiles_ns.get("p50") if present else None)
-    return TraceComponents(
-        wakes=n,
-        fully_attributed=sum(1 for s in splits if s.attributed),
-        with_gil_cycles=sum(1 for s in splits if s.cycles),
-        from_idle_fraction=(sum(idle) / len(idle)) if idle else None,
-        cross_cpu_fraction=(sum(cross) / len(cross)) if cross else None,
-        parked_at_t0_fraction=(sum(1 for s in splits if s.parked) / n) if n else None,
-        inferred_switch_ins=sum(s.inferred for s in splits),
-        percentiles=percentiles,
-        at_p50=_band_means(samples_ns, series, 0.45, 0.55, causes),
-        at_p99=_band_means(samples_ns, series, 0.99, 1.0, causes),
-        causes=by_cause,
-        holders=_holders(splits),
-    )
+    return TraceComponents(wakes=n, fully_attributed=sum(1 for s in splits if s.attributed),
+                           with_gil_cycles=sum(1 for s in splits if s.cycles),
+                           from_idle_fraction=(sum(idle) / len(idle)) if idle else None,
+                           cross_cpu_fraction=(sum(cross) / len(cross)) if cross else None,
+                           parked_at_t0_fraction=(sum(1 for s in splits if s.parked) / n) if n else None,
+                           inferred_switch_ins=sum(s.inferred for s in splits), percentiles=percentiles,
+                           at_p50=_band_means(samples_ns, series, 0.45, 0.55, causes),
+                           at_p99=_band_means(samples_ns, series, 0.99, 1.0, causes), causes=by_cause,
+                           holders=_holders(splits))
 
 
 def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -> bool:

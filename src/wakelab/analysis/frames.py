@@ -29,15 +29,8 @@ def call_path(python: Sequence[str], depth: int = PATH_DEPTH) -> str:
     return " -> ".join(reversed(list(python[:depth])))
 
 
-def count_frames(
-    samples: Mapping[int, Sequence[Any]],
-    waiter_tid: int,
-    notifier_tid: Optional[int],
-    t0s: Sequence[int],
-    samples_ns: Sequence[int],
-    notify_ns: Sequence[int],
-    counts: Dict[str, Dict[str, int]],
-) -> None:
+def count_frames(samples: Mapping[int, Sequence[Any]], waiter_tid: int, notifier_tid: Optional[int], t0s: Sequence[int],
+                 samples_ns: Sequence[int], notify_ns: Sequence[int], counts: Dict[str, Dict[str, int]]) -> None:
     """Add one worker's samples to ``counts`` (part -> call path -> samples): the waiter's between
     each wake's ``t0`` and ``t1``, the notifier's between ``t0`` and the end of its notify path.
     ``samples`` by thread id, each list of :class:`~wakelab.harness.frames.FrameSample` in time order."""

@@ -183,20 +183,10 @@ class LogLinearHistogram:
 
     def to_dict(self) -> Dict[str, object]:
         """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
-        return {
-            "layout": "hdrhistogram",
-            "lowest_trackable_ns": 1,
-            "significant_digits": SIGNIFICANT_DIGITS,
-            "sub_bucket_count": SUB_BUCKET_COUNT,
-            "relative_error": RELATIVE_ERROR,
-            "total": self.total,
-            "min_ns": self.min_ns,
-            "max_ns": self.max_ns,
-            "sum_ns": self.sum_ns,
-            "stdev_ns": self.stdev_ns,
-            "counts": self.nonzero(),
-            "hdr_encoded": encode_hdr(self),
-        }
+        return {"layout": "hdrhistogram", "lowest_trackable_ns": 1, "significant_digits": SIGNIFICANT_DIGITS,
+                "sub_bucket_count": SUB_BUCKET_COUNT, "relative_error": RELATIVE_ERROR, "total": self.total,
+                "min_ns": self.min_ns, "max_ns": self.max_ns, "sum_ns": self.sum_ns, "stdev_ns": self.stdev_ns,
+                "counts": self.nonzero(), "hdr_encoded": encode_hdr(self)}
 
     @classmethod
     def from_dict(cls, data: object) -> "LogLinearHistogram":

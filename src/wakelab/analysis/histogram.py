@@ -138,17 +138,9 @@ def weighted_percentile(values_ns: Sequence[float], counts: Sequence[int], q: fl
     return low_value + (float(values_ns[high_index]) - low_value) * (position - lower)
 
 
-def log_histogram_weighted(
-    values_ns: Sequence[float],
-    counts: Sequence[int],
-    bins_per_decade: Optional[int] = None,
-    max_bins: int = MAX_BINS,
-    *,
-    min_ns: Optional[int] = None,
-    max_ns: Optional[int] = None,
-    p50_ns: Optional[float] = None,
-    p99_ns: Optional[float] = None,
-) -> Histogram:
+def log_histogram_weighted(values_ns: Sequence[float], counts: Sequence[int], bins_per_decade: Optional[int] = None,
+                           max_bins: int = MAX_BINS, *, min_ns: Optional[int] = None, max_ns: Optional[int] = None,
+                           p50_ns: Optional[float] = None, p99_ns: Optional[float] = None) -> Histogram:
     """:func:`log_histogram` of weighted values: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
 
     ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default
@@ -177,24 +169,14 @@ def log_histogram_weighted(
     first_positive = bisect.bisect_right(values, 0.0)
     zeros = sum(weights[:first_positive])
     bins_per_decade, bins = _log_bins(values[first_positive:], weights[first_positive:], bins_per_decade, max_bins)
-    return Histogram(
-        n=n,
-        bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
-        bins=bins,
-        zero_count=zeros,
-        min_ns=int(min_ns) if min_ns is not None else int(math.floor(values[0])),
-        max_ns=int(max_ns) if max_ns is not None else int(math.ceil(values[-1])),
-        p50_ns=float(p50_ns),
-        p99_ns=None if p99_ns is None else float(p99_ns),
-    )
+    return Histogram(n=n, bins_per_decade=bins_per_decade or BINS_PER_DECADE[0], bins=bins, zero_count=zeros,
+                     min_ns=int(min_ns) if min_ns is not None else int(math.floor(values[0])),
+                     max_ns=int(max_ns) if max_ns is not None else int(math.ceil(values[-1])), p50_ns=float(p50_ns),
+                     p99_ns=None if p99_ns is None else float(p99_ns))
 
 
-def log_histogram_of_counters(
-    hist: "LogLinearHistogram",
-    bins_per_decade: Optional[int] = None,
-    max_bins: int = MAX_BINS,
-    raw_kept: Optional[int] = None,
-) -> Histogram:
+def log_histogram_of_counters(hist: "LogLinearHistogram", bins_per_decade: Optional[int] = None,
+                              max_bins: int = MAX_BINS, raw_kept: Optional[int] = None) -> Histogram:
     """Every wake of a log-linear histogram on :func:`log_histogram`'s bins, each counter's wakes at its value
     (:meth:`~wakelab.analysis.hdr.LogLinearHistogram.weighted_values`); min, max, p50 and p99 the histogram's
     own (summary.json's past a soak's raw-sample cap).  ValueError for an empty histogram."""

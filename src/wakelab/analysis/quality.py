@@ -239,17 +239,11 @@ def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
         index = int((value - low) / width * POLL_PARTS)
         if 0 <= index < POLL_PARTS:
             parts[index] += 1
-    return PollingFigures(
-        low_ns=int(round(max(low, values[0]))),
-        high_ns=int(round(low + width)),
-        period_ns=int(round(width)),
-        distance=round(distance, 4),
-        edge=round(edge, 4),
-        spread_over_floor=round(width / floor, 2) if floor > 0 else None,
-        thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
-        thickest_part=round(max(parts) / n * POLL_PARTS, 4),
-        n=n,
-    )
+    return PollingFigures(low_ns=int(round(max(low, values[0]))), high_ns=int(round(low + width)),
+                          period_ns=int(round(width)), distance=round(distance, 4), edge=round(edge, 4),
+                          spread_over_floor=round(width / floor, 2) if floor > 0 else None,
+                          thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
+                          thickest_part=round(max(parts) / n * POLL_PARTS, 4), n=n)
 
 
 def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[PollingFigures]:

@@ -60,16 +60,10 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
     n = len(ordered)
     wanted, omitted = reportable(n)
     percentiles = {key: percentile(ordered, q) for key, q in wanted}
-    return LatencyStats(
-        n=n,
-        lost=lost,
-        min_ns=ordered[0] if n else None,
-        max_ns=ordered[-1] if n else None,
-        mean_ns=statistics.fmean(ordered) if n else None,
-        stdev_ns=statistics.stdev(ordered) if n >= 2 else None,
-        percentiles_ns=percentiles,
-        omitted=omitted,
-    )
+    return LatencyStats(n=n, lost=lost, min_ns=ordered[0] if n else None, max_ns=ordered[-1] if n else None,
+                        mean_ns=statistics.fmean(ordered) if n else None,
+                        stdev_ns=statistics.stdev(ordered) if n >= 2 else None, percentiles_ns=percentiles,
+                        omitted=omitted)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,16 +100,10 @@ def summarize_rate(
     baseline_rates = [n_per_round * 1e9 / max(t, 1) for t in baseline_round_ns]
     ns_per_op = statistics.median(round_ns) / n_per_round
     baseline_ns_per_op = statistics.median(baseline_round_ns) / n_per_round
-    return RateStats(
-        rounds=len(round_ns),
-        n_per_round=n_per_round,
-        ops_per_s=statistics.median(rates),
-        min_ops_per_s=min(rates),
-        max_ops_per_s=max(rates),
-        baseline_ops_per_s=statistics.median(baseline_rates),
-        ns_per_op=ns_per_op,
-        net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0),
-    )
+    return RateStats(rounds=len(round_ns), n_per_round=n_per_round, ops_per_s=statistics.median(rates),
+                     min_ops_per_s=min(rates), max_ops_per_s=max(rates),
+                     baseline_ops_per_s=statistics.median(baseline_rates), ns_per_op=ns_per_op,
+                     net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0))
 
 
 def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cpus: Sequence[int]) -> Optional[Dict[str, object]]:
@@ -149,12 +137,8 @@ def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cp
             "p99_ns": percentile(ordered, 99.0) if len(ordered) >= min_n_for(99.0) else None,
         }
 
-    return {
-        "same_cpu": population(same),
-        "cross_cpu": population(cross),
-        "unknown": unknown,
-        "cross_share": round(len(cross) / known, 4),
-    }
+    return {"same_cpu": population(same), "cross_cpu": population(cross), "unknown": unknown,
+            "cross_share": round(len(cross) / known, 4)}
 
 
 def repetition_spread(medians: Sequence[Optional[float]]) -> Optional[Dict[str, object]]:
@@ -164,9 +148,5 @@ def repetition_spread(medians: Sequence[Optional[float]]) -> Optional[Dict[str, 
     if len(values) < 2:
         return None
     middle = statistics.median(values)
-    return {
-        "values": values,
-        "min": min(values),
-        "max": max(values),
-        "range_pct": round((max(values) - min(values)) / middle * 100.0, 2) if middle > 0 else None,
-    }
+    return {"values": values, "min": min(values), "max": max(values),
+            "range_pct": round((max(values) - min(values)) / middle * 100.0, 2) if middle > 0 else None}

@@ -21,13 +21,8 @@ from wakelab.formatting import format_ns, format_ratio
 STORMS = "signal storm"
 REALTIME = "realtime"
 
-RECEIVER_TITLES = {
-    "handler": "Python handler",
-    "sigwait": "sigtimedwait thread",
-    "wakeup-fd": "wakeup fd",
-    "c-handler": "C handler",
-    "c-sigwait": "C sigtimedwait",
-}
+RECEIVER_TITLES = {"handler": "Python handler", "sigwait": "sigtimedwait thread", "wakeup-fd": "wakeup fd",
+                   "c-handler": "C handler", "c-sigwait": "C sigtimedwait"}
 
 
 def _int(value: Any) -> int:

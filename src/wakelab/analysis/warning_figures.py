@@ -255,14 +255,12 @@ class PollingFigures(Record):
 Figures = Union[OmittedFigures, SpreadFigures, PopulationsFigures, SwitchTailFigures, TimerFloorFigures, PollingFigures]
 
 #: How each kind's figures are read.
-_READERS: Dict[WarningKind, Callable[[Any], Figures]] = {
-    WarningKind.PERCENTILES_OMITTED: OmittedFigures.from_dict,
-    WarningKind.WORKER_SPREAD: SpreadFigures.from_dict,
-    WarningKind.POPULATIONS: PopulationsFigures.from_dict,
-    WarningKind.SWITCH_INTERVAL_TAIL: SwitchTailFigures.from_dict,
-    WarningKind.TIMER_FLOOR: TimerFloorFigures.from_dict,
-    WarningKind.POLLING: PollingFigures.from_figures,
-}
+_READERS: Dict[WarningKind, Callable[[Any], Figures]] = {WarningKind.PERCENTILES_OMITTED: OmittedFigures.from_dict,
+                                                         WarningKind.WORKER_SPREAD: SpreadFigures.from_dict,
+                                                         WarningKind.POPULATIONS: PopulationsFigures.from_dict,
+                                                         WarningKind.SWITCH_INTERVAL_TAIL: SwitchTailFigures.from_dict,
+                                                         WarningKind.TIMER_FLOOR: TimerFloorFigures.from_dict,
+                                                         WarningKind.POLLING: PollingFigures.from_figures}
 
 
 def figures_of(record: WarningRecord) -> Figures:

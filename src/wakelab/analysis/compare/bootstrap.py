@@ -56,16 +56,8 @@ class RatioCI:
 
 def _interval_dict(ci: Union["RatioCI", "DifferenceCI"], name: str, value: float) -> Dict[str, object]:
     """The JSON of an interval record (``name``: ratio or difference), non-finite figures as null."""
-    return {
-        "q": ci.q,
-        "baseline": finite(ci.baseline),
-        "other": finite(ci.other),
-        name: finite(value),
-        "ci_low": finite(ci.low),
-        "ci_high": finite(ci.high),
-        "confidence": ci.confidence,
-        "resamples": ci.resamples,
-    }
+    return {"q": ci.q, "baseline": finite(ci.baseline), "other": finite(ci.other), name: finite(value),
+            "ci_low": finite(ci.low), "ci_high": finite(ci.high), "confidence": ci.confidence, "resamples": ci.resamples}
 
 
 def finite(value: Optional[float]) -> Optional[float]:
@@ -168,14 +160,9 @@ class DifferenceCI:
         return _interval_dict(self, "difference", self.difference)
 
 
-def bootstrap_percentile_difference(
-    baseline: Sequence[float],
-    other: Sequence[float],
-    q: float = 50.0,
-    confidence: float = 1.0 - DEFAULT_ALPHA,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = DEFAULT_SEED,
-) -> DifferenceCI:
+def bootstrap_percentile_difference(baseline: Sequence[float], other: Sequence[float], q: float = 50.0,
+                                    confidence: float = 1.0 - DEFAULT_ALPHA, resamples: int = DEFAULT_RESAMPLES,
+                                    seed: Seed = DEFAULT_SEED) -> DifferenceCI:
     """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: each sample resampled
     independently (:func:`_resampled_pair`), read off the resampled differences (a percentile of 0 is fine here)."""
     import numpy as np

@@ -248,16 +248,10 @@ def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTING
             not_compared.append((name, "; ".join(reasons)))
             continue
         arms.append(compare_arm(baseline, other, name, settings))
-    return RunComparison(
-        baseline=baseline,
-        other=other,
-        warnings=tuple(warnings),
-        arms=tuple(arms),
-        only_in_baseline=tuple(n for n in a_arms if n not in b_arms),
-        only_in_other=tuple(n for n in b_arms if n not in a_arms),
-        not_compared=tuple(not_compared),
-        across=tuple(on_purpose),
-    )
+    return RunComparison(baseline=baseline, other=other, warnings=tuple(warnings), arms=tuple(arms),
+                         only_in_baseline=tuple(n for n in a_arms if n not in b_arms),
+                         only_in_other=tuple(n for n in b_arms if n not in a_arms), not_compared=tuple(not_compared),
+                         across=tuple(on_purpose))
 
 
 def parse_metrics(text: str) -> Tuple[str, ...]:
