@@ -153,11 +153,8 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
             index += 1
         groups[index].append(value)
     populations = [
-        Population(
-            share=round(len(group) / n, 4),
-            low_ns=int(round(percentile(group, POPULATION_RANGE_Q))),
-            high_ns=int(round(percentile(group, 100.0 - POPULATION_RANGE_Q))),
-        )
+        Population(share=round(len(group) / n, 4), low_ns=int(round(percentile(group, POPULATION_RANGE_Q))),
+                   high_ns=int(round(percentile(group, 100.0 - POPULATION_RANGE_Q))))
         for group in groups
         if len(group) >= MIN_POPULATION_SHARE * n
     ]
@@ -299,11 +296,9 @@ def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle
     (:func:`gil_contended`): then no tail is looked for.  ``settle_jitter_us`` is the random part of the settle the
     wakes were taken with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False for an
     arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for."""
-    return QualityFlags(
-        populations=find_populations(samples_ns),
-        switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
-        polling=find_polling(samples_ns, settle_jitter_us) if settles else None,
-    )
+    return QualityFlags(populations=find_populations(samples_ns),
+                        switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
+                        polling=find_polling(samples_ns, settle_jitter_us) if settles else None)
 
 
 def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[PopulationCause]:

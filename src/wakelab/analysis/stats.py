@@ -131,11 +131,8 @@ def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cp
 
     def population(values: list) -> Dict[str, object]:
         ordered = sorted(values)
-        return {
-            "n": len(ordered),
-            "p50_ns": percentile(ordered, 50.0) if ordered else None,
-            "p99_ns": percentile(ordered, 99.0) if len(ordered) >= min_n_for(99.0) else None,
-        }
+        return {"n": len(ordered), "p50_ns": percentile(ordered, 50.0) if ordered else None,
+                "p99_ns": percentile(ordered, 99.0) if len(ordered) >= min_n_for(99.0) else None}
 
     return {"same_cpu": population(same), "cross_cpu": population(cross), "unknown": unknown,
             "cross_share": round(len(cross) / known, 4)}

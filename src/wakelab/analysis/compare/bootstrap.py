@@ -114,11 +114,8 @@ def _ratio_interval(numerators: Any, denominators: Any, confidence: float) -> Tu
     import numpy as np
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(
-            denominators == 0,
-            np.where(numerators == 0, 1.0, np.inf),
-            numerators / np.where(denominators == 0, 1.0, denominators),
-        )
+        ratios = np.where(denominators == 0, np.where(numerators == 0, 1.0, np.inf),
+                          numerators / np.where(denominators == 0, 1.0, denominators))
     ratios.sort()
     return outward_interval(ratios, confidence)
 
