@@ -53,15 +53,14 @@ _OLD_SHORT_NAMES: Dict[str, str] = {row[0]: row[3] for row in _TABLE}
 
 @dataclasses.dataclass(frozen=True)
 class SchedEvent:
-    """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.
-
-    ``kind`` is ``waking``, ``wakeup``, ``switch``, ``migrate``, ``enter`` or ``exit``; ``tid`` the thread the event
-    ran in (the waker, for a wake), ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid`` is the
-    woken thread and ``target_cpu`` where it will run.  For a switch: ``prev_pid`` leaves the CPU in ``prev_state``
-    (``S``, ``D``: asleep; ``R``, ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU goes idle,
-    or, as ``prev_pid``, comes out of idle).  For a migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a
-    system call's entry (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0`` and ``arg1`` are
-    its first arguments (a futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out)."""
+    """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.  ``kind`` is ``waking``, ``wakeup``,
+    ``switch``, ``migrate``, ``enter`` or ``exit``; ``tid`` the thread the event ran in (the waker, for a wake),
+    ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid`` is the woken thread and ``target_cpu``
+    where it will run.  For a switch: ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``: asleep; ``R``,
+    ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU goes idle, or, as ``prev_pid``, comes out
+    of idle).  For a migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a system call's entry
+    (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0`` and ``arg1`` are its first arguments (a
+    futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out)."""
 
     time_ns: int
     kind: str
@@ -83,13 +82,12 @@ class SchedEvent:
 
 @dataclasses.dataclass(frozen=True)
 class WakeSplit:
-    """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.
-
-    ``cycles``: the re-blocks after the waiter first ran (``reblocks``, named; their ``asleep_ns`` sum to
-    ``gil_wait``); ``from_idle``: its first switch-in came from the idle task; ``cross_cpu``: the wake was
-    raised on another CPU; ``parked``: asleep at ``t0`` (None: no event said); ``by_notifier``: the first
-    wake came from the notifier's thread; ``inferred``: switch-ins placed at the waiter's return from the
-    call it slept in (a CPU whose idle task records nothing)."""
+    """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.  ``cycles``: the
+    re-blocks after the waiter first ran (``reblocks``, named; their ``asleep_ns`` sum to ``gil_wait``);
+    ``from_idle``: its first switch-in came from the idle task; ``cross_cpu``: the wake was raised on another CPU;
+    ``parked``: asleep at ``t0`` (None: no event said); ``by_notifier``: the first wake came from the notifier's
+    thread; ``inferred``: switch-ins placed at the waiter's return from the call it slept in (a CPU whose idle task
+    records nothing)."""
 
     parts_ns: Dict[str, int]
     cycles: int = 0
@@ -331,11 +329,10 @@ class _Walk:
 
 def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0: int, t1: int,
                notifier_tid: Optional[int] = None, context: Optional[WaiterContext] = None) -> WakeSplit:
-    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns``
-    for bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).
-
-    The walk follows the waiter through the states of :data:`COMPONENTS`; where the switch-in is missing
-    (an idle CPU that records nothing), its return from the call it slept in stands for it."""
+    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns`` for
+    bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).  The walk follows the
+    waiter through the states of :data:`COMPONENTS`; where the switch-in is missing (an idle CPU that records
+    nothing), its return from the call it slept in stands for it."""
     ctx = context if context is not None else WaiterContext(notifier_tid=notifier_tid)
     if ctx.notifier_tid is None and notifier_tid is not None:
         ctx = dataclasses.replace(ctx, notifier_tid=notifier_tid)
@@ -376,9 +373,8 @@ def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0:
 
 
 def why_untraceable(arm: Arm) -> Optional[str]:
-    """Why an arm's wakes cannot be split at scheduler events (None: they can).
-
-    ``arm`` is its record, or its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...)."""
+    """Why an arm's wakes cannot be split at scheduler events (None: they can).  ``arm`` is its record, or its
+    identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...)."""
     record = arm_record(arm)
     if not record.is_latency:
         return "not a wake: a rate arm times a loop of calls"

@@ -60,9 +60,8 @@ class CallPath:
 
 @dataclasses.dataclass(frozen=True)
 class FrameRecord:
-    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled.
-
-    The trace pass writes it (:meth:`to_dict`) and the report reads it back (:meth:`from_dict`)."""
+    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled.  The
+    trace pass writes it (:meth:`to_dict`) and the report reads it back (:meth:`from_dict`)."""
 
     sampled: bool
     reason: Optional[str] = None

@@ -152,12 +152,11 @@ class LogLinearHistogram:
         return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
-        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.
-
-        A counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps
-        them; the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
-        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's
-        precision of its raw sample, the extremes exactly."""
+        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.  A
+        counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps them;
+        the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
+        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's precision of
+        its raw sample, the extremes exactly."""
         where = [i for i, count in enumerate(self.counts) if count]
         counts = [self.counts[i] for i in where]
         if not where:

@@ -76,9 +76,8 @@ def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional
 
 
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
-    """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).
-
-    Without sizes, or when they do not add up to the values, the whole sample is one unit and ``note`` says why."""
+    """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).  Without sizes, or when they
+    do not add up to the values, the whole sample is one unit and ``note`` says why."""
     import numpy as np
 
     array = np.asarray(values, dtype=np.float64)
@@ -218,9 +217,8 @@ def _value_at(rank: Any, counts: Any, cumulative: Any, cuts: Any, exact: bool, p
 
 
 def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
-    """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (see the module docstring).
-
-    Left unchanged for one unit, or when ``point`` or a resampled value is not positive."""
+    """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (see the module
+    docstring).  Left unchanged for one unit, or when ``point`` or a resampled value is not positive."""
     import numpy as np
 
     boot = np.asarray(boot, dtype=np.float64)
@@ -247,7 +245,6 @@ def choose_method(units: Units) -> str:
 def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng: Any,
                          method: str = AUTO) -> Any:
     """Percentiles ``qs`` (type 7) of ``resamples`` two-level bootstrap resamples, shape (len(qs), resamples).
-
     ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring)."""
     check_resampling(qs, resamples)
     if units.total == 0:
@@ -263,10 +260,9 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
 
 @dataclasses.dataclass(frozen=True)
 class LevelInterval:
-    """One run's own interval for a percentile: how well the run pins its level.
-
-    ``low``/``high`` bound the percentile at the interval's confidence; ``half_width_pct`` is that interval's
-    half-width in log terms, as a percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this."""
+    """One run's own interval for a percentile: how well the run pins its level.  ``low``/``high`` bound the
+    percentile at the interval's confidence; ``half_width_pct`` is that interval's half-width in log terms, as a
+    percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this."""
 
     point: float
     low: float

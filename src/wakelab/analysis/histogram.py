@@ -142,9 +142,8 @@ def log_histogram_weighted(values_ns: Sequence[float], counts: Sequence[int], bi
                            max_bins: int = MAX_BINS, *, min_ns: Optional[int] = None, max_ns: Optional[int] = None,
                            p50_ns: Optional[float] = None, p99_ns: Optional[float] = None) -> Histogram:
     """:func:`log_histogram` of weighted values: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
-
-    ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default
-    to those of the weighted values.  ValueError for no wakes, a negative value or count, or lengths that differ."""
+    ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default to
+    those of the weighted values.  ValueError for no wakes, a negative value or count, or lengths that differ."""
     given_values = [float(v) for v in values_ns]
     given_counts = [int(c) for c in counts]
     if len(given_values) != len(given_counts):

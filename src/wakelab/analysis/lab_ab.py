@@ -50,11 +50,9 @@ class Ways:
 
 @dataclasses.dataclass(frozen=True)
 class GilFigure:
-    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.
-
-    ``values``: each role's figure, by role (in a row, the roles the arm has a cell of; in a summary,
-    every role, the median over the arms); ``ratio`` no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a
-    summary, ``ways`` the arms went (None in a row)."""
+    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.  ``values``: each role's figure,
+    by role (in a row, the roles the arm has a cell of; in a summary, every role, the median over the arms); ``ratio``
+    no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a summary, ``ways`` the arms went (None in a row)."""
 
     values: Mapping[str, Optional[float]]
     ratio: Optional[float]
@@ -123,11 +121,10 @@ def _trio(figure: GilFigure) -> str:
 
 
 def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], bool]:
-    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.
-
-    Pairs, for every latency arm, placement and busy-thread count, the cell of the GIL build with the
-    free-threaded build's (GIL off, and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never
-    by its label).  ``summary``: per busy-thread count and placement, the median over the arms of each figure."""
+    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.  Pairs, for every
+    latency arm, placement and busy-thread count, the cell of the GIL build with the free-threaded build's (GIL off,
+    and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never by its label).  ``summary``: per
+    busy-thread count and placement, the median over the arms of each figure."""
     cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.

@@ -49,12 +49,11 @@ _ZERO_IS_TIMEOUT = frozenset(("select", "pselect6", "poll", "ppoll", "epoll_wait
 
 @dataclasses.dataclass(frozen=True)
 class WaiterContext:
-    """What the split knows about the waiter's surroundings, to name its re-blocks.
-
-    ``notifier_tid``: the thread that notifies; ``busy_tids``: the worker's busy threads (``--cpu-threads``);
-    ``gil_ranges``: ``(start, end)`` address ranges of the interpreter's own static data in the process ``waiter_pid``
-    (a futex there is the GIL; empty for a C floor, which has none); ``gil_releases``: when the notifier and the busy
-    threads let go of the GIL with a waiter waiting."""
+    """What the split knows about the waiter's surroundings, to name its re-blocks.  ``notifier_tid``: the thread that
+    notifies; ``busy_tids``: the worker's busy threads (``--cpu-threads``); ``gil_ranges``: ``(start, end)`` address
+    ranges of the interpreter's own static data in the process ``waiter_pid`` (a futex there is the GIL; empty for a C
+    floor, which has none); ``gil_releases``: when the notifier and the busy threads let go of the GIL with a waiter
+    waiting."""
 
     notifier_tid: Optional[int] = None
     busy_tids: FrozenSet[int] = frozenset()

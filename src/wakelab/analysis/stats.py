@@ -68,11 +68,10 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
 
 @dataclasses.dataclass(frozen=True)
 class RateStats:
-    """Summary of a rate arm: operations per second per round.
-
-    ``ops_per_s`` is the median round's rate; ``min``/``max`` the slowest and fastest rounds.  ``baseline_ops_per_s``
-    is the median rate of the empty loop; ``net_ns_per_op`` the median round's cost per call with the median
-    empty-loop cost per iteration subtracted (never below zero)."""
+    """Summary of a rate arm: operations per second per round.  ``ops_per_s`` is the median round's rate;
+    ``min``/``max`` the slowest and fastest rounds.  ``baseline_ops_per_s`` is the median rate of the empty loop;
+    ``net_ns_per_op`` the median round's cost per call with the median empty-loop cost per iteration subtracted (never
+    below zero)."""
 
     rounds: int
     n_per_round: int
@@ -107,12 +106,11 @@ def summarize_rate(
 
 
 def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cpus: Sequence[int]) -> Optional[Dict[str, object]]:
-    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.
-
-    ``waiter_cpus[i]`` / ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1 unknown), read by the driver outside the
-    timed window.  None when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu`` each with ``n``,
-    ``p50_ns`` and ``p99_ns`` (None where too few wakes, see :func:`min_n_for`), ``unknown`` (wakes with a side not
-    recorded) and ``cross_share`` (cross-CPU wakes over the wakes with both sides known)."""
+    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.  ``waiter_cpus[i]`` /
+    ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1 unknown), read by the driver outside the timed window.  None
+    when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu`` each with ``n``, ``p50_ns`` and
+    ``p99_ns`` (None where too few wakes, see :func:`min_n_for`), ``unknown`` (wakes with a side not recorded) and
+    ``cross_share`` (cross-CPU wakes over the wakes with both sides known)."""
     if not samples_ns or len(waiter_cpus) != len(samples_ns) or len(notifier_cpus) != len(samples_ns):
         return None
     same: list = []

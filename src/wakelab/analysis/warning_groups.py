@@ -33,11 +33,10 @@ from wakelab.evidence.model import WarningKind, WarningRecord
 @dataclasses.dataclass(frozen=True)
 class Explanation:
     """What a group's records share, the part of their figures that chooses its sentence; each kind fills its own.
-
-    ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``:
-    the ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval
-    (s).  ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``:
-    the settle's random part (µs) when the period found reached it (None: the period was measured whole)."""
+    ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``: the
+    ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval (s).
+    ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``: the settle's
+    random part (µs) when the period found reached it (None: the period was measured whole)."""
 
     between_repetitions: bool = False
     medians: bool = False
@@ -73,11 +72,10 @@ class GroupMember:
 
 @dataclasses.dataclass(frozen=True)
 class WarningGroup:
-    """Records that say one thing about several arms, or one record said as it is.
-
-    ``explanation`` is what the members share (None for a record that is not grouped: ``single``); ``members``
-    come worst first (the largest ratio or share, the smallest duration), and ``unit`` says how their figure reads
-    (:data:`RATIO`, :data:`SHARE` or :data:`DURATION_NS`)."""
+    """Records that say one thing about several arms, or one record said as it is.  ``explanation`` is what the
+    members share (None for a record that is not grouped: ``single``); ``members`` come worst first (the largest ratio
+    or share, the smallest duration), and ``unit`` says how their figure reads (:data:`RATIO`, :data:`SHARE` or
+    :data:`DURATION_NS`)."""
 
     kind: Union[WarningKind, str]
     level: str

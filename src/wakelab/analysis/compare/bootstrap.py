@@ -207,9 +207,8 @@ def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
 
 
 def smallest_p_value(n_baseline: int, n_other: int) -> float:
-    """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.
-
-    With 3 rounds against 3 it is 0.1: no difference, however large, could be significant at 0.05."""
+    """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.  With 3 rounds against 3
+    it is 0.1: no difference, however large, could be significant at 0.05."""
     if n_baseline < 1 or n_other < 1:
         return 1.0
     if n_baseline + n_other <= 1000:
@@ -239,7 +238,6 @@ def _time_bounds(ci_low: float, ci_high: float, higher_is_better: bool) -> Tuple
 def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
             higher_is_better: bool = False) -> str:
     """"slower", "faster", "no difference", "cannot tell", or "not tested" (no interval: NaN bounds).
-
     ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m = ``min_effect_pct`` / 100 and the ratio as a time
     ratio (for rates, ``higher_is_better``, the ops/s ratio inverted): slower when the interval lies above 1 + m,
     faster when below 1 / (1 + m), no difference when inside [1 / (1 + m), 1 + m], and cannot tell otherwise."""
@@ -259,11 +257,10 @@ def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_E
 
 
 def minimum_detectable_effect(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> float:
-    """The smallest change (percent) that an interval this wide could still call "slower" or "faster".
-
-    ``(1 + m) exp(h) - 1`` with h the interval's half-width in log terms, ``(ln high - ln low) / 2``: a true change of
-    that size puts the lower end of an interval of the same width exactly at 1 + m.  ``inf`` when a bound is 0 or
-    infinite, NaN without an interval."""
+    """The smallest change (percent) that an interval this wide could still call "slower" or "faster".  ``(1 + m)
+    exp(h) - 1`` with h the interval's half-width in log terms, ``(ln high - ln low) / 2``: a true change of that size
+    puts the lower end of an interval of the same width exactly at 1 + m.  ``inf`` when a bound is 0 or infinite, NaN
+    without an interval."""
     if math.isnan(ci_low) or math.isnan(ci_high):
         return math.nan
     if ci_low <= 0 or not math.isfinite(ci_high):

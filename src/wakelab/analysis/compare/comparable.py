@@ -74,11 +74,10 @@ def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
 
 
 def check_comparable(baseline: Run, other: Run, across: Sequence[str] = ()) -> List[str]:
-    """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.
-
-    Refused, unless ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose kind,
-    waiter state, scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned: different
-    interpreters, machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an incomplete run."""
+    """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.  Refused, unless
+    ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose kind, waiter state,
+    scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned: different interpreters,
+    machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an incomplete run."""
     return comparability(baseline, other, across)[0]
 
 

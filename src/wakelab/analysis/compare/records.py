@@ -174,9 +174,8 @@ class ArmComparison:
 
 @dataclasses.dataclass(frozen=True)
 class RunComparison:
-    """``other`` against ``baseline``: every arm they share, and what they do not.
-
-    ``across`` lists the differences compared on purpose (``--across``, or a grid's dimensions)."""
+    """``other`` against ``baseline``: every arm they share, and what they do not.  ``across`` lists the differences
+    compared on purpose (``--across``, or a grid's dimensions)."""
 
     baseline: Run
     other: Run

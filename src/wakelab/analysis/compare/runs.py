@@ -79,9 +79,8 @@ def _percentile_plan(kind: str, n_a: int, n_b: int) -> List[Tuple[str, float]]:
 def judge_arm(baseline_units: Any, other_units: Any, plan: Sequence[Tuple[str, float]], kind: str,
               settings: Settings, seed: Seed) -> Tuple[Dict[str, RatioCI], Dict[str, Judgement]]:
     """Ratios, intervals and verdicts of ``plan``'s percentiles from independent two-level bootstraps.
-
-    ``baseline_units``/``other_units`` are :class:`~wakelab.analysis.hierarchical.Units`.
-    Raises ValueError when a baseline percentile is 0."""
+    ``baseline_units``/``other_units`` are :class:`~wakelab.analysis.hierarchical.Units`. Raises ValueError when a
+    baseline percentile is 0."""
     import numpy as np
 
     from wakelab.analysis.hierarchical import level_interval, resample_percentiles, widen_for_few_units
@@ -234,7 +233,6 @@ def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, se
 def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTINGS,
                  across: Sequence[str] = ()) -> RunComparison:
     """Every arm of ``other`` against the same arm of ``baseline`` (raises EvidenceError when not comparable).
-
     ``across`` names the differences compared on purpose (see :func:`check_comparable`)."""
     warnings, on_purpose = comparability(baseline, other, across)
     a_arms, b_arms = baseline.arms_by_name(), other.arms_by_name()
