@@ -683,11 +683,11 @@ def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
     return out
 
 
-def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
-    """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it has none: a bundle
-    from before re-blocks were named).  Raises :class:`TracedSeriesError` when a series is not one non-negative
-    integer per traced wake, or a wake's causes do not sum to its ``gil_wait``."""
-    series = traced_series(doc)
+def traced_reblocks(doc: Mapping[str, object], series: Optional[Mapping[str, List[int]]]) -> Optional[Dict[str, List[int]]]:
+    """The per-wake re-block series by cause of a samples document's ``traced`` part, whose ``series`` are
+    :func:`traced_series` (None when it has none: a bundle from before re-blocks were named).  Raises
+    :class:`TracedSeriesError` when a series is not one non-negative integer per traced wake, or a wake's causes do
+    not sum to its ``gil_wait``."""
     part = doc.get("traced")
     causes = part.get("reblocks_ns") if isinstance(part, Mapping) else None
     if series is None or causes is None:

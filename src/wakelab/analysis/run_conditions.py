@@ -293,16 +293,11 @@ def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
     if a_start is not None and b_start is not None:
         first, second = ((a_start, a_end), (b_start, b_end)) if a_start <= b_start else ((b_start, b_end), (a_start, a_end))
         gap = second[0] - (first[1] if first[1] is not None else first[0])
-    conditions = (
-        _load_condition(baseline, other),
-        _busy_condition(baseline, other),
-        _frequency_condition(baseline, other),
-        _simple("CPU frequency governor", _governor(baseline), _governor(other)),
-        _simple("idle states", _idle(baseline), _idle(other)),
-        _simple("placement", _placement(baseline), _placement(other)),
-        _simple("interpreter build", _build(baseline), _build(other)),
-        _simple("machine", _machine(baseline), _machine(other)),
-    )
+    # Three conditions judged by their own rules, then those that differ whenever their words do.
+    judged = tuple(condition(baseline, other) for condition in (_load_condition, _busy_condition, _frequency_condition))
+    conditions = judged + tuple(_simple(name, read(baseline), read(other)) for name, read in (
+        ("CPU frequency governor", _governor), ("idle states", _idle), ("placement", _placement),
+        ("interpreter build", _build), ("machine", _machine)))
     return SeparateRuns(baseline.label, other.label, gap, conditions)
 
 

@@ -100,7 +100,7 @@ def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
     doc = run.samples_doc(arm.entry)
     try:
         series = traced_series(doc)
-        reblocks = traced_reblocks(doc)
+        reblocks = traced_reblocks(doc, series)
     except TracedSeriesError as exc:
         raise EvidenceError("%s: arm %s: the samples file's traced part is unusable: %s" % (run.source, name, exc)) from None
     del doc

@@ -287,7 +287,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
                 wide_note(leaders))
     queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
     if queue is not None:
-        least = _min_ns(queue) or queue.p50_ns
+        least = queue.figure("min") or queue.p50_ns
         text = ("Waking a subinterpreter through concurrent.interpreters.Queue: p50 %s, min %s. Its get() does not "
                 "block in the kernel but sleeps and looks again (every 10 ms in CPython 3.14 and 3.15), so a put() is "
                 "seen at the waiter's next look" % (format_ns(queue.p50_ns), format_ns(least)))
@@ -303,8 +303,3 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
         if not clause:
             clause = "a subinterpreter's queue wakes in %s (it polls)" % format_ns(queue.p50_ns)
     return items, clause
-
-
-def _min_ns(level: Level) -> Optional[float]:
-    lat = level.arm.latency
-    return positive(lat.min_ns) if lat is not None else None

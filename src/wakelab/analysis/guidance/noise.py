@@ -69,7 +69,7 @@ class Level:
         return self.arm.name
 
     def figure(self, key: str) -> Optional[float]:
-        """``p50``, ``p90``, ``p99`` or ``max`` of the arm, in ns (None when not reported)."""
+        """``min``, ``p50``, ``p90``, ``p99`` or ``max`` of the arm, in ns (None when not reported)."""
         lat = self.arm.latency
         if lat is None:
             return None
