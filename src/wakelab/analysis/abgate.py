@@ -129,8 +129,7 @@ def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[st
                 verdict=judged.verdict if judged is not None else arm.verdict,
                 mde_pct=judged.mde_pct if judged is not None else None,
                 gated=arm.kind != LATENCY or key in gated_keys,
-                failed=(arm.name, metric) in failing,
-            ))
+                failed=(arm.name, metric) in failing))
     for name, reason in comparison.not_compared:
         errors.append("%s was not compared: %s" % (name, reason))
     judged_names = {arm.name for arm in comparison.arms} | {name for name, _ in comparison.not_compared}
@@ -140,5 +139,4 @@ def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[st
     return Gate(
         base=comparison.baseline.label, head=comparison.other.label, limit_pct=limit_pct, metrics=tuple(metrics),
         min_effect_pct=min_effect_pct, rows=tuple(rows), regressions=tuple(regressions), unchecked=tuple(unchecked),
-        errors=tuple(errors),
-    )
+        errors=tuple(errors))

@@ -20,17 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from wakelab.analysis.caveats import arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import (
-    CauseKind,
-    OmittedFigures,
-    OmittedPercentile,
-    Population,
-    PopulationCause,
-    Populations,
-    PollingFigures,
-    Record,
-    SwitchTailFigures,
-    TimerFloorFigures,
-)
+    CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause, Populations, PollingFigures, Record,
+    SwitchTailFigures, TimerFloorFigures)
 from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.

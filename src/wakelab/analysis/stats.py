@@ -86,9 +86,7 @@ class RateStats:
         return dataclasses.asdict(self)
 
 
-def summarize_rate(
-    n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]
-) -> RateStats:
+def summarize_rate(n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]) -> RateStats:
     """Per-round rates of ``n_per_round`` operations taking ``round_ns`` each."""
     if not round_ns or not baseline_round_ns:
         raise ValueError("a rate needs at least one round and one baseline round")
