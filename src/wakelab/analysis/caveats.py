@@ -214,10 +214,8 @@ def _lost_parts(lost: LostWakes, timeout_s: object) -> List[str]:
     if lost.timed_out:
         parts.append("%d with no wake within the %s s timeout" % (lost.timed_out, timeout_s))
     if lost.coalesced:
-        parts.append(
-            "%d coalesced (the notify came while the waiter was still busy with an earlier wake, "
-            "which answered both)" % lost.coalesced
-        )
+        parts.append("%d coalesced (the notify came while the waiter was still busy with an earlier wake, "
+                     "which answered both)" % lost.coalesced)
     if lost.stale:
         parts.append("%d answered by an earlier notify's wake (t1 before t0)" % lost.stale)
     return parts
@@ -232,10 +230,8 @@ def derive_caveats(run: Run) -> List[str]:
     caveats: List[str] = []
     planted = bundle.parameters.planted_delay_us
     if planted:
-        caveats.append(
-            "A planted delay of %s µs was inserted between t0 and every notify call: this run "
-            "is a self-test of the harness, not a measurement of this machine." % planted
-        )
+        caveats.append("A planted delay of %s µs was inserted between t0 and every notify call: this run "
+                       "is a self-test of the harness, not a measurement of this machine." % planted)
     if bundle.interrupted:
         caveats.append("The run was interrupted: only arms marked ok have figures.")
     for pairing in lab_pairings(bundle):

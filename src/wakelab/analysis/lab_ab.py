@@ -248,23 +248,17 @@ def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]]
         grew = [s for s in loaded if (s.figures["p99"].ratio or 0.0) >= _CHANGE]
         shrank = [s for s in loaded if (s.figures["p99"].ratio or 0.0) <= 1 / _CHANGE]
         if grew:
-            out.append(
-                "Where the tail grew without the GIL (%s): the busy threads no longer wait for a GIL, so each keeps a "
-                "CPU busy, and the woken waiter waits in the kernel's run queue for one -- the GIL's hand-over gone, a "
-                "scheduler tail in its place." % _where(grew)
-            )
+            out.append("Where the tail grew without the GIL (%s): the busy threads no longer wait for a GIL, so each keeps a "
+                       "CPU busy, and the woken waiter waits in the kernel's run queue for one -- the GIL's hand-over gone, a "
+                       "scheduler tail in its place." % _where(grew))
         if shrank:
-            out.append(
-                "Where the tail shrank without the GIL (%s): with the GIL the woken waiter must take it from a busy "
-                "thread, which gives it up only when the switch interval (5 ms by default) expires; without it the "
-                "waiter runs as soon as it has a CPU." % _where(shrank)
-            )
+            out.append("Where the tail shrank without the GIL (%s): with the GIL the woken waiter must take it from a busy "
+                       "thread, which gives it up only when the switch interval (5 ms by default) expires; without it the "
+                       "waiter runs as soon as it has a CPU." % _where(shrank))
         placements = {s.placement for s in loaded}
         if placements & {"same", "split"}:
-            out.append(
-                "Placement: in same the waiter, the notifier and the busy threads share one CPU; in split the waiter "
-                "has a CPU of its own and the busy threads stay on the notifier's (they inherit its CPU mask)."
-            )
+            out.append("Placement: in same the waiter, the notifier and the busy threads share one CPU; in split the waiter "
+                       "has a CPU of its own and the busy threads stay on the notifier's (they inherit its CPU mask).")
     forced = [s for s in summary if s.figures["p99"].forced_ratio is not None]
     if forced:
         out.append(
