@@ -1,11 +1,10 @@
 """The A/B gate: one comparison of two sides that took turns in one run, judged once.
 
-``wakelab ab`` measures base and head as the two cells of one grid, whose repetitions alternate, so
-that whatever the machine does over the run reaches both sides alike.  This module turns compare's
-comparison of them into the gate's answer (the rows every output lays out, and the result), so that
-no renderer decides anything.  The rule is compare's ``--fail-on-regression``
-(:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the gate
-unable to answer: an error, not a pass."""
+``wakelab ab`` measures base and head as the two cells of one grid, whose repetitions alternate, so that whatever the
+machine does over the run reaches both sides alike.  This module turns compare's comparison of them into the gate's
+answer (the rows every output lays out, and the result), so that no renderer decides anything.  The rule is compare's
+``--fail-on-regression`` (:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the
+gate unable to answer: an error, not a pass."""
 
 from __future__ import annotations
 
@@ -77,18 +76,14 @@ class Gate:
         return ERROR if self.errors else PASS
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "result": self.result,
-            "base": self.base,
-            "head": self.head,
-            "limit_pct": self.limit_pct,
-            "metrics": list(self.metrics),
-            "min_effect_pct": self.min_effect_pct,
-            "rows": [row.to_dict() for row in self.rows],
-            "regressions": [r.to_dict() for r in self.regressions],
-            "unchecked": list(self.unchecked),
-            "errors": list(self.errors),
-        }
+        """The result, then every field in order, a tuple of records as a list of their mappings."""
+        out: Dict[str, object] = {"result": self.result}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, tuple):
+                value = [v.to_dict() if hasattr(v, "to_dict") else v for v in value]
+            out[field.name] = value
+        return out
 
 
 # What compare suggests for narrowing an interval, as an A/B says it (the A/B's own --rigorous).
@@ -134,8 +129,7 @@ def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[st
                 verdict=judged.verdict if judged is not None else arm.verdict,
                 mde_pct=judged.mde_pct if judged is not None else None,
                 gated=arm.kind != LATENCY or key in gated_keys,
-                failed=(arm.name, metric) in failing,
-            ))
+                failed=(arm.name, metric) in failing))
     for name, reason in comparison.not_compared:
         errors.append("%s was not compared: %s" % (name, reason))
     judged_names = {arm.name for arm in comparison.arms} | {name for name, _ in comparison.not_compared}
@@ -145,5 +139,4 @@ def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[st
     return Gate(
         base=comparison.baseline.label, head=comparison.other.label, limit_pct=limit_pct, metrics=tuple(metrics),
         min_effect_pct=min_effect_pct, rows=tuple(rows), regressions=tuple(regressions), unchecked=tuple(unchecked),
-        errors=tuple(errors),
-    )
+        errors=tuple(errors))

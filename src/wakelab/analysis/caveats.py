@@ -1,10 +1,9 @@
 """Caveats, comparisons and "vs C" ratios of a run, computed once from its typed records.
 
-Like for like.  Two arms are the same experiment only when they agree on the waiter state they
-declare, the scope, and what the waiter is actually doing at ``t0`` (:func:`waiter_at_t0`).  The third
-is not always the second: a spinning waiter in another thread of a GIL build cannot poll while the
-notifier runs Python to take ``t0`` and notify; it waits for the GIL, and its wake is the GIL's
-hand-over, not a poll that sees a flag.
+Like for like.  Two arms are the same experiment only when they agree on the waiter state they declare, the scope, and
+what the waiter is actually doing at ``t0`` (:func:`waiter_at_t0`).  The third is not always the second: a spinning
+waiter in another thread of a GIL build cannot poll while the notifier runs Python to take ``t0`` and notify; it waits
+for the GIL, and its wake is the GIL's hand-over, not a poll that sees a flag.
 
 "vs C".  Only a *matched* C floor (``native_match``: the same scope, waiter state and ``t1``) makes
 the ratio the interpreter's share; a *nearest* floor is the closest C experiment there is, labelled so.
@@ -44,7 +43,6 @@ def bundle_of(run: Run) -> Bundle:
 
 
 def arm_record(arm: Arm) -> ArmRecord:
-    """``arm`` as an :class:`ArmRecord`."""
     return arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
 
 
@@ -105,16 +103,10 @@ def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
         ("scope", x.scope, y.scope),
         ("waiter at t0", waiter_at_t0(x, gil), waiter_at_t0(y, gil)),
     )
-    return Pairing(
-        a=x.name,
-        b=y.name,
-        waiter=aspects[0][1],
-        scope=aspects[1][1],
-        at_t0=aspects[2][1],
-        differences=tuple(Difference(aspect, p, q) for aspect, p, q in aspects if p != q),
-        p50_ratio=positive_ratio(x.latency.p50_ns if x.latency else None, y.latency.p50_ns if y.latency else None),
-        p99_ratio=positive_ratio(x.latency.p99_ns if x.latency else None, y.latency.p99_ns if y.latency else None),
-    )
+    figures = [(lat.p50_ns, lat.p99_ns) if lat is not None else (None, None) for lat in (x.latency, y.latency)]
+    return Pairing(x.name, y.name, aspects[0][1], aspects[1][1], aspects[2][1],
+                   differences=tuple(Difference(aspect, p, q) for aspect, p, q in aspects if p != q),
+                   p50_ratio=positive_ratio(figures[0][0], figures[1][0]), p99_ratio=positive_ratio(figures[0][1], figures[1][1]))
 
 
 def lab_pairings(run: Run) -> List[Pairing]:
@@ -222,13 +214,14 @@ def _lost_parts(lost: LostWakes, timeout_s: object) -> List[str]:
     if lost.timed_out:
         parts.append("%d with no wake within the %s s timeout" % (lost.timed_out, timeout_s))
     if lost.coalesced:
-        parts.append(
-            "%d coalesced (the notify came while the waiter was still busy with an earlier wake, "
-            "which answered both)" % lost.coalesced
-        )
+        parts.append("%d coalesced (the notify came while the waiter was still busy with an earlier wake, "
+                     "which answered both)" % lost.coalesced)
     if lost.stale:
         parts.append("%d answered by an earlier notify's wake (t1 before t0)" % lost.stale)
     return parts
+
+
+_STATUS_CAVEATS = {"failed": "%s failed: %s", "skipped": "%s was skipped: %s"}
 
 
 def derive_caveats(run: Run) -> List[str]:
@@ -237,29 +230,22 @@ def derive_caveats(run: Run) -> List[str]:
     caveats: List[str] = []
     planted = bundle.parameters.planted_delay_us
     if planted:
-        caveats.append(
-            "A planted delay of %s µs was inserted between t0 and every notify call: this run "
-            "is a self-test of the harness, not a measurement of this machine." % planted
-        )
+        caveats.append("A planted delay of %s µs was inserted between t0 and every notify call: this run "
+                       "is a self-test of the harness, not a measurement of this machine." % planted)
     if bundle.interrupted:
         caveats.append("The run was interrupted: only arms marked ok have figures.")
-
     for pairing in lab_pairings(bundle):
         if not pairing.like_for_like:
             caveats.append(
                 "%s and %s are not the same experiment (%s). Their ratio mixes the mechanism with these differences."
                 % (pairing.a, pairing.b, "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences))
             )
-
     for arm in bundle.arms():
         lost = lost_wakes(arm)
         if lost.total:
             n = arm.latency.n if arm.latency is not None else 0
             caveats.append("%s lost %d of %d counted wakes: %s." % (
                 arm.name, lost.total, lost.total + n, "; ".join(_lost_parts(lost, bundle.parameters.timeout_s))))
-        if arm.status == "failed":
-            caveats.append("%s failed: %s" % (arm.name, arm.reason))
-        elif arm.status == "skipped":
-            caveats.append("%s was skipped: %s" % (arm.name, arm.reason))
-
+        if arm.status in _STATUS_CAVEATS:
+            caveats.append(_STATUS_CAVEATS[arm.status] % (arm.name, arm.reason))
     return caveats

@@ -1,9 +1,8 @@
 """Where the time goes: each wake split at the kernel's scheduler events.
 
-A traced run (:mod:`wakelab.harness.trace`) records, on the CLOCK_MONOTONIC of every ``t0`` and ``t1``,
-the waiter's ``sched_waking``, ``sched_wakeup`` and ``sched_switch`` events and the system calls it
-sleeps in.  Walking them from ``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited
-to one component:
+A traced run (:mod:`wakelab.harness.trace`) records, on the CLOCK_MONOTONIC of every ``t0`` and ``t1``, the waiter's
+``sched_waking``, ``sched_wakeup`` and ``sched_switch`` events and the system calls it sleeps in.  Walking them from
+``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited to one component:
 
 ``notify``        ``t0`` to the waiter's first ``sched_waking``: the notifier's own path, down to the
                   kernel's wake call;
@@ -35,40 +34,33 @@ from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, Rebloc
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us
 
-#: Components in the order of a wake.
-COMPONENTS: Tuple[str, ...] = ("notify", "sched_wake", "sched_queue", "gil_wait", "interpreter", "unattributed")
-#: What each component is, for renderers and the schema.
-COMPONENT_TITLES: Dict[str, str] = {
-    "notify": "notify path (t0 to the kernel waking the waiter)",
-    "sched_wake": "scheduler: wake delivery (cross-CPU interrupt, idle exit)",
-    "sched_queue": "scheduler: run-queue wait (behind another task, preempted)",
-    # The HTML report's legend (its golden files) keeps these words; the text names each re-block.
-    "gil_wait": "GIL wait (extra sleep/wake cycles after the waiter first ran)",
-    "interpreter": "interpreter (on a CPU, up to t1)",
-    "unattributed": "unattributed (the events cannot place it)",
-}
-SHORT_NAMES: Dict[str, str] = {"notify": "notify", "sched_wake": "wake", "sched_queue": "queue", "gil_wait": "re-blocked",
-                               "interpreter": "own work", "unattributed": "other"}
-# As a band from before re-blocks were named reads (summary.txt of such a bundle, unchanged).
-_OLD_SHORT_NAMES: Dict[str, str] = dict(SHORT_NAMES, gil_wait="GIL", interpreter="interp")
+# Each component in the order of a wake: what it is (for renderers and the schema; the HTML report's
+# legend, its golden files, keeps the GIL's words), its short name, and its short name in a band from
+# before re-blocks were named (summary.txt of such a bundle, unchanged).
+_TABLE = (
+    ("notify", "notify path (t0 to the kernel waking the waiter)", "notify", "notify"),
+    ("sched_wake", "scheduler: wake delivery (cross-CPU interrupt, idle exit)", "wake", "wake"),
+    ("sched_queue", "scheduler: run-queue wait (behind another task, preempted)", "queue", "queue"),
+    ("gil_wait", "GIL wait (extra sleep/wake cycles after the waiter first ran)", "re-blocked", "GIL"),
+    ("interpreter", "interpreter (on a CPU, up to t1)", "own work", "interp"),
+    ("unattributed", "unattributed (the events cannot place it)", "other", "other"),
+)
+COMPONENTS: Tuple[str, ...] = tuple(row[0] for row in _TABLE)
+COMPONENT_TITLES: Dict[str, str] = {row[0]: row[1] for row in _TABLE}
+SHORT_NAMES: Dict[str, str] = {row[0]: row[2] for row in _TABLE}
+_OLD_SHORT_NAMES: Dict[str, str] = {row[0]: row[3] for row in _TABLE}
 
 
 @dataclasses.dataclass(frozen=True)
 class SchedEvent:
-    """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.
-
-    ``kind`` is ``waking``, ``wakeup``, ``switch``, ``migrate``, ``enter`` or
-    ``exit``; ``tid`` the thread the event ran in (the waker, for a wake),
-    ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid``
-    is the woken thread and ``target_cpu`` where it will run.  For a switch:
-    ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``: asleep; ``R``,
-    ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU
-    goes idle, or, as ``prev_pid``, comes out of idle).  For a migration:
-    ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a system call's entry
-    (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0``
-    and ``arg1`` are its first arguments (a futex's word and op, an fd),
-    ``ret`` what it returned (negative: an error, -110 timed out).
-    """
+    """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.  ``kind`` is ``waking``, ``wakeup``,
+    ``switch``, ``migrate``, ``enter`` or ``exit``; ``tid`` the thread the event ran in (the waker, for a wake),
+    ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid`` is the woken thread and ``target_cpu``
+    where it will run.  For a switch: ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``: asleep; ``R``,
+    ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU goes idle, or, as ``prev_pid``, comes out
+    of idle).  For a migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a system call's entry
+    (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0`` and ``arg1`` are its first arguments (a
+    futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out)."""
 
     time_ns: int
     kind: str
@@ -90,13 +82,12 @@ class SchedEvent:
 
 @dataclasses.dataclass(frozen=True)
 class WakeSplit:
-    """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.
-
-    ``cycles``: the re-blocks after the waiter first ran (``reblocks``, named; their ``asleep_ns`` sum to
-    ``gil_wait``); ``from_idle``: its first switch-in came from the idle task; ``cross_cpu``: the wake was
-    raised on another CPU; ``parked``: asleep at ``t0`` (None: no event said); ``by_notifier``: the first
-    wake came from the notifier's thread; ``inferred``: switch-ins placed at the waiter's return from the
-    call it slept in (a CPU whose idle task records nothing)."""
+    """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.  ``cycles``: the
+    re-blocks after the waiter first ran (``reblocks``, named; their ``asleep_ns`` sum to ``gil_wait``);
+    ``from_idle``: its first switch-in came from the idle task; ``cross_cpu``: the wake was raised on another CPU;
+    ``parked``: asleep at ``t0`` (None: no event said); ``by_notifier``: the first wake came from the notifier's
+    thread; ``inferred``: switch-ins placed at the waiter's return from the call it slept in (a CPU whose idle task
+    records nothing)."""
 
     parts_ns: Dict[str, int]
     cycles: int = 0
@@ -124,16 +115,7 @@ class WakeSplit:
 # (_BLOCKED) is a re-block; the scheduler's time getting it back on a CPU (_REWOKEN, _REQUEUED) is
 # the scheduler's, as for the first wake.
 _ASLEEP, _WOKEN, _QUEUED, _RUNNING, _BLOCKED, _REWOKEN, _REQUEUED, _PREEMPTED = range(8)
-_BUCKET = {
-    _ASLEEP: "notify",
-    _WOKEN: "sched_wake",
-    _QUEUED: "sched_queue",
-    _RUNNING: "interpreter",
-    _BLOCKED: "gil_wait",
-    _REWOKEN: "sched_wake",
-    _REQUEUED: "sched_queue",
-    _PREEMPTED: "sched_queue",
-}
+_BUCKET = ("notify", "sched_wake", "sched_queue", "interpreter", "gil_wait", "sched_wake", "sched_queue", "sched_queue")
 
 
 def _asleep(state: str) -> bool:
@@ -345,20 +327,12 @@ class _Walk:
             self.blocks[index] = dataclasses.replace(self.blocks[index], by="timeout", holder_tid=None)
 
 
-def split_wake(
-    events: Sequence[SchedEvent],
-    times: Sequence[int],
-    tid: int,
-    t0: int,
-    t1: int,
-    notifier_tid: Optional[int] = None,
-    context: Optional[WaiterContext] = None,
-) -> WakeSplit:
-    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns``
-    for bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).
-
-    The walk follows the waiter through the states of :data:`COMPONENTS`; where the switch-in is missing
-    (an idle CPU that records nothing), its return from the call it slept in stands for it."""
+def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0: int, t1: int,
+               notifier_tid: Optional[int] = None, context: Optional[WaiterContext] = None) -> WakeSplit:
+    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns`` for
+    bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).  The walk follows the
+    waiter through the states of :data:`COMPONENTS`; where the switch-in is missing (an idle CPU that records
+    nothing), its return from the call it slept in stands for it."""
     ctx = context if context is not None else WaiterContext(notifier_tid=notifier_tid)
     if ctx.notifier_tid is None and notifier_tid is not None:
         ctx = dataclasses.replace(ctx, notifier_tid=notifier_tid)
@@ -399,10 +373,8 @@ def split_wake(
 
 
 def why_untraceable(arm: Arm) -> Optional[str]:
-    """Why an arm's wakes cannot be split at scheduler events (None: they can).
-
-    ``arm`` is its record, or its identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...).
-    """
+    """Why an arm's wakes cannot be split at scheduler events (None: they can).  ``arm`` is its record, or its
+    identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...)."""
     record = arm_record(arm)
     if not record.is_latency:
         return "not a wake: a rate arm times a loop of calls"
@@ -415,15 +387,8 @@ def why_untraceable(arm: Arm) -> Optional[str]:
     return None
 
 
-def split_wakes(
-    events: Sequence[SchedEvent],
-    tid: int,
-    t0s: Sequence[int],
-    samples_ns: Sequence[int],
-    notifier_tid: Optional[int] = None,
-    context: Optional[WaiterContext] = None,
-) -> List[WakeSplit]:
-    """:func:`split_wake` for every wake (``t1 = t0 + sample``), in order."""
+def split_wakes(events: Sequence[SchedEvent], tid: int, t0s: Sequence[int], samples_ns: Sequence[int],
+                notifier_tid: Optional[int] = None, context: Optional[WaiterContext] = None) -> List[WakeSplit]:
     times = [e.time_ns for e in events]
     return [split_wake(events, times, tid, t0, t0 + s, notifier_tid, context) for t0, s in zip(t0s, samples_ns)]
 
@@ -470,9 +435,8 @@ HOLDERS_SHOWN = 5
 
 
 def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
-    """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and
-    the thread ids: one per worker, whose threads differ), in how many wakes, and the re-blocks'
-    time in all (ns)."""
+    """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and the thread ids: one
+    per worker, whose threads differ), in how many wakes, and the re-blocks' time in all (ns)."""
     totals: Dict[Tuple[str, str], Tuple[int, int, Set[int]]] = {}
     for split in splits:
         seen = set()
@@ -515,28 +479,20 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
         present = [v for v in values if v]
         by_cause[cause] = ReblockCause(wakes=len(present), total_ns=sum(present),
                                        p50_ns=summarize_latency(present).percentiles_ns.get("p50") if present else None)
-    return TraceComponents(
-        wakes=n,
-        fully_attributed=sum(1 for s in splits if s.attributed),
-        with_gil_cycles=sum(1 for s in splits if s.cycles),
-        from_idle_fraction=(sum(idle) / len(idle)) if idle else None,
-        cross_cpu_fraction=(sum(cross) / len(cross)) if cross else None,
-        parked_at_t0_fraction=(sum(1 for s in splits if s.parked) / n) if n else None,
-        inferred_switch_ins=sum(s.inferred for s in splits),
-        percentiles=percentiles,
-        at_p50=_band_means(samples_ns, series, 0.45, 0.55, causes),
-        at_p99=_band_means(samples_ns, series, 0.99, 1.0, causes),
-        causes=by_cause,
-        holders=_holders(splits),
-    )
+    return TraceComponents(wakes=n, fully_attributed=sum(1 for s in splits if s.attributed),
+                           with_gil_cycles=sum(1 for s in splits if s.cycles),
+                           from_idle_fraction=(sum(idle) / len(idle)) if idle else None,
+                           cross_cpu_fraction=(sum(cross) / len(cross)) if cross else None,
+                           parked_at_t0_fraction=(sum(1 for s in splits if s.parked) / n) if n else None,
+                           inferred_switch_ins=sum(s.inferred for s in splits), percentiles=percentiles,
+                           at_p50=_band_means(samples_ns, series, 0.45, 0.55, causes),
+                           at_p99=_band_means(samples_ns, series, 0.99, 1.0, causes), causes=by_cause,
+                           holders=_holders(splits))
 
 
 def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -> bool:
     """True when every wake's components sum to its latency exactly."""
     return all(sum(series[name][i] for name in COMPONENTS) == s for i, s in enumerate(samples_ns))
-
-
-# -- text --------------------------------------------------------------------------------------
 
 
 #: A re-block cause under this share of its band's latency is folded into "other re-blocks".
@@ -545,11 +501,10 @@ CAUSE_SHOWN_SHARE = 0.01
 
 def band_sentence(label: str, latency_ns: Optional[float], parts: Mapping[str, float],
                   causes: Optional[Mapping[str, float]], native: bool = False) -> str:
-    """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 +
-    queue 100 + re-blocked on the GIL the notifier held 1745 + the waiter's own work 2002 +
-    other 200" -- every further sleep named by its cause, largest first; the parts sum to the
-    latency (up to rounding).  A band from before re-blocks were named (``causes`` None) reads as
-    before, a C floor's extra sleeps as re-sleeps (``native``)."""
+    """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 + queue 100 + re-blocked
+    on the GIL the notifier held 1745 + the waiter's own work 2002 + other 200" -- every further sleep named by its
+    cause, largest first; the parts sum to the latency (up to rounding).  A band from before re-blocks were named
+    (``causes`` None) reads as before, a C floor's extra sleeps as re-sleeps (``native``)."""
     if causes is None:
         return _band_line(label, latency_ns, parts, native)
     latency = float(latency_ns or 0.0)
@@ -672,9 +627,6 @@ def format_where_the_time_goes(run: Run) -> List[str]:
     return [escape_text(line) for line in out]
 
 
-# -- views for renderers (HTML, compare) ----------------------------------------------------------
-
-
 def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]]:
     """The arms of a run in the order a "where the time goes" view shows them: each Python arm,
     then its C floor (once, after the first arm it is the floor of); pairs ``(arm, floor_of)``
@@ -697,7 +649,6 @@ def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]
 
 
 def traced_arm_order(run: Run) -> List[Tuple[ArmRecord, Optional[str]]]:
-    """:func:`arm_order` of a run's arms."""
     return arm_order(bundle_of(run).arms())
 
 
@@ -732,12 +683,11 @@ def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
     return out
 
 
-def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
-    """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it
-    has none: a bundle from before re-blocks were named).  Raises :class:`TracedSeriesError` when
-    a series is not one non-negative integer per traced wake, or a wake's causes do not sum to
-    its ``gil_wait``."""
-    series = traced_series(doc)
+def traced_reblocks(doc: Mapping[str, object], series: Optional[Mapping[str, List[int]]]) -> Optional[Dict[str, List[int]]]:
+    """The per-wake re-block series by cause of a samples document's ``traced`` part, whose ``series`` are
+    :func:`traced_series` (None when it has none: a bundle from before re-blocks were named).  Raises
+    :class:`TracedSeriesError` when a series is not one non-negative integer per traced wake, or a wake's causes do
+    not sum to its ``gil_wait``."""
     part = doc.get("traced")
     causes = part.get("reblocks_ns") if isinstance(part, Mapping) else None
     if series is None or causes is None:
@@ -753,11 +703,10 @@ def traced_reblocks(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]
 
 @dataclasses.dataclass(frozen=True)
 class FloorGap:
-    """How a traced Python arm's band (``p50``: the median wakes, ``p99``: the tail) differs from its
-    traced C floor's, component by component: "Python is 2x C" as "Python's extra 6 µs: 4 in the
-    notify path, 2 after the waiter is on a CPU".  ``parts_ns`` maps each component to the arm's
-    band mean minus the floor's (ns; they sum to ``extra_ns``); ``matched`` is False for a nearest
-    floor (not the same experiment)."""
+    """How a traced Python arm's band (``p50``: the median wakes, ``p99``: the tail) differs from its traced C
+    floor's, component by component: "Python is 2x C" as "Python's extra 6 µs: 4 in the notify path, 2 after the
+    waiter is on a CPU".  ``parts_ns`` maps each component to the arm's band mean minus the floor's (ns; they sum to
+    ``extra_ns``); ``matched`` is False for a nearest floor (not the same experiment)."""
 
     arm: str
     floor: str

@@ -1,12 +1,11 @@
 """Where a traced wake's notify path and the waiter's own work go, by Python function.
 
-With ``wakelab run --trace --trace-frames`` perf samples every CPU with call chains while the workers
-publish their Python frames (:mod:`wakelab.harness.frames`).  A thread is sampled only while on a CPU,
-so a sample of the **notifier** between ``t0`` and the kernel's wake of the waiter is the notify
-path's, and one of the **waiter** between ``t0`` and ``t1`` its own work.  Each is counted by its
-innermost :data:`PATH_DEPTH` Python frames (``(no Python frame)``: in the kernel, in C).  A sample
-stands for about 50 µs of a CPU, so a path's share is a statistical split over all traced wakes, not
-a per-wake one; the count says how much it rests on."""
+With ``wakelab run --trace --trace-frames`` perf samples every CPU with call chains while the workers publish their
+Python frames (:mod:`wakelab.harness.frames`).  A thread is sampled only while on a CPU, so a sample of the
+**notifier** between ``t0`` and the kernel's wake of the waiter is the notify path's, and one of the **waiter**
+between ``t0`` and ``t1`` its own work.  Each is counted by its innermost :data:`PATH_DEPTH` Python frames (``(no
+Python frame)``: in the kernel, in C).  A sample stands for about 50 µs of a CPU, so a path's share is a statistical
+split over all traced wakes, not a per-wake one; the count says how much it rests on."""
 
 from __future__ import annotations
 
@@ -30,15 +29,8 @@ def call_path(python: Sequence[str], depth: int = PATH_DEPTH) -> str:
     return " -> ".join(reversed(list(python[:depth])))
 
 
-def count_frames(
-    samples: Mapping[int, Sequence[Any]],
-    waiter_tid: int,
-    notifier_tid: Optional[int],
-    t0s: Sequence[int],
-    samples_ns: Sequence[int],
-    notify_ns: Sequence[int],
-    counts: Dict[str, Dict[str, int]],
-) -> None:
+def count_frames(samples: Mapping[int, Sequence[Any]], waiter_tid: int, notifier_tid: Optional[int], t0s: Sequence[int],
+                 samples_ns: Sequence[int], notify_ns: Sequence[int], counts: Dict[str, Dict[str, int]]) -> None:
     """Add one worker's samples to ``counts`` (part -> call path -> samples): the waiter's between
     each wake's ``t0`` and ``t1``, the notifier's between ``t0`` and the end of its notify path.
     ``samples`` by thread id, each list of :class:`~wakelab.harness.frames.FrameSample` in time order."""
@@ -68,10 +60,8 @@ class CallPath:
 
 @dataclasses.dataclass(frozen=True)
 class FrameRecord:
-    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled.
-
-    The trace pass writes it (:meth:`to_dict`) and the report reads it back (:meth:`from_dict`).
-    """
+    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled.  The
+    trace pass writes it (:meth:`to_dict`) and the report reads it back (:meth:`from_dict`)."""
 
     sampled: bool
     reason: Optional[str] = None
@@ -133,5 +123,4 @@ SHOWN_SHARE = 0.05
 
 
 def format_frames(frames: Mapping[str, object]) -> Optional[str]:
-    """:meth:`FrameRecord.line` of a stored record; None when the record is empty."""
     return FrameRecord.from_dict(frames).line() if frames else None

@@ -1,8 +1,7 @@
 """A log-linear latency histogram with fixed relative precision (HdrHistogram's layout).
 
-Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can keep: raw samples are
-kept up to a cap, and beyond it this histogram carries the distribution in a fixed 55,296 counters
-(432 KiB), however long the run.
+Why.  A soak run (``wakelab run --duration 30m``) takes more wakes than it can keep: raw samples are kept up to a cap,
+and beyond it this histogram carries the distribution in a fixed 55,296 counters (432 KiB), however long the run.
 
 Layout.  Exactly HdrHistogram's for ``lowest_trackable_value = 1`` and 3 significant digits: values
 0..2047 ns have a counter each; above, bucket ``b >= 1`` covers ``[1024 << b, 2048 << b)`` in 1024
@@ -19,13 +18,12 @@ from __future__ import annotations
 
 import array
 import base64
-import bisect
-import itertools
 import math
 import struct
 import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from wakelab.analysis.histogram import weighted_percentile
 from wakelab.analysis.stats import LatencyStats, reportable
 
 SIGNIFICANT_DIGITS = 3
@@ -101,15 +99,6 @@ class LogLinearHistogram:
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
 
-    def record(self, value_ns: int) -> None:
-        """Add one value (the slow path; :meth:`record_many` for a chunk)."""
-        index = counts_index(value_ns)
-        self.counts[index] += 1
-        self._merge_moments(1, float(value_ns), 0.0)
-        self.sum_ns += int(value_ns)
-        self.min_ns = value_ns if self.min_ns is None else min(self.min_ns, value_ns)
-        self.max_ns = value_ns if self.max_ns is None else max(self.max_ns, value_ns)
-
     def _merge_moments(self, n: int, mean: float, m2: float) -> None:
         total = self.total + n
         delta = mean - self._mean
@@ -144,20 +133,9 @@ class LogLinearHistogram:
         """:meth:`percentile_ns` of each of ``qs``, in one pass over the counters."""
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
-        cumulative = list(itertools.accumulate(self.counts))
-        out: List[float] = []
-        for q in qs:
-            if not 0.0 <= q <= 100.0:
-                raise ValueError("percentile must be within 0..100, got %r" % (q,))
-            position = (self.total - 1) * q / 100.0
-            lower = math.floor(position)
-            upper = min(lower + 1, self.total - 1)
-            # The counter holding the k-th smallest value (0-based): the first whose cumulative count exceeds k.
-            low_index, high_index = bisect.bisect_right(cumulative, lower), bisect.bisect_right(cumulative, upper)
-            low_value = self._clamped_middle(low_index)
-            value = low_value + (self._clamped_middle(high_index) - low_value) * (position - lower)
-            out.append(value)
-        return out
+        where = [i for i, count in enumerate(self.counts) if count]
+        values = [self._clamped_middle(i) for i in where]
+        return [weighted_percentile(values, [self.counts[i] for i in where], q) for q in qs]
 
     def _clamped_middle(self, index: int) -> float:
         # The extreme counters' values are known exactly: never report beyond min or max.
@@ -174,57 +152,40 @@ class LogLinearHistogram:
         return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
-        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.
-
-        A counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps
-        them; the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
-        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's
-        precision of its raw sample, the extremes exactly."""
+        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.  A
+        counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps them;
+        the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
+        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's precision of
+        its raw sample, the extremes exactly."""
         where = [i for i, count in enumerate(self.counts) if count]
         counts = [self.counts[i] for i in where]
         if not where:
             return [], counts
         values = [self._clamped_middle(i) for i in where]
         assert self.min_ns is not None and self.max_ns is not None
-        pieces_v: List[float] = []
-        pieces_c: List[int] = []
         # The exact extremes, split off their counters (one wake each, unless one counter holds only it).
-        if values[0] != self.min_ns:
-            pieces_v.append(float(self.min_ns))
-            pieces_c.append(1)
-            counts[0] -= 1
+        extremes = [(float(self.min_ns), 0)] if values[0] != self.min_ns else []
         if values[-1] != self.max_ns and self.total > 1:
-            pieces_v.append(float(self.max_ns))
-            pieces_c.append(1)
-            counts[-1] -= 1
-        if pieces_v:
-            values += pieces_v
-            counts += pieces_c
+            extremes.append((float(self.max_ns), -1))
+        for _, index in extremes:
+            counts[index] -= 1
+        if extremes:
+            values += [extreme for extreme, _ in extremes]
+            counts += [1] * len(extremes)
             order = sorted(range(len(values)), key=values.__getitem__)  # stable: ties keep their order
             kept = [i for i in order if counts[i] > 0]
             values, counts = [values[i] for i in kept], [counts[i] for i in kept]
         return values, counts
 
     def nonzero(self) -> List[List[int]]:
-        """``[[index, count], ...]`` for every counter that holds a value, in index order."""
         return [[i, count] for i, count in enumerate(self.counts) if count]
 
     def to_dict(self) -> Dict[str, object]:
         """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
-        return {
-            "layout": "hdrhistogram",
-            "lowest_trackable_ns": 1,
-            "significant_digits": SIGNIFICANT_DIGITS,
-            "sub_bucket_count": SUB_BUCKET_COUNT,
-            "relative_error": RELATIVE_ERROR,
-            "total": self.total,
-            "min_ns": self.min_ns,
-            "max_ns": self.max_ns,
-            "sum_ns": self.sum_ns,
-            "stdev_ns": self.stdev_ns,
-            "counts": self.nonzero(),
-            "hdr_encoded": encode_hdr(self),
-        }
+        return {"layout": "hdrhistogram", "lowest_trackable_ns": 1, "significant_digits": SIGNIFICANT_DIGITS,
+                "sub_bucket_count": SUB_BUCKET_COUNT, "relative_error": RELATIVE_ERROR, "total": self.total,
+                "min_ns": self.min_ns, "max_ns": self.max_ns, "sum_ns": self.sum_ns, "stdev_ns": self.stdev_ns,
+                "counts": self.nonzero(), "hdr_encoded": encode_hdr(self)}
 
     @classmethod
     def from_dict(cls, data: object) -> "LogLinearHistogram":

@@ -1,22 +1,18 @@
 """A two-level (hierarchical) bootstrap of percentiles: units first, then the wakes within them.
 
-Why two levels.  A run's wakes come in *units*, the worker slices of an arm (one
-fresh worker process of each repetition).  Wakes inside one unit resemble each
-other more than wakes of two units do: whole units shift level (the same pinned
-arm gave p50 5.7 µs in one process and 13 µs in the next).  Resampling the
-pooled wakes sees only the wake-to-wake noise; its interval is far too narrow,
-and identical runs compare as "faster" or "slower" (an A/A test found 9 of 15).
+Why two levels.  A run's wakes come in *units*, the worker slices of an arm (one fresh worker process of each
+repetition).  Wakes inside one unit resemble each other more than wakes of two units do: whole units shift level (the
+same pinned arm gave p50 5.7 µs in one process and 13 µs in the next).  Resampling the pooled wakes sees only the
+wake-to-wake noise; its interval is far too narrow, and identical runs compare as "faster" or "slower" (an A/A test
+found 9 of 15).
 
-So we resample the way the data were made (Davison & Hinkley 1997, section 3.8,
-"multistage sampling"): draw K units with replacement, then as many wakes as
-each chosen unit holds, with replacement, pool them, take the percentile.
-Resampling both stages over-states the variance slightly when units are many
-(the side a regression gate should err on); with few units the first stage
-under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects.
-With 3 units the interval is coarse: the honest answer; ``--repeat`` buys more
-units.  An arm without usable worker records is one unit (a one-level
-bootstrap); :func:`split_units` says so.  Percentiles are type 7, as in
-summary.json; rate arms use each round's ops/s and the median.
+So we resample the way the data were made (Davison & Hinkley 1997, section 3.8, "multistage sampling"): draw K units
+with replacement, then as many wakes as each chosen unit holds, with replacement, pool them, take the percentile.
+Resampling both stages over-states the variance slightly when units are many (the side a regression gate should err
+on); with few units the first stage under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects. With 3
+units the interval is coarse: the honest answer; ``--repeat`` buys more units.  An arm without usable worker records
+is one unit (a one-level bootstrap); :func:`split_units` says so.  Percentiles are type 7, as in summary.json; rate
+arms use each round's ops/s and the median.
 
 Cost.  Resamples are drawn in chunks of at most :data:`CHUNK_ELEMENTS` values
 (about 30 MB).  ``direct`` materialises each resample (work: resamples x
@@ -24,14 +20,13 @@ wakes); ``binned`` draws, per chosen unit, one multinomial over at most
 :data:`BINS` bins of the pooled values (exact while there are no more distinct
 values than bins; else bins cut at quantiles, dense in the upper tail, the
 error within one bin), so 10^6 wakes cost no more than 10^4.  ``auto`` picks
-direct up to :data:`DIRECT_LIMIT` wakes a resample.  numpy is imported lazily.
-"""
+direct up to :data:`DIRECT_LIMIT` wakes a resample.  numpy is imported lazily."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Literal, Optional, Sequence, Tuple
 
 from wakelab.evidence.arms import WorkerRecord
 
@@ -50,8 +45,7 @@ AUTO = "auto"
 @dataclasses.dataclass(frozen=True)
 class Units:
     """One arm's values split into units (worker slices, one float64 array each, in pooling order); ``note``
-    says why the arm is a single unit (None when the units are the worker slices).
-    """
+    says why the arm is a single unit (None when the units are the worker slices)."""
 
     values: Tuple[Any, ...]
     note: Optional[str] = None
@@ -82,11 +76,8 @@ def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional
 
 
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
-    """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).
-
-    Without sizes, or when they do not add up to the values, the whole sample
-    is one unit and ``note`` says why.
-    """
+    """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).  Without sizes, or when they
+    do not add up to the values, the whole sample is one unit and ``note`` says why."""
     import numpy as np
 
     array = np.asarray(values, dtype=np.float64)
@@ -174,14 +165,10 @@ def _binned(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
 
     pooled = np.sort(np.concatenate(units.values))
     cuts, exact = _bin_edges(pooled)
-    if exact:
-        def bin_of(values: Any) -> Any:
-            return np.searchsorted(cuts, values)
-        bins = cuts.size
-        starts = ends = None
-    else:
-        def bin_of(values: Any) -> Any:
-            return np.searchsorted(cuts, values, side="right")
+    # Exact: a value's bin is its own distinct value; else bin i holds the values from cut i - 1 up to cut i.
+    side: Literal["left", "right"] = "left" if exact else "right"
+    bins, starts, ends = cuts.size, None, None
+    if not exact:
         bins = cuts.size + 1
         starts = np.concatenate([[0], np.searchsorted(pooled, cuts, side="left")])
         ends = np.concatenate([np.searchsorted(pooled, cuts, side="left"), [pooled.size]])
@@ -189,7 +176,7 @@ def _binned(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
     sizes = np.array(units.sizes, dtype=np.int64)
     pvals = []
     for unit in units.values:
-        counts = np.bincount(bin_of(unit), minlength=bins).astype(np.float64)
+        counts = np.bincount(np.searchsorted(cuts, unit, side=side), minlength=bins).astype(np.float64)
         pvals.append(counts / counts.sum())
     out = np.empty((len(qs), resamples))
     chunk = max(1, CHUNK_ELEMENTS // bins)
@@ -230,10 +217,8 @@ def _value_at(rank: Any, counts: Any, cumulative: Any, cuts: Any, exact: bool, p
 
 
 def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
-    """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (see the module docstring).
-
-    Left unchanged for one unit, or when ``point`` or a resampled value is not positive.
-    """
+    """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (see the module
+    docstring).  Left unchanged for one unit, or when ``point`` or a resampled value is not positive."""
     import numpy as np
 
     boot = np.asarray(boot, dtype=np.float64)
@@ -241,6 +226,15 @@ def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
         return boot
     factor = math.sqrt(units / (units - 1.0))
     return point * np.exp(factor * np.log(boot / point))
+
+
+def check_resampling(qs: Sequence[float], resamples: int) -> None:
+    """ValueError unless there is a resample to draw and every percentile is within 0..100."""
+    if resamples < 1:
+        raise ValueError("resamples must be positive, got %r" % (resamples,))
+    for q in qs:
+        if not 0.0 <= q <= 100.0:
+            raise ValueError("percentile must be within 0..100, got %r" % (q,))
 
 
 def choose_method(units: Units) -> str:
@@ -251,16 +245,10 @@ def choose_method(units: Units) -> str:
 def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng: Any,
                          method: str = AUTO) -> Any:
     """Percentiles ``qs`` (type 7) of ``resamples`` two-level bootstrap resamples, shape (len(qs), resamples).
-
-    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring).
-    """
-    if resamples < 1:
-        raise ValueError("resamples must be positive, got %r" % (resamples,))
+    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring)."""
+    check_resampling(qs, resamples)
     if units.total == 0:
         raise ValueError("no values to resample")
-    for q in qs:
-        if not 0.0 <= q <= 100.0:
-            raise ValueError("percentile must be within 0..100, got %r" % (q,))
     if method == AUTO:
         method = choose_method(units)
     if method == DIRECT:
@@ -272,12 +260,9 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
 
 @dataclasses.dataclass(frozen=True)
 class LevelInterval:
-    """One run's own interval for a percentile: how well the run pins its level.
-
-    ``low``/``high`` bound the percentile at the interval's confidence;
-    ``half_width_pct`` is that interval's half-width in log terms, as a percent
-    (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this.
-    """
+    """One run's own interval for a percentile: how well the run pins its level.  ``low``/``high`` bound the
+    percentile at the interval's confidence; ``half_width_pct`` is that interval's half-width in log terms, as a
+    percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this."""
 
     point: float
     low: float
@@ -303,7 +288,3 @@ def level_interval(point: float, boot: Any, confidence: float) -> LevelInterval:
         half = math.inf
     return LevelInterval(point, low, high, half)
 
-
-__all__ = ["Units", "LevelInterval", "slice_sizes", "split_units", "resample_percentiles", "level_interval",
-           "widen_for_few_units",
-           "choose_method", "DIRECT", "BINNED", "AUTO", "BINS", "DIRECT_LIMIT", "CHUNK_ELEMENTS"]

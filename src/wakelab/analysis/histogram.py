@@ -20,7 +20,7 @@ import itertools
 import math
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.stats import min_n_for, percentile
+from wakelab.analysis.stats import min_n_for
 
 if TYPE_CHECKING:
     from wakelab.analysis.hdr import LogLinearHistogram
@@ -60,7 +60,6 @@ class Histogram:
     raw_kept: Optional[int] = None
 
     def bin_index(self, value_ns: float) -> Optional[int]:
-        """The index of the bin that holds ``value_ns``, None if none does."""
         for index, one in enumerate(self.bins):
             if one.low_ns <= value_ns < one.high_ns:
                 return index
@@ -116,33 +115,10 @@ def _log_bins(positive: Sequence[float], weights: Optional[Sequence[int]], bins_
     return bins_per_decade, tuple(Bin(edges[i], edges[i + 1], counts[i]) for i in range(len(edges) - 1))
 
 
-def log_histogram(
-    samples_ns: Sequence[int],
-    bins_per_decade: Optional[int] = None,
-    max_bins: int = MAX_BINS,
-) -> Histogram:
+def log_histogram(samples_ns: Sequence[int], bins_per_decade: Optional[int] = None, max_bins: int = MAX_BINS) -> Histogram:
     """Bin ``samples_ns`` (ns, >= 0) on a log scale, ``bins_per_decade`` by default the finest that fits
     ``max_bins`` bins.  ValueError for no samples or a negative one."""
-    if len(samples_ns) == 0:
-        raise ValueError("no samples to bin")
-    ordered = sorted(int(v) for v in samples_ns)
-    if ordered[0] < 0:
-        raise ValueError("a latency sample is negative (%d ns)" % ordered[0])
-    n = len(ordered)
-    p50 = float(percentile(ordered, 50.0))
-    p99 = float(percentile(ordered, 99.0)) if n >= min_n_for(99.0) else None
-    zeros = bisect.bisect_right(ordered, 0)
-    bins_per_decade, bins = _log_bins([float(v) for v in ordered[zeros:]], None, bins_per_decade, max_bins)
-    return Histogram(
-        n=n,
-        bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
-        bins=bins,
-        zero_count=zeros,
-        min_ns=ordered[0],
-        max_ns=ordered[-1],
-        p50_ns=p50,
-        p99_ns=p99,
-    )
+    return log_histogram_weighted([int(v) for v in samples_ns], [1] * len(samples_ns), bins_per_decade, max_bins)
 
 
 def weighted_percentile(values_ns: Sequence[float], counts: Sequence[int], q: float) -> float:
@@ -162,21 +138,12 @@ def weighted_percentile(values_ns: Sequence[float], counts: Sequence[int], q: fl
     return low_value + (float(values_ns[high_index]) - low_value) * (position - lower)
 
 
-def log_histogram_weighted(
-    values_ns: Sequence[float],
-    counts: Sequence[int],
-    bins_per_decade: Optional[int] = None,
-    max_bins: int = MAX_BINS,
-    *,
-    min_ns: Optional[int] = None,
-    max_ns: Optional[int] = None,
-    p50_ns: Optional[float] = None,
-    p99_ns: Optional[float] = None,
-) -> Histogram:
+def log_histogram_weighted(values_ns: Sequence[float], counts: Sequence[int], bins_per_decade: Optional[int] = None,
+                           max_bins: int = MAX_BINS, *, min_ns: Optional[int] = None, max_ns: Optional[int] = None,
+                           p50_ns: Optional[float] = None, p99_ns: Optional[float] = None) -> Histogram:
     """:func:`log_histogram` of weighted values: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
-
-    ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default
-    to those of the weighted values.  ValueError for no wakes, a negative value or count, or lengths that differ."""
+    ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default to
+    those of the weighted values.  ValueError for no wakes, a negative value or count, or lengths that differ."""
     given_values = [float(v) for v in values_ns]
     given_counts = [int(c) for c in counts]
     if len(given_values) != len(given_counts):
@@ -201,29 +168,17 @@ def log_histogram_weighted(
     first_positive = bisect.bisect_right(values, 0.0)
     zeros = sum(weights[:first_positive])
     bins_per_decade, bins = _log_bins(values[first_positive:], weights[first_positive:], bins_per_decade, max_bins)
-    return Histogram(
-        n=n,
-        bins_per_decade=bins_per_decade or BINS_PER_DECADE[0],
-        bins=bins,
-        zero_count=zeros,
-        min_ns=int(min_ns) if min_ns is not None else int(math.floor(values[0])),
-        max_ns=int(max_ns) if max_ns is not None else int(math.ceil(values[-1])),
-        p50_ns=float(p50_ns),
-        p99_ns=None if p99_ns is None else float(p99_ns),
-    )
+    return Histogram(n=n, bins_per_decade=bins_per_decade or BINS_PER_DECADE[0], bins=bins, zero_count=zeros,
+                     min_ns=int(min_ns) if min_ns is not None else int(math.floor(values[0])),
+                     max_ns=int(max_ns) if max_ns is not None else int(math.ceil(values[-1])), p50_ns=float(p50_ns),
+                     p99_ns=None if p99_ns is None else float(p99_ns))
 
 
-def log_histogram_of_counters(
-    hist: "LogLinearHistogram",
-    bins_per_decade: Optional[int] = None,
-    max_bins: int = MAX_BINS,
-    raw_kept: Optional[int] = None,
-) -> Histogram:
+def log_histogram_of_counters(hist: "LogLinearHistogram", bins_per_decade: Optional[int] = None,
+                              max_bins: int = MAX_BINS, raw_kept: Optional[int] = None) -> Histogram:
     """Every wake of a log-linear histogram on :func:`log_histogram`'s bins, each counter's wakes at its value
     (:meth:`~wakelab.analysis.hdr.LogLinearHistogram.weighted_values`); min, max, p50 and p99 the histogram's
     own (summary.json's past a soak's raw-sample cap).  ValueError for an empty histogram."""
-    import dataclasses as _dataclasses
-
     from wakelab.analysis.hdr import RELATIVE_ERROR
 
     if hist.total == 0:
@@ -233,7 +188,7 @@ def log_histogram_of_counters(
     p99 = hist.percentile_ns(99.0) if hist.total >= min_n_for(99.0) else None
     binned = log_histogram_weighted(values, counts, bins_per_decade, max_bins,
                                     min_ns=hist.min_ns, max_ns=hist.max_ns, p50_ns=p50, p99_ns=p99)
-    return _dataclasses.replace(binned, from_counters=True, relative_error=RELATIVE_ERROR, raw_kept=raw_kept)
+    return dataclasses.replace(binned, from_counters=True, relative_error=RELATIVE_ERROR, raw_kept=raw_kept)
 
 
 def counters_of(samples: "ArmSamples", where: str = "") -> "LogLinearHistogram":

@@ -1,20 +1,11 @@
 """The labs' own answers over a grid: what removing the GIL did, what SCHED_FIFO bought the waiter.
 
-A lab whose question spans the cells of a grid names its verdict
-(:attr:`wakelab.labs.Lab.matrix_verdict`); the grid runner computes it here
-over the matrix document, with :func:`matrix_verdict`, and stores it in
-matrix.json's ``verdict``: the figures (``rows``, ``summary``), ready-made text
-``tables`` and ``sentences`` that say, with this run's figures, what the A/B
-found.  The renderers (matrix.txt, ``wakelab show``) lay those out as they are.
-
-The A/Bs read a :class:`~wakelab.evidence.matrix.MatrixDoc` and return typed
-records (:class:`GilAB`, :class:`RealtimeAB`) that matrix.json stores by ``to_dict``.
-
-* :func:`gil_ab` (the free-threading lab): each free-threaded build against its
-  own release's GIL build, and with ``PYTHON_GIL=1``, cell by cell.
-* :func:`realtime_ab` (the realtime lab): each ``SCHED_FIFO`` waiter against the
-  same waiter under the normal policy, in every cell.
-"""
+A lab whose question spans the cells of a grid names its verdict (:attr:`wakelab.labs.Lab.matrix_verdict`);
+the grid runner computes it here (:func:`matrix_verdict`) from a :class:`~wakelab.evidence.matrix.MatrixDoc`
+as a typed record (:class:`GilAB`: each free-threaded build against its own release's GIL build, and with
+``PYTHON_GIL=1``; :class:`RealtimeAB`: each ``SCHED_FIFO`` waiter against the same waiter under the normal
+policy) and stores its ``to_dict`` as matrix.json's ``verdict``: the figures, ready-made text ``tables`` and
+``sentences`` that say, with this run's figures, what the A/B found, laid out by the renderers as they are."""
 
 from __future__ import annotations
 
@@ -59,12 +50,9 @@ class Ways:
 
 @dataclasses.dataclass(frozen=True)
 class GilFigure:
-    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.
-
-    ``values``: each role's figure, by role (in a row, the roles the arm has a cell of; in a summary,
-    every role, the median over the arms); ``ratio`` no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a
-    summary, ``ways`` the arms went (None in a row).
-    """
+    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.  ``values``: each role's figure,
+    by role (in a row, the roles the arm has a cell of; in a summary, every role, the median over the arms); ``ratio``
+    no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a summary, ``ways`` the arms went (None in a row)."""
 
     values: Mapping[str, Optional[float]]
     ratio: Optional[float]
@@ -73,14 +61,12 @@ class GilFigure:
 
     @classmethod
     def of(cls, values: Mapping[str, Optional[float]], ways: Optional[Ways] = None) -> "GilFigure":
-        def role(name: str) -> Optional[float]:
-            return values[name] if name in values else None
-
-        return cls(dict(values), _ratio(role(NO_GIL), role(GIL_BUILD)), _ratio(role(FORCED_GIL), role(GIL_BUILD)), ways)
+        return cls(dict(values), _ratio(values.get(NO_GIL), values.get(GIL_BUILD)),
+                   _ratio(values.get(FORCED_GIL), values.get(GIL_BUILD)), ways)
 
     def role(self, name: str) -> Optional[float]:
         """Role ``name``'s figure (None: no cell of that role, or no figure)."""
-        return self.values[name] if name in self.values else None
+        return self.values.get(name)
 
     def to_dict(self) -> Dict[str, object]:
         """As matrix.json's verdict stores it: each role's figure, the ratios, and in a summary how the arms went."""
@@ -131,17 +117,14 @@ def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[s
 
 def _trio(figure: GilFigure) -> str:
     from wakelab.formatting import format_us
-
     return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
 def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], bool]:
-    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.
-
-    Pairs, for every latency arm, placement and busy-thread count, the cell of the GIL build with the
-    free-threaded build's (GIL off, and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never
-    by its label).  ``summary``: per busy-thread count and placement, the median over the arms of each figure.
-    """
+    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.  Pairs, for every
+    latency arm, placement and busy-thread count, the cell of the GIL build with the free-threaded build's (GIL off,
+    and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never by its label).  ``summary``: per
+    busy-thread count and placement, the median over the arms of each figure."""
     cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
@@ -205,15 +188,14 @@ def gil_ab(matrix: MatrixDoc) -> GilAB:
     from wakelab.formatting import format_ratio, format_us
 
     rows, summary, several = gil_ab_figures(matrix)
-    header = ["busy threads", "placement", "arms", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
-              "no GIL ÷ GIL: p50", "p99", "max", "GIL=1 ÷ GIL: p99"]
+    figures = ["p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs", "no GIL ÷ GIL: p50", "p99", "max"]
+    header = ["busy threads", "placement", "arms"] + figures + ["GIL=1 ÷ GIL: p99"]
     summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + [_trio(s.figures[key]) for key in AB_FIGURES]
                      + [format_ratio(s.figures[key].ratio) for key in AB_FIGURES] + [format_ratio(s.figures["p99"].forced_ratio)]
                      for s in summary]
     detail_table = [[r.arm, str(r.cpu_threads), r.placement] + [_trio(r.figures[key]) for key in AB_FIGURES]
                     + [format_ratio(r.figures[key].ratio) for key in AB_FIGURES] for r in rows]
-    detail_header = ["arm", "busy", "placement", "p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs",
-                     "no GIL ÷ GIL: p50", "p99", "max"]
+    detail_header = ["arm", "busy", "placement"] + figures
     if several:
         header = ["release"] + header
         detail_header = ["release"] + detail_header
@@ -234,10 +216,12 @@ def _change(ratio: Optional[float]) -> str:
     return "stayed about the same"
 
 
-def _ways(figure: GilFigure) -> str:
-    """``grew in 4 of 6 arms, shrank in 1``: how the arms went one by one."""
+def _moved(figure: GilFigure, us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> str:
+    """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``: the medians, and how the arms went one by one."""
     ways = figure.ways or Ways(0, 0, 0)
-    return "grew in %d of %d arms, shrank in %d" % (ways.grew, ways.compared, ways.shrank)
+    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (
+        _change(figure.ratio), us(figure.role(GIL_BUILD)), us(figure.role(NO_GIL)), ratio(figure.ratio),
+        ways.grew, ways.compared, ways.shrank)
 
 
 def _where(items: Sequence[GilSummary]) -> str:
@@ -255,39 +239,26 @@ def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]]
         load = "no busy thread" if busy == 0 else "%d busy Python thread%s" % (busy, "" if busy == 1 else "s")
         if s.release:
             load = load[0].lower() + load[1:]
-        p50, p99, worst = s.figures["p50"], s.figures["p99"], s.figures["max"]
         release = "CPython %s, " % s.release if s.release else ""
-        out.append(
-            release + "%s, placement %s (median of %d arm%s): without the GIL p50 %s (%s → %s µs, %s; %s), p99 %s (%s → %s µs, "
-            "%s; %s), worst case %s (%s → %s µs, %s; %s)." % (
-                load if s.release else load[0].upper() + load[1:], s.placement, s.arms, "" if s.arms == 1 else "s",
-                _change(p50.ratio), us(p50.role(GIL_BUILD)), us(p50.role(NO_GIL)), ratio(p50.ratio), _ways(p50),
-                _change(p99.ratio), us(p99.role(GIL_BUILD)), us(p99.role(NO_GIL)), ratio(p99.ratio), _ways(p99),
-                _change(worst.ratio), us(worst.role(GIL_BUILD)), us(worst.role(NO_GIL)), ratio(worst.ratio), _ways(worst),
-            )
-        )
+        out.append(release + "%s, placement %s (median of %s arm%s): without the GIL p50 %s, p99 %s, worst case %s." % (
+            load if s.release else load[0].upper() + load[1:], s.placement, s.arms, "" if s.arms == 1 else "s",
+            *(_moved(s.figures[key], us, ratio) for key in AB_FIGURES)))
     loaded = [s for s in summary if s.cpu_threads > 0 and s.figures["p99"].ratio is not None]
     if loaded:
         grew = [s for s in loaded if (s.figures["p99"].ratio or 0.0) >= _CHANGE]
         shrank = [s for s in loaded if (s.figures["p99"].ratio or 0.0) <= 1 / _CHANGE]
         if grew:
-            out.append(
-                "Where the tail grew without the GIL (%s): the busy threads no longer wait for a GIL, so each keeps a "
-                "CPU busy, and the woken waiter waits in the kernel's run queue for one -- the GIL's hand-over gone, a "
-                "scheduler tail in its place." % _where(grew)
-            )
+            out.append("Where the tail grew without the GIL (%s): the busy threads no longer wait for a GIL, so each keeps a "
+                       "CPU busy, and the woken waiter waits in the kernel's run queue for one -- the GIL's hand-over gone, a "
+                       "scheduler tail in its place." % _where(grew))
         if shrank:
-            out.append(
-                "Where the tail shrank without the GIL (%s): with the GIL the woken waiter must take it from a busy "
-                "thread, which gives it up only when the switch interval (5 ms by default) expires; without it the "
-                "waiter runs as soon as it has a CPU." % _where(shrank)
-            )
+            out.append("Where the tail shrank without the GIL (%s): with the GIL the woken waiter must take it from a busy "
+                       "thread, which gives it up only when the switch interval (5 ms by default) expires; without it the "
+                       "waiter runs as soon as it has a CPU." % _where(shrank))
         placements = {s.placement for s in loaded}
         if placements & {"same", "split"}:
-            out.append(
-                "Placement: in same the waiter, the notifier and the busy threads share one CPU; in split the waiter "
-                "has a CPU of its own and the busy threads stay on the notifier's (they inherit its CPU mask)."
-            )
+            out.append("Placement: in same the waiter, the notifier and the busy threads share one CPU; in split the waiter "
+                       "has a CPU of its own and the busy threads stay on the notifier's (they inherit its CPU mask).")
     forced = [s for s in summary if s.figures["p99"].forced_ratio is not None]
     if forced:
         out.append(

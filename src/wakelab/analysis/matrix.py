@@ -44,8 +44,7 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
     """The judgement of a p50 ratio, with its p99 ratio (see :class:`RatioTone`).
 
     >>> ratio_tone(0.56, 220.0).css, ratio_tone(0.56, 1.0).css, ratio_tone(0.56, None).css
-    ('slower', 'faster', '')
-    """
+    ('slower', 'faster', '')"""
     tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
     if p50_ratio is None:
         return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
@@ -111,7 +110,6 @@ class Matrix:
 
     @property
     def has_native(self) -> bool:
-        """True when any arm has a "vs C" ratio in any cell."""
         return any(arm.has_native for arm in self.arms)
 
 
@@ -150,6 +148,3 @@ def compare_matrix(doc: Union[MatrixDoc, Mapping[str, object]]) -> Matrix:
             if ratio is not None:
                 natives.setdefault(name, {})[cell] = ratio
     return Matrix(matrix, tuple(_compare(name, entries, natives.get(name) or {}) for name, entries in matrix.arms))
-
-
-__all__ = ["RATIO_NOISE", "Matrix", "MatrixArm", "MatrixRow", "RatioTone", "compare_matrix", "positive_ratio", "ratio_tone"]

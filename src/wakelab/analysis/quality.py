@@ -9,8 +9,7 @@ wakes is a *note*, not a warning: the figure is absent, not doubtful.
 Per-arm flags are computed from the raw samples when the arm finishes (:func:`quality_flags`, stored under
 ``quality``).  :func:`warning_records` turns the flags and the summary's figures into typed records
 (:class:`~wakelab.evidence.model.WarningRecord`), stored under ``warnings`` in summary.json; renderers word them (as
-hyperfine turns its warning enum into sentences at the edge).
-"""
+hyperfine turns its warning enum into sentences at the edge)."""
 
 from __future__ import annotations
 
@@ -21,17 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from wakelab.analysis.caveats import arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import (
-    CauseKind,
-    OmittedFigures,
-    OmittedPercentile,
-    Population,
-    PopulationCause,
-    Populations,
-    PollingFigures,
-    Record,
-    SwitchTailFigures,
-    TimerFloorFigures,
-)
+    CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause, Populations, PollingFigures, Record,
+    SwitchTailFigures, TimerFloorFigures)
 from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.
@@ -110,14 +100,12 @@ class QualityFlags(Record):
 
 
 def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
-    """Two or more well-separated populations of wakes in ``samples_ns``, or None.
-
-    Peaks of the smoothed log2 histogram are taken largest first; a peak is kept when it is at least an octave from
-    every peak kept before it, with a valley deeper than half the smaller peak between them.  Each kept peak's
-    population is the wakes between the valleys either side of it; it counts when it holds at least 10% of the
-    wakes.  Returns the populations, largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th
-    percentiles of the population's own wakes (measured values, not bin positions).
-    """
+    """Two or more well-separated populations of wakes in ``samples_ns``, or None.  Peaks of the smoothed log2
+    histogram are taken largest first; a peak is kept when it is at least an octave from every peak kept before it,
+    with a valley deeper than half the smaller peak between them.  Each kept peak's population is the wakes between
+    the valleys either side of it; it counts when it holds at least 10% of the wakes.  Returns the populations,
+    largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th percentiles of the population's own wakes
+    (measured values, not bin positions)."""
     values = sorted(v for v in samples_ns if v > 0)
     n = len(values)
     if n < MIN_POPULATION_SAMPLES:
@@ -155,11 +143,8 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
             index += 1
         groups[index].append(value)
     populations = [
-        Population(
-            share=round(len(group) / n, 4),
-            low_ns=int(round(percentile(group, POPULATION_RANGE_Q))),
-            high_ns=int(round(percentile(group, 100.0 - POPULATION_RANGE_Q))),
-        )
+        Population(share=round(len(group) / n, 4), low_ns=int(round(percentile(group, POPULATION_RANGE_Q))),
+                   high_ns=int(round(percentile(group, 100.0 - POPULATION_RANGE_Q))))
         for group in groups
         if len(group) >= MIN_POPULATION_SHARE * n
     ]
@@ -170,13 +155,11 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
 
 
 def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float]) -> Optional[SwitchTailFigures]:
-    """Wakes clustered just above multiples of the switch interval, when they matter.
-
-    Counts the wakes in a narrow band at each of the first eight multiples of ``interval_s`` (see
-    ``SWITCH_BAND_*``).  Reported when at least 3 wakes and 1% of all fall in the bands, and the bands are at least
-    three times as dense as the rest of the span from half an interval to the last band.  Returns the share and
-    count of those wakes, the interval and the multiples that hold wakes, or None.
-    """
+    """Wakes clustered just above multiples of the switch interval, when they matter.  Counts the wakes in a narrow
+    band at each of the first eight multiples of ``interval_s`` (see ``SWITCH_BAND_*``).  Reported when at least 3
+    wakes and 1% of all fall in the bands, and the bands are at least three times as dense as the rest of the span
+    from half an interval to the last band.  Returns the share and count of those wakes, the interval and the
+    multiples that hold wakes, or None."""
     if not samples_ns or not interval_s or interval_s <= 0:
         return None
     interval_ns = interval_s * 1e9
@@ -207,14 +190,12 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float])
 def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, object]]:
     """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes), as a mapping
     (bench/polling_margin.py tabulates them): :meth:`PollingFigures.statistics` of :func:`_polling_figures`.
-
-    ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th percentiles (extended by the 5 % either
-    side that it puts beyond them, ``low_ns`` no lower than the fastest wake), ``period_ns`` its width; ``distance``
-    the Kolmogorov-Smirnov distance from the wakes to it; ``thinnest_part`` the share of the wakes in the emptiest
-    fifth of it, over an even share (an even spread: about 1; a tail that tapers or a gap between two levels: near
-    0); ``edge`` how far the 97th percentile lies above the 95th, in widths (an even spread: 0.022; a tail that
-    tapers: more); ``spread_over_floor`` the width over the 1st percentile; ``n`` the wakes judged.
-    """
+    ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th percentiles (extended by the 5 % either side
+    that it puts beyond them, ``low_ns`` no lower than the fastest wake), ``period_ns`` its width; ``distance`` the
+    Kolmogorov-Smirnov distance from the wakes to it; ``thinnest_part`` the share of the wakes in the emptiest fifth
+    of it, over an even share (an even spread: about 1; a tail that tapers or a gap between two levels: near 0);
+    ``edge`` how far the 97th percentile lies above the 95th, in widths (an even spread: 0.022; a tail that tapers:
+    more); ``spread_over_floor`` the width over the 1st percentile; ``n`` the wakes judged."""
     figures = _polling_figures(samples_ns)
     return None if figures is None else figures.statistics()
 
@@ -243,33 +224,25 @@ def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
         index = int((value - low) / width * POLL_PARTS)
         if 0 <= index < POLL_PARTS:
             parts[index] += 1
-    return PollingFigures(
-        low_ns=int(round(max(low, values[0]))),
-        high_ns=int(round(low + width)),
-        period_ns=int(round(width)),
-        distance=round(distance, 4),
-        edge=round(edge, 4),
-        spread_over_floor=round(width / floor, 2) if floor > 0 else None,
-        thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
-        thickest_part=round(max(parts) / n * POLL_PARTS, 4),
-        n=n,
-    )
+    return PollingFigures(low_ns=int(round(max(low, values[0]))), high_ns=int(round(low + width)),
+                          period_ns=int(round(width)), distance=round(distance, 4), edge=round(edge, 4),
+                          spread_over_floor=round(width / floor, 2) if floor > 0 else None,
+                          thinnest_part=round(min(parts) / n * POLL_PARTS, 4),
+                          thickest_part=round(max(parts) / n * POLL_PARTS, 4), n=n)
 
 
 def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[PollingFigures]:
-    """A wait that polls: wakes spread evenly from near nothing up to a period, or None.
-
-    A waiter that checks a flag and sleeps P between checks answers a notify at its next check.  With a settle whose
-    random part spans P (see :func:`wakelab.core.drivers.settle_schedule_s`) the notify lands anywhere in the
-    period, so the wakes spread evenly from the floor (the check's own cost) to P; a wait that blocks bunches near
-    its floor and tapers off.  Flagged when the wakes are close to an even spread (:func:`polling_statistics`'s
-    ``distance`` at most POLL_MAX_DISTANCE), end at its top (``edge`` at most POLL_MAX_EDGE), and that spread is at
-    least POLL_MIN_PERIOD_NS wide and POLL_MIN_SPREAD_OVER_FLOOR times the floor.  Returns the statistics with
-    ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER of ``settle_jitter_us`` (the random
-    part of the settle, µs), which may have cut the spread short -- the period is then at least that long; None when
-    not known.  A period longer than the random part shows no even spread from the floor, and is not flagged: raise
-    the random part above it.
-    """
+    """A wait that polls: wakes spread evenly from near nothing up to a period, or None.  A waiter that checks a flag
+    and sleeps P between checks answers a notify at its next check.  With a settle whose random part spans P (see
+    :func:`wakelab.core.drivers.settle_schedule_s`) the notify lands anywhere in the period, so the wakes spread
+    evenly from the floor (the check's own cost) to P; a wait that blocks bunches near its floor and tapers off.
+    Flagged when the wakes are close to an even spread (:func:`polling_statistics`'s ``distance`` at most
+    POLL_MAX_DISTANCE), end at its top (``edge`` at most POLL_MAX_EDGE), and that spread is at least
+    POLL_MIN_PERIOD_NS wide and POLL_MIN_SPREAD_OVER_FLOOR times the floor.  Returns the statistics with
+    ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER of ``settle_jitter_us`` (the random part
+    of the settle, µs), which may have cut the spread short -- the period is then at least that long; None when not
+    known.  A period longer than the random part shows no even spread from the floor, and is not flagged: raise the
+    random part above it."""
     figures = _polling_figures(samples_ns)
     if figures is None:
         return None
@@ -304,29 +277,23 @@ def _gil_contended(arm: ArmRecord, bundle: Bundle) -> bool:
 
 def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None,
                   settles: bool = True) -> QualityFlags:
-    """The per-arm flags stored under ``quality`` in summary.json.
-
-    ``interval_s`` is the switch interval, or None where no Python thread can hold the GIL the waiter needs
-    (:func:`gil_contended`): then no tail is looked for.  ``settle_jitter_us`` is the random part of the settle the
-    wakes were taken with (None: no settle, as in an open loop), for :func:`find_polling`; ``settles`` False for an
-    arm whose waiter takes no settle at all (``Arm.settles``): no polling is looked for.
-    """
-    return QualityFlags(
-        populations=find_populations(samples_ns),
-        switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
-        polling=find_polling(samples_ns, settle_jitter_us) if settles else None,
-    )
+    """The per-arm flags stored under ``quality`` in summary.json.  ``interval_s`` is the switch interval, or None
+    where no Python thread can hold the GIL the waiter needs (:func:`gil_contended`): then no tail is looked for.
+    ``settle_jitter_us`` is the random part of the settle the wakes were taken with (None: no settle, as in an open
+    loop), for :func:`find_polling`; ``settles`` False for an arm whose waiter takes no settle at all
+    (``Arm.settles``): no polling is looked for."""
+    return QualityFlags(populations=find_populations(samples_ns),
+                        switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
+                        polling=find_polling(samples_ns, settle_jitter_us) if settles else None)
 
 
 def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[PopulationCause]:
-    """What in the evidence separates the populations, or None when nothing recorded does.
-
-    ``cpus``: each wake's recorded CPUs (``cpu_split``) put the same-CPU and the cross-CPU wakes' medians in
-    different populations, each side holding at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains
-    it.  ``workers``: the worker processes' own medians fall in different populations (the level shifted between
-    processes).  ``placement``: the run was not pinned and the workers recorded notifier and waiter on the same CPU
-    in some and on different CPUs in others.
-    """
+    """What in the evidence separates the populations, or None when nothing recorded does.  ``cpus``: each wake's
+    recorded CPUs (``cpu_split``) put the same-CPU and the cross-CPU wakes' medians in different populations, each
+    side holding at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains it.  ``workers``: the worker
+    processes' own medians fall in different populations (the level shifted between processes).  ``placement``: the
+    run was not pinned and the workers recorded notifier and waiter on the same CPU in some and on different CPUs in
+    others."""
     by_cpu = _cpu_cause(arm, populations)
     if by_cpu is not None:
         return by_cpu

@@ -8,8 +8,7 @@ divided by their count): the figure that adds up to the mean latency.  Here each
 (``ON/WHO``, :mod:`wakelab.analysis.reblocks`) is compared by that mean, with a
 percentile-bootstrap interval of the difference (each run's wakes resampled independently,
 one stream per run and cause from the comparison's seed), and the cause that moved most is
-the largest difference whose interval excludes 0 -- or, when none does, the largest.
-"""
+the largest difference whose interval excludes 0 -- or, when none does, the largest."""
 
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ from wakelab.analysis.reblocks import cause_order, cause_phrase
 
 @dataclasses.dataclass(frozen=True)
 class ReblockShift:
-    """One re-block cause in two traced runs: its mean time per wake in each (ns), the difference
-    (other minus baseline) with its interval (NaN: too few wakes to resample), and in how many
-    wakes of each run it occurred."""
+    """One re-block cause in two traced runs: its mean time per wake in each (ns), the difference (other minus
+    baseline) with its interval (NaN: too few wakes to resample), and in how many wakes of each run it occurred."""
 
     cause: str
     baseline_ns: float
@@ -41,9 +39,7 @@ class ReblockShift:
         return self.low_ns > 0.0 or self.high_ns < 0.0
 
     def to_dict(self) -> Dict[str, object]:
-        def finite(value: float) -> Optional[float]:
-            return value if math.isfinite(value) else None
-
+        from wakelab.analysis.compare.bootstrap import finite
         return {"cause": self.cause, "baseline_mean_ns": self.baseline_ns, "other_mean_ns": self.other_ns,
                 "difference_ns": self.difference_ns, "low_ns": finite(self.low_ns), "high_ns": finite(self.high_ns),
                 "confidence": self.confidence, "wakes_baseline": self.wakes_baseline, "wakes_other": self.wakes_other}
@@ -56,9 +52,8 @@ MIN_WAKES = 20
 def compare_reblocks(baseline: Mapping[str, Sequence[float]], other: Mapping[str, Sequence[float]], n_baseline: int,
                      n_other: int, confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
                      name: str = "") -> List[ReblockShift]:
-    """Each cause's mean time per wake in both runs (``baseline``/``other``: per-wake series by cause,
-    ``n_*`` traced wakes each; a cause missing from a run is 0 in each of its wakes), largest change
-    first."""
+    """Each cause's mean time per wake in both runs (``baseline``/``other``: per-wake series by cause, ``n_*`` traced
+    wakes each; a cause missing from a run is 0 in each of its wakes), largest change first."""
     import numpy as np
 
     shifts: List[ReblockShift] = []

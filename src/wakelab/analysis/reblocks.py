@@ -49,14 +49,11 @@ _ZERO_IS_TIMEOUT = frozenset(("select", "pselect6", "poll", "ppoll", "epoll_wait
 
 @dataclasses.dataclass(frozen=True)
 class WaiterContext:
-    """What the split knows about the waiter's surroundings, to name its re-blocks.
-
-    ``notifier_tid``: the thread that notifies; ``busy_tids``: the worker's busy
-    threads (``--cpu-threads``); ``gil_ranges``: ``(start, end)`` address ranges of
-    the interpreter's own static data in the process ``waiter_pid`` (a futex there
-    is the GIL; empty for a C floor, which has none); ``gil_releases``: when the
-    notifier and the busy threads let go of the GIL with a waiter waiting.
-    """
+    """What the split knows about the waiter's surroundings, to name its re-blocks.  ``notifier_tid``: the thread that
+    notifies; ``busy_tids``: the worker's busy threads (``--cpu-threads``); ``gil_ranges``: ``(start, end)`` address
+    ranges of the interpreter's own static data in the process ``waiter_pid`` (a futex there is the GIL; empty for a C
+    floor, which has none); ``gil_releases``: when the notifier and the busy threads let go of the GIL with a waiter
+    waiting."""
 
     notifier_tid: Optional[int] = None
     busy_tids: FrozenSet[int] = frozenset()
@@ -87,12 +84,9 @@ def context_from(info: dict, busy_tids: Iterable[int] = ()) -> WaiterContext:
         if isinstance(data.get("pid"), int):
             pid = data["pid"]
     notifier = info.get("notifier_tid")
-    return WaiterContext(
-        notifier_tid=notifier if isinstance(notifier, int) else None,
-        busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)),
-        gil_ranges=ranges,
-        waiter_pid=pid,
-    )
+    return WaiterContext(notifier_tid=notifier if isinstance(notifier, int) else None,
+                         busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)), gil_ranges=ranges,
+                         waiter_pid=pid)
 
 
 # futex operations that wake waiters (FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET), private flag

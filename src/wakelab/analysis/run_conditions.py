@@ -1,15 +1,14 @@
 """Separate runs told apart: what differed between two runs besides the code, and how far runs shift.
 
-Two *separate* runs (minutes or days apart) are not an A/B: between them the machine itself changed.
-One busy process beside the second run made ``event`` *faster* (0.73x) by keeping the other vCPU out of
-idle; an unchanged tree drifted from 16 to 60 µs at p50 within five minutes.  compare's interval sees
-the spread between a run's own repetitions, not that.  So for two separate runs compare names the
-conditions that differed (:func:`tell_apart`; a fact a bundle did not record is named as not recorded,
-never guessed) and widens each interval by the level shifts identical earlier runs show
-(:func:`level_shifts`, :func:`widen`): with s the standard deviation of their log figure, the ratio of
-two separate runs carries about 2 s^2 of run-to-run variance, so the half-width in log terms becomes at
-least ``z * sqrt(2) * s`` (erring wide).  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is
-widened, and the comparison says so.  Two cells of one grid took turns in one run: not separate."""
+Two *separate* runs (minutes or days apart) are not an A/B: between them the machine itself changed. One busy process
+beside the second run made ``event`` *faster* (0.73x) by keeping the other vCPU out of idle; an unchanged tree drifted
+from 16 to 60 µs at p50 within five minutes.  compare's interval sees the spread between a run's own repetitions, not
+that.  So for two separate runs compare names the conditions that differed (:func:`tell_apart`; a fact a bundle did
+not record is named as not recorded, never guessed) and widens each interval by the level shifts identical earlier
+runs show (:func:`level_shifts`, :func:`widen`): with s the standard deviation of their log figure, the ratio of two
+separate runs carries about 2 s^2 of run-to-run variance, so the half-width in log terms becomes at least ``z *
+sqrt(2) * s`` (erring wide).  With fewer than :data:`MIN_EARLIER_RUNS` such runs nothing is widened, and the
+comparison says so.  Two cells of one grid took turns in one run: not separate."""
 
 from __future__ import annotations
 
@@ -20,7 +19,8 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
-    CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, minimum_detectable_effect, verdict)
+    CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, format_ratio_plain, label_of,
+    minimum_detectable_effect, verdict)
 from wakelab.analysis.warning_groups import BusyProcess
 from wakelab.evidence.model import Bundle
 
@@ -45,7 +45,7 @@ class Condition:
     differs: Optional[bool]
 
     def to_dict(self) -> Dict[str, object]:
-        return {"name": self.name, "baseline": self.baseline, "other": self.other, "differs": self.differs}
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,11 +101,6 @@ def are_separate(baseline: Bundle, other: Bundle) -> bool:
         return False
     grid = _grid_of(baseline)
     return grid is None or grid != _grid_of(other)
-
-
-# ---------------------------------------------------------------------------
-# Telling them apart
-# ---------------------------------------------------------------------------
 
 
 def _utc_seconds(text: Any) -> Optional[float]:
@@ -202,15 +197,11 @@ def _busy_condition(a: Bundle, b: Bundle) -> Condition:
         return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + cpus
 
     pa, pb = seen(a), seen(b)
-    if pa is None or pb is None:
-        differs: Optional[bool] = None
-    else:
-        names_a = sorted(p.name for p in pa)
-        names_b = sorted(p.name for p in pb)
-        share_a = sum(p.cpu_share for p in pa)
-        share_b = sum(p.cpu_share for p in pb)
-        busy_a, busy_b = (_mean_busy(a), _mean_busy(b))
-        differs = (names_a != names_b or abs(share_a - share_b) >= CPU_BUSY_DIFFERENCE
+    differs: Optional[bool] = None
+    if pa is not None and pb is not None:
+        busy_a, busy_b = _mean_busy(a), _mean_busy(b)
+        differs = (sorted(p.name for p in pa) != sorted(p.name for p in pb)
+                   or abs(sum(p.cpu_share for p in pa) - sum(p.cpu_share for p in pb)) >= CPU_BUSY_DIFFERENCE
                    or (busy_a is not None and busy_b is not None and abs(busy_a - busy_b) >= CPU_BUSY_DIFFERENCE))
     return Condition("busy processes", words(pa, a), words(pb, b), differs)
 
@@ -302,22 +293,12 @@ def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
     if a_start is not None and b_start is not None:
         first, second = ((a_start, a_end), (b_start, b_end)) if a_start <= b_start else ((b_start, b_end), (a_start, a_end))
         gap = second[0] - (first[1] if first[1] is not None else first[0])
-    conditions = (
-        _load_condition(baseline, other),
-        _busy_condition(baseline, other),
-        _frequency_condition(baseline, other),
-        _simple("CPU frequency governor", _governor(baseline), _governor(other)),
-        _simple("idle states", _idle(baseline), _idle(other)),
-        _simple("placement", _placement(baseline), _placement(other)),
-        _simple("interpreter build", _build(baseline), _build(other)),
-        _simple("machine", _machine(baseline), _machine(other)),
-    )
+    # Three conditions judged by their own rules, then those that differ whenever their words do.
+    judged = tuple(condition(baseline, other) for condition in (_load_condition, _busy_condition, _frequency_condition))
+    conditions = judged + tuple(_simple(name, read(baseline), read(other)) for name, read in (
+        ("CPU frequency governor", _governor), ("idle states", _idle), ("placement", _placement),
+        ("interpreter build", _build), ("machine", _machine)))
     return SeparateRuns(baseline.label, other.label, gap, conditions)
-
-
-# ---------------------------------------------------------------------------
-# Level shifts from the history
-# ---------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -354,17 +335,11 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     chosen = []
     for point in points:
         facts, figures = point.facts, point.figures
-        if figures.arm != arm or figures.status != "ok" or facts.figure_conditions is None:
-            continue
-        if facts.figure_conditions not in keys:
-            continue
-        if (facts.hostname, facts.cpu_model, facts.kernel) not in hosts:
-            continue
-        if not facts.started_utc or facts.started_utc >= latest:
-            continue
-        if os.path.abspath(facts.folder) in own or (facts.started_utc, facts.hostname) in own_starts:
-            continue
-        chosen.append(figures)
+        identical = (figures.arm == arm and figures.status == "ok" and facts.figure_conditions is not None
+                     and facts.figure_conditions in keys and (facts.hostname, facts.cpu_model, facts.kernel) in hosts)
+        earlier = bool(facts.started_utc) and facts.started_utc < latest
+        if identical and earlier and os.path.abspath(facts.folder) not in own and (facts.started_utc, facts.hostname) not in own_starts:
+            chosen.append(figures)
     log_sd: Dict[str, float] = {}
     if len(chosen) >= MIN_EARLIER_RUNS:
         for key, field in _HISTORY_FIGURE.items():
@@ -408,35 +383,26 @@ def widen(arm: ArmComparison, shifts: Optional[LevelShifts], alpha: float, min_e
             reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison "
                       "could detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde)))
         judgements[key] = dataclasses.replace(judged, ci=ratios[key], verdict=word, mde_pct=mde, reason=reason)
-        widened.append("%s to %s–%s" % ("p99.9" if key == "p99_9" else key, _fmt(low), _fmt(high)))
+        widened.append("%s to %s–%s" % (label_of(key), format_ratio_plain(low), format_ratio_plain(high)))
     main = next(iter(arm.ratios))
     note = ("separate runs: %d identical earlier runs of %s in the history shift ±%s at %s from run to run; %s"
             % (shifts.runs, arm.name, format_pct(100 * (math.exp(shifts.log_sd.get(main, 0.0)) - 1)),
-               "p50" if main == "p50" else main,
+               main,
                "intervals widened by it (%s)" % "; ".join(widened) if widened else "the intervals were wider already"))
     if widened:  # the verdicts' own sentences, judged again
         notes = tuple(n for n in arm.notes if "cannot tell" not in n) + tuple(
-            "%s %s" % ("p99.9" if k == "p99_9" else k, j.reason) for k, j in judgements.items() if j.reason) + (note,)
+            "%s %s" % (label_of(k), j.reason) for k, j in judgements.items() if j.reason) + (note,)
     else:
         notes = arm.notes + (note,)
     return dataclasses.replace(arm, ratios=ratios, judgements=judgements, verdict=judgements[main].verdict if main in judgements
                                else arm.verdict, notes=notes)
 
 
-def _fmt(value: float) -> str:
-    return ("%.1f" if value >= 10 else "%.2f") % value
-
-
 def widen_comparison(comparison: RunComparison, points_of: Optional[Any], alpha: float,
                      min_effect_pct: float) -> Tuple[RunComparison, List[LevelShifts]]:
     """Every arm of ``comparison`` widened (:func:`widen`) by the level shifts of the history points
     ``points_of(arm)`` returns (None: the history is not read); the comparison and the shifts found."""
-    arms = []
-    found = []
-    for arm in comparison.arms:
-        shifts = None
-        if points_of is not None:
-            shifts = level_shifts(points_of(arm.name), comparison.baseline, comparison.other, arm.name)
-            found.append(shifts)
-        arms.append(widen(arm, shifts, alpha, min_effect_pct))
-    return dataclasses.replace(comparison, arms=tuple(arms)), found
+    found = [level_shifts(points_of(arm.name), comparison.baseline, comparison.other, arm.name)
+             for arm in comparison.arms] if points_of is not None else []
+    arms = tuple(widen(arm, found[i] if found else None, alpha, min_effect_pct) for i, arm in enumerate(comparison.arms))
+    return dataclasses.replace(comparison, arms=arms), found

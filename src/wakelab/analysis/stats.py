@@ -1,13 +1,10 @@
 """Statistics on raw nanosecond samples: pure functions, no I/O, stdlib only.
 
-Percentiles use linear interpolation between the two nearest ranks
-(Hyndman & Fan type 7, numpy's default: :func:`wakelab.percentile.percentile`,
-the one definition the evidence model checks stored figures with too), so
-``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported
-when the sample holds enough wakes to put at least one above it: ``pQ`` needs
-``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100, p99.9: 1000).  Below that the
-figure would just be the maximum in disguise, so it is omitted with a reason.
-"""
+Percentiles use linear interpolation between the two nearest ranks (Hyndman & Fan type 7, numpy's default:
+:func:`wakelab.percentile.percentile`, the one definition the evidence model checks stored figures with too), so
+``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported when the
+sample holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100,
+p99.9: 1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason."""
 
 from __future__ import annotations
 
@@ -19,12 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from wakelab.percentile import percentile
 
 # The percentiles every latency arm reports, as (key, q in percent).
-PERCENTILES: Tuple[Tuple[str, float], ...] = (
-    ("p50", 50.0),
-    ("p90", 90.0),
-    ("p99", 99.0),
-    ("p99_9", 99.9),
-)
+PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99_9", 99.9))
 
 
 def min_n_for(q: float) -> int:
@@ -36,11 +28,8 @@ def min_n_for(q: float) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LatencyStats:
-    """Summary of one latency arm, all times in nanoseconds.
-
-    ``percentiles_ns`` maps ``p50``/``p90``/``p99``/``p99_9`` to a value, or
-    is missing the key, in which case ``omitted`` says why.
-    """
+    """Summary of one latency arm, all times in nanoseconds: ``percentiles_ns`` maps ``p50``/``p90``/``p99``/``p99_9``
+    to a value, or is missing the key, in which case ``omitted`` says why."""
 
     n: int
     lost: int
@@ -52,16 +41,8 @@ class LatencyStats:
     omitted: Dict[str, str]
 
     def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {
-            "n": self.n,
-            "lost": self.lost,
-            "min_ns": self.min_ns,
-            "max_ns": self.max_ns,
-            "mean_ns": self.mean_ns,
-            "stdev_ns": self.stdev_ns,
-        }
-        for key, _q in PERCENTILES:
-            out[key + "_ns"] = self.percentiles_ns.get(key)
+        out: Dict[str, object] = {key: getattr(self, key) for key in ("n", "lost", "min_ns", "max_ns", "mean_ns", "stdev_ns")}
+        out.update((key + "_ns", self.percentiles_ns.get(key)) for key, _q in PERCENTILES)
         out["omitted"] = dict(self.omitted)
         return out
 
@@ -79,27 +60,18 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
     n = len(ordered)
     wanted, omitted = reportable(n)
     percentiles = {key: percentile(ordered, q) for key, q in wanted}
-    return LatencyStats(
-        n=n,
-        lost=lost,
-        min_ns=ordered[0] if n else None,
-        max_ns=ordered[-1] if n else None,
-        mean_ns=statistics.fmean(ordered) if n else None,
-        stdev_ns=statistics.stdev(ordered) if n >= 2 else None,
-        percentiles_ns=percentiles,
-        omitted=omitted,
-    )
+    return LatencyStats(n=n, lost=lost, min_ns=ordered[0] if n else None, max_ns=ordered[-1] if n else None,
+                        mean_ns=statistics.fmean(ordered) if n else None,
+                        stdev_ns=statistics.stdev(ordered) if n >= 2 else None, percentiles_ns=percentiles,
+                        omitted=omitted)
 
 
 @dataclasses.dataclass(frozen=True)
 class RateStats:
-    """Summary of a rate arm: operations per second per round.
-
-    ``ops_per_s`` is the median round's rate; ``min``/``max`` the slowest and
-    fastest rounds.  ``baseline_ops_per_s`` is the median rate of the empty
-    loop; ``net_ns_per_op`` the median round's cost per call with the median
-    empty-loop cost per iteration subtracted (never below zero).
-    """
+    """Summary of a rate arm: operations per second per round.  ``ops_per_s`` is the median round's rate;
+    ``min``/``max`` the slowest and fastest rounds.  ``baseline_ops_per_s`` is the median rate of the empty loop;
+    ``net_ns_per_op`` the median round's cost per call with the median empty-loop cost per iteration subtracted (never
+    below zero)."""
 
     rounds: int
     n_per_round: int
@@ -114,9 +86,7 @@ class RateStats:
         return dataclasses.asdict(self)
 
 
-def summarize_rate(
-    n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]
-) -> RateStats:
+def summarize_rate(n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]) -> RateStats:
     """Per-round rates of ``n_per_round`` operations taking ``round_ns`` each."""
     if not round_ns or not baseline_round_ns:
         raise ValueError("a rate needs at least one round and one baseline round")
@@ -127,28 +97,18 @@ def summarize_rate(
     baseline_rates = [n_per_round * 1e9 / max(t, 1) for t in baseline_round_ns]
     ns_per_op = statistics.median(round_ns) / n_per_round
     baseline_ns_per_op = statistics.median(baseline_round_ns) / n_per_round
-    return RateStats(
-        rounds=len(round_ns),
-        n_per_round=n_per_round,
-        ops_per_s=statistics.median(rates),
-        min_ops_per_s=min(rates),
-        max_ops_per_s=max(rates),
-        baseline_ops_per_s=statistics.median(baseline_rates),
-        ns_per_op=ns_per_op,
-        net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0),
-    )
+    return RateStats(rounds=len(round_ns), n_per_round=n_per_round, ops_per_s=statistics.median(rates),
+                     min_ops_per_s=min(rates), max_ops_per_s=max(rates),
+                     baseline_ops_per_s=statistics.median(baseline_rates), ns_per_op=ns_per_op,
+                     net_ns_per_op=max(ns_per_op - baseline_ns_per_op, 0.0))
 
 
 def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cpus: Sequence[int]) -> Optional[Dict[str, object]]:
-    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.
-
-    ``waiter_cpus[i]`` / ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1
-    unknown), read by the driver outside the timed window.  Returns ``None``
-    when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu``
-    each with ``n``, ``p50_ns`` and ``p99_ns`` (None where too few wakes, see
-    :func:`min_n_for`), ``unknown`` (wakes with a side not recorded) and
-    ``cross_share`` (cross-CPU wakes over the wakes with both sides known).
-    """
+    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.  ``waiter_cpus[i]`` /
+    ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1 unknown), read by the driver outside the timed window.  None
+    when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu`` each with ``n``, ``p50_ns`` and
+    ``p99_ns`` (None where too few wakes, see :func:`min_n_for`), ``unknown`` (wakes with a side not recorded) and
+    ``cross_share`` (cross-CPU wakes over the wakes with both sides known)."""
     if not samples_ns or len(waiter_cpus) != len(samples_ns) or len(notifier_cpus) != len(samples_ns):
         return None
     same: list = []
@@ -167,31 +127,19 @@ def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cp
 
     def population(values: list) -> Dict[str, object]:
         ordered = sorted(values)
-        return {
-            "n": len(ordered),
-            "p50_ns": percentile(ordered, 50.0) if ordered else None,
-            "p99_ns": percentile(ordered, 99.0) if len(ordered) >= min_n_for(99.0) else None,
-        }
+        return {"n": len(ordered), "p50_ns": percentile(ordered, 50.0) if ordered else None,
+                "p99_ns": percentile(ordered, 99.0) if len(ordered) >= min_n_for(99.0) else None}
 
-    return {
-        "same_cpu": population(same),
-        "cross_cpu": population(cross),
-        "unknown": unknown,
-        "cross_share": round(len(cross) / known, 4),
-    }
+    return {"same_cpu": population(same), "cross_cpu": population(cross), "unknown": unknown,
+            "cross_share": round(len(cross) / known, 4)}
 
 
 def repetition_spread(medians: Sequence[Optional[float]]) -> Optional[Dict[str, object]]:
-    """How far apart the repetitions' own medians are: ``values`` (one per repetition, in order),
-    ``min``, ``max`` and ``range_pct`` ((max - min) / median of the values x 100), or None with
-    fewer than two repetitions measured."""
+    """How far apart the repetitions' own medians are: ``values`` (one per repetition, in order), ``min``, ``max`` and
+    ``range_pct`` ((max - min) / median of the values x 100), or None with fewer than two repetitions measured."""
     values = [float(v) for v in medians if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(values) < 2:
         return None
     middle = statistics.median(values)
-    return {
-        "values": values,
-        "min": min(values),
-        "max": max(values),
-        "range_pct": round((max(values) - min(values)) / middle * 100.0, 2) if middle > 0 else None,
-    }
+    return {"values": values, "min": min(values), "max": max(values),
+            "range_pct": round((max(values) - min(values)) / middle * 100.0, 2) if middle > 0 else None}

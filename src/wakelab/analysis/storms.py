@@ -21,13 +21,8 @@ from wakelab.formatting import format_ns, format_ratio
 STORMS = "signal storm"
 REALTIME = "realtime"
 
-RECEIVER_TITLES = {
-    "handler": "Python handler",
-    "sigwait": "sigtimedwait thread",
-    "wakeup-fd": "wakeup fd",
-    "c-handler": "C handler",
-    "c-sigwait": "C sigtimedwait",
-}
+RECEIVER_TITLES = {"handler": "Python handler", "sigwait": "sigtimedwait thread", "wakeup-fd": "wakeup fd",
+                   "c-handler": "C handler", "c-sigwait": "C sigtimedwait"}
 
 
 def _int(value: Any) -> int:
@@ -51,12 +46,16 @@ class StormInfo:
 
     @staticmethod
     def each_of(arm: ArmRecord) -> List["StormInfo"]:
-        """Each storm of an arm (none where it records no storm)."""
-        return [StormInfo(signal=str(one.get("signal") or ""), receiver=str(one.get("receiver") or ""),
-                          senders=_int(one.get("senders")), sender_kind=str(one.get("sender_kind") or ""),
-                          sent=_int(one.get("sent")), refused=_int(one.get("refused")), delivered=_int(one.get("delivered")),
-                          flushed=_int(one.get("flushed")), strays=_int(one.get("strays")),
-                          work_lost=float(lost) if isinstance(lost := one.get("work_lost"), (int, float)) else None)
+        """Each storm of an arm (none where it records no storm): each field read by its type, a missing or
+        unusable count as 0."""
+        def read(kind: str, value: Any) -> Any:
+            if kind == "str":
+                return str(value or "")
+            if kind == "int":
+                return _int(value)
+            return float(value) if isinstance(value, (int, float)) else None
+
+        return [StormInfo(**{f.name: read(str(f.type), one.get(f.name)) for f in dataclasses.fields(StormInfo)})
                 for one in worker_infos(arm) if "sent" in one]
 
 
@@ -90,22 +89,10 @@ def storm_figures(arm: Arm) -> Optional[StormFigures]:
     first = storms[0]
     lost = [s.work_lost for s in storms if s.work_lost is not None]
     latency = record.latency
-    return StormFigures(
-        arm=record.name,
-        signal=first.signal,
-        receiver=first.receiver,
-        senders=first.senders,
-        sender_kind=first.sender_kind,
-        storms=len(storms),
-        sent=sum(s.sent for s in storms),
-        refused=sum(s.refused for s in storms),
-        delivered=sum(s.delivered for s in storms),
-        flushed=sum(s.flushed for s in storms),
-        strays=sum(s.strays for s in storms),
-        work_lost=statistics.median(lost) if lost else None,
-        p50_ns=latency.p50_ns if latency is not None else None,
-        p99_ns=latency.p99_ns if latency is not None else None,
-    )
+    sums = {key: sum(getattr(s, key) for s in storms) for key in ("sent", "refused", "delivered", "flushed", "strays")}
+    return StormFigures(**dict(dataclasses.asdict(first), **sums, work_lost=statistics.median(lost) if lost else None),
+                        arm=record.name, storms=len(storms), p50_ns=latency.p50_ns if latency is not None else None,
+                        p99_ns=latency.p99_ns if latency is not None else None)
 
 
 def storm_table(run: Run) -> List[StormFigures]:
@@ -125,9 +112,6 @@ def format_share(ratio: Optional[float]) -> str:
     if percent == 0:
         return "0 %"
     return "%.2g %%" % percent
-
-
-# -- guidance ----------------------------------------------------------------------------------
 
 
 def _cite(levels: Mapping[str, Level], name: str) -> Tuple[Cite, ...]:
@@ -269,6 +253,3 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
         "it. And the GIL is not scheduled by priority: a FIFO waiter waits for it like any thread." % throttle),
         (first.cite("p99"),)))
     return items, clause
-
-
-__all__ = ["StormFigures", "format_share", "realtime_advice", "storm_advice", "storm_figures", "storm_table"]

@@ -33,7 +33,6 @@ class RunView:
 
     @functools.cached_property
     def native_ratios(self) -> Mapping[str, NativeRatio]:
-        """Each arm measured beside its C floor, by arm name, in run order (:func:`~wakelab.analysis.caveats.native_ratios`)."""
         return native_ratios(self.bundle)
 
     @functools.cached_property
@@ -45,14 +44,12 @@ class RunView:
     def rankings(self) -> Tuple["Ranking", ...]:
         """Each group of comparable measured latency arms, fastest p50 first."""
         from wakelab.analysis.guidance import rank_wake_paths
-
         return rank_wake_paths(self.bundle)
 
     @functools.cached_property
     def guidance(self) -> "Guidance":
         """What the run's figures advise (:func:`~wakelab.analysis.guidance.guidance_for`), from :attr:`rankings`."""
         from wakelab.analysis.guidance import guidance_for
-
         return guidance_for(self.bundle, self.rankings)
 
     @functools.cached_property
@@ -60,33 +57,24 @@ class RunView:
         """The arms in the order "where the time goes" shows them, each with the Python arm it is the C floor of
         (None for the others): :func:`~wakelab.analysis.components.traced_arm_order`."""
         from wakelab.analysis.components import traced_arm_order
-
         return tuple(traced_arm_order(self.bundle))
 
     def floor_gaps(self, band: str) -> Tuple["FloorGap", ...]:
-        """:func:`~wakelab.analysis.components.floor_gaps` of the run at ``band`` (``p50``, ``p99``)."""
         from wakelab.analysis.components import floor_gaps
-
         return tuple(floor_gaps(self.bundle, band))
 
     @functools.cached_property
-    def _warnings_and_notes(self) -> Tuple[Tuple[WarningRecord, ...], Tuple[WarningRecord, ...]]:
-        records = self.bundle.warnings()
-        return tuple(r for r in records if not r.is_note), tuple(r for r in records if r.is_note)
-
-    @property
     def warnings(self) -> Tuple[WarningRecord, ...]:
         """The measurement-quality warnings (a sentence from an older bundle is one)."""
-        return self._warnings_and_notes[0]
+        return tuple(r for r in self.bundle.warnings() if not r.is_note)
 
-    @property
+    @functools.cached_property
     def notes(self) -> Tuple[WarningRecord, ...]:
         """The records of level ``note`` (a percentile left out for want of wakes)."""
-        return self._warnings_and_notes[1]
+        return tuple(r for r in self.bundle.warnings() if r.is_note)
 
     @functools.cached_property
     def warning_groups(self) -> Tuple[WarningGroup, ...]:
-        """:attr:`warnings` gathered by what they say (:func:`~wakelab.analysis.warning_groups.group_warnings`)."""
         return group_warnings(self.warnings)
 
     @functools.cached_property
@@ -104,7 +92,6 @@ class AgainstFirst:
     why_not: Optional[str] = None
 
     def arm(self, name: str) -> Optional["ArmComparison"]:
-        """Arm ``name``'s comparison (None: not compared)."""
         if self.comparison is None:
             return None
         return next((arm for arm in self.comparison.arms if arm.name == name), None)
@@ -137,6 +124,3 @@ def view_of(run: Union[RunView, Bundle, Mapping[str, object]]) -> RunView:
     if isinstance(run, RunView):
         return run
     return RunView(bundle_of(run))
-
-
-__all__ = ["AgainstFirst", "compare_with_first", "RunView", "view_of"]

@@ -6,8 +6,7 @@ into the class of its kind, reading exactly what the wording needs, or ``KeyErro
 ``ValueError`` where they are not what the kind says -- the renderer then shows the record as stored
 (:class:`StoredEntry`).  The per-arm quality flags (``quality`` in summary.json, see
 :func:`wakelab.analysis.quality.quality_flags`) are the same records (:class:`Populations`,
-:class:`SwitchTailFigures`, :class:`PollingFigures`), written with ``to_dict()`` and read with ``from_dict()``.
-"""
+:class:`SwitchTailFigures`, :class:`PollingFigures`), written with ``to_dict()`` and read with ``from_dict()``."""
 
 from __future__ import annotations
 
@@ -256,14 +255,12 @@ class PollingFigures(Record):
 Figures = Union[OmittedFigures, SpreadFigures, PopulationsFigures, SwitchTailFigures, TimerFloorFigures, PollingFigures]
 
 #: How each kind's figures are read.
-_READERS: Dict[WarningKind, Callable[[Any], Figures]] = {
-    WarningKind.PERCENTILES_OMITTED: OmittedFigures.from_dict,
-    WarningKind.WORKER_SPREAD: SpreadFigures.from_dict,
-    WarningKind.POPULATIONS: PopulationsFigures.from_dict,
-    WarningKind.SWITCH_INTERVAL_TAIL: SwitchTailFigures.from_dict,
-    WarningKind.TIMER_FLOOR: TimerFloorFigures.from_dict,
-    WarningKind.POLLING: PollingFigures.from_figures,
-}
+_READERS: Dict[WarningKind, Callable[[Any], Figures]] = {WarningKind.PERCENTILES_OMITTED: OmittedFigures.from_dict,
+                                                         WarningKind.WORKER_SPREAD: SpreadFigures.from_dict,
+                                                         WarningKind.POPULATIONS: PopulationsFigures.from_dict,
+                                                         WarningKind.SWITCH_INTERVAL_TAIL: SwitchTailFigures.from_dict,
+                                                         WarningKind.TIMER_FLOOR: TimerFloorFigures.from_dict,
+                                                         WarningKind.POLLING: PollingFigures.from_figures}
 
 
 def figures_of(record: WarningRecord) -> Figures:
@@ -273,9 +270,3 @@ def figures_of(record: WarningRecord) -> Figures:
     if not isinstance(record.kind, WarningKind) or (stored and not isinstance(stored, Mapping)):
         raise ValueError("kind %r" % (record.kind,))
     return _READERS[record.kind](record.figures)
-
-
-__all__ = [
-    "CauseKind", "Figures", "OmittedFigures", "OmittedPercentile", "PollingFigures", "Population", "PopulationCause", "Populations",
-    "PopulationsFigures", "Record", "SpreadFigures", "StoredEntry", "SwitchTailFigures", "TimerFloorFigures", "figures_of",
-]

@@ -9,8 +9,7 @@ themselves.  summary.json keeps every record: grouping is layout, computed once
 (:attr:`wakelab.analysis.view.RunView.warning_groups`) and placed by each renderer.
 
 :func:`machine_load` reads what the run *saw* beside it (summary.json's ``observed``): the other processes that
-kept a CPU busy and the load average at both ends, said once for the run rather than in each arm's warning.
-"""
+kept a CPU busy and the load average at both ends, said once for the run rather than in each arm's warning."""
 
 from __future__ import annotations
 
@@ -19,27 +18,18 @@ import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wakelab.analysis.warning_figures import (
-    CauseKind,
-    PollingFigures,
-    Population,
-    PopulationsFigures,
-    SpreadFigures,
-    SwitchTailFigures,
-    TimerFloorFigures,
-    figures_of,
-)
+    CauseKind, PollingFigures, Population, PopulationsFigures, SpreadFigures, SwitchTailFigures, TimerFloorFigures,
+    figures_of)
 from wakelab.evidence.model import WarningKind, WarningRecord
 
 
 @dataclasses.dataclass(frozen=True)
 class Explanation:
     """What a group's records share, the part of their figures that chooses its sentence; each kind fills its own.
-
-    ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``:
-    the ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval
-    (s).  ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``:
-    the settle's random part (µs) when the period found reached it (None: the period was measured whole).
-    """
+    ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``: the
+    ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval (s).
+    ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``: the settle's
+    random part (µs) when the period found reached it (None: the period was measured whole)."""
 
     between_repetitions: bool = False
     medians: bool = False
@@ -75,12 +65,10 @@ class GroupMember:
 
 @dataclasses.dataclass(frozen=True)
 class WarningGroup:
-    """Records that say one thing about several arms, or one record said as it is.
-
-    ``explanation`` is what the members share (None for a record that is not grouped: ``single``); ``members``
-    come worst first (the largest ratio or share, the smallest duration), and ``unit`` says how their figure reads
-    (:data:`RATIO`, :data:`SHARE` or :data:`DURATION_NS`).
-    """
+    """Records that say one thing about several arms, or one record said as it is.  ``explanation`` is what the
+    members share (None for a record that is not grouped: ``single``); ``members`` come worst first (the largest ratio
+    or share, the smallest duration), and ``unit`` says how their figure reads (:data:`RATIO`, :data:`SHARE` or
+    :data:`DURATION_NS`)."""
 
     kind: Union[WarningKind, str]
     level: str
@@ -183,9 +171,6 @@ def group_warnings(records: Sequence[WarningRecord]) -> Tuple[WarningGroup, ...]
     return tuple(groups)
 
 
-# -- the load the run saw ----------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class BusyProcess:
     """A process other than the run's own that used at least a tenth of a CPU over the run."""
@@ -214,9 +199,7 @@ def _first_load(reading: Any) -> Optional[float]:
 def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     """The load beside the run when ``observed`` saw another process busy, else None (a quiet machine, or not recorded).
 
-    The load average alone does not say the machine was loaded: it counts the
-    run's own worker processes too.
-    """
+    The load average alone does not say the machine was loaded: it counts the run's own worker processes too."""
     observed = summary.get("observed")
     if not isinstance(observed, Mapping):
         return None
@@ -225,9 +208,3 @@ def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
     busy = tuple(BusyProcess(str(p.get("name")), p.get("pid"), share, bool(p.get("started_during_run")))
                  for p, share in shares if share is not None)
     return MachineLoad(busy, _first_load(observed.get("start")), _first_load(observed.get("end"))) if busy else None
-
-
-__all__ = [
-    "DURATION_NS", "RATIO", "SHARE",
-    "BusyProcess", "Explanation", "GroupMember", "MachineLoad", "WarningGroup", "group_warnings", "machine_load",
-]

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from wakelab.analysis.compare.bootstrap import (
     CANNOT_TELL, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, FASTER, MIN_PER_SIDE, NO_DIFFERENCE,
-    NOT_TESTED, SLOWER, VERDICTS, DifferenceCI, RankTest, RatioCI, Seed, bootstrap_percentile_difference,
-    bootstrap_percentile_ratios, bootstrap_ratio_ci, format_p, finite, format_pct, format_ratio_plain, mann_whitney,
-    minimum_detectable_effect, smallest_p_value, verdict, why_untestable)
+    NOT_TESTED, SLOWER, VERDICTS, DifferenceCI, RankTest, RatioCI, Seed, bootstrap_percentile_difference, format_p, finite,
+    format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, smallest_p_value, verdict, why_untestable)
 from wakelab.analysis.compare.comparable import (
     ACROSS_NAMES, EXPERIMENT_PARAMETERS, across_name_of_condition, check_comparable, comparability, parse_across)
 from wakelab.analysis.compare.grid import GRID_DIMENSIONS, compare_grid, grid_across, load_grid
@@ -26,17 +25,15 @@ from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, 
 
 __all__ = [
     # statistics (bootstrap)
-    "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER",
-    "MIN_PER_SIDE", "NO_DIFFERENCE", "NOT_TESTED", "SLOWER", "VERDICTS", "DifferenceCI", "RankTest", "RatioCI", "Seed",
-    "bootstrap_percentile_difference", "bootstrap_percentile_ratios", "bootstrap_ratio_ci", "finite", "format_p", "format_pct",
-    "format_ratio_plain",
-    "mann_whitney", "minimum_detectable_effect", "smallest_p_value", "verdict", "why_untestable",
+    "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER", "MIN_PER_SIDE",
+    "NO_DIFFERENCE", "NOT_TESTED", "SLOWER", "VERDICTS", "DifferenceCI", "RankTest", "RatioCI", "Seed",
+    "bootstrap_percentile_difference", "finite", "format_p", "format_pct", "format_ratio_plain", "mann_whitney",
+    "minimum_detectable_effect", "smallest_p_value", "verdict", "why_untestable",
     # records
-    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison", "ComponentComparison",
-    "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
+    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison",
+    "ComponentComparison", "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
     # comparable
-    "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability",
-    "parse_across",
+    "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability", "parse_across",
     # series
     "TracedPass", "arm_units", "load_series", "load_traced_components",
     # runs

@@ -1,14 +1,12 @@
 """The statistics of a comparison, on sample arrays: bootstrap intervals, the rank test, the verdict word.
 
-The one-level bootstrap (kept for pooled samples such as traced components) is the plain percentile
-bootstrap, drawn without building the resamples: resampling with replacement picks ``x[floor(n U_i)]``
-for n uniforms, a monotone map, so the resample's k-th smallest value is ``x[floor(n U_(k))]`` with
-``U_(k)`` ~ ``Beta(k, n - k + 1)``.  Order statistics of uniforms are a Markov chain (given
-``U_(a) = u``, ``U_(b)`` is ``u + (1 - u) Beta(b - a, n - b + 1)``), so the two a percentile needs are
-drawn jointly and exactly in ``O(resamples)``, not ``O(resamples x n)``; a test checks the distribution
-against brute force.  A fixed seed (per arm) makes every interval reproducible.  numpy and scipy are
-imported lazily.
-"""
+The one-level bootstrap (kept for pooled samples such as traced components) is the plain percentile bootstrap, drawn
+without building the resamples: resampling with replacement picks ``x[floor(n U_i)]`` for n uniforms, a monotone map,
+so the resample's k-th smallest value is ``x[floor(n U_(k))]`` with ``U_(k)`` ~ ``Beta(k, n - k + 1)``.  Order
+statistics of uniforms are a Markov chain (given ``U_(a) = u``, ``U_(b)`` is ``u + (1 - u) Beta(b - a, n - b + 1)``),
+so the two a percentile needs are drawn jointly and exactly in ``O(resamples)``, not ``O(resamples x n)``; a test
+checks the distribution against brute force.  A fixed seed (per arm) makes every interval reproducible.  numpy and
+scipy are imported lazily."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from wakelab.analysis.hierarchical import outward_interval
+from wakelab.analysis.hierarchical import check_resampling, outward_interval
 from wakelab.percentile import percentile as type7_percentile
 
 DEFAULT_ALPHA = 0.05
@@ -41,8 +39,7 @@ Seed = Union[int, Sequence[int]]
 @dataclasses.dataclass(frozen=True)
 class RatioCI:
     """``other / baseline`` of one percentile (type 7, in the samples' unit), with its bootstrap interval
-    ``low``/``high`` at ``confidence``; ``high`` may be ``inf`` when a resampled baseline percentile is 0.
-    """
+    ``low``/``high`` at ``confidence``; ``high`` may be ``inf`` when a resampled baseline percentile is 0."""
 
     q: float
     baseline: float
@@ -59,16 +56,8 @@ class RatioCI:
 
 def _interval_dict(ci: Union["RatioCI", "DifferenceCI"], name: str, value: float) -> Dict[str, object]:
     """The JSON of an interval record (``name``: ratio or difference), non-finite figures as null."""
-    return {
-        "q": ci.q,
-        "baseline": finite(ci.baseline),
-        "other": finite(ci.other),
-        name: finite(value),
-        "ci_low": finite(ci.low),
-        "ci_high": finite(ci.high),
-        "confidence": ci.confidence,
-        "resamples": ci.resamples,
-    }
+    return {"q": ci.q, "baseline": finite(ci.baseline), "other": finite(ci.other), name: finite(value),
+            "ci_low": finite(ci.low), "ci_high": finite(ci.high), "confidence": ci.confidence, "resamples": ci.resamples}
 
 
 def finite(value: Optional[float]) -> Optional[float]:
@@ -125,11 +114,8 @@ def _ratio_interval(numerators: Any, denominators: Any, confidence: float) -> Tu
     import numpy as np
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(
-            denominators == 0,
-            np.where(numerators == 0, 1.0, np.inf),
-            numerators / np.where(denominators == 0, 1.0, denominators),
-        )
+        ratios = np.where(denominators == 0, np.where(numerators == 0, 1.0, np.inf),
+                          numerators / np.where(denominators == 0, 1.0, denominators))
     ratios.sort()
     return outward_interval(ratios, confidence)
 
@@ -143,62 +129,17 @@ def _resampled_pair(baseline: Sequence[float], other: Sequence[float], qs: Seque
 
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
-    if resamples < 1:
-        raise ValueError("resamples must be positive, got %r" % (resamples,))
-    for q in qs:
-        if not 0.0 <= q <= 100.0:
-            raise ValueError("percentile must be within 0..100, got %r" % (q,))
+    check_resampling(qs, resamples)
     base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
     base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
     return (base, oth, _resampled_percentiles(base, qs, resamples, np.random.default_rng(base_seed)),
             _resampled_percentiles(oth, qs, resamples, np.random.default_rng(other_seed)))
 
 
-def bootstrap_percentile_ratios(
-    baseline: Sequence[float],
-    other: Sequence[float],
-    qs: Sequence[float] = (50.0,),
-    confidence: float = 1.0 - DEFAULT_ALPHA,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = DEFAULT_SEED,
-) -> Tuple[RatioCI, ...]:
-    """``percentile(other, q) / percentile(baseline, q)`` (type 7) for each ``q`` in ``qs``, with bootstrap CIs.
-
-    Each run is resampled independently; all ``qs`` come from the same resamples.  Raises ValueError on an
-    empty sample, a non-finite value, a baseline percentile of 0, or settings out of range.
-    """
-    base, oth, base_boot, other_boot = _resampled_pair(baseline, other, qs, confidence, resamples, seed)
-    results = []
-    for i, q in enumerate(qs):
-        base_q = type7_percentile(base.tolist(), q)
-        other_q = type7_percentile(oth.tolist(), q)
-        if base_q == 0:
-            raise ValueError("the baseline's p%g is 0: a ratio to it is undefined" % q)
-        low, high = _ratio_interval(other_boot[i], base_boot[i], confidence)
-        results.append(
-            RatioCI(q=q, baseline=base_q, other=other_q, ratio=other_q / base_q, low=low, high=high,
-                    confidence=confidence, resamples=resamples)
-        )
-    return tuple(results)
-
-
-def bootstrap_ratio_ci(
-    baseline: Sequence[float],
-    other: Sequence[float],
-    q: float = 50.0,
-    confidence: float = 1.0 - DEFAULT_ALPHA,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = DEFAULT_SEED,
-) -> RatioCI:
-    """``percentile(other, q) / percentile(baseline, q)`` with its percentile-bootstrap CI."""
-    return bootstrap_percentile_ratios(baseline, other, (q,), confidence, resamples, seed)[0]
-
-
 @dataclasses.dataclass(frozen=True)
 class DifferenceCI:
     """``percentile(other) - percentile(baseline)`` with its bootstrap interval, where a ratio is often undefined
-    (a component such as the GIL wait has a p50 of 0 in many runs); NaN bounds: too few samples (``resamples`` 0).
-    """
+    (a component such as the GIL wait has a p50 of 0 in many runs); NaN bounds: too few samples (``resamples`` 0)."""
 
     q: float
     baseline: float
@@ -216,16 +157,11 @@ class DifferenceCI:
         return _interval_dict(self, "difference", self.difference)
 
 
-def bootstrap_percentile_difference(
-    baseline: Sequence[float],
-    other: Sequence[float],
-    q: float = 50.0,
-    confidence: float = 1.0 - DEFAULT_ALPHA,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = DEFAULT_SEED,
-) -> DifferenceCI:
-    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: the resampling of
-    :func:`bootstrap_percentile_ratios`, read off the resampled differences (a percentile of 0 is fine here)."""
+def bootstrap_percentile_difference(baseline: Sequence[float], other: Sequence[float], q: float = 50.0,
+                                    confidence: float = 1.0 - DEFAULT_ALPHA, resamples: int = DEFAULT_RESAMPLES,
+                                    seed: Seed = DEFAULT_SEED) -> DifferenceCI:
+    """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: each sample resampled
+    independently (:func:`_resampled_pair`), read off the resampled differences (a percentile of 0 is fine here)."""
     import numpy as np
 
     base, oth, base_boot, other_boot = _resampled_pair(baseline, other, (q,), confidence, resamples, seed)
@@ -239,8 +175,7 @@ def bootstrap_percentile_difference(
 @dataclasses.dataclass(frozen=True)
 class RankTest:
     """A two-sided Mann-Whitney U test of ``other`` against ``baseline``: ``u`` is the U statistic of ``other``;
-    ``p_greater`` the chance that a random value of ``other`` exceeds one of ``baseline``, ties counting half.
-    """
+    ``p_greater`` the chance that a random value of ``other`` exceeds one of ``baseline``, ties counting half."""
 
     u: float
     p_value: float
@@ -272,11 +207,8 @@ def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
 
 
 def smallest_p_value(n_baseline: int, n_other: int) -> float:
-    """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.
-
-    With 3 rounds against 3 it is 0.1: no difference, however large, could
-    be significant at 0.05.
-    """
+    """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.  With 3 rounds against 3
+    it is 0.1: no difference, however large, could be significant at 0.05."""
     if n_baseline < 1 or n_other < 1:
         return 1.0
     if n_baseline + n_other <= 1000:
@@ -306,13 +238,9 @@ def _time_bounds(ci_low: float, ci_high: float, higher_is_better: bool) -> Tuple
 def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
             higher_is_better: bool = False) -> str:
     """"slower", "faster", "no difference", "cannot tell", or "not tested" (no interval: NaN bounds).
-
-    ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m =
-    ``min_effect_pct`` / 100 and the ratio as a time ratio (for rates,
-    ``higher_is_better``, the ops/s ratio inverted): slower when the interval
-    lies above 1 + m, faster when below 1 / (1 + m), no difference when inside
-    [1 / (1 + m), 1 + m], and cannot tell otherwise.
-    """
+    ``ci_low``/``ci_high`` bound the ratio other/baseline.  With m = ``min_effect_pct`` / 100 and the ratio as a time
+    ratio (for rates, ``higher_is_better``, the ops/s ratio inverted): slower when the interval lies above 1 + m,
+    faster when below 1 / (1 + m), no difference when inside [1 / (1 + m), 1 + m], and cannot tell otherwise."""
     if math.isnan(ci_low) or math.isnan(ci_high):
         return NOT_TESTED
     if not 0.0 < min_effect_pct < 100.0:
@@ -329,13 +257,10 @@ def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_E
 
 
 def minimum_detectable_effect(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> float:
-    """The smallest change (percent) that an interval this wide could still call "slower" or "faster".
-
-    ``(1 + m) exp(h) - 1`` with h the interval's half-width in log terms,
-    ``(ln high - ln low) / 2``: a true change of that size puts the lower end
-    of an interval of the same width exactly at 1 + m.  ``inf`` when a bound
-    is 0 or infinite, NaN without an interval.
-    """
+    """The smallest change (percent) that an interval this wide could still call "slower" or "faster".  ``(1 + m)
+    exp(h) - 1`` with h the interval's half-width in log terms, ``(ln high - ln low) / 2``: a true change of that size
+    puts the lower end of an interval of the same width exactly at 1 + m.  ``inf`` when a bound is 0 or infinite, NaN
+    without an interval."""
     if math.isnan(ci_low) or math.isnan(ci_high):
         return math.nan
     if ci_low <= 0 or not math.isfinite(ci_high):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.compare.records import Run
 from wakelab.errors import EvidenceError
@@ -40,15 +40,22 @@ def across_name_of_condition(key: str) -> Optional[str]:
     return name if name in ACROSS_NAMES else None
 
 
-def parse_across(text: str) -> Tuple[str, ...]:
-    """``placement,settle`` -> the names, in order; ValueError naming an unknown one and the known ones."""
+def parse_names(text: str, known: Iterable[str], expected: str, unknown: str) -> Tuple[str, ...]:
+    """The comma-separated names of ``text``, in order, each once; ValueError ``expected`` for none, ``unknown``
+    (a format of the name) for one not ``known``."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
-        raise ValueError("expected one or more of %s" % ", ".join(ACROSS_NAMES))
+        raise ValueError(expected)
     for name in names:
-        if name not in ACROSS_NAMES:
-            raise ValueError("unknown name %r (known: %s)" % (name, ", ".join(ACROSS_NAMES)))
+        if name not in known:
+            raise ValueError(unknown % (name,))
     return tuple(dict.fromkeys(names))
+
+
+def parse_across(text: str) -> Tuple[str, ...]:
+    """``placement,settle`` -> the names, in order; ValueError naming an unknown one and the known ones."""
+    known = ", ".join(ACROSS_NAMES)
+    return parse_names(text, ACROSS_NAMES, "expected one or more of %s" % known, "unknown name %%r (known: %s)" % known)
 
 
 def _short_list(names: Sequence[str], limit: int = 8) -> str:
@@ -67,12 +74,10 @@ def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
 
 
 def check_comparable(baseline: Run, other: Run, across: Sequence[str] = ()) -> List[str]:
-    """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.
-
-    Refused, unless ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose
-    kind, waiter state, scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned:
-    different interpreters, machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an
-    incomplete run."""
+    """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.  Refused, unless
+    ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose kind, waiter state,
+    scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned: different interpreters,
+    machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an incomplete run."""
     return comparability(baseline, other, across)[0]
 
 
@@ -152,14 +157,14 @@ def _condition_differences(a_cond: Mapping[str, object], b_cond: Mapping[str, ob
     keys = sorted(set(a_cond) | set(b_cond), key=str)
     differing = [k for k in keys if a_cond.get(k) != b_cond.get(k)]
     names = [across_name_of_condition(str(k)) for k in differing]
-    detail = "; ".join("%s %s vs %s" % (k, compact(a_cond.get(k)), compact(b_cond.get(k))) for k in differing)
+    parts = ["%s %s vs %s" % (k, compact(a_cond.get(k)), compact(b_cond.get(k))) for k in differing]
     unnamed = [n for n in names if n not in named]
     if unnamed:
         hint = ""
         if all(n is not None for n in unnamed):
             hint = " (name it with --across %s to compare on purpose)" % ",".join(dict.fromkeys(str(n) for n in unnamed))
-        raise EvidenceError("%s: conditions differ (%s): not the same experiment%s" % (where, detail, hint))
-    return ["%s %s vs %s" % (k, compact(a_cond.get(k)), compact(b_cond.get(k))) for k in differing]
+        raise EvidenceError("%s: conditions differ (%s): not the same experiment%s" % (where, "; ".join(parts), hint))
+    return parts
 
 
 def compact(value: object) -> str:

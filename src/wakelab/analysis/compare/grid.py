@@ -1,10 +1,5 @@
-"""Grids: every cell of a grid folder (matrix.json and cells/*) against a baseline cell.
-
-:func:`load_grid` reads the grid through the one loader every reader shares
-(:meth:`wakelab.evidence.model.Grid.load`); :func:`compare_grid` compares each
-cell with the baseline cell across the dimensions the grid varies
-(:func:`grid_across`), with :func:`~wakelab.analysis.compare.runs.compare_runs`.
-"""
+"""Grids: every cell of a grid folder (matrix.json and cells/*) against a baseline cell, across the dimensions the
+grid varies."""
 
 from __future__ import annotations
 
@@ -46,12 +41,9 @@ def grid_across(grid: Grid) -> Tuple[str, ...]:
 
 def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Settings = DEFAULT_SETTINGS,
                  across: Sequence[str] = ()) -> Tuple[Run, List[RunComparison], List[Tuple[str, str]]]:
-    """Every cell of ``grid`` against ``baseline_cell`` (default: the first), across the grid's dimensions.
-
-    Returns the baseline run, one comparison per other cell with evidence, and
-    the cells not compared with why.  EvidenceError when the baseline cell does
-    not exist or has no evidence.
-    """
+    """Every cell of ``grid`` against ``baseline_cell`` (default: the first), across the grid's dimensions.  Returns
+    the baseline run, one comparison per other cell with evidence, and the cells not compared with why. EvidenceError
+    when the baseline cell does not exist or has no evidence."""
     base = grid.cell(baseline_cell) if baseline_cell is not None else grid.cells[0]
     if base.bundle is None:
         raise EvidenceError("%s: the baseline cell %s has %s: choose another with --baseline-cell" % (
@@ -67,5 +59,3 @@ def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Sett
             continue
         comparisons.append(compare_runs(base.bundle, cell.bundle, settings, names))
     return base.bundle, comparisons, skipped
-
-

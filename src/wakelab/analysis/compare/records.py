@@ -92,14 +92,10 @@ class ComponentComparison:
         return shift.other / shift.baseline if shift.baseline else None
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "n_baseline": self.n_baseline,
-            "n_other": self.n_other,
-            "moved_most": self.moved_most,
-            "significant": self.significant,
-            "p50": {name: dict(shift.to_dict(), ratio=finite(self.ratio(name))) for name, shift in self.shifts.items()},
-            **({"reblocks": [shift.to_dict() for shift in self.reblocks]} if self.reblocks else {}),
-        }
+        return {"n_baseline": self.n_baseline, "n_other": self.n_other, "moved_most": self.moved_most,
+                "significant": self.significant,
+                "p50": {name: dict(shift.to_dict(), ratio=finite(self.ratio(name))) for name, shift in self.shifts.items()},
+                **({"reblocks": [shift.to_dict() for shift in self.reblocks]} if self.reblocks else {})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,33 +163,19 @@ class ArmComparison:
             if judged is not None:
                 doc.update(judged.to_dict())
             ratios[key] = doc
-        return {
-            "arm": self.name,
-            "kind": self.kind,
-            "waiter": self.waiter,
-            "scope": self.scope,
-            "n_baseline": self.n_baseline,
-            "n_other": self.n_other,
-            "units_baseline": self.units_baseline,
-            "units_other": self.units_other,
-            "lost_baseline": self.lost_baseline,
-            "lost_other": self.lost_other,
-            "ratios": ratios,
-            "mann_whitney": self.test.to_dict() if self.test else None,
-            "verdict": self.verdict,
-            "tail_regression": self.tail_regression,
-            "notes": list(self.notes),
-            **({"raw_kept": {side: dict(kept) for side, kept in self.raw_kept.items()}} if self.raw_kept else {}),
-            **({"components": self.components.to_dict()} if self.components is not None else {}),
-        }
+        counts = ("kind", "waiter", "scope", "n_baseline", "n_other", "units_baseline", "units_other", "lost_baseline",
+                  "lost_other")
+        return {"arm": self.name, **{key: getattr(self, key) for key in counts}, "ratios": ratios,
+                "mann_whitney": self.test.to_dict() if self.test else None, "verdict": self.verdict,
+                "tail_regression": self.tail_regression, "notes": list(self.notes),
+                **({"raw_kept": {side: dict(kept) for side, kept in self.raw_kept.items()}} if self.raw_kept else {}),
+                **({"components": self.components.to_dict()} if self.components is not None else {})}
 
 
 @dataclasses.dataclass(frozen=True)
 class RunComparison:
-    """``other`` against ``baseline``: every arm they share, and what they do not.
-
-    ``across`` lists the differences compared on purpose (``--across``, or a grid's dimensions).
-    """
+    """``other`` against ``baseline``: every arm they share, and what they do not.  ``across`` lists the differences
+    compared on purpose (``--across``, or a grid's dimensions)."""
 
     baseline: Run
     other: Run
@@ -213,16 +195,10 @@ class RunComparison:
         return 0.95
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "baseline": self.baseline.label,
-            "other": self.other.label,
-            "warnings": list(self.warnings),
-            "across": list(self.across),
-            "arms": [a.to_dict() for a in self.arms],
-            "only_in_baseline": list(self.only_in_baseline),
-            "only_in_other": list(self.only_in_other),
-            "not_compared": [{"arm": name, "reason": reason} for name, reason in self.not_compared],
-        }
+        return {"baseline": self.baseline.label, "other": self.other.label, "warnings": list(self.warnings),
+                "across": list(self.across), "arms": [a.to_dict() for a in self.arms],
+                "only_in_baseline": list(self.only_in_baseline), "only_in_other": list(self.only_in_other),
+                "not_compared": [{"arm": name, "reason": reason} for name, reason in self.not_compared]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,4 +212,3 @@ class Regression:
 
     def to_dict(self) -> Dict[str, object]:
         return {"run": self.label, "arm": self.arm, "metric": self.metric, "slowdown": finite(self.slowdown)}
-

@@ -22,7 +22,7 @@ from wakelab.analysis.compare.bootstrap import (
     CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
     bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, verdict,
     why_untestable)
-from wakelab.analysis.compare.comparable import comparability
+from wakelab.analysis.compare.comparable import comparability, parse_names
 from wakelab.analysis.compare.records import (
     DEFAULT_METRICS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison, ComponentComparison, Judgement, Regression,
     Run, RunComparison, DEFAULT_SETTINGS, Settings, label_of)
@@ -34,7 +34,6 @@ from wakelab.percentile import percentile as type7_percentile
 
 
 def load_run(path: str, label: str) -> Run:
-    """Load and validate the summary at ``path`` (a bundle folder or its summary.json)."""
     return Bundle.load(path, label, grid_hint="compare its cells")
 
 
@@ -80,10 +79,8 @@ def _percentile_plan(kind: str, n_a: int, n_b: int) -> List[Tuple[str, float]]:
 def judge_arm(baseline_units: Any, other_units: Any, plan: Sequence[Tuple[str, float]], kind: str,
               settings: Settings, seed: Seed) -> Tuple[Dict[str, RatioCI], Dict[str, Judgement]]:
     """Ratios, intervals and verdicts of ``plan``'s percentiles from independent two-level bootstraps.
-
-    ``baseline_units``/``other_units`` are :class:`~wakelab.analysis.hierarchical.Units`.
-    Raises ValueError when a baseline percentile is 0.
-    """
+    ``baseline_units``/``other_units`` are :class:`~wakelab.analysis.hierarchical.Units`. Raises ValueError when a
+    baseline percentile is 0."""
     import numpy as np
 
     from wakelab.analysis.hierarchical import level_interval, resample_percentiles, widen_for_few_units
@@ -127,7 +124,6 @@ def judge_arm(baseline_units: Any, other_units: Any, plan: Sequence[Tuple[str, f
         ratios[key] = ci
         judgements[key] = Judgement(key, ci, word, spread, mde, reason)
     return ratios, judgements
-
 
 
 def rigor_hint(baseline: Run, other: Run, judgements: Mapping[str, Judgement]) -> Optional[str]:
@@ -237,9 +233,7 @@ def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, se
 def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTINGS,
                  across: Sequence[str] = ()) -> RunComparison:
     """Every arm of ``other`` against the same arm of ``baseline`` (raises EvidenceError when not comparable).
-
-    ``across`` names the differences compared on purpose (see :func:`check_comparable`).
-    """
+    ``across`` names the differences compared on purpose (see :func:`check_comparable`)."""
     warnings, on_purpose = comparability(baseline, other, across)
     a_arms, b_arms = baseline.arms_by_name(), other.arms_by_name()
     arms: List[ArmComparison] = []
@@ -252,27 +246,16 @@ def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTING
             not_compared.append((name, "; ".join(reasons)))
             continue
         arms.append(compare_arm(baseline, other, name, settings))
-    return RunComparison(
-        baseline=baseline,
-        other=other,
-        warnings=tuple(warnings),
-        arms=tuple(arms),
-        only_in_baseline=tuple(n for n in a_arms if n not in b_arms),
-        only_in_other=tuple(n for n in b_arms if n not in a_arms),
-        not_compared=tuple(not_compared),
-        across=tuple(on_purpose),
-    )
+    return RunComparison(baseline=baseline, other=other, warnings=tuple(warnings), arms=tuple(arms),
+                         only_in_baseline=tuple(n for n in a_arms if n not in b_arms),
+                         only_in_other=tuple(n for n in b_arms if n not in a_arms), not_compared=tuple(not_compared),
+                         across=tuple(on_purpose))
 
 
 def parse_metrics(text: str) -> Tuple[str, ...]:
     """``p50,p99`` -> the names --fail-on-regression gates on; ValueError for an unknown one."""
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names:
-        raise ValueError("expected p50, p99 or p99.9, or a list of them such as p50,p99")
-    for name in names:
-        if name not in METRIC_KEYS:
-            raise ValueError("unknown percentile %r (known: p50, p99, p99.9)" % name)
-    return tuple(dict.fromkeys(names))
+    return parse_names(text, METRIC_KEYS, "expected p50, p99 or p99.9, or a list of them such as p50,p99",
+                       "unknown percentile %r (known: p50, p99, p99.9)")
 
 
 def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
@@ -308,5 +291,3 @@ def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
                     found.append(Regression(comparison.other.label, arm.name,
                                             "median ops/s" if arm.kind == RATE else label_of(key), slowdown))
     return found, unchecked
-
-

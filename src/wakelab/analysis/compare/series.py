@@ -100,7 +100,7 @@ def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
     doc = run.samples_doc(arm.entry)
     try:
         series = traced_series(doc)
-        reblocks = traced_reblocks(doc)
+        reblocks = traced_reblocks(doc, series)
     except TracedSeriesError as exc:
         raise EvidenceError("%s: arm %s: the samples file's traced part is unusable: %s" % (run.source, name, exc)) from None
     del doc
@@ -135,5 +135,4 @@ def arm_units(arm: ArmRecord, values: Any) -> Any:
     """The arm's values split into its worker slices (on each worker record's ``n``, or ``rounds`` for a rate arm),
     the units of the two-level bootstrap (:func:`wakelab.analysis.hierarchical.split_units`)."""
     from wakelab.analysis.hierarchical import slice_sizes, split_units
-
     return split_units(values, slice_sizes(arm.workers, "n" if arm.is_latency else "rounds"))

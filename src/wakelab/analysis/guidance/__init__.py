@@ -1,12 +1,11 @@
 """Guidance: what this run's figures tell someone choosing a wake path (stdlib only).
 
-The original Lab 135 write-up ended with advice for SRE work: Event (or Condition/Queue) for
-in-process wake-ups; signals for process control, with handlers that only set a flag or write a byte
-to a wakeup fd; a busy-wait figure says nothing about ``pause()`` or ``sigwait``; installing a handler
-is cheap.  This package turns a run's own figures into that advice, so that it changes when the
-figures change and says nothing about an arm the run did not measure (only arms with status ``ok``
-and figures are cited).  Nothing random enters: the rank test is exact and arms are ordered by p50,
-then name, so the same evidence always gives the same words.
+The original Lab 135 write-up ended with advice for SRE work: Event (or Condition/Queue) for in-process wake-ups;
+signals for process control, with handlers that only set a flag or write a byte to a wakeup fd; a busy-wait figure
+says nothing about ``pause()`` or ``sigwait``; installing a handler is cheap.  This package turns a run's own figures
+into that advice, so that it changes when the figures change and says nothing about an arm the run did not measure
+(only arms with status ``ok`` and figures are cited).  Nothing random enters: the rank test is exact and arms are
+ordered by p50, then name, so the same evidence always gives the same words.
 
 One module per part, each importing only those above it: ``records`` (the topics and the records
 returned), ``noise`` (an arm's level and when one arm is clearly faster), ``ranking`` (the groups of
@@ -44,6 +43,12 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     in_process = rankings.get(IN_PROCESS)
     items: List[Advice] = []
     clauses: List[str] = []
+
+    def add(more: Sequence[Optional[Advice]], clause: str = "") -> None:
+        items.extend(item for item in more if item is not None)
+        if clause:
+            clauses.append(clause)
+
     planted = positive(bundle.parameters.planted_delay_us)
     if planted is not None and levels:
         any_level = min(levels.values(), key=lambda lv: lv.name)
@@ -54,42 +59,22 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     if interval is not None and levels:
         items.append(open_loop_advice(levels, in_process, interval))
     prefer, clause = prefer_advice(in_process)
-    if prefer is not None:
-        items.append(prefer)
-        clauses.append(clause)
+    add([prefer], clause)
     processes = process_advice(rankings.get(PROCESS_GROUP))
     if processes is not None:
-        items.append(processes)
-        if prefer is None:
-            clauses.append(group_clause(rankings[PROCESS_GROUP], "across processes"))
-    signal_items, signal_clause = signal_advice(levels, in_process, rankings.get(SIGNAL_GROUP))
-    items += signal_items
-    if signal_clause:
-        clauses.append(signal_clause)
+        add([processes], group_clause(rankings[PROCESS_GROUP], "across processes") if prefer is None else "")
+    add(*signal_advice(levels, in_process, rankings.get(SIGNAL_GROUP)))
     install = install_advice(bundle)
     if install is not None:
-        items.append(install)
-        if not clauses:
-            clauses.append("installing a signal handler costs %s" % format_ns(install.cites[0].value_ns))
-    tail = tail_advice(bundle, in_process, levels)
-    if tail is not None:
-        items.append(tail)
-    handoff, handoff_clause = handoff_advice(levels)
-    items += handoff
-    if handoff_clause:
-        clauses.append(handoff_clause)
+        add([install], "" if clauses else "installing a signal handler costs %s" % format_ns(install.cites[0].value_ns))
+    add([tail_advice(bundle, in_process, levels)])
+    add(*handoff_advice(levels))
     from wakelab.analysis import storms  # lazily: it builds on this package
 
-    for advise in (storms.storm_advice, storms.realtime_advice):
-        more, more_clause = advise(bundle, levels)
-        items += more
-        if more_clause:
-            clauses.append(more_clause)
-    polling, polling_clause = polling_advice(bundle, levels, in_process)
-    items += polling
-    if polling_clause:
-        clauses.append(polling_clause)
-    items += pitfalls(levels)
+    add(*storms.storm_advice(bundle, levels))
+    add(*storms.realtime_advice(bundle, levels))
+    add(*polling_advice(bundle, levels, in_process))
+    add(pitfalls(levels))
     if not clauses and levels:
         lowest = min(levels.values(), key=lambda lv: (lv.p50_ns, lv.name))
         clauses.append("lowest p50 measured: %s (%s)" % (lowest.name, format_ns(lowest.p50_ns)))
@@ -98,13 +83,13 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
     else:
         headline = "; ".join(clauses)
         headline = headline[0].upper() + headline[1:] + "."
-        if interval is not None:
-            headline = "Open loop (%s): %s" % (open_loop_words(interval), headline[0].lower() + headline[1:])
         busy = busy_threads(bundle)
-        if busy:
-            headline = "With %d busy Python thread%s beside the waiter: %s" % (busy, "" if busy == 1 else "s", headline[0].lower() + headline[1:])
-        if planted is not None:
-            headline = "Self-test (planted delay %s µs): %s" % (format_rate(planted), headline[0].lower() + headline[1:])
+        # Each condition of the run, innermost first, prefixed to the headline.
+        for prefix in ("Open loop (%s): " % open_loop_words(interval) if interval is not None else None,
+                       "With %d busy Python thread%s beside the waiter: " % (busy, "" if busy == 1 else "s") if busy else None,
+                       "Self-test (planted delay %s µs): " % format_rate(planted) if planted is not None else None):
+            if prefix is not None:
+                headline = prefix + headline[0].lower() + headline[1:]
     return Guidance(headline, tuple(items))
 
 
@@ -115,15 +100,15 @@ def guidance_dict(summary: Mapping[str, object]) -> Dict[str, object]:
 
 __all__ = [
     # the records returned, and the topics of their advice
-    "Advice", "Cite", "Guidance",
-    "HANDOFF", "INSTALL", "OPEN_LOOP", "PITFALL", "POLLING", "PREFER", "PROCESSES", "SELF_TEST", "SIGNALS", "TAIL",
+    "Advice", "Cite", "Guidance", "HANDOFF", "INSTALL", "OPEN_LOOP", "PITFALL", "POLLING", "PREFER", "PROCESSES", "SELF_TEST",
+    "SIGNALS", "TAIL",
     # an arm's level and the noise around it
-    "ALPHA", "EXACT_PAIRS", "LARGE_RATIO", "MIN_CLAIM_RATIO", "NO_RANGE_RATIO", "RANGES", "RANKS", "RATIO",
-    "Apart", "Level", "clearly_faster", "format_times", "level_of", "rank_test_p", "separation",
+    "ALPHA", "EXACT_PAIRS", "LARGE_RATIO", "MIN_CLAIM_RATIO", "NO_RANGE_RATIO", "RANGES", "RANKS", "RATIO", "Apart", "Level",
+    "clearly_faster", "format_times", "level_of", "rank_test_p", "separation",
     # the groups and their rankings
     "GROUPS", "HANDOFF_GROUP", "IN_PROCESS", "NATIVE", "PROCESS_GROUP", "SIGNAL_GROUP", "SPINNING", "STORM_GROUP",
-    "UNRANKED_GROUPS", "LEADER", "SLOWER", "UNCLEAR", "UNRANKED",
-    "Ranked", "Ranking", "format_ranking", "group_of", "open_loop_note", "rank_levels", "rank_wake_paths",
+    "UNRANKED_GROUPS", "LEADER", "SLOWER", "UNCLEAR", "UNRANKED", "Ranked", "Ranking", "format_ranking", "group_of",
+    "open_loop_note", "rank_levels", "rank_wake_paths",
     # the advice
     "RELOAD_HANDLERS", "guidance_dict", "guidance_for",
 ]

@@ -1,14 +1,9 @@
 """The advice on choosing a wake path: in-process, across processes, by signal, a handler's install, a hand-off.
 
-Each function reads the run's levels or rankings and returns its
-:class:`~wakelab.analysis.guidance.records.Advice` (and, where it has one, its
-clause of the headline); it cites only arms the run measured.  The arms it
-names by their part -- a handler's cost against the same path without one,
-the arms that run a handler or take a signal with sigwait, the executors, a
-polling wait's blocking alternative, the install without its Python wrapper --
-each declare that part (:class:`wakelab.core.model.Role`), and
-:func:`~wakelab.core.registry.arms_with_role` reads them.
-"""
+Each function reads the run's levels or rankings and returns its :class:`~wakelab.analysis.guidance.records.Advice`
+(and, where it has one, its clause of the headline); it cites only arms the run measured.  The arms it names by their
+part -- a handler's cost against the same path without one, the executors, the install without its Python wrapper --
+each declare that part (:class:`wakelab.core.model.Role`), read by :func:`~wakelab.core.registry.arms_with_role`."""
 
 from __future__ import annotations
 
@@ -115,8 +110,6 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
         cites.append(last.level.cite())
         parts.append("Slowest: %s, %s (%s %s)." % (last.name, format_ns(last.level.p50_ns), format_times(last.ratio), base_p50))
     return Advice(PREFER, " ".join(parts), tuple(unique_cites(cites))), headline
-
-
 
 
 def process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
@@ -242,8 +235,6 @@ def install_advice(bundle: Bundle) -> Optional[Advice]:
     return Advice(INSTALL, text, tuple(cites))
 
 
-
-
 def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     """Threads, subinterpreters or processes for a hand-off, from the executor arms; and what waking a
     subinterpreter by its queue costs against a pipe.  The headline's clause."""
@@ -296,7 +287,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
                 wide_note(leaders))
     queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
     if queue is not None:
-        least = _min_ns(queue) or queue.p50_ns
+        least = queue.figure("min") or queue.p50_ns
         text = ("Waking a subinterpreter through concurrent.interpreters.Queue: p50 %s, min %s. Its get() does not "
                 "block in the kernel but sleeps and looks again (every 10 ms in CPython 3.14 and 3.15), so a put() is "
                 "seen at the waiter's next look" % (format_ns(queue.p50_ns), format_ns(least)))
@@ -312,12 +303,3 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
         if not clause:
             clause = "a subinterpreter's queue wakes in %s (it polls)" % format_ns(queue.p50_ns)
     return items, clause
-
-
-
-
-def _min_ns(level: Level) -> Optional[float]:
-    lat = level.arm.latency
-    return positive(lat.min_ns) if lat is not None else None
-
-

@@ -1,16 +1,9 @@
 """What a figure does not say: open-loop figures, the tail, a wait that polls, and the pitfalls of signals.
 
-Open loop
----------
-``--mode open`` notifies on a fixed schedule (one notify every
-``interval_us``, whether or not the waiter is ready) and takes each latency
-from the notify's *scheduled* instant, not from ``t0``: an open-loop figure
-includes the notifier's own lateness (its sleep overshooting the schedule,
-the ``notify_late`` component) and any wait behind an earlier wake.  The
-guidance says so first (:func:`open_loop_advice`), and every figure it quotes
-from such a run is marked as one
-(:func:`~wakelab.analysis.guidance.ranking.open_loop_note`).
-"""
+An open-loop figure (``--mode open``) is taken from each notify's *scheduled* instant, not from ``t0``: it includes the
+notifier's own lateness (the ``notify_late`` component) and any wait behind an earlier wake.  The guidance says so
+first (:func:`open_loop_advice`), and marks every figure it quotes from such a run
+(:func:`~wakelab.analysis.guidance.ranking.open_loop_note`)."""
 
 from __future__ import annotations
 
@@ -55,8 +48,6 @@ def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
              "coalesced). It is the latency a steady stream of requests sees, not the wake alone: compare it only "
              "with open-loop figures at the same interval; --mode closed measures the wake from t0.")
     return Advice(OPEN_LOOP, text, tuple(cites))
-
-
 
 
 def busy_threads(bundle: Bundle) -> int:
@@ -159,8 +150,6 @@ def polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opti
     return items, clause
 
 
-
-
 def pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
     """What a handler's figures and a spinning waiter's do not show: main-thread-only delivery, heavy handlers,
     and busy-wait figures that say nothing of a waiter that blocks."""
@@ -200,5 +189,3 @@ def pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
         text += "."
         items.append(Advice(PITFALL, text, tuple(cites_list)))
     return items
-
-

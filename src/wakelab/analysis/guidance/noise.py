@@ -1,12 +1,11 @@
 """An arm's level and the noise around it: when is one arm clearly faster than another? (stdlib only)
 
-summary.json keeps the median of each repetition or worker process, and their range: the run's own
-view of how far the level moves from one process to the next -- the variation that dominates wake
-latency (the same arm at 5.7 µs in one run and 13 µs in the next).  Those medians are the units of
-the comparison (:func:`separation`): an arm is *clearly* slower than another only when its units lie
-above the other's beyond chance (the exact two-sided rank test at :data:`ALPHA`, or no overlap at all)
-and its p50 is at least :data:`MIN_CLAIM_RATIO` times the other's (a 4% edge does not choose a wake
-path).  A bundle that kept only the range is judged by it; where a side has no units (one worker),
+summary.json keeps the median of each repetition or worker process, and their range: the run's own view of how far the
+level moves from one process to the next -- the variation that dominates wake latency (the same arm at 5.7 µs in one
+run and 13 µs in the next).  Those medians are the units of the comparison (:func:`separation`): an arm is *clearly*
+slower than another only when its units lie above the other's beyond chance (the exact two-sided rank test at
+:data:`ALPHA`, or no overlap at all) and its p50 is at least :data:`MIN_CLAIM_RATIO` times the other's (a 4% edge does
+not choose a wake path).  A bundle that kept only the range is judged by it; where a side has no units (one worker),
 only a ratio of at least :data:`NO_RANGE_RATIO` is called a difference."""
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ def format_times(ratio: float) -> str:
     if math.isfinite(ratio) and 0 < ratio < 1.995:
         return "%.2f×" % ratio
     return format_ratio(ratio)
-
 
 
 def positive(value: Any) -> Optional[float]:
@@ -71,7 +69,7 @@ class Level:
         return self.arm.name
 
     def figure(self, key: str) -> Optional[float]:
-        """``p50``, ``p90``, ``p99`` or ``max`` of the arm, in ns (None when not reported)."""
+        """``min``, ``p50``, ``p90``, ``p99`` or ``max`` of the arm, in ns (None when not reported)."""
         lat = self.arm.latency
         if lat is None:
             return None
@@ -265,4 +263,3 @@ def clear_of_noise(first: Level) -> str:
     if first.ranged:
         return "beyond this run's noise"
     return "by at least the %s× that counts with %s" % (NO_RANGE_RATIO, NO_SPREAD)
-

@@ -5,13 +5,12 @@ arms, cross-process arms, spinning waiters and the C floors are grouped apart (:
 their waiter state or scope makes them other experiments.
 
 A group's arms are listed by p50, then name.  A fastest arm is named only when it is clearly faster
-(:func:`~wakelab.analysis.guidance.noise.clearly_faster`) than every other arm of its group.  Otherwise
-the guidance names the *leaders*: the arms from the lowest p50 up that are not clearly slower than it,
-up to the first one that is -- so the group "within this run's noise" is always a prefix of the p50
-order, never a higher ratio listed before a lower one called clearly slower.  An arm after that prefix
-still not clearly slower (its own medians spread that wide) is listed among the slower arms with the
-range that keeps it from being called slower.  ``×`` is always an arm's p50 over the lowest p50 of its
-group."""
+(:func:`~wakelab.analysis.guidance.noise.clearly_faster`) than every other arm of its group.  Otherwise the guidance
+names the *leaders*: the arms from the lowest p50 up that are not clearly slower than it, up to the first one that is
+-- so the group "within this run's noise" is always a prefix of the p50 order, never a higher ratio listed before a
+lower one called clearly slower.  An arm after that prefix still not clearly slower (its own medians spread that wide)
+is listed among the slower arms with the range that keeps it from being called slower.  ``×`` is always an arm's p50
+over the lowest p50 of its group."""
 
 from __future__ import annotations
 
@@ -197,8 +196,7 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
 
     or ``fastest beyond this run's noise: event 10.0 µs; clearly slower (× its p50): ...``.  ``limit``
     keeps the text short: the leaders (at most ``limit`` after the first), the arms not clearly
-    slower by their own spread, then only the slowest.
-    """
+    slower by their own spread, then only the slowest."""
     first = ranking.fastest
     text = "%s %s" % (first.name, format_ns(first.level.p50_ns))
     if len(ranking.ranked) == 1:
@@ -251,7 +249,6 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
     return text
 
 
-
 def how_judged(ranking: "Ranking") -> str:
     """How the ranking's noise was judged, in a sentence's words."""
     first = ranking.fastest.level
@@ -265,7 +262,6 @@ def how_judged(ranking: "Ranking") -> str:
                 % (what, ALPHA, MIN_CLAIM_RATIO))
     return ("an arm is clearly slower only when its %s medians all lie above the lowest arm's and its p50 is at "
             "least %s× the lowest" % (what, MIN_CLAIM_RATIO))
-
 
 
 def wide_note(leaders: Sequence[Ranked]) -> str:
@@ -287,11 +283,9 @@ def lowest_words(ranking: Ranking, noun: str) -> str:
     return "the %s with the lowest p50" % noun
 
 
-
 def and_list(words: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
-
 
 
 def group_clause(ranking: Ranking, scope: str) -> str:
@@ -308,4 +302,3 @@ def group_clause(ranking: Ranking, scope: str) -> str:
                                     within_noise(first.level, "the lowest p50"), wide_note(leaders))
     return "%s, %s has the lowest p50 (%s), though not clearly below %s" % (
         scope, first.name, format_ns(first.level.p50_ns), and_list([r.name for r in ranking.unclear]))
-

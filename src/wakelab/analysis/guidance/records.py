@@ -1,9 +1,7 @@
 """What the guidance is made of: the topics of its advice and the records it returns (stdlib only).
 
-A :class:`Guidance` is a one-line ``headline`` and ``items``, each an
-:class:`Advice` (``topic``, ``text``, ``cites``) citing the arms and figures
-(:class:`Cite`) it rests on.
-"""
+A :class:`Guidance` is a one-line ``headline`` and ``items``, each an :class:`Advice` (``topic``, ``text``,
+``cites``) citing the arms and figures (:class:`Cite`) it rests on."""
 
 from __future__ import annotations
 
@@ -70,22 +68,11 @@ class Guidance:
         return len(self.items)
 
     def cited_arms(self) -> List[str]:
-        """Every arm any item cites, in first-cited order."""
-        seen: List[str] = []
-        for item in self.items:
-            for cite in item.cites:
-                if cite.arm not in seen:
-                    seen.append(cite.arm)
-        return seen
+        return list(dict.fromkeys(cite.arm for item in self.items for cite in item.cites))
 
     def to_dict(self) -> Dict[str, object]:
         return {"headline": self.headline, "items": [item.to_dict() for item in self.items]}
 
 
 def unique_cites(cites: Sequence[Cite]) -> List[Cite]:
-    """``cites`` without repeats, in first-cited order."""
-    out: List[Cite] = []
-    for cite in cites:
-        if cite not in out:
-            out.append(cite)
-    return out
+    return list(dict.fromkeys(cites))
