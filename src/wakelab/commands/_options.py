@@ -42,6 +42,20 @@ def number_in(expected: str, within: Callable[[float], bool], bounds: str) -> Ca
     return parse
 
 
+def parsed_by(module: str, function: str) -> Callable[[str], Any]:
+    """A parser that hands the value to ``module.function`` (imported when a value comes); a ValueError is one argparse error."""
+
+    def parse(text: str) -> Any:
+        import importlib
+
+        try:
+            return getattr(importlib.import_module(module), function)(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
 @contextlib.contextmanager
 def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
     """Turn the layers' one-line errors of ``kinds`` into a :class:`~wakelab.errors.UsageError` of the same text."""
@@ -88,15 +102,20 @@ def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS
     return check
 
 
-def path_value(what: str, why: str) -> Callable[[str], str]:
-    """A parser for a path option: valid UTF-8 (``why`` says where it is stored as text), and not empty."""
+def not_empty(what: str) -> Callable[[str], str]:
+    """A parser that refuses an empty value: "expected WHAT, got an empty string"."""
 
     def check(text: str) -> str:
         if not text:
             raise argparse.ArgumentTypeError("expected %s, got an empty string" % what)
         return text
 
-    return utf8_text(check, why)
+    return check
+
+
+def path_value(what: str, why: str) -> Callable[[str], str]:
+    """A parser for a path option: valid UTF-8 (``why`` says where it is stored as text), and not empty."""
+    return utf8_text(not_empty(what), why)
 
 
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:
