@@ -18,7 +18,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
-from wakelab.commands._options import number_in, whole_number
+from wakelab.commands._options import number_in, parsed_by, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text, format_percent
 
@@ -84,22 +84,8 @@ _percent = number_in("a percentage such as 10", lambda v: 0.0 <= v <= 10_000.0, 
 _min_effect = number_in("a percentage such as 5", lambda v: 0.0 < v < 100.0, "above 0 and below 100 (percent)")
 
 
-def _across(text: str) -> Tuple[str, ...]:
-    from wakelab.analysis.compare import parse_across
-
-    try:
-        return parse_across(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _metrics(text: str) -> Tuple[str, ...]:
-    from wakelab.analysis.compare import parse_metrics
-
-    try:
-        return parse_metrics(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_across = parsed_by("wakelab.analysis.compare", "parse_across")
+_metrics = parsed_by("wakelab.analysis.compare", "parse_metrics")
 
 
 def register(sub: Any) -> None:
