@@ -6,15 +6,11 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Dict, TYPE_CHECKING
+from typing import Any
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import usage_errors
 from wakelab.errors import UsageError
-
-if TYPE_CHECKING:
-    from wakelab.harness.interpreters import Candidate
-
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -49,19 +45,6 @@ def register(sub: Any) -> None:
     build.set_defaults(handler=cmd_build)
 
 
-def _row(cand: Candidate) -> Dict[str, object]:
-    """One interpreter as ``--json`` prints it."""
-    interp = cand.interpreter
-    facts = interp.facts_dict() if interp else {"jit": None, "gc": None, "gc_thresholds": None, "multiprocessing_start_method": None}
-    return {
-        "label": interp.label if interp else None, "path": cand.path, "found_in": cand.origin,
-        "implementation": interp.implementation if interp else None, "version": interp.version_text if interp else None,
-        "implementation_version": interp.implementation_version if interp else None,
-        "build": interp.build_text if interp else None, "free_threaded": interp.free_threaded if interp else None,
-        "gil_enabled": interp.gil if interp else None, **facts, "usable": cand.usable, "reason": cand.reason,
-    }
-
-
 def cmd_interpreters(args: argparse.Namespace) -> int:
     from wakelab.formatting import escape_text
     from wakelab.harness.interpreters import cache_dir, format_jit, survey
@@ -69,7 +52,7 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
 
     found = survey()
     if args.json:
-        sys.stdout.write(json.dumps([_row(cand) for cand in found], indent=2) + "\n")
+        sys.stdout.write(json.dumps([cand.to_dict() for cand in found], indent=2) + "\n")
         return EXIT_OK
     table = []
     for cand in found:

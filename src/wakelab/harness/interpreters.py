@@ -188,6 +188,16 @@ class Candidate:
     def usable(self) -> bool:
         return self.reason is None
 
+    def to_dict(self) -> Dict[str, object]:
+        """The candidate as ``wakelab interpreters --json`` prints it (the interpreter's facts None where it is none)."""
+        i = self.interpreter
+        facts = i.facts_dict() if i else dict.fromkeys(("jit", "gc", "gc_thresholds", "multiprocessing_start_method"))
+        return {
+            "label": i and i.label, "path": self.path, "found_in": self.origin, "implementation": i and i.implementation,
+            "version": i and i.version_text, "implementation_version": i and i.implementation_version, "build": i and i.build_text,
+            "free_threaded": i and i.free_threaded, "gil_enabled": i and i.gil, **facts, "usable": self.usable, "reason": self.reason,
+        }
+
 
 def cache_dir(environ: Optional[Mapping[str, str]] = None) -> str:
     """wakelab's per-user cache folder (it need not exist yet)."""
