@@ -15,7 +15,7 @@ import math
 import os
 import string
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import number_in, parsed_by, whole_number
@@ -267,41 +267,31 @@ def _ratio_with_ci(ci: Any) -> str:
     return text
 
 
+def _level(confidence: float) -> str:
+    return "%g%%" % round(100 * confidence, 6)
+
+
 def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     """One row per judged percentile of each arm of ``kind``: verdict, both figures, ratio and interval, ±, MDE."""
     from wakelab.analysis.compare import LATENCY, format_p, label_of
     from wakelab.formatting import format_rate, format_us
 
-    figure: Callable[[Optional[float]], str]
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * comparison.confidence, 6)
-    if kind == LATENCY:
-        header = ["latency (µs)", "at", "verdict", "n %s/%s" % (a, b), "units", "%s" % a, "%s" % b,
-                  "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
-        figure = format_us
-    else:
-        header = ["rate (median round)", "at", "verdict", "rounds %s/%s" % (a, b), "units", "%s ops/s" % a,
-                  "%s ops/s" % b, "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
-        figure = format_rate
+    title, count, unit, figure = (("latency (µs)", "n", "", format_us) if kind == LATENCY
+                                  else ("rate (median round)", "rounds", " ops/s", format_rate))
+    header = [title, "at", "verdict", "%s %s/%s" % (count, a, b), "units", a + unit, b + unit,
+              "%s/%s (%s CI)" % (b, a, _level(comparison.confidence)), "±run", "MDE", "MWU p"]
     rows = []
-    for arm in comparison.arms:
-        if arm.kind != kind:
-            continue
-        first = True
-        for key, ci in arm.ratios.items():
+    for arm in (arm for arm in comparison.arms if arm.kind == kind):
+        for index, (key, ci) in enumerate(arm.ratios.items()):
             judged = arm.judgements.get(key)
-            rows.append([
-                arm.name if first else "",
-                label_of(key),
-                judged.verdict if judged is not None else arm.verdict,
-                "%d/%d" % (arm.n_baseline, arm.n_other) if first else "",
-                "%d/%d" % (arm.units_baseline, arm.units_other) if first else "",
-                figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
-                format_percent(judged.spread_pct, "±") if judged is not None else "-",
-                format_percent(judged.mde_pct) if judged is not None else "-",
-                (format_p(arm.test.p_value) if arm.test else "-") if first else "",
-            ])
-            first = False
+            name, n, units, p = [""] * 4 if index else [arm.name, "%d/%d" % (arm.n_baseline, arm.n_other),
+                                                           "%d/%d" % (arm.units_baseline, arm.units_other),
+                                                           format_p(arm.test.p_value) if arm.test else "-"]
+            rows.append([name, label_of(key), judged.verdict if judged is not None else arm.verdict, n, units,
+                         figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
+                         format_percent(judged.spread_pct, "±") if judged is not None else "-",
+                         format_percent(judged.mde_pct) if judged is not None else "-", p])
     return header, rows
 
 
@@ -331,27 +321,20 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     from wakelab.formatting import format_us
 
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * comparison.confidence, 6)
     header = ["where the time goes (µs)", "component", "traced %s/%s" % (a, b), "%s p50" % a, "%s p50" % b,
-              "%s-%s p50 (%s CI)" % (b, a, level), "%s/%s" % (b, a)]
+              "%s-%s p50 (%s CI)" % (b, a, _level(comparison.confidence)), "%s/%s" % (b, a)]
     rows = []
-    for arm in comparison.arms:
+    for arm in (arm for arm in comparison.arms if arm.components is not None):
         found = arm.components
-        if found is None:
-            continue
-        first = True
-        for name, shift in found.shifts.items():
-            if shift.baseline == 0 and shift.other == 0:
-                continue
+        moved = [(name, shift) for name, shift in found.shifts.items() if shift.baseline != 0 or shift.other != 0]
+        for index, (name, shift) in enumerate(moved):
             mark = " *" if name == found.moved_most and found.significant else ""
             rows.append([
-                arm.name if first else "",
-                SHORT_NAMES.get(name, name) + mark,
-                "%d/%d" % (found.n_baseline, found.n_other) if first else "",
+                "" if index else arm.name, SHORT_NAMES.get(name, name) + mark,
+                "" if index else "%d/%d" % (found.n_baseline, found.n_other),
                 format_us(shift.baseline), format_us(shift.other), _difference_with_ci(shift),
                 format_ratio_plain(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
             ])
-            first = False
     return header, rows
 
 
@@ -482,7 +465,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         out.extend(bullets([escape_text(item) for item in items]))
     out.append("")
     out.append("HOW TO READ")
-    level = "%g%%" % round(100 * settings.confidence, 6)
+    level = _level(settings.confidence)
     m = settings.min_effect_pct
     out.extend(bullets([
         "Ratios are the other run's figure over the baseline's: for latencies above 1 is slower, for rates "
