@@ -368,6 +368,7 @@ def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
 def format_comparison(comparison: Any) -> List[str]:
     """The block of one run against the baseline."""
     from wakelab.analysis.compare import LATENCY, RATE
+    from wakelab.analysis.reblock_shifts import format_reblocks_moved
     from wakelab.report.text import bullets, format_table
 
     a, b = comparison.baseline.label, comparison.other.label
@@ -382,23 +383,13 @@ def format_comparison(comparison: Any) -> List[str]:
     if not comparison.arms:
         lines.append("")
         lines.append("  No arm has figures in both runs.")
-    listed: List[str] = []
-    if comparison.only_in_baseline:
-        listed.append("only in %s (not compared): %s" % (a, ", ".join(comparison.only_in_baseline)))
-    if comparison.only_in_other:
-        listed.append("only in %s (not compared): %s" % (b, ", ".join(comparison.only_in_other)))
-    for name, reason in comparison.not_compared:
-        listed.append("%s not compared: %s" % (name, reason))
+    listed = ["only in %s (not compared): %s" % (label, ", ".join(names))
+              for label, names in ((a, comparison.only_in_baseline), (b, comparison.only_in_other)) if names]
+    listed += ["%s not compared: %s" % (name, reason) for name, reason in comparison.not_compared]
     for arm in comparison.arms:
-        moved = format_moved(arm, a, b)
-        if moved is not None:
-            listed.append(moved)
-        if arm.components is not None and arm.components.reblocks:
-            from wakelab.analysis.reblock_shifts import format_reblocks_moved
-
-            named = format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
-            if named is not None:
-                listed.append(named)
+        moved = [format_moved(arm, a, b), format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
+                 if arm.components is not None else None]
+        listed += [line for line in moved if line is not None]
     # A note that several arms share (one unit in both runs, say) is listed once, naming them all.
     shared: Dict[str, List[str]] = {}
     for arm in comparison.arms:
