@@ -412,31 +412,27 @@ def _record_history(args: argparse.Namespace, runs: Sequence[Tuple[Mapping[str, 
             return
 
 
-def _on_disk(summary: Mapping[str, object], folder: str) -> Mapping[str, object]:
-    """What the bundle in ``folder`` says: after a failed write the history records that, not the
-    run's last state in memory, which the disk could not take (``summary`` if none is readable)."""
+def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Tuple[Mapping[str, object], str]]:
+    """``(summary, folder)`` of each bundle as its summary.json says: after a failed write the history records that, not
+    the run's last state in memory, which the disk could not take.  ``fallback`` where none is readable; without one the
+    folder is left out (a grid cell interrupted before its first write: nothing to record)."""
     from wakelab.evidence.load import load_summary
 
-    try:
-        return load_summary(folder)
-    except EvidenceError:
-        return summary
+    runs: List[Tuple[Mapping[str, object], str]] = []
+    for folder in folders:
+        try:
+            runs.append((load_summary(folder), folder))
+        except EvidenceError:
+            if fallback is not None:
+                runs.append((fallback, folder))
+    return runs
 
 
 def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Tuple[Mapping[str, object], str]]:
     """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
-    from wakelab.evidence.load import CELLS_DIR, load_summary
+    from wakelab.evidence.load import CELLS_DIR
 
-    runs: List[Tuple[Mapping[str, object], str]] = []
-    for cell in matrix.cells:
-        if cell.status == "pending":
-            continue
-        cell_folder = os.path.join(folder, CELLS_DIR, cell.label)
-        try:
-            runs.append((load_summary(cell_folder), cell_folder))
-        except EvidenceError:
-            continue  # interrupted before its first write: nothing to record
-    return runs
+    return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])
 
 
 def _check_history(args: argparse.Namespace) -> None:
@@ -462,10 +458,8 @@ def _check_command_line(argv: List[str]) -> None:
 def _brief_wanted(args: argparse.Namespace) -> bool:
     """The short form for ``--brief``, or by default when stdout is a terminal (as ``ls`` does: people
     get a screen, pipes and files the full text, so scripts read what they always read)."""
-    if args.json or args.full:
-        return False
-    if args.brief:
-        return True
+    if args.json or args.full or args.brief:
+        return bool(args.brief)
     try:
         return bool(sys.stdout.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
@@ -534,7 +528,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 arm_failed = any(a.status == FAILED for a in run.arms())
                 failed = write_error is not None or arm_failed
                 complete = run.complete
-                runs = [(summary if write_error is None else _on_disk(summary, folder), folder)]
+                runs = [(summary, folder)] if write_error is None else _on_disk([folder], summary)
             else:
                 brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
