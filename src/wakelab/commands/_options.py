@@ -68,8 +68,8 @@ def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
 def is_utf8(text: str) -> bool:
     """False for a command-line argument that was not valid UTF-8.
 
-    Python hands such bytes over as lone surrogates (``surrogateescape``):
-    they cannot be stored as text (JSON, SQLite, HTML) nor printed.
+    Python hands such bytes over as lone surrogates (``surrogateescape``): they cannot be stored as text (JSON, SQLite,
+    HTML) nor printed.
     """
     try:
         text.encode("utf-8")
@@ -88,11 +88,8 @@ STORED_AS_TEXT = "wakelab stores it as text: give it in UTF-8"
 
 
 def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS_TEXT) -> Callable[[str], Any]:
-    """An option parser that refuses a value that is not valid UTF-8, then applies ``parse``.
-
-    argparse turns the refusal into one line and exit status 2, before the
-    command does anything.
-    """
+    """An option parser that refuses a value that is not valid UTF-8, then applies ``parse``: argparse turns the refusal
+    into one line and exit status 2, before the command does anything."""
 
     def check(text: str) -> Any:
         if not is_utf8(text):

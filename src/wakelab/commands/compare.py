@@ -1,8 +1,7 @@
 """``wakelab compare``: is a run faster or slower than a baseline, arm by arm?
 
-The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`;
-this module parses the options, renders the text table or the JSON document
-(every string from the evidence escaped for the terminal, see
+The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`; this module parses the options,
+renders the text table or the JSON document (every string from the evidence escaped for the terminal, see
 :func:`wakelab.formatting.escape_text`), and picks the exit status (0 compared, 1 a regression beyond
 ``--fail-on-regression``, 2 bad input or runs that are not comparable).
 """

@@ -54,8 +54,7 @@ def default_output(runs: Any) -> str:
 def check_destination(path: str) -> None:
     """Raise :class:`OutputError` unless a report can be written to ``path``; leaves nothing behind.
 
-    Run before anything is loaded or rendered: a file is tried in the
-    destination's folder, as the atomic write will, and removed.
+    Run before anything is loaded or rendered: a file is tried in the destination's folder, as the atomic write will.
     """
     import errno
     import tempfile

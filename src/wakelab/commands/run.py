@@ -32,21 +32,10 @@ INTERPRETER_AS_TEXT = "the interpreter's path is recorded as text in the evidenc
 
 # Bounds of the numeric options: beyond them a value is a typo, not a plan.
 LIMITS = {
-    "n": (1, 1_000_000),
-    "warmup": (0, 100_000),
-    "settle_us": (0, 10_000_000),
-    "settle_jitter_us": (0, 10_000_000),
-    "seed": (0, 2**63 - 1),
-    "install_n": (1, 100_000_000),
-    "rounds": (1, 1_000),
-    "planted_delay_us": (0, 1_000_000),
-    "workers": (1, 64),
-    "repeat": (1, 1000),
-    "cpu_threads": (0, 64),
-    "cpu_procs": (0, 64),
-    "interval_us": (1, 10_000_000),
-    "cpu": (0, 4095),
-    "priority": (0, 99),
+    "n": (1, 1_000_000), "warmup": (0, 100_000), "settle_us": (0, 10_000_000), "settle_jitter_us": (0, 10_000_000),
+    "seed": (0, 2**63 - 1), "install_n": (1, 100_000_000), "rounds": (1, 1_000), "planted_delay_us": (0, 1_000_000),
+    "workers": (1, 64), "repeat": (1, 1000), "cpu_threads": (0, 64), "cpu_procs": (0, 64), "interval_us": (1, 10_000_000),
+    "cpu": (0, 4095), "priority": (0, 99),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
 # --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
@@ -77,7 +66,6 @@ def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], L
 
 def _placement(text: str) -> str:
     from wakelab.core.placement import PLACEMENTS
-
     from wakelab.core.registry import did_you_mean
 
     if text not in PLACEMENTS:

@@ -72,9 +72,8 @@ def _why_not(arm: Any) -> str:
 def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
     """The latency arms to draw, and notes for the arms left out.
 
-    ``wanted`` is ``""`` (every latency arm with wakes) or a comma-separated
-    list of arm names; a name that is not a latency arm of this run with
-    wakes is a :class:`UsageError` that says what it is.
+    ``wanted`` is ``""`` (every latency arm with wakes) or a comma-separated list of arm names; a name that is not a
+    latency arm of this run with wakes is a :class:`UsageError` that says what it is.
     """
     from wakelab.core.registry import arm_names, unknown_name_message
     from wakelab.errors import UsageError
