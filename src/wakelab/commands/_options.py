@@ -118,10 +118,10 @@ def path_value(what: str, why: str) -> Callable[[str], str]:
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:
     """Make a mistyped long option of ``parser``'s command line name the option it looks like.
 
-    argparse (to 3.13; 3.14's ``suggest_on_error`` covers choices and command names only) leaves
-    an unknown option to the top-level parser's "unrecognized arguments".  Where one of them is
-    close to an option of ``parser`` (``--arsm`` for ``--arms``), ``parser`` reports it instead,
-    with the suggestion.  Abbreviations that argparse accepts (``--arm``) never get here.
+    argparse (to 3.13; 3.14's ``suggest_on_error`` covers choices and command names only) leaves an unknown option to
+    the top-level parser's "unrecognized arguments".  Where one of them is close to an option of ``parser`` (``--arsm``
+    for ``--arms``), ``parser`` reports it instead, with the suggestion.  Abbreviations that argparse accepts
+    (``--arm``) never get here.
     """
     from wakelab.core.registry import did_you_mean
 

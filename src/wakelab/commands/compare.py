@@ -190,24 +190,19 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
                 skipped: Sequence[Tuple[str, str]] = ()) -> Dict[str, object]:
     """The ``--json`` document (schema ``wakelab.analysis.compare``, version 2).
 
-    ``runs``: label, path and description of each run (A, or the baseline
-    cell, first); ``settings``: alpha, CI level, resamples, seed,
-    ``min_effect_pct``; ``grid``: null for runs, else the grid's ``path``,
-    ``baseline_cell``, ``across`` (the --across names its dimensions vary) and
-    ``not_compared`` cells; ``comparisons``: one per other run, with
-    ``across`` (differences compared on purpose) and per arm ``units_baseline``
-    / ``units_other`` (units the bootstrap resampled), ``ratios`` (``p50``,
-    ``p99``, ``p99_9`` of wake times, or ``median`` of ops/s), each with the
-    figures of both runs, ``ratio``, ``ci_low``/``ci_high``, its ``verdict``,
-    ``spread_pct`` (the runs' own ±), ``min_detectable_effect_pct`` and, for
-    "cannot tell", ``reason``; the arm's ``verdict`` (p50 / median),
-    ``tail_regression`` (the tail percentile judged slower while the p50 is
-    not, or null), the secondary Mann-Whitney result and, where both runs
-    traced the arm, ``components``; ``regression_check``: null without
-    ``--fail-on-regression``, with ``not_an_ab`` (a sentence) when it gated separate runs;
-    ``separate_runs`` (only for separate runs, by the other run's label): ``gap_s``, the conditions
-    that ``differing`` (name, baseline, other), ``alike`` and ``not_recorded``, ``advice`` and the
-    ``level_shifts`` found in the history per arm; ``exit_status``: what the command returned.
+    ``runs``: label, path and description of each run (A, or the baseline cell, first); ``settings``: alpha, CI level,
+    resamples, seed, ``min_effect_pct``; ``grid``: null for runs, else the grid's ``path``, ``baseline_cell``,
+    ``across`` (the --across names its dimensions vary) and ``not_compared`` cells; ``comparisons``: one per other run,
+    with ``across`` (differences compared on purpose) and per arm ``units_baseline`` / ``units_other`` (units the
+    bootstrap resampled), ``ratios`` (``p50``, ``p99``, ``p99_9`` of wake times, or ``median`` of ops/s), each with the
+    figures of both runs, ``ratio``, ``ci_low``/``ci_high``, its ``verdict``, ``spread_pct`` (the runs' own ±),
+    ``min_detectable_effect_pct`` and, for "cannot tell", ``reason``; the arm's ``verdict`` (p50 / median),
+    ``tail_regression`` (the tail percentile judged slower while the p50 is not, or null), the secondary Mann-Whitney
+    result and, where both runs traced the arm, ``components``; ``regression_check``: null without
+    ``--fail-on-regression``, with ``not_an_ab`` (a sentence) when it gated separate runs; ``separate_runs`` (only for
+    separate runs, by the other run's label): ``gap_s``, the conditions that ``differing`` (name, baseline, other),
+    ``alike`` and ``not_recorded``, ``advice`` and the ``level_shifts`` found in the history per arm; ``exit_status``:
+    what the command returned.
     """
     check: Optional[Dict[str, object]] = None
     if args.fail_on_regression is not None:
