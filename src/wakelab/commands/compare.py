@@ -115,8 +115,7 @@ def register(sub: Any) -> None:
                          help="the smallest change worth a verdict, percent (default: %(default)g); "
                               "must be above 0 and below 100")
     compare.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
-                         help="exit 1 when an arm is slower by more than PCT percent at a --metric percentile "
-                              "(for CI jobs)")
+                         help="exit 1 when an arm is slower by more than PCT percent at a --metric percentile (for CI jobs)")
     compare.add_argument("--metric", type=_metrics, default=DEFAULT_METRICS, metavar="P[,P]",
                          help="the latency percentiles --fail-on-regression gates on: p50, p99, p99.9 "
                               "(default: %s)" % ",".join(DEFAULT_METRICS))

@@ -505,10 +505,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
                 plan = grid.cell_plan(base, cells[0], folder)
-                if args.duration is None:
-                    summary, write_error = run_plan_checked(plan, progress)
-                else:
-                    summary, write_error = run_soak(plan, args.duration, progress)
+                summary, write_error = (run_plan_checked(plan, progress) if args.duration is None
+                                        else run_soak(plan, args.duration, progress))
                 brief = _brief_wanted(args)
                 text = dumps(summary) if args.json else format_brief(summary, folder) if brief else format_summary(summary)
                 # A write that failed after the last arm fails no arm, but the run still failed.
