@@ -205,12 +205,8 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     """
     check: Optional[Dict[str, object]] = None
     if args.fail_on_regression is not None:
-        check = {
-            "limit_pct": args.fail_on_regression,
-            "metrics": list(args.metric),
-            "regressions": [r.to_dict() for r in regressions],
-            "unchecked": list(unchecked),
-        }
+        check = {"limit_pct": args.fail_on_regression, "metrics": list(args.metric),
+                 "regressions": [r.to_dict() for r in regressions], "unchecked": list(unchecked)}
     grid_doc: Optional[Dict[str, object]] = None
     if grid is not None:
         from wakelab.analysis.compare import grid_across
@@ -224,23 +220,14 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     if check is not None and separate:
         check["not_an_ab"] = gate_warning(separate, runs[0].label)
     return {
-        "schema": COMPARE_SCHEMA,
-        "schema_version": COMPARE_SCHEMA_VERSION,
+        "schema": COMPARE_SCHEMA, "schema_version": COMPARE_SCHEMA_VERSION,
         # Runs that are not cells of one grid: what told them apart, the level shifts that widened them.
         **({"separate_runs": json_doc(separate)} if separate else {}),
-        "runs": [
-            {"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id,
-             "started_utc": r.started_utc,
-             # The recorded sections whole: every field, the ones the model does not type too.
-             "interpreter": r.recorded("interpreter"), "machine": r.recorded("machine")}
-            for r in runs
-        ],
-        "baseline": runs[0].label,
-        "grid": grid_doc,
-        "settings": settings.to_dict(),
-        "comparisons": [c.to_dict() for c in comparisons],
-        "regression_check": check,
-        "exit_status": status,
+        # The recorded interpreter and machine sections whole: every field, the ones the model does not type too.
+        "runs": [{"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id, "started_utc": r.started_utc,
+                  "interpreter": r.recorded("interpreter"), "machine": r.recorded("machine")} for r in runs],
+        "baseline": runs[0].label, "grid": grid_doc, "settings": settings.to_dict(),
+        "comparisons": [c.to_dict() for c in comparisons], "regression_check": check, "exit_status": status,
     }
 
 
