@@ -340,11 +340,8 @@ def _execution(args: argparse.Namespace) -> Execution:
                                 notifier_policy=notifier_policy, notifier_priority=notifier_priority)
         check_realtime(conditions)  # refused now, one line, where this user or this kernel cannot have them
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
-    workers = args.workers
-    if workers is None:
-        workers = DEFAULT_WORKERS
-        if args.rigorous:  # two per repetition, never fewer than a plain run's
-            workers = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))
+    rigorous = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))  # never fewer than plain
+    workers = args.workers if args.workers is not None else rigorous if args.rigorous else DEFAULT_WORKERS
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 

@@ -87,9 +87,7 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
         if rates:
             notes.append("Not shown: %s (rate arm%s: %s time%s rounds of calls, not wakes)." % (
                 ", ".join(rates), "" if len(rates) == 1 else "s", "it" if len(rates) == 1 else "they", "s" if len(rates) == 1 else ""))
-        for arm in arms:
-            if arm.kind == LATENCY and arm not in drawable:
-                notes.append("Not shown: %s (%s)." % (arm.name, _why_not(arm)))
+        notes += ["Not shown: %s (%s)." % (arm.name, _why_not(arm)) for arm in arms if arm.kind == LATENCY and arm not in drawable]
         if not drawable:
             raise UsageError("%s has no latency arm with wakes to draw%s" % (
                 bundle.source, " (%s)" % "; ".join(n.rstrip(".") for n in notes) if notes else ""))
