@@ -116,6 +116,20 @@ def test_default_path_follows_env_then_xdg_then_home(tmp_path) -> None:
     assert history.resolve_db_path(str(tmp_path / "h.db")) == str(tmp_path / "h.db")
 
 
+def test_check_recordable_refuses_what_recording_could_not_use_and_creates_nothing(tmp_path) -> None:
+    hint = "HINT"
+    store.check_recordable(str(tmp_path / "new" / "h.db"), hint)  # a writable folder: fine, and nothing is made
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(store.HistoryError, match=r"^history database .* is a directory \(HINT\)$"):
+        store.check_recordable(str(tmp_path), hint)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(store.HistoryError, match=r"^cannot create history database .*: .*file is not a directory \(HINT\)$"):
+        store.check_recordable(str(tmp_path / "file" / "h.db"), hint)
+    (tmp_path / "not-sqlite.db").write_text("plain text, not a database")
+    with pytest.raises(store.HistoryError, match="not an SQLite database"):
+        store.check_recordable(str(tmp_path / "not-sqlite.db"), hint)
+
+
 # ----------------------------------------------------------------------------------------------
 # Recording
 

@@ -17,8 +17,9 @@ import pytest
 
 from wakelab.harness import build as cache_build
 from wakelab.harness.build import BuildError, BuildSpec, check_tools, debian_uris, given_source, parse_spec, with_gil_twin
+from wakelab.harness import interpreters
 from wakelab.harness.interpreters import (
-    ENV_CACHE, ENV_FOLDERS, MARKER, Interpreter, cache_dir, check_given, discover, free_threading_pair,
+    ENV_CACHE, ENV_FOLDERS, MARKER, Candidate, Interpreter, cache_dir, check_given, choose_pythons, discover, free_threading_pair,
     free_threading_pythons, gil_launcher, interpreters_dir, probe, survey, usable,
 )
 
@@ -196,6 +197,22 @@ def test_a_given_path_that_cannot_be_used_says_why_in_one_line(tmp_path, monkeyp
         assert message in str(caught.value) and "\n" not in str(caught.value), path
     (half / MARKER).write_text("{}")
     assert check_given(half_binary).label == "cpython-3.13.5t"
+
+
+def test_choose_pythons_keeps_two_paths_to_one_version_apart_and_all_needs_one(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(ENV_CACHE, str(tmp_path / "cache"))
+    first, second = fake_python(tmp_path / "a" / "python3"), fake_python(tmp_path / "b" / "python3")
+    assert choose_pythons([first, second]) == [(first, "cpython-3.13.5-1"), (second, "cpython-3.13.5-2")]
+    assert choose_pythons([first]) == [(first, "cpython-3.13.5")]
+    monkeypatch.setattr(interpreters, "survey", lambda: [Candidate(str(tmp_path / "old"), "PATH", None, "too old")])
+    with pytest.raises(ValueError, match="^--python all found no Python 3.9 or newer on PATH"):
+        choose_pythons(["all"])
+
+
+def test_a_candidate_that_is_no_interpreter_has_every_fact_null() -> None:
+    row = Candidate("/x/python3", "PATH", None, "does not run").to_dict()
+    assert list(row)[:3] == ["label", "path", "found_in"] and list(row)[-2:] == ["usable", "reason"]
+    assert {k for k, v in row.items() if v is not None} == {"path", "found_in", "usable", "reason"} and row["usable"] is False
 
 
 def _wakelab(args, env=None, timeout=60):

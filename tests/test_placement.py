@@ -27,6 +27,19 @@ def test_resolve_defaults_and_errors() -> None:
         placement.resolve_cpus("any", [0])
 
 
+
+def test_resolve_placements_counts_the_cpus_a_grid_takes() -> None:
+    assert placement.resolve_placements(["any"], None) == [("any", None, None)]
+    with pytest.raises(placement.PlacementError, match="^--cpus needs --placement same or split$"):
+        placement.resolve_placements(["any"], [0])
+    # same and split together take two CPUs, same using the first: one is too few, three too many.
+    with pytest.raises(placement.PlacementError, match=r"^--cpus lists 1 CPU, but --placement same,split takes 2 \("):
+        placement.resolve_placements(("same", "split"), [0])
+    with pytest.raises(placement.PlacementError, match="^--cpus lists 3 CPUs, but --placement split takes 2"):
+        placement.resolve_placements(["split"], [0, 1, 2])
+    assert placement.resolve_placements(["any", "same"], [ALLOWED[0]]) == [("any", None, None), ("same", ALLOWED[0], ALLOWED[0])]
+
+
 @needs_two
 def test_resolve_split() -> None:
     assert placement.resolve_cpus("split") == (ALLOWED[0], ALLOWED[1])

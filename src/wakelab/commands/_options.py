@@ -42,6 +42,20 @@ def number_in(expected: str, within: Callable[[float], bool], bounds: str) -> Ca
     return parse
 
 
+def parsed_by(module: str, function: str) -> Callable[[str], Any]:
+    """A parser that hands the value to ``module.function`` (imported when a value comes); a ValueError is one argparse error."""
+
+    def parse(text: str) -> Any:
+        import importlib
+
+        try:
+            return getattr(importlib.import_module(module), function)(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
 @contextlib.contextmanager
 def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
     """Turn the layers' one-line errors of ``kinds`` into a :class:`~wakelab.errors.UsageError` of the same text."""
@@ -54,8 +68,8 @@ def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
 def is_utf8(text: str) -> bool:
     """False for a command-line argument that was not valid UTF-8.
 
-    Python hands such bytes over as lone surrogates (``surrogateescape``):
-    they cannot be stored as text (JSON, SQLite, HTML) nor printed.
+    Python hands such bytes over as lone surrogates (``surrogateescape``): they cannot be stored as text (JSON, SQLite,
+    HTML) nor printed.
     """
     try:
         text.encode("utf-8")
@@ -74,11 +88,8 @@ STORED_AS_TEXT = "wakelab stores it as text: give it in UTF-8"
 
 
 def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS_TEXT) -> Callable[[str], Any]:
-    """An option parser that refuses a value that is not valid UTF-8, then applies ``parse``.
-
-    argparse turns the refusal into one line and exit status 2, before the
-    command does anything.
-    """
+    """An option parser that refuses a value that is not valid UTF-8, then applies ``parse``: argparse turns the refusal
+    into one line and exit status 2, before the command does anything."""
 
     def check(text: str) -> Any:
         if not is_utf8(text):
@@ -88,24 +99,29 @@ def utf8_text(parse: Optional[Callable[[str], Any]] = None, why: str = STORED_AS
     return check
 
 
-def path_value(what: str, why: str) -> Callable[[str], str]:
-    """A parser for a path option: valid UTF-8 (``why`` says where it is stored as text), and not empty."""
+def not_empty(what: str) -> Callable[[str], str]:
+    """A parser that refuses an empty value: "expected WHAT, got an empty string"."""
 
     def check(text: str) -> str:
         if not text:
             raise argparse.ArgumentTypeError("expected %s, got an empty string" % what)
         return text
 
-    return utf8_text(check, why)
+    return check
+
+
+def path_value(what: str, why: str) -> Callable[[str], str]:
+    """A parser for a path option: valid UTF-8 (``why`` says where it is stored as text), and not empty."""
+    return utf8_text(not_empty(what), why)
 
 
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:
     """Make a mistyped long option of ``parser``'s command line name the option it looks like.
 
-    argparse (to 3.13; 3.14's ``suggest_on_error`` covers choices and command names only) leaves
-    an unknown option to the top-level parser's "unrecognized arguments".  Where one of them is
-    close to an option of ``parser`` (``--arsm`` for ``--arms``), ``parser`` reports it instead,
-    with the suggestion.  Abbreviations that argparse accepts (``--arm``) never get here.
+    argparse (to 3.13; 3.14's ``suggest_on_error`` covers choices and command names only) leaves an unknown option to
+    the top-level parser's "unrecognized arguments".  Where one of them is close to an option of ``parser`` (``--arsm``
+    for ``--arms``), ``parser`` reports it instead, with the suggestion.  Abbreviations that argparse accepts
+    (``--arm``) never get here.
     """
     from wakelab.core.registry import did_you_mean
 

@@ -1,8 +1,7 @@
 """``wakelab compare``: is a run faster or slower than a baseline, arm by arm?
 
-The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`;
-this module parses the options, renders the text table or the JSON document
-(every string from the evidence escaped for the terminal, see
+The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`; this module parses the options,
+renders the text table or the JSON document (every string from the evidence escaped for the terminal, see
 :func:`wakelab.formatting.escape_text`), and picks the exit status (0 compared, 1 a regression beyond
 ``--fail-on-regression``, 2 bad input or runs that are not comparable).
 """
@@ -15,10 +14,10 @@ import math
 import os
 import string
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
-from wakelab.commands._options import number_in, whole_number
+from wakelab.commands._options import number_in, parsed_by, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text, format_percent
 
@@ -84,22 +83,8 @@ _percent = number_in("a percentage such as 10", lambda v: 0.0 <= v <= 10_000.0, 
 _min_effect = number_in("a percentage such as 5", lambda v: 0.0 < v < 100.0, "above 0 and below 100 (percent)")
 
 
-def _across(text: str) -> Tuple[str, ...]:
-    from wakelab.analysis.compare import parse_across
-
-    try:
-        return parse_across(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _metrics(text: str) -> Tuple[str, ...]:
-    from wakelab.analysis.compare import parse_metrics
-
-    try:
-        return parse_metrics(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_across = parsed_by("wakelab.analysis.compare", "parse_across")
+_metrics = parsed_by("wakelab.analysis.compare", "parse_metrics")
 
 
 def register(sub: Any) -> None:
@@ -130,8 +115,7 @@ def register(sub: Any) -> None:
                          help="the smallest change worth a verdict, percent (default: %(default)g); "
                               "must be above 0 and below 100")
     compare.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
-                         help="exit 1 when an arm is slower by more than PCT percent at a --metric percentile "
-                              "(for CI jobs)")
+                         help="exit 1 when an arm is slower by more than PCT percent at a --metric percentile (for CI jobs)")
     compare.add_argument("--metric", type=_metrics, default=DEFAULT_METRICS, metavar="P[,P]",
                          help="the latency percentiles --fail-on-regression gates on: p50, p99, p99.9 "
                               "(default: %s)" % ",".join(DEFAULT_METRICS))
@@ -205,33 +189,24 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
                 skipped: Sequence[Tuple[str, str]] = ()) -> Dict[str, object]:
     """The ``--json`` document (schema ``wakelab.analysis.compare``, version 2).
 
-    ``runs``: label, path and description of each run (A, or the baseline
-    cell, first); ``settings``: alpha, CI level, resamples, seed,
-    ``min_effect_pct``; ``grid``: null for runs, else the grid's ``path``,
-    ``baseline_cell``, ``across`` (the --across names its dimensions vary) and
-    ``not_compared`` cells; ``comparisons``: one per other run, with
-    ``across`` (differences compared on purpose) and per arm ``units_baseline``
-    / ``units_other`` (units the bootstrap resampled), ``ratios`` (``p50``,
-    ``p99``, ``p99_9`` of wake times, or ``median`` of ops/s), each with the
-    figures of both runs, ``ratio``, ``ci_low``/``ci_high``, its ``verdict``,
-    ``spread_pct`` (the runs' own ±), ``min_detectable_effect_pct`` and, for
-    "cannot tell", ``reason``; the arm's ``verdict`` (p50 / median),
-    ``tail_regression`` (the tail percentile judged slower while the p50 is
-    not, or null), the secondary Mann-Whitney result and, where both runs
-    traced the arm, ``components``; ``regression_check``: null without
-    ``--fail-on-regression``, with ``not_an_ab`` (a sentence) when it gated separate runs;
-    ``separate_runs`` (only for separate runs, by the other run's label): ``gap_s``, the conditions
-    that ``differing`` (name, baseline, other), ``alike`` and ``not_recorded``, ``advice`` and the
-    ``level_shifts`` found in the history per arm; ``exit_status``: what the command returned.
+    ``runs``: label, path and description of each run (A, or the baseline cell, first); ``settings``: alpha, CI level,
+    resamples, seed, ``min_effect_pct``; ``grid``: null for runs, else the grid's ``path``, ``baseline_cell``,
+    ``across`` (the --across names its dimensions vary) and ``not_compared`` cells; ``comparisons``: one per other run,
+    with ``across`` (differences compared on purpose) and per arm ``units_baseline`` / ``units_other`` (units the
+    bootstrap resampled), ``ratios`` (``p50``, ``p99``, ``p99_9`` of wake times, or ``median`` of ops/s), each with the
+    figures of both runs, ``ratio``, ``ci_low``/``ci_high``, its ``verdict``, ``spread_pct`` (the runs' own ±),
+    ``min_detectable_effect_pct`` and, for "cannot tell", ``reason``; the arm's ``verdict`` (p50 / median),
+    ``tail_regression`` (the tail percentile judged slower while the p50 is not, or null), the secondary Mann-Whitney
+    result and, where both runs traced the arm, ``components``; ``regression_check``: null without
+    ``--fail-on-regression``, with ``not_an_ab`` (a sentence) when it gated separate runs; ``separate_runs`` (only for
+    separate runs, by the other run's label): ``gap_s``, the conditions that ``differing`` (name, baseline, other),
+    ``alike`` and ``not_recorded``, ``advice`` and the ``level_shifts`` found in the history per arm; ``exit_status``:
+    what the command returned.
     """
     check: Optional[Dict[str, object]] = None
     if args.fail_on_regression is not None:
-        check = {
-            "limit_pct": args.fail_on_regression,
-            "metrics": list(args.metric),
-            "regressions": [r.to_dict() for r in regressions],
-            "unchecked": list(unchecked),
-        }
+        check = {"limit_pct": args.fail_on_regression, "metrics": list(args.metric),
+                 "regressions": [r.to_dict() for r in regressions], "unchecked": list(unchecked)}
     grid_doc: Optional[Dict[str, object]] = None
     if grid is not None:
         from wakelab.analysis.compare import grid_across
@@ -245,23 +220,14 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     if check is not None and separate:
         check["not_an_ab"] = gate_warning(separate, runs[0].label)
     return {
-        "schema": COMPARE_SCHEMA,
-        "schema_version": COMPARE_SCHEMA_VERSION,
+        "schema": COMPARE_SCHEMA, "schema_version": COMPARE_SCHEMA_VERSION,
         # Runs that are not cells of one grid: what told them apart, the level shifts that widened them.
         **({"separate_runs": json_doc(separate)} if separate else {}),
-        "runs": [
-            {"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id,
-             "started_utc": r.started_utc,
-             # The recorded sections whole: every field, the ones the model does not type too.
-             "interpreter": r.recorded("interpreter"), "machine": r.recorded("machine")}
-            for r in runs
-        ],
-        "baseline": runs[0].label,
-        "grid": grid_doc,
-        "settings": settings.to_dict(),
-        "comparisons": [c.to_dict() for c in comparisons],
-        "regression_check": check,
-        "exit_status": status,
+        # The recorded interpreter and machine sections whole: every field, the ones the model does not type too.
+        "runs": [{"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id, "started_utc": r.started_utc,
+                  "interpreter": r.recorded("interpreter"), "machine": r.recorded("machine")} for r in runs],
+        "baseline": runs[0].label, "grid": grid_doc, "settings": settings.to_dict(),
+        "comparisons": [c.to_dict() for c in comparisons], "regression_check": check, "exit_status": status,
     }
 
 
@@ -281,41 +247,31 @@ def _ratio_with_ci(ci: Any) -> str:
     return text
 
 
+def _level(confidence: float) -> str:
+    return "%g%%" % round(100 * confidence, 6)
+
+
 def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     """One row per judged percentile of each arm of ``kind``: verdict, both figures, ratio and interval, ±, MDE."""
     from wakelab.analysis.compare import LATENCY, format_p, label_of
     from wakelab.formatting import format_rate, format_us
 
-    figure: Callable[[Optional[float]], str]
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * comparison.confidence, 6)
-    if kind == LATENCY:
-        header = ["latency (µs)", "at", "verdict", "n %s/%s" % (a, b), "units", "%s" % a, "%s" % b,
-                  "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
-        figure = format_us
-    else:
-        header = ["rate (median round)", "at", "verdict", "rounds %s/%s" % (a, b), "units", "%s ops/s" % a,
-                  "%s ops/s" % b, "%s/%s (%s CI)" % (b, a, level), "±run", "MDE", "MWU p"]
-        figure = format_rate
+    title, count, unit, figure = (("latency (µs)", "n", "", format_us) if kind == LATENCY
+                                  else ("rate (median round)", "rounds", " ops/s", format_rate))
+    header = [title, "at", "verdict", "%s %s/%s" % (count, a, b), "units", a + unit, b + unit,
+              "%s/%s (%s CI)" % (b, a, _level(comparison.confidence)), "±run", "MDE", "MWU p"]
     rows = []
-    for arm in comparison.arms:
-        if arm.kind != kind:
-            continue
-        first = True
-        for key, ci in arm.ratios.items():
+    for arm in (arm for arm in comparison.arms if arm.kind == kind):
+        for index, (key, ci) in enumerate(arm.ratios.items()):
             judged = arm.judgements.get(key)
-            rows.append([
-                arm.name if first else "",
-                label_of(key),
-                judged.verdict if judged is not None else arm.verdict,
-                "%d/%d" % (arm.n_baseline, arm.n_other) if first else "",
-                "%d/%d" % (arm.units_baseline, arm.units_other) if first else "",
-                figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
-                format_percent(judged.spread_pct, "±") if judged is not None else "-",
-                format_percent(judged.mde_pct) if judged is not None else "-",
-                (format_p(arm.test.p_value) if arm.test else "-") if first else "",
-            ])
-            first = False
+            name, n, units, p = [""] * 4 if index else [arm.name, "%d/%d" % (arm.n_baseline, arm.n_other),
+                                                           "%d/%d" % (arm.units_baseline, arm.units_other),
+                                                           format_p(arm.test.p_value) if arm.test else "-"]
+            rows.append([name, label_of(key), judged.verdict if judged is not None else arm.verdict, n, units,
+                         figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
+                         format_percent(judged.spread_pct, "±") if judged is not None else "-",
+                         format_percent(judged.mde_pct) if judged is not None else "-", p])
     return header, rows
 
 
@@ -345,27 +301,20 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     from wakelab.formatting import format_us
 
     a, b = comparison.baseline.label, comparison.other.label
-    level = "%g%%" % round(100 * comparison.confidence, 6)
     header = ["where the time goes (µs)", "component", "traced %s/%s" % (a, b), "%s p50" % a, "%s p50" % b,
-              "%s-%s p50 (%s CI)" % (b, a, level), "%s/%s" % (b, a)]
+              "%s-%s p50 (%s CI)" % (b, a, _level(comparison.confidence)), "%s/%s" % (b, a)]
     rows = []
-    for arm in comparison.arms:
+    for arm in (arm for arm in comparison.arms if arm.components is not None):
         found = arm.components
-        if found is None:
-            continue
-        first = True
-        for name, shift in found.shifts.items():
-            if shift.baseline == 0 and shift.other == 0:
-                continue
+        moved = [(name, shift) for name, shift in found.shifts.items() if shift.baseline != 0 or shift.other != 0]
+        for index, (name, shift) in enumerate(moved):
             mark = " *" if name == found.moved_most and found.significant else ""
             rows.append([
-                arm.name if first else "",
-                SHORT_NAMES.get(name, name) + mark,
-                "%d/%d" % (found.n_baseline, found.n_other) if first else "",
+                "" if index else arm.name, SHORT_NAMES.get(name, name) + mark,
+                "" if index else "%d/%d" % (found.n_baseline, found.n_other),
                 format_us(shift.baseline), format_us(shift.other), _difference_with_ci(shift),
                 format_ratio_plain(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
             ])
-            first = False
     return header, rows
 
 
@@ -399,6 +348,7 @@ def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
 def format_comparison(comparison: Any) -> List[str]:
     """The block of one run against the baseline."""
     from wakelab.analysis.compare import LATENCY, RATE
+    from wakelab.analysis.reblock_shifts import format_reblocks_moved
     from wakelab.report.text import bullets, format_table
 
     a, b = comparison.baseline.label, comparison.other.label
@@ -413,23 +363,13 @@ def format_comparison(comparison: Any) -> List[str]:
     if not comparison.arms:
         lines.append("")
         lines.append("  No arm has figures in both runs.")
-    listed: List[str] = []
-    if comparison.only_in_baseline:
-        listed.append("only in %s (not compared): %s" % (a, ", ".join(comparison.only_in_baseline)))
-    if comparison.only_in_other:
-        listed.append("only in %s (not compared): %s" % (b, ", ".join(comparison.only_in_other)))
-    for name, reason in comparison.not_compared:
-        listed.append("%s not compared: %s" % (name, reason))
+    listed = ["only in %s (not compared): %s" % (label, ", ".join(names))
+              for label, names in ((a, comparison.only_in_baseline), (b, comparison.only_in_other)) if names]
+    listed += ["%s not compared: %s" % (name, reason) for name, reason in comparison.not_compared]
     for arm in comparison.arms:
-        moved = format_moved(arm, a, b)
-        if moved is not None:
-            listed.append(moved)
-        if arm.components is not None and arm.components.reblocks:
-            from wakelab.analysis.reblock_shifts import format_reblocks_moved
-
-            named = format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
-            if named is not None:
-                listed.append(named)
+        moved = [format_moved(arm, a, b), format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
+                 if arm.components is not None else None]
+        listed += [line for line in moved if line is not None]
     # A note that several arms share (one unit in both runs, say) is listed once, naming them all.
     shared: Dict[str, List[str]] = {}
     for arm in comparison.arms:
@@ -496,7 +436,7 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         out.extend(bullets([escape_text(item) for item in items]))
     out.append("")
     out.append("HOW TO READ")
-    level = "%g%%" % round(100 * settings.confidence, 6)
+    level = _level(settings.confidence)
     m = settings.min_effect_pct
     out.extend(bullets([
         "Ratios are the other run's figure over the baseline's: for latencies above 1 is slower, for rates "

@@ -6,38 +6,32 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Dict, TYPE_CHECKING
+from typing import Any
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import usage_errors
 from wakelab.errors import UsageError
 
-if TYPE_CHECKING:
-    from wakelab.harness.interpreters import Candidate
-
-
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "interpreters", help="list the Python interpreters found here (for run --python); 'interpreters build' builds one",
-        description="List the Python 3 interpreters (CPython, free-threaded CPython, PyPy) on PATH, in pyenv-style "
-        "folders, among uv's managed Pythons, in conda and mamba environments, in the folders named by "
-        "$WAKELAB_INTERPRETERS (separated by ':') and in wakelab's interpreter cache, each labelled by what it says "
-        "it is, with implementation, version, build, GIL state, JIT, cyclic GC, multiprocessing's default start "
-        "method and why any cannot be used. 'run --python' takes a label from the list (or 3.14, 3.14t, pypy); "
-        "'run --python all' measures every usable one.",
+        description="List the Python 3 interpreters (CPython, free-threaded CPython, PyPy) on PATH, in pyenv-style folders, "
+        "among uv's managed Pythons, in conda and mamba environments, in the folders named by $WAKELAB_INTERPRETERS (separated "
+        "by ':') and in wakelab's interpreter cache, each labelled by what it says it is, with implementation, version, build, "
+        "GIL state, JIT, cyclic GC, multiprocessing's default start method and why any cannot be used. 'run --python' takes a "
+        "label from the list (or 3.14, 3.14t, pypy); 'run --python all' measures every usable one.",
     )
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
     parser.set_defaults(handler=cmd_interpreters)
     actions = parser.add_subparsers(dest="action", metavar="{build}")
     build = actions.add_parser(
         "build", help="build CPython into wakelab's interpreter cache",
-        description="Build CPython from Debian's source package into wakelab's interpreter cache "
-        "($WAKELAB_CACHE, else $XDG_CACHE_HOME/wakelab, else ~/.cache/wakelab). 3.13t is the free-threaded build; "
-        "it is built together with the default (GIL) build of the same source and flags, for a fair A/B "
-        "(--only builds just the one named). The source is fetched with 'apt-get source --download-only' "
-        "through a private source list in the cache (the Debian release that carries that CPython, the "
-        "machine's own Debian URIs): no system file is changed and nothing is installed. Needs a C compiler "
-        "and make; about 6 minutes per build on 2 free cores.",
+        description="Build CPython from Debian's source package into wakelab's interpreter cache ($WAKELAB_CACHE, else "
+        "$XDG_CACHE_HOME/wakelab, else ~/.cache/wakelab). 3.13t is the free-threaded build; it is built together with the "
+        "default (GIL) build of the same source and flags, for a fair A/B (--only builds just the one named). The source is "
+        "fetched with 'apt-get source --download-only' through a private source list in the cache (the Debian release that "
+        "carries that CPython, the machine's own Debian URIs): no system file is changed and nothing is installed. Needs a C "
+        "compiler and make; about 6 minutes per build on 2 free cores.",
     )
     build.add_argument("specs", nargs="+", metavar="RELEASE", help="3.13t (free-threaded) or 3.13 (with the GIL)")
     build.add_argument("--only", action="store_true", help="build only the builds named, not the GIL build beside a free-threaded one")
@@ -49,19 +43,6 @@ def register(sub: Any) -> None:
     build.set_defaults(handler=cmd_build)
 
 
-def _row(cand: Candidate) -> Dict[str, object]:
-    """One interpreter as ``--json`` prints it."""
-    interp = cand.interpreter
-    facts = interp.facts_dict() if interp else {"jit": None, "gc": None, "gc_thresholds": None, "multiprocessing_start_method": None}
-    return {
-        "label": interp.label if interp else None, "path": cand.path, "found_in": cand.origin,
-        "implementation": interp.implementation if interp else None, "version": interp.version_text if interp else None,
-        "implementation_version": interp.implementation_version if interp else None,
-        "build": interp.build_text if interp else None, "free_threaded": interp.free_threaded if interp else None,
-        "gil_enabled": interp.gil if interp else None, **facts, "usable": cand.usable, "reason": cand.reason,
-    }
-
-
 def cmd_interpreters(args: argparse.Namespace) -> int:
     from wakelab.formatting import escape_text
     from wakelab.harness.interpreters import cache_dir, format_jit, survey
@@ -69,7 +50,7 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
 
     found = survey()
     if args.json:
-        sys.stdout.write(json.dumps([_row(cand) for cand in found], indent=2) + "\n")
+        sys.stdout.write(json.dumps([cand.to_dict() for cand in found], indent=2) + "\n")
         return EXIT_OK
     table = []
     for cand in found:

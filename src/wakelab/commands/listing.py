@@ -1,15 +1,12 @@
 """``wakelab list``: every arm with its availability here, and the labs.
 
-User-defined arms are listed beside the built-in ones: those of every
-``--arm-file`` (loaded as ``wakelab run`` loads them, with the same one-line
-errors) and those the installed packages offer in the ``wakelab.arms``
-entry-point group.  An entry point that cannot be loaded does not fail the
-listing: it is listed under "not loaded", with its one-line reason (``wakelab
-run --arms NAME`` would refuse it with that line).
+User-defined arms are listed beside the built-in ones: those of every ``--arm-file`` (loaded as ``wakelab run`` loads
+them, with the same one-line errors) and those the installed packages offer in the ``wakelab.arms`` entry-point group.
+An entry point that cannot be loaded does not fail the listing: it is listed under "not loaded", with its one-line
+reason (``wakelab run --arms NAME`` would refuse it with that line).
 
-Availability is what can be known without importing an optional library (the
-async libraries' arms: :data:`wakelab.core.families.asynclibs.LISTING_CHECKS`);
-the full check runs where an arm is measured.
+Availability is what can be known without importing an optional library (the async libraries' arms:
+:data:`wakelab.core.families.asynclibs.LISTING_CHECKS`); the full check runs where an arm is measured.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from wakelab.commands import EXIT_OK
+from wakelab.commands._options import not_empty
 from wakelab.errors import OutputError
 
 DEFAULT_OUTPUT = "report.html"
@@ -32,18 +33,12 @@ def register(sub: Any) -> None:
     )
     report.add_argument("runs", nargs="+", metavar="RUN",
                         help="an evidence folder, its summary.json, or a grid folder (several: compare them)")
-    report.add_argument("-o", "--output", metavar="FILE", type=_output_path,
+    report.add_argument("-o", "--output", metavar="FILE", type=not_empty("a file (or '-' for stdout)"),
                         help="where to write the page ('-' for stdout; an existing file is replaced). Default: "
                              "%s beside the evidence (inside the one RUN or grid folder given); with several RUNs, "
                              "%s in the working directory" % (DEFAULT_OUTPUT, DEFAULT_OUTPUT))
     report.add_argument("-q", "--quiet", action="store_true", help="no line on stderr saying where the report went")
     report.set_defaults(handler=cmd_report)
-
-
-def _output_path(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("expected a file (or '-' for stdout), got an empty string")
-    return text
 
 
 def default_output(runs: Any) -> str:
@@ -59,8 +54,7 @@ def default_output(runs: Any) -> str:
 def check_destination(path: str) -> None:
     """Raise :class:`OutputError` unless a report can be written to ``path``; leaves nothing behind.
 
-    Run before anything is loaded or rendered: a file is tried in the
-    destination's folder, as the atomic write will, and removed.
+    Run before anything is loaded or rendered: a file is tried in the destination's folder, as the atomic write will.
     """
     import errno
     import tempfile

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
 import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
@@ -13,8 +12,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
 from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
-from wakelab.commands._options import (is_utf8, not_utf8_message, number_in, path_value, suggest_long_options, usage_errors, utf8_text,
-                                       whole_number)
+from wakelab.commands._options import (is_utf8, not_utf8_message, number_in, parsed_by, path_value, suggest_long_options,
+                                       usage_errors, utf8_text, whole_number)
 from wakelab.commands.history import add_history_option
 from wakelab.errors import EvidenceError, OutputError, UsageError
 
@@ -30,26 +29,13 @@ ARM_FILE_AS_TEXT = "an arm file's path is recorded as text in the evidence: give
 # Why a path that is not valid UTF-8 is refused up front rather than carried through.
 FOLDER_AS_TEXT = "the folder's name is recorded as text in the evidence and the history: choose a UTF-8 name"
 INTERPRETER_AS_TEXT = "the interpreter's path is recorded as text in the evidence: give a UTF-8 path"
-# How many CPUs --cpus gives each placement.
-PLACEMENT_CPUS = {"same": 1, "split": 2}
 
 # Bounds of the numeric options: beyond them a value is a typo, not a plan.
 LIMITS = {
-    "n": (1, 1_000_000),
-    "warmup": (0, 100_000),
-    "settle_us": (0, 10_000_000),
-    "settle_jitter_us": (0, 10_000_000),
-    "seed": (0, 2**63 - 1),
-    "install_n": (1, 100_000_000),
-    "rounds": (1, 1_000),
-    "planted_delay_us": (0, 1_000_000),
-    "workers": (1, 64),
-    "repeat": (1, 1000),
-    "cpu_threads": (0, 64),
-    "cpu_procs": (0, 64),
-    "interval_us": (1, 10_000_000),
-    "cpu": (0, 4095),
-    "priority": (0, 99),
+    "n": (1, 1_000_000), "warmup": (0, 100_000), "settle_us": (0, 10_000_000), "settle_jitter_us": (0, 10_000_000),
+    "seed": (0, 2**63 - 1), "install_n": (1, 100_000_000), "rounds": (1, 1_000), "planted_delay_us": (0, 1_000_000),
+    "workers": (1, 64), "repeat": (1, 1000), "cpu_threads": (0, 64), "cpu_procs": (0, 64), "interval_us": (1, 10_000_000),
+    "cpu": (0, 4095), "priority": (0, 99),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
 # --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
@@ -80,7 +66,6 @@ def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], L
 
 def _placement(text: str) -> str:
     from wakelab.core.placement import PLACEMENTS
-
     from wakelab.core.registry import did_you_mean
 
     if text not in PLACEMENTS:
@@ -93,15 +78,7 @@ _switch_interval = number_in("a number of seconds", lambda v: SWITCH_INTERVAL_LI
                              "between %g and %g seconds" % SWITCH_INTERVAL_LIMITS)
 _seconds = number_in("a number of seconds", lambda v: TIMEOUT_LIMITS[0] <= v <= TIMEOUT_LIMITS[1],
                      "between %s and %s seconds" % TIMEOUT_LIMITS)
-
-
-def _duration(text: str) -> float:
-    from wakelab.harness.soak import parse_duration_s
-
-    try:
-        return parse_duration_s(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_duration = parsed_by("wakelab.harness.soak", "parse_duration_s")
 
 
 def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
@@ -320,56 +297,29 @@ def _output_folder(args: argparse.Namespace, stem: str) -> str:
         raise OutputError("cannot write evidence to %s: %s (choose another folder with --output)" % (target, exc.strerror or exc)) from None
 
 
-def _pythons(args: argparse.Namespace, lab: Lab) -> List[Tuple[Optional[str], Optional[str]]]:
+def _pythons(args: argparse.Namespace, lab: Lab) -> Sequence[Tuple[Optional[str], Optional[str]]]:
     """``[(path or None, label or None)]`` for the --python options (None: this interpreter); without
     --python, the lab's own interpreters (the free-threading lab's three columns)."""
-    from wakelab.harness.interpreters import free_threading_pythons, resolve_python, survey, usable
-    from wakelab.harness.workers import MIN_PYTHON
+    from wakelab.harness.interpreters import choose_pythons, free_threading_pythons
 
-    if not args.python:
-        if lab.grid is not None and lab.grid.pythons and not args.in_process:
-            try:
-                return list(free_threading_pythons())
-            except (ValueError, OSError) as exc:
-                raise UsageError("--lab %s: %s" % (lab.id, exc)) from None
-        return [(None, None)]
-    if args.in_process:
+    if args.python and args.in_process:
         raise UsageError("--in-process measures in this interpreter; drop --python or --in-process")
-    chosen: List[Tuple[Optional[str], Optional[str]]] = []
-    found = functools.lru_cache(maxsize=None)(survey)  # one survey, only when a value needs it
-    for value in args.python:
-        if value == "all":
-            every = usable(c.interpreter for c in found() if c.interpreter is not None)
-            if not every:
-                raise UsageError("--python all found no Python %d.%d or newer on PATH, in pyenv, uv or conda folders, "
-                                 "$WAKELAB_INTERPRETERS or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
-            chosen += [(i.path, i.label) for i in every]
-            continue
+    if args.python:
         with usage_errors(ValueError, OSError):
-            path, interpreter = resolve_python(value, found)
-        chosen.append((path, interpreter.label))
-    labels = [label for _, label in chosen]
-    if len(set(labels)) != len(labels):
-        # Two paths to the same version: keep them apart by position.
-        chosen = [(path, "%s-%d" % (label, i + 1)) for i, (path, label) in enumerate(chosen)]
-    return chosen
+            return choose_pythons(args.python)
+    if lab.grid is None or not lab.grid.pythons or args.in_process:
+        return [(None, None)]
+    try:
+        return free_threading_pythons()
+    except (ValueError, OSError) as exc:
+        raise UsageError("--lab %s: %s" % (lab.id, exc)) from None
 
 
 def _placements(args: argparse.Namespace, lab: Lab) -> List[Tuple[str, Optional[int], Optional[int]]]:
-    from wakelab.core.placement import PlacementError, resolve_cpus
+    from wakelab.core.placement import PlacementError, resolve_placements
 
-    names = args.placement or list(lab.grid.placements if lab.grid is not None and lab.grid.placements else ["any"])
-    if args.cpus and names == ["any"]:
-        raise UsageError("--cpus needs --placement same or split")
-    if args.cpus:
-        # A grid of same and split takes two CPUs, same using the first; otherwise each its own count.
-        needed = max(PLACEMENT_CPUS.get(name, 0) for name in names)
-        if len(args.cpus) != needed:
-            raise UsageError("--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; same and split "
-                             "together take 2, same using the first)" % (len(args.cpus), "" if len(args.cpus) == 1 else "s", ",".join(names), needed))
     with usage_errors(PlacementError):
-        return [(name, *resolve_cpus(name, args.cpus[:PLACEMENT_CPUS[name]] if args.cpus and name in PLACEMENT_CPUS else None))
-                for name in names]
+        return resolve_placements(args.placement or (lab.grid is not None and lab.grid.placements) or ["any"], args.cpus)
 
 
 def _execution(args: argparse.Namespace) -> Execution:
@@ -390,11 +340,8 @@ def _execution(args: argparse.Namespace) -> Execution:
                                 notifier_policy=notifier_policy, notifier_priority=notifier_priority)
         check_realtime(conditions)  # refused now, one line, where this user or this kernel cannot have them
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
-    workers = args.workers
-    if workers is None:
-        workers = DEFAULT_WORKERS
-        if args.rigorous:  # two per repetition, never fewer than a plain run's
-            workers = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))
+    rigorous = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))  # never fewer than plain
+    workers = args.workers if args.workers is not None else rigorous if args.rigorous else DEFAULT_WORKERS
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 
@@ -450,62 +397,40 @@ def _record_history(args: argparse.Namespace, runs: Sequence[Tuple[Mapping[str, 
             return
 
 
-def _on_disk(summary: Mapping[str, object], folder: str) -> Mapping[str, object]:
-    """What the bundle in ``folder`` says: after a failed write the history records that, not the
-    run's last state in memory, which the disk could not take (``summary`` if none is readable)."""
+def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Tuple[Mapping[str, object], str]]:
+    """``(summary, folder)`` of each bundle as its summary.json says: after a failed write the history records that, not
+    the run's last state in memory, which the disk could not take.  ``fallback`` where none is readable; without one the
+    folder is left out (a grid cell interrupted before its first write: nothing to record)."""
     from wakelab.evidence.load import load_summary
 
-    try:
-        return load_summary(folder)
-    except EvidenceError:
-        return summary
+    runs: List[Tuple[Mapping[str, object], str]] = []
+    for folder in folders:
+        try:
+            runs.append((load_summary(folder), folder))
+        except EvidenceError:
+            if fallback is not None:
+                runs.append((fallback, folder))
+    return runs
 
 
 def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Tuple[Mapping[str, object], str]]:
     """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
-    from wakelab.evidence.load import CELLS_DIR, load_summary
+    from wakelab.evidence.load import CELLS_DIR
 
-    runs: List[Tuple[Mapping[str, object], str]] = []
-    for cell in matrix.cells:
-        if cell.status == "pending":
-            continue
-        cell_folder = os.path.join(folder, CELLS_DIR, cell.label)
-        try:
-            runs.append((load_summary(cell_folder), cell_folder))
-        except EvidenceError:
-            continue  # interrupted before its first write: nothing to record
-    return runs
+    return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])
 
 
 def _check_history(args: argparse.Namespace) -> None:
-    """Refuse, before anything is measured, a history database the run could not be recorded in.
-
-    Creates nothing: an existing database is opened and checked as recording
-    will open it (an older schema is migrated then, as recording would); a
-    missing one needs its nearest existing folder to be writable.
-    """
-    from wakelab.history import HistoryError, open_history, resolve_db_path
+    """Refuse, before anything is measured, a history database the run could not be recorded in."""
+    from wakelab.history.store import HistoryError, check_recordable, resolve_db_path
 
     if args.no_history:
         return
     path, hint = resolve_db_path(args.history), "choose another with --history PATH, or --no-history"
     if not is_utf8(path):  # from $WAKELAB_HISTORY or $XDG_DATA_HOME; --history is checked by argparse
         raise UsageError("history database path %s" % not_utf8_message(path, hint))
-    if os.path.lexists(path):
-        if os.path.isdir(path):
-            raise UsageError("history database %s is a directory (%s)" % (path, hint))
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise UsageError("cannot write history database %s: permission denied (%s)" % (path, hint))
-        with usage_errors(HistoryError), open_history(path, create=False):
-            pass
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise UsageError("cannot create history database %s: %s is not a directory (%s)" % (path, parent, hint))
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError("cannot create history database %s: %s is not writable (%s)" % (path, parent, hint))
+    with usage_errors(HistoryError):
+        check_recordable(path, hint)
 
 
 def _check_command_line(argv: List[str]) -> None:
@@ -518,10 +443,8 @@ def _check_command_line(argv: List[str]) -> None:
 def _brief_wanted(args: argparse.Namespace) -> bool:
     """The short form for ``--brief``, or by default when stdout is a terminal (as ``ls`` does: people
     get a screen, pipes and files the full text, so scripts read what they always read)."""
-    if args.json or args.full:
-        return False
-    if args.brief:
-        return True
+    if args.json or args.full or args.brief:
+        return bool(args.brief)
     try:
         return bool(sys.stdout.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
@@ -579,10 +502,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress = _trace_notice(shown) if execution.trace else shown
             if len(cells) == 1:
                 plan = grid.cell_plan(base, cells[0], folder)
-                if args.duration is None:
-                    summary, write_error = run_plan_checked(plan, progress)
-                else:
-                    summary, write_error = run_soak(plan, args.duration, progress)
+                summary, write_error = (run_plan_checked(plan, progress) if args.duration is None
+                                        else run_soak(plan, args.duration, progress))
                 brief = _brief_wanted(args)
                 text = dumps(summary) if args.json else format_brief(summary, folder) if brief else format_summary(summary)
                 # A write that failed after the last arm fails no arm, but the run still failed.
@@ -590,7 +511,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 arm_failed = any(a.status == FAILED for a in run.arms())
                 failed = write_error is not None or arm_failed
                 complete = run.complete
-                runs = [(summary if write_error is None else _on_disk(summary, folder), folder)]
+                runs = [(summary, folder)] if write_error is None else _on_disk([folder], summary)
             else:
                 brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)

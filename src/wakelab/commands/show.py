@@ -72,9 +72,8 @@ def _why_not(arm: Any) -> str:
 def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
     """The latency arms to draw, and notes for the arms left out.
 
-    ``wanted`` is ``""`` (every latency arm with wakes) or a comma-separated
-    list of arm names; a name that is not a latency arm of this run with
-    wakes is a :class:`UsageError` that says what it is.
+    ``wanted`` is ``""`` (every latency arm with wakes) or a comma-separated list of arm names; a name that is not a
+    latency arm of this run with wakes is a :class:`UsageError` that says what it is.
     """
     from wakelab.core.registry import arm_names, unknown_name_message
     from wakelab.errors import UsageError
@@ -88,9 +87,7 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
         if rates:
             notes.append("Not shown: %s (rate arm%s: %s time%s rounds of calls, not wakes)." % (
                 ", ".join(rates), "" if len(rates) == 1 else "s", "it" if len(rates) == 1 else "they", "s" if len(rates) == 1 else ""))
-        for arm in arms:
-            if arm.kind == LATENCY and arm not in drawable:
-                notes.append("Not shown: %s (%s)." % (arm.name, _why_not(arm)))
+        notes += ["Not shown: %s (%s)." % (arm.name, _why_not(arm)) for arm in arms if arm.kind == LATENCY and arm not in drawable]
         if not drawable:
             raise UsageError("%s has no latency arm with wakes to draw%s" % (
                 bundle.source, " (%s)" % "; ".join(n.rstrip(".") for n in notes) if notes else ""))

@@ -80,6 +80,23 @@ def resolve_cpus(placement: str, cpus: Optional[Sequence[int]] = None) -> Tuple[
     return chosen[0], chosen[1]
 
 
+# How many CPUs --cpus gives each placement.
+PLACEMENT_CPUS = {SAME: 1, SPLIT: 2}
+
+
+def resolve_placements(names: Sequence[str], cpus: Optional[Sequence[int]]) -> List[Tuple[str, Optional[int], Optional[int]]]:
+    """``(placement, notifier_cpu, waiter_cpu)`` of each of ``names``; ``cpus`` (--cpus) serves them all: a grid of
+    same and split takes two CPUs, same using the first."""
+    needed = max(PLACEMENT_CPUS.get(name, 0) for name in names)
+    if cpus and not needed:
+        raise PlacementError("--cpus needs --placement same or split")
+    if cpus and len(cpus) != needed:
+        raise PlacementError("--cpus lists %d CPU%s, but --placement %s takes %d (same takes 1 CPU, split takes 2; same and "
+                             "split together take 2, same using the first)" % (len(cpus), "" if len(cpus) == 1 else "s",
+                                                                                ",".join(names), needed))
+    return [(name, *resolve_cpus(name, list(cpus or ())[:PLACEMENT_CPUS.get(name, 0)] or None)) for name in names]
+
+
 def cpu_for(placement: str, notifier_cpu: Optional[int], waiter_cpu: Optional[int], role: str) -> Optional[int]:
     if placement == ANY:
         return None

@@ -48,6 +48,7 @@ whatever it started) is not waited for long and leaves nothing behind.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import json
 import os
@@ -186,6 +187,16 @@ class Candidate:
     @property
     def usable(self) -> bool:
         return self.reason is None
+
+    def to_dict(self) -> Dict[str, object]:
+        """The candidate as ``wakelab interpreters --json`` prints it (the interpreter's facts None where it is none)."""
+        i = self.interpreter
+        facts = i.facts_dict() if i else dict.fromkeys(("jit", "gc", "gc_thresholds", "multiprocessing_start_method"))
+        return {
+            "label": i and i.label, "path": self.path, "found_in": self.origin, "implementation": i and i.implementation,
+            "version": i and i.version_text, "implementation_version": i and i.implementation_version, "build": i and i.build_text,
+            "free_threaded": i and i.free_threaded, "gil_enabled": i and i.gil, **facts, "usable": self.usable, "reason": self.reason,
+        }
 
 
 def cache_dir(environ: Optional[Mapping[str, str]] = None) -> str:
@@ -557,6 +568,26 @@ def resolve_python(value: str, candidates: Callable[[], Sequence[Candidate]],
         raise ValueError("--python %s: %s at %s is %s" % (value, too_old.label, too_old.path, unusable_reason(too_old)))
     names = ", ".join(i.short_name for i in runnable) or "none"
     raise ValueError("--python %s: no %s here; found: %s (wakelab interpreters lists them)" % (value, spec.text, names))
+
+
+def choose_pythons(values: Sequence[str]) -> List[Tuple[str, str]]:
+    """``[(path, label)]`` of the ``--python`` values (``all``: every usable interpreter found here), or
+    :class:`ValueError` with one line; two paths to the same version are kept apart by position."""
+    chosen: List[Tuple[str, str]] = []
+    found = functools.lru_cache(maxsize=None)(survey)  # one survey, only when a value needs it
+    for value in values:
+        if value != "all":
+            path, interpreter = resolve_python(value, found)
+            chosen.append((path, interpreter.label))
+            continue
+        every = usable(c.interpreter for c in found() if c.interpreter is not None)
+        if not every:
+            raise ValueError("--python all found no Python %d.%d or newer on PATH, in pyenv, uv or conda folders, "
+                             "$WAKELAB_INTERPRETERS or the interpreter cache (see 'wakelab interpreters')" % MIN_PYTHON)
+        chosen += [(i.path, i.label) for i in every]
+    if len({label for _, label in chosen}) == len(chosen):
+        return chosen
+    return [(path, "%s-%d" % (label, i + 1)) for i, (path, label) in enumerate(chosen)]
 
 
 def _with_the_gil_on(value: str, interpreter: Interpreter, cache: Optional[str]) -> Tuple[str, Interpreter]:

@@ -247,6 +247,27 @@ def open_history(db_path: Optional[str] = None, *, create: bool = True,
         conn.close()
 
 
+def check_recordable(path: str, hint: str) -> None:
+    """:class:`HistoryError` (ending in ``(hint)``) where a run could not be recorded in the database at ``path``.
+
+    Creates nothing: an existing database is opened and checked as recording will open it (an older schema is migrated
+    then, as recording would); a missing one needs its nearest existing folder to be writable.
+    """
+    if os.path.lexists(path):
+        if os.path.isdir(path):
+            raise HistoryError("history database %s is a directory (%s)" % (path, hint))
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise HistoryError("cannot write history database %s: permission denied (%s)" % (path, hint))
+        with open_history(path, create=False):
+            return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        problem = "is not writable" if os.path.isdir(parent) else "is not a directory"
+        raise HistoryError("cannot create history database %s: %s %s (%s)" % (path, parent, problem, hint))
+
+
 @dataclasses.dataclass(frozen=True)
 class RecordResult:
     """What :func:`record_run` did: ``action`` is added, unchanged or updated; ``folder``, ``run_uuid``
