@@ -322,13 +322,12 @@ CELL_PENDING = "pending"
 class GridCellIndex:
     """One cell of a grid as its matrix.json lists it.
 
-    ``folder`` is the cell's bundle folder (the grid folder joined with ``relative``, matrix.json's ``cells/<label>``);
-    ``status`` is matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
+    ``folder`` is the cell's bundle folder (the grid folder joined with matrix.json's ``cells/<label>``); ``status`` is
+    matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
     """
 
     label: str
     folder: str
-    relative: str
     dimensions: Mapping[str, object]
     status: str
     has_evidence: bool
@@ -415,8 +414,7 @@ def load_grid_index(folder: str) -> GridIndex:
                 relative, SUMMARY_JSON)
             raise EvidenceError("%s: cell %s ran (matrix.json says %s) but %s: the grid's evidence is incomplete "
                                 "(restore the cell, or run the grid again)" % (folder, label, status, missing))
-        cells.append(GridCellIndex(label=label, folder=path, relative=relative, dimensions=dict(entry.get("dimensions") or {}),
-                                   status=status, has_evidence=has_evidence))
+        cells.append(GridCellIndex(label, path, dict(read_as(Mapping[str, object], entry.get("dimensions"))), status, has_evidence))
     if not any(c.has_evidence for c in cells):
         raise EvidenceError("%s: no cell of this grid has evidence yet (it stopped before its first cell)" % folder)
     return GridIndex(folder=folder, matrix=matrix, cells=tuple(cells))

@@ -13,8 +13,9 @@ The records live in the package's modules, each importing only those before it (
 by one reader (:func:`wakelab.evidence.bundle.read_record`): :mod:`~wakelab.evidence.words` and
 :mod:`~wakelab.evidence.sections` (the run-wide sections),
 :mod:`~wakelab.evidence.figures` (an arm's figures and spreads), :mod:`~wakelab.evidence.warnings`,
-:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file); this module
-holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
+:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file),
+:mod:`~wakelab.evidence.matrix` (a grid's matrix.json); this module holds :class:`Bundle` and :class:`Grid` and
+re-exports every record, so readers import them from here.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from wakelab.evidence.figures import (
     TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.bundle import R, Record, json_field, read_as
+from wakelab.evidence.load import GridCellIndex, load_grid_index, load_samples, load_summary, resolve_summary_path
+from wakelab.evidence.matrix import MatrixDoc
+from wakelab.evidence.bundle import R, Record, dumps, json_field, read_as
 from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
@@ -102,8 +105,6 @@ class Bundle:
         Raises :class:`~wakelab.errors.EvidenceError` with one line for anything that is not a valid bundle: a grid
         folder (say which cells to use), a missing or corrupt summary, an arm listed twice.
         """
-        from wakelab.evidence.load import load_summary, resolve_summary_path
-
         cells = os.path.join(path, "cells")
         if os.path.isdir(path) and not os.path.exists(resolve_summary_path(path)) and os.path.isdir(cells):
             names = sorted(n for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
@@ -202,8 +203,6 @@ class Bundle:
 
     def samples_doc(self, entry: Mapping[str, object]) -> Dict[str, Any]:
         """The raw samples document of arm ``entry`` (EvidenceError when unusable)."""
-        from wakelab.evidence.load import load_samples
-
         return load_samples(self.folder, dict(entry))
 
     def samples_file(self, arm: ArmRecord) -> SamplesFile:
@@ -304,22 +303,15 @@ class Bundle:
 
     def dumps(self) -> str:
         """The summary as the runner writes it (sorted keys, stable text)."""
-        from wakelab.evidence.bundle import dumps
-
         return dumps(self.summary)
 
+
 @dataclasses.dataclass(frozen=True)
-class GridCell:
-    """One cell of a grid: its label, its value of each grid dimension, its state in matrix.json, and its run.
+class GridCell(GridCellIndex):
+    """One cell of a grid as matrix.json lists it (:class:`~wakelab.evidence.load.GridCellIndex`) and its run: None for a
+    cell that never wrote evidence (the grid stopped before it)."""
 
-    ``bundle`` is None for a cell that never wrote evidence (the grid stopped before it); ``status`` is matrix.json's
-    (pending / running / done).
-    """
-
-    label: str
-    dimensions: Mapping[str, object]
-    status: str
-    bundle: Optional[Bundle]
+    bundle: Optional[Bundle] = None
 
     @property
     def evidence(self) -> Bundle:
@@ -336,9 +328,11 @@ class GridCell:
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
-    """A grid folder as every reader sees it: its validated matrix.json and its cells, in the matrix's order.
+    """A grid folder as every reader sees it: its validated matrix.json, read once as a :class:`MatrixDoc` (``doc``), and
+    its cells, in the matrix's order.
 
-    Loaded once by :meth:`load` for compare, export and the HTML report alike.
+    Loaded once by :meth:`load` for compare, export and the HTML report alike.  ``matrix`` is matrix.json as stored, for
+    the JSON export, which writes it back whole.
     """
 
     source: str
@@ -355,38 +349,35 @@ class Grid:
         corrupt matrix.json, or a cell whose summary is there but invalid is an :class:`EvidenceError` (one line).
         ``grid_hint`` is what a cell that is itself a grid is told to do (see :meth:`Bundle.load`).
         """
-        from wakelab.evidence.load import load_grid_index
-
         index = load_grid_index(path)
-        cells = tuple(
-            GridCell(cell.label, dict(cell.dimensions), cell.status,
-                     Bundle.load(cell.folder, label=cell.label, grid_hint=grid_hint) if cell.has_evidence else None)
-            for cell in index.cells
-        )
+        cells = tuple(GridCell(**vars(cell), bundle=Bundle.load(cell.folder, cell.label, grid_hint) if cell.has_evidence else None)
+                      for cell in index.cells)
         return cls(source=path, folder=os.path.abspath(path), matrix=index.matrix, cells=cells)
+
+    @functools.cached_property
+    def doc(self) -> MatrixDoc:
+        return MatrixDoc.from_dict(self.matrix)
 
     @property
     def name(self) -> str:
         return os.path.basename(os.path.abspath(self.folder))
 
+    # matrix.json's own facts, for the readers that take them from the grid
     @property
     def dimensions(self) -> Tuple[str, ...]:
-        """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
-        return read_as(Tuple[str, ...], self.matrix.get("dimensions"))
+        return self.doc.dimensions
 
     @property
     def lab(self) -> LabInfo:
-        """The lab the grid ran (matrix.json's ``lab``)."""
-        return LabInfo.from_dict(self.matrix.get("lab"))
+        return self.doc.lab
 
     @property
-    def started_utc(self) -> Any:
-        return self.matrix.get("started_utc")
+    def started_utc(self) -> object:
+        return self.doc.started_utc
 
     @property
-    def complete(self) -> Any:
-        """matrix.json's ``complete``: every cell ran (None: not recorded)."""
-        return self.matrix.get("complete")
+    def complete(self) -> bool:
+        return self.doc.complete
 
     @property
     def with_evidence(self) -> Tuple[GridCell, ...]:
