@@ -53,6 +53,21 @@ def test_samples_that_disagree_with_the_summary_are_refused(tmp_path) -> None:
         bundle.latency_samples(bundle.arms_by_name()["event"])
 
 
+def test_an_n_stored_as_a_whole_float_still_counts_every_wake(tmp_path) -> None:
+    copy = str(tmp_path / "run")
+    shutil.copytree(COMMITTED, copy)
+    with open(os.path.join(copy, "summary.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    doc["arms"][0]["latency"]["n"] = 200.0
+    with open(os.path.join(copy, "summary.json"), "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+    bundle = Bundle.load(copy)
+    event = bundle.arms_by_name()["event"]
+    assert bundle.latency_samples(event).total == 200
+    assert bundle.raw_kept(event.entry, range(200)) == bundle.raw_kept(event, range(200))
+    assert bundle.raw_kept(event, range(199)) is None
+
+
 def test_a_grid_folder_is_named_as_one(tmp_path) -> None:
     (tmp_path / "cells" / "any").mkdir(parents=True)
     with pytest.raises(EvidenceError, match="is a grid of runs, not one run: use its cells"):

@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any, Callable, Dict, Generic, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Generic, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
@@ -236,7 +236,7 @@ class Bundle:
                 self.source, arm.name, stored.kind))
         values = tuple(stored.samples_ns)
         expected = arm.latency.n if arm.latency is not None else None
-        kept = self.raw_kept(arm.entry, values)
+        kept = self.raw_kept(arm, values)
         if kept is None:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
                 os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
@@ -251,45 +251,41 @@ class Bundle:
         components = {str(k): tuple(v) for k, v in sorted(stored.components_ns.items())}
         return ArmSamples(values, components, kept.total, histogram)
 
-    def raw_kept(self, entry: Mapping[str, object], values: Any) -> Optional[RawKept]:
-        """How many of arm ``entry``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
+    def raw_kept(self, arm: Union[ArmRecord, Mapping[str, object]], values: Any) -> Optional[RawKept]:
+        """How many of ``arm``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
 
         Every wake when ``len(values)`` is the summary's n.  A soak past its raw-sample cap
         (``summary["soak"]["raw_kept"] == len(values) < n``) keeps whole chunks, one worker record each: the records'
         ``n`` must add up to the kept samples, there must be as many as the soak's ``raw_kept_slices``, and each
         record's ``p50_ns`` must be the type-7 median of its chunk's samples, so that each worker record is one unit of
         the kept samples; EvidenceError (one line) when they do not line up.  None for any other disagreement with n
-        (the caller words it). ``values`` may be a tuple of ints or a numpy array.
+        (the caller words it). ``values`` may be a tuple of ints or a numpy array; ``arm`` its record, or its entry.
         """
-        name = entry.get("name")
-        latency = entry.get("latency") if isinstance(entry.get("latency"), Mapping) else {}
-        assert isinstance(latency, Mapping)
-        total = latency.get("n")
+        arm = arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
+        total = arm.latency.n if arm.latency is not None else None
         count = len(values)
+        workers = arm.workers or ()
         if count == total:
-            workers = entry.get("workers")
-            return RawKept(count, count, len(workers) if isinstance(workers, list) and workers else 1)
-        soak = self.summary.get("soak") if isinstance(self.summary.get("soak"), Mapping) else None
-        if soak is None or soak.get("raw_kept") != count or not isinstance(total, int) or count >= total:
+            return RawKept(count, count, len(workers) or 1)
+        soak = self.soak
+        if soak is None or soak.raw_kept != count or total is None or count >= total:
             return None
         refuse = "%s: arm %s is a soak past its raw-sample cap whose kept samples (the first %d of %d wakes) do not " \
-                 "line up with its kept chunks' worker records: %%s" % (self.source, name, count, total)
-        workers = entry.get("workers")
-        if not isinstance(workers, list) or not workers or not all(isinstance(w, Mapping) for w in workers):
+                 "line up with its kept chunks' worker records: %%s" % (self.source, arm.name, count, total)
+        if not workers or not all(w.recorded for w in workers):
             raise EvidenceError(refuse % "it has none")
-        sizes = [w.get("n") for w in workers]
+        sizes = [w.n for w in workers]
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes):
             raise EvidenceError(refuse % "a worker record has no whole n")
         if sum(sizes) != count:
             raise EvidenceError(refuse % ("%d workers' n add up to %d" % (len(sizes), sum(sizes))))
-        slices = soak.get("raw_kept_slices")
-        if slices is not None and slices != len(workers):
-            raise EvidenceError(refuse % ("%d worker records, the soak says %s chunks are kept" % (len(workers), slices)))
+        if soak.raw_kept_slices is not None and soak.raw_kept_slices != len(workers):
+            raise EvidenceError(refuse % ("%d worker records, the soak says %s chunks are kept" % (len(workers), soak.raw_kept_slices)))
         start = 0
         for index, (record, size) in enumerate(zip(workers, sizes)):
             chunk = values[start:start + size]
             start += size
-            claimed = record.get("p50_ns")
+            claimed = record.p50_ns
             if not size or claimed is None:
                 continue
             as_list = getattr(chunk, "tolist", None)  # a numpy array's values as Python numbers: sorted fast
