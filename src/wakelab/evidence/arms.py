@@ -109,7 +109,7 @@ class ArmRecord(Record):
     latency: Optional[LatencyFigures]
     rate: Optional[RateFigures]
     samples_file: Optional[str]
-    entry: Mapping[str, Any] = dataclasses.field(metadata=json_meta(""), repr=False, compare=False)
+    entry: Mapping[str, object] = dataclasses.field(metadata=json_meta(""), repr=False, compare=False)
     #: Each timed component of a wake (``components``: the C floor's .read, ...), by name, sorted.
     components: Tuple[Tuple[str, LatencyFigures], ...] = json_field(read=_components, default=())
     repetitions: Optional[RepetitionSpread] = None
