@@ -122,3 +122,15 @@ def test_the_grid_writer_and_readers_share_the_matrix_records() -> None:
     [(name, (back,))] = matrix.arms
     assert back.to_dict() == row and back.measured and dict(back.figures) == {"p50": 10.0, "p99": 20.5, "max": 30.0}
     assert matrix.command == ("wakelab", "run")
+
+
+def test_the_observed_section_reads_as_records_and_its_absence_as_none() -> None:
+    observed = {"start": {"load_average": [1.5, 1.0, 0.5], "cpufreq_governors": {"0": "performance"}},
+                "end": {"load_average": None}, "busy_processes": [{"pid": 7, "name": "cc1", "cpu_share": 0.9}, "not a record"]}
+    bundle = Bundle("run", "run", {"observed": observed, "parameters": {"placement": "spread"}})
+    seen = bundle.observed
+    assert seen is not None and seen.start is not None and seen.end is not None
+    assert (seen.start.load_1min, seen.end.load_1min, dict(seen.start.cpufreq_governors)) == (1.5, None, {"0": "performance"})
+    assert [(p.pid, p.name, p.cpu_share, p.started_during_run) for p in seen.busy_processes] == [(7, "cc1", 0.9, None)]
+    assert bundle.parameters.present and not bundle.machine.present
+    assert Bundle("run", "run", {"observed": {}}).observed is None and Bundle("run", "run", {}).observed is None

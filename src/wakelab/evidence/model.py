@@ -37,7 +37,9 @@ from wakelab.evidence.interpreter import Interpreter
 from wakelab.evidence.load import GridCellIndex, load_grid_index, load_samples, load_summary, resolve_summary_path
 from wakelab.evidence.matrix import MatrixDoc
 from wakelab.evidence.bundle import R, Record, dumps, json_field, read_as
-from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
+from wakelab.evidence.sections import (
+    Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
+)
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
 
@@ -154,6 +156,11 @@ class Bundle:
     @functools.cached_property
     def soak(self) -> Optional[Soak]:
         return Soak.from_section(self.summary.get("soak"))
+
+    @functools.cached_property
+    def observed(self) -> Optional[Observed]:
+        """What the machine was doing while the run measured (None: not recorded, a bundle from before it was)."""
+        return Observed.from_section(self.summary.get("observed"))
 
     @property
     def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
@@ -398,7 +405,7 @@ class Grid:
 __all__ = [
     "DEFAULT_REPEAT", "LATENCY", "NOTE_LEVEL", "PERCENTILE_KEYS", "RATE", "WARNING_LEVEL",
     "ArmOrigin", "ArmRecord", "ArmSamples", "Bundle", "Conditions", "CpuSide", "CpuSplit", "Execution", "Grid", "GridCell",
-    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Parameters", "RateFigures", "RawKept",
+    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Observed", "ObservedProcess", "Parameters", "Reading", "RateFigures", "RawKept",
     "RepetitionSpread", "SamplesFile", "Soak", "System", "Timer", "TraceFigures", "TraceHolder", "Tracing", "WarningKind",
     "WarningRecord", "WorkerRecord",
 ]
