@@ -131,6 +131,8 @@ def test_the_observed_section_reads_as_records_and_its_absence_as_none() -> None
     seen = bundle.observed
     assert seen is not None and seen.start is not None and seen.end is not None
     assert (seen.start.load_1min, seen.end.load_1min, dict(seen.start.cpufreq_governors)) == (1.5, None, {"0": "performance"})
-    assert [(p.pid, p.name, p.cpu_share, p.started_during_run) for p in seen.busy_processes] == [(7, "cc1", 0.9, None)]
+    assert [(p.pid, p.name, p.cpu_share, p.started_during_run) for p in seen.busy_processes or ()] == [(7, "cc1", 0.9, None)]
     assert bundle.parameters.present and not bundle.machine.present
     assert Bundle("run", "run", {"observed": {}}).observed is None and Bundle("run", "run", {}).observed is None
+    unread, none = (Bundle("run", "run", {"observed": {"busy_processes": value, "end": 1}}).observed for value in ({}, []))
+    assert unread is not None and none is not None and (unread.busy_processes, unread.end, none.busy_processes) == (None, None, ())

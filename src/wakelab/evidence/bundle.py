@@ -359,6 +359,7 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
 #   a record (Optional: None unless v is a mapping; an empty one too for EMPTY_IS_ABSENT)
 #   Tuple[X, ...]                        () unless a list; records: its mappings, each read; str: str(x)
 #   Mapping[str, X]                      {} unless a mapping; X Any: the mapping itself; else each value read
+#   Optional[Tuple / Mapping]            None unless a list / a mapping, else as above
 # A field that needs more names a function of the stored value (metadata "read").
 
 R = TypeVar("R", bound="Record")
@@ -441,8 +442,8 @@ def read_as(tp: Any, value: object) -> Any:
         inner = next(arg for arg in args if arg is not type(None))
         if _is_record(inner):
             return inner.from_section(value)
-        if typing.get_origin(inner) is not None:  # Optional[Mapping[...]]
-            return read_as(inner, value) if isinstance(value, Mapping) else None
+        if typing.get_origin(inner) is not None:  # Optional[Mapping[...]], Optional[Tuple[...]]
+            return read_as(inner, value) if isinstance(value, list if typing.get_origin(inner) is tuple else Mapping) else None
         return value if value is None or inner not in (int, float) else inner(value)
     if tp in (bool, int, float, str):
         return tp(value) if tp is bool else tp(value or tp())

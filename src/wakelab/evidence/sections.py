@@ -241,8 +241,8 @@ class Observed(Record):
     end: Optional[Reading] = None
     wall_s: Any = None
     cpu_busy: Mapping[str, object] = dataclasses.field(default_factory=dict)
-    #: Busiest first (empty: none seen, or not readable).
-    busy_processes: Tuple[ObservedProcess, ...] = ()
+    #: Busiest first (None: not readable).
+    busy_processes: Optional[Tuple[ObservedProcess, ...]] = None
     busy_share: Any = None
     method: Any = None
 
