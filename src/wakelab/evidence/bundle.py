@@ -37,7 +37,7 @@ import re
 import stat
 import tempfile
 import typing
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 SCHEMA_NAME = "wakelab.summary"
 SAMPLES_SCHEMA = "wakelab.samples"
@@ -363,6 +363,8 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
 # A field that needs more names a function of the stored value (metadata "read").
 
 R = TypeVar("R", bound="Record")
+S = TypeVar("S")
+T = TypeVar("T")
 _ABSENT = object()
 
 
@@ -409,6 +411,19 @@ class Record:
                 where = typing.cast(Dict[str, object], where.setdefault(part, {}))
             where[last] = _plain(value)
         return out
+
+
+class Of(Generic[S, T]):
+    """An attribute of a record's owner read from that record, the one its subclass names (``record``): a bundle's
+    facts, a grid's matrix document, a trace's components."""
+
+    record: ClassVar[str]
+
+    def __init__(self, read: Callable[[S], T]) -> None:
+        self.read = read
+
+    def __get__(self, owner: object, cls: object) -> T:
+        return self.read(getattr(owner, self.record))
 
 
 def _plain(value: object) -> object:

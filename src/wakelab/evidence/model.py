@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any, Callable, Dict, Generic, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
@@ -36,7 +36,7 @@ from wakelab.evidence.figures import (
 from wakelab.evidence.interpreter import Interpreter
 from wakelab.evidence.load import GridCellIndex, load_grid_index, load_samples, load_summary, resolve_summary_path
 from wakelab.evidence.matrix import MatrixDoc
-from wakelab.evidence.bundle import R, Record, dumps, json_field, read_as
+from wakelab.evidence.bundle import Of, R, Record, T, dumps, json_field, read_as
 from wakelab.evidence.sections import (
     Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
 )
@@ -46,7 +46,6 @@ from wakelab.evidence.words import RunState, run_state
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without ``execution.repeat``
 # measured once.
 DEFAULT_REPEAT = 5
-T = TypeVar("T")
 
 
 def _section(record: Type[R], key: Optional[str]) -> "functools.cached_property[R]":
@@ -77,14 +76,12 @@ class RunFacts(Record):
     interrupted: bool = False
 
 
-class _Fact(Generic[T]):
-    """An attribute of :class:`Bundle` read from its :class:`RunFacts`."""
+class _Fact(Of[RunFacts, T]):
+    record = "facts"
 
-    def __init__(self, read: Callable[[RunFacts], T]) -> None:
-        self.read = read
 
-    def __get__(self, bundle: "Bundle", owner: object) -> T:
-        return self.read(bundle.facts)
+class _OfDoc(Of[MatrixDoc, T]):
+    record = "doc"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -366,21 +363,10 @@ class Grid:
         return os.path.basename(os.path.abspath(self.folder))
 
     # matrix.json's own facts, for the readers that take them from the grid
-    @property
-    def dimensions(self) -> Tuple[str, ...]:
-        return self.doc.dimensions
-
-    @property
-    def lab(self) -> LabInfo:
-        return self.doc.lab
-
-    @property
-    def started_utc(self) -> object:
-        return self.doc.started_utc
-
-    @property
-    def complete(self) -> bool:
-        return self.doc.complete
+    dimensions = _OfDoc(lambda doc: doc.dimensions)
+    lab = _OfDoc(lambda doc: doc.lab)
+    started_utc = _OfDoc(lambda doc: doc.started_utc)
+    complete = _OfDoc(lambda doc: doc.complete)
 
     @property
     def with_evidence(self) -> Tuple[GridCell, ...]:
