@@ -279,6 +279,44 @@ def _rmdir_if_empty(folder: str) -> None:
         pass  # not empty: holds something that is not ours to remove
 
 
+@dataclasses.dataclass(frozen=True)
+class GridCellIndex:
+    """One cell of a grid as its matrix.json lists it.
+
+    ``folder`` is the cell's bundle folder (the grid folder joined with matrix.json's ``cells/<label>``); ``status`` is
+    matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
+    """
+
+    label: str
+    folder: str
+    dimensions: Mapping[str, object]
+    status: str
+    has_evidence: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class GridIndex:
+    """A grid folder's validated matrix.json and its cells, in the matrix's order."""
+
+    folder: str
+    matrix: Mapping[str, object]
+    cells: Tuple[GridCellIndex, ...]
+
+    @property
+    def with_evidence(self) -> Tuple[GridCellIndex, ...]:
+        return tuple(c for c in self.cells if c.has_evidence)
+
+    @property
+    def never_ran(self) -> Tuple[str, ...]:
+        """Labels of the cells the grid stopped before (no evidence, matrix.json says pending)."""
+        return tuple(c.label for c in self.cells if not c.has_evidence)
+
+
+def listed(names: List[str], most: int = 3) -> str:
+    """The first ``most`` of ``names`` for a message, and how many there are in all when there are more."""
+    return ", ".join(names[:most]) + (", ... (%d in all)" % len(names) if len(names) > most else "")
+
+
 def dumps(doc: Mapping[str, object]) -> str:
     """The canonical JSON text of an evidence document (sorted keys, trailing newline)."""
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import math
 import os
+import typing
 from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
 
 from wakelab.errors import EvidenceError
@@ -34,14 +35,15 @@ from wakelab.evidence.figures import (
     TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.load import GridCellIndex, load_grid_index, load_samples, load_summary, resolve_summary_path
-from wakelab.evidence.matrix import MatrixDoc
-from wakelab.evidence.bundle import Of, R, Record, T, dumps, json_field, read_as
+from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, Of, R, Record, T, dumps, json_field, listed, read_as
 from wakelab.evidence.sections import (
     Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
 )
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
+
+if typing.TYPE_CHECKING:
+    from wakelab.evidence.matrix import MatrixDoc
 
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without ``execution.repeat``
 # measured once.
@@ -80,7 +82,7 @@ class _Fact(Of[RunFacts, T]):
     record = "facts"
 
 
-class _OfDoc(Of[MatrixDoc, T]):
+class _OfDoc(Of["MatrixDoc", T]):
     record = "doc"
 
 
@@ -104,13 +106,12 @@ class Bundle:
         Raises :class:`~wakelab.errors.EvidenceError` with one line for anything that is not a valid bundle: a grid
         folder (say which cells to use), a missing or corrupt summary, an arm listed twice.
         """
-        cells = os.path.join(path, "cells")
+        from wakelab.evidence.load import load_summary, resolve_summary_path  # lazily: the history imports the model, not the loader
+
+        cells = os.path.join(path, CELLS_DIR)
         if os.path.isdir(path) and not os.path.exists(resolve_summary_path(path)) and os.path.isdir(cells):
-            names = sorted(n for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
-            shown = ", ".join(os.path.join(cells, n) for n in names[:3]) or "none"
-            if len(names) > 3:
-                shown += ", ... (%d in all)" % len(names)
-            raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, shown))
+            names = sorted(os.path.join(cells, n) for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
+            raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, listed(names) or "none"))
         summary = load_summary(path)
         names = [str(a.get("name")) for a in read_as(Tuple[Mapping[str, object], ...], summary.get("arms"))]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -207,6 +208,8 @@ class Bundle:
 
     def samples_doc(self, entry: Mapping[str, object]) -> Dict[str, Any]:
         """The raw samples document of arm ``entry`` (EvidenceError when unusable)."""
+        from wakelab.evidence.load import load_samples
+
         return load_samples(self.folder, dict(entry))
 
     def samples_file(self, arm: ArmRecord) -> SamplesFile:
@@ -349,13 +352,17 @@ class Grid:
         corrupt matrix.json, or a cell whose summary is there but invalid is an :class:`EvidenceError` (one line).
         ``grid_hint`` is what a cell that is itself a grid is told to do (see :meth:`Bundle.load`).
         """
+        from wakelab.evidence.load import load_grid_index
+
         index = load_grid_index(path)
         cells = tuple(GridCell(**vars(cell), bundle=Bundle.load(cell.folder, cell.label, grid_hint) if cell.has_evidence else None)
                       for cell in index.cells)
         return cls(source=path, folder=os.path.abspath(path), matrix=index.matrix, cells=cells)
 
     @functools.cached_property
-    def doc(self) -> MatrixDoc:
+    def doc(self) -> "MatrixDoc":
+        from wakelab.evidence.matrix import MatrixDoc
+
         return MatrixDoc.from_dict(self.matrix)
 
     @property
@@ -383,9 +390,7 @@ class Grid:
         for cell in self.cells:
             if cell.label == label:
                 return cell
-        names = [c.label for c in self.cells]
-        shown = ", ".join(names[:8]) + (", ... (%d in all)" % len(names) if len(names) > 8 else "")
-        raise EvidenceError("%s has no cell %s (its cells: %s)" % (self.source, label, shown or "none"))
+        raise EvidenceError("%s has no cell %s (its cells: %s)" % (self.source, label, listed([c.label for c in self.cells], 8) or "none"))
 
 
 __all__ = [
