@@ -374,14 +374,7 @@ def create_unique_folder(parent: str, stem: str) -> str:
 
 def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, object]:
     """Wrap an arm's raw record as a versioned samples document."""
-    doc: Dict[str, object] = {
-        "schema": SAMPLES_SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "arm": arm_name,
-        "unit": "ns",
-    }
-    doc.update(raw_fields)
-    return doc
+    return {"schema": SAMPLES_SCHEMA, "schema_version": SCHEMA_VERSION, "arm": arm_name, "unit": "ns", **raw_fields}
 
 
 # --- reading records: one lenient reader driven by the records' fields ------------------------

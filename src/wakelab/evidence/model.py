@@ -35,7 +35,7 @@ from wakelab.evidence.figures import (
     TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, Of, R, Record, T, dumps, json_field, listed, read_as
+from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, GridIndex, Of, R, Record, T, dumps, json_field, listed, read_as
 from wakelab.evidence.sections import (
     Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
 )
@@ -76,6 +76,12 @@ class RunFacts(Record):
     run_id: Optional[str] = json_field(read=lambda run_id: run_id if isinstance(run_id, str) and run_id else None, default=None)
     complete: bool = False
     interrupted: bool = False
+    soak: Optional[Soak] = None
+    #: What the machine was doing while the run measured (None: not recorded, a bundle from before it was).
+    observed: Optional[Observed] = None
+    #: The lab's comparisons, each as the names of its two arms (a, b), in the lab's order.
+    lab_comparisons: Tuple[Tuple[str, str], ...] = json_field("lab.comparisons", lambda comparisons: tuple(
+        (str(c.get("a")), str(c.get("b"))) for c in comparisons or () if isinstance(c, Mapping)), default=())
 
 
 class _Fact(Of[RunFacts, T]):
@@ -151,21 +157,9 @@ class Bundle:
     system = _section(System, "system")
     tracing = _section(Tracing, "tracing")
 
-    @functools.cached_property
-    def soak(self) -> Optional[Soak]:
-        return Soak.from_section(self.summary.get("soak"))
-
-    @functools.cached_property
-    def observed(self) -> Optional[Observed]:
-        """What the machine was doing while the run measured (None: not recorded, a bundle from before it was)."""
-        return Observed.from_section(self.summary.get("observed"))
-
-    @property
-    def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
-        """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
-        lab = self.summary.get("lab")
-        comparisons = (lab.get("comparisons") if isinstance(lab, Mapping) else None) or ()
-        return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
+    soak = _Fact(lambda facts: facts.soak)
+    observed = _Fact(lambda facts: facts.observed)
+    lab_comparisons = _Fact(lambda facts: facts.lab_comparisons)
 
     def recorded(self, section: str) -> Mapping[str, object]:
         """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
@@ -330,18 +324,16 @@ class GridCell(GridCellIndex):
 
 
 @dataclasses.dataclass(frozen=True)
-class Grid:
+class Grid(GridIndex):
     """A grid folder as every reader sees it: its validated matrix.json, read once as a :class:`MatrixDoc` (``doc``), and
-    its cells, in the matrix's order.
+    its cells with their runs, in the matrix's order (``source``: the path as the user gave it).
 
     Loaded once by :meth:`load` for compare, export and the HTML report alike.  ``matrix`` is matrix.json as stored, for
     the JSON export, which writes it back whole.
     """
 
-    source: str
-    folder: str
-    matrix: Mapping[str, object] = dataclasses.field(repr=False)
     cells: Tuple[GridCell, ...] = ()
+    source: str = ""
 
     @classmethod
     def load(cls, path: str, grid_hint: str = "use its cells") -> "Grid":
@@ -377,13 +369,9 @@ class Grid:
 
     @property
     def with_evidence(self) -> Tuple[GridCell, ...]:
-        """The cells that have a run, in the matrix's order."""
         return tuple(c for c in self.cells if c.bundle is not None)
 
-    @property
-    def missing(self) -> Tuple[str, ...]:
-        """Labels of the cells that never wrote evidence (the grid stopped before them)."""
-        return tuple(c.label for c in self.cells if c.bundle is None)
+    missing = GridIndex.never_ran
 
     def cell(self, label: str) -> GridCell:
         """The cell named ``label`` (EvidenceError naming the grid's cells when there is none)."""

@@ -207,7 +207,6 @@ class Reading(Record):
     """One reading of the machine (``observed.start`` / ``observed.end``), each CPU's settings by CPU number; a value as
     stored (None: not readable), a map empty where it is not one."""
 
-    utc: Any = None
     load_average: Any = None
     cpu_mhz: Mapping[str, object] = dataclasses.field(default_factory=dict)
     cpufreq_governors: Mapping[str, object] = dataclasses.field(default_factory=dict)
@@ -239,12 +238,9 @@ class Observed(Record):
     EMPTY_IS_ABSENT = True
     start: Optional[Reading] = None
     end: Optional[Reading] = None
-    wall_s: Any = None
     cpu_busy: Mapping[str, object] = dataclasses.field(default_factory=dict)
     #: Busiest first (None: not readable).
     busy_processes: Optional[Tuple[ObservedProcess, ...]] = None
-    busy_share: Any = None
-    method: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
