@@ -229,37 +229,27 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
     """
     removed: List[str] = []
 
-    def remove(path: str) -> None:
-        os.unlink(path)
-        removed.append(path)
+    def remove(where: str, match: Callable[[str], object], *kinds: Callable[[int], bool]) -> None:
+        for name in os.listdir(where):
+            path = os.path.join(where, name)
+            if match(name) and _is(path, *kinds):
+                os.unlink(path)
+                removed.append(path)
 
     try:
-        names = os.listdir(folder)
+        remove(folder, lambda name: name in _EVIDENCE_FILES or _TEMP_NAME.match(name), stat.S_ISREG)
     except FileNotFoundError:
         return removed
-    for name in names:
-        path = os.path.join(folder, name)
-        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is(path, stat.S_ISREG):
-            remove(path)
     samples = os.path.join(folder, SAMPLES_DIR)
     if os.path.islink(samples):
-        remove(samples)
+        remove(folder, lambda name: name == SAMPLES_DIR, stat.S_ISLNK)
     elif _is(samples, stat.S_ISDIR):
-        for name in os.listdir(samples):
-            path = os.path.join(samples, name)
-            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is(path, *_FILE_OR_LINK):
-                remove(path)
+        remove(samples, lambda name: _SAMPLES_NAME.match(name) or _TEMP_NAME.match(name), *_FILE_OR_LINK)
         _rmdir_if_empty(samples)
     export = os.path.join(folder, EXPORT_DIR)
-    if _is(export, stat.S_ISDIR):
-        pyperf = os.path.join(export, "pyperf")
-        for sub in (pyperf, export):
-            if not _is(sub, stat.S_ISDIR):
-                continue
-            for name in os.listdir(sub):
-                path = os.path.join(sub, name)
-                if _EXPORT_NAME.match(name) and _is(path, *_FILE_OR_LINK):
-                    remove(path)
+    for sub in (os.path.join(export, "pyperf"), export) if _is(export, stat.S_ISDIR) else ():
+        if _is(sub, stat.S_ISDIR):
+            remove(sub, _EXPORT_NAME.match, *_FILE_OR_LINK)
             _rmdir_if_empty(sub)
     cells = os.path.join(folder, CELLS_DIR)
     if _depth == 0 and _is(cells, stat.S_ISDIR):
