@@ -191,6 +191,22 @@ def _is(path: str, *kinds: Callable[[int], bool]) -> bool:
 _FILE_OR_LINK = (stat.S_ISREG, stat.S_ISLNK)
 
 
+def _remove(folder: str, match: Callable[[str], object], kinds: Tuple[Callable[[int], bool], ...], quietly: bool = False) -> List[str]:
+    """Remove what ``folder`` holds whose name ``match``es and that is one of ``kinds``; the paths removed.  ``quietly``:
+    one that cannot be removed is left (else the error is raised)."""
+    removed = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if match(name) and _is(path, *kinds):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                if not quietly:
+                    raise
+    return removed
+
+
 def remove_unnamed_samples(folder: str) -> List[str]:
     """Remove the samples files that ``folder``'s summary.json does not name; the paths removed.
 
@@ -204,18 +220,9 @@ def remove_unnamed_samples(folder: str) -> List[str]:
     except (OSError, ValueError, KeyError, TypeError):
         return []
     samples = os.path.join(folder, SAMPLES_DIR)
-    removed: List[str] = []
     if not _is(samples, stat.S_ISDIR):
-        return removed
-    for name in os.listdir(samples):
-        path = os.path.join(samples, name)
-        if name not in named and _SAMPLES_NAME.match(name) and _is(path, *_FILE_OR_LINK):
-            try:
-                os.unlink(path)
-                removed.append(path)
-            except OSError:
-                pass
-    return removed
+        return []
+    return _remove(samples, lambda name: name not in named and _SAMPLES_NAME.match(name), _FILE_OR_LINK, quietly=True)
 
 
 def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
@@ -227,29 +234,20 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
     and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed. Symbolic links are never
     followed (a ``samples`` link is removed, not entered), and any other file is left alone.
     """
-    removed: List[str] = []
-
-    def remove(where: str, match: Callable[[str], object], *kinds: Callable[[int], bool]) -> None:
-        for name in os.listdir(where):
-            path = os.path.join(where, name)
-            if match(name) and _is(path, *kinds):
-                os.unlink(path)
-                removed.append(path)
-
     try:
-        remove(folder, lambda name: name in _EVIDENCE_FILES or _TEMP_NAME.match(name), stat.S_ISREG)
+        removed = _remove(folder, lambda name: name in _EVIDENCE_FILES or _TEMP_NAME.match(name), (stat.S_ISREG,))
     except FileNotFoundError:
-        return removed
+        return []
     samples = os.path.join(folder, SAMPLES_DIR)
     if os.path.islink(samples):
-        remove(folder, lambda name: name == SAMPLES_DIR, stat.S_ISLNK)
+        removed += _remove(folder, lambda name: name == SAMPLES_DIR, (stat.S_ISLNK,))
     elif _is(samples, stat.S_ISDIR):
-        remove(samples, lambda name: _SAMPLES_NAME.match(name) or _TEMP_NAME.match(name), *_FILE_OR_LINK)
+        removed += _remove(samples, lambda name: _SAMPLES_NAME.match(name) or _TEMP_NAME.match(name), _FILE_OR_LINK)
         _rmdir_if_empty(samples)
     export = os.path.join(folder, EXPORT_DIR)
     for sub in (os.path.join(export, "pyperf"), export) if _is(export, stat.S_ISDIR) else ():
         if _is(sub, stat.S_ISDIR):
-            remove(sub, _EXPORT_NAME.match, *_FILE_OR_LINK)
+            removed += _remove(sub, _EXPORT_NAME.match, _FILE_OR_LINK)
             _rmdir_if_empty(sub)
     cells = os.path.join(folder, CELLS_DIR)
     if _depth == 0 and _is(cells, stat.S_ISDIR):
