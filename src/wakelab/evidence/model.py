@@ -9,13 +9,10 @@ field (the JSON export, the honesty block), and a bundle dumps itself back to th
 
 Records are frozen: reading evidence never changes it.
 
-The records live in the package's modules, each importing only those before it (tests/test_layers.py), and are read
-by one reader (:func:`wakelab.evidence.bundle.read_record`): :mod:`~wakelab.evidence.words` and
-:mod:`~wakelab.evidence.sections` (the run-wide sections),
-:mod:`~wakelab.evidence.figures` (an arm's figures and spreads), :mod:`~wakelab.evidence.warnings`,
-:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file),
-:mod:`~wakelab.evidence.matrix` (a grid's matrix.json); this module holds :class:`Bundle` and :class:`Grid` and
-re-exports every record, so readers import them from here.
+The records live in the package's modules (words, sections, figures, warnings, interpreter, arms, matrix), each
+importing only those before it (tests/test_layers.py), and are read by one reader
+(:func:`wakelab.evidence.bundle.read_record`); this module holds :class:`Bundle` and :class:`Grid` and re-exports
+every record of a run, so readers import them from here.
 """
 
 from __future__ import annotations
@@ -126,8 +123,6 @@ class Bundle:
         folder = os.path.dirname(os.path.abspath(resolve_summary_path(path)))
         return cls(source=path, folder=folder, summary=summary, label=label or os.path.basename(folder))
 
-    # -- typed views ------------------------------------------------------------------
-
     @property
     def name(self) -> str:
         """The bundle folder's own name (``lab135-20261001T060000Z``)."""
@@ -147,6 +142,9 @@ class Bundle:
     run_id = _Fact(lambda facts: facts.run_id)
     complete = _Fact(lambda facts: facts.complete)
     interrupted = _Fact(lambda facts: facts.interrupted)
+    soak = _Fact(lambda facts: facts.soak)
+    observed = _Fact(lambda facts: facts.observed)
+    lab_comparisons = _Fact(lambda facts: facts.lab_comparisons)
     interpreter = _section(Interpreter, "interpreter")
     lab = _section(LabInfo, "lab")
     parameters = _section(Parameters, "parameters")
@@ -157,10 +155,6 @@ class Bundle:
     system = _section(System, "system")
     tracing = _section(Tracing, "tracing")
 
-    soak = _Fact(lambda facts: facts.soak)
-    observed = _Fact(lambda facts: facts.observed)
-    lab_comparisons = _Fact(lambda facts: facts.lab_comparisons)
-
     def recorded(self, section: str) -> Mapping[str, object]:
         """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
         value = self.summary.get(section)
@@ -168,7 +162,6 @@ class Bundle:
 
     @property
     def run_state(self) -> RunState:
-        """How far the run got (complete, interrupted, cut short, in progress)."""
         return run_state(self.complete, self.interrupted, self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
@@ -183,9 +176,7 @@ class Bundle:
         """The arms as typed records, in run order (parsed once)."""
         return self._arms
 
-    @functools.cached_property
-    def _arms(self) -> Tuple[ArmRecord, ...]:
-        return tuple(ArmRecord.from_dict(entry) for entry in self.arm_entries())
+    _arms = functools.cached_property(lambda bundle: tuple(ArmRecord.from_dict(entry) for entry in bundle.arm_entries()))
 
     def arms_by_name(self) -> Dict[str, ArmRecord]:
         return {arm.name: arm for arm in self.arms()}
@@ -296,10 +287,8 @@ class Bundle:
                                               % (index + 1, ("%d" if median.is_integer() else "%.1f") % median, claimed)))
         return RawKept(count, total, len(workers))
 
-    # -- dumping ----------------------------------------------------------------------
-
     def dumps(self) -> str:
-        """The summary as the runner writes it (sorted keys, stable text)."""
+        """The summary as the runner writes it."""
         return dumps(self.summary)
 
 
