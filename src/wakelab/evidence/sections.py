@@ -208,10 +208,11 @@ class Reading(Record):
     stored (None: not readable), a map empty where it is not one."""
 
     load_average: Any = None
-    cpu_mhz: Mapping[str, object] = dataclasses.field(default_factory=dict)
-    cpufreq_governors: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    cpu_mhz: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    cpufreq_governors: Mapping[str, str] = dataclasses.field(default_factory=dict)
     cpuidle_governor: Any = None
-    idle_disabled: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    #: The names of the idle states disabled on each CPU (empty where none is).
+    idle_disabled: Mapping[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def load_1min(self) -> Optional[float]:
@@ -238,7 +239,7 @@ class Observed(Record):
     EMPTY_IS_ABSENT = True
     start: Optional[Reading] = None
     end: Optional[Reading] = None
-    cpu_busy: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    cpu_busy: Mapping[str, float] = dataclasses.field(default_factory=dict)
     #: Busiest first (None: not readable).
     busy_processes: Optional[Tuple[ObservedProcess, ...]] = None
 
