@@ -287,8 +287,8 @@ class GridIndex:
     """A grid folder's validated matrix.json and its cells, in the matrix's order."""
 
     folder: str
-    matrix: Mapping[str, object]
-    cells: Tuple[GridCellIndex, ...]
+    matrix: Mapping[str, object] = dataclasses.field(repr=False)
+    cells: Tuple[GridCellIndex, ...] = ()
 
     @property
     def with_evidence(self) -> Tuple[GridCellIndex, ...]:
