@@ -150,3 +150,30 @@ def test_load_samples_rejects_bad_files(tmp_path, samples_file, content, message
         (tmp_path / samples_file).write_text(content, encoding="utf-8")
     with pytest.raises(EvidenceError, match=message):
         load_samples(str(tmp_path), {"name": "event", "samples_file": samples_file, "status": "ok"})
+
+
+def test_clearing_a_bundle_takes_its_exports_and_temporary_files_but_never_enters_a_link(tmp_path) -> None:
+    folder, elsewhere = tmp_path / "b", tmp_path / "elsewhere"
+    for made in (folder / "export" / "pyperf", folder / "cells" / "c", elsewhere / "pyperf"):
+        made.mkdir(parents=True)
+    for path in ("export/run.csv", "export/run.md", "export/pyperf/run.json", "export/notes.txt", ".summary.json.abc.tmp",
+                 "summary.txt", "mine.txt", "../elsewhere/run.csv", "../elsewhere/pyperf/run.json"):
+        (folder / path).write_text("x")
+    (folder / "cells" / "c" / "export").symlink_to(elsewhere)
+
+    removed = bundle.clear_bundle(str(folder))
+
+    assert sorted(os.path.relpath(p, folder) for p in removed) == [
+        ".summary.json.abc.tmp", "export/pyperf/run.json", "export/run.csv", "export/run.md", "summary.txt"]
+    assert sorted(os.listdir(folder)) == ["cells", "export", "mine.txt"] and os.listdir(folder / "export") == ["notes.txt"]
+    assert sorted(os.listdir(elsewhere)) == ["pyperf", "run.csv"] and os.listdir(elsewhere / "pyperf") == ["run.json"]
+
+
+def test_samples_the_summary_does_not_name_are_removed_and_nothing_else(tmp_path) -> None:
+    (tmp_path / "samples").mkdir()
+    for name in ("event.json", "old.json", "README"):
+        (tmp_path / "samples" / name).write_text("x")
+    assert bundle.remove_unnamed_samples(str(tmp_path)) == []  # no summary.json: nothing is known to be unnamed
+    (tmp_path / "summary.json").write_text(json.dumps({"arms": [{"name": "event", "samples_file": "samples/event.json"}, "x"]}))
+    assert bundle.remove_unnamed_samples(str(tmp_path)) == [str(tmp_path / "samples" / "old.json")]
+    assert sorted(os.listdir(tmp_path / "samples")) == ["README", "event.json"]

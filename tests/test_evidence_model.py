@@ -53,6 +53,21 @@ def test_samples_that_disagree_with_the_summary_are_refused(tmp_path) -> None:
         bundle.latency_samples(bundle.arms_by_name()["event"])
 
 
+def test_an_n_stored_as_a_whole_float_still_counts_every_wake(tmp_path) -> None:
+    copy = str(tmp_path / "run")
+    shutil.copytree(COMMITTED, copy)
+    with open(os.path.join(copy, "summary.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    doc["arms"][0]["latency"]["n"] = 200.0
+    with open(os.path.join(copy, "summary.json"), "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+    bundle = Bundle.load(copy)
+    event = bundle.arms_by_name()["event"]
+    assert bundle.latency_samples(event).total == 200
+    assert bundle.raw_kept(event.entry, range(200)) == bundle.raw_kept(event, range(200))
+    assert bundle.raw_kept(event, range(199)) is None
+
+
 def test_a_grid_folder_is_named_as_one(tmp_path) -> None:
     (tmp_path / "cells" / "any").mkdir(parents=True)
     with pytest.raises(EvidenceError, match="is a grid of runs, not one run: use its cells"):
@@ -107,3 +122,18 @@ def test_the_grid_writer_and_readers_share_the_matrix_records() -> None:
     [(name, (back,))] = matrix.arms
     assert back.to_dict() == row and back.measured and dict(back.figures) == {"p50": 10.0, "p99": 20.5, "max": 30.0}
     assert matrix.command == ("wakelab", "run")
+
+
+def test_the_observed_section_reads_as_records_and_its_absence_as_none() -> None:
+    observed = {"start": {"load_average": [1.5, 1.0, 0.5], "cpufreq_governors": {"0": "performance"}, "idle_disabled": {"1": ["C6"]}},
+                "end": {"load_average": None}, "busy_processes": [{"pid": 7, "name": "cc1", "cpu_share": 0.9}, "not a record"]}
+    bundle = Bundle("run", "run", {"observed": observed, "parameters": {"placement": "spread"}})
+    seen = bundle.observed
+    assert seen is not None and seen.start is not None and seen.end is not None
+    assert (seen.start.load_1min, seen.end.load_1min, dict(seen.start.cpufreq_governors)) == (1.5, None, {"0": "performance"})
+    assert (dict(seen.start.idle_disabled), dict(seen.end.idle_disabled)) == ({"1": ("C6",)}, {})
+    assert [(p.pid, p.name, p.cpu_share, p.started_during_run) for p in seen.busy_processes or ()] == [(7, "cc1", 0.9, None)]
+    assert bundle.parameters.present and not bundle.machine.present
+    assert Bundle("run", "run", {"observed": {}}).observed is None and Bundle("run", "run", {}).observed is None
+    unread, none = (Bundle("run", "run", {"observed": {"busy_processes": value, "end": 1}}).observed for value in ({}, []))
+    assert unread is not None and none is not None and (unread.busy_processes, unread.end, none.busy_processes) == (None, None, ())

@@ -138,8 +138,8 @@ def test_the_text_modules_import_in_their_order() -> None:
 
 # Inside wakelab.evidence, a module imports only those before it here, lazily too (the model's own order, see
 # wakelab.evidence.model): the writers and the loader, the words and run-wide sections, an arm's figures, the
-# warnings, the interpreter, the arm; the model (Bundle, Grid) over them, and the matrix document over the model.
-EVIDENCE_ORDER = ["bundle", "load", "words", "sections", "figures", "warnings", "interpreter", "arms", "model", "matrix"]
+# warnings, the interpreter, the arm, the matrix document; the model (Bundle, Grid) over them.
+EVIDENCE_ORDER = ["bundle", "load", "words", "sections", "figures", "warnings", "interpreter", "arms", "matrix", "model"]
 
 
 def test_the_evidence_modules_import_in_their_order() -> None:

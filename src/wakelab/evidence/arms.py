@@ -84,10 +84,6 @@ def _components(value: object) -> Tuple[Tuple[str, LatencyFigures], ...]:
         if isinstance(value, Mapping) else ()
 
 
-def _workers(value: object) -> Optional[Tuple[WorkerRecord, ...]]:
-    return tuple(WorkerRecord.from_dict(w) for w in value) if isinstance(value, list) else None
-
-
 @dataclasses.dataclass(frozen=True)
 class ArmRecord(Record):
     """One arm of a run: its identity, how it ended, and its figures."""
@@ -109,7 +105,7 @@ class ArmRecord(Record):
     latency: Optional[LatencyFigures]
     rate: Optional[RateFigures]
     samples_file: Optional[str]
-    entry: Mapping[str, Any] = dataclasses.field(metadata=json_meta(""), repr=False, compare=False)
+    entry: Mapping[str, object] = dataclasses.field(metadata=json_meta(""), repr=False, compare=False)
     #: Each timed component of a wake (``components``: the C floor's .read, ...), by name, sorted.
     components: Tuple[Tuple[str, LatencyFigures], ...] = json_field(read=_components, default=())
     repetitions: Optional[RepetitionSpread] = None
@@ -121,7 +117,8 @@ class ArmRecord(Record):
     #: The waiter ran under the requested scheduling policy (its driver recorded ``waiter_sched``).
     took_waiter_policy: bool = json_field("", _took_waiter_policy, default=False)
     #: Each worker process's part, in worker order (None: the arm records no list of workers).
-    workers: Optional[Tuple[WorkerRecord, ...]] = json_field(read=_workers, default=None)
+    workers: Optional[Tuple[WorkerRecord, ...]] = json_field(
+        read=lambda value: tuple(WorkerRecord.from_dict(w) for w in value) if isinstance(value, list) else None, default=None)
     warmup_discarded: Any = None
     #: The arm's wall time, every worker and repetition (s).
     wall_s: Any = None

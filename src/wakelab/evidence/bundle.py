@@ -37,7 +37,7 @@ import re
 import stat
 import tempfile
 import typing
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Callable, ClassVar, Dict, Generic, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 SCHEMA_NAME = "wakelab.summary"
 SAMPLES_SCHEMA = "wakelab.samples"
@@ -191,6 +191,22 @@ def _is(path: str, *kinds: Callable[[int], bool]) -> bool:
 _FILE_OR_LINK = (stat.S_ISREG, stat.S_ISLNK)
 
 
+def _remove(folder: str, match: Callable[[str], object], kinds: Tuple[Callable[[int], bool], ...], quietly: bool = False) -> List[str]:
+    """Remove what ``folder`` holds whose name ``match``es and that is one of ``kinds``; the paths removed.  ``quietly``:
+    one that cannot be removed is left (else the error is raised)."""
+    removed = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if match(name) and _is(path, *kinds):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                if not quietly:
+                    raise
+    return removed
+
+
 def remove_unnamed_samples(folder: str) -> List[str]:
     """Remove the samples files that ``folder``'s summary.json does not name; the paths removed.
 
@@ -204,18 +220,9 @@ def remove_unnamed_samples(folder: str) -> List[str]:
     except (OSError, ValueError, KeyError, TypeError):
         return []
     samples = os.path.join(folder, SAMPLES_DIR)
-    removed: List[str] = []
     if not _is(samples, stat.S_ISDIR):
-        return removed
-    for name in os.listdir(samples):
-        path = os.path.join(samples, name)
-        if name not in named and _SAMPLES_NAME.match(name) and _is(path, *_FILE_OR_LINK):
-            try:
-                os.unlink(path)
-                removed.append(path)
-            except OSError:
-                pass
-    return removed
+        return []
+    return _remove(samples, lambda name: name not in named and _SAMPLES_NAME.match(name), _FILE_OR_LINK, quietly=True)
 
 
 def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
@@ -227,39 +234,20 @@ def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
     and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed. Symbolic links are never
     followed (a ``samples`` link is removed, not entered), and any other file is left alone.
     """
-    removed: List[str] = []
-
-    def remove(path: str) -> None:
-        os.unlink(path)
-        removed.append(path)
-
     try:
-        names = os.listdir(folder)
+        removed = _remove(folder, lambda name: name in _EVIDENCE_FILES or _TEMP_NAME.match(name), (stat.S_ISREG,))
     except FileNotFoundError:
-        return removed
-    for name in names:
-        path = os.path.join(folder, name)
-        if (name in _EVIDENCE_FILES or _TEMP_NAME.match(name)) and _is(path, stat.S_ISREG):
-            remove(path)
+        return []
     samples = os.path.join(folder, SAMPLES_DIR)
     if os.path.islink(samples):
-        remove(samples)
+        removed += _remove(folder, lambda name: name == SAMPLES_DIR, (stat.S_ISLNK,))
     elif _is(samples, stat.S_ISDIR):
-        for name in os.listdir(samples):
-            path = os.path.join(samples, name)
-            if (_SAMPLES_NAME.match(name) or _TEMP_NAME.match(name)) and _is(path, *_FILE_OR_LINK):
-                remove(path)
+        removed += _remove(samples, lambda name: _SAMPLES_NAME.match(name) or _TEMP_NAME.match(name), _FILE_OR_LINK)
         _rmdir_if_empty(samples)
     export = os.path.join(folder, EXPORT_DIR)
-    if _is(export, stat.S_ISDIR):
-        pyperf = os.path.join(export, "pyperf")
-        for sub in (pyperf, export):
-            if not _is(sub, stat.S_ISDIR):
-                continue
-            for name in os.listdir(sub):
-                path = os.path.join(sub, name)
-                if _EXPORT_NAME.match(name) and _is(path, *_FILE_OR_LINK):
-                    remove(path)
+    for sub in (os.path.join(export, "pyperf"), export) if _is(export, stat.S_ISDIR) else ():
+        if _is(sub, stat.S_ISDIR):
+            removed += _remove(sub, _EXPORT_NAME.match, _FILE_OR_LINK)
             _rmdir_if_empty(sub)
     cells = os.path.join(folder, CELLS_DIR)
     if _depth == 0 and _is(cells, stat.S_ISDIR):
@@ -277,6 +265,44 @@ def _rmdir_if_empty(folder: str) -> None:
         os.rmdir(folder)
     except OSError:
         pass  # not empty: holds something that is not ours to remove
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCellIndex:
+    """One cell of a grid as its matrix.json lists it.
+
+    ``folder`` is the cell's bundle folder (the grid folder joined with matrix.json's ``cells/<label>``); ``status`` is
+    matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
+    """
+
+    label: str
+    folder: str
+    dimensions: Mapping[str, object]
+    status: str
+    has_evidence: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class GridIndex:
+    """A grid folder's validated matrix.json and its cells, in the matrix's order."""
+
+    folder: str
+    matrix: Mapping[str, object] = dataclasses.field(repr=False)
+    cells: Tuple[GridCellIndex, ...] = ()
+
+    @property
+    def with_evidence(self) -> Tuple[GridCellIndex, ...]:
+        return tuple(c for c in self.cells if c.has_evidence)
+
+    @property
+    def never_ran(self) -> Tuple[str, ...]:
+        """Labels of the cells the grid stopped before (no evidence, matrix.json says pending)."""
+        return tuple(c.label for c in self.cells if not c.has_evidence)
+
+
+def listed(names: List[str], most: int = 3) -> str:
+    """The first ``most`` of ``names`` for a message, and how many there are in all when there are more."""
+    return ", ".join(names[:most]) + (", ... (%d in all)" % len(names) if len(names) > most else "")
 
 
 def dumps(doc: Mapping[str, object]) -> str:
@@ -336,14 +362,7 @@ def create_unique_folder(parent: str, stem: str) -> str:
 
 def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, object]:
     """Wrap an arm's raw record as a versioned samples document."""
-    doc: Dict[str, object] = {
-        "schema": SAMPLES_SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "arm": arm_name,
-        "unit": "ns",
-    }
-    doc.update(raw_fields)
-    return doc
+    return {"schema": SAMPLES_SCHEMA, "schema_version": SCHEMA_VERSION, "arm": arm_name, "unit": "ns", **raw_fields}
 
 
 # --- reading records: one lenient reader driven by the records' fields ------------------------
@@ -359,9 +378,12 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
 #   a record (Optional: None unless v is a mapping; an empty one too for EMPTY_IS_ABSENT)
 #   Tuple[X, ...]                        () unless a list; records: its mappings, each read; str: str(x)
 #   Mapping[str, X]                      {} unless a mapping; X Any: the mapping itself; else each value read
+#   Optional[Tuple / Mapping]            None unless a list / a mapping, else as above
 # A field that needs more names a function of the stored value (metadata "read").
 
 R = TypeVar("R", bound="Record")
+S = TypeVar("S")
+T = TypeVar("T")
 _ABSENT = object()
 
 
@@ -410,6 +432,19 @@ class Record:
         return out
 
 
+class Of(Generic[S, T]):
+    """An attribute of a record's owner read from that record, the one its subclass names (``record``): a bundle's
+    facts, a grid's matrix document, a trace's components."""
+
+    record: ClassVar[str]
+
+    def __init__(self, read: Callable[[S], T]) -> None:
+        self.read = read
+
+    def __get__(self, owner: object, cls: object) -> T:
+        return self.read(getattr(owner, self.record))
+
+
 def _plain(value: object) -> object:
     if isinstance(value, Record):
         return value.to_dict()
@@ -441,8 +476,8 @@ def read_as(tp: Any, value: object) -> Any:
         inner = next(arg for arg in args if arg is not type(None))
         if _is_record(inner):
             return inner.from_section(value)
-        if typing.get_origin(inner) is not None:  # Optional[Mapping[...]]
-            return read_as(inner, value) if isinstance(value, Mapping) else None
+        if typing.get_origin(inner) is not None:  # Optional[Mapping[...]], Optional[Tuple[...]]
+            return read_as(inner, value) if isinstance(value, list if typing.get_origin(inner) is tuple else Mapping) else None
         return value if value is None or inner not in (int, float) else inner(value)
     if tp in (bool, int, float, str):
         return tp(value) if tp is bool else tp(value or tp())

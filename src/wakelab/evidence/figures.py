@@ -8,14 +8,13 @@ its part of an arm's entry (:meth:`from_dict`) and read as attributes.  Stdlib o
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Generic, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Mapping, Optional, Tuple
 
-from wakelab.evidence.bundle import Record, json_field, json_meta
+from wakelab.evidence.bundle import Of, Record, T, json_field, json_meta
 
 LATENCY = "latency"
 RATE = "rate"
 PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
-T = TypeVar("T")
 
 
 def _count(value: object) -> int:
@@ -127,14 +126,8 @@ class TraceComponents(Record):
     holders: Tuple[TraceHolder, ...] = json_field("reblocks.holders", default=())
 
 
-class _OfComponents(Generic[T]):
-    """An attribute of :class:`TraceFigures` read from its ``components``."""
-
-    def __init__(self, read: Callable[[TraceComponents], T]) -> None:
-        self.read = read
-
-    def __get__(self, figures: "TraceFigures", owner: object) -> T:
-        return self.read(figures.components)
+class _OfComponents(Of[TraceComponents, T]):
+    record = "components"
 
 
 _NO_PARTS: Mapping[str, float] = {}

@@ -16,7 +16,6 @@ opened with ``O_NONBLOCK``, so a file swapped in between is caught without ever 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -25,7 +24,9 @@ import stat
 from typing import Any, Dict, List, Mapping, Tuple, Union
 
 from wakelab.errors import EvidenceError, one_line
-from wakelab.evidence.bundle import SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON, read_as
+from wakelab.evidence.bundle import (
+    CELLS_DIR, MATRIX_JSON, SAMPLES_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, SUMMARY_JSON, GridCellIndex, GridIndex, listed, read_as
+)
 
 # A summary of a thousand arms is well under this; anything larger is not ours.
 MAX_SUMMARY_BYTES = 32 * 1024 * 1024
@@ -278,7 +279,6 @@ def load_samples(folder: str, entry: Dict[str, object]) -> Dict[str, object]:
     return doc
 
 
-MATRIX_JSON = "matrix.json"
 _MATRIX_SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "matrix.schema.json")
 
 
@@ -314,42 +314,7 @@ def load_matrix(folder: str) -> Dict[str, object]:
 # told apart from one whose evidence is gone (the matrix says it ran, its summary.json is not there), and a folder that
 # has cells/ but lost its matrix.json named as such rather than taken for a broken run.
 
-CELLS_DIR = "cells"
 CELL_PENDING = "pending"
-
-
-@dataclasses.dataclass(frozen=True)
-class GridCellIndex:
-    """One cell of a grid as its matrix.json lists it.
-
-    ``folder`` is the cell's bundle folder (the grid folder joined with ``relative``, matrix.json's ``cells/<label>``);
-    ``status`` is matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
-    """
-
-    label: str
-    folder: str
-    relative: str
-    dimensions: Mapping[str, object]
-    status: str
-    has_evidence: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class GridIndex:
-    """A grid folder's validated matrix.json and its cells, in the matrix's order."""
-
-    folder: str
-    matrix: Mapping[str, object]
-    cells: Tuple[GridCellIndex, ...]
-
-    @property
-    def with_evidence(self) -> Tuple[GridCellIndex, ...]:
-        return tuple(c for c in self.cells if c.has_evidence)
-
-    @property
-    def never_ran(self) -> Tuple[str, ...]:
-        """Labels of the cells the grid stopped before (no evidence, matrix.json says pending)."""
-        return tuple(c.label for c in self.cells if not c.has_evidence)
 
 
 def orphan_cells_folder(path: str) -> bool:
@@ -372,10 +337,8 @@ def orphan_cells_error(path: str) -> EvidenceError:
                        if os.path.lexists(os.path.join(path, CELLS_DIR, n, SUMMARY_JSON)))
     except OSError:
         names = []
-    shown = ", ".join(os.path.join(path, CELLS_DIR, n) for n in names[:3])
-    if len(names) > 3:
-        shown += ", ... (%d in all)" % len(names)
-    hint = "give one of its cells (%s)" % shown if names else "none of its cells has a summary.json either"
+    hint = "give one of its cells (%s)" % listed([os.path.join(path, CELLS_DIR, n) for n in names]) if names else \
+        "none of its cells has a summary.json either"
     return EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
 
 
@@ -415,8 +378,7 @@ def load_grid_index(folder: str) -> GridIndex:
                 relative, SUMMARY_JSON)
             raise EvidenceError("%s: cell %s ran (matrix.json says %s) but %s: the grid's evidence is incomplete "
                                 "(restore the cell, or run the grid again)" % (folder, label, status, missing))
-        cells.append(GridCellIndex(label=label, folder=path, relative=relative, dimensions=dict(entry.get("dimensions") or {}),
-                                   status=status, has_evidence=has_evidence))
+        cells.append(GridCellIndex(label, path, dict(read_as(Mapping[str, object], entry.get("dimensions"))), status, has_evidence))
     if not any(c.has_evidence for c in cells):
         raise EvidenceError("%s: no cell of this grid has evidence yet (it stopped before its first cell)" % folder)
     return GridIndex(folder=folder, matrix=matrix, cells=tuple(cells))

@@ -18,7 +18,9 @@ import typing
 from typing import Dict, Mapping, Optional, Tuple
 
 from wakelab.evidence.bundle import CELLS_DIR, Record, json_field, json_meta, read_as
-from wakelab.evidence.model import ArmRecord, Interpreter
+from wakelab.evidence.arms import ArmRecord
+from wakelab.evidence.interpreter import Interpreter
+from wakelab.evidence.sections import LabInfo
 
 # Roles of an interpreter in the free-threading A/B, by (free-threaded build, GIL on as it ran).
 GIL_BUILD, NO_GIL, FORCED_GIL = "gil", "no-gil", "ft-gil1"
@@ -187,6 +189,9 @@ class MatrixDoc(Record):
     verdict: Optional[MatrixVerdict]
     #: The command line that started the grid (empty: not recorded).
     command: Tuple[str, ...] = json_field(read=_texts, default=())
+    #: The dimensions a cell is labelled by, in the matrix's order (``python``, ``placement``, ``settle_us`` ...).
+    dimensions: Tuple[str, ...] = ()
+    lab: LabInfo = LabInfo()
 
 
 __all__ = ["AB_FIGURES", "FORCED_GIL", "GIL_BUILD", "NO_GIL", "ROW_FIELDS", "MatrixCell", "MatrixDoc", "MatrixEntry", "MatrixVerdict",

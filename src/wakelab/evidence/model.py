@@ -9,12 +9,10 @@ field (the JSON export, the honesty block), and a bundle dumps itself back to th
 
 Records are frozen: reading evidence never changes it.
 
-The records live in the package's modules, each importing only those before it (tests/test_layers.py), and are read
-by one reader (:func:`wakelab.evidence.bundle.read_record`): :mod:`~wakelab.evidence.words` and
-:mod:`~wakelab.evidence.sections` (the run-wide sections),
-:mod:`~wakelab.evidence.figures` (an arm's figures and spreads), :mod:`~wakelab.evidence.warnings`,
-:mod:`~wakelab.evidence.interpreter`, :mod:`~wakelab.evidence.arms` (an arm, its workers, its samples file); this module
-holds :class:`Bundle` and :class:`Grid` and re-exports every record, so readers import them from here.
+The records live in the package's modules (words, sections, figures, warnings, interpreter, arms, matrix), each
+importing only those before it (tests/test_layers.py), and are read by one reader
+(:func:`wakelab.evidence.bundle.read_record`); this module holds :class:`Bundle` and :class:`Grid` and re-exports
+every record of a run, so readers import them from here.
 """
 
 from __future__ import annotations
@@ -23,7 +21,8 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any, Callable, Dict, Generic, Mapping, Optional, Tuple, Type, TypeVar
+import typing
+from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
@@ -33,15 +32,19 @@ from wakelab.evidence.figures import (
     TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.bundle import R, Record, json_field, read_as
-from wakelab.evidence.sections import Conditions, Execution, LabInfo, Machine, Parameters, Soak, System, Timer, Tracing
+from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, GridIndex, Of, R, Record, T, dumps, json_field, listed, read_as
+from wakelab.evidence.sections import (
+    Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
+)
 from wakelab.evidence.warnings import NOTE_LEVEL, WARNING_LEVEL, WarningKind, WarningRecord
 from wakelab.evidence.words import RunState, run_state
+
+if typing.TYPE_CHECKING:
+    from wakelab.evidence.matrix import MatrixDoc
 
 # How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without ``execution.repeat``
 # measured once.
 DEFAULT_REPEAT = 5
-T = TypeVar("T")
 
 
 def _section(record: Type[R], key: Optional[str]) -> "functools.cached_property[R]":
@@ -70,16 +73,20 @@ class RunFacts(Record):
     run_id: Optional[str] = json_field(read=lambda run_id: run_id if isinstance(run_id, str) and run_id else None, default=None)
     complete: bool = False
     interrupted: bool = False
+    soak: Optional[Soak] = None
+    #: What the machine was doing while the run measured (None: not recorded, a bundle from before it was).
+    observed: Optional[Observed] = None
+    #: The lab's comparisons, each as the names of its two arms (a, b), in the lab's order.
+    lab_comparisons: Tuple[Tuple[str, str], ...] = json_field("lab.comparisons", lambda comparisons: tuple(
+        (str(c.get("a")), str(c.get("b"))) for c in comparisons or () if isinstance(c, Mapping)), default=())
 
 
-class _Fact(Generic[T]):
-    """An attribute of :class:`Bundle` read from its :class:`RunFacts`."""
+class _Fact(Of[RunFacts, T]):
+    record = "facts"
 
-    def __init__(self, read: Callable[[RunFacts], T]) -> None:
-        self.read = read
 
-    def __get__(self, bundle: "Bundle", owner: object) -> T:
-        return self.read(bundle.facts)
+class _OfDoc(Of["MatrixDoc", T]):
+    record = "doc"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,15 +109,12 @@ class Bundle:
         Raises :class:`~wakelab.errors.EvidenceError` with one line for anything that is not a valid bundle: a grid
         folder (say which cells to use), a missing or corrupt summary, an arm listed twice.
         """
-        from wakelab.evidence.load import load_summary, resolve_summary_path
+        from wakelab.evidence.load import load_summary, resolve_summary_path  # lazily: the history imports the model, not the loader
 
-        cells = os.path.join(path, "cells")
+        cells = os.path.join(path, CELLS_DIR)
         if os.path.isdir(path) and not os.path.exists(resolve_summary_path(path)) and os.path.isdir(cells):
-            names = sorted(n for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
-            shown = ", ".join(os.path.join(cells, n) for n in names[:3]) or "none"
-            if len(names) > 3:
-                shown += ", ... (%d in all)" % len(names)
-            raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, shown))
+            names = sorted(os.path.join(cells, n) for n in os.listdir(cells) if os.path.isdir(os.path.join(cells, n)))
+            raise EvidenceError("%s is a grid of runs, not one run: %s (%s)" % (path, grid_hint, listed(names) or "none"))
         summary = load_summary(path)
         names = [str(a.get("name")) for a in read_as(Tuple[Mapping[str, object], ...], summary.get("arms"))]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -118,8 +122,6 @@ class Bundle:
             raise EvidenceError("%s lists arm %s more than once" % (resolve_summary_path(path), duplicates[0]))
         folder = os.path.dirname(os.path.abspath(resolve_summary_path(path)))
         return cls(source=path, folder=folder, summary=summary, label=label or os.path.basename(folder))
-
-    # -- typed views ------------------------------------------------------------------
 
     @property
     def name(self) -> str:
@@ -140,6 +142,9 @@ class Bundle:
     run_id = _Fact(lambda facts: facts.run_id)
     complete = _Fact(lambda facts: facts.complete)
     interrupted = _Fact(lambda facts: facts.interrupted)
+    soak = _Fact(lambda facts: facts.soak)
+    observed = _Fact(lambda facts: facts.observed)
+    lab_comparisons = _Fact(lambda facts: facts.lab_comparisons)
     interpreter = _section(Interpreter, "interpreter")
     lab = _section(LabInfo, "lab")
     parameters = _section(Parameters, "parameters")
@@ -150,17 +155,6 @@ class Bundle:
     system = _section(System, "system")
     tracing = _section(Tracing, "tracing")
 
-    @functools.cached_property
-    def soak(self) -> Optional[Soak]:
-        return Soak.from_section(self.summary.get("soak"))
-
-    @property
-    def lab_comparisons(self) -> Tuple[Tuple[str, str], ...]:
-        """The lab's comparisons, each as the names of its two arms (a, b), in the lab's order."""
-        lab = self.summary.get("lab")
-        comparisons = (lab.get("comparisons") if isinstance(lab, Mapping) else None) or ()
-        return tuple((str(c.get("a")), str(c.get("b"))) for c in comparisons if isinstance(c, Mapping))
-
     def recorded(self, section: str) -> Mapping[str, object]:
         """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
         value = self.summary.get(section)
@@ -168,7 +162,6 @@ class Bundle:
 
     @property
     def run_state(self) -> RunState:
-        """How far the run got (complete, interrupted, cut short, in progress)."""
         return run_state(self.complete, self.interrupted, self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
@@ -183,9 +176,7 @@ class Bundle:
         """The arms as typed records, in run order (parsed once)."""
         return self._arms
 
-    @functools.cached_property
-    def _arms(self) -> Tuple[ArmRecord, ...]:
-        return tuple(ArmRecord.from_dict(entry) for entry in self.arm_entries())
+    _arms = functools.cached_property(lambda bundle: tuple(ArmRecord.from_dict(entry) for entry in bundle.arm_entries()))
 
     def arms_by_name(self) -> Dict[str, ArmRecord]:
         return {arm.name: arm for arm in self.arms()}
@@ -237,7 +228,7 @@ class Bundle:
                 self.source, arm.name, stored.kind))
         values = tuple(stored.samples_ns)
         expected = arm.latency.n if arm.latency is not None else None
-        kept = self.raw_kept(arm.entry, values)
+        kept = self.raw_kept(arm, values)
         if kept is None:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
                 os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
@@ -252,45 +243,41 @@ class Bundle:
         components = {str(k): tuple(v) for k, v in sorted(stored.components_ns.items())}
         return ArmSamples(values, components, kept.total, histogram)
 
-    def raw_kept(self, entry: Mapping[str, object], values: Any) -> Optional[RawKept]:
-        """How many of arm ``entry``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
+    def raw_kept(self, arm: Union[ArmRecord, Mapping[str, object]], values: Any) -> Optional[RawKept]:
+        """How many of ``arm``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
 
         Every wake when ``len(values)`` is the summary's n.  A soak past its raw-sample cap
         (``summary["soak"]["raw_kept"] == len(values) < n``) keeps whole chunks, one worker record each: the records'
         ``n`` must add up to the kept samples, there must be as many as the soak's ``raw_kept_slices``, and each
         record's ``p50_ns`` must be the type-7 median of its chunk's samples, so that each worker record is one unit of
         the kept samples; EvidenceError (one line) when they do not line up.  None for any other disagreement with n
-        (the caller words it). ``values`` may be a tuple of ints or a numpy array.
+        (the caller words it). ``values`` may be a tuple of ints or a numpy array; ``arm`` its record, or its entry.
         """
-        name = entry.get("name")
-        latency = entry.get("latency") if isinstance(entry.get("latency"), Mapping) else {}
-        assert isinstance(latency, Mapping)
-        total = latency.get("n")
+        arm = arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
+        total = arm.latency.n if arm.latency is not None else None
         count = len(values)
+        workers = arm.workers or ()
         if count == total:
-            workers = entry.get("workers")
-            return RawKept(count, count, len(workers) if isinstance(workers, list) and workers else 1)
-        soak = self.summary.get("soak") if isinstance(self.summary.get("soak"), Mapping) else None
-        if soak is None or soak.get("raw_kept") != count or not isinstance(total, int) or count >= total:
+            return RawKept(count, count, len(workers) or 1)
+        soak = self.soak
+        if soak is None or soak.raw_kept != count or total is None or count >= total:
             return None
         refuse = "%s: arm %s is a soak past its raw-sample cap whose kept samples (the first %d of %d wakes) do not " \
-                 "line up with its kept chunks' worker records: %%s" % (self.source, name, count, total)
-        workers = entry.get("workers")
-        if not isinstance(workers, list) or not workers or not all(isinstance(w, Mapping) for w in workers):
+                 "line up with its kept chunks' worker records: %%s" % (self.source, arm.name, count, total)
+        if not workers or not all(w.recorded for w in workers):
             raise EvidenceError(refuse % "it has none")
-        sizes = [w.get("n") for w in workers]
+        sizes = [w.n for w in workers]
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes):
             raise EvidenceError(refuse % "a worker record has no whole n")
         if sum(sizes) != count:
             raise EvidenceError(refuse % ("%d workers' n add up to %d" % (len(sizes), sum(sizes))))
-        slices = soak.get("raw_kept_slices")
-        if slices is not None and slices != len(workers):
-            raise EvidenceError(refuse % ("%d worker records, the soak says %s chunks are kept" % (len(workers), slices)))
+        if soak.raw_kept_slices is not None and soak.raw_kept_slices != len(workers):
+            raise EvidenceError(refuse % ("%d worker records, the soak says %s chunks are kept" % (len(workers), soak.raw_kept_slices)))
         start = 0
         for index, (record, size) in enumerate(zip(workers, sizes)):
             chunk = values[start:start + size]
             start += size
-            claimed = record.get("p50_ns")
+            claimed = record.p50_ns
             if not size or claimed is None:
                 continue
             as_list = getattr(chunk, "tolist", None)  # a numpy array's values as Python numbers: sorted fast
@@ -300,26 +287,17 @@ class Bundle:
                                               % (index + 1, ("%d" if median.is_integer() else "%.1f") % median, claimed)))
         return RawKept(count, total, len(workers))
 
-    # -- dumping ----------------------------------------------------------------------
-
     def dumps(self) -> str:
-        """The summary as the runner writes it (sorted keys, stable text)."""
-        from wakelab.evidence.bundle import dumps
-
+        """The summary as the runner writes it."""
         return dumps(self.summary)
 
+
 @dataclasses.dataclass(frozen=True)
-class GridCell:
-    """One cell of a grid: its label, its value of each grid dimension, its state in matrix.json, and its run.
+class GridCell(GridCellIndex):
+    """One cell of a grid as matrix.json lists it (:class:`~wakelab.evidence.load.GridCellIndex`) and its run: None for a
+    cell that never wrote evidence (the grid stopped before it)."""
 
-    ``bundle`` is None for a cell that never wrote evidence (the grid stopped before it); ``status`` is matrix.json's
-    (pending / running / done).
-    """
-
-    label: str
-    dimensions: Mapping[str, object]
-    status: str
-    bundle: Optional[Bundle]
+    bundle: Optional[Bundle] = None
 
     @property
     def evidence(self) -> Bundle:
@@ -335,16 +313,16 @@ class GridCell:
 
 
 @dataclasses.dataclass(frozen=True)
-class Grid:
-    """A grid folder as every reader sees it: its validated matrix.json and its cells, in the matrix's order.
+class Grid(GridIndex):
+    """A grid folder as every reader sees it: its validated matrix.json, read once as a :class:`MatrixDoc` (``doc``), and
+    its cells with their runs, in the matrix's order (``source``: the path as the user gave it).
 
-    Loaded once by :meth:`load` for compare, export and the HTML report alike.
+    Loaded once by :meth:`load` for compare, export and the HTML report alike.  ``matrix`` is matrix.json as stored, for
+    the JSON export, which writes it back whole.
     """
 
-    source: str
-    folder: str
-    matrix: Mapping[str, object] = dataclasses.field(repr=False)
     cells: Tuple[GridCell, ...] = ()
+    source: str = ""
 
     @classmethod
     def load(cls, path: str, grid_hint: str = "use its cells") -> "Grid":
@@ -358,60 +336,44 @@ class Grid:
         from wakelab.evidence.load import load_grid_index
 
         index = load_grid_index(path)
-        cells = tuple(
-            GridCell(cell.label, dict(cell.dimensions), cell.status,
-                     Bundle.load(cell.folder, label=cell.label, grid_hint=grid_hint) if cell.has_evidence else None)
-            for cell in index.cells
-        )
+        cells = tuple(GridCell(**vars(cell), bundle=Bundle.load(cell.folder, cell.label, grid_hint) if cell.has_evidence else None)
+                      for cell in index.cells)
         return cls(source=path, folder=os.path.abspath(path), matrix=index.matrix, cells=cells)
+
+    @functools.cached_property
+    def doc(self) -> "MatrixDoc":
+        from wakelab.evidence.matrix import MatrixDoc
+
+        return MatrixDoc.from_dict(self.matrix)
 
     @property
     def name(self) -> str:
         return os.path.basename(os.path.abspath(self.folder))
 
-    @property
-    def dimensions(self) -> Tuple[str, ...]:
-        """matrix.json's dimension names, in its order (``python``, ``placement``, ``settle_us`` ...)."""
-        return read_as(Tuple[str, ...], self.matrix.get("dimensions"))
-
-    @property
-    def lab(self) -> LabInfo:
-        """The lab the grid ran (matrix.json's ``lab``)."""
-        return LabInfo.from_dict(self.matrix.get("lab"))
-
-    @property
-    def started_utc(self) -> Any:
-        return self.matrix.get("started_utc")
-
-    @property
-    def complete(self) -> Any:
-        """matrix.json's ``complete``: every cell ran (None: not recorded)."""
-        return self.matrix.get("complete")
+    # matrix.json's own facts, for the readers that take them from the grid
+    dimensions = _OfDoc(lambda doc: doc.dimensions)
+    lab = _OfDoc(lambda doc: doc.lab)
+    started_utc = _OfDoc(lambda doc: doc.started_utc)
+    complete = _OfDoc(lambda doc: doc.complete)
 
     @property
     def with_evidence(self) -> Tuple[GridCell, ...]:
-        """The cells that have a run, in the matrix's order."""
         return tuple(c for c in self.cells if c.bundle is not None)
 
-    @property
-    def missing(self) -> Tuple[str, ...]:
-        """Labels of the cells that never wrote evidence (the grid stopped before them)."""
-        return tuple(c.label for c in self.cells if c.bundle is None)
+    missing = GridIndex.never_ran
 
     def cell(self, label: str) -> GridCell:
         """The cell named ``label`` (EvidenceError naming the grid's cells when there is none)."""
         for cell in self.cells:
             if cell.label == label:
                 return cell
-        names = [c.label for c in self.cells]
-        shown = ", ".join(names[:8]) + (", ... (%d in all)" % len(names) if len(names) > 8 else "")
-        raise EvidenceError("%s has no cell %s (its cells: %s)" % (self.source, label, shown or "none"))
+        raise EvidenceError("%s has no cell %s (its cells: %s)" % (self.source, label, listed([c.label for c in self.cells], 8) or "none"))
 
 
 __all__ = [
     "DEFAULT_REPEAT", "LATENCY", "NOTE_LEVEL", "PERCENTILE_KEYS", "RATE", "WARNING_LEVEL",
     "ArmOrigin", "ArmRecord", "ArmSamples", "Bundle", "Conditions", "CpuSide", "CpuSplit", "Execution", "Grid", "GridCell",
-    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Parameters", "RateFigures", "RawKept",
+    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Observed", "ObservedProcess", "Parameters", "Reading", "RateFigures", "RawKept",
     "RepetitionSpread", "SamplesFile", "Soak", "System", "Timer", "TraceFigures", "TraceHolder", "Tracing", "WarningKind",
     "WarningRecord", "WorkerRecord",
 ]

@@ -44,6 +44,7 @@ class LabInfo(Record):
 class Parameters(Record):
     """``parameters``: what every arm was measured with (counts, settle, timeout, placement, loop)."""
 
+    present: bool = _present()
     n: Any = None
     warmup: Any = None
     settle_us: Any = None
@@ -120,6 +121,7 @@ class Execution(Record):
 class Machine(Record):
     """``machine``: where the run measured."""
 
+    present: bool = _present()
     os: Any = None
     kernel: Any = None
     architecture: Any = None
@@ -201,6 +203,48 @@ class Tracing(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class Reading(Record):
+    """One reading of the machine (``observed.start`` / ``observed.end``), each CPU's settings by CPU number; a value as
+    stored (None: not readable), a map empty where it is not one."""
+
+    load_average: Any = None
+    cpu_mhz: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    cpufreq_governors: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    cpuidle_governor: Any = None
+    #: The names of the idle states disabled on each CPU (empty where none is).
+    idle_disabled: Mapping[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def load_1min(self) -> Optional[float]:
+        """The 1-minute load average (None: not recorded)."""
+        values = self.load_average
+        return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class ObservedProcess(Record):
+    """A process other than the run's own that was busy while it measured (``observed.busy_processes``), as stored."""
+
+    pid: Any = None
+    name: Any = None
+    cpu_share: Any = None
+    started_during_run: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Observed(Record):
+    """``observed``: what the machine was doing while the run measured, read at its start and its end (an observation,
+    never a condition of the run); each CPU's busy share and the busy processes between the readings."""
+
+    EMPTY_IS_ABSENT = True
+    start: Optional[Reading] = None
+    end: Optional[Reading] = None
+    cpu_busy: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    #: Busiest first (None: not readable).
+    busy_processes: Optional[Tuple[ObservedProcess, ...]] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Soak(Record):
     """``soak``: a run of a given duration in consecutive workers, its figures exact or from a log-linear histogram."""
 
@@ -217,4 +261,5 @@ class Soak(Record):
     relative_error: Any = json_field("histogram.relative_error", default=None)
 
 
-__all__ = ["Conditions", "Execution", "HarnessCost", "LabInfo", "Machine", "Parameters", "Soak", "System", "Timer"]
+__all__ = ["Conditions", "Execution", "HarnessCost", "LabInfo", "Machine", "Observed", "ObservedProcess", "Parameters", "Reading", "Soak",
+           "System", "Timer"]

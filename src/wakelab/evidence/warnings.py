@@ -9,6 +9,8 @@ import dataclasses
 import enum
 from typing import Any, Dict, Mapping, Optional, Union
 
+from wakelab.evidence.bundle import Record, json_field, json_meta
+
 
 class WarningKind(str, enum.Enum):
     """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
@@ -29,8 +31,15 @@ class WarningKind(str, enum.Enum):
 WARNING_LEVEL, NOTE_LEVEL = "warning", "note"
 
 
+def _kind(kind: object) -> Union[WarningKind, str]:
+    try:
+        return WarningKind(kind)
+    except ValueError:
+        return "" if kind is None else str(kind)
+
+
 @dataclasses.dataclass(frozen=True)
-class WarningRecord:
+class WarningRecord(Record):
     """One entry of summary.json's ``warnings``: what (``kind``), about which arm, and the figures it rests on.
 
     ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it is none of them (a newer bundle).
@@ -39,29 +48,19 @@ class WarningRecord:
     renderer that must show figures it cannot word.
     """
 
-    kind: Union[WarningKind, str]
-    level: str = WARNING_LEVEL
-    arm: Optional[str] = None
+    kind: Union[WarningKind, str] = dataclasses.field(metadata=json_meta(read=_kind))
+    level: str = json_field(read=lambda level: str(level or WARNING_LEVEL), default=WARNING_LEVEL)
+    arm: Optional[str] = json_field(read=lambda arm: None if arm is None else str(arm), default=None)
     figures: Mapping[str, object] = dataclasses.field(default_factory=dict)
-    text: Optional[str] = None
-    raw: Any = dataclasses.field(default=None, repr=False, compare=False)
+    text: Optional[str] = json_field(read=lambda _: None, default=None)  # a stored record is never a sentence
+    raw: Any = json_field("", default=None, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, value: object) -> "WarningRecord":
         """A stored entry (a record, or a sentence from an older bundle) as a record."""
         if isinstance(value, WarningRecord):
             return value
-        if not isinstance(value, Mapping):
-            return cls(kind="", text=str(value), raw=value)
-        kind = value.get("kind")
-        try:
-            known: Union[WarningKind, str] = WarningKind(kind)
-        except ValueError:
-            known = "" if kind is None else str(kind)
-        figures = value.get("figures")
-        arm = value.get("arm")
-        return cls(kind=known, level=str(value.get("level") or WARNING_LEVEL), arm=None if arm is None else str(arm),
-                   figures=figures if isinstance(figures, Mapping) else {}, raw=value)
+        return cls.from_dict(value) if isinstance(value, Mapping) else cls(kind="", text=str(value), raw=value)
 
     @property
     def is_note(self) -> bool:
