@@ -331,7 +331,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
     arm's origin as its workers load it.  The base side's arms stay registered (their declarations
     describe both sides: they must agree, UsageError otherwise)."""
     from wakelab.core import registry
-    from wakelab.core.user_arms import ArmFileError, load_arm_file
+    from wakelab.core.user_arms import ArmFileError, UserArm, load_arm_file
 
     declared: Dict[str, Dict[str, Arm]] = {}
     origins: Dict[str, Dict[str, Dict[str, object]]] = {}
@@ -349,8 +349,8 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
             sys.path[:] = saved
         declared[side.role] = {arm.name: arm for arm in arms}
         # The side's workers find its code on their PYTHONPATH: no folder of this interpreter's.
-        origins[side.role] = {arm.name: {k: v for k, v in dict(getattr(arm, "origin", {})).items() if k != "sys_path"}
-                              for arm in arms}
+        origins[side.role] = {arm.name: dataclasses.replace(arm.loaded_from, sys_path=()).to_dict()
+                              for arm in arms if isinstance(arm, UserArm)}
     if not any(side.arm_files for side in sides):
         return {side.role: {} for side in sides}
     base, head = declared.get("base", {}), declared.get("head", {})

@@ -122,11 +122,6 @@ class UserArm(Arm):
 
     loaded_from: UserArmOrigin = UserArmOrigin(FILE)
 
-    @property
-    def origin(self) -> Dict[str, object]:
-        """``loaded_from`` as the evidence's ``origin`` object (and a worker request's ``user_arm``)."""
-        return self.loaded_from.to_dict()
-
     def describe(self) -> Dict[str, object]:
         described = Arm.describe(self)
         described["user_defined"] = True
