@@ -87,11 +87,9 @@ def _grid_of(run: Bundle) -> Optional[str]:
 
 def _same_run(baseline: Bundle, other: Bundle) -> bool:
     """Two copies of one run: the same run id, or (bundles older than run ids) the same start and host."""
-    a, b = baseline.summary, other.summary
-    if a.get("run_id") is not None or b.get("run_id") is not None:
-        return a.get("run_id") == b.get("run_id")
-    return (a.get("started_utc"), (a.get("machine") or {}).get("hostname")) == (
-        b.get("started_utc"), (b.get("machine") or {}).get("hostname"))
+    if baseline.run_id is not None or other.run_id is not None:
+        return baseline.run_id == other.run_id
+    return (baseline.started_utc, baseline.hostname) == (other.started_utc, other.hostname)
 
 
 def are_separate(baseline: Bundle, other: Bundle) -> bool:
@@ -228,56 +226,57 @@ def _governor(run: Bundle) -> Optional[str]:
     governors = sorted({str(v) for _, v in _readings(run, "cpufreq_governors")})
     if governors:
         return ", ".join(governors)
-    system = run.summary.get("system") or {}
-    value = system.get("cpufreq_governor") if isinstance(system, Mapping) else None
+    value = run.system.cpufreq_governor
     return str(value) if value else None
 
 
+def _has(run: Bundle, section: str) -> bool:
+    """Whether the run recorded section ``section`` (an empty one too, which the typed records read as absent)."""
+    return isinstance(run.summary.get(section), Mapping)
+
+
 def _idle(run: Bundle) -> Optional[str]:
-    system = run.summary.get("system")
-    if not isinstance(system, Mapping):
+    if not _has(run, "system"):
         return None
-    states = system.get("idle_states")
-    parts = ["governor %s" % (system.get("cpuidle_governor") or "none")]
-    if isinstance(states, list) and states:
-        parts.append("states %s" % ", ".join("%s%s" % (s.get("name"), " (disabled)" if s.get("disabled") else "")
-                                              for s in states if isinstance(s, Mapping)))
+    system = run.system
+    parts = ["governor %s" % (system.cpuidle_governor or "none")]
+    if isinstance(system.idle_states, list) and system.idle_states:
+        parts.append("states %s" % ", ".join("%s%s" % (s.name, " (disabled)" if s.disabled else "") for s in system.states))
     disabled = {str(cpu): names for cpu, names in _readings(run, "idle_disabled") if isinstance(names, list) and names}
     if disabled:
         parts.append("disabled on CPU %s" % "; ".join("%s: %s" % (cpu, ", ".join(names)) for cpu, names in sorted(disabled.items())))
-    conditions = run.summary.get("conditions") or {}
-    if isinstance(conditions, Mapping) and conditions.get("idle_hold"):
+    if run.conditions.idle_hold:
         parts.append("held shallow (--idle-hold)")
     return "; ".join(parts)
 
 
 def _placement(run: Bundle) -> Optional[str]:
-    params = run.summary.get("parameters")
-    if not isinstance(params, Mapping):
+    if not _has(run, "parameters"):
         return None
-    text = str(params.get("placement") or "any")
-    if params.get("notifier_cpu") is not None or params.get("waiter_cpu") is not None:
-        text += " (notifier CPU %s, waiter CPU %s)" % (params.get("notifier_cpu"), params.get("waiter_cpu"))
+    params = run.parameters
+    text = str(params.placement or "any")
+    if params.notifier_cpu is not None or params.waiter_cpu is not None:
+        text += " (notifier CPU %s, waiter CPU %s)" % (params.notifier_cpu, params.waiter_cpu)
     return text
 
 
 def _build(run: Bundle) -> Optional[str]:
-    interp = run.summary.get("interpreter")
-    if not isinstance(interp, Mapping):
+    if not _has(run, "interpreter"):
         return None
-    text = "%s %s (%s; %s)" % (interp.get("implementation"), interp.get("version"), interp.get("build"), interp.get("compiler"))
-    if interp.get("free_threaded_build"):
+    field = run.interpreter.as_recorded
+    text = "%s %s (%s; %s)" % (field("implementation"), field("version"), field("build"), field("compiler"))
+    if field("free_threaded_build"):
         text += ", free-threaded"
-    if interp.get("python_gil_env"):
-        text += ", PYTHON_GIL=%s" % interp.get("python_gil_env")
-    return text + ", " + str(interp.get("executable"))
+    if field("python_gil_env"):
+        text += ", PYTHON_GIL=%s" % field("python_gil_env")
+    return text + ", " + str(field("executable"))
 
 
 def _machine(run: Bundle) -> Optional[str]:
-    machine = run.summary.get("machine")
-    if not isinstance(machine, Mapping):
+    if not _has(run, "machine"):
         return None
-    return "%s, %s, kernel %s" % (machine.get("hostname"), machine.get("cpu_model"), machine.get("kernel"))
+    machine = run.machine
+    return "%s, %s, kernel %s" % (machine.hostname, machine.cpu_model, machine.kernel)
 
 
 def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
@@ -287,7 +286,7 @@ def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
 
 def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
     """What differed between two separate runs besides the code (see the module docstring)."""
-    times = [(_utc_seconds(r.summary.get("started_utc")), _utc_seconds(r.summary.get("finished_utc"))) for r in (baseline, other)]
+    times = [(_utc_seconds(r.started_utc), _utc_seconds(r.finished_utc)) for r in (baseline, other)]
     gap: Optional[float] = None
     (a_start, a_end), (b_start, b_end) = times
     if a_start is not None and b_start is not None:
