@@ -22,7 +22,7 @@ from wakelab.analysis.compare import (
     CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, format_ratio_plain, label_of,
     minimum_detectable_effect, verdict)
 from wakelab.analysis.warning_groups import BusyProcess
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import Bundle, Reading
 
 # Differences below these are not named as differences (they are within what one run sees).
 LOAD_DIFFERENCE = 0.5  # 1-minute load average
@@ -126,35 +126,23 @@ def format_gap(seconds: float) -> str:
     return "%.0f days" % (seconds / 86400)
 
 
-def _observed(run: Bundle, key: Optional[str] = None) -> Mapping[object, object]:
-    """The run's ``observed`` record, or its ``start`` or ``end`` reading (empty where it has none)."""
-    value = run.summary.get("observed")
-    if key is not None and isinstance(value, Mapping):
-        value = value.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
 def _readings(run: Bundle, what: str) -> List[Tuple[object, object]]:
-    """The items of map ``what`` in the run's start reading, then its end reading."""
+    """The items of map ``what`` in the run's start reading, then its end reading, as stored: the typed readings
+    would turn a CPU's unreadable (None) frequency into 0 MHz and its governor into "" rather than "None"."""
     items: List[Tuple[object, object]] = []
     for key in ("start", "end"):
-        found = _observed(run, key).get(what)
+        reading = run.recorded("observed").get(key)
+        found = reading.get(what) if isinstance(reading, Mapping) else None
         items += found.items() if isinstance(found, Mapping) else ()
     return items
 
 
 def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
     """The 1-minute load average at the start and the end (the end None in older bundles)."""
-    seen = _observed(run)
-
-    def first(reading: object) -> Optional[float]:
-        values = reading.get("load_average") if isinstance(reading, Mapping) else None
-        return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
-
-    if seen:
-        return first(seen.get("start")), first(seen.get("end"))
-    system = run.summary.get("system")
-    start = first(system) if isinstance(system, Mapping) else None
+    seen = run.observed
+    if seen is not None:
+        return (seen.start.load_1min if seen.start else None, seen.end.load_1min if seen.end else None)
+    start = Reading(load_average=run.system.load_average).load_1min
     return (start, None) if start is not None else None
 
 
@@ -174,18 +162,17 @@ def _load_condition(a: Bundle, b: Bundle) -> Condition:
 
 def _busy_condition(a: Bundle, b: Bundle) -> Condition:
     def seen(run: Bundle) -> Optional[List[BusyProcess]]:
-        procs = _observed(run).get("busy_processes")
-        if not isinstance(procs, list):
+        procs = run.observed.busy_processes if run.observed is not None else None
+        if procs is None:
             return None
-        return [BusyProcess(str(p.get("name")), p.get("pid"), float(p.get("cpu_share") or 0), bool(p.get("started_during_run")))
-                for p in procs if isinstance(p, Mapping)]
+        return [BusyProcess(str(p.name), p.pid, float(p.cpu_share or 0), bool(p.started_during_run)) for p in procs]
 
     def words(procs: Optional[List[BusyProcess]], run: Bundle) -> str:
         if procs is None:
             return "not recorded"
-        busy = _observed(run).get("cpu_busy")
+        busy = _cpu_busy(run)
         cpus = ""
-        if isinstance(busy, Mapping) and busy:
+        if busy:
             cpus = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * float(v))) for cpu, v in sorted(busy.items()))
         if not procs:
             return "none besides the run's own" + cpus
@@ -204,11 +191,13 @@ def _busy_condition(a: Bundle, b: Bundle) -> Condition:
     return Condition("busy processes", words(pa, a), words(pb, b), differs)
 
 
+def _cpu_busy(run: Bundle) -> Mapping[str, float]:
+    return run.observed.cpu_busy if run.observed is not None else {}
+
+
 def _mean_busy(run: Bundle) -> Optional[float]:
-    busy = _observed(run).get("cpu_busy")
-    if not isinstance(busy, Mapping) or not busy:
-        return None
-    return statistics.fmean(float(v) for v in busy.values())
+    busy = _cpu_busy(run)
+    return statistics.fmean(busy.values()) if busy else None
 
 
 def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
