@@ -315,11 +315,11 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     from wakelab.history import figure_conditions
 
     keys = [figure_conditions(run.summary) for run in (baseline, other)]
-    machines = [(run.summary.get("machine") or {}) for run in (baseline, other)]
-    hosts = {(m.get("hostname"), m.get("cpu_model"), m.get("kernel")) for m in machines}
-    latest = max(str(run.summary.get("started_utc") or "") for run in (baseline, other))
+    hosts = {(run.machine.hostname, run.machine.cpu_model, run.machine.kernel) for run in (baseline, other)}
+    latest = max(run.started_utc for run in (baseline, other))
     own = {os.path.abspath(run.folder) for run in (baseline, other)}
-    own_starts = {(run.summary.get("started_utc"), (run.summary.get("machine") or {}).get("hostname")) for run in (baseline, other)}
+    # A run without a start reads "" here, not None: either way no point chosen (each started) matches it.
+    own_starts = {(run.started_utc, run.machine.hostname) for run in (baseline, other)}
     chosen = []
     for point in points:
         facts, figures = point.facts, point.figures
