@@ -22,7 +22,7 @@ from wakelab.analysis.compare import (
     CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, format_ratio_plain, label_of,
     minimum_detectable_effect, verdict)
 from wakelab.analysis.warning_groups import BusyProcess
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import Bundle, Reading
 
 # Differences below these are not named as differences (they are within what one run sees).
 LOAD_DIFFERENCE = 0.5  # 1-minute load average
@@ -87,11 +87,9 @@ def _grid_of(run: Bundle) -> Optional[str]:
 
 def _same_run(baseline: Bundle, other: Bundle) -> bool:
     """Two copies of one run: the same run id, or (bundles older than run ids) the same start and host."""
-    a, b = baseline.summary, other.summary
-    if a.get("run_id") is not None or b.get("run_id") is not None:
-        return a.get("run_id") == b.get("run_id")
-    return (a.get("started_utc"), (a.get("machine") or {}).get("hostname")) == (
-        b.get("started_utc"), (b.get("machine") or {}).get("hostname"))
+    if baseline.run_id is not None or other.run_id is not None:
+        return baseline.run_id == other.run_id
+    return (baseline.started_utc, baseline.hostname) == (other.started_utc, other.hostname)
 
 
 def are_separate(baseline: Bundle, other: Bundle) -> bool:
@@ -128,35 +126,23 @@ def format_gap(seconds: float) -> str:
     return "%.0f days" % (seconds / 86400)
 
 
-def _observed(run: Bundle, key: Optional[str] = None) -> Mapping[object, object]:
-    """The run's ``observed`` record, or its ``start`` or ``end`` reading (empty where it has none)."""
-    value = run.summary.get("observed")
-    if key is not None and isinstance(value, Mapping):
-        value = value.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
 def _readings(run: Bundle, what: str) -> List[Tuple[object, object]]:
-    """The items of map ``what`` in the run's start reading, then its end reading."""
+    """The items of map ``what`` in the run's start reading, then its end reading, as stored: the typed readings
+    would turn a CPU's unreadable (None) frequency into 0 MHz and its governor into "" rather than "None"."""
     items: List[Tuple[object, object]] = []
     for key in ("start", "end"):
-        found = _observed(run, key).get(what)
+        reading = run.recorded("observed").get(key)
+        found = reading.get(what) if isinstance(reading, Mapping) else None
         items += found.items() if isinstance(found, Mapping) else ()
     return items
 
 
 def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
     """The 1-minute load average at the start and the end (the end None in older bundles)."""
-    seen = _observed(run)
-
-    def first(reading: object) -> Optional[float]:
-        values = reading.get("load_average") if isinstance(reading, Mapping) else None
-        return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
-
-    if seen:
-        return first(seen.get("start")), first(seen.get("end"))
-    system = run.summary.get("system")
-    start = first(system) if isinstance(system, Mapping) else None
+    seen = run.observed
+    if seen is not None:
+        return (seen.start.load_1min if seen.start else None, seen.end.load_1min if seen.end else None)
+    start = Reading(load_average=run.system.load_average).load_1min
     return (start, None) if start is not None else None
 
 
@@ -176,18 +162,17 @@ def _load_condition(a: Bundle, b: Bundle) -> Condition:
 
 def _busy_condition(a: Bundle, b: Bundle) -> Condition:
     def seen(run: Bundle) -> Optional[List[BusyProcess]]:
-        procs = _observed(run).get("busy_processes")
-        if not isinstance(procs, list):
+        procs = run.observed.busy_processes if run.observed is not None else None
+        if procs is None:
             return None
-        return [BusyProcess(str(p.get("name")), p.get("pid"), float(p.get("cpu_share") or 0), bool(p.get("started_during_run")))
-                for p in procs if isinstance(p, Mapping)]
+        return [BusyProcess(str(p.name), p.pid, float(p.cpu_share or 0), bool(p.started_during_run)) for p in procs]
 
     def words(procs: Optional[List[BusyProcess]], run: Bundle) -> str:
         if procs is None:
             return "not recorded"
-        busy = _observed(run).get("cpu_busy")
+        busy = _cpu_busy(run)
         cpus = ""
-        if isinstance(busy, Mapping) and busy:
+        if busy:
             cpus = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * float(v))) for cpu, v in sorted(busy.items()))
         if not procs:
             return "none besides the run's own" + cpus
@@ -206,11 +191,13 @@ def _busy_condition(a: Bundle, b: Bundle) -> Condition:
     return Condition("busy processes", words(pa, a), words(pb, b), differs)
 
 
+def _cpu_busy(run: Bundle) -> Mapping[str, float]:
+    return run.observed.cpu_busy if run.observed is not None else {}
+
+
 def _mean_busy(run: Bundle) -> Optional[float]:
-    busy = _observed(run).get("cpu_busy")
-    if not isinstance(busy, Mapping) or not busy:
-        return None
-    return statistics.fmean(float(v) for v in busy.values())
+    busy = _cpu_busy(run)
+    return statistics.fmean(busy.values()) if busy else None
 
 
 def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
@@ -228,56 +215,57 @@ def _governor(run: Bundle) -> Optional[str]:
     governors = sorted({str(v) for _, v in _readings(run, "cpufreq_governors")})
     if governors:
         return ", ".join(governors)
-    system = run.summary.get("system") or {}
-    value = system.get("cpufreq_governor") if isinstance(system, Mapping) else None
+    value = run.system.cpufreq_governor
     return str(value) if value else None
 
 
+def _has(run: Bundle, section: str) -> bool:
+    """Whether the run recorded section ``section`` (an empty one too, which the typed records read as absent)."""
+    return isinstance(run.summary.get(section), Mapping)
+
+
 def _idle(run: Bundle) -> Optional[str]:
-    system = run.summary.get("system")
-    if not isinstance(system, Mapping):
+    if not _has(run, "system"):
         return None
-    states = system.get("idle_states")
-    parts = ["governor %s" % (system.get("cpuidle_governor") or "none")]
-    if isinstance(states, list) and states:
-        parts.append("states %s" % ", ".join("%s%s" % (s.get("name"), " (disabled)" if s.get("disabled") else "")
-                                              for s in states if isinstance(s, Mapping)))
+    system = run.system
+    parts = ["governor %s" % (system.cpuidle_governor or "none")]
+    if isinstance(system.idle_states, list) and system.idle_states:
+        parts.append("states %s" % ", ".join("%s%s" % (s.name, " (disabled)" if s.disabled else "") for s in system.states))
     disabled = {str(cpu): names for cpu, names in _readings(run, "idle_disabled") if isinstance(names, list) and names}
     if disabled:
         parts.append("disabled on CPU %s" % "; ".join("%s: %s" % (cpu, ", ".join(names)) for cpu, names in sorted(disabled.items())))
-    conditions = run.summary.get("conditions") or {}
-    if isinstance(conditions, Mapping) and conditions.get("idle_hold"):
+    if run.conditions.idle_hold:
         parts.append("held shallow (--idle-hold)")
     return "; ".join(parts)
 
 
 def _placement(run: Bundle) -> Optional[str]:
-    params = run.summary.get("parameters")
-    if not isinstance(params, Mapping):
+    if not _has(run, "parameters"):
         return None
-    text = str(params.get("placement") or "any")
-    if params.get("notifier_cpu") is not None or params.get("waiter_cpu") is not None:
-        text += " (notifier CPU %s, waiter CPU %s)" % (params.get("notifier_cpu"), params.get("waiter_cpu"))
+    params = run.parameters
+    text = str(params.placement or "any")
+    if params.notifier_cpu is not None or params.waiter_cpu is not None:
+        text += " (notifier CPU %s, waiter CPU %s)" % (params.notifier_cpu, params.waiter_cpu)
     return text
 
 
 def _build(run: Bundle) -> Optional[str]:
-    interp = run.summary.get("interpreter")
-    if not isinstance(interp, Mapping):
+    if not _has(run, "interpreter"):
         return None
-    text = "%s %s (%s; %s)" % (interp.get("implementation"), interp.get("version"), interp.get("build"), interp.get("compiler"))
-    if interp.get("free_threaded_build"):
+    field = run.interpreter.as_recorded
+    text = "%s %s (%s; %s)" % (field("implementation"), field("version"), field("build"), field("compiler"))
+    if field("free_threaded_build"):
         text += ", free-threaded"
-    if interp.get("python_gil_env"):
-        text += ", PYTHON_GIL=%s" % interp.get("python_gil_env")
-    return text + ", " + str(interp.get("executable"))
+    if field("python_gil_env"):
+        text += ", PYTHON_GIL=%s" % field("python_gil_env")
+    return text + ", " + str(field("executable"))
 
 
 def _machine(run: Bundle) -> Optional[str]:
-    machine = run.summary.get("machine")
-    if not isinstance(machine, Mapping):
+    if not _has(run, "machine"):
         return None
-    return "%s, %s, kernel %s" % (machine.get("hostname"), machine.get("cpu_model"), machine.get("kernel"))
+    machine = run.machine
+    return "%s, %s, kernel %s" % (machine.hostname, machine.cpu_model, machine.kernel)
 
 
 def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
@@ -287,7 +275,7 @@ def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
 
 def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
     """What differed between two separate runs besides the code (see the module docstring)."""
-    times = [(_utc_seconds(r.summary.get("started_utc")), _utc_seconds(r.summary.get("finished_utc"))) for r in (baseline, other)]
+    times = [(_utc_seconds(r.started_utc), _utc_seconds(r.finished_utc)) for r in (baseline, other)]
     gap: Optional[float] = None
     (a_start, a_end), (b_start, b_end) = times
     if a_start is not None and b_start is not None:
@@ -327,11 +315,11 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     from wakelab.history import figure_conditions
 
     keys = [figure_conditions(run.summary) for run in (baseline, other)]
-    machines = [(run.summary.get("machine") or {}) for run in (baseline, other)]
-    hosts = {(m.get("hostname"), m.get("cpu_model"), m.get("kernel")) for m in machines}
-    latest = max(str(run.summary.get("started_utc") or "") for run in (baseline, other))
+    hosts = {(run.machine.hostname, run.machine.cpu_model, run.machine.kernel) for run in (baseline, other)}
+    latest = max(run.started_utc for run in (baseline, other))
     own = {os.path.abspath(run.folder) for run in (baseline, other)}
-    own_starts = {(run.summary.get("started_utc"), (run.summary.get("machine") or {}).get("hostname")) for run in (baseline, other)}
+    # A run without a start reads "" here, not None: either way no point chosen (each started) matches it.
+    own_starts = {(run.started_utc, run.machine.hostname) for run in (baseline, other)}
     chosen = []
     for point in points:
         facts, figures = point.facts, point.figures
