@@ -22,7 +22,8 @@ from wakelab.core.model import MeasureParams
 from wakelab.cli import main
 from wakelab.errors import EvidenceError, UsageError
 from wakelab.evidence import bundle
-from wakelab.export import EXPORTERS, load_evidence, load_grid
+from wakelab.evidence.model import Bundle, Grid
+from wakelab.export import EXPORTERS
 from wakelab.export.csv_format import INTEGER_COLUMNS, RATE_INTEGER_COLUMNS, format_decimal, format_integer
 from wakelab.export.markdown import escape
 from wakelab.export.pyperf_format import pyperf_date, split_by_worker
@@ -258,7 +259,7 @@ def test_default_output_goes_beside_the_evidence(tmp_path, lab135_summary, capsy
     assert os.listdir(work) == []  # nothing in the working directory
     assert err.splitlines()[-1].startswith("wakelab: wrote %s" % written)  # absolute: not under the working directory
     # A run's own files are untouched: the bundle still loads, and its summary is as written.
-    assert load_evidence(folder).summary == lab135_summary
+    assert Bundle.load(folder).summary == lab135_summary
 
 
 def test_default_output_path_is_relative_when_under_the_working_directory(tmp_path, lab135_summary, capsys, monkeypatch) -> None:
@@ -459,7 +460,7 @@ def test_pyperf_leaves_out_what_it_cannot_hold(tmp_path, lab135_summary, capsys)
 
 def test_pyperf_missing_is_one_clear_error(tmp_path, lab135_summary, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pyperf", None)  # import pyperf -> ImportError
-    evidence = load_evidence(write_bundle(tmp_path / "run", lab135_summary))
+    evidence = Bundle.load(write_bundle(tmp_path / "run", lab135_summary))
     with pytest.raises(UsageError, match=r"--format pyperf needs the pyperf package, which is not installed: pip install 'wakelab\[pyperf\]'"):
         EXPORTERS["pyperf"].serialize(evidence)
 
@@ -478,7 +479,7 @@ def test_component_names_must_be_plain(tmp_path, lab135_summary, component) -> N
     doc["components_ns"] = {component: [1] * 200}
     bundle.write_samples(folder, "event", doc)
     with pytest.raises(EvidenceError, match="component name .* is not a plain name"):
-        EXPORTERS["pyperf"].serialize(load_evidence(folder))
+        EXPORTERS["pyperf"].serialize(Bundle.load(folder))
 
 
 def test_components_become_benchmarks_of_their_own(tmp_path, lab135_summary, capsys) -> None:
@@ -681,7 +682,7 @@ def test_grid_pyperf_needs_a_folder(tmp_path, lab135_summary, capsys) -> None:
 
 def test_grid_with_a_cell_that_never_ran_exports_the_others(tmp_path, lab135_summary, capsys) -> None:
     folder = make_grid(tmp_path, lab135_summary, pending=True)
-    grid = load_grid(folder)
+    grid = Grid.load(folder)
     assert [c.label for c in grid.with_evidence] == ["cpython-3.12.1_same", "cpython-3.13.5_split"]
     assert grid.missing == ("cpython-3.12.1_split",)
     status, out, err = export(capsys, folder, "-f", "csv", "-o", "-")

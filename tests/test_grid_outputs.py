@@ -313,6 +313,11 @@ def test_a_hostile_grid_is_one_line_exit_2_from_every_reader(tail_grid, tmp_path
     assert os.listdir(str(tmp_path / "out")) == []  # nothing written: no page, no export, no database
 
 
+def test_show_names_a_grid_that_lost_its_matrix(tail_grid, capsys) -> None:
+    expected = "%s, %s)\n" % (_matrix_gone(tail_grid), os.path.join(tail_grid, "cells", "threads1"))
+    assert cli(capsys, "show", tail_grid) == (2, "", "wakelab: error: " + expected)
+
+
 def test_a_grid_with_no_evidence_at_all_is_refused(tmp_path, lab135_summary, capsys) -> None:
     grid = write_grid(str(tmp_path / "grid"), lab135_summary, [], pending=["same", "split"])
     for args in (["export", "-f", "csv", grid, "-o", "-"], ["history", "add", "--history", str(tmp_path / "h.db"), grid]):

@@ -62,11 +62,13 @@ def _hint(exporter_name: str, paths: List[str], grid: bool) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from wakelab.errors import UsageError
-    from wakelab.export import STDOUT, Grid, destination_for, get_exporter, load_source, write_export
+    from wakelab.evidence.load import is_grid
+    from wakelab.evidence.model import Bundle, Grid
+    from wakelab.export import STDOUT, destination_for, get_exporter, write_export
     from wakelab.formatting import escape_text
 
     exporter = get_exporter(args.format)
-    source = load_source(args.run)
+    source = Grid.load(args.run) if is_grid(args.run) else Bundle.load(args.run)
     export = exporter.export(source)
     for note in export.notes:
         sys.stderr.write("wakelab: %s\n" % escape_text(note))

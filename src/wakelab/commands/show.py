@@ -34,7 +34,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     import os
 
     from wakelab.errors import UsageError
-    from wakelab.evidence.load import is_grid_folder, load_matrix, load_summary
+    from wakelab.evidence.load import is_grid, load_matrix, load_summary
 
     if args.path is None:
         if args.hist and os.path.exists(args.hist):  # "show --hist RUN": the run, every arm
@@ -44,7 +44,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                              "(wakelab show PATH [--hist [ARM]])")
     if args.hist is not None:
         return show_histograms(args.path, args.hist)
-    if is_grid_folder(args.path):
+    if is_grid(args.path):
         from wakelab.report.matrix_text import format_matrix
 
         sys.stdout.write(format_matrix(load_matrix(args.path)))

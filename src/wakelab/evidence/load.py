@@ -342,6 +342,16 @@ def orphan_cells_error(path: str) -> EvidenceError:
     return EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
 
 
+def is_grid(path: str) -> bool:
+    """Whether ``path`` is read as a grid (:func:`is_grid_folder`) or as one run: the choice every reader of either makes.
+
+    A folder with ``cells/`` that lost its matrix.json is refused (:func:`orphan_cells_error`), not read as a broken run.
+    """
+    if orphan_cells_folder(path):
+        raise orphan_cells_error(path)
+    return is_grid_folder(path)
+
+
 def load_grid_index(folder: str) -> GridIndex:
     """Read a grid folder's matrix.json and find each cell's bundle, refusing what is not a whole grid.
 

@@ -28,8 +28,7 @@ from typing import Dict, List, Optional
 
 from wakelab.errors import OutputError, UsageError
 from wakelab.export import csv_format, json_format, markdown, pyperf_format, samples_csv
-from wakelab.export.base import (EXPORT_DIR, Evidence, Export, ExportedFile, Exporter, Grid, GridCell, Source, load_evidence,
-                                 load_grid, load_source)
+from wakelab.export.base import EXPORT_DIR, Evidence, Export, ExportedFile, Exporter, Grid, GridCell, Source
 
 EXPORTERS: Dict[str, Exporter] = {
     exporter.name: exporter
@@ -41,7 +40,7 @@ STDOUT = "-"
 
 __all__ = [
     "EXPORTERS", "EXPORT_DIR", "STDOUT", "Evidence", "Export", "ExportedFile", "Exporter", "Grid", "GridCell", "Source",
-    "get_exporter", "load_evidence", "load_grid", "load_source", "write_export", "default_folder", "output_paths",
+    "get_exporter", "write_export", "default_folder", "output_paths",
 ]
 
 

@@ -68,32 +68,6 @@ class Exporter:
         return self.serialize(source)
 
 
-def load_evidence(path: str) -> Evidence:
-    """Load and validate the bundle at ``path`` (a folder or its summary.json)."""
-    return Bundle.load(path)
-
-
-def load_grid(path: str) -> Grid:
-    """Load a grid folder (:meth:`wakelab.evidence.model.Grid.load`): exporters read its :attr:`~Grid.with_evidence`
-    cells, and note its :attr:`~Grid.missing` ones."""
-    return Grid.load(path)
-
-
-def load_source(path: str) -> Source:
-    """A grid when ``path`` is a grid folder (matrix.json, no summary.json), else one run.
-
-    A folder with ``cells/`` that lost its matrix.json is refused as such
-    (:class:`EvidenceError`), not read as a broken run.
-    """
-    from wakelab.evidence.load import is_grid_folder, orphan_cells_error, orphan_cells_folder
-
-    if is_grid_folder(path):
-        return load_grid(path)
-    if orphan_cells_folder(path):
-        raise orphan_cells_error(path)
-    return load_evidence(path)
-
-
 def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[List[Tuple[int, int, int]]]:
     """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values.
 

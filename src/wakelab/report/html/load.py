@@ -13,6 +13,9 @@ from wakelab.evidence.model import ArmSamples, Bundle, Grid
 if TYPE_CHECKING:
     from wakelab.analysis.hdr import LogLinearHistogram
 
+# What a grid folder given where a run is expected (a grid's cell that is one) is told to do.
+GRID_HINT = "report its cells"
+
 
 @dataclasses.dataclass(frozen=True)
 class RunEvidence:
@@ -27,7 +30,6 @@ class RunEvidence:
     bundle: Bundle
     samples: Mapping[str, ArmSamples]
     grid: Optional[str] = None  # the grid folder this run is a cell of
-    cell: Optional[str] = None  # its cell's label in that grid
     histograms: Mapping[str, "LogLinearHistogram"] = dataclasses.field(default_factory=dict)
 
     @property
@@ -44,19 +46,12 @@ class RunEvidence:
         return RunView(self.bundle)
 
 
-# --- loading ----------------------------------------------------------------------------
+def load_run(path: str) -> RunEvidence:
+    """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples."""
+    return run_evidence(Bundle.load(path, grid_hint=GRID_HINT))
 
 
-def load_run(path: str, grid: Optional[str] = None, cell: Optional[str] = None) -> RunEvidence:
-    """Load and validate the bundle at ``path`` (its folder or its summary.json) with its samples.
-
-    Raises :class:`EvidenceError` when the summary or the samples of an arm
-    that says it was measured are missing, corrupt, or disagree in size.
-    """
-    return run_evidence(Bundle.load(path, label=cell or "", grid_hint="report its cells"), grid, cell)
-
-
-def run_evidence(bundle: Bundle, grid: Optional[str] = None, cell: Optional[str] = None) -> RunEvidence:
+def run_evidence(bundle: Bundle, grid: Optional[str] = None) -> RunEvidence:
     """A loaded bundle with the samples of its measured latency arms (checked against its summary).
 
     A soak past its raw-sample cap is read as it is kept: the raw samples of
@@ -67,23 +62,21 @@ def run_evidence(bundle: Bundle, grid: Optional[str] = None, cell: Optional[str]
     samples = {arm.name: bundle.kept_latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
     histograms = {name: counters_of(kept, "%s: arm %s" % (bundle.source, name))
                   for name, kept in samples.items() if not kept.every_wake}
-    return RunEvidence(bundle, samples, grid, cell, histograms)
+    return RunEvidence(bundle, samples, grid, histograms)
 
 
 @dataclasses.dataclass(frozen=True)
 class GridCellView:
-    """One cell of a grid as the page lays it out: its label, dimensions and state, and its run (None: never ran)."""
+    """One cell of a grid as the page lays it out: its label, dimensions and its run (None: never ran)."""
 
     label: str
     dimensions: Mapping[str, object]
-    status: str
     run: Optional[RunEvidence]
 
 
 @dataclasses.dataclass(frozen=True)
 class GridView:
-    """A grid folder given to ``report``: the grid as loaded (:class:`~wakelab.evidence.model.Grid`) and every cell
-    with its run, in the matrix's order."""
+    """A grid folder given to ``report`` (as given) and every cell with its run, in the matrix's order."""
 
     folder: str
     grid: Grid
@@ -96,40 +89,28 @@ class ReportInput:
 
     runs: List[RunEvidence]
     notes: List[str]
-    grids: List[GridView] = dataclasses.field(default_factory=list)
-
-
-def load_grid(folder: str) -> ReportInput:
-    """The cells of the grid in ``folder`` that hold evidence, in the matrix's order (as
-    :meth:`wakelab.evidence.model.Grid.load` judges it); a cell not run yet is left out with a note."""
-    grid = Grid.load(folder, grid_hint="report its cells")
-    views = [GridCellView(cell.label, cell.dimensions, cell.status,
-                          run_evidence(cell.bundle, grid=folder, cell=cell.label) if cell.bundle is not None else None)
-             for cell in grid.cells]
-    runs = [v.run for v in views if v.run is not None]
-    pending = grid.missing
-    notes = ["%s: %d cell%s not run yet (%s)." % (folder, len(pending), "" if len(pending) == 1 else "s", ", ".join(pending))] if pending else []
-    return ReportInput(runs, notes, [GridView(folder, grid, tuple(views))])
+    grids: List[GridView]
 
 
 def load_runs(paths: Sequence[str]) -> ReportInput:
-    """Every run named by ``paths``: a bundle (its folder or summary.json) or a grid folder (its cells)."""
-    from wakelab.evidence.load import is_grid_folder, orphan_cells_error, orphan_cells_folder
+    """Every run named by ``paths``: a bundle (its folder or summary.json) or a grid folder (its cells that ran, in the
+    matrix's order; a cell not run yet is left out with a note)."""
+    from wakelab.evidence.load import is_grid
 
-    runs: List[RunEvidence] = []
-    notes: List[str] = []
-    grids: List[GridView] = []
+    loaded = ReportInput([], [], [])
     for path in paths:
-        if is_grid_folder(path):
-            loaded = load_grid(path)
-            runs.extend(loaded.runs)
-            notes.extend(loaded.notes)
-            grids.extend(loaded.grids)
-        elif orphan_cells_folder(path):
-            raise orphan_cells_error(path)
-        else:
-            runs.append(load_run(path))
-    return ReportInput(runs, notes, grids)
+        if not is_grid(path):
+            loaded.runs.append(load_run(path))
+            continue
+        grid = Grid.load(path, grid_hint=GRID_HINT)
+        cells = tuple(GridCellView(cell.label, cell.dimensions, run_evidence(cell.bundle, path) if cell.bundle is not None else None)
+                      for cell in grid.cells)
+        loaded.runs.extend(cell.run for cell in cells if cell.run is not None)
+        loaded.grids.append(GridView(path, grid, cells))
+        if grid.missing:
+            count = len(grid.missing)
+            loaded.notes.append("%s: %d cell%s not run yet (%s)." % (path, count, "" if count == 1 else "s", ", ".join(grid.missing)))
+    return loaded
 
 
 def version_key(version: str) -> Tuple[int, ...]:
