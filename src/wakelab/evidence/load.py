@@ -4,14 +4,10 @@ Anything that is not a well-formed summary of a schema this wakelab knows -- a m
 types, NaN, a number beyond float range (``1e400``), absurd nesting -- becomes an :class:`EvidenceError` with one line
 saying what and where.
 
-What is read, and how much.  A bundle is a folder someone else may have made, so every file is opened by
-:func:`read_evidence_file`, which reads only a regular file (never a FIFO, which would block, nor a device such as
-``/dev/zero``, which never ends), only inside the bundle's folder once every symlink is resolved (a ``samples/`` linked
-elsewhere is refused), and at most a fixed size: summary.json and matrix.json 32 MiB, a samples file 512 MiB
-(:data:`MAX_SUMMARY_BYTES`, :data:`MAX_MATRIX_BYTES`, :data:`MAX_SAMPLES_BYTES`). The type is checked with ``stat``
-before the file is opened (opening some devices has effects of its own), and again with ``fstat`` on the descriptor,
-opened with ``O_NONBLOCK``, so a file swapped in between is caught without ever blocking; the size comes from that
-``fstat`` and no more than the cap plus one byte is read.
+A bundle is a folder someone else may have made, so :func:`read_evidence_file` reads only a regular file (a FIFO would
+block, ``/dev/zero`` never ends) inside the bundle once symlinks are resolved, up to a cap (docs/evidence.md).  The type
+is checked with ``stat`` before opening (opening some devices has effects of its own) and again with ``fstat`` on the
+descriptor, opened ``O_NONBLOCK``, so a file swapped in between is caught without ever blocking.
 """
 
 from __future__ import annotations
@@ -119,13 +115,8 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Union[bytes, bytearray]:
-    """The bytes of ``path``, a regular file inside ``folder``, at most ``max_bytes`` of them.
-
-    ``what`` names the file in messages ("a wakelab summary").  Raises :class:`EvidenceError` for a missing file,
-    anything but a regular file (checked before opening and again on the open descriptor, which is opened non-blocking),
-    a path that leads outside ``folder`` once symlinks are resolved, or a file larger than ``max_bytes``; it never
-    blocks and never reads more than ``max_bytes + 1`` bytes.
-    """
+    """The bytes of ``path``, a regular file inside ``folder``, at most ``max_bytes`` of them (``what`` names the file
+    in messages: "a wakelab summary"); never more than ``max_bytes + 1`` bytes are read."""
     try:
         real = os.path.realpath(path)
         real_folder = os.path.realpath(folder)
@@ -283,11 +274,8 @@ _MATRIX_SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "matrix.schema.jso
 
 
 def is_grid_folder(path: str) -> bool:
-    """True for the folder of a grid run (matrix.json and no summary.json of its own).
-
-    A matrix.json that is not a regular file still makes a grid folder, so that :func:`load_matrix` says what is wrong
-    with it.
-    """
+    """True for the folder of a grid run (matrix.json and no summary.json of its own); a matrix.json that is not a
+    regular file still makes one, so that :func:`load_matrix` says what is wrong with it."""
     return (
         os.path.isdir(path)
         and os.path.lexists(os.path.join(path, MATRIX_JSON))
@@ -307,12 +295,8 @@ def load_matrix(folder: str) -> Dict[str, object]:
     return doc
 
 
-# --- grids: which cells a grid folder holds ---------------------------------------------------
-#
-# Every reader of a grid (report, export, history add/import) goes through load_grid_index, so a grid is judged one way:
-# matrix.json validated, each cell's folder inside the grid, a cell that never ran (status "pending", no summary.json)
-# told apart from one whose evidence is gone (the matrix says it ran, its summary.json is not there), and a folder that
-# has cells/ but lost its matrix.json named as such rather than taken for a broken run.
+# --- grids: every reader of one (report, export, compare, history) goes through is_grid and load_grid_index, so a
+# grid is judged one way.
 
 CELL_PENDING = "pending"
 
@@ -353,13 +337,10 @@ def is_grid(path: str) -> bool:
 
 
 def load_grid_index(folder: str) -> GridIndex:
-    """Read a grid folder's matrix.json and find each cell's bundle, refusing what is not a whole grid.
+    """Read a grid folder's matrix.json and find each cell's bundle (not reading it), refusing what is not a whole grid.
 
-    Raises :class:`EvidenceError` (one line) for an invalid matrix.json, a cell listed twice, a cell folder that leads
-    outside the grid once symlinks are resolved, a cell whose evidence is missing although matrix.json says it ran
-    (status running or done), and a grid none of whose cells has evidence.  A cell that never ran (pending, no
-    summary.json) is kept with ``has_evidence`` false: readers note it and go on. Does not read the cells' summaries
-    (see :class:`wakelab.evidence.model.Bundle`).
+    A cell that never ran (pending, no summary.json) is kept with ``has_evidence`` false: readers note it and go on.
+    One whose evidence is missing although matrix.json says it ran is an :class:`EvidenceError`.
     """
     matrix = load_matrix(folder)
     where = os.path.join(folder, MATRIX_JSON)

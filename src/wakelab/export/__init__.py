@@ -23,6 +23,7 @@ and raises :class:`wakelab.errors.OutputError`.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Dict, List, Optional
 
@@ -40,7 +41,7 @@ STDOUT = "-"
 
 __all__ = [
     "EXPORTERS", "EXPORT_DIR", "STDOUT", "Evidence", "Export", "ExportedFile", "Exporter", "Grid", "GridCell", "Source",
-    "get_exporter", "write_export", "default_folder", "output_paths",
+    "get_exporter", "write_export", "output_paths",
 ]
 
 
@@ -51,26 +52,11 @@ def get_exporter(name: str) -> Exporter:
         raise UsageError("unknown export format %r (valid: %s)" % (name, ", ".join(EXPORTERS))) from None
 
 
-def default_folder(source: Source, exporter: Exporter) -> str:
-    """Where ``exporter`` writes when no destination is given: ``<run or grid folder>/export[/<subfolder>]``."""
-    folder = os.path.join(source.folder, EXPORT_DIR)
-    return os.path.join(folder, exporter.subfolder) if exporter.subfolder else folder
-
-
-def is_folder_destination(destination: str, exporter: Exporter) -> bool:
-    """True when ``destination`` names a folder to write into rather than the file to write."""
-    if os.path.isdir(destination) or destination.endswith(os.sep) or (os.altsep and destination.endswith(os.altsep)):
-        return True
-    return exporter.file_suffix is not None and not destination.endswith(exporter.file_suffix)
-
-
 def output_paths(export: Export, exporter: Exporter, destination: str) -> List[str]:
-    """The paths ``export`` goes to for ``destination`` (see the module's docstring).
-
-    Raises :class:`UsageError` for a file destination of an export that is
-    several files (a grid's pyperf suites).
-    """
-    if is_folder_destination(destination, exporter):
+    """The paths ``export`` goes to for ``destination``: a folder to write into (see the module's docstring), or the one
+    file to write (:class:`UsageError` for an export that is several files)."""
+    into = os.path.isdir(destination) or destination.endswith(os.sep) or (os.altsep and destination.endswith(os.altsep))
+    if into or (exporter.file_suffix is not None and not destination.endswith(exporter.file_suffix)):
         return [os.path.join(destination, f.name) for f in export.files]
     if len(export.files) != 1:
         raise UsageError("this export is %d files (%s ...): give a folder with -o, not the file %s" % (
@@ -82,25 +68,17 @@ def _make_folders(folder: str) -> List[str]:
     """Create ``folder`` and any missing parents; the folders created, deepest first."""
     missing = []
     path = os.path.abspath(folder)
-    while not os.path.isdir(path):
+    while not os.path.isdir(path) and path != os.path.dirname(path):
         missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    created: List[str] = []
+        path = os.path.dirname(path)
     try:
-        for path in reversed(missing):
-            os.mkdir(path)
-            created.insert(0, path)
-    except FileExistsError:
-        # A file where a folder must go (or a race): say so the way makedirs would.
-        _remove_folders(created)
-        raise NotADirectoryError(20, "Not a directory") from None
-    except OSError:
-        _remove_folders(created)
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        _remove_folders([path for path in missing if os.path.isdir(path)])
+        if isinstance(exc, FileExistsError):  # a file where a folder must go: said as for a file on the way there
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
         raise
-    return created
+    return missing
 
 
 def _remove_folders(folders: List[str]) -> None:
@@ -114,12 +92,8 @@ def _remove_folders(folders: List[str]) -> None:
 def write_export(export: Export, exporter: Exporter, destination: str) -> List[str]:
     """Write ``export`` to ``destination`` (a folder or a file, see :func:`output_paths`); the paths written.
 
-    Folders are created as needed and files of the same names replaced.
-    Nothing is written before the whole export has been serialized, and the
-    files are written all or none: each to a temporary file first, renamed
-    into place only when every one is whole, so a full disk or an I/O error
-    leaves no partial or half-new set (and folders this call created are
-    removed again).
+    Nothing is written before the whole export has been serialized, and the files are written all or none
+    (:func:`~wakelab.evidence.bundle.atomic_write_files`); folders this call created are removed again on a failure.
     """
     from wakelab.evidence.bundle import atomic_write_files
 
@@ -138,5 +112,5 @@ def write_export(export: Export, exporter: Exporter, destination: str) -> List[s
 
 
 def destination_for(source: Source, exporter: Exporter, output: Optional[str]) -> str:
-    """``output`` as given, or the default folder beside the evidence (with a trailing separator)."""
-    return output if output else os.path.join(default_folder(source, exporter), "")
+    """``output`` as given, or the default folder beside the evidence, ``<run or grid>/export[/<subfolder>]/``."""
+    return output or os.path.join(source.folder, EXPORT_DIR, exporter.subfolder, "")

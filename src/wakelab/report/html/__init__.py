@@ -1,33 +1,18 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
 The page holds what ``summary.txt`` holds, laid out from the same analysis view, and the pictures a text file
-cannot give (:mod:`wakelab.report.interactive`): every latency arm on one shared log axis (the rate arms, in
-ops/s, in a table of their own), a heat map per dimension several runs vary in, what ``wakelab compare`` says
-of each run against the first (:func:`wakelab.analysis.view.compare_with_first`), where a traced run's time
-goes, and each arm's distribution, folded away until asked for (:mod:`wakelab.report.distribution`).
+cannot give (:mod:`wakelab.report.interactive`); docs/evidence.md lists them.
 
-Several runs are ordered by machine, then interpreter version (3.9 before
-3.10), whatever order the paths came in; runs from several machines are
-labelled by host name: a fleet report.
+Self-contained means the page never fetches anything: styles are inline, plotly.js is inlined once, figures are JSON
+data blocks, and a Content-Security-Policy allows only the page's own two scripts (by hash) and forbids every fetch, so
+even a page someone edited by hand cannot phone home.  Every string that comes from evidence is escaped with
+:func:`html.escape` where it enters the page, and text handed to plotly is escaped before it (:func:`interactive.label`).
 
-Self-contained means the page never fetches anything: styles are inline,
-plotly.js is inlined once, figures are JSON data blocks, and a
-Content-Security-Policy allows only the page's own two scripts (by hash) and
-forbids every fetch, so even a page someone edited by hand cannot phone home.
-
-Every string that comes from evidence (a note, a mechanism, a lab title, a
-failure reason, a condition) is escaped with :func:`html.escape` where it
-enters the page, and text handed to plotly is escaped before it
-(:func:`interactive.label`).
-
-The package, one module per concern, each importing only those before it:
-:mod:`.common` (escaping, reading a summary), :mod:`.load` (the bundles, runs
-and grids a page is made from), :mod:`.sections` (one run's sections),
-:mod:`.runs` (several runs compared), :mod:`.distributions` (each arm's card),
-:mod:`.page` (CSS, CSP and the page shell), :mod:`.charts` (the charts at a
-glance and where the time goes), :mod:`.matrix` (a grid's matrix); this module
-puts a page together (:func:`render_report`) and re-exports what the other
-modules of wakelab use.
+The package, one module per concern, each importing only those before it: :mod:`.common` (escaping, reading a summary),
+:mod:`.load` (the bundles, runs and grids a page is made from), :mod:`.sections` (one run's sections), :mod:`.runs`
+(several runs compared), :mod:`.distributions` (each arm's card), :mod:`.page` (CSS, CSP and the page shell),
+:mod:`.charts` (the charts at a glance and where the time goes), :mod:`.matrix` (a grid's matrix); this module puts a
+page together (:func:`render_report`) and re-exports what the other modules of wakelab use.
 """
 
 from __future__ import annotations
@@ -79,7 +64,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     same_lab = len({str(r.bundle.lab.id) for r in runs}) == 1
     several = len(runs) > 1
     hosts = sorted({r.bundle.hostname for r in runs})
-    grid_folders = sorted({r.grid for r in runs if r.grid})
+    grid_folders = sorted({grid.folder for grid in grids})
     title = str(lab.name or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
     header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
     if same_lab and lab.question:

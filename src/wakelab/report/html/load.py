@@ -29,7 +29,6 @@ class RunEvidence:
 
     bundle: Bundle
     samples: Mapping[str, ArmSamples]
-    grid: Optional[str] = None  # the grid folder this run is a cell of
     histograms: Mapping[str, "LogLinearHistogram"] = dataclasses.field(default_factory=dict)
 
     @property
@@ -51,7 +50,7 @@ def load_run(path: str) -> RunEvidence:
     return run_evidence(Bundle.load(path, grid_hint=GRID_HINT))
 
 
-def run_evidence(bundle: Bundle, grid: Optional[str] = None) -> RunEvidence:
+def run_evidence(bundle: Bundle) -> RunEvidence:
     """A loaded bundle with the samples of its measured latency arms (checked against its summary).
 
     A soak past its raw-sample cap is read as it is kept: the raw samples of
@@ -62,7 +61,7 @@ def run_evidence(bundle: Bundle, grid: Optional[str] = None) -> RunEvidence:
     samples = {arm.name: bundle.kept_latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
     histograms = {name: counters_of(kept, "%s: arm %s" % (bundle.source, name))
                   for name, kept in samples.items() if not kept.every_wake}
-    return RunEvidence(bundle, samples, grid, histograms)
+    return RunEvidence(bundle, samples, histograms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +102,7 @@ def load_runs(paths: Sequence[str]) -> ReportInput:
             loaded.runs.append(load_run(path))
             continue
         grid = Grid.load(path, grid_hint=GRID_HINT)
-        cells = tuple(GridCellView(cell.label, cell.dimensions, run_evidence(cell.bundle, path) if cell.bundle is not None else None)
+        cells = tuple(GridCellView(cell.label, cell.dimensions, run_evidence(cell.bundle) if cell.bundle is not None else None)
                       for cell in grid.cells)
         loaded.runs.extend(cell.run for cell in cells if cell.run is not None)
         loaded.grids.append(GridView(path, grid, cells))
