@@ -159,8 +159,8 @@ def test_listing_twice_in_one_process_loads_each_entry_point_once(tmp_path: Any)
     site = _install_provider(tmp_path)
     probe = (
         "import json\n"
-        "from wakelab.commands.listing import listing\n"
-        "first, second = listing(), listing()\n"
+        "from wakelab.commands.listing import list_arms\n"
+        "first, second = list_arms().to_dict(), list_arms().to_dict()\n"
         "print(json.dumps([[a['name'] for a in d['arms'] if a['user_defined']] + [f['name'] for f in d['not_loaded']] "
         "for d in (first, second)]))\n"
     )

@@ -29,14 +29,14 @@ ASYNC_LIBRARIES = ("uvloop", "trio", "anyio", "gevent")
 
 
 def test_listing_imports_no_optional_async_library() -> None:
-    """In a fresh process (other tests' imports must not leak in): listing() leaves uvloop, trio,
+    """In a fresh process (other tests' imports must not leak in): listing leaves uvloop, trio,
     anyio and gevent unimported and lists an installed one as available; measuring still imports it."""
     probe = (
         "import json, sys, importlib.util\n"
-        "from wakelab.commands.listing import listing\n"
+        "from wakelab.commands.listing import list_arms\n"
         "from wakelab.core.registry import get_arm\n"
         "libraries = %r\n"
-        "data = listing()\n"
+        "data = list_arms().to_dict()\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in libraries)\n"
         "available = {a['name']: a['available'] for a in data['arms'] if a['family'] == 'asynclibs'}\n"
         "installed = {m: importlib.util.find_spec(m) is not None for m in libraries}\n"

@@ -86,6 +86,8 @@ class Listing:
     described: Tuple[Dict[str, object], ...] = dataclasses.field(repr=False)  # for to_dict
 
     def to_dict(self) -> Dict[str, object]:
+        """What ``wakelab list --json`` prints: each arm's ``source`` is ``"built-in"``, ``"arm file PATH (sha256 PREFIX)"``
+        or ``"entry point NAME = MODULE:ATTR (DISTRIBUTION VERSION)"``."""
         from wakelab.labs import lab_arm_names
 
         labs = [{"id": lab.id, "title": lab.title, "arms": lab_arm_names(lab), "aliases": list(lab.aliases)} for lab in self.labs]
@@ -110,12 +112,6 @@ def list_arms(entry_points: bool = True) -> Listing:
         described.append(entry)
         arms.append((ArmRecord.from_dict(entry), reason))
     return Listing(tuple(arms), tuple(all_labs()), tuple(not_loaded), tuple(described))
-
-
-def listing(entry_points: bool = True) -> Dict[str, object]:
-    """What ``wakelab list --json`` prints: each arm says whether it is ``user_defined`` and its ``source``:
-    ``"built-in"``, ``"arm file PATH (sha256 PREFIX)"`` or ``"entry point NAME = MODULE:ATTR (DISTRIBUTION VERSION)"``."""
-    return list_arms(entry_points).to_dict()
 
 
 def _defined_by(arm: ArmRecord) -> str:

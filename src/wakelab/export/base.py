@@ -8,6 +8,7 @@ writes afterwards, so a format that fails half-way leaves nothing on disk.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Callable, List, Optional, Tuple, Union
 
 from wakelab.evidence.model import ArmRecord, Bundle, Grid, GridCell  # noqa: F401 (GridCell: the exporters' cells)
@@ -45,13 +46,10 @@ class Export:
 class Exporter:
     """One export format.
 
-    ``serialize`` (a run) and ``serialize_grid`` (a grid) never write and
-    never print; they raise :class:`wakelab.errors.WakelabError` subclasses
-    for input they cannot use.  ``subfolder`` is where, inside the run's
-    ``export/`` folder, the format writes by default (pyperf: ``pyperf/``, so
-    that ``compare_to`` names each suite after its run or cell).  When
-    ``file_suffix`` is set, an ``-o`` path that does not end in it names a
-    folder to write into (pyperf suites are ``.json``).
+    ``serialize`` (a run) and ``serialize_grid`` (a grid) never write and never print; they raise
+    :class:`wakelab.errors.WakelabError` subclasses for input they cannot use.  ``subfolder`` is where, inside the run's
+    ``export/`` folder, the format writes by default (pyperf: ``pyperf/``, so that ``compare_to`` names each suite after
+    its run or cell).  When ``file_suffix`` is set, an ``-o`` path that does not end in it names a folder to write into.
     """
 
     name: str
@@ -62,29 +60,22 @@ class Exporter:
     file_suffix: Optional[str] = None
 
     def export(self, source: Source) -> Export:
-        """Serialize ``source``, a run or a grid."""
-        if isinstance(source, Grid):
-            return self.serialize_grid(source)
-        return self.serialize(source)
+        return self.serialize_grid(source) if isinstance(source, Grid) else self.serialize(source)
 
 
 def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[List[Tuple[int, int, int]]]:
     """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values.
 
-    The samples file pools the workers' values in worker order; summary.json's
-    ``workers`` give each one's count (``n``, or ``rounds`` for a rate arm's
-    rounds).  None when there are no workers or their counts are not whole
-    numbers adding up to ``total``: the series cannot be cut back.
+    The samples file pools the workers' values in worker order; summary.json's ``workers`` give each one's count (``n``,
+    or ``rounds`` for a rate arm's rounds).  None when there are no workers or their counts are not whole numbers adding
+    up to ``total``: the series cannot be cut back.
     """
     recorded = [(w.rounds if rounds else w.n) if w.recorded else None for w in arm.workers or ()]
     counts: List[int] = [c for c in recorded if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
     if not counts or len(counts) != len(recorded) or sum(counts) != total:
         return None
-    spans, start = [], 0
-    for index, count in enumerate(counts):
-        spans.append((index, start, start + count))
-        start += count
-    return spans
+    ends = itertools.accumulate(counts)
+    return [(index, stop - count, stop) for index, (count, stop) in enumerate(zip(counts, ends))]
 
 
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
