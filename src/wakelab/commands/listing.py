@@ -83,7 +83,6 @@ class Listing:
     arms: Tuple[Tuple[ArmRecord, Optional[str]], ...]
     labs: Tuple[Lab, ...]
     not_loaded: Tuple[Tuple[str, str], ...]
-    described: Tuple[Dict[str, object], ...] = dataclasses.field(repr=False)  # for to_dict
 
     def to_dict(self) -> Dict[str, object]:
         """What ``wakelab list --json`` prints: each arm's ``source`` is ``"built-in"``, ``"arm file PATH (sha256 PREFIX)"``
@@ -91,7 +90,7 @@ class Listing:
         from wakelab.labs import lab_arm_names
 
         labs = [{"id": lab.id, "title": lab.title, "arms": lab_arm_names(lab), "aliases": list(lab.aliases)} for lab in self.labs]
-        return {"arms": list(self.described), "labs": labs, "not_loaded": [{"name": n, "error": e} for n, e in self.not_loaded]}
+        return {"arms": [dict(arm.entry) for arm, _ in self.arms], "labs": labs, "not_loaded": [{"name": n, "error": e} for n, e in self.not_loaded]}
 
 
 def list_arms(entry_points: bool = True) -> Listing:
@@ -103,15 +102,14 @@ def list_arms(entry_points: bool = True) -> Listing:
     from wakelab.report.text import origin_text
 
     not_loaded = load_entry_point_arms() if entry_points else []
-    arms, described = [], []
+    arms = []
     for arm in all_arms():
         loaded_from = arm.loaded_from if isinstance(arm, UserArm) else None
         reason = _availability(arm, loaded_from is not None)
         source = BUILT_IN if loaded_from is None else origin_text(ArmOrigin.from_dict(loaded_from.to_dict()))
         entry = dict(arm.describe(), user_defined=loaded_from is not None, source=source, available=reason is None, reason=reason)
-        described.append(entry)
         arms.append((ArmRecord.from_dict(entry), reason))
-    return Listing(tuple(arms), tuple(all_labs()), tuple(not_loaded), tuple(described))
+    return Listing(tuple(arms), tuple(all_labs()), tuple(not_loaded))
 
 
 def _defined_by(arm: ArmRecord) -> str:
