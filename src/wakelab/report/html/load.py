@@ -21,10 +21,8 @@ GRID_HINT = "report its cells"
 class RunEvidence:
     """A loaded bundle (the evidence model's :class:`Bundle`) and the raw samples of its measured latency arms.
 
-    ``samples`` are the raw samples the samples files keep: every wake, except
-    for a soak past its raw-sample cap (``ArmSamples.every_wake`` False),
-    whose every wake is in ``histograms`` (its
-    :class:`~wakelab.analysis.hdr.LogLinearHistogram`, by arm name).
+    ``samples`` are the raw samples the samples files keep: every wake, except for a soak past its raw-sample cap
+    (``ArmSamples.every_wake`` False), whose every wake is in ``histograms`` (a LogLinearHistogram, by arm name).
     """
 
     bundle: Bundle
@@ -51,11 +49,8 @@ def load_run(path: str) -> RunEvidence:
 
 
 def run_evidence(bundle: Bundle) -> RunEvidence:
-    """A loaded bundle with the samples of its measured latency arms (checked against its summary).
-
-    A soak past its raw-sample cap is read as it is kept: the raw samples of
-    its first chunks, and its histogram of every wake (checked here, once).
-    """
+    """A loaded bundle with the samples of its measured latency arms (checked against its summary); a soak past its
+    raw-sample cap as it is kept: the raw samples of its first chunks, and its histogram of every wake."""
     from wakelab.analysis.histogram import counters_of
 
     samples = {arm.name: bundle.kept_latency_samples(arm) for arm in bundle.arms() if arm.kind == "latency" and arm.measured}
