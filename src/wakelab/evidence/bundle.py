@@ -407,6 +407,8 @@ class Record:
 
     #: Read from an empty mapping, the record is none at all (a section a run did not record).
     EMPTY_IS_ABSENT: ClassVar[bool] = False
+    #: Read from a mapping: the evidence holds the record, an empty one too (not a dataclass field: set by read_record).
+    in_evidence: bool = False
 
     @classmethod
     def from_dict(cls: Type[R], value: object) -> R:
@@ -525,4 +527,7 @@ def read_record(cls: Type[R], value: object) -> R:
     for name, key, read, default in _fields(cls):
         found = value if key == "" else _lookup(value, key)
         values[name] = read(default() if found is _ABSENT else found)
-    return cls(**values)
+    record = cls(**values)
+    if isinstance(value, Mapping):
+        object.__setattr__(record, "in_evidence", True)  # frozen: the one attribute a reader sets
+    return record
