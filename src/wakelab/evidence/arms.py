@@ -206,6 +206,9 @@ class SamplesFile(Record):
                                             default=None)
     #: A soak's log-linear histogram of every wake, as stored (None: the file has none).
     histogram: Optional[Mapping[str, object]] = dataclasses.field(default=None, repr=False)
+    unit: str = json_field(read=str, default="ns")
+    #: The traced pass's part (``wakelab run --trace``), as stored: :func:`wakelab.analysis.components.traced_series` checks it.
+    traced: object = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
