@@ -48,7 +48,7 @@ class WorkerRecord(Record):
     lost: Any = None
     p50_ns: Any = None
     repetition: Any = None
-    applied: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    applied: Mapping[str, object] = dataclasses.field(default_factory=dict)
     max_ns: Any = None
     ops_per_s: Any = None
     #: A soak's chunk: the warm-up wakes its worker discarded.

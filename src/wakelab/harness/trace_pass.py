@@ -258,8 +258,9 @@ def split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], workers: 
             value = raw.info.get(key)
             if isinstance(value, int):
                 tids.add(value)
-    busy = [list(w.applied.get("cpu_thread_tids") or ()) for w in workers]
-    tids.update(t for worker in busy for t in worker if isinstance(t, int))  # who lets go of the GIL
+    recorded = [w.applied.get("cpu_thread_tids") for w in workers]  # each worker's busy threads (--cpu-threads)
+    busy = [[t for t in r if isinstance(t, int)] if isinstance(r, list) else [] for r in recorded]
+    tids.update(t for worker in busy for t in worker)  # who lets go of the GIL
     by_tid = session.events(tids)
     samples: List[int] = []
     splits: List[Any] = []
