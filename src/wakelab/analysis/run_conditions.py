@@ -86,20 +86,15 @@ def _grid_of(run: Bundle) -> Optional[str]:
     return grid if os.path.isfile(os.path.join(grid, "matrix.json")) else None
 
 
-def _same_run(baseline: Bundle, other: Bundle) -> bool:
-    """Two copies of one run: the same run id, or (bundles older than run ids) the same start and host."""
-    if baseline.run_id is not None or other.run_id is not None:
-        return baseline.run_id == other.run_id
-    return (baseline.started_utc, baseline.hostname) == (other.started_utc, other.hostname)
-
-
 def are_separate(baseline: Bundle, other: Bundle) -> bool:
-    """False for two cells of one grid (they took turns in one run) and for two copies of one run;
-    True for anything else."""
-    if _same_run(baseline, other):
-        return False
+    """False for two cells of one grid (they took turns in one run) and for two copies of one run (the same run id, or
+    for bundles older than run ids the same start and host); True for anything else."""
+    if baseline.run_id is not None or other.run_id is not None:
+        same = baseline.run_id == other.run_id
+    else:
+        same = (baseline.started_utc, baseline.hostname) == (other.started_utc, other.hostname)
     grid = _grid_of(baseline)
-    return grid is None or grid != _grid_of(other)
+    return not same and (grid is None or grid != _grid_of(other))
 
 
 def _utc_seconds(text: Any) -> Optional[float]:

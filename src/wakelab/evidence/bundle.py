@@ -13,7 +13,7 @@ after every arm, so an interrupted run leaves valid files with
 ``complete: false``.
 
 While a run writes a folder it holds an exclusive ``flock`` on
-``.wakelab.lock`` inside it (:func:`lock_output_folder`), so a second run
+``.wakelab.lock`` inside it (:class:`FolderLock`), so a second run
 into the same folder is refused instead of mixing two runs' files.  Before
 the first write, a run clears the evidence an older bundle left there
 (:func:`clear_bundle`), so no stale ``samples/*.json`` survives a replace.

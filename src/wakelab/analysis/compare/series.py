@@ -43,7 +43,6 @@ def load_series(run: Run, arm: ArmRecord) -> Tuple[Any, str]:
         samples = np.asarray(stored.samples_ns, dtype=np.float64)
         del stored
         n = arm.latency.n if arm.latency is not None else None
-        p50_ns = arm.latency.p50_ns if arm.latency is not None else None
         if samples.size != n:
             # A soak past its raw-sample cap keeps its first chunks (EvidenceError when they do not line up
             # with its worker records); its p50 is the histogram's, so each chunk's is checked instead.
@@ -51,8 +50,8 @@ def load_series(run: Run, arm: ArmRecord) -> Tuple[Any, str]:
                 raise _mismatch(run, name, "n", samples.size, n)
         elif samples.size:
             p50 = float(np.percentile(samples, 50.0))  # linear interpolation: type 7
-            if not _close(p50, p50_ns):
-                raise _mismatch(run, name, "p50", p50, p50_ns)
+            if not _close(p50, arm.p50_ns):
+                raise _mismatch(run, name, "p50", p50, arm.p50_ns)
         return samples, unit
     n_per_round = stored.n_per_round
     if n_per_round is None or n_per_round <= 0:
