@@ -88,12 +88,7 @@ def _unlink_quietly(path: str) -> None:
 
 def atomic_write_text(path: str, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old or the new file, never half."""
-    tmp = write_temp_text(path, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
+    atomic_write_files({path: text})
 
 
 def atomic_write_files(files: Mapping[str, str]) -> List[str]:
