@@ -345,10 +345,8 @@ def widen(arm: ArmComparison, shifts: Optional[LevelShifts], alpha: float, min_e
         ratios[key] = dataclasses.replace(ci, low=low, high=high)
         word = verdict(low, high, min_effect_pct, higher_is_better=(arm.kind == RATE))
         mde = minimum_detectable_effect(low, high, min_effect_pct)
-        reason = None
-        if word == CANNOT_TELL:
-            reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison "
-                      "could detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde)))
+        reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison could "
+                  "detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde))) if word == CANNOT_TELL else None
         judgements[key] = dataclasses.replace(judged, ci=ratios[key], verdict=word, mde_pct=mde, reason=reason)
         widened.append("%s to %s–%s" % (label_of(key), format_ratio_plain(low), format_ratio_plain(high)))
     main = next(iter(arm.ratios))
