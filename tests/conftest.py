@@ -7,12 +7,14 @@ import os
 import signal
 import tempfile
 import threading
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 import pytest
 
-from wakelab.core.model import MeasureParams, RawLatency, RawRate
+from wakelab.core.model import LATENCY, MeasureParams, Raw, RawLatency, RawRate
+from wakelab.evidence.model import ArmRecord, WorkerRecord
 from wakelab.harness import runner
+from wakelab.harness.summary import RawFigures, Spread, all_taken
 from wakelab.labs import LAB_135
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.quality import derive_warnings
@@ -73,6 +75,34 @@ FIXED_TIMER = {
 }
 
 
+# -- summaries as documents, made by the runner's own records (what the fixtures build bundles on) --
+
+
+def summarize_raw(entry: Dict[str, object], raw: Raw) -> None:
+    """Fill an arm's figures in its document ``entry`` from its raw record."""
+    entry.update(RawFigures.of(raw).to_dict())
+
+
+def worker_spread(workers: Sequence[object]) -> Optional[Dict[str, object]]:
+    """How far apart stored workers' medians are (None with fewer than two workers)."""
+    records = [WorkerRecord.from_dict(w) for w in workers]
+    key = "p50_ns" if records and records[0].n is not None else "ops_per_s"
+    spread = Spread.of_values(key, [getattr(w, key) for w in records])
+    return None if spread is None else spread.to_dict()
+
+
+def is_complete(summary: Mapping[str, object]) -> bool:
+    """:meth:`RunSummary.is_complete` of a summary document, its arms read as the loader reads them."""
+    def counted(arm: ArmRecord) -> Optional[Tuple[int, int]]:
+        if arm.kind == LATENCY:
+            return None if arm.latency is None else (arm.latency.n + arm.latency.lost, arm.latency.lost)
+        return None if arm.rate is None else (arm.rate.rounds * arm.rate.n_per_round, 0)
+
+    arms = summary["arms"]
+    assert isinstance(arms, list)
+    return all_taken((record.status, record.requested, counted(record)) for record in map(ArmRecord.from_dict, arms))
+
+
 def build_lab135_summary() -> Dict[str, object]:
     """A Lab 135 summary from fixed samples: event 10..209 µs, signal 2.0..2.199 µs."""
     params = MeasureParams(n=200, install_n=20000, rounds=7)
@@ -83,7 +113,7 @@ def build_lab135_summary() -> Dict[str, object]:
         folder="/nonexistent",
         command=["wakelab", "run"],
     )
-    summary = runner.new_summary(plan)
+    summary = runner.RunSummary.start(plan).to_dict()
     summary.update(
         {
             "started_utc": "2026-10-01T06:00:00Z",
@@ -108,11 +138,11 @@ def build_lab135_summary() -> Dict[str, object]:
         ),
     }
     for entry in summary["arms"]:  # type: ignore[union-attr]
-        runner.summarize_raw(entry, raws[entry["name"]])
+        summarize_raw(entry, raws[entry["name"]])
         entry["status"] = runner.OK
         entry["wall_s"] = 0.5
         entry["samples_file"] = "samples/%s.json" % entry["name"]
-    summary["complete"] = runner.is_complete(summary)
+    summary["complete"] = is_complete(summary)
     summary["caveats"] = derive_caveats(summary)
     summary["warnings"] = derive_warnings(summary)
     return summary

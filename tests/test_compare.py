@@ -14,7 +14,7 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 import pytest
 
-from conftest import GOLDEN
+from conftest import GOLDEN, summarize_raw
 from wakelab.analysis import compare as cmp
 from wakelab.core.model import RawLatency, RawRate, raw_from_dict, raw_to_dict
 from wakelab.cli import main
@@ -76,7 +76,7 @@ def modified_copy(src, dst, edit_summary: Optional[Callable[[Dict], None]] = Non
         key = "samples_ns" if doc["kind"] == "latency" else "round_ns"
         doc[key] = edits[entry["name"]](doc[key])
         bundle.atomic_write_text(path, json.dumps(doc))
-        runner.summarize_raw(entry, raw_from_dict(doc))
+        summarize_raw(entry, raw_from_dict(doc))
     if edit_summary:
         edit_summary(summary)
     bundle.atomic_write_text(os.path.join(dst, "summary.json"), bundle.dumps(summary))

@@ -17,14 +17,13 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 import pytest
 
-from conftest import build_lab135_summary
+from conftest import build_lab135_summary, summarize_raw
 from wakelab.analysis import compare as cmp
 from wakelab.analysis import hierarchical as hb
 from wakelab.cli import main
 from wakelab.core.model import RawLatency, RawRate, raw_to_dict
 from wakelab.evidence import bundle
 from wakelab.evidence.arms import WorkerRecord
-from wakelab.harness import runner
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 ALLOWED_AA = {cmp.NO_DIFFERENCE, cmp.CANNOT_TELL}
@@ -72,7 +71,7 @@ def slices_bundle(folder, latency: Dict[str, Sequence[Sequence[int]]],
                           warmup_rounds=1)
             workers = [{"pid": 2000 + i, "applied": applied, "rounds": len(p),
                         "ops_per_s": 20000 * 1e9 / float(np.median(p))} for i, p in enumerate(rounds)]
-        runner.summarize_raw(entry, raw)
+        summarize_raw(entry, raw)
         entry["workers"] = workers
         bundle.write_samples(str(folder), name, bundle.samples_doc(name, raw_to_dict(raw)))
     if edit is not None:

@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import pytest
 
-from conftest import FIXED_INTERPRETER, FIXED_MACHINE, FIXED_SYSTEM, FIXED_TIMER
+from conftest import FIXED_INTERPRETER, FIXED_MACHINE, FIXED_SYSTEM, FIXED_TIMER, is_complete, summarize_raw, worker_spread
 from wakelab.analysis.caveats import derive_caveats
 from wakelab.analysis.guidance import (
     IN_PROCESS,
@@ -82,7 +82,7 @@ def build_summary(
     names = list(arms) if arms is not None else lab_arm_names(lab)
     plan = runner.RunPlan(lab=lab, arm_names=names, params=MeasureParams(n=300, install_n=20000, rounds=7),
                           folder="/nonexistent", command=["wakelab", "run"])
-    summary = runner.new_summary(plan)
+    summary = runner.RunSummary.start(plan).to_dict()
     summary.update({
         "started_utc": "2026-12-01T06:00:00Z", "finished_utc": "2026-12-01T06:00:30Z", "wall_s": 30.0,
         "interpreter": dict(FIXED_INTERPRETER), "machine": dict(FIXED_MACHINE), "timer": dict(FIXED_TIMER),
@@ -98,8 +98,8 @@ def build_summary(
                 continue
             per_round = int(round(20000 * 1e9 / ops))
             raw = RawRate(n_per_round=20000, round_ns=(per_round,) * 7, baseline_round_ns=(300_000,) * 7, warmup_rounds=1)
-            runner.summarize_raw(entry, raw)
-            entry["workers"] = [runner.worker_figures(raw, 100 + i, {}) for i in range(3)] if workers else []
+            summarize_raw(entry, raw)
+            entry["workers"] = [runner.worker_record(raw, 100 + i, {}).to_dict() for i in range(3)] if workers else []
         else:
             p50 = p50_us.get(name)
             if p50 is None:
@@ -111,13 +111,13 @@ def build_summary(
                 for f in (factors.get(name, NARROW) if workers else (1.0,))
             ]
             pooled = RawLatency(samples_ns=tuple(s for shard in shards for s in shard.samples_ns), lost=0, warmup_discarded=30)
-            runner.summarize_raw(entry, pooled)
-            entry["workers"] = [runner.worker_figures(shard, 100 + i, {}) for i, shard in enumerate(shards)] if workers else []
-        entry["spread"] = runner.worker_spread(entry["workers"])
+            summarize_raw(entry, pooled)
+            entry["workers"] = [runner.worker_record(shard, 100 + i, {}).to_dict() for i, shard in enumerate(shards)] if workers else []
+        entry["spread"] = worker_spread(entry["workers"])
         entry["status"] = runner.OK
         entry["wall_s"] = 0.5
         entry["samples_file"] = "samples/%s.json" % name
-    summary["complete"] = runner.is_complete(summary)
+    summary["complete"] = is_complete(summary)
     summary["caveats"] = derive_caveats(summary)
     summary["warnings"] = derive_warnings(summary)
     return summary

@@ -8,11 +8,12 @@ import json
 
 import pytest
 
+from conftest import is_complete
 from wakelab.core.model import LATENCY, RATE, MeasureParams, RawLatency, RawRate
 from wakelab.core.registry import get_arm
 from wakelab.evidence.model import ArmRecord, WorkerRecord
 from wakelab.harness.summary import (
-    FAILED, OK, SKIPPED, ArmEntry, RunSummary, Spread, Taken, arm_figures, is_complete, worker_figures, worker_record,
+    FAILED, OK, SKIPPED, ArmEntry, RunSummary, Spread, Taken, arm_figures, worker_record,
 )
 from wakelab.harness.trace_pass import ArmTrace, Overhead
 from wakelab.harness.workers import pool_raws
@@ -32,7 +33,6 @@ def test_a_worker_record_is_written_as_before_and_read_back_the_same() -> None:
     assert rate.to_dict() == {"pid": 42, "applied": {}, "rounds": 3, "ops_per_s": 500_000.0}
     for record in (latency, rate, dataclasses.replace(latency, repetition=3, warmup_discarded=5)):
         assert WorkerRecord.from_dict(record.to_dict()) == record
-    assert worker_figures(FAST, 41, {}) == dict(worker_record(FAST, 41, {}).to_dict())
 
 
 def test_two_repetitions_are_pooled_with_their_spread_and_the_loader_reads_the_same_workers() -> None:

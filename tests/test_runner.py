@@ -12,7 +12,8 @@ import wakelab.core.registry as registry
 from wakelab.core.model import BLOCKED, CROSS_THREAD, LATENCY, Arm, RawLatency
 from wakelab.evidence.load import load_summary
 from wakelab.report.text import format_summary
-from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, interruption_reason, is_complete, run_plan
+from conftest import is_complete
+from wakelab.harness.runner import Execution, RunInterrupted, RunPlan, interruption_reason, run_plan
 from wakelab.labs import LAB_135
 from wakelab.analysis.stats import percentile
 

@@ -108,6 +108,14 @@ def test_an_older_bundle_says_not_recorded_never_none() -> None:
     assert conditions["load average (1 min)"].baseline == "0.20 at the start, not recorded at the end"
 
 
+def test_a_section_recorded_empty_is_read_and_an_absent_one_is_not_recorded() -> None:
+    empty, absent = summary(system={}, machine={}), summary()
+    del absent["system"], absent["machine"]
+    told = {c.name: c for c in run_conditions.tell_apart(bundle(empty, "A"), bundle(absent, "B")).conditions}
+    assert (told["idle states"].baseline, told["idle states"].other) == ("governor none", "not recorded")
+    assert (told["machine"].baseline, told["machine"].other) == ("None, None, kernel None", "not recorded")
+
+
 def test_cells_of_one_grid_and_copies_of_one_run_are_not_separate(tmp_path) -> None:
     grid = tmp_path / "grid"
     (grid / "cells" / "a").mkdir(parents=True)

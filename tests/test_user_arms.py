@@ -405,12 +405,12 @@ def test_a_worker_refuses_a_file_that_changed_since_the_run_started(tmp_path: An
     arm = load_arm_file(path)[0]
     origin = registry.user_arm_origin(arm.name)
     with open(path, "rb") as fh:
-        assert origin is not None and origin["sha256"] == hashlib.sha256(fh.read()).hexdigest()
+        assert origin is not None and origin.sha256 == hashlib.sha256(fh.read()).hexdigest()
     registry.forget_user_arms()
     with open(path, "a", encoding="utf-8") as fh:
         fh.write("# edited\n")
     with pytest.raises(ArmFileError, match="changed since the run started"):
-        load_origin(origin)
+        load_origin(origin.to_dict())
     assert registry.user_arms() == []
 
 

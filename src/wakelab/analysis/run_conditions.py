@@ -13,6 +13,7 @@ comparison says so.  Two cells of one grid took turns in one run: not separate."
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 import os
 import statistics
@@ -85,25 +86,18 @@ def _grid_of(run: Bundle) -> Optional[str]:
     return grid if os.path.isfile(os.path.join(grid, "matrix.json")) else None
 
 
-def _same_run(baseline: Bundle, other: Bundle) -> bool:
-    """Two copies of one run: the same run id, or (bundles older than run ids) the same start and host."""
-    if baseline.run_id is not None or other.run_id is not None:
-        return baseline.run_id == other.run_id
-    return (baseline.started_utc, baseline.hostname) == (other.started_utc, other.hostname)
-
-
 def are_separate(baseline: Bundle, other: Bundle) -> bool:
-    """False for two cells of one grid (they took turns in one run) and for two copies of one run;
-    True for anything else."""
-    if _same_run(baseline, other):
-        return False
+    """False for two cells of one grid (they took turns in one run) and for two copies of one run (the same run id, or
+    for bundles older than run ids the same start and host); True for anything else."""
+    if baseline.run_id is not None or other.run_id is not None:
+        same = baseline.run_id == other.run_id
+    else:
+        same = (baseline.started_utc, baseline.hostname) == (other.started_utc, other.hostname)
     grid = _grid_of(baseline)
-    return grid is None or grid != _grid_of(other)
+    return not same and (grid is None or grid != _grid_of(other))
 
 
 def _utc_seconds(text: Any) -> Optional[float]:
-    import datetime
-
     if not isinstance(text, str):
         return None
     try:
@@ -126,15 +120,10 @@ def format_gap(seconds: float) -> str:
     return "%.0f days" % (seconds / 86400)
 
 
-def _readings(run: Bundle, what: str) -> List[Tuple[object, object]]:
-    """The items of map ``what`` in the run's start reading, then its end reading, as stored: the typed readings
-    would turn a CPU's unreadable (None) frequency into 0 MHz and its governor into "" rather than "None"."""
-    items: List[Tuple[object, object]] = []
-    for key in ("start", "end"):
-        reading = run.recorded("observed").get(key)
-        found = reading.get(what) if isinstance(reading, Mapping) else None
-        items += found.items() if isinstance(found, Mapping) else ()
-    return items
+def _readings(run: Bundle) -> Tuple[Reading, ...]:
+    """The run's readings of the machine, at its start and its end (those it recorded)."""
+    seen = run.observed
+    return tuple(r for r in (seen.start, seen.end) if r is not None) if seen is not None else ()
 
 
 def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
@@ -154,55 +143,51 @@ def _load_condition(a: Bundle, b: Bundle) -> Condition:
         return "%s at the start, %s at the end" % ("-" if start is None else "%.2f" % start,
                                                    "not recorded" if end is None else "%.2f" % end)
 
+    def peak(loads: Optional[Tuple[Optional[float], Optional[float]]]) -> Optional[float]:
+        known = [v for v in loads or () if v is not None]
+        return max(known) if known else None
+
     la, lb = _loads(a), _loads(b)
-    peak = [max(v for v in pair if v is not None) if pair and any(v is not None for v in pair) else None for pair in (la, lb)]
-    differs = None if None in peak else abs(float(peak[0]) - float(peak[1])) >= LOAD_DIFFERENCE  # type: ignore[arg-type]
-    return Condition("load average (1 min)", words(la), words(lb), differs)
+    pa, pb = peak(la), peak(lb)
+    return Condition("load average (1 min)", words(la), words(lb), None if pa is None or pb is None else abs(pa - pb) >= LOAD_DIFFERENCE)
+
+
+def _busy(run: Bundle) -> Optional[Tuple[List[BusyProcess], Mapping[str, float]]]:
+    """The processes busy beside the run and each CPU's busy share (None: not recorded)."""
+    seen = run.observed
+    if seen is None or seen.busy_processes is None:
+        return None
+    procs = [BusyProcess(str(p.name), p.pid, float(p.cpu_share or 0), bool(p.started_during_run)) for p in seen.busy_processes]
+    return procs, seen.cpu_busy
 
 
 def _busy_condition(a: Bundle, b: Bundle) -> Condition:
-    def seen(run: Bundle) -> Optional[List[BusyProcess]]:
-        procs = run.observed.busy_processes if run.observed is not None else None
-        if procs is None:
-            return None
-        return [BusyProcess(str(p.name), p.pid, float(p.cpu_share or 0), bool(p.started_during_run)) for p in procs]
-
-    def words(procs: Optional[List[BusyProcess]], run: Bundle) -> str:
-        if procs is None:
+    def words(busy: Optional[Tuple[List[BusyProcess], Mapping[str, float]]]) -> str:
+        if busy is None:
             return "not recorded"
-        busy = _cpu_busy(run)
-        cpus = ""
-        if busy:
-            cpus = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * float(v))) for cpu, v in sorted(busy.items()))
+        procs, cpus = busy
+        shares = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * v)) for cpu, v in sorted(cpus.items())) if cpus else ""
         if not procs:
-            return "none besides the run's own" + cpus
+            return "none besides the run's own" + shares
         named = ["%s (pid %s) %d%% of a CPU%s" % (p.name, p.pid, round(100 * p.cpu_share),
                                                   ", started during the run" if p.started_during_run else "")
                  for p in procs[:4]]
-        return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + cpus
+        return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + shares
 
-    pa, pb = seen(a), seen(b)
+    ba, bb = _busy(a), _busy(b)
     differs: Optional[bool] = None
-    if pa is not None and pb is not None:
-        busy_a, busy_b = _mean_busy(a), _mean_busy(b)
+    if ba is not None and bb is not None:
+        (pa, cpus_a), (pb, cpus_b) = ba, bb
         differs = (sorted(p.name for p in pa) != sorted(p.name for p in pb)
                    or abs(sum(p.cpu_share for p in pa) - sum(p.cpu_share for p in pb)) >= CPU_BUSY_DIFFERENCE
-                   or (busy_a is not None and busy_b is not None and abs(busy_a - busy_b) >= CPU_BUSY_DIFFERENCE))
-    return Condition("busy processes", words(pa, a), words(pb, b), differs)
-
-
-def _cpu_busy(run: Bundle) -> Mapping[str, float]:
-    return run.observed.cpu_busy if run.observed is not None else {}
-
-
-def _mean_busy(run: Bundle) -> Optional[float]:
-    busy = _cpu_busy(run)
-    return statistics.fmean(busy.values()) if busy else None
+                   or (bool(cpus_a and cpus_b)
+                       and abs(statistics.fmean(cpus_a.values()) - statistics.fmean(cpus_b.values())) >= CPU_BUSY_DIFFERENCE))
+    return Condition("busy processes", words(ba), words(bb), differs)
 
 
 def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
     def mhz(run: Bundle) -> Optional[float]:
-        values = [float(v) for _, v in _readings(run, "cpu_mhz") if isinstance(v, (int, float))]
+        values = [v for reading in _readings(run) for v in reading.cpu_mhz.values()]
         return statistics.fmean(values) if values else None
 
     fa, fb = mhz(a), mhz(b)
@@ -212,26 +197,23 @@ def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
 
 
 def _governor(run: Bundle) -> Optional[str]:
-    governors = sorted({str(v) for _, v in _readings(run, "cpufreq_governors")})
+    governors = sorted({g for reading in _readings(run) for g in reading.cpufreq_governors.values()})
     if governors:
         return ", ".join(governors)
     value = run.system.cpufreq_governor
     return str(value) if value else None
 
 
-def _has(run: Bundle, section: str) -> bool:
-    """Whether the run recorded section ``section`` (an empty one too, which the typed records read as absent)."""
-    return isinstance(run.summary.get(section), Mapping)
-
+# Each reader below is None for a run without its section; an empty one is recorded, and read.
 
 def _idle(run: Bundle) -> Optional[str]:
-    if not _has(run, "system"):
-        return None
     system = run.system
+    if not system.in_evidence:
+        return None
     parts = ["governor %s" % (system.cpuidle_governor or "none")]
     if isinstance(system.idle_states, list) and system.idle_states:
         parts.append("states %s" % ", ".join("%s%s" % (s.name, " (disabled)" if s.disabled else "") for s in system.states))
-    disabled = {str(cpu): names for cpu, names in _readings(run, "idle_disabled") if isinstance(names, list) and names}
+    disabled = {cpu: names for reading in _readings(run) for cpu, names in reading.idle_disabled.items() if names}
     if disabled:
         parts.append("disabled on CPU %s" % "; ".join("%s: %s" % (cpu, ", ".join(names)) for cpu, names in sorted(disabled.items())))
     if run.conditions.idle_hold:
@@ -240,9 +222,9 @@ def _idle(run: Bundle) -> Optional[str]:
 
 
 def _placement(run: Bundle) -> Optional[str]:
-    if not _has(run, "parameters"):
-        return None
     params = run.parameters
+    if not params.in_evidence:
+        return None
     text = str(params.placement or "any")
     if params.notifier_cpu is not None or params.waiter_cpu is not None:
         text += " (notifier CPU %s, waiter CPU %s)" % (params.notifier_cpu, params.waiter_cpu)
@@ -250,7 +232,7 @@ def _placement(run: Bundle) -> Optional[str]:
 
 
 def _build(run: Bundle) -> Optional[str]:
-    if not _has(run, "interpreter"):
+    if not run.interpreter.in_evidence:
         return None
     field = run.interpreter.as_recorded
     text = "%s %s (%s; %s)" % (field("implementation"), field("version"), field("build"), field("compiler"))
@@ -262,10 +244,8 @@ def _build(run: Bundle) -> Optional[str]:
 
 
 def _machine(run: Bundle) -> Optional[str]:
-    if not _has(run, "machine"):
-        return None
     machine = run.machine
-    return "%s, %s, kernel %s" % (machine.hostname, machine.cpu_model, machine.kernel)
+    return "%s, %s, kernel %s" % (machine.hostname, machine.cpu_model, machine.kernel) if machine.in_evidence else None
 
 
 def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
@@ -275,12 +255,11 @@ def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
 
 def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
     """What differed between two separate runs besides the code (see the module docstring)."""
-    times = [(_utc_seconds(r.started_utc), _utc_seconds(r.finished_utc)) for r in (baseline, other)]
+    (a_start, a_end), (b_start, b_end) = ((_utc_seconds(r.started_utc), _utc_seconds(r.finished_utc)) for r in (baseline, other))
     gap: Optional[float] = None
-    (a_start, a_end), (b_start, b_end) = times
     if a_start is not None and b_start is not None:
-        first, second = ((a_start, a_end), (b_start, b_end)) if a_start <= b_start else ((b_start, b_end), (a_start, a_end))
-        gap = second[0] - (first[1] if first[1] is not None else first[0])
+        (first, end), later = ((a_start, a_end), b_start) if a_start <= b_start else ((b_start, b_end), a_start)
+        gap = later - (end if end is not None else first)
     # Three conditions judged by their own rules, then those that differ whenever their words do.
     judged = tuple(condition(baseline, other) for condition in (_load_condition, _busy_condition, _frequency_condition))
     conditions = judged + tuple(_simple(name, read(baseline), read(other)) for name, read in (
@@ -331,7 +310,7 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     log_sd: Dict[str, float] = {}
     if len(chosen) >= MIN_EARLIER_RUNS:
         for key, field in _HISTORY_FIGURE.items():
-            values = [float(getattr(p, field)) for p in chosen if isinstance(getattr(p, field), (int, float)) and getattr(p, field) > 0]
+            values = [float(v) for v in (getattr(p, field) for p in chosen) if isinstance(v, (int, float)) and v > 0]
             if len(values) >= MIN_EARLIER_RUNS:
                 log_sd[key] = statistics.stdev(math.log(v) for v in values)
     return LevelShifts(arm, len(chosen), log_sd)
@@ -366,16 +345,13 @@ def widen(arm: ArmComparison, shifts: Optional[LevelShifts], alpha: float, min_e
         ratios[key] = dataclasses.replace(ci, low=low, high=high)
         word = verdict(low, high, min_effect_pct, higher_is_better=(arm.kind == RATE))
         mde = minimum_detectable_effect(low, high, min_effect_pct)
-        reason = None
-        if word == CANNOT_TELL:
-            reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison "
-                      "could detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde)))
+        reason = ("cannot tell: separate runs of it shift ±%s from run to run; the smallest change this comparison could "
+                  "detect is %s" % (format_pct(100 * (math.exp(s) - 1)), format_pct(mde))) if word == CANNOT_TELL else None
         judgements[key] = dataclasses.replace(judged, ci=ratios[key], verdict=word, mde_pct=mde, reason=reason)
         widened.append("%s to %s–%s" % (label_of(key), format_ratio_plain(low), format_ratio_plain(high)))
     main = next(iter(arm.ratios))
     note = ("separate runs: %d identical earlier runs of %s in the history shift ±%s at %s from run to run; %s"
-            % (shifts.runs, arm.name, format_pct(100 * (math.exp(shifts.log_sd.get(main, 0.0)) - 1)),
-               main,
+            % (shifts.runs, arm.name, format_pct(100 * (math.exp(shifts.log_sd.get(main, 0.0)) - 1)), main,
                "intervals widened by it (%s)" % "; ".join(widened) if widened else "the intervals were wider already"))
     if widened:  # the verdicts' own sentences, judged again
         notes = tuple(n for n in arm.notes if "cannot tell" not in n) + tuple(

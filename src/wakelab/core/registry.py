@@ -34,8 +34,12 @@ import importlib.util
 import pkgutil
 from types import ModuleType
 from typing import Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Optional, Sequence, Sized, Tuple, TypeVar, Union, overload
+from typing import TYPE_CHECKING
 
 from wakelab.core.model import Arm, Family, Role, T1Shape
+
+if TYPE_CHECKING:
+    from wakelab.core.user_arms import UserArmOrigin  # which imports this module
 
 #: The package whose modules are the families.
 FAMILY_PACKAGE = "wakelab.core.families"
@@ -252,10 +256,9 @@ def user_arms() -> List[Arm]:
     return list(_USER_ARMS.values())
 
 
-def user_arm_origin(name: str) -> Optional[Dict[str, object]]:
-    """Where the user-defined arm ``name`` was loaded from, as a worker request's ``user_arm``; None for a built-in arm."""
-    loaded_from = getattr(_USER_ARMS.get(name), "loaded_from", None)  # a UserArm's (wakelab.core.user_arms imports this module)
-    return None if loaded_from is None else dict(loaded_from.to_dict())
+def user_arm_origin(name: str) -> Optional["UserArmOrigin"]:
+    """Where the user-defined arm ``name`` was loaded from (a worker request's ``user_arm``); None for a built-in arm."""
+    return getattr(_USER_ARMS.get(name), "loaded_from", None)  # a UserArm's
 
 
 def forget_user_arms() -> None:

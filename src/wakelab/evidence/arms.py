@@ -48,7 +48,7 @@ class WorkerRecord(Record):
     lost: Any = None
     p50_ns: Any = None
     repetition: Any = None
-    applied: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    applied: Mapping[str, object] = dataclasses.field(default_factory=dict)
     max_ns: Any = None
     ops_per_s: Any = None
     #: A soak's chunk: the warm-up wakes its worker discarded.
@@ -206,6 +206,9 @@ class SamplesFile(Record):
                                             default=None)
     #: A soak's log-linear histogram of every wake, as stored (None: the file has none).
     histogram: Optional[Mapping[str, object]] = dataclasses.field(default=None, repr=False)
+    unit: str = json_field(read=str, default="ns")
+    #: The traced pass's part (``wakelab run --trace``), as stored: :func:`wakelab.analysis.components.traced_series` checks it.
+    traced: object = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)

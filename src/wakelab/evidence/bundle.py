@@ -13,7 +13,7 @@ after every arm, so an interrupted run leaves valid files with
 ``complete: false``.
 
 While a run writes a folder it holds an exclusive ``flock`` on
-``.wakelab.lock`` inside it (:func:`lock_output_folder`), so a second run
+``.wakelab.lock`` inside it (:class:`FolderLock`), so a second run
 into the same folder is refused instead of mixing two runs' files.  Before
 the first write, a run clears the evidence an older bundle left there
 (:func:`clear_bundle`), so no stale ``samples/*.json`` survives a replace.
@@ -88,12 +88,7 @@ def _unlink_quietly(path: str) -> None:
 
 def atomic_write_text(path: str, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old or the new file, never half."""
-    tmp = write_temp_text(path, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
+    atomic_write_files({path: text})
 
 
 def atomic_write_files(files: Mapping[str, str]) -> List[str]:
@@ -407,6 +402,8 @@ class Record:
 
     #: Read from an empty mapping, the record is none at all (a section a run did not record).
     EMPTY_IS_ABSENT: ClassVar[bool] = False
+    #: Read from a mapping: the evidence holds the record, an empty one too (not a dataclass field: set by read_record).
+    in_evidence: bool = False
 
     @classmethod
     def from_dict(cls: Type[R], value: object) -> R:
@@ -525,4 +522,7 @@ def read_record(cls: Type[R], value: object) -> R:
     for name, key, read, default in _fields(cls):
         found = value if key == "" else _lookup(value, key)
         values[name] = read(default() if found is _ABSENT else found)
-    return cls(**values)
+    record = cls(**values)
+    if isinstance(value, Mapping):
+        object.__setattr__(record, "in_evidence", True)  # frozen: the one attribute a reader sets
+    return record

@@ -191,15 +191,11 @@ class Bundle:
 
     # -- samples ----------------------------------------------------------------------
 
-    def samples_doc(self, entry: Mapping[str, object]) -> Dict[str, Any]:
-        """The raw samples document of arm ``entry`` (EvidenceError when unusable)."""
-        from wakelab.evidence.load import load_samples
-
-        return load_samples(self.folder, dict(entry))
-
     def samples_file(self, arm: ArmRecord) -> SamplesFile:
         """Arm ``arm``'s samples file as stored (EvidenceError when unusable)."""
-        return SamplesFile.from_dict(self.samples_doc(arm.entry))
+        from wakelab.evidence.load import load_samples
+
+        return SamplesFile.from_dict(load_samples(self.folder, dict(arm.entry)))
 
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
         """The raw wakes of a measured latency arm, every one, checked against the summary's n.

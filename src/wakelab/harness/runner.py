@@ -84,7 +84,7 @@ from wakelab.harness import trace as sched_trace
 # The summary's building blocks, as the runner's own names (the command line and the tests use them so).
 from wakelab.harness.summary import (  # noqa: F401
     FAILED, INTERRUPTED, OK, PENDING, SKIPPED, ArmEntry, ArmFigures, RunSummary, Taken, arm_figures,
-    is_complete, new_summary, summarize_raw, utc_now, worker_figures, worker_record, worker_spread,
+    utc_now, worker_record,
 )
 from wakelab.harness.trace_pass import Tracing, trace_arm
 from wakelab.labs import Lab

@@ -24,7 +24,7 @@ from wakelab.analysis.stats import LatencyStats, RateStats, cpu_split, repetitio
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, RawLatency, RawRate
 from wakelab.core.registry import get_arm
 from wakelab.evidence import bundle
-from wakelab.evidence.model import ArmRecord, WorkerRecord
+from wakelab.evidence.model import WorkerRecord
 from wakelab.harness.metadata import interpreter_info, machine_info, system_info
 from wakelab.harness.observed import Observed
 from wakelab.harness.trace_pass import ArmTrace, Tracing
@@ -304,7 +304,7 @@ class ArmEntry:
         return out
 
 
-def _all_taken(arms: Iterable[Tuple[str, object, Optional[Tuple[int, int]]]]) -> bool:
+def all_taken(arms: Iterable[Tuple[str, object, Optional[Tuple[int, int]]]]) -> bool:
     """True when at least one of ``(status, requested, counted)`` was measured, every measured arm took
     every sample it was asked for and lost none, and no arm failed, was cut short or was not reached.
     Arms skipped because they cannot run here do not count against it."""
@@ -377,8 +377,8 @@ class RunSummary:
         return dataclasses.replace(self, arms=tuple(entry if a.name == entry.name else a for a in self.arms))
 
     def is_complete(self) -> bool:
-        """See :func:`_all_taken`."""
-        return _all_taken((a.status, a.requested, a.figures.counted if a.figures else None) for a in self.arms)
+        """See :func:`all_taken`."""
+        return all_taken((a.status, a.requested, a.figures.counted if a.figures else None) for a in self.arms)
 
     def to_dict(self) -> Dict[str, object]:
         """summary.json's document (the JSON summary.schema.json describes), its caveats and warnings still empty."""
@@ -396,41 +396,3 @@ class RunSummary:
         if self.soak is not None:
             out["soak"] = self.soak.to_dict()
         return out
-
-
-# -- the entry and the summary as documents (what tests build bundles on) ---------------------
-
-
-def worker_figures(raw: Raw, pid: int, applied: Mapping[str, object]) -> Dict[str, object]:
-    """:func:`worker_record`, as summary.json stores it."""
-    return worker_record(raw, pid, applied).to_dict()
-
-
-def worker_spread(workers: Sequence[object]) -> Optional[Dict[str, object]]:
-    """How far apart stored workers' medians are (None with fewer than two workers)."""
-    records = [WorkerRecord.from_dict(w) for w in workers]
-    key = "p50_ns" if records and records[0].n is not None else "ops_per_s"
-    spread = Spread.of_values(key, [getattr(w, key) for w in records])
-    return None if spread is None else spread.to_dict()
-
-
-def summarize_raw(entry: Dict[str, object], raw: Raw) -> None:
-    """Fill an arm's figures in its document ``entry`` from its raw record."""
-    entry.update(RawFigures.of(raw).to_dict())
-
-
-def new_summary(plan: "RunPlan", interpreter: Optional[Mapping[str, object]] = None) -> Dict[str, object]:
-    """:meth:`RunSummary.start`, as summary.json stores it."""
-    return RunSummary.start(plan, interpreter).to_dict()
-
-
-def is_complete(summary: Mapping[str, object]) -> bool:
-    """:meth:`RunSummary.is_complete` of a summary document, its arms read as the loader reads them."""
-    def counted(arm: ArmRecord) -> Optional[Tuple[int, int]]:
-        if arm.kind == LATENCY:
-            return None if arm.latency is None else (arm.latency.n + arm.latency.lost, arm.latency.lost)
-        return None if arm.rate is None else (arm.rate.rounds * arm.rate.n_per_round, 0)
-
-    arms = summary["arms"]
-    assert isinstance(arms, list)
-    return _all_taken((record.status, record.requested, counted(record)) for record in map(ArmRecord.from_dict, arms))

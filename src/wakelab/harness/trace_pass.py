@@ -11,9 +11,9 @@ import dataclasses
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.components import component_series, reblock_series, split_wakes, summarize_components, why_untraceable
+from wakelab.analysis.components import WakeSplit, component_series, reblock_series, split_wakes, summarize_components, why_untraceable
 from wakelab.analysis.stats import LatencyStats, summarize_latency
 from wakelab.core.model import Arm, Raw, RawLatency, raw_to_dict
 from wakelab.evidence import bundle
@@ -136,7 +136,7 @@ class TracedPass:
 
     samples_ns: List[int]
     lost: int
-    splits: List[Any]
+    splits: List[WakeSplit]
     order: Tuple[str, ...]
     events: int
     frames: Mapping[str, object]
@@ -258,11 +258,12 @@ def split_traced(session: sched_trace.SchedTrace, raws: Sequence[Raw], workers: 
             value = raw.info.get(key)
             if isinstance(value, int):
                 tids.add(value)
-    busy = [list(w.applied.get("cpu_thread_tids") or ()) for w in workers]
-    tids.update(t for worker in busy for t in worker if isinstance(t, int))  # who lets go of the GIL
+    recorded = [w.applied.get("cpu_thread_tids") for w in workers]  # each worker's busy threads (--cpu-threads)
+    busy = [[t for t in r if isinstance(t, int)] if isinstance(r, list) else [] for r in recorded]
+    tids.update(t for worker in busy for t in worker)  # who lets go of the GIL
     by_tid = session.events(tids)
     samples: List[int] = []
-    splits: List[Any] = []
+    splits: List[WakeSplit] = []
     lost = 0
     frame_counts: Dict[str, Dict[str, int]] = {}
     no_frames: Optional[str] = None

@@ -519,8 +519,9 @@ def run_workers(
     from wakelab.core.registry import get_arm, user_arm_origin
 
     arm = get_arm(arm_name)
-    if origin is None:
-        origin = user_arm_origin(arm_name)  # a user-defined arm: the worker loads its file first
+    loaded_from = user_arm_origin(arm_name)  # a user-defined arm: the worker loads its file first (unless given its own)
+    if origin is None and loaded_from is not None:
+        origin = loaded_from.to_dict()
     kind_is_rate = arm.kind == "rate"
     counts = split_counts(params.rounds if kind_is_rate else params.n, workers)
     results: List[WorkerResult] = []

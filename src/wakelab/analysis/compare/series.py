@@ -30,20 +30,19 @@ def load_series(run: Run, arm: ArmRecord) -> Tuple[Any, str]:
     times (ns, one float64 array: every wake, or the first whole chunks a soak past its raw-sample cap keeps), a
     rate arm's ops/s per round."""
     name = arm.name
-    doc = run.samples_doc(arm.entry)
-    if doc.get("kind") != arm.kind:
+    stored = run.samples_file(arm)
+    if stored.kind != arm.kind:
         raise EvidenceError("%s: arm %s: the samples file holds %s samples, summary.json says %s" % (
-            run.source, name, doc.get("kind"), arm.kind))
-    unit = str(doc.get("unit", "ns"))
+            run.source, name, stored.kind, arm.kind))
+    unit = stored.unit
     if arm.is_latency:
         import numpy as np
 
-        # One float64 array, the parsed document dropped at once: a large bundle's samples are
+        # One float64 array, the parsed file dropped at once: a large bundle's samples are
         # held as 8 bytes each, not as Python numbers (two 80 MB bundles fit in a few hundred MB).
-        samples = np.asarray(doc.pop("samples_ns"), dtype=np.float64)
-        del doc
+        samples = np.asarray(stored.samples_ns, dtype=np.float64)
+        del stored
         n = arm.latency.n if arm.latency is not None else None
-        p50_ns = arm.latency.p50_ns if arm.latency is not None else None
         if samples.size != n:
             # A soak past its raw-sample cap keeps its first chunks (EvidenceError when they do not line up
             # with its worker records); its p50 is the histogram's, so each chunk's is checked instead.
@@ -51,13 +50,13 @@ def load_series(run: Run, arm: ArmRecord) -> Tuple[Any, str]:
                 raise _mismatch(run, name, "n", samples.size, n)
         elif samples.size:
             p50 = float(np.percentile(samples, 50.0))  # linear interpolation: type 7
-            if not _close(p50, p50_ns):
-                raise _mismatch(run, name, "p50", p50, p50_ns)
+            if not _close(p50, arm.p50_ns):
+                raise _mismatch(run, name, "p50", p50, arm.p50_ns)
         return samples, unit
-    n_per_round = doc.get("n_per_round")
-    if not isinstance(n_per_round, int) or isinstance(n_per_round, bool) or n_per_round <= 0:
+    n_per_round = stored.n_per_round
+    if n_per_round is None or n_per_round <= 0:
         raise EvidenceError("%s: arm %s: the samples file has no valid n_per_round" % (run.source, name))
-    rates = [n_per_round * 1e9 / max(t, 1) for t in doc["round_ns"]]
+    rates = [n_per_round * 1e9 / max(t, 1) for t in stored.round_ns]
     rounds = arm.rate.rounds if arm.rate is not None else None
     ops_per_s = arm.rate.ops_per_s if arm.rate is not None else None
     if len(rates) != rounds:
@@ -97,13 +96,13 @@ def load_traced_components(run: Run, arm: ArmRecord) -> TracedPass:
     from wakelab.analysis.components import COMPONENTS, TracedSeriesError, traced_reblocks, traced_series
 
     name = arm.name
-    doc = run.samples_doc(arm.entry)
+    part = {"traced": run.samples_file(arm).traced}  # as the components' readers take it
     try:
-        series = traced_series(doc)
-        reblocks = traced_reblocks(doc, series)
+        series = traced_series(part)
+        reblocks = traced_reblocks(part, series)
     except TracedSeriesError as exc:
         raise EvidenceError("%s: arm %s: the samples file's traced part is unusable: %s" % (run.source, name, exc)) from None
-    del doc
+    del part
     if series is None:
         raise EvidenceError("%s: arm %s: summary.json says it was traced, but its samples file has no traced part"
                             % (run.source, name))
