@@ -6,7 +6,6 @@ import math
 from typing import List, Mapping, Optional, Sequence, Union
 
 from wakelab.analysis.caveats import NativeRatio
-from wakelab.analysis.guidance import Guidance
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmOrigin
 from wakelab.formatting import DASH, format_ns, format_ratio
@@ -241,23 +240,14 @@ def render_details(run: Run) -> str:
         parts.append("<details><summary>Methodology</summary>%s</details>" % "".join("<p>%s</p>" % esc(p) for p in lab.methodology))
     if lab.limits:
         parts.append("<details><summary>Limits</summary><ul>%s</ul></details>" % "".join("<li>%s</li>" % esc(p) for p in lab.limits))
-    try:
-        commands = reproduce_commands(view)
-    except (KeyError, TypeError, AttributeError):
-        commands = []
-    if commands:
-        parts.append("<details><summary>Reproduce</summary>%s</details>" % "".join("<pre><code>%s</code></pre>" % esc(c) for c in commands))
+    parts.append("<details><summary>Reproduce</summary>%s</details>" % "".join(
+        "<pre><code>%s</code></pre>" % esc(c) for c in reproduce_commands(view)))
     return "".join(parts)
-
-
-def guidance_of(run: Run) -> Guidance:
-    """What the run's figures advise, as the analysis layer words it (:func:`wakelab.analysis.guidance.guidance_for`)."""
-    return _view(run).guidance
 
 
 def render_guidance(run: RunEvidence) -> str:
     """The GUIDANCE section's body (escaped HTML): the headline, then each claim with the figures it cites."""
-    found = guidance_of(run)
+    found = run.view.guidance
     if not found.headline and not found.items:
         return ""
     # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.

@@ -4,7 +4,7 @@ TIMES (each arm's t0 and t1) and REPRODUCE (the command that measures the same a
 from __future__ import annotations
 
 import shlex
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import view_of
 from wakelab.evidence.model import DEFAULT_REPEAT, ArmOrigin, ArmRecord
@@ -39,52 +39,35 @@ def origin_text(origin: ArmOrigin) -> str:
     return "entry point %s%s" % (origin.entry_point, dist)
 
 
+_BARE = object()  # a flag without a value
+
+
 def reproduce_commands(run: Run) -> List[str]:
+    """The reproduce script where the lab has one, then the ``wakelab run`` that measures the same again."""
     bundle = view_of(run).bundle
     lab, params, conditions, execution = bundle.lab, bundle.parameters, bundle.conditions, bundle.execution
-    commands = []
-    if lab.reproduce_script:
-        commands.append("python3 %s" % lab.reproduce_script)
-    arms = ",".join(a.name for a in bundle.arms())
-    cli = "wakelab run --lab %s --arms %s --n %s --warmup %s --settle-us %s --timeout-s %s --install-n %s --rounds %s" % (
-        lab.id, arms, params.n, params.warmup, params.settle_us, params.timeout_s, params.install_n, params.rounds)
-    arm_files: List[str] = []
-    for a in bundle.arms():
-        if a.user_defined and a.origin is not None and a.origin.from_file and str(a.origin.path) not in arm_files:
-            arm_files.append(str(a.origin.path))
-    for path in arm_files:  # user-defined arms: the files they came from (entry points need no option)
-        cli += " --arm-file %s" % shlex.quote(path)
-    if params.settle_jitter_us is not None:  # absent from bundles before random settles
-        cli += " --settle-jitter-us %s" % params.settle_jitter_us
-        if params.seed is not None:
-            cli += " --seed %s" % params.seed
-    if params.planted_delay_us:
-        cli += " --planted-delay-us %s" % params.planted_delay_us
-    if params.placement not in (None, "any"):
-        cpus = [params.notifier_cpu] if params.placement == "same" else [params.notifier_cpu, params.waiter_cpu]
-        cli += " --placement %s --cpus %s" % (params.placement, ",".join(str(c) for c in cpus))
-    if params.open_loop:
-        cli += " --mode open --interval-us %s" % params.interval_us
-    for value, flag in ((conditions.cpu_threads, "--cpu-threads"), (conditions.cpu_procs, "--cpu-procs"),
-                        (conditions.switch_interval_s, "--switch-interval")):
-        if value:
-            cli += " %s %s" % (flag, value)
-    if conditions.idle_hold:
-        cli += " --idle-hold"
-    for role, flag in (("waiter", "--policy"), ("notifier", "--notifier-policy")):
-        if conditions.policy(role):
-            cli += " %s %s" % (flag, conditions.policy(role))
-            if conditions.policy(role) != "other":
-                cli += " %s %s" % (flag.replace("policy", "priority"), conditions.priority(role))
-    if conditions.mlock:
-        cli += " --mlock"
-    if execution.in_process:
-        cli += " --in-process"
-    elif execution.workers not in (None, 3):
-        cli += " --workers %s" % execution.workers
-    if execution.repetitions != DEFAULT_REPEAT:
-        cli += " --repeat %s" % execution.repetitions
-    if execution.rigorous:
-        cli += " --rigorous"  # the counts above win over its own; the run is recorded compare-grade again
-    commands.append(cli)
-    return commands
+    arm_files = dict.fromkeys(str(a.origin.path) for a in bundle.arms() if a.user_defined and a.origin is not None and a.origin.from_file)
+    pinned, jitter = params.placement not in (None, "any"), params.settle_jitter_us
+    cpus = [params.notifier_cpu] if params.placement == "same" else [params.notifier_cpu, params.waiter_cpu]
+    waiter, notifier = conditions.policy("waiter"), conditions.policy("notifier")
+    options: List[Tuple[str, object, object]] = [  # (flag, its value or _BARE, whether it is said)
+        ("--lab", lab.id, True), ("--arms", ",".join(a.name for a in bundle.arms()), True), ("--n", params.n, True),
+        ("--warmup", params.warmup, True), ("--settle-us", params.settle_us, True), ("--timeout-s", params.timeout_s, True),
+        ("--install-n", params.install_n, True), ("--rounds", params.rounds, True),
+    ] + [("--arm-file", shlex.quote(path), True) for path in arm_files] + [  # entry points need no option
+        ("--settle-jitter-us", jitter, jitter is not None), ("--seed", params.seed, jitter is not None and params.seed is not None),
+        ("--planted-delay-us", params.planted_delay_us, params.planted_delay_us),
+        ("--placement", params.placement, pinned), ("--cpus", ",".join(str(c) for c in cpus), pinned),
+        ("--mode", "open", params.open_loop), ("--interval-us", params.interval_us, params.open_loop),
+        ("--cpu-threads", conditions.cpu_threads, conditions.cpu_threads), ("--cpu-procs", conditions.cpu_procs, conditions.cpu_procs),
+        ("--switch-interval", conditions.switch_interval_s, conditions.switch_interval_s), ("--idle-hold", _BARE, conditions.idle_hold),
+        ("--policy", waiter, waiter), ("--priority", conditions.priority("waiter"), waiter and waiter != "other"),
+        ("--notifier-policy", notifier, notifier),
+        ("--notifier-priority", conditions.priority("notifier"), notifier and notifier != "other"),
+        ("--mlock", _BARE, conditions.mlock), ("--in-process", _BARE, execution.in_process),
+        ("--workers", execution.workers, not execution.in_process and execution.workers not in (None, 3)),
+        ("--repeat", execution.repetitions, execution.repetitions != DEFAULT_REPEAT),
+        ("--rigorous", _BARE, execution.rigorous),  # the counts above win over its own; the run is recorded compare-grade again
+    ]
+    cli = "wakelab run" + "".join(" " + flag if value is _BARE else " %s %s" % (flag, value) for flag, value, said in options if said)
+    return (["python3 %s" % lab.reproduce_script] if lab.reproduce_script else []) + [cli]
