@@ -74,67 +74,52 @@ def readable(value: object) -> str:
 def honesty_facts(bundle: Bundle) -> List[Fact]:
     """When, on what and how the run was made: the facts a reader needs before quoting a figure."""
     interp, machine, params, timer, execution = bundle.interpreter, bundle.machine, bundle.parameters, bundle.timer, bundle.execution
-    system, conditions, arms = bundle.system, bundle.conditions, bundle.arms()
-    own = interp.own_version
+    system, conditions, arms, harness = bundle.system, bundle.conditions, bundle.arms(), bundle.timer.harness
+    own, gil = interp.own_version, gil_enabled(bundle)
     details = (["%s %s" % (interp.implementation, own)] if own else []) + [str(interp.build), str(interp.compiler)]
-    facts = [
-        Fact("Date", ("%s (UTC), wall time %s s" % (bundle.started_utc, bundle.wall_s),)),
-        Fact("Interpreter", ("%s %s " % (interp.implementation, interp.version), _m("muted", "(%s)" % "; ".join(details)),
-                             ", %s%s, switch interval %s s" % ("%s build, " % FREE_THREADED if interp.free_threaded_build else "",
-                                                                interp.gil_word, interp.switch_interval_s))
-             + _code_after(interp.executable)),
-        Fact("Machine", (("host ", _m("b", machine.hostname), ": ") if machine.hostname else ()) + (
+    described = _waiter_states(arms)
+    spinning = ", ".join(a.name for a in arms if a.is_latency and waiter_at_t0(a, gil) == WAITING_FOR_GIL)
+    rows: List[Tuple[str, Tuple[Word, ...]]] = [  # a fact without words is left out
+        ("Date", ("%s (UTC), wall time %s s" % (bundle.started_utc, bundle.wall_s),)),
+        ("Interpreter", ("%s %s " % (interp.implementation, interp.version), _m("muted", "(%s)" % "; ".join(details)),
+                         ", %s%s, switch interval %s s" % ("%s build, " % FREE_THREADED if interp.free_threaded_build else "",
+                                                            interp.gil_word, interp.switch_interval_s)) + _code_after(interp.executable)),
+        ("Machine", (("host ", _m("b", machine.hostname), ": ") if machine.hostname else ()) + (
             "%s %s %s, %s, %s CPUs (allowed: %s)" % (machine.os, machine.kernel, machine.architecture, machine.cpu_model,
                                                      machine.cpu_count, readable(machine.cpus_allowed)),)),
-    ]
-    harness = timer.harness
-    if timer.present:
-        facts.append(Fact("Timer", (
+        ("Timer", (
             "%s (%s); back-to-back floor " % (timer.clock, timer.implementation), _m("b", "%s ns" % timer.floor_p50_ns),
             " median, %s ns min: no figure below it means anything" % timer.floor_min_ns,
             "; harness bookkeeping %s ns per sample against %s ns for a bare pair (%s×)" % (
-                harness.per_sample_ns, harness.bare_pair_ns, harness.overhead_ratio) if harness is not None else "")))
-    if execution.present:
-        rigorous = "; compare-grade (--rigorous: more wakes and workers than the lab's defaults)" if execution.rigorous else ""
-        facts.append(Fact("Execution", (_execution_words(execution) + rigorous,) + _code_after(execution.python)))
-    if bundle.soak is not None:
-        facts.append(Fact("Soak", _soak_words(bundle.soak)))
-    facts.append(Fact("Timing", _timing_words(params, arms, execution.in_process)))
-    facts.append(Fact("Placement", _placement_words(params) + ("; load: %s" % ("; ".join(_load_words(conditions)) or "none added"),)))
-    scheduling = _scheduling_words(conditions, arms)
-    if scheduling:
-        facts.append(Fact("Scheduling", (scheduling,)))
-    if system.present or conditions.present:
-        facts.append(Fact("CPU idle", _idle_words(system, conditions)))
-    if system.present:
-        facts.append(Fact("System", _system_words(system)))
-    described = _waiter_states(arms)
-    if described:
-        facts.append(Fact("Models", (_m("warn", "These arms are not identical models"),
-                                     " (%s). Compare arms only within one waiter state." % described)))
-    gil = gil_enabled(bundle)
-    spinning = [a.name for a in arms if a.is_latency and waiter_at_t0(a, gil) == WAITING_FOR_GIL]
-    if spinning:
-        facts.append(Fact("Spinning in name only", (
-            "%s (under this interpreter's GIL a waiter in another thread cannot poll while the notifier runs, so at t0 it "
-            "is waiting for the GIL, and its wake is the GIL's hand-over)" % ", ".join(spinning),)))
-    if bundle.note:
-        facts.append(Fact("Note", (str(bundle.note),)))
-    if bundle.command:
-        facts.append(Fact("Command", (_m("code", " ".join(bundle.command)),)))
-    return [fact for fact in facts if fact.text]
+                harness.per_sample_ns, harness.bare_pair_ns, harness.overhead_ratio) if harness is not None else "") if timer.present else ()),
+        ("Execution", (_execution_words(execution),) + _code_after(execution.python) if execution.present else ()),
+        ("Soak", _soak_words(bundle.soak) if bundle.soak is not None else ()),
+        ("Timing", _timing_words(params, arms, execution.in_process)),
+        ("Placement", _placement_words(params, conditions)),
+        ("Scheduling", (_scheduling_words(conditions, arms),)),
+        ("CPU idle", _idle_words(system, conditions) if system.present or conditions.present else ()),
+        ("System", _system_words(system) if system.present else ()),
+        ("Models", (_m("warn", "These arms are not identical models"),
+                    " (%s). Compare arms only within one waiter state." % described) if described else ()),
+        ("Spinning in name only", ("%s (under this interpreter's GIL a waiter in another thread cannot poll while the notifier runs, "
+                                   "so at t0 it is waiting for the GIL, and its wake is the GIL's hand-over)" % spinning,) if spinning else ()),
+        ("Note", (str(bundle.note or ""),)),
+        ("Command", (_m("code", " ".join(map(str, bundle.command))),)),
+    ]
+    return [fact for fact in (Fact(label, words) for label, words in rows) if fact.text]
 
 
 def _execution_words(execution: Execution) -> str:
-    """How the arms ran: in the runner's process, or in how many fresh workers over how many repetitions."""
+    """How the arms ran: in the runner's process, or in how many fresh workers over how many repetitions; compare-grade or not."""
     repeat, workers = execution.repetitions, execution.workers
     if execution.in_process:
-        return "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % repeat)
-    if repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
-        return "%s fresh worker process%s per arm, wakes split between them and pooled" % (workers, "" if workers == 1 else "es")
-    # An arm's workers are spread over its repetitions, at least one in each.
-    return ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over them, "
-            "wakes split between them and pooled" % (repeat, max(int(workers or 1), repeat)))
+        text = "in the runner's own process" + ("" if repeat == 1 else ", %s repetitions per arm" % repeat)
+    elif repeat == 1 or not isinstance(repeat, int) or not isinstance(workers, (int, type(None))):
+        text = "%s fresh worker process%s per arm, wakes split between them and pooled" % (workers, "" if workers == 1 else "es")
+    else:  # an arm's workers are spread over its repetitions, at least one in each
+        text = ("%s repetitions (one pass over all arms after another), %s fresh worker processes per arm spread over them, "
+                "wakes split between them and pooled" % (repeat, max(int(workers or 1), repeat)))
+    return text + ("; compare-grade (--rigorous: more wakes and workers than the lab's defaults)" if execution.rigorous else "")
 
 
 def _soak_words(soak: Soak) -> Tuple[Word, ...]:
@@ -186,20 +171,17 @@ def _settle_words(params: Parameters, arms: Sequence[ArmRecord]) -> str:
     return text
 
 
-def _placement_words(params: Parameters) -> Tuple[Word, ...]:
-    placement = params.placement or "any"
-    if placement == "any":
-        return ("unpinned (the scheduler chose the CPUs)",)
-    if placement == "same":
-        return ("notifier and waiter pinned to ", _m("b", "one CPU"), " (CPU %s)" % params.notifier_cpu)
-    return ("notifier pinned to CPU %s, waiter to CPU %s (" % (params.notifier_cpu, params.waiter_cpu), _m("b", "split"), ")")
-
-
-def _load_words(conditions: Conditions) -> List[str]:
-    """The load a run added beside the waiter, one phrase each."""
+def _placement_words(params: Parameters, conditions: Conditions) -> Tuple[Word, ...]:
+    """Where the notifier and the waiter ran, and the load a run added beside the waiter."""
     load = ["%s busy Python thread(s) beside the waiter" % conditions.cpu_threads] if conditions.cpu_threads else []
     load += ["%s busy process(es)" % conditions.cpu_procs] if conditions.cpu_procs else []
-    return load + (["switch interval set to %s s" % conditions.switch_interval_s] if conditions.switch_interval_s is not None else [])
+    load += ["switch interval set to %s s" % conditions.switch_interval_s] if conditions.switch_interval_s is not None else []
+    said = ("; load: %s" % ("; ".join(load) or "none added"),)
+    if (params.placement or "any") == "any":
+        return ("unpinned (the scheduler chose the CPUs)",) + said
+    if params.placement == "same":
+        return ("notifier and waiter pinned to ", _m("b", "one CPU"), " (CPU %s)" % params.notifier_cpu) + said
+    return ("notifier pinned to CPU %s, waiter to CPU %s (" % (params.notifier_cpu, params.waiter_cpu), _m("b", "split"), ")") + said
 
 
 def _scheduling_words(conditions: Conditions, arms: Sequence[ArmRecord]) -> str:
@@ -209,10 +191,8 @@ def _scheduling_words(conditions: Conditions, arms: Sequence[ArmRecord]) -> str:
     for role, where in (("waiter", "each waiter thread sets its own, the C floor's too"), ("notifier", "the measuring process's main thread")):
         policy = conditions.policy(role)
         if policy:
-            name = names.get(str(policy), str(policy))
-            if policy != "other":
-                name += " priority %s" % conditions.priority(role)
-            parts.append("%s %s (%s)" % (role, name, where))
+            priority = "" if policy == "other" else " priority %s" % conditions.priority(role)
+            parts.append("%s %s%s (%s)" % (role, names.get(str(policy), str(policy)), priority, where))
     if conditions.mlock:
         parts.append("memory locked (mlockall)")
     if not parts:
