@@ -125,18 +125,16 @@ def _execution_words(execution: Execution) -> str:
 def _soak_words(soak: Soak) -> Tuple[Word, ...]:
     """A soak's duration, and where its figures come from: exact, or a histogram of every wake beside raw samples kept."""
     words: Tuple[Word, ...] = ("%s s asked for, %s s run, in %s consecutive workers" % (soak.duration_s, soak.elapsed_s, soak.chunks),)
-    if not soak.finished:
-        words += (" ", _m("warn", "(ended early)"))
+    words += () if soak.finished else (" ", _m("warn", "(ended early)"))
+    words += ("; n, lost, min, max, mean and stdev are exact, ",)
     if not soak.from_histogram:
-        return words + ("; n, lost, min, max, mean and stdev are exact, and so are the percentiles (every wake's raw sample is kept)",)
+        return words + ("and so are the percentiles (every wake's raw sample is kept)",)
     relative = finite_number(soak.relative_error)
     return words + (
-        "; n, lost, min, max, mean and stdev are exact, the percentiles come from a log-linear histogram of every wake "
-        "(HdrHistogram layout, %s significant digits: within %s of the exact ones). The raw samples kept are the first %s "
-        "wakes, of the first %s workers: the workers' spread, the quality flags and compare's resampling are computed on "
-        "them; the plots (show --hist, report) are of every wake" % (
-            soak.significant_digits, DASH if relative is None else "%.3g %%" % (100 * relative), soak.raw_kept,
-            soak.raw_kept_slices),)
+        "the percentiles come from a log-linear histogram of every wake (HdrHistogram layout, %s significant digits: within "
+        "%s of the exact ones). The raw samples kept are the first %s wakes, of the first %s workers: the workers' spread, the "
+        "quality flags and compare's resampling are computed on them; the plots (show --hist, report) are of every wake" % (
+            soak.significant_digits, DASH if relative is None else "%.3g %%" % (100 * relative), soak.raw_kept, soak.raw_kept_slices),)
 
 
 def _timing_words(params: Parameters, arms: Sequence[ArmRecord], in_process: bool) -> Tuple[Word, ...]:
