@@ -1009,6 +1009,17 @@ def test_the_page_and_summary_txt_place_the_same_honesty_facts() -> None:
         assert " ".join(("%s%s" % (fact.label, fact.text)).split()) in page
 
 
+def test_an_open_loop_verdict_says_what_its_figures_hold_as_summary_txt_does() -> None:
+    from wakelab.report.text import format_verdict
+
+    summary = build_lab135_summary()
+    assert "Open loop" not in report_html.render_verdict(summary)
+    summary["parameters"].update(mode="open", interval_us=500)
+    said = "Open loop: p50s from each notify's scheduled instant (one every 500 µs), so they include the notifier's lateness"
+    assert said in " ".join(" ".join(format_verdict(summary)).split())
+    assert report_html.esc(said) in report_html.render_verdict(summary)
+
+
 def test_honesty_says_when_spinning_is_waiting_for_the_gil() -> None:
     summary = build_lab135_summary()
     entry(summary, "event").update(name="event-spin", waiter="spinning")

@@ -6,6 +6,7 @@ import math
 from typing import List, Mapping, Optional, Sequence, Union
 
 from wakelab.analysis.caveats import NativeRatio
+from wakelab.analysis.guidance import open_loop_note
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmOrigin
 from wakelab.formatting import DASH, format_ns, format_ratio
@@ -58,9 +59,9 @@ def render_verdict(run: Run) -> str:
             (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "", judgement))
     if not arm_items:
         return '<p class="muted">No arm produced figures in this run.</p>'
-    out = ""
-    if comparison_items:
-        out += '<ul class="answer">%s</ul>' % "".join(comparison_items)
+    note = open_loop_note(view.bundle)  # what an open-loop figure holds, as summary.txt says before its figures
+    out = '<ul class="answer">%s</ul>' % "".join(comparison_items) if comparison_items else ""
+    out += '<p class="muted">%s%s.</p>' % (esc(note[0].upper()), esc(note[1:])) if note else ""
     return out + '<ul class="verdict">%s</ul>' % "".join(arm_items)
 
 
@@ -154,8 +155,7 @@ def render_repetitions_and_placement(run: Run) -> str:
         cells = [esc(" · ".join(row.repetitions) or DASH)] + [esc(c) for c in row.cells]
         if row.unknown is not None:
             cells[-1] += ' <span class="muted">(%s unknown)</span>' % esc(row.unknown)
-        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
-            esc(_slug(row.arm.name)), esc(row.arm.name), "".join('<td class="num">%s</td>' % c for c in cells)))
+        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(row.arm.name)), esc(row.arm.name), _num_cells(cells)))
     if not rows:
         return ""
     return (
