@@ -6,7 +6,7 @@ the page sets apart (a figure to see first, a warning, muted detail, code) are :
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Sequence, Tuple, Union
+from typing import Dict, List, Literal, NamedTuple, Sequence, Tuple, Union
 
 from wakelab.analysis.caveats import WAITING_FOR_GIL, gil_enabled, waiter_at_t0
 from wakelab.evidence.model import ArmRecord, Bundle
@@ -18,8 +18,11 @@ from wakelab.formatting import DASH, finite_number, format_rate
 MAX_VALUE_CHARS = 400
 
 
+Mark = Literal["b", "warn", "muted", "code"]
+
+
 class Marked(NamedTuple):
-    mark: str  # "b", "warn", "muted" or "code"
+    mark: Mark
     text: str
 
 
@@ -42,7 +45,7 @@ class Fact(NamedTuple):
         return "%s: %s%s" % (self.label, self.text, "" if code or self.text.endswith(".") else ".")
 
 
-def _m(mark: str, value: object) -> Marked:
+def _m(mark: Mark, value: object) -> Marked:
     return Marked(mark, str(value))
 
 
