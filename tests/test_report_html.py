@@ -11,6 +11,7 @@ the pages in a real headless Chromium and are skipped when none is installed
 
 from __future__ import annotations
 
+import html
 import html.parser
 import json
 import os
@@ -990,12 +991,42 @@ def test_warning_records_are_worded_and_notes_kept_apart() -> None:
     assert notes_part.startswith('<ul class="caveats notes"><li>Percentiles left out for want of wakes: p99.9 where n = 200')
 
 
+def test_the_page_and_summary_txt_place_the_same_honesty_facts() -> None:
+    """One list of facts, worded once: every fact is summary.txt's bullet and the page's row, word for word."""
+    from wakelab.analysis.view import view_of
+    from wakelab.report.honesty import honesty_facts
+    from wakelab.report.text import format_summary
+
+    summary = build_lab135_summary()
+    summary["conditions"].update(waiter_policy="fifo", waiter_priority=80, idle_hold=True, applied_idle_hold=False)
+    summary["parameters"]["planted_delay_us"] = 50
+    facts = honesty_facts(view_of(summary).bundle)
+    assert {"Scheduling", "CPU idle", "Command"} <= {fact.label for fact in facts}
+    text = " ".join(format_summary(summary).split())
+    page = " ".join(html.unescape(re.sub("<[^>]+>", "", report_html.render_honesty(summary).replace("</dd>", "</dd>\n"))).split())
+    for fact in facts:
+        assert " ".join(fact.sentence.split()) in text
+        assert " ".join(("%s%s" % (fact.label, fact.text)).split()) in page
+
+
+def test_an_open_loop_verdict_says_what_its_figures_hold_as_summary_txt_does() -> None:
+    from wakelab.report.text import format_verdict
+
+    summary = build_lab135_summary()
+    assert "Open loop" not in report_html.render_verdict(summary)
+    summary["parameters"].update(mode="open", interval_us=500)
+    said = "Open loop: p50s from each notify's scheduled instant (one every 500 µs), so they include the notifier's lateness"
+    assert said in " ".join(" ".join(format_verdict(summary)).split())
+    assert report_html.esc(said) in report_html.render_verdict(summary)
+
+
 def test_honesty_says_when_spinning_is_waiting_for_the_gil() -> None:
     summary = build_lab135_summary()
     entry(summary, "event").update(name="event-spin", waiter="spinning")
-    assert "<dt>Spinning under the GIL</dt><dd>event-spin: a waiter in another thread cannot poll" in report_html.render_honesty(summary)
+    assert ("<dt>Spinning in name only</dt><dd>event-spin (under this interpreter&#x27;s GIL a waiter in another thread cannot poll"
+            in report_html.render_honesty(summary))
     summary["interpreter"]["gil_enabled"] = False
-    assert "Spinning under the GIL" not in report_html.render_honesty(summary)
+    assert "Spinning in name only" not in report_html.render_honesty(summary)
 
 
 # --- where the time goes (a traced run) ---------------------------------------------------------

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import math
-from typing import List, Mapping, Optional, Sequence, Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Union
 
 from wakelab.analysis.caveats import NativeRatio
-from wakelab.analysis.guidance import Guidance
+from wakelab.analysis.guidance import open_loop_note
 from wakelab.analysis.view import RunView, view_of
-from wakelab.evidence.sections import Conditions, Parameters, Soak, System
-from wakelab.evidence.words import FREE_THREADED
-from wakelab.formatting import DASH, finite_number, format_ns, format_rate, format_ratio
+from wakelab.evidence.model import ArmOrigin
+from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.lead import (LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, placement_rows, rate_cells,
                                  us_cells, verdict_figures)
-from wakelab.report.text import NATIVE_LEGEND, format_lost, format_warning, load_words, reproduce_commands, waiter_states
-from wakelab.report.html.common import MAX_VALUE_CHARS, _badge, _list, _slug, _status_cell, esc
+from wakelab.report.honesty import honesty_facts, readable
+from wakelab.report.text import NATIVE_LEGEND, format_lost, format_warning, origin_text, reproduce_commands
+from wakelab.report.html.common import _badge, _slug, _status_cell, esc
 from wakelab.report.html.load import RunEvidence
-from wakelab.report.text.honesty import ON_GIL, ONE_WAITER_STATE, execution_words, harness_words, spinning_on_gil
 
 #: What a section is laid out from: a loaded run, its analysis view, or its summary document.
 Run = Union[RunEvidence, RunView, Mapping[str, object]]
@@ -60,9 +59,9 @@ def render_verdict(run: Run) -> str:
             (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "", judgement))
     if not arm_items:
         return '<p class="muted">No arm produced figures in this run.</p>'
-    out = ""
-    if comparison_items:
-        out += '<ul class="answer">%s</ul>' % "".join(comparison_items)
+    note = open_loop_note(view.bundle)  # what an open-loop figure holds, as summary.txt says before its figures
+    out = '<ul class="answer">%s</ul>' % "".join(comparison_items) if comparison_items else ""
+    out += '<p class="muted">%s%s.</p>' % (esc(note[0].upper()), esc(note[1:])) if note else ""
     return out + '<ul class="verdict">%s</ul>' % "".join(arm_items)
 
 
@@ -156,8 +155,7 @@ def render_repetitions_and_placement(run: Run) -> str:
         cells = [esc(" · ".join(row.repetitions) or DASH)] + [esc(c) for c in row.cells]
         if row.unknown is not None:
             cells[-1] += ' <span class="muted">(%s unknown)</span>' % esc(row.unknown)
-        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (
-            esc(_slug(row.arm.name)), esc(row.arm.name), "".join('<td class="num">%s</td>' % c for c in cells)))
+        rows.append('<tr><th scope="row"><a href="#arm-%s">%s</a></th>%s</tr>' % (esc(_slug(row.arm.name)), esc(row.arm.name), _num_cells(cells)))
     if not rows:
         return ""
     return (
@@ -180,175 +178,19 @@ def _log_bar(value: Optional[float], lo: float, hi: float) -> str:
     return '<span class="p50bar" style="width:%.0f%%"></span>' % (100 * min(1.0, max(0.0, share)))
 
 
-def _dl(rows: Sequence[Tuple[str, str]]) -> str:
-    """A definition list; ``rows`` are (label, already-escaped HTML)."""
-    return '<dl class="facts">%s</dl>' % "".join("<dt>%s</dt><dd>%s</dd>" % (esc(k), v) for k, v in rows if v)
-
-
-def readable(value: object) -> str:
-    """A structured value from the evidence in words, never JSON: ``yes``/``no``, lists joined, dicts as ``key value``."""
-    if value is None:
-        return "not reported"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return "%g" % value
-    if isinstance(value, (list, tuple)):
-        return ", ".join(readable(v) for v in value) if value else "none"
-    if isinstance(value, dict):
-        return "; ".join("%s %s" % (k, readable(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
-    text = str(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
-
-
-def _idle_words(system: System, conditions: Conditions) -> str:
-    """The CPU idle set-up in words: driver, governor, each state's exit latency, and the idle hold."""
-    parts = []
-    if system.cpuidle_driver or system.cpuidle_governor:
-        parts.append("cpuidle driver <b>%s</b>, governor %s" % (esc(readable(system.cpuidle_driver)),
-                                                                 esc(readable(system.cpuidle_governor))))
-    states = system.states
-    if states:
-        words = ["%s (exit %s µs%s)" % (esc(readable(state.name)), esc(readable(state.exit_latency_us)), ", disabled" if state.disabled else "")
-                 for state in states]
-        disabled = sum(1 for state in states if state.disabled)
-        parts.append("idle states %s; %s" % (", ".join(words), "none disabled" if not disabled else "%d disabled" % disabled))
-    if conditions.idle_hold:
-        parts.append("<b>/dev/cpu_dma_latency held at 0</b> (idle CPUs kept shallow)" if conditions.applied_idle_hold
-                     else '<span class="warn">idle hold requested but not applied</span>')
-    else:
-        parts.append("no low-latency idle request held (deep idle states allowed)")
-    return "; ".join(parts)
-
-
-def _system_words(system: System) -> str:
-    """The system's settings in words: the known ones first, then every other one recorded (a newer wakelab's)."""
-    parts = []
-    recorded = system.recorded
-    if system.clocksource:
-        parts.append("clocksource <b>%s</b>" % esc(readable(system.clocksource)))
-    if "cpufreq_governor" in recorded:
-        parts.append("frequency governor %s" % esc(readable(system.cpufreq_governor)))
-    if system.smt_active is not None:
-        parts.append("SMT %s" % ("on" if str(system.smt_active) in ("1", "True", "true") else "off"))
-    if "isolated_cpus" in recorded:
-        parts.append("isolated CPUs: %s" % esc(system.isolated_cpus or "none"))
-    if "nohz_full" in recorded:
-        parts.append("nohz_full: %s" % esc(system.nohz_full or "not set"))
-    load = _list(system.load_average)
-    if len(load) == 3:
-        parts.append("load average %s (1, 5, 15 min)" % esc(" / ".join(readable(v) for v in load)))
-    if system.hypervisor:
-        parts.append("<b>under a hypervisor</b> (its idle and wake-up behaviour is in every figure)")
-    known = {"clocksource", "cpufreq_governor", "smt_active", "isolated_cpus", "nohz_full", "load_average", "hypervisor",
-             "idle_states", "cpuidle_driver", "cpuidle_governor"}
-    for key in sorted(k for k in recorded if k not in known):
-        parts.append("%s: %s" % (esc(key.replace("_", " ")), esc(readable(recorded[key]))))
-    return "; ".join(parts)
-
-
-def _placement_words(params: Parameters, conditions: Conditions) -> str:
-    placement = params.placement or "any"
-    if placement == "any":
-        where = "unpinned (the scheduler chose the CPUs)"
-    elif placement == "same":
-        where = "notifier and waiter pinned to <b>one CPU</b> (CPU %s)" % esc(params.notifier_cpu)
-    else:
-        where = "notifier pinned to CPU %s, waiter to CPU %s (<b>split</b>)" % (esc(params.notifier_cpu), esc(params.waiter_cpu))
-    load = [esc(words) for words in load_words(conditions)]
-    return "%s; load: %s" % (where, "; ".join(load) if load else "none added")
-
-
-def _soak_words(soak: Soak) -> str:
-    """A soak's duration and where its figures come from (summary.txt's Soak line, with what the page draws from)."""
-    text = "%s s asked for, %s s run, in %s consecutive workers%s; n, lost, min, max, mean and stdev are exact" % (
-        esc(soak.duration_s), esc(soak.elapsed_s), esc(soak.chunks),
-        "" if soak.finished else ' <span class="warn">(ended early)</span>')
-    if _list(soak.from_histogram):
-        relative = finite_number(soak.relative_error)
-        text += (", the percentiles come from a log-linear histogram of every wake (HdrHistogram layout, %s significant "
-                 "digits: within %s of the exact ones). The raw samples kept are the first %s wakes, of the first %s "
-                 "workers; the workers' spread and the quality flags are computed on them, the plots are of every wake"
-                 % (esc(soak.significant_digits), esc(DASH if relative is None else "%.2g %%" % (100 * relative)),
-                    esc(soak.raw_kept), esc(soak.raw_kept_slices)))
-    else:
-        text += ", and so are the percentiles (every wake's raw sample is kept)"
-    return text
-
-
-def _timing_words(params: Parameters) -> str:
-    if params.open_loop:
-        timing = "open loop: a notify every %s µs on a fixed schedule, latency from the scheduled instant" % esc(params.interval_us)
-    else:
-        timing = "closed loop: blocked waiters settle %s µs before each notify, latency from t0" % esc(params.settle_us)
-    return (
-        "%s; %s counted wakes per latency arm after %s warm-up wakes; rate arms: %s rounds of %s calls after %s warm-up round(s); "
-        "every wait times out after %s s (a lost wake)%s"
-        % (timing, esc(params.n), esc(params.warmup), esc(params.rounds), esc(format_rate(params.install_n)),
-           esc(params.warmup_rounds), esc(params.timeout_s),
-           ('; <span class="warn">planted delay %s µs</span> (self-test)' % esc(params.planted_delay_us)) if params.planted_delay_us else "")
-    )
+_MARKUP = {"b": "<b>%s</b>", "warn": '<span class="warn">%s</span>', "muted": '<span class="muted">%s</span>', "code": "<code>%s</code>"}
 
 
 def render_honesty(run: Run) -> str:
-    """When, on what, how: the facts a reader needs before quoting a figure, in words (no raw JSON)."""
+    """When, on what, how (:func:`~wakelab.report.honesty.honesty_facts`), then every recorded setting folded away."""
     bundle = _view(run).bundle
-    interp, machine, params, timer = bundle.interpreter, bundle.machine, bundle.parameters, bundle.timer
-    system, conditions = bundle.system, bundle.conditions
-    rows: List[Tuple[str, str]] = [
-        ("Date", "%s (UTC), wall time %s s" % (esc(bundle.started_utc), esc(bundle.wall_s))),
-        (
-            "Interpreter",
-            "%s <span class=\"muted\">(%s; %s)</span>, %s%s, switch interval %s s%s"
-            % (
-                esc(interp.label), esc(interp.build), esc(interp.compiler),
-                "%s build, " % FREE_THREADED if interp.free_threaded_build else "", esc(interp.gil_word),
-                esc(interp.switch_interval_s),
-                (" · <code>%s</code>" % esc(interp.executable)) if interp.executable else "",
-            ),
-        ),
-        (
-            "Machine",
-            "%s%s %s %s, %s, %s CPUs (allowed: %s)"
-            % (
-                ("host <b>%s</b>: " % esc(machine.hostname)) if machine.hostname else "",
-                esc(machine.os), esc(machine.kernel), esc(machine.architecture),
-                esc(machine.cpu_model), esc(machine.cpu_count), esc(readable(machine.cpus_allowed)),
-            ),
-        ),
-    ]
-    if timer.present:
-        text = "%s (%s); back-to-back floor <b>%s ns</b> median, %s ns min: no figure below it means anything" % (
-            esc(timer.clock), esc(timer.implementation), esc(timer.floor_p50_ns), esc(timer.floor_min_ns))
-        if timer.harness is not None:
-            text += "; harness bookkeeping " + harness_words(timer, esc)
-        rows.append(("Clock", text))
-    execution = bundle.execution
-    if execution.present:
-        python = " · <code>%s</code>" % esc(execution.python) if execution.python else ""
-        rows.append(("Execution", execution_words(execution, esc) + python))
-    if bundle.soak is not None:
-        rows.append(("Soak", _soak_words(bundle.soak)))
-    rows.append(("Timing", _timing_words(params)))
-    rows.append(("Placement", _placement_words(params, conditions)))
-    if system.present or conditions.present:
-        rows.append(("CPU idle", _idle_words(system, conditions)))
-    if system.present:
-        rows.append(("System", _system_words(system)))
-    described = waiter_states(bundle.arms())
-    if described:
-        rows.append(("Models", '<span class="warn">These arms are not identical models</span> (%s).%s' % (esc(described), ONE_WAITER_STATE)))
-    if spinning_on_gil(bundle):
-        rows.append(("Spinning under the GIL", "%s: %s" % (esc(", ".join(spinning_on_gil(bundle))), ON_GIL)))
-    if bundle.note:
-        rows.append(("Note", esc(bundle.note)))
-    if bundle.command:
-        rows.append(("Command", "<code>%s</code>" % esc(" ".join(bundle.command))))
+    facts = "".join("<dt>%s</dt><dd>%s</dd>" % (esc(fact.label), "".join(
+        esc(w) if isinstance(w, str) else _MARKUP[w.mark] % esc(w.text) for w in fact.words)) for fact in honesty_facts(bundle))
     recorded = "".join(
         "<dt>%s</dt><dd>%s</dd>" % (esc(section), esc(readable(bundle.recorded(section))))
         for section in ("parameters", "conditions", "execution", "system") if bundle.recorded(section)
     )
-    out = _dl(rows)
+    out = '<dl class="facts">%s</dl>' % facts
     if recorded:
         out += '<details class="recorded"><summary>Every recorded setting</summary><dl class="facts">%s</dl></details>' % recorded
     return out
@@ -385,8 +227,9 @@ def render_details(run: Run) -> str:
     view = _view(run)
     lab = view.bundle.lab
     rows = "".join(
-        '<tr><th scope="row">%s</th><td>%s</td><td>%s</td><td>%s</td></tr>'
-        % (esc(a.name), esc(a.mechanism), esc(a.t0), esc(a.t1))
+        '<tr><th scope="row">%s</th><td>%s%s</td><td>%s</td><td>%s</td></tr>'
+        % (esc(a.name), esc(a.mechanism), "<br>user-defined: %s" % esc(origin_text(a.origin or ArmOrigin())) if a.user_defined else "",
+           esc(a.t0), esc(a.t1))
         for a in view.bundle.arms()
     )
     parts = [
@@ -397,23 +240,14 @@ def render_details(run: Run) -> str:
         parts.append("<details><summary>Methodology</summary>%s</details>" % "".join("<p>%s</p>" % esc(p) for p in lab.methodology))
     if lab.limits:
         parts.append("<details><summary>Limits</summary><ul>%s</ul></details>" % "".join("<li>%s</li>" % esc(p) for p in lab.limits))
-    try:
-        commands = reproduce_commands(view)
-    except (KeyError, TypeError, AttributeError):
-        commands = []
-    if commands:
-        parts.append("<details><summary>Reproduce</summary>%s</details>" % "".join("<pre><code>%s</code></pre>" % esc(c) for c in commands))
+    parts.append("<details><summary>Reproduce</summary>%s</details>" % "".join(
+        "<pre><code>%s</code></pre>" % esc(c) for c in reproduce_commands(view)))
     return "".join(parts)
-
-
-def guidance_of(run: Run) -> Guidance:
-    """What the run's figures advise, as the analysis layer words it (:func:`wakelab.analysis.guidance.guidance_for`)."""
-    return _view(run).guidance
 
 
 def render_guidance(run: RunEvidence) -> str:
     """The GUIDANCE section's body (escaped HTML): the headline, then each claim with the figures it cites."""
-    found = guidance_of(run)
+    found = run.view.guidance
     if not found.headline and not found.items:
         return ""
     # A cite links to the arm's distributions where it has them (latency arms); a rate arm's is plain text.

@@ -27,7 +27,7 @@ The names other modules use are importable from ``wakelab.report.text`` itself.
 from __future__ import annotations
 
 from wakelab.report.text.brief import BRIEF_MAX_LINES, BRIEF_MAX_LINES_MANY, format_brief
-from wakelab.report.text.honesty import arm_definitions, load_words, origin_text, reproduce_commands, waiter_states
+from wakelab.report.text.honesty import arm_definitions, origin_text, reproduce_commands
 from wakelab.report.text.quality import QUALITY_TITLE, QUALITY_TITLE_GROUPED, format_group_arms, format_machine_load, format_warning_group
 from wakelab.report.text.summary import format_summary
 from wakelab.report.text.tables import NATIVE_LEGEND, format_lead_table, format_lost, format_storms
@@ -39,7 +39,7 @@ from wakelab.report.text.wrap import Run, bullets, format_table, wrap
 __all__ = [
     "Run", "bullets", "format_table", "wrap",
     "NATIVE_LEGEND", "format_lead_table", "format_lost", "format_storms", "format_verdict",
-    "arm_definitions", "load_words", "origin_text", "reproduce_commands", "waiter_states",
+    "arm_definitions", "origin_text", "reproduce_commands",
     "format_warning", "split_warnings", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED", "format_group_arms", "format_machine_load",
     "format_warning_group", "format_summary", "BRIEF_MAX_LINES", "BRIEF_MAX_LINES_MANY", "format_brief",
 ]
