@@ -81,23 +81,6 @@ _seconds = number_in("a number of seconds", lambda v: TIMEOUT_LIMITS[0] <= v <= 
 _duration = parsed_by("wakelab.harness.soak", "parse_duration_s")
 
 
-def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
-    """A --duration run (a soak) measures one latency arm in consecutive workers of its own sizing."""
-    from wakelab.core.registry import get_arm
-
-    if args.n is not None:
-        raise UsageError("--duration and --n exclude each other: a soak takes wakes until the time is up")
-    if len(arm_names) != 1:
-        raise UsageError("--duration runs one arm, and this run has %d (choose one with --arms A)" % len(arm_names))
-    if get_arm(arm_names[0]).kind != "latency":
-        raise UsageError("--duration needs a latency arm; %s measures a rate" % arm_names[0])
-    for flag, given in (("--in-process", args.in_process), ("--trace", args.trace or args.trace_frames), ("--repeat", args.repeat is not None),
-                        ("--workers", args.workers is not None), ("--rigorous", args.rigorous)):
-        if given:
-            raise UsageError("--duration and %s exclude each other: a soak runs untraced, in consecutive fresh "
-                             "workers it sizes itself" % flag)
-
-
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run a lab and write its evidence bundle",
                          description="Run a lab (default: Lab 135, the original signal vs threading.Event lab) and write summary.json, "
@@ -323,6 +306,7 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[Tuple[str, Optional[
 
 
 def _execution(args: argparse.Namespace) -> Execution:
+    from wakelab.core.realtime import requested
     from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold, check_realtime
     from wakelab.harness.runner import DEFAULT_WORKERS, Execution
 
@@ -330,11 +314,12 @@ def _execution(args: argparse.Namespace) -> Execution:
         raise UsageError("--workers and --in-process exclude each other")
     if args.in_process and args.rigorous:
         raise UsageError("--rigorous and --in-process exclude each other: --rigorous measures in more fresh workers")
-    with usage_errors(ConditionError):
+    with usage_errors(ConditionError, ValueError):
         if args.idle_hold:
             check_idle_hold()
-        waiter_policy, waiter_priority = _scheduling(args, "--policy", "--priority")
-        notifier_policy, notifier_priority = _scheduling(args, "--notifier-policy", "--notifier-priority")
+        waiter_policy, waiter_priority = requested(args.policy, args.priority, "--policy", "--priority")
+        notifier_policy, notifier_priority = requested(args.notifier_policy, args.notifier_priority, "--notifier-policy",
+                                                       "--notifier-priority")
         conditions = Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval, idle_hold=args.idle_hold,
                                 mlock=bool(args.mlock), waiter_policy=waiter_policy, waiter_priority=waiter_priority,
                                 notifier_policy=notifier_policy, notifier_priority=notifier_priority)
@@ -344,28 +329,6 @@ def _execution(args: argparse.Namespace) -> Execution:
     workers = args.workers if args.workers is not None else rigorous if args.rigorous else DEFAULT_WORKERS
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
-
-
-def _scheduling(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Tuple[Optional[str], int]:
-    """The (policy, priority) one side asks for with its two options ((None, 0): none), checked against the policy's range."""
-    from wakelab.core import realtime
-
-    policy, priority = (getattr(args, flag.lstrip("-").replace("-", "_")) for flag in (policy_flag, priority_flag))
-    if policy is None:
-        if priority is not None:
-            raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
-        return None, 0
-    reason = realtime.unavailable_reason()
-    if reason is not None:
-        raise UsageError("%s: %s" % (policy_flag, reason))
-    if priority is None:
-        if policy != "other":
-            raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
-        priority = 0
-    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
-    if problem is not None:
-        raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
-    return policy, priority
 
 
 def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
@@ -463,7 +426,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan_checked
-    from wakelab.harness.soak import run_soak
+    from wakelab.harness.soak import check_soak, run_soak
     from wakelab.harness.workers import InterpreterError
     from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import HEARTBEAT_S, make_progress
@@ -478,7 +441,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = _params(args, preset.params)
     execution = _execution(args)
     if args.duration is not None:
-        _check_soak(args, arm_names)
+        given = (("--n", args.n is not None), ("--in-process", args.in_process), ("--trace", args.trace or args.trace_frames),
+                 ("--repeat", args.repeat is not None), ("--workers", args.workers is not None), ("--rigorous", args.rigorous))
+        with usage_errors(ValueError):
+            check_soak(arm_names, [flag for flag, value in given if value])
         execution = dataclasses.replace(execution, workers=1, repeat=1)
     pythons = _pythons(args, preset)
     placements = _placements(args, preset)
