@@ -19,6 +19,7 @@ from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from wakelab.core.model import MeasureParams
+    from wakelab.evidence.model import Bundle
     from wakelab.evidence.matrix import MatrixDoc
     from wakelab.harness.runner import Execution, ProgressCallback
     from wakelab.labs import Lab
@@ -346,38 +347,39 @@ def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
     return callback
 
 
-def _record_history(args: argparse.Namespace, runs: Sequence[Tuple[Mapping[str, object], str]]) -> None:
+def _record_history(args: argparse.Namespace, runs: Sequence[Bundle]) -> None:
     """Record each finished run in the history database; a failure is a warning, never lost evidence."""
     from wakelab.history import HistoryError, record_run
 
     if args.no_history:
         return
-    for summary, folder in runs:
+    for run in runs:
         try:
-            record_run(summary, folder, args.history)
+            record_run(run, args.history)
         except HistoryError as exc:
-            sys.stderr.write("wakelab: warning: run not recorded in history (%s); its evidence is in %s\n" % (exc, folder))
+            sys.stderr.write("wakelab: warning: run not recorded in history (%s); its evidence is in %s\n" % (exc, run.folder))
             return
 
 
-def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Tuple[Mapping[str, object], str]]:
-    """``(summary, folder)`` of each bundle as its summary.json says: after a failed write the history records that, not
-    the run's last state in memory, which the disk could not take.  ``fallback`` where none is readable; without one the
-    folder is left out (a grid cell interrupted before its first write: nothing to record)."""
+def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Bundle]:
+    """Each bundle as its summary.json says: after a failed write the history records that, not the run's last state in
+    memory, which the disk could not take.  ``fallback`` where none is readable; without one the folder is left out (a
+    grid cell interrupted before its first write: nothing to record)."""
     from wakelab.evidence.load import load_summary
+    from wakelab.evidence.model import Bundle
 
-    runs: List[Tuple[Mapping[str, object], str]] = []
+    runs = []
     for folder in folders:
         try:
-            runs.append((load_summary(folder), folder))
+            runs.append(Bundle(folder, folder, load_summary(folder)))
         except EvidenceError:
             if fallback is not None:
-                runs.append((fallback, folder))
+                runs.append(Bundle(folder, folder, fallback))
     return runs
 
 
-def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Tuple[Mapping[str, object], str]]:
-    """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
+def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Bundle]:
+    """Each grid cell that has a bundle (a cell never reached has none)."""
     from wakelab.evidence.load import CELLS_DIR
 
     return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])
@@ -477,7 +479,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 arm_failed = any(a.status == FAILED for a in run.arms())
                 failed = write_error is not None or arm_failed
                 complete = run.complete
-                runs = [(summary, folder)] if write_error is None else _on_disk([folder], summary)
+                runs = [run] if write_error is None else _on_disk([folder], summary)
             else:
                 brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
@@ -488,7 +490,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runs = _cell_runs(matrix, folder)
     except RunInterrupted as exc:
         # What was measured before the signal is history too (marked interrupted, complete: false).
-        _record_history(args, [(exc.summary, exc.folder)] if len(cells) == 1 else _cell_runs(MatrixDoc.from_dict(exc.summary), exc.folder))
+        _record_history(args, [Bundle(exc.folder, exc.folder, exc.summary)] if len(cells) == 1
+                        else _cell_runs(MatrixDoc.from_dict(exc.summary), exc.folder))
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED
     except (InterpreterError, ConditionError) as exc:

@@ -83,15 +83,14 @@ def _conditions_key(conditions: Conditions) -> Dict[str, object]:
     return key
 
 
-def figure_conditions(summary: Mapping[str, Any]) -> Optional[ConditionsKey]:
+def figure_conditions(bundle: Bundle) -> Optional[ConditionsKey]:
     """The conditions of a run that change its figures (see :class:`ConditionsKey`; None: none recorded).
 
     A field is there only when the summary records it, with two facts of a bundle's age: ``repeat`` is 1 when the
     bundle does not say, and ``python_gil`` is there only when ``PYTHON_GIL`` was set. Conditions this wakelab does
     not know are kept as they are, so that a newer one still tells runs apart.
     """
-    bundle = Bundle(source="", folder="", summary=summary)
-    present = {name for name in ("parameters", "execution", "interpreter") if isinstance(summary.get(name), dict)}
+    present = {name for name in ("parameters", "execution", "interpreter") if isinstance(bundle.summary.get(name), dict)}
     # The order matters where an unknown condition shares a name with a known field: the later one wins.
     key = _parameters_key(bundle.parameters, bundle.recorded("parameters")) if "parameters" in present else {}
     if present & {"parameters", "execution"}:
@@ -161,7 +160,7 @@ def canonical(value: object) -> str:
 
 def conditions_key(bundle: Bundle) -> Optional[str]:
     """The ``runs.conditions_key`` column: :func:`figure_conditions` as canonical JSON (None: none recorded)."""
-    key = figure_conditions(bundle.summary)
+    key = figure_conditions(bundle)
     try:
         return canonical(key.to_dict()) if key is not None else None
     except (TypeError, ValueError):

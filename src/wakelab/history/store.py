@@ -29,7 +29,7 @@ import functools
 import os
 import sqlite3
 import stat
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from wakelab.errors import WakelabError
 from wakelab.evidence.model import Bundle
@@ -299,16 +299,9 @@ class RecordCounts:
                    len({r.hostname or "" for r in results}))
 
 
-def record_run(summary: Mapping[str, Any], folder: str, db_path: Optional[str] = None, *,
-               timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
-    """Record one run (its summary.json document and its bundle folder) in the history.
-
-    Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
-    ``started_utc``); adding it again changes nothing, and adding a newer state of the same bundle (for example one
-    recorded while it was still running) updates the row in place.  Raises :class:`HistoryError`; the database is then
-    as it was.
-    """
-    return record_runs([(Bundle(source=folder, folder=folder, summary=summary), None)], db_path, timeout_s=timeout_s)[0]
+def record_run(bundle: Bundle, db_path: Optional[str] = None, *, timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
+    """Record one run (``bundle``: its summary and folder) in the history, as :func:`record_runs` records each."""
+    return record_runs([(bundle, None)], db_path, timeout_s=timeout_s)[0]
 
 
 def _rows(bundle: Bundle, provenance: Optional[Provenance]) -> Tuple[RunRow, Tuple[ArmRow, ...]]:
@@ -330,10 +323,11 @@ def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Op
                 timeout_s: float = BUSY_TIMEOUT_S) -> List[RecordResult]:
     """Record several runs, ``(bundle, provenance)`` each, in one transaction: all or none.
 
-    Each run is recorded as :func:`record_run` records one (same key, same idempotence); a run given twice is recorded
-    once, the second time ``unchanged``.  ``provenance`` is None for a run recorded where it was measured.  Every
-    summary is checked before the database is opened: one that cannot be recorded raises :class:`HistoryError` and
-    nothing is written; so does a failure while writing (the transaction rolls back).
+    Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
+    ``started_utc``); recording it again changes nothing (``unchanged``), and a newer state of the same bundle (one
+    recorded while it was still running) updates its row in place.  ``provenance`` is None for a run recorded where it
+    was measured.  Every summary is checked before the database is opened: one that cannot be recorded raises
+    :class:`HistoryError` and nothing is written; so does a failure while writing (the transaction rolls back).
     """
     prepared = [_rows(bundle, provenance) for bundle, provenance in runs]
     path = resolve_db_path(db_path)
