@@ -116,11 +116,11 @@ def three_runs(tmp_path, lab135_summary) -> List[str]:
 
 def test_default_path_follows_env_then_xdg_then_home(tmp_path) -> None:
     home = os.path.expanduser("~")
-    assert history.default_db_path({"WAKELAB_HISTORY": "/x/h.db", "XDG_DATA_HOME": "/data"}) == "/x/h.db"
-    assert history.default_db_path({"XDG_DATA_HOME": "/data"}) == "/data/wakelab/history.sqlite3"
-    relative = history.default_db_path({"XDG_DATA_HOME": "relative/dir"})  # ignored, as the XDG spec asks
+    assert history.resolve_db_path(None, {"WAKELAB_HISTORY": "/x/h.db", "XDG_DATA_HOME": "/data"}) == "/x/h.db"
+    assert history.resolve_db_path(None, {"XDG_DATA_HOME": "/data"}) == "/data/wakelab/history.sqlite3"
+    relative = history.resolve_db_path(None, {"XDG_DATA_HOME": "relative/dir"})  # ignored, as the XDG spec asks
     assert relative == os.path.join(home, ".local", "share", "wakelab", "history.sqlite3")
-    assert history.default_db_path({}) == relative
+    assert history.resolve_db_path(None, {}) == relative
     assert history.resolve_db_path(None) == str(tmp_path / "default-history.sqlite3")
     assert history.resolve_db_path(str(tmp_path / "h.db")) == str(tmp_path / "h.db")
 
@@ -151,7 +151,7 @@ def test_records_a_real_bundle(tmp_path, tiny_params) -> None:
 
     result = record(summary, folder, db)
 
-    assert (result.run_id, result.action, result.db_path) == (1, "added", db)
+    assert (result.run_id, result.action) == (1, "added")
     [run] = history.list_runs(db)
     assert run.facts.folder == os.path.realpath(folder)
     assert run.facts.started_utc == summary["started_utc"]

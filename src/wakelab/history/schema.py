@@ -24,9 +24,10 @@ opens a database of the previous shape.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
-from typing import Callable, List, Tuple
+from typing import Callable, List
 
 from wakelab.evidence.model import Bundle
 from wakelab.history.rows import StoredFacts
@@ -144,45 +145,28 @@ _RUNS_V3_COLUMNS = (
 
 
 def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    """Add the conditions key, the CPU count, machine id and import provenance to ``runs``.
-
-    Rows recorded before get their conditions key and CPU count from the summary.json each row keeps; a summary edited
-    by hand into something that is not JSON keeps NULL there (it still lists).
-    """
+    """Add the conditions key, the CPU count, machine id and import provenance to ``runs``, filled in for its rows."""
     for name, kind in _RUNS_V3_COLUMNS:
         conn.execute("ALTER TABLE runs ADD COLUMN %s %s" % (name, kind))
-    for run_id, facts in _stored_facts(conn):
-        conn.execute(
-            "UPDATE runs SET conditions_key = ?, cpu_count = ?, machine_id = ? WHERE id = ?",
-            (facts.conditions_key, facts.cpu_count, facts.machine_id, run_id),
-        )
+    _refill(conn)
     conn.execute("CREATE INDEX runs_by_host ON runs (hostname, started_utc)")
     conn.execute("CREATE INDEX runs_by_conditions ON runs (conditions_key)")
 
 
-def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
-    """Recompute every row's conditions key: schema 4's key adds the repetitions and the interpreter build.
-
-    The key is derived from the summary.json each row keeps, so nothing is lost and the step can be repeated; a stored
-    summary that is not a JSON object (edited by hand) keeps the key it had.
-    """
-    for run_id, facts in _stored_facts(conn):
-        conn.execute("UPDATE runs SET conditions_key = ? WHERE id = ?", (facts.conditions_key, run_id))
-
-
-def _stored_facts(conn: sqlite3.Connection) -> List[Tuple[int, StoredFacts]]:
-    """``(row id, facts)`` of every run whose stored summary.json is a JSON object (a summary
-    edited by hand into something else is left out, and its row keeps what it had)."""
-    rows = []
+def _refill(conn: sqlite3.Connection) -> None:
+    """Derive every row's :class:`StoredFacts` columns afresh from the summary.json it keeps (schema 4: the conditions
+    key gains the repetitions and the interpreter build).  Nothing is lost, and it can be repeated; a stored summary
+    edited by hand into something that is not a JSON object keeps what its row had (it still lists)."""
+    assignments = ", ".join("%s = ?" % field.name for field in dataclasses.fields(StoredFacts))
     for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
         try:
             summary = json.loads(text)
         except (TypeError, ValueError):
             continue
         if isinstance(summary, dict):
-            rows.append((run_id, StoredFacts.of(Bundle(source="", folder="", summary=summary))))
-    return rows
+            facts = StoredFacts.of(Bundle(source="", folder="", summary=summary))
+            conn.execute("UPDATE runs SET %s WHERE id = ?" % assignments, dataclasses.astuple(facts) + (run_id,))
 
 
 # MIGRATIONS[v] turns a database of version v into version v + 1.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _migrate_3_to_4]
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _refill]
