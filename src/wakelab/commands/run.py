@@ -362,9 +362,8 @@ def _record_history(args: argparse.Namespace, runs: Sequence[Bundle]) -> None:
 
 
 def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Bundle]:
-    """Each bundle as its summary.json says: after a failed write the history records that, not the run's last state in
-    memory, which the disk could not take.  ``fallback`` where none is readable; without one the folder is left out (a
-    grid cell interrupted before its first write: nothing to record)."""
+    """Each bundle as its summary.json says (after a failed write, the history records what the disk holds), else with
+    ``fallback``; without one the folder is left out (a grid cell interrupted before its first write)."""
     from wakelab.evidence.load import load_summary
     from wakelab.evidence.model import Bundle
 
@@ -379,10 +378,9 @@ def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = 
 
 
 def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Bundle]:
-    """Each grid cell that has a bundle (a cell never reached has none)."""
     from wakelab.evidence.load import CELLS_DIR
 
-    return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])
+    return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])  # reached
 
 
 def _check_history(args: argparse.Namespace) -> None:
@@ -474,10 +472,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                         else run_soak(plan, args.duration, progress))
                 brief = _brief_wanted(args)
                 text = dumps(summary) if args.json else format_brief(summary, folder) if brief else format_summary(summary)
-                # A write that failed after the last arm fails no arm, but the run still failed.
                 run = Bundle(source=folder, folder=folder, summary=summary)
                 arm_failed = any(a.status == FAILED for a in run.arms())
-                failed = write_error is not None or arm_failed
                 complete = run.complete
                 runs = [run] if write_error is None else _on_disk([folder], summary)
             else:
@@ -485,7 +481,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
                 text = dumps(doc) if args.json else format_matrix(doc)
                 matrix = MatrixDoc.from_dict(doc)
-                failed = arm_failed = any(e.arm.status == FAILED for _, entries in matrix.arms for e in entries)
+                arm_failed = any(e.arm.status == FAILED for _, entries in matrix.arms for e in entries)
                 complete = matrix.complete
                 runs = _cell_runs(matrix, folder)
     except RunInterrupted as exc:
@@ -505,4 +501,5 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write("wakelab: %s; the last whole summary.json stands (complete: false)\n" % write_error)
     elif not args.quiet and not brief:  # the short form ends with where the evidence is
         sys.stderr.write("wakelab: evidence in %s (complete: %s)\n" % (folder, str(complete).lower()))
-    return EXIT_ARM_FAILED if failed else EXIT_OK
+    # A write that failed after the last arm fails no arm, but the run still failed.
+    return EXIT_ARM_FAILED if arm_failed or write_error is not None else EXIT_OK
