@@ -237,15 +237,12 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
     names = [name.strip() for name in args.arms.split(",") if name.strip()]
     if not names:
         raise UsageError("--arms needs at least one arm name")
-    valid = arm_names()
     for name in names:
-        if name in valid:
-            continue
-        with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
-            found = load_entry_point(name)
-        if found is None:
-            raise UsageError(unknown_name_message("arm", name, valid, also=entry_point_names()))
-        valid = arm_names()
+        if name not in arm_names():
+            with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
+                found = load_entry_point(name)
+            if found is None:
+                raise UsageError(unknown_name_message("arm", name, arm_names(), also=entry_point_names()))
     if len(set(names)) != len(names):
         raise UsageError("--arms names an arm twice")
     return names
