@@ -85,11 +85,7 @@ def _corrupt(path: str, reason: str) -> HistoryError:
 
 
 def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> int:
-    """The database's schema version, after proving it is an intact wakelab history.
-
-    Only reads.  Raises :class:`HistoryError` for a file that is not SQLite, fails the integrity check, belongs to
-    another program or is newer.
-    """
+    """The database's schema version, after proving (reading only) that it is an intact wakelab history, not newer."""
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
@@ -153,6 +149,7 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def _check_sqlite_file(path: str) -> None:
@@ -170,7 +167,8 @@ def _check_sqlite_file(path: str) -> None:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _untouched("history database %s is not a regular file (%s)" % (path, _file_kind(info.st_mode)), "use --history PATH")
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise _untouched("history database %s is not a regular file (%s)" % (path, kind), "use --history PATH")
         if info.st_size == 0:
             return
         head = os.read(fd, SQLITE_HEADER_BYTES)
@@ -182,11 +180,6 @@ def _check_sqlite_file(path: str) -> None:
         raise _untouched("history database %s is not an SQLite database (it does not start with \"SQLite format 3\")" % path)
     if len(head) < SQLITE_HEADER_BYTES:
         raise _corrupt(path, "%d bytes, shorter than SQLite's %d-byte header" % (len(head), SQLITE_HEADER_BYTES))
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 @contextlib.contextmanager
@@ -303,10 +296,9 @@ def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Op
 
     Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
     ``started_utc``); recording it again changes nothing (``unchanged``), and a newer state of the same bundle (one
-    recorded while it was still running) updates its row in place.  ``provenance`` is None for a run recorded where it
-    was measured.  Every summary is checked before the database is opened: one that cannot be recorded raises
-    :class:`HistoryError` and nothing is written; so does a failure while writing (the transaction rolls back).
-    """
+    recorded while it was still running) updates its row in place.  ``provenance`` is None for a run recorded where
+    it was measured.  Every summary is checked before the database is opened: one that cannot be recorded raises
+    :class:`HistoryError` and nothing is written; so does a failure while writing (the transaction rolls back)."""
     prepared = [_rows(bundle, provenance) for bundle, provenance in runs]
     path = resolve_db_path(db_path)
     if not prepared:
