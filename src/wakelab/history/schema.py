@@ -38,7 +38,7 @@ SCHEMA_VERSION = 4
 APPLICATION_ID = 0x77616B65
 
 
-# The columns of runs that schema 1 made and schema 2 keeps, after its id (schema 2 adds run_uuid).
+# The runs table as schema 1 made it, and as schema 2 rebuilds it: run_uuid added, no longer unique on (folder, started_utc).
 _RUNS_V1_BODY = """\
             recorded_utc    TEXT NOT NULL,     -- when this row was written
             started_utc     TEXT NOT NULL,     -- summary.json started_utc
@@ -61,14 +61,15 @@ _RUNS_V1_BODY = """\
             note            TEXT,
             parameters_json TEXT,
             conditions_json TEXT,              -- summary.json conditions, when present"""
-_RUNS_V1 = """
-        CREATE TABLE runs (
-            id              INTEGER PRIMARY KEY,
+_RUNS = """
+        CREATE TABLE %s (
+            id              INTEGER PRIMARY KEY,%s
 """ + _RUNS_V1_BODY + """
-            summary_json    TEXT NOT NULL,     -- the whole summary.json, canonical JSON
-            UNIQUE (folder, started_utc)
+            summary_json    TEXT NOT NULL%s    -- the whole summary.json, canonical JSON%s
         )
         """
+_RUNS_V1 = _RUNS % ("runs", "", ",", "\n            UNIQUE (folder, started_utc)")
+_RUNS_V2 = _RUNS % ("runs_v2", "\n            run_uuid        TEXT UNIQUE,       -- summary.json run_id (NULL: a bundle older than run ids)", "", "")
 _RUNS_V1_COLUMNS = ", ".join(["id"] + [line.split()[0] for line in _RUNS_V1_BODY.splitlines()] + ["summary_json"])
 
 
@@ -106,16 +107,6 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_start ON runs (started_utc)")
 
 
-_RUNS_V2 = """
-        CREATE TABLE %s (
-            id              INTEGER PRIMARY KEY,
-            run_uuid        TEXT UNIQUE,       -- summary.json run_id (NULL: a bundle older than run ids)
-""" + _RUNS_V1_BODY + """
-            summary_json    TEXT NOT NULL      -- the whole summary.json, canonical JSON
-        )
-"""
-
-
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     """Add ``runs.run_uuid`` and drop the UNIQUE (folder, started_utc) key.
 
@@ -125,7 +116,7 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     """
     if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
         raise sqlite3.OperationalError("foreign keys are on; cannot rebuild runs safely")
-    conn.execute(_RUNS_V2 % "runs_v2")
+    conn.execute(_RUNS_V2)
     conn.execute("INSERT INTO runs_v2 (%s) SELECT %s FROM runs" % (_RUNS_V1_COLUMNS, _RUNS_V1_COLUMNS))
     conn.execute("DROP TABLE runs")
     conn.execute("ALTER TABLE runs_v2 RENAME TO runs")
