@@ -129,7 +129,7 @@ def test_every_wakelab_command_in_the_examples_parses(capsys) -> None:
     assert len(commands) >= 6
     for argv in commands:
         args = parse(argv, capsys)
-        expected = "cmd_history_import" if argv[:2] == ["history", "import"] else handlers[argv[0]]
+        expected = "cmd_history_record" if argv[:2] == ["history", "import"] else handlers[argv[0]]
         assert args.handler.__name__ == expected, argv
     seen = {tuple(argv[:2]) for argv in commands}
     assert ("history", "import") in seen and ("report", "-o") in seen

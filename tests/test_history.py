@@ -85,6 +85,15 @@ def read_summary(folder: str) -> Dict[str, Any]:
         return json.load(fh)  # type: ignore[no-any-return]
 
 
+def record(summary: Dict[str, Any], folder: str, db: str, **kw: Any) -> history.RecordResult:
+    """Record ``summary`` as the run in ``folder``."""
+    return history.record_run(Bundle(folder, folder, summary), db, **kw)
+
+
+def conditions_of(summary: Dict[str, Any]) -> Any:
+    return history.figure_conditions(Bundle("", "", summary))
+
+
 def read_bytes(path) -> bytes:
     with open(str(path), "rb") as fh:
         return fh.read()
@@ -107,11 +116,11 @@ def three_runs(tmp_path, lab135_summary) -> List[str]:
 
 def test_default_path_follows_env_then_xdg_then_home(tmp_path) -> None:
     home = os.path.expanduser("~")
-    assert history.default_db_path({"WAKELAB_HISTORY": "/x/h.db", "XDG_DATA_HOME": "/data"}) == "/x/h.db"
-    assert history.default_db_path({"XDG_DATA_HOME": "/data"}) == "/data/wakelab/history.sqlite3"
-    relative = history.default_db_path({"XDG_DATA_HOME": "relative/dir"})  # ignored, as the XDG spec asks
+    assert history.resolve_db_path(None, {"WAKELAB_HISTORY": "/x/h.db", "XDG_DATA_HOME": "/data"}) == "/x/h.db"
+    assert history.resolve_db_path(None, {"XDG_DATA_HOME": "/data"}) == "/data/wakelab/history.sqlite3"
+    relative = history.resolve_db_path(None, {"XDG_DATA_HOME": "relative/dir"})  # ignored, as the XDG spec asks
     assert relative == os.path.join(home, ".local", "share", "wakelab", "history.sqlite3")
-    assert history.default_db_path({}) == relative
+    assert history.resolve_db_path(None, {}) == relative
     assert history.resolve_db_path(None) == str(tmp_path / "default-history.sqlite3")
     assert history.resolve_db_path(str(tmp_path / "h.db")) == str(tmp_path / "h.db")
 
@@ -140,9 +149,9 @@ def test_records_a_real_bundle(tmp_path, tiny_params) -> None:
     summary = run_plan(RunPlan(lab=LAB_135, arm_names=["event", "signal-install"], params=tiny_params, folder=folder))
     db = str(tmp_path / "h.db")
 
-    result = history.record_run(summary, folder, db)
+    result = record(summary, folder, db)
 
-    assert (result.run_id, result.action, result.db_path) == (1, "added", db)
+    assert (result.run_id, result.action) == (1, "added")
     [run] = history.list_runs(db)
     assert run.facts.folder == os.path.realpath(folder)
     assert run.facts.started_utc == summary["started_utc"]
@@ -174,17 +183,17 @@ def test_records_a_real_bundle(tmp_path, tiny_params) -> None:
 def test_recording_the_same_bundle_twice_records_it_once(tmp_path, lab135_summary) -> None:
     folder = write_bundle(tmp_path / "run", lab135_summary)
     db = str(tmp_path / "h.db")
-    assert history.record_run(lab135_summary, folder, db).action == "added"
-    assert history.record_run(lab135_summary, folder, db).action == "unchanged"
+    assert record(lab135_summary, folder, db).action == "added"
+    assert record(lab135_summary, folder, db).action == "unchanged"
     # The same folder reached another way is the same run.
     os.symlink(folder, str(tmp_path / "link"))
-    assert history.record_run(lab135_summary, str(tmp_path / "link"), db).action == "unchanged"
+    assert record(lab135_summary, str(tmp_path / "link"), db).action == "unchanged"
     assert len(history.list_runs(db)) == 1
 
     # A newer state of the same bundle (recorded while it ran, then finished) updates it in place.
     finished = copy.deepcopy(lab135_summary)
     finished["arms"] = finished["arms"][:2]
-    result = history.record_run(finished, folder, db)
+    result = record(finished, folder, db)
     assert (result.run_id, result.action) == (1, "updated")
     [run] = history.list_runs(db)
     assert run.arms == 2
@@ -192,7 +201,7 @@ def test_recording_the_same_bundle_twice_records_it_once(tmp_path, lab135_summar
 
     # Another run in the same folder (another start time) is another run.
     again = variant(lab135_summary, started="2026-10-05T06:00:00Z")
-    assert history.record_run(again, folder, db).run_id == 2
+    assert record(again, folder, db).run_id == 2
 
 
 def test_unknown_and_future_fields_are_kept_not_required(tmp_path, lab135_summary) -> None:
@@ -202,7 +211,7 @@ def test_unknown_and_future_fields_are_kept_not_required(tmp_path, lab135_summar
     doc["arms"][0]["new_figure"] = 1
     del doc["machine"]["cpu_model"]
     db = str(tmp_path / "h.db")
-    history.record_run(doc, str(tmp_path), db)
+    record(doc, str(tmp_path), db)
     [run] = history.list_runs(db)
     assert run.facts.conditions == {"placement": "split", "idle_hold": True}
     assert run.facts.cpu_model is None
@@ -218,7 +227,7 @@ def test_what_the_summary_does_not_say_is_recorded_as_unknown(tmp_path, lab135_s
         del doc["interpreter"][field]
     doc["conditions"] = {}
     db = str(tmp_path / "h.db")
-    history.record_run(doc, str(tmp_path), db)
+    record(doc, str(tmp_path), db)
     [run] = history.list_runs(db)
     assert (run.facts.implementation, run.facts.python_version, run.facts.free_threaded, run.facts.conditions) == (None, None, None, {})
     status, out, err = cli(capsys, "history", "--history", db)
@@ -237,8 +246,8 @@ def test_the_run_id_finish_and_machine_id_are_stored_as_recorded(tmp_path, lab13
     without.update(finished_utc=None, started_utc="2026-10-01T07:00:00Z")
     without["machine"].pop("machine_id", None)
     db = str(tmp_path / "h.db")
-    history.record_run(doc, str(tmp_path / "a"), db)
-    history.record_run(without, str(tmp_path / "b"), db)
+    record(doc, str(tmp_path / "a"), db)
+    record(without, str(tmp_path / "b"), db)
     runs = {r.facts.folder: r for r in history.list_runs(db)}
     a, b = runs[os.path.realpath(str(tmp_path / "a"))], runs[os.path.realpath(str(tmp_path / "b"))]
     assert (a.run_uuid, a.facts.machine_id) == ("0123456789abcdef0123456789abcdef", "rack7-node3")
@@ -253,13 +262,13 @@ def test_the_run_id_finish_and_machine_id_are_stored_as_recorded(tmp_path, lab13
 def test_unrecordable_summary_is_an_error(tmp_path, broken) -> None:
     db = tmp_path / "h.db"
     with pytest.raises(history.HistoryError, match="cannot record run in"):
-        history.record_run(broken, str(tmp_path), str(db))
+        record(broken, str(tmp_path), str(db))
     assert not db.exists()
 
 
 def test_a_crash_mid_record_leaves_the_database_as_it_was(tmp_path, lab135_summary, monkeypatch) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
+    record(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
     before = read_bytes(db)
     write = store._store
 
@@ -269,18 +278,19 @@ def test_a_crash_mid_record_leaves_the_database_as_it_was(tmp_path, lab135_summa
 
     monkeypatch.setattr(store, "_store", store_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
-        history.record_run(variant(lab135_summary, started="2026-10-09T06:00:00Z"), str(tmp_path / "second"), db)
+        record(variant(lab135_summary, started="2026-10-09T06:00:00Z"), str(tmp_path / "second"), db)
     assert read_bytes(db) == before
     assert [r.id for r in history.list_runs(db)] == [1]
 
 
 def test_a_process_killed_mid_record_leaves_the_database_consistent(tmp_path, lab135_summary) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
+    record(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
     second = write_bundle(tmp_path / "second", variant(lab135_summary, started="2026-10-09T06:00:00Z"))
     script = (
         "import json, os, sys\n"
         "from wakelab import history\n"
+        "from wakelab.evidence.model import Bundle\n"
         "from wakelab.history import store\n"
         "write = store._store\n"
         "def die(*a):\n"
@@ -288,7 +298,7 @@ def test_a_process_killed_mid_record_leaves_the_database_consistent(tmp_path, la
         "    os._exit(9)  # no rollback, no commit: as if the power went\n"
         "store._store = die\n"
         "summary = json.load(open(os.path.join(sys.argv[2], 'summary.json')))\n"
-        "history.record_run(summary, sys.argv[2], sys.argv[1])\n"
+        "history.record_run(Bundle(sys.argv[2], sys.argv[2], summary), sys.argv[1])\n"
     )
     result = subprocess.run([sys.executable, "-c", script, db, second], env=dict(os.environ, PYTHONPATH=SRC), timeout=60)
     assert result.returncode == 9
@@ -296,7 +306,7 @@ def test_a_process_killed_mid_record_leaves_the_database_consistent(tmp_path, la
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
-    assert history.record_run(read_summary(second), second, db).action == "added"
+    assert record(read_summary(second), second, db).action == "added"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -324,7 +334,7 @@ def test_list_output_golden(tmp_path, three_runs, capsys) -> None:
 def test_trend_output_golden(tmp_path, three_runs, capsys) -> None:
     db = str(tmp_path / "h.db")
     for folder in three_runs:
-        history.record_run(read_summary(folder), folder, db)
+        record(read_summary(folder), folder, db)
 
     status, out, err = cli(capsys, "history", "--history", db, "--arm", "event")
     assert (status, err) == (0, "")
@@ -360,7 +370,7 @@ def test_trend_tells_conditions_apart_in_words_and_shows_failed_arms(tmp_path, l
     failed = variant(lab135_summary, started="2026-10-03T06:00:00Z", free_threaded=True, conditions=None)
     failed["arms"][0].update(status="failed", latency=None, reason="RuntimeError: boom")
     for i, doc in enumerate([pinned, split, failed]):
-        history.record_run(doc, str(tmp_path / str(i)), db)
+        record(doc, str(tmp_path / str(i)), db)
 
     status, out, err = cli(capsys, "history", "--history", db, "--arm", "event")
     assert (status, err) == (0, "")
@@ -390,9 +400,9 @@ def test_trend_tells_conditions_apart_in_words_and_shows_failed_arms(tmp_path, l
 def test_filters_and_limit(tmp_path, three_runs, lab135_summary) -> None:
     db = str(tmp_path / "h.db")
     for folder in three_runs:
-        history.record_run(read_summary(folder), folder, db)
+        record(read_summary(folder), folder, db)
     ft = variant(lab135_summary, started="2026-10-04T06:00:00Z", version="3.13.5", free_threaded=True)
-    history.record_run(ft, str(tmp_path / "ft"), db)
+    record(ft, str(tmp_path / "ft"), db)
 
     def ids(**kw: Any) -> List[int]:
         return [r.id for r in history.list_runs(db, history.HistoryFilter(**kw))]
@@ -452,7 +462,7 @@ def test_empty_or_missing_history_lists_nothing_and_creates_nothing(tmp_path, ca
 
 def test_unknown_arm_names_the_recorded_ones(tmp_path, lab135_summary, capsys) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, str(tmp_path), db)
+    record(lab135_summary, str(tmp_path), db)
     assert cli(capsys, "history", "--history", db, "--arm", "evnt") == (
         2, "", "wakelab: error: no recorded run has arm 'evnt' (did you mean 'event'?); recorded arms: event, signal-install, sigusr1-self\n")
 
@@ -464,7 +474,7 @@ def test_unknown_arm_names_the_recorded_ones(tmp_path, lab135_summary, capsys) -
 def test_an_empty_version_0_database_is_migrated(tmp_path, lab135_summary) -> None:
     db = tmp_path / "h.db"
     db.write_bytes(b"")  # what sqlite3.connect leaves behind before any table exists
-    history.record_run(lab135_summary, str(tmp_path), str(db))
+    record(lab135_summary, str(tmp_path), str(db))
     assert [r.id for r in history.list_runs(str(db))] == [1]
 
 
@@ -478,7 +488,7 @@ def _add_v2_migration(monkeypatch, step) -> None:
 
 def test_an_older_schema_is_migrated_in_place_keeping_its_runs(tmp_path, lab135_summary, monkeypatch) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, write_bundle(tmp_path / "old", lab135_summary), db)  # a version-1 database
+    record(lab135_summary, write_bundle(tmp_path / "old", lab135_summary), db)  # a version-1 database
 
     def add_tag_column(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE runs ADD COLUMN tag TEXT")
@@ -486,7 +496,7 @@ def test_an_older_schema_is_migrated_in_place_keeping_its_runs(tmp_path, lab135_
 
     _add_v2_migration(monkeypatch, add_tag_column)
     assert [r.id for r in history.list_runs(db)] == [1]  # opening migrates
-    history.record_run(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "new"), db)
+    record(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "new"), db)
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == NEXT
         assert conn.execute("SELECT id, tag FROM runs ORDER BY id").fetchall() == [(1, "migrated"), (2, None)]
@@ -496,7 +506,7 @@ def test_an_older_schema_is_migrated_in_place_keeping_its_runs(tmp_path, lab135_
 
 def test_a_failed_migration_leaves_the_older_database_intact(tmp_path, lab135_summary, monkeypatch) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, str(tmp_path), db)
+    record(lab135_summary, str(tmp_path), db)
     before = read_bytes(db)
 
     def half_a_migration(conn: sqlite3.Connection) -> None:
@@ -514,7 +524,7 @@ def test_a_failed_migration_leaves_the_older_database_intact(tmp_path, lab135_su
 
 def test_a_newer_schema_is_refused_and_left_alone(tmp_path, lab135_summary, capsys) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, str(tmp_path), db)
+    record(lab135_summary, str(tmp_path), db)
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 7")
     conn.close()
@@ -524,7 +534,7 @@ def test_a_newer_schema_is_refused_and_left_alone(tmp_path, lab135_summary, caps
     assert cli(capsys, "history", "--history", db) == (2, "", message)
     assert cli(capsys, "history", "add", "--history", db, folder) == (2, "", message)
     with pytest.raises(history.HistoryError, match="newer wakelab"):
-        history.record_run(lab135_summary, folder, db)
+        record(lab135_summary, folder, db)
     assert read_bytes(db) == before
 
 
@@ -539,7 +549,7 @@ def test_a_corrupt_file_is_refused_and_never_touched(tmp_path, lab135_summary, c
     folder = write_bundle(tmp_path / "run", lab135_summary)
 
     with pytest.raises(history.HistoryError, match="it was left untouched") as info:
-        history.record_run(lab135_summary, folder, str(db))
+        record(lab135_summary, folder, str(db))
     assert "\n" not in str(info.value)
     status, out, err = cli(capsys, "history", "--history", str(db))
     assert (status, out) == (2, "")
@@ -554,7 +564,7 @@ def test_a_corrupt_file_is_refused_and_never_touched(tmp_path, lab135_summary, c
 def test_a_damaged_page_is_refused_and_never_touched(tmp_path, lab135_summary) -> None:
     db = tmp_path / "h.db"
     for i in range(8):  # several pages of runs
-        history.record_run(variant(lab135_summary, started="2026-10-01T06:00:%02dZ" % i), str(tmp_path), str(db))
+        record(variant(lab135_summary, started="2026-10-01T06:00:%02dZ" % i), str(tmp_path), str(db))
     damaged = bytearray(db.read_bytes())
     page_size = 4096
     assert len(damaged) > 6 * page_size
@@ -562,7 +572,7 @@ def test_a_damaged_page_is_refused_and_never_touched(tmp_path, lab135_summary) -
     db.write_bytes(bytes(damaged))
 
     with pytest.raises(history.HistoryError, match="left untouched"):
-        history.record_run(variant(lab135_summary, started="2026-11-01T06:00:00Z"), str(tmp_path), str(db))
+        record(variant(lab135_summary, started="2026-11-01T06:00:00Z"), str(tmp_path), str(db))
     with pytest.raises(history.HistoryError, match="left untouched"):
         history.list_runs(str(db))
     assert db.read_bytes() == bytes(damaged)
@@ -571,7 +581,7 @@ def test_a_damaged_page_is_refused_and_never_touched(tmp_path, lab135_summary) -
 def test_an_inconsistent_index_fails_the_integrity_check_and_is_never_touched(tmp_path, lab135_summary) -> None:
     db = str(tmp_path / "h.db")
     for day in (1, 2):
-        history.record_run(variant(lab135_summary, started="2026-10-0%dT06:00:00Z" % day), str(tmp_path), db)
+        record(variant(lab135_summary, started="2026-10-0%dT06:00:00Z" % day), str(tmp_path), db)
     # Make an index disagree with its table: the pages are well formed, the content is not.
     conn = sqlite3.connect(db, isolation_level=None)
     try:
@@ -583,7 +593,7 @@ def test_an_inconsistent_index_fails_the_integrity_check_and_is_never_touched(tm
         conn.close()
     before = read_bytes(db)
     with pytest.raises(history.HistoryError) as info:
-        history.record_run(variant(lab135_summary, started="2026-11-01T06:00:00Z"), str(tmp_path), db)
+        record(variant(lab135_summary, started="2026-11-01T06:00:00Z"), str(tmp_path), db)
     assert str(info.value) == (
         "history database %s failed its integrity check (row 1 missing from index runs_by_start); it was left untouched: "
         "restore it from a backup, move it aside, or use --history PATH" % db)
@@ -599,7 +609,7 @@ def test_another_programs_sqlite_database_is_refused(tmp_path, lab135_summary) -
     conn.close()
     before = db.read_bytes()
     with pytest.raises(history.HistoryError) as info:
-        history.record_run(lab135_summary, str(tmp_path), str(db))
+        record(lab135_summary, str(tmp_path), str(db))
     assert str(info.value) == (
         "%s is an SQLite database but not a wakelab history (it has tables runs); it was left untouched: use --history PATH" % db)
     assert db.read_bytes() == before
@@ -607,19 +617,19 @@ def test_another_programs_sqlite_database_is_refused(tmp_path, lab135_summary) -
 
 def test_a_locked_database_waits_then_says_so(tmp_path, lab135_summary) -> None:
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, str(tmp_path / "a"), db)
+    record(lab135_summary, str(tmp_path / "a"), db)
     holder = sqlite3.connect(db, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
         with pytest.raises(history.HistoryError) as info:
-            history.record_run(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "b"), db, timeout_s=0.05)
+            record(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "b"), db, timeout_s=0.05)
         assert str(info.value).startswith("history database %s is locked by another process (waited 0.05 s" % db)
         with pytest.raises(history.HistoryError, match="is locked by another process"):
             history.list_runs(db, timeout_s=0.05)
         holder.execute("ROLLBACK")
     finally:
         holder.close()
-    assert history.record_run(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "b"), db).run_id == 2
+    assert record(variant(lab135_summary, started="2026-10-05T06:00:00Z"), str(tmp_path / "b"), db).run_id == 2
 
 
 def test_an_unwritable_location_is_one_line_and_exit_2(tmp_path, lab135_summary) -> None:
@@ -638,7 +648,7 @@ def test_an_unwritable_location_is_one_line_and_exit_2(tmp_path, lab135_summary)
     directory = tmp_path / "a-dir"
     directory.mkdir()
     with pytest.raises(history.HistoryError, match="is a directory"):
-        history.record_run(lab135_summary, folder, str(directory))
+        record(lab135_summary, folder, str(directory))
 
 
 def test_adding_a_bad_bundle_records_nothing(tmp_path, lab135_summary, capsys) -> None:
@@ -682,7 +692,7 @@ def test_a_file_that_is_not_sqlite_is_refused_byte_identical(tmp_path, lab135_su
     message = NOT_SQLITE % db
 
     with pytest.raises(history.HistoryError) as info:
-        history.record_run(lab135_summary, folder, str(db))
+        record(lab135_summary, folder, str(db))
     assert str(info.value) == message
     for args in (["history"], ["history", "--arm", "event"], ["history", "add", folder], ["history", "import", folder]):
         assert cli(capsys, *args[:1], "--history", str(db), *args[1:]) == (2, "", "wakelab: error: %s\n" % message)
@@ -701,7 +711,7 @@ def test_a_truncated_sqlite_header_is_refused_byte_identical(tmp_path, lab135_su
     content = b"SQLite format 3\x00" + b"\x10\x00" + b"\x00" * 30  # the magic, then not the whole 100-byte header
     db.write_bytes(content)
     with pytest.raises(history.HistoryError) as info:
-        history.record_run(lab135_summary, str(tmp_path), str(db))
+        record(lab135_summary, str(tmp_path), str(db))
     assert str(info.value) == (
         "history database %s is unreadable (48 bytes, shorter than SQLite's 100-byte header); it was left untouched: "
         "move it aside or use --history PATH" % db)
@@ -721,7 +731,7 @@ def test_a_fifo_named_as_the_history_is_refused_without_blocking(tmp_path, lab13
 def test_an_empty_file_and_a_real_database_still_open(tmp_path, lab135_summary) -> None:
     db = tmp_path / "h.db"
     db.write_bytes(b"")
-    assert history.record_run(lab135_summary, str(tmp_path), str(db)).action == "added"
+    assert record(lab135_summary, str(tmp_path), str(db)).action == "added"
     assert db.read_bytes()[:16] == b"SQLite format 3\x00"
     assert [r.id for r in history.list_runs(str(db))] == [1]
 
@@ -739,7 +749,7 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     doc["interpreter"].update(free_threaded_build=True, gil_enabled=True, python_gil_env="1", debug_build=True)
     build = {"implementation": "CPython", "python_version": "3.13.5", "free_threaded": True, "gil_enabled": True,
              "python_gil": "1", "debug_build": True, "build": "main, Jun 11 2025 15:36:57"}
-    assert history.figure_conditions(doc).to_dict() == dict(build, **{
+    assert conditions_of(doc).to_dict() == dict(build, **{
         "placement": "split", "notifier_cpu": 0, "waiter_cpu": 1, "loop": "open", "interval_us": 500, "settle_us": 1000,
         "settle_jitter_us": 2000, "planted_delay_us": 50, "planted_after_us": 0, "repeat": 5, "busy_threads": 2, "busy_procs": 1,
         "idle_hold": False, "switch_interval_s": 0.001, "future_knob": "x", "execution": "workers",
@@ -750,14 +760,14 @@ def test_figure_conditions_gathers_parameters_conditions_and_execution(lab135_su
     del plain["execution"]
     del plain["interpreter"]
     del plain["parameters"]["settle_jitter_us"]  # a bundle from before random settles: every settle the same
-    assert history.figure_conditions(plain).to_dict() == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
+    assert conditions_of(plain).to_dict() == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
     plain["parameters"]["settle_jitter_us"] = 0  # no random part is the same experiment as those
-    assert history.figure_conditions(plain).to_dict() == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
-    assert history.figure_conditions({"started_utc": "x", "arms": []}) is None
+    assert conditions_of(plain).to_dict() == {"placement": "any", "loop": "closed", "settle_us": 1000, "repeat": 1}
+    assert conditions_of({"started_utc": "x", "arms": []}) is None
 
     from wakelab.commands.history import condition_phrases
 
-    assert list(condition_phrases(history.figure_conditions(doc)).values()) == [
+    assert list(condition_phrases(conditions_of(doc)).values()) == [
         "split CPUs (notifier 0, waiter 1)", "open loop every 500 µs", "settle 1000 µs + random 0-2000 µs", "planted delay 50 µs", "5 repetitions",
         "2 busy threads", "1 busy process", "switch interval 0.001 s", "no idle hold", "in worker processes",
         "PYTHON_GIL=1", "build main, Jun 11 2025 15:36:57 (debug)", "future_knob x",
@@ -769,11 +779,11 @@ def test_a_conditions_key_reads_back_as_it_was_stored(tmp_path, lab135_summary) 
     conditions this wakelab does not know included, even ones named like the record's own fields."""
     doc = variant(lab135_summary, started="2026-10-01T06:00:00Z",
                   conditions={"cpu_threads": 1, "future_knob": [1, 2], "others": "x", "recorded": None})
-    key = history.figure_conditions(doc)
+    key = conditions_of(doc)
     assert key is not None and key.busy_threads == 1 and key.placement == "any"
     assert dict(key.others) == {"future_knob": [1, 2], "others": "x", "recorded": None}
     db = str(tmp_path / "h.db")
-    history.record_run(doc, str(tmp_path), db)
+    record(doc, str(tmp_path), db)
     [run] = history.list_runs(db)
     with sqlite3.connect(db) as conn:
         [(stored,)] = conn.execute("SELECT conditions_key FROM runs").fetchall()
@@ -787,9 +797,9 @@ def test_where_a_planted_delay_came_keys_the_history(lab135_summary) -> None:
     # that does not say when planted it at once.
     late, prompt = (variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_delay_us=50, planted_after_us=after)
                     for after in (200, None))
-    assert history.figure_conditions(late).planted_after_us == 200
-    assert history.figure_conditions(prompt).planted_after_us == 0
-    unplanted = history.figure_conditions(variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_after_us=200))
+    assert conditions_of(late).planted_after_us == 200
+    assert conditions_of(prompt).planted_after_us == 0
+    unplanted = conditions_of(variant(lab135_summary, started="2026-10-01T06:00:00Z", planted_after_us=200))
     assert "planted_after_us" not in unplanted.recorded  # no delay planted: when does not matter
 
 
@@ -822,12 +832,12 @@ def test_every_condition_that_changes_a_figure_changes_the_key(lab135_summary, c
         "build": lambda: interp.update(build="heads/main:abc123, Jul 1 2025"),
         "repeat": lambda: other["execution"].update(repeat=5),
     }[change]()
-    assert history.figure_conditions(base) != history.figure_conditions(other)
+    assert conditions_of(base) != conditions_of(other)
     # The repetitions absent (older bundles) are one repetition, the same as saying so.
     if change == "repeat":
         said = copy.deepcopy(base)
         said["execution"]["repeat"] = 1
-        assert history.figure_conditions(said) == history.figure_conditions(base)
+        assert conditions_of(said) == conditions_of(base)
 
 
 def test_a_real_placement_and_load_grid_gets_one_conditions_key_per_cell(tmp_path, capsys) -> None:
@@ -921,7 +931,7 @@ def test_a_version_2_history_is_migrated_and_its_runs_keyed_by_conditions(tmp_pa
     status, out, err = cli(capsys, "history", "--history", db, "--arm", "event")
     assert "same CPU (0)" in out.splitlines()[2] and "split CPUs (notifier 0, waiter 1)" in out.splitlines()[3]
     # Recorded again after the migration: the same runs, unchanged.
-    assert [history.record_run(d, str(tmp_path), db).action for d in (same, split)] == ["unchanged", "unchanged"]
+    assert [record(d, str(tmp_path), db).action for d in (same, split)] == ["unchanged", "unchanged"]
 
 
 V4_FIELDS = ("repeat", "implementation", "python_version", "free_threaded", "gil_enabled", "python_gil", "debug_build", "build")
@@ -937,7 +947,7 @@ def _version_3_history(db: str, docs: List[Dict[str, Any]], folder: str) -> None
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '3')")
         conn.execute("PRAGMA user_version = 3")
         for doc in docs:
-            key = {k: v for k, v in history.figure_conditions(doc).to_dict().items() if k not in V4_FIELDS}
+            key = {k: v for k, v in conditions_of(doc).to_dict().items() if k not in V4_FIELDS}
             _insert_run(conn, doc, folder, conditions_key=canonical(key))
         conn.execute("COMMIT")
     finally:
@@ -971,7 +981,7 @@ def test_a_version_3_history_is_migrated_and_its_keys_gain_the_build_and_repetit
     assert (status, err) == (0, "")
     assert [s["runs"] for s in json.loads(out)["series"]] == [[1], [2]]
     # Recorded again after the migration: the same runs, unchanged.
-    assert [history.record_run(d, str(tmp_path), db).action for d in (gil, free)] == ["unchanged", "unchanged"]
+    assert [record(d, str(tmp_path), db).action for d in (gil, free)] == ["unchanged", "unchanged"]
 
 
 def test_two_real_runs_same_cpu_and_split_are_two_series(tmp_path, capsys) -> None:
@@ -1110,7 +1120,7 @@ def test_import_of_a_bad_bundle_is_one_line_exit_2_and_records_nothing(tmp_path,
 def test_import_is_all_or_nothing_when_writing_fails(tmp_path, lab135_summary, capsys, monkeypatch) -> None:
     bundles = _fleet(tmp_path, lab135_summary)
     db = str(tmp_path / "h.db")
-    history.record_run(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
+    record(lab135_summary, write_bundle(tmp_path / "first", lab135_summary), db)
     before = read_bytes(db)
     write, calls = store._store, []
 

@@ -288,10 +288,11 @@ def test_a_version_1_history_is_migrated_keeping_rows_and_arms(tmp_path, lab135_
     finally:
         conn.close()
     # Old rows keep their old key; new runs with the same folder and second are apart by run id.
-    assert history.record_run(old, str(tmp_path / "a"), db).action == "unchanged"
+    folder = str(tmp_path / "a")
+    assert history.record_run(Bundle(folder, folder, old), db).action == "unchanged"
     same_second = [dict(lab135_summary, run_id="%032x" % i) for i in (1, 2)]
-    assert [history.record_run(s, str(tmp_path / "a"), db).action for s in same_second] == ["added", "added"]
-    assert history.record_run(same_second[0], str(tmp_path / "a"), db).action == "unchanged"
+    assert [history.record_run(Bundle(folder, folder, s), db).action for s in same_second] == ["added", "added"]
+    assert history.record_run(Bundle(folder, folder, same_second[0]), db).action == "unchanged"
     assert len(history.list_runs(db)) == 4
 
 

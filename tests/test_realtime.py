@@ -48,6 +48,20 @@ def test_range_problems_are_named() -> None:
     assert realtime.range_problem(FIFO_80) is None
 
 
+@pytest.mark.skipif(realtime.unavailable_reason() is not None, reason="no sched_setscheduler in this interpreter")
+def test_a_sides_request_is_checked_in_the_words_of_its_own_options() -> None:
+    flags = ("--notifier-policy", "--notifier-priority")
+    assert realtime.requested(None, None, *flags) == (None, 0)
+    assert realtime.requested("other", None, *flags) == ("other", 0)
+    assert realtime.requested("fifo", 80, *flags) == ("fifo", 80)
+    with pytest.raises(ValueError, match=r"^--notifier-priority needs --notifier-policy fifo or rr$"):
+        realtime.requested(None, 5, *flags)
+    with pytest.raises(ValueError, match=r"^--notifier-policy rr needs --notifier-priority N \(1\.\.99; higher runs first\)$"):
+        realtime.requested("rr", None, *flags)
+    with pytest.raises(ValueError, match=r"^--notifier-policy fifo --notifier-priority 0: SCHED_FIFO takes a priority from 1 to 99, not 0$"):
+        realtime.requested("fifo", 0, *flags)
+
+
 @needs_root
 def test_worker_conditions_switch_the_notifier_and_restore_it() -> None:
     before = process_state()

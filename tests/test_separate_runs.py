@@ -138,7 +138,7 @@ def point(doc: Dict[str, Any], started: str, p50_ns: float, **changes: Any) -> A
     facts = RunFacts(
         started_utc=started, lab_id="135", folder="/h/%s" % started, implementation="CPython", python_version="3.11.7",
         free_threaded=False, gil_enabled=True, hostname="vm", cpu_model="Xeon", cpu_count=None, kernel="6.1", architecture=None,
-        machine_id=None, conditions=None, figure_conditions=figure_conditions(doc), imported_from=None,
+        machine_id=None, conditions=None, figure_conditions=figure_conditions(Bundle("", "", doc)), imported_from=None,
     )
     figures = ArmRow(position=0, arm="event", family="threads", kind="latency", waiter="blocked", scope="cross-thread", n=200,
                      lost=0, p50_ns=p50_ns, p90_ns=None, p99_ns=None, p99_9_ns=None, max_ns=None, mean_ns=None, ops_per_s=None,
@@ -166,7 +166,7 @@ def test_the_interval_is_widened_to_the_run_to_run_shift_of_identical_earlier_ru
     points += [
         point(doc, "2026-12-04T00:00:00Z", 90000.0),  # after both runs: not an earlier run
         point(doc, "2026-12-02T09:00:00Z", 90000.0, hostname="elsewhere"),  # another machine
-        point(doc, "2026-12-02T10:00:00Z", 90000.0, figure_conditions=dataclasses.replace(figure_conditions(doc), placement="same")),
+        point(doc, "2026-12-02T10:00:00Z", 90000.0, figure_conditions=dataclasses.replace(figure_conditions(Bundle("", "", doc)), placement="same")),
         point(doc, "2026-12-02T11:00:00Z", 90000.0, status="failed"),
         point(doc, "2026-12-02T12:00:00Z", 90000.0, arm="pipe"),
     ]
@@ -259,7 +259,8 @@ def test_identical_earlier_runs_in_the_history_widen_the_interval(two_runs) -> N
         for entry in earlier["arms"]:
             entry["latency"]["p50_ns"] *= scale
             entry["latency"]["p99_ns"] = (entry["latency"].get("p99_ns") or 1000.0) * scale
-        history.record_run(earlier, os.path.join(two_runs["tmp"], "earlier%d" % i), db)
+        folder = os.path.join(two_runs["tmp"], "earlier%d" % i)
+        history.record_run(Bundle(folder, folder, earlier), db)
 
     def p50(*extra: str) -> Dict[str, Any]:
         out = wakelab("compare", two_runs["a"], two_runs["b"], "--json", *extra, env=two_runs["env"])

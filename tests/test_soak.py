@@ -37,6 +37,7 @@ from wakelab.harness.soak import (
     MAX_CHUNK_WAKES,
     SoakState,
     _Chunk,
+    check_soak,
     next_chunk_wakes,
     parse_duration_s,
     run_soak,
@@ -296,6 +297,18 @@ def test_ctrl_c_during_a_soak_leaves_the_last_checkpoint_readable(tmp_path) -> N
     entry = summary["arms"][0]
     assert entry["status"] == "interrupted" and entry["latency"]["n"] > 0
     assert len(load_samples(str(out), entry)["samples_ns"]) == summary["soak"]["raw_kept"]
+
+
+def test_check_soak_refuses_what_a_soak_cannot_run_in_order() -> None:
+    check_soak(["event"], [])
+    with pytest.raises(ValueError, match="^--duration and --n exclude each other: a soak takes wakes until the time is up$"):
+        check_soak(["event", "condition"], ["--n", "--trace"])
+    with pytest.raises(ValueError, match=r"^--duration runs one arm, and this run has 2 \(choose one with --arms A\)$"):
+        check_soak(["event", "condition"], ["--trace"])
+    with pytest.raises(ValueError, match="^--duration needs a latency arm; signal-install measures a rate$"):
+        check_soak(["signal-install"], [])
+    with pytest.raises(ValueError, match="^--duration and --repeat exclude each other: a soak runs untraced, in consecutive fresh workers"):
+        check_soak(["event"], ["--repeat", "--workers"])
 
 
 @pytest.mark.parametrize(

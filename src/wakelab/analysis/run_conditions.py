@@ -293,7 +293,7 @@ def level_shifts(points: Sequence[Any], baseline: Bundle, other: Bundle, arm: st
     status ok, started before the later of the two, and neither of the two itself."""
     from wakelab.history import figure_conditions
 
-    keys = [figure_conditions(run.summary) for run in (baseline, other)]
+    keys = [figure_conditions(run) for run in (baseline, other)]
     hosts = {(run.machine.hostname, run.machine.cpu_model, run.machine.kernel) for run in (baseline, other)}
     latest = max(run.started_utc for run in (baseline, other))
     own = {os.path.abspath(run.folder) for run in (baseline, other)}

@@ -25,10 +25,8 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
 
 
 def number_in(expected: str, within: Callable[[float], bool], bounds: str) -> Callable[[str], float]:
-    """A parser for a number ``within`` its bounds: "expected EXPECTED" when it is not a number, "must be BOUNDS" beyond them.
-
-    ``within`` is a chain of comparisons, which NaN fails (and infinity, against a finite bound).
-    """
+    """A parser for a number ``within`` its bounds: "expected EXPECTED" when it is not a number, "must be BOUNDS" beyond
+    them.  ``within`` is a chain of comparisons, which NaN fails (and infinity, against a finite bound)."""
 
     def parse(text: str) -> float:
         try:
@@ -66,11 +64,8 @@ def usage_errors(*kinds: Type[Exception]) -> Iterator[None]:
 
 
 def is_utf8(text: str) -> bool:
-    """False for a command-line argument that was not valid UTF-8.
-
-    Python hands such bytes over as lone surrogates (``surrogateescape``): they cannot be stored as text (JSON, SQLite,
-    HTML) nor printed.
-    """
+    """False for a command-line argument that was not valid UTF-8: Python hands such bytes over as lone surrogates
+    (``surrogateescape``), which cannot be stored as text (JSON, SQLite, HTML) nor printed."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -80,8 +75,7 @@ def is_utf8(text: str) -> bool:
 
 def not_utf8_message(text: str, why: str) -> str:
     """``not valid UTF-8 (b'd\\xff'); <why>``: names the bytes without printing them raw."""
-    raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-    return "not valid UTF-8 (%s); %s" % (ascii(raw), why)
+    return "not valid UTF-8 (%s); %s" % (ascii(text.encode("utf-8", "surrogateescape")), why)
 
 
 STORED_AS_TEXT = "wakelab stores it as text: give it in UTF-8"
@@ -116,13 +110,9 @@ def path_value(what: str, why: str) -> Callable[[str], str]:
 
 
 def suggest_long_options(parser: argparse.ArgumentParser) -> None:
-    """Make a mistyped long option of ``parser``'s command line name the option it looks like.
-
+    """Make a mistyped long option of ``parser``'s command line (``--arsm``) name the option it looks like (``--arms``):
     argparse (to 3.13; 3.14's ``suggest_on_error`` covers choices and command names only) leaves an unknown option to
-    the top-level parser's "unrecognized arguments".  Where one of them is close to an option of ``parser`` (``--arsm``
-    for ``--arms``), ``parser`` reports it instead, with the suggestion.  Abbreviations that argparse accepts
-    (``--arm``) never get here.
-    """
+    the top-level parser's "unrecognized arguments"."""
     from wakelab.core.registry import did_you_mean
 
     parse_known_args = parser.parse_known_args

@@ -1,11 +1,7 @@
 """``wakelab history``: the runs recorded so far, one arm's trend across them, and recording bundles in it.
 
-What is shown (the runs, an arm's points, their groups by host or machine, the series of one set of conditions) is
-computed by :mod:`wakelab.history`; this module parses the arguments and places it. ``add`` and ``import`` are all or
-nothing: every bundle is read and validated first (one that is not valid: one line, exit 2, nothing recorded), then
-every run is recorded in one transaction.  Text from the evidence or the command line is escaped
-(:func:`wakelab.formatting.escape_text`; ``--json`` as JSON does); filters and paths that are not valid UTF-8 are
-refused by argparse: they are compared and stored as text.
+:mod:`wakelab.history` computes what is shown (the runs, an arm's points, their groups, the series of one set of
+conditions); this module parses the arguments and places it.
 """
 
 from __future__ import annotations
@@ -25,22 +21,21 @@ from wakelab.formatting import escape_text
 
 if TYPE_CHECKING:
     from wakelab.evidence.model import Bundle
-    from wakelab.history import ArmPoint, HistoryFilter, RunRecord
+    from wakelab.history import ArmPoint, RunRecord
     from wakelab.history.conditions import ConditionsKey
     from wakelab.history.queries import RunFacts, RunGroup
 
-LIMIT_RANGE = (1, 1_000_000)
 JSON_SCHEMA_VERSION = 1
 FILTER_AS_TEXT = "history filters are matched as text: give it in UTF-8"
 HISTORY_AS_TEXT = "the database's path is kept and printed as text: give a UTF-8 path"
 RUN_AS_TEXT = "the history records the bundle's folder as text: rename it in UTF-8"
-HISTORY_HELP = "history database (default: $WAKELAB_HISTORY, else ${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3)"
 GROUPS = ("host", "machine")
 
 
-def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False) -> None:
+def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False, default: object = None) -> None:
     """Add ``--history PATH`` (and, for ``run``, ``--no-history``) to a command's parser."""
-    parser.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), help=HISTORY_HELP)
+    parser.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=default,
+                        help="history database (default: $WAKELAB_HISTORY, else ${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3)")
     if no_history:
         parser.add_argument("--no-history", action="store_true", help="do not record this run in the history database")
 
@@ -64,7 +59,7 @@ def register(sub: Any) -> None:
     history.add_argument("--lab", type=utf8_text(why=FILTER_AS_TEXT), metavar="LAB", help="only runs of this lab (id or alias)")
     history.add_argument("--python", type=utf8_text(why=FILTER_AS_TEXT), metavar="VERSION", help="only runs on this Python version (3.13 matches 3.13.x; 3.13t: free-threaded)")
     history.add_argument("--host", type=utf8_text(why=FILTER_AS_TEXT), metavar="HOST", help="only runs on this hostname")
-    history.add_argument("--limit", type=whole_number(*LIMIT_RANGE), metavar="N", help="only the newest N runs")
+    history.add_argument("--limit", type=whole_number(1, 1_000_000), metavar="N", help="only the newest N runs")
     grouping = history.add_mutually_exclusive_group()
     grouping.add_argument("--group", choices=GROUPS, metavar="{host,machine}",
                           help="put each machine's runs together: by hostname (host), or by CPU model, CPU count, kernel and "
@@ -74,12 +69,12 @@ def register(sub: Any) -> None:
     history.set_defaults(handler=cmd_history)
 
     actions = history.add_subparsers(dest="history_command", metavar="ACTION", parser_class=type(history))
-    for name, metavar, handler, summary, description, what, done in (
-        ("add", "RUN", cmd_history_add, "record existing evidence bundles in the history",
+    for name, metavar, summary, description, what, done in (
+        ("add", "RUN", "record existing evidence bundles in the history",
          "Record existing evidence bundles (or grid folders, cell by cell) in the history. A bundle already "
          "recorded is not added twice. All or nothing: one bad RUN records none.",
          "an evidence folder, its summary.json, or a grid folder", "recorded"),
-        ("import", "BUNDLE", cmd_history_import, "record bundles made on other machines (CI artifacts), keeping where they came from",
+        ("import", "BUNDLE", "record bundles made on other machines (CI artifacts), keeping where they came from",
          "Record evidence bundles made elsewhere -- other machines, CI artifacts -- in this history: single-run "
          "bundles and grid folders (each cell). Each run keeps the machine facts of its own bundle (hostname, "
          "CPU model and count, kernel) and notes where and when it was imported. A run is recognised by its "
@@ -90,10 +85,9 @@ def register(sub: Any) -> None:
         action = actions.add_parser(name, prog="wakelab history " + name, help=summary, description=description)
         action.add_argument("paths", nargs="+", metavar=metavar, type=path_value("a folder", RUN_AS_TEXT), help=what)
         # SUPPRESS: an option given before the action is kept, not overwritten by this parser's default.
-        action.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=argparse.SUPPRESS,
-                            help=HISTORY_HELP)
+        add_history_option(action, default=argparse.SUPPRESS)
         action.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print what was %s as JSON" % done)
-        action.set_defaults(handler=handler)
+        action.set_defaults(handler=cmd_history_record)
 
 
 def _date(utc: Optional[str]) -> str:
@@ -103,12 +97,6 @@ def _date(utc: Optional[str]) -> str:
 
 def _plural(count: int, word: str) -> str:
     return "%d %s" % (count, word if count == 1 else word + "s")
-
-
-def _groups(runs: Sequence[RunFacts], group: Optional[str]) -> Optional[List[RunGroup]]:
-    from wakelab.history import group_runs
-
-    return None if group is None else group_runs(runs, group)
 
 
 def _title(runs: RunGroup, group: str) -> str:
@@ -123,17 +111,18 @@ def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: 
     """A listing's title (around its count of runs) and table: each row opens with the run, when, which lab, which
     interpreter and (unless grouped by host) the host, then ``rows``' cells, ``header`` naming them and ``right`` the
     right-aligned ones.  With ``group``, each host's or machine's runs get their title and the header again; the column
-    widths are shared, so they line up."""
+    widths are shared, so they line up.  Every line is escaped."""
+    from wakelab.history import group_runs
     from wakelab.report.text import format_table
 
-    groups = _groups(runs, group)
     with_host = group != "host"
     opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
     cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
              + row for run, run_id, row in zip(runs, ids, rows)]
     table = format_table(opening + list(header), cells, right={0} | {len(opening) + i for i in right})
-    if groups is None or group is None:
+    if group is None:
         return [escape_text(title[0] + _plural(len(runs), "run") + title[1])] + table
+    groups = group_runs(runs, group)
     lines = [escape_text(title[0] + _plural(len(runs), "run") + " on %s" % _plural(len(groups), group) + title[1])]  # " on 2 hosts"
     return lines + [line for g in groups for line in [escape_text(_title(g, group)), table[0]] + [table[1 + i] for i in g.indices]]
 
@@ -155,7 +144,7 @@ def format_runs(runs: Sequence[RunRecord], db_path: str, group: Optional[str] = 
     header = ["complete", "arms"] + (["source"] if imported else []) + ["folder"]
     lines = _listing(("HISTORY %s: " % db_path, ", newest first"), "id", [r.facts for r in runs], [r.id for r in runs], group,
                      header, rows, {1})
-    return escape_text("\n".join(lines), multiline=True) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def _plain(value: object) -> str:
@@ -233,8 +222,6 @@ _PHRASES: Tuple[Tuple[str, Callable[[ConditionsKey], Optional[str]]], ...] = (
     ("PYTHON_GIL", _held("python_gil", lambda value: "PYTHON_GIL=%s" % _plain(value))),
     ("build", _build),
 )
-# Fields said only where they differ between runs: the same build string in every row is noise.
-_ONLY_WHEN_VARYING = ("build",)
 
 
 def condition_phrases(key: Optional[ConditionsKey]) -> Dict[str, str]:
@@ -251,18 +238,6 @@ def condition_phrases(key: Optional[ConditionsKey]) -> Dict[str, str]:
     return {field: text for field, text in phrases.items() if text is not None}
 
 
-def _conditions_split(points: Sequence[ArmPoint]) -> Tuple[List[str], List[str], List[Dict[str, str]]]:
-    """(fields that differ between runs, fields the same in every run, each point's phrases).
-
-    A field differs when its words differ between two runs, or when some run does not record it (unknown is not the
-    same as any value).
-    """
-    phrases = [condition_phrases(p.facts.figure_conditions) for p in points]
-    fields = list(dict.fromkeys(f for ph in phrases for f in ph))
-    varying = [f for f in fields if len({ph.get(f) for ph in phrases}) > 1]
-    return varying, [f for f in fields if f not in varying], phrases
-
-
 def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Optional[str] = None) -> str:
     """One arm across runs, oldest first, grouped by ``group`` (host or machine) if given."""
     from wakelab.formatting import format_rate, format_us
@@ -273,7 +248,12 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
     waiter = "%s waiter" % last.waiter if last.waiter and last.waiter != "none" else None
     identity = ", ".join(part for part in (last.family, last.kind, waiter, last.scope) if part)
     unit = "ops/s is the median round" if rate else "times in µs"
-    varying, constant, phrases = _conditions_split(points)
+    # A field varies when its words differ between two runs, or when some run does not record it (unknown is not the
+    # same as any value).  The build is said only where it varies: the same build string in every row is noise.
+    phrases = [condition_phrases(p.facts.figure_conditions) for p in points]
+    fields = list(dict.fromkeys(f for words in phrases for f in words))
+    varying = [f for f in fields if len({words.get(f) for words in phrases}) > 1]
+    constant = [f for f in fields if f not in varying and f != "build"]
     header = (["ops/s"] if rate else ["n", "lost", "p50", "p99"]) + (["conditions"] if varying else []) + ["status"]
     rows = []
     for point, words in zip(points, phrases):
@@ -287,7 +267,6 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
         rows.append(row + ["" if p.status == "ok" else (p.status or "-")])
     lines = _listing(("ARM %s (%s): " % (arm, identity), ", oldest first; %s" % unit), "run", [p.facts for p in points],
                      [p.run_id for p in points], group, header, rows, set(range(1 if rate else 4)))
-    constant = [f for f in constant if f not in _ONLY_WHEN_VARYING]
     if constant:
         lines += wrap(escape_text("conditions (every run): %s" % ", ".join(phrases[0][f] for f in constant)))
     hosts = {p.facts.hostname for p in points}
@@ -298,19 +277,7 @@ def format_trend(arm: str, points: Sequence[ArmPoint], db_path: str, group: Opti
             "states: compare rows of one host under the same conditions." % " and ".join(spans),
             indent="",
         )
-    return escape_text("\n".join(lines), multiline=True) + "\n"
-
-
-def _filters(args: argparse.Namespace) -> HistoryFilter:
-    from wakelab.history import HistoryFilter
-
-    lab = args.lab
-    if lab is not None:
-        from wakelab.labs import get_lab
-
-        with contextlib.suppress(UsageError):  # a lab this wakelab no longer has may still be in the history
-            lab = get_lab(lab).id  # accept aliases such as "135"
-    return HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
+    return "\n".join(lines) + "\n"
 
 
 def _write_json(schema: str, db_path: str, **doc: object) -> int:
@@ -322,32 +289,34 @@ def _write_json(schema: str, db_path: str, **doc: object) -> int:
 def _write_listing(schema: str, db_path: str, records: Sequence[Union[RunRecord, ArmPoint]], ids: Sequence[int],
                    group: Optional[str], **more: object) -> int:
     """``--json`` of a listing: the records, and with ``group`` each host's or machine's runs."""
-    groups = _groups([r.facts for r in records], group)
-    if groups is not None:
+    from wakelab.history import group_runs
+
+    if group is not None:
         more.update(group_by=group, groups=[{"name": g.name, "hosts": list(g.hosts), "machines": list(g.machines),
-                                             "runs": [ids[i] for i in g.indices]} for g in groups])
+                                             "runs": [ids[i] for i in g.indices]} for g in group_runs([r.facts for r in records], group)])
     return _write_json(schema, db_path, runs=[r.to_dict() for r in records], **more)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from wakelab import history
     from wakelab.core.registry import did_you_mean
+    from wakelab.labs import CUSTOM_ID, all_labs, get_lab
 
     db_path = history.resolve_db_path(args.history)
-    filters = _filters(args)
-    group = getattr(args, "group", None)
+    lab = args.lab
+    with contextlib.suppress(UsageError):  # a lab this wakelab no longer has may still be in the history
+        lab = lab and get_lab(lab).id  # accept aliases such as "135"
+    filters = history.HistoryFilter(lab=lab, python=args.python, host=args.host, limit=args.limit)
     if args.arm is None:
         runs = history.list_runs(db_path, filters)
         if not runs and args.lab is not None:
-            from wakelab.labs import CUSTOM_ID, all_labs
-
-            known = [lab.id for lab in all_labs()] + [CUSTOM_ID] + [alias for lab in all_labs() for alias in lab.aliases]
+            known = [p.id for p in all_labs()] + [CUSTOM_ID] + [alias for p in all_labs() for alias in p.aliases]
             suggestion = did_you_mean(args.lab, known)
             if args.lab not in known and suggestion:
                 raise UsageError("no recorded run of lab %r (%s)" % (args.lab, suggestion))
         if args.json:
-            return _write_listing("runs", db_path, runs, [r.id for r in runs], group)
-        sys.stdout.write(format_runs(runs, db_path, group))
+            return _write_listing("runs", db_path, runs, [r.id for r in runs], args.group)
+        sys.stdout.write(format_runs(runs, db_path, args.group))
         return EXIT_OK
     points = history.arm_trend(args.arm, db_path, filters)
     if not points:
@@ -359,28 +328,14 @@ def cmd_history(args: argparse.Namespace) -> int:
             raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
     if args.json:
         series = [s.to_dict() for s in history.trend_series(points)]
-        return _write_listing("trend", db_path, points, [p.run_id for p in points], group, arm=args.arm, series=series)
+        return _write_listing("trend", db_path, points, [p.run_id for p in points], args.group, arm=args.arm, series=series)
     if points:
-        sys.stdout.write(format_trend(args.arm, points, db_path, group))
+        sys.stdout.write(format_trend(args.arm, points, db_path, args.group))
     elif history.list_runs(db_path, history.HistoryFilter(limit=1)):
         sys.stdout.write("no recorded run of arm %s matches the filters\n" % escape_text(args.arm))
     else:
         sys.stdout.write("no runs recorded in %s\n" % escape_text(db_path))
     return EXIT_OK
-
-
-def _not_a_bundle(given: str) -> EvidenceError:
-    """The error for a folder that holds neither summary.json nor matrix.json (with a hint for a folder of bundles)."""
-    from wakelab.evidence.bundle import SUMMARY_JSON
-    from wakelab.evidence.load import MATRIX_JSON
-
-    try:
-        inner = [name for name in os.listdir(given)
-                 if any(os.path.lexists(os.path.join(given, name, file)) for file in (SUMMARY_JSON, MATRIX_JSON))]
-    except OSError:
-        inner = []
-    hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*")) if inner else ""
-    return EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
 
 
 def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
@@ -390,8 +345,9 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     inside the grid).  Every file is read through the evidence loaders (regular files inside the bundle, size caps,
     strict JSON, the schema).  Raises :class:`EvidenceError` at the first path that is not a valid bundle.
     """
-    from wakelab.evidence.load import (is_grid_folder, load_grid_index, load_summary, orphan_cells_error, orphan_cells_folder,
-                                       resolve_summary_path)
+    from wakelab.evidence.bundle import SUMMARY_JSON
+    from wakelab.evidence.load import (MATRIX_JSON, is_grid_folder, load_grid_index, load_summary, orphan_cells_error,
+                                       orphan_cells_folder, resolve_summary_path)
     from wakelab.evidence.model import Bundle
 
     found: List[Bundle] = []
@@ -406,30 +362,30 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
             continue
         if orphan_cells_folder(given):
             raise orphan_cells_error(given)
-        if os.path.isdir(given) and not os.path.lexists(resolve_summary_path(given)):
-            raise _not_a_bundle(given)
-        summary = load_summary(given)
-        found.append(Bundle(given, os.path.dirname(os.path.abspath(resolve_summary_path(given))), summary))
+        summary_path = resolve_summary_path(given)
+        if os.path.isdir(given) and not os.path.lexists(summary_path):
+            # A folder of bundles is named as such, with how to give them.
+            try:
+                inner = [name for name in os.listdir(given)
+                         if any(os.path.lexists(os.path.join(given, name, file)) for file in (SUMMARY_JSON, MATRIX_JSON))]
+            except OSError:
+                inner = []
+            hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*")) if inner else ""
+            raise EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
+        found.append(Bundle(given, os.path.dirname(os.path.abspath(summary_path)), load_summary(given)))
     return found, pending
 
 
 _ACTION_WORDS = {"added": "recorded as run %d", "unchanged": "already recorded as run %d", "updated": "updated run %d"}
 
 
-def cmd_history_add(args: argparse.Namespace) -> int:
-    return _record(args, imported=False)
-
-
-def cmd_history_import(args: argparse.Namespace) -> int:
-    return _record(args, imported=True)
-
-
-def _record(args: argparse.Namespace, imported: bool) -> int:
+def cmd_history_record(args: argparse.Namespace) -> int:
     """``add`` (runs of this machine) or ``import`` (runs made elsewhere, noting where from and when)."""
     import platform
 
     from wakelab import history
 
+    imported = args.history_command == "import"
     db_path = history.resolve_db_path(args.history)
     # Validate every bundle first, then record them in one transaction: one bad bundle records nothing.
     bundles, pending = read_bundles(args.paths)

@@ -67,9 +67,7 @@ def cmd_interpreters(args: argparse.Namespace) -> int:
     lines = format_table(headers, table, align_left=len(headers)) if found else ["  none found"]
     if found and not any(cand.usable for cand in found):
         lines.append("  none found that can run the measuring code")
-    lines.append("")
-    lines.append("cache: %s ('wakelab interpreters build 3.13t' adds a free-threaded CPython and its GIL twin)"
-                 % escape_text(cache_dir()))
+    lines += ["", "cache: %s ('wakelab interpreters build 3.13t' adds a free-threaded CPython and its GIL twin)" % escape_text(cache_dir())]
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 

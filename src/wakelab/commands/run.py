@@ -19,6 +19,7 @@ from wakelab.errors import EvidenceError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from wakelab.core.model import MeasureParams
+    from wakelab.evidence.model import Bundle
     from wakelab.evidence.matrix import MatrixDoc
     from wakelab.harness.runner import Execution, ProgressCallback
     from wakelab.labs import Lab
@@ -79,23 +80,6 @@ _switch_interval = number_in("a number of seconds", lambda v: SWITCH_INTERVAL_LI
 _seconds = number_in("a number of seconds", lambda v: TIMEOUT_LIMITS[0] <= v <= TIMEOUT_LIMITS[1],
                      "between %s and %s seconds" % TIMEOUT_LIMITS)
 _duration = parsed_by("wakelab.harness.soak", "parse_duration_s")
-
-
-def _check_soak(args: argparse.Namespace, arm_names: List[str]) -> None:
-    """A --duration run (a soak) measures one latency arm in consecutive workers of its own sizing."""
-    from wakelab.core.registry import get_arm
-
-    if args.n is not None:
-        raise UsageError("--duration and --n exclude each other: a soak takes wakes until the time is up")
-    if len(arm_names) != 1:
-        raise UsageError("--duration runs one arm, and this run has %d (choose one with --arms A)" % len(arm_names))
-    if get_arm(arm_names[0]).kind != "latency":
-        raise UsageError("--duration needs a latency arm; %s measures a rate" % arm_names[0])
-    for flag, given in (("--in-process", args.in_process), ("--trace", args.trace or args.trace_frames), ("--repeat", args.repeat is not None),
-                        ("--workers", args.workers is not None), ("--rigorous", args.rigorous)):
-        if given:
-            raise UsageError("--duration and %s exclude each other: a soak runs untraced, in consecutive fresh "
-                             "workers it sizes itself" % flag)
 
 
 def register(sub: Any) -> None:
@@ -253,15 +237,12 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
     names = [name.strip() for name in args.arms.split(",") if name.strip()]
     if not names:
         raise UsageError("--arms needs at least one arm name")
-    valid = arm_names()
     for name in names:
-        if name in valid:
-            continue
-        with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
-            found = load_entry_point(name)
-        if found is None:
-            raise UsageError(unknown_name_message("arm", name, valid, also=entry_point_names()))
-        valid = arm_names()
+        if name not in arm_names():
+            with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
+                found = load_entry_point(name)
+            if found is None:
+                raise UsageError(unknown_name_message("arm", name, arm_names(), also=entry_point_names()))
     if len(set(names)) != len(names):
         raise UsageError("--arms names an arm twice")
     return names
@@ -323,6 +304,7 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[Tuple[str, Optional[
 
 
 def _execution(args: argparse.Namespace) -> Execution:
+    from wakelab.core.realtime import requested
     from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold, check_realtime
     from wakelab.harness.runner import DEFAULT_WORKERS, Execution
 
@@ -330,11 +312,12 @@ def _execution(args: argparse.Namespace) -> Execution:
         raise UsageError("--workers and --in-process exclude each other")
     if args.in_process and args.rigorous:
         raise UsageError("--rigorous and --in-process exclude each other: --rigorous measures in more fresh workers")
-    with usage_errors(ConditionError):
+    with usage_errors(ConditionError, ValueError):
         if args.idle_hold:
             check_idle_hold()
-        waiter_policy, waiter_priority = _scheduling(args, "--policy", "--priority")
-        notifier_policy, notifier_priority = _scheduling(args, "--notifier-policy", "--notifier-priority")
+        waiter_policy, waiter_priority = requested(args.policy, args.priority, "--policy", "--priority")
+        notifier_policy, notifier_priority = requested(args.notifier_policy, args.notifier_priority, "--notifier-policy",
+                                                       "--notifier-priority")
         conditions = Conditions(cpu_procs=args.cpu_procs or 0, switch_interval_s=args.switch_interval, idle_hold=args.idle_hold,
                                 mlock=bool(args.mlock), waiter_policy=waiter_policy, waiter_priority=waiter_priority,
                                 notifier_policy=notifier_policy, notifier_priority=notifier_priority)
@@ -344,28 +327,6 @@ def _execution(args: argparse.Namespace) -> Execution:
     workers = args.workers if args.workers is not None else rigorous if args.rigorous else DEFAULT_WORKERS
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
-
-
-def _scheduling(args: argparse.Namespace, policy_flag: str, priority_flag: str) -> Tuple[Optional[str], int]:
-    """The (policy, priority) one side asks for with its two options ((None, 0): none), checked against the policy's range."""
-    from wakelab.core import realtime
-
-    policy, priority = (getattr(args, flag.lstrip("-").replace("-", "_")) for flag in (policy_flag, priority_flag))
-    if policy is None:
-        if priority is not None:
-            raise UsageError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
-        return None, 0
-    reason = realtime.unavailable_reason()
-    if reason is not None:
-        raise UsageError("%s: %s" % (policy_flag, reason))
-    if priority is None:
-        if policy != "other":
-            raise UsageError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
-        priority = 0
-    problem = realtime.range_problem(realtime.Scheduling(policy, priority))
-    if problem is not None:
-        raise UsageError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
-    return policy, priority
 
 
 def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
@@ -383,41 +344,40 @@ def _trace_notice(progress: ProgressCallback) -> ProgressCallback:
     return callback
 
 
-def _record_history(args: argparse.Namespace, runs: Sequence[Tuple[Mapping[str, object], str]]) -> None:
+def _record_history(args: argparse.Namespace, runs: Sequence[Bundle]) -> None:
     """Record each finished run in the history database; a failure is a warning, never lost evidence."""
     from wakelab.history import HistoryError, record_run
 
     if args.no_history:
         return
-    for summary, folder in runs:
+    for run in runs:
         try:
-            record_run(summary, folder, args.history)
+            record_run(run, args.history)
         except HistoryError as exc:
-            sys.stderr.write("wakelab: warning: run not recorded in history (%s); its evidence is in %s\n" % (exc, folder))
+            sys.stderr.write("wakelab: warning: run not recorded in history (%s); its evidence is in %s\n" % (exc, run.folder))
             return
 
 
-def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Tuple[Mapping[str, object], str]]:
-    """``(summary, folder)`` of each bundle as its summary.json says: after a failed write the history records that, not
-    the run's last state in memory, which the disk could not take.  ``fallback`` where none is readable; without one the
-    folder is left out (a grid cell interrupted before its first write: nothing to record)."""
+def _on_disk(folders: Sequence[str], fallback: Optional[Mapping[str, object]] = None) -> List[Bundle]:
+    """Each bundle as its summary.json says (after a failed write, the history records what the disk holds), else with
+    ``fallback``; without one the folder is left out (a grid cell interrupted before its first write)."""
     from wakelab.evidence.load import load_summary
+    from wakelab.evidence.model import Bundle
 
-    runs: List[Tuple[Mapping[str, object], str]] = []
+    runs = []
     for folder in folders:
         try:
-            runs.append((load_summary(folder), folder))
+            runs.append(Bundle(folder, folder, load_summary(folder)))
         except EvidenceError:
             if fallback is not None:
-                runs.append((fallback, folder))
+                runs.append(Bundle(folder, folder, fallback))
     return runs
 
 
-def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Tuple[Mapping[str, object], str]]:
-    """The (summary, folder) of each grid cell that has a bundle (a cell never reached has none)."""
+def _cell_runs(matrix: MatrixDoc, folder: str) -> List[Bundle]:
     from wakelab.evidence.load import CELLS_DIR
 
-    return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])
+    return _on_disk([os.path.join(folder, CELLS_DIR, cell.label) for cell in matrix.cells if cell.status != "pending"])  # reached
 
 
 def _check_history(args: argparse.Namespace) -> None:
@@ -463,7 +423,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import FAILED, RunInterrupted, RunPlan, run_plan_checked
-    from wakelab.harness.soak import run_soak
+    from wakelab.harness.soak import check_soak, run_soak
     from wakelab.harness.workers import InterpreterError
     from wakelab.labs import RunShape, get_lab, lab_for_run
     from wakelab.progress import HEARTBEAT_S, make_progress
@@ -478,7 +438,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = _params(args, preset.params)
     execution = _execution(args)
     if args.duration is not None:
-        _check_soak(args, arm_names)
+        given = (("--n", args.n is not None), ("--in-process", args.in_process), ("--trace", args.trace or args.trace_frames),
+                 ("--repeat", args.repeat is not None), ("--workers", args.workers is not None), ("--rigorous", args.rigorous))
+        with usage_errors(ValueError):
+            check_soak(arm_names, [flag for flag, value in given if value])
         execution = dataclasses.replace(execution, workers=1, repeat=1)
     pythons = _pythons(args, preset)
     placements = _placements(args, preset)
@@ -506,23 +469,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                                         else run_soak(plan, args.duration, progress))
                 brief = _brief_wanted(args)
                 text = dumps(summary) if args.json else format_brief(summary, folder) if brief else format_summary(summary)
-                # A write that failed after the last arm fails no arm, but the run still failed.
                 run = Bundle(source=folder, folder=folder, summary=summary)
                 arm_failed = any(a.status == FAILED for a in run.arms())
-                failed = write_error is not None or arm_failed
                 complete = run.complete
-                runs = [(summary, folder)] if write_error is None else _on_disk([folder], summary)
+                runs = [run] if write_error is None else _on_disk([folder], summary)
             else:
                 brief = False  # a grid's matrix is its summary, on a terminal or not
                 doc = grid.run_grid(base, cells, progress, render_matrix=format_matrix)
                 text = dumps(doc) if args.json else format_matrix(doc)
                 matrix = MatrixDoc.from_dict(doc)
-                failed = arm_failed = any(e.arm.status == FAILED for _, entries in matrix.arms for e in entries)
+                arm_failed = any(e.arm.status == FAILED for _, entries in matrix.arms for e in entries)
                 complete = matrix.complete
                 runs = _cell_runs(matrix, folder)
     except RunInterrupted as exc:
         # What was measured before the signal is history too (marked interrupted, complete: false).
-        _record_history(args, [(exc.summary, exc.folder)] if len(cells) == 1 else _cell_runs(MatrixDoc.from_dict(exc.summary), exc.folder))
+        _record_history(args, [Bundle(exc.folder, exc.folder, exc.summary)] if len(cells) == 1
+                        else _cell_runs(MatrixDoc.from_dict(exc.summary), exc.folder))
         sys.stderr.write("wakelab: interrupted; the evidence so far (complete: false) is in %s\n" % exc.folder)
         return EXIT_INTERRUPTED
     except (InterpreterError, ConditionError) as exc:
@@ -536,4 +498,5 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write("wakelab: %s; the last whole summary.json stands (complete: false)\n" % write_error)
     elif not args.quiet and not brief:  # the short form ends with where the evidence is
         sys.stderr.write("wakelab: evidence in %s (complete: %s)\n" % (folder, str(complete).lower()))
-    return EXIT_ARM_FAILED if failed else EXIT_OK
+    # A write that failed after the last arm fails no arm, but the run still failed.
+    return EXIT_ARM_FAILED if arm_failed or write_error is not None else EXIT_OK

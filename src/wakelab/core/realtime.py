@@ -126,6 +126,26 @@ def range_problem(request: Scheduling) -> Optional[str]:
     return None
 
 
+def requested(policy: Optional[str], priority: Optional[int], policy_flag: str, priority_flag: str) -> Tuple[Optional[str], int]:
+    """The ``(policy, priority)`` one side asks for with its two options (``(None, 0)``: none), checked against what
+    this interpreter has and the policy's range; ValueError, worded for the command line, where it cannot be had."""
+    if policy is None:
+        if priority is not None:
+            raise ValueError("%s needs %s fifo or rr" % (priority_flag, policy_flag))
+        return None, 0
+    reason = unavailable_reason()
+    if reason is not None:
+        raise ValueError("%s: %s" % (policy_flag, reason))
+    if priority is None:
+        if policy != "other":
+            raise ValueError("%s %s needs %s N (1..99; higher runs first)" % (policy_flag, policy, priority_flag))
+        priority = 0
+    problem = range_problem(Scheduling(policy, priority))
+    if problem is not None:
+        raise ValueError("%s %s %s %d: %s" % (policy_flag, policy, priority_flag, priority, problem))
+    return policy, priority
+
+
 def current() -> Tuple[int, int]:
     """The calling thread's ``(policy, priority)``, the policy with any ``SCHED_RESET_ON_FORK`` bit."""
     return os.sched_getscheduler(0), os.sched_getparam(0).sched_priority

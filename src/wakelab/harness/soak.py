@@ -110,6 +110,23 @@ def parse_duration_s(text: str) -> float:
     return total
 
 
+def check_soak(arm_names: Sequence[str], options: Sequence[str]) -> None:
+    """Raise ValueError, worded for the command line, where a soak cannot run ``arm_names`` with the other run
+    ``options`` given (``--n``, ``--trace`` ...): it measures one latency arm in consecutive workers of its own sizing."""
+    from wakelab.core.model import LATENCY
+    from wakelab.core.registry import get_arm
+
+    if "--n" in options:
+        raise ValueError("--duration and --n exclude each other: a soak takes wakes until the time is up")
+    if len(arm_names) != 1:
+        raise ValueError("--duration runs one arm, and this run has %d (choose one with --arms A)" % len(arm_names))
+    if get_arm(arm_names[0]).kind != LATENCY:
+        raise ValueError("--duration needs a latency arm; %s measures a rate" % arm_names[0])
+    if options:
+        raise ValueError("--duration and %s exclude each other: a soak runs untraced, in consecutive fresh workers it "
+                         "sizes itself" % options[0])
+
+
 def next_chunk_wakes(rate_per_s: Optional[float], left_s: float, params: Any, chunk_s: float = CHUNK_S) -> int:
     """Counted wakes for the next chunk: about ``min(chunk_s, left_s)`` seconds at ``rate_per_s``.
 

@@ -7,20 +7,15 @@ gathers every recorded condition that changes what a wake costs, and leaves out 
 known (n, warm-up, timeouts, rounds, the number of workers).  A condition the summary does not record is left out of
 the key, not guessed: "unknown" is not "none".  Two exceptions, both facts of the bundle's age rather than guesses: a
 bundle without ``execution.repeat`` measured each arm once (repetitions came later), and a bundle without
-``PYTHON_GIL`` ran without it set.
+``PYTHON_GIL`` ran without it set.  The interpreter build that measured is part of the key too (schema 4): a GIL and a
+free-threaded build, PYTHON_GIL=1 or not, a debug build or two builds of one version are different wake paths.
 
-The interpreter that measured is part of the key too (schema 4): the interpreter column shows "CPython 3.13.5t", but a
-GIL build and a free-threaded one, PYTHON_GIL=1 or not, a debug build or two builds of one version are different wake
-paths, and a series of one must not continue into the other.
-
-The values come through the evidence model's typed sections (:class:`~wakelab.evidence.model.Bundle`); whether a field
-is there at all is read from the sections as recorded, because the key must tell a field the summary leaves out from
-one it records as null (``switch_interval_s`` null is the interpreter's default), must not take the model's display
-defaults for an interpreter that does not say, and keeps the ``conditions`` this wakelab does not know.  It also reads
-the stored summaries of older databases (their keys are recomputed when the schema changes), so it accepts any JSON
-object. :class:`ConditionsKey` is a key read back, typed.
+Whether a field is there at all is read from the sections as recorded, not from the typed records: the key must tell
+a field the summary leaves out from one it records as null (``switch_interval_s`` null is the interpreter's default),
+must not take the model's display defaults for an interpreter that does not say, and keeps the ``conditions`` this
+wakelab does not know.  It also reads the summaries older databases stored (their keys are recomputed when the schema
+changes), so it accepts any JSON object.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -83,15 +78,10 @@ def _conditions_key(conditions: Conditions) -> Dict[str, object]:
     return key
 
 
-def figure_conditions(summary: Mapping[str, Any]) -> Optional[ConditionsKey]:
-    """The conditions of a run that change its figures (see :class:`ConditionsKey`; None: none recorded).
-
-    A field is there only when the summary records it, with two facts of a bundle's age: ``repeat`` is 1 when the
-    bundle does not say, and ``python_gil`` is there only when ``PYTHON_GIL`` was set. Conditions this wakelab does
-    not know are kept as they are, so that a newer one still tells runs apart.
-    """
-    bundle = Bundle(source="", folder="", summary=summary)
-    present = {name for name in ("parameters", "execution", "interpreter") if isinstance(summary.get(name), dict)}
+def figure_conditions(bundle: Bundle) -> Optional[ConditionsKey]:
+    """The conditions of a run that change its figures (None: none recorded); conditions this wakelab does not know
+    are kept as they are, so that a newer one still tells runs apart."""
+    present = {name for name in ("parameters", "execution", "interpreter") if isinstance(bundle.summary.get(name), dict)}
     # The order matters where an unknown condition shares a name with a known field: the later one wins.
     key = _parameters_key(bundle.parameters, bundle.recorded("parameters")) if "parameters" in present else {}
     if present & {"parameters", "execution"}:
@@ -161,7 +151,7 @@ def canonical(value: object) -> str:
 
 def conditions_key(bundle: Bundle) -> Optional[str]:
     """The ``runs.conditions_key`` column: :func:`figure_conditions` as canonical JSON (None: none recorded)."""
-    key = figure_conditions(bundle.summary)
+    key = figure_conditions(bundle)
     try:
         return canonical(key.to_dict()) if key is not None else None
     except (TypeError, ValueError):

@@ -229,19 +229,12 @@ def trend_series(points: Sequence[ArmPoint]) -> List[Series]:
     never do.  Points without a key (none recorded) are a series of their own each: unknown is not the same as
     anything.
     """
-    series: List[Tuple[Optional[ConditionsKey], List[int]]] = []
-    by_key: Dict[str, List[int]] = {}
-    for point in points:
+    series: Dict[object, Tuple[Optional[ConditionsKey], List[int]]] = {}
+    for index, point in enumerate(points):
         key = point.facts.figure_conditions
-        text = json.dumps(key.to_dict(), sort_keys=True) if key is not None and key.recorded else None
-        runs = by_key.get(text) if text is not None else None
-        if runs is None:
-            series.append((key, []))
-            runs = series[-1][1]
-            if text is not None:
-                by_key[text] = runs
-        runs.append(point.run_id)
-    return [Series(key, tuple(runs)) for key, runs in series]
+        text = json.dumps(key.to_dict(), sort_keys=True) if key is not None and key.recorded else index  # keyless: its own
+        series.setdefault(text, (key, []))[1].append(point.run_id)
+    return [Series(key, tuple(runs)) for key, runs in series.values()]
 
 
 def list_runs(db_path: Optional[str] = None, filters: HistoryFilter = HistoryFilter(), *,

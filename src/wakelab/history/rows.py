@@ -1,8 +1,5 @@
-"""What one run becomes in the history: a row of ``runs`` and a row of ``arm_results`` per arm.
-
-Built from the typed evidence model (:class:`wakelab.evidence.model.Bundle` and its
-:class:`~wakelab.evidence.model.ArmRecord`), as every other reader of a bundle reads it; the conditions key comes from
-:mod:`wakelab.history.conditions`.  Pure: no SQLite here (:mod:`wakelab.history.store` writes the rows).
+"""What one run becomes in the history: a row of ``runs`` and a row of ``arm_results`` per arm, from the typed
+evidence model.  Pure: no SQLite here (:mod:`wakelab.history.store` writes the rows).
 
 A few facts are kept as the summary records them: the parameters and conditions whole, and the interpreter's
 implementation, version and build kind, which the model reads with a display default ("Python ?", not free-threaded)
@@ -42,12 +39,9 @@ def _json(value: Any) -> Optional[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Provenance:
-    """Where a run recorded by ``wakelab history import`` came from.
-
-    ``imported_from`` is the path given (made absolute, symlinks kept, as the user named it), ``imported_utc`` when,
-    ``imported_by`` the hostname of the machine that imported it.  The machine that *measured* the run is the bundle's
-    own ``machine`` block, recorded as it is.
-    """
+    """Where a run recorded by ``wakelab history import`` came from: the path given (made absolute, symlinks kept, as
+    the user named it), when, and the hostname of the machine that imported it (the bundle's own ``machine`` block
+    says which measured it)."""
 
     imported_from: str
     imported_utc: str

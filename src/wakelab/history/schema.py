@@ -24,9 +24,10 @@ opens a database of the previous shape.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
-from typing import Callable, List, Tuple
+from typing import Callable, List
 
 from wakelab.evidence.model import Bundle
 from wakelab.history.rows import StoredFacts
@@ -37,7 +38,7 @@ SCHEMA_VERSION = 4
 APPLICATION_ID = 0x77616B65
 
 
-# The columns of runs that schema 1 made and schema 2 keeps, after its id (schema 2 adds run_uuid).
+# The runs table as schema 1 made it, and as schema 2 rebuilds it: run_uuid added, no longer unique on (folder, started_utc).
 _RUNS_V1_BODY = """\
             recorded_utc    TEXT NOT NULL,     -- when this row was written
             started_utc     TEXT NOT NULL,     -- summary.json started_utc
@@ -60,14 +61,15 @@ _RUNS_V1_BODY = """\
             note            TEXT,
             parameters_json TEXT,
             conditions_json TEXT,              -- summary.json conditions, when present"""
-_RUNS_V1 = """
-        CREATE TABLE runs (
-            id              INTEGER PRIMARY KEY,
+_RUNS = """
+        CREATE TABLE %s (
+            id              INTEGER PRIMARY KEY,%s
 """ + _RUNS_V1_BODY + """
-            summary_json    TEXT NOT NULL,     -- the whole summary.json, canonical JSON
-            UNIQUE (folder, started_utc)
+            summary_json    TEXT NOT NULL%s    -- the whole summary.json, canonical JSON%s
         )
         """
+_RUNS_V1 = _RUNS % ("runs", "", ",", "\n            UNIQUE (folder, started_utc)")
+_RUNS_V2 = _RUNS % ("runs_v2", "\n            run_uuid        TEXT UNIQUE,       -- summary.json run_id (NULL: a bundle older than run ids)", "", "")
 _RUNS_V1_COLUMNS = ", ".join(["id"] + [line.split()[0] for line in _RUNS_V1_BODY.splitlines()] + ["summary_json"])
 
 
@@ -105,16 +107,6 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_start ON runs (started_utc)")
 
 
-_RUNS_V2 = """
-        CREATE TABLE %s (
-            id              INTEGER PRIMARY KEY,
-            run_uuid        TEXT UNIQUE,       -- summary.json run_id (NULL: a bundle older than run ids)
-""" + _RUNS_V1_BODY + """
-            summary_json    TEXT NOT NULL      -- the whole summary.json, canonical JSON
-        )
-"""
-
-
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     """Add ``runs.run_uuid`` and drop the UNIQUE (folder, started_utc) key.
 
@@ -124,7 +116,7 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     """
     if conn.execute("PRAGMA foreign_keys").fetchone()[0]:
         raise sqlite3.OperationalError("foreign keys are on; cannot rebuild runs safely")
-    conn.execute(_RUNS_V2 % "runs_v2")
+    conn.execute(_RUNS_V2)
     conn.execute("INSERT INTO runs_v2 (%s) SELECT %s FROM runs" % (_RUNS_V1_COLUMNS, _RUNS_V1_COLUMNS))
     conn.execute("DROP TABLE runs")
     conn.execute("ALTER TABLE runs_v2 RENAME TO runs")
@@ -144,45 +136,28 @@ _RUNS_V3_COLUMNS = (
 
 
 def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    """Add the conditions key, the CPU count, machine id and import provenance to ``runs``.
-
-    Rows recorded before get their conditions key and CPU count from the summary.json each row keeps; a summary edited
-    by hand into something that is not JSON keeps NULL there (it still lists).
-    """
+    """Add the conditions key, the CPU count, machine id and import provenance to ``runs``, filled in for its rows."""
     for name, kind in _RUNS_V3_COLUMNS:
         conn.execute("ALTER TABLE runs ADD COLUMN %s %s" % (name, kind))
-    for run_id, facts in _stored_facts(conn):
-        conn.execute(
-            "UPDATE runs SET conditions_key = ?, cpu_count = ?, machine_id = ? WHERE id = ?",
-            (facts.conditions_key, facts.cpu_count, facts.machine_id, run_id),
-        )
+    _refill(conn)
     conn.execute("CREATE INDEX runs_by_host ON runs (hostname, started_utc)")
     conn.execute("CREATE INDEX runs_by_conditions ON runs (conditions_key)")
 
 
-def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
-    """Recompute every row's conditions key: schema 4's key adds the repetitions and the interpreter build.
-
-    The key is derived from the summary.json each row keeps, so nothing is lost and the step can be repeated; a stored
-    summary that is not a JSON object (edited by hand) keeps the key it had.
-    """
-    for run_id, facts in _stored_facts(conn):
-        conn.execute("UPDATE runs SET conditions_key = ? WHERE id = ?", (facts.conditions_key, run_id))
-
-
-def _stored_facts(conn: sqlite3.Connection) -> List[Tuple[int, StoredFacts]]:
-    """``(row id, facts)`` of every run whose stored summary.json is a JSON object (a summary
-    edited by hand into something else is left out, and its row keeps what it had)."""
-    rows = []
+def _refill(conn: sqlite3.Connection) -> None:
+    """Derive every row's :class:`StoredFacts` columns afresh from the summary.json it keeps (schema 4: the conditions
+    key gains the repetitions and the interpreter build).  Nothing is lost, and it can be repeated; a stored summary
+    edited by hand into something that is not a JSON object keeps what its row had (it still lists)."""
+    assignments = ", ".join("%s = ?" % field.name for field in dataclasses.fields(StoredFacts))
     for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
         try:
             summary = json.loads(text)
         except (TypeError, ValueError):
             continue
         if isinstance(summary, dict):
-            rows.append((run_id, StoredFacts.of(Bundle(source="", folder="", summary=summary))))
-    return rows
+            facts = StoredFacts.of(Bundle(source="", folder="", summary=summary))
+            conn.execute("UPDATE runs SET %s WHERE id = ?" % assignments, dataclasses.astuple(facts) + (run_id,))
 
 
 # MIGRATIONS[v] turns a database of version v into version v + 1.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _migrate_3_to_4]
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _refill]

@@ -1,24 +1,15 @@
 """The history database on disk: where it is, opening it safely, migrating it, and writing runs into it.
 
-Where the database lives: ``$WAKELAB_HISTORY`` if set, else
-``${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3``.
-
 Safety rules, because a history is only worth something if it survives:
 
 * **Never destroy what is there.**  A file that is not an SQLite database, or fails ``PRAGMA integrity_check``, or is
   an SQLite database of some other program, is refused with one line and left byte for byte as it was: no repair, no
-  truncation, no "start a fresh one".  Nothing is written to a file before it has passed those checks.  The first is
-  ours, not SQLite's: an existing non-empty file must be a regular file that starts with SQLite's header (``SQLite
-  format 3\0``, 100 bytes), because SQLite itself takes a file too short for that header for an empty database and
-  overwrites it.
+  truncation, no "start a fresh one".  Nothing is written to a file before it has passed those checks.
 * **Every write is one transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``), in SQLite's default rollback-journal mode,
-  so a crash or a full disk mid-record leaves the database as it was before.  Migrations run in the same kind of
-  transaction: a failed migration leaves the older version intact.
+  so a crash or a full disk mid-record leaves the database as it was before; a failed migration leaves the older
+  version intact.
 * **Concurrent runs wait for each other** up to a busy timeout, then give up with a clear error instead of hanging.
-* **A newer schema is never downgraded**: it is refused with a message saying to upgrade wakelab or choose another
-  database.
-
-The tables and their migrations are :mod:`wakelab.history.schema`; what a run becomes, :mod:`wakelab.history.rows`.
+* **A newer schema is never downgraded**: it is refused, saying to upgrade wakelab or choose another database.
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ import functools
 import os
 import sqlite3
 import stat
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from wakelab.errors import WakelabError
 from wakelab.evidence.model import Bundle
@@ -50,13 +41,12 @@ class HistoryError(WakelabError):
     """The history database cannot be opened, read or written (the run's bundle is unaffected)."""
 
 
-def default_db_path(environ: Optional[Mapping[str, str]] = None) -> str:
-    """``$WAKELAB_HISTORY``, else ``${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3``.
-
-    A relative ``XDG_DATA_HOME`` is ignored, as the XDG base-directory spec asks.
-    """
+def resolve_db_path(db_path: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> str:
+    """``db_path`` (``~`` expanded); when it is None or empty, ``$WAKELAB_HISTORY``, else
+    ``${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3`` (a relative ``XDG_DATA_HOME`` is ignored, as the XDG
+    base-directory spec asks)."""
     env = os.environ if environ is None else environ
-    explicit = env.get(ENV_VAR)
+    explicit = db_path or env.get(ENV_VAR)
     if explicit:
         return os.path.expanduser(explicit)
     data_home = env.get("XDG_DATA_HOME") or ""
@@ -65,25 +55,12 @@ def default_db_path(environ: Optional[Mapping[str, str]] = None) -> str:
     return os.path.join(data_home, "wakelab", DB_FILENAME)
 
 
-def resolve_db_path(db_path: Optional[str] = None) -> str:
-    """``db_path`` (with ``~`` expanded), or the default when it is None or empty."""
-    return os.path.expanduser(db_path) if db_path else default_db_path()
-
-
 def _sqlite_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
 def _cannot(doing: str, path: str, reason: object) -> HistoryError:
     return HistoryError("cannot %s history database %s: %s (choose another with --history PATH)" % (doing, path, reason))
-
-
-def _connect(path: str, timeout_s: float) -> sqlite3.Connection:
-    try:
-        # isolation_level=None: no implicit transactions; this module issues BEGIN/COMMIT itself.
-        return sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise _cannot("open", path, _sqlite_reason(exc)) from None
 
 
 def _operational(path: str, exc: sqlite3.Error, timeout_s: float, doing: str) -> HistoryError:
@@ -108,11 +85,7 @@ def _corrupt(path: str, reason: str) -> HistoryError:
 
 
 def _check_readable(conn: sqlite3.Connection, path: str, timeout_s: float) -> int:
-    """The database's schema version, after proving it is an intact wakelab history.
-
-    Only reads.  Raises :class:`HistoryError` for a file that is not SQLite, fails the integrity check, belongs to
-    another program or is newer.
-    """
+    """The database's schema version, after proving (reading only) that it is an intact wakelab history, not newer."""
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
@@ -176,6 +149,7 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def _check_sqlite_file(path: str) -> None:
@@ -183,8 +157,8 @@ def _check_sqlite_file(path: str) -> None:
 
     SQLite takes a file too short to hold its header for an empty database and writes a new one over it (a one-byte
     text file named history.db was lost that way), so a non-empty file must start with SQLite's 16-byte magic and hold
-    its whole 100-byte header.  Only a regular file is read (opened non-blocking, so a FIFO cannot hang us, and
-    checked with ``fstat``); an empty file is a new database.  Nothing is written.
+    its whole 100-byte header.  Only a regular file is read (opened non-blocking, so a FIFO cannot hang us); an empty
+    file is a new database.
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -193,7 +167,8 @@ def _check_sqlite_file(path: str) -> None:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _untouched("history database %s is not a regular file (%s)" % (path, _file_kind(info.st_mode)), "use --history PATH")
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise _untouched("history database %s is not a regular file (%s)" % (path, kind), "use --history PATH")
         if info.st_size == 0:
             return
         head = os.read(fd, SQLITE_HEADER_BYTES)
@@ -207,20 +182,13 @@ def _check_sqlite_file(path: str) -> None:
         raise _corrupt(path, "%d bytes, shorter than SQLite's %d-byte header" % (len(head), SQLITE_HEADER_BYTES))
 
 
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
 @contextlib.contextmanager
-def open_history(db_path: Optional[str] = None, *, create: bool = True,
-                 timeout_s: float = BUSY_TIMEOUT_S) -> Iterator[Optional[sqlite3.Connection]]:
-    """An open, checked, current-schema connection to the history database.
+def open_history(path: str, *, create: bool, timeout_s: float) -> Iterator[Optional[sqlite3.Connection]]:
+    """An open, checked, current-schema connection to the history database at ``path``, closed on exit.
 
     With ``create=False`` a missing database yields None instead of creating a file (listing an empty history writes
-    nothing).  An older schema is migrated in place, in one transaction.  The connection is closed on exit.
+    nothing).  An older schema is migrated in place, in one transaction.
     """
-    path = resolve_db_path(db_path)
     if not os.path.exists(path):
         if not create:
             yield None
@@ -233,7 +201,11 @@ def open_history(db_path: Optional[str] = None, *, create: bool = True,
         raise HistoryError("history database %s is a directory (give a file with --history PATH)" % path)
     else:
         _check_sqlite_file(path)
-    conn = _connect(path, timeout_s)
+    try:
+        # isolation_level=None: no implicit transactions; this module issues BEGIN/COMMIT itself.
+        conn = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _cannot("open", path, _sqlite_reason(exc)) from None
     try:
         version = _check_readable(conn, path, timeout_s)
         if version < schema.SCHEMA_VERSION:
@@ -258,7 +230,7 @@ def check_recordable(path: str, hint: str) -> None:
             raise HistoryError("history database %s is a directory (%s)" % (path, hint))
         if not os.access(path, os.R_OK | os.W_OK):
             raise HistoryError("cannot write history database %s: permission denied (%s)" % (path, hint))
-        with open_history(path, create=False):
+        with open_history(path, create=False, timeout_s=BUSY_TIMEOUT_S):
             return
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(parent):
@@ -275,10 +247,9 @@ class RecordResult:
 
     run_id: int
     action: str
-    db_path: str
-    folder: str = ""
-    run_uuid: Optional[str] = None
-    hostname: Optional[str] = None
+    folder: str
+    run_uuid: Optional[str]
+    hostname: Optional[str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,16 +270,9 @@ class RecordCounts:
                    len({r.hostname or "" for r in results}))
 
 
-def record_run(summary: Mapping[str, Any], folder: str, db_path: Optional[str] = None, *,
-               timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
-    """Record one run (its summary.json document and its bundle folder) in the history.
-
-    Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
-    ``started_utc``); adding it again changes nothing, and adding a newer state of the same bundle (for example one
-    recorded while it was still running) updates the row in place.  Raises :class:`HistoryError`; the database is then
-    as it was.
-    """
-    return record_runs([(Bundle(source=folder, folder=folder, summary=summary), None)], db_path, timeout_s=timeout_s)[0]
+def record_run(bundle: Bundle, db_path: Optional[str] = None, *, timeout_s: float = BUSY_TIMEOUT_S) -> RecordResult:
+    """Record one run (``bundle``: its summary and folder) in the history, as :func:`record_runs` records each."""
+    return record_runs([(bundle, None)], db_path, timeout_s=timeout_s)[0]
 
 
 def _rows(bundle: Bundle, provenance: Optional[Provenance]) -> Tuple[RunRow, Tuple[ArmRow, ...]]:
@@ -330,11 +294,11 @@ def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Op
                 timeout_s: float = BUSY_TIMEOUT_S) -> List[RecordResult]:
     """Record several runs, ``(bundle, provenance)`` each, in one transaction: all or none.
 
-    Each run is recorded as :func:`record_run` records one (same key, same idempotence); a run given twice is recorded
-    once, the second time ``unchanged``.  ``provenance`` is None for a run recorded where it was measured.  Every
-    summary is checked before the database is opened: one that cannot be recorded raises :class:`HistoryError` and
-    nothing is written; so does a failure while writing (the transaction rolls back).
-    """
+    Idempotent: a run is identified by its summary's ``run_id`` (a bundle older than run ids: by its folder and
+    ``started_utc``); recording it again changes nothing (``unchanged``), and a newer state of the same bundle (one
+    recorded while it was still running) updates its row in place.  ``provenance`` is None for a run recorded where
+    it was measured.  Every summary is checked before the database is opened: one that cannot be recorded raises
+    :class:`HistoryError` and nothing is written; so does a failure while writing (the transaction rolls back)."""
     prepared = [_rows(bundle, provenance) for bundle, provenance in runs]
     path = resolve_db_path(db_path)
     if not prepared:
@@ -344,7 +308,7 @@ def record_runs(runs: Sequence[Tuple[Bundle, Optional[Provenance]]], db_path: Op
         doing = "recording the run" if len(prepared) == 1 else "recording %d runs" % len(prepared)
         try:
             with _write_transaction(conn):
-                return [_store(conn, row, arms, path) for row, arms in prepared]
+                return [_store(conn, row, arms) for row, arms in prepared]
         except sqlite3.Error as exc:
             raise _operational(path, exc, timeout_s, doing) from None
 
@@ -357,13 +321,13 @@ def _insert(table: str, columns: Sequence[str]) -> str:
     return "INSERT INTO %s (%s) VALUES (%s)" % (table, ", ".join(columns), ", ".join("?" * len(columns)))
 
 
-def _store(conn: sqlite3.Connection, row: RunRow, arms: Sequence[ArmRow], path: str) -> RecordResult:
+def _store(conn: sqlite3.Connection, row: RunRow, arms: Sequence[ArmRow]) -> RecordResult:
     if row.run_uuid is not None:
         found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid = ?", (row.run_uuid,)).fetchone()
     else:
         found = conn.execute("SELECT id, summary_json FROM runs WHERE run_uuid IS NULL AND folder = ? AND started_utc = ?",
                              (row.folder, row.started_utc)).fetchone()
-    done = functools.partial(RecordResult, db_path=path, folder=row.folder, run_uuid=row.run_uuid, hostname=row.hostname or None)
+    done = functools.partial(RecordResult, folder=row.folder, run_uuid=row.run_uuid, hostname=row.hostname or None)
     if found is not None and found[1] == row.summary_json:
         return done(run_id=int(found[0]), action="unchanged")
     values = list(dataclasses.astuple(row))
