@@ -26,7 +26,7 @@ def test_committed_bundle_loads_into_typed_records() -> None:
     event = arms["event"]
     assert event.latency is not None and event.rate is None and event.measured
     assert event.latency.p50_ns == doc["arms"][0]["latency"]["p50_ns"]
-    assert event.latency.percentile_ns("p99") == doc["arms"][0]["latency"]["p99_ns"]
+    assert event.latency.p99_ns == doc["arms"][0]["latency"]["p99_ns"]
     install = arms["signal-install"]
     assert install.rate is not None and install.rate.ops_per_s == [a for a in doc["arms"] if a["name"] == "signal-install"][0]["rate"]["ops_per_s"]
     samples = bundle.latency_samples(event)
