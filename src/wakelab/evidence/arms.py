@@ -48,15 +48,10 @@ class WorkerRecord(Record):
     def to_dict(self) -> Dict[str, object]:
         """A latency worker's n, lost, p50 and max, or a rate worker's rounds and ops/s (its ``n`` None); a soak chunk's
         warm-up and a repetition only where recorded."""
+        figures = ("n", "lost", "p50_ns", "max_ns") if self.n is not None else ("rounds", "ops_per_s")
         out: Dict[str, object] = {"pid": self.pid, "applied": dict(self.applied)}
-        if self.n is not None:
-            out.update(n=self.n, lost=self.lost, p50_ns=self.p50_ns, max_ns=self.max_ns)
-        else:
-            out.update(rounds=self.rounds, ops_per_s=self.ops_per_s)
-        if self.warmup_discarded is not None:
-            out["warmup_discarded"] = self.warmup_discarded
-        if self.repetition is not None:
-            out["repetition"] = self.repetition
+        out.update((key, getattr(self, key)) for key in figures)
+        out.update((key, getattr(self, key)) for key in ("warmup_discarded", "repetition") if getattr(self, key) is not None)
         return out
 
 

@@ -38,11 +38,7 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def format_integer(value: Any) -> str:
-    """A figure as a whole number (rounded half to even), ``""`` when it does not exist.
-
-    >>> format_integer(909090.9090909091), format_integer(7), format_integer(None)
-    ('909091', '7', '')
-    """
+    """A figure as a whole number (rounded half to even), ``""`` when it does not exist."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     number = finite_number(value)
@@ -50,11 +46,7 @@ def format_integer(value: Any) -> str:
 
 
 def format_decimal(value: Any, decimals: int = 1) -> str:
-    """A figure with exactly ``decimals`` decimals, ``""`` when it does not exist.
-
-    >>> format_decimal(42741.39999999999), format_decimal(109500), format_decimal(57.879184513951124)
-    ('42741.4', '109500.0', '57.9')
-    """
+    """A figure with exactly ``decimals`` decimals, ``""`` when it does not exist."""
     number = finite_number(value)
     text = "" if number is None else "%.*f" % (decimals, number)
     return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0"

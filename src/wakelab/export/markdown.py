@@ -33,11 +33,7 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 
 
 def escape(text: Optional[object]) -> str:
-    """``text`` as literal table-cell content: no markup, no cell break, one line.
-
-    >>> escape("a|b <b>x</b> *y*")
-    'a\\\\|b &lt;b&gt;x&lt;/b&gt; \\\\*y\\\\*'
-    """
+    """``text`` as literal table-cell content: no markup, no cell break, one line."""
     if text is None:
         return DASH
     value = "".join(_HTML.get(ch, ch) for ch in _CONTROL.sub(" ", str(text)).strip())

@@ -33,8 +33,6 @@ from wakelab.evidence.model import ArmRecord
 from wakelab.formatting import finite_number
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes, worker_spans
 
-UNIT = "second"
-EMPTY_LOOP = "empty-loop"
 # A suite file's suffix: pyperf reads .json (and .json.gz, which wakelab does not write).
 SUFFIX = ".json"
 # Component names become part of a benchmark name (pyperf prints it, -b selects by it): a safe alphabet.
@@ -63,13 +61,9 @@ def _whole(value: object) -> Optional[int]:
 def pyperf_date(started_utc: object) -> Optional[str]:
     """summary.json's ``2026-10-01T06:00:00Z`` as pyperf writes dates (``2026-10-01 06:00:00``, UTC): pyperf parses them
     with ``datetime.fromisoformat``, which before Python 3.11 does not accept the ``Z`` suffix."""
-    if not isinstance(started_utc, str):
-        return None
-    text = started_utc.strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
+    text = started_utc.strip() if isinstance(started_utc, str) else ""
     try:
-        when = datetime.datetime.fromisoformat(text)
+        when = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         return None
     if when.tzinfo is not None:
@@ -140,7 +134,7 @@ def _series(evidence: Evidence, arm: ArmRecord) -> List[Tuple[str, Sequence[int]
     per_round = samples.n_per_round
     if per_round is None or per_round < 1:
         raise EvidenceError("arm %s: n_per_round in its samples file must be a whole number >= 1" % name)
-    return [(name, samples.round_ns, per_round), ("%s.%s" % (name, EMPTY_LOOP), samples.baseline_round_ns, per_round)]
+    return [(name, samples.round_ns, per_round), (name + ".empty-loop", samples.baseline_round_ns, per_round)]
 
 
 def split_by_worker(arm: ArmRecord, values: Sequence[int]) -> List[Tuple[int, Sequence[int]]]:
@@ -173,7 +167,7 @@ def build_benchmark(name: str, runs: Sequence[Tuple[Mapping[str, object], Sequen
     pyperf_runs = []
     try:
         for metadata, values_ns in runs:
-            run_meta = dict(metadata, name=name, unit=UNIT)
+            run_meta = dict(metadata, name=name, unit="second")
             if per_value > 1:
                 run_meta["inner_loops"] = per_value
             values = [value / per_value / 1e9 for value in values_ns]
