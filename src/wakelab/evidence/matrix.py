@@ -121,12 +121,8 @@ class MatrixEntry:
         """The latency figures the labs' A/Bs read: p50, p99 and max in ns by ``p50``/``p99``/``max`` (None: missing,
         or not above 0), as the row stores them (a whole max is not rounded)."""
         latency = _numbers(self.row.get("latency")) or {}
-
-        def figure(key: str) -> Optional[float]:
-            value = latency.get(key + "_ns")
-            return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-        return {key: figure(key) for key in AB_FIGURES}
+        values = {key: latency.get(key + "_ns") for key in AB_FIGURES}
+        return {key: float(v) if isinstance(v, (int, float)) and v > 0 else None for key, v in values.items()}
 
 
 def _texts(value: object) -> Tuple[str, ...]:

@@ -26,7 +26,7 @@ from wakelab.evidence.figures import (
     TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, GridIndex, Of, R, Record, T, dumps, json_field, listed, read_as
+from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, GridIndex, Of, R, Record, T, json_field, listed, read_as
 from wakelab.evidence.sections import (
     Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
 )
@@ -255,10 +255,6 @@ class Bundle:
                 raise EvidenceError(refuse % ("chunk %d's median is %s ns, its worker record says p50 %s ns"
                                               % (index + 1, ("%d" if median.is_integer() else "%.1f") % median, claimed)))
         return total
-
-    def dumps(self) -> str:
-        """The summary as the runner writes it."""
-        return dumps(self.summary)
 
 
 @dataclasses.dataclass(frozen=True)

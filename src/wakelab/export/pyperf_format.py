@@ -91,11 +91,7 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
         "wakelab_run": evidence.name,
         "wakelab_lab": evidence.lab.id,
         "wakelab_arm_kind": arm.kind,
-        "wakelab_family": arm.family,
-        "wakelab_waiter": arm.waiter,
-        "wakelab_scope": arm.scope,
-        "wakelab_mechanism": arm.mechanism,
-        "wakelab_native": arm.native,
+        **{"wakelab_" + key: getattr(arm, key) for key in ("family", "waiter", "scope", "mechanism", "native")},
     }
     conditions = evidence.conditions
     if conditions.present and isinstance(conditions.recorded, dict):

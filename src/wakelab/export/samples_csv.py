@@ -1,23 +1,14 @@
-"""``--format samples-csv``: every counted wake, one row each, in long ("tidy") form.
+"""``--format samples-csv``: every counted wake, one row each, in the long ("tidy") form pandas and R expect for raw
+data, so that ``pd.read_csv(path)`` gives a frame ready for ``groupby("arm")``.
 
-The layout pandas and R expect for raw data: one observation per row, one variable per column, so ``pd.read_csv(path)``
-gives a frame ready for ``groupby("arm")``:
-
-``arm``
-    the arm's name.
-``worker``
-    which worker process measured the wake, from 0, in the order summary.json lists the arm's workers (the samples file
-    pools their wakes in that order).  Empty when the run does not say (an in-process run, or per-worker counts that do
-    not add up to the samples).
-``repetition``
-    the repetition the wake belongs to, from 0: a worker's ``repetition`` in summary.json, else 0.
-``wake``
-    the wake's index, from 0, among its worker's counted wakes (the arm's, when ``worker`` is empty), in measured order.
-``latency_ns``
-    ``t1 - t0`` of the wake, in integer nanoseconds, exactly as measured.
+Columns: ``arm``; ``worker``, which worker process measured the wake, from 0, in the order summary.json lists the arm's
+workers (empty when the run does not say: an in-process run, or per-worker counts that do not add up to the samples);
+``repetition``, from 0 (a worker's ``repetition`` in summary.json, else 0); ``wake``, the wake's index from 0 among its
+worker's counted wakes (the arm's, when ``worker`` is empty), in measured order; ``latency_ns``, ``t1 - t0`` in integer
+nanoseconds, exactly as measured.
 
 Lost wakes have no latency and are not rows (summary.json counts them); rate arms time rounds, not wakes, and are left
-out with a note; a wake's components stay in ``samples/<arm>.json``.  A grid's file starts each row with the cell's
+out with a note; a wake's components stay in ``samples/<arm>.json``.  A grid's file leads each row with the cell's
 labels, as ``--format csv`` does.
 """
 
@@ -25,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterator, List, Optional, Tuple
 
-from wakelab.evidence.model import LATENCY, ArmRecord
+from wakelab.evidence.model import ArmRecord
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes, worker_spans
 from wakelab.export.csv_format import format_text, grid_label_cells, grid_label_columns, write_rows
 
@@ -62,7 +53,7 @@ def _arms(evidence: Evidence, where: str) -> Tuple[List[ArmRecord], List[str]]:
     notes: List[str] = []
     rates = []
     for arm in evidence.arms():
-        if arm.kind != LATENCY:
+        if not arm.is_latency:
             rates.append(arm.name)
         elif not arm.measured or not arm.samples_file:
             notes.append("%sarm %s has no samples: %s%s" % (where, arm.name, arm.status, " (%s)" % " ".join(arm.reason.split()) if arm.reason else ""))
