@@ -195,14 +195,10 @@ class Tracing(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Reading(Record):
-    """One reading of the machine (``observed.start`` / ``observed.end``), each CPU's settings by CPU number; a value as
-    stored (None: not readable)."""
+    """One reading of the machine (``observed.start`` / ``observed.end``): its load.  Each CPU's settings are read as
+    stored (:meth:`~wakelab.evidence.model.Bundle.recorded`): typed, an unreadable frequency would read as 0 MHz."""
 
     load_average: Any = None
-    cpu_mhz: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    cpufreq_governors: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    cpuidle_governor: Any = None
-    idle_disabled: Mapping[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def load_1min(self) -> Optional[float]:
