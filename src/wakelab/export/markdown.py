@@ -158,13 +158,10 @@ def cells_table(grid: Grid) -> List[str]:
     header = ["Cell", "Interpreter", "Build"] + [DIMENSION_HEADERS.get(d) or escape(d) for d in dims] + ["Complete"]
     lines = []
     for cell in grid.cells:
-        shown = [escape(cell.dimensions.get(d)) for d in dims]
-        if cell.bundle is None:
-            lines.append([escape(cell.label), DASH, DASH] + shown + [CELL_NOT_RUN])
-            continue
-        interpreter = cell.bundle.interpreter
-        lines.append([escape(cell.label), escape(interpreter.label), escape(interpreter.build)] + shown
-                     + [cell.bundle.run_state.answer])
+        run = cell.bundle
+        about = [escape(run.interpreter.label), escape(run.interpreter.build)] if run is not None else [DASH, DASH]
+        lines.append([escape(cell.label)] + about + [escape(cell.dimensions.get(d)) for d in dims]
+                     + [run.run_state.answer if run is not None else CELL_NOT_RUN])
     return format_table(header, lines, left=len(header))
 
 

@@ -160,15 +160,10 @@ def _worker_metadata(arm: ArmRecord, index: int) -> Dict[str, object]:
 def build_benchmark(name: str, runs: Sequence[Tuple[Mapping[str, object], Sequence[int]]], per_value: int) -> Any:
     """A pyperf.Benchmark of one series: one pyperf run per ``(metadata, values_ns)``, of ``value_ns / per_value`` s."""
     pyperf = _pyperf()
-    pyperf_runs = []
+    loops: Dict[str, object] = {"inner_loops": per_value} if per_value > 1 else {}
     try:
-        for metadata, values_ns in runs:
-            run_meta = dict(metadata, name=name, unit="second")
-            if per_value > 1:
-                run_meta["inner_loops"] = per_value
-            values = [value / per_value / 1e9 for value in values_ns]
-            pyperf_runs.append(pyperf.Run(values, metadata=run_meta, collect_metadata=False))
-        return pyperf.Benchmark(pyperf_runs)
+        return pyperf.Benchmark([pyperf.Run([value / per_value / 1e9 for value in values_ns], collect_metadata=False,
+                                            metadata=dict(metadata, name=name, unit="second", **loops)) for metadata, values_ns in runs])
     except ValueError as exc:  # pyperf's own validation of values and metadata
         raise EvidenceError("%s cannot be written as a pyperf benchmark: %s" % (name, exc)) from None
 
