@@ -24,7 +24,7 @@ from wakelab.errors import EvidenceError, UsageError
 from wakelab.evidence import bundle
 from wakelab.evidence.model import Bundle, Grid
 from wakelab.export import EXPORTERS
-from wakelab.export.csv_format import INTEGER_COLUMNS, RATE_INTEGER_COLUMNS, format_decimal, format_integer
+from wakelab.export.csv_format import INTEGER_COLUMNS, format_decimal, format_integer
 from wakelab.export.markdown import escape
 from wakelab.export.pyperf_format import pyperf_date, split_by_worker
 from wakelab.export.samples_csv import worker_slices
@@ -119,7 +119,7 @@ def test_every_csv_figure_column_has_one_format(tmp_path, lab135_summary, capsys
             cell = row[column]
             if cell == "":
                 continue
-            pattern = r"-?\d+" if column in INTEGER_COLUMNS | RATE_INTEGER_COLUMNS else r"-?\d+\.\d"
+            pattern = r"-?\d+" if column in INTEGER_COLUMNS else r"-?\d+\.\d"
             assert re.fullmatch(pattern, cell), (column, cell)
 
 

@@ -1,9 +1,5 @@
 """The figures of one arm as the evidence records them: latency and rate figures, where a traced arm's time goes,
-and the spreads of its medians and CPUs.
-
-Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name): each record is parsed once from
-its part of an arm's entry (:meth:`from_dict`) and read as attributes.  Stdlib only.
-"""
+and the spreads of its medians and CPUs."""
 
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ from wakelab.evidence.bundle import Of, Record, T, json_field, json_meta
 
 LATENCY = "latency"
 RATE = "rate"
-PERCENTILE_KEYS = ("p50", "p90", "p99", "p99_9")
 
 
 def _count(value: object) -> int:
@@ -38,13 +33,6 @@ class LatencyFigures(Record):
     p99_9_ns: Optional[float]
     omitted: Mapping[str, str] = dataclasses.field(metadata=json_meta(read=lambda value: dict(value or {})))
 
-    def percentile_ns(self, key: str) -> Optional[float]:
-        """``p50``, ``p90``, ``p99`` or ``p99_9``."""
-        if key not in PERCENTILE_KEYS:
-            raise KeyError(key)
-        value: Optional[float] = getattr(self, key + "_ns")
-        return value
-
 
 @dataclasses.dataclass(frozen=True)
 class RateFigures(Record):
@@ -57,18 +45,14 @@ class RateFigures(Record):
     max_ops_per_s: float
     baseline_ops_per_s: float
     net_ns_per_op: Optional[float]
-    #: The median round's time per operation (ns).
-    ns_per_op: Optional[float] = None
+    ns_per_op: Optional[float] = None  # the median round's
 
 
 @dataclasses.dataclass(frozen=True)
 class ComponentBand(Record):
-    """Where the wakes ranked in one band go (``at_p50``: 45th to 55th percentile, ``at_p99``: the tail).
-
-    ``latency_ns`` is their mean latency, ``parts_ns`` each component's mean (they sum to it, up to rounding; a part
-    stored as null is left out); ``reblocks_ns`` splits ``gil_wait`` by re-block cause (None: a band from before
-    re-blocks were named).
-    """
+    """Where the wakes ranked in one band go (``at_p50``: 45th to 55th percentile, ``at_p99``: the tail): their mean
+    latency, each component's mean (they sum to it, up to rounding; a part stored as null is left out), and ``gil_wait``
+    by re-block cause (None: a band from before re-blocks were named)."""
 
     wakes: int = dataclasses.field(metadata=json_meta(read=_count))
     latency_ns: Optional[float]
@@ -79,7 +63,7 @@ class ComponentBand(Record):
 
 @dataclasses.dataclass(frozen=True)
 class ReblockCause(Record):
-    """One re-block cause (``ON/WHO``) over a traced arm's wakes: in how many, its time in all, its p50 where present (ns)."""
+    """One re-block cause (``ON/WHO``) over a traced arm's wakes."""
 
     wakes: int = dataclasses.field(metadata=json_meta(read=_count))
     total_ns: int = dataclasses.field(metadata=json_meta(read=_count))
@@ -88,8 +72,7 @@ class ReblockCause(Record):
 
 @dataclasses.dataclass(frozen=True)
 class TraceHolder(Record):
-    """Who held what a traced arm's waiter re-blocked on: what (``on``), who (``role``), their thread ids, in how
-    many wakes, and the re-blocks' time in all (ns; None when the bundle did not record it)."""
+    """Who held what a traced arm's waiter re-blocked on, in how many wakes, and the re-blocks' time in all."""
 
     on: str = dataclasses.field(metadata=json_meta(read=str))
     role: str
@@ -104,12 +87,9 @@ ComponentPercentiles = Mapping[str, Optional[float]]
 
 @dataclasses.dataclass(frozen=True)
 class TraceComponents(Record):
-    """``trace.components``: where a traced arm's wakes go (computed by ``wakelab.analysis.components``).
-
-    ``percentiles``: each component's (and ``scheduler``'s) own figures -- these do not sum; ``at_p50`` / ``at_p99``:
-    the bands (:class:`ComponentBand`) -- these do; ``causes``: each re-block cause's figures; ``holders``: who held
-    what the waiter re-blocked on, most time first.
-    """
+    """``trace.components``: where a traced arm's wakes go (computed by ``wakelab.analysis.components``): each
+    component's (and ``scheduler``'s) own ``percentiles``, which do not sum, and the bands, which do; who held what the
+    waiter re-blocked on, most time first."""
 
     wakes: int = 0
     fully_attributed: int = 0
@@ -135,14 +115,8 @@ _NO_PARTS: Mapping[str, float] = {}
 
 @dataclasses.dataclass(frozen=True)
 class TraceFigures(Record):
-    """Where an arm's time goes (a run with ``--trace``; see ``wakelab.analysis.components``).
-
-    ``traced`` False: ``reason`` says why the arm was not split.  Otherwise ``components`` (:class:`TraceComponents`)
-    holds the split as the analysis computed it: ``at_p50`` / ``at_p99`` map each component (notify, sched_wake,
-    sched_queue, gil_wait, interpreter, unattributed) to its mean in ns over the wakes ranked around the median / at the
-    tail (they sum to ``at_p50_ns`` / ``at_p99_ns``); ``percentiles`` are each component's own p50/p90/p99; the overhead
-    is the traced pass's p50 against the untraced one.
-    """
+    """Where an arm's time goes (a run with ``--trace``): ``reason`` says why an arm was not split; ``components`` holds
+    the split, the overhead is the traced pass's p50 against the untraced ones (before it and after)."""
 
     traced: bool = json_field(read=lambda value: value is True)
     reason: Optional[str] = json_field(read=lambda value: value if isinstance(value, str) else None)
@@ -150,25 +124,19 @@ class TraceFigures(Record):
     traced_p50_ns: Optional[float] = json_field("overhead.traced_p50_ns", default=None)
     overhead_ratio: Optional[float] = json_field("overhead.ratio", default=None)
     components: TraceComponents = dataclasses.field(default_factory=TraceComponents)
-    #: The untraced p50 measured again after the traced pass (ns).
     untraced_after_p50_ns: Optional[float] = json_field("overhead.untraced_after_p50_ns", default=None)
-    #: Events perf dropped.
-    lost_events: int = 0
+    lost_events: int = 0  # perf's
     #: The sampled Python frames (``--trace-frames``), as stored (see :mod:`wakelab.analysis.frames`).
     frames: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
-    # The counts and the bands, read from ``components``: a band's mean latency, its parts, and its re-blocks by cause
-    # (mean ns; they sum to its ``gil_wait``; None for a band from before re-blocks were named, or no band).
+    # The counts and the bands, read from ``components``: a band's mean latency, its parts, and its re-blocks by cause.
     wakes = _OfComponents(lambda c: c.wakes)
     fully_attributed = _OfComponents(lambda c: c.fully_attributed)
-    #: Wakes re-blocked.
-    with_gil_cycles = _OfComponents(lambda c: c.with_gil_cycles)
+    with_gil_cycles = _OfComponents(lambda c: c.with_gil_cycles)  # wakes re-blocked
     #: Switch-ins placed at the waiter's return from its call.
     inferred_switch_ins = _OfComponents(lambda c: c.inferred_switch_ins)
     cross_cpu_fraction = _OfComponents(lambda c: c.cross_cpu_fraction)
     from_idle_fraction = _OfComponents(lambda c: c.from_idle_fraction)
-    percentiles = _OfComponents(lambda c: c.percentiles)
-    #: Who held what the waiter re-blocked on, most time first.
     holders = _OfComponents(lambda c: c.holders)
     at_p50_ns = _OfComponents(lambda c: c.at_p50.latency_ns if c.at_p50 else None)
     at_p99_ns = _OfComponents(lambda c: c.at_p99.latency_ns if c.at_p99 else None)
@@ -179,20 +147,16 @@ class TraceFigures(Record):
 
     @property
     def has_bands(self) -> bool:
-        """True when the split recorded where the median wake goes (``at_p50``)."""
         return self.at_p50_ns is not None or bool(self.at_p50)
 
 
 @dataclasses.dataclass(frozen=True)
 class RepetitionSpread(Record):
-    """``repetitions``: how many repetitions an arm had, and each one's own figure (p50 or ops/s) with their range.
-
-    ``range_pct`` is (largest - smallest) / their median, in percent.
-    """
+    """``repetitions``: how many an arm had, and each one's own figure (p50 or ops/s) with their range (``range_pct``:
+    (largest - smallest) / their median, in percent; a run of one repetition has none)."""
 
     EMPTY_IS_ABSENT = True
     count: Any = None
-    #: The repetitions' spread was recorded (a run of one repetition has none).
     has_spread: bool = json_field("spread", lambda value: isinstance(value, Mapping) and bool(value), default=False)
     values: Tuple[Any, ...] = json_field("spread.values", default=())
     range_pct: Any = json_field("spread.range_pct", default=None)
@@ -200,10 +164,8 @@ class RepetitionSpread(Record):
 
 @dataclasses.dataclass(frozen=True)
 class MedianSpread(Record):
-    """``spread``: how far apart an arm's own medians are (each worker's, or each repetition's): largest over smallest.
-
-    ``of`` names the figure (``p50_ns``, ``ops_per_s``), ``between`` what they are of (``workers``, ``repetitions``).
-    """
+    """``spread``: how far apart an arm's own medians (``of``: p50_ns, ops_per_s) are (``between``: its workers or
+    repetitions): largest over smallest."""
 
     EMPTY_IS_ABSENT = True
     max_over_min: Optional[float] = None
@@ -213,7 +175,7 @@ class MedianSpread(Record):
 
 @dataclasses.dataclass(frozen=True)
 class CpuSide(Record):
-    """The wakes of one side of a CPU split: how many, their p50 and p99 (ns); ``recorded`` False when the split lacks the side."""
+    """The wakes of one side of a CPU split (``recorded`` False: the split lacks the side)."""
 
     n: Any = 0
     p50_ns: Any = None
@@ -223,16 +185,11 @@ class CpuSide(Record):
 
 @dataclasses.dataclass(frozen=True)
 class CpuSplit(Record):
-    """``cpu_split``: an arm's wakes by where they ran -- notifier and waiter on the same CPU, or on two."""
+    """``cpu_split``: an arm's wakes by where they ran -- notifier and waiter on the same CPU, or on two (``unknown``: their
+    CPUs were not both read)."""
 
     EMPTY_IS_ABSENT = True
     same_cpu: CpuSide
     cross_cpu: CpuSide
     cross_share: Any = None
-    #: Wakes whose CPUs were not both read.
     unknown: Any = None
-
-
-__all__ = ["ComponentBand", "ComponentPercentiles", "CpuSide", "CpuSplit", "LATENCY", "LatencyFigures", "MedianSpread",
-           "PERCENTILE_KEYS", "RATE", "RateFigures", "ReblockCause", "RepetitionSpread", "TraceComponents", "TraceFigures",
-           "TraceHolder"]

@@ -1,7 +1,4 @@
-"""The interpreter that measured a run (summary.json's ``interpreter``), and how every reader names it.
-
-Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports it).  Stdlib only.
-"""
+"""The interpreter that measured a run (summary.json's ``interpreter``), and how every reader names it."""
 
 from __future__ import annotations
 
@@ -23,32 +20,24 @@ class Interpreter(Record):
     free_threaded_build: bool = False
     gil_enabled: Optional[bool] = None
     python_gil_env: Optional[str] = None
-    #: The implementation's own version (PyPy's 7.3.11); the Python version on CPython; None in evidence from before
-    #: wakelab recorded it.
+    #: PyPy's 7.3.11; the Python version on CPython; None in evidence from before wakelab recorded it.
     implementation_version: Optional[str] = json_field(read=lambda value: None if value is None else str(value), default=None)
-    #: The build and compiler strings (``sys.version``'s), and the switch interval it ran with (s), as recorded.
     build: Any = None
     compiler: Any = None
     switch_interval_s: Any = None
-    #: A debug (``--with-pydebug``) build, as recorded (None: not recorded).
-    debug_build: Any = None
-    #: The record as stored, whole: what :meth:`as_recorded` reads.
+    debug_build: Any = None  # --with-pydebug
     recorded: Mapping[str, object] = json_field("", default_factory=dict, repr=False, compare=False)
 
     def as_recorded(self, field: str) -> Any:
-        """Field ``field`` as the evidence stored it, None where it does not say.
-
-        For the readers that keep what was recorded (the history, compare's check that two runs had the same
-        interpreter) where the model reads with a display default (``implementation`` "Python", ``version`` "?",
-        ``free_threaded_build`` False).  ``field`` must be one of the record's fields (KeyError otherwise).
-        """
+        """Field ``field`` (KeyError: not one) as the evidence stored it, None where it does not say: for the readers that
+        keep what was recorded (the history) where the model reads with a display default (``version`` "?" ...)."""
         if field not in _FIELDS:
             raise KeyError(field)
         return self.recorded.get(field)
 
     @property
     def release(self) -> str:
-        """The Python release it is of, ``3.13`` (a free-threaded ``3.13t`` too); ``""`` when it does not say its version."""
+        """``3.13`` (a free-threaded ``3.13t`` too); ``""`` when it does not say its version."""
         version = self.as_recorded("version")
         return ".".join(str(version).split(".")[:2]).rstrip("t") if version else ""
 
@@ -66,11 +55,8 @@ class Interpreter(Record):
 
     @property
     def label(self) -> str:
-        """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter.
-
-        ``CPython 3.13.5``; ``CPython 3.13.5 free-threaded (GIL off)`` and ``CPython 3.13.5 free-threaded (GIL on)``
-        (PYTHON_GIL=1); ``(GIL off)`` on any other build that ran without it; ``PyPy 3.9.16 (7.3.11)``.
-        """
+        """How every reader names the interpreter: :attr:`name`, then the build and the GIL where they matter:
+        ``CPython 3.13.5 free-threaded (GIL on)``; ``(GIL off)`` on any other build that ran without it."""
         text = self.name
         if self.free_threaded_build:
             text += " " + FREE_THREADED
@@ -82,10 +68,7 @@ class Interpreter(Record):
 
     @property
     def gil_word(self) -> str:
-        """``GIL on``, ``GIL off`` or ``GIL state not reported``."""
         return gil_word(self.gil_enabled)
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(Interpreter)) - {"recorded"}
-
-__all__ = ["Interpreter"]

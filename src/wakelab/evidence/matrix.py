@@ -1,13 +1,8 @@
-"""A grid's matrix document (matrix.json, or the one a grid run holds in memory) as typed records.
+"""A grid's matrix document (matrix.json, or the one a grid run holds in memory) as typed records: the lab, the cells
+and, per arm, each cell's row as an :class:`~wakelab.evidence.model.ArmRecord`.  Anything in a row's figures that is
+not a number is left out (matrix.json's schema lets a figure be a string).
 
-Read once by :meth:`MatrixDoc.from_dict` (:func:`~wakelab.evidence.load.read_record`): the lab, the cells and, per arm,
-each cell's row as an :class:`~wakelab.evidence.model.ArmRecord` (its figures, status and C floor, named after the arm).
-Anything in a row's figures that is not a number is left out (matrix.json's schema lets a figure be a string). The
-comparisons of the cells are :mod:`wakelab.analysis.matrix`'s; the labs' own verdicts over them (the GIL and realtime
-A/Bs) :mod:`wakelab.analysis.lab_ab`'s.
-
-The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same records: a cell from its run's summary
-(:meth:`MatrixCell.of`), a row from the arm's entry there (:meth:`MatrixEntry.of`), each stored by ``to_dict``.
+The grid runner (:mod:`wakelab.harness.grid`) writes matrix.json with the same records (``of``, then ``to_dict``).
 """
 
 from __future__ import annotations
@@ -45,10 +40,7 @@ def _numbers(figures: object) -> Optional[Dict[str, object]]:
 
 @dataclasses.dataclass(frozen=True)
 class MatrixCell(Record):
-    """One cell as the matrix lists it: label, its value of each dimension, interpreter, status and whether it completed.
-
-    ``interpreter`` is None for a cell whose run has not recorded one (not started).
-    """
+    """One cell as the matrix lists it (``interpreter`` None: its run has not recorded one)."""
 
     label: str = dataclasses.field(metadata=json_meta(read=str))
     dimensions: Mapping[str, object]
@@ -58,11 +50,10 @@ class MatrixCell(Record):
 
     @classmethod
     def of(cls, label: str, dimensions: Mapping[str, object], status: str, complete: bool, interpreter: object) -> "MatrixCell":
-        """The cell from its parts, ``interpreter`` as its run's summary records it (None, or empty: none)."""
+        """The cell from its parts, ``interpreter`` as its run's summary records it."""
         return cls.from_dict(dict(label=label, dimensions=dict(dimensions), status=status, complete=complete, interpreter=interpreter))
 
     def to_dict(self) -> Dict[str, object]:
-        """The cell as matrix.json stores it (its bundle's folder relative to the grid's, the interpreter as recorded)."""
         return {"label": self.label, "folder": os.path.join(CELLS_DIR, self.label), "dimensions": dict(self.dimensions),
                 "status": self.status, "complete": self.complete,
                 "interpreter": self.interpreter.recorded if self.interpreter is not None else None}
@@ -73,26 +64,22 @@ class MatrixCell(Record):
 
     @property
     def placement(self) -> str:
-        """The cell's placement as text (``None`` where it does not say)."""
         return self.dimension("placement")
 
     @property
     def cpu_threads(self) -> int:
-        """The busy Python threads the cell ran beside its arms (0 where it does not say)."""
         return read_as(int, self.dimensions.get("cpu_threads"))
 
     @property
     def role(self) -> Optional[str]:
-        """Its interpreter's role in the GIL A/B (:func:`interpreter_role`; None: no interpreter recorded)."""
         return interpreter_role(self.interpreter)
 
     @property
     def release(self) -> str:
-        """Its interpreter's Python release (``3.13``, its free-threaded build too; ``""``: none recorded)."""
         return self.interpreter.release if self.interpreter is not None else ""
 
 
-#: A row's fields after its cell and status, as matrix.json stores them: the arm's own, from its entry in the cell's summary.
+#: A row's fields after its cell and status: the arm's own, from its entry in the cell's summary.
 ROW_FIELDS = ("reason", "latency", "rate", "spread", "waiter", "kind", "native", "native_match")
 # The latency figures a row gives the labs' A/Bs (:attr:`MatrixEntry.figures`), ns.
 AB_FIGURES = ("p50", "p99", "max")
@@ -100,10 +87,8 @@ AB_FIGURES = ("p50", "p99", "max")
 
 @dataclasses.dataclass(frozen=True)
 class MatrixEntry:
-    """One arm in one cell: the cell's label, the arm's record there, and the spread of its medians (largest over smallest).
-
-    ``row`` is the row as matrix.json stores it (what :meth:`to_dict` writes back).
-    """
+    """One arm in one cell: the cell's label, the arm's record there, the spread of its medians (largest over smallest),
+    and the row as matrix.json stores it."""
 
     cell: str
     arm: ArmRecord
@@ -119,9 +104,9 @@ class MatrixEntry:
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, object]) -> "MatrixEntry":
-        arm = ArmRecord.from_dict(dict(row, name=name, latency=_numbers(row.get("latency")), rate=_numbers(row.get("rate"))))
-        spread = (_numbers(row.get("spread")) or {}).get("max_over_min") or None
-        return cls(str(row.get("cell")), arm, typing.cast(Optional[float], spread), row)
+        spread = _numbers(row.get("spread"))
+        arm = ArmRecord.from_dict(dict(row, name=name, latency=_numbers(row.get("latency")), rate=_numbers(row.get("rate")), spread=spread))
+        return cls(str(row.get("cell")), arm, typing.cast(Optional[float], (spread or {}).get("max_over_min") or None), row)
 
     def to_dict(self) -> Dict[str, object]:
         return dict(self.row)
@@ -136,12 +121,8 @@ class MatrixEntry:
         """The latency figures the labs' A/Bs read: p50, p99 and max in ns by ``p50``/``p99``/``max`` (None: missing,
         or not above 0), as the row stores them (a whole max is not rounded)."""
         latency = _numbers(self.row.get("latency")) or {}
-
-        def figure(key: str) -> Optional[float]:
-            value = latency.get(key + "_ns")
-            return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-        return {key: figure(key) for key in AB_FIGURES}
+        values = {key: latency.get(key + "_ns") for key in AB_FIGURES}
+        return {key: float(v) if isinstance(v, (int, float)) and v > 0 else None for key, v in values.items()}
 
 
 def _texts(value: object) -> Tuple[str, ...]:
@@ -160,7 +141,7 @@ class MatrixVerdict(Record):
     """The lab's own tables and sentences over the cells (the free-threading lab's GIL A/B), as its analysis gave them."""
 
     title: str = dataclasses.field(metadata=json_meta(read=lambda title: str(title or "VERDICT")))
-    #: The tables that have rows.
+    #: Those with rows.
     tables: Tuple[VerdictTable, ...] = dataclasses.field(metadata=json_meta(read=lambda tables: tuple(
         VerdictTable.from_dict(t) for t in tables or () if isinstance(t, Mapping) and t.get("rows"))))
     sentences: Tuple[str, ...] = dataclasses.field(metadata=json_meta(read=_texts))
@@ -187,12 +168,7 @@ class MatrixDoc(Record):
     #: Per arm, in run order: its name and its entry in each cell, in cell order.
     arms: Tuple[Tuple[str, Tuple[MatrixEntry, ...]], ...] = dataclasses.field(metadata=json_meta(read=_arms))
     verdict: Optional[MatrixVerdict]
-    #: The command line that started the grid (empty: not recorded).
     command: Tuple[str, ...] = json_field(read=_texts, default=())
-    #: The dimensions a cell is labelled by, in the matrix's order (``python``, ``placement``, ``settle_us`` ...).
+    #: The dimensions a cell is labelled by, in the matrix's order.
     dimensions: Tuple[str, ...] = ()
     lab: LabInfo = LabInfo()
-
-
-__all__ = ["AB_FIGURES", "FORCED_GIL", "GIL_BUILD", "NO_GIL", "ROW_FIELDS", "MatrixCell", "MatrixDoc", "MatrixEntry", "MatrixVerdict",
-           "VerdictTable", "interpreter_role"]

@@ -1,18 +1,12 @@
 """The typed evidence model: one bundle as every reader sees it.
 
-``summary.json`` (its JSON Schema, ``summary.schema.json``, is the contract) is loaded, validated and turned into a
-:class:`Bundle` here, once; ``compare``, ``report``, ``export`` and ``history`` read a :class:`Bundle` and its typed
-records (:class:`ArmRecord`, :class:`LatencyFigures`, :class:`RateFigures`, :class:`Interpreter`) instead of walking the
-JSON themselves.  The validated document stays available as :attr:`Bundle.summary` for the renderers that lay out every
-field (the JSON export, the honesty block), and a bundle dumps itself back to the same text the runner wrote
-(:meth:`Bundle.dumps`).
+summary.json (its contract: summary.schema.json) is loaded, validated and read into a :class:`Bundle` once; compare,
+report, export and history read its frozen, typed records instead of walking the JSON.  :attr:`Bundle.summary` keeps the
+validated document for the renderers that lay out every field (the JSON export, the honesty block).
 
-Records are frozen: reading evidence never changes it.
-
-The records live in the package's modules (words, sections, figures, warnings, interpreter, arms, matrix), each
-importing only those before it (tests/test_layers.py), and are read by one reader
-(:func:`wakelab.evidence.bundle.read_record`); this module holds :class:`Bundle` and :class:`Grid` and re-exports
-every record of a run, so readers import them from here.
+The records live in the package's modules (words, sections, figures, warnings, interpreter, arms, matrix), each importing
+only those before it (tests/test_layers.py), and are read by :func:`wakelab.evidence.bundle.read_record`; this module
+holds :class:`Bundle` and :class:`Grid` and re-exports every record of a run.
 """
 
 from __future__ import annotations
@@ -26,13 +20,13 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
-from wakelab.evidence.arms import ArmOrigin, ArmRecord, ArmSamples, RawKept, SamplesFile, WorkerRecord
+from wakelab.evidence.arms import ArmOrigin, ArmRecord, ArmSamples, SamplesFile, WorkerRecord
 from wakelab.evidence.figures import (
-    LATENCY, PERCENTILE_KEYS, RATE, CpuSide, CpuSplit, LatencyFigures, MedianSpread, RateFigures, RepetitionSpread,
+    LATENCY, RATE, CpuSide, CpuSplit, LatencyFigures, MedianSpread, RateFigures, RepetitionSpread,
     TraceFigures, TraceHolder
 )
 from wakelab.evidence.interpreter import Interpreter
-from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, GridIndex, Of, R, Record, T, dumps, json_field, listed, read_as
+from wakelab.evidence.bundle import CELLS_DIR, GridCellIndex, GridIndex, Of, R, Record, T, json_field, listed, read_as
 from wakelab.evidence.sections import (
     Conditions, Execution, LabInfo, Machine, Observed, ObservedProcess, Parameters, Reading, Soak, System, Timer, Tracing
 )
@@ -42,8 +36,7 @@ from wakelab.evidence.words import RunState, run_state
 if typing.TYPE_CHECKING:
     from wakelab.evidence.matrix import MatrixDoc
 
-# How many repetitions ``wakelab run`` measures unless told (``--repeat``); a bundle without ``execution.repeat``
-# measured once.
+# ``wakelab run``'s ``--repeat`` unless told; a bundle without ``execution.repeat`` measured once.
 DEFAULT_REPEAT = 5
 
 
@@ -60,23 +53,19 @@ class RunFacts(Record):
     tool_version: Any = json_field("tool.version", default=None)
     hostname: str = json_field("machine.hostname", default="")
     started_utc: str = ""
-    #: When the run ended, as recorded (None while it runs, or for one killed).
-    finished_utc: Any = None
+    finished_utc: Any = None  # None while the run runs, or for one killed
     wall_s: Any = None
-    #: The user's note on the run (``--note``), None without one.
-    note: Any = None
-    #: The command line that made the run, as recorded (empty: none recorded).
+    note: Any = None  # --note
     command: Tuple[str, ...] = ()
-    #: As stored (a reader that asks for another fact is never refused for caveats that are not a list).
+    # Read leniently: a reader that asks for another fact is never refused for caveats that are not a list.
     caveats: Tuple[str, ...] = json_field(read=lambda caveats: tuple(caveats) if isinstance(caveats, (list, tuple)) else (), default=())
-    #: The run's random id (32 hex digits); None for a bundle from before run ids (or one that records none).
+    #: 32 hex digits; None for a bundle from before run ids.
     run_id: Optional[str] = json_field(read=lambda run_id: run_id if isinstance(run_id, str) and run_id else None, default=None)
     complete: bool = False
     interrupted: bool = False
     soak: Optional[Soak] = None
-    #: What the machine was doing while the run measured (None: not recorded, a bundle from before it was).
     observed: Optional[Observed] = None
-    #: The lab's comparisons, each as the names of its two arms (a, b), in the lab's order.
+    #: The names of each comparison's two arms (a, b), in the lab's order.
     lab_comparisons: Tuple[Tuple[str, str], ...] = json_field("lab.comparisons", lambda comparisons: tuple(
         (str(c.get("a")), str(c.get("b"))) for c in comparisons or () if isinstance(c, Mapping)), default=())
 
@@ -91,11 +80,8 @@ class _OfDoc(Of["MatrixDoc", T]):
 
 @dataclasses.dataclass(frozen=True)
 class Bundle:
-    """One validated evidence bundle: where it is, its summary, and typed views of it.
-
-    ``source`` is the path as the user gave it, ``folder`` the bundle's folder (samples files are relative to it),
-    ``label`` how readers name it.
-    """
+    """One validated evidence bundle: ``source`` the path as the user gave it, ``folder`` the bundle's folder (samples
+    files are relative to it), its summary, ``label`` how readers name it, and typed views of the summary."""
 
     source: str
     folder: str
@@ -125,10 +111,9 @@ class Bundle:
 
     @property
     def name(self) -> str:
-        """The bundle folder's own name (``lab135-20261001T060000Z``)."""
         return os.path.basename(os.path.abspath(self.folder))
 
-    # -- the run's own facts and its run-wide sections, each read once ----------------
+    # the run's own facts and its run-wide sections, each read once
     facts = _section(RunFacts, None)
     lab_id = _Fact(lambda facts: facts.lab_id)
     tool_version = _Fact(lambda facts: facts.tool_version)
@@ -156,7 +141,7 @@ class Bundle:
     tracing = _section(Tracing, "tracing")
 
     def recorded(self, section: str) -> Mapping[str, object]:
-        """Run-wide section ``section`` (``conditions``, ``machine`` ...) as recorded: every key, known or not (empty: absent)."""
+        """Run-wide section ``section`` as recorded: every key, known or not (empty: absent)."""
         value = self.summary.get(section)
         return value if isinstance(value, Mapping) else {}
 
@@ -165,15 +150,13 @@ class Bundle:
         return run_state(self.complete, self.interrupted, self.finished_utc)
 
     def warnings(self) -> Tuple[WarningRecord, ...]:
-        """summary.json's measurement-quality warnings and notes, as records, in their order."""
         return tuple(WarningRecord.from_json(w) for w in self.summary.get("warnings") or ())
 
     def arm_entries(self) -> Tuple[Mapping[str, object], ...]:
-        """The arms' raw entries, in run order (summary.json keeps run order)."""
         return tuple(self.summary.get("arms") or ())
 
     def arms(self) -> Tuple[ArmRecord, ...]:
-        """The arms as typed records, in run order (parsed once)."""
+        """The arms, in run order (read once)."""
         return self._arms
 
     _arms = functools.cached_property(lambda bundle: tuple(ArmRecord.from_dict(entry) for entry in bundle.arm_entries()))
@@ -185,7 +168,6 @@ class Bundle:
         return {str(entry["name"]): entry for entry in self.arm_entries()}
 
     def describe(self) -> str:
-        """One line naming the run: lab, start, interpreter, machine."""
         interp = self.interpreter
         return "%s, %s, %s %s on %s" % (self.lab_id, self.started_utc, interp.implementation, interp.version, self.hostname)
 
@@ -198,11 +180,8 @@ class Bundle:
         return SamplesFile.from_dict(load_samples(self.folder, dict(arm.entry)))
 
     def latency_samples(self, arm: ArmRecord) -> ArmSamples:
-        """The raw wakes of a measured latency arm, every one, checked against the summary's n.
-
-        For readers that need every wake (the raw-samples CSV): a soak past its raw-sample cap is refused
-        (EvidenceError, one line); readers that can work on the kept samples call :meth:`kept_latency_samples`.
-        """
+        """Every raw wake of a measured latency arm; a soak past its raw-sample cap is refused (EvidenceError), where
+        :meth:`kept_latency_samples` gives its kept samples."""
         samples = self.kept_latency_samples(arm)
         if not samples.every_wake:
             raise EvidenceError("%s: arm %s is a soak past its raw-sample cap: the samples file holds its first %d of %s "
@@ -211,50 +190,43 @@ class Bundle:
         return samples
 
     def kept_latency_samples(self, arm: ArmRecord) -> ArmSamples:
-        """The raw wakes a measured latency arm's samples file keeps: every one, or a soak's first whole chunks.
-
-        Checked against the summary: every wake (n), or, for a soak past its raw-sample cap, the kept chunks lining up
-        with the arm's worker records (:meth:`raw_kept`) and a histogram that holds all n wakes.
-        ``kept``/``total``/``every_wake`` on the result say which.  Raises :class:`~wakelab.errors.EvidenceError` (one
-        line) otherwise.
+        """The raw wakes a measured latency arm's samples file keeps: every one (n), or a soak's first whole chunks, lining
+        up with its worker records (:meth:`raw_kept`) beside a histogram of all n wakes.  EvidenceError (one line) otherwise.
         """
         stored = self.samples_file(arm)
         if stored.kind != LATENCY:
             raise EvidenceError("%s: arm %s: the samples file holds %s samples, the summary says latency" % (
                 self.source, arm.name, stored.kind))
         values = tuple(stored.samples_ns)
-        expected = arm.latency.n if arm.latency is not None else None
-        kept = self.raw_kept(arm, values)
-        if kept is None:
+        total = self.raw_kept(arm, values)
+        if total is None:
             raise EvidenceError("%s: the samples of arm %s hold %d wakes but summary.json says n = %s" % (
-                os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), expected))
+                os.path.join(self.folder, str(arm.samples_file)), arm.name, len(values), arm.latency and arm.latency.n))
         histogram = stored.histogram
-        if not kept.every_wake:
+        if total != len(values):
             recorded = histogram.get("total") if histogram is not None else None
-            if recorded != kept.total:
+            if recorded != total:
                 where = "has no histogram" if histogram is None else "has a histogram of %s wakes" % (recorded,)
                 raise EvidenceError("%s: arm %s is a soak past its raw-sample cap, but its samples file %s where "
                                     "summary.json says n = %d: the bundle was edited or mixed" % (
-                                        self.source, arm.name, where, kept.total))
+                                        self.source, arm.name, where, total))
         components = {str(k): tuple(v) for k, v in sorted(stored.components_ns.items())}
-        return ArmSamples(values, components, kept.total, histogram)
+        return ArmSamples(values, components, total, histogram)
 
-    def raw_kept(self, arm: Union[ArmRecord, Mapping[str, object]], values: Any) -> Optional[RawKept]:
-        """How many of ``arm``'s wakes ``values`` (its samples file's raw samples) are; None when they do not fit.
+    def raw_kept(self, arm: Union[ArmRecord, Mapping[str, object]], values: Any) -> Optional[int]:
+        """The arm's counted wakes (n) when ``values`` (its raw samples: ints, or a numpy array) are every wake or a soak's
+        kept chunks; None when they are not.
 
-        Every wake when ``len(values)`` is the summary's n.  A soak past its raw-sample cap
-        (``summary["soak"]["raw_kept"] == len(values) < n``) keeps whole chunks, one worker record each: the records'
-        ``n`` must add up to the kept samples, there must be as many as the soak's ``raw_kept_slices``, and each
-        record's ``p50_ns`` must be the type-7 median of its chunk's samples, so that each worker record is one unit of
-        the kept samples; EvidenceError (one line) when they do not line up.  None for any other disagreement with n
-        (the caller words it). ``values`` may be a tuple of ints or a numpy array; ``arm`` its record, or its entry.
+        A soak past its raw-sample cap (``soak.raw_kept == len(values) < n``) keeps whole chunks, one worker record each:
+        the records' ``n`` must add up to the kept samples, be as many as ``soak.raw_kept_slices``, and each record's
+        ``p50_ns`` be the type-7 median of its chunk; EvidenceError (one line) when they do not line up.
         """
         arm = arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
         total = arm.latency.n if arm.latency is not None else None
         count = len(values)
         workers = arm.workers or ()
         if count == total:
-            return RawKept(count, count, len(workers) or 1)
+            return count
         soak = self.soak
         if soak is None or soak.raw_kept != count or total is None or count >= total:
             return None
@@ -281,54 +253,39 @@ class Bundle:
             if not isinstance(claimed, (int, float)) or not math.isclose(median, float(claimed), rel_tol=1e-9, abs_tol=1e-6):
                 raise EvidenceError(refuse % ("chunk %d's median is %s ns, its worker record says p50 %s ns"
                                               % (index + 1, ("%d" if median.is_integer() else "%.1f") % median, claimed)))
-        return RawKept(count, total, len(workers))
-
-    def dumps(self) -> str:
-        """The summary as the runner writes it."""
-        return dumps(self.summary)
+        return total
 
 
 @dataclasses.dataclass(frozen=True)
 class GridCell(GridCellIndex):
-    """One cell of a grid as matrix.json lists it (:class:`~wakelab.evidence.load.GridCellIndex`) and its run: None for a
-    cell that never wrote evidence (the grid stopped before it)."""
+    """One cell of a grid as matrix.json lists it, and its run (None: the grid stopped before it)."""
 
     bundle: Optional[Bundle] = None
 
     @property
     def evidence(self) -> Bundle:
-        """The cell's run, for a reader that took only :attr:`Grid.with_evidence` (EvidenceError otherwise)."""
+        """The cell's run, for a reader that took only :attr:`Grid.with_evidence`."""
         if self.bundle is None:
             raise EvidenceError("cell %s has no evidence (%s)" % (self.label, self.status))
         return self.bundle
 
     @property
     def why_missing(self) -> Optional[str]:
-        """``no evidence (pending)`` for a cell without a run; None for one with."""
         return None if self.bundle is not None else "no evidence (%s)" % self.status
 
 
 @dataclasses.dataclass(frozen=True)
 class Grid(GridIndex):
-    """A grid folder as every reader sees it: its validated matrix.json, read once as a :class:`MatrixDoc` (``doc``), and
-    its cells with their runs, in the matrix's order (``source``: the path as the user gave it).
-
-    Loaded once by :meth:`load` for compare, export and the HTML report alike.  ``matrix`` is matrix.json as stored, for
-    the JSON export, which writes it back whole.
-    """
+    """A grid folder as every reader sees it: matrix.json as stored (``matrix``, which the JSON export writes back whole)
+    and read once (``doc``), and its cells with their runs, in the matrix's order."""
 
     cells: Tuple[GridCell, ...] = ()
     source: str = ""
 
     @classmethod
     def load(cls, path: str, grid_hint: str = "use its cells") -> "Grid":
-        """Read the grid at ``path``: matrix.json and the bundle of every cell that has one.
-
-        The grid is judged by :func:`wakelab.evidence.load.load_grid_index`: a cell that never ran is kept without a
-        bundle; a cell whose evidence is gone although matrix.json says it ran, a cell folder outside the grid, a
-        corrupt matrix.json, or a cell whose summary is there but invalid is an :class:`EvidenceError` (one line).
-        ``grid_hint`` is what a cell that is itself a grid is told to do (see :meth:`Bundle.load`).
-        """
+        """Read the grid at ``path`` (judged by :func:`wakelab.evidence.load.load_grid_index`) and the bundle of every cell
+        that has one; ``grid_hint`` is what a cell that is itself a grid is told to do (see :meth:`Bundle.load`)."""
         from wakelab.evidence.load import load_grid_index
 
         index = load_grid_index(path)
@@ -359,7 +316,6 @@ class Grid(GridIndex):
     missing = GridIndex.never_ran
 
     def cell(self, label: str) -> GridCell:
-        """The cell named ``label`` (EvidenceError naming the grid's cells when there is none)."""
         for cell in self.cells:
             if cell.label == label:
                 return cell
@@ -367,9 +323,9 @@ class Grid(GridIndex):
 
 
 __all__ = [
-    "DEFAULT_REPEAT", "LATENCY", "NOTE_LEVEL", "PERCENTILE_KEYS", "RATE", "WARNING_LEVEL",
+    "DEFAULT_REPEAT", "LATENCY", "NOTE_LEVEL", "RATE", "WARNING_LEVEL",
     "ArmOrigin", "ArmRecord", "ArmSamples", "Bundle", "Conditions", "CpuSide", "CpuSplit", "Execution", "Grid", "GridCell",
-    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Observed", "ObservedProcess", "Parameters", "Reading", "RateFigures", "RawKept",
+    "Interpreter", "LabInfo", "LatencyFigures", "Machine", "MedianSpread", "Observed", "ObservedProcess", "Parameters", "Reading", "RateFigures",
     "RepetitionSpread", "SamplesFile", "Soak", "System", "Timer", "TraceFigures", "TraceHolder", "Tracing", "WarningKind",
     "WarningRecord", "WorkerRecord",
 ]

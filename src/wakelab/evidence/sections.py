@@ -1,10 +1,8 @@
-"""Typed records of summary.json's run-wide sections: the lab, its parameters, the conditions, how it executed,
-the machine, the clock, the system, a soak.
+"""Typed records of summary.json's run-wide sections, as :class:`wakelab.evidence.model.Bundle` hands them out.
 
-Each is read once from its section (:meth:`~wakelab.evidence.load.Record.from_dict`) and read by the renderers as
-attributes, never as a dict.  A field holds the value as the evidence stored it -- an int stays an int, a missing one is
-None -- so that a renderer that writes it shows exactly what was recorded; ``present`` says whether the section was
-recorded at all (older bundles lack some).  :class:`wakelab.evidence.model.Bundle` hands them out.
+A field holds the value as the evidence stored it -- an int stays an int, a missing one is None -- so that a renderer
+that writes it shows exactly what was recorded; ``present`` says whether the section was recorded at all (older bundles
+lack some).
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional, Tuple
 
-from wakelab.evidence.bundle import Record, json_field
+from wakelab.evidence.bundle import Record, json_field, read_as
 
 
 def _present() -> Any:
@@ -36,13 +34,12 @@ class LabInfo(Record):
 
     @property
     def name(self) -> Any:
-        """The lab's title, else its id."""
         return self.title or self.id
 
 
 @dataclasses.dataclass(frozen=True)
 class Parameters(Record):
-    """``parameters``: what every arm was measured with (counts, settle, timeout, placement, loop)."""
+    """``parameters``: what every arm was measured with."""
 
     present: bool = _present()
     n: Any = None
@@ -55,7 +52,7 @@ class Parameters(Record):
     rounds: Any = None
     warmup_rounds: Any = None
     planted_delay_us: Any = None
-    #: A wait right after every notify (a self-test's negative control; 0 in a real measurement; absent before 0.2).
+    #: A wait after every notify: a self-test's negative control (0 in a real measurement; absent before 0.2).
     planted_after_us: Any = None
     placement: Any = None
     notifier_cpu: Any = None
@@ -70,11 +67,10 @@ class Parameters(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Conditions(Record):
-    """``conditions``: the load and scheduling the run added (busy threads and processes, switch interval, idle hold,
-    realtime policies, mlock); ``applied_idle_hold`` True unless the run says the hold could not be taken."""
+    """``conditions``: the load and scheduling the run added; ``applied_idle_hold`` True unless the run says the hold
+    could not be taken.  ``recorded`` is kept whole for readers that keep it opaque (a pyperf export's metadata)."""
 
     present: bool = _present()
-    #: Kept whole for readers that keep it opaque (a pyperf export's metadata).
     recorded: Mapping[str, object] = _recorded()
     cpu_threads: Any = None
     cpu_procs: Any = None
@@ -89,22 +85,21 @@ class Conditions(Record):
 
     def policy(self, role: str) -> Any:
         """``waiter`` or ``notifier``'s scheduling policy (None: not asked for)."""
-        return self.waiter_policy if role == "waiter" else self.notifier_policy
+        return getattr(self, role + "_policy")
 
     def priority(self, role: str) -> Any:
-        return self.waiter_priority if role == "waiter" else self.notifier_priority
+        return getattr(self, role + "_priority")
 
 
 @dataclasses.dataclass(frozen=True)
 class Execution(Record):
-    """``execution``: how the arms ran (worker processes or in-process, repetitions, compare-grade)."""
+    """``execution``: how the arms ran; ``python`` the interpreter the workers ran, when not the runner's own."""
 
     present: bool = _present()
     mode: Any = None
     workers: Any = None
     repeat: Any = None
     rigorous: Any = None
-    #: The interpreter the workers ran, when it is not the runner's own (``--python``).
     python: Any = None
 
     @property
@@ -113,7 +108,6 @@ class Execution(Record):
 
     @property
     def repetitions(self) -> int:
-        """How many repetitions the run measured (1 when it does not say)."""
         return self.repeat or 1
 
 
@@ -129,8 +123,7 @@ class Machine(Record):
     cpu_count: Any = None
     cpus_allowed: Any = None
     hostname: Any = None
-    #: An id of the machine, where a bundle records one: not in summary.schema.json (no wakelab writes it; the section
-    #: takes keys it does not name), kept by the history to tell machines apart.
+    #: Not in summary.schema.json (no wakelab writes it): kept by the history to tell machines apart where recorded.
     machine_id: Any = None
 
 
@@ -159,7 +152,7 @@ class Timer(Record):
 
 @dataclasses.dataclass(frozen=True)
 class IdleState(Record):
-    """One CPU idle state the run saw (``system.idle_states``): its name, exit latency (µs), whether it was disabled."""
+    """One CPU idle state the run saw (``system.idle_states``)."""
 
     name: Any = None
     exit_latency_us: Any = None
@@ -168,10 +161,10 @@ class IdleState(Record):
 
 @dataclasses.dataclass(frozen=True)
 class System(Record):
-    """``system``: the clock source, CPU idle and frequency settings, load and hypervisor the run saw."""
+    """``system``: the clock source, CPU idle and frequency settings, load and hypervisor the run saw (``recorded``
+    whole: the report lists every setting, those it does not know too)."""
 
     present: bool = _present()
-    #: Kept whole: the report lists every setting, those it does not know too.
     recorded: Mapping[str, object] = _recorded()
     clocksource: Any = None
     cpuidle_driver: Any = None
@@ -186,9 +179,7 @@ class System(Record):
 
     @property
     def states(self) -> Tuple[IdleState, ...]:
-        """The recorded idle states, in order (entries that are not records left out)."""
-        states = self.idle_states if isinstance(self.idle_states, list) else []
-        return tuple(IdleState.from_dict(s) for s in states if isinstance(s, Mapping))
+        return read_as(Tuple[IdleState, ...], self.idle_states)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,19 +195,17 @@ class Tracing(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Reading(Record):
-    """One reading of the machine (``observed.start`` / ``observed.end``), each CPU's settings by CPU number; a value as
-    stored (None: not readable), a map empty where it is not one."""
+    """One reading of the machine (``observed.start`` / ``observed.end``), each CPU's settings by CPU number (a map is
+    empty where it was not read)."""
 
     load_average: Any = None
     cpu_mhz: Mapping[str, float] = dataclasses.field(default_factory=dict)
     cpufreq_governors: Mapping[str, str] = dataclasses.field(default_factory=dict)
     cpuidle_governor: Any = None
-    #: The names of the idle states disabled on each CPU (empty where none is).
-    idle_disabled: Mapping[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    idle_disabled: Mapping[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)  # disabled idle states' names
 
     @property
     def load_1min(self) -> Optional[float]:
-        """The 1-minute load average (None: not recorded)."""
         values = self.load_average
         return float(values[0]) if isinstance(values, list) and values and isinstance(values[0], (int, float)) else None
 
@@ -234,13 +223,12 @@ class ObservedProcess(Record):
 @dataclasses.dataclass(frozen=True)
 class Observed(Record):
     """``observed``: what the machine was doing while the run measured, read at its start and its end (an observation,
-    never a condition of the run); each CPU's busy share and the busy processes between the readings."""
+    never a condition of the run); each CPU's busy share and the busy processes (busiest first) between the readings."""
 
     EMPTY_IS_ABSENT = True
     start: Optional[Reading] = None
     end: Optional[Reading] = None
     cpu_busy: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    #: Busiest first (None: not readable).
     busy_processes: Optional[Tuple[ObservedProcess, ...]] = None
 
 
@@ -255,11 +243,7 @@ class Soak(Record):
     finished: Any = None
     raw_kept: Any = None
     raw_kept_slices: Any = None
-    #: Which figures come from the histogram (a list of their names; empty: every figure is exact).
+    #: The names of the figures that come from the histogram (empty: every figure is exact).
     from_histogram: Any = json_field("figures.from_histogram", default=None)
     significant_digits: Any = json_field("histogram.significant_digits", default=None)
     relative_error: Any = json_field("histogram.relative_error", default=None)
-
-
-__all__ = ["Conditions", "Execution", "HarnessCost", "LabInfo", "Machine", "Observed", "ObservedProcess", "Parameters", "Reading", "Soak",
-           "System", "Timer"]

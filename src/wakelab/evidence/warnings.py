@@ -1,7 +1,4 @@
-"""summary.json's measurement-quality records: their kinds, their levels, and one record as every reader sees it.
-
-Part of the typed evidence model (:mod:`wakelab.evidence.model` re-exports every name).  Stdlib only.
-"""
+"""summary.json's measurement-quality records: their kinds, their levels, and one record as every reader sees it."""
 
 from __future__ import annotations
 
@@ -13,11 +10,8 @@ from wakelab.evidence.bundle import Record, json_field, json_meta
 
 
 class WarningKind(str, enum.Enum):
-    """The kinds of measurement-quality record summary.json's ``warnings`` hold (see :mod:`wakelab.analysis.quality`).
-
-    :mod:`wakelab.analysis.quality` writes them, the renderers word them (:func:`wakelab.report.text.format_warning`): a
-    kind renamed in one place is renamed in both.
-    """
+    """The kinds of summary.json's ``warnings``: :mod:`wakelab.analysis.quality` writes them, the renderers word them
+    (:func:`wakelab.report.text.format_warning`), so a kind renamed in one place is renamed in both."""
 
     PERCENTILES_OMITTED = "percentiles-omitted"
     WORKER_SPREAD = "worker-spread"
@@ -40,13 +34,9 @@ def _kind(kind: object) -> Union[WarningKind, str]:
 
 @dataclasses.dataclass(frozen=True)
 class WarningRecord(Record):
-    """One entry of summary.json's ``warnings``: what (``kind``), about which arm, and the figures it rests on.
-
-    ``kind`` is a :class:`WarningKind`, or the kind's text as stored where it is none of them (a newer bundle).
-    ``text`` holds a warning worded by the runner (bundles before 0.2 stored sentences), with no kind or figures.
-    ``figures`` is the stored mapping (empty when the stored value is not one); ``raw`` the entry as stored, for a
-    renderer that must show figures it cannot word.
-    """
+    """One entry of summary.json's ``warnings``: what (``kind``; its text where it is no :class:`WarningKind`, a newer
+    bundle's), about which arm, and the figures it rests on.  ``text`` holds a sentence (bundles before 0.2 stored
+    those), with no kind or figures; ``raw`` the entry as stored, for a renderer that must show figures it cannot word."""
 
     kind: Union[WarningKind, str] = dataclasses.field(metadata=json_meta(read=_kind))
     level: str = json_field(read=lambda level: str(level or WARNING_LEVEL), default=WARNING_LEVEL)
@@ -67,9 +57,6 @@ class WarningRecord(Record):
         return self.level == NOTE_LEVEL
 
     def to_dict(self) -> Dict[str, object]:
-        """The record as summary.json stores it."""
         kind = self.kind.value if isinstance(self.kind, WarningKind) else self.kind
         return {"kind": kind, "level": self.level, "arm": self.arm, "figures": dict(self.figures)}
 
-
-__all__ = ["NOTE_LEVEL", "WARNING_LEVEL", "WarningKind", "WarningRecord"]

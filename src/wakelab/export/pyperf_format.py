@@ -1,46 +1,23 @@
-"""``--format pyperf``: a pyperf benchmark suite per run, built with pyperf's own API.
-
-The point is interoperation: ``python -m pyperf compare_to``, ``stats`` and
-``hist`` work on wakelab's raw samples, so two runs (two interpreters, two
-kernels, two placements) can be compared whole with pyperf's significance
-test: ``python -m pyperf compare_to A.json B.json --table`` lists every arm
-with both runs' means and whether the difference is significant.
+"""``--format pyperf``: a pyperf benchmark suite per run, built with pyperf's own API, so that ``python -m pyperf
+compare_to A.json B.json --table`` (``stats``, ``hist`` too) works on wakelab's raw samples with pyperf's significance test.
 
 How wakelab's evidence maps onto pyperf's model:
 
-* **One suite file per run, named after the run** (``compare_to`` heads its
-  columns with the file names), **one benchmark per series, named after the
-  arm.**  ``compare_to`` pairs benchmarks by name, so two runs' ``event``
-  compare as ``event``; a benchmark that only one run has is listed as
-  ignored.  A latency arm's components (``wakeup-fd-select`` splits a wake
-  into delivery and handler run) become benchmarks ``<arm>.<component>``; a
-  rate arm's empty loop becomes ``<arm>.empty-loop``.  One file per arm is
-  not written: ``pyperf stats -b event`` / ``hist -b event`` pick one arm
-  out of a suite.
-* **A grid gives one suite per cell, named after the cell**, with the
-  cell's labels in each run's metadata (``wakelab_cell``,
-  ``wakelab_cell_placement`` ...): ``compare_to`` over a grid's files puts
-  the cells side by side, a column each.
-* **Values are seconds** (pyperf's unit ``second``).  A latency arm gives one
-  value per counted wake: ``sample_ns / 1e9``.  A rate arm gives one value per
-  counted round, the time of one operation: ``round_ns / n_per_round / 1e9``,
-  with ``inner_loops = n_per_round``, pyperf's way of saying that a value is
-  the mean of that many iterations.  Lower is better for both, as pyperf
-  assumes.
-* **One pyperf run per wakelab worker process.**  The samples file pools the
-  workers' values in worker order, and summary.json's ``workers`` list gives
-  each worker's count, so the pooled series is cut back into runs (an
-  in-process run, or counts that do not add up, give one run).  wakelab
-  discards warm-up wakes before it stores samples, so the runs have no
-  warm-up values; their count is in the metadata (``wakelab_warmup_discarded``).
-* **Metadata describes the run that measured**, read from summary.json (the
-  interpreter, the machine, the date), never the process exporting it:
-  pyperf's ``collect_metadata`` is off.  String values are made single-line
-  because pyperf rejects newlines in metadata.
+* One suite file per run, named after the run (``compare_to`` heads its columns with the file names), one benchmark per
+  series, named after the arm, since ``compare_to`` pairs benchmarks by name.  A latency arm's components become
+  benchmarks ``<arm>.<component>``, a rate arm's empty loop ``<arm>.empty-loop``; ``pyperf stats -b event`` picks one out.
+* A grid gives one suite per cell, named after the cell, with its labels in each run's metadata (``wakelab_cell``,
+  ``wakelab_cell_placement`` ...): ``compare_to`` over a grid's files puts the cells side by side.
+* Values are seconds: one per counted wake (``sample_ns / 1e9``); a rate arm's one per round, the time of one operation
+  (``round_ns / n_per_round / 1e9``, with ``inner_loops = n_per_round``).  Lower is better for both, as pyperf assumes.
+* One pyperf run per wakelab worker process: the samples file pools the workers' values in worker order, cut back by
+  summary.json's per-worker counts (an in-process run, or counts that do not add up, give one run).  wakelab discards
+  warm-up wakes before it stores samples: their count is in the metadata (``wakelab_warmup_discarded``).
+* Metadata describes the run that measured, read from summary.json, never the process exporting it (pyperf's
+  ``collect_metadata`` is off); strings are made single-line because pyperf rejects newlines in metadata.
 
-pyperf values must be > 0, and a run needs at least one value: a series with
-no samples (every wake lost) or a zero sample (a clock that did not tick) is
-left out with a note, never bent to fit.
+pyperf values must be > 0, and a run needs at least one value: a series with no samples (every wake lost) or a zero
+sample (a clock that did not tick) is left out with a note, never bent to fit.
 """
 
 from __future__ import annotations
@@ -56,8 +33,6 @@ from wakelab.evidence.model import ArmRecord
 from wakelab.formatting import finite_number
 from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes, worker_spans
 
-UNIT = "second"
-EMPTY_LOOP = "empty-loop"
 # A suite file's suffix: pyperf reads .json (and .json.gz, which wakelab does not write).
 SUFFIX = ".json"
 # Component names become part of a benchmark name (pyperf prints it, -b selects by it): a safe alphabet.
@@ -76,10 +51,7 @@ def _pyperf() -> Any:
 
 def _one_line(value: object) -> Optional[str]:
     """A metadata string pyperf accepts (non-empty, no newline), or None."""
-    if not isinstance(value, str):
-        return None
-    text = " ".join(value.split())
-    return text or None
+    return (" ".join(value.split()) or None) if isinstance(value, str) else None
 
 
 def _whole(value: object) -> Optional[int]:
@@ -87,18 +59,11 @@ def _whole(value: object) -> Optional[int]:
 
 
 def pyperf_date(started_utc: object) -> Optional[str]:
-    """summary.json's ``2026-10-01T06:00:00Z`` as pyperf writes dates (``2026-10-01 06:00:00``).
-
-    pyperf parses dates with ``datetime.fromisoformat``, which before Python
-    3.11 does not accept the ``Z`` suffix; the time stays UTC.
-    """
-    if not isinstance(started_utc, str):
-        return None
-    text = started_utc.strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
+    """summary.json's ``2026-10-01T06:00:00Z`` as pyperf writes dates (``2026-10-01 06:00:00``, UTC): pyperf parses them
+    with ``datetime.fromisoformat``, which before Python 3.11 does not accept the ``Z`` suffix."""
+    text = started_utc.strip() if isinstance(started_utc, str) else ""
     try:
-        when = datetime.datetime.fromisoformat(text)
+        when = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         return None
     if when.tzinfo is not None:
@@ -126,21 +91,14 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
         "wakelab_run": evidence.name,
         "wakelab_lab": evidence.lab.id,
         "wakelab_arm_kind": arm.kind,
-        "wakelab_family": arm.family,
-        "wakelab_waiter": arm.waiter,
-        "wakelab_scope": arm.scope,
-        "wakelab_mechanism": arm.mechanism,
-        "wakelab_native": arm.native,
+        **{"wakelab_" + key: getattr(arm, key) for key in ("family", "waiter", "scope", "mechanism", "native")},
     }
     conditions = evidence.conditions
     if conditions.present and isinstance(conditions.recorded, dict):
         # Opaque here: kept whole so two exports can be checked for like conditions.
         texts["wakelab_conditions"] = json.dumps(conditions.recorded, sort_keys=True, separators=(",", ":"))
     metadata: Dict[str, object] = {"loops": 1}
-    for key, value in texts.items():
-        text = _one_line(value)
-        if text is not None:
-            metadata[key] = text
+    metadata.update((key, _one_line(value)) for key, value in texts.items() if _one_line(value) is not None)
     integers = {
         "cpu_count": machine.cpu_count,
         "wakelab_lost": arm.latency.lost if arm.latency is not None else None,
@@ -149,10 +107,7 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
         "wakelab_settle_us": evidence.parameters.settle_us,
         "wakelab_planted_delay_us": evidence.parameters.planted_delay_us,
     }
-    for key, value in integers.items():
-        number = _whole(value)
-        if number is not None and (key != "cpu_count" or number >= 1):
-            metadata[key] = number
+    metadata.update((key, value) for key, value in integers.items() if _whole(value) is not None and (key != "cpu_count" or value >= 1))
     wall_s = finite_number(arm.wall_s)
     if wall_s is not None and wall_s >= 0:
         metadata["duration"] = wall_s
@@ -175,16 +130,12 @@ def _series(evidence: Evidence, arm: ArmRecord) -> List[Tuple[str, Sequence[int]
     per_round = samples.n_per_round
     if per_round is None or per_round < 1:
         raise EvidenceError("arm %s: n_per_round in its samples file must be a whole number >= 1" % name)
-    return [(name, samples.round_ns, per_round), ("%s.%s" % (name, EMPTY_LOOP), samples.baseline_round_ns, per_round)]
+    return [(name, samples.round_ns, per_round), (name + ".empty-loop", samples.baseline_round_ns, per_round)]
 
 
 def split_by_worker(arm: ArmRecord, values: Sequence[int]) -> List[Tuple[int, Sequence[int]]]:
-    """(worker index, values) per worker: the samples file pools the workers' values in worker order.
-
-    Without two or more workers whose counts add up to the series (an
-    in-process run, or a series the workers did not all record), the series
-    is one run (index -1); see :func:`~wakelab.export.base.worker_spans`.
-    """
+    """(worker index, values) per worker; without two or more workers whose counts add up to the series
+    (:func:`~wakelab.export.base.worker_spans`) the series is one run (index -1)."""
     spans = worker_spans(arm, len(values), rounds=not arm.is_latency) if len(arm.workers or ()) >= 2 else None
     if spans is None:
         return [(-1, values)]
@@ -207,30 +158,19 @@ def _worker_metadata(arm: ArmRecord, index: int) -> Dict[str, object]:
 
 
 def build_benchmark(name: str, runs: Sequence[Tuple[Mapping[str, object], Sequence[int]]], per_value: int) -> Any:
-    """A pyperf.Benchmark of one series: one pyperf run per ``(metadata, values_ns)``.
-
-    Values are ``value_ns / per_value`` in seconds.
-    """
+    """A pyperf.Benchmark of one series: one pyperf run per ``(metadata, values_ns)``, of ``value_ns / per_value`` s."""
     pyperf = _pyperf()
-    pyperf_runs = []
+    loops: Dict[str, object] = {"inner_loops": per_value} if per_value > 1 else {}
     try:
-        for metadata, values_ns in runs:
-            run_meta = dict(metadata, name=name, unit=UNIT)
-            if per_value > 1:
-                run_meta["inner_loops"] = per_value
-            values = [value / per_value / 1e9 for value in values_ns]
-            pyperf_runs.append(pyperf.Run(values, metadata=run_meta, collect_metadata=False))
-        return pyperf.Benchmark(pyperf_runs)
+        return pyperf.Benchmark([pyperf.Run([value / per_value / 1e9 for value in values_ns], collect_metadata=False,
+                                            metadata=dict(metadata, name=name, unit="second", **loops)) for metadata, values_ns in runs])
     except ValueError as exc:  # pyperf's own validation of values and metadata
         raise EvidenceError("%s cannot be written as a pyperf benchmark: %s" % (name, exc)) from None
 
 
 def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object]] = None) -> Tuple[Any, List[str]]:
-    """The run as one pyperf.BenchmarkSuite (a benchmark per series), and notes on what was left out.
-
-    ``extra_metadata`` is added to every run (a grid cell's labels).  The
-    suite is None when no arm has samples pyperf can hold.
-    """
+    """The run as one pyperf.BenchmarkSuite (None: no arm has samples pyperf can hold), and notes on what was left out;
+    ``extra_metadata`` is added to every run (a grid cell's labels)."""
     pyperf = _pyperf()
     benchmarks = []
     notes: List[str] = []
@@ -244,11 +184,8 @@ def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object
             if 0 in values_ns:
                 notes.append("%s not exported: it has a 0 ns sample and pyperf values must be > 0" % name)
                 continue
-            runs = [
-                (dict(metadata, **_worker_metadata(arm, index)), values)
-                for index, values in split_by_worker(arm, values_ns)
-                if values  # a worker whose every wake was lost has no run
-            ]
+            runs = [(dict(metadata, **_worker_metadata(arm, index)), values)  # a worker whose every wake was lost has no run
+                    for index, values in split_by_worker(arm, values_ns) if values]
             if not runs:
                 notes.append("%s not exported: no samples (pyperf needs at least one value)" % name)
                 continue
@@ -266,7 +203,7 @@ def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object
 
 
 def format_suite(suite: Any) -> str:
-    """pyperf's JSON text of a suite, as pyperf itself dumps it (compact, sorted keys)."""
+    """pyperf's JSON text of a suite, as pyperf itself dumps it."""
     out = io.StringIO()
     suite.dump(out)
     return out.getvalue()
@@ -284,14 +221,10 @@ def cell_metadata(grid: Grid, cell: GridCell) -> Dict[str, object]:
     """pyperf metadata naming a grid cell: ``wakelab_cell`` and ``wakelab_cell_<dimension>``."""
     metadata: Dict[str, object] = {"wakelab_cell": cell.label}
     for dimension in grid.dimensions:
-        value = cell.dimensions.get(dimension)  # a grid's dimensions are named by the grid
-        key = "wakelab_cell_" + re.sub(r"[^A-Za-z0-9_]", "_", dimension)
-        if isinstance(value, int) and not isinstance(value, bool):
-            metadata[key] = value
-        else:
-            text = _one_line(value)
-            if text is not None:
-                metadata[key] = text
+        value = cell.dimensions.get(dimension)
+        shown = value if _whole(value) is not None else _one_line(value)
+        if shown is not None:
+            metadata["wakelab_cell_" + re.sub(r"[^A-Za-z0-9_]", "_", dimension)] = shown
     return metadata
 
 
