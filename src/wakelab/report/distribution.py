@@ -1,27 +1,12 @@
-"""Each arm's latency distribution for the HTML report: a histogram and an ECDF, as one plotly chart.
+"""Each arm's latency distribution for the HTML report: a histogram and an ECDF side by side on log time axes,
+as one plotly chart (:mod:`wakelab.report.interactive`).
 
-The two panels sit side by side on log time axes and are drawn by the page's
-plotly.js like every other chart (:mod:`wakelab.report.interactive`): hover
-gives a bin's share or a point's fraction of wakes, the legend (several runs)
-hides a run in both panels, and the chart is drawn only when its arm is
-unfolded.  What this module computes is only what to draw, with the standard
-library:
-
-- The histogram bins the body of the wakes (:func:`histogram_window`) in
-  log-spaced bins (:func:`bin_edges`, the same for every run overlaid) and
-  gathers far-out wakes in one hatched bin at each edge, labelled with their
-  count and the extreme, so that one outlier cannot squash the others.
-- An ECDF of a million samples would be a million points.  Series are
-  decimated (:func:`ecdf_points`): evenly in probability for the body, and
-  every point of the extreme tail, so p99 and the maximum stay exact.
-- A soak past its raw-sample cap is drawn from its histogram's counters: a
-  value and the number of wakes it stands for (``Series.weights``); both
-  panels count every wake (:func:`weighted_ecdf_points`, ``weights`` in
-  :func:`binned_shares`).
-
-Evidence text (a run's label, a component's name) reaches plotly through
-:func:`plot_label` and :func:`wakelab.report.interactive.label`: one line,
-bounded, escaped.
+- The histogram bins the body of the wakes (:func:`histogram_window`) in log-spaced bins, the same for every run
+  overlaid, and gathers far-out wakes in one hatched bin at each edge, so that one outlier cannot squash the others.
+- An ECDF of a million samples would be a million points: it is decimated (:func:`ecdf_points`) evenly in
+  probability for the body, keeping every point of the extreme tail, so p99 and the maximum stay exact.
+- A soak past its raw-sample cap is drawn from its histogram's counters, each value standing for ``weights``
+  wakes; both panels count every wake.
 """
 
 from __future__ import annotations
@@ -132,19 +117,16 @@ def weighted_ecdf_points(sorted_ns: Sequence[float], weights: Sequence[int],
     return [float(sorted_ns[i]) for i in index], [cumulative[i] / total for i in index]
 
 
-def histogram_window(sorted_ns: Sequence[float], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
+def histogram_window(sorted_ns: Sequence[float], weights: Optional[Sequence[int]] = None,
+                     tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
     """(lo, hi) in ns: the range the histogram bins, leaving far-out wakes (at most ``tail_share`` a side) to edge bins.
 
-    ``sorted_ns`` is sorted ascending and not empty.  An edge moves in only
-    when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a
-    distribution without outliers is binned whole.
+    ``sorted_ns`` is ascending and not empty, each value standing for ``weights`` wakes (None: one each).  An edge
+    moves in only when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a distribution without
+    outliers is binned whole.
     """
-    return weighted_window(sorted_ns, [1] * len(sorted_ns), tail_share)
-
-
-def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
-    """:func:`histogram_window` of weighted values: the ranks count the wakes each value stands for."""
-    cumulative = list(itertools.accumulate(int(w) for w in weights))
+    counts = [1] * len(sorted_ns) if weights is None else weights
+    cumulative = list(itertools.accumulate(int(w) for w in counts))
     n = cumulative[-1]
     k = max(1, int(n * tail_share)) if n > 2 else 0
     values = [float(v) for v in sorted_ns]
@@ -170,12 +152,8 @@ def bin_edges(lo_ns: float, hi_ns: float, wakes: int) -> List[float]:
 
 
 def binned_shares(sorted_ns: Sequence[float], weights: Optional[Sequence[int]], edges: Sequence[float]) -> Tuple[List[float], int, int]:
-    """The share of wakes in each bin of ``edges``, and the wakes below and beyond them (counted, not shares).
-
-    ``sorted_ns`` ascending; ``weights`` None: raw samples, else each value
-    stands for ``weights[i]`` wakes.  A bin holds ``low <= value < high``, the
-    last one its upper edge too.
-    """
+    """The share of wakes in each bin of ``edges`` (``low <= value < high``, the last one its upper edge too), and the
+    wakes below and beyond them (counted, not shares)."""
     bins = len(edges) - 1
     counts = [0] * bins
     lo, hi = float(edges[0]), float(edges[-1])
@@ -242,7 +220,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
     def wakes(values: List[float], weights: Optional[List[int]]) -> int:
         return len(values) if weights is None else sum(weights)
 
-    windows = [histogram_window(v) if w is None else weighted_window(v, w) for _, v, w in main] or [(lo_ns, hi_ns)]
+    windows = [histogram_window(v, w) for _, v, w in main] or [(lo_ns, hi_ns)]
     edges = bin_edges(min(lo for lo, _ in windows), max(hi for _, hi in windows),
                       max(wakes(v, w) for _, v, w in main) if main else 10)
     win_lo, win_hi = edges[0], edges[-1]
@@ -250,11 +228,9 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
     hist_lo, hist_hi = win_lo, win_hi
     data: List[Dict[str, object]] = []
     annotations: List[Dict[str, object]] = [
-        {"text": "<b>histogram</b>", "xref": "paper", "yref": "paper", "x": HIST_DOMAIN[0], "y": 1.0, "xanchor": "left",
-         "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
-        {"text": "<b>ECDF</b>", "xref": "paper", "yref": "paper", "x": ECDF_DOMAIN[0], "y": 1.0, "xanchor": "left",
-         "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
-    ]
+        {"text": "<b>%s</b>" % text, "xref": "paper", "yref": "paper", "x": x, "y": 1.0, "xanchor": "left", "yanchor": "bottom",
+         "showarrow": False, "font": {"size": 12, "color": "#333333"}}
+        for text, x in (("histogram", HIST_DOMAIN[0]), ("ECDF", ECDF_DOMAIN[0]))]
     shapes: List[Dict[str, object]] = []
     for index, (s, values, weights) in enumerate(main):
         name = label(plot_label(s.label))
