@@ -8,7 +8,7 @@ from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import TraceFigures
 from wakelab.report.lead import family_order
-from wakelab.report.html.common import esc, IdCounter
+from wakelab.report.html.common import esc, IdCounter, table
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
@@ -139,11 +139,10 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
         parts.append('<p class="muted">Where the difference from C goes (the arm\'s parts minus its floor\'s, in the same '
                      'band; they sum to the difference):</p><ul class="trace-gaps">%s</ul>' % "".join(items))
     if overhead_rows:
-        parts.append(
-            '<div class="table-wrap"><table class="trace-overhead"><caption>Tracing overhead: each arm measured untraced '
-            "(its figures), traced, and untraced again, in this run; µs</caption><thead><tr><th>arm</th><th>untraced p50</th>"
-            "<th>traced p50</th><th>untraced p50 after</th><th>traced / untraced</th><th>wakes fully attributed</th></tr>"
-            "</thead><tbody>%s</tbody></table></div>" % "".join(overhead_rows))
+        parts.append(table(
+            "trace-overhead", "Tracing overhead: each arm measured untraced (its figures), traced, and untraced again, in this run; µs",
+            "<th>arm</th><th>untraced p50</th><th>traced p50</th><th>untraced p50 after</th><th>traced / untraced</th>"
+            "<th>wakes fully attributed</th>", "".join(overhead_rows)))
     if not_split:
         parts.append('<p class="muted">Not split:</p><ul class="trace-not-split">%s</ul>' % "".join(not_split))
     return "".join(parts)

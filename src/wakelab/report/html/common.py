@@ -39,6 +39,13 @@ def esc(value: object) -> str:
     return html.escape(escape_text(str(value), multiline=True), quote=True)
 
 
+def table(css: str, caption: str, head: str, rows: str, attrs: str = "") -> str:
+    """A table that scrolls on its own in a narrow window: ``caption`` ('' for none), ``head`` (the header row's cells)
+    and ``rows`` are HTML."""
+    return ('<div class="table-wrap"><table class="%s"%s>%s<thead><tr>%s</tr></thead><tbody>%s</tbody></table></div>'
+            % (css, attrs, "<caption>%s</caption>" % caption if caption else "", head, rows))
+
+
 def _plain(value: object) -> str:
     """A value from the evidence as short plain text (JSON for anything structured)."""
     if isinstance(value, str):

@@ -10,7 +10,7 @@ from wakelab.formatting import DASH, format_ratio
 from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
 from wakelab.report.versus import Versus, matrix_figures, matrix_rate_figures, spread_text, versus_first
 from wakelab.evidence.model import ArmRecord
-from wakelab.report.html.common import esc, _plain, _run_state
+from wakelab.report.html.common import esc, _plain, _run_state, table
 from wakelab.report.html.load import GridCellView, GridView
 from wakelab.report.html.runs import _ratio_html
 from wakelab.report.html.page import _section
@@ -46,9 +46,8 @@ def render_grid_matrix(grid: GridView) -> str:
         '<p class="meta"><code>%s</code> · %s · started %s · %d cells · %s</p>' % (
             esc(grid.folder), esc(grid.grid.lab.name), esc(grid.grid.started_utc), len(grid.cells),
             grid_state_word(grid.grid.complete)),
-        '<div class="table-wrap"><table class="cells"><caption>Cells (each a complete run with its own evidence in '
-        "cells/&lt;cell&gt;/)</caption><thead><tr><th>cell</th><th>interpreter</th>%s<th>state</th></tr></thead>"
-        "<tbody>%s</tbody></table></div>" % (head, "".join(rows)),
+        table("cells", "Cells (each a complete run with its own evidence in cells/&lt;cell&gt;/)",
+              "<th>cell</th><th>interpreter</th>%s<th>state</th>" % head, "".join(rows)),
     ]
     records = [v.run.bundle.arms_by_name() if v.run is not None else {} for v in grid.cells]
     compared = versus_first(grid.grid)
@@ -92,8 +91,7 @@ def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional
         figures.append(esc(spread_text(compared.row.entry.spread)))
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
     head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"))
-    return ('<div class="table-wrap"><table class="matrix" data-arm="%s"><caption><b>%s</b> (µs)</caption><thead><tr><th>cell</th>%s</tr>'
-            "</thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
+    return table("matrix", "<b>%s</b> (µs)" % esc(name), "<th>cell</th>" + head, "".join(rows), ' data-arm="%s"' % esc(name))
 
 
 def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]]) -> str:
@@ -108,8 +106,8 @@ def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[Ar
         figures[0] = "<b>%s</b>" % figures[0]
         rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
     head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "spread"))
-    return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
-            "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
+    return table("matrix rate", "<b>%s</b> (rate arm: higher is faster)" % esc(name), "<th>cell</th>" + head, "".join(rows),
+                 ' data-arm="%s"' % esc(name))
 
 
 def _grid_sections(grids: Sequence[GridView], toc: List[Tuple[str, str]]) -> List[str]:

@@ -13,7 +13,7 @@ from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.report.matrix_text import positive_ratio, ratio_tone
-from wakelab.report.html.common import esc, _pairs, _run_state, _slug
+from wakelab.report.html.common import esc, _pairs, _run_state, _slug, table
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
@@ -135,10 +135,7 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
                 '<span class="badge %s">%s</span>' % (css, esc(state)),
             )
         )
-    return (
-        '<div class="table-wrap"><table class="runs"><thead><tr><th>run</th><th>evidence</th><th>lab, started (UTC)</th>'
-        "<th>conditions</th><th>state</th></tr></thead><tbody>%s</tbody></table></div>" % "".join(rows)
-    )
+    return table("runs", "", "<th>run</th><th>evidence</th><th>lab, started (UTC)</th><th>conditions</th><th>state</th>", "".join(rows))
 
 
 def _conditions_words(bundle: Bundle) -> str:
@@ -183,8 +180,7 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
             '<tr><th scope="row"><code>%s</code></th>%s</tr>' % (esc(f), "".join("<td>%s</td>" % esc(flats[i].get(f, DASH)) for i in chunk))
             for f in fields
         )
-        tables.append("<div class=\"table-wrap\"><table class=\"diff\"><caption>What differs between the runs</caption><thead><tr><th>field</th>%s</tr></thead>"
-                      "<tbody>%s</tbody></table></div>" % (head, rows))
+        tables.append(table("diff", "What differs between the runs", "<th>field</th>" + head, rows))
     return "".join('<p class="note">%s</p>' % esc(n) for n in notes) + "".join(tables)
 
 
@@ -276,8 +272,7 @@ def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[Run
                 cells.append('<td class="num">%s</td>' % text if text is not None else '<td class="muted">%s</td>' % (
                     "not in this run" if arm is None else esc(status_word(arm.status))))
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (row_head(name), "".join(cells)))
-        tables.append('<div class="table-wrap"><table class="%s"><caption>%s</caption><thead><tr><th>arm</th>%s</tr></thead>'
-                      "<tbody>%s</tbody></table></div>" % (css, caption, head, "".join(rows)))
+        tables.append(table(css, caption, "<th>arm</th>" + head, "".join(rows)))
     return "".join(tables)
 
 
