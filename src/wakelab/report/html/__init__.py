@@ -1,33 +1,18 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
 The page holds what ``summary.txt`` holds, laid out from the same analysis view, and the pictures a text file
-cannot give (:mod:`wakelab.report.interactive`): every latency arm on one shared log axis (the rate arms, in
-ops/s, in a table of their own), a heat map per dimension several runs vary in, what ``wakelab compare`` says
-of each run against the first (:func:`wakelab.analysis.view.compare_with_first`), where a traced run's time
-goes, and each arm's distribution, folded away until asked for (:mod:`wakelab.report.distribution`).
+cannot give (:mod:`wakelab.report.interactive`, :mod:`wakelab.report.distribution`).  Several runs are ordered by
+machine, then interpreter version (3.9 before 3.10), and are labelled by host name when they come from several
+machines (a fleet report).
 
-Several runs are ordered by machine, then interpreter version (3.9 before
-3.10), whatever order the paths came in; runs from several machines are
-labelled by host name: a fleet report.
+Self-contained means the page never fetches anything: styles are inline, plotly.js is inlined once, and a
+Content-Security-Policy allows only the page's own two scripts (by hash) and forbids every fetch, so even a
+page someone edited by hand cannot phone home.  Every string from the evidence is escaped where it enters the
+page (:func:`~wakelab.report.html.common.esc`), or before plotly reads it (:func:`~wakelab.report.interactive.label`).
 
-Self-contained means the page never fetches anything: styles are inline,
-plotly.js is inlined once, figures are JSON data blocks, and a
-Content-Security-Policy allows only the page's own two scripts (by hash) and
-forbids every fetch, so even a page someone edited by hand cannot phone home.
-
-Every string that comes from evidence (a note, a mechanism, a lab title, a
-failure reason, a condition) is escaped with :func:`html.escape` where it
-enters the page, and text handed to plotly is escaped before it
-(:func:`interactive.label`).
-
-The package, one module per concern, each importing only those before it:
-:mod:`.common` (escaping, reading a summary), :mod:`.load` (the bundles, runs
-and grids a page is made from), :mod:`.sections` (one run's sections),
-:mod:`.runs` (several runs compared), :mod:`.distributions` (each arm's card),
-:mod:`.page` (CSS, CSP and the page shell), :mod:`.charts` (the charts at a
-glance and where the time goes), :mod:`.matrix` (a grid's matrix); this module
-puts a page together (:func:`render_report`) and re-exports what the other
-modules of wakelab use.
+One module per concern, each importing only those before it: :mod:`.common`, :mod:`.load`, :mod:`.sections` (one
+run), :mod:`.runs` (several compared), :mod:`.distributions`, :mod:`.page`, :mod:`.charts`, :mod:`.matrix`; this
+module puts a page together and re-exports what the rest of wakelab uses.
 """
 
 from __future__ import annotations
