@@ -11,12 +11,11 @@ import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import NativeRatio, lost_wakes
-from wakelab.analysis.guidance import format_ranking
-from wakelab.analysis.view import RunView, view_of
+from wakelab.analysis.view import view_of
 from wakelab.evidence.model import ArmRecord
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_rate, format_ratio, format_us
-from wakelab.report.text.verdict import RANK_ABOVE, measured_latency_count
+from wakelab.report.text.verdict import RANK_ABOVE, format_rankings, measured_latency_count, pairing_line
 from wakelab.report.text.wrap import Run, format_table, wrap, wrap_figures
 
 
@@ -98,19 +97,6 @@ def format_compact_table(run: Run) -> List[str]:
     return lines
 
 
-def _brief_pairings(view: RunView) -> List[str]:
-    lines: List[str] = []
-    for pairing in view.pairings:
-        if pairing.p50_ratio is None:
-            continue
-        differ = [d.aspect for d in pairing.differences]
-        lines.extend(wrap("%s / %s = %s at p50%s; %s." % (
-            pairing.a, pairing.b, format_ratio(pairing.p50_ratio),
-            (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
-            "like for like" if not differ else "NOT like for like (%s differ)" % _and_list(differ))))
-    return lines
-
-
 def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) -> str:
     """The short form for a terminal: verdict, guidance headline, compact table, where the full text is.
 
@@ -121,11 +107,10 @@ def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) ->
     """
     view = view_of(escape_strings(summary, multiline=False))
     bundle = view.bundle
-    rankings: List[str] = []
-    for ranking in view.rankings:
-        if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table
-            rankings.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, 3)), "  ", "    "))
-    pairings = _brief_pairings(view)
+    rankings = format_rankings(view, 3, several_only=True)  # spinning waiters and C floors: see the table
+    pairings = [line for pairing in view.pairings if pairing.p50_ratio is not None for line in pairing_line(
+        pairing, "NOT like for like (%s differ)" % _and_list([d.aspect for d in pairing.differences])
+        if pairing.differences else "like for like")]
     guidance = view.guidance
     warnings = view.warnings
     caveats = bundle.caveats
