@@ -7,6 +7,7 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from wakelab.analysis.compare import format_ratio_plain
 from wakelab.analysis.view import AgainstFirst
 from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
@@ -205,24 +206,19 @@ def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: 
     return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
 
 
-def _ratio_text(value: float) -> str:
-    """A ratio as compare prints it: two decimals (one from 10 on)."""
-    return "inf" if not math.isfinite(value) else ("%.1f" if value >= 10 else "%.2f") % value
-
-
 def _verdicts_html(arm: Any) -> str:
     """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
-    ratio and its interval, one line each (escaped)."""
+    ratio and its interval as compare prints them, one line each (escaped)."""
     lines = []
     # As the ratios' colours (matrix.txt's rule): nothing is green while a percentile got slower.
     worse = any(judged.verdict == "slower" for judged in arm.judgements.values())
     for key, judged in arm.judgements.items():
         ci = judged.ci
-        interval = " (%s–%s)" % (_ratio_text(ci.low), _ratio_text(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
+        interval = " (%s–%s)" % (format_ratio_plain(ci.low), format_ratio_plain(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
         lines.append('<span class="ratio %s" title="%s">%s %s %s×%s</span>' % (
             esc(judged.verdict if judged.verdict == "slower" or (judged.verdict == "faster" and not worse) else "same"),
             esc(judged.reason or ""),
-            esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(_ratio_text(ci.ratio)),
+            esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(format_ratio_plain(ci.ratio)),
             esc(interval).replace(" ", "&nbsp;")))
     if not lines:  # too few samples or rounds: compare's notes say why
         lines.append('<span class="ratio" title="%s">%s</span>' % (esc("; ".join(arm.notes)), esc(arm.verdict).replace(" ", "&nbsp;")))
@@ -235,12 +231,7 @@ def _not_judged(labels: Sequence[RunLabel], versus: Sequence[AgainstFirst]) -> s
                    for i, v in enumerate(versus, 1) if v.why_not)
 
 
-def _judged(versus: Sequence[AgainstFirst], i: int, name: str) -> Any:
-    return versus[i - 1].arm(name) if i and len(versus) >= i else None
-
-
 def _latency_of(arm: Optional[ArmRecord]) -> Optional[LatencyFigures]:
-    """A measured latency arm's figures (None: not in the run, not ok, or no p50)."""
     return arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
 
 
@@ -268,7 +259,8 @@ def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[Run
             cells = []
             for i in chunk:
                 arm = records[i].get(name)
-                text = cell(arm, records[0].get(name), _judged(versus, i, name), i) if arm is not None else None
+                judged = versus[i - 1].arm(name) if i and len(versus) >= i else None
+                text = cell(arm, records[0].get(name), judged, i) if arm is not None else None
                 cells.append('<td class="num">%s</td>' % text if text is not None else '<td class="muted">%s</td>' % (
                     "not in this run" if arm is None else esc(status_word(arm.status))))
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (row_head(name), "".join(cells)))
