@@ -68,9 +68,10 @@ class InteractiveUnavailable(Exception):
     """plotly is not installed."""
 
 
-# DEL, the C1 controls and the bidirectional overrides and isolates (a terminal shown the page
-# must not have its text reordered): escaped in the JSON a page carries.
-_C1_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Escaped in the JSON a page carries: what could end a data block or start a tag, JavaScript's two line separators,
+# and (json.dumps escapes C0) DEL, the C1 controls and the bidirectional overrides and isolates, so that a page
+# printed to a terminal carries no control sequence and has no text reordered.
+_JSON_ESCAPED = re.compile("[<>&\u2028\u2029\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -102,18 +103,10 @@ def label(text: object) -> str:
 
 
 def json_for_script(value: Any) -> str:
-    """``value`` as JSON fit to sit inside ``<script type="application/json">``.
-
-    ``<``, ``>`` and ``&`` (and the two JavaScript line separators) become
-    ``\\uXXXX`` escapes: the same JSON to a parser, and no ``</script>`` or
-    ``<!--`` can appear in the page's text; so do DEL and the C1 controls.
-    """
+    """``value`` as JSON fit to sit inside ``<script type="application/json">``: the same JSON to a parser, with no
+    ``</script>`` or ``<!--`` in the page's text (:data:`_JSON_ESCAPED` as ``\\uXXXX`` escapes)."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True)
-    for ch, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(ch, escape)
-    # json.dumps escapes C0 controls; DEL, the C1 controls and the bidi controls too, so a page printed
-    # to a terminal carries none.
-    return _C1_CONTROL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    return _JSON_ESCAPED.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
 def script_hash(text: str) -> str:
