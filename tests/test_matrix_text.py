@@ -66,9 +66,9 @@ def test_the_mark_is_ratio_tones_tail_verdict(p50: float, p99: Optional[float]) 
 
 
 def test_html_colours_by_the_same_rule() -> None:
-    from wakelab.report import html as report_html
+    from wakelab.report.html import matrix, runs
 
-    assert report_html.ratio_tone is ratio_tone and report_html.RATIO_NOISE == matrix_text.RATIO_NOISE
+    assert runs.ratio_tone is ratio_tone and matrix.RATIO_NOISE == matrix_text.RATIO_NOISE
 
 
 def test_a_first_cell_without_a_p99_gives_no_p99_ratio_and_no_mark() -> None:

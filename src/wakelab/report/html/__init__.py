@@ -21,9 +21,6 @@ from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
-from wakelab.formatting import format_ns, format_percent, format_us
-# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import RATIO_NOISE, ratio_tone
 from wakelab.report.html.common import esc, _run_state
 from wakelab.report.html.load import GridView, load_run, load_runs, order_runs, RunEvidence, version_key
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
@@ -131,8 +128,8 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
 
 
 __all__ = [
-    "CSP", "RATIO_NOISE", "RunEvidence", "RunLabel", "count_charts", "count_plots", "esc", "format_ns", "format_percent", "format_us",
-    "load_run", "load_runs", "order_runs", "page_csp", "ratio_tone", "render_caveats", "render_comparison_table", "render_details",
+    "CSP", "RunEvidence", "RunLabel", "count_charts", "count_plots", "esc",
+    "load_run", "load_runs", "order_runs", "page_csp", "render_caveats", "render_comparison_table", "render_details",
     "render_differences", "render_grids", "render_guidance", "render_honesty", "render_lead_table", "render_overview",
     "render_rate_table", "render_repetitions_and_placement", "render_report", "render_runs_table", "render_verdict", "run_labels",
     "version_key", "write_report",

@@ -6,8 +6,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
 from wakelab.formatting import DASH, format_ratio
-# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
+from wakelab.analysis.matrix import RATIO_NOISE, positive_ratio
 from wakelab.report.versus import Versus, matrix_figures, matrix_rate_figures, spread_text, versus_first
 from wakelab.evidence.model import ArmRecord
 from wakelab.report.html.common import esc, _plain, _run_state, table

@@ -13,7 +13,7 @@ from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import positive_ratio, ratio_tone
+from wakelab.analysis.matrix import positive_ratio, ratio_tone
 from wakelab.report.html.common import esc, _pairs, _run_state, _slug, table
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
