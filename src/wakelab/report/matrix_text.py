@@ -1,14 +1,5 @@
-"""``matrix.txt``: a grid of runs side by side, one table per arm (stdlib only).
-
-Each latency arm's cells are set against the first cell that measured it, at
-p50 and at p99, by :mod:`wakelab.analysis.matrix`; a cell whose p99 got worse
-by more than the noise band is marked as a tail regression whatever its p50
-did (:func:`~wakelab.analysis.matrix.ratio_tone`, the rule the HTML report
-colours its ratios by).  This module only lays the :class:`Matrix` out.
-
-Strings from the matrix document are escaped as in summary.txt
-(:func:`wakelab.formatting.escape_text`): no control character is printed.
-"""
+"""``matrix.txt``: a grid of runs side by side, one table per arm, laid out from :mod:`wakelab.analysis.matrix`'s
+:class:`Matrix` (a tail that got worse is marked by :func:`ratio_tone`, the rule the HTML report colours by)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The MEASUREMENT QUALITY section: the load the run saw beside it, then its warnings gathered by what they say.
-
-A warning that several arms share is said once, then its arms worst first with their figure (the groups
-:mod:`wakelab.analysis.warning_groups` computes); the populations groups sit under one head, a line per cause.  The
-section is kept to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the largest groups;
-``wakelab show --full`` lists every warning arm by arm instead.
-"""
+"""The MEASUREMENT QUALITY section: the load the run saw beside it, then its warnings gathered by what they say
+(:mod:`wakelab.analysis.warning_groups`), kept to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the
+largest groups; the populations groups sit under one head, a line per cause."""
 
 from __future__ import annotations
 

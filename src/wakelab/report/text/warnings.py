@@ -1,9 +1,5 @@
-"""The wording of each warning and note of summary.json, one record at a time.
-
-A record's kind chooses its sentence (:data:`_WORDINGS`); its figures are read through
-:func:`~wakelab.analysis.warning_figures.figures_of`, typed for the kind.  A sentence from an older bundle is kept
-as it is, and a record whose figures are not what its kind says is shown as stored.
-"""
+"""The wording of each warning and note of summary.json, one record at a time: its kind chooses the sentence
+(:data:`_WORDINGS`), its figures typed for the kind by :func:`~wakelab.analysis.warning_figures.figures_of`."""
 
 from __future__ import annotations
 
