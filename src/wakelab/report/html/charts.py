@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import TraceFigures
+from wakelab.evidence.model import Bundle, TraceFigures
 from wakelab.report.lead import family_order
 from wakelab.report.html.common import esc, IdCounter, table
 from wakelab.report.html.load import RunEvidence
@@ -158,44 +158,32 @@ def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[Ru
     return "".join(out)
 
 
-# Dimensions a set of runs can vary in, as (key, title); the values come from run_dimension.
-DIMENSIONS = (
-    ("machine", "machine"), ("interpreter", "interpreter"), ("placement", "placement"), ("settle_us", "settle time"),
-    ("cpu_threads", "busy threads"), ("cpu_procs", "busy processes"), ("idle_hold", "idle hold"),
-    ("switch_interval_s", "switch interval"), ("mode", "loop"),
+# Dimensions a set of runs can vary in: (key, title, the run's value in words; None: "N title" of the recorded condition).
+DIMENSIONS: Tuple[Tuple[str, str, Optional[Callable[[Bundle], str]]], ...] = (
+    ("machine", "machine", lambda b: b.hostname or "?"),
+    ("interpreter", "interpreter", lambda b: b.interpreter.label),
+    ("placement", "placement", lambda b: str(b.parameters.placement or "any")),
+    ("settle_us", "settle time", lambda b: "settle %s µs" % b.parameters.settle_us),
+    ("cpu_threads", "busy threads", None),
+    ("cpu_procs", "busy processes", None),
+    ("idle_hold", "idle hold", lambda b: "idle hold" if b.conditions.idle_hold else "no idle hold"),
+    ("switch_interval_s", "switch interval", lambda b: "default switch interval" if b.conditions.switch_interval_s is None
+     else "switch interval %s s" % b.conditions.switch_interval_s),
+    ("mode", "loop", lambda b: "%s loop" % (b.parameters.mode or "closed")),
 )
 
 
 def run_dimension(run: RunEvidence, key: str) -> str:
     """The value of dimension ``key`` for ``run``, in words (plain text)."""
-    params, conditions = run.bundle.parameters, run.bundle.conditions
-    if key == "machine":
-        return run.bundle.hostname or "?"
-    if key == "interpreter":
-        return run.bundle.interpreter.label
-    if key == "placement":
-        return str(params.placement or "any")
-    if key == "settle_us":
-        return "settle %s µs" % params.settle_us
-    if key == "mode":
-        return "%s loop" % (params.mode or "closed")
-    if key == "idle_hold":
-        return "idle hold" if conditions.idle_hold else "no idle hold"
-    if key == "switch_interval_s":
-        value = conditions.switch_interval_s
-        return "switch interval %s s" % value if value is not None else "default switch interval"
-    return "%s %s" % (conditions.recorded.get(key) or 0, dict(DIMENSIONS).get(key, key))
-
-
-def varying_dimensions(runs: Sequence[RunEvidence]) -> List[Tuple[str, str]]:
-    return [(key, title) for key, title in DIMENSIONS if len({run_dimension(r, key) for r in runs}) > 1]
+    _, title, words = next(d for d in DIMENSIONS if d[0] == key)
+    return words(run.bundle) if words is not None else "%s %s" % (run.bundle.conditions.recorded.get(key) or 0, title)
 
 
 def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
     """A heat map of p50 per arm for each dimension the runs vary in (interpreter, placement, machine, ...)."""
     from wakelab.report.interactive import chart_html, grid_chart, label as plot_text
 
-    dims = varying_dimensions(runs)
+    dims = [(key, title) for key, title, _ in DIMENSIONS if len({run_dimension(r, key) for r in runs}) > 1]
     records = [r.bundle.arms_by_name() for r in runs]
     measured = [{name: arm.latency for name, arm in by_name.items() if arm.ok and arm.p50_ns is not None and arm.latency is not None}
                 for by_name in records]
