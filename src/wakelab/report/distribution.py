@@ -288,27 +288,24 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                     marker={"color": s.color, "size": 7, "symbol": [symbol for _, _, symbol in marked]},
                     text=["<b>%s</b><br>p%s %s" % (name, "50" if q == 0.5 else "99", format_ns(value)) for q, value, _ in marked],
                 ))
-    first = main[0][0] if main else None
-    if marks and first is not None:
-        for value in (first.p50_ns, first.p99_ns):
-            if value is not None:
-                hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
+    first = main[0][0] if marks and main else None
+    mark_lines = [(key, value, top) for key, value, top in (("p50", first.p50_ns, 1.0), ("p99", first.p99_ns, 0.9))
+                  if value is not None] if first is not None else []
+    for _, value, _ in mark_lines:
+        hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
     ranges = {"x": padded_range(hist_lo / 1e3, hist_hi / 1e3), "x2": padded_range(lo_ns / 1e3, hi_ns / 1e3)}
-    if marks and first is not None:
-        for axis_name, (lo_us, hi_us) in ranges.items():
-            lo, hi = math.log10(lo_us), math.log10(hi_us)
-            for key, value, top in (("p50", first.p50_ns, 1.0), ("p99", first.p99_ns, 0.9)):
-                if value is None:
-                    continue
-                at = math.log10(max(value, MIN_PLOT_NS) / 1e3)
-                shapes.append({"type": "line", "xref": axis_name, "yref": "paper", "x0": 10 ** at, "x1": 10 ** at, "y0": 0, "y1": 1,
-                               "line": {"color": MARK_COLOR, "width": 1, "dash": "dash"}, "layer": "below"})
-                right_side = (at - lo) / (hi - lo) > 0.62
-                annotations.append({
-                    "text": "%s %s" % (key, format_ns(value)), "x": at, "y": top, "xref": axis_name, "yref": "paper",
-                    "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
-                    "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
-                })
+    for axis_name, (lo_us, hi_us) in ranges.items():
+        lo, hi = math.log10(lo_us), math.log10(hi_us)
+        for key, value, top in mark_lines:
+            at = math.log10(max(value, MIN_PLOT_NS) / 1e3)
+            shapes.append({"type": "line", "xref": axis_name, "yref": "paper", "x0": 10 ** at, "x1": 10 ** at, "y0": 0, "y1": 1,
+                           "line": {"color": MARK_COLOR, "width": 1, "dash": "dash"}, "layer": "below"})
+            right_side = (at - lo) / (hi - lo) > 0.62
+            annotations.append({
+                "text": "%s %s" % (key, format_ns(value)), "x": at, "y": top, "xref": axis_name, "yref": "paper",
+                "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
+                "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
+            })
     title = {"text": "wake latency (µs, log scale)", "font": {"size": 12}}
     return figure(
         chart_id, data, HEIGHT_PX, (10, 16, 28, 44), "latency distribution: histogram and ECDF on log time axes",

@@ -34,10 +34,7 @@ def _flat(bundle: Bundle) -> Dict[str, str]:
 def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
     """Fields (``section.key``) whose values are not the same in every run, in a stable order."""
     flats = [_flat(r.bundle) for r in runs]
-    keys: List[str] = []
-    for flat in flats:
-        keys.extend(k for k in flat if k not in keys)
-    return [k for k in keys if len({f.get(k, DASH) for f in flats}) > 1]
+    return [k for k in dict.fromkeys(k for flat in flats for k in flat) if len({f.get(k, DASH) for f in flats}) > 1]
 
 
 @dataclasses.dataclass(frozen=True)
