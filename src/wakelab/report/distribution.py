@@ -46,13 +46,8 @@ ECDF_DOMAIN = (0.55, 1.0)
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-    """One latency distribution to draw: raw samples (ns) and its reported percentiles.
-
-    With ``weights``, ``samples_ns`` are values each standing for that many
-    wakes (a soak's log-linear histogram past its raw-sample cap:
-    :meth:`wakelab.analysis.hdr.LogLinearHistogram.weighted_values`), and
-    both the histogram and the ECDF count every wake they stand for.
-    """
+    """One latency distribution to draw: raw samples (ns; with ``weights``, values each standing for that many wakes:
+    a soak's log-linear histogram past its raw-sample cap) and its reported percentiles."""
 
     label: str
     samples_ns: Sequence[float]
@@ -76,12 +71,8 @@ def plot_label(text: object) -> str:
 
 
 def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
-    """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``.
-
-    y at the i-th smallest sample is (i + 1) / n.  Kept exactly: the first
-    sample, the last ``max_points // 3`` samples (the tail holds p99 and the
-    maximum) and an even spread through the body.
-    """
+    """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``: the first sample, the
+    last ``max_points // 3`` (the tail holds p99 and the maximum) and an even spread through the body."""
     n = len(sorted_ns)
     if n <= max_points:
         index: Sequence[int] = range(n)
@@ -95,12 +86,8 @@ def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -
 
 def weighted_ecdf_points(sorted_ns: Sequence[float], weights: Sequence[int],
                          max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
-    """(x, y) of the empirical CDF of ascending values ``sorted_ns`` standing for ``weights`` wakes each.
-
-    y at a value is the share of wakes at or below it.  Decimated as
-    :func:`ecdf_points` is: the first value, the last ``max_points // 3``
-    values (the tail) and an even spread through the body in probability.
-    """
+    """:func:`ecdf_points` of ascending values ``sorted_ns`` standing for ``weights`` wakes each, the body's spread
+    even in wakes."""
     cumulative = list(itertools.accumulate(int(w) for w in weights))
     total = float(cumulative[-1])
     k = len(sorted_ns)
@@ -201,13 +188,8 @@ def _prepared(series: Sequence[Series]) -> List[Tuple[Series, List[float], Optio
 
 
 def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool = True) -> Chart:
-    """Histogram and ECDF of one arm's wake latencies, side by side, on log time axes.
-
-    ``series`` holds one entry per run (overlaid, each in its own colour) plus,
-    for a single run, dashed component series drawn on the ECDF only.  With
-    ``marks``, p50 and p99 of the first series are drawn as labelled dashed
-    lines; every series gets a p50 dot and a p99 diamond on its ECDF.
-    """
+    """Histogram and ECDF of one arm's wake latencies, side by side: one series per run, overlaid, plus for a single
+    run dashed component series on the ECDF only.  ``marks``: the first series' p50 and p99 as labelled dashed lines."""
     prepared = _prepared(series)
     filled = [values for _, values, _ in prepared if values]
     if not filled:

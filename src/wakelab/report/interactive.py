@@ -77,14 +77,9 @@ _RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 @functools.lru_cache(maxsize=1)
 def plotly_js() -> str:
-    r"""The text of plotly.js as the installed ``plotly`` package ships it, fit to inline and to print.
-
-    plotly.js holds a few raw control characters inside string literals (a
-    PNG signature's ``\x1a``); each is written as its ``\xNN`` escape, the
-    same string to JavaScript, so that a page sent to a terminal (``-o -``)
-    carries no control sequence.  One after a backslash could not be
-    rewritten so; none is, and such a build is refused rather than changed.
-    """
+    r"""The text of plotly.js as the installed ``plotly`` package ships it, fit to inline and to print: its few raw
+    control characters in string literals (a PNG signature's ``\x1a``) are written as ``\xNN`` escapes, the same
+    string to JavaScript, so that a page sent to a terminal carries no control sequence."""
     try:
         from plotly.offline import get_plotlyjs
     except ImportError as exc:
@@ -366,9 +361,8 @@ def components_chart(chart_id: str, bars: Sequence[Tuple[str, TraceFigures, Opti
     """Stacked bars of where each traced arm's time goes (``bars``: its name, trace and the Python arm it is the C
     floor of): the median wake (left) and the tail (right).
 
-    One row per arm, each Python arm above its C floor; one trace per component and band, the two bands' traces of a
-    component in one legend group (the legend toggles a component in both).  Linear axes: a stacked bar on a log axis
-    would misdraw the parts.
+    One trace per component and band, a component's two in one legend group.  Linear axes: a stacked bar on a log
+    axis would misdraw the parts.
     """
     banded = [(arm, trace_bands(trace), floor_of) for arm, trace, floor_of in bars]
     rows = [label(arm) for arm, _, _ in banded]
@@ -408,10 +402,8 @@ def components_chart(chart_id: str, bars: Sequence[Tuple[str, TraceFigures, Opti
 
 
 def chart_html(chart: Chart, kind: str = "1") -> str:
-    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`).
-
-    ``kind`` (``data-chart``) tells the page's kinds of chart apart for counting; the glue draws them all.
-    """
+    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`); ``kind`` tells the page's
+    kinds of chart apart for counting."""
     return (
         '<div class="chart" id="%s" data-chart="%s" role="img" aria-label="%s" style="min-height:%dpx"></div>'
         '<script type="application/json" id="%s-spec">%s</script>'

@@ -31,11 +31,8 @@ class IdCounter:
 
 
 def esc(value: object) -> str:
-    """Evidence text made safe to place in HTML (element content or a quoted attribute).
-
-    Control characters become visible escapes (``\\x1b``) first, so that a page printed
-    to a terminal (``-o -``) cannot carry an escape sequence, and the page shows what is there.
-    """
+    """Evidence text made safe to place in HTML (element content or a quoted attribute); control characters become
+    visible escapes (``\\x1b``) first, so that a page printed to a terminal cannot carry an escape sequence."""
     return html.escape(escape_text(str(value), multiline=True), quote=True)
 
 

@@ -41,11 +41,7 @@ def _compact_row(arm: ArmRecord, ratio: Optional[NativeRatio], wide: bool) -> Li
 
 def format_compact_table(run: Run) -> List[str]:
     """Each measured latency arm's p50 and p99 (µs) and vs C -- two columns side by side for many arms --,
-    then the rate arms, the lost wakes and the arms not measured, one line each.
-
-    A C floor that a shown arm is measured against has no row of its own: its
-    figure is in that arm's "vs C".
-    """
+    then the rate arms, the lost wakes and the arms not measured; a C floor a shown arm is set against is in its "vs C"."""
     view = view_of(run)
     arms = view.bundle.arms()
     ratios = view.native_ratios
@@ -98,13 +94,9 @@ def format_compact_table(run: Run) -> List[str]:
 
 
 def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) -> str:
-    """The short form for a terminal: verdict, guidance headline, compact table, where the full text is.
-
-    At most :data:`BRIEF_MAX_LINES` lines for a run of a few latency arms and
-    :data:`BRIEF_MAX_LINES_MANY` for more than :data:`RANK_ABOVE` (the lab's
-    pairings are left to the full text when they would not fit).  Every string
-    from the document is escaped, as in :func:`format_summary`.
-    """
+    """The short form for a terminal: verdict, guidance headline, compact table, where the full text is; at most
+    :data:`BRIEF_MAX_LINES` lines (:data:`BRIEF_MAX_LINES_MANY` for many arms), the lab's pairings left to the full
+    text when they would not fit."""
     view = view_of(escape_strings(summary, multiline=False))
     bundle = view.bundle
     rankings = format_rankings(view, 3, several_only=True)  # spinning waiters and C floors: see the table
