@@ -67,9 +67,6 @@ def plot_label(text: object) -> str:
     return cleaned
 
 
-# --- what to draw ------------------------------------------------------------------------
-
-
 def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
     """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``: the first sample, the
     last ``max_points // 3`` (the tail holds p99 and the maximum) and an even spread through the body."""
@@ -162,9 +159,6 @@ def padded_range(lo: float, hi: float) -> Tuple[float, float]:
     lo = max(lo, MIN_PLOT_NS / 1e3)
     hi = max(hi, lo)
     return lo / 1.25, hi * 1.25
-
-
-# --- the chart ---------------------------------------------------------------------------
 
 
 def _short(value: float) -> float:

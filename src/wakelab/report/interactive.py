@@ -173,9 +173,6 @@ def figure(chart_id: str, data: List[Dict[str, object]], height: int, margin: Tu
     return Chart(chart_id, {"data": data, "layout": fields, "config": CONFIG}, aria_label, height)
 
 
-# --- the overview ------------------------------------------------------------------------
-
-
 class OverviewPoint(NamedTuple):
     """A measured latency arm of run number ``run``, with its C floor's ratio when the floor has figures."""
 
@@ -292,9 +289,6 @@ def overview_chart(chart_id: str, points: Sequence[OverviewPoint], series: Seque
         scattermode="group" if several else None, scattergap=0.35 if several else None)
 
 
-# --- grids -------------------------------------------------------------------------------
-
-
 def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence[str],
                figures: Sequence[Mapping[str, LatencyFigures]]) -> Chart:
     """A heat map of p50 per arm (rows) and column (an interpreter, a condition, a machine: ``figures[column]``
@@ -330,8 +324,6 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
         yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True, "type": "category"},
         hoverlabel={"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"})
 
-
-# --- where the time goes (traced runs) ------------------------------------------------------
 
 # One colour per component of a wake, in wake order (Okabe-Ito; the remainder grey).
 COMPONENT_COLORS = {
@@ -396,9 +388,6 @@ def components_chart(chart_id: str, bars: Sequence[Tuple[str, TraceFigures, Opti
         xaxis2=dict(axis, domain=[0.53, 1.0], anchor="y", title={"text": "<b>at p99</b>: %s, µs" % BANDS[1][1]}),
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": list(reversed(rows)), "automargin": True,
                "fixedrange": True, "ticks": ""})
-
-
-# --- placing charts in the page ------------------------------------------------------------
 
 
 def chart_html(chart: Chart, kind: str = "1") -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Mapping, Optional, Union
 
-from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, RatioTone, compare_matrix, positive_ratio, ratio_tone
+from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, compare_matrix
 from wakelab.evidence.matrix import MatrixVerdict
 from wakelab.evidence.words import grid_state_word, status_word
 from wakelab.formatting import DASH, escape_text, format_ratio
@@ -113,6 +113,3 @@ def _add_native_column(header: List[str], table: List[List[str]], arm: MatrixArm
     for line, row in zip(table, arm.rows):
         line.append(format_native_cell(row.native))
 
-
-# The rule a ratio is judged by lives in the analysis; the HTML report reads it from here too.
-__all__ = ["RATIO_NOISE", "TAIL_MARK", "RatioTone", "format_matrix", "positive_ratio", "ratio_tone"]
