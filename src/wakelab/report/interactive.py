@@ -46,13 +46,9 @@ AXIS_PAD = 1.3
 # Each family's colour in the overview is its module's (FAMILY_COLORS); a family this version does not know
 # gets Okabe-Ito's sky blue, which no family declares.
 OTHER_FAMILY_COLOR = "#56B4E9"
-CONFIG = {
-    "displaylogo": False,
-    "responsive": True,
-    # No "edit in Chart Studio", no image export that needs a server; zooming and panning stay.
-    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"],
-    "scrollZoom": False,
-}
+# No "edit in Chart Studio", no image export that needs a server; zooming and panning stay.
+CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False,
+          "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"]}
 # Every chart's legend, below the plot (the height of the figure's bottom, grown to fit it): above it, it ran
 # into plotly's toolbar (modebar) at the top right once it wrapped on a narrow window.
 LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "container", "yanchor": "bottom",
@@ -326,14 +322,8 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
 
 
 # One colour per component of a wake, in wake order (Okabe-Ito; the remainder grey).
-COMPONENT_COLORS = {
-    "notify": "#D55E00",
-    "sched_wake": "#56B4E9",
-    "sched_queue": "#0072B2",
-    "gil_wait": "#E69F00",
-    "interpreter": "#009E73",
-    "unattributed": "#B0B0B0",
-}
+COMPONENT_COLORS = {"notify": "#D55E00", "sched_wake": "#56B4E9", "sched_queue": "#0072B2", "gil_wait": "#E69F00",
+                    "interpreter": "#009E73", "unattributed": "#B0B0B0"}
 COMPONENT_ROW_PX = 34
 BANDS = (("p50", "median wake (45th–55th percentile)"), ("p99", "tail wakes (99th percentile and above)"))
 
