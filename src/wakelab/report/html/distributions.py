@@ -87,32 +87,22 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                 facts.append('<li class="muted">%s%s</li>' % (who, esc(soak_plot_words(samples, counters))))
             if samples is None or not samples.samples_ns:
                 continue
-            if counters is not None and not samples.every_wake:
-                values, weights = counters.weighted_values()
-                series.append(Series(label.short if several else name, values, lat.p50_ns, lat.p99_ns, label.color, weights=weights))
-                continue
-            series.append(Series(label.short if several else name, samples.samples_ns, lat.p50_ns, lat.p99_ns, label.color))
-            if not several:
+            values, weights = counters.weighted_values() if counters is not None and not samples.every_wake else (samples.samples_ns, None)
+            series.append(Series(label.short if several else name, values, lat.p50_ns, lat.p99_ns, label.color, weights=weights))
+            if not several and weights is None:
                 components = dict(arm.components)
                 for j, (comp, part_ns) in enumerate(samples.components_ns.items()):
                     figures = components.get(comp)
                     if part_ns:
                         series.append(Series(comp, part_ns, figures.p50_ns if figures else None, figures.p99_ns if figures else None,
                                              COMPONENT_COLORS[j % len(COMPONENT_COLORS)], dashed=True))
-        figure = (
-            '<div class="plot">%s</div>' % chart_html(distribution_chart(plots_.next_id(), series, marks=not several), DISTRIBUTION)
-            if series
-            else '<p class="muted noplot">No samples to plot.</p>'
-        )
+        figure = ('<div class="plot">%s</div>' % chart_html(distribution_chart(plots_.next_id(), series, marks=not several), DISTRIBUTION)
+                  if series else '<p class="muted noplot">No samples to plot.</p>')
         cards.append(
             '<details class="arm" id="arm-%s"><summary><b>%s</b> %s %s %s <span class="muted">%s</span></summary>'
             '<ul class="figs">%s</ul>%s</details>'
-            % (
-                esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(first.family, first.family), "fam"),
-                _badge(first.waiter, "w-" + first.waiter), _badge(first.scope, "scope"),
-                _headline(arms), "".join(facts), figure,
-            )
-        )
+            % (esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(first.family, first.family), "fam"),
+               _badge(first.waiter, "w-" + first.waiter), _badge(first.scope, "scope"), _headline(arms), "".join(facts), figure))
     if not cards:
         return '<p class="muted">No latency arms.</p>'
     return '<div class="arms">%s</div>' % "".join(cards)
