@@ -126,13 +126,9 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
                 esc(host or "?"), esc(machine.os), esc(machine.kernel), esc(machine.cpu_model), esc(machine.cpu_count)))
         state, css = _run_state(bundle)
         rows.append(
-            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td><td>%s</td></tr>'
-            % (
-                _swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id), esc(bundle.started_utc),
-                _conditions_words(bundle),
-                '<span class="badge %s">%s</span>' % (css, esc(state)),
-            )
-        )
+            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td>'
+            '<td><span class="badge %s">%s</span></td></tr>' % (_swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id),
+                                                                esc(bundle.started_utc), _conditions_words(bundle), css, esc(state)))
     return table("runs", "", "<th>run</th><th>evidence</th><th>lab, started (UTC)</th><th>conditions</th><th>state</th>", "".join(rows))
 
 
@@ -303,21 +299,15 @@ def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], v
 
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
     """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
-    verdict = render_verdict(run)
-    body_lead = render_lead_table(run)
     repetitions = render_repetitions_and_placement(run)
-    if repetitions:
-        body_lead += "<h3>Repetitions and placement</h3>" + repetitions
     guidance = render_guidance(run)
     state, css = _run_state(run.bundle)
     toc.append((anchor, label.short))
     return (
         '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
         '<p class="meta"><code>%s</code> · %s · %s</p>%s'
-        "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
-        % (
-            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title), esc(run.bundle.started_utc),
-            ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
-            render_honesty(run), render_caveats(run), render_details(run),
-        )
-    )
+        "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
+        % (esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title),
+           esc(run.bundle.started_utc), ("<h3>Guidance</h3>" + guidance) if guidance else "", render_verdict(run),
+           render_lead_table(run), ("<h3>Repetitions and placement</h3>" + repetitions) if repetitions else "",
+           render_honesty(run), render_caveats(run), render_details(run)))
