@@ -36,6 +36,7 @@ from wakelab.evidence.model import Bundle  # noqa: E402
 from wakelab.formatting import format_ns, format_percent, format_us  # noqa: E402
 from wakelab.report import html as report_html  # noqa: E402
 from wakelab.report import distribution, interactive  # noqa: E402
+from wakelab.report.html.common import IdCounter  # noqa: E402
 from wakelab.analysis.stats import summarize_latency  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -456,7 +457,7 @@ def test_evidence_text_never_changes_the_markup(text: str) -> None:
             report_html.render_caveats(summary), report_html.render_details(summary),
             report_html.render_runs_table(runs, labels), report_html.render_differences(runs, labels),
             report_html.render_comparison_table(runs, labels), report_html.render_rate_table(runs, labels),
-            report_html.render_overview(runs, labels, report_html._Charts()), report_html.render_grids(runs, report_html._Charts()),
+            report_html.render_overview(runs, labels, IdCounter()), report_html.render_grids(runs, IdCounter()),
         ])
 
     hostile_page, plain_page = sections("x" + text), sections("x")
@@ -960,7 +961,7 @@ def test_lead_table_labels_a_nearest_floor() -> None:
 def test_overview_labels_a_nearest_floor() -> None:
     summary = _with_floors()
     runs = [report_html.RunEvidence(Bundle("s", "", summary), {})]
-    chart = report_html.render_overview(runs, [report_html.RunLabel("r", "r", "#0072B2")], report_html._Charts())
+    chart = report_html.render_overview(runs, [report_html.RunLabel("r", "r", "#0072B2")], IdCounter())
     spec = chart_specs(chart)["chart-1"]
     floors = {t["name"]: (t["y"], t["x"]) for t in spec["data"] if t["meta"].get("floor")}
     assert floors == {"C floor p50": (["event"], [22.0]), "nearest C floor p50": (["sigusr1-self"], [1.05])}

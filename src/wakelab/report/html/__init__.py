@@ -21,15 +21,15 @@ from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
-from wakelab.report.html.common import esc, _run_state
+from wakelab.report.html.common import esc, IdCounter, _run_state
 from wakelab.report.html.load import GridView, load_run, load_runs, order_runs, RunEvidence, version_key
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
 from wakelab.report.html.runs import (render_comparison_table, render_differences, render_rate_table, render_runs_table, run_labels,
                                       _run_sections, RunLabel)
-from wakelab.report.html.distributions import _distribution_intro, _Plots, render_distributions
+from wakelab.report.html.distributions import _distribution_intro, render_distributions
 from wakelab.report.html.page import count_charts, count_plots, CSP, _page, page_csp, _section, write_report
-from wakelab.report.html.charts import _Charts, render_grids, render_overview, render_where_time_goes, render_where_time_goes_runs
+from wakelab.report.html.charts import render_grids, render_overview, render_where_time_goes, render_where_time_goes_runs
 from wakelab.report.html.matrix import _grid_sections
 
 
@@ -53,8 +53,8 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     from wakelab import __version__
     from wakelab.report.interactive import GLUE_JS, plotly_js
 
-    plots_ = _Plots()
-    charts = _Charts()
+    plots_ = IdCounter("plot")
+    charts = IdCounter("chart")
     toc: List[Tuple[str, str]] = []
     first = runs[0].bundle
     lab = first.lab

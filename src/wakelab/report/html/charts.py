@@ -13,12 +13,6 @@ from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Charts(IdCounter):
-    """The interactive charts at a glance of one page."""
-
-    prefix = "chart"
-
-
 def _sort_controls(chart_id: str, families: Sequence[str]) -> str:
     """The overview's buttons: sort its rows, show or hide a family."""
     from wakelab.report.interactive import family_color
@@ -32,7 +26,7 @@ def _sort_controls(chart_id: str, families: Sequence[str]) -> str:
             '<span class="muted sep">Families</span> %s</div>' % (sorts, toggles))
 
 
-def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: IdCounter) -> str:
     """The chart that compares at a glance: every latency arm of every run on one log axis, with its buttons."""
     from wakelab.report.interactive import OverviewPoint, chart_html, overview_chart
 
@@ -76,7 +70,7 @@ def _signed_us_text(value_ns: float) -> str:
     return ("+" if value_ns > 0 else "\u2212") + format_us(abs(value_ns))
 
 
-def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
+def render_where_time_goes(run: RunEvidence, charts: IdCounter) -> str:
     """Where each traced arm's time goes (a run with ``--trace``): stacked bars at p50 and at p99, each
     Python arm beside its C floor, then the tracing overhead; empty for a run that did not ask to trace.
 
@@ -148,7 +142,7 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
     return "".join(parts)
 
 
-def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: IdCounter) -> str:
     """:func:`render_where_time_goes` for each run of several that asked to trace, under its label."""
     out = []
     for run, run_label in zip(runs, labels):
@@ -179,7 +173,7 @@ def run_dimension(run: RunEvidence, key: str) -> str:
     return words(run.bundle) if words is not None else "%s %s" % (run.bundle.conditions.recorded.get(key) or 0, title)
 
 
-def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
+def render_grids(runs: Sequence[RunEvidence], charts: IdCounter) -> str:
     """A heat map of p50 per arm for each dimension the runs vary in (interpreter, placement, machine, ...)."""
     from wakelab.report.interactive import chart_html, grid_chart, label as plot_text
 

@@ -18,11 +18,11 @@ DISTRIBUTION = "distribution"
 
 
 class IdCounter:
-    """Element ids of one page's charts of one kind (``PREFIX-1``, ``PREFIX-2`` ...), and how many there are."""
+    """Element ids of one page's charts of one kind (``PREFIX-1``, ``PREFIX-2`` ...: ``chart`` the charts at a glance,
+    ``plot`` the arms' distributions), and how many there are."""
 
-    prefix = "chart"
-
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "chart") -> None:
+        self.prefix = prefix
         self.count = 0
 
     def next_id(self) -> str:

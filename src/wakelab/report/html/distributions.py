@@ -13,12 +13,6 @@ from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Plots(IdCounter):
-    """The distribution charts of one page."""
-
-    prefix = "plot"
-
-
 def kept_words(kept: int, total: int) -> str:
     """What a figure computed on a soak's kept raw samples is of."""
     return "from the first %s of %s wakes (the raw samples kept)" % (format(kept, ","), format(total, ","))
@@ -57,7 +51,7 @@ def _figures(arm: ArmRecord, lat: LatencyFigures, samples: Optional[ArmSamples])
     return text
 
 
-def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: _Plots) -> str:
+def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: IdCounter) -> str:
     """One card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
     from wakelab.report.distribution import COMPONENT_COLORS, Series, distribution_chart
     from wakelab.report.interactive import chart_html
