@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.evidence.model import Bundle, TraceFigures
+from wakelab.evidence.model import TraceFigures
 from wakelab.report.lead import family_order
 from wakelab.report.html.common import esc, IdCounter, table
 from wakelab.report.html.load import RunEvidence
-from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
+from wakelab.report.html.runs import _arm_order, DIMENSIONS, dimension_words, RunLabel, _swatch
 
 
 def _sort_controls(chart_id: str, families: Sequence[str]) -> str:
@@ -152,32 +152,11 @@ def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[Ru
     return "".join(out)
 
 
-# Dimensions a set of runs can vary in: (key, title, the run's value in words; None: "N title" of the recorded condition).
-DIMENSIONS: Tuple[Tuple[str, str, Optional[Callable[[Bundle], str]]], ...] = (
-    ("machine", "machine", lambda b: b.hostname or "?"),
-    ("interpreter", "interpreter", lambda b: b.interpreter.label),
-    ("placement", "placement", lambda b: str(b.parameters.placement or "any")),
-    ("settle_us", "settle time", lambda b: "settle %s µs" % b.parameters.settle_us),
-    ("cpu_threads", "busy threads", None),
-    ("cpu_procs", "busy processes", None),
-    ("idle_hold", "idle hold", lambda b: "idle hold" if b.conditions.idle_hold else "no idle hold"),
-    ("switch_interval_s", "switch interval", lambda b: "default switch interval" if b.conditions.switch_interval_s is None
-     else "switch interval %s s" % b.conditions.switch_interval_s),
-    ("mode", "loop", lambda b: "%s loop" % (b.parameters.mode or "closed")),
-)
-
-
-def run_dimension(run: RunEvidence, key: str) -> str:
-    """The value of dimension ``key`` for ``run``, in words (plain text)."""
-    _, title, words = next(d for d in DIMENSIONS if d[0] == key)
-    return words(run.bundle) if words is not None else "%s %s" % (run.bundle.conditions.recorded.get(key) or 0, title)
-
-
 def render_grids(runs: Sequence[RunEvidence], charts: IdCounter) -> str:
     """A heat map of p50 per arm for each dimension the runs vary in (interpreter, placement, machine, ...)."""
     from wakelab.report.interactive import chart_html, grid_chart, label as plot_text
 
-    dims = [(key, title) for key, title, _ in DIMENSIONS if len({run_dimension(r, key) for r in runs}) > 1]
+    dims = [(key, title) for key, title, _ in DIMENSIONS if len({dimension_words(r.bundle, key) for r in runs}) > 1]
     records = [r.bundle.arms_by_name() for r in runs]
     measured = [{name: arm.latency for name, arm in by_name.items() if arm.ok and arm.p50_ns is not None and arm.latency is not None}
                 for by_name in records]
@@ -186,13 +165,13 @@ def render_grids(runs: Sequence[RunEvidence], charts: IdCounter) -> str:
         return ""
     out = []
     for key, title in dims:
-        values = [run_dimension(r, key) for r in runs]
+        values = [dimension_words(r.bundle, key) for r in runs]
         first_seen = {v: values.index(v) for v in values}
         columns = sorted(range(len(runs)), key=lambda i: (first_seen[values[i]], i))
         others = [k for k, _ in dims if k != key]
         ticks = []
         for i in columns:
-            rest = " · ".join(plot_text(run_dimension(runs[i], k)) for k in others)
+            rest = " · ".join(plot_text(dimension_words(runs[i].bundle, k)) for k in others)
             ticks.append("<b>%s</b>%s" % (plot_text(values[i]), ("<br>" + rest) if rest else ""))
         chart = grid_chart(charts.next_id(), "p50 by %s" % title, names, ticks, [measured[i] for i in columns])
         out.append(chart_html(chart))

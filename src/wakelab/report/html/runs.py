@@ -132,20 +132,34 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
     return table("runs", "", "<th>run</th><th>evidence</th><th>lab, started (UTC)</th><th>conditions</th><th>state</th>", "".join(rows))
 
 
+# Dimensions a set of runs can vary in: (key, title, the run's value in words; None: "N title" of the recorded condition).
+DIMENSIONS: Tuple[Tuple[str, str, Optional[Callable[[Bundle], str]]], ...] = (
+    ("machine", "machine", lambda b: b.hostname or "?"),
+    ("interpreter", "interpreter", lambda b: b.interpreter.label),
+    ("placement", "placement", lambda b: str(b.parameters.placement or "any")),
+    ("settle_us", "settle time", lambda b: "settle %s µs" % b.parameters.settle_us),
+    ("cpu_threads", "busy threads", None),
+    ("cpu_procs", "busy processes", None),
+    ("idle_hold", "idle hold", lambda b: "idle hold" if b.conditions.idle_hold else "no idle hold"),
+    ("switch_interval_s", "switch interval", lambda b: "default switch interval" if b.conditions.switch_interval_s is None
+     else "switch interval %s s" % b.conditions.switch_interval_s),
+    ("mode", "loop", lambda b: "%s loop" % (b.parameters.mode or "closed")),
+)
+
+
+def dimension_words(bundle: Bundle, key: str) -> str:
+    """The run's value of dimension ``key``, in words (plain text)."""
+    _, title, words = next(d for d in DIMENSIONS if d[0] == key)
+    return words(bundle) if words is not None else "%s %s" % (bundle.conditions.recorded.get(key) or 0, title)
+
+
 def _conditions_words(bundle: Bundle) -> str:
     """Placement and load of a run in a few words (escaped)."""
     params, conditions = bundle.parameters, bundle.conditions
-    words = ["placement %s" % esc(params.placement or "any")]
-    if params.settle_us is not None:
-        words.append("settle %s µs" % esc(params.settle_us))
-    for value, text in ((conditions.cpu_threads, "busy threads"), (conditions.cpu_procs, "busy processes")):
-        if value:
-            words.append("%s %s" % (esc(value), text))
-    if conditions.idle_hold:
-        words.append("idle hold")
-    if conditions.switch_interval_s is not None:
-        words.append("switch interval %s s" % esc(conditions.switch_interval_s))
-    return ", ".join(words)
+    shown = {"settle_us": params.settle_us is not None, "cpu_threads": conditions.cpu_threads, "cpu_procs": conditions.cpu_procs,
+             "idle_hold": conditions.idle_hold, "switch_interval_s": conditions.switch_interval_s is not None}
+    words = ["placement " + dimension_words(bundle, "placement")] + [dimension_words(bundle, key) for key, show in shown.items() if show]
+    return ", ".join(esc(word) for word in words)
 
 
 # Parameters that are conditions a grid sweeps (where the two sides ran, the settle time, the loop), not a change of method.
