@@ -22,11 +22,6 @@ FOLD_EMPTY = 3
 MIN_BAR_WIDTH = 10
 
 
-def _percent(fraction: float) -> str:
-    """``0.049%``: a relative precision for people (two significant digits; no space, so a wrapped line keeps it whole)."""
-    return "%.2g%%" % (100 * fraction)
-
-
 def _markers(hist: Histogram, index: int) -> str:
     marks = []
     for name, value in (("p50", hist.p50_ns), ("p99", hist.p99_ns)):
@@ -72,7 +67,7 @@ def format_histogram(title: str, hist: Histogram, width: int = 80) -> str:
 
         note = ("the histogram holds all %d wakes, read from the soak's log-linear histogram: each wake is binned at its "
                 "counter's value, within %s of its own; p50 and p99 come from the same counters, as in summary.json%s" % (
-                    hist.n, _percent(hist.relative_error),
+                    hist.n, "%.2g%%" % (100 * hist.relative_error),  # no space: a wrapped line keeps it whole
                     " (the samples file keeps the first %d raw samples)" % hist.raw_kept if hist.raw_kept is not None else ""))
         header[1:1] = textwrap.wrap(note, width=max(40, width), initial_indent="  ", subsequent_indent="  ")
     rows = _rows(hist)

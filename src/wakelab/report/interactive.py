@@ -142,15 +142,11 @@ def log_ticks(lo: float, hi: float) -> List[float]:
     return out
 
 
-def tick_text(value: float) -> str:
-    return "{:,.0f}".format(value) if value >= 1000 else "%g" % value
-
-
 def log_axis(lo: float, hi: float, range_lo: float, range_hi: float, title: object, **fields: object) -> Dict[str, object]:
     """A log time axis (µs) drawn over [range_lo, range_hi], ticked 1-2-5 over [lo, hi]."""
     ticks = log_ticks(lo, hi)
     return dict({"type": "log", "range": [math.log10(range_lo), math.log10(range_hi)], "tickvals": ticks,
-                 "ticktext": [tick_text(v) for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
+                 "ticktext": ["{:,.0f}".format(v) if v >= 1000 else "%g" % v for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
                  "title": title}, **fields)
 
 
