@@ -40,11 +40,9 @@ def _figures(arm: ArmRecord, lat: LatencyFigures, samples: Optional[ArmSamples])
         text += ' · <span class="warn">%s lost</span>' % esc(lat.lost)
     spread = arm.spread
     if spread is not None and spread.max_over_min is not None and spread.of == "p50_ns":
-        if spread.between == "repetitions":
-            count = arm.repetitions.count if arm.repetitions is not None else None
-            text += " · %s repetitions, medians within %s" % (esc(DASH if count is None else count), esc(format_ratio(spread.max_over_min)))
-        else:
-            text += " · %s workers, medians within %s" % (esc(len(arm.workers or ())), esc(format_ratio(spread.max_over_min)))
+        repetitions = spread.between == "repetitions"
+        count = len(arm.workers or ()) if not repetitions else arm.repetitions.count if arm.repetitions is not None else None
+        text += " · %s %s, medians within %s" % (esc(DASH if count is None else count), "repetitions" if repetitions else "workers", esc(format_ratio(spread.max_over_min)))
         if samples is not None and not samples.every_wake:
             # A soak past its raw-sample cap: what summary.json computed on the raw samples (the workers' spread) is of the first K.
             text += ", %s" % esc(kept_words(samples.kept, samples.total))
