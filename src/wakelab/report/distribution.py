@@ -238,10 +238,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                 "x": math.log10(left * step ** 0.5 / 1e3), "y": height, "xref": "x", "yref": "y", "showarrow": False,
                 "xanchor": "right" if side == "beyond" else "left", "yanchor": "bottom", "font": {"size": 10, "color": "#444444"},
             })
-            if side == "below":
-                hist_lo = min(hist_lo, left)
-            else:
-                hist_hi = max(hist_hi, right)
+            hist_lo, hist_hi = min(hist_lo, left), max(hist_hi, right)  # an edge bin lies beyond the window on its side
     for index, (s, values, weights) in enumerate(prepared):
         if not values:
             continue
