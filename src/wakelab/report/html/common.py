@@ -86,7 +86,6 @@ def _badge(text: object, kind: str = "") -> str:
 
 
 def _status_badge(arm: ArmRecord) -> str:
-    """How an arm ended, badged, with its reason."""
     return '<span class="badge st-%s">%s</span>%s' % (esc(_slug(arm.status)), esc(status_word(arm.status)),
                                                       (" " + esc(arm.reason)) if arm.reason else "")
 

@@ -100,7 +100,6 @@ def _matrix_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmReco
 
 
 def _grid_sections(grids: Sequence[GridView], toc: List[Tuple[str, str]]) -> List[str]:
-    """One section per grid given: its matrix (cells, then each arm cell by cell)."""
     return [
         _section("matrix-%d" % i if len(grids) > 1 else "matrix", "Grid matrix" + (" %d" % i if len(grids) > 1 else ""),
                  render_grid_matrix(grid), toc)

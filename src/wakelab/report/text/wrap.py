@@ -31,7 +31,6 @@ def wrap_figures(text: str, indent: str = "  ", subsequent: Optional[str] = None
 
 
 def bullets_figures(items: Sequence[str]) -> List[str]:
-    """:func:`bullets` with :func:`wrap_figures`."""
     return [line for item in items for line in wrap_figures(item, "  - ", "    ")]
 
 
