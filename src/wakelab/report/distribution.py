@@ -214,11 +214,12 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         shares, below, beyond = binned_shares(values, weights, edges)
         hover = ["<b>%s</b><br>%s – %s: %.1f%% of wakes" % (name, format_ns(edges[i]), format_ns(edges[i + 1]), 100 * shares[i])
                  for i in range(len(shares))]
+        panel: Dict[str, object] = {"mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
+                                    "xaxis": "x", "yaxis": "y"}
         data.append(trace(
-            "scatter", mode="lines", name=name, legendgroup="series-%d" % index, showlegend=False,
-            x=[_short(e / 1e3) for e in edges], y=[_short(v) for v in shares + shares[-1:]],
+            "scatter", **panel, x=[_short(e / 1e3) for e in edges], y=[_short(v) for v in shares + shares[-1:]],
             line={"shape": "hv", "color": s.color, "width": 1.2 if overlay else 0.8},
-            fill="none" if overlay else "tozeroy", opacity=1.0 if overlay else 0.6, text=hover + hover[-1:], xaxis="x", yaxis="y",
+            fill="none" if overlay else "tozeroy", opacity=1.0 if overlay else 0.6, text=hover + hover[-1:],
         ))
         for count, left, extreme, side in ((below, win_lo / step, values[0], "below"), (beyond, win_hi, values[-1], "beyond")):
             if not count:
@@ -227,11 +228,9 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
             right = left * step
             wakes_to = "%d wake%s %s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to")
             data.append(trace(
-                "scatter", mode="lines", name=name, legendgroup="series-%d" % index, showlegend=False,
-                x=[_short(x / 1e3) for x in (left, left, right, right, left)], y=[0, height, height, 0, 0],
+                "scatter", **panel, x=[_short(x / 1e3) for x in (left, left, right, right, left)], y=[0, height, height, 0, 0],
                 fill="toself", fillcolor="rgba(0,0,0,0)", fillpattern={"shape": "/", "fgcolor": s.color, "size": 6},
-                line={"color": s.color, "width": 0.8}, xaxis="x", yaxis="y",
-                text=["<b>%s</b><br>%s %s" % (name, wakes_to, format_ns(extreme))] * 5,
+                line={"color": s.color, "width": 0.8}, text=["<b>%s</b><br>%s %s" % (name, wakes_to, format_ns(extreme))] * 5,
             ))
             annotations.append({
                 "text": "%s<br>%s" % (wakes_to, format_ns(extreme)),
