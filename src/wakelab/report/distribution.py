@@ -214,8 +214,8 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         shares, below, beyond = binned_shares(values, weights, edges)
         hover = ["<b>%s</b><br>%s – %s: %.1f%% of wakes" % (name, format_ns(edges[i]), format_ns(edges[i + 1]), 100 * shares[i])
                  for i in range(len(shares))]
-        panel: Dict[str, object] = {"mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
-                                    "xaxis": "x", "yaxis": "y"}
+        panel = {"mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
+                 "xaxis": "x", "yaxis": "y"}
         data.append(trace(
             "scatter", **panel, x=[_short(e / 1e3) for e in edges], y=[_short(v) for v in shares + shares[-1:]],
             line={"shape": "hv", "color": s.color, "width": 1.2 if overlay else 0.8},
