@@ -43,7 +43,7 @@ def render_grid_matrix(grid: GridView) -> str:
     for name in dict.fromkeys(n for by_name in records for n in by_name):
         arms = [(v, by_name.get(name), compared.get((name, v.label))) for v, by_name in zip(grid.cells, records)]
         rate = next((a.kind for _, a, _ in arms if a is not None), "latency") == "rate"
-        out.append(_matrix_table(name, arms, _rate_cells if rate else _latency_cells, rate))
+        out.append(_matrix_table(name, arms, *(_RATE if rate else _LATENCY)))
     out.append(
         '<p class="muted">vs first: the cell\'s figure over the first cell that measured the arm. Green needs the p50 '
         "faster by more than 10% and the p99 not worse; a p99 worse by more than 10% is drawn red with its ratio, "
@@ -77,13 +77,18 @@ def _rate_cells(arm: ArmRecord, compared: Versus) -> Optional[List[str]]:
     return figures
 
 
-_HEADS = {False: ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"),
-          True: ("median ops/s", "slowest", "fastest", "vs first", "spread")}
+CellsOf = Callable[[ArmRecord, Versus], Optional[List[str]]]
+# Each kind of arm's table: its class, caption, header and the cells of a row (None: the cell has no figures).
+_LATENCY: Tuple[str, str, Tuple[str, ...], CellsOf] = (
+    "matrix", "<b>%s</b> (µs)", ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"),
+    _latency_cells)
+_RATE: Tuple[str, str, Tuple[str, ...], CellsOf] = (
+    "matrix rate", "<b>%s</b> (rate arm: higher is faster)", ("median ops/s", "slowest", "fastest", "vs first", "spread"), _rate_cells)
 
 
 def _matrix_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]],
-                  cells: Callable[[ArmRecord, Versus], Optional[List[str]]], rate: bool) -> str:
-    """An arm's table: a row per cell, its figures (``cells``; None: none) or why it has none."""
+                  css: str, caption: str, heads: Sequence[str], cells: CellsOf) -> str:
+    """An arm's table: a row per cell, its figures or why it has none."""
     rows = []
     for view, arm, compared in arms:
         figures = cells(arm, compared) if arm is not None and compared is not None else None
@@ -91,12 +96,11 @@ def _matrix_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmReco
             why = CELL_NOT_RUN if view.run is None else "not in this cell" if arm is None else "%s%s" % (
                 status_word(arm.status), ": %s" % arm.reason if arm.reason else "")
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="%d">%s</td></tr>' % (
-                esc(view.label), len(_HEADS[rate]), esc(why)))
+                esc(view.label), len(heads), esc(why)))
         else:
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
-    caption = "<b>%s</b> (rate arm: higher is faster)" if rate else "<b>%s</b> (µs)"
-    return table("matrix rate" if rate else "matrix", caption % esc(name), "<th>cell</th>" + "".join("<th>%s</th>" % h for h in _HEADS[rate]),
-                 "".join(rows), ' data-arm="%s"' % esc(name))
+    return table(css, caption % esc(name), "<th>cell</th>" + "".join("<th>%s</th>" % h for h in heads), "".join(rows),
+                 ' data-arm="%s"' % esc(name))
 
 
 def _grid_sections(grids: Sequence[GridView], toc: List[Tuple[str, str]]) -> List[str]:
