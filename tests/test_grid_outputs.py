@@ -111,7 +111,7 @@ def test_the_planted_tail_regression_has_the_figures_it_claims(tail_grid) -> Non
 ])
 def test_ratio_tone_needs_p50_and_p99_for_green(p50, p99, css, tail_worse) -> None:
     pytest.importorskip("plotly")
-    from wakelab.report.html import ratio_tone
+    from wakelab.report.html.runs import ratio_tone
 
     tone = ratio_tone(p50, p99)
     assert (tone.css, tone.tail_worse) == (css, tail_worse)

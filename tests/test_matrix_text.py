@@ -11,8 +11,9 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from wakelab.report import matrix_text
-from wakelab.report.matrix_text import TAIL_MARK, format_matrix, ratio_tone
+from wakelab.analysis.matrix import RATIO_NOISE, ratio_tone
+from wakelab.formatting import format_ratio
+from wakelab.report.matrix_text import TAIL_MARK, format_matrix
 
 
 def row(cell: str, p50: Optional[float], p99: Optional[float], **extra: Any) -> Dict[str, Any]:
@@ -62,13 +63,13 @@ def test_the_mark_is_ratio_tones_tail_verdict(p50: float, p99: Optional[float]) 
     cell = columns(arm_table(text))[1]
     assert cell["p99 vs first"].endswith(TAIL_MARK) == ratio_tone(p50, p99).tail_worse
     assert not cell["p50 vs first"].endswith(TAIL_MARK)  # the mark stands by the figure that got worse
-    assert cell["p99 vs first"].rstrip(" " + TAIL_MARK) == ("-" if p99 is None else matrix_text.format_ratio(p99))
+    assert cell["p99 vs first"].rstrip(" " + TAIL_MARK) == ("-" if p99 is None else format_ratio(p99))
 
 
 def test_html_colours_by_the_same_rule() -> None:
-    from wakelab.report import html as report_html
+    from wakelab.report.html import matrix, runs
 
-    assert report_html.ratio_tone is ratio_tone and report_html.RATIO_NOISE == matrix_text.RATIO_NOISE
+    assert runs.ratio_tone is ratio_tone and matrix.RATIO_NOISE == RATIO_NOISE
 
 
 def test_a_first_cell_without_a_p99_gives_no_p99_ratio_and_no_mark() -> None:
@@ -99,7 +100,6 @@ def test_a_cell_label_in_the_tail_sentence_is_escaped() -> None:
 
 
 def test_a_tail_mark_only_where_the_tail_grew_beyond_the_median() -> None:
-    from wakelab.report.matrix_text import ratio_tone
 
     # A whole distribution shifted up is slower, not a tail regression ("p50 1.2× but p99 1.2×" was marked).
     for p50, p99 in ((1.2, 1.2), (15.0, 16.0), (1.21, 1.16)):

@@ -34,8 +34,10 @@ from wakelab.evidence.load import load_summary  # noqa: E402
 from wakelab.harness.runner import RunPlan, run_plan  # noqa: E402
 from wakelab.labs import LAB_135  # noqa: E402
 from wakelab.evidence.model import Bundle  # noqa: E402
+from wakelab.formatting import format_ns, format_percent, format_us  # noqa: E402
 from wakelab.report import html as report_html  # noqa: E402
 from wakelab.report import distribution, interactive  # noqa: E402
+from wakelab.report.html.common import IdCounter  # noqa: E402
 from wakelab.analysis.stats import summarize_latency  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -259,8 +261,8 @@ def test_single_run_page(run_dir: str, tmp_path, capsys) -> None:
     assert "NOT like for like" in page
     # p50 and p99 are marked on the distributions (n = 120 reports p99), each folded until opened.
     event = entry(summary, "event")["latency"]
-    assert "p50 " + report_html.format_ns(event["p50_ns"]) in page
-    assert "p99 " + report_html.format_ns(event["p99_ns"]) in page
+    assert "p50 " + format_ns(event["p50_ns"]) in page
+    assert "p99 " + format_ns(event["p99_ns"]) in page
     assert '<details class="arm" id="arm-event">' in page
     assert "ECDF" in page and "histogram" in page
     assert "log scale" in page
@@ -456,7 +458,7 @@ def test_evidence_text_never_changes_the_markup(text: str) -> None:
             report_html.render_caveats(summary), report_html.render_details(summary),
             report_html.render_runs_table(runs, labels), report_html.render_differences(runs, labels),
             report_html.render_comparison_table(runs, labels), report_html.render_rate_table(runs, labels),
-            report_html.render_overview(runs, labels, report_html._Charts()), report_html.render_grids(runs, report_html._Charts()),
+            report_html.render_overview(runs, labels, IdCounter()), report_html.render_grids(runs, IdCounter()),
         ])
 
     hostile_page, plain_page = sections("x" + text), sections("x")
@@ -960,7 +962,7 @@ def test_lead_table_labels_a_nearest_floor() -> None:
 def test_overview_labels_a_nearest_floor() -> None:
     summary = _with_floors()
     runs = [report_html.RunEvidence(Bundle("s", "", summary), {})]
-    chart = report_html.render_overview(runs, [report_html.RunLabel("r", "r", "#0072B2")], report_html._Charts())
+    chart = report_html.render_overview(runs, [report_html.RunLabel("r", "r", "#0072B2")], IdCounter())
     spec = chart_specs(chart)["chart-1"]
     floors = {t["name"]: (t["y"], t["x"]) for t in spec["data"] if t["meta"].get("floor")}
     assert floors == {"C floor p50": (["event"], [22.0]), "nearest C floor p50": (["sigusr1-self"], [1.05])}
@@ -1188,16 +1190,16 @@ def test_a_repeated_run_shows_each_repetition_and_where_its_wakes_ran(repeated_d
         arm = entry(summary, name)
         spread = arm["repetitions"]["spread"]
         assert arm["repetitions"]["count"] == len(spread["values"]) == 3
-        assert cells[0] == " · ".join(report_html.format_us(v) for v in spread["values"])  # each repetition's own p50, in order
-        assert cells[1] == report_html.format_percent(spread["range_pct"])
+        assert cells[0] == " · ".join(format_us(v) for v in spread["values"])  # each repetition's own p50, in order
+        assert cells[1] == format_percent(spread["range_pct"])
         split = arm["cpu_split"]
         if split is None:
             assert cells[2:] == ["-"] * 7, name
             continue
         same, cross = split["same_cpu"], split["cross_cpu"]
-        assert cells[2:8] == [str(same["n"]), report_html.format_us(same["p50_ns"]), report_html.format_us(same["p99_ns"]),
-                              str(cross["n"]), report_html.format_us(cross["p50_ns"]), report_html.format_us(cross["p99_ns"])]
-        assert cells[8].startswith(report_html.format_percent(100 * split["cross_share"]))
+        assert cells[2:8] == [str(same["n"]), format_us(same["p50_ns"]), format_us(same["p99_ns"]),
+                              str(cross["n"]), format_us(cross["p50_ns"]), format_us(cross["p99_ns"])]
+        assert cells[8].startswith(format_percent(100 * split["cross_share"]))
     assert entry(summary, "event")["cpu_split"] is not None and entry(summary, "sigusr1-self")["cpu_split"] is None
     assert "3 repetitions (one pass over all arms after another), 3 fresh worker processes per arm" in page
     assert "3 repetitions, medians within" in page  # the spread is between repetitions, not workers
@@ -1205,7 +1207,7 @@ def test_a_repeated_run_shows_each_repetition_and_where_its_wakes_ran(repeated_d
     several = report_html.render_report([report_html.load_run(repeated_dir), report_html.load_run(run_dir)])
     assert several.count("<h3>Repetitions and placement</h3>") == 2
     runs = several.split('<details class="run"')[1:]
-    values = " · ".join(report_html.format_us(v) for v in entry(summary, "event")["repetitions"]["spread"]["values"])
+    values = " · ".join(format_us(v) for v in entry(summary, "event")["repetitions"]["spread"]["values"])
     assert sorted(reps_rows(r)["event"][0] for r in runs) == sorted(["-", values])  # run_dir measured once: no spread
 
 

@@ -458,7 +458,7 @@ def test_the_brief_and_the_full_text_say_one_run_state(lab135_summary) -> None:
 def test_every_warning_kind_is_worded() -> None:
     # quality.py writes the evidence model's kinds and text.py words the same enum: no kind falls back to raw JSON.
     from wakelab.evidence.model import WarningKind
-    from wakelab.report.text import _WORDINGS, split_warnings
+    from wakelab.report.text import _WORDINGS
 
     assert set(_WORDINGS) == set(WarningKind)
     record = WarningRecord.from_json({"kind": "worker-spread", "level": "warning", "arm": "event",
@@ -466,5 +466,3 @@ def test_every_warning_kind_is_worded() -> None:
     assert record.kind is WarningKind.WORKER_SPREAD and record.to_dict()["kind"] == "worker-spread"
     assert format_warning(record).startswith("event: worker processes disagree (their medians differ 2.0×)")
     assert word({"kind": "newer-kind", "arm": "x", "figures": {"a": 1}}) == 'x: newer-kind: {"a": 1}'
-    warnings, notes = split_warnings(["an old sentence", {"kind": "percentiles-omitted", "level": "note", "figures": {}}])
-    assert [w.text for w in warnings] == ["an old sentence"] and [n.kind for n in notes] == [WarningKind.PERCENTILES_OMITTED]

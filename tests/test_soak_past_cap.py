@@ -201,7 +201,7 @@ def test_distribution_weighted_window_and_ecdf_match_the_values_repeated() -> No
     counts[-1] = 1
     repeated = np.repeat(values, counts)
     values_, counts_, repeated_ = values.tolist(), counts.tolist(), repeated.tolist()
-    assert distribution.weighted_window(values_, counts_) == distribution.histogram_window(repeated_)
+    assert distribution.histogram_window(values_, counts_) == distribution.histogram_window(repeated_)
     x, y = distribution.weighted_ecdf_points(values_, counts_)
     share_at = {v: float(np.count_nonzero(repeated <= v)) / repeated.size for v in x}
     assert y == pytest.approx([share_at[v] for v in x])

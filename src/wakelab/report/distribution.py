@@ -1,27 +1,12 @@
-"""Each arm's latency distribution for the HTML report: a histogram and an ECDF, as one plotly chart.
+"""Each arm's latency distribution for the HTML report: a histogram and an ECDF side by side on log time axes,
+as one plotly chart (:mod:`wakelab.report.interactive`).
 
-The two panels sit side by side on log time axes and are drawn by the page's
-plotly.js like every other chart (:mod:`wakelab.report.interactive`): hover
-gives a bin's share or a point's fraction of wakes, the legend (several runs)
-hides a run in both panels, and the chart is drawn only when its arm is
-unfolded.  What this module computes is only what to draw, with the standard
-library:
-
-- The histogram bins the body of the wakes (:func:`histogram_window`) in
-  log-spaced bins (:func:`bin_edges`, the same for every run overlaid) and
-  gathers far-out wakes in one hatched bin at each edge, labelled with their
-  count and the extreme, so that one outlier cannot squash the others.
-- An ECDF of a million samples would be a million points.  Series are
-  decimated (:func:`ecdf_points`): evenly in probability for the body, and
-  every point of the extreme tail, so p99 and the maximum stay exact.
-- A soak past its raw-sample cap is drawn from its histogram's counters: a
-  value and the number of wakes it stands for (``Series.weights``); both
-  panels count every wake (:func:`weighted_ecdf_points`, ``weights`` in
-  :func:`binned_shares`).
-
-Evidence text (a run's label, a component's name) reaches plotly through
-:func:`plot_label` and :func:`wakelab.report.interactive.label`: one line,
-bounded, escaped.
+- The histogram bins the body of the wakes (:func:`histogram_window`) in log-spaced bins, the same for every run
+  overlaid, and gathers far-out wakes in one hatched bin at each edge, so that one outlier cannot squash the others.
+- An ECDF of a million samples would be a million points: it is decimated (:func:`ecdf_points`) evenly in
+  probability for the body, keeping every point of the extreme tail, so p99 and the maximum stay exact.
+- A soak past its raw-sample cap is drawn from its histogram's counters, each value standing for ``weights``
+  wakes; both panels count every wake.
 """
 
 from __future__ import annotations
@@ -61,13 +46,8 @@ ECDF_DOMAIN = (0.55, 1.0)
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-    """One latency distribution to draw: raw samples (ns) and its reported percentiles.
-
-    With ``weights``, ``samples_ns`` are values each standing for that many
-    wakes (a soak's log-linear histogram past its raw-sample cap:
-    :meth:`wakelab.analysis.hdr.LogLinearHistogram.weighted_values`), and
-    both the histogram and the ECDF count every wake they stand for.
-    """
+    """One latency distribution to draw: raw samples (ns; with ``weights``, values each standing for that many wakes:
+    a soak's log-linear histogram past its raw-sample cap) and its reported percentiles."""
 
     label: str
     samples_ns: Sequence[float]
@@ -87,16 +67,9 @@ def plot_label(text: object) -> str:
     return cleaned
 
 
-# --- what to draw ------------------------------------------------------------------------
-
-
 def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
-    """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``.
-
-    y at the i-th smallest sample is (i + 1) / n.  Kept exactly: the first
-    sample, the last ``max_points // 3`` samples (the tail holds p99 and the
-    maximum) and an even spread through the body.
-    """
+    """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``: the first sample, the
+    last ``max_points // 3`` (the tail holds p99 and the maximum) and an even spread through the body."""
     n = len(sorted_ns)
     if n <= max_points:
         index: Sequence[int] = range(n)
@@ -110,12 +83,8 @@ def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -
 
 def weighted_ecdf_points(sorted_ns: Sequence[float], weights: Sequence[int],
                          max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
-    """(x, y) of the empirical CDF of ascending values ``sorted_ns`` standing for ``weights`` wakes each.
-
-    y at a value is the share of wakes at or below it.  Decimated as
-    :func:`ecdf_points` is: the first value, the last ``max_points // 3``
-    values (the tail) and an even spread through the body in probability.
-    """
+    """:func:`ecdf_points` of ascending values ``sorted_ns`` standing for ``weights`` wakes each, the body's spread
+    even in wakes."""
     cumulative = list(itertools.accumulate(int(w) for w in weights))
     total = float(cumulative[-1])
     k = len(sorted_ns)
@@ -132,19 +101,16 @@ def weighted_ecdf_points(sorted_ns: Sequence[float], weights: Sequence[int],
     return [float(sorted_ns[i]) for i in index], [cumulative[i] / total for i in index]
 
 
-def histogram_window(sorted_ns: Sequence[float], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
+def histogram_window(sorted_ns: Sequence[float], weights: Optional[Sequence[int]] = None,
+                     tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
     """(lo, hi) in ns: the range the histogram bins, leaving far-out wakes (at most ``tail_share`` a side) to edge bins.
 
-    ``sorted_ns`` is sorted ascending and not empty.  An edge moves in only
-    when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a
-    distribution without outliers is binned whole.
+    ``sorted_ns`` is ascending and not empty, each value standing for ``weights`` wakes (None: one each).  An edge
+    moves in only when what lies beyond it is more than :data:`OUTLIER_FACTOR` away: a distribution without
+    outliers is binned whole.
     """
-    return weighted_window(sorted_ns, [1] * len(sorted_ns), tail_share)
-
-
-def weighted_window(sorted_ns: Sequence[float], weights: Sequence[int], tail_share: float = HIST_TAIL_SHARE) -> Tuple[float, float]:
-    """:func:`histogram_window` of weighted values: the ranks count the wakes each value stands for."""
-    cumulative = list(itertools.accumulate(int(w) for w in weights))
+    counts = [1] * len(sorted_ns) if weights is None else weights
+    cumulative = list(itertools.accumulate(int(w) for w in counts))
     n = cumulative[-1]
     k = max(1, int(n * tail_share)) if n > 2 else 0
     values = [float(v) for v in sorted_ns]
@@ -170,12 +136,8 @@ def bin_edges(lo_ns: float, hi_ns: float, wakes: int) -> List[float]:
 
 
 def binned_shares(sorted_ns: Sequence[float], weights: Optional[Sequence[int]], edges: Sequence[float]) -> Tuple[List[float], int, int]:
-    """The share of wakes in each bin of ``edges``, and the wakes below and beyond them (counted, not shares).
-
-    ``sorted_ns`` ascending; ``weights`` None: raw samples, else each value
-    stands for ``weights[i]`` wakes.  A bin holds ``low <= value < high``, the
-    last one its upper edge too.
-    """
+    """The share of wakes in each bin of ``edges`` (``low <= value < high``, the last one its upper edge too), and the
+    wakes below and beyond them (counted, not shares)."""
     bins = len(edges) - 1
     counts = [0] * bins
     lo, hi = float(edges[0]), float(edges[-1])
@@ -199,9 +161,6 @@ def padded_range(lo: float, hi: float) -> Tuple[float, float]:
     return lo / 1.25, hi * 1.25
 
 
-# --- the chart ---------------------------------------------------------------------------
-
-
 def _short(value: float) -> float:
     """A coordinate for the page: six significant digits are far below a pixel, and half the bytes."""
     return float("%.6g" % value)
@@ -223,13 +182,8 @@ def _prepared(series: Sequence[Series]) -> List[Tuple[Series, List[float], Optio
 
 
 def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool = True) -> Chart:
-    """Histogram and ECDF of one arm's wake latencies, side by side, on log time axes.
-
-    ``series`` holds one entry per run (overlaid, each in its own colour) plus,
-    for a single run, dashed component series drawn on the ECDF only.  With
-    ``marks``, p50 and p99 of the first series are drawn as labelled dashed
-    lines; every series gets a p50 dot and a p99 diamond on its ECDF.
-    """
+    """Histogram and ECDF of one arm's wake latencies, side by side: one series per run, overlaid, plus for a single
+    run dashed component series on the ECDF only.  ``marks``: the first series' p50 and p99 as labelled dashed lines."""
     prepared = _prepared(series)
     filled = [values for _, values, _ in prepared if values]
     if not filled:
@@ -242,7 +196,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
     def wakes(values: List[float], weights: Optional[List[int]]) -> int:
         return len(values) if weights is None else sum(weights)
 
-    windows = [histogram_window(v) if w is None else weighted_window(v, w) for _, v, w in main] or [(lo_ns, hi_ns)]
+    windows = [histogram_window(v, w) for _, v, w in main] or [(lo_ns, hi_ns)]
     edges = bin_edges(min(lo for lo, _ in windows), max(hi for _, hi in windows),
                       max(wakes(v, w) for _, v, w in main) if main else 10)
     win_lo, win_hi = edges[0], edges[-1]
@@ -250,11 +204,9 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
     hist_lo, hist_hi = win_lo, win_hi
     data: List[Dict[str, object]] = []
     annotations: List[Dict[str, object]] = [
-        {"text": "<b>histogram</b>", "xref": "paper", "yref": "paper", "x": HIST_DOMAIN[0], "y": 1.0, "xanchor": "left",
-         "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
-        {"text": "<b>ECDF</b>", "xref": "paper", "yref": "paper", "x": ECDF_DOMAIN[0], "y": 1.0, "xanchor": "left",
-         "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333333"}},
-    ]
+        {"text": "<b>%s</b>" % text, "xref": "paper", "yref": "paper", "x": x, "y": 1.0, "xanchor": "left", "yanchor": "bottom",
+         "showarrow": False, "font": {"size": 12, "color": "#333333"}}
+        for text, x in (("histogram", HIST_DOMAIN[0]), ("ECDF", ECDF_DOMAIN[0]))]
     shapes: List[Dict[str, object]] = []
     for index, (s, values, weights) in enumerate(main):
         name = label(plot_label(s.label))
@@ -262,11 +214,12 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         shares, below, beyond = binned_shares(values, weights, edges)
         hover = ["<b>%s</b><br>%s – %s: %.1f%% of wakes" % (name, format_ns(edges[i]), format_ns(edges[i + 1]), 100 * shares[i])
                  for i in range(len(shares))]
+        panel = {"mode": "lines", "name": name, "legendgroup": "series-%d" % index, "showlegend": False,
+                 "xaxis": "x", "yaxis": "y"}
         data.append(trace(
-            "scatter", mode="lines", name=name, legendgroup="series-%d" % index, showlegend=False,
-            x=[_short(e / 1e3) for e in edges], y=[_short(v) for v in shares + shares[-1:]],
+            "scatter", **panel, x=[_short(e / 1e3) for e in edges], y=[_short(v) for v in shares + shares[-1:]],
             line={"shape": "hv", "color": s.color, "width": 1.2 if overlay else 0.8},
-            fill="none" if overlay else "tozeroy", opacity=1.0 if overlay else 0.6, text=hover + hover[-1:], xaxis="x", yaxis="y",
+            fill="none" if overlay else "tozeroy", opacity=1.0 if overlay else 0.6, text=hover + hover[-1:],
         ))
         for count, left, extreme, side in ((below, win_lo / step, values[0], "below"), (beyond, win_hi, values[-1], "beyond")):
             if not count:
@@ -275,21 +228,16 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
             right = left * step
             wakes_to = "%d wake%s %s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to")
             data.append(trace(
-                "scatter", mode="lines", name=name, legendgroup="series-%d" % index, showlegend=False,
-                x=[_short(x / 1e3) for x in (left, left, right, right, left)], y=[0, height, height, 0, 0],
+                "scatter", **panel, x=[_short(x / 1e3) for x in (left, left, right, right, left)], y=[0, height, height, 0, 0],
                 fill="toself", fillcolor="rgba(0,0,0,0)", fillpattern={"shape": "/", "fgcolor": s.color, "size": 6},
-                line={"color": s.color, "width": 0.8}, xaxis="x", yaxis="y",
-                text=["<b>%s</b><br>%s %s" % (name, wakes_to, format_ns(extreme))] * 5,
+                line={"color": s.color, "width": 0.8}, text=["<b>%s</b><br>%s %s" % (name, wakes_to, format_ns(extreme))] * 5,
             ))
             annotations.append({
                 "text": "%s<br>%s" % (wakes_to, format_ns(extreme)),
                 "x": math.log10(left * step ** 0.5 / 1e3), "y": height, "xref": "x", "yref": "y", "showarrow": False,
                 "xanchor": "right" if side == "beyond" else "left", "yanchor": "bottom", "font": {"size": 10, "color": "#444444"},
             })
-            if side == "below":
-                hist_lo = min(hist_lo, left)
-            else:
-                hist_hi = max(hist_hi, right)
+            hist_lo, hist_hi = min(hist_lo, left), max(hist_hi, right)  # an edge bin lies beyond the window on its side
     for index, (s, values, weights) in enumerate(prepared):
         if not values:
             continue
@@ -312,27 +260,24 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                     marker={"color": s.color, "size": 7, "symbol": [symbol for _, _, symbol in marked]},
                     text=["<b>%s</b><br>p%s %s" % (name, "50" if q == 0.5 else "99", format_ns(value)) for q, value, _ in marked],
                 ))
-    first = main[0][0] if main else None
-    if marks and first is not None:
-        for value in (first.p50_ns, first.p99_ns):
-            if value is not None:
-                hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
+    first = main[0][0] if marks and main else None
+    mark_lines = [(key, value, top) for key, value, top in (("p50", first.p50_ns, 1.0), ("p99", first.p99_ns, 0.9))
+                  if value is not None] if first is not None else []
+    for _, value, _ in mark_lines:
+        hist_lo, hist_hi = min(hist_lo, max(value, MIN_PLOT_NS)), max(hist_hi, max(value, MIN_PLOT_NS))
     ranges = {"x": padded_range(hist_lo / 1e3, hist_hi / 1e3), "x2": padded_range(lo_ns / 1e3, hi_ns / 1e3)}
-    if marks and first is not None:
-        for axis_name, (lo_us, hi_us) in ranges.items():
-            lo, hi = math.log10(lo_us), math.log10(hi_us)
-            for key, value, top in (("p50", first.p50_ns, 1.0), ("p99", first.p99_ns, 0.9)):
-                if value is None:
-                    continue
-                at = math.log10(max(value, MIN_PLOT_NS) / 1e3)
-                shapes.append({"type": "line", "xref": axis_name, "yref": "paper", "x0": 10 ** at, "x1": 10 ** at, "y0": 0, "y1": 1,
-                               "line": {"color": MARK_COLOR, "width": 1, "dash": "dash"}, "layer": "below"})
-                right_side = (at - lo) / (hi - lo) > 0.62
-                annotations.append({
-                    "text": "%s %s" % (key, format_ns(value)), "x": at, "y": top, "xref": axis_name, "yref": "paper",
-                    "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
-                    "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
-                })
+    for axis_name, (lo_us, hi_us) in ranges.items():
+        lo, hi = math.log10(lo_us), math.log10(hi_us)
+        for key, value, top in mark_lines:
+            at = math.log10(max(value, MIN_PLOT_NS) / 1e3)
+            shapes.append({"type": "line", "xref": axis_name, "yref": "paper", "x0": 10 ** at, "x1": 10 ** at, "y0": 0, "y1": 1,
+                           "line": {"color": MARK_COLOR, "width": 1, "dash": "dash"}, "layer": "below"})
+            right_side = (at - lo) / (hi - lo) > 0.62
+            annotations.append({
+                "text": "%s %s" % (key, format_ns(value)), "x": at, "y": top, "xref": axis_name, "yref": "paper",
+                "xanchor": "right" if right_side else "left", "yanchor": "top", "xshift": -3 if right_side else 3,
+                "showarrow": False, "font": {"size": 10, "color": MARK_COLOR},
+            })
     title = {"text": "wake latency (µs, log scale)", "font": {"size": 12}}
     return figure(
         chart_id, data, HEIGHT_PX, (10, 16, 28, 44), "latency distribution: histogram and ECDF on log time axes",

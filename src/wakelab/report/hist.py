@@ -1,22 +1,16 @@
 """Terminal histograms of wake latencies (``wakelab show RUN --hist``), laid out from
 :class:`wakelab.analysis.histogram.Histogram` records.
 
-One row per log bin, like cyclictest's histogram and ``pyperf hist``: the
-bin's range, its count and a bar proportional to the count; the bins that
-hold p50 and p99 say so at the end of their row.  Three or more empty bins in
-a row (the gap between the body and a far outlier) fold into one ``⋮`` row
-naming the range they cover, so an outlier costs two rows, not twenty.  A
-histogram re-binned from a soak's log-linear counters says so under its
-title: it holds every wake, at the counters' precision.
-Every string from the evidence goes through
-:func:`wakelab.formatting.escape_text`.
+One row per log bin, like cyclictest's histogram and ``pyperf hist``: the bin's range, its count and a bar; the bins
+that hold p50 and p99 say so.  Three or more empty bins in a row (the gap between the body and a far outlier) fold
+into one ``⋮`` row, so an outlier costs two rows, not twenty.
 """
 
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from wakelab.analysis.histogram import Bin, Histogram
+from wakelab.analysis.histogram import Histogram
 from wakelab.formatting import escape_text, format_ns
 
 BAR = "█"
@@ -26,15 +20,6 @@ GAP = "⋮"
 # This many empty bins in a row, or more, fold into one row.
 FOLD_EMPTY = 3
 MIN_BAR_WIDTH = 10
-
-
-def _percent(fraction: float) -> str:
-    """``0.049%``: a relative precision for people (two significant digits; no space, so a wrapped line keeps it whole)."""
-    return "%.2g%%" % (100 * fraction)
-
-
-def _range(one: Bin) -> Tuple[str, str]:
-    return format_ns(one.low_ns), format_ns(one.high_ns)
 
 
 def _markers(hist: Histogram, index: int) -> str:
@@ -48,7 +33,7 @@ def _markers(hist: Histogram, index: int) -> str:
 def _rows(hist: Histogram) -> List[Tuple[str, Optional[int], str]]:
     """(range label, count or None for a folded gap, marker) per row; ranges aligned on their dash."""
     bins = hist.bins
-    ranges = [_range(one) for one in bins]
+    ranges = [(format_ns(one.low_ns), format_ns(one.high_ns)) for one in bins]
     low_width = max([len(low) for low, _ in ranges] + [len("0 ns")])
     high_width = max([len(high) for _, high in ranges], default=0)
     rows: List[Tuple[str, Optional[int], str]] = []
@@ -70,10 +55,7 @@ def _rows(hist: Histogram) -> List[Tuple[str, Optional[int], str]]:
 
 
 def format_histogram(title: str, hist: Histogram, width: int = 80) -> str:
-    """One arm's histogram as text lines, at most ``width`` columns where the bars allow.
-
-    ``title`` names the arm (escaped here).
-    """
+    """One arm's histogram (``title``: the arm) as text lines, at most ``width`` columns where the bars allow."""
     header = [
         "%s: %d wakes, on log bins (%d per decade)" % (escape_text(title), hist.n, hist.bins_per_decade),
         "  min %s   p50 %s   p99 %s   max %s" % (
@@ -85,7 +67,7 @@ def format_histogram(title: str, hist: Histogram, width: int = 80) -> str:
 
         note = ("the histogram holds all %d wakes, read from the soak's log-linear histogram: each wake is binned at its "
                 "counter's value, within %s of its own; p50 and p99 come from the same counters, as in summary.json%s" % (
-                    hist.n, _percent(hist.relative_error),
+                    hist.n, "%.2g%%" % (100 * hist.relative_error),  # no space: a wrapped line keeps it whole
                     " (the samples file keeps the first %d raw samples)" % hist.raw_kept if hist.raw_kept is not None else ""))
         header[1:1] = textwrap.wrap(note, width=max(40, width), initial_indent="  ", subsequent_indent="  ")
     rows = _rows(hist)

@@ -1,35 +1,20 @@
 """Interactive charts for the HTML report: plotly.js, embedded once per page (analysis side).
 
-Every chart of the report is a plotly figure: the overview of every arm on
-one log axis, the grids, in a traced run the stacked bars of
-where each wake's time goes, and each arm's histogram and ECDF
-(:mod:`wakelab.report.distribution`).  Hover shows the figures, the legend
-toggles series, and a few buttons sort the overview or hide a family.  Nothing is fetched: plotly.js itself (shipped by
-the ``plotly`` package from PyPI, imported lazily) is inlined in the page
-once, each chart's figure is a JSON data block, and one small glue script
-draws them (a chart inside a folded ``<details>`` when it is unfolded) and
-wires the buttons.  No plotting code is written here: the
-glue only calls ``Plotly.newPlot``, ``Plotly.relayout`` and
-``Plotly.restyle``.
+Every chart of the report is a plotly figure (a plain dict: ``data``, ``layout``, ``config``), built from
+figures the analysis computed.  Nothing is fetched: plotly.js (the ``plotly`` package, imported lazily) is
+inlined once, each figure is a JSON data block, and one small glue script draws them (a chart in a folded
+``<details>`` when it is unfolded) and wires the buttons with ``Plotly.newPlot``, ``relayout`` and ``restyle``.
 
 Why the page is still safe with scripts in it:
 
-- The page's Content-Security-Policy allows exactly two scripts, by their
-  SHA-256 (:func:`script_hashes`): plotly.js and the glue.  Markup that got
-  into the page some other way could not run a script, inline or fetched,
-  and ``connect-src`` falls back to ``'none'``: no script can phone home.
-- A figure's JSON sits in ``<script type="application/json">``, a data
-  block the browser never runs, with ``<``, ``>`` and ``&`` written as
-  JSON escapes (:func:`json_for_script`), so evidence text can neither end
+- The page's Content-Security-Policy allows exactly two scripts, by their SHA-256 (:func:`script_hash`):
+  plotly.js and the glue.  Markup that got into the page some other way could not run a script, and
+  ``connect-src`` falls back to ``'none'``: no script can phone home.
+- A figure's JSON sits in ``<script type="application/json">``, a data block the browser never runs, with
+  ``<``, ``>`` and ``&`` written as JSON escapes (:func:`json_for_script`), so evidence text can neither end
   the block nor start a tag.
-- plotly reads a small set of HTML-like tags (``<b>``, ``<br>``, ``<a>``)
-  in labels and hover text, and decodes entities: every string from the
-  evidence is passed through :func:`html.escape` first (:func:`label`), so
-  it is drawn as the text it is.
-
-A figure is a plain dict (``data``, ``layout``, ``config``); the renderer
-builds it from figures the analysis layer computed and sorts nothing but
-lists of names.
+- plotly reads a few HTML-like tags (``<b>``, ``<br>``, ``<a>``) in labels and hover text, and decodes
+  entities: every string from the evidence is passed through :func:`label` first.
 """
 
 from __future__ import annotations
@@ -42,10 +27,12 @@ import html
 import json
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
-from wakelab.core import registry
-from wakelab.formatting import escape_text, format_ns, format_ratio
+from wakelab.analysis.caveats import NativeRatio
+from wakelab.core.registry import FAMILY_COLORS, FAMILY_TITLES
+from wakelab.evidence.model import ArmRecord, LatencyFigures, TraceFigures
+from wakelab.formatting import format_ns, format_ratio
 
 # Pixels per arm row in the overview; the chart grows with the arms so labels never overlap.
 ROW_PX = 24
@@ -56,17 +43,12 @@ FLOOR_NEAREST_COLOR = "#8a8a8a"
 RANGE_OPACITY = 0.45
 # A log axis reaches this factor beyond the smallest and the largest value it draws.
 AXIS_PAD = 1.3
-# Each family's colour in the overview, as its module declares it (wakelab.core.model.Family.color);
-# a family this version does not know gets Okabe-Ito's sky blue, which no family declares.
-FAMILY_COLORS = registry.FAMILY_COLORS
+# Each family's colour in the overview is its module's (FAMILY_COLORS); a family this version does not know
+# gets Okabe-Ito's sky blue, which no family declares.
 OTHER_FAMILY_COLOR = "#56B4E9"
-CONFIG = {
-    "displaylogo": False,
-    "responsive": True,
-    # No "edit in Chart Studio", no image export that needs a server; zooming and panning stay.
-    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"],
-    "scrollZoom": False,
-}
+# No "edit in Chart Studio", no image export that needs a server; zooming and panning stay.
+CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False,
+          "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d", "toImage"]}
 # Every chart's legend, below the plot (the height of the figure's bottom, grown to fit it): above it, it ran
 # into plotly's toolbar (modebar) at the top right once it wrapped on a narrow window.
 LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "container", "yanchor": "bottom",
@@ -82,22 +64,18 @@ class InteractiveUnavailable(Exception):
     """plotly is not installed."""
 
 
-# DEL, the C1 controls and the bidirectional overrides and isolates (a terminal shown the page
-# must not have its text reordered): escaped in the JSON a page carries.
-_C1_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Escaped in the JSON a page carries: what could end a data block or start a tag, JavaScript's two line separators,
+# and (json.dumps escapes C0) DEL, the C1 controls and the bidirectional overrides and isolates, so that a page
+# printed to a terminal carries no control sequence and has no text reordered.
+_JSON_ESCAPED = re.compile("[<>&\u2028\u2029\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 @functools.lru_cache(maxsize=1)
 def plotly_js() -> str:
-    r"""The text of plotly.js as the installed ``plotly`` package ships it, fit to inline and to print.
-
-    plotly.js holds a few raw control characters inside string literals (a
-    PNG signature's ``\x1a``); each is written as its ``\xNN`` escape, the
-    same string to JavaScript, so that a page sent to a terminal (``-o -``)
-    carries no control sequence.  One after a backslash could not be
-    rewritten so; none is, and such a build is refused rather than changed.
-    """
+    r"""The text of plotly.js as the installed ``plotly`` package ships it, fit to inline and to print: its few raw
+    control characters in string literals (a PNG signature's ``\x1a``) are written as ``\xNN`` escapes, the same
+    string to JavaScript, so that a page sent to a terminal carries no control sequence."""
     try:
         from plotly.offline import get_plotlyjs
     except ImportError as exc:
@@ -116,18 +94,10 @@ def label(text: object) -> str:
 
 
 def json_for_script(value: Any) -> str:
-    """``value`` as JSON fit to sit inside ``<script type="application/json">``.
-
-    ``<``, ``>`` and ``&`` (and the two JavaScript line separators) become
-    ``\\uXXXX`` escapes: the same JSON to a parser, and no ``</script>`` or
-    ``<!--`` can appear in the page's text; so do DEL and the C1 controls.
-    """
+    """``value`` as JSON fit to sit inside ``<script type="application/json">``: the same JSON to a parser, with no
+    ``</script>`` or ``<!--`` in the page's text (:data:`_JSON_ESCAPED` as ``\\uXXXX`` escapes)."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True)
-    for ch, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(ch, escape)
-    # json.dumps escapes C0 controls; DEL, the C1 controls and the bidi controls too, so a page printed
-    # to a terminal carries none.
-    return _C1_CONTROL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    return _JSON_ESCAPED.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
 def script_hash(text: str) -> str:
@@ -143,50 +113,9 @@ def us(value_ns: Optional[float]) -> Optional[float]:
     return max(float(value_ns), 1.0) / 1e3
 
 
-# --- inputs ----------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Floor:
-    """An arm's C floor in the same run: its name, p50 and whether it is the same experiment."""
-
-    name: str
-    p50_ns: float
-    ratio: Optional[float]
-    same_experiment: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class ArmPoint:
-    """One measured latency arm of one run, as the overview draws it (figures in ns)."""
-
-    run: int
-    arm: str
-    family: str
-    family_title: str
-    waiter: str
-    scope: str
-    n: int
-    lost: int
-    p50_ns: float
-    p90_ns: Optional[float]
-    p99_ns: Optional[float]
-    p99_9_ns: Optional[float]
-    max_ns: Optional[float]
-    floor: Optional[Floor] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Series:
-    """How a chart names and colours one run (or one grid cell)."""
-
-    name: str
-    color: str
-
-
 @dataclasses.dataclass(frozen=True)
 class Chart:
-    """A figure to place in the page: its element id, figure dict and what the glue may do with it."""
+    """A figure to place in the page: its element id, figure dict, what a screen reader says of it, its height."""
 
     chart_id: str
     figure: Dict[str, object]
@@ -213,16 +142,11 @@ def log_ticks(lo: float, hi: float) -> List[float]:
     return out
 
 
-def tick_text(value: float) -> str:
-    """A tick label: 0.5, 2, 50, 1,000 ..."""
-    return "{:,.0f}".format(value) if value >= 1000 else "%g" % value
-
-
 def log_axis(lo: float, hi: float, range_lo: float, range_hi: float, title: object, **fields: object) -> Dict[str, object]:
     """A log time axis (µs) drawn over [range_lo, range_hi], ticked 1-2-5 over [lo, hi]."""
     ticks = log_ticks(lo, hi)
     return dict({"type": "log", "range": [math.log10(range_lo), math.log10(range_hi)], "tickvals": ticks,
-                 "ticktext": [tick_text(v) for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
+                 "ticktext": ["{:,.0f}".format(v) if v >= 1000 else "%g" % v for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
                  "title": title}, **fields)
 
 
@@ -241,101 +165,99 @@ def figure(chart_id: str, data: List[Dict[str, object]], height: int, margin: Tu
     return Chart(chart_id, {"data": data, "layout": fields, "config": CONFIG}, aria_label, height)
 
 
-# --- the overview ------------------------------------------------------------------------
+class OverviewPoint(NamedTuple):
+    """A measured latency arm of run number ``run``, with its C floor's ratio when the floor has figures."""
+
+    run: int
+    arm: ArmRecord
+    figures: LatencyFigures
+    floor: Optional[NativeRatio]
 
 
-def _hover(point: ArmPoint, run_name: Optional[str]) -> str:
-    lines = ["<b>%s</b>%s" % (label(point.arm), (" · " + label(run_name)) if run_name else "")]
-    lines.append("%s · %s waiter · %s" % (label(point.family_title), label(point.waiter), label(point.scope)))
-    figures = ["p50 <b>%s</b>" % format_ns(point.p50_ns)]
-    for key, value in (("p90", point.p90_ns), ("p99", point.p99_ns), ("p99.9", point.p99_9_ns), ("max", point.max_ns)):
-        if value is not None:
-            figures.append("%s %s" % (key, format_ns(value)))
+def _hover(point: OverviewPoint, run_name: Optional[str]) -> str:
+    arm, lat, floor = point.arm, point.figures, point.floor
+    lines = ["<b>%s</b>%s" % (label(arm.name), (" · " + label(run_name)) if run_name else ""),
+             "%s · %s waiter · %s" % (label(FAMILY_TITLES.get(arm.family, arm.family)), label(arm.waiter), label(arm.scope))]
+    figures = ["p50 <b>%s</b>" % format_ns(lat.p50_ns)] + [
+        "%s %s" % (key, format_ns(value))
+        for key, value in (("p90", lat.p90_ns), ("p99", lat.p99_ns), ("p99.9", lat.p99_9_ns), ("max", lat.max_ns)) if value is not None]
     lines.append(" · ".join(figures))
-    lines.append("n %d%s" % (point.n, (" · <b>%d lost</b>" % point.lost) if point.lost else ""))
-    if point.floor is not None:
-        lines.append("C floor %s: p50 %s%s%s" % (
-            label(point.floor.name), format_ns(point.floor.p50_ns),
-            (" · %s its floor" % format_ratio(point.floor.ratio)) if point.floor.ratio is not None else "",
-            "" if point.floor.same_experiment else " (nearest floor, not the same experiment)",
-        ))
+    lines.append("n %d%s" % (lat.n, (" · <b>%d lost</b>" % lat.lost) if lat.lost else ""))
+    if floor is not None:
+        lines.append("C floor %s: p50 %s · %s its floor%s" % (
+            label(floor.native), format_ns(floor.native_value), format_ratio(floor.ratio),
+            "" if floor.interpreter_share else " (nearest floor, not the same experiment)"))
     return "<br>".join(lines)
 
 
-def overview_orders(points: Sequence[ArmPoint], family_order: Sequence[str]) -> Dict[str, List[str]]:
+def overview_orders(points: Sequence[OverviewPoint], family_order: Sequence[str]) -> Dict[str, List[str]]:
     """The overview's arm orders, top to bottom: by p50 (first run that has the arm), by family, by name."""
-    first: Dict[str, ArmPoint] = {}
+    first: Dict[str, OverviewPoint] = {}
     for p in points:
-        first.setdefault(label(p.arm), p)
+        first.setdefault(label(p.arm.name), p)
     names = list(first)
     rank = {f: i for i, f in enumerate(family_order)}
     return {
-        "p50": sorted(names, key=lambda a: (first[a].p50_ns, a)),
-        "family": sorted(names, key=lambda a: (rank.get(first[a].family, len(rank)), names.index(a))),
+        "p50": sorted(names, key=lambda a: (first[a].figures.p50_ns or 0.0, a)),
+        "family": sorted(names, key=lambda a: (rank.get(first[a].arm.family, len(rank)), names.index(a))),
         "name": sorted(names, key=lambda a: a.lower()),
     }
 
 
-def overview_chart(
-    chart_id: str,
-    points: Sequence[ArmPoint],
-    series: Sequence[Series],
-    family_order: Sequence[str],
-) -> Chart:
+def overview_chart(chart_id: str, points: Sequence[OverviewPoint], series: Sequence[Tuple[str, str]],
+                   family_order: Sequence[str]) -> Chart:
     """Every latency arm on one shared log axis: p50 dot, p90-p99 bar, its C floor beside it.
 
-    One row per arm (the same arm of several runs shares its row, each run
-    offset in its own colour).  The figure carries the row orders the sort
-    buttons apply (``layout.meta.orders``) and each trace's family
-    (``meta.family``) for the family buttons.
+    One row per arm (the same arm of several runs -- ``series``: each run's name and colour -- shares its
+    row, each run offset in its own colour).  The figure carries the row orders the sort buttons apply
+    (``layout.meta.orders``) and each trace's family (``meta.family``) for the family buttons.
     """
     several = len(series) > 1
     orders = overview_orders(points, family_order)
-    families = [f for f in family_order if any(p.family == f for p in points)]
-    families += sorted({p.family for p in points} - set(families))
-    titles = {p.family: p.family_title for p in points}
+    families = [f for f in family_order if any(p.arm.family == f for p in points)]
+    families += sorted({p.arm.family for p in points} - set(families))
     data: List[Dict[str, object]] = []
     drawn: List[Optional[float]] = []  # every x drawn, for the axis's range
     legend_groups: Set[str] = set()  # those that have their one legend entry
 
-    def traces(group: str, mine: Sequence[ArmPoint], run_index: int, **meta: object) -> Dict[str, object]:
+    def traces(group: str, mine: Sequence[OverviewPoint], run_index: int, **meta: object) -> Dict[str, object]:
         """What a family's traces of one run share; the first trace of ``group`` shows in the legend."""
-        common = {"legendgroup": group, "meta": dict(family=mine[0].family, run=run_index, **meta), "orientation": "h",
-                  "showlegend": group not in legend_groups, "y": [label(p.arm) for p in mine],
-                  "text": [_hover(p, series[run_index].name if several else None) for p in mine]}
+        common = {"legendgroup": group, "meta": dict(family=mine[0].arm.family, run=run_index, **meta), "orientation": "h",
+                  "showlegend": group not in legend_groups, "y": [label(p.arm.name) for p in mine],
+                  "text": [_hover(p, series[run_index][0] if several else None) for p in mine]}
         legend_groups.add(group)
         return dict(common, offsetgroup=str(run_index), alignmentgroup="overview") if several else common
 
-    for run_index, run in enumerate(series):
+    for run_index, (run_name, run_color) in enumerate(series):
         for family in families:
-            mine = [p for p in points if p.run == run_index and p.family == family]
+            mine = [p for p in points if p.run == run_index and p.arm.family == family]
             if not mine:
                 continue
-            color = run.color if several else family_color(family)
-            name = label(run.name if several else titles.get(family, family))
+            color = run_color if several else family_color(family)
+            name = label(run_name if several else FAMILY_TITLES.get(family, family))
             common = traces("run-%d" % run_index if several else "family-%s" % family, mine, run_index)
             xs: List[Optional[float]] = []
             ys: List[Optional[str]] = []
             for p in mine:
-                if p.p90_ns is not None and p.p99_ns is not None:
-                    xs += [us(p.p90_ns), us(p.p99_ns), None]
-                    ys += [label(p.arm), label(p.arm), None]
-            drawn += xs + [us(p.p50_ns) for p in mine]
+                if p.figures.p90_ns is not None and p.figures.p99_ns is not None:
+                    xs += [us(p.figures.p90_ns), us(p.figures.p99_ns), None]
+                    ys += [label(p.arm.name), label(p.arm.name), None]
+            drawn += xs + [us(p.figures.p50_ns) for p in mine]
             if xs:
                 ranges = {k: v for k, v in common.items() if k != "text"}
                 data.append(trace("scatter", **dict(ranges, mode="lines", x=xs, y=ys, name=name + " p90–p99", showlegend=False,
                                                     hoverinfo="skip", opacity=RANGE_OPACITY, line={"color": color, "width": 7},
                                                     connectgaps=False)))
-            data.append(trace("scatter", **dict(common, mode="markers", name=name, x=[us(p.p50_ns) for p in mine],
+            data.append(trace("scatter", **dict(common, mode="markers", name=name, x=[us(p.figures.p50_ns) for p in mine],
                                                 marker={"color": color, "size": 9, "symbol": "circle",
                                                         "line": {"color": "#ffffff", "width": 1}})))
         for same, color, title in ((True, FLOOR_MATCHED_COLOR, "C floor p50"), (False, FLOOR_NEAREST_COLOR, "nearest C floor p50")):
             for family in families:
-                floored = [p for p in points if p.run == run_index and p.family == family and p.floor is not None
-                           and p.floor.same_experiment == same]
+                floored = [p for p in points if p.run == run_index and p.arm.family == family and p.floor is not None
+                           and p.floor.interpreter_share == same]
                 if not floored:
                     continue
-                floors = [us(p.floor.p50_ns) for p in floored if p.floor]
+                floors = [us(p.floor.native_value) for p in floored if p.floor]
                 drawn += floors
                 # One legend entry for every run's floors.
                 common = traces("floor-%s" % ("same" if same else "nearest"), floored, run_index, floor=True)
@@ -346,12 +268,8 @@ def overview_chart(
     # The axis spans every figure drawn (each bar's p99 too) and a margin beyond, set rather than left to
     # plotly's autorange, which pads the markers but not the lines: a bar ending at the largest value ran off.
     xs_all = [x for x in drawn if x is not None]
-    axis_title = {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"}
-    if xs_all:
-        xaxis = log_axis(min(xs_all), max(xs_all), min(xs_all) / AXIS_PAD, max(xs_all) * AXIS_PAD, axis_title)
-    else:
-        xaxis = {"type": "log", "title": axis_title, "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True, "range": None,
-                 "tickvals": [], "ticktext": []}
+    xaxis = log_axis(min(xs_all), max(xs_all), min(xs_all) / AXIS_PAD, max(xs_all) * AXIS_PAD,
+                     {"text": "wake latency, µs (log scale): dot = p50, bar = p90 to p99, ◇ = C floor p50"})
     row_px = ROW_PX + GROUP_ROW_PX * (len(series) - 1)
     height = CHART_MARGIN_PX + rows * row_px
     return figure(
@@ -363,34 +281,25 @@ def overview_chart(
         scattermode="group" if several else None, scattergap=0.35 if several else None)
 
 
-# --- grids -------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class GridCell:
-    """One value of the heat map: an arm in one column (a run of the grid)."""
-
-    arm: str
-    column: int
-    p50_ns: float
-    p99_ns: Optional[float]
-
-
-def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence[str], cells: Sequence[GridCell]) -> Chart:
-    """A heat map of p50 per arm (rows) and column (an interpreter, a condition, a machine): log colour scale."""
-    index = {a: i for i, a in enumerate(arms)}
+def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence[str],
+               figures: Sequence[Mapping[str, LatencyFigures]]) -> Chart:
+    """A heat map of p50 per arm (rows) and column (an interpreter, a condition, a machine: ``figures[column]``
+    holds each measured arm's), on a log colour scale."""
     z: List[List[Optional[float]]] = [[None] * len(columns) for _ in arms]
     text: List[List[str]] = [[""] * len(columns) for _ in arms]
     hover: List[List[str]] = [["not measured"] * len(columns) for _ in arms]
     values = []
-    for c in cells:
-        row = index[c.arm]
-        z[row][c.column] = math.log10(max(c.p50_ns, 1.0) / 1e3)
-        values.append(max(c.p50_ns, 1.0) / 1e3)
-        text[row][c.column] = format_ns(c.p50_ns)
-        hover[row][c.column] = "<b>%s</b> · %s<br>p50 <b>%s</b>%s" % (
-            label(c.arm), columns[c.column].replace("<br>", " · "), format_ns(c.p50_ns),
-            (" · p99 %s" % format_ns(c.p99_ns)) if c.p99_ns is not None else "")
+    for column, measured in enumerate(figures):
+        for row, arm in enumerate(arms):
+            lat = measured.get(arm)
+            if lat is None or lat.p50_ns is None:
+                continue
+            z[row][column] = math.log10(max(lat.p50_ns, 1.0) / 1e3)
+            values.append(max(lat.p50_ns, 1.0) / 1e3)
+            text[row][column] = format_ns(lat.p50_ns)
+            hover[row][column] = "<b>%s</b> · %s<br>p50 <b>%s</b>%s" % (
+                label(arm), columns[column].replace("<br>", " · "), format_ns(lat.p50_ns),
+                (" · p99 %s" % format_ns(lat.p99_ns)) if lat.p99_ns is not None else "")
     lo = math.floor(math.log10(min(values))) if values else 0
     hi = math.ceil(math.log10(max(values))) if values else 1
     ticks = [float(v) for v in range(lo, max(hi, lo + 1) + 1)]
@@ -408,66 +317,53 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
         hoverlabel={"align": "left", "bgcolor": "#ffffff", "bordercolor": "#999999"})
 
 
-# --- where the time goes (traced runs) ------------------------------------------------------
-
 # One colour per component of a wake, in wake order (Okabe-Ito; the remainder grey).
-COMPONENT_COLORS = {
-    "notify": "#D55E00",
-    "sched_wake": "#56B4E9",
-    "sched_queue": "#0072B2",
-    "gil_wait": "#E69F00",
-    "interpreter": "#009E73",
-    "unattributed": "#B0B0B0",
-}
+COMPONENT_COLORS = {"notify": "#D55E00", "sched_wake": "#56B4E9", "sched_queue": "#0072B2", "gil_wait": "#E69F00",
+                    "interpreter": "#009E73", "unattributed": "#B0B0B0"}
 COMPONENT_ROW_PX = 34
 BANDS = (("p50", "median wake (45th–55th percentile)"), ("p99", "tail wakes (99th percentile and above)"))
 
 
-@dataclasses.dataclass(frozen=True)
-class ComponentBar:
-    """One traced arm as the stacked bars draw it: where its median and its tail wakes go (ns).
-
-    ``bands`` maps ``p50`` / ``p99`` to (the band's mean latency, its mean
-    components) as the analysis computed them (``trace.at_p50`` / ``at_p99``:
-    the parts sum to the latency); ``floor_of`` names the Python arm this C
-    floor is drawn beside.
-    """
-
-    arm: str
-    bands: Mapping[str, Tuple[float, Mapping[str, float]]]
-    floor_of: Optional[str] = None
+def trace_bands(trace: TraceFigures) -> Dict[str, Tuple[float, Mapping[str, float]]]:
+    """An arm's bands that have figures, ``p50`` / ``p99``: (the band's mean latency, its mean components), as the
+    analysis computed them (the parts sum to the latency)."""
+    bands = {}
+    for key, latency_ns, parts in (("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)):
+        if latency_ns is not None and parts:
+            bands[key] = (float(latency_ns), parts)
+    return bands
 
 
-def _component_hover(bar: ComponentBar, band: str, title: str, latency_ns: float, value_ns: float) -> str:
-    share = (" (%.0f%%)" % (100.0 * value_ns / latency_ns)) if latency_ns > 0 else ""
-    return "<b>%s</b>%s · %s<br>%s: <b>%s</b>%s<br>of %s, the mean of the %s" % (
-        label(bar.arm), (" · C floor of %s" % label(bar.floor_of)) if bar.floor_of else "", band, label(title),
-        format_ns(value_ns), share, format_ns(latency_ns), dict(BANDS)[band])
-
-
-def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Sequence[str],
+def components_chart(chart_id: str, bars: Sequence[Tuple[str, TraceFigures, Optional[str]]], components: Sequence[str],
                      titles: Mapping[str, str]) -> Chart:
-    """Stacked bars of where each traced arm's time goes: the median wake (left) and the tail (right).
+    """Stacked bars of where each traced arm's time goes (``bars``: its name, trace and the Python arm it is the C
+    floor of): the median wake (left) and the tail (right).
 
-    One row per arm, each Python arm above its C floor; one trace per component
-    and band, the two bands' traces of a component in one legend group (the
-    legend toggles a component in both).  Linear axes: a stacked bar on a log
+    One trace per component and band, a component's two in one legend group.  Linear axes: a stacked bar on a log
     axis would misdraw the parts.
     """
-    rows = [label(b.arm) for b in bars]
+    banded = [(arm, trace_bands(trace), floor_of) for arm, trace, floor_of in bars]
+    rows = [label(arm) for arm, _, _ in banded]
     data: List[Dict[str, object]] = []
     for name in components:
         title = titles.get(name, name)
-        for index, (band, _) in enumerate(BANDS):
-            mine = [b for b in bars if band in b.bands]
+        for index, (band, words) in enumerate(BANDS):
+            mine = [(arm, bands[band], floor_of) for arm, bands, floor_of in banded if band in bands]
             if not mine:
                 continue
+            hover = []
+            for arm, (latency_ns, parts), floor_of in mine:
+                value_ns = float(parts.get(name) or 0.0)
+                share = (" (%.0f%%)" % (100.0 * value_ns / latency_ns)) if latency_ns > 0 else ""
+                hover.append("<b>%s</b>%s · %s<br>%s: <b>%s</b>%s<br>of %s, the mean of the %s" % (
+                    label(arm), (" · C floor of %s" % label(floor_of)) if floor_of else "", band, label(title),
+                    format_ns(value_ns), share, format_ns(latency_ns), words))
             data.append(trace(
                 "bar", orientation="h", name=label(title), legendgroup=name, showlegend=index == 0,
                 marker={"color": COMPONENT_COLORS.get(name, OTHER_FAMILY_COLOR), "line": {"color": "#ffffff", "width": 0.5}},
-                x=[max(float(b.bands[band][1].get(name) or 0.0), 0.0) / 1e3 for b in mine], y=[label(b.arm) for b in mine],
+                x=[max(float(parts.get(name) or 0.0), 0.0) / 1e3 for _, (_, parts), _ in mine], y=[label(arm) for arm, _, _ in mine],
                 xaxis="x" if index == 0 else "x2", yaxis="y", textposition="none", meta={"component": name, "band": band},
-                text=[_component_hover(b, band, title, b.bands[band][0], float(b.bands[band][1].get(name) or 0.0)) for b in mine],
+                text=hover,
             ))
     axis = {"gridcolor": "#e4e4e4", "zeroline": True, "zerolinecolor": "#999999", "automargin": True, "rangemode": "tozero"}
     return figure(
@@ -480,42 +376,15 @@ def components_chart(chart_id: str, bars: Sequence[ComponentBar], components: Se
                "fixedrange": True, "ticks": ""})
 
 
-# --- placing charts in the page ------------------------------------------------------------
-
-
 def chart_html(chart: Chart, kind: str = "1") -> str:
-    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`).
-
-    ``kind`` (``data-chart``) tells the page's kinds of chart apart for counting; the glue draws them all.
-    """
+    """The chart's element and its figure as a JSON data block (drawn by :data:`GLUE_JS`); ``kind`` tells the page's
+    kinds of chart apart for counting."""
     return (
         '<div class="chart" id="%s" data-chart="%s" role="img" aria-label="%s" style="min-height:%dpx"></div>'
         '<script type="application/json" id="%s-spec">%s</script>'
         % (html.escape(chart.chart_id), html.escape(kind), html.escape(chart.aria_label), chart.height_px,
            html.escape(chart.chart_id), json_for_script(chart.figure))
     )
-
-
-def _attr(text: str) -> str:
-    """Evidence text for HTML content or a quoted attribute: control characters shown as escapes, markup escaped."""
-    return html.escape(escape_text(text, multiline=True), quote=True)
-
-
-def sort_controls(chart_id: str, families: Sequence[Tuple[str, str]]) -> str:
-    """The overview's buttons: sort its rows, show or hide a family (``families``: (id, title) pairs)."""
-    sorts = "".join(
-        '<button type="button" class="sort" data-chart="%s" data-sort="%s" aria-pressed="%s">%s</button>'
-        % (html.escape(chart_id), key, "true" if key == "p50" else "false", text)
-        for key, text in (("p50", "p50"), ("family", "family"), ("name", "name"))
-    )
-    toggles = "".join(
-        '<button type="button" class="family" data-chart="%s" data-family="%s" aria-pressed="true">'
-        '<span class="swatch" style="background:%s"></span>%s</button>'
-        % (html.escape(chart_id), _attr(fid), html.escape(family_color(fid)), _attr(title))
-        for fid, title in families
-    )
-    return ('<div class="controls" role="toolbar" aria-label="overview controls"><span class="muted">Sort by</span> %s'
-            '<span class="muted sep">Families</span> %s</div>' % (sorts, toggles))
 
 
 # The glue: draws each chart from its data block and wires the overview's buttons.  Rows of hidden

@@ -20,7 +20,6 @@ NEAREST_FLOOR = "nearest floor"
 
 
 def us_cells(figures: LatencyFigures) -> List[str]:
-    """The figures of :data:`LATENCY_COLUMNS`, formatted."""
     f = figures
     return [format_us(v) for v in (f.min_ns, f.p50_ns, f.p90_ns, f.p99_ns, f.p99_9_ns, f.max_ns, f.mean_ns)]
 
@@ -38,7 +37,6 @@ def native_text(ratio: NativeRatio) -> Tuple[str, bool]:
 
 
 def family_order(arms: Iterable[ArmRecord]) -> List[str]:
-    """The arms' families, in the order they first appear."""
     return list(dict.fromkeys(a.family for a in arms))
 
 

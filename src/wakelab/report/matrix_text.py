@@ -1,20 +1,11 @@
-"""``matrix.txt``: a grid of runs side by side, one table per arm (stdlib only).
-
-Each latency arm's cells are set against the first cell that measured it, at
-p50 and at p99, by :mod:`wakelab.analysis.matrix`; a cell whose p99 got worse
-by more than the noise band is marked as a tail regression whatever its p50
-did (:func:`~wakelab.analysis.matrix.ratio_tone`, the rule the HTML report
-colours its ratios by).  This module only lays the :class:`Matrix` out.
-
-Strings from the matrix document are escaped as in summary.txt
-(:func:`wakelab.formatting.escape_text`): no control character is printed.
-"""
+"""``matrix.txt``: a grid of runs side by side, one table per arm, laid out from :mod:`wakelab.analysis.matrix`'s
+:class:`Matrix` (a tail that got worse is marked by :func:`ratio_tone`, the rule the HTML report colours by)."""
 
 from __future__ import annotations
 
 from typing import List, Mapping, Optional, Union
 
-from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, RatioTone, compare_matrix, positive_ratio, ratio_tone
+from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, compare_matrix
 from wakelab.evidence.matrix import MatrixVerdict
 from wakelab.evidence.words import grid_state_word, status_word
 from wakelab.formatting import DASH, escape_text, format_ratio
@@ -122,6 +113,3 @@ def _add_native_column(header: List[str], table: List[List[str]], arm: MatrixArm
     for line, row in zip(table, arm.rows):
         line.append(format_native_cell(row.native))
 
-
-# The rule a ratio is judged by lives in the analysis; the HTML report reads it from here too.
-__all__ = ["RATIO_NOISE", "TAIL_MARK", "RatioTone", "format_matrix", "positive_ratio", "ratio_tone"]

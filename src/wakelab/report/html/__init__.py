@@ -1,18 +1,18 @@
 """The HTML report: one self-contained page from one or more evidence bundles (analysis side).
 
 The page holds what ``summary.txt`` holds, laid out from the same analysis view, and the pictures a text file
-cannot give (:mod:`wakelab.report.interactive`); docs/evidence.md lists them.
+cannot give (:mod:`wakelab.report.interactive`, :mod:`wakelab.report.distribution`).  Several runs are ordered by
+machine, then interpreter version (3.9 before 3.10), and are labelled by host name when they come from several
+machines (a fleet report).
 
-Self-contained means the page never fetches anything: styles are inline, plotly.js is inlined once, figures are JSON
-data blocks, and a Content-Security-Policy allows only the page's own two scripts (by hash) and forbids every fetch, so
-even a page someone edited by hand cannot phone home.  Every string that comes from evidence is escaped with
-:func:`html.escape` where it enters the page, and text handed to plotly is escaped before it (:func:`interactive.label`).
+Self-contained means the page never fetches anything: styles are inline, plotly.js is inlined once, and a
+Content-Security-Policy allows only the page's own two scripts (by hash) and forbids every fetch, so even a
+page someone edited by hand cannot phone home.  Every string from the evidence is escaped where it enters the
+page (:func:`~wakelab.report.html.common.esc`), or before plotly reads it (:func:`~wakelab.report.interactive.label`).
 
-The package, one module per concern, each importing only those before it: :mod:`.common` (escaping, reading a summary),
-:mod:`.load` (the bundles, runs and grids a page is made from), :mod:`.sections` (one run's sections), :mod:`.runs`
-(several runs compared), :mod:`.distributions` (each arm's card), :mod:`.page` (CSS, CSP and the page shell),
-:mod:`.charts` (the charts at a glance and where the time goes), :mod:`.matrix` (a grid's matrix); this module puts a
-page together (:func:`render_report`) and re-exports what the other modules of wakelab use.
+One module per concern, each importing only those before it: :mod:`.common`, :mod:`.load`, :mod:`.sections` (one
+run), :mod:`.runs` (several compared), :mod:`.distributions`, :mod:`.page`, :mod:`.charts`, :mod:`.matrix`; this
+module puts a page together and re-exports what the rest of wakelab uses.
 """
 
 from __future__ import annotations
@@ -21,18 +21,15 @@ from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
-from wakelab.formatting import format_ns, format_percent, format_us
-# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import RATIO_NOISE, ratio_tone
-from wakelab.report.html.common import esc, _run_state
+from wakelab.report.html.common import esc, IdCounter, _run_state
 from wakelab.report.html.load import GridView, load_run, load_runs, order_runs, RunEvidence, version_key
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
 from wakelab.report.html.runs import (render_comparison_table, render_differences, render_rate_table, render_runs_table, run_labels,
                                       _run_sections, RunLabel)
-from wakelab.report.html.distributions import _distribution_intro, _Plots, render_distributions
+from wakelab.report.html.distributions import _distribution_intro, render_distributions
 from wakelab.report.html.page import count_charts, count_plots, CSP, _page, page_csp, _section, write_report
-from wakelab.report.html.charts import _Charts, render_grids, render_overview, render_where_time_goes, render_where_time_goes_runs
+from wakelab.report.html.charts import render_grids, render_overview, render_where_time_goes, render_where_time_goes_runs
 from wakelab.report.html.matrix import _grid_sections
 
 
@@ -56,8 +53,8 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     from wakelab import __version__
     from wakelab.report.interactive import GLUE_JS, plotly_js
 
-    plots_ = _Plots()
-    charts = _Charts()
+    plots_ = IdCounter("plot")
+    charts = IdCounter("chart")
     toc: List[Tuple[str, str]] = []
     first = runs[0].bundle
     lab = first.lab
@@ -131,8 +128,8 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
 
 
 __all__ = [
-    "CSP", "RATIO_NOISE", "RunEvidence", "RunLabel", "count_charts", "count_plots", "esc", "format_ns", "format_percent", "format_us",
-    "load_run", "load_runs", "order_runs", "page_csp", "ratio_tone", "render_caveats", "render_comparison_table", "render_details",
+    "CSP", "RunEvidence", "RunLabel", "count_charts", "count_plots", "esc",
+    "load_run", "load_runs", "order_runs", "page_csp", "render_caveats", "render_comparison_table", "render_details",
     "render_differences", "render_grids", "render_guidance", "render_honesty", "render_lead_table", "render_overview",
     "render_rate_table", "render_repetitions_and_placement", "render_report", "render_runs_table", "render_verdict", "run_labels",
     "version_key", "write_report",

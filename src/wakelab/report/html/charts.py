@@ -2,58 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from wakelab.formatting import DASH, format_us
 from wakelab.core.registry import FAMILY_TITLES
+from wakelab.evidence.model import TraceFigures
 from wakelab.report.lead import family_order
-from wakelab.report.html.common import esc, IdCounter
+from wakelab.report.html.common import esc, IdCounter, table
 from wakelab.report.html.load import RunEvidence
-from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
+from wakelab.report.html.runs import _arm_order, DIMENSIONS, dimension_words, RunLabel, _swatch
 
 
-class _Charts(IdCounter):
-    """The interactive charts at a glance of one page."""
+def _sort_controls(chart_id: str, families: Sequence[str]) -> str:
+    """The overview's buttons: sort its rows, show or hide a family."""
+    from wakelab.report.interactive import family_color
 
-    prefix = "chart"
+    sorts = "".join('<button type="button" class="sort" data-chart="%s" data-sort="%s" aria-pressed="%s">%s</button>'
+                    % (esc(chart_id), key, "true" if key == "p50" else "false", key) for key in ("p50", "family", "name"))
+    toggles = "".join('<button type="button" class="family" data-chart="%s" data-family="%s" aria-pressed="true">'
+                      '<span class="swatch" style="background:%s"></span>%s</button>'
+                      % (esc(chart_id), esc(f), esc(family_color(f)), esc(FAMILY_TITLES.get(f, f))) for f in families)
+    return ('<div class="controls" role="toolbar" aria-label="overview controls"><span class="muted">Sort by</span> %s'
+            '<span class="muted sep">Families</span> %s</div>' % (sorts, toggles))
 
 
-def _latency_points(runs: Sequence[RunEvidence]) -> List[Any]:
-    from wakelab.report.interactive import ArmPoint, Floor
+def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: IdCounter) -> str:
+    """The chart that compares at a glance: every latency arm of every run on one log axis, with its buttons."""
+    from wakelab.report.interactive import OverviewPoint, chart_html, overview_chart
 
     points = []
     for index, run in enumerate(runs):
-        ratios = run.view.native_ratios
         by_name = run.bundle.arms_by_name()
         for a in run.bundle.arms():
-            lat = a.latency
-            if not a.is_latency or not a.ok or lat is None or lat.p50_ns is None:
+            if not a.is_latency or not a.ok or a.latency is None or a.latency.p50_ns is None:
                 continue
-            ratio = ratios.get(a.name)
-            floor = None
+            ratio = run.view.native_ratios.get(a.name)
             native = by_name.get(ratio.native) if ratio is not None else None
-            if ratio is not None and ratio.kind == "latency" and native is not None and native.ok and native.p50_ns is not None:
-                floor = Floor(ratio.native, ratio.native_value, ratio.ratio, ratio.interpreter_share)
-            points.append(ArmPoint(
-                run=index, arm=a.name, family=a.family, family_title=FAMILY_TITLES.get(a.family, a.family),
-                waiter=a.waiter, scope=a.scope, n=lat.n, lost=lat.lost,
-                p50_ns=float(lat.p50_ns), p90_ns=lat.p90_ns, p99_ns=lat.p99_ns, p99_9_ns=lat.p99_9_ns,
-                max_ns=lat.max_ns, floor=floor,
-            ))
-    return points
-
-
-def render_overview(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
-    """The chart that compares at a glance: every latency arm of every run on one log axis, with its buttons."""
-    from wakelab.report.interactive import Series, chart_html, overview_chart, sort_controls
-
-    points = _latency_points(runs)
+            has_floor = ratio is not None and ratio.kind == "latency" and native is not None and native.ok and native.p50_ns is not None
+            points.append(OverviewPoint(index, a, a.latency, ratio if has_floor else None))
     if not points:
         return '<p class="muted">No latency arm produced figures.</p>'
     families = family_order(a for run in runs for a in run.bundle.arms())
-    chart = overview_chart(charts.next_id(), points, [Series(label.full, label.color) for label in labels], families)
-    shown = [f for f in families if any(p.family == f for p in points)]
-    controls = sort_controls(chart.chart_id, [(f, FAMILY_TITLES.get(f, f)) for f in shown])
+    chart = overview_chart(charts.next_id(), points, [(label.full, label.color) for label in labels], families)
+    controls = _sort_controls(chart.chart_id, [f for f in families if any(p.arm.family == f for p in points)])
     several = len(runs) > 1
     intro = (
         "Every latency arm on one shared log axis: the dot is its p50, the bar spans p90 to p99, and the open diamond "
@@ -79,16 +70,7 @@ def _signed_us_text(value_ns: float) -> str:
     return ("+" if value_ns > 0 else "\u2212") + format_us(abs(value_ns))
 
 
-def _trace_bands(trace: Any) -> Dict[str, Tuple[float, Mapping[str, float]]]:
-    """The p50 and p99 bands of an arm's :class:`~wakelab.evidence.model.TraceFigures` that have figures."""
-    bands: Dict[str, Tuple[float, Mapping[str, float]]] = {}
-    for key, latency_ns, parts in (("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)):
-        if latency_ns is not None and parts:
-            bands[key] = (float(latency_ns), parts)
-    return bands
-
-
-def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
+def render_where_time_goes(run: RunEvidence, charts: IdCounter) -> str:
     """Where each traced arm's time goes (a run with ``--trace``): stacked bars at p50 and at p99, each
     Python arm beside its C floor, then the tracing overhead; empty for a run that did not ask to trace.
 
@@ -96,12 +78,12 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
     (:mod:`wakelab.analysis.components`, stored in summary.json); this lays them out.
     """
     from wakelab.analysis.components import COMPONENT_TITLES, COMPONENTS
-    from wakelab.report.interactive import ComponentBar, chart_html, components_chart
+    from wakelab.report.interactive import chart_html, components_chart, trace_bands
 
     tracing = run.bundle.tracing
     if not tracing.requested:
         return ""
-    bars: List[Any] = []
+    bars: List[Tuple[str, TraceFigures, Optional[str]]] = []
     overhead_rows: List[str] = []
     not_split: List[str] = []
     for record, floor_of in run.view.traced_order:
@@ -112,9 +94,8 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
             if record.kind == "latency" and record.measured:
                 not_split.append("<li><code>%s</code>: %s</li>" % (esc(record.name), esc(trace.reason or "no reason recorded")))
             continue
-        bands = _trace_bands(trace)
-        if bands:
-            bars.append(ComponentBar(record.name, bands, floor_of))
+        if trace_bands(trace):
+            bars.append((record.name, trace, floor_of))
         overhead_rows.append(
             "<tr><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td></tr>" % (
                 esc(record.name), (' <span class="muted">C floor of %s</span>' % esc(floor_of)) if floor_of else "",
@@ -152,17 +133,16 @@ def render_where_time_goes(run: RunEvidence, charts: _Charts) -> str:
         parts.append('<p class="muted">Where the difference from C goes (the arm\'s parts minus its floor\'s, in the same '
                      'band; they sum to the difference):</p><ul class="trace-gaps">%s</ul>' % "".join(items))
     if overhead_rows:
-        parts.append(
-            '<div class="table-wrap"><table class="trace-overhead"><caption>Tracing overhead: each arm measured untraced '
-            "(its figures), traced, and untraced again, in this run; µs</caption><thead><tr><th>arm</th><th>untraced p50</th>"
-            "<th>traced p50</th><th>untraced p50 after</th><th>traced / untraced</th><th>wakes fully attributed</th></tr>"
-            "</thead><tbody>%s</tbody></table></div>" % "".join(overhead_rows))
+        parts.append(table(
+            "trace-overhead", "Tracing overhead: each arm measured untraced (its figures), traced, and untraced again, in this run; µs",
+            "<th>arm</th><th>untraced p50</th><th>traced p50</th><th>untraced p50 after</th><th>traced / untraced</th>"
+            "<th>wakes fully attributed</th>", "".join(overhead_rows)))
     if not_split:
         parts.append('<p class="muted">Not split:</p><ul class="trace-not-split">%s</ul>' % "".join(not_split))
     return "".join(parts)
 
 
-def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: _Charts) -> str:
+def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], charts: IdCounter) -> str:
     """:func:`render_where_time_goes` for each run of several that asked to trace, under its label."""
     out = []
     for run, run_label in zip(runs, labels):
@@ -172,44 +152,11 @@ def render_where_time_goes_runs(runs: Sequence[RunEvidence], labels: Sequence[Ru
     return "".join(out)
 
 
-# Dimensions a set of runs can vary in, as (key, title); the values come from run_dimension.
-DIMENSIONS = (
-    ("machine", "machine"), ("interpreter", "interpreter"), ("placement", "placement"), ("settle_us", "settle time"),
-    ("cpu_threads", "busy threads"), ("cpu_procs", "busy processes"), ("idle_hold", "idle hold"),
-    ("switch_interval_s", "switch interval"), ("mode", "loop"),
-)
-
-
-def run_dimension(run: RunEvidence, key: str) -> str:
-    """The value of dimension ``key`` for ``run``, in words (plain text)."""
-    params, conditions = run.bundle.parameters, run.bundle.conditions
-    if key == "machine":
-        return run.bundle.hostname or "?"
-    if key == "interpreter":
-        return run.bundle.interpreter.label
-    if key == "placement":
-        return str(params.placement or "any")
-    if key == "settle_us":
-        return "settle %s µs" % params.settle_us
-    if key == "mode":
-        return "%s loop" % (params.mode or "closed")
-    if key == "idle_hold":
-        return "idle hold" if conditions.idle_hold else "no idle hold"
-    if key == "switch_interval_s":
-        value = conditions.switch_interval_s
-        return "switch interval %s s" % value if value is not None else "default switch interval"
-    return "%s %s" % (conditions.recorded.get(key) or 0, dict(DIMENSIONS).get(key, key))
-
-
-def varying_dimensions(runs: Sequence[RunEvidence]) -> List[Tuple[str, str]]:
-    return [(key, title) for key, title in DIMENSIONS if len({run_dimension(r, key) for r in runs}) > 1]
-
-
-def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
+def render_grids(runs: Sequence[RunEvidence], charts: IdCounter) -> str:
     """A heat map of p50 per arm for each dimension the runs vary in (interpreter, placement, machine, ...)."""
-    from wakelab.report.interactive import GridCell, chart_html, grid_chart, label as plot_text
+    from wakelab.report.interactive import chart_html, grid_chart, label as plot_text
 
-    dims = varying_dimensions(runs)
+    dims = [(key, title) for key, title, _ in DIMENSIONS if len({dimension_words(r.bundle, key) for r in runs}) > 1]
     records = [r.bundle.arms_by_name() for r in runs]
     measured = [{name: arm.latency for name, arm in by_name.items() if arm.ok and arm.p50_ns is not None and arm.latency is not None}
                 for by_name in records]
@@ -218,21 +165,15 @@ def render_grids(runs: Sequence[RunEvidence], charts: _Charts) -> str:
         return ""
     out = []
     for key, title in dims:
-        values = [run_dimension(r, key) for r in runs]
+        values = [dimension_words(r.bundle, key) for r in runs]
         first_seen = {v: values.index(v) for v in values}
         columns = sorted(range(len(runs)), key=lambda i: (first_seen[values[i]], i))
         others = [k for k, _ in dims if k != key]
         ticks = []
         for i in columns:
-            rest = " · ".join(plot_text(run_dimension(runs[i], k)) for k in others)
+            rest = " · ".join(plot_text(dimension_words(runs[i].bundle, k)) for k in others)
             ticks.append("<b>%s</b>%s" % (plot_text(values[i]), ("<br>" + rest) if rest else ""))
-        cells = []
-        for column, i in enumerate(columns):
-            for name in names:
-                lat = measured[i].get(name)
-                if lat is not None and lat.p50_ns is not None:
-                    cells.append(GridCell(name, column, lat.p50_ns, lat.p99_ns))
-        chart = grid_chart(charts.next_id(), "p50 by %s" % title, names, ticks, cells)
+        chart = grid_chart(charts.next_id(), "p50 by %s" % title, names, ticks, [measured[i] for i in columns])
         out.append(chart_html(chart))
     return ('<h3>Grids</h3><p class="muted">p50 of each arm in each run, one heat map per dimension the runs vary in '
             "(columns grouped by it); darker is slower, on a log colour scale. Hover a cell for p50 and p99.</p>%s" % "".join(out))

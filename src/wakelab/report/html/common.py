@@ -18,11 +18,11 @@ DISTRIBUTION = "distribution"
 
 
 class IdCounter:
-    """Element ids of one page's charts of one kind (``PREFIX-1``, ``PREFIX-2`` ...), and how many there are."""
+    """Element ids of one page's charts of one kind (``PREFIX-1``, ``PREFIX-2`` ...: ``chart`` the charts at a glance,
+    ``plot`` the arms' distributions), and how many there are."""
 
-    prefix = "chart"
-
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "chart") -> None:
+        self.prefix = prefix
         self.count = 0
 
     def next_id(self) -> str:
@@ -31,12 +31,16 @@ class IdCounter:
 
 
 def esc(value: object) -> str:
-    """Evidence text made safe to place in HTML (element content or a quoted attribute).
-
-    Control characters become visible escapes (``\\x1b``) first, so that a page printed
-    to a terminal (``-o -``) cannot carry an escape sequence, and the page shows what is there.
-    """
+    """Evidence text made safe to place in HTML (element content or a quoted attribute); control characters become
+    visible escapes (``\\x1b``) first, so that a page printed to a terminal cannot carry an escape sequence."""
     return html.escape(escape_text(str(value), multiline=True), quote=True)
+
+
+def table(css: str, caption: str, head: str, rows: str, attrs: str = "") -> str:
+    """A table that scrolls on its own in a narrow window: ``caption`` ('' for none), ``head`` (the header row's cells)
+    and ``rows`` are HTML."""
+    return ('<div class="table-wrap"><table class="%s"%s>%s<thead><tr>%s</tr></thead><tbody>%s</tbody></table></div>'
+            % (css, attrs, "<caption>%s</caption>" % caption if caption else "", head, rows))
 
 
 def _plain(value: object) -> str:
@@ -82,7 +86,6 @@ def _badge(text: object, kind: str = "") -> str:
 
 
 def _status_badge(arm: ArmRecord) -> str:
-    """How an arm ended, badged, with its reason."""
     return '<span class="badge st-%s">%s</span>%s' % (esc(_slug(arm.status)), esc(status_word(arm.status)),
                                                       (" " + esc(arm.reason)) if arm.reason else "")
 

@@ -13,12 +13,6 @@ from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.runs import _arm_order, RunLabel, _swatch
 
 
-class _Plots(IdCounter):
-    """The distribution charts of one page."""
-
-    prefix = "plot"
-
-
 def kept_words(kept: int, total: int) -> str:
     """What a figure computed on a soak's kept raw samples is of."""
     return "from the first %s of %s wakes (the raw samples kept)" % (format(kept, ","), format(total, ","))
@@ -46,18 +40,16 @@ def _figures(arm: ArmRecord, lat: LatencyFigures, samples: Optional[ArmSamples])
         text += ' · <span class="warn">%s lost</span>' % esc(lat.lost)
     spread = arm.spread
     if spread is not None and spread.max_over_min is not None and spread.of == "p50_ns":
-        if spread.between == "repetitions":
-            count = arm.repetitions.count if arm.repetitions is not None else None
-            text += " · %s repetitions, medians within %s" % (esc(DASH if count is None else count), esc(format_ratio(spread.max_over_min)))
-        else:
-            text += " · %s workers, medians within %s" % (esc(len(arm.workers or ())), esc(format_ratio(spread.max_over_min)))
+        repetitions = spread.between == "repetitions"
+        count = len(arm.workers or ()) if not repetitions else arm.repetitions.count if arm.repetitions is not None else None
+        text += " · %s %s, medians within %s" % (esc(DASH if count is None else count), "repetitions" if repetitions else "workers", esc(format_ratio(spread.max_over_min)))
         if samples is not None and not samples.every_wake:
             # A soak past its raw-sample cap: what summary.json computed on the raw samples (the workers' spread) is of the first K.
             text += ", %s" % esc(kept_words(samples.kept, samples.total))
     return text
 
 
-def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: _Plots) -> str:
+def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: IdCounter) -> str:
     """One card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
     from wakelab.report.distribution import COMPONENT_COLORS, Series, distribution_chart
     from wakelab.report.interactive import chart_html
@@ -87,32 +79,22 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
                 facts.append('<li class="muted">%s%s</li>' % (who, esc(soak_plot_words(samples, counters))))
             if samples is None or not samples.samples_ns:
                 continue
-            if counters is not None and not samples.every_wake:
-                values, weights = counters.weighted_values()
-                series.append(Series(label.short if several else name, values, lat.p50_ns, lat.p99_ns, label.color, weights=weights))
-                continue
-            series.append(Series(label.short if several else name, samples.samples_ns, lat.p50_ns, lat.p99_ns, label.color))
-            if not several:
+            values, weights = counters.weighted_values() if counters is not None and not samples.every_wake else (samples.samples_ns, None)
+            series.append(Series(label.short if several else name, values, lat.p50_ns, lat.p99_ns, label.color, weights=weights))
+            if not several and weights is None:
                 components = dict(arm.components)
                 for j, (comp, part_ns) in enumerate(samples.components_ns.items()):
                     figures = components.get(comp)
                     if part_ns:
                         series.append(Series(comp, part_ns, figures.p50_ns if figures else None, figures.p99_ns if figures else None,
                                              COMPONENT_COLORS[j % len(COMPONENT_COLORS)], dashed=True))
-        figure = (
-            '<div class="plot">%s</div>' % chart_html(distribution_chart(plots_.next_id(), series, marks=not several), DISTRIBUTION)
-            if series
-            else '<p class="muted noplot">No samples to plot.</p>'
-        )
+        figure = ('<div class="plot">%s</div>' % chart_html(distribution_chart(plots_.next_id(), series, marks=not several), DISTRIBUTION)
+                  if series else '<p class="muted noplot">No samples to plot.</p>')
         cards.append(
             '<details class="arm" id="arm-%s"><summary><b>%s</b> %s %s %s <span class="muted">%s</span></summary>'
             '<ul class="figs">%s</ul>%s</details>'
-            % (
-                esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(first.family, first.family), "fam"),
-                _badge(first.waiter, "w-" + first.waiter), _badge(first.scope, "scope"),
-                _headline(arms), "".join(facts), figure,
-            )
-        )
+            % (esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(first.family, first.family), "fam"),
+               _badge(first.waiter, "w-" + first.waiter), _badge(first.scope, "scope"), _headline(arms), "".join(facts), figure))
     if not cards:
         return '<p class="muted">No latency arms.</p>'
     return '<div class="arms">%s</div>' % "".join(cards)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
 from wakelab.formatting import DASH, format_ratio
-# The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import RATIO_NOISE, positive_ratio
+from wakelab.analysis.matrix import RATIO_NOISE, positive_ratio
 from wakelab.report.versus import Versus, matrix_figures, matrix_rate_figures, spread_text, versus_first
 from wakelab.evidence.model import ArmRecord
-from wakelab.report.html.common import esc, _plain, _run_state
+from wakelab.report.html.common import esc, _plain, _run_state, table
 from wakelab.report.html.load import GridCellView, GridView
 from wakelab.report.html.runs import _ratio_html
 from wakelab.report.html.page import _section
@@ -21,24 +20,14 @@ GRID_DIMENSION_TITLES = {"placement": "placement", "settle_us": "settle µs", "c
                          "cpu_procs": "busy processes"}
 
 
-def _cell_state(view: GridCellView) -> Tuple[str, str]:
-    if view.run is None:
-        return CELL_NOT_RUN, "bad"
-    return _run_state(view.run.bundle)
-
-
 def render_grid_matrix(grid: GridView) -> str:
-    """A grid as matrix.txt lays it out: its cells, then one table per arm with a row per cell.
-
-    Figures come from each cell's own (validated) summary.json, in the
-    matrix's cell order; "vs first" from :mod:`wakelab.report.versus`, its p50
-    coloured by :func:`ratio_tone` (a tail that got worse is drawn as a regression).
-    """
+    """A grid as matrix.txt lays it out: its cells, then one table per arm with a row per cell, from each cell's own
+    records in the matrix's cell order ("vs first": :mod:`wakelab.report.versus`)."""
     dims = [d for d in grid.grid.dimensions if d != "python"]
     head = "".join("<th>%s</th>" % esc(GRID_DIMENSION_TITLES.get(d, d)) for d in dims)
     rows = []
     for view in grid.cells:
-        state, css = _cell_state(view)
+        state, css = (CELL_NOT_RUN, "bad") if view.run is None else _run_state(view.run.bundle)
         interp = view.run.bundle.interpreter.label if view.run is not None else DASH
         rows.append('<tr><th scope="row">%s</th><td>%s</td>%s<td><span class="badge %s">%s</span></td></tr>' % (
             esc(view.label), esc(interp), "".join("<td>%s</td>" % esc(DASH if view.dimensions.get(d) is None else _plain(view.dimensions.get(d))) for d in dims), css, esc(state)))
@@ -46,16 +35,15 @@ def render_grid_matrix(grid: GridView) -> str:
         '<p class="meta"><code>%s</code> · %s · started %s · %d cells · %s</p>' % (
             esc(grid.folder), esc(grid.grid.lab.name), esc(grid.grid.started_utc), len(grid.cells),
             grid_state_word(grid.grid.complete)),
-        '<div class="table-wrap"><table class="cells"><caption>Cells (each a complete run with its own evidence in '
-        "cells/&lt;cell&gt;/)</caption><thead><tr><th>cell</th><th>interpreter</th>%s<th>state</th></tr></thead>"
-        "<tbody>%s</tbody></table></div>" % (head, "".join(rows)),
+        table("cells", "Cells (each a complete run with its own evidence in cells/&lt;cell&gt;/)",
+              "<th>cell</th><th>interpreter</th>%s<th>state</th>" % head, "".join(rows)),
     ]
     records = [v.run.bundle.arms_by_name() if v.run is not None else {} for v in grid.cells]
     compared = versus_first(grid.grid)
     for name in dict.fromkeys(n for by_name in records for n in by_name):
         arms = [(v, by_name.get(name), compared.get((name, v.label))) for v, by_name in zip(grid.cells, records)]
-        kind = next((a.kind for _, a, _ in arms if a is not None), "latency")
-        out.append(_matrix_rate_table(name, arms) if kind == "rate" else _matrix_latency_table(name, arms))
+        rate = next((a.kind for _, a, _ in arms if a is not None), "latency") == "rate"
+        out.append(_matrix_table(name, arms, *(_RATE if rate else _LATENCY)))
     out.append(
         '<p class="muted">vs first: the cell\'s figure over the first cell that measured the arm. Green needs the p50 '
         "faster by more than 10% and the p99 not worse; a p99 worse by more than 10% is drawn red with its ratio, "
@@ -64,56 +52,58 @@ def render_grid_matrix(grid: GridView) -> str:
     return "".join(out)
 
 
-def _status_text(view: GridCellView, arm: Optional[ArmRecord]) -> str:
-    if view.run is None:
-        return CELL_NOT_RUN
-    if arm is None:
-        return "not in this cell"
-    return "%s%s" % (status_word(arm.status), ": %s" % arm.reason if arm.reason else "")
+def _latency_cells(arm: ArmRecord, compared: Versus) -> Optional[List[str]]:
+    lat = arm.latency if arm.ok and arm.p50_ns is not None else None
+    if lat is None:
+        return None
+    p50_ratio, p99_ratio = compared.row.p50_ratio, compared.row.p99_ratio
+    figures = [esc(f) for f in matrix_figures(lat)]
+    figures[1], figures[3] = '<span class="warn">%s</span>' % figures[1] if lat.lost else "0", "<b>%s</b>" % figures[3]
+    if compared.first:
+        figures += ['<span class="muted">first</span>', '<span class="muted">first</span>']
+    else:
+        p99_css = "" if p99_ratio is None else ("slower" if p99_ratio > RATIO_NOISE else "faster" if p99_ratio < 1 / RATIO_NOISE else "")
+        figures += [_ratio_html(p50_ratio, p99_ratio) if p50_ratio is not None else DASH,
+                    '<span class="ratio %s">%s</span>' % (p99_css, esc(format_ratio(p99_ratio)))]
+    return figures + [esc(spread_text(compared.row.entry.spread))]
 
 
-def _matrix_latency_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]]) -> str:
+def _rate_cells(arm: ArmRecord, compared: Versus) -> Optional[List[str]]:
+    rate = arm.rate if arm.ok else None
+    if rate is None or positive_ratio(rate.ops_per_s, 1.0) is None:
+        return None
+    figures = [esc(f) for f in matrix_rate_figures(rate, compared.row)]
+    figures[0] = "<b>%s</b>" % figures[0]
+    return figures
+
+
+CellsOf = Callable[[ArmRecord, Versus], Optional[List[str]]]
+# Each kind of arm's table: its class, caption, header and the cells of a row (None: the cell has no figures).
+_LATENCY: Tuple[str, str, Tuple[str, ...], CellsOf] = (
+    "matrix", "<b>%s</b> (µs)", ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"),
+    _latency_cells)
+_RATE: Tuple[str, str, Tuple[str, ...], CellsOf] = (
+    "matrix rate", "<b>%s</b> (rate arm: higher is faster)", ("median ops/s", "slowest", "fastest", "vs first", "spread"), _rate_cells)
+
+
+def _matrix_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]],
+                  css: str, caption: str, heads: Sequence[str], cells: CellsOf) -> str:
+    """An arm's table: a row per cell, its figures or why it has none."""
     rows = []
     for view, arm, compared in arms:
-        lat = arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
-        if arm is None or lat is None or compared is None:
-            rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="10">%s</td></tr>' % (
-                esc(view.label), esc(_status_text(view, arm))))
-            continue
-        p50_ratio, p99_ratio = compared.row.p50_ratio, compared.row.p99_ratio
-        figures = [esc(f) for f in matrix_figures(lat)]
-        figures[1], figures[3] = '<span class="warn">%s</span>' % figures[1] if lat.lost else "0", "<b>%s</b>" % figures[3]
-        if compared.first:
-            figures += ['<span class="muted">first</span>', '<span class="muted">first</span>']
+        figures = cells(arm, compared) if arm is not None and compared is not None else None
+        if figures is None:
+            why = CELL_NOT_RUN if view.run is None else "not in this cell" if arm is None else "%s%s" % (
+                status_word(arm.status), ": %s" % arm.reason if arm.reason else "")
+            rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="%d">%s</td></tr>' % (
+                esc(view.label), len(heads), esc(why)))
         else:
-            p99_css = "" if p99_ratio is None else ("slower" if p99_ratio > RATIO_NOISE else "faster" if p99_ratio < 1 / RATIO_NOISE else "")
-            figures += [_ratio_html(p50_ratio, p99_ratio) if p50_ratio is not None else DASH,
-                        '<span class="ratio %s">%s</span>' % (p99_css, esc(format_ratio(p99_ratio)))]
-        figures.append(esc(spread_text(compared.row.entry.spread)))
-        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
-    head = "".join("<th>%s</th>" % h for h in ("n", "lost", "min", "p50", "p90", "p99", "max", "p50 vs first", "p99 vs first", "spread"))
-    return ('<div class="table-wrap"><table class="matrix" data-arm="%s"><caption><b>%s</b> (µs)</caption><thead><tr><th>cell</th>%s</tr>'
-            "</thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
-
-
-def _matrix_rate_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]]) -> str:
-    rows = []
-    for view, arm, compared in arms:
-        rate = arm.rate if arm is not None and arm.ok else None
-        if arm is None or rate is None or positive_ratio(rate.ops_per_s, 1.0) is None or compared is None:
-            rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="5">%s</td></tr>' % (
-                esc(view.label), esc(_status_text(view, arm))))
-            continue
-        figures = [esc(f) for f in matrix_rate_figures(rate, compared.row)]
-        figures[0] = "<b>%s</b>" % figures[0]
-        rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
-    head = "".join("<th>%s</th>" % h for h in ("median ops/s", "slowest", "fastest", "vs first", "spread"))
-    return ('<div class="table-wrap"><table class="matrix rate" data-arm="%s"><caption><b>%s</b> (rate arm: higher is faster)</caption>'
-            "<thead><tr><th>cell</th>%s</tr></thead><tbody>%s</tbody></table></div>" % (esc(name), esc(name), head, "".join(rows)))
+            rows.append('<tr><th scope="row">%s</th>%s</tr>' % (esc(view.label), "".join('<td class="num">%s</td>' % f for f in figures)))
+    return table(css, caption % esc(name), "<th>cell</th>" + "".join("<th>%s</th>" % h for h in heads), "".join(rows),
+                 ' data-arm="%s"' % esc(name))
 
 
 def _grid_sections(grids: Sequence[GridView], toc: List[Tuple[str, str]]) -> List[str]:
-    """One section per grid given: its matrix (cells, then each arm cell by cell)."""
     return [
         _section("matrix-%d" % i if len(grids) > 1 else "matrix", "Grid matrix" + (" %d" % i if len(grids) > 1 else ""),
                  render_grid_matrix(grid), toc)

@@ -7,13 +7,14 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from wakelab.analysis.compare import format_ratio_plain
 from wakelab.analysis.view import AgainstFirst
 from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
-from wakelab.report.matrix_text import positive_ratio, ratio_tone
-from wakelab.report.html.common import esc, _pairs, _run_state, _slug
+from wakelab.analysis.matrix import positive_ratio, ratio_tone
+from wakelab.report.html.common import esc, _pairs, _run_state, _slug, table
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
@@ -33,10 +34,7 @@ def _flat(bundle: Bundle) -> Dict[str, str]:
 def differing_fields(runs: Sequence[RunEvidence]) -> List[str]:
     """Fields (``section.key``) whose values are not the same in every run, in a stable order."""
     flats = [_flat(r.bundle) for r in runs]
-    keys: List[str] = []
-    for flat in flats:
-        keys.extend(k for k in flat if k not in keys)
-    return [k for k in keys if len({f.get(k, DASH) for f in flats}) > 1]
+    return [k for k in dict.fromkeys(k for flat in flats for k in flat) if len({f.get(k, DASH) for f in flats}) > 1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,33 +126,40 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
                 esc(host or "?"), esc(machine.os), esc(machine.kernel), esc(machine.cpu_model), esc(machine.cpu_count)))
         state, css = _run_state(bundle)
         rows.append(
-            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td><td>%s</td></tr>'
-            % (
-                _swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id), esc(bundle.started_utc),
-                _conditions_words(bundle),
-                '<span class="badge %s">%s</span>' % (css, esc(state)),
-            )
-        )
-    return (
-        '<div class="table-wrap"><table class="runs"><thead><tr><th>run</th><th>evidence</th><th>lab, started (UTC)</th>'
-        "<th>conditions</th><th>state</th></tr></thead><tbody>%s</tbody></table></div>" % "".join(rows)
-    )
+            '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td>'
+            '<td><span class="badge %s">%s</span></td></tr>' % (_swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id),
+                                                                esc(bundle.started_utc), _conditions_words(bundle), css, esc(state)))
+    return table("runs", "", "<th>run</th><th>evidence</th><th>lab, started (UTC)</th><th>conditions</th><th>state</th>", "".join(rows))
+
+
+# Dimensions a set of runs can vary in: (key, title, the run's value in words; None: "N title" of the recorded condition).
+DIMENSIONS: Tuple[Tuple[str, str, Optional[Callable[[Bundle], str]]], ...] = (
+    ("machine", "machine", lambda b: b.hostname or "?"),
+    ("interpreter", "interpreter", lambda b: b.interpreter.label),
+    ("placement", "placement", lambda b: str(b.parameters.placement or "any")),
+    ("settle_us", "settle time", lambda b: "settle %s µs" % b.parameters.settle_us),
+    ("cpu_threads", "busy threads", None),
+    ("cpu_procs", "busy processes", None),
+    ("idle_hold", "idle hold", lambda b: "idle hold" if b.conditions.idle_hold else "no idle hold"),
+    ("switch_interval_s", "switch interval", lambda b: "default switch interval" if b.conditions.switch_interval_s is None
+     else "switch interval %s s" % b.conditions.switch_interval_s),
+    ("mode", "loop", lambda b: "%s loop" % (b.parameters.mode or "closed")),
+)
+
+
+def dimension_words(bundle: Bundle, key: str) -> str:
+    """The run's value of dimension ``key``, in words (plain text)."""
+    _, title, words = next(d for d in DIMENSIONS if d[0] == key)
+    return words(bundle) if words is not None else "%s %s" % (bundle.conditions.recorded.get(key) or 0, title)
 
 
 def _conditions_words(bundle: Bundle) -> str:
     """Placement and load of a run in a few words (escaped)."""
     params, conditions = bundle.parameters, bundle.conditions
-    words = ["placement %s" % esc(params.placement or "any")]
-    if params.settle_us is not None:
-        words.append("settle %s µs" % esc(params.settle_us))
-    for value, text in ((conditions.cpu_threads, "busy threads"), (conditions.cpu_procs, "busy processes")):
-        if value:
-            words.append("%s %s" % (esc(value), text))
-    if conditions.idle_hold:
-        words.append("idle hold")
-    if conditions.switch_interval_s is not None:
-        words.append("switch interval %s s" % esc(conditions.switch_interval_s))
-    return ", ".join(words)
+    shown = {"settle_us": params.settle_us is not None, "cpu_threads": conditions.cpu_threads, "cpu_procs": conditions.cpu_procs,
+             "idle_hold": conditions.idle_hold, "switch_interval_s": conditions.switch_interval_s is not None}
+    words = ["placement " + dimension_words(bundle, "placement")] + [dimension_words(bundle, key) for key, show in shown.items() if show]
+    return ", ".join(esc(word) for word in words)
 
 
 # Parameters that are conditions a grid sweeps (where the two sides ran, the settle time, the loop), not a change of method.
@@ -183,8 +188,7 @@ def render_differences(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) 
             '<tr><th scope="row"><code>%s</code></th>%s</tr>' % (esc(f), "".join("<td>%s</td>" % esc(flats[i].get(f, DASH)) for i in chunk))
             for f in fields
         )
-        tables.append("<div class=\"table-wrap\"><table class=\"diff\"><caption>What differs between the runs</caption><thead><tr><th>field</th>%s</tr></thead>"
-                      "<tbody>%s</tbody></table></div>" % (head, rows))
+        tables.append(table("diff", "What differs between the runs", "<th>field</th>" + head, rows))
     return "".join('<p class="note">%s</p>' % esc(n) for n in notes) + "".join(tables)
 
 
@@ -209,24 +213,19 @@ def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: 
     return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
 
 
-def _ratio_text(value: float) -> str:
-    """A ratio as compare prints it: two decimals (one from 10 on)."""
-    return "inf" if not math.isfinite(value) else ("%.1f" if value >= 10 else "%.2f") % value
-
-
 def _verdicts_html(arm: Any) -> str:
     """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
-    ratio and its interval, one line each (escaped)."""
+    ratio and its interval as compare prints them, one line each (escaped)."""
     lines = []
     # As the ratios' colours (matrix.txt's rule): nothing is green while a percentile got slower.
     worse = any(judged.verdict == "slower" for judged in arm.judgements.values())
     for key, judged in arm.judgements.items():
         ci = judged.ci
-        interval = " (%s–%s)" % (_ratio_text(ci.low), _ratio_text(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
+        interval = " (%s–%s)" % (format_ratio_plain(ci.low), format_ratio_plain(ci.high)) if not (math.isnan(ci.low) or math.isnan(ci.high)) else ""
         lines.append('<span class="ratio %s" title="%s">%s %s %s×%s</span>' % (
             esc(judged.verdict if judged.verdict == "slower" or (judged.verdict == "faster" and not worse) else "same"),
             esc(judged.reason or ""),
-            esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(_ratio_text(ci.ratio)),
+            esc(key.replace("_", ".")), esc(judged.verdict).replace(" ", "&nbsp;"), esc(format_ratio_plain(ci.ratio)),
             esc(interval).replace(" ", "&nbsp;")))
     if not lines:  # too few samples or rounds: compare's notes say why
         lines.append('<span class="ratio" title="%s">%s</span>' % (esc("; ".join(arm.notes)), esc(arm.verdict).replace(" ", "&nbsp;")))
@@ -239,12 +238,7 @@ def _not_judged(labels: Sequence[RunLabel], versus: Sequence[AgainstFirst]) -> s
                    for i, v in enumerate(versus, 1) if v.why_not)
 
 
-def _judged(versus: Sequence[AgainstFirst], i: int, name: str) -> Any:
-    return versus[i - 1].arm(name) if i and len(versus) >= i else None
-
-
 def _latency_of(arm: Optional[ArmRecord]) -> Optional[LatencyFigures]:
-    """A measured latency arm's figures (None: not in the run, not ok, or no p50)."""
     return arm.latency if arm is not None and arm.ok and arm.p50_ns is not None else None
 
 
@@ -272,12 +266,12 @@ def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[Run
             cells = []
             for i in chunk:
                 arm = records[i].get(name)
-                text = cell(arm, records[0].get(name), _judged(versus, i, name), i) if arm is not None else None
+                judged = versus[i - 1].arm(name) if i and len(versus) >= i else None
+                text = cell(arm, records[0].get(name), judged, i) if arm is not None else None
                 cells.append('<td class="num">%s</td>' % text if text is not None else '<td class="muted">%s</td>' % (
                     "not in this run" if arm is None else esc(status_word(arm.status))))
             rows.append('<tr><th scope="row">%s</th>%s</tr>' % (row_head(name), "".join(cells)))
-        tables.append('<div class="table-wrap"><table class="%s"><caption>%s</caption><thead><tr><th>arm</th>%s</tr></thead>'
-                      "<tbody>%s</tbody></table></div>" % (css, caption, head, "".join(rows)))
+        tables.append(table(css, caption, "<th>arm</th>" + head, "".join(rows)))
     return "".join(tables)
 
 
@@ -319,21 +313,15 @@ def render_rate_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], v
 
 def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tuple[str, str]]) -> str:
     """One run of several, folded: its guidance, verdict, lead table, honesty block, caveats and definitions."""
-    verdict = render_verdict(run)
-    body_lead = render_lead_table(run)
     repetitions = render_repetitions_and_placement(run)
-    if repetitions:
-        body_lead += "<h3>Repetitions and placement</h3>" + repetitions
     guidance = render_guidance(run)
     state, css = _run_state(run.bundle)
     toc.append((anchor, label.short))
     return (
         '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
         '<p class="meta"><code>%s</code> · %s · %s</p>%s'
-        "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
-        % (
-            esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title), esc(run.bundle.started_utc),
-            ("<h3>Guidance</h3>" + guidance) if guidance else "", verdict, body_lead,
-            render_honesty(run), render_caveats(run), render_details(run),
-        )
-    )
+        "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
+        % (esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title),
+           esc(run.bundle.started_utc), ("<h3>Guidance</h3>" + guidance) if guidance else "", render_verdict(run),
+           render_lead_table(run), ("<h3>Repetitions and placement</h3>" + repetitions) if repetitions else "",
+           render_honesty(run), render_caveats(run), render_details(run)))

@@ -11,12 +11,11 @@ import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import NativeRatio, lost_wakes
-from wakelab.analysis.guidance import format_ranking
-from wakelab.analysis.view import RunView, view_of
+from wakelab.analysis.view import view_of
 from wakelab.evidence.model import ArmRecord
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_rate, format_ratio, format_us
-from wakelab.report.text.verdict import RANK_ABOVE, measured_latency_count
+from wakelab.report.text.verdict import RANK_ABOVE, format_rankings, measured_latency_count, pairing_line
 from wakelab.report.text.wrap import Run, format_table, wrap, wrap_figures
 
 
@@ -42,11 +41,7 @@ def _compact_row(arm: ArmRecord, ratio: Optional[NativeRatio], wide: bool) -> Li
 
 def format_compact_table(run: Run) -> List[str]:
     """Each measured latency arm's p50 and p99 (µs) and vs C -- two columns side by side for many arms --,
-    then the rate arms, the lost wakes and the arms not measured, one line each.
-
-    A C floor that a shown arm is measured against has no row of its own: its
-    figure is in that arm's "vs C".
-    """
+    then the rate arms, the lost wakes and the arms not measured; a C floor a shown arm is set against is in its "vs C"."""
     view = view_of(run)
     arms = view.bundle.arms()
     ratios = view.native_ratios
@@ -98,34 +93,16 @@ def format_compact_table(run: Run) -> List[str]:
     return lines
 
 
-def _brief_pairings(view: RunView) -> List[str]:
-    lines: List[str] = []
-    for pairing in view.pairings:
-        if pairing.p50_ratio is None:
-            continue
-        differ = [d.aspect for d in pairing.differences]
-        lines.extend(wrap("%s / %s = %s at p50%s; %s." % (
-            pairing.a, pairing.b, format_ratio(pairing.p50_ratio),
-            (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
-            "like for like" if not differ else "NOT like for like (%s differ)" % _and_list(differ))))
-    return lines
-
-
 def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) -> str:
-    """The short form for a terminal: verdict, guidance headline, compact table, where the full text is.
-
-    At most :data:`BRIEF_MAX_LINES` lines for a run of a few latency arms and
-    :data:`BRIEF_MAX_LINES_MANY` for more than :data:`RANK_ABOVE` (the lab's
-    pairings are left to the full text when they would not fit).  Every string
-    from the document is escaped, as in :func:`format_summary`.
-    """
+    """The short form for a terminal: verdict, guidance headline, compact table, where the full text is; at most
+    :data:`BRIEF_MAX_LINES` lines (:data:`BRIEF_MAX_LINES_MANY` for many arms), the lab's pairings left to the full
+    text when they would not fit."""
     view = view_of(escape_strings(summary, multiline=False))
     bundle = view.bundle
-    rankings: List[str] = []
-    for ranking in view.rankings:
-        if len(ranking.ranked) > 1 and ranking.comparable:  # spinning waiters and C floors: see the table
-            rankings.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, 3)), "  ", "    "))
-    pairings = _brief_pairings(view)
+    rankings = format_rankings(view, 3, several_only=True)  # spinning waiters and C floors: see the table
+    pairings = [line for pairing in view.pairings if pairing.p50_ratio is not None for line in pairing_line(
+        pairing, "NOT like for like (%s differ)" % _and_list([d.aspect for d in pairing.differences])
+        if pairing.differences else "like for like")]
     guidance = view.guidance
     warnings = view.warnings
     caveats = bundle.caveats

@@ -1,10 +1,6 @@
-"""The MEASUREMENT QUALITY section: the load the run saw beside it, then its warnings gathered by what they say.
-
-A warning that several arms share is said once, then its arms worst first with their figure (the groups
-:mod:`wakelab.analysis.warning_groups` computes); the populations groups sit under one head, a line per cause.  The
-section is kept to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the largest groups;
-``wakelab show --full`` lists every warning arm by arm instead.
-"""
+"""The MEASUREMENT QUALITY section: the load the run saw beside it, then its warnings gathered by what they say
+(:mod:`wakelab.analysis.warning_groups`), kept to :data:`QUALITY_MAX_LINES` bullet lines by naming fewer arms of the
+largest groups; the populations groups sit under one head, a line per cause."""
 
 from __future__ import annotations
 
@@ -151,12 +147,9 @@ class _Item:
                     break
 
     def cut(self, least: int = GROUP_MIN_SHOWN) -> bool:
-        """Name one arm fewer in the group that names the most, beyond ``least`` arms; False when none can.
-
-        ``least`` below :data:`GROUP_MIN_SHOWN` holds for the causes under the populations head only: there the head
-        says what the arms share and a cause's line still reads with its count alone, where a bullet of one group
-        would end "apart by: 27 arms".
-        """
+        """Name one arm fewer in the group that names the most, beyond ``least`` arms; False when none can.  ``least``
+        below :data:`GROUP_MIN_SHOWN` holds under the populations head only, where a cause's line still reads with its
+        count alone (a bullet of one group would end "apart by: 27 arms")."""
         least = least if len(self.groups) > 1 else GROUP_MIN_SHOWN
         cuttable = [i for i, (g, n) in enumerate(zip(self.groups, self.shown))
                     if n is not None and n > min(least, len(g.members))]
@@ -214,9 +207,7 @@ def format_quality(view: RunView, arm_by_arm: bool = False) -> List[str]:
             if not least:
                 break  # every group names as few arms as it can: the rest is warnings about one arm each
             least = 0  # last, a cause under the populations head gives its count alone
-    for index, item in enumerate(items):
+    for item in items:
         item.grow()  # a cut bullet's last line may have room for arms again
-        blocks[index] = item.lines()
-    for block in blocks:
-        lines.extend(block)
+        lines.extend(item.lines())
     return lines

@@ -1,10 +1,4 @@
-"""``summary.txt`` assembled: the heading, then each section in its order, every string escaped.
-
-Order: verdict up front, the guidance drawn from it, the lead table, the
-lab-honesty block, methodology, what each arm times, caveats, measurement
-quality, notes, limits, and the command that reproduces it; the signal storms,
-where the time goes and the repetitions join in where the run measured them.
-"""
+"""``summary.txt`` assembled: the heading, then each section in its order, every string escaped."""
 
 from __future__ import annotations
 
@@ -22,11 +16,8 @@ from wakelab.report.text.wrap import bullets, wrap
 
 
 def format_summary(summary: Mapping[str, object], arm_by_arm: bool = False) -> str:
-    """The whole summary.txt for ``summary``, every string from it escaped (no control characters).
-
-    ``arm_by_arm``: every measurement-quality warning on its own, as summary.json
-    records them (``wakelab show --full``), instead of gathered by what they say.
-    """
+    """The whole summary.txt for ``summary`` (``arm_by_arm``: every measurement-quality warning on its own, as
+    ``wakelab show --full`` prints them, instead of gathered by what they say)."""
     summary = escape_strings(summary, multiline=True)  # line feeds kept for wrapped text; cells and headings escape them
     view = view_of(summary)
     bundle = view.bundle
@@ -56,12 +47,8 @@ def format_summary(summary: Mapping[str, object], arm_by_arm: bool = False) -> s
     if where:
         sections.insert(2, ("WHERE THE TIME GOES", where))
     if lab.methodology:
-        method: List[str] = []
-        for paragraph in lab.methodology:
-            if method:
-                method.append("")
-            method.extend(wrap(paragraph))
-        sections.append(("METHODOLOGY", method))
+        sections.append(("METHODOLOGY", [line for i, paragraph in enumerate(lab.methodology)
+                                         for line in ([""] if i else []) + wrap(paragraph)]))
     sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(view)))
     if bundle.caveats:
         sections.append(("CAVEATS", bullets(bundle.caveats)))

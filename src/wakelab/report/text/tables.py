@@ -1,9 +1,4 @@
-"""The tables of summary.txt: the lead table, each repetition's p50 and where the wakes ran, the signal storms.
-
-Cells are figures of the run's :class:`~wakelab.analysis.view.RunView` (or of
-the storm analysis) laid out in columns; the legends under a table say what
-its columns mean.  Times are in µs unless a cell says otherwise.
-"""
+"""The tables of summary.txt: the lead table, each repetition's p50 and where the wakes ran, the signal storms."""
 
 from __future__ import annotations
 

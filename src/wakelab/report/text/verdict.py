@@ -1,16 +1,10 @@
-"""The verdict and the guidance: what the run found, up front (summary.txt's first two sections).
-
-A run of a few arms gets a line per arm; more than :data:`RANK_ABOVE` latency
-arms are ranked by group of comparable arms instead.  Then each of the lab's
-pairings, with whether it compares like for like.  Before the figures of an
-open-loop run, what they hold (:func:`~wakelab.analysis.guidance.open_loop_note`;
-a ranking says it in its own line).
-"""
+"""The verdict and the guidance: what the run found, up front (summary.txt's first two sections)."""
 
 from __future__ import annotations
 
 from typing import List, Optional
 
+from wakelab.analysis.caveats import Pairing
 from wakelab.analysis.guidance import Guidance, format_ranking, open_loop_note
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.words import status_word
@@ -29,23 +23,27 @@ def measured_latency_count(view: RunView) -> int:
     return sum(1 for arm in view.bundle.arms() if arm.ok and arm.p50_ns is not None)
 
 
-def format_rankings(run: Run, limit: Optional[int] = None) -> List[str]:
-    """One line per group of comparable arms (in-process, signals, processes ...), fastest first."""
+def format_rankings(view: RunView, limit: Optional[int] = None, several_only: bool = False) -> List[str]:
+    """One line per group of comparable arms (in-process, signals, processes ...), fastest first (``several_only``: the
+    groups of two arms or more that compare)."""
     lines: List[str] = []
-    for ranking in view_of(run).rankings:
-        lines.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, limit)), "  ", "    "))
+    for ranking in view.rankings:
+        if not several_only or (len(ranking.ranked) > 1 and ranking.comparable):
+            lines.extend(wrap_figures("%s: %s." % (ranking.title, format_ranking(ranking, limit)), "  ", "    "))
     return lines
 
 
-def _not_measured(view: RunView) -> List[str]:
-    names = ["%s (%s)" % (arm.name, status_word(arm.status)) for arm in view.bundle.arms() if not arm.ok]
-    if not names:
-        return []
-    return wrap("Not measured: %s." % ", ".join(names))
+def pairing_line(pairing: Pairing, judgement: str) -> List[str]:
+    """``a / b = 1.50× at p50, 2.00× at p99; JUDGEMENT.``, wrapped."""
+    p99 = (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else ""
+    return wrap("%s / %s = %s at p50%s; %s." % (pairing.a, pairing.b, format_ratio(pairing.p50_ratio), p99, judgement))
 
 
 def format_verdict(run: Run) -> List[str]:
-    """One line per measured arm (many arms: ranked by group), then each of the lab's comparisons."""
+    """One line per measured arm -- more than :data:`RANK_ABOVE`: ranked by group --, then each of the lab's pairings.
+
+    Before the figures of an open-loop run, what they hold (a ranking says it in its own line).
+    """
     view = view_of(run)
     lines: List[str] = []
     ranked = measured_latency_count(view) > RANK_ABOVE
@@ -67,18 +65,12 @@ def format_verdict(run: Run) -> List[str]:
             text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % ((arm.name,) + figures)
         lines.extend(wrap(text))
     for pairing in view.pairings:
-        if pairing.p50_ratio is None:
-            continue
-        text = "%s / %s = %s at p50%s; %s." % (
-            pairing.a,
-            pairing.b,
-            format_ratio(pairing.p50_ratio),
-            (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else "",
-            ("like for like: %s" if pairing.like_for_like else "NOT like for like (%s)") % pairing_detail(pairing),
-        )
-        lines.extend(wrap(text))
-    if ranked:
-        lines.extend(_not_measured(view))
+        if pairing.p50_ratio is not None:
+            judgement = ("like for like: %s" if pairing.like_for_like else "NOT like for like (%s)") % pairing_detail(pairing)
+            lines.extend(pairing_line(pairing, judgement))
+    missing = ["%s (%s)" % (arm.name, status_word(arm.status)) for arm in view.bundle.arms() if not arm.ok]
+    if ranked and missing:
+        lines.extend(wrap("Not measured: %s." % ", ".join(missing)))
     if not lines:
         lines.append("  No arm produced figures in this run.")
     return lines

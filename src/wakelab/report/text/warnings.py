@@ -1,33 +1,15 @@
-"""The wording of each warning and note of summary.json, one record at a time.
-
-A record's kind chooses its sentence (:data:`_WORDINGS`); its figures are read through
-:func:`~wakelab.analysis.warning_figures.figures_of`, typed for the kind.  A sentence from an older bundle is kept
-as it is, and a record whose figures are not what its kind says is shown as stored.
-"""
+"""The wording of each warning and note of summary.json, one record at a time: its kind chooses the sentence
+(:data:`_WORDINGS`), its figures typed for the kind by :func:`~wakelab.analysis.warning_figures.figures_of`."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from wakelab.analysis.warning_figures import (CauseKind, OmittedFigures, PollingFigures, PopulationCause, PopulationsFigures,
                                               SpreadFigures, StoredEntry, SwitchTailFigures, TimerFloorFigures, figures_of)
 from wakelab.evidence.model import WarningKind, WarningRecord
 from wakelab.formatting import format_ns, format_percent, format_ratio
-
-#: What :func:`format_warning` words (the name :mod:`wakelab.report.text` exports).
-Warning = WarningRecord
-
-
-def split_warnings(entries: Sequence[object]) -> Tuple[List[WarningRecord], List[WarningRecord]]:
-    """summary.json's ``warnings`` as ``(warnings, notes)`` records: those of level ``note`` apart; worded strings
-    (bundles before 0.2) are warnings."""
-    warnings: List[WarningRecord] = []
-    notes: List[WarningRecord] = []
-    for record in map(WarningRecord.from_json, entries):
-        (notes if record.is_note else warnings).append(record)
-    return warnings, notes
-
 
 def format_warning(record: WarningRecord) -> str:
     """One warning or note of summary.json, worded.

@@ -1,10 +1,5 @@
-"""Layout primitives every section of summary.txt and the short form shares (stdlib only).
-
-The page width, wrapping that never parts a figure from its unit, bullets, and
-plain-text tables whose cells are escaped (:func:`~wakelab.formatting.escape_text`):
-one line each, no control characters.  Numbers are formatted by
-:mod:`wakelab.formatting`; nothing here words a figure.
-"""
+"""Layout primitives every section of summary.txt and the short form shares: the page width, wrapping that never
+parts a figure from its unit, bullets, and plain-text tables whose cells are escaped (one line each)."""
 
 from __future__ import annotations
 
@@ -36,28 +31,18 @@ def wrap_figures(text: str, indent: str = "  ", subsequent: Optional[str] = None
 
 
 def bullets_figures(items: Sequence[str]) -> List[str]:
-    """:func:`bullets` with :func:`wrap_figures`."""
-    lines: List[str] = []
-    for item in items:
-        lines.extend(wrap_figures(item, "  - ", "    "))
-    return lines
+    return [line for item in items for line in wrap_figures(item, "  - ", "    ")]
 
 
 def bullets(items: Sequence[str]) -> List[str]:
-    lines: List[str] = []
-    for item in items:
-        lines.extend(textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False))
-    return lines
+    return [line for item in items
+            for line in textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False)]
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_left: int = 1,
                  right: Optional[Collection[int]] = None) -> List[str]:
-    """Plain text table; the first ``align_left`` columns are left-aligned, the rest right-aligned.
-
-    ``right``, when given, names the right-aligned columns instead (every other one is left-aligned).
-
-    Each cell is escaped (:func:`~wakelab.formatting.escape_text`): one line, no control characters.
-    """
+    """Plain text table, every cell escaped; the first ``align_left`` columns are left-aligned, the rest right-aligned
+    (``right``, when given: those columns are right-aligned, every other one left-aligned)."""
     table = [[escape_text(c) for c in row] for row in [header, *rows]]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     out = []
