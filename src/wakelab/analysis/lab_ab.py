@@ -1,11 +1,8 @@
 """The labs' own answers over a grid: what removing the GIL did, what SCHED_FIFO bought the waiter.
 
-A lab whose question spans the cells of a grid names its verdict (:attr:`wakelab.labs.Lab.matrix_verdict`);
-the grid runner computes it here (:func:`matrix_verdict`) from a :class:`~wakelab.evidence.matrix.MatrixDoc`
-as a typed record (:class:`GilAB`: each free-threaded build against its own release's GIL build, and with
-``PYTHON_GIL=1``; :class:`RealtimeAB`: each ``SCHED_FIFO`` waiter against the same waiter under the normal
-policy) and stores its ``to_dict`` as matrix.json's ``verdict``: the figures, ready-made text ``tables`` and
-``sentences`` that say, with this run's figures, what the A/B found, laid out by the renderers as they are."""
+A lab whose question spans the cells of a grid names its verdict (:attr:`wakelab.labs.Lab.matrix_verdict`); the grid
+runner computes it here (:func:`matrix_verdict`) and stores it as matrix.json's ``verdict``: the figures, and text
+``tables`` and ``sentences`` the renderers lay out as they are."""
 
 from __future__ import annotations
 
@@ -36,7 +33,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 @dataclasses.dataclass(frozen=True)
 class Ways:
-    """How the arms went one by one: how many arms' own no-GIL ÷ GIL ratio grew, shrank, of how many compared."""
+    """How many arms' own no-GIL ÷ GIL ratio grew, shrank, of how many compared."""
 
     grew: int
     shrank: int
@@ -50,9 +47,8 @@ class Ways:
 
 @dataclasses.dataclass(frozen=True)
 class GilFigure:
-    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.  ``values``: each role's figure,
-    by role (in a row, the roles the arm has a cell of; in a summary, every role, the median over the arms); ``ratio``
-    no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a summary, ``ways`` the arms went (None in a row)."""
+    """One figure of the GIL A/B (p50, p99 or max; ns) by interpreter role, with the ratios no GIL ÷ GIL and
+    GIL=1 ÷ GIL; in a summary, the ``ways`` the arms went."""
 
     values: Mapping[str, Optional[float]]
     ratio: Optional[float]
@@ -65,11 +61,9 @@ class GilFigure:
                    _ratio(values.get(FORCED_GIL), values.get(GIL_BUILD)), ways)
 
     def role(self, name: str) -> Optional[float]:
-        """Role ``name``'s figure (None: no cell of that role, or no figure)."""
         return self.values.get(name)
 
     def to_dict(self) -> Dict[str, object]:
-        """As matrix.json's verdict stores it: each role's figure, the ratios, and in a summary how the arms went."""
         out: Dict[str, object] = dict(self.values)
         out.update(ratio=self.ratio, forced_ratio=self.forced_ratio)
         if self.ways is not None:
@@ -79,8 +73,7 @@ class GilFigure:
 
 @dataclasses.dataclass(frozen=True)
 class GilRow:
-    """One latency arm under one placement and busy-thread count (and release, in a grid of several): its p50, p99
-    and max across the roles (``figures`` by ``p50``/``p99``/``max``).  ``release`` None: a grid of one release."""
+    """One latency arm under one placement, busy-thread count and release (None: a grid of one release)."""
 
     arm: str
     placement: str
@@ -94,8 +87,7 @@ class GilRow:
 
 @dataclasses.dataclass(frozen=True)
 class GilSummary:
-    """Per busy-thread count and placement (and release, in a grid of several): the median over the arms of each
-    figure, the ratios of those medians, and how the arms went (``figures`` by ``p50``/``p99``/``max``)."""
+    """Per busy-thread count, placement and release: the median over the arms of each figure."""
 
     cpu_threads: int
     placement: str
@@ -108,7 +100,6 @@ class GilSummary:
 
 
 def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[str, GilFigure]) -> Dict[str, object]:
-    """A row or summary as matrix.json stores it: ``out``, the release (in a grid of several) and each figure."""
     if release is not None:
         out["release"] = release
     out.update((key, figures[key].to_dict()) for key in AB_FIGURES)
@@ -121,10 +112,8 @@ def _trio(figure: GilFigure) -> str:
 
 
 def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], bool]:
-    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.  Pairs, for every
-    latency arm, placement and busy-thread count, the cell of the GIL build with the free-threaded build's (GIL off,
-    and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never by its label).  ``summary``: per
-    busy-thread count and placement, the median over the arms of each figure."""
+    """``rows``, ``summary``, and whether the grid has several releases: for every latency arm, placement and
+    busy-thread count, the GIL build's cell beside the free-threaded build's, by each cell's recorded interpreter."""
     cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
@@ -155,7 +144,7 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], b
 
 @dataclasses.dataclass(frozen=True)
 class LabVerdict:
-    """A lab's verdict over a grid: the figures, ready-made text ``tables`` and ``sentences`` (matrix.json's ``verdict``)."""
+    """A lab's verdict over a grid (matrix.json's ``verdict``)."""
 
     title: str
     tables: Tuple[VerdictTable, ...]
@@ -168,7 +157,7 @@ class LabVerdict:
 
 @dataclasses.dataclass(frozen=True)
 class GilAB(LabVerdict):
-    """What removing the GIL did: each arm's figures by role (``rows``) and their medians over the arms (``summary``)."""
+    """What removing the GIL did."""
 
     rows: Tuple[GilRow, ...] = ()
     summary: Tuple[GilSummary, ...] = ()
@@ -183,18 +172,17 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 
 def gil_ab(matrix: MatrixDoc) -> GilAB:
-    """What removing the GIL did: the free-threading lab's verdict, with sentences that say, with this run's
-    figures, what the GIL's absence did to p50, p99 and the worst case."""
     from wakelab.formatting import format_ratio, format_us
 
     rows, summary, several = gil_ab_figures(matrix)
     figures = ["p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs", "no GIL ÷ GIL: p50", "p99", "max"]
     header = ["busy threads", "placement", "arms"] + figures + ["GIL=1 ÷ GIL: p99"]
-    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + [_trio(s.figures[key]) for key in AB_FIGURES]
-                     + [format_ratio(s.figures[key].ratio) for key in AB_FIGURES] + [format_ratio(s.figures["p99"].forced_ratio)]
-                     for s in summary]
-    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + [_trio(r.figures[key]) for key in AB_FIGURES]
-                    + [format_ratio(r.figures[key].ratio) for key in AB_FIGURES] for r in rows]
+    def cells(figures: Mapping[str, GilFigure]) -> List[str]:
+        return [_trio(figures[key]) for key in AB_FIGURES] + [format_ratio(figures[key].ratio) for key in AB_FIGURES]
+
+    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + cells(s.figures)
+                     + [format_ratio(s.figures["p99"].forced_ratio)] for s in summary]
+    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + cells(r.figures) for r in rows]
     detail_header = ["arm", "busy", "placement"] + figures
     if several:
         header = ["release"] + header
@@ -217,7 +205,7 @@ def _change(ratio: Optional[float]) -> str:
 
 
 def _moved(figure: GilFigure, us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> str:
-    """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``: the medians, and how the arms went one by one."""
+    """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``."""
     ways = figure.ways or Ways(0, 0, 0)
     return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (
         _change(figure.ratio), us(figure.role(GIL_BUILD)), us(figure.role(NO_GIL)), ratio(figure.ratio),
@@ -271,7 +259,6 @@ def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]]
 
 
 def _hogs(command: Sequence[str]) -> Optional[int]:
-    """The --cpu-procs of a grid's command line (None when not given)."""
     words = [str(w) for w in command]
     for i, word in enumerate(words):
         if word == "--cpu-procs" and i + 1 < len(words) and words[i + 1].isdigit():
@@ -283,7 +270,7 @@ def _hogs(command: Sequence[str]) -> Optional[int]:
 
 @dataclasses.dataclass(frozen=True)
 class RealtimeFigure:
-    """One figure of the realtime A/B (p50, p99 or max; ns): the normal waiter's, the FIFO one's, FIFO ÷ normal."""
+    """One figure of the realtime A/B (p50, p99 or max; ns): the normal waiter's and the FIFO one's."""
 
     normal: Optional[float]
     fifo: Optional[float]
@@ -298,8 +285,7 @@ class RealtimeFigure:
 
 @dataclasses.dataclass(frozen=True)
 class RealtimeRow:
-    """A normal waiter and the same one under SCHED_FIFO, both measured in one cell: their p50, p99 and max
-    (``figures`` by ``p50``/``p99``/``max``)."""
+    """A normal waiter and the same one under SCHED_FIFO, both measured in one cell."""
 
     normal: str
     fifo: str
@@ -314,8 +300,8 @@ class RealtimeRow:
 
 
 def realtime_ab_figures(matrix: MatrixDoc) -> Tuple[List[RealtimeRow], List[str]]:
-    """The realtime A/B's rows, and the FIFO arms not measured (why): in every cell, a normal waiter against the
-    same one under ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell."""
+    """The realtime A/B's rows (in every cell, a normal waiter against the same one under ``SCHED_FIFO`` 80), and
+    why each FIFO arm not measured was not."""
     by_arm = {name: {row.cell: row for row in entries} for name, entries in matrix.arms}
     rows: List[RealtimeRow] = []
     skipped: List[str] = []
@@ -336,7 +322,7 @@ def realtime_ab_figures(matrix: MatrixDoc) -> Tuple[List[RealtimeRow], List[str]
 
 @dataclasses.dataclass(frozen=True)
 class RealtimeAB(LabVerdict):
-    """What SCHED_FIFO bought the waiter: the pairs (``rows``) and the run's busy processes (``hogs``: --cpu-procs)."""
+    """What SCHED_FIFO bought the waiter, with the run's --cpu-procs (``hogs``)."""
 
     rows: Tuple[RealtimeRow, ...] = ()
     hogs: Optional[int] = None
@@ -346,8 +332,6 @@ class RealtimeAB(LabVerdict):
 
 
 def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
-    """What SCHED_FIFO bought the waiter: the realtime lab's verdict, with sentences that say, with these figures,
-    what realtime bought against the hog and what the GIL took back."""
     from wakelab.formatting import format_ratio, format_us
 
     rows, skipped = realtime_ab_figures(matrix)
@@ -411,5 +395,5 @@ MATRIX_VERDICTS: Dict[str, Callable[[MatrixDoc], LabVerdict]] = {GIL_AB: gil_ab,
 
 
 def matrix_verdict(name: str, doc: Mapping[str, object]) -> Dict[str, object]:
-    """The verdict ``name`` (:data:`MATRIX_VERDICTS`) over the grid runner's matrix document, as matrix.json stores it."""
+    """The verdict ``name`` over the grid runner's matrix document, as matrix.json stores it."""
     return MATRIX_VERDICTS[name](MatrixDoc.from_dict(doc)).to_dict()
