@@ -38,7 +38,7 @@ RELATIVE_ERROR = 2.0**-11
 
 
 def counts_index(value_ns: int) -> int:
-    """The counter that holds ``value_ns`` (HdrHistogram's ``get_counts_array_index``)."""
+    """HdrHistogram's ``get_counts_array_index``."""
     if value_ns < 0:
         raise ValueError("a latency cannot be negative: %r" % (value_ns,))
     bucket = max(0, int(value_ns).bit_length() - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1))
@@ -57,7 +57,6 @@ def counter_range(index: int) -> Tuple[int, int]:
 
 
 def counter_middle(index: int) -> float:
-    """The value that stands for counter ``index``: the middle of its range (exact below 2048 ns)."""
     low, width = counter_range(index)
     return low + (width - 1) / 2.0
 
@@ -76,7 +75,6 @@ class LogLinearHistogram:
         self._m2 = 0.0
 
     def record_many(self, values_ns: Iterable[int]) -> None:
-        """Add every value of ``values_ns`` (non-negative integers: a list, tuple or array)."""
         values = [int(v) for v in values_ns]
         if not values:
             return
@@ -107,7 +105,6 @@ class LogLinearHistogram:
         self.total = total
 
     def merge(self, other: "LogLinearHistogram") -> None:
-        """Add ``other``'s values to this histogram."""
         if other.total == 0:
             return
         self.counts = array.array("q", map(int.__add__, self.counts, other.counts))
@@ -126,11 +123,9 @@ class LogLinearHistogram:
         return math.sqrt(max(self._m2, 0.0) / (self.total - 1)) if self.total >= 2 else None
 
     def percentile_ns(self, q: float) -> float:
-        """The ``q``-th percentile (0..100), type 7 on the counters' middles (see the module docstring)."""
         return self.percentiles_ns([q])[0]
 
     def percentiles_ns(self, qs: Sequence[float]) -> List[float]:
-        """:meth:`percentile_ns` of each of ``qs``, in one pass over the counters."""
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
         where = [i for i, count in enumerate(self.counts) if count]
@@ -145,18 +140,14 @@ class LogLinearHistogram:
         return middle
 
     def latency_figures(self, lost: int = 0) -> Dict[str, object]:
-        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters (within
-        :data:`RELATIVE_ERROR`, omitted where the exact summary omits them); the rest exact."""
+        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters."""
         wanted, omitted = reportable(self.total)
         values = dict(zip([k for k, _ in wanted], self.percentiles_ns([q for _, q in wanted]))) if wanted else {}
         return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
-        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.  A
-        counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps them;
-        the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
-        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's precision of
-        its raw sample, the extremes exactly."""
+        """``(values_ns, counts)``, ascending: a counter's wakes at its clamped middle, the fastest and the slowest wake
+        at ``min_ns`` and ``max_ns`` themselves, so that re-binning them puts the extremes exactly."""
         where = [i for i, count in enumerate(self.counts) if count]
         counts = [self.counts[i] for i in where]
         if not where:
@@ -181,7 +172,6 @@ class LogLinearHistogram:
         return [[i, count] for i, count in enumerate(self.counts) if count]
 
     def to_dict(self) -> Dict[str, object]:
-        """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
         return {"layout": "hdrhistogram", "lowest_trackable_ns": 1, "significant_digits": SIGNIFICANT_DIGITS,
                 "sub_bucket_count": SUB_BUCKET_COUNT, "relative_error": RELATIVE_ERROR, "total": self.total,
                 "min_ns": self.min_ns, "max_ns": self.max_ns, "sum_ns": self.sum_ns, "stdev_ns": self.stdev_ns,
@@ -189,7 +179,6 @@ class LogLinearHistogram:
 
     @classmethod
     def from_dict(cls, data: object) -> "LogLinearHistogram":
-        """Inverse of :meth:`to_dict` (counts and exact figures; the deviation's moments are restored)."""
         if not isinstance(data, dict) or data.get("layout") != "hdrhistogram" or data.get("sub_bucket_count") != SUB_BUCKET_COUNT:
             raise ValueError("not a wakelab log-linear histogram")
         hist = cls()
@@ -231,7 +220,6 @@ def _zigzag_leb128(values: Iterable[int]) -> bytes:
 
 
 def _run_length(counts: Sequence[int]) -> List[int]:
-    """Counts with each run of zeros written as minus its length (HdrHistogram's payload)."""
     out: List[int] = []
     zeros = 0
     for count in counts:

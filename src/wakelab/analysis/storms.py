@@ -1,9 +1,5 @@
-"""Signal storms and realtime scheduling, read from a run's figures (stdlib only).
-
-A storm arm's result is counts as well as latencies: its raw record's ``info`` (one per worker) holds
-what each storm sent, what reached the code, what was flushed, and the receiver's work-loop rates
-(:mod:`wakelab.core.drivers.storm`).  :func:`storm_figures` adds them up over an arm's storms;
-:func:`storm_advice` and :func:`realtime_advice` are the guidance's words for them."""
+"""Signal storms and realtime scheduling, read from a run's figures (stdlib only): a storm arm's worker ``info``
+holds counts (:mod:`wakelab.core.drivers.storm`) that :func:`storm_figures` adds up."""
 
 from __future__ import annotations
 
@@ -46,8 +42,6 @@ class StormInfo:
 
     @staticmethod
     def each_of(arm: ArmRecord) -> List["StormInfo"]:
-        """Each storm of an arm (none where it records no storm): each field read by its type, a missing or
-        unusable count as 0."""
         def read(kind: str, value: Any) -> Any:
             if kind == "str":
                 return str(value or "")
@@ -61,8 +55,7 @@ class StormInfo:
 
 @dataclasses.dataclass(frozen=True)
 class StormFigures(StormInfo):
-    """One storm arm's counts, summed over its ``storms`` (one per worker process; ``work_lost`` their median),
-    and its reaction times."""
+    """One storm arm's counts, summed over its ``storms`` (``work_lost``: their median), and its reaction times."""
 
     arm: str
     storms: int
@@ -71,7 +64,6 @@ class StormFigures(StormInfo):
 
     @property
     def ratio(self) -> Optional[float]:
-        """Delivered over sent (None when nothing was sent)."""
         return self.delivered / self.sent if self.sent else None
 
     @property
@@ -81,7 +73,7 @@ class StormFigures(StormInfo):
 
 
 def storm_figures(arm: Arm) -> Optional[StormFigures]:
-    """The storm figures of one arm (its record or its summary.json entry), or None when it is not a measured storm arm."""
+    """The storm figures of one arm, or None when it is not a measured storm arm."""
     record = arm_record(arm)
     storms = StormInfo.each_of(record)
     if record.family != "storms" or not storms:
@@ -96,7 +88,6 @@ def storm_figures(arm: Arm) -> Optional[StormFigures]:
 
 
 def storm_table(run: Run) -> List[StormFigures]:
-    """Every measured storm arm of a run, in its order."""
     return [figures for figures in (storm_figures(arm) for arm in bundle_of(run).arms()) if figures is not None]
 
 
@@ -120,8 +111,7 @@ def _cite(levels: Mapping[str, Level], name: str) -> Tuple[Cite, ...]:
 
 
 def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
-    """What this run's storms say: the share a Python handler saw, what saw more, the cost to the
-    main thread.  ``(items, headline clause)``; nothing when the run measured no storm."""
+    """What this run's storms say, and the headline's clause."""
     rows = {f.arm: f for f in storm_table(bundle)}
     if not rows:
         return [], ""
@@ -184,7 +174,6 @@ def _p99(level: Level) -> Optional[float]:
 
 
 def _busy(bundle: Bundle) -> Tuple[int, int]:
-    """The busy Python threads and processes the run added (the processes it could start, where it says)."""
     conditions = bundle.conditions
     threads = conditions.cpu_threads
     procs = conditions.recorded.get("applied_cpu_procs", conditions.cpu_procs)
@@ -192,7 +181,7 @@ def _busy(bundle: Bundle) -> Tuple[int, int]:
 
 
 def _budget(bundle: Bundle) -> Tuple[object, object]:
-    """The machine's realtime budget (runtime, period; µs) as the first arm that recorded it says (None: none did)."""
+    """The machine's realtime budget (runtime, period; µs) as the first arm that recorded it says."""
     for arm in bundle.arms():
         for one in worker_infos(arm):
             budget = one.get("rt_budget")
@@ -202,8 +191,7 @@ def _budget(bundle: Bundle) -> Tuple[object, object]:
 
 
 def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
-    """What SCHED_FIFO bought the waiter in this run (a normal and a FIFO arm measured side by side),
-    and its pitfalls: the GIL, the notifier, RT throttling.  ``(items, headline clause)``."""
+    """What SCHED_FIFO bought the waiter in this run, and its pitfalls; and the headline's clause."""
     # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
     pairs = [(levels[str(r.against)], levels[b]) for b, r in arms_with_role(ROLE_REALTIME) if r.against in levels and b in levels]
     if not pairs:

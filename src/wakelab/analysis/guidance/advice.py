@@ -25,7 +25,6 @@ RELOAD_HANDLERS = 3
 
 
 def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
-    """The in-process recommendation and its headline clause."""
     if ranking is None:
         return None, ""
     first = ranking.fastest
@@ -113,7 +112,6 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
 
 
 def process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
-    """Waking another process: the cross-process group in :func:`~wakelab.analysis.guidance.ranking.format_ranking`'s words."""
     if ranking is None:
         return None
     first = ranking.fastest
@@ -236,8 +234,6 @@ def install_advice(bundle: Bundle) -> Optional[Advice]:
 
 
 def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
-    """Threads, subinterpreters or processes for a hand-off, from the executor arms; and what waking a
-    subinterpreter by its queue costs against a pipe.  The headline's clause."""
     items: List[Advice] = []
     clause = ""
     ranked = rank_levels([levels[n] for n, _ in arms_with_role(ROLE_POOL) if n in levels])

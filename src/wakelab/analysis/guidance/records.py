@@ -1,7 +1,4 @@
-"""What the guidance is made of: the topics of its advice and the records it returns (stdlib only).
-
-A :class:`Guidance` is a one-line ``headline`` and ``items``, each an :class:`Advice` (``topic``, ``text``,
-``cites``) citing the arms and figures (:class:`Cite`) it rests on."""
+"""What the guidance is made of: the topics of its advice and the records it returns (stdlib only)."""
 
 from __future__ import annotations
 
@@ -37,7 +34,6 @@ class Cite:
 
 @dataclasses.dataclass(frozen=True)
 class Advice:
-    """One claim: its ``topic`` (one of the topic constants), its worded ``text``, and the figures it cites."""
 
     topic: str
     text: str
