@@ -336,10 +336,9 @@ def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
 
     rows, skipped = realtime_ab_figures(matrix)
     hogs = _hogs(matrix.command)
-    table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads),
-              "%s / %s" % (format_us(r.figures["p50"].normal), format_us(r.figures["p50"].fifo)),
-              "%s / %s" % (format_us(r.figures["p99"].normal), format_us(r.figures["p99"].fifo)),
-              format_ratio(r.figures["p50"].ratio), format_ratio(r.figures["p99"].ratio)] for r in rows]
+    table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads)]
+             + ["%s / %s" % (format_us(r.figures[key].normal), format_us(r.figures[key].fifo)) for key in ("p50", "p99")]
+             + [format_ratio(r.figures[key].ratio) for key in ("p50", "p99")] for r in rows]
     sentences: List[str] = []
     load = "%d busy process%s (--cpu-procs)" % (hogs, "" if hogs == 1 else "es") if hogs else "no busy process"
     # Without a cell free of busy threads, say from the pair alone when the GIL took realtime's gain back.

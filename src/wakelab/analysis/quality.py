@@ -45,17 +45,11 @@ SWITCH_CLUSTERING = 3.0
 _SWITCH_MIN_WAKES = 3
 _SWITCH_MIN_SHARE = 0.01
 
-# Polling (see find_polling).  The even spread is fitted on the POLL_FIT_Q-th percentile and its complement.  The
-# wakes must lie within POLL_MAX_DISTANCE of it (Kolmogorov-Smirnov distance: the largest gap between the two
-# cumulative shares); fill each of its POLL_PARTS equal parts with between POLL_MIN_PART and POLL_MAX_PART of an
-# even share (no tail tapering off inside it, no gap between two levels, no pile of wakes at one end); end at its
-# top (the POLL_EDGE_Q-th percentile within POLL_MAX_EDGE widths above the 95th); and spread over at least
-# POLL_MIN_SPREAD_OVER_FLOOR times their floor (the POLL_FLOOR_Q-th percentile) and POLL_MIN_PERIOD_NS (shorter
-# periods are not told apart from the scheduler's and the GIL's own hand-offs).  bench/polling_margin.py checks
-# them: polls of 1 to 10 ms at 200 wakes or more pass -- with 2 % of outliers, and at least 80 % of draws where a
-# random part between one and two periods covers the period unevenly (density 2:1); lognormal, gamma, normal and
-# two-level shapes (waits that block) fail, as do the catalogue's arms on a noisy 2-vCPU VM, with and without a busy
-# thread (the nearest, mp-queue, meets all but the spread over its floor: 4.7 against 8).  What the shape alone
+# Polling (see find_polling): an even spread fitted on the POLL_FIT_Q-th percentile and its complement, within
+# POLL_MAX_DISTANCE of the wakes (Kolmogorov-Smirnov), each of its POLL_PARTS parts holding POLL_MIN_PART to
+# POLL_MAX_PART of an even share (no tapering tail, no gap between two levels), ending at its top, and wider than
+# POLL_MIN_PERIOD_NS (shorter periods are not told from the scheduler's and the GIL's own hand-offs) and than its
+# floor.  bench/polling_margin.py checks them against polls and the shapes of waits that block; what the shape alone
 # cannot tell from a poll is a mixture that is mostly an even spread.
 POLL_MIN_SAMPLES = 50
 POLL_FIT_Q = 5.0

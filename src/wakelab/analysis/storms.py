@@ -21,10 +21,6 @@ RECEIVER_TITLES = {"handler": "Python handler", "sigwait": "sigtimedwait thread"
                    "c-handler": "C handler", "c-sigwait": "C sigtimedwait"}
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 @dataclasses.dataclass(frozen=True)
 class StormInfo:
     """What one storm recorded (:mod:`wakelab.core.drivers.storm` defines each count)."""
@@ -46,7 +42,7 @@ class StormInfo:
             if kind == "str":
                 return str(value or "")
             if kind == "int":
-                return _int(value)
+                return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
             return float(value) if isinstance(value, (int, float)) else None
 
         return [StormInfo(**{f.name: read(str(f.type), one.get(f.name)) for f in dataclasses.fields(StormInfo)})
@@ -169,10 +165,6 @@ def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advi
     return items, clause
 
 
-def _p99(level: Level) -> Optional[float]:
-    return level.figure("p99")
-
-
 def _busy(bundle: Bundle) -> Tuple[int, int]:
     conditions = bundle.conditions
     threads = conditions.cpu_threads
@@ -203,7 +195,7 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
     items: List[Advice] = []
     clause = ""
     for normal, fifo in pairs:
-        a99, b99 = _p99(normal), _p99(fifo)
+        a99, b99 = normal.figure("p99"), fifo.figure("p99")
         if a99 is None or b99 is None:
             continue
         ratio = b99 / a99
