@@ -92,27 +92,14 @@ class LogLinearHistogram:
         chunk_sum = sum(values)
         chunk_mean = chunk_sum / n
         chunk_m2 = math.fsum((v - chunk_mean) ** 2 for v in values)
-        self._merge_moments(n, chunk_mean, chunk_m2)
+        total = self.total + n
+        delta = chunk_mean - self._mean
+        self._mean += delta * n / total
+        self._m2 += chunk_m2 + delta * delta * self.total * n / total
+        self.total = total
         self.sum_ns += chunk_sum
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
-
-    def _merge_moments(self, n: int, mean: float, m2: float) -> None:
-        total = self.total + n
-        delta = mean - self._mean
-        self._mean += delta * n / total
-        self._m2 += m2 + delta * delta * self.total * n / total
-        self.total = total
-
-    def merge(self, other: "LogLinearHistogram") -> None:
-        if other.total == 0:
-            return
-        self.counts = array.array("q", map(int.__add__, self.counts, other.counts))
-        self._merge_moments(other.total, other._mean, other._m2)
-        self.sum_ns += other.sum_ns
-        for mine, theirs, pick in (("min_ns", other.min_ns, min), ("max_ns", other.max_ns, max)):
-            current = getattr(self, mine)
-            setattr(self, mine, theirs if current is None else pick(current, theirs))
 
     @property
     def mean_ns(self) -> Optional[float]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple
 
 from wakelab.evidence.arms import WorkerRecord
 
@@ -88,17 +88,14 @@ def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
     return Units(parts)
 
 
-def _type7(sorted_rows: Any, n: Any, q: float) -> Any:
-    """Type-7 percentile ``q`` of each row of ``sorted_rows`` whose first ``n`` (per row) values are sorted."""
+def _type7(value_at: Callable[[Any], Any], n: Any, q: float) -> Any:
+    """Type-7 percentile ``q`` of each resample of ``n`` values, ``value_at(i)`` its i-th smallest (0-based)."""
     import numpy as np
 
     position = (n - 1) * (q / 100.0)
     lo = np.floor(position).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    fraction = position - lo
-    rows = np.arange(sorted_rows.shape[0])
-    low = sorted_rows[rows, lo]
-    return low + (sorted_rows[rows, hi] - low) * fraction
+    low = value_at(lo)
+    return low + (value_at(np.minimum(lo + 1, n - 1)) - low) * (position - lo)
 
 
 def _direct(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
@@ -134,7 +131,7 @@ def _direct(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
         else:
             values.sort(axis=1)
         for i, q in enumerate(qs):
-            out[i, start:start + c] = _type7(values, n, q)
+            out[i, start:start + c] = _type7(lambda at: values[np.arange(c), at], n, q)  # noqa: B023 -- called at once
     return out
 
 
@@ -183,12 +180,8 @@ def _binned(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
         cumulative = np.cumsum(counts, axis=1)
         n = cumulative[:, -1]
         for i, q in enumerate(qs):
-            position = (n - 1) * (q / 100.0)
-            lo = np.floor(position).astype(np.int64)
-            hi = np.minimum(lo + 1, n - 1)
-            low = _value_at(lo + 1, counts, cumulative, cuts, exact, pooled, starts, ends)
-            high = _value_at(hi + 1, counts, cumulative, cuts, exact, pooled, starts, ends)
-            out[i, start:start + c] = low + (high - low) * (position - lo)
+            out[i, start:start + c] = _type7(lambda at: _value_at(at + 1, counts, cumulative, cuts, exact, pooled, starts, ends),  # noqa: B023
+                                             n, q)
     return out
 
 

@@ -173,7 +173,9 @@ def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, object]]
     them; None under POLL_MIN_SAMPLES wakes).  ``thinnest_part``: the emptiest fifth's share over an even share (an even
     spread: about 1); ``edge``: the 97th percentile above the 95th, in widths (an even spread: 0.022)."""
     figures = _polling_figures(samples_ns)
-    return None if figures is None else figures.statistics()
+    if figures is None:
+        return None
+    return {k: v for k, v in figures.to_dict().items() if k not in ("settle_jitter_us", "spans_jitter")}
 
 
 def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:

@@ -11,20 +11,7 @@ import dataclasses
 import enum
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from wakelab.evidence.model import WarningKind, WarningRecord
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, Record):
-        return value.to_dict()
-    return [_plain(v) for v in value] if isinstance(value, tuple) else value
-
-
-class Record:
-    """A frozen record that summary.json stores as the mapping of its fields, in their order."""
-
-    def to_dict(self) -> Dict[str, object]:
-        return {name: _plain(value) for name, value in vars(self).items()}
+from wakelab.evidence.model import Record, WarningKind, WarningRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +101,7 @@ _CAUSE_FIGURES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class PopulationCause:
+class PopulationCause(Record):
     """The cause a ``populations`` record names: ``kind`` a :class:`CauseKind` with its figures, or the kind as stored
     where it is none of them (``stored``: the cause as stored)."""
 
@@ -132,7 +119,8 @@ class PopulationCause:
     def to_dict(self) -> Dict[str, object]:
         if not isinstance(self.kind, CauseKind):
             return dict(self.stored)
-        return {"kind": self.kind.value, **{name: _plain(getattr(self, name)) for name in _CAUSE_FIGURES[self.kind]}}
+        plain = super().to_dict()
+        return {"kind": self.kind.value, **{name: plain[name] for name in _CAUSE_FIGURES[self.kind]}}
 
     @classmethod
     def from_stored(cls, cause: Any) -> Optional["PopulationCause"]:
@@ -215,9 +203,6 @@ class PollingFigures(Record):
     n: Optional[int] = None
     settle_jitter_us: Any = None
     spans_jitter: Any = None
-
-    def statistics(self) -> Dict[str, object]:
-        return {k: v for k, v in self.to_dict().items() if k not in ("settle_jitter_us", "spans_jitter")}
 
     @classmethod
     def from_dict(cls, stored: Any) -> "PollingFigures":

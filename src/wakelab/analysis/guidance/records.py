@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator, List, Sequence, Tuple
 
-from wakelab.analysis.warning_figures import Record
+from wakelab.evidence.model import Record
 
 # Topics of the advice, in the order they are given.
 PREFER = "in-process wake"
