@@ -130,7 +130,7 @@ class LogLinearHistogram:
         """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters."""
         wanted, omitted = reportable(self.total)
         values = dict(zip([k for k, _ in wanted], self.percentiles_ns([q for _, q in wanted]))) if wanted else {}
-        return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
+        return LatencyStats.of(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
         """``(values_ns, counts)``, ascending: a counter's wakes at its clamped middle, the fastest and the slowest wake

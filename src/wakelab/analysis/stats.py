@@ -13,6 +13,7 @@ import math
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from wakelab.evidence.figures import LatencyFigures
 from wakelab.percentile import percentile
 
 # The percentiles every latency arm reports, as (key, q in percent).
@@ -26,23 +27,18 @@ def min_n_for(q: float) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class LatencyStats:
-    """Summary of one latency arm (ns); a percentile missing from ``percentiles_ns`` is in ``omitted``, saying why."""
+class LatencyStats(LatencyFigures):
+    """Summary of one latency arm (ns), as summary.json stores it; a percentile not reported is in ``omitted``."""
 
-    n: int
-    lost: int
-    min_ns: Optional[int]
-    max_ns: Optional[int]
-    mean_ns: Optional[float]
-    stdev_ns: Optional[float]
-    percentiles_ns: Dict[str, float]
-    omitted: Dict[str, str]
+    @classmethod
+    def of(cls, n: int, lost: int, min_ns: Optional[int], max_ns: Optional[int], mean_ns: Optional[float],
+           stdev_ns: Optional[float], percentiles: Dict[str, float], omitted: Dict[str, str]) -> "LatencyStats":
+        p50, p90, p99, p99_9 = (percentiles.get(key) for key, _ in PERCENTILES)
+        return cls(n, lost, min_ns, max_ns, mean_ns, stdev_ns, p50, p90, p99, p99_9, omitted)
 
-    def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {key: getattr(self, key) for key in ("n", "lost", "min_ns", "max_ns", "mean_ns", "stdev_ns")}
-        out.update((key + "_ns", self.percentiles_ns.get(key)) for key, _q in PERCENTILES)
-        out["omitted"] = dict(self.omitted)
-        return out
+    @property
+    def percentiles_ns(self) -> Dict[str, float]:
+        return {key: getattr(self, key + "_ns") for key, _ in PERCENTILES if getattr(self, key + "_ns") is not None}
 
 
 def reportable(n: int) -> Tuple[List[Tuple[str, float]], Dict[str, str]]:
@@ -56,10 +52,9 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
     n = len(ordered)
     wanted, omitted = reportable(n)
     percentiles = {key: percentile(ordered, q) for key, q in wanted}
-    return LatencyStats(n=n, lost=lost, min_ns=ordered[0] if n else None, max_ns=ordered[-1] if n else None,
-                        mean_ns=statistics.fmean(ordered) if n else None,
-                        stdev_ns=statistics.stdev(ordered) if n >= 2 else None, percentiles_ns=percentiles,
-                        omitted=omitted)
+    return LatencyStats.of(n, lost, ordered[0] if n else None, ordered[-1] if n else None,
+                           statistics.fmean(ordered) if n else None, statistics.stdev(ordered) if n >= 2 else None,
+                           percentiles, omitted)
 
 
 @dataclasses.dataclass(frozen=True)
