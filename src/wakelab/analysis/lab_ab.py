@@ -73,37 +73,25 @@ class GilFigure:
 
 @dataclasses.dataclass(frozen=True)
 class GilRow:
-    """One latency arm under one placement, busy-thread count and release (None: a grid of one release)."""
-
-    arm: str
-    placement: str
-    cpu_threads: int
-    release: Optional[str]
-    figures: Mapping[str, GilFigure]
-
-    def to_dict(self) -> Dict[str, object]:
-        return _gil_dict({"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}, self.release, self.figures)
-
-
-@dataclasses.dataclass(frozen=True)
-class GilSummary:
-    """Per busy-thread count, placement and release: the median over the arms of each figure."""
+    """One latency ``arm`` under one placement, busy-thread count and release (None: a grid of one release); in the
+    summary (``arm`` None), the median over ``arms`` arms of each figure."""
 
     cpu_threads: int
     placement: str
-    arms: int
     release: Optional[str]
     figures: Mapping[str, GilFigure]
+    arm: Optional[str] = None
+    arms: int = 0
 
     def to_dict(self) -> Dict[str, object]:
-        return _gil_dict({"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}, self.release, self.figures)
-
-
-def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[str, GilFigure]) -> Dict[str, object]:
-    if release is not None:
-        out["release"] = release
-    out.update((key, figures[key].to_dict()) for key in AB_FIGURES)
-    return out
+        if self.arm is not None:
+            out: Dict[str, object] = {"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}
+        else:
+            out = {"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}
+        if self.release is not None:
+            out["release"] = self.release
+        out.update((key, self.figures[key].to_dict()) for key in AB_FIGURES)
+        return out
 
 
 def _trio(figure: GilFigure) -> str:
@@ -111,7 +99,7 @@ def _trio(figure: GilFigure) -> str:
     return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
-def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], bool]:
+def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]:
     """``rows``, ``summary``, and whether the grid has several releases: for every latency arm, placement and
     busy-thread count, the GIL build's cell beside the free-threaded build's, by each cell's recorded interpreter."""
     cells = {cell.label: cell for cell in matrix.cells}
@@ -129,13 +117,13 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], b
             groups.setdefault(group, {}).setdefault(cell.role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
             figures = {key: GilFigure.of({role: by_role[role].figures[key] for role in by_role}) for key in AB_FIGURES}
-            rows.append(GilRow(name, placement, busy, release if several else None, figures))
-    summary: List[GilSummary] = []
+            rows.append(GilRow(busy, placement, release if several else None, figures, arm=name))
+    summary: List[GilRow] = []
     for release, busy, placement in sorted({(r.release or "", r.cpu_threads, r.placement) for r in rows},
                                            key=lambda k: (_release_order(k[0]), k[1], k[2])):
         mine = [r for r in rows if (r.release or "", r.cpu_threads, r.placement) == (release, busy, placement)]
         # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
-        summary.append(GilSummary(busy, placement, len(mine), release if several else None, {
+        summary.append(GilRow(busy, placement, release if several else None, arms=len(mine), figures={
             key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in (GIL_BUILD, NO_GIL, FORCED_GIL)},
                               Ways.of([r.figures[key].ratio for r in mine]))
             for key in AB_FIGURES}))
@@ -160,7 +148,7 @@ class GilAB(LabVerdict):
     """What removing the GIL did."""
 
     rows: Tuple[GilRow, ...] = ()
-    summary: Tuple[GilSummary, ...] = ()
+    summary: Tuple[GilRow, ...] = ()
 
     def to_dict(self) -> Dict[str, object]:
         return dict(super().to_dict(), roles=dict(ROLE_TITLES), rows=[r.to_dict() for r in self.rows],
@@ -182,7 +170,7 @@ def gil_ab(matrix: MatrixDoc) -> GilAB:
 
     summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + cells(s.figures)
                      + [format_ratio(s.figures["p99"].forced_ratio)] for s in summary]
-    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + cells(r.figures) for r in rows]
+    detail_table = [[str(r.arm), str(r.cpu_threads), r.placement] + cells(r.figures) for r in rows]
     detail_header = ["arm", "busy", "placement"] + figures
     if several:
         header = ["release"] + header
@@ -212,11 +200,11 @@ def _moved(figure: GilFigure, us: Callable[[Optional[float]], str], ratio: Calla
         ways.grew, ways.compared, ways.shrank)
 
 
-def _where(items: Sequence[GilSummary]) -> str:
+def _where(items: Sequence[GilRow]) -> str:
     return "; ".join("%s%d busy, %s" % ("%s: " % s.release if s.release else "", s.cpu_threads, s.placement) for s in items)
 
 
-def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]], str],
+def _gil_sentences(summary: Sequence[GilRow], us: Callable[[Optional[float]], str],
                    ratio: Callable[[Optional[float]], str]) -> List[str]:
     if not any(s.figures["p50"].ratio is not None for s in summary):
         return ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the same "
