@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
-from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, VerdictTable
+from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, MatrixVerdict, VerdictTable
 from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
 from wakelab.percentile import median
 
@@ -131,16 +131,11 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]
 
 
 @dataclasses.dataclass(frozen=True)
-class LabVerdict:
-    """A lab's verdict over a grid (matrix.json's ``verdict``)."""
-
-    title: str
-    tables: Tuple[VerdictTable, ...]
-    sentences: Tuple[str, ...]
+class LabVerdict(MatrixVerdict):
+    """A lab's verdict over a grid, as the grid runner computes it for matrix.json's ``verdict``."""
 
     def to_dict(self) -> Dict[str, object]:
-        return {"title": self.title, "sentences": list(self.sentences), "tables": [
-            {"title": t.title, "header": list(t.header), "rows": [list(row) for row in t.rows]} for t in self.tables]}
+        return {"title": self.title, "sentences": list(self.sentences), "tables": [t.to_dict() for t in self.tables]}
 
 
 @dataclasses.dataclass(frozen=True)
