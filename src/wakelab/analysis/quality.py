@@ -12,7 +12,7 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.caveats import arm_record, bundle_of, gil_enabled, worker_infos
+from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import (
     CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause, Populations, PollingFigures, Record,
@@ -232,15 +232,12 @@ def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = No
     return dataclasses.replace(figures, settle_jitter_us=settle_jitter_us, spans_jitter=spans)
 
 
-def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
-    """Whether another Python thread may hold the GIL the arm's waiter needs."""
-    return _gil_contended(arm_record(entry), bundle_of(summary))
-
-
-def _gil_contended(arm: ArmRecord, bundle: Bundle) -> bool:
-    """Only busy Python threads (``--cpu-threads``) hold the GIL for a switch interval: the notifier of every
-    driver blocks right after its notify, and the spinning waiters release it between polls.  None holds it when
-    the GIL is off, for the C floor, or for a waiter in another process (another interpreter, its own GIL)."""
+def gil_contended(entry: Arm, summary: Run) -> bool:
+    """Whether another Python thread may hold the GIL the arm's waiter needs.  Only busy Python threads
+    (``--cpu-threads``) hold it for a switch interval: the notifier of every driver blocks right after its notify,
+    and the spinning waiters release it between polls.  None holds it when the GIL is off, for the C floor, or for a
+    waiter in another process (another interpreter, its own GIL)."""
+    arm, bundle = arm_record(entry), bundle_of(summary)
     if not gil_enabled(bundle) or arm.family == "native" or arm.scope == "cross-process":
         return False
     return bool(bundle.conditions.cpu_threads) or any(w.applied.get("cpu_threads") for w in arm.workers or ())
@@ -334,7 +331,7 @@ def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
             cause = _population_cause(arm, populations, placement)
             warn(WarningKind.POPULATIONS, arm.name, {"populations": [p.to_dict() for p in populations],
                                                     "cause": None if cause is None else cause.to_dict()})
-        if quality.switch_interval_tail is not None and _gil_contended(arm, bundle):
+        if quality.switch_interval_tail is not None and gil_contended(arm, bundle):
             warn(WarningKind.SWITCH_INTERVAL_TAIL, arm.name, quality.switch_interval_tail.to_dict())
         if quality.polling is not None:
             warn(WarningKind.POLLING, arm.name, quality.polling.to_dict())
