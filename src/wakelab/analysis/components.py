@@ -335,8 +335,7 @@ def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0:
     walk.credit(t1, "interpreter" if walk.state == _RUNNING else "unattributed")
     walk.end_sleep()
     blocks = resolve_holders(walk.blocks, ctx, walk.tgid)
-    return WakeSplit(walk.parts, len(blocks), walk.from_idle, walk.cross_cpu, parked, walk.by_notifier,
-                     blocks, walk.inferred)
+    return WakeSplit(walk.parts, len(blocks), walk.from_idle, walk.cross_cpu, parked, walk.by_notifier, blocks, walk.inferred)
 
 
 def why_untraceable(arm: Arm) -> Optional[str]:
@@ -389,9 +388,8 @@ def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], 
     if reblocks is not None:
         means = {cause: sum(values[i] for i in chosen) / k for cause, values in reblocks.items()}
         causes = {cause: mean for cause, mean in means.items() if mean}
-    return ComponentBand(wakes=k, latency_ns=sum(samples_ns[i] for i in chosen) / k,
-                         parts_ns={name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS},
-                         reblocks_ns=causes)
+    parts = {name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS}
+    return ComponentBand(wakes=k, latency_ns=sum(samples_ns[i] for i in chosen) / k, parts_ns=parts, reblocks_ns=causes)
 
 
 #: How many holders of what the waiter re-blocked on the summary names.

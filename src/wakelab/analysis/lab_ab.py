@@ -190,9 +190,9 @@ def _change(ratio: Optional[float]) -> str:
 def _moved(figure: GilFigure, us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> str:
     """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``."""
     ways = figure.ways or Ways(0, 0, 0)
-    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (
-        _change(figure.ratio), us(figure.role(GIL_BUILD)), us(figure.role(NO_GIL)), ratio(figure.ratio),
-        ways.grew, ways.compared, ways.shrank)
+    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (_change(figure.ratio), us(figure.role(GIL_BUILD)),
+                                                                          us(figure.role(NO_GIL)), ratio(figure.ratio),
+                                                                          ways.grew, ways.compared, ways.shrank)
 
 
 def _where(items: Sequence[GilRow]) -> str:

@@ -14,10 +14,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
-from wakelab.analysis.warning_figures import (
-    CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause, Populations, PollingFigures, Record,
-    SwitchTailFigures, TimerFloorFigures)
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, WarningKind, WarningRecord
+from wakelab.analysis.warning_figures import (CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause,
+                                              Populations, PollingFigures, SwitchTailFigures, TimerFloorFigures)
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, Record, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5

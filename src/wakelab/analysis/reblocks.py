@@ -68,9 +68,8 @@ def context_from(info: dict, busy_tids: Iterable[int] = ()) -> WaiterContext:
         if isinstance(data.get("pid"), int):
             pid = data["pid"]
     notifier = info.get("notifier_tid")
-    return WaiterContext(notifier_tid=notifier if isinstance(notifier, int) else None,
-                         busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)), gil_ranges=ranges,
-                         waiter_pid=pid)
+    return WaiterContext(notifier_tid=notifier if isinstance(notifier, int) else None, gil_ranges=ranges, waiter_pid=pid,
+                         busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)))
 
 
 # futex operations that wake waiters (FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET), private flag

@@ -52,9 +52,8 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
     n = len(ordered)
     wanted, omitted = reportable(n)
     percentiles = {key: percentile(ordered, q) for key, q in wanted}
-    return LatencyStats.of(n, lost, ordered[0] if n else None, ordered[-1] if n else None,
-                           statistics.fmean(ordered) if n else None, statistics.stdev(ordered) if n >= 2 else None,
-                           percentiles, omitted)
+    return LatencyStats.of(n, lost, ordered[0] if n else None, ordered[-1] if n else None, statistics.fmean(ordered) if n else None,
+                           statistics.stdev(ordered) if n >= 2 else None, percentiles, omitted)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,9 +11,8 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis.warning_figures import (
-    CauseKind, PollingFigures, Population, PopulationsFigures, SpreadFigures, SwitchTailFigures, TimerFloorFigures,
-    figures_of)
+from wakelab.analysis.warning_figures import (CauseKind, PollingFigures, Population, PopulationsFigures, SpreadFigures,
+                                              SwitchTailFigures, TimerFloorFigures, figures_of)
 from wakelab.evidence.model import WarningKind, WarningRecord
 
 
