@@ -9,10 +9,9 @@ sub-buckets of width ``2 ** b``, so a counter's values are within 1/1024 of each
 index is HdrHistogram's, so the evidence's sparse counts are those of an HdrHistogram of the same
 wakes and :func:`encode_hdr` writes the form its tools decode (``HISTFAAA...``).
 
-Percentiles follow :func:`wakelab.analysis.stats.percentile` (type 7) with each rank's value replaced
-by its counter's middle, within ``x / 2048`` of it: a percentile is within :data:`RELATIVE_ERROR`
-(0.049 %) of the exact one, and exact below 2048 ns.  Recording happens in the parent after a worker
-has replied, never inside a timed window, with the standard library only."""
+Percentiles are type 7 with each rank's value replaced by its counter's middle: within :data:`RELATIVE_ERROR`
+(0.049 %) of the exact one, and exact below 2048 ns.  Recording happens in the parent after a worker has replied,
+never inside a timed window."""
 
 from __future__ import annotations
 

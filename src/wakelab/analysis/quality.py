@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
@@ -298,7 +298,7 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Po
                            same_cpu_n=n_same, cross_cpu_n=n_cross)
 
 
-def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, object]]:
+def derive_warnings(summary: Run) -> List[Dict[str, object]]:
     """:func:`warning_records` of ``summary`` as summary.json stores them."""
     return [record.to_dict() for record in warning_records(bundle_of(summary))]
 

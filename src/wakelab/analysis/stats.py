@@ -1,10 +1,8 @@
 """Statistics on raw nanosecond samples: pure functions, no I/O, stdlib only.
 
-Percentiles use linear interpolation between the two nearest ranks (Hyndman & Fan type 7, numpy's default:
-:func:`wakelab.percentile.percentile`, the one definition the evidence model checks stored figures with too), so
-``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported when the
-sample holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100,
-p99.9: 1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason."""
+Percentiles are type 7 (:func:`wakelab.percentile.percentile`).  A tail percentile is only reported when the sample
+holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100, p99.9:
+1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason."""
 
 from __future__ import annotations
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from wakelab.analysis.caveats import Run, bundle_of
 from wakelab.analysis.warning_figures import (CauseKind, PollingFigures, Population, PopulationsFigures, SpreadFigures,
                                               SwitchTailFigures, TimerFloorFigures, figures_of)
-from wakelab.evidence.model import WarningKind, WarningRecord
+from wakelab.evidence.model import Reading, WarningKind, WarningRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,19 +169,17 @@ class MachineLoad:
     load_end: Optional[float] = None
 
 
-def _first_load(reading: Any) -> Optional[float]:
-    values = reading.get("load_average") if isinstance(reading, Mapping) else None
+def _first_load(reading: Optional[Reading]) -> Optional[float]:
+    values = reading.load_average if reading is not None else None
     return _number(values[0]) if isinstance(values, list) and values else None
 
 
-def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
+def machine_load(run: Run) -> Optional[MachineLoad]:
     """The load beside the run when ``observed`` saw another process busy, else None: the load average alone counts
     the run's own workers too."""
-    observed = summary.get("observed")
-    if not isinstance(observed, Mapping):
+    observed = bundle_of(run).observed
+    if observed is None:
         return None
-    procs = observed.get("busy_processes")
-    shares = [(p, _number(p.get("cpu_share"))) for p in (procs if isinstance(procs, list) else ()) if isinstance(p, Mapping)]
-    busy = tuple(BusyProcess(str(p.get("name")), p.get("pid"), share, bool(p.get("started_during_run")))
-                 for p, share in shares if share is not None)
-    return MachineLoad(busy, _first_load(observed.get("start")), _first_load(observed.get("end"))) if busy else None
+    shares = [(p, _number(p.cpu_share)) for p in observed.busy_processes or ()]
+    busy = tuple(BusyProcess(str(p.name), p.pid, share, bool(p.started_during_run)) for p, share in shares if share is not None)
+    return MachineLoad(busy, _first_load(observed.start), _first_load(observed.end)) if busy else None

@@ -7,10 +7,8 @@ into that advice, so that it changes when the figures change and says nothing ab
 (only arms with status ``ok`` and figures are cited).  Nothing random enters: the rank test is exact and arms are
 ordered by p50, then name, so the same evidence always gives the same words.
 
-One module per part, each importing only those above it: ``records`` (the topics and the records
-returned), ``noise`` (an arm's level and when one arm is clearly faster), ``ranking`` (the groups of
-comparable arms and their words), ``advice`` (choosing a wake path), ``cautions`` (what a figure does
-not say); this ``__init__`` puts the advice in its order under its headline and re-exports the names."""
+One module per part, each importing only those above it: ``records``, ``noise``, ``ranking``, ``advice``,
+``cautions``; this ``__init__`` puts the advice in its order under its headline."""
 
 from __future__ import annotations
 
