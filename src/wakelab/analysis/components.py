@@ -451,6 +451,7 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
 
 
 def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -> bool:
+    """True when every wake's components sum to its latency exactly (ns)."""
     return all(sum(series[name][i] for name in COMPONENTS) == s for i, s in enumerate(samples_ns))
 
 

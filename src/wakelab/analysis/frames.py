@@ -96,6 +96,7 @@ class FrameRecord:
 
 
 def summarize_frames(counts: Mapping[str, Mapping[str, int]], hz: int) -> Dict[str, object]:
+    """The ``trace.frames`` record of an arm whose frames were sampled."""
     top: Dict[str, Tuple[CallPath, ...]] = {}
     totals: Dict[str, int] = {}
     for part in PARTS:
@@ -107,6 +108,7 @@ def summarize_frames(counts: Mapping[str, Mapping[str, int]], hz: int) -> Dict[s
 
 
 def not_sampled(reason: str) -> Dict[str, object]:
+    """The ``trace.frames`` record of an arm whose frames could not be sampled, saying why."""
     return FrameRecord(False, reason).to_dict()
 
 

@@ -213,6 +213,7 @@ def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
 
 
 def check_resampling(qs: Sequence[float], resamples: int) -> None:
+    """ValueError unless there is a resample to draw and every percentile is within 0..100."""
     if resamples < 1:
         raise ValueError("resamples must be positive, got %r" % (resamples,))
     for q in qs:
@@ -256,6 +257,7 @@ def outward_interval(ordered: Any, confidence: float) -> Tuple[float, float]:
 
 
 def level_interval(point: float, boot: Any, confidence: float) -> LevelInterval:
+    """The percentile interval of one run's resampled percentiles ``boot`` around ``point``."""
     import numpy as np
 
     low, high = outward_interval(np.sort(np.asarray(boot, dtype=np.float64)), confidence)

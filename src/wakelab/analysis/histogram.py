@@ -82,6 +82,7 @@ def _span(low: float, high: float, bins_per_decade: int) -> Tuple[int, int]:
 
 
 def choose_bins_per_decade(low_ns: float, high_ns: float, max_bins: int = MAX_BINS) -> int:
+    """The finest of :data:`BINS_PER_DECADE` that spans ``low_ns..high_ns`` in at most ``max_bins`` bins."""
     for per_decade in BINS_PER_DECADE:
         k_low, k_high = _span(low_ns, high_ns, per_decade)
         if k_high - k_low <= max_bins:

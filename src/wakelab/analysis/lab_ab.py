@@ -155,6 +155,7 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 
 def gil_ab(matrix: MatrixDoc) -> GilAB:
+    """What removing the GIL did: the free-threading lab's verdict."""
     from wakelab.formatting import format_ratio, format_us
 
     rows, summary, several = gil_ab_figures(matrix)
@@ -315,6 +316,7 @@ class RealtimeAB(LabVerdict):
 
 
 def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
+    """What SCHED_FIFO bought the waiter: the realtime lab's verdict."""
     from wakelab.formatting import format_ratio, format_us
 
     rows, skipped = realtime_ab_figures(matrix)

@@ -36,6 +36,7 @@ def _exact_ratio(ratio: Optional[float]) -> str:
 
 
 def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioTone:
+    """The judgement of a p50 ratio, given its p99 ratio (:class:`RatioTone`)."""
     tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
     if p50_ratio is None:
         return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")

@@ -70,6 +70,7 @@ def compare_reblocks(baseline: Mapping[str, Sequence[float]], other: Mapping[str
 
 
 def moved_most(shifts: Sequence[ReblockShift]) -> Optional[ReblockShift]:
+    """The largest change whose interval excludes 0, else the largest (None: no re-block in either run)."""
     significant = [s for s in shifts if s.excludes_zero()]
     pool = significant or [s for s in shifts if s.difference_ns != 0]
     return max(pool, key=lambda s: abs(s.difference_ns)) if pool else None

@@ -87,12 +87,14 @@ def gil_releases(events: Iterable[Any], context: WaiterContext) -> Tuple[Tuple[i
 
 
 def blocked_on(syscall: str, address: int, tgid: int, context: WaiterContext) -> str:
+    """What a sleep in ``syscall`` (``""``: none seen open) waited on: one of :data:`BLOCKED_ON`."""
     if syscall == "futex":
         return "gil" if context.in_gil(address, tgid) else "lock"
     return _SYSCALL_ON.get(syscall, "other")
 
 
 def timed_out(syscall: str, ret: int) -> bool:
+    """True when ``syscall`` returning ``ret`` says its wait ran out rather than being woken."""
     if syscall == "futex":
         return ret == _ETIMEDOUT
     if syscall == "rt_sigtimedwait":
@@ -101,6 +103,7 @@ def timed_out(syscall: str, ret: int) -> bool:
 
 
 def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) -> str:
+    """Who raised a wake, thread ``tid`` of process ``tgid``: one of :data:`WAKERS` but ``timeout``."""
     if context.notifier_tid and tid == context.notifier_tid:
         return "notifier"
     if tid in context.busy_tids:
@@ -172,6 +175,7 @@ def cause_phrase(cause: str) -> str:
 
 
 def cause_order(causes: Iterable[str]) -> list:
+    """Causes by what was waited on (:data:`BLOCKED_ON`), then by who (:data:`WAKERS`)."""
     def key(cause: str) -> Tuple[int, int, str]:
         on, _, who = cause.partition("/")
         return (BLOCKED_ON.index(on) if on in BLOCKED_ON else len(BLOCKED_ON),

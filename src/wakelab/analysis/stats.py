@@ -19,6 +19,7 @@ PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p9
 
 
 def min_n_for(q: float) -> int:
+    """Smallest sample size for which percentile ``q`` (0..100) is reported."""
     if q <= 50.0:
         return 1
     return int(math.ceil(round(1.0 / (1.0 - q / 100.0), 9)))
@@ -40,12 +41,14 @@ class LatencyStats(LatencyFigures):
 
 
 def reportable(n: int) -> Tuple[List[Tuple[str, float]], Dict[str, str]]:
+    """The percentiles ``n`` wakes report, and why each of the others is omitted."""
     omitted = {key: "no samples" if n == 0 else "needs n >= %d, this arm has n = %d" % (min_n_for(q), n)
                for key, q in PERCENTILES if n < min_n_for(q)}
     return [(key, q) for key, q in PERCENTILES if key not in omitted], omitted
 
 
 def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
+    """n, lost, min, percentiles, max, mean and sample stdev of ``samples_ns`` (ns)."""
     ordered = sorted(samples_ns)
     n = len(ordered)
     wanted, omitted = reportable(n)
@@ -73,6 +76,7 @@ class RateStats:
 
 
 def summarize_rate(n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]) -> RateStats:
+    """Per-round rates (ops/s) of ``n_per_round`` operations taking ``round_ns`` each."""
     if not round_ns or not baseline_round_ns:
         raise ValueError("a rate needs at least one round and one baseline round")
     if n_per_round <= 0:

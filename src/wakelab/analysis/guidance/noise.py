@@ -101,6 +101,7 @@ def _units_of(arm: ArmRecord, between: str) -> Tuple[float, ...]:
 
 
 def level_of(arm: ArmRecord) -> Optional[Level]:
+    """The arm's :class:`Level`, or None unless it is a measured latency arm with a positive p50."""
     if arm.kind != LATENCY or not arm.measured or arm.latency is None:
         return None
     p50 = positive(arm.latency.p50_ns)
@@ -119,6 +120,7 @@ def level_of(arm: ArmRecord) -> Optional[Level]:
 
 
 def measured_levels(bundle: Bundle) -> Dict[str, Level]:
+    """The :class:`Level` of each measured latency arm, by name, in run order."""
     out: Dict[str, Level] = {}
     for arm in bundle.arms():
         level = level_of(arm)
@@ -128,6 +130,7 @@ def measured_levels(bundle: Bundle) -> Dict[str, Level]:
 
 
 def tail_figure(level: Level) -> Tuple[str, Optional[float]]:
+    """The highest percentile the arm reports (p99, else p90), or its max (ns)."""
     for key in ("p99", "p90", "max"):
         value = level.figure(key)
         if value is not None:
@@ -187,6 +190,7 @@ def rank_test_p(crossings: int, m: int, n: int) -> float:
 
 
 def separation(a: Level, b: Level) -> Apart:
+    """Whether ``b`` is clearly slower than ``a`` in this run (module docstring), and on what basis."""
     ratio = b.p50_ns / a.p50_ns
     if a.ranged and b.ranged and a.units and b.units:
         crossings = sum(1 for x in a.units for y in b.units if y <= x)
@@ -199,6 +203,7 @@ def separation(a: Level, b: Level) -> Apart:
 
 
 def clearly_faster(a: Level, b: Level) -> bool:
+    """True when ``a``'s median is below ``b``'s by more than this run's noise."""
     return separation(a, b).clear
 
 

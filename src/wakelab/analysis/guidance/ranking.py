@@ -83,6 +83,7 @@ class Ranked:
 
 
 def rank_levels(levels: Sequence[Level], ranked: bool = True) -> Tuple[Ranked, ...]:
+    """``levels`` by p50 (then name), each with its standing against the lowest."""
     members = sorted(levels, key=lambda lv: (lv.p50_ns, lv.name))
     if not members:
         return ()
@@ -136,6 +137,7 @@ class Ranking:
 
 
 def open_loop_interval(bundle: Bundle) -> Optional[float]:
+    """The notify interval (µs) of an open-loop run, 0.0 where not recorded; None for a closed loop."""
     params = bundle.parameters
     if not params.open_loop:
         return None
@@ -153,6 +155,7 @@ def open_loop_note(bundle: Bundle) -> Optional[str]:
 
 
 def rank_wake_paths(bundle: Bundle) -> Tuple[Ranking, ...]:
+    """Each group of measured latency arms (:data:`GROUPS` order) ranked by p50; empty groups left out."""
     levels: Dict[str, List[Level]] = {}
     for arm in bundle.arms():
         level = level_of(arm)
