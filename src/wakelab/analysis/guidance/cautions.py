@@ -79,20 +79,16 @@ def tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[s
         parts.append(phrase)
     if not parts:
         return None
-    worst: Optional[Tuple[float, Level, str, float]] = None
-    for level in sorted(levels.values(), key=lambda lv: lv.name):  # ties go to the first name, whatever the run order
-        if group_of(level.arm) in (NATIVE, STORM_GROUP) or level.figure("p99") is None:
-            continue
-        p99 = level.figure("p99") or 0.0
-        ratio = p99 / level.p50_ns
-        if worst is None or ratio > worst[0]:
-            worst = (ratio, level, "p99", p99)
+    # Ties go to the first name, whatever the run order.
+    p99s = [(lv, lv.figure("p99")) for lv in sorted(levels.values(), key=lambda lv: lv.name)
+            if group_of(lv.arm) not in (NATIVE, STORM_GROUP)]
+    worst = max(((p99 / lv.p50_ns, lv, p99) for lv, p99 in p99s if p99 is not None), key=lambda t: t[0], default=None)
     text = "Tail%s: %s." % (" with %d busy Python thread%s beside the waiter" % (busy, "" if busy == 1 else "s") if busy else "",
                              "; ".join(parts))
     if worst is not None and worst[1] not in watched:
         cites.append(worst[1].cite("p99"))
         text += " The widest tail among the wake paths: %s, p99 %s (%s its p50)." % (
-            worst[1].name, format_ns(worst[3]), format_ratio(worst[0]))
+            worst[1].name, format_ns(worst[2]), format_ratio(worst[0]))
     tails = [w for w in bundle.warnings() if w.kind is WarningKind.SWITCH_INTERVAL_TAIL and w.arm in levels]
     for warning in tails[:2]:
         figures = warning.figures
