@@ -1,24 +1,9 @@
-"""Where the time goes: each wake split at the kernel's scheduler events.
+"""Where the time goes: each wake split at the kernel's scheduler events (docs/tracing.md).
 
-A traced run (:mod:`wakelab.harness.trace`) records, on the CLOCK_MONOTONIC of every ``t0`` and ``t1``, the waiter's
-``sched_waking``, ``sched_wakeup`` and ``sched_switch`` events and the system calls it sleeps in.  Walking them from
-``t0`` to ``t1`` cuts the wake into consecutive intervals, each credited to one component:
-
-``notify``        ``t0`` to the waiter's first ``sched_waking``: the notifier's own path, down to the
-                  kernel's wake call;
-``sched_wake``    ``sched_waking`` to ``sched_wakeup``: onto its CPU's run queue (for a wake across
-                  CPUs the interrupt, and an idle CPU's exit);
-``sched_queue``   ``sched_wakeup`` to its switch onto a CPU, and any later time preempted while runnable;
-``gil_wait``      *re-blocked*: every further sleep after it first ran, each named by what it waited on
-                  and who held it (:mod:`wakelab.analysis.reblocks`; the key keeps its first name, from
-                  when every such sleep was taken for the GIL);
-``interpreter``   the waiter's own work on a CPU up to ``t1``;
-``unattributed``  what the events cannot place (a lost event, a waiter seen running with no event
-                  saying since when); never hidden.
-
-The intervals tile ``[t0, t1]``, so a wake's components sum to its latency exactly (integer ns), and
-its re-blocks' causes sum to its ``gil_wait``.  A waiter that spins (or wakes itself) is never put to
-sleep: there is no wake event to split at (:func:`why_untraceable`)."""
+Walking a traced waiter's events from ``t0`` to ``t1`` cuts the wake into intervals that tile ``[t0, t1]``, each
+credited to one of :data:`COMPONENTS`, so a wake's components sum to its latency exactly (integer ns) and its
+re-blocks' causes (:mod:`wakelab.analysis.reblocks`) to its ``gil_wait`` -- a key that keeps its first name, from when
+every further sleep was taken for the GIL."""
 
 from __future__ import annotations
 
@@ -34,9 +19,8 @@ from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, Rebloc
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us
 
-# Each component in the order of a wake: what it is (for renderers and the schema; the HTML report's
-# legend, its golden files, keeps the GIL's words), its short name, and its short name in a band from
-# before re-blocks were named (summary.txt of such a bundle, unchanged).
+# Each component in the order of a wake: its title (the HTML legend keeps the GIL's words), its short name,
+# and its short name in a band from before re-blocks were named.
 _TABLE = (
     ("notify", "notify path (t0 to the kernel waking the waiter)", "notify", "notify"),
     ("sched_wake", "scheduler: wake delivery (cross-CPU interrupt, idle exit)", "wake", "wake"),
@@ -53,14 +37,11 @@ _OLD_SHORT_NAMES: Dict[str, str] = {row[0]: row[3] for row in _TABLE}
 
 @dataclasses.dataclass(frozen=True)
 class SchedEvent:
-    """One scheduler event or system call, time in CLOCK_MONOTONIC nanoseconds.  ``kind`` is ``waking``, ``wakeup``,
-    ``switch``, ``migrate``, ``enter`` or ``exit``; ``tid`` the thread the event ran in (the waker, for a wake),
-    ``tgid`` its process (0: not known), ``cpu`` its CPU.  For a wake: ``pid`` is the woken thread and ``target_cpu``
-    where it will run.  For a switch: ``prev_pid`` leaves the CPU in ``prev_state`` (``S``, ``D``: asleep; ``R``,
-    ``R+``: still runnable, preempted) and ``next_pid`` takes it (0: the CPU goes idle, or, as ``prev_pid``, comes out
-    of idle).  For a migration: ``pid`` moves from ``orig_cpu`` to ``dest_cpu``.  For a system call's entry
-    (``enter``) and exit (``exit``) by ``tid``: ``syscall`` names it, ``arg0`` and ``arg1`` are its first arguments (a
-    futex's word and op, an fd), ``ret`` what it returned (negative: an error, -110 timed out)."""
+    """One scheduler event or system call (CLOCK_MONOTONIC ns) of ``kind`` ``waking``, ``wakeup``, ``switch``,
+    ``migrate``, ``enter`` or ``exit``, run in thread ``tid`` of process ``tgid`` (0: not known).  A wake's ``pid`` is
+    the woken thread; a switch's ``prev_pid`` leaves in ``prev_state`` (``S``/``D`` asleep, ``R``/``R+`` preempted)
+    and ``next_pid`` takes the CPU (0: idle); a system call's ``arg0``/``arg1`` are its first arguments (a futex's word
+    and op) and ``ret`` its result (-110: timed out)."""
 
     time_ns: int
     kind: str
@@ -82,12 +63,8 @@ class SchedEvent:
 
 @dataclasses.dataclass(frozen=True)
 class WakeSplit:
-    """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``), and what the events showed.  ``cycles``: the
-    re-blocks after the waiter first ran (``reblocks``, named; their ``asleep_ns`` sum to ``gil_wait``);
-    ``from_idle``: its first switch-in came from the idle task; ``cross_cpu``: the wake was raised on another CPU;
-    ``parked``: asleep at ``t0`` (None: no event said); ``by_notifier``: the first wake came from the notifier's
-    thread; ``inferred``: switch-ins placed at the waiter's return from the call it slept in (a CPU whose idle task
-    records nothing)."""
+    """One wake cut into :data:`COMPONENTS` (ns, summing to ``t1 - t0``) and what the events showed (None: no event
+    said); ``inferred`` counts switch-ins placed at the waiter's return from the call it slept in."""
 
     parts_ns: Dict[str, int]
     cycles: int = 0
@@ -100,11 +77,9 @@ class WakeSplit:
 
     @property
     def attributed(self) -> bool:
-        """True when the events placed every nanosecond of the wake."""
         return self.parts_ns.get("unattributed", 0) == 0
 
     def causes_ns(self) -> Dict[str, int]:
-        """The re-blocks' time by cause (``ON/WHO``, :attr:`Reblock.cause`); sums to ``gil_wait``."""
         out: Dict[str, int] = {}
         for block in self.reblocks:
             out[block.cause] = out.get(block.cause, 0) + block.asleep_ns
@@ -123,7 +98,6 @@ def _asleep(state: str) -> bool:
 
 
 def _state_before(events: Sequence[SchedEvent], tid: int) -> Tuple[int, Optional[bool]]:
-    """The waiter's state from the last of its events before ``t0`` (``events``: those events)."""
     for event in reversed(events):
         if event.kind == "switch":
             if event.next_pid == tid:
@@ -138,8 +112,6 @@ def _state_before(events: Sequence[SchedEvent], tid: int) -> Tuple[int, Optional
 
 
 class _Walk:
-    """The state of :func:`split_wake`'s walk over one wake's events (see its docstring)."""
-
     def __init__(self, tid: int, t0: int, state: int, context: WaiterContext) -> None:
         self.tid = tid
         self.context = context
@@ -164,7 +136,6 @@ class _Walk:
         self.unconfirmed: Optional[Tuple[int, Reblock]] = None
 
     def credit(self, until: int, bucket: Optional[str] = None) -> None:
-        """Credit ``[pos, until)`` to ``bucket`` (default: the current state's)."""
         bucket = bucket or _BUCKET[self.state]
         span = until - self.pos
         self.parts[bucket] += span
@@ -180,7 +151,6 @@ class _Walk:
                 self.cross_cpu = self.waking_cpu != event.cpu
 
     def end_sleep(self) -> None:
-        """The re-block being slept is over (woken, or seen running without a wake)."""
         if self.sleeping is not None and self.sleeping.asleep_ns > 0:
             self.blocks.append(self.sleeping)
         self.sleeping = None
@@ -237,7 +207,6 @@ class _Walk:
         self.state = _RUNNING
 
     def on_cpu(self, event: SchedEvent) -> None:
-        """The waiter's own event: it is on a CPU at ``event.time_ns``."""
         if self.state == _RUNNING:
             return
         # Its first act on a CPU after a sleep is to return from the call it slept in: that exit
@@ -329,10 +298,8 @@ class _Walk:
 
 def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0: int, t1: int,
                notifier_tid: Optional[int] = None, context: Optional[WaiterContext] = None) -> WakeSplit:
-    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its events (in time order, ``times`` their ``time_ns`` for
-    bisection); ``context`` names its re-blocks (by default only ``notifier_tid`` is known).  The walk follows the
-    waiter through the states of :data:`COMPONENTS`; where the switch-in is missing (an idle CPU that records
-    nothing), its return from the call it slept in stands for it."""
+    """Split the wake ``[t0, t1]`` of waiter ``tid`` at its time-ordered ``events`` (``times``: their ``time_ns``);
+    ``context`` names its re-blocks (by default only ``notifier_tid`` is known)."""
     ctx = context if context is not None else WaiterContext(notifier_tid=notifier_tid)
     if ctx.notifier_tid is None and notifier_tid is not None:
         ctx = dataclasses.replace(ctx, notifier_tid=notifier_tid)
@@ -368,13 +335,11 @@ def split_wake(events: Sequence[SchedEvent], times: Sequence[int], tid: int, t0:
     walk.credit(t1, "interpreter" if walk.state == _RUNNING else "unattributed")
     walk.end_sleep()
     blocks = resolve_holders(walk.blocks, ctx, walk.tgid)
-    return WakeSplit(walk.parts, len(blocks), walk.from_idle, walk.cross_cpu, parked, walk.by_notifier,
-                     blocks, walk.inferred)
+    return WakeSplit(walk.parts, len(blocks), walk.from_idle, walk.cross_cpu, parked, walk.by_notifier, blocks, walk.inferred)
 
 
 def why_untraceable(arm: Arm) -> Optional[str]:
-    """Why an arm's wakes cannot be split at scheduler events (None: they can).  ``arm`` is its record, or its
-    identity as in ``summary.json`` (``waiter``, ``scope``, ``kind`` ...)."""
+    """Why an arm's wakes cannot be split at scheduler events (None: they can)."""
     record = arm_record(arm)
     if not record.is_latency:
         return "not a wake: a rate arm times a loop of calls"
@@ -394,16 +359,14 @@ def split_wakes(events: Sequence[SchedEvent], tid: int, t0s: Sequence[int], samp
 
 
 def component_series(splits: Sequence[WakeSplit]) -> Dict[str, List[int]]:
-    """Per component, its value in every wake (the samples file's ``components_ns``), plus
-    ``gil_cycles`` (the count of re-blocks per wake)."""
+    """Per component, its value in every wake (the samples file's ``components_ns``), plus ``gil_cycles``."""
     series: Dict[str, List[int]] = {name: [s.parts_ns[name] for s in splits] for name in COMPONENTS}
     series["gil_cycles"] = [s.cycles for s in splits]
     return series
 
 
 def reblock_series(splits: Sequence[WakeSplit]) -> Dict[str, List[int]]:
-    """Per re-block cause (``ON/WHO``, :mod:`wakelab.analysis.reblocks`), its time in every wake
-    (the samples file's ``traced.reblocks_ns``); in each wake they sum to ``gil_wait``."""
+    """Per re-block cause, its time in every wake (the samples file's ``traced.reblocks_ns``)."""
     per_wake = [s.causes_ns() for s in splits]
     causes = cause_order(c for wake in per_wake for c in wake)
     return {cause: [wake.get(cause, 0) for wake in per_wake] for cause in causes}
@@ -411,8 +374,8 @@ def reblock_series(splits: Sequence[WakeSplit]) -> Dict[str, List[int]]:
 
 def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], q_low: float, q_high: float,
                 reblocks: Optional[Mapping[str, Sequence[int]]] = None) -> Optional[ComponentBand]:
-    """Mean latency and mean components of the wakes ranked between quantiles ``q_low`` and ``q_high``
-    (and, given ``reblocks``, the mean of each re-block cause: they sum to ``gil_wait``'s)."""
+    """Mean latency, components and (given ``reblocks``) causes of the wakes ranked between quantiles ``q_low`` and
+    ``q_high``."""
     n = len(samples_ns)
     if n == 0:
         return None
@@ -425,18 +388,16 @@ def _band_means(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]], 
     if reblocks is not None:
         means = {cause: sum(values[i] for i in chosen) / k for cause, values in reblocks.items()}
         causes = {cause: mean for cause, mean in means.items() if mean}
-    return ComponentBand(wakes=k, latency_ns=sum(samples_ns[i] for i in chosen) / k,
-                         parts_ns={name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS},
-                         reblocks_ns=causes)
+    parts = {name: sum(series[name][i] for i in chosen) / k for name in COMPONENTS}
+    return ComponentBand(wakes=k, latency_ns=sum(samples_ns[i] for i in chosen) / k, parts_ns=parts, reblocks_ns=causes)
 
 
-#: How many holders (threads that held what the waiter re-blocked on) the summary names.
+#: How many holders of what the waiter re-blocked on the summary names.
 HOLDERS_SHOWN = 5
 
 
 def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
-    """Who held what the waiter re-blocked on, most time first: what (``on``), who (``role``, and the thread ids: one
-    per worker, whose threads differ), in how many wakes, and the re-blocks' time in all (ns)."""
+    """Who held what the waiter re-blocked on, most time first."""
     totals: Dict[Tuple[str, str], Tuple[int, int, Set[int]]] = {}
     for split in splits:
         seen = set()
@@ -458,8 +419,7 @@ def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
 def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> TraceComponents:
     """The ``trace.components`` figures of an arm: per component (and ``scheduler`` = wake + queue) its own
     p50/p90/p99, which do not sum; ``at_p50``/``at_p99`` the mean components of the wakes ranked 45th-55th
-    and from the 99th percentile, which do (their ``reblocks_ns`` split ``gil_wait`` by cause); each cause's
-    wakes and time, and the threads that held what the waiter re-blocked on."""
+    and from the 99th percentile, which do."""
     from wakelab.analysis.stats import summarize_latency
 
     series = component_series(splits)
@@ -491,7 +451,7 @@ def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit])
 
 
 def check_sums(samples_ns: Sequence[int], series: Mapping[str, Sequence[int]]) -> bool:
-    """True when every wake's components sum to its latency exactly."""
+    """True when every wake's components sum to its latency exactly (ns)."""
     return all(sum(series[name][i] for name in COMPONENTS) == s for i, s in enumerate(samples_ns))
 
 
@@ -501,10 +461,9 @@ CAUSE_SHOWN_SHARE = 0.01
 
 def band_sentence(label: str, latency_ns: Optional[float], parts: Mapping[str, float],
                   causes: Optional[Mapping[str, float]], native: bool = False) -> str:
-    """A band (``at_p50``/``at_p99``) as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 + queue 100 + re-blocked
-    on the GIL the notifier held 1745 + the waiter's own work 2002 + other 200" -- every further sleep named by its
-    cause, largest first; the parts sum to the latency (up to rounding).  A band from before re-blocks were named
-    (``causes`` None) reads as before, a C floor's extra sleeps as re-sleeps (``native``)."""
+    """A band as a sentence: "p50 5066 µs = notify 1011 + wake 7.22 + queue 100 + re-blocked on the GIL the notifier
+    held 1745 + the waiter's own work 2002 + other 200", causes largest first.  A band from before re-blocks were
+    named (``causes`` None) reads as before, a C floor's extra sleeps as re-sleeps (``native``)."""
     if causes is None:
         return _band_line(label, latency_ns, parts, native)
     latency = float(latency_ns or 0.0)
@@ -527,7 +486,6 @@ def _with_other(text: str, parts: Mapping[str, float]) -> str:
 
 
 def _holder_note(holder: TraceHolder) -> str:
-    """One holder as "the GIL held by busy thread 4711 in 38 wakes"."""
     tids = [str(t) for t in holder.tids]
     names = {"notifier": "the notifier", "busy": "busy thread", "thread": "thread", "process": "thread"}
     who = names.get(holder.role, holder.role)
@@ -563,7 +521,6 @@ _OLD_HEAD = [
 
 
 def _trace_notes(trace: TraceFigures, named: bool) -> List[str]:
-    """The notes after an arm's bands: the tracing overhead, lost events, attribution, holders, CPUs."""
     notes = []
     if trace.untraced_p50_ns is not None:
         note = "traced p50 %s vs untraced %s" % (_us(trace.traced_p50_ns), _us(trace.untraced_p50_ns))
@@ -590,9 +547,7 @@ def _trace_notes(trace: TraceFigures, named: bool) -> List[str]:
 
 
 def format_where_the_time_goes(run: Run) -> List[str]:
-    """The WHERE THE TIME GOES block of summary.txt: per traced arm, where its median and
-    tail wakes go, Python beside its C floor; an untraced run or arm says why (empty when the
-    run was not asked to trace).  Strings from the evidence are escaped."""
+    """The WHERE THE TIME GOES block of summary.txt (empty when the run was not asked to trace)."""
     bundle = bundle_of(run)
     tracing = bundle.tracing
     if not tracing.requested:
@@ -604,7 +559,7 @@ def format_where_the_time_goes(run: Run) -> List[str]:
     out = list(_NAMED_HEAD if named else _OLD_HEAD)
     if not tracing.traced:
         out.append("  tracing stopped during the run: " + escape_text(tracing.reason or "unknown reason"))
-    for arm, _ in arm_order(bundle.arms()):
+    for arm, _ in traced_arm_order(bundle):
         trace = arm.trace
         name = escape_text(arm.name)
         if trace is None:
@@ -627,10 +582,10 @@ def format_where_the_time_goes(run: Run) -> List[str]:
     return [escape_text(line) for line in out]
 
 
-def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]]:
-    """The arms of a run in the order a "where the time goes" view shows them: each Python arm,
-    then its C floor (once, after the first arm it is the floor of); pairs ``(arm, floor_of)``
-    where ``floor_of`` names the Python arm a C floor is shown beside (None for the others)."""
+def traced_arm_order(run: Run) -> List[Tuple[ArmRecord, Optional[str]]]:
+    """The arms in the order "where the time goes" shows them: pairs ``(arm, floor_of)``, each C floor once, after
+    the first Python arm it is the floor of (``floor_of`` names that arm; None for the others)."""
+    arms = bundle_of(run).arms()
     by_name = {a.name: a for a in arms}
     floors = {a.native for a in arms if a.native}
     shown: set = set()
@@ -648,10 +603,6 @@ def arm_order(arms: Sequence[ArmRecord]) -> List[Tuple[ArmRecord, Optional[str]]
     return order
 
 
-def traced_arm_order(run: Run) -> List[Tuple[ArmRecord, Optional[str]]]:
-    return arm_order(bundle_of(run).arms())
-
-
 class TracedSeriesError(ValueError):
     """The samples file's ``traced`` part is not a per-wake component series of its traced wakes."""
 
@@ -665,9 +616,8 @@ def _wake_ints(values: object, n: int, what: str) -> List[int]:
 
 
 def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
-    """The per-wake component series of a samples document's ``traced`` part (None when it has none):
-    ``{"latency": [...], <component>: [...]}``, one non-negative integer per traced wake, each wake's
-    components summing to its latency (else :class:`TracedSeriesError`)."""
+    """The per-wake series of a samples document's ``traced`` part, ``{"latency": [...], <component>: [...]}`` (None
+    when it has none; :class:`TracedSeriesError` when they are not one summing integer per wake)."""
     part = doc.get("traced")
     if part is None:
         return None
@@ -684,10 +634,8 @@ def traced_series(doc: Mapping[str, object]) -> Optional[Dict[str, List[int]]]:
 
 
 def traced_reblocks(doc: Mapping[str, object], series: Optional[Mapping[str, List[int]]]) -> Optional[Dict[str, List[int]]]:
-    """The per-wake re-block series by cause of a samples document's ``traced`` part, whose ``series`` are
-    :func:`traced_series` (None when it has none: a bundle from before re-blocks were named).  Raises
-    :class:`TracedSeriesError` when a series is not one non-negative integer per traced wake, or a wake's causes do
-    not sum to its ``gil_wait``."""
+    """The per-wake re-block series by cause of a samples document's ``traced`` part (None when it has none), checked
+    against its :func:`traced_series` as that is."""
     part = doc.get("traced")
     causes = part.get("reblocks_ns") if isinstance(part, Mapping) else None
     if series is None or causes is None:
@@ -703,10 +651,8 @@ def traced_reblocks(doc: Mapping[str, object], series: Optional[Mapping[str, Lis
 
 @dataclasses.dataclass(frozen=True)
 class FloorGap:
-    """How a traced Python arm's band (``p50``: the median wakes, ``p99``: the tail) differs from its traced C
-    floor's, component by component: "Python is 2x C" as "Python's extra 6 µs: 4 in the notify path, 2 after the
-    waiter is on a CPU".  ``parts_ns`` maps each component to the arm's band mean minus the floor's (ns; they sum to
-    ``extra_ns``); ``matched`` is False for a nearest floor (not the same experiment)."""
+    """How a traced Python arm's band (``p50`` or ``p99``) differs from its traced C floor's, component by component
+    (``parts_ns`` sum to ``extra_ns``); ``matched`` is False for a nearest floor (not the same experiment)."""
 
     arm: str
     floor: str
@@ -722,10 +668,8 @@ class FloorGap:
 
 
 def floor_gaps(run: Run, band: str = "p50") -> List[FloorGap]:
-    """:class:`FloorGap` of every traced Python arm whose C floor was traced in the same run, in
-    :func:`arm_order` order (``band``: ``p50`` or ``p99``)."""
-    arms = bundle_of(run).arms()
-    by_name = {a.name: a for a in arms}
+    """:class:`FloorGap` of every traced Python arm whose C floor was traced in the same run, in :func:`traced_arm_order`."""
+    by_name = {a.name: a for a in bundle_of(run).arms()}
 
     def band_of(arm: Optional[ArmRecord]) -> Optional[Tuple[float, Mapping[str, float]]]:
         trace = arm.trace if arm is not None else None
@@ -735,7 +679,7 @@ def floor_gaps(run: Run, band: str = "p50") -> List[FloorGap]:
         return (latency_ns or 0.0, parts) if latency_ns is not None or parts else None
 
     gaps: List[FloorGap] = []
-    for arm, floor_of in arm_order(arms):
+    for arm, floor_of in traced_arm_order(run):
         if floor_of is not None or not arm.native:
             continue
         mine, theirs = band_of(arm), band_of(by_name.get(arm.native))

@@ -23,7 +23,6 @@ PARTS = {"notify": "notify", "interpreter": "own work"}
 
 
 def call_path(python: Sequence[str], depth: int = PATH_DEPTH) -> str:
-    """Python frames, innermost first, as a call path, outermost first: ``A -> B -> C``."""
     if not python:
         return NO_PYTHON
     return " -> ".join(reversed(list(python[:depth])))
@@ -31,9 +30,7 @@ def call_path(python: Sequence[str], depth: int = PATH_DEPTH) -> str:
 
 def count_frames(samples: Mapping[int, Sequence[Any]], waiter_tid: int, notifier_tid: Optional[int], t0s: Sequence[int],
                  samples_ns: Sequence[int], notify_ns: Sequence[int], counts: Dict[str, Dict[str, int]]) -> None:
-    """Add one worker's samples to ``counts`` (part -> call path -> samples): the waiter's between
-    each wake's ``t0`` and ``t1``, the notifier's between ``t0`` and the end of its notify path.
-    ``samples`` by thread id, each list of :class:`~wakelab.harness.frames.FrameSample` in time order."""
+    """Add one worker's samples (by thread id, in time order) to ``counts`` (part -> call path -> samples)."""
     windows = [
         ("interpreter", samples.get(waiter_tid) or [], [(t0, t0 + s) for t0, s in zip(t0s, samples_ns)]),
         ("notify", samples.get(notifier_tid) or [] if notifier_tid else [], [(t0, t0 + n) for t0, n in zip(t0s, notify_ns)]),
@@ -51,7 +48,6 @@ def count_frames(samples: Mapping[int, Sequence[Any]], waiter_tid: int, notifier
 
 @dataclasses.dataclass(frozen=True)
 class CallPath:
-    """One call path of a part: its samples and their share of the part's."""
 
     path: Any
     samples: Any
@@ -60,8 +56,7 @@ class CallPath:
 
 @dataclasses.dataclass(frozen=True)
 class FrameRecord:
-    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled.  The
-    trace pass writes it (:meth:`to_dict`) and the report reads it back (:meth:`from_dict`)."""
+    """``trace.frames``: per part its samples and its :data:`TOP_PATHS` call paths, or why none were sampled."""
 
     sampled: bool
     reason: Optional[str] = None
@@ -101,8 +96,7 @@ class FrameRecord:
 
 
 def summarize_frames(counts: Mapping[str, Mapping[str, int]], hz: int) -> Dict[str, object]:
-    """The ``trace.frames`` record of an arm whose frames were sampled: per part its samples and its
-    :data:`TOP_PATHS` call paths with their share."""
+    """The ``trace.frames`` record of an arm whose frames were sampled."""
     top: Dict[str, Tuple[CallPath, ...]] = {}
     totals: Dict[str, int] = {}
     for part in PARTS:

@@ -9,10 +9,9 @@ sub-buckets of width ``2 ** b``, so a counter's values are within 1/1024 of each
 index is HdrHistogram's, so the evidence's sparse counts are those of an HdrHistogram of the same
 wakes and :func:`encode_hdr` writes the form its tools decode (``HISTFAAA...``).
 
-Percentiles follow :func:`wakelab.analysis.stats.percentile` (type 7) with each rank's value replaced
-by its counter's middle, within ``x / 2048`` of it: a percentile is within :data:`RELATIVE_ERROR`
-(0.049 %) of the exact one, and exact below 2048 ns.  Recording happens in the parent after a worker
-has replied, never inside a timed window, with the standard library only."""
+Percentiles are type 7 with each rank's value replaced by its counter's middle: within :data:`RELATIVE_ERROR`
+(0.049 %) of the exact one, and exact below 2048 ns.  Recording happens in the parent after a worker has replied,
+never inside a timed window."""
 
 from __future__ import annotations
 
@@ -38,7 +37,7 @@ RELATIVE_ERROR = 2.0**-11
 
 
 def counts_index(value_ns: int) -> int:
-    """The counter that holds ``value_ns`` (HdrHistogram's ``get_counts_array_index``)."""
+    """HdrHistogram's ``get_counts_array_index``."""
     if value_ns < 0:
         raise ValueError("a latency cannot be negative: %r" % (value_ns,))
     bucket = max(0, int(value_ns).bit_length() - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1))
@@ -57,7 +56,6 @@ def counter_range(index: int) -> Tuple[int, int]:
 
 
 def counter_middle(index: int) -> float:
-    """The value that stands for counter ``index``: the middle of its range (exact below 2048 ns)."""
     low, width = counter_range(index)
     return low + (width - 1) / 2.0
 
@@ -76,7 +74,6 @@ class LogLinearHistogram:
         self._m2 = 0.0
 
     def record_many(self, values_ns: Iterable[int]) -> None:
-        """Add every value of ``values_ns`` (non-negative integers: a list, tuple or array)."""
         values = [int(v) for v in values_ns]
         if not values:
             return
@@ -94,28 +91,14 @@ class LogLinearHistogram:
         chunk_sum = sum(values)
         chunk_mean = chunk_sum / n
         chunk_m2 = math.fsum((v - chunk_mean) ** 2 for v in values)
-        self._merge_moments(n, chunk_mean, chunk_m2)
+        total = self.total + n
+        delta = chunk_mean - self._mean
+        self._mean += delta * n / total
+        self._m2 += chunk_m2 + delta * delta * self.total * n / total
+        self.total = total
         self.sum_ns += chunk_sum
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
-
-    def _merge_moments(self, n: int, mean: float, m2: float) -> None:
-        total = self.total + n
-        delta = mean - self._mean
-        self._mean += delta * n / total
-        self._m2 += m2 + delta * delta * self.total * n / total
-        self.total = total
-
-    def merge(self, other: "LogLinearHistogram") -> None:
-        """Add ``other``'s values to this histogram."""
-        if other.total == 0:
-            return
-        self.counts = array.array("q", map(int.__add__, self.counts, other.counts))
-        self._merge_moments(other.total, other._mean, other._m2)
-        self.sum_ns += other.sum_ns
-        for mine, theirs, pick in (("min_ns", other.min_ns, min), ("max_ns", other.max_ns, max)):
-            current = getattr(self, mine)
-            setattr(self, mine, theirs if current is None else pick(current, theirs))
 
     @property
     def mean_ns(self) -> Optional[float]:
@@ -126,11 +109,9 @@ class LogLinearHistogram:
         return math.sqrt(max(self._m2, 0.0) / (self.total - 1)) if self.total >= 2 else None
 
     def percentile_ns(self, q: float) -> float:
-        """The ``q``-th percentile (0..100), type 7 on the counters' middles (see the module docstring)."""
         return self.percentiles_ns([q])[0]
 
     def percentiles_ns(self, qs: Sequence[float]) -> List[float]:
-        """:meth:`percentile_ns` of each of ``qs``, in one pass over the counters."""
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
         where = [i for i, count in enumerate(self.counts) if count]
@@ -145,18 +126,14 @@ class LogLinearHistogram:
         return middle
 
     def latency_figures(self, lost: int = 0) -> Dict[str, object]:
-        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters (within
-        :data:`RELATIVE_ERROR`, omitted where the exact summary omits them); the rest exact."""
+        """The figures of :meth:`wakelab.analysis.stats.LatencyStats.to_dict`, percentiles from the counters."""
         wanted, omitted = reportable(self.total)
         values = dict(zip([k for k, _ in wanted], self.percentiles_ns([q for _, q in wanted]))) if wanted else {}
-        return LatencyStats(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
+        return LatencyStats.of(self.total, lost, self.min_ns, self.max_ns, self.mean_ns, self.stdev_ns, values, omitted).to_dict()
 
     def weighted_values(self) -> Tuple[List[float], List[int]]:
-        """``(values_ns, counts)``: every recorded wake as a value and how many wakes it stands for, ascending.  A
-        counter's wakes stand at its middle, clamped to the exact min and max as :meth:`percentile_ns` clamps them;
-        the fastest and the slowest wake stand at ``min_ns`` and ``max_ns`` themselves, so re-binning them
-        (:func:`wakelab.analysis.histogram.log_histogram_weighted`) puts each wake within the histogram's precision of
-        its raw sample, the extremes exactly."""
+        """``(values_ns, counts)``, ascending: a counter's wakes at its clamped middle, the fastest and the slowest wake
+        at ``min_ns`` and ``max_ns`` themselves, so that re-binning them puts the extremes exactly."""
         where = [i for i, count in enumerate(self.counts) if count]
         counts = [self.counts[i] for i in where]
         if not where:
@@ -181,7 +158,6 @@ class LogLinearHistogram:
         return [[i, count] for i, count in enumerate(self.counts) if count]
 
     def to_dict(self) -> Dict[str, object]:
-        """The histogram as evidence: its layout, its non-empty counters and its exact running figures."""
         return {"layout": "hdrhistogram", "lowest_trackable_ns": 1, "significant_digits": SIGNIFICANT_DIGITS,
                 "sub_bucket_count": SUB_BUCKET_COUNT, "relative_error": RELATIVE_ERROR, "total": self.total,
                 "min_ns": self.min_ns, "max_ns": self.max_ns, "sum_ns": self.sum_ns, "stdev_ns": self.stdev_ns,
@@ -189,7 +165,6 @@ class LogLinearHistogram:
 
     @classmethod
     def from_dict(cls, data: object) -> "LogLinearHistogram":
-        """Inverse of :meth:`to_dict` (counts and exact figures; the deviation's moments are restored)."""
         if not isinstance(data, dict) or data.get("layout") != "hdrhistogram" or data.get("sub_bucket_count") != SUB_BUCKET_COUNT:
             raise ValueError("not a wakelab log-linear histogram")
         hist = cls()
@@ -231,7 +206,6 @@ def _zigzag_leb128(values: Iterable[int]) -> bytes:
 
 
 def _run_length(counts: Sequence[int]) -> List[int]:
-    """Counts with each run of zeros written as minus its length (HdrHistogram's payload)."""
     out: List[int] = []
     zeros = 0
     for count in counts:

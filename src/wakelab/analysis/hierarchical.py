@@ -9,24 +9,18 @@ found 9 of 15).
 So we resample the way the data were made (Davison & Hinkley 1997, section 3.8, "multistage sampling"): draw K units
 with replacement, then as many wakes as each chosen unit holds, with replacement, pool them, take the percentile.
 Resampling both stages over-states the variance slightly when units are many (the side a regression gate should err
-on); with few units the first stage under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects. With 3
-units the interval is coarse: the honest answer; ``--repeat`` buys more units.  An arm without usable worker records
-is one unit (a one-level bootstrap); :func:`split_units` says so.  Percentiles are type 7, as in summary.json; rate
-arms use each round's ops/s and the median.
+on); with few units the first stage under-states it by (K - 1) / K, which :func:`widen_for_few_units` corrects.
 
-Cost.  Resamples are drawn in chunks of at most :data:`CHUNK_ELEMENTS` values
-(about 30 MB).  ``direct`` materialises each resample (work: resamples x
-wakes); ``binned`` draws, per chosen unit, one multinomial over at most
-:data:`BINS` bins of the pooled values (exact while there are no more distinct
-values than bins; else bins cut at quantiles, dense in the upper tail, the
-error within one bin), so 10^6 wakes cost no more than 10^4.  ``auto`` picks
-direct up to :data:`DIRECT_LIMIT` wakes a resample.  numpy is imported lazily."""
+Cost.  ``direct`` materialises each resample (work: resamples x wakes); ``binned`` draws, per chosen unit, one
+multinomial over at most :data:`BINS` bins of the pooled values (exact while there are no more distinct values than
+bins; else bins cut at quantiles, dense in the upper tail, the error within one bin), so 10^6 wakes cost no more than
+10^4.  numpy is imported lazily."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple
 
 from wakelab.evidence.arms import WorkerRecord
 
@@ -44,8 +38,8 @@ AUTO = "auto"
 
 @dataclasses.dataclass(frozen=True)
 class Units:
-    """One arm's values split into units (worker slices, one float64 array each, in pooling order); ``note``
-    says why the arm is a single unit (None when the units are the worker slices)."""
+    """One arm's values split into units (worker slices, one float64 array each); ``note`` says why the arm is a
+    single unit (None when the units are the worker slices)."""
 
     values: Tuple[Any, ...]
     note: Optional[str] = None
@@ -76,8 +70,7 @@ def slice_sizes(workers: Optional[Sequence[WorkerRecord]], key: str) -> Optional
 
 
 def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
-    """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped).  Without sizes, or when they
-    do not add up to the values, the whole sample is one unit and ``note`` says why."""
+    """Split pooled ``values`` into consecutive units of ``sizes`` (empty units dropped)."""
     import numpy as np
 
     array = np.asarray(values, dtype=np.float64)
@@ -95,17 +88,14 @@ def split_units(values: Any, sizes: Optional[Sequence[int]]) -> Units:
     return Units(parts)
 
 
-def _type7(sorted_rows: Any, n: Any, q: float) -> Any:
-    """Type-7 percentile ``q`` of each row of ``sorted_rows`` whose first ``n`` (per row) values are sorted."""
+def _type7(value_at: Callable[[Any], Any], n: Any, q: float) -> Any:
+    """Type-7 percentile ``q`` of each resample of ``n`` values, ``value_at(i)`` its i-th smallest (0-based)."""
     import numpy as np
 
     position = (n - 1) * (q / 100.0)
     lo = np.floor(position).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    fraction = position - lo
-    rows = np.arange(sorted_rows.shape[0])
-    low = sorted_rows[rows, lo]
-    return low + (sorted_rows[rows, hi] - low) * fraction
+    low = value_at(lo)
+    return low + (value_at(np.minimum(lo + 1, n - 1)) - low) * (position - lo)
 
 
 def _direct(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
@@ -141,12 +131,11 @@ def _direct(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
         else:
             values.sort(axis=1)
         for i, q in enumerate(qs):
-            out[i, start:start + c] = _type7(values, n, q)
+            out[i, start:start + c] = _type7(lambda at: values[np.arange(c), at], n, q)  # noqa: B023 -- called at once
     return out
 
 
 def _bin_edges(pooled: Any) -> Tuple[Any, bool]:
-    """Cut points of the binned method and whether the bins are the distinct values themselves."""
     import numpy as np
 
     distinct = np.unique(pooled)
@@ -191,12 +180,8 @@ def _binned(units: Units, qs: Sequence[float], resamples: int, rng: Any) -> Any:
         cumulative = np.cumsum(counts, axis=1)
         n = cumulative[:, -1]
         for i, q in enumerate(qs):
-            position = (n - 1) * (q / 100.0)
-            lo = np.floor(position).astype(np.int64)
-            hi = np.minimum(lo + 1, n - 1)
-            low = _value_at(lo + 1, counts, cumulative, cuts, exact, pooled, starts, ends)
-            high = _value_at(hi + 1, counts, cumulative, cuts, exact, pooled, starts, ends)
-            out[i, start:start + c] = low + (high - low) * (position - lo)
+            out[i, start:start + c] = _type7(lambda at: _value_at(at + 1, counts, cumulative, cuts, exact, pooled, starts, ends),  # noqa: B023
+                                             n, q)
     return out
 
 
@@ -217,8 +202,7 @@ def _value_at(rank: Any, counts: Any, cumulative: Any, cuts: Any, exact: bool, p
 
 
 def widen_for_few_units(point: float, boot: Any, units: int) -> Any:
-    """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (see the module
-    docstring).  Left unchanged for one unit, or when ``point`` or a resampled value is not positive."""
+    """``boot`` spread about ``point`` by sqrt(K / (K - 1)) in log terms, for K = ``units`` (where all are positive)."""
     import numpy as np
 
     boot = np.asarray(boot, dtype=np.float64)
@@ -238,14 +222,12 @@ def check_resampling(qs: Sequence[float], resamples: int) -> None:
 
 
 def choose_method(units: Units) -> str:
-    """``direct`` while one resample pools at most :data:`DIRECT_LIMIT` values, ``binned`` above."""
     return DIRECT if units.count * max(units.sizes) <= DIRECT_LIMIT else BINNED
 
 
 def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng: Any,
                          method: str = AUTO) -> Any:
-    """Percentiles ``qs`` (type 7) of ``resamples`` two-level bootstrap resamples, shape (len(qs), resamples).
-    ``rng`` is a numpy Generator; ``method`` is ``direct``, ``binned`` or ``auto`` (see the module docstring)."""
+    """Percentiles ``qs`` (type 7) of ``resamples`` two-level bootstrap resamples, shape (len(qs), resamples)."""
     check_resampling(qs, resamples)
     if units.total == 0:
         raise ValueError("no values to resample")
@@ -260,9 +242,7 @@ def resample_percentiles(units: Units, qs: Sequence[float], resamples: int, rng:
 
 @dataclasses.dataclass(frozen=True)
 class LevelInterval:
-    """One run's own interval for a percentile: how well the run pins its level.  ``low``/``high`` bound the
-    percentile at the interval's confidence; ``half_width_pct`` is that interval's half-width in log terms, as a
-    percent (``exp((ln high - ln low) / 2) - 1``): the run's level is known to ±this."""
+    """One run's own interval for a percentile; its level is known to ±``half_width_pct`` (log terms, percent)."""
 
     point: float
     low: float
@@ -271,8 +251,7 @@ class LevelInterval:
 
 
 def outward_interval(ordered: Any, confidence: float) -> Tuple[float, float]:
-    """The ``confidence`` interval read off ascending resampled values, its order statistics rounded outwards
-    (never narrower than asked, and no arithmetic on an infinite value)."""
+    """The ``confidence`` interval of ascending resampled values, its order statistics rounded outwards."""
     tail, last = (1.0 - confidence) / 2.0, ordered.size - 1
     return float(ordered[int(math.floor(tail * last))]), float(ordered[int(math.ceil((1.0 - tail) * last))])
 

@@ -6,11 +6,7 @@ to reach the outlier put the whole body into one bin; log bins keep the body's s
 the outlier, as cyclictest's and ``pyperf hist``'s histograms do.  The edges are ``10 ** (k / b)`` with
 ``b`` bins per decade (10, then 5, 4, 2, 1 to stay within ``max_bins``), so they fall on round numbers
 and are the same for every run: two runs' histograms line up.  A 0 ns wake has no place on a log scale
-and is counted apart (``zero_count``).  p50 and p99 are summary.json's (type 7; p99 from n >= 100).
-
-A soak past its raw-sample cap keeps every wake only in its log-linear histogram
-(:mod:`wakelab.analysis.hdr`): :func:`arm_histogram` then re-bins its counters
-(:func:`log_histogram_of_counters`), each wake within the histogram's precision (0.049 %)."""
+and is counted apart (``zero_count``)."""
 
 from __future__ import annotations
 
@@ -43,9 +39,8 @@ class Bin:
 
 @dataclasses.dataclass(frozen=True)
 class Histogram:
-    """A log-binned histogram of one arm's wakes (ns), bins from the fastest wake's to the slowest's, empty ones
-    included (``p99_ns`` None: too few wakes).  ``from_counters``: binned from a soak's log-linear histogram
-    (each wake within ``relative_error`` of its own; ``raw_kept`` the raw samples kept beside it)."""
+    """A log-binned histogram of one arm's wakes (ns), empty bins included; ``from_counters``: binned from a soak's
+    log-linear histogram (each wake within ``relative_error`` of its own; ``raw_kept`` the raw samples kept)."""
 
     n: int
     bins_per_decade: int
@@ -97,8 +92,6 @@ def choose_bins_per_decade(low_ns: float, high_ns: float, max_bins: int = MAX_BI
 
 def _log_bins(positive: Sequence[float], weights: Optional[Sequence[int]], bins_per_decade: Optional[int],
               max_bins: int) -> Tuple[Optional[int], Tuple[Bin, ...]]:
-    """``(bins per decade, bins)`` of ascending positive ``positive`` (ns), each value one wake
-    (``weights`` None) or ``weights[i]`` wakes; no bins for no values."""
     if not positive:
         return bins_per_decade, ()
     low, high = float(positive[0]), float(positive[-1])
@@ -116,8 +109,7 @@ def _log_bins(positive: Sequence[float], weights: Optional[Sequence[int]], bins_
 
 
 def log_histogram(samples_ns: Sequence[int], bins_per_decade: Optional[int] = None, max_bins: int = MAX_BINS) -> Histogram:
-    """Bin ``samples_ns`` (ns, >= 0) on a log scale, ``bins_per_decade`` by default the finest that fits
-    ``max_bins`` bins.  ValueError for no samples or a negative one."""
+    """Bin ``samples_ns`` (ns, >= 0) on a log scale; ValueError for no samples or a negative one."""
     return log_histogram_weighted([int(v) for v in samples_ns], [1] * len(samples_ns), bins_per_decade, max_bins)
 
 
@@ -141,9 +133,8 @@ def weighted_percentile(values_ns: Sequence[float], counts: Sequence[int], q: fl
 def log_histogram_weighted(values_ns: Sequence[float], counts: Sequence[int], bins_per_decade: Optional[int] = None,
                            max_bins: int = MAX_BINS, *, min_ns: Optional[int] = None, max_ns: Optional[int] = None,
                            p50_ns: Optional[float] = None, p99_ns: Optional[float] = None) -> Histogram:
-    """:func:`log_histogram` of weighted values: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes.
-    ``min_ns``/``max_ns`` (the exact extremes) and ``p50_ns``/``p99_ns`` (as the summary computed them) default to
-    those of the weighted values.  ValueError for no wakes, a negative value or count, or lengths that differ."""
+    """:func:`log_histogram` of weighted values: value ``i`` (ns, >= 0) stands for ``counts[i]`` wakes; the extremes
+    and percentiles default to those of the weighted values."""
     given_values = [float(v) for v in values_ns]
     given_counts = [int(c) for c in counts]
     if len(given_values) != len(given_counts):
@@ -176,9 +167,7 @@ def log_histogram_weighted(values_ns: Sequence[float], counts: Sequence[int], bi
 
 def log_histogram_of_counters(hist: "LogLinearHistogram", bins_per_decade: Optional[int] = None,
                               max_bins: int = MAX_BINS, raw_kept: Optional[int] = None) -> Histogram:
-    """Every wake of a log-linear histogram on :func:`log_histogram`'s bins, each counter's wakes at its value
-    (:meth:`~wakelab.analysis.hdr.LogLinearHistogram.weighted_values`); min, max, p50 and p99 the histogram's
-    own (summary.json's past a soak's raw-sample cap).  ValueError for an empty histogram."""
+    """Every wake of a log-linear histogram on :func:`log_histogram`'s bins, its min, max, p50 and p99 its own."""
     from wakelab.analysis.hdr import RELATIVE_ERROR
 
     if hist.total == 0:
@@ -192,8 +181,7 @@ def log_histogram_of_counters(hist: "LogLinearHistogram", bins_per_decade: Optio
 
 
 def counters_of(samples: "ArmSamples", where: str = "") -> "LogLinearHistogram":
-    """The log-linear histogram of every wake that ``samples`` carries (a soak's samples file); a one-line
-    :class:`~wakelab.errors.EvidenceError` (``where`` naming the arm) when it is missing, malformed or short."""
+    """The log-linear histogram of every wake of a soak's ``samples`` (EvidenceError: missing, malformed or short)."""
     from wakelab.analysis.hdr import LogLinearHistogram
     from wakelab.errors import EvidenceError
 
@@ -213,8 +201,8 @@ def counters_of(samples: "ArmSamples", where: str = "") -> "LogLinearHistogram":
 
 
 def arm_histogram(samples: "ArmSamples", where: str = "", max_bins: int = MAX_BINS) -> Histogram:
-    """The log-binned histogram of every wake of one arm: from its raw samples when they are every wake, else
-    from its log-linear histogram's counters (EvidenceError: unusable; ValueError: nothing to bin)."""
+    """The log-binned histogram of every wake of one arm: its raw samples when they are every wake, else its
+    log-linear histogram's counters."""
     if samples.every_wake:
         return log_histogram(samples.samples_ns, max_bins=max_bins)
     return log_histogram_of_counters(counters_of(samples, where), max_bins=max_bins, raw_kept=samples.kept)

@@ -1,11 +1,8 @@
 """The labs' own answers over a grid: what removing the GIL did, what SCHED_FIFO bought the waiter.
 
-A lab whose question spans the cells of a grid names its verdict (:attr:`wakelab.labs.Lab.matrix_verdict`);
-the grid runner computes it here (:func:`matrix_verdict`) from a :class:`~wakelab.evidence.matrix.MatrixDoc`
-as a typed record (:class:`GilAB`: each free-threaded build against its own release's GIL build, and with
-``PYTHON_GIL=1``; :class:`RealtimeAB`: each ``SCHED_FIFO`` waiter against the same waiter under the normal
-policy) and stores its ``to_dict`` as matrix.json's ``verdict``: the figures, ready-made text ``tables`` and
-``sentences`` that say, with this run's figures, what the A/B found, laid out by the renderers as they are."""
+A lab whose question spans the cells of a grid names its verdict (:attr:`wakelab.labs.Lab.matrix_verdict`); the grid
+runner computes it here (:func:`matrix_verdict`) and stores it as matrix.json's ``verdict``: the figures, and text
+``tables`` and ``sentences`` the renderers lay out as they are."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
-from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, VerdictTable
+from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, MatrixVerdict, VerdictTable
 from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
 from wakelab.percentile import median
 
@@ -36,7 +33,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 @dataclasses.dataclass(frozen=True)
 class Ways:
-    """How the arms went one by one: how many arms' own no-GIL ÷ GIL ratio grew, shrank, of how many compared."""
+    """How many arms' own no-GIL ÷ GIL ratio grew, shrank, of how many compared."""
 
     grew: int
     shrank: int
@@ -50,9 +47,8 @@ class Ways:
 
 @dataclasses.dataclass(frozen=True)
 class GilFigure:
-    """One figure of the GIL A/B (p50, p99 or max; ns) across the interpreter roles.  ``values``: each role's figure,
-    by role (in a row, the roles the arm has a cell of; in a summary, every role, the median over the arms); ``ratio``
-    no GIL ÷ GIL, ``forced_ratio`` GIL=1 ÷ GIL; in a summary, ``ways`` the arms went (None in a row)."""
+    """One figure of the GIL A/B (p50, p99 or max; ns) by interpreter role, with the ratios no GIL ÷ GIL and
+    GIL=1 ÷ GIL; in a summary, the ``ways`` the arms went."""
 
     values: Mapping[str, Optional[float]]
     ratio: Optional[float]
@@ -65,11 +61,9 @@ class GilFigure:
                    _ratio(values.get(FORCED_GIL), values.get(GIL_BUILD)), ways)
 
     def role(self, name: str) -> Optional[float]:
-        """Role ``name``'s figure (None: no cell of that role, or no figure)."""
         return self.values.get(name)
 
     def to_dict(self) -> Dict[str, object]:
-        """As matrix.json's verdict stores it: each role's figure, the ratios, and in a summary how the arms went."""
         out: Dict[str, object] = dict(self.values)
         out.update(ratio=self.ratio, forced_ratio=self.forced_ratio)
         if self.ways is not None:
@@ -79,40 +73,25 @@ class GilFigure:
 
 @dataclasses.dataclass(frozen=True)
 class GilRow:
-    """One latency arm under one placement and busy-thread count (and release, in a grid of several): its p50, p99
-    and max across the roles (``figures`` by ``p50``/``p99``/``max``).  ``release`` None: a grid of one release."""
-
-    arm: str
-    placement: str
-    cpu_threads: int
-    release: Optional[str]
-    figures: Mapping[str, GilFigure]
-
-    def to_dict(self) -> Dict[str, object]:
-        return _gil_dict({"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}, self.release, self.figures)
-
-
-@dataclasses.dataclass(frozen=True)
-class GilSummary:
-    """Per busy-thread count and placement (and release, in a grid of several): the median over the arms of each
-    figure, the ratios of those medians, and how the arms went (``figures`` by ``p50``/``p99``/``max``)."""
+    """One latency ``arm`` under one placement, busy-thread count and release (None: a grid of one release); in the
+    summary (``arm`` None), the median over ``arms`` arms of each figure."""
 
     cpu_threads: int
     placement: str
-    arms: int
     release: Optional[str]
     figures: Mapping[str, GilFigure]
+    arm: Optional[str] = None
+    arms: int = 0
 
     def to_dict(self) -> Dict[str, object]:
-        return _gil_dict({"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}, self.release, self.figures)
-
-
-def _gil_dict(out: Dict[str, object], release: Optional[str], figures: Mapping[str, GilFigure]) -> Dict[str, object]:
-    """A row or summary as matrix.json stores it: ``out``, the release (in a grid of several) and each figure."""
-    if release is not None:
-        out["release"] = release
-    out.update((key, figures[key].to_dict()) for key in AB_FIGURES)
-    return out
+        if self.arm is not None:
+            out: Dict[str, object] = {"arm": self.arm, "placement": self.placement, "cpu_threads": self.cpu_threads}
+        else:
+            out = {"cpu_threads": self.cpu_threads, "placement": self.placement, "arms": self.arms}
+        if self.release is not None:
+            out["release"] = self.release
+        out.update((key, self.figures[key].to_dict()) for key in AB_FIGURES)
+        return out
 
 
 def _trio(figure: GilFigure) -> str:
@@ -120,11 +99,9 @@ def _trio(figure: GilFigure) -> str:
     return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
 
 
-def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], bool]:
-    """The figures of the GIL A/B: ``rows``, ``summary``, and whether the grid has several releases.  Pairs, for every
-    latency arm, placement and busy-thread count, the cell of the GIL build with the free-threaded build's (GIL off,
-    and with ``PYTHON_GIL=1``), by each cell's recorded interpreter (never by its label).  ``summary``: per
-    busy-thread count and placement, the median over the arms of each figure."""
+def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]:
+    """``rows``, ``summary``, and whether the grid has several releases: for every latency arm, placement and
+    busy-thread count, the GIL build's cell beside the free-threaded build's, by each cell's recorded interpreter."""
     cells = {cell.label: cell for cell in matrix.cells}
     # Several CPython releases (3.13 and 3.13t, 3.14 and 3.14t ...): each free-threaded build is paired
     # with its own release's GIL build, and every row and table says which release.
@@ -140,13 +117,13 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], b
             groups.setdefault(group, {}).setdefault(cell.role, row)
         for (release, placement, busy), by_role in sorted(groups.items(), key=lambda kv: (_release_order(kv[0][0]), kv[0][2], kv[0][1])):
             figures = {key: GilFigure.of({role: by_role[role].figures[key] for role in by_role}) for key in AB_FIGURES}
-            rows.append(GilRow(name, placement, busy, release if several else None, figures))
-    summary: List[GilSummary] = []
+            rows.append(GilRow(busy, placement, release if several else None, figures, arm=name))
+    summary: List[GilRow] = []
     for release, busy, placement in sorted({(r.release or "", r.cpu_threads, r.placement) for r in rows},
                                            key=lambda k: (_release_order(k[0]), k[1], k[2])):
         mine = [r for r in rows if (r.release or "", r.cpu_threads, r.placement) == (release, busy, placement)]
         # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
-        summary.append(GilSummary(busy, placement, len(mine), release if several else None, {
+        summary.append(GilRow(busy, placement, release if several else None, arms=len(mine), figures={
             key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in (GIL_BUILD, NO_GIL, FORCED_GIL)},
                               Ways.of([r.figures[key].ratio for r in mine]))
             for key in AB_FIGURES}))
@@ -154,24 +131,19 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilSummary], b
 
 
 @dataclasses.dataclass(frozen=True)
-class LabVerdict:
-    """A lab's verdict over a grid: the figures, ready-made text ``tables`` and ``sentences`` (matrix.json's ``verdict``)."""
-
-    title: str
-    tables: Tuple[VerdictTable, ...]
-    sentences: Tuple[str, ...]
+class LabVerdict(MatrixVerdict):
+    """A lab's verdict over a grid, as the grid runner computes it for matrix.json's ``verdict``."""
 
     def to_dict(self) -> Dict[str, object]:
-        return {"title": self.title, "sentences": list(self.sentences), "tables": [
-            {"title": t.title, "header": list(t.header), "rows": [list(row) for row in t.rows]} for t in self.tables]}
+        return {"title": self.title, "sentences": list(self.sentences), "tables": [t.to_dict() for t in self.tables]}
 
 
 @dataclasses.dataclass(frozen=True)
 class GilAB(LabVerdict):
-    """What removing the GIL did: each arm's figures by role (``rows``) and their medians over the arms (``summary``)."""
+    """What removing the GIL did."""
 
     rows: Tuple[GilRow, ...] = ()
-    summary: Tuple[GilSummary, ...] = ()
+    summary: Tuple[GilRow, ...] = ()
 
     def to_dict(self) -> Dict[str, object]:
         return dict(super().to_dict(), roles=dict(ROLE_TITLES), rows=[r.to_dict() for r in self.rows],
@@ -183,18 +155,18 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 
 def gil_ab(matrix: MatrixDoc) -> GilAB:
-    """What removing the GIL did: the free-threading lab's verdict, with sentences that say, with this run's
-    figures, what the GIL's absence did to p50, p99 and the worst case."""
+    """What removing the GIL did: the free-threading lab's verdict."""
     from wakelab.formatting import format_ratio, format_us
 
     rows, summary, several = gil_ab_figures(matrix)
     figures = ["p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs", "no GIL ÷ GIL: p50", "p99", "max"]
     header = ["busy threads", "placement", "arms"] + figures + ["GIL=1 ÷ GIL: p99"]
-    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + [_trio(s.figures[key]) for key in AB_FIGURES]
-                     + [format_ratio(s.figures[key].ratio) for key in AB_FIGURES] + [format_ratio(s.figures["p99"].forced_ratio)]
-                     for s in summary]
-    detail_table = [[r.arm, str(r.cpu_threads), r.placement] + [_trio(r.figures[key]) for key in AB_FIGURES]
-                    + [format_ratio(r.figures[key].ratio) for key in AB_FIGURES] for r in rows]
+    def cells(figures: Mapping[str, GilFigure]) -> List[str]:
+        return [_trio(figures[key]) for key in AB_FIGURES] + [format_ratio(figures[key].ratio) for key in AB_FIGURES]
+
+    summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + cells(s.figures)
+                     + [format_ratio(s.figures["p99"].forced_ratio)] for s in summary]
+    detail_table = [[str(r.arm), str(r.cpu_threads), r.placement] + cells(r.figures) for r in rows]
     detail_header = ["arm", "busy", "placement"] + figures
     if several:
         header = ["release"] + header
@@ -217,18 +189,18 @@ def _change(ratio: Optional[float]) -> str:
 
 
 def _moved(figure: GilFigure, us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> str:
-    """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``: the medians, and how the arms went one by one."""
+    """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``."""
     ways = figure.ways or Ways(0, 0, 0)
-    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (
-        _change(figure.ratio), us(figure.role(GIL_BUILD)), us(figure.role(NO_GIL)), ratio(figure.ratio),
-        ways.grew, ways.compared, ways.shrank)
+    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (_change(figure.ratio), us(figure.role(GIL_BUILD)),
+                                                                          us(figure.role(NO_GIL)), ratio(figure.ratio),
+                                                                          ways.grew, ways.compared, ways.shrank)
 
 
-def _where(items: Sequence[GilSummary]) -> str:
+def _where(items: Sequence[GilRow]) -> str:
     return "; ".join("%s%d busy, %s" % ("%s: " % s.release if s.release else "", s.cpu_threads, s.placement) for s in items)
 
 
-def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]], str],
+def _gil_sentences(summary: Sequence[GilRow], us: Callable[[Optional[float]], str],
                    ratio: Callable[[Optional[float]], str]) -> List[str]:
     if not any(s.figures["p50"].ratio is not None for s in summary):
         return ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the same "
@@ -271,7 +243,6 @@ def _gil_sentences(summary: Sequence[GilSummary], us: Callable[[Optional[float]]
 
 
 def _hogs(command: Sequence[str]) -> Optional[int]:
-    """The --cpu-procs of a grid's command line (None when not given)."""
     words = [str(w) for w in command]
     for i, word in enumerate(words):
         if word == "--cpu-procs" and i + 1 < len(words) and words[i + 1].isdigit():
@@ -283,7 +254,7 @@ def _hogs(command: Sequence[str]) -> Optional[int]:
 
 @dataclasses.dataclass(frozen=True)
 class RealtimeFigure:
-    """One figure of the realtime A/B (p50, p99 or max; ns): the normal waiter's, the FIFO one's, FIFO ÷ normal."""
+    """One figure of the realtime A/B (p50, p99 or max; ns): the normal waiter's and the FIFO one's."""
 
     normal: Optional[float]
     fifo: Optional[float]
@@ -298,8 +269,7 @@ class RealtimeFigure:
 
 @dataclasses.dataclass(frozen=True)
 class RealtimeRow:
-    """A normal waiter and the same one under SCHED_FIFO, both measured in one cell: their p50, p99 and max
-    (``figures`` by ``p50``/``p99``/``max``)."""
+    """A normal waiter and the same one under SCHED_FIFO, both measured in one cell."""
 
     normal: str
     fifo: str
@@ -314,8 +284,8 @@ class RealtimeRow:
 
 
 def realtime_ab_figures(matrix: MatrixDoc) -> Tuple[List[RealtimeRow], List[str]]:
-    """The realtime A/B's rows, and the FIFO arms not measured (why): in every cell, a normal waiter against the
-    same one under ``SCHED_FIFO`` 80 (event / event-fifo, and their C floors), both measured in that cell."""
+    """The realtime A/B's rows (in every cell, a normal waiter against the same one under ``SCHED_FIFO`` 80), and
+    why each FIFO arm not measured was not."""
     by_arm = {name: {row.cell: row for row in entries} for name, entries in matrix.arms}
     rows: List[RealtimeRow] = []
     skipped: List[str] = []
@@ -336,7 +306,7 @@ def realtime_ab_figures(matrix: MatrixDoc) -> Tuple[List[RealtimeRow], List[str]
 
 @dataclasses.dataclass(frozen=True)
 class RealtimeAB(LabVerdict):
-    """What SCHED_FIFO bought the waiter: the pairs (``rows``) and the run's busy processes (``hogs``: --cpu-procs)."""
+    """What SCHED_FIFO bought the waiter, with the run's --cpu-procs (``hogs``)."""
 
     rows: Tuple[RealtimeRow, ...] = ()
     hogs: Optional[int] = None
@@ -346,16 +316,14 @@ class RealtimeAB(LabVerdict):
 
 
 def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
-    """What SCHED_FIFO bought the waiter: the realtime lab's verdict, with sentences that say, with these figures,
-    what realtime bought against the hog and what the GIL took back."""
+    """What SCHED_FIFO bought the waiter: the realtime lab's verdict."""
     from wakelab.formatting import format_ratio, format_us
 
     rows, skipped = realtime_ab_figures(matrix)
     hogs = _hogs(matrix.command)
-    table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads),
-              "%s / %s" % (format_us(r.figures["p50"].normal), format_us(r.figures["p50"].fifo)),
-              "%s / %s" % (format_us(r.figures["p99"].normal), format_us(r.figures["p99"].fifo)),
-              format_ratio(r.figures["p50"].ratio), format_ratio(r.figures["p99"].ratio)] for r in rows]
+    table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads)]
+             + ["%s / %s" % (format_us(r.figures[key].normal), format_us(r.figures[key].fifo)) for key in ("p50", "p99")]
+             + [format_ratio(r.figures[key].ratio) for key in ("p50", "p99")] for r in rows]
     sentences: List[str] = []
     load = "%d busy process%s (--cpu-procs)" % (hogs, "" if hogs == 1 else "es") if hogs else "no busy process"
     # Without a cell free of busy threads, say from the pair alone when the GIL took realtime's gain back.
@@ -411,5 +379,5 @@ MATRIX_VERDICTS: Dict[str, Callable[[MatrixDoc], LabVerdict]] = {GIL_AB: gil_ab,
 
 
 def matrix_verdict(name: str, doc: Mapping[str, object]) -> Dict[str, object]:
-    """The verdict ``name`` (:data:`MATRIX_VERDICTS`) over the grid runner's matrix document, as matrix.json stores it."""
+    """The verdict ``name`` over the grid runner's matrix document, as matrix.json stores it."""
     return MATRIX_VERDICTS[name](MatrixDoc.from_dict(doc)).to_dict()

@@ -1,9 +1,6 @@
-"""A grid's matrix with each arm's cells set against the first cell that measured it.
+"""A grid's matrix with each arm's cells set against the first cell that measured it, and against its C floor.
 
-The comparisons matrix.txt shows (each latency cell's p50 and p99 over the first cell's and their
-judgement, a rate cell's ops/s over the first, each cell's arm against its C floor) are computed here,
-so that it only lays them out.  The rule a ratio is judged by (:data:`RATIO_NOISE`, :func:`ratio_tone`)
-is the one the HTML report colours its ratios by: both renderers judge alike."""
+The rule a ratio is judged by (:func:`ratio_tone`) is the one the HTML report colours its ratios by."""
 
 from __future__ import annotations
 
@@ -23,9 +20,8 @@ RATIO_NOISE = 1.1
 
 @dataclasses.dataclass(frozen=True)
 class RatioTone:
-    """How a p50 ratio (this run over the baseline) is judged, given its p99 ratio: ``css`` ``slower`` (red),
-    ``faster`` (green) or ``""``; ``tail_worse`` when the p99 got worse beyond :data:`RATIO_NOISE`, whatever the
-    p50 did (a regression).  Green needs both: p50 faster beyond the noise, and a p99 known and not worse."""
+    """How a p50 ratio (this run over the baseline) is judged, given its p99 ratio: ``css`` ``slower``, ``faster``
+    or ``""``; ``tail_worse`` when the p99 got worse beyond :data:`RATIO_NOISE`, whatever the p50 did."""
 
     css: str
     tail_worse: bool
@@ -33,18 +29,14 @@ class RatioTone:
 
 
 def _exact_ratio(ratio: Optional[float]) -> str:
-    """A ratio below 10 with the two decimals a 10% threshold needs (``1.12×``, where the tables'
-    ``1.1×`` hides why it was marked); a larger one as the tables give it."""
+    """A ratio below 10 with the two decimals a 10% threshold needs (the tables' ``1.1×`` hides why it was marked)."""
     if ratio is not None and ratio < 10:
         return "%.2f×" % ratio
     return format_ratio(ratio)
 
 
 def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioTone:
-    """The judgement of a p50 ratio, with its p99 ratio (see :class:`RatioTone`).
-
-    >>> ratio_tone(0.56, 220.0).css, ratio_tone(0.56, 1.0).css, ratio_tone(0.56, None).css
-    ('slower', 'faster', '')"""
+    """The judgement of a p50 ratio, given its p99 ratio (:class:`RatioTone`)."""
     tail_worse = p99_ratio is not None and p99_ratio > RATIO_NOISE
     if p50_ratio is None:
         return RatioTone("slower" if tail_worse else "", tail_worse, "the p99 got worse" if tail_worse else "")
@@ -67,9 +59,7 @@ def ratio_tone(p50_ratio: Optional[float], p99_ratio: Optional[float]) -> RatioT
 
 @dataclasses.dataclass(frozen=True)
 class MatrixRow:
-    """One arm in one cell and how it compares: ``p50_ratio``/``p99_ratio`` against the arm's first measured cell
-    (judged by ``tone``), ``rate_ratio`` a rate cell's ops/s over the first's, ``native`` the arm against its C floor
-    in the same cell (None: none)."""
+    """One arm in one cell against the arm's first measured cell, and against its C floor in the same cell."""
 
     entry: MatrixEntry
     p50_ratio: Optional[float] = None
@@ -89,7 +79,6 @@ class MatrixRow:
 
 @dataclasses.dataclass(frozen=True)
 class MatrixArm:
-    """One arm across the grid: its kind, a row per cell in cell order, and the cell the others are set against."""
 
     name: str
     kind: str
@@ -103,7 +92,6 @@ class MatrixArm:
 
 @dataclasses.dataclass(frozen=True)
 class Matrix:
-    """A grid's matrix document (``doc``: its cells, verdict ...) with every arm's cells compared."""
 
     doc: MatrixDoc
     arms: Tuple[MatrixArm, ...]
@@ -114,7 +102,6 @@ class Matrix:
 
 
 def _compare(name: str, entries: Sequence[MatrixEntry], natives: Mapping[str, NativeRatio]) -> MatrixArm:
-    """Arm ``name``'s rows, each set against the first cell that measured it."""
     kind = next((e.arm.kind for e in entries if e.arm.kind), LATENCY)
     base = next((e for e in entries if e.arm.latency is not None and e.arm.latency.p50_ns), None)
     base_lat: Optional[LatencyFigures] = base.arm.latency if base is not None else None
@@ -134,8 +121,7 @@ def _compare(name: str, entries: Sequence[MatrixEntry], natives: Mapping[str, Na
 
 
 def compare_matrix(doc: Union[MatrixDoc, Mapping[str, object]]) -> Matrix:
-    """The matrix document ``doc`` (parsed here if it is not a :class:`MatrixDoc` yet) with every arm's cells compared
-    ("vs C" from the ``native`` and ``native_match`` each row carries: none before 0.2)."""
+    """The matrix document ``doc`` with every arm's cells compared."""
     matrix = doc if isinstance(doc, MatrixDoc) else MatrixDoc.from_dict(doc)
     by_cell: Dict[str, Dict[str, ArmRecord]] = {}
     for _, entries in matrix.arms:

@@ -1,28 +1,22 @@
 """Measurement-quality warnings: reasons to distrust a figure, never errors (stdlib only).
 
-As pyperf's ``check`` does for throughput, these say when a run's numbers should be read with care and what to do
-about it: workers that disagree, several populations of wakes mixed in one distribution, figures near the timer's
-floor, tails that sit at multiples of the GIL switch interval (another Python thread held the GIL), and a wait that
-polls instead of blocking (its wakes spread evenly up to the poll's period).  A percentile left out for want of
-wakes is a *note*, not a warning: the figure is absent, not doubtful.
-
-Per-arm flags are computed from the raw samples when the arm finishes (:func:`quality_flags`, stored under
-``quality``).  :func:`warning_records` turns the flags and the summary's figures into typed records
-(:class:`~wakelab.evidence.model.WarningRecord`), stored under ``warnings`` in summary.json; renderers word them (as
-hyperfine turns its warning enum into sentences at the edge)."""
+As pyperf's ``check`` does, these say when a run's numbers should be read with care: workers that disagree, several
+populations of wakes, figures near the timer's floor, tails at multiples of the GIL switch interval, a wait that
+polls.  A percentile left out for want of wakes is a *note*: the figure is absent, not doubtful.  Per-arm flags come
+from the raw samples (:func:`quality_flags`, summary.json's ``quality``); :func:`warning_records` turns them and the
+figures into typed records (``warnings``) that renderers word."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wakelab.analysis.caveats import arm_record, bundle_of, gil_enabled, worker_infos
+from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, gil_enabled, worker_infos
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
-from wakelab.analysis.warning_figures import (
-    CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause, Populations, PollingFigures, Record,
-    SwitchTailFigures, TimerFloorFigures)
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, WarningKind, WarningRecord
+from wakelab.analysis.warning_figures import (CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause,
+                                              Populations, PollingFigures, SwitchTailFigures, TimerFloorFigures)
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, Record, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -50,17 +44,11 @@ SWITCH_CLUSTERING = 3.0
 _SWITCH_MIN_WAKES = 3
 _SWITCH_MIN_SHARE = 0.01
 
-# Polling (see find_polling).  The even spread is fitted on the POLL_FIT_Q-th percentile and its complement.  The
-# wakes must lie within POLL_MAX_DISTANCE of it (Kolmogorov-Smirnov distance: the largest gap between the two
-# cumulative shares); fill each of its POLL_PARTS equal parts with between POLL_MIN_PART and POLL_MAX_PART of an
-# even share (no tail tapering off inside it, no gap between two levels, no pile of wakes at one end); end at its
-# top (the POLL_EDGE_Q-th percentile within POLL_MAX_EDGE widths above the 95th); and spread over at least
-# POLL_MIN_SPREAD_OVER_FLOOR times their floor (the POLL_FLOOR_Q-th percentile) and POLL_MIN_PERIOD_NS (shorter
-# periods are not told apart from the scheduler's and the GIL's own hand-offs).  bench/polling_margin.py checks
-# them: polls of 1 to 10 ms at 200 wakes or more pass -- with 2 % of outliers, and at least 80 % of draws where a
-# random part between one and two periods covers the period unevenly (density 2:1); lognormal, gamma, normal and
-# two-level shapes (waits that block) fail, as do the catalogue's arms on a noisy 2-vCPU VM, with and without a busy
-# thread (the nearest, mp-queue, meets all but the spread over its floor: 4.7 against 8).  What the shape alone
+# Polling (see find_polling): an even spread fitted on the POLL_FIT_Q-th percentile and its complement, within
+# POLL_MAX_DISTANCE of the wakes (Kolmogorov-Smirnov), each of its POLL_PARTS parts holding POLL_MIN_PART to
+# POLL_MAX_PART of an even share (no tapering tail, no gap between two levels), ending at its top, and wider than
+# POLL_MIN_PERIOD_NS (shorter periods are not told from the scheduler's and the GIL's own hand-offs) and than its
+# floor.  bench/polling_margin.py checks them against polls and the shapes of waits that block; what the shape alone
 # cannot tell from a poll is a mixture that is mostly an even spread.
 POLL_MIN_SAMPLES = 50
 POLL_FIT_Q = 5.0
@@ -84,7 +72,7 @@ FLOOR_MULTIPLE = 10
 
 @dataclasses.dataclass(frozen=True)
 class QualityFlags(Record):
-    """A latency arm's flags, stored under ``quality`` (see :func:`quality_flags`); each None when not found."""
+    """A latency arm's flags, stored under ``quality``; each None when not found."""
 
     populations: Optional[Populations] = None
     switch_interval_tail: Optional[SwitchTailFigures] = None
@@ -92,7 +80,6 @@ class QualityFlags(Record):
 
     @classmethod
     def from_dict(cls, quality: object) -> "QualityFlags":
-        """The flags an arm's entry stores (none for a missing or empty ``quality``, or a missing or empty flag)."""
         stored = quality if isinstance(quality, Mapping) else {}
         populations, tail, polling = (stored.get(key) for key in ("populations", "switch_interval_tail", "polling"))
         return cls(Populations.from_dict(populations) if populations else None,
@@ -100,12 +87,9 @@ class QualityFlags(Record):
 
 
 def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
-    """Two or more well-separated populations of wakes in ``samples_ns``, or None.  Peaks of the smoothed log2
-    histogram are taken largest first; a peak is kept when it is at least an octave from every peak kept before it,
-    with a valley deeper than half the smaller peak between them.  Each kept peak's population is the wakes between
-    the valleys either side of it; it counts when it holds at least 10% of the wakes.  Returns the populations,
-    largest share first, where ``low_ns``..``high_ns`` are the 10th and 90th percentiles of the population's own wakes
-    (measured values, not bin positions)."""
+    """Two or more well-separated populations of wakes in ``samples_ns``, largest share first, or None.  Peaks of the
+    smoothed log2 histogram are kept largest first, each an octave and a deep valley from those kept before; each
+    population is the wakes between the valleys either side of its peak."""
     values = sorted(v for v in samples_ns if v > 0)
     n = len(values)
     if n < MIN_POPULATION_SAMPLES:
@@ -155,11 +139,7 @@ def find_populations(samples_ns: Sequence[int]) -> Optional[Populations]:
 
 
 def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float]) -> Optional[SwitchTailFigures]:
-    """Wakes clustered just above multiples of the switch interval, when they matter.  Counts the wakes in a narrow
-    band at each of the first eight multiples of ``interval_s`` (see ``SWITCH_BAND_*``).  Reported when at least 3
-    wakes and 1% of all fall in the bands, and the bands are at least three times as dense as the rest of the span
-    from half an interval to the last band.  Returns the share and count of those wakes, the interval and the
-    multiples that hold wakes, or None."""
+    """Wakes clustered just above multiples of the switch interval ``interval_s`` (see ``SWITCH_*``), or None."""
     if not samples_ns or not interval_s or interval_s <= 0:
         return None
     interval_ns = interval_s * 1e9
@@ -188,20 +168,16 @@ def switch_interval_tail(samples_ns: Sequence[int], interval_s: Optional[float])
 
 
 def polling_statistics(samples_ns: Sequence[int]) -> Optional[Dict[str, object]]:
-    """The figures :func:`find_polling` judges, whatever they say (None under POLL_MIN_SAMPLES wakes), as a mapping
-    (bench/polling_margin.py tabulates them): :meth:`PollingFigures.statistics` of :func:`_polling_figures`.
-    ``low_ns``..``high_ns`` is the even spread fitted on the 5th and 95th percentiles (extended by the 5 % either side
-    that it puts beyond them, ``low_ns`` no lower than the fastest wake), ``period_ns`` its width; ``distance`` the
-    Kolmogorov-Smirnov distance from the wakes to it; ``thinnest_part`` the share of the wakes in the emptiest fifth
-    of it, over an even share (an even spread: about 1; a tail that tapers or a gap between two levels: near 0);
-    ``edge`` how far the 97th percentile lies above the 95th, in widths (an even spread: 0.022; a tail that tapers:
-    more); ``spread_over_floor`` the width over the 1st percentile; ``n`` the wakes judged."""
+    """The figures :func:`find_polling` judges, whatever they say, as a mapping (bench/polling_margin.py tabulates
+    them; None under POLL_MIN_SAMPLES wakes).  ``thinnest_part``: the emptiest fifth's share over an even share (an even
+    spread: about 1); ``edge``: the 97th percentile above the 95th, in widths (an even spread: 0.022)."""
     figures = _polling_figures(samples_ns)
-    return None if figures is None else figures.statistics()
+    if figures is None:
+        return None
+    return {k: v for k, v in figures.to_dict().items() if k not in ("settle_jitter_us", "spans_jitter")}
 
 
 def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
-    """:func:`polling_statistics`'s figures as the record, the settle's left None."""
     values = sorted(v for v in samples_ns if v > 0)
     n = len(values)
     if n < POLL_MIN_SAMPLES:
@@ -232,17 +208,11 @@ def _polling_figures(samples_ns: Sequence[int]) -> Optional[PollingFigures]:
 
 
 def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = None) -> Optional[PollingFigures]:
-    """A wait that polls: wakes spread evenly from near nothing up to a period, or None.  A waiter that checks a flag
-    and sleeps P between checks answers a notify at its next check.  With a settle whose random part spans P (see
-    :func:`wakelab.core.drivers.settle_schedule_s`) the notify lands anywhere in the period, so the wakes spread
-    evenly from the floor (the check's own cost) to P; a wait that blocks bunches near its floor and tapers off.
-    Flagged when the wakes are close to an even spread (:func:`polling_statistics`'s ``distance`` at most
-    POLL_MAX_DISTANCE), end at its top (``edge`` at most POLL_MAX_EDGE), and that spread is at least
-    POLL_MIN_PERIOD_NS wide and POLL_MIN_SPREAD_OVER_FLOOR times the floor.  Returns the statistics with
-    ``spans_jitter``: True when the period found is within POLL_SPANS_JITTER of ``settle_jitter_us`` (the random part
-    of the settle, µs), which may have cut the spread short -- the period is then at least that long; None when not
-    known.  A period longer than the random part shows no even spread from the floor, and is not flagged: raise the
-    random part above it."""
+    """A wait that polls: wakes spread evenly from near nothing up to a period, or None.  A waiter that sleeps P
+    between checks answers a notify at its next check; with a settle whose random part spans P the notify lands
+    anywhere in the period, so the wakes spread evenly up to P, where a wait that blocks bunches near its floor.
+    ``spans_jitter``: the period reached the settle's random part (``settle_jitter_us``), which may have cut it short
+    (None: not known)."""
     figures = _polling_figures(samples_ns)
     if figures is None:
         return None
@@ -261,15 +231,12 @@ def find_polling(samples_ns: Sequence[int], settle_jitter_us: Optional[int] = No
     return dataclasses.replace(figures, settle_jitter_us=settle_jitter_us, spans_jitter=spans)
 
 
-def gil_contended(entry: Mapping[str, Any], summary: Mapping[str, Any]) -> bool:
-    """Whether another Python thread may hold the GIL the arm's waiter needs (:func:`_gil_contended` of the records)."""
-    return _gil_contended(arm_record(entry), bundle_of(summary))
-
-
-def _gil_contended(arm: ArmRecord, bundle: Bundle) -> bool:
-    """Only busy Python threads (``--cpu-threads``) hold the GIL for a switch interval: the notifier of every
-    driver blocks right after its notify, and the spinning waiters release it between polls.  None holds it when
-    the GIL is off, for the C floor, or for a waiter in another process (another interpreter, its own GIL)."""
+def gil_contended(entry: Arm, summary: Run) -> bool:
+    """Whether another Python thread may hold the GIL the arm's waiter needs.  Only busy Python threads
+    (``--cpu-threads``) hold it for a switch interval: the notifier of every driver blocks right after its notify,
+    and the spinning waiters release it between polls.  None holds it when the GIL is off, for the C floor, or for a
+    waiter in another process (another interpreter, its own GIL)."""
+    arm, bundle = arm_record(entry), bundle_of(summary)
     if not gil_enabled(bundle) or arm.family == "native" or arm.scope == "cross-process":
         return False
     return bool(bundle.conditions.cpu_threads) or any(w.applied.get("cpu_threads") for w in arm.workers or ())
@@ -277,22 +244,16 @@ def _gil_contended(arm: ArmRecord, bundle: Bundle) -> bool:
 
 def quality_flags(samples_ns: Sequence[int], interval_s: Optional[float], settle_jitter_us: Optional[int] = None,
                   settles: bool = True) -> QualityFlags:
-    """The per-arm flags stored under ``quality`` in summary.json.  ``interval_s`` is the switch interval, or None
-    where no Python thread can hold the GIL the waiter needs (:func:`gil_contended`): then no tail is looked for.
-    ``settle_jitter_us`` is the random part of the settle the wakes were taken with (None: no settle, as in an open
-    loop), for :func:`find_polling`; ``settles`` False for an arm whose waiter takes no settle at all
-    (``Arm.settles``): no polling is looked for."""
+    """The per-arm flags stored under ``quality``: no tail looked for without a switch interval ``interval_s`` (no
+    Python thread can hold the GIL), no polling for an arm that takes no settle (``settles``)."""
     return QualityFlags(populations=find_populations(samples_ns),
                         switch_interval_tail=switch_interval_tail(samples_ns, interval_s),
                         polling=find_polling(samples_ns, settle_jitter_us) if settles else None)
 
 
 def _population_cause(arm: ArmRecord, populations: Sequence[Population], placement: object) -> Optional[PopulationCause]:
-    """What in the evidence separates the populations, or None when nothing recorded does.  ``cpus``: each wake's
-    recorded CPUs (``cpu_split``) put the same-CPU and the cross-CPU wakes' medians in different populations, each
-    side holding at least MIN_POPULATION_SHARE of the wakes: where the wake ran explains it.  ``workers``: the worker
-    processes' own medians fall in different populations (the level shifted between processes).  ``placement``: the
-    run was not pinned and the workers recorded notifier and waiter on the same CPU in some and on different CPUs in
+    """What in the evidence separates the populations, or None: the same-CPU and cross-CPU wakes' medians, the
+    worker processes' medians, or an unpinned run's workers seeing notifier and waiter on one CPU in some and two in
     others."""
     by_cpu = _cpu_cause(arm, populations)
     if by_cpu is not None:
@@ -309,7 +270,6 @@ def _population_cause(arm: ArmRecord, populations: Sequence[Population], placeme
 
 
 def _home(value: float, populations: Sequence[Population]) -> Optional[int]:
-    """The population whose range holds ``value``, else the one whose range is nearest (log scale)."""
     best, distance = None, None
     for index, population in enumerate(populations):
         low, high = float(population.low_ns), float(population.high_ns)
@@ -338,14 +298,13 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Po
                            same_cpu_n=n_same, cross_cpu_n=n_cross)
 
 
-def derive_warnings(summary: Mapping[str, Any]) -> List[Dict[str, object]]:
-    """:func:`warning_records` of ``summary`` as summary.json stores them (``{"kind", "level", "arm", "figures"}``)."""
+def derive_warnings(summary: Run) -> List[Dict[str, object]]:
+    """:func:`warning_records` of ``summary`` as summary.json stores them."""
     return [record.to_dict() for record in warning_records(bundle_of(summary))]
 
 
 def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
-    """Quality warnings and notes of a run, from its figures and per-arm flags, in arm order, the run-wide note
-    first; see the module docstring for the kinds."""
+    """Quality warnings and notes of a run, in arm order, the run-wide note first."""
     records: List[WarningRecord] = []
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
     left_out: Dict[Tuple[float, int], OmittedPercentile] = {}
@@ -371,7 +330,7 @@ def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
             cause = _population_cause(arm, populations, placement)
             warn(WarningKind.POPULATIONS, arm.name, {"populations": [p.to_dict() for p in populations],
                                                     "cause": None if cause is None else cause.to_dict()})
-        if quality.switch_interval_tail is not None and _gil_contended(arm, bundle):
+        if quality.switch_interval_tail is not None and gil_contended(arm, bundle):
             warn(WarningKind.SWITCH_INTERVAL_TAIL, arm.name, quality.switch_interval_tail.to_dict())
         if quality.polling is not None:
             warn(WarningKind.POLLING, arm.name, quality.polling.to_dict())

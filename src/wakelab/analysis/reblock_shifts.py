@@ -1,14 +1,9 @@
 """What moved between two traced runs, in re-blocks: each cause's time per wake, and its change.
 
-:func:`wakelab.analysis.compare.compare_components` compares each component's p50.  A
-re-block is absent from most wakes of a run and long in a few (a GIL wait behind a busy
-thread: 5 ms in one wake in five), so its p50 is 0 in both runs and says nothing.  What a
-re-block costs a run is its *mean time per wake* (the cause's total over all traced wakes,
-divided by their count): the figure that adds up to the mean latency.  Here each cause
-(``ON/WHO``, :mod:`wakelab.analysis.reblocks`) is compared by that mean, with a
-percentile-bootstrap interval of the difference (each run's wakes resampled independently,
-one stream per run and cause from the comparison's seed), and the cause that moved most is
-the largest difference whose interval excludes 0 -- or, when none does, the largest."""
+A re-block is absent from most wakes of a run and long in a few (a GIL wait behind a busy thread: 5 ms in one wake in
+five), so its p50 is 0 in both runs and says nothing.  What it costs a run is its *mean time per wake*, the figure
+that adds up to the mean latency: each cause is compared by that, with a percentile-bootstrap interval of the
+difference."""
 
 from __future__ import annotations
 
@@ -22,8 +17,8 @@ from wakelab.analysis.reblocks import cause_order, cause_phrase
 
 @dataclasses.dataclass(frozen=True)
 class ReblockShift:
-    """One re-block cause in two traced runs: its mean time per wake in each (ns), the difference (other minus
-    baseline) with its interval (NaN: too few wakes to resample), and in how many wakes of each run it occurred."""
+    """One re-block cause in two traced runs: its mean time per wake in each (ns), the difference with its interval
+    (NaN: too few wakes to resample), and in how many wakes of each run it occurred."""
 
     cause: str
     baseline_ns: float
@@ -52,8 +47,7 @@ MIN_WAKES = 20
 def compare_reblocks(baseline: Mapping[str, Sequence[float]], other: Mapping[str, Sequence[float]], n_baseline: int,
                      n_other: int, confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
                      name: str = "") -> List[ReblockShift]:
-    """Each cause's mean time per wake in both runs (``baseline``/``other``: per-wake series by cause, ``n_*`` traced
-    wakes each; a cause missing from a run is 0 in each of its wakes), largest change first."""
+    """Each cause's mean time per wake in both runs (per-wake series by cause), largest change first."""
     import numpy as np
 
     shifts: List[ReblockShift] = []
@@ -76,17 +70,14 @@ def compare_reblocks(baseline: Mapping[str, Sequence[float]], other: Mapping[str
 
 
 def moved_most(shifts: Sequence[ReblockShift]) -> Optional[ReblockShift]:
-    """The cause whose change is largest among those whose interval excludes 0; else the largest
-    change (None: no re-block in either run)."""
+    """The largest change whose interval excludes 0, else the largest (None: no re-block in either run)."""
     significant = [s for s in shifts if s.excludes_zero()]
     pool = significant or [s for s in shifts if s.difference_ns != 0]
     return max(pool, key=lambda s: abs(s.difference_ns)) if pool else None
 
 
 def format_reblocks_moved(arm: str, shifts: Sequence[ReblockShift], baseline: str, other: str) -> Optional[str]:
-    """One line: the re-block that moved most between two traced runs, in the sentence's terms
-    ("event: of its re-blocks, on the GIL a busy thread held moved most: 1.20 ms a wake in A,
-    4.50 ms in B (+3.30 ms, CI +2.10 to +4.50 ms)"); None when neither run re-blocked."""
+    """One line: the re-block that moved most between two traced runs (None when neither run re-blocked)."""
     from wakelab.formatting import format_us
 
     found = moved_most(shifts)

@@ -1,21 +1,10 @@
-"""What a waiter re-blocked on, and who woke it: naming each further sleep of a traced wake.
+"""What a waiter re-blocked on, and who woke it: naming each further sleep of a traced wake (docs/tracing.md).
 
-A woken waiter often runs, blocks again and is woken again before ``t1``.
-:func:`wakelab.analysis.components.split_wake` credits each such sleep to ``gil_wait``
-("re-blocked"); this module names it from the waiter's own system calls:
-
-* **what it blocked on** -- the call it entered before it was switched out: a ``futex`` whose word
-  lies in the interpreter's own static data is *the GIL* (CPython keeps the GIL in ``_PyRuntime``;
-  the worker reports those ranges, :func:`wakelab.core.drivers.interpreter_data_ranges`); any other
-  futex is *a lock or condition*; fd, timer, signal and child waits by their calls (:data:`BLOCKED_ON`).
-* **who woke it** -- the thread that raised its ``sched_waking`` (the notifier, a busy thread, another
-  thread or process), or *a timeout* when the call returned that it timed out.
-* **who held it** -- for a lock or the GIL, the thread whose release ended the wait.  CPython's GIL
-  wait is a timed wait (time out, ask the holder to drop it, wait again), so the timed-out sleeps are
-  credited to the holder that ended the run of waits on the same thing.
-
-A re-block's *cause* is ``ON/WHO`` (``gil/busy``, ``timer/timeout`` ...), worded by :func:`cause_phrase`.
-Not told apart: *which* lock, and a subinterpreter's own GIL (on the heap: it reads as a lock)."""
+A ``futex`` whose word lies in the interpreter's own static data is *the GIL* (CPython keeps it in ``_PyRuntime``;
+the worker reports those ranges); any other futex is *a lock*.  CPython's GIL wait is a timed wait (time out, ask the
+holder to drop it, wait again), so the timed-out sleeps are credited to the holder that ended the run of waits on
+the same thing.  A re-block's *cause* is ``ON/WHO`` (``gil/busy``, ``timer/timeout`` ...).  Not told apart: *which*
+lock, and a subinterpreter's own GIL (on the heap: it reads as a lock)."""
 
 from __future__ import annotations
 
@@ -49,11 +38,8 @@ _ZERO_IS_TIMEOUT = frozenset(("select", "pselect6", "poll", "ppoll", "epoll_wait
 
 @dataclasses.dataclass(frozen=True)
 class WaiterContext:
-    """What the split knows about the waiter's surroundings, to name its re-blocks.  ``notifier_tid``: the thread that
-    notifies; ``busy_tids``: the worker's busy threads (``--cpu-threads``); ``gil_ranges``: ``(start, end)`` address
-    ranges of the interpreter's own static data in the process ``waiter_pid`` (a futex there is the GIL; empty for a C
-    floor, which has none); ``gil_releases``: when the notifier and the busy threads let go of the GIL with a waiter
-    waiting."""
+    """What the split knows about the waiter's surroundings, to name its re-blocks; ``gil_ranges``: the address
+    ranges of the interpreter's own static data in process ``waiter_pid`` (empty for a C floor)."""
 
     notifier_tid: Optional[int] = None
     busy_tids: FrozenSet[int] = frozenset()
@@ -64,15 +50,13 @@ class WaiterContext:
     gil_releases: Tuple[Tuple[int, int], ...] = ()
 
     def in_gil(self, address: int, tgid: int) -> bool:
-        """True when the futex word ``address``, in process ``tgid`` (0: unknown), lies in the GIL's ranges."""
         if self.waiter_pid and tgid and tgid != self.waiter_pid:
             return False
         return any(start <= address < end for start, end in self.gil_ranges)
 
 
 def context_from(info: dict, busy_tids: Iterable[int] = ()) -> WaiterContext:
-    """A :class:`WaiterContext` from a traced worker's ``info`` (``notifier_tid``,
-    ``interpreter_data``: ``{"pid": .., "ranges": [[start, end], ...]}``) and its busy threads."""
+    """A :class:`WaiterContext` from a traced worker's ``info`` and its busy threads."""
     data = info.get("interpreter_data")
     ranges: Tuple[Tuple[int, int], ...] = ()
     pid: Optional[int] = None
@@ -84,9 +68,8 @@ def context_from(info: dict, busy_tids: Iterable[int] = ()) -> WaiterContext:
         if isinstance(data.get("pid"), int):
             pid = data["pid"]
     notifier = info.get("notifier_tid")
-    return WaiterContext(notifier_tid=notifier if isinstance(notifier, int) else None,
-                         busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)), gil_ranges=ranges,
-                         waiter_pid=pid)
+    return WaiterContext(notifier_tid=notifier if isinstance(notifier, int) else None, gil_ranges=ranges, waiter_pid=pid,
+                         busy_tids=frozenset(int(t) for t in busy_tids if isinstance(t, int)))
 
 
 # futex operations that wake waiters (FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET), private flag
@@ -95,9 +78,8 @@ _FUTEX_WAKES = frozenset((1, 5, 10))
 
 
 def gil_releases(events: Iterable[Any], context: WaiterContext) -> Tuple[Tuple[int, int], ...]:
-    """``(time_ns, tid)`` of every futex wake on the GIL among ``events`` (the notifier's and busy
-    threads' own system calls, :class:`~wakelab.analysis.components.SchedEvent`): a thread letting
-    go of the GIL while another waits for it (CPython's drop_gil signalling its condition)."""
+    """``(time_ns, tid)`` of every futex wake on the GIL among ``events``: a thread letting go of the GIL while
+    another waits for it (CPython's drop_gil signalling its condition)."""
     found = [(e.time_ns, e.tid) for e in events
              if e.kind == "enter" and e.syscall == "futex" and (e.arg1 & 0x7F) in _FUTEX_WAKES
              and context.in_gil(e.arg0, e.tgid)]
@@ -105,8 +87,7 @@ def gil_releases(events: Iterable[Any], context: WaiterContext) -> Tuple[Tuple[i
 
 
 def blocked_on(syscall: str, address: int, tgid: int, context: WaiterContext) -> str:
-    """What a sleep in ``syscall`` (``""``: none seen open) waited on (one of :data:`BLOCKED_ON`);
-    ``address`` is its first argument (a futex's word), ``tgid`` the waiter's process."""
+    """What a sleep in ``syscall`` (``""``: none seen open) waited on: one of :data:`BLOCKED_ON`."""
     if syscall == "futex":
         return "gil" if context.in_gil(address, tgid) else "lock"
     return _SYSCALL_ON.get(syscall, "other")
@@ -122,7 +103,7 @@ def timed_out(syscall: str, ret: int) -> bool:
 
 
 def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) -> str:
-    """Who raised a wake (one of :data:`WAKERS` but ``timeout``): the thread ``tid`` of process ``tgid``."""
+    """Who raised a wake, thread ``tid`` of process ``tgid``: one of :data:`WAKERS` but ``timeout``."""
     if context.notifier_tid and tid == context.notifier_tid:
         return "notifier"
     if tid in context.busy_tids:
@@ -136,10 +117,8 @@ def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) ->
 
 @dataclasses.dataclass(frozen=True)
 class Reblock:
-    """One further sleep of the waiter between ``t0`` and ``t1``, after it first ran: ``asleep_ns`` from its
-    switch-out to the wake that ended it; ``on`` what it waited on (:data:`BLOCKED_ON`); ``by`` who woke it
-    (:data:`WAKERS`); ``holder``/``holder_tid`` who held it (empty/None: no thread); ``syscall`` and ``address``
-    (a futex's word, an fd) as the waiter entered it."""
+    """One further sleep of the waiter after it first ran: what it waited ``on``, who woke it (``by``) and who held
+    it (empty/None: no thread)."""
 
     on: str
     by: str
@@ -152,16 +131,13 @@ class Reblock:
 
     @property
     def cause(self) -> str:
-        """``ON/WHO``: what it waited on and who held it (or woke it, or ``timeout``)."""
         return "%s/%s" % (self.on, self.holder or self.by)
 
 
 def resolve_holders(reblocks: Sequence[Reblock], context: Optional[WaiterContext] = None,
                     waiter_tgid: int = 0) -> Tuple[Reblock, ...]:
-    """Each re-block with its holder: a wake by a thread names that thread; a run of sleeps on the
-    same thing that timed out is credited to the thread whose wake ended the run; a GIL wait that
-    timed out with no such wake after it, to the thread that let go of the GIL first after it
-    timed out (``context.gil_releases``); else to none (its cause stays ``gil/timeout``)."""
+    """Each re-block with its holder: a run of sleeps on the same thing that timed out is credited to the thread whose
+    wake ended the run; a GIL wait with no such wake after it, to the first thread that let go of the GIL after it."""
     out = list(reblocks)
     pending: list = []
     for i, block in enumerate(out):
@@ -199,7 +175,7 @@ def cause_phrase(cause: str) -> str:
 
 
 def cause_order(causes: Iterable[str]) -> list:
-    """Causes in a stable order: by what was waited on (:data:`BLOCKED_ON`), then by who (:data:`WAKERS`)."""
+    """Causes by what was waited on (:data:`BLOCKED_ON`), then by who (:data:`WAKERS`)."""
     def key(cause: str) -> Tuple[int, int, str]:
         on, _, who = cause.partition("/")
         return (BLOCKED_ON.index(on) if on in BLOCKED_ON else len(BLOCKED_ON),

@@ -1,10 +1,8 @@
 """Statistics on raw nanosecond samples: pure functions, no I/O, stdlib only.
 
-Percentiles use linear interpolation between the two nearest ranks (Hyndman & Fan type 7, numpy's default:
-:func:`wakelab.percentile.percentile`, the one definition the evidence model checks stored figures with too), so
-``p50`` of an even-sized sample is the mean of the two middle values.  A tail percentile is only reported when the
-sample holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100,
-p99.9: 1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason."""
+Percentiles are type 7 (:func:`wakelab.percentile.percentile`).  A tail percentile is only reported when the sample
+holds enough wakes to put at least one above it: ``pQ`` needs ``n >= 1 / (1 - Q/100)`` (p90: 10, p99: 100, p99.9:
+1000).  Below that the figure would just be the maximum in disguise, so it is omitted with a reason."""
 
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ import math
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from wakelab.evidence.figures import LatencyFigures
 from wakelab.percentile import percentile
 
 # The percentiles every latency arm reports, as (key, q in percent).
@@ -20,58 +19,48 @@ PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p9
 
 
 def min_n_for(q: float) -> int:
-    """Smallest sample size for which percentile ``q`` is reported."""
+    """Smallest sample size for which percentile ``q`` (0..100) is reported."""
     if q <= 50.0:
         return 1
     return int(math.ceil(round(1.0 / (1.0 - q / 100.0), 9)))
 
 
 @dataclasses.dataclass(frozen=True)
-class LatencyStats:
-    """Summary of one latency arm, all times in nanoseconds: ``percentiles_ns`` maps ``p50``/``p90``/``p99``/``p99_9``
-    to a value, or is missing the key, in which case ``omitted`` says why."""
+class LatencyStats(LatencyFigures):
+    """Summary of one latency arm (ns), as summary.json stores it; a percentile not reported is in ``omitted``."""
 
-    n: int
-    lost: int
-    min_ns: Optional[int]
-    max_ns: Optional[int]
-    mean_ns: Optional[float]
-    stdev_ns: Optional[float]
-    percentiles_ns: Dict[str, float]
-    omitted: Dict[str, str]
+    @classmethod
+    def of(cls, n: int, lost: int, min_ns: Optional[int], max_ns: Optional[int], mean_ns: Optional[float],
+           stdev_ns: Optional[float], percentiles: Dict[str, float], omitted: Dict[str, str]) -> "LatencyStats":
+        p50, p90, p99, p99_9 = (percentiles.get(key) for key, _ in PERCENTILES)
+        return cls(n, lost, min_ns, max_ns, mean_ns, stdev_ns, p50, p90, p99, p99_9, omitted)
 
-    def to_dict(self) -> Dict[str, object]:
-        out: Dict[str, object] = {key: getattr(self, key) for key in ("n", "lost", "min_ns", "max_ns", "mean_ns", "stdev_ns")}
-        out.update((key + "_ns", self.percentiles_ns.get(key)) for key, _q in PERCENTILES)
-        out["omitted"] = dict(self.omitted)
-        return out
+    @property
+    def percentiles_ns(self) -> Dict[str, float]:
+        return {key: getattr(self, key + "_ns") for key, _ in PERCENTILES if getattr(self, key + "_ns") is not None}
 
 
 def reportable(n: int) -> Tuple[List[Tuple[str, float]], Dict[str, str]]:
-    """The percentiles a sample of ``n`` wakes reports, and why each of the others is omitted."""
+    """The percentiles ``n`` wakes report, and why each of the others is omitted."""
     omitted = {key: "no samples" if n == 0 else "needs n >= %d, this arm has n = %d" % (min_n_for(q), n)
                for key, q in PERCENTILES if n < min_n_for(q)}
     return [(key, q) for key, q in PERCENTILES if key not in omitted], omitted
 
 
 def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
-    """n, lost, min, percentiles, max, mean and sample stdev of ``samples_ns``."""
+    """n, lost, min, percentiles, max, mean and sample stdev of ``samples_ns`` (ns)."""
     ordered = sorted(samples_ns)
     n = len(ordered)
     wanted, omitted = reportable(n)
     percentiles = {key: percentile(ordered, q) for key, q in wanted}
-    return LatencyStats(n=n, lost=lost, min_ns=ordered[0] if n else None, max_ns=ordered[-1] if n else None,
-                        mean_ns=statistics.fmean(ordered) if n else None,
-                        stdev_ns=statistics.stdev(ordered) if n >= 2 else None, percentiles_ns=percentiles,
-                        omitted=omitted)
+    return LatencyStats.of(n, lost, ordered[0] if n else None, ordered[-1] if n else None, statistics.fmean(ordered) if n else None,
+                           statistics.stdev(ordered) if n >= 2 else None, percentiles, omitted)
 
 
 @dataclasses.dataclass(frozen=True)
 class RateStats:
-    """Summary of a rate arm: operations per second per round.  ``ops_per_s`` is the median round's rate;
-    ``min``/``max`` the slowest and fastest rounds.  ``baseline_ops_per_s`` is the median rate of the empty loop;
-    ``net_ns_per_op`` the median round's cost per call with the median empty-loop cost per iteration subtracted (never
-    below zero)."""
+    """Summary of a rate arm: operations per second per round (the median round's, the slowest's, the fastest's, the
+    empty loop's); ``net_ns_per_op`` the median round's cost per call less the empty loop's (never below zero)."""
 
     rounds: int
     n_per_round: int
@@ -87,7 +76,7 @@ class RateStats:
 
 
 def summarize_rate(n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]) -> RateStats:
-    """Per-round rates of ``n_per_round`` operations taking ``round_ns`` each."""
+    """Per-round rates (ops/s) of ``n_per_round`` operations taking ``round_ns`` each."""
     if not round_ns or not baseline_round_ns:
         raise ValueError("a rate needs at least one round and one baseline round")
     if n_per_round <= 0:
@@ -104,11 +93,8 @@ def summarize_rate(n_per_round: int, round_ns: Sequence[int], baseline_round_ns:
 
 
 def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cpus: Sequence[int]) -> Optional[Dict[str, object]]:
-    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two.  ``waiter_cpus[i]`` /
-    ``notifier_cpus[i]`` are the CPUs of wake ``i`` (-1 unknown), read by the driver outside the timed window.  None
-    when no wake has both recorded; otherwise ``same_cpu`` and ``cross_cpu`` each with ``n``, ``p50_ns`` and
-    ``p99_ns`` (None where too few wakes, see :func:`min_n_for`), ``unknown`` (wakes with a side not recorded) and
-    ``cross_share`` (cross-CPU wakes over the wakes with both sides known)."""
+    """An arm's wakes split by where they ran: notifier and waiter on one CPU, or on two (CPUs -1: unknown); None when
+    no wake has both recorded."""
     if not samples_ns or len(waiter_cpus) != len(samples_ns) or len(notifier_cpus) != len(samples_ns):
         return None
     same: list = []
@@ -135,8 +121,7 @@ def cpu_split(samples_ns: Sequence[int], waiter_cpus: Sequence[int], notifier_cp
 
 
 def repetition_spread(medians: Sequence[Optional[float]]) -> Optional[Dict[str, object]]:
-    """How far apart the repetitions' own medians are: ``values`` (one per repetition, in order), ``min``, ``max`` and
-    ``range_pct`` ((max - min) / median of the values x 100), or None with fewer than two repetitions measured."""
+    """How far apart the repetitions' own medians are, or None with fewer than two repetitions measured."""
     values = [float(v) for v in medians if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(values) < 2:
         return None

@@ -1,9 +1,5 @@
-"""Signal storms and realtime scheduling, read from a run's figures (stdlib only).
-
-A storm arm's result is counts as well as latencies: its raw record's ``info`` (one per worker) holds
-what each storm sent, what reached the code, what was flushed, and the receiver's work-loop rates
-(:mod:`wakelab.core.drivers.storm`).  :func:`storm_figures` adds them up over an arm's storms;
-:func:`storm_advice` and :func:`realtime_advice` are the guidance's words for them."""
+"""Signal storms and realtime scheduling, read from a run's figures (stdlib only): a storm arm's worker ``info``
+holds counts (:mod:`wakelab.core.drivers.storm`) that :func:`storm_figures` adds up."""
 
 from __future__ import annotations
 
@@ -25,10 +21,6 @@ RECEIVER_TITLES = {"handler": "Python handler", "sigwait": "sigtimedwait thread"
                    "c-handler": "C handler", "c-sigwait": "C sigtimedwait"}
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 @dataclasses.dataclass(frozen=True)
 class StormInfo:
     """What one storm recorded (:mod:`wakelab.core.drivers.storm` defines each count)."""
@@ -46,13 +38,11 @@ class StormInfo:
 
     @staticmethod
     def each_of(arm: ArmRecord) -> List["StormInfo"]:
-        """Each storm of an arm (none where it records no storm): each field read by its type, a missing or
-        unusable count as 0."""
         def read(kind: str, value: Any) -> Any:
             if kind == "str":
                 return str(value or "")
             if kind == "int":
-                return _int(value)
+                return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
             return float(value) if isinstance(value, (int, float)) else None
 
         return [StormInfo(**{f.name: read(str(f.type), one.get(f.name)) for f in dataclasses.fields(StormInfo)})
@@ -61,8 +51,7 @@ class StormInfo:
 
 @dataclasses.dataclass(frozen=True)
 class StormFigures(StormInfo):
-    """One storm arm's counts, summed over its ``storms`` (one per worker process; ``work_lost`` their median),
-    and its reaction times."""
+    """One storm arm's counts, summed over its ``storms`` (``work_lost``: their median), and its reaction times."""
 
     arm: str
     storms: int
@@ -71,7 +60,6 @@ class StormFigures(StormInfo):
 
     @property
     def ratio(self) -> Optional[float]:
-        """Delivered over sent (None when nothing was sent)."""
         return self.delivered / self.sent if self.sent else None
 
     @property
@@ -81,7 +69,7 @@ class StormFigures(StormInfo):
 
 
 def storm_figures(arm: Arm) -> Optional[StormFigures]:
-    """The storm figures of one arm (its record or its summary.json entry), or None when it is not a measured storm arm."""
+    """The storm figures of one arm, or None when it is not a measured storm arm."""
     record = arm_record(arm)
     storms = StormInfo.each_of(record)
     if record.family != "storms" or not storms:
@@ -96,7 +84,6 @@ def storm_figures(arm: Arm) -> Optional[StormFigures]:
 
 
 def storm_table(run: Run) -> List[StormFigures]:
-    """Every measured storm arm of a run, in its order."""
     return [figures for figures in (storm_figures(arm) for arm in bundle_of(run).arms()) if figures is not None]
 
 
@@ -120,8 +107,7 @@ def _cite(levels: Mapping[str, Level], name: str) -> Tuple[Cite, ...]:
 
 
 def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
-    """What this run's storms say: the share a Python handler saw, what saw more, the cost to the
-    main thread.  ``(items, headline clause)``; nothing when the run measured no storm."""
+    """What this run's storms say, and the headline's clause."""
     rows = {f.arm: f for f in storm_table(bundle)}
     if not rows:
         return [], ""
@@ -179,12 +165,7 @@ def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advi
     return items, clause
 
 
-def _p99(level: Level) -> Optional[float]:
-    return level.figure("p99")
-
-
 def _busy(bundle: Bundle) -> Tuple[int, int]:
-    """The busy Python threads and processes the run added (the processes it could start, where it says)."""
     conditions = bundle.conditions
     threads = conditions.cpu_threads
     procs = conditions.recorded.get("applied_cpu_procs", conditions.cpu_procs)
@@ -192,7 +173,7 @@ def _busy(bundle: Bundle) -> Tuple[int, int]:
 
 
 def _budget(bundle: Bundle) -> Tuple[object, object]:
-    """The machine's realtime budget (runtime, period; µs) as the first arm that recorded it says (None: none did)."""
+    """The machine's realtime budget (runtime, period; µs) as the first arm that recorded it says."""
     for arm in bundle.arms():
         for one in worker_infos(arm):
             budget = one.get("rt_budget")
@@ -202,8 +183,7 @@ def _budget(bundle: Bundle) -> Tuple[object, object]:
 
 
 def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
-    """What SCHED_FIFO bought the waiter in this run (a normal and a FIFO arm measured side by side),
-    and its pitfalls: the GIL, the notifier, RT throttling.  ``(items, headline clause)``."""
+    """What SCHED_FIFO bought the waiter in this run, and its pitfalls; and the headline's clause."""
     # (normal, FIFO): each realtime arm declares the arm it is under normal scheduling (wakelab.core.model.Role).
     pairs = [(levels[str(r.against)], levels[b]) for b, r in arms_with_role(ROLE_REALTIME) if r.against in levels and b in levels]
     if not pairs:
@@ -215,7 +195,7 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
     items: List[Advice] = []
     clause = ""
     for normal, fifo in pairs:
-        a99, b99 = _p99(normal), _p99(fifo)
+        a99, b99 = normal.figure("p99"), fifo.figure("p99")
         if a99 is None or b99 is None:
             continue
         ratio = b99 / a99

@@ -1,12 +1,9 @@
 """A measurement-quality record's figures as a typed record, one class per kind (stdlib only).
 
-summary.json stores each warning as ``{"kind", "level", "arm", "figures"}`` and leaves ``figures`` open, so a
-hand-edited or newer bundle may hold anything there.  :func:`figures_of` is where a warning's figures are parsed:
-into the class of its kind, reading exactly what the wording needs, or ``KeyError``, ``TypeError`` or
-``ValueError`` where they are not what the kind says -- the renderer then shows the record as stored
-(:class:`StoredEntry`).  The per-arm quality flags (``quality`` in summary.json, see
-:func:`wakelab.analysis.quality.quality_flags`) are the same records (:class:`Populations`,
-:class:`SwitchTailFigures`, :class:`PollingFigures`), written with ``to_dict()`` and read with ``from_dict()``."""
+summary.json leaves a warning's ``figures`` open, so a hand-edited or newer bundle may hold anything there:
+:func:`figures_of` parses them into the class of their kind, or raises ``KeyError``, ``TypeError`` or ``ValueError``
+-- the renderer then shows the record as stored (:class:`StoredEntry`).  The per-arm quality flags are the same
+records."""
 
 from __future__ import annotations
 
@@ -14,27 +11,12 @@ import dataclasses
 import enum
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from wakelab.evidence.model import WarningKind, WarningRecord
-
-
-def _plain(value: object) -> object:
-    """A field as summary.json holds it: a record as its mapping, a tuple as a list."""
-    if isinstance(value, Record):
-        return value.to_dict()
-    return [_plain(v) for v in value] if isinstance(value, tuple) else value
-
-
-class Record:
-    """A frozen record that summary.json stores as the mapping of its fields, in their order."""
-
-    def to_dict(self) -> Dict[str, object]:
-        return {name: _plain(value) for name, value in vars(self).items()}
+from wakelab.evidence.model import Record, WarningKind, WarningRecord
 
 
 @dataclasses.dataclass(frozen=True)
 class StoredEntry:
-    """A record's entry as summary.json stores it (``arm`` and ``kind`` as stored, not as parsed), for a renderer that
-    shows the figures it cannot word."""
+    """A record's entry as summary.json stores it, for a renderer that shows the figures it cannot word."""
 
     arm: Any
     kind: Any
@@ -48,7 +30,6 @@ class StoredEntry:
 
 @dataclasses.dataclass(frozen=True)
 class OmittedPercentile(Record):
-    """A percentile left out: its key (``p99_9``), the arm's n and the n it needs, as stored."""
 
     percentile: Any
     n: Any
@@ -57,7 +38,6 @@ class OmittedPercentile(Record):
 
 @dataclasses.dataclass(frozen=True)
 class OmittedFigures(Record):
-    """``percentiles-omitted``: each percentile left out for want of wakes."""
 
     left_out: Tuple[OmittedPercentile, ...]
 
@@ -71,7 +51,6 @@ class OmittedFigures(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SpreadFigures:
-    """``worker-spread``: of medians (else rates), between repetitions (else worker processes), how far apart."""
 
     medians: bool
     between_repetitions: bool
@@ -84,7 +63,6 @@ class SpreadFigures:
 
 @dataclasses.dataclass(frozen=True)
 class Population(Record):
-    """One population of wakes: its share (0-1) and the 10th and 90th percentile of its own wakes (ns)."""
 
     share: float
     low_ns: Any
@@ -92,7 +70,6 @@ class Population(Record):
 
     @classmethod
     def from_dict(cls, stored: object) -> "Population":
-        """A mapping whose share is a number (else ``TypeError``), with both ends (else ``KeyError``)."""
         if not isinstance(stored, Mapping) or not isinstance(stored["share"], (int, float)):
             raise TypeError("population")
         return cls(stored["share"], stored["low_ns"], stored["high_ns"])
@@ -100,8 +77,6 @@ class Population(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Populations(Record):
-    """The quality flag ``populations``: two or more populations of wakes, largest share first
-    (see :func:`wakelab.analysis.quality.find_populations`)."""
 
     populations: Tuple[Population, ...]
 
@@ -111,8 +86,6 @@ class Populations(Record):
 
 
 class CauseKind(str, enum.Enum):
-    """What the run recorded that separates a record's populations (see
-    :func:`wakelab.analysis.quality._population_cause`)."""
 
     CPUS = "cpus"
     WORKERS = "workers"
@@ -128,9 +101,9 @@ _CAUSE_FIGURES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class PopulationCause:
-    """The cause a ``populations`` record names: ``kind`` a :class:`CauseKind` with its figures (those of the other
-    kinds left None), or the kind as stored where it is none of them, ``stored`` then holding the cause as stored."""
+class PopulationCause(Record):
+    """The cause a ``populations`` record names: ``kind`` a :class:`CauseKind` with its figures, or the kind as stored
+    where it is none of them (``stored``: the cause as stored)."""
 
     kind: object
     stored: Any = None
@@ -146,11 +119,11 @@ class PopulationCause:
     def to_dict(self) -> Dict[str, object]:
         if not isinstance(self.kind, CauseKind):
             return dict(self.stored)
-        return {"kind": self.kind.value, **{name: _plain(getattr(self, name)) for name in _CAUSE_FIGURES[self.kind]}}
+        plain = super().to_dict()
+        return {"kind": self.kind.value, **{name: plain[name] for name in _CAUSE_FIGURES[self.kind]}}
 
     @classmethod
     def from_stored(cls, cause: Any) -> Optional["PopulationCause"]:
-        """None for no cause recorded; a cause that is not a mapping is a ``TypeError``."""
         if not cause:
             return None
         if not isinstance(cause, Mapping):
@@ -171,7 +144,6 @@ POPULATIONS_NAMED = 3
 
 @dataclasses.dataclass(frozen=True)
 class PopulationsFigures:
-    """``populations``: how many, the largest :data:`POPULATIONS_NAMED` of them, and the cause recorded (or None)."""
 
     count: int
     named: Tuple[Population, ...]
@@ -188,8 +160,6 @@ class PopulationsFigures:
 
 @dataclasses.dataclass(frozen=True)
 class SwitchTailFigures(Record):
-    """``switch-interval-tail``, and the quality flag ``switch_interval_tail``: the share of wakes (0-1) and their
-    count just above which multiples of which interval (see :func:`wakelab.analysis.quality.switch_interval_tail`)."""
 
     share: float
     count: Any
@@ -204,7 +174,6 @@ class SwitchTailFigures(Record):
 
 @dataclasses.dataclass(frozen=True)
 class TimerFloorFigures(Record):
-    """``timer-floor``: a p50 (of the arm, or of its component ``series``) under ``multiple`` times the floor."""
 
     series: Any
     p50_ns: Any
@@ -220,10 +189,8 @@ class TimerFloorFigures(Record):
 
 @dataclasses.dataclass(frozen=True)
 class PollingFigures(Record):
-    """``polling``, and the quality flag ``polling``: the even spread's ends and period (ns), its distance to the
-    wakes, the rest of the statistics judged (:func:`wakelab.analysis.quality.polling_statistics`; a warning's
-    reader, :meth:`from_figures`, leaves them None), and the settle's random part (µs) with whether the period
-    reached it (see :func:`wakelab.analysis.quality.find_polling`)."""
+    """``polling``: the even spread's ends and period (ns), the statistics judged (a warning's reader leaves them
+    None), and the settle's random part (µs) with whether the period reached it."""
 
     low_ns: Any
     high_ns: Any
@@ -237,13 +204,8 @@ class PollingFigures(Record):
     settle_jitter_us: Any = None
     spans_jitter: Any = None
 
-    def statistics(self) -> Dict[str, object]:
-        """The statistics judged, without the settle's: :func:`wakelab.analysis.quality.polling_statistics`."""
-        return {k: v for k, v in self.to_dict().items() if k not in ("settle_jitter_us", "spans_jitter")}
-
     @classmethod
     def from_dict(cls, stored: Any) -> "PollingFigures":
-        """The flag as written (its values as stored)."""
         return cls(**stored)
 
     @classmethod
@@ -254,7 +216,6 @@ class PollingFigures(Record):
 
 Figures = Union[OmittedFigures, SpreadFigures, PopulationsFigures, SwitchTailFigures, TimerFloorFigures, PollingFigures]
 
-#: How each kind's figures are read.
 _READERS: Dict[WarningKind, Callable[[Any], Figures]] = {WarningKind.PERCENTILES_OMITTED: OmittedFigures.from_dict,
                                                          WarningKind.WORKER_SPREAD: SpreadFigures.from_dict,
                                                          WarningKind.POPULATIONS: PopulationsFigures.from_dict,
@@ -264,8 +225,7 @@ _READERS: Dict[WarningKind, Callable[[Any], Figures]] = {WarningKind.PERCENTILES
 
 
 def figures_of(record: WarningRecord) -> Figures:
-    """``record``'s figures as the record of its kind; ``KeyError``, ``TypeError`` or ``ValueError`` when they are
-    not what the kind says (or not a mapping), or the kind is none of :class:`WarningKind`."""
+    """``record``'s figures as the record of its kind (see the module docstring)."""
     stored = StoredEntry.of(record).figures
     if not isinstance(record.kind, WarningKind) or (stored and not isinstance(stored, Mapping)):
         raise ValueError("kind %r" % (record.kind,))

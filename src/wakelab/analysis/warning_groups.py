@@ -1,35 +1,25 @@
 """Measurement-quality warnings gathered by what they say, so that a sentence is said once (stdlib only).
 
 A catalogue run on a noisy machine holds fifty warnings, most of them "repetitions disagree" or "two populations
-of wakes" about thirty arms: printed one by one they hid the one warning about a single arm.
-:func:`group_warnings` gathers the records of one kind and level (a note never joins a warning) whose figures
-choose the same sentence (:class:`Explanation`); what differs inside a group is the arm and one figure that says
-how bad it is there (:class:`GroupMember`).  A group of one, and a record that cannot be grouped, stand as
-themselves.  summary.json keeps every record: grouping is layout, computed once
-(:attr:`wakelab.analysis.view.RunView.warning_groups`) and placed by each renderer.
-
-:func:`machine_load` reads what the run *saw* beside it (summary.json's ``observed``): the other processes that
-kept a CPU busy and the load average at both ends, said once for the run rather than in each arm's warning."""
+of wakes" about thirty arms: printed one by one they hid the one warning about a single arm.  :func:`group_warnings`
+gathers the records of one kind and level whose figures choose the same sentence (:class:`Explanation`); inside a
+group only the arm and one figure differ.  :func:`machine_load` says once for the run what kept the machine busy."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis.warning_figures import (
-    CauseKind, PollingFigures, Population, PopulationsFigures, SpreadFigures, SwitchTailFigures, TimerFloorFigures,
-    figures_of)
-from wakelab.evidence.model import WarningKind, WarningRecord
+from wakelab.analysis.caveats import Run, bundle_of
+from wakelab.analysis.warning_figures import (CauseKind, PollingFigures, Population, PopulationsFigures, SpreadFigures,
+                                              SwitchTailFigures, TimerFloorFigures, figures_of)
+from wakelab.evidence.model import Reading, WarningKind, WarningRecord
 
 
 @dataclasses.dataclass(frozen=True)
 class Explanation:
-    """What a group's records share, the part of their figures that chooses its sentence; each kind fills its own.
-    ``worker-spread``: between repetitions (else worker processes), of medians (else rates).  ``populations``: the
-    ``cause`` the run recorded (None: nothing recorded tells).  ``switch-interval-tail``: the switch interval (s).
-    ``timer-floor``: the floor (ns per clock pair), the multiple of it and the clocksource.  ``polling``: the settle's
-    random part (µs) when the period found reached it (None: the period was measured whole)."""
+    """What a group's records share, the part of their figures that chooses its sentence; each kind fills its own."""
 
     between_repetitions: bool = False
     medians: bool = False
@@ -49,8 +39,8 @@ _UNITS = {WarningKind.WORKER_SPREAD: RATIO, WarningKind.POPULATIONS: RATIO, Warn
 
 @dataclasses.dataclass(frozen=True)
 class GroupMember:
-    """One arm of a group: its record, the figure that says how bad the warning is there, and the part of the arm
-    the record is about (``series``: a timer-floor record of a component; None for the arm as a whole)."""
+    """One arm of a group: its record, the figure that says how bad the warning is there, and the component
+    (``series``) a timer-floor record is about."""
 
     record: WarningRecord
     arm: str
@@ -59,16 +49,13 @@ class GroupMember:
 
     @property
     def label(self) -> str:
-        """``arm`` or ``arm.series``."""
         return self.arm if not self.series else "%s.%s" % (self.arm, self.series)
 
 
 @dataclasses.dataclass(frozen=True)
 class WarningGroup:
-    """Records that say one thing about several arms, or one record said as it is.  ``explanation`` is what the
-    members share (None for a record that is not grouped: ``single``); ``members`` come worst first (the largest ratio
-    or share, the smallest duration), and ``unit`` says how their figure reads (:data:`RATIO`, :data:`SHARE` or
-    :data:`DURATION_NS`)."""
+    """Records that say one thing about several arms (``members``, worst first), or one record said as it is
+    (``single``, with no ``explanation``)."""
 
     kind: Union[WarningKind, str]
     level: str
@@ -79,12 +66,10 @@ class WarningGroup:
 
     @property
     def records(self) -> Tuple[WarningRecord, ...]:
-        """The records the group stands for: each member's, worst first, or the single one."""
         return (self.single,) if self.single is not None else tuple(m.record for m in self.members)
 
     @property
     def grouped(self) -> bool:
-        """True when the group speaks for more than one record (renderers word it once, the arms after it)."""
         return len(self.records) > 1
 
 
@@ -99,7 +84,6 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _population_level_ratio(populations: Sequence[Population]) -> Optional[float]:
-    """The slowest population's level over the fastest's, each at the middle of its range (geometric)."""
     levels: List[float] = []
     for population in populations:
         low, high = _number(population.low_ns), _number(population.high_ns)
@@ -110,9 +94,7 @@ def _population_level_ratio(populations: Sequence[Population]) -> Optional[float
 
 
 def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, float, Optional[str]]]:
-    """``(explanation, figure, series)`` of a record that can join a group, None for one that is said on its own
-    (worded by an older runner, about no arm or about the run, of a kind this version does not know, or with
-    figures that are not what its kind says)."""
+    """``(explanation, figure, series)`` of a record that can join a group, None for one that is said on its own."""
     if record.text is not None or record.arm is None or record.kind not in _UNITS:
         return None
     try:
@@ -148,10 +130,8 @@ def _explained(record: WarningRecord) -> Optional[Tuple[Explanation, float, Opti
 
 
 def group_warnings(records: Sequence[WarningRecord]) -> Tuple[WarningGroup, ...]:
-    """``records`` gathered into groups of one kind, level and explanation, in the order each first appears; a group
-    of one, and a record that cannot be grouped, stand as themselves (:attr:`WarningGroup.single`).  Members come
-    worst first -- the largest ratio or share, the smallest duration (nearest the floor, or the fastest poll) -- ties
-    in run order."""
+    """``records`` gathered into groups of one kind, level and explanation, in the order each first appears; members
+    worst first -- the largest ratio or share, the smallest duration -- ties in run order."""
     found: Dict[Tuple[object, ...], List[Tuple[WarningRecord, Optional[Tuple[Explanation, float, Optional[str]]]]]] = {}
     for index, record in enumerate(records):
         explained = _explained(record)
@@ -173,7 +153,6 @@ def group_warnings(records: Sequence[WarningRecord]) -> Tuple[WarningGroup, ...]
 
 @dataclasses.dataclass(frozen=True)
 class BusyProcess:
-    """A process other than the run's own that used at least a tenth of a CPU over the run."""
 
     name: str
     pid: Any
@@ -183,28 +162,24 @@ class BusyProcess:
 
 @dataclasses.dataclass(frozen=True)
 class MachineLoad:
-    """What kept the machine busy beside a run: the busy processes seen (busiest first) and the
-    1-minute load average at the run's start and end (None where not recorded)."""
+    """What kept the machine busy beside a run, and the 1-minute load average at its start and end."""
 
     busy: Tuple[BusyProcess, ...]
     load_start: Optional[float] = None
     load_end: Optional[float] = None
 
 
-def _first_load(reading: Any) -> Optional[float]:
-    values = reading.get("load_average") if isinstance(reading, Mapping) else None
+def _first_load(reading: Optional[Reading]) -> Optional[float]:
+    values = reading.load_average if reading is not None else None
     return _number(values[0]) if isinstance(values, list) and values else None
 
 
-def machine_load(summary: Mapping[str, Any]) -> Optional[MachineLoad]:
-    """The load beside the run when ``observed`` saw another process busy, else None (a quiet machine, or not recorded).
-
-    The load average alone does not say the machine was loaded: it counts the run's own worker processes too."""
-    observed = summary.get("observed")
-    if not isinstance(observed, Mapping):
+def machine_load(run: Run) -> Optional[MachineLoad]:
+    """The load beside the run when ``observed`` saw another process busy, else None: the load average alone counts
+    the run's own workers too."""
+    observed = bundle_of(run).observed
+    if observed is None:
         return None
-    procs = observed.get("busy_processes")
-    shares = [(p, _number(p.get("cpu_share"))) for p in (procs if isinstance(procs, list) else ()) if isinstance(p, Mapping)]
-    busy = tuple(BusyProcess(str(p.get("name")), p.get("pid"), share, bool(p.get("started_during_run")))
-                 for p, share in shares if share is not None)
-    return MachineLoad(busy, _first_load(observed.get("start")), _first_load(observed.get("end"))) if busy else None
+    shares = [(p, _number(p.cpu_share)) for p in observed.busy_processes or ()]
+    busy = tuple(BusyProcess(str(p.name), p.pid, share, bool(p.started_during_run)) for p, share in shares if share is not None)
+    return MachineLoad(busy, _first_load(observed.start), _first_load(observed.end)) if busy else None

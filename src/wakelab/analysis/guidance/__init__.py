@@ -7,37 +7,28 @@ into that advice, so that it changes when the figures change and says nothing ab
 (only arms with status ``ok`` and figures are cited).  Nothing random enters: the rank test is exact and arms are
 ordered by p50, then name, so the same evidence always gives the same words.
 
-One module per part, each importing only those above it: ``records`` (the topics and the records
-returned), ``noise`` (an arm's level and when one arm is clearly faster), ``ranking`` (the groups of
-comparable arms and their words), ``advice`` (choosing a wake path), ``cautions`` (what a figure does
-not say); this ``__init__`` puts the advice in its order under its headline and re-exports the names."""
+One module per part, each importing only those above it: ``records``, ``noise``, ``ranking``, ``advice``,
+``cautions``; this ``__init__`` puts the advice in its order under its headline."""
 
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from wakelab.analysis.caveats import bundle_of
-from wakelab.analysis.guidance.advice import (
-    RELOAD_HANDLERS, handoff_advice, install_advice, prefer_advice, process_advice, signal_advice)
+from wakelab.analysis.guidance.advice import handoff_advice, install_advice, prefer_advice, process_advice, signal_advice
 from wakelab.analysis.guidance.cautions import (
     busy_threads, open_loop_advice, open_loop_words, pitfalls, polling_advice, tail_advice)
-from wakelab.analysis.guidance.noise import (
-    ALPHA, EXACT_PAIRS, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, RANGES, RANKS, RATIO, Apart, Level, clearly_faster,
-    format_times, level_of, measured_levels, positive, rank_test_p, separation)
+from wakelab.analysis.guidance.noise import Level, format_times, measured_levels, positive, rank_test_p
 from wakelab.analysis.guidance.ranking import (
-    GROUPS, HANDOFF_GROUP, IN_PROCESS, LEADER, NATIVE, PROCESS_GROUP, SIGNAL_GROUP, SLOWER, SPINNING, STORM_GROUP, UNCLEAR,
-    UNRANKED, UNRANKED_GROUPS, Ranked, Ranking, format_ranking, group_clause, group_of, open_loop_interval, open_loop_note,
-    rank_levels, rank_wake_paths)
-from wakelab.analysis.guidance.records import (
-    HANDOFF, INSTALL, OPEN_LOOP, PITFALL, POLLING, PREFER, PROCESSES, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance)
+    GROUPS, IN_PROCESS, LEADER, PROCESS_GROUP, SIGNAL_GROUP, SLOWER, UNCLEAR, Ranking, format_ranking, group_clause,
+    open_loop_interval, open_loop_note, rank_wake_paths)
+from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, PREFER, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns, format_rate
 
 
 def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> Guidance:
-    """The advice this run's figures support: a :class:`Guidance` (a one-line ``headline`` and :class:`Advice`
-    items, each citing the figures it rests on, in ns).  ``ranked``: the bundle's :func:`rank_wake_paths`,
-    when the caller has them already."""
+    """The advice this run's figures support (``ranked``: the bundle's :func:`rank_wake_paths`, if known)."""
     levels = measured_levels(bundle)
     rankings = {r.group: r for r in (rank_wake_paths(bundle) if ranked is None else ranked)}
     in_process = rankings.get(IN_PROCESS)
@@ -94,21 +85,11 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
 
 
 def guidance_dict(summary: Mapping[str, object]) -> Dict[str, object]:
-    """:func:`guidance_for` of a summary document in memory, in its JSON form (for summary.json)."""
     return guidance_for(bundle_of(summary)).to_dict()
 
 
 __all__ = [
-    # the records returned, and the topics of their advice
-    "Advice", "Cite", "Guidance", "HANDOFF", "INSTALL", "OPEN_LOOP", "PITFALL", "POLLING", "PREFER", "PROCESSES", "SELF_TEST",
-    "SIGNALS", "TAIL",
-    # an arm's level and the noise around it
-    "ALPHA", "EXACT_PAIRS", "LARGE_RATIO", "MIN_CLAIM_RATIO", "NO_RANGE_RATIO", "RANGES", "RANKS", "RATIO", "Apart", "Level",
-    "clearly_faster", "format_times", "level_of", "rank_test_p", "separation",
-    # the groups and their rankings
-    "GROUPS", "HANDOFF_GROUP", "IN_PROCESS", "NATIVE", "PROCESS_GROUP", "SIGNAL_GROUP", "SPINNING", "STORM_GROUP",
-    "UNRANKED_GROUPS", "LEADER", "SLOWER", "UNCLEAR", "UNRANKED", "Ranked", "Ranking", "format_ranking", "group_of",
-    "open_loop_note", "rank_levels", "rank_wake_paths",
-    # the advice
-    "RELOAD_HANDLERS", "guidance_dict", "guidance_for",
+    "Advice", "Cite", "Guidance", "OPEN_LOOP", "PITFALL", "PREFER", "SELF_TEST", "SIGNALS", "TAIL", "Level", "format_times",
+    "rank_test_p", "GROUPS", "IN_PROCESS", "LEADER", "SLOWER", "UNCLEAR", "Ranking", "format_ranking", "open_loop_note",
+    "rank_wake_paths", "guidance_dict", "guidance_for",
 ]

@@ -17,7 +17,7 @@ from wakelab.analysis.guidance.ranking import (
 from wakelab.analysis.guidance.records import HANDOFF, INSTALL, PREFER, PROCESSES, SIGNALS, Advice, Cite, unique_cites
 from wakelab.core.model import ROLE_HANDLER_COST, ROLE_POOL, ROLE_UNWRAPPED_INSTALL
 from wakelab.core.registry import arms_with_role
-from wakelab.evidence.model import Bundle
+from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_rate, format_ratio
 
 # How many handlers a reload re-installs in the install arithmetic (SIGHUP, SIGTERM, SIGINT).
@@ -25,7 +25,6 @@ RELOAD_HANDLERS = 3
 
 
 def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
-    """The in-process recommendation and its headline clause."""
     if ranking is None:
         return None, ""
     first = ranking.fastest
@@ -113,7 +112,6 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
 
 
 def process_advice(ranking: Optional[Ranking]) -> Optional[Advice]:
-    """Waking another process: the cross-process group in :func:`~wakelab.analysis.guidance.ranking.format_ranking`'s words."""
     if ranking is None:
         return None
     first = ranking.fastest
@@ -191,13 +189,15 @@ def signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
     return items, clause
 
 
+def _ops(arm: Optional[ArmRecord]) -> Optional[float]:
+    return positive(arm.rate.ops_per_s) if arm is not None and arm.measured and arm.rate is not None else None
+
+
 def install_advice(bundle: Bundle) -> Optional[Advice]:
     arms = bundle.arms_by_name()
     install = arms.get("signal-install")
-    if install is None or not install.measured or install.rate is None:
-        return None
-    ops = positive(install.rate.ops_per_s)
-    if ops is None:
+    ops = _ops(install)
+    if ops is None or install is None or install.rate is None:
         return None
     per_call = 1e9 / ops
     cites = [Cite(install.name, "per_call", per_call)]
@@ -209,9 +209,9 @@ def install_advice(bundle: Bundle) -> Optional[Advice]:
     if slowest is not None and fastest is not None and fastest / slowest >= NO_RANGE_RATIO:
         text += " Its rounds ranged from %s/s to %s/s." % (format_rate(slowest), format_rate(fastest))
     native = arms.get(str(install.native)) if install.native else None
-    native_ops = positive(native.rate.ops_per_s) if native is not None and native.measured and native.rate else None
+    native_ops = _ops(native)
     unwrapped = next((arms[n] for n, r in arms_with_role(ROLE_UNWRAPPED_INSTALL) if r.against == install.name and n in arms), None)
-    unwrapped_ops = positive(unwrapped.rate.ops_per_s) if unwrapped is not None and unwrapped.measured and unwrapped.rate else None
+    unwrapped_ops = _ops(unwrapped)
     if unwrapped is not None and unwrapped_ops is not None:
         # Where the rebinding cost goes: Lib/signal.py's wrapper, the C function under it, the kernel call.
         inner = 1e9 / unwrapped_ops
@@ -236,8 +236,6 @@ def install_advice(bundle: Bundle) -> Optional[Advice]:
 
 
 def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
-    """Threads, subinterpreters or processes for a hand-off, from the executor arms; and what waking a
-    subinterpreter by its queue costs against a pipe.  The headline's clause."""
     items: List[Advice] = []
     clause = ""
     ranked = rank_levels([levels[n] for n, _ in arms_with_role(ROLE_POOL) if n in levels])

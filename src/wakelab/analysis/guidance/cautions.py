@@ -19,13 +19,11 @@ from wakelab.formatting import format_ns, format_rate, format_ratio
 
 
 def open_loop_words(interval_us: float) -> str:
-    """``a notify every 500 µs; latencies from each notify's scheduled instant`` (the headline's parenthesis)."""
     every = "a notify every %s µs; " % format_rate(interval_us) if interval_us else ""
     return "%slatencies from each notify's scheduled instant, the notifier's lateness included" % every
 
 
 def _notify_late_p50(level: Level) -> Optional[float]:
-    """The p50 of the arm's ``notify_late`` component (open loop: how late the notifier's own notify was), ns."""
     for name, figures in level.arm.components:
         if name == "notify_late":
             return positive(figures.p50_ns)
@@ -33,7 +31,6 @@ def _notify_late_p50(level: Level) -> Optional[float]:
 
 
 def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking], interval_us: float) -> Advice:
-    """What an open-loop figure is (docs/run.md: ``--mode open``), said before any advice quotes one."""
     level = in_process.fastest.level if in_process is not None else min(levels.values(), key=lambda lv: (lv.p50_ns, lv.name))
     cites = [level.cite()]
     every = "one every %s µs, " % format_rate(interval_us) if interval_us else ""
@@ -51,7 +48,6 @@ def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
 
 
 def busy_threads(bundle: Bundle) -> int:
-    """How many busy Python threads ran beside the waiter (``--cpu-threads``), 0 without load."""
     busy = bundle.conditions.cpu_threads
     return busy if isinstance(busy, int) and not isinstance(busy, bool) and busy > 0 else 0
 
@@ -83,20 +79,16 @@ def tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[s
         parts.append(phrase)
     if not parts:
         return None
-    worst: Optional[Tuple[float, Level, str, float]] = None
-    for level in sorted(levels.values(), key=lambda lv: lv.name):  # ties go to the first name, whatever the run order
-        if group_of(level.arm) in (NATIVE, STORM_GROUP) or level.figure("p99") is None:
-            continue
-        p99 = level.figure("p99") or 0.0
-        ratio = p99 / level.p50_ns
-        if worst is None or ratio > worst[0]:
-            worst = (ratio, level, "p99", p99)
+    # Ties go to the first name, whatever the run order.
+    p99s = [(lv, lv.figure("p99")) for lv in sorted(levels.values(), key=lambda lv: lv.name)
+            if group_of(lv.arm) not in (NATIVE, STORM_GROUP)]
+    worst = max(((p99 / lv.p50_ns, lv, p99) for lv, p99 in p99s if p99 is not None), key=lambda t: t[0], default=None)
     text = "Tail%s: %s." % (" with %d busy Python thread%s beside the waiter" % (busy, "" if busy == 1 else "s") if busy else "",
                              "; ".join(parts))
     if worst is not None and worst[1] not in watched:
         cites.append(worst[1].cite("p99"))
         text += " The widest tail among the wake paths: %s, p99 %s (%s its p50)." % (
-            worst[1].name, format_ns(worst[3]), format_ratio(worst[0]))
+            worst[1].name, format_ns(worst[2]), format_ratio(worst[0]))
     tails = [w for w in bundle.warnings() if w.kind is WarningKind.SWITCH_INTERVAL_TAIL and w.arm in levels]
     for warning in tails[:2]:
         figures = warning.figures
@@ -114,8 +106,6 @@ def tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[s
 
 
 def polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Optional[Ranking]) -> Tuple[List[Advice], str]:
-    """What a wait that polls (a ``polling`` warning, :func:`wakelab.analysis.quality.find_polling`) means, and
-    what to use instead; the headline's clause."""
     warnings = [w for w in bundle.warnings() if w.kind is WarningKind.POLLING and w.arm in levels]
     polling = [str(w.arm) for w in warnings]
     items: List[Advice] = []
@@ -151,8 +141,6 @@ def polling_advice(bundle: Bundle, levels: Mapping[str, Level], in_process: Opti
 
 
 def pitfalls(levels: Mapping[str, Level]) -> List[Advice]:
-    """What a handler's figures and a spinning waiter's do not show: main-thread-only delivery, heavy handlers,
-    and busy-wait figures that say nothing of a waiter that blocks."""
     items: List[Advice] = []
     handlers = [levels[n] for n, _ in arms_with_role(ROLE_HANDLER) if n in levels]
     if handlers:

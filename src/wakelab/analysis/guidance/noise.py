@@ -30,15 +30,14 @@ LARGE_RATIO = 2.0
 
 
 def format_times(ratio: float) -> str:
-    """A ratio between arms: two decimals below 2× (``1.08×``, so that 1.08 and 1.12 do not both read
-    1.1× on either side of :data:`MIN_CLAIM_RATIO`), else as :func:`~wakelab.formatting.format_ratio`."""
+    """A ratio between arms: two decimals below 2×, so that 1.08 and 1.12 do not both read 1.1× on either side of
+    :data:`MIN_CLAIM_RATIO`."""
     if math.isfinite(ratio) and 0 < ratio < 1.995:
         return "%.2f×" % ratio
     return format_ratio(ratio)
 
 
 def positive(value: Any) -> Optional[float]:
-    """A finite positive float, or None (evidence may hold nulls, booleans, zeros or out-of-range numbers)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     number = float(value)
@@ -46,15 +45,13 @@ def positive(value: Any) -> Optional[float]:
 
 
 def _interval(low_ns: float, high_ns: float) -> str:
-    """``2.49 µs to 6.74 µs``."""
     return "%s to %s" % (format_ns(low_ns), format_ns(high_ns))
 
 
 @dataclasses.dataclass(frozen=True)
 class Level:
-    """A measured latency arm's median and the medians of its repetitions or worker processes (ns): ``units`` sorted
-    (empty where the bundle kept only their range), ``low_ns``/``high_ns`` their range widened to hold the pooled
-    median, ``between`` ``repetitions`` or ``workers``; ``ranged`` False: no range (``low_ns == high_ns == p50_ns``)."""
+    """A measured latency arm's median and the medians of its repetitions or worker processes (ns): ``units`` (empty
+    where the bundle kept only their range), ``low_ns``/``high_ns`` their range widened to hold the pooled median."""
 
     arm: ArmRecord
     p50_ns: float
@@ -69,7 +66,6 @@ class Level:
         return self.arm.name
 
     def figure(self, key: str) -> Optional[float]:
-        """``min``, ``p50``, ``p90``, ``p99`` or ``max`` of the arm, in ns (None when not reported)."""
         lat = self.arm.latency
         if lat is None:
             return None
@@ -82,22 +78,18 @@ class Level:
 
     @property
     def unit_noun(self) -> str:
-        """``repetition`` or ``worker`` (``its 5 repetition medians``)."""
         return "repetition" if self.between == "repetitions" else "worker"
 
     @property
     def unit_words(self) -> str:
-        """``repetitions'`` or ``worker processes'`` (whose medians the range spans)."""
         return "repetitions'" if self.between == "repetitions" else "worker processes'"
 
     def spread_words(self, own: str = "its") -> str:
-        """``its 5 repetitions' medians ranged 2.49 µs to 6.74 µs`` (for the text; ``own`` for "its")."""
         count = "%d " % len(self.units) if self.units else ""
         return "%s %s%s medians ranged %s" % (own, count, self.unit_words, _interval(self.low_ns, self.high_ns))
 
 
 def _units_of(arm: ArmRecord, between: str) -> Tuple[float, ...]:
-    """The medians a spread spans: each repetition's (``between`` repetitions) or each worker's."""
     if between == "repetitions":
         raw: Sequence[Any] = arm.repetitions.values if arm.repetitions is not None else ()
     else:
@@ -138,7 +130,7 @@ def measured_levels(bundle: Bundle) -> Dict[str, Level]:
 
 
 def tail_figure(level: Level) -> Tuple[str, Optional[float]]:
-    """The highest percentile the arm reports (p99, else p90), or its max."""
+    """The highest percentile the arm reports (p99, else p90), or its max (ns)."""
     for key in ("p99", "p90", "max"):
         value = level.figure(key)
         if value is not None:
@@ -154,9 +146,8 @@ RATIO = "ratio"    # a side has no spread: only a ratio of NO_RANGE_RATIO or mor
 
 @dataclasses.dataclass(frozen=True)
 class Apart:
-    """How this run tells arm ``a`` from a slower-by-p50 arm ``b``: ``ratio`` b's p50 over a's, ``clear`` whether b is
-    clearly slower, ``basis`` one of :data:`RANKS`, :data:`RANGES`, :data:`RATIO`; for :data:`RANKS`, ``crossings`` of
-    the ``pairs`` of medians with b's not above a's, and the exact test's ``p_value``."""
+    """How this run tells arm ``a`` from a slower-by-p50 arm ``b``; for :data:`RANKS`, ``crossings`` of the ``pairs``
+    of medians with b's not above a's, and the exact test's ``p_value``."""
 
     ratio: float
     clear: bool
@@ -189,8 +180,7 @@ EXACT_PAIRS = 900
 
 
 def rank_test_p(crossings: int, m: int, n: int) -> float:
-    """The two-sided p-value of ``crossings`` (pairs out of order) between m and n values: exact up to
-    :data:`EXACT_PAIRS` pairs (the same for the same counts, whatever the values)."""
+    """The two-sided p-value of ``crossings`` (pairs out of order) between m and n values."""
     if m * n > EXACT_PAIRS:
         z = (crossings + 0.5 - m * n / 2.0) / math.sqrt(m * n * (m + n + 1) / 12.0)
         return min(1.0, math.erfc(-z / math.sqrt(2.0)))
@@ -213,12 +203,11 @@ def separation(a: Level, b: Level) -> Apart:
 
 
 def clearly_faster(a: Level, b: Level) -> bool:
-    """True when ``a``'s median is below ``b``'s by more than this run's noise (module docstring)."""
+    """True when ``a``'s median is below ``b``'s by more than this run's noise."""
     return separation(a, b).clear
 
 
 def noise_phrase(a: Level, b: Level) -> str:
-    """How the run tells ``b`` from the faster ``a``, when it does (for the text)."""
     apart = separation(a, b)
     if apart.basis == RANKS:
         if apart.crossings == 0:
@@ -233,8 +222,6 @@ def noise_phrase(a: Level, b: Level) -> str:
 
 
 def within_phrase(a: Level, b: Level, own: str = "its") -> str:
-    """Why ``b`` is not clearly slower than ``a``: the ranges that overlap, or the rule that applies (``own``:
-    how the text refers to ``b``)."""
     apart = separation(a, b)
     if apart.ratio < MIN_CLAIM_RATIO:
         return "under %s×" % MIN_CLAIM_RATIO
@@ -247,19 +234,16 @@ NO_SPREAD = "no spread between workers to judge noise by"
 
 
 def within_noise(first: Level, of: str) -> str:
-    """``within this run's noise of {of}``; without a spread to judge by, ``within 1.5× of {of} (...)``."""
     if first.ranged:
         return "within this run's noise of %s" % of
     return "within %s× of %s (%s)" % (NO_RANGE_RATIO, of, NO_SPREAD)
 
 
 def beyond_noise(first: Level) -> str:
-    """``beyond this run's noise``; without a spread to judge by, ``by 1.5× or more (...)``."""
     return "beyond this run's noise" if first.ranged else "by %s× or more (%s)" % (NO_RANGE_RATIO, NO_SPREAD)
 
 
 def clear_of_noise(first: Level) -> str:
-    """``beyond this run's noise``, inside a sentence; without a spread, ``by at least the 1.5× that counts ...``."""
     if first.ranged:
         return "beyond this run's noise"
     return "by at least the %s× that counts with %s" % (NO_RANGE_RATIO, NO_SPREAD)

@@ -48,8 +48,7 @@ UNRANKED_GROUPS = (SPINNING, NATIVE, STORM_GROUP)
 
 
 def group_of(arm: ArmRecord) -> str:
-    """Which group of :data:`GROUPS` a latency arm is compared within: the group its family or the arm
-    declares (``Family.group``, ``Arm.group``), where its waiter state and scope do not say otherwise."""
+    """Which group of :data:`GROUPS` a latency arm is compared within."""
     declared = declared_group(arm.name, arm.family)
     if declared in (NATIVE, STORM_GROUP):  # C floors, and each receiver of a storm: experiments of their own
         return declared
@@ -71,9 +70,7 @@ UNRANKED = "unranked"  # in a group whose arms are each an experiment of their o
 
 @dataclasses.dataclass(frozen=True)
 class Ranked:
-    """One arm in a ranking: its level, its p50 over the lowest p50 of its group, whether it is clearly
-    slower than that arm, and where it stands (:data:`LEADER`, :data:`SLOWER`, :data:`UNCLEAR`,
-    :data:`UNRANKED`)."""
+    """One arm in a ranking: its level, its p50 over the lowest p50 of its group, and where it stands."""
 
     level: Level
     ratio: float
@@ -86,7 +83,7 @@ class Ranked:
 
 
 def rank_levels(levels: Sequence[Level], ranked: bool = True) -> Tuple[Ranked, ...]:
-    """``levels`` by p50 (then name), each with its standing against the lowest (module docstring)."""
+    """``levels`` by p50 (then name), each with its standing against the lowest."""
     members = sorted(levels, key=lambda lv: (lv.p50_ns, lv.name))
     if not members:
         return ()
@@ -107,9 +104,7 @@ def rank_levels(levels: Sequence[Level], ranked: bool = True) -> Tuple[Ranked, .
 
 @dataclasses.dataclass(frozen=True)
 class Ranking:
-    """The measured arms of one group, lowest p50 first: ``leaders`` (within this run's noise of the lowest),
-    ``unclear`` (after them, yet not clearly slower by their own spread), ``ranked`` (every arm); ``open_loop``:
-    the p50s were taken from each notify's scheduled instant."""
+    """The measured arms of one group, lowest p50 first; ``open_loop``: p50s from each notify's scheduled instant."""
 
     group: str
     title: str
@@ -118,12 +113,10 @@ class Ranking:
 
     @property
     def comparable(self) -> bool:
-        """False for groups whose arms differ in waiter state or scope (spinning waiters, C floors)."""
         return self.group not in UNRANKED_GROUPS
 
     @property
     def fastest(self) -> Ranked:
-        """The arm with the lowest p50 (the fastest only where :attr:`clear_fastest`)."""
         return self.ranked[0]
 
     @property
@@ -140,12 +133,11 @@ class Ranking:
 
     @property
     def clear_fastest(self) -> bool:
-        """The lowest p50 is clearly below every other arm's: the group has a fastest arm."""
         return self.comparable and len(self.ranked) > 1 and all(r.clearly_slower for r in self.ranked[1:])
 
 
 def open_loop_interval(bundle: Bundle) -> Optional[float]:
-    """The notify interval (µs) of an open-loop run, 0.0 where it is not recorded; None for a closed loop."""
+    """The notify interval (µs) of an open-loop run, 0.0 where not recorded; None for a closed loop."""
     params = bundle.parameters
     if not params.open_loop:
         return None
@@ -153,9 +145,7 @@ def open_loop_interval(bundle: Bundle) -> Optional[float]:
 
 
 def open_loop_note(bundle: Bundle) -> Optional[str]:
-    """What an open-loop figure is, in a clause (None for a closed-loop run): ``open loop: p50s from each
-    notify's scheduled instant (one every 500 µs), so they include the notifier's lateness and any wait
-    behind an earlier wake``."""
+    """What an open-loop figure is, in a clause (None for a closed-loop run)."""
     interval = open_loop_interval(bundle)
     if interval is None:
         return None
@@ -181,7 +171,6 @@ def rank_wake_paths(bundle: Bundle) -> Tuple[Ranking, ...]:
 
 
 def _times(ratio: float, explain: List[bool], base: str) -> str:
-    """``1.55×``, with what it is a ratio to the first time a text shows one (``explain`` holds that)."""
     if explain:
         return format_times(ratio)
     explain.append(True)
@@ -189,14 +178,8 @@ def _times(ratio: float, explain: List[bool], base: str) -> str:
 
 
 def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
-    """One group's arms by p50, in the words of the module docstring ("How a group reads")::
-
-        within this run's noise of the lowest p50: pipe 14.1 µs, eventfd 15.3 µs, event 16.6 µs;
-        clearly slower (× the lowest p50): queue 2.2×, ...; slowest: mp-queue 104 µs (7.4×)
-
-    or ``fastest beyond this run's noise: event 10.0 µs; clearly slower (× its p50): ...``.  ``limit``
-    keeps the text short: the leaders (at most ``limit`` after the first), the arms not clearly
-    slower by their own spread, then only the slowest."""
+    """One group's arms by p50 ("within this run's noise of the lowest p50: pipe 14.1 µs, eventfd 15.3 µs; clearly
+    slower (× the lowest p50): queue 2.2×, ...; slowest: mp-queue 104 µs (7.4×)"); ``limit`` keeps it short."""
     first = ranking.fastest
     text = "%s %s" % (first.name, format_ns(first.level.p50_ns))
     if len(ranking.ranked) == 1:
@@ -232,7 +215,6 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
         return text
 
     def entry(r: Ranked, short: bool, inside: bool = False) -> str:
-        """``1.55×``; an arm not clearly slower says why (``inside`` parentheses already: after a semicolon)."""
         words = _times(r.ratio, explain, base)
         if r.standing == UNCLEAR:
             why = "not clearly slower: %s" % ("its own spread" if short else within_phrase(first.level, r.level))
@@ -250,7 +232,6 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
 
 
 def how_judged(ranking: "Ranking") -> str:
-    """How the ranking's noise was judged, in a sentence's words."""
     first = ranking.fastest.level
     if not first.ranged:
         return ("no spread between workers was measured (one worker per arm, or --in-process), so only a p50 at "
@@ -265,8 +246,7 @@ def how_judged(ranking: "Ranking") -> str:
 
 
 def wide_note(leaders: Sequence[Ranked]) -> str:
-    """Where arms :data:`LARGE_RATIO` or more apart are within the noise, how wide the noise is: `` -- noise
-    that wide: X's 3 worker processes' medians ranged 6.01 µs to 72.1 µs`` (the widest range among them)."""
+    """Where arms :data:`LARGE_RATIO` or more apart are within the noise, how wide the noise is."""
     if len(leaders) < 2 or max(r.ratio for r in leaders) < LARGE_RATIO:
         return ""
     widest = max((r.level for r in leaders), key=lambda lv: (lv.high_ns / lv.low_ns, lv.name))
@@ -274,8 +254,6 @@ def wide_note(leaders: Sequence[Ranked]) -> str:
 
 
 def lowest_words(ranking: Ranking, noun: str) -> str:
-    """``the fastest in-process wake`` where the group has a fastest arm, else ``the in-process wake with the
-    lowest p50`` (or ``the only ...`` of a group of one)."""
     if len(ranking.ranked) == 1:
         return "the only %s measured" % noun
     if ranking.clear_fastest:
@@ -284,12 +262,10 @@ def lowest_words(ranking: Ranking, noun: str) -> str:
 
 
 def and_list(words: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
     return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
 
 
 def group_clause(ranking: Ranking, scope: str) -> str:
-    """The headline's clause for a group: its fastest arm only where it is clear of the noise."""
     first = ranking.fastest
     figure = "%s %s" % (first.name, format_ns(first.level.p50_ns))
     if len(ranking.ranked) == 1:
