@@ -73,20 +73,16 @@ def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
     return ["%s %s vs %s" % (k, value(a, k), value(b, k)) for k in keys if value(a, k) != value(b, k)]
 
 
-def check_comparable(baseline: Run, other: Run, across: Sequence[str] = ()) -> List[str]:
-    """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.  Refused, unless
-    ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose kind, waiter state,
-    scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned: different interpreters,
-    machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an incomplete run."""
-    return comparability(baseline, other, across)[0]
-
-
 # The interpreter record's keys that make another interpreter (as stored: debug_build has no typed field).
 _INTERPRETER_KEYS = ("implementation", "version", "build", "free_threaded_build", "gil_enabled", "debug_build")
 
 
 def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tuple[List[str], List[str]]:
-    """:func:`check_comparable`'s warnings, and the differences compared on purpose (named in ``across``)."""
+    """The warnings, and the differences compared on purpose.  Raise :class:`EvidenceError` unless the runs measured
+    the same experiments: refused, unless ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a
+    shared arm whose kind, waiter state, scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or
+    ``conditions``.  Warned: different interpreters, machines, pinned CPUs or wakelab versions, conditions recorded by
+    one run only, an incomplete run."""
     named = set(across)
     a_arms, b_arms = baseline.arms_by_name(), other.arms_by_name()
     where = "cannot compare %s with %s" % (other.source, baseline.source)

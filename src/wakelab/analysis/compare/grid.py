@@ -17,11 +17,8 @@ GRID_DIMENSIONS = {"python": "interpreter", "placement": "placement", "settle_us
                    "switch_interval_s": "switch-interval", "mode": "mode"}
 
 
-def load_grid(path: str) -> Grid:
-    """Read the grid at ``path`` (:meth:`wakelab.evidence.model.Grid.load`, the loader every reader of a grid
-    shares: it refuses a cell listed twice, leading outside the grid, or missing although it ran); a cell that
-    never ran is kept, without a run."""
-    return Grid.load(path)
+# The loader every reader of a grid shares (a cell that never ran is kept, without a run).
+load_grid = Grid.load
 
 
 def grid_across(grid: Grid) -> Tuple[str, ...]:
