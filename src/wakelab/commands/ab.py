@@ -1,24 +1,16 @@
 """``wakelab ab BASE HEAD``: did a change make wakes slower?  One run, two sides taking turns, one gate.
 
-Each side is an environment: an interpreter (or a virtual environment), folders put first on the
-workers' PYTHONPATH (a checkout of the code under test), environment variables, and optionally
-an arm file of its own.  The two sides are the two cells of one grid
-(:mod:`wakelab.harness.grid`), whose repetitions take turns (base, head, head, base, ...), so a
-machine that changes over the run -- load, idle states, which vCPU is awake -- reaches both sides
-alike; two separate runs cannot promise that (see ``wakelab compare``).  The verdict is compare's
-(:func:`wakelab.analysis.compare.compare_grid`): per arm and percentile the ratio head/base with
-its two-level bootstrap interval and minimum detectable effect; the gate
-(:mod:`wakelab.analysis.abgate`) fails when a gated percentile is "slower" beyond
-``--fail-on-regression``.
-
-Exit status: 0 pass, 1 regression, 2 error (bad input, or an arm the gate could not judge: it
-failed or was skipped on a side), 130/143/129 interrupted (the evidence so far is kept).
+The two sides (environments: an interpreter or venv, folders of code first on the workers' PYTHONPATH,
+variables, arm files) are the two cells of one grid whose repetitions alternate, so a machine that
+changes over the run reaches both alike; two separate runs cannot promise that.  The verdict is
+compare's (:func:`wakelab.analysis.compare.compare_grid`), the gate :mod:`wakelab.analysis.abgate`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -27,13 +19,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
+from wakelab.commands.compare import EXIT_REGRESSION
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
 
 if TYPE_CHECKING:
     from wakelab.core.model import Arm
 
-EXIT_REGRESSION = 1
 AB_SCHEMA = "wakelab.ab"
 AB_SCHEMA_VERSION = 1
 ROLES = ("base", "head")
@@ -94,11 +86,7 @@ class Side:
     site_path: Tuple[str, ...] = ()  # the interpreter's site-packages entries (when arm files need them)
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "role": self.role, "name": self.name, "spec": self.spec, "python": self.python or sys.executable,
-            "python_label": self.python_label, "pythonpath": list(self.pythonpath), "site_path": list(self.site_path),
-            "env": dict(self.env), "arm_files": list(self.arm_files), "planted_delay_us": self.planted_delay_us,
-        }
+        return dict(dataclasses.asdict(self), python=self.python or sys.executable, env=dict(self.env))
 
 
 def register(sub: Any) -> None:
@@ -226,13 +214,8 @@ def _venv_python(folder: str) -> Optional[str]:
     raise UsageError("%s has a pyvenv.cfg but no bin/python: not a usable virtual environment" % folder)
 
 
-def _resolve_python(value: str, found: List[Any]) -> Tuple[str, str]:
-    from wakelab.harness.interpreters import resolve_python, survey
-
-    def candidates() -> Any:
-        if not found:
-            found.append(survey())
-        return found[0]
+def _resolve_python(value: str, candidates: Callable[[], Any]) -> Tuple[str, str]:
+    from wakelab.harness.interpreters import resolve_python
 
     try:
         path, interpreter = resolve_python(value, candidates)
@@ -263,66 +246,66 @@ def _site_path(python: Optional[str], env: Dict[str, str]) -> Tuple[str, ...]:
     return tuple(p for p in with_site if isinstance(p, str) and p and p not in without)
 
 
-def _side_paths(values: Sequence[str], flag: str, names: Dict[str, str], exists: Callable[[str], bool], what: str,
-                into: Dict[str, List[str]]) -> None:
-    """Each ``[SIDE:]PATH`` of ``flag``, made absolute, onto its sides' lists; UsageError for one that is not a ``what``."""
-    for value in values:
-        roles, text = _split_side(value, flag, names)
+def _existing(exists: Callable[[str], bool], what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
         if not exists(text):
-            raise UsageError("%s %s: %s is not a %s" % (flag, value, text, what))
-        for role in roles:
-            into[role].append(os.path.abspath(text))
+            raise ValueError("%s is not a %s" % (text, what))
+        return os.path.abspath(text)
+
+    return parse
+
+
+def _env_pair(text: str) -> Tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not ENV_NAME.match(key):
+        raise ValueError("expected [SIDE:]NAME=VALUE")
+    if key == "PYTHONPATH":
+        raise ValueError("give a side's folders with --path [SIDE:]DIR (or as BASE/HEAD)")
+    return key, value
 
 
 def resolve_sides(args: argparse.Namespace) -> List[Side]:
     """Both sides from BASE, HEAD and the per-side options (UsageError naming what is wrong)."""
+    from wakelab.harness.interpreters import survey
+
     names = _names(args)
-    found: List[Any] = []  # one interpreter survey, only if a value needs it
+    candidates = functools.lru_cache(maxsize=None)(survey)  # one interpreter survey, only if a value needs it
+    specs = dict(zip(ROLES, (args.base, args.head)))
     python: Dict[str, Optional[Tuple[str, str]]] = {}
-    folders: Dict[str, List[str]] = {role: [] for role in ROLES}
-    for role, spec in zip(ROLES, (args.base, args.head)):
+    code: Dict[str, List[str]] = {}
+    for role, spec in specs.items():
         venv = _venv_python(spec) if os.path.isdir(spec) else None
-        if venv is not None:
-            python[role] = _resolve_python(venv, found)
-        elif os.path.isdir(spec):
-            folders[role].append(_code_folder(spec))
-            python[role] = None
-        else:
-            python[role] = _resolve_python(spec, found)
-    for value in args.python:
-        roles, text = _split_side(value, "--python", names)
-        for role in roles:
-            python[role] = _resolve_python(text, found)
-    _side_paths(args.path, "--path", names, os.path.isdir, "folder", folders)
-    env: Dict[str, Dict[str, str]] = {role: {} for role in ROLES}
-    for value in args.env:
-        roles, text = _split_side(value, "--env", names)
-        key, sep, val = text.partition("=")
-        if not sep or not ENV_NAME.match(key):
-            raise UsageError("--env %s: expected [SIDE:]NAME=VALUE" % value)
-        if key == "PYTHONPATH":
-            raise UsageError("--env %s: give a side's folders with --path [SIDE:]DIR (or as BASE/HEAD)" % value)
-        for role in roles:
-            env[role][key] = val
-    files: Dict[str, List[str]] = {role: [] for role in ROLES}
-    _side_paths(args.arm_file, "--arm-file", names, os.path.isfile, "file", files)
-    planted: Dict[str, Optional[int]] = {role: None for role in ROLES}
-    for value in args.planted_delay_us:
-        roles, text = _split_side(value, "--planted-delay-us", names, need_side=True)
-        try:
-            planted[roles[0]] = whole_number(0, 1_000_000)(text)
-        except argparse.ArgumentTypeError as exc:
-            raise UsageError("--planted-delay-us %s: %s" % (value, exc)) from None
+        code[role] = [_code_folder(spec)] if os.path.isdir(spec) and venv is None else []
+        python[role] = None if code[role] else _resolve_python(venv or spec, candidates)
+
+    def per_side(values: Sequence[str], flag: str, parse: Callable[[str], Any], need_side: bool = False) -> Dict[str, List[Any]]:
+        """Each ``[SIDE:]VALUE`` of ``flag``, parsed, onto its sides' lists (in order: the last one given wins)."""
+        out: Dict[str, List[Any]] = {role: [] for role in ROLES}
+        for value in values:
+            roles, text = _split_side(value, flag, names, need_side)
+            try:
+                parsed = parse(text)
+            except (ValueError, argparse.ArgumentTypeError) as exc:
+                raise UsageError("%s %s: %s" % (flag, value, exc)) from None
+            for role in roles:
+                out[role].append(parsed)
+        return out
+
+    pythons = per_side(args.python, "--python", lambda text: _resolve_python(text, candidates))
+    folders = per_side(args.path, "--path", _existing(os.path.isdir, "folder"))
+    envs = per_side(args.env, "--env", _env_pair)
+    files = per_side(args.arm_file, "--arm-file", _existing(os.path.isfile, "file"))
+    planted = per_side(args.planted_delay_us, "--planted-delay-us", whole_number(0, 1_000_000), need_side=True)
     sides = []
-    for role in ROLES:
-        chosen = python[role]
-        path, label = chosen if chosen is not None else (None, None)
+    for role, spec in specs.items():
+        path, label = (pythons[role] or [python[role]])[-1] or (None, None)
         if path is not None and os.path.abspath(path) == os.path.abspath(sys.executable):
             path = None  # this very interpreter (a venv's python is another: its own prefix, its own packages)
-        site = _site_path(path, env[role]) if files[role] else ()
-        sides.append(Side(role=role, name=names[role], spec=args.base if role == "base" else args.head, python=path,
-                          python_label=label, pythonpath=tuple(folders[role]), env=tuple(sorted(env[role].items())),
-                          arm_files=tuple(files[role]), planted_delay_us=planted[role], site_path=site))
+        env = dict(envs[role])
+        sides.append(Side(role=role, name=names[role], spec=spec, python=path, python_label=label,
+                          pythonpath=tuple(code[role] + folders[role]), env=tuple(sorted(env.items())),
+                          arm_files=tuple(files[role]), planted_delay_us=(planted[role] or [None])[-1],
+                          site_path=_site_path(path, env) if files[role] else ()))
     return sides
 
 
@@ -351,12 +334,8 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
         # The side's workers find its code on their PYTHONPATH: no folder of this interpreter's.
         origins[side.role] = {arm.name: dataclasses.replace(arm.loaded_from, sys_path=()).to_dict()
                               for arm in arms if isinstance(arm, UserArm)}
-    if not any(side.arm_files for side in sides):
-        return {side.role: {} for side in sides}
-    base, head = declared.get("base", {}), declared.get("head", {})
-    for name in set(base) | set(head):
-        if name not in base or name not in head:
-            continue  # checked against the arms chosen (choose_arms)
+    base, head = declared["base"], declared["head"]
+    for name in (name for name in base if name in head):  # an arm on one side only: see choose_arms
         a, b = base[name], head[name]
         for field in ("family", "kind", "waiter", "scope", "t0", "t1"):
             if getattr(a, field) != getattr(b, field):
