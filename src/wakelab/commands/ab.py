@@ -24,6 +24,8 @@ from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
 
 if TYPE_CHECKING:
+    from wakelab.analysis.abgate import Gate
+    from wakelab.analysis.compare import RunComparison, Settings
     from wakelab.core.model import Arm
 
 AB_SCHEMA = "wakelab.ab"
@@ -448,7 +450,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     gate = judge_gate(comparison, args.fail_on_regression, args.metric, args.min_effect, arm_names)
     status = {"pass": EXIT_OK, "regression": EXIT_REGRESSION}.get(gate.result, EXIT_USAGE)
     if args.markdown:
-        text = format_markdown(sides, gate, comparison, folder, args)
+        text = format_markdown(sides, gate, folder, args)
         if args.markdown == "-":
             sys.stdout.write(text)
         else:
@@ -461,7 +463,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         doc = format_json(sides, gate, comparison, folder, settings, status)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     elif args.markdown != "-":
-        sys.stdout.write(format_text(sides, gate, comparison, folder, settings, args))
+        sys.stdout.write(format_text(sides, gate, comparison, folder, settings))
     if gate.result == "error":
         sys.stderr.write("wakelab: error: the gate cannot answer: %s\n" % escape_text("; ".join(gate.errors)))
     return status
@@ -487,29 +489,18 @@ def _side_line(side: Side) -> str:
     return "%s (%s): %s" % (side.name, side.role, "; ".join(parts))
 
 
-def _gate_lines(gate: Any) -> List[str]:
-    from wakelab.commands.compare import regression_items
-
-    return ["GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
-            % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper())] + regression_items(
-        gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors, gate.head)
-
-
-def format_text(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, settings: Any,
-                args: argparse.Namespace) -> str:
+def format_text(sides: Sequence[Side], gate: Gate, comparison: RunComparison, folder: str, settings: Settings) -> str:
     """The text report: the sides, compare's block for head against base, the gate, where the evidence is."""
-    from wakelab.commands.compare import format_comparison
+    from wakelab.commands.compare import format_comparison, regression_items
     from wakelab.report.text import bullets, wrap
 
     out = ["wakelab ab: %s against %s, measured in one run whose sides took turns" % (sides[1].name, sides[0].name), ""]
     for side in sides:
         out.extend(wrap(_side_line(side)))
-    out.append("")
-    out.extend(format_comparison(comparison))
-    out.append("")
-    lines = _gate_lines(gate)
-    out.append(lines[0])
-    out.extend(bullets(lines[1:]))
+    out += ["", *format_comparison(comparison), "", "GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
+            % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper())]
+    out.extend(bullets(regression_items(gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors,
+                                        gate.head)))
     out.append("")
     out.extend(wrap("Ratios are %s over %s (above 1: slower), with their %g%% interval from a two-level bootstrap "
                     "(worker slices, then wakes); MDE: the smallest change this A/B could call slower. 'wakelab "
@@ -519,21 +510,16 @@ def format_text(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, 
     return escape_text("\n".join(out), multiline=True)
 
 
-def _us(value: float, kind: str) -> str:
-    from wakelab.formatting import format_rate, format_us
-
-    return format_us(value) if kind == "latency" else format_rate(value)
-
-
 def _code(text: str) -> str:
     """Text for a Markdown code span: taken literally, so only a backtick needs keeping out."""
     return "`%s`" % escape_text(str(text)).replace("`", "'").replace("\n", " ")
 
 
-def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, args: argparse.Namespace) -> str:
+def format_markdown(sides: Sequence[Side], gate: Gate, folder: str, args: argparse.Namespace) -> str:
     """The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): the result, one table, the sides."""
     from wakelab.analysis.compare import format_ratio_plain
     from wakelab.export.markdown import escape as _md
+    from wakelab.formatting import format_rate, format_us
 
     base, head = sides[0].name, sides[1].name
     mark = {"pass": "✅ pass", "regression": "❌ regression", "error": "⚠️ error"}[gate.result]
@@ -552,9 +538,9 @@ def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: s
         ci = "%s× (%s–%s)" % (format_ratio_plain(row.ratio), format_ratio_plain(row.ci_low), format_ratio_plain(row.ci_high))
         mde = "-" if row.mde_pct is None else ("%.0f%%" % row.mde_pct if row.mde_pct >= 10 else "%.1f%%" % row.mde_pct)
         state = "**FAIL**" if row.failed else ("pass" if row.gated else "not gated")
-        unit = " µs" if row.kind == "latency" else " ops/s"
+        figure, unit = (format_us, " µs") if row.kind == "latency" else (format_rate, " ops/s")
         out.append("| %s | %s | %s%s | %s%s | %s | %s | %s | %s |" % (
-            _md(row.arm), row.label, _us(row.base, row.kind), unit, _us(row.head, row.kind), unit, ci, row.verdict, mde, state))
+            _md(row.arm), row.label, figure(row.base), unit, figure(row.head), unit, ci, row.verdict, mde, state))
     out += ["", "Gate: head/base slower at %s with its interval above %g%% and the ratio above +%g%% "
             "(`--fail-on-regression %g --min-effect %g`). The sides took turns in one run." % (
                 ", ".join(gate.metrics), gate.min_effect_pct, gate.limit_pct, gate.limit_pct, gate.min_effect_pct), ""]
@@ -564,21 +550,12 @@ def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: s
     return "\n".join(out)
 
 
-def format_json(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, settings: Any, status: int) -> Dict[str, object]:
-    """The ``--json`` document (schema ``wakelab.ab``, version 1): ``sides`` (role, name, interpreter,
-    PYTHONPATH folders, site-packages, env, arm files, planted delay), ``folder`` (the bundle: a grid
-    of two cells named after the sides), ``settings`` (compare's), ``comparison`` (compare's, head
-    against base), ``gate`` (result pass / regression / error, the limit, metrics, one row per arm
-    and percentile, regressions, unchecked, errors) and ``exit_status``."""
+def format_json(sides: Sequence[Side], gate: Gate, comparison: RunComparison, folder: str, settings: Settings,
+                status: int) -> Dict[str, object]:
+    """The ``--json`` document (schema ``wakelab.ab``): the sides, the bundle's folder, compare's settings and comparison of
+    head against base, the gate and the exit status."""
     return {
-        "schema": AB_SCHEMA,
-        "schema_version": AB_SCHEMA_VERSION,
-        "sides": [side.to_dict() for side in sides],
-        "base": sides[0].name,
-        "head": sides[1].name,
-        "folder": folder,
-        "settings": settings.to_dict(),
-        "comparison": comparison.to_dict(),
-        "gate": gate.to_dict(),
-        "exit_status": status,
+        "schema": AB_SCHEMA, "schema_version": AB_SCHEMA_VERSION, "sides": [side.to_dict() for side in sides],
+        "base": sides[0].name, "head": sides[1].name, "folder": folder, "settings": settings.to_dict(),
+        "comparison": comparison.to_dict(), "gate": gate.to_dict(), "exit_status": status,
     }
