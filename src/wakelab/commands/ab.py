@@ -169,11 +169,6 @@ def register(sub: Any) -> None:
     suggest_long_options(ab)
 
 
-# ---------------------------------------------------------------------------
-# The sides
-# ---------------------------------------------------------------------------
-
-
 def _names(args: argparse.Namespace) -> Dict[str, str]:
     names = {"base": "base", "head": "head"}
     for item in args.name:
@@ -233,8 +228,7 @@ def _site_path(python: Optional[str], env: Dict[str, str]) -> Tuple[str, ...]:
 
     exe = python or sys.executable
     code = "import json, sys; print(json.dumps(sys.path))"
-    run_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run_env.update(env)
+    run_env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env)
     paths = []
     for flags in ((), ("-S",)):
         try:
@@ -370,11 +364,6 @@ def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mappin
     return names
 
 
-# ---------------------------------------------------------------------------
-# The run
-# ---------------------------------------------------------------------------
-
-
 def _run_args(args: argparse.Namespace) -> argparse.Namespace:
     """``args`` with every attribute 'wakelab run''s helpers read: run's own defaults (taken from its
     parser, so that an option run gains is never missing here), then what ab sets."""
@@ -469,11 +458,6 @@ def cmd_ab(args: argparse.Namespace) -> int:
     return status
 
 
-# ---------------------------------------------------------------------------
-# Outputs
-# ---------------------------------------------------------------------------
-
-
 def _side_line(side: Side) -> str:
     parts = ["python %s" % (side.python or sys.executable)]
     if side.pythonpath:
@@ -531,16 +515,16 @@ def format_markdown(sides: Sequence[Side], gate: Gate, folder: str, args: argpar
         out.append("No arm of %s is slower than %s by more than %g%% at %s." % (_md(head), _md(base), gate.limit_pct,
                                                                              ", ".join(gate.metrics)))
     out += ["- error: %s" % _md(e) for e in gate.errors]
-    level = round(100 * (gate.rows[0].confidence if gate.rows else 0.95))
+    level = round(100 * (gate.rows[0].ci.confidence if gate.rows else 0.95))
     out += ["", "| arm | at | %s | %s | %s/%s (%d%% CI) | verdict | MDE | gate |" % (_md(base), _md(head), _md(head), _md(base), level),
             "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"]
     for row in gate.rows:
-        ci = "%s× (%s–%s)" % (format_ratio_plain(row.ratio), format_ratio_plain(row.ci_low), format_ratio_plain(row.ci_high))
+        ci = "%s× (%s–%s)" % tuple(format_ratio_plain(x) for x in (row.ci.ratio, row.ci.low, row.ci.high))
         mde = "-" if row.mde_pct is None else ("%.0f%%" % row.mde_pct if row.mde_pct >= 10 else "%.1f%%" % row.mde_pct)
         state = "**FAIL**" if row.failed else ("pass" if row.gated else "not gated")
         figure, unit = (format_us, " µs") if row.kind == "latency" else (format_rate, " ops/s")
         out.append("| %s | %s | %s%s | %s%s | %s | %s | %s | %s |" % (
-            _md(row.arm), row.label, figure(row.base), unit, figure(row.head), unit, ci, row.verdict, mde, state))
+            _md(row.arm), row.label, figure(row.ci.baseline), unit, figure(row.ci.other), unit, ci, row.verdict, mde, state))
     out += ["", "Gate: head/base slower at %s with its interval above %g%% and the ratio above +%g%% "
             "(`--fail-on-regression %g --min-effect %g`). The sides took turns in one run." % (
                 ", ".join(gate.metrics), gate.min_effect_pct, gate.limit_pct, gate.limit_pct, gate.min_effect_pct), ""]

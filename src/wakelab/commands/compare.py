@@ -188,11 +188,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return status
 
 
-# ---------------------------------------------------------------------------
-# Separate runs: what differed besides the code, and the gate's warning
-# ---------------------------------------------------------------------------
-
-
 def history_points(args: argparse.Namespace) -> Optional[Callable[[str], List[Any]]]:
     """``points(arm)``: the history's recorded figures of ``arm`` (None with --no-history; none when the
     history cannot be read: then one warning on stderr, and the intervals are not widened)."""
@@ -291,11 +286,6 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[RunComparison], setti
         "baseline": runs[0].label, "grid": grid_doc, "settings": settings.to_dict(),
         "comparisons": [c.to_dict() for c in comparisons], "regression_check": check, "exit_status": status,
     }
-
-
-# ---------------------------------------------------------------------------
-# Text
-# ---------------------------------------------------------------------------
 
 
 def _with_interval(fmt: Callable[[float], str], value: float, ci: Any, mark: str = "", to: str = "–") -> str:

@@ -156,13 +156,8 @@ class ArmComparison:
         return judged is not None and judged.verdict == SLOWER
 
     def to_dict(self) -> Dict[str, object]:
-        ratios: Dict[str, object] = {}
-        for key, ratio in self.ratios.items():
-            doc = ratio.to_dict()
-            judged = self.judgements.get(key)
-            if judged is not None:
-                doc.update(judged.to_dict())
-            ratios[key] = doc
+        ratios = {key: dict(ratio.to_dict(), **(self.judgements[key].to_dict() if key in self.judgements else {}))
+                  for key, ratio in self.ratios.items()}
         counts = ("kind", "waiter", "scope", "n_baseline", "n_other", "units_baseline", "units_other", "lost_baseline",
                   "lost_other")
         return {"arm": self.name, **{key: getattr(self, key) for key in counts}, "ratios": ratios,

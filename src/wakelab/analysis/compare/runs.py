@@ -1,16 +1,9 @@
-"""Comparing two runs arm by arm: the ratio of each judged percentile, its interval, its verdict.
+"""Comparing two runs arm by arm: the ratio of each judged percentile (p50; p99 and p99.9 where both runs have the wakes
+summary.json asks for; a rate arm's median round), its interval from independent two-level bootstraps of the two runs
+(:mod:`wakelab.analysis.hierarchical`), its verdict against ``--min-effect``.
 
-:func:`compare_runs` compares every arm two runs share, each with :func:`compare_arm`: the interval of
-each ratio other/baseline (p50; p99 and p99.9 where both runs have the wakes summary.json asks for; a
-rate arm's median round) comes from independent two-level bootstraps of the two runs
-(:mod:`wakelab.analysis.hierarchical`), and :func:`~wakelab.analysis.compare.bootstrap.verdict` words it
-against the practical threshold (``--min-effect``).  "cannot tell" names the runs' own spread and the
-smallest change the comparison could detect, so a reader sees what it could have found.
-
-Tails are judged beside the median: a tail "slower" while the p50 is not is a *tail regression*, and
-:func:`find_regressions` gates on p50 and p99 by default, so it fails even when the median improved.  The
-Mann-Whitney U test of the pooled wakes is a secondary column: it sees only wake-to-wake noise, so it
-never decides."""
+Tails are judged beside the median, so :func:`find_regressions` fails on a tail regression even when the median
+improved.  The Mann-Whitney U test of the pooled wakes sees only wake-to-wake noise, so it never decides."""
 
 from __future__ import annotations
 
