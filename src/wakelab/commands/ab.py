@@ -319,9 +319,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
         saved = list(sys.path)
         sys.path[:0] = [p for p in side.pythonpath if p not in sys.path]
         try:
-            arms = []
-            for path in side.arm_files:
-                arms += load_arm_file(path)
+            arms = [arm for path in side.arm_files for arm in load_arm_file(path)]
         except ArmFileError as exc:
             raise UsageError("%s (side %s)" % (exc, side.name)) from None
         finally:
@@ -343,7 +341,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
 def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mapping[str, Mapping[str, object]]) -> List[str]:
     from wakelab.core.registry import arm_names, unknown_name_message
 
-    declared = list(dict.fromkeys(list(origins.get("base", {})) + list(origins.get("head", {}))))
+    declared = list(dict.fromkeys([*origins["base"], *origins["head"]]))
     if args.arms is None:
         names = declared or list(DEFAULT_ARMS)
     else:
@@ -357,7 +355,7 @@ def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mappin
             if name not in valid:
                 raise UsageError(unknown_name_message("arm", name, valid))
     for name in names:
-        on = [side.name for side in sides if name in origins.get(side.role, {})]
+        on = [side.name for side in sides if name in origins[side.role]]
         if on and len(on) != len(sides):
             raise UsageError("arm %s is declared on side %s only: both sides need it (give the arm file to both, "
                              "or each side its own)" % (name, on[0]))
@@ -415,7 +413,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         grid.Cell(label=side.name, python=side.python, python_label=side.python_label, placement=placement,
                   notifier_cpu=notifier_cpu, waiter_cpu=waiter_cpu, settle_us=params.settle_us, cpu_threads=0,
                   side=side.name, pythonpath=side.pythonpath + side.site_path, env=side.env,
-                  arm_origins={n: o for n, o in origins.get(side.role, {}).items() if n in arm_names},
+                  arm_origins={n: o for n, o in origins[side.role].items() if n in arm_names},
                   planted_delay_us=side.planted_delay_us)
         for side in sides
     ]

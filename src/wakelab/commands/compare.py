@@ -188,14 +188,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return status
 
 
-def history_points(args: argparse.Namespace) -> Optional[Callable[[str], List[Any]]]:
-    """``points(arm)``: the history's recorded figures of ``arm`` (None with --no-history; none when the
-    history cannot be read: then one warning on stderr, and the intervals are not widened)."""
+def tell_apart_all(comparisons: Sequence[RunComparison], args: argparse.Namespace,
+                   settings: Settings) -> Tuple[List[RunComparison], Separate]:
+    """Each comparison of two separate runs widened by the level shifts in the history (unread with --no-history; when
+    it cannot be read, one warning on stderr and nothing is widened), and what told them apart, by the other run's
+    label (cells of one grid are left as they are)."""
+    from wakelab.analysis.run_conditions import are_separate, tell_apart, widen_comparison
     from wakelab.history import HistoryError, arm_trend
 
     warned: List[str] = []
-    if args.no_history:
-        return None
 
     def points(arm: str) -> List[Any]:
         try:
@@ -207,25 +208,14 @@ def history_points(args: argparse.Namespace) -> Optional[Callable[[str], List[An
                                  % escape_text(str(exc)))
             return []
 
-    return points
-
-
-def tell_apart_all(comparisons: Sequence[RunComparison], args: argparse.Namespace,
-                   settings: Settings) -> Tuple[List[RunComparison], Separate]:
-    """Each comparison of two separate runs widened by the history's level shifts, and what told
-    them apart, by the other run's label (cells of one grid are left as they are)."""
-    from wakelab.analysis.run_conditions import are_separate, tell_apart, widen_comparison
-
-    points = history_points(args)
     out: List[RunComparison] = []
     separate: Separate = {}
     for comparison in comparisons:
-        if not are_separate(comparison.baseline, comparison.other):
-            out.append(comparison)
-            continue
-        widened, shifts = widen_comparison(comparison, points, settings.alpha, settings.min_effect_pct)
-        separate[comparison.other.label] = (tell_apart(comparison.baseline, comparison.other), shifts)
-        out.append(widened)
+        if are_separate(comparison.baseline, comparison.other):
+            comparison, shifts = widen_comparison(comparison, None if args.no_history else points, settings.alpha,
+                                                  settings.min_effect_pct)
+            separate[comparison.other.label] = (tell_apart(comparison.baseline, comparison.other), shifts)
+        out.append(comparison)
     return out, separate
 
 
@@ -363,13 +353,11 @@ MOVED_WORDS = {
 }
 
 
-def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
-    """One line naming the component of ``arm``'s wake that moved most between two traced runs (None: untraced)."""
+def format_moved(arm: Any, baseline: str, other: str) -> str:
+    """One line naming the component of traced ``arm``'s wake that moved most between two runs."""
     from wakelab.formatting import format_us
 
     found = arm.components
-    if found is None:
-        return None
     if found.moved_most is None:
         return "%s: no component's p50 moved" % arm.name
     shift = found.shifts[found.moved_most]
@@ -398,14 +386,12 @@ def format_comparison(comparison: Any) -> List[str]:
             lines.append("")
             lines.extend(format_table(header, rows, align_left=3))
     if not comparison.arms:
-        lines.append("")
-        lines.append("  No arm has figures in both runs.")
+        lines += ["", "  No arm has figures in both runs."]
     listed = ["only in %s (not compared): %s" % (label, ", ".join(names))
               for label, names in ((a, comparison.only_in_baseline), (b, comparison.only_in_other)) if names]
     listed += ["%s not compared: %s" % (name, reason) for name, reason in comparison.not_compared]
-    for arm in comparison.arms:
-        moved = [format_moved(arm, a, b), format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
-                 if arm.components is not None else None]
+    for arm in (arm for arm in comparison.arms if arm.components is not None):
+        moved = (format_moved(arm, a, b), format_reblocks_moved(arm.name, arm.components.reblocks, a, b))
         listed += [line for line in moved if line is not None]
     # A note that several arms share (one unit in both runs, say) is listed once, naming them all.
     shared: Dict[str, List[str]] = {}

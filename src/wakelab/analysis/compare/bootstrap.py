@@ -113,10 +113,7 @@ def _resampled_percentiles(sorted_x: Any, qs: Sequence[float], resamples: int, r
         current = previous + (1.0 - previous) * step
         uniform[rank] = current
         previous_rank, previous = rank, current
-    value = {
-        rank: sorted_x[np.minimum((u * n).astype(np.int64), n - 1)]
-        for rank, u in uniform.items()
-    }
+    value = {rank: sorted_x[np.minimum((u * n).astype(np.int64), n - 1)] for rank, u in uniform.items()}
     out = np.empty((len(qs), resamples))
     for i, (rank_lo, rank_hi, fraction) in enumerate(plan):
         out[i] = value[rank_lo] + (value[rank_hi] - value[rank_lo]) * fraction
@@ -172,8 +169,7 @@ class RankTest:
 
 def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
     """Two-sided Mann-Whitney U test (scipy's exact or asymptotic method, as it chooses)."""
-    base = _as_sorted_array(baseline, "baseline")
-    oth = _as_sorted_array(other, "other")
+    base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
     n, m = base.size, oth.size
     if base[0] == base[-1] == oth[0] == oth[-1]:
         # Every value is the same: no evidence of any shift.  (Some scipy versions

@@ -7,6 +7,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.compare.records import Run
 from wakelab.errors import EvidenceError
+from wakelab.evidence.bundle import listed
 
 # Differences that may be compared on purpose with --across NAME.
 ACROSS_NAMES: Tuple[str, ...] = (
@@ -58,13 +59,6 @@ def parse_across(text: str) -> Tuple[str, ...]:
     return parse_names(text, ACROSS_NAMES, "expected one or more of %s" % known, "unknown name %%r (known: %s)" % known)
 
 
-def _short_list(names: Sequence[str], limit: int = 8) -> str:
-    if not names:
-        return "none"
-    shown = ", ".join(names[:limit])
-    return shown + (", ... (%d in all)" % len(names) if len(names) > limit else "")
-
-
 def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
     """``key a vs b`` for each of ``keys`` whose value differs between records (or mappings) ``a`` and ``b``."""
     def value(record: Any, key: str) -> Any:
@@ -89,7 +83,7 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
     common = [name for name in a_arms if name in b_arms]
     if not common:
         raise EvidenceError("%s: no arm in common (%s has %s; %s has %s)" % (
-            where, baseline.source, _short_list(list(a_arms)), other.source, _short_list(list(b_arms))))
+            where, baseline.source, listed(list(a_arms), 8) or "none", other.source, listed(list(b_arms), 8) or "none"))
     for name in common:
         a, b = a_arms[name], b_arms[name]
         for what, field in (("kind", "kind"), ("waiter state", "waiter"), ("scope", "scope")):
