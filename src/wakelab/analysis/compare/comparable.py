@@ -142,8 +142,6 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
 def _condition_differences(a_cond: Mapping[str, object], b_cond: Mapping[str, object], named: Set[str],
                            where: str) -> List[str]:
     """The conditions two runs differ in, each named in ``named`` (EvidenceError for one that is not)."""
-    if a_cond == b_cond:
-        return []
     keys = sorted(set(a_cond) | set(b_cond), key=str)
     differing = [k for k in keys if a_cond.get(k) != b_cond.get(k)]
     names = [across_name_of_condition(str(k)) for k in differing]

@@ -13,7 +13,7 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare.bootstrap import (
-    CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
+    CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, SLOWER, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
     bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, verdict,
     why_untestable)
 from wakelab.analysis.compare.comparable import comparability, parse_names
@@ -261,13 +261,15 @@ def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
                                  % (arm.name, comparison.other.label, "rounds" if arm.kind == RATE else "samples"))
                 continue
             for key in (["median"] if arm.kind == RATE else keys):
-                slowdown = arm.slowdown(key)
-                if slowdown is None:
+                ci, judged = arm.ratios.get(key), arm.judgements.get(key)
+                if ci is None:
                     q = dict(LATENCY_PERCENTILES)[key]
                     unchecked.append("%s in %s: no %s (needs n >= %d in both runs)"
                                      % (arm.name, comparison.other.label, label_of(key), min_n_for(q)))
                     continue
-                if arm.significantly_slower(key) and slowdown > limit:
+                # How many times slower: a rate's ops/s ratio inverted.
+                slowdown = (1.0 / ci.ratio if ci.ratio else math.inf) if arm.kind == RATE else ci.ratio
+                if judged is not None and judged.verdict == SLOWER and slowdown > limit:
                     found.append(Regression(comparison.other.label, arm.name,
                                             "median ops/s" if arm.kind == RATE else label_of(key), slowdown))
     return found, unchecked
