@@ -41,7 +41,8 @@ class GateRow:
         return {
             "arm": self.arm, "kind": self.kind, "at": self.label, "base": finite(ci.baseline), "head": finite(ci.other),
             "ratio": finite(ci.ratio), "ci_low": finite(ci.low), "ci_high": finite(ci.high), "confidence": ci.confidence,
-            "verdict": self.verdict, "min_detectable_effect_pct": finite(self.mde_pct), "gated": self.gated, "failed": self.failed,
+            "verdict": self.verdict, "min_detectable_effect_pct": finite(self.mde_pct), "gated": self.gated,
+            "failed": self.failed,
         }
 
 

@@ -476,19 +476,18 @@ def format_text(sides: Sequence[Side], gate: Gate, comparison: RunComparison, fo
     from wakelab.commands.compare import format_comparison, regression_items
     from wakelab.report.text import bullets, wrap
 
-    out = ["wakelab ab: %s against %s, measured in one run whose sides took turns" % (sides[1].name, sides[0].name), ""]
+    base, head = sides[0].name, sides[1].name
+    out = ["wakelab ab: %s against %s, measured in one run whose sides took turns" % (head, base), ""]
     for side in sides:
         out.extend(wrap(_side_line(side)))
     out += ["", *format_comparison(comparison), "", "GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
             % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper())]
-    out.extend(bullets(regression_items(gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors,
-                                        gate.head)))
-    out.append("")
-    out.extend(wrap("Ratios are %s over %s (above 1: slower), with their %g%% interval from a two-level bootstrap "
-                    "(worker slices, then wakes); MDE: the smallest change this A/B could call slower. 'wakelab "
-                    "compare --help' says how to read them." % (sides[1].name, sides[0].name, 100 * settings.confidence)))
-    out.append("evidence: %s (wakelab report -o report.html %s for the HTML page)" % (folder, folder))
-    out.append("")
+    out += bullets(regression_items(gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors,
+                                    gate.head))
+    out += ["", *wrap("Ratios are %s over %s (above 1: slower), with their %g%% interval from a two-level bootstrap "
+                      "(worker slices, then wakes); MDE: the smallest change this A/B could call slower. 'wakelab "
+                      "compare --help' says how to read them." % (head, base, 100 * settings.confidence)),
+            "evidence: %s (wakelab report -o report.html %s for the HTML page)" % (folder, folder), ""]
     return escape_text("\n".join(out), multiline=True)
 
 

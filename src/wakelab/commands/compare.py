@@ -227,10 +227,8 @@ def format_separate(found: Tuple[SeparateRuns, List[LevelShifts]]) -> List[str]:
     a, b = told.baseline, told.other
     gap = "" if told.gap_s is None else ", %s apart" % format_gap(told.gap_s)
     lines = ["  separate runs%s (not an A/B: the machine may have changed between them):" % gap]
-    for condition in told.differing:
-        lines.append("    differed: %s: %s %s; %s %s" % (condition.name, a, condition.baseline, b, condition.other))
-    if not told.differing:
-        lines.append("    differed: nothing recorded (besides the code)")
+    lines += (["    differed: %s: %s %s; %s %s" % (c.name, a, c.baseline, b, c.other) for c in told.differing]
+              or ["    differed: nothing recorded (besides the code)"])
     if told.alike:
         lines.append("    alike: %s" % ", ".join(told.alike))
     if told.unknown:
@@ -383,8 +381,7 @@ def format_comparison(comparison: Any) -> List[str]:
     lines.extend("  warning: " + escape_text(warning) for warning in comparison.warnings)
     for header, rows in (_arm_rows(comparison, LATENCY), _component_rows(comparison), _arm_rows(comparison, RATE)):
         if rows:
-            lines.append("")
-            lines.extend(format_table(header, rows, align_left=3))
+            lines += ["", *format_table(header, rows, align_left=3)]
     if not comparison.arms:
         lines += ["", "  No arm has figures in both runs."]
     listed = ["only in %s (not compared): %s" % (label, ", ".join(names))
@@ -400,8 +397,7 @@ def format_comparison(comparison: Any) -> List[str]:
             shared.setdefault(note, []).append(arm.name)
     listed.extend("%s: %s" % (", ".join(names), note) for note, names in shared.items())
     if listed:
-        lines.append("")
-        lines.extend(bullets([escape_text(item) for item in listed]))
+        lines += ["", *bullets([escape_text(item) for item in listed])]
     return lines
 
 
@@ -441,22 +437,16 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[RunComparison], setti
         out.extend(bullets([escape_text("cell %s not compared: %s" % (label, why)) for label, why in skipped]))
     separate = separate or {}
     for comparison in comparisons:
-        out.append("")
-        out.extend(format_comparison(comparison))
+        out += ["", *format_comparison(comparison)]
         if comparison.other.label in separate:
-            out.append("")
-            out.extend(format_separate(separate[comparison.other.label]))
+            out += ["", *format_separate(separate[comparison.other.label])]
     if args.fail_on_regression is not None:
-        out.append("")
-        out.append(escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
-                               % (args.fail_on_regression, ",".join(args.metric), settings.min_effect_pct)))
+        out += ["", escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
+                                % (args.fail_on_regression, ",".join(args.metric), settings.min_effect_pct))]
         items = regression_items(regressions, runs[0].label, args.fail_on_regression, args.metric, unchecked)
         warning = gate_warning(separate, runs[0].label)
-        if warning is not None:
-            items.append(warning)
-        out.extend(bullets([escape_text(item) for item in items]))
-    out.append("")
-    out.append("HOW TO READ")
+        out.extend(bullets([escape_text(item) for item in items + ([warning] if warning else [])]))
+    out += ["", "HOW TO READ"]
     level = _level(settings.confidence)
     m = settings.min_effect_pct
     out.extend(bullets([
