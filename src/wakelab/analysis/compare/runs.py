@@ -173,15 +173,9 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         if a_units.note and a_units.note == b_units.note:
             notes.append("%s and %s: %s" % (baseline.label, other.label, a_units.note))
         else:
-            for run, units in ((baseline, a_units), (other, b_units)):
-                if units.note:
-                    notes.append("%s: %s" % (run.label, units.note))
-        for key, judged in judgements.items():
-            if judged.reason:
-                notes.append("%s %s" % (label_of(key), judged.reason))
-        hint = rigor_hint(baseline, other, judgements)
-        if hint:
-            notes.append(hint)
+            notes += ["%s: %s" % (run.label, units.note) for run, units in ((baseline, a_units), (other, b_units)) if units.note]
+        notes += ["%s %s" % (label_of(key), judged.reason) for key, judged in judgements.items() if judged.reason]
+        notes += [hint for hint in (rigor_hint(baseline, other, judgements),) if hint]
     arm = ArmComparison(
         name=name, kind=kind, waiter=a_arm.waiter, scope=a_arm.scope,
         n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
