@@ -106,14 +106,12 @@ def _resampled_percentiles(sorted_x: Any, qs: Sequence[float], resamples: int, r
         hi = min(lo + 1, n - 1)
         plan.append((lo + 1, hi + 1, position - lo))  # 1-based ranks of the resample's order statistics
         ranks.update((lo + 1, hi + 1))
-    uniform: Dict[int, Any] = {}
-    previous_rank, previous = 0, np.zeros(resamples)
+    value: Dict[int, Any] = {}  # by rank: the resamples' order statistic
+    previous_rank, uniform = 0, np.zeros(resamples)
     for rank in sorted(ranks):
-        step = rng.beta(rank - previous_rank, n - rank + 1, size=resamples)
-        current = previous + (1.0 - previous) * step
-        uniform[rank] = current
-        previous_rank, previous = rank, current
-    value = {rank: sorted_x[np.minimum((u * n).astype(np.int64), n - 1)] for rank, u in uniform.items()}
+        uniform = uniform + (1.0 - uniform) * rng.beta(rank - previous_rank, n - rank + 1, size=resamples)
+        previous_rank = rank
+        value[rank] = sorted_x[np.minimum((uniform * n).astype(np.int64), n - 1)]
     out = np.empty((len(qs), resamples))
     for i, (rank_lo, rank_hi, fraction) in enumerate(plan):
         out[i] = value[rank_lo] + (value[rank_hi] - value[rank_lo]) * fraction
