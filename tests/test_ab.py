@@ -233,7 +233,7 @@ def test_markdown_escapes_evidence_text_as_the_exporters_do() -> None:
     sides = [Side(role, name, name, None, None, (), (), ()) for role, name in (("base", "main"), ("head", "pr~1"))]
     gate = types.SimpleNamespace(result="error", regressions=[], errors=["<b>bad</b> #1 ~x", "&lt;i&gt; ~~struck~~"], rows=[], limit_pct=5.0,
                                  metrics=["p50"], min_effect_pct=1.0)
-    text = format_markdown(sides, gate, None, "out", argparse.Namespace(argv=["ab"]))
+    text = format_markdown(sides, gate, "out", argparse.Namespace(argv=["ab"]))
     assert text.splitlines()[0] == "## wakelab A/B: pr\\~1 against main — ⚠️ error"
     assert "- error: &lt;b&gt;bad&lt;/b&gt; \\#1 \\~x" in text.splitlines()
     assert "- error: &amp;lt;i&amp;gt; \\~\\~struck\\~\\~" in text.splitlines()

@@ -55,8 +55,8 @@ def test_without_a_regression_an_error_is_not_a_pass() -> None:
     gate = abgate.judge_gate(_comparison(_arm("event", {"p50": 1.0}, {"p50": CANNOT_TELL})), 10.0, ("p50",), 5.0,
                              expected_arms=("event", "pipe"))
     assert gate.result == abgate.ERROR
-    row = abgate.GateRow("event", "latency", "p50", 1.0, math.inf, math.inf, math.nan, math.inf, 0.95, SLOWER, None,
-                         True, True)
+    ci = RatioCI(q=50.0, baseline=1.0, other=math.inf, ratio=math.inf, low=math.nan, high=math.inf, confidence=0.95, resamples=1)
+    row = abgate.GateRow("event", "latency", "p50", ci, SLOWER, None, True, True)
     assert row.to_dict()["ratio"] is None and row.to_dict()["ci_low"] is None  # JSON has no infinity
 
 

@@ -1,10 +1,7 @@
-"""The A/B gate: one comparison of two sides that took turns in one run, judged once.
-
-``wakelab ab`` measures base and head as the two cells of one grid, whose repetitions alternate, so that whatever the
-machine does over the run reaches both sides alike.  This module turns compare's comparison of them into the gate's
-answer (the rows every output lays out, and the result), so that no renderer decides anything.  The rule is compare's
-``--fail-on-regression`` (:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the
-gate unable to answer: an error, not a pass."""
+"""The A/B gate: compare's comparison of the two sides of ``wakelab ab`` turned into the gate's answer (the rows every
+output lays out, and the result), so that no renderer decides anything.  The rule is compare's ``--fail-on-regression``
+(:func:`~wakelab.analysis.compare.find_regressions`); an arm that was not judged leaves the gate unable to answer: an
+error, not a pass."""
 
 from __future__ import annotations
 
@@ -12,30 +9,24 @@ import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
-    DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, NOT_TESTED, Regression, RunComparison, Settings, compare_grid, find_regressions,
-    finite, label_of)
+    DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, NOT_TESTED, RatioCI, Regression, RunComparison, Settings, compare_grid,
+    find_regressions, finite, label_of)
 from wakelab.evidence.model import Grid
 
 PASS = "pass"
 REGRESSION = "regression"
 ERROR = "error"
-RESULTS = (PASS, REGRESSION, ERROR)
 
 
 @dataclasses.dataclass(frozen=True)
 class GateRow:
-    """One judged percentile of one arm: both sides' figures, the ratio head/base with its interval,
-    the verdict and minimum detectable effect, whether the gate looks at it and whether it fails."""
+    """One judged percentile of one arm: both sides' figures and the ratio head/base with its interval (``ci``), the
+    verdict and minimum detectable effect, whether the gate looks at it and whether it fails."""
 
     arm: str
     kind: str
     key: str  # p50, p99, p99_9 or median (a rate arm's ops/s)
-    base: float
-    head: float
-    ratio: float
-    ci_low: float
-    ci_high: float
-    confidence: float
+    ci: RatioCI
     verdict: str
     mde_pct: Optional[float]
     gated: bool
@@ -46,11 +37,12 @@ class GateRow:
         return label_of(self.key)
 
     def to_dict(self) -> Dict[str, object]:
+        ci = self.ci
         return {
-            "arm": self.arm, "kind": self.kind, "at": self.label, "base": finite(self.base), "head": finite(self.head),
-            "ratio": finite(self.ratio), "ci_low": finite(self.ci_low), "ci_high": finite(self.ci_high),
-            "confidence": self.confidence, "verdict": self.verdict, "min_detectable_effect_pct": finite(self.mde_pct),
-            "gated": self.gated, "failed": self.failed,
+            "arm": self.arm, "kind": self.kind, "at": self.label, "base": finite(ci.baseline), "head": finite(ci.other),
+            "ratio": finite(ci.ratio), "ci_low": finite(ci.low), "ci_high": finite(ci.high), "confidence": ci.confidence,
+            "verdict": self.verdict, "min_detectable_effect_pct": finite(self.mde_pct), "gated": self.gated,
+            "failed": self.failed,
         }
 
 
@@ -123,13 +115,9 @@ def judge_gate(comparison: RunComparison, limit_pct: float, metrics: Sequence[st
         for key, ci in arm.ratios.items():
             judged = arm.judgements.get(key)
             metric = "median ops/s" if arm.kind != LATENCY else label_of(key)
-            rows.append(GateRow(
-                arm=arm.name, kind=arm.kind, key=key, base=ci.baseline, head=ci.other, ratio=ci.ratio,
-                ci_low=ci.low, ci_high=ci.high, confidence=ci.confidence,
-                verdict=judged.verdict if judged is not None else arm.verdict,
-                mde_pct=judged.mde_pct if judged is not None else None,
-                gated=arm.kind != LATENCY or key in gated_keys,
-                failed=(arm.name, metric) in failing))
+            rows.append(GateRow(arm=arm.name, kind=arm.kind, key=key, ci=ci, verdict=judged.verdict if judged else arm.verdict,
+                                mde_pct=judged.mde_pct if judged else None, gated=arm.kind != LATENCY or key in gated_keys,
+                                failed=(arm.name, metric) in failing))
     for name, reason in comparison.not_compared:
         errors.append("%s was not compared: %s" % (name, reason))
     judged_names = {arm.name for arm in comparison.arms} | {name for name, _ in comparison.not_compared}

@@ -1,24 +1,16 @@
 """``wakelab ab BASE HEAD``: did a change make wakes slower?  One run, two sides taking turns, one gate.
 
-Each side is an environment: an interpreter (or a virtual environment), folders put first on the
-workers' PYTHONPATH (a checkout of the code under test), environment variables, and optionally
-an arm file of its own.  The two sides are the two cells of one grid
-(:mod:`wakelab.harness.grid`), whose repetitions take turns (base, head, head, base, ...), so a
-machine that changes over the run -- load, idle states, which vCPU is awake -- reaches both sides
-alike; two separate runs cannot promise that (see ``wakelab compare``).  The verdict is compare's
-(:func:`wakelab.analysis.compare.compare_grid`): per arm and percentile the ratio head/base with
-its two-level bootstrap interval and minimum detectable effect; the gate
-(:mod:`wakelab.analysis.abgate`) fails when a gated percentile is "slower" beyond
-``--fail-on-regression``.
-
-Exit status: 0 pass, 1 regression, 2 error (bad input, or an arm the gate could not judge: it
-failed or was skipped on a side), 130/143/129 interrupted (the evidence so far is kept).
+The two sides (environments: an interpreter or venv, folders of code first on the workers' PYTHONPATH,
+variables, arm files) are the two cells of one grid whose repetitions alternate, so a machine that
+changes over the run reaches both alike; two separate runs cannot promise that.  The verdict is
+compare's (:func:`wakelab.analysis.compare.compare_grid`), the gate :mod:`wakelab.analysis.abgate`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -27,13 +19,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
+from wakelab.commands.compare import EXIT_REGRESSION
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text
 
 if TYPE_CHECKING:
+    from wakelab.analysis.abgate import Gate
+    from wakelab.analysis.compare import RunComparison, Settings
     from wakelab.core.model import Arm
 
-EXIT_REGRESSION = 1
 AB_SCHEMA = "wakelab.ab"
 AB_SCHEMA_VERSION = 1
 ROLES = ("base", "head")
@@ -94,11 +88,7 @@ class Side:
     site_path: Tuple[str, ...] = ()  # the interpreter's site-packages entries (when arm files need them)
 
     def to_dict(self) -> Dict[str, object]:
-        return {
-            "role": self.role, "name": self.name, "spec": self.spec, "python": self.python or sys.executable,
-            "python_label": self.python_label, "pythonpath": list(self.pythonpath), "site_path": list(self.site_path),
-            "env": dict(self.env), "arm_files": list(self.arm_files), "planted_delay_us": self.planted_delay_us,
-        }
+        return dict(dataclasses.asdict(self), python=self.python or sys.executable, env=dict(self.env))
 
 
 def register(sub: Any) -> None:
@@ -179,11 +169,6 @@ def register(sub: Any) -> None:
     suggest_long_options(ab)
 
 
-# ---------------------------------------------------------------------------
-# The sides
-# ---------------------------------------------------------------------------
-
-
 def _names(args: argparse.Namespace) -> Dict[str, str]:
     names = {"base": "base", "head": "head"}
     for item in args.name:
@@ -226,13 +211,8 @@ def _venv_python(folder: str) -> Optional[str]:
     raise UsageError("%s has a pyvenv.cfg but no bin/python: not a usable virtual environment" % folder)
 
 
-def _resolve_python(value: str, found: List[Any]) -> Tuple[str, str]:
-    from wakelab.harness.interpreters import resolve_python, survey
-
-    def candidates() -> Any:
-        if not found:
-            found.append(survey())
-        return found[0]
+def _resolve_python(value: str, candidates: Callable[[], Any]) -> Tuple[str, str]:
+    from wakelab.harness.interpreters import resolve_python
 
     try:
         path, interpreter = resolve_python(value, candidates)
@@ -248,8 +228,7 @@ def _site_path(python: Optional[str], env: Dict[str, str]) -> Tuple[str, ...]:
 
     exe = python or sys.executable
     code = "import json, sys; print(json.dumps(sys.path))"
-    run_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run_env.update(env)
+    run_env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env)
     paths = []
     for flags in ((), ("-S",)):
         try:
@@ -263,66 +242,66 @@ def _site_path(python: Optional[str], env: Dict[str, str]) -> Tuple[str, ...]:
     return tuple(p for p in with_site if isinstance(p, str) and p and p not in without)
 
 
-def _side_paths(values: Sequence[str], flag: str, names: Dict[str, str], exists: Callable[[str], bool], what: str,
-                into: Dict[str, List[str]]) -> None:
-    """Each ``[SIDE:]PATH`` of ``flag``, made absolute, onto its sides' lists; UsageError for one that is not a ``what``."""
-    for value in values:
-        roles, text = _split_side(value, flag, names)
+def _existing(exists: Callable[[str], bool], what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
         if not exists(text):
-            raise UsageError("%s %s: %s is not a %s" % (flag, value, text, what))
-        for role in roles:
-            into[role].append(os.path.abspath(text))
+            raise ValueError("%s is not a %s" % (text, what))
+        return os.path.abspath(text)
+
+    return parse
+
+
+def _env_pair(text: str) -> Tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not ENV_NAME.match(key):
+        raise ValueError("expected [SIDE:]NAME=VALUE")
+    if key == "PYTHONPATH":
+        raise ValueError("give a side's folders with --path [SIDE:]DIR (or as BASE/HEAD)")
+    return key, value
 
 
 def resolve_sides(args: argparse.Namespace) -> List[Side]:
     """Both sides from BASE, HEAD and the per-side options (UsageError naming what is wrong)."""
+    from wakelab.harness.interpreters import survey
+
     names = _names(args)
-    found: List[Any] = []  # one interpreter survey, only if a value needs it
+    candidates = functools.lru_cache(maxsize=None)(survey)  # one interpreter survey, only if a value needs it
+    specs = dict(zip(ROLES, (args.base, args.head)))
     python: Dict[str, Optional[Tuple[str, str]]] = {}
-    folders: Dict[str, List[str]] = {role: [] for role in ROLES}
-    for role, spec in zip(ROLES, (args.base, args.head)):
+    code: Dict[str, List[str]] = {}
+    for role, spec in specs.items():
         venv = _venv_python(spec) if os.path.isdir(spec) else None
-        if venv is not None:
-            python[role] = _resolve_python(venv, found)
-        elif os.path.isdir(spec):
-            folders[role].append(_code_folder(spec))
-            python[role] = None
-        else:
-            python[role] = _resolve_python(spec, found)
-    for value in args.python:
-        roles, text = _split_side(value, "--python", names)
-        for role in roles:
-            python[role] = _resolve_python(text, found)
-    _side_paths(args.path, "--path", names, os.path.isdir, "folder", folders)
-    env: Dict[str, Dict[str, str]] = {role: {} for role in ROLES}
-    for value in args.env:
-        roles, text = _split_side(value, "--env", names)
-        key, sep, val = text.partition("=")
-        if not sep or not ENV_NAME.match(key):
-            raise UsageError("--env %s: expected [SIDE:]NAME=VALUE" % value)
-        if key == "PYTHONPATH":
-            raise UsageError("--env %s: give a side's folders with --path [SIDE:]DIR (or as BASE/HEAD)" % value)
-        for role in roles:
-            env[role][key] = val
-    files: Dict[str, List[str]] = {role: [] for role in ROLES}
-    _side_paths(args.arm_file, "--arm-file", names, os.path.isfile, "file", files)
-    planted: Dict[str, Optional[int]] = {role: None for role in ROLES}
-    for value in args.planted_delay_us:
-        roles, text = _split_side(value, "--planted-delay-us", names, need_side=True)
-        try:
-            planted[roles[0]] = whole_number(0, 1_000_000)(text)
-        except argparse.ArgumentTypeError as exc:
-            raise UsageError("--planted-delay-us %s: %s" % (value, exc)) from None
+        code[role] = [_code_folder(spec)] if os.path.isdir(spec) and venv is None else []
+        python[role] = None if code[role] else _resolve_python(venv or spec, candidates)
+
+    def per_side(values: Sequence[str], flag: str, parse: Callable[[str], Any], need_side: bool = False) -> Dict[str, List[Any]]:
+        """Each ``[SIDE:]VALUE`` of ``flag``, parsed, onto its sides' lists (in order: the last one given wins)."""
+        out: Dict[str, List[Any]] = {role: [] for role in ROLES}
+        for value in values:
+            roles, text = _split_side(value, flag, names, need_side)
+            try:
+                parsed = parse(text)
+            except (ValueError, argparse.ArgumentTypeError) as exc:
+                raise UsageError("%s %s: %s" % (flag, value, exc)) from None
+            for role in roles:
+                out[role].append(parsed)
+        return out
+
+    pythons = per_side(args.python, "--python", lambda text: _resolve_python(text, candidates))
+    folders = per_side(args.path, "--path", _existing(os.path.isdir, "folder"))
+    envs = per_side(args.env, "--env", _env_pair)
+    files = per_side(args.arm_file, "--arm-file", _existing(os.path.isfile, "file"))
+    planted = per_side(args.planted_delay_us, "--planted-delay-us", whole_number(0, 1_000_000), need_side=True)
     sides = []
-    for role in ROLES:
-        chosen = python[role]
-        path, label = chosen if chosen is not None else (None, None)
+    for role, spec in specs.items():
+        path, label = (pythons[role] or [python[role]])[-1] or (None, None)
         if path is not None and os.path.abspath(path) == os.path.abspath(sys.executable):
             path = None  # this very interpreter (a venv's python is another: its own prefix, its own packages)
-        site = _site_path(path, env[role]) if files[role] else ()
-        sides.append(Side(role=role, name=names[role], spec=args.base if role == "base" else args.head, python=path,
-                          python_label=label, pythonpath=tuple(folders[role]), env=tuple(sorted(env[role].items())),
-                          arm_files=tuple(files[role]), planted_delay_us=planted[role], site_path=site))
+        env = dict(envs[role])
+        sides.append(Side(role=role, name=names[role], spec=spec, python=path, python_label=label,
+                          pythonpath=tuple(code[role] + folders[role]), env=tuple(sorted(env.items())),
+                          arm_files=tuple(files[role]), planted_delay_us=(planted[role] or [None])[-1],
+                          site_path=_site_path(path, env) if files[role] else ()))
     return sides
 
 
@@ -340,9 +319,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
         saved = list(sys.path)
         sys.path[:0] = [p for p in side.pythonpath if p not in sys.path]
         try:
-            arms = []
-            for path in side.arm_files:
-                arms += load_arm_file(path)
+            arms = [arm for path in side.arm_files for arm in load_arm_file(path)]
         except ArmFileError as exc:
             raise UsageError("%s (side %s)" % (exc, side.name)) from None
         finally:
@@ -351,12 +328,8 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
         # The side's workers find its code on their PYTHONPATH: no folder of this interpreter's.
         origins[side.role] = {arm.name: dataclasses.replace(arm.loaded_from, sys_path=()).to_dict()
                               for arm in arms if isinstance(arm, UserArm)}
-    if not any(side.arm_files for side in sides):
-        return {side.role: {} for side in sides}
-    base, head = declared.get("base", {}), declared.get("head", {})
-    for name in set(base) | set(head):
-        if name not in base or name not in head:
-            continue  # checked against the arms chosen (choose_arms)
+    base, head = declared["base"], declared["head"]
+    for name in (name for name in base if name in head):  # an arm on one side only: see choose_arms
         a, b = base[name], head[name]
         for field in ("family", "kind", "waiter", "scope", "t0", "t1"):
             if getattr(a, field) != getattr(b, field):
@@ -368,7 +341,7 @@ def load_arms(sides: Sequence[Side]) -> Dict[str, Dict[str, Dict[str, object]]]:
 def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mapping[str, Mapping[str, object]]) -> List[str]:
     from wakelab.core.registry import arm_names, unknown_name_message
 
-    declared = list(dict.fromkeys(list(origins.get("base", {})) + list(origins.get("head", {}))))
+    declared = list(dict.fromkeys([*origins["base"], *origins["head"]]))
     if args.arms is None:
         names = declared or list(DEFAULT_ARMS)
     else:
@@ -382,16 +355,11 @@ def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mappin
             if name not in valid:
                 raise UsageError(unknown_name_message("arm", name, valid))
     for name in names:
-        on = [side.name for side in sides if name in origins.get(side.role, {})]
+        on = [side.name for side in sides if name in origins[side.role]]
         if on and len(on) != len(sides):
             raise UsageError("arm %s is declared on side %s only: both sides need it (give the arm file to both, "
                              "or each side its own)" % (name, on[0]))
     return names
-
-
-# ---------------------------------------------------------------------------
-# The run
-# ---------------------------------------------------------------------------
 
 
 def _run_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -445,7 +413,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         grid.Cell(label=side.name, python=side.python, python_label=side.python_label, placement=placement,
                   notifier_cpu=notifier_cpu, waiter_cpu=waiter_cpu, settle_us=params.settle_us, cpu_threads=0,
                   side=side.name, pythonpath=side.pythonpath + side.site_path, env=side.env,
-                  arm_origins={n: o for n, o in origins.get(side.role, {}).items() if n in arm_names},
+                  arm_origins={n: o for n, o in origins[side.role].items() if n in arm_names},
                   planted_delay_us=side.planted_delay_us)
         for side in sides
     ]
@@ -469,7 +437,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     gate = judge_gate(comparison, args.fail_on_regression, args.metric, args.min_effect, arm_names)
     status = {"pass": EXIT_OK, "regression": EXIT_REGRESSION}.get(gate.result, EXIT_USAGE)
     if args.markdown:
-        text = format_markdown(sides, gate, comparison, folder, args)
+        text = format_markdown(sides, gate, folder, args)
         if args.markdown == "-":
             sys.stdout.write(text)
         else:
@@ -482,15 +450,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
         doc = format_json(sides, gate, comparison, folder, settings, status)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     elif args.markdown != "-":
-        sys.stdout.write(format_text(sides, gate, comparison, folder, settings, args))
+        sys.stdout.write(format_text(sides, gate, comparison, folder, settings))
     if gate.result == "error":
         sys.stderr.write("wakelab: error: the gate cannot answer: %s\n" % escape_text("; ".join(gate.errors)))
     return status
-
-
-# ---------------------------------------------------------------------------
-# Outputs
-# ---------------------------------------------------------------------------
 
 
 def _side_line(side: Side) -> str:
@@ -508,42 +471,24 @@ def _side_line(side: Side) -> str:
     return "%s (%s): %s" % (side.name, side.role, "; ".join(parts))
 
 
-def _gate_lines(gate: Any) -> List[str]:
-    from wakelab.commands.compare import regression_items
-
-    return ["GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
-            % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper())] + regression_items(
-        gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors, gate.head)
-
-
-def format_text(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, settings: Any,
-                args: argparse.Namespace) -> str:
+def format_text(sides: Sequence[Side], gate: Gate, comparison: RunComparison, folder: str, settings: Settings) -> str:
     """The text report: the sides, compare's block for head against base, the gate, where the evidence is."""
-    from wakelab.commands.compare import format_comparison
+    from wakelab.commands.compare import format_comparison, regression_items
     from wakelab.report.text import bullets, wrap
 
-    out = ["wakelab ab: %s against %s, measured in one run whose sides took turns" % (sides[1].name, sides[0].name), ""]
+    base, head = sides[0].name, sides[1].name
+    out = ["wakelab ab: %s against %s, measured in one run whose sides took turns" % (head, base), ""]
     for side in sides:
         out.extend(wrap(_side_line(side)))
-    out.append("")
-    out.extend(format_comparison(comparison))
-    out.append("")
-    lines = _gate_lines(gate)
-    out.append(lines[0])
-    out.extend(bullets(lines[1:]))
-    out.append("")
-    out.extend(wrap("Ratios are %s over %s (above 1: slower), with their %g%% interval from a two-level bootstrap "
-                    "(worker slices, then wakes); MDE: the smallest change this A/B could call slower. 'wakelab "
-                    "compare --help' says how to read them." % (sides[1].name, sides[0].name, 100 * settings.confidence)))
-    out.append("evidence: %s (wakelab report -o report.html %s for the HTML page)" % (folder, folder))
-    out.append("")
+    out += ["", *format_comparison(comparison), "", "GATE (--fail-on-regression %g, --metric %s, --min-effect %g): %s"
+            % (gate.limit_pct, ",".join(gate.metrics), gate.min_effect_pct, gate.result.upper())]
+    out += bullets(regression_items(gate.regressions, gate.base, gate.limit_pct, gate.metrics, gate.unchecked, gate.errors,
+                                    gate.head))
+    out += ["", *wrap("Ratios are %s over %s (above 1: slower), with their %g%% interval from a two-level bootstrap "
+                      "(worker slices, then wakes); MDE: the smallest change this A/B could call slower. 'wakelab "
+                      "compare --help' says how to read them." % (head, base, 100 * settings.confidence)),
+            "evidence: %s (wakelab report -o report.html %s for the HTML page)" % (folder, folder), ""]
     return escape_text("\n".join(out), multiline=True)
-
-
-def _us(value: float, kind: str) -> str:
-    from wakelab.formatting import format_rate, format_us
-
-    return format_us(value) if kind == "latency" else format_rate(value)
 
 
 def _code(text: str) -> str:
@@ -551,10 +496,11 @@ def _code(text: str) -> str:
     return "`%s`" % escape_text(str(text)).replace("`", "'").replace("\n", " ")
 
 
-def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, args: argparse.Namespace) -> str:
+def format_markdown(sides: Sequence[Side], gate: Gate, folder: str, args: argparse.Namespace) -> str:
     """The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): the result, one table, the sides."""
     from wakelab.analysis.compare import format_ratio_plain
     from wakelab.export.markdown import escape as _md
+    from wakelab.formatting import format_rate, format_us
 
     base, head = sides[0].name, sides[1].name
     mark = {"pass": "✅ pass", "regression": "❌ regression", "error": "⚠️ error"}[gate.result]
@@ -566,16 +512,16 @@ def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: s
         out.append("No arm of %s is slower than %s by more than %g%% at %s." % (_md(head), _md(base), gate.limit_pct,
                                                                              ", ".join(gate.metrics)))
     out += ["- error: %s" % _md(e) for e in gate.errors]
-    level = round(100 * (gate.rows[0].confidence if gate.rows else 0.95))
+    level = round(100 * (gate.rows[0].ci.confidence if gate.rows else 0.95))
     out += ["", "| arm | at | %s | %s | %s/%s (%d%% CI) | verdict | MDE | gate |" % (_md(base), _md(head), _md(head), _md(base), level),
             "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"]
     for row in gate.rows:
-        ci = "%s× (%s–%s)" % (format_ratio_plain(row.ratio), format_ratio_plain(row.ci_low), format_ratio_plain(row.ci_high))
+        ci = "%s× (%s–%s)" % tuple(format_ratio_plain(x) for x in (row.ci.ratio, row.ci.low, row.ci.high))
         mde = "-" if row.mde_pct is None else ("%.0f%%" % row.mde_pct if row.mde_pct >= 10 else "%.1f%%" % row.mde_pct)
         state = "**FAIL**" if row.failed else ("pass" if row.gated else "not gated")
-        unit = " µs" if row.kind == "latency" else " ops/s"
+        figure, unit = (format_us, " µs") if row.kind == "latency" else (format_rate, " ops/s")
         out.append("| %s | %s | %s%s | %s%s | %s | %s | %s | %s |" % (
-            _md(row.arm), row.label, _us(row.base, row.kind), unit, _us(row.head, row.kind), unit, ci, row.verdict, mde, state))
+            _md(row.arm), row.label, figure(row.ci.baseline), unit, figure(row.ci.other), unit, ci, row.verdict, mde, state))
     out += ["", "Gate: head/base slower at %s with its interval above %g%% and the ratio above +%g%% "
             "(`--fail-on-regression %g --min-effect %g`). The sides took turns in one run." % (
                 ", ".join(gate.metrics), gate.min_effect_pct, gate.limit_pct, gate.limit_pct, gate.min_effect_pct), ""]
@@ -585,21 +531,12 @@ def format_markdown(sides: Sequence[Side], gate: Any, comparison: Any, folder: s
     return "\n".join(out)
 
 
-def format_json(sides: Sequence[Side], gate: Any, comparison: Any, folder: str, settings: Any, status: int) -> Dict[str, object]:
-    """The ``--json`` document (schema ``wakelab.ab``, version 1): ``sides`` (role, name, interpreter,
-    PYTHONPATH folders, site-packages, env, arm files, planted delay), ``folder`` (the bundle: a grid
-    of two cells named after the sides), ``settings`` (compare's), ``comparison`` (compare's, head
-    against base), ``gate`` (result pass / regression / error, the limit, metrics, one row per arm
-    and percentile, regressions, unchecked, errors) and ``exit_status``."""
+def format_json(sides: Sequence[Side], gate: Gate, comparison: RunComparison, folder: str, settings: Settings,
+                status: int) -> Dict[str, object]:
+    """The ``--json`` document (schema ``wakelab.ab``): the sides, the bundle's folder, compare's settings and comparison of
+    head against base, the gate and the exit status."""
     return {
-        "schema": AB_SCHEMA,
-        "schema_version": AB_SCHEMA_VERSION,
-        "sides": [side.to_dict() for side in sides],
-        "base": sides[0].name,
-        "head": sides[1].name,
-        "folder": folder,
-        "settings": settings.to_dict(),
-        "comparison": comparison.to_dict(),
-        "gate": gate.to_dict(),
-        "exit_status": status,
+        "schema": AB_SCHEMA, "schema_version": AB_SCHEMA_VERSION, "sides": [side.to_dict() for side in sides],
+        "base": sides[0].name, "head": sides[1].name, "folder": folder, "settings": settings.to_dict(),
+        "comparison": comparison.to_dict(), "gate": gate.to_dict(), "exit_status": status,
     }

@@ -1,9 +1,9 @@
 """``wakelab compare``: is a run faster or slower than a baseline, arm by arm?
 
-The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`; this module parses the options,
-renders the text table or the JSON document (every string from the evidence escaped for the terminal, see
-:func:`wakelab.formatting.escape_text`), and picks the exit status (0 compared, 1 a regression beyond
-``--fail-on-regression``, 2 bad input or runs that are not comparable).
+The statistics and the comparability rules live in :mod:`wakelab.analysis.compare`, what tells separate runs apart in
+:mod:`wakelab.analysis.run_conditions`; this module parses the options, reads the history separate runs need, renders
+the text table or the JSON document (every string from the evidence escaped for the terminal) and picks the exit
+status (0 compared, 1 a regression beyond ``--fail-on-regression``, 2 bad input or runs that are not comparable).
 """
 
 from __future__ import annotations
@@ -14,12 +14,19 @@ import math
 import os
 import string
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import number_in, parsed_by, whole_number
 from wakelab.errors import UsageError
 from wakelab.formatting import escape_text, format_percent
+
+if TYPE_CHECKING:  # the analysis is imported lazily, by the functions that need it
+    from wakelab.analysis.compare import RunComparison, Settings
+    from wakelab.analysis.run_conditions import LevelShifts, SeparateRuns
+
+    # Per other run's label: what told it apart from the baseline, and the level shifts that widened it.
+    Separate = Dict[str, Tuple[SeparateRuns, List[LevelShifts]]]
 
 EXIT_REGRESSION = 1
 COMPARE_SCHEMA = "wakelab.analysis.compare"
@@ -148,6 +155,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     paths = [args.baseline, *args.runs]
     grid = None
     skipped: List[Tuple[str, str]] = []
+    separate: Separate = {}
     if not args.runs:
         if not is_grid_folder(args.baseline):
             raise UsageError("compare needs BASELINE and at least one RUN, or a grid folder alone (one with "
@@ -167,46 +175,89 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UsageError("compare takes at most %d runs (a baseline and %d others), got %d"
                              % (MAX_RUNS, MAX_RUNS - 1, len(paths)))
         runs = [load_run(path, label) for path, label in zip(paths, string.ascii_uppercase)]
-        comparisons = [compare_runs(runs[0], other, settings, args.across) for other in runs[1:]]
-        from wakelab.commands._separate_runs import tell_apart_all
-
-        comparisons, args.separate_runs = tell_apart_all(comparisons, args, settings)
-    regressions: List[Any] = []
-    unchecked: List[str] = []
-    if args.fail_on_regression is not None:
-        regressions, unchecked = find_regressions(comparisons, args.fail_on_regression, args.metric)
+        comparisons, separate = tell_apart_all([compare_runs(runs[0], other, settings, args.across) for other in runs[1:]],
+                                               args, settings)
+    checked = args.fail_on_regression is not None
+    regressions, unchecked = find_regressions(comparisons, args.fail_on_regression, args.metric) if checked else ([], [])
     status = EXIT_REGRESSION if regressions else EXIT_OK
     if args.json:
-        doc = format_json(runs, comparisons, settings, args, regressions, unchecked, status, grid, skipped)
+        doc = format_json(runs, comparisons, settings, args, regressions, unchecked, status, grid, skipped, separate)
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(format_text(runs, comparisons, settings, args, regressions, unchecked, grid, skipped))
+        sys.stdout.write(format_text(runs, comparisons, settings, args, regressions, unchecked, grid, skipped, separate))
     return status
 
 
-def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, args: argparse.Namespace,
-                regressions: Sequence[Any], unchecked: Sequence[str], status: int, grid: Any = None,
-                skipped: Sequence[Tuple[str, str]] = ()) -> Dict[str, object]:
-    """The ``--json`` document (schema ``wakelab.analysis.compare``, version 2).
+def tell_apart_all(comparisons: Sequence[RunComparison], args: argparse.Namespace,
+                   settings: Settings) -> Tuple[List[RunComparison], Separate]:
+    """Each comparison of two separate runs widened by the level shifts in the history (unread with --no-history; when
+    it cannot be read, one warning on stderr and nothing is widened), and what told them apart, by the other run's
+    label (cells of one grid are left as they are)."""
+    from wakelab.analysis.run_conditions import are_separate, tell_apart, widen_comparison
+    from wakelab.history import HistoryError, arm_trend
 
-    ``runs``: label, path and description of each run (A, or the baseline cell, first); ``settings``: alpha, CI level,
-    resamples, seed, ``min_effect_pct``; ``grid``: null for runs, else the grid's ``path``, ``baseline_cell``,
-    ``across`` (the --across names its dimensions vary) and ``not_compared`` cells; ``comparisons``: one per other run,
-    with ``across`` (differences compared on purpose) and per arm ``units_baseline`` / ``units_other`` (units the
-    bootstrap resampled), ``ratios`` (``p50``, ``p99``, ``p99_9`` of wake times, or ``median`` of ops/s), each with the
-    figures of both runs, ``ratio``, ``ci_low``/``ci_high``, its ``verdict``, ``spread_pct`` (the runs' own ±),
-    ``min_detectable_effect_pct`` and, for "cannot tell", ``reason``; the arm's ``verdict`` (p50 / median),
-    ``tail_regression`` (the tail percentile judged slower while the p50 is not, or null), the secondary Mann-Whitney
-    result and, where both runs traced the arm, ``components``; ``regression_check``: null without
-    ``--fail-on-regression``, with ``not_an_ab`` (a sentence) when it gated separate runs; ``separate_runs`` (only for
-    separate runs, by the other run's label): ``gap_s``, the conditions that ``differing`` (name, baseline, other),
-    ``alike`` and ``not_recorded``, ``advice`` and the ``level_shifts`` found in the history per arm; ``exit_status``:
-    what the command returned.
-    """
+    warned: List[str] = []
+
+    def points(arm: str) -> List[Any]:
+        try:
+            return list(arm_trend(arm, args.history))
+        except HistoryError as exc:
+            if not warned:
+                warned.append(str(exc))
+                sys.stderr.write("wakelab: warning: history not read (%s): intervals not widened by level shifts\n"
+                                 % escape_text(str(exc)))
+            return []
+
+    out: List[RunComparison] = []
+    separate: Separate = {}
+    for comparison in comparisons:
+        if are_separate(comparison.baseline, comparison.other):
+            comparison, shifts = widen_comparison(comparison, None if args.no_history else points, settings.alpha,
+                                                  settings.min_effect_pct)
+            separate[comparison.other.label] = (tell_apart(comparison.baseline, comparison.other), shifts)
+        out.append(comparison)
+    return out, separate
+
+
+def format_separate(found: Tuple[SeparateRuns, List[LevelShifts]]) -> List[str]:
+    """The lines under a comparison of separate runs: the gap, what differed, what was alike."""
+    from wakelab.analysis.run_conditions import format_gap
+
+    told, _shifts = found
+    a, b = told.baseline, told.other
+    gap = "" if told.gap_s is None else ", %s apart" % format_gap(told.gap_s)
+    lines = ["  separate runs%s (not an A/B: the machine may have changed between them):" % gap]
+    lines += (["    differed: %s: %s %s; %s %s" % (c.name, a, c.baseline, b, c.other) for c in told.differing]
+              or ["    differed: nothing recorded (besides the code)"])
+    if told.alike:
+        lines.append("    alike: %s" % ", ".join(told.alike))
+    if told.unknown:
+        lines.append("    not recorded in both: %s" % ", ".join(told.unknown))
+    return [escape_text(line) for line in lines]
+
+
+def gate_warning(separate: Separate, baseline: str) -> Optional[str]:
+    """The regression check's sentence when it gated separate runs (None when it did not)."""
+    from wakelab.analysis.run_conditions import AB_ADVICE
+
+    if not separate:
+        return None
+    return ("not an A/B: %s and %s are separate runs, and a gate on separate runs also fails on what changed between "
+            "them (load, idle states, which CPU is awake); %s" % (baseline, ", ".join(sorted(separate)), AB_ADVICE))
+
+
+def format_json(runs: Sequence[Any], comparisons: Sequence[RunComparison], settings: Settings, args: argparse.Namespace,
+                regressions: Sequence[Any], unchecked: Sequence[str], status: int, grid: Any = None,
+                skipped: Sequence[Tuple[str, str]] = (), separate: Optional[Separate] = None) -> Dict[str, object]:
+    """The ``--json`` document (schema ``wakelab.analysis.compare``, version 2): the runs (their recorded interpreter
+    and machine sections whole), the settings, the grid (null for runs), one comparison per other run, the regression
+    check (null without ``--fail-on-regression``), ``separate_runs`` (only for separate runs) and the exit status."""
     check: Optional[Dict[str, object]] = None
     if args.fail_on_regression is not None:
         check = {"limit_pct": args.fail_on_regression, "metrics": list(args.metric),
                  "regressions": [r.to_dict() for r in regressions], "unchecked": list(unchecked)}
+        if separate:
+            check["not_an_ab"] = gate_warning(separate, runs[0].label)
     grid_doc: Optional[Dict[str, object]] = None
     if grid is not None:
         from wakelab.analysis.compare import grid_across
@@ -214,16 +265,10 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         grid_doc = {"path": grid.source, "baseline_cell": runs[0].label, "across": list(grid_across(grid)),
                     "cells": [c.label for c in grid.cells],
                     "not_compared": [{"cell": label, "reason": why} for label, why in skipped]}
-    from wakelab.commands._separate_runs import gate_warning, json_doc
-
-    separate = getattr(args, "separate_runs", None) or {}
-    if check is not None and separate:
-        check["not_an_ab"] = gate_warning(separate, runs[0].label)
     return {
         "schema": COMPARE_SCHEMA, "schema_version": COMPARE_SCHEMA_VERSION,
-        # Runs that are not cells of one grid: what told them apart, the level shifts that widened them.
-        **({"separate_runs": json_doc(separate)} if separate else {}),
-        # The recorded interpreter and machine sections whole: every field, the ones the model does not type too.
+        **({"separate_runs": {label: dict(told.to_dict(), level_shifts=[s.to_dict() for s in shifts])
+                              for label, (told, shifts) in separate.items()}} if separate else {}),
         "runs": [{"label": r.label, "path": r.source, "description": r.describe(), "lab": r.lab.id, "started_utc": r.started_utc,
                   "interpreter": r.recorded("interpreter"), "machine": r.recorded("machine")} for r in runs],
         "baseline": runs[0].label, "grid": grid_doc, "settings": settings.to_dict(),
@@ -231,20 +276,10 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
     }
 
 
-# ---------------------------------------------------------------------------
-# Text
-# ---------------------------------------------------------------------------
-
-
-def _ratio_with_ci(ci: Any) -> str:
-    from wakelab.analysis.compare import format_ratio_plain
-
-    if ci is None:
-        return "-"
-    text = format_ratio_plain(ci.ratio) + "×"
-    if not math.isnan(ci.low):
-        text += " (%s–%s)" % (format_ratio_plain(ci.low), format_ratio_plain(ci.high))
-    return text
+def _with_interval(fmt: Callable[[float], str], value: float, ci: Any, mark: str = "", to: str = "–") -> str:
+    """A figure and its interval, each written by ``fmt`` (a figure without an interval alone)."""
+    text = fmt(value) + mark
+    return text if math.isnan(ci.low) else text + " (%s%s%s)" % (fmt(ci.low), to, fmt(ci.high))
 
 
 def _level(confidence: float) -> str:
@@ -253,7 +288,7 @@ def _level(confidence: float) -> str:
 
 def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     """One row per judged percentile of each arm of ``kind``: verdict, both figures, ratio and interval, ±, MDE."""
-    from wakelab.analysis.compare import LATENCY, format_p, label_of
+    from wakelab.analysis.compare import LATENCY, format_p, format_ratio_plain, label_of
     from wakelab.formatting import format_rate, format_us
 
     a, b = comparison.baseline.label, comparison.other.label
@@ -265,30 +300,20 @@ def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     for arm in (arm for arm in comparison.arms if arm.kind == kind):
         for index, (key, ci) in enumerate(arm.ratios.items()):
             judged = arm.judgements.get(key)
+            word, spread, mde = ((judged.verdict, format_percent(judged.spread_pct, "±"), format_percent(judged.mde_pct))
+                                 if judged is not None else (arm.verdict, "-", "-"))
             name, n, units, p = [""] * 4 if index else [arm.name, "%d/%d" % (arm.n_baseline, arm.n_other),
                                                            "%d/%d" % (arm.units_baseline, arm.units_other),
                                                            format_p(arm.test.p_value) if arm.test else "-"]
-            rows.append([name, label_of(key), judged.verdict if judged is not None else arm.verdict, n, units,
-                         figure(ci.baseline), figure(ci.other), _ratio_with_ci(ci),
-                         format_percent(judged.spread_pct, "±") if judged is not None else "-",
-                         format_percent(judged.mde_pct) if judged is not None else "-", p])
+            rows.append([name, label_of(key), word, n, units, figure(ci.baseline), figure(ci.other),
+                         _with_interval(format_ratio_plain, ci.ratio, ci, "×"), spread, mde, p])
     return header, rows
 
 
 def _signed_us(value_ns: float) -> str:
     from wakelab.formatting import format_us
 
-    if value_ns is None or math.isnan(value_ns):
-        return "-"
-    sign = "+" if value_ns > 0 else "-" if value_ns < 0 else ""
-    return sign + format_us(abs(value_ns))
-
-
-def _difference_with_ci(shift: Any) -> str:
-    text = _signed_us(shift.difference)
-    if not math.isnan(shift.low):
-        text += " (%s to %s)" % (_signed_us(shift.low), _signed_us(shift.high))
-    return text
+    return ("+" if value_ns > 0 else "-" if value_ns < 0 else "") + format_us(abs(value_ns))
 
 
 def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
@@ -312,7 +337,7 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
             rows.append([
                 "" if index else arm.name, SHORT_NAMES.get(name, name) + mark,
                 "" if index else "%d/%d" % (found.n_baseline, found.n_other),
-                format_us(shift.baseline), format_us(shift.other), _difference_with_ci(shift),
+                format_us(shift.baseline), format_us(shift.other), _with_interval(_signed_us, shift.difference, shift, to=" to "),
                 format_ratio_plain(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
             ])
     return header, rows
@@ -326,13 +351,11 @@ MOVED_WORDS = {
 }
 
 
-def format_moved(arm: Any, baseline: str, other: str) -> Optional[str]:
-    """One line naming the component of ``arm``'s wake that moved most between two traced runs (None: untraced)."""
+def format_moved(arm: Any, baseline: str, other: str) -> str:
+    """One line naming the component of traced ``arm``'s wake that moved most between two runs."""
     from wakelab.formatting import format_us
 
     found = arm.components
-    if found is None:
-        return None
     if found.moved_most is None:
         return "%s: no component's p50 moved" % arm.name
     shift = found.shifts[found.moved_most]
@@ -358,17 +381,14 @@ def format_comparison(comparison: Any) -> List[str]:
     lines.extend("  warning: " + escape_text(warning) for warning in comparison.warnings)
     for header, rows in (_arm_rows(comparison, LATENCY), _component_rows(comparison), _arm_rows(comparison, RATE)):
         if rows:
-            lines.append("")
-            lines.extend(format_table(header, rows, align_left=3))
+            lines += ["", *format_table(header, rows, align_left=3)]
     if not comparison.arms:
-        lines.append("")
-        lines.append("  No arm has figures in both runs.")
+        lines += ["", "  No arm has figures in both runs."]
     listed = ["only in %s (not compared): %s" % (label, ", ".join(names))
               for label, names in ((a, comparison.only_in_baseline), (b, comparison.only_in_other)) if names]
     listed += ["%s not compared: %s" % (name, reason) for name, reason in comparison.not_compared]
-    for arm in comparison.arms:
-        moved = [format_moved(arm, a, b), format_reblocks_moved(arm.name, arm.components.reblocks, a, b)
-                 if arm.components is not None else None]
+    for arm in (arm for arm in comparison.arms if arm.components is not None):
+        moved = (format_moved(arm, a, b), format_reblocks_moved(arm.name, arm.components.reblocks, a, b))
         listed += [line for line in moved if line is not None]
     # A note that several arms share (one unit in both runs, say) is listed once, naming them all.
     shared: Dict[str, List[str]] = {}
@@ -377,8 +397,7 @@ def format_comparison(comparison: Any) -> List[str]:
             shared.setdefault(note, []).append(arm.name)
     listed.extend("%s: %s" % (", ".join(names), note) for note, names in shared.items())
     if listed:
-        lines.append("")
-        lines.extend(bullets([escape_text(item) for item in listed]))
+        lines += ["", *bullets([escape_text(item) for item in listed])]
     return lines
 
 
@@ -397,9 +416,9 @@ def regression_items(regressions: Sequence[Any], base: str, limit_pct: float, me
     return items + ["error: %s" % e for e in errors] + ["not checked: %s" % u for u in unchecked]
 
 
-def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, args: argparse.Namespace,
+def format_text(runs: Sequence[Any], comparisons: Sequence[RunComparison], settings: Settings, args: argparse.Namespace,
                 regressions: Sequence[Any], unchecked: Sequence[str], grid: Any = None,
-                skipped: Sequence[Tuple[str, str]] = ()) -> str:
+                skipped: Sequence[Tuple[str, str]] = (), separate: Optional[Separate] = None) -> str:
     """The text report: the runs, one block per run against the baseline, the regression check, a legend."""
     from wakelab.analysis.compare import format_ratio_plain, grid_across
     from wakelab.report.text import bullets, wrap
@@ -416,26 +435,18 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[Any], settings: Any, 
         out.extend(wrap(escape_text("%s  %s  (%s)" % (run.label, run.source, run.describe()))))
     if skipped:
         out.extend(bullets([escape_text("cell %s not compared: %s" % (label, why)) for label, why in skipped]))
-    from wakelab.commands._separate_runs import format_separate, gate_warning
-
-    separate = getattr(args, "separate_runs", None) or {}
+    separate = separate or {}
     for comparison in comparisons:
-        out.append("")
-        out.extend(format_comparison(comparison))
+        out += ["", *format_comparison(comparison)]
         if comparison.other.label in separate:
-            out.append("")
-            out.extend(format_separate(separate[comparison.other.label]))
+            out += ["", *format_separate(separate[comparison.other.label])]
     if args.fail_on_regression is not None:
-        out.append("")
-        out.append(escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
-                               % (args.fail_on_regression, ",".join(args.metric), settings.min_effect_pct)))
+        out += ["", escape_text("REGRESSION CHECK (--fail-on-regression %g, --metric %s, --min-effect %g)"
+                                % (args.fail_on_regression, ",".join(args.metric), settings.min_effect_pct))]
         items = regression_items(regressions, runs[0].label, args.fail_on_regression, args.metric, unchecked)
         warning = gate_warning(separate, runs[0].label)
-        if warning is not None:
-            items.append(warning)
-        out.extend(bullets([escape_text(item) for item in items]))
-    out.append("")
-    out.append("HOW TO READ")
+        out.extend(bullets([escape_text(item) for item in items + ([warning] if warning else [])]))
+    out += ["", "HOW TO READ"]
     level = _level(settings.confidence)
     m = settings.min_effect_pct
     out.extend(bullets([

@@ -10,35 +10,23 @@ numpy and scipy are imported lazily, so importing it costs the measuring side no
 from __future__ import annotations
 
 from wakelab.analysis.compare.bootstrap import (
-    CANNOT_TELL, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, FASTER, MIN_PER_SIDE, NO_DIFFERENCE,
-    NOT_TESTED, SLOWER, VERDICTS, DifferenceCI, RankTest, RatioCI, Seed, bootstrap_percentile_difference, format_p, finite,
-    format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, smallest_p_value, verdict, why_untestable)
-from wakelab.analysis.compare.comparable import (
-    ACROSS_NAMES, EXPERIMENT_PARAMETERS, across_name_of_condition, check_comparable, comparability, parse_across)
-from wakelab.analysis.compare.grid import GRID_DIMENSIONS, compare_grid, grid_across, load_grid
+    CANNOT_TELL, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, FASTER, NO_DIFFERENCE, NOT_TESTED,
+    SLOWER, VERDICTS, RatioCI, bootstrap_percentile_difference, finite, format_p, format_pct, format_ratio_plain, mann_whitney,
+    minimum_detectable_effect, verdict, why_untestable)
+from wakelab.analysis.compare.comparable import ACROSS_NAMES, across_name_of_condition, comparability, parse_across
+from wakelab.analysis.compare.grid import compare_grid, grid_across, load_grid
 from wakelab.analysis.compare.records import (
-    DEFAULT_METRICS, DEFAULT_SETTINGS, LATENCY, LATENCY_PERCENTILES, METRIC_KEYS, RATE, ArmComparison, ComponentComparison,
-    Judgement, Regression, Run, RunComparison, Settings, label_of)
-from wakelab.analysis.compare.runs import (
-    compare_arm, compare_components, compare_runs, find_regressions, judge_arm, load_run, parse_metrics, rigor_hint)
-from wakelab.analysis.compare.series import TracedPass, arm_units, load_series, load_traced_components
+    DEFAULT_METRICS, DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, RATE, ArmComparison, Judgement, Regression, Run, RunComparison,
+    Settings, label_of)
+from wakelab.analysis.compare.runs import compare_runs, find_regressions, judge_arm, load_run, parse_metrics, rigor_hint
 
 __all__ = [
-    # statistics (bootstrap)
-    "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER", "MIN_PER_SIDE",
-    "NO_DIFFERENCE", "NOT_TESTED", "SLOWER", "VERDICTS", "DifferenceCI", "RankTest", "RatioCI", "Seed",
-    "bootstrap_percentile_difference", "finite", "format_p", "format_pct", "format_ratio_plain", "mann_whitney",
-    "minimum_detectable_effect", "smallest_p_value", "verdict", "why_untestable",
-    # records
-    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "LATENCY_PERCENTILES", "METRIC_KEYS", "RATE", "ArmComparison",
-    "ComponentComparison", "Judgement", "Regression", "Run", "RunComparison", "Settings", "label_of",
-    # comparable
-    "ACROSS_NAMES", "EXPERIMENT_PARAMETERS", "across_name_of_condition", "check_comparable", "comparability", "parse_across",
-    # series
-    "TracedPass", "arm_units", "load_series", "load_traced_components",
-    # runs
-    "compare_arm", "compare_components", "compare_runs", "find_regressions", "judge_arm", "load_run", "parse_metrics",
-    "rigor_hint",
-    # grids
-    "GRID_DIMENSIONS", "compare_grid", "grid_across", "load_grid",
+    "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER", "NO_DIFFERENCE",
+    "NOT_TESTED", "SLOWER", "VERDICTS", "RatioCI", "bootstrap_percentile_difference", "finite", "format_p", "format_pct",
+    "format_ratio_plain", "mann_whitney", "minimum_detectable_effect", "verdict", "why_untestable",
+    "ACROSS_NAMES", "across_name_of_condition", "comparability", "parse_across",
+    "compare_grid", "grid_across", "load_grid",
+    "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "METRIC_KEYS", "RATE", "ArmComparison", "Judgement", "Regression", "Run",
+    "RunComparison", "Settings", "label_of",
+    "compare_runs", "find_regressions", "judge_arm", "load_run", "parse_metrics", "rigor_hint",
 ]

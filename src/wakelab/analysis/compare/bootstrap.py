@@ -37,27 +37,41 @@ Seed = Union[int, Sequence[int]]
 
 
 @dataclasses.dataclass(frozen=True)
-class RatioCI:
-    """``other / baseline`` of one percentile (type 7, in the samples' unit), with its bootstrap interval
-    ``low``/``high`` at ``confidence``; ``high`` may be ``inf`` when a resampled baseline percentile is 0."""
+class _Interval:
+    """A percentile of both samples (type 7, in the samples' unit) and the bootstrap interval ``low``/``high`` at
+    ``confidence`` of the figure that compares them (the subclass's one field); NaN bounds: no interval."""
 
     q: float
     baseline: float
     other: float
-    ratio: float
     low: float
     high: float
     confidence: float
     resamples: int
 
     def to_dict(self) -> Dict[str, object]:
-        return _interval_dict(self, "ratio", self.ratio)
+        name = dataclasses.fields(self)[-1].name
+        return {"q": self.q, "baseline": finite(self.baseline), "other": finite(self.other), name: finite(getattr(self, name)),
+                "ci_low": finite(self.low), "ci_high": finite(self.high), "confidence": self.confidence,
+                "resamples": self.resamples}
 
 
-def _interval_dict(ci: Union["RatioCI", "DifferenceCI"], name: str, value: float) -> Dict[str, object]:
-    """The JSON of an interval record (``name``: ratio or difference), non-finite figures as null."""
-    return {"q": ci.q, "baseline": finite(ci.baseline), "other": finite(ci.other), name: finite(value),
-            "ci_low": finite(ci.low), "ci_high": finite(ci.high), "confidence": ci.confidence, "resamples": ci.resamples}
+@dataclasses.dataclass(frozen=True)
+class RatioCI(_Interval):
+    """``other / baseline``; ``high`` may be ``inf`` when a resampled baseline percentile is 0."""
+
+    ratio: float
+
+
+@dataclasses.dataclass(frozen=True)
+class DifferenceCI(_Interval):
+    """``other - baseline``, where a ratio is often undefined (a component such as the GIL wait has a p50 of 0 in
+    many runs)."""
+
+    difference: float
+
+    def excludes_zero(self) -> bool:
+        return self.low > 0.0 or self.high < 0.0
 
 
 def finite(value: Optional[float]) -> Optional[float]:
@@ -92,17 +106,12 @@ def _resampled_percentiles(sorted_x: Any, qs: Sequence[float], resamples: int, r
         hi = min(lo + 1, n - 1)
         plan.append((lo + 1, hi + 1, position - lo))  # 1-based ranks of the resample's order statistics
         ranks.update((lo + 1, hi + 1))
-    uniform: Dict[int, Any] = {}
-    previous_rank, previous = 0, np.zeros(resamples)
+    value: Dict[int, Any] = {}  # by rank: the resamples' order statistic
+    previous_rank, uniform = 0, np.zeros(resamples)
     for rank in sorted(ranks):
-        step = rng.beta(rank - previous_rank, n - rank + 1, size=resamples)
-        current = previous + (1.0 - previous) * step
-        uniform[rank] = current
-        previous_rank, previous = rank, current
-    value = {
-        rank: sorted_x[np.minimum((u * n).astype(np.int64), n - 1)]
-        for rank, u in uniform.items()
-    }
+        uniform = uniform + (1.0 - uniform) * rng.beta(rank - previous_rank, n - rank + 1, size=resamples)
+        previous_rank = rank
+        value[rank] = sorted_x[np.minimum((uniform * n).astype(np.int64), n - 1)]
     out = np.empty((len(qs), resamples))
     for i, (rank_lo, rank_hi, fraction) in enumerate(plan):
         out[i] = value[rank_lo] + (value[rank_hi] - value[rank_lo]) * fraction
@@ -120,51 +129,20 @@ def _ratio_interval(numerators: Any, denominators: Any, confidence: float) -> Tu
     return outward_interval(ratios, confidence)
 
 
-def _resampled_pair(baseline: Sequence[float], other: Sequence[float], qs: Sequence[float], confidence: float,
-                    resamples: int, seed: Seed) -> Tuple[Any, Any, Any, Any]:
-    """Both samples sorted and their resampled percentiles ``qs``: one stream per run, each drawing order statistics
-    from the lowest rank up (the p50 interval is the same whether or not p99 is asked for too).  ValueError on
-    settings out of range, an empty sample or a non-finite value."""
-    import numpy as np
-
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
-    check_resampling(qs, resamples)
-    base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
-    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
-    return (base, oth, _resampled_percentiles(base, qs, resamples, np.random.default_rng(base_seed)),
-            _resampled_percentiles(oth, qs, resamples, np.random.default_rng(other_seed)))
-
-
-@dataclasses.dataclass(frozen=True)
-class DifferenceCI:
-    """``percentile(other) - percentile(baseline)`` with its bootstrap interval, where a ratio is often undefined
-    (a component such as the GIL wait has a p50 of 0 in many runs); NaN bounds: too few samples (``resamples`` 0)."""
-
-    q: float
-    baseline: float
-    other: float
-    difference: float
-    low: float
-    high: float
-    confidence: float
-    resamples: int
-
-    def excludes_zero(self) -> bool:
-        return self.low > 0.0 or self.high < 0.0
-
-    def to_dict(self) -> Dict[str, object]:
-        return _interval_dict(self, "difference", self.difference)
-
-
 def bootstrap_percentile_difference(baseline: Sequence[float], other: Sequence[float], q: float = 50.0,
                                     confidence: float = 1.0 - DEFAULT_ALPHA, resamples: int = DEFAULT_RESAMPLES,
                                     seed: Seed = DEFAULT_SEED) -> DifferenceCI:
     """``percentile(other, q) - percentile(baseline, q)`` with its percentile-bootstrap interval: each sample resampled
-    independently (:func:`_resampled_pair`), read off the resampled differences (a percentile of 0 is fine here)."""
+    independently, one stream per sample, read off the resampled differences (a percentile of 0 is fine here).
+    ValueError on settings out of range, an empty sample or a non-finite value."""
     import numpy as np
 
-    base, oth, base_boot, other_boot = _resampled_pair(baseline, other, (q,), confidence, resamples, seed)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be between 0 and 1, got %r" % (confidence,))
+    check_resampling((q,), resamples)
+    base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
+    base_boot, other_boot = (_resampled_percentiles(x, (q,), resamples, np.random.default_rng(s))
+                             for x, s in zip((base, oth), np.random.SeedSequence(seed).spawn(2)))
     low, high = outward_interval(np.sort(other_boot[0] - base_boot[0]), confidence)
     base_q = type7_percentile(base.tolist(), q)
     other_q = type7_percentile(oth.tolist(), q)
@@ -189,8 +167,7 @@ class RankTest:
 
 def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
     """Two-sided Mann-Whitney U test (scipy's exact or asymptotic method, as it chooses)."""
-    base = _as_sorted_array(baseline, "baseline")
-    oth = _as_sorted_array(other, "other")
+    base, oth = _as_sorted_array(baseline, "baseline"), _as_sorted_array(other, "other")
     n, m = base.size, oth.size
     if base[0] == base[-1] == oth[0] == oth[-1]:
         # Every value is the same: no evidence of any shift.  (Some scipy versions
@@ -206,33 +183,12 @@ def mann_whitney(baseline: Sequence[float], other: Sequence[float]) -> RankTest:
     return RankTest(u=u, p_value=min(p_value, 1.0), p_greater=u / (n * m), n_baseline=n, n_other=m)
 
 
-def smallest_p_value(n_baseline: int, n_other: int) -> float:
-    """The smallest two-sided p-value the exact Mann-Whitney test can give with these sizes.  With 3 rounds against 3
-    it is 0.1: no difference, however large, could be significant at 0.05."""
-    if n_baseline < 1 or n_other < 1:
-        return 1.0
-    if n_baseline + n_other <= 1000:
-        return min(1.0, 2.0 / math.comb(n_baseline + n_other, n_baseline))
-    # 2 / C(n + m, n) in logarithms: the coefficient for two large runs does not fit in a float.
-    log_comb = math.lgamma(n_baseline + n_other + 1) - math.lgamma(n_baseline + 1) - math.lgamma(n_other + 1)
-    return min(1.0, 2.0 * math.exp(-log_comb))
-
-
 def why_untestable(n_baseline: int, n_other: int, unit: str = "samples") -> Optional[str]:
     """Why two samples of these sizes are not compared (too few per side), or None when they are."""
     if min(n_baseline, n_other) < MIN_PER_SIDE:
         return "too few %s for an interval (%d against %d; at least %d on each side)" % (
             unit, n_baseline, n_other, MIN_PER_SIDE)
     return None
-
-
-def _time_bounds(ci_low: float, ci_high: float, higher_is_better: bool) -> Tuple[float, float]:
-    """The interval as a time ratio (above 1: slower): a rate's ops/s interval is inverted."""
-    if not higher_is_better:
-        return ci_low, ci_high
-    low = 1.0 / ci_high if ci_high > 0 else math.inf
-    high = 1.0 / ci_low if ci_low > 0 else math.inf
-    return low, high
 
 
 def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
@@ -246,7 +202,9 @@ def verdict(ci_low: float, ci_high: float, min_effect_pct: float = DEFAULT_MIN_E
     if not 0.0 < min_effect_pct < 100.0:
         raise ValueError("min_effect_pct must be above 0 and below 100, got %r" % (min_effect_pct,))
     limit = 1.0 + min_effect_pct / 100.0
-    low, high = _time_bounds(ci_low, ci_high, higher_is_better)
+    low, high = ci_low, ci_high
+    if higher_is_better:  # as a time ratio
+        low, high = (1.0 / ci_high if ci_high > 0 else math.inf), (1.0 / ci_low if ci_low > 0 else math.inf)
     if low > limit:
         return SLOWER
     if high < 1.0 / limit:

@@ -7,6 +7,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.compare.records import Run
 from wakelab.errors import EvidenceError
+from wakelab.evidence.bundle import listed
 
 # Differences that may be compared on purpose with --across NAME.
 ACROSS_NAMES: Tuple[str, ...] = (
@@ -58,13 +59,6 @@ def parse_across(text: str) -> Tuple[str, ...]:
     return parse_names(text, ACROSS_NAMES, "expected one or more of %s" % known, "unknown name %%r (known: %s)" % known)
 
 
-def _short_list(names: Sequence[str], limit: int = 8) -> str:
-    if not names:
-        return "none"
-    shown = ", ".join(names[:limit])
-    return shown + (", ... (%d in all)" % len(names) if len(names) > limit else "")
-
-
 def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
     """``key a vs b`` for each of ``keys`` whose value differs between records (or mappings) ``a`` and ``b``."""
     def value(record: Any, key: str) -> Any:
@@ -73,27 +67,23 @@ def _differences(a: Any, b: Any, keys: Sequence[str]) -> List[str]:
     return ["%s %s vs %s" % (k, value(a, k), value(b, k)) for k in keys if value(a, k) != value(b, k)]
 
 
-def check_comparable(baseline: Run, other: Run, across: Sequence[str] = ()) -> List[str]:
-    """Raise :class:`EvidenceError` unless the runs measured the same experiments; return warnings.  Refused, unless
-    ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a shared arm whose kind, waiter state,
-    scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or ``conditions``.  Warned: different interpreters,
-    machines, pinned CPUs or wakelab versions, conditions recorded by one run only, an incomplete run."""
-    return comparability(baseline, other, across)[0]
-
-
 # The interpreter record's keys that make another interpreter (as stored: debug_build has no typed field).
 _INTERPRETER_KEYS = ("implementation", "version", "build", "free_threaded_build", "gil_enabled", "debug_build")
 
 
 def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tuple[List[str], List[str]]:
-    """:func:`check_comparable`'s warnings, and the differences compared on purpose (named in ``across``)."""
+    """The warnings, and the differences compared on purpose.  Raise :class:`EvidenceError` unless the runs measured
+    the same experiments: refused, unless ``across`` names the difference (:data:`ACROSS_NAMES`): no arm in common; a
+    shared arm whose kind, waiter state, scope or unit differs; different :data:`EXPERIMENT_PARAMETERS` or
+    ``conditions``.  Warned: different interpreters, machines, pinned CPUs or wakelab versions, conditions recorded by
+    one run only, an incomplete run."""
     named = set(across)
     a_arms, b_arms = baseline.arms_by_name(), other.arms_by_name()
     where = "cannot compare %s with %s" % (other.source, baseline.source)
     common = [name for name in a_arms if name in b_arms]
     if not common:
         raise EvidenceError("%s: no arm in common (%s has %s; %s has %s)" % (
-            where, baseline.source, _short_list(list(a_arms)), other.source, _short_list(list(b_arms))))
+            where, baseline.source, listed(list(a_arms), 8) or "none", other.source, listed(list(b_arms), 8) or "none"))
     for name in common:
         a, b = a_arms[name], b_arms[name]
         for what, field in (("kind", "kind"), ("waiter state", "waiter"), ("scope", "scope")):
@@ -152,8 +142,6 @@ def comparability(baseline: Run, other: Run, across: Sequence[str] = ()) -> Tupl
 def _condition_differences(a_cond: Mapping[str, object], b_cond: Mapping[str, object], named: Set[str],
                            where: str) -> List[str]:
     """The conditions two runs differ in, each named in ``named`` (EvidenceError for one that is not)."""
-    if a_cond == b_cond:
-        return []
     keys = sorted(set(a_cond) | set(b_cond), key=str)
     differing = [k for k in keys if a_cond.get(k) != b_cond.get(k)]
     names = [across_name_of_condition(str(k)) for k in differing]

@@ -17,11 +17,8 @@ GRID_DIMENSIONS = {"python": "interpreter", "placement": "placement", "settle_us
                    "switch_interval_s": "switch-interval", "mode": "mode"}
 
 
-def load_grid(path: str) -> Grid:
-    """Read the grid at ``path`` (:meth:`wakelab.evidence.model.Grid.load`, the loader every reader of a grid
-    shares: it refuses a cell listed twice, leading outside the grid, or missing although it ran); a cell that
-    never ran is kept, without a run."""
-    return Grid.load(path)
+# The loader every reader of a grid shares (a cell that never ran is kept, without a run).
+load_grid = Grid.load
 
 
 def grid_across(grid: Grid) -> Tuple[str, ...]:
@@ -30,13 +27,8 @@ def grid_across(grid: Grid) -> Tuple[str, ...]:
     for cell in grid.cells:
         for key, value in cell.dimensions.items():
             values.setdefault(str(key), set()).add(compact(value))
-    across: List[str] = []
-    for key in sorted(values):
-        if len(values[key]) > 1:
-            name = GRID_DIMENSIONS.get(key) or across_name_of_condition(key)
-            if name is not None and name not in across:
-                across.append(name)
-    return tuple(across)
+    names = (GRID_DIMENSIONS.get(key) or across_name_of_condition(key) for key in sorted(values) if len(values[key]) > 1)
+    return tuple(dict.fromkeys(name for name in names if name is not None))
 
 
 def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Settings = DEFAULT_SETTINGS,
@@ -49,13 +41,6 @@ def compare_grid(grid: Grid, baseline_cell: Optional[str] = None, settings: Sett
         raise EvidenceError("%s: the baseline cell %s has %s: choose another with --baseline-cell" % (
             grid.source, base.label, base.why_missing))
     names = tuple(dict.fromkeys(list(grid_across(grid)) + list(across)))
-    comparisons: List[RunComparison] = []
-    skipped: List[Tuple[str, str]] = []
-    for cell in grid.cells:
-        if cell is base:
-            continue
-        if cell.bundle is None:
-            skipped.append((cell.label, str(cell.why_missing)))
-            continue
-        comparisons.append(compare_runs(base.bundle, cell.bundle, settings, names))
-    return base.bundle, comparisons, skipped
+    others = [cell for cell in grid.cells if cell is not base]
+    comparisons = [compare_runs(base.bundle, cell.bundle, settings, names) for cell in others if cell.bundle is not None]
+    return base.bundle, comparisons, [(cell.label, str(cell.why_missing)) for cell in others if cell.bundle is None]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from wakelab.analysis.compare.bootstrap import (
@@ -125,10 +124,6 @@ class ArmComparison:
     raw_kept: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
 
     @property
-    def higher_is_better(self) -> bool:
-        return self.kind == RATE
-
-    @property
     def tail_regression(self) -> Optional[str]:
         """The first tail percentile judged "slower" while the p50 is not (None when there is none)."""
         if self.kind == RATE or self.verdict == SLOWER:
@@ -139,30 +134,9 @@ class ArmComparison:
                 return key
         return None
 
-    def slowdown(self, metric: str) -> Optional[float]:
-        """How many times slower ``other`` is at ``metric`` (a ratio key; rates use their median), or None."""
-        key = "median" if self.kind == RATE else METRIC_KEYS.get(metric, metric)
-        ratio = self.ratios.get(key)
-        if ratio is None:
-            return None
-        if self.kind == RATE:
-            return 1.0 / ratio.ratio if ratio.ratio else math.inf
-        return ratio.ratio
-
-    def significantly_slower(self, metric: str) -> bool:
-        """The verdict at ``metric`` (rates: their median) is "slower"."""
-        key = "median" if self.kind == RATE else METRIC_KEYS.get(metric, metric)
-        judged = self.judgements.get(key)
-        return judged is not None and judged.verdict == SLOWER
-
     def to_dict(self) -> Dict[str, object]:
-        ratios: Dict[str, object] = {}
-        for key, ratio in self.ratios.items():
-            doc = ratio.to_dict()
-            judged = self.judgements.get(key)
-            if judged is not None:
-                doc.update(judged.to_dict())
-            ratios[key] = doc
+        ratios = {key: dict(ratio.to_dict(), **(self.judgements[key].to_dict() if key in self.judgements else {}))
+                  for key, ratio in self.ratios.items()}
         counts = ("kind", "waiter", "scope", "n_baseline", "n_other", "units_baseline", "units_other", "lost_baseline",
                   "lost_other")
         return {"arm": self.name, **{key: getattr(self, key) for key in counts}, "ratios": ratios,

@@ -1,25 +1,19 @@
-"""Comparing two runs arm by arm: the ratio of each judged percentile, its interval, its verdict.
+"""Comparing two runs arm by arm: the ratio of each judged percentile (p50; p99 and p99.9 where both runs have the wakes
+summary.json asks for; a rate arm's median round), its interval from independent two-level bootstraps of the two runs
+(:mod:`wakelab.analysis.hierarchical`), its verdict against ``--min-effect``.
 
-:func:`compare_runs` compares every arm two runs share, each with :func:`compare_arm`: the interval of
-each ratio other/baseline (p50; p99 and p99.9 where both runs have the wakes summary.json asks for; a
-rate arm's median round) comes from independent two-level bootstraps of the two runs
-(:mod:`wakelab.analysis.hierarchical`), and :func:`~wakelab.analysis.compare.bootstrap.verdict` words it
-against the practical threshold (``--min-effect``).  "cannot tell" names the runs' own spread and the
-smallest change the comparison could detect, so a reader sees what it could have found.
-
-Tails are judged beside the median: a tail "slower" while the p50 is not is a *tail regression*, and
-:func:`find_regressions` gates on p50 and p99 by default, so it fails even when the median improved.  The
-Mann-Whitney U test of the pooled wakes is a secondary column: it sees only wake-to-wake noise, so it
-never decides."""
+Tails are judged beside the median, so :func:`find_regressions` fails on a tail regression even when the median
+improved.  The Mann-Whitney U test of the pooled wakes sees only wake-to-wake noise, so it never decides."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import zlib
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare.bootstrap import (
-    CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
+    CANNOT_TELL, MIN_PER_SIDE, NOT_TESTED, SLOWER, DifferenceCI, RankTest, RatioCI, Seed, _ratio_interval, _resampled_percentiles,
     bootstrap_percentile_difference, format_pct, format_ratio_plain, mann_whitney, minimum_detectable_effect, verdict,
     why_untestable)
 from wakelab.analysis.compare.comparable import comparability, parse_names
@@ -50,9 +44,9 @@ def compare_components(baseline: TracedPass, other: TracedPass, name: str, setti
             shifts[component] = bootstrap_percentile_difference(
                 a, b, 50.0, settings.confidence, settings.resamples, _arm_seed(settings.seed, "%s/%s" % (name, component)))
         else:
-            base_q, other_q = type7_percentile(sorted(map(float, a)), 50.0), type7_percentile(sorted(map(float, b)), 50.0)
-            nan = float("nan")
-            shifts[component] = DifferenceCI(50.0, base_q, other_q, other_q - base_q, nan, nan, settings.confidence, 0)
+            base_q, other_q = (type7_percentile(sorted(map(float, x)), 50.0) for x in (a, b))
+            shifts[component] = DifferenceCI(q=50.0, baseline=base_q, other=other_q, difference=other_q - base_q, low=math.nan,
+                                             high=math.nan, confidence=settings.confidence, resamples=0)
     moved = [c for c in COMPONENTS if shifts[c].excludes_zero()]
     pool = moved or [c for c in COMPONENTS if shifts[c].difference != 0]
     most = max(pool, key=lambda c: (abs(shifts[c].difference), -COMPONENTS.index(c))) if pool else None
@@ -86,28 +80,26 @@ def judge_arm(baseline_units: Any, other_units: Any, plan: Sequence[Tuple[str, f
     from wakelab.analysis.hierarchical import level_interval, resample_percentiles, widen_for_few_units
 
     qs = [q for _key, q in plan]
-    base_sorted = np.sort(np.concatenate(baseline_units.values))
-    other_sorted = np.sort(np.concatenate(other_units.values))
-    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
 
-    def boot(units: Any, pooled: Any, seed_seq: Any) -> Any:
+    def boot(units: Any, seed_seq: Any) -> Tuple[List[float], Any]:
+        """The pooled percentiles ``qs`` of one run, and their resampled draws (widened for few units)."""
+        pooled = np.sort(np.concatenate(units.values))
+        figures = [float(np.percentile(pooled, q)) for q in qs]
         rng = np.random.default_rng(seed_seq)
-        if units.count == 1:
-            # One unit: the first stage has nothing to choose, and the one-level draw of order
-            # statistics is exact in distribution and costs O(resamples) whatever n.
-            return _resampled_percentiles(pooled, qs, settings.resamples, rng)
-        return resample_percentiles(units, qs, settings.resamples, rng)
+        # One unit: the first stage has nothing to choose, and the one-level draw of order
+        # statistics is exact in distribution and costs O(resamples) whatever n.
+        draws = (_resampled_percentiles(pooled, qs, settings.resamples, rng) if units.count == 1
+                 else resample_percentiles(units, qs, settings.resamples, rng))
+        for i, figure in enumerate(figures):
+            draws[i] = widen_for_few_units(figure, draws[i], units.count)
+        return figures, draws
 
-    base_boot = boot(baseline_units, base_sorted, base_seed)
-    other_boot = boot(other_units, other_sorted, other_seed)
-    for i, q in enumerate(qs):
-        base_boot[i] = widen_for_few_units(float(np.percentile(base_sorted, q)), base_boot[i], baseline_units.count)
-        other_boot[i] = widen_for_few_units(float(np.percentile(other_sorted, q)), other_boot[i], other_units.count)
+    base_seed, other_seed = np.random.SeedSequence(seed).spawn(2)
+    (base_qs, base_boot), (other_qs, other_boot) = boot(baseline_units, base_seed), boot(other_units, other_seed)
     ratios: Dict[str, RatioCI] = {}
     judgements: Dict[str, Judgement] = {}
     for i, (key, q) in enumerate(plan):
-        base_q = float(np.percentile(base_sorted, q))
-        other_q = float(np.percentile(other_sorted, q))
+        base_q, other_q = base_qs[i], other_qs[i]
         if base_q == 0:
             raise ValueError("the baseline's %s is 0: a ratio to it is undefined" % label_of(key))
         low, high = _ratio_interval(other_boot[i], base_boot[i], settings.confidence)
@@ -149,12 +141,8 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
     n_a, n_b = len(a_values), len(b_values)
     notes: List[str] = []
     plan = _percentile_plan(kind, n_a, n_b)
-    if kind == LATENCY:
-        unit_word = "samples"
-        lost_a, lost_b = (arm.latency.lost if arm.latency is not None else 0 for arm in (a_arm, b_arm))
-    else:
-        unit_word = "rounds"
-        lost_a = lost_b = 0
+    unit_word = "samples" if kind == LATENCY else "rounds"
+    lost_a, lost_b = (arm.latency.lost if kind == LATENCY and arm.latency is not None else 0 for arm in (a_arm, b_arm))
     a_units, b_units = arm_units(a_arm, a_values), arm_units(b_arm, b_values)
     raw_kept: Dict[str, Dict[str, int]] = {}
     for side, run, arm_record, values, units in (("baseline", baseline, a_arm, a_values, a_units),
@@ -185,15 +173,9 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
         if a_units.note and a_units.note == b_units.note:
             notes.append("%s and %s: %s" % (baseline.label, other.label, a_units.note))
         else:
-            for run, units in ((baseline, a_units), (other, b_units)):
-                if units.note:
-                    notes.append("%s: %s" % (run.label, units.note))
-        for key, judged in judgements.items():
-            if judged.reason:
-                notes.append("%s %s" % (label_of(key), judged.reason))
-        hint = rigor_hint(baseline, other, judgements)
-        if hint:
-            notes.append(hint)
+            notes += ["%s: %s" % (run.label, units.note) for run, units in ((baseline, a_units), (other, b_units)) if units.note]
+        notes += ["%s %s" % (label_of(key), judged.reason) for key, judged in judgements.items() if judged.reason]
+        notes += [hint for hint in (rigor_hint(baseline, other, judgements),) if hint]
     arm = ArmComparison(
         name=name, kind=kind, waiter=a_arm.waiter, scope=a_arm.scope,
         n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
@@ -225,15 +207,14 @@ def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, se
     other_q = type7_percentile(sorted(other), q)
     if base_q == 0:
         raise ValueError("the baseline's p%g is 0: a ratio to it is undefined" % q)
-    nan = float("nan")
-    return RatioCI(q=q, baseline=base_q, other=other_q, ratio=other_q / base_q, low=nan, high=nan,
+    return RatioCI(q=q, baseline=base_q, other=other_q, ratio=other_q / base_q, low=math.nan, high=math.nan,
                    confidence=settings.confidence, resamples=0)
 
 
 def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTINGS,
                  across: Sequence[str] = ()) -> RunComparison:
     """Every arm of ``other`` against the same arm of ``baseline`` (raises EvidenceError when not comparable).
-    ``across`` names the differences compared on purpose (see :func:`check_comparable`)."""
+    ``across`` names the differences compared on purpose (see :func:`~wakelab.analysis.compare.comparable.comparability`)."""
     warnings, on_purpose = comparability(baseline, other, across)
     a_arms, b_arms = baseline.arms_by_name(), other.arms_by_name()
     arms: List[ArmComparison] = []
@@ -259,18 +240,11 @@ def parse_metrics(text: str) -> Tuple[str, ...]:
 
 
 def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
-                     metrics: Union[str, Sequence[str]] = DEFAULT_METRICS) -> Tuple[List[Regression], List[str]]:
+                     metrics: Sequence[str] = DEFAULT_METRICS) -> Tuple[List[Regression], List[str]]:
     """Arms slower than the baseline by more than ``limit_pct`` percent at any of ``metrics`` (a latency
     arm's percentiles, a rate arm's median ops/s): a verdict "slower" with a ratio above 1 + ``limit_pct`` / 100.
     Also returns, as sentences, what could not be checked (a percentile the runs are too small for, an arm not tested)."""
-    if isinstance(metrics, str):
-        metrics = (metrics,)
-    keys: List[str] = []
-    for metric in metrics:
-        if metric not in METRIC_KEYS:
-            raise ValueError("metric must be p50, p99 or p99.9, got %r" % (metric,))
-        keys.append(METRIC_KEYS[metric])
-    keys = list(dict.fromkeys(keys))
+    keys = list(dict.fromkeys(METRIC_KEYS[metric] for metric in metrics))
     limit = 1.0 + limit_pct / 100.0
     found: List[Regression] = []
     unchecked: List[str] = []
@@ -281,13 +255,15 @@ def find_regressions(comparisons: Sequence[RunComparison], limit_pct: float,
                                  % (arm.name, comparison.other.label, "rounds" if arm.kind == RATE else "samples"))
                 continue
             for key in (["median"] if arm.kind == RATE else keys):
-                slowdown = arm.slowdown(key)
-                if slowdown is None:
+                ci, judged = arm.ratios.get(key), arm.judgements.get(key)
+                if ci is None:
                     q = dict(LATENCY_PERCENTILES)[key]
                     unchecked.append("%s in %s: no %s (needs n >= %d in both runs)"
                                      % (arm.name, comparison.other.label, label_of(key), min_n_for(q)))
                     continue
-                if arm.significantly_slower(key) and slowdown > limit:
+                # How many times slower: a rate's ops/s ratio inverted.
+                slowdown = (1.0 / ci.ratio if ci.ratio else math.inf) if arm.kind == RATE else ci.ratio
+                if judged is not None and judged.verdict == SLOWER and slowdown > limit:
                     found.append(Regression(comparison.other.label, arm.name,
                                             "median ops/s" if arm.kind == RATE else label_of(key), slowdown))
     return found, unchecked
