@@ -345,9 +345,7 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     inside the grid).  Every file is read through the evidence loaders (regular files inside the bundle, size caps,
     strict JSON, the schema).  Raises :class:`EvidenceError` at the first path that is not a valid bundle.
     """
-    from wakelab.evidence.bundle import SUMMARY_JSON
-    from wakelab.evidence.load import (MATRIX_JSON, is_grid_folder, load_grid_index, load_summary, orphan_cells_error,
-                                       orphan_cells_folder, resolve_summary_path)
+    from wakelab.evidence.load import MATRIX_JSON, SUMMARY_JSON, is_grid, load_grid_index, load_summary, resolve_summary_path
     from wakelab.evidence.model import Bundle
 
     found: List[Bundle] = []
@@ -355,13 +353,11 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     for given in paths:
         if not os.path.lexists(given):  # False for a path with a NUL byte, too
             raise EvidenceError("%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % given)
-        if is_grid_folder(given):
+        if is_grid(given):
             index = load_grid_index(given)
             pending += len(index.never_ran)
             found.extend(Bundle(given, cell.folder, load_summary(cell.folder)) for cell in index.with_evidence)
             continue
-        if orphan_cells_folder(given):
-            raise orphan_cells_error(given)
         summary_path = resolve_summary_path(given)
         if os.path.isdir(given) and not os.path.lexists(summary_path):
             # A folder of bundles is named as such, with how to give them.

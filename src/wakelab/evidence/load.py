@@ -301,38 +301,21 @@ def load_matrix(folder: str) -> Dict[str, object]:
 CELL_PENDING = "pending"
 
 
-def orphan_cells_folder(path: str) -> bool:
-    """True for a folder with ``cells/`` but neither summary.json nor matrix.json: a grid that lost its index."""
-    try:
-        return (
-            os.path.isdir(path)
-            and os.path.isdir(os.path.join(path, CELLS_DIR))
-            and not os.path.lexists(os.path.join(path, MATRIX_JSON))
-            and not os.path.lexists(os.path.join(path, SUMMARY_JSON))
-        )
-    except ValueError:  # a NUL byte in the name
-        return False
-
-
-def orphan_cells_error(path: str) -> EvidenceError:
-    """The one line for :func:`orphan_cells_folder`: what is missing, and which folders are runs."""
-    try:
-        names = sorted(n for n in os.listdir(os.path.join(path, CELLS_DIR))
-                       if os.path.lexists(os.path.join(path, CELLS_DIR, n, SUMMARY_JSON)))
-    except OSError:
-        names = []
-    hint = "give one of its cells (%s)" % listed([os.path.join(path, CELLS_DIR, n) for n in names]) if names else \
-        "none of its cells has a summary.json either"
-    return EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
-
-
 def is_grid(path: str) -> bool:
     """Whether ``path`` is read as a grid (:func:`is_grid_folder`) or as one run: the choice every reader of either makes.
 
-    A folder with ``cells/`` that lost its matrix.json is refused (:func:`orphan_cells_error`), not read as a broken run.
+    A folder with ``cells/`` but neither summary.json nor matrix.json is a grid that lost its index: it is refused,
+    naming the cells that are runs, not read as a broken run.
     """
-    if orphan_cells_folder(path):
-        raise orphan_cells_error(path)
+    cells = os.path.join(path, CELLS_DIR)
+    if os.path.isdir(cells) and not any(os.path.lexists(os.path.join(path, name)) for name in (MATRIX_JSON, SUMMARY_JSON)):
+        try:
+            names = sorted(n for n in os.listdir(cells) if os.path.lexists(os.path.join(cells, n, SUMMARY_JSON)))
+        except OSError:
+            names = []
+        hint = "give one of its cells (%s)" % listed([os.path.join(cells, n) for n in names]) if names else \
+            "none of its cells has a summary.json either"
+        raise EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
     return is_grid_folder(path)
 
 
