@@ -299,7 +299,7 @@ def _write_listing(schema: str, db_path: str, records: Sequence[Union[RunRecord,
 
 def cmd_history(args: argparse.Namespace) -> int:
     from wakelab import history
-    from wakelab.core.registry import did_you_mean
+    from wakelab.core.registry import did_you_mean, unknown_name_message
     from wakelab.labs import CUSTOM_ID, all_labs, get_lab
 
     db_path = history.resolve_db_path(args.history)
@@ -322,10 +322,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not points:
         known = history.recorded_arms(db_path)
         if known and args.arm not in known:
-            suggestion = did_you_mean(args.arm, known)
-            if suggestion:
-                raise UsageError("no recorded run has arm %r (%s); recorded arms: %s" % (args.arm, suggestion, ", ".join(known)))
-            raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
+            raise UsageError(unknown_name_message("arm", args.arm, known, "recorded arms", unknown="no recorded run has"))
     if args.json:
         series = [s.to_dict() for s in history.trend_series(points)]
         return _write_listing("trend", db_path, points, [p.run_id for p in points], args.group, arm=args.arm, series=series)
