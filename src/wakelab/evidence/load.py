@@ -106,10 +106,6 @@ _FILE_KINDS = (
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _kind(mode: int) -> str:
-    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-
-
 def _inside(path: str, folder: str) -> bool:
     return os.path.commonpath([folder, path]) == folder
 
@@ -122,9 +118,9 @@ def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Uni
         real_folder = os.path.realpath(folder)
         info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
             shown = "" if real == os.path.abspath(path) else " (it leads to %s)" % real
-            raise EvidenceError("%s is %s%s, not a regular file: evidence is read only from regular files" % (
-                path, _kind(info.st_mode), shown))
+            raise EvidenceError("%s is %s%s, not a regular file: evidence is read only from regular files" % (path, kind, shown))
         if not _inside(real, real_folder):
             raise EvidenceError("%s leads outside the bundle (to %s): evidence is read only from files inside %s" % (
                 path, real, folder))
@@ -342,7 +338,7 @@ def load_grid_index(folder: str) -> GridIndex:
         folders[os.path.normpath(relative)] = label
         path = os.path.join(folder, relative)
         real = os.path.realpath(path)
-        if real == root or os.path.commonpath([root, real]) != root:
+        if real == root or not _inside(real, root):
             raise EvidenceError("%s: cell %s's folder %s leads outside the grid (to %s): a grid's cells are read "
                                 "only from inside its folder" % (folder, label, relative, real))
         has_evidence = os.path.lexists(os.path.join(path, SUMMARY_JSON))
