@@ -33,7 +33,6 @@ GROUPS = ("host", "machine")
 
 
 def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False, default: object = None) -> None:
-    """Add ``--history PATH`` (and, for ``run``, ``--no-history``) to a command's parser."""
     parser.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=default,
                         help="history database (default: $WAKELAB_HISTORY, else ${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3)")
     if no_history:

@@ -51,8 +51,6 @@ def _whole_number(option: str) -> Callable[[str], int]:
 
 
 def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], List[object]]:
-    """A comma-separated list of values, each parsed by ``parse_one``."""
-
     def parse(text: str) -> List[object]:
         items = [item.strip() for item in text.split(",")]
         if not all(items):
@@ -206,8 +204,7 @@ def register(sub: Any) -> None:
 
 
 def _load_user_arms(args: argparse.Namespace) -> List[str]:
-    """Load every --arm-file (in order); the names of their arms.  A file that cannot be loaded is a
-    usage error naming it (one line, exit status 2)."""
+    """Load every --arm-file, in order; the names of their arms."""
     from wakelab.core.user_arms import ArmFileError, load_arm_file
 
     files = list(args.arm_file or [])
