@@ -465,6 +465,8 @@ def test_unknown_arm_names_the_recorded_ones(tmp_path, lab135_summary, capsys) -
     record(lab135_summary, str(tmp_path), db)
     assert cli(capsys, "history", "--history", db, "--arm", "evnt") == (
         2, "", "wakelab: error: no recorded run has arm 'evnt' (did you mean 'event'?); recorded arms: event, signal-install, sigusr1-self\n")
+    assert cli(capsys, "history", "--history", db, "--arm", "zzzz") == (
+        2, "", "wakelab: error: no recorded run has arm 'zzzz' (recorded arms: event, signal-install, sigusr1-self)\n")
 
 
 # ----------------------------------------------------------------------------------------------

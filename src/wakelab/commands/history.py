@@ -33,7 +33,6 @@ GROUPS = ("host", "machine")
 
 
 def add_history_option(parser: argparse.ArgumentParser, no_history: bool = False, default: object = None) -> None:
-    """Add ``--history PATH`` (and, for ``run``, ``--no-history``) to a command's parser."""
     parser.add_argument("--history", metavar="PATH", type=path_value("a file", HISTORY_AS_TEXT), default=default,
                         help="history database (default: $WAKELAB_HISTORY, else ${XDG_DATA_HOME:-~/.local/share}/wakelab/history.sqlite3)")
     if no_history:
@@ -299,7 +298,7 @@ def _write_listing(schema: str, db_path: str, records: Sequence[Union[RunRecord,
 
 def cmd_history(args: argparse.Namespace) -> int:
     from wakelab import history
-    from wakelab.core.registry import did_you_mean
+    from wakelab.core.registry import did_you_mean, unknown_name_message
     from wakelab.labs import CUSTOM_ID, all_labs, get_lab
 
     db_path = history.resolve_db_path(args.history)
@@ -322,10 +321,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not points:
         known = history.recorded_arms(db_path)
         if known and args.arm not in known:
-            suggestion = did_you_mean(args.arm, known)
-            if suggestion:
-                raise UsageError("no recorded run has arm %r (%s); recorded arms: %s" % (args.arm, suggestion, ", ".join(known)))
-            raise UsageError("no recorded run has arm %r (recorded arms: %s)" % (args.arm, ", ".join(known)))
+            raise UsageError(unknown_name_message("arm", args.arm, known, "recorded arms", unknown="no recorded run has"))
     if args.json:
         series = [s.to_dict() for s in history.trend_series(points)]
         return _write_listing("trend", db_path, points, [p.run_id for p in points], args.group, arm=args.arm, series=series)
@@ -345,9 +341,7 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     inside the grid).  Every file is read through the evidence loaders (regular files inside the bundle, size caps,
     strict JSON, the schema).  Raises :class:`EvidenceError` at the first path that is not a valid bundle.
     """
-    from wakelab.evidence.bundle import SUMMARY_JSON
-    from wakelab.evidence.load import (MATRIX_JSON, is_grid_folder, load_grid_index, load_summary, orphan_cells_error,
-                                       orphan_cells_folder, resolve_summary_path)
+    from wakelab.evidence.load import MATRIX_JSON, SUMMARY_JSON, is_grid, load_grid_index, load_summary, resolve_summary_path
     from wakelab.evidence.model import Bundle
 
     found: List[Bundle] = []
@@ -355,13 +349,11 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
     for given in paths:
         if not os.path.lexists(given):  # False for a path with a NUL byte, too
             raise EvidenceError("%s: no such file or folder (give a bundle folder, its summary.json, or a grid folder)" % given)
-        if is_grid_folder(given):
+        if is_grid(given):
             index = load_grid_index(given)
             pending += len(index.never_ran)
             found.extend(Bundle(given, cell.folder, load_summary(cell.folder)) for cell in index.with_evidence)
             continue
-        if orphan_cells_folder(given):
-            raise orphan_cells_error(given)
         summary_path = resolve_summary_path(given)
         if os.path.isdir(given) and not os.path.lexists(summary_path):
             # A folder of bundles is named as such, with how to give them.

@@ -51,8 +51,6 @@ def _whole_number(option: str) -> Callable[[str], int]:
 
 
 def _list_of(parse_one: Callable[[str], object], what: str) -> Callable[[str], List[object]]:
-    """A comma-separated list of values, each parsed by ``parse_one``."""
-
     def parse(text: str) -> List[object]:
         items = [item.strip() for item in text.split(",")]
         if not all(items):
@@ -206,8 +204,7 @@ def register(sub: Any) -> None:
 
 
 def _load_user_arms(args: argparse.Namespace) -> List[str]:
-    """Load every --arm-file (in order); the names of their arms.  A file that cannot be loaded is a
-    usage error naming it (one line, exit status 2)."""
+    """Load every --arm-file, in order; the names of their arms."""
     from wakelab.core.user_arms import ArmFileError, load_arm_file
 
     files = list(args.arm_file or [])
@@ -223,8 +220,8 @@ def _load_user_arms(args: argparse.Namespace) -> List[str]:
 
 
 def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] = ()) -> List[str]:
-    from wakelab.core.registry import arm_names, unknown_name_message
-    from wakelab.core.user_arms import ArmFileError, entry_point_names, load_entry_point
+    from wakelab.core.registry import UnknownArmError
+    from wakelab.core.user_arms import ArmFileError, require_arms
     from wakelab.labs import CUSTOM_ID, lab_arm_names
 
     if args.arms is None:
@@ -237,12 +234,8 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
     names = [name.strip() for name in args.arms.split(",") if name.strip()]
     if not names:
         raise UsageError("--arms needs at least one arm name")
-    for name in names:
-        if name not in arm_names():
-            with usage_errors(ArmFileError):  # lazy: the installed packages' entry points are read only for a name not known here
-                found = load_entry_point(name)
-            if found is None:
-                raise UsageError(unknown_name_message("arm", name, arm_names(), also=entry_point_names()))
+    with usage_errors(ArmFileError, UnknownArmError):
+        require_arms(names)
     if len(set(names)) != len(names):
         raise UsageError("--arms names an arm twice")
     return names

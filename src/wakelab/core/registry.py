@@ -197,17 +197,18 @@ def did_you_mean(name: str, choices: Iterable[str], ignore_prefix: str = "") -> 
 
 
 def unknown_name_message(what: str, name: str, valid: Iterable[str], valid_label: str = "valid",
-                         also: Iterable[str] = ()) -> str:
+                         also: Iterable[str] = (), unknown: str = "unknown") -> str:
     """``unknown arm 'evnt' (did you mean 'event'?); valid: ...``, or ``unknown arm 'x' (valid: ...)``.
 
     The message for a name that is not one of ``valid``; ``what`` is ``"arm"`` or ``"lab"``.
-    ``also`` are names suggested but not listed (a lab's aliases).
+    ``also`` are names suggested but not listed (a lab's aliases); ``unknown`` opens the message
+    (``no recorded run has``).
     """
     valid = list(valid)
     suggestion = did_you_mean(name, valid + list(also))
     if suggestion:
-        return "unknown %s %r (%s); %s: %s" % (what, name, suggestion, valid_label, ", ".join(valid))
-    return "unknown %s %r (%s: %s)" % (what, name, valid_label, ", ".join(valid))
+        return "%s %s %r (%s); %s: %s" % (unknown, what, name, suggestion, valid_label, ", ".join(valid))
+    return "%s %s %r (%s: %s)" % (unknown, what, name, valid_label, ", ".join(valid))
 
 
 def _load_family(family: str) -> List[Arm]:

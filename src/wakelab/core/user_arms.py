@@ -391,6 +391,18 @@ def load_entry_point(name: str, timeout_s: Optional[float] = v1.LOAD_TIMEOUT_S) 
     return _register_entry_point(obj, dataclasses.replace(origin, sys_path=tuple(extra)), where, check_builtins=True)
 
 
+def require_arms(names: Sequence[str]) -> None:
+    """Make sure each of ``names`` is a registered arm, loading the one an installed package offers as that entry point
+    for a name not known here (the entry points are read only then).
+
+    :class:`ArmFileError` if it cannot be loaded; :class:`~wakelab.core.registry.UnknownArmError` naming the arms there
+    are if no arm has the name.
+    """
+    for name in names:
+        if name not in registry.arm_names() and load_entry_point(name) is None:
+            raise registry.UnknownArmError(registry.unknown_name_message("arm", name, registry.arm_names(), also=entry_point_names()))
+
+
 def _register_entry_point(obj: object, origin: UserArmOrigin, where: str, check_builtins: bool) -> Arm:
     if not isinstance(obj, v1.Arm):
         raise ArmFileError("%s is a %s, not a wakelab.api.v1.Arm (or a function returning one)" % (where, type(obj).__name__))

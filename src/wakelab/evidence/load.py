@@ -106,10 +106,6 @@ _FILE_KINDS = (
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _kind(mode: int) -> str:
-    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-
-
 def _inside(path: str, folder: str) -> bool:
     return os.path.commonpath([folder, path]) == folder
 
@@ -122,9 +118,9 @@ def read_evidence_file(path: str, folder: str, max_bytes: int, what: str) -> Uni
         real_folder = os.path.realpath(folder)
         info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
             shown = "" if real == os.path.abspath(path) else " (it leads to %s)" % real
-            raise EvidenceError("%s is %s%s, not a regular file: evidence is read only from regular files" % (
-                path, _kind(info.st_mode), shown))
+            raise EvidenceError("%s is %s%s, not a regular file: evidence is read only from regular files" % (path, kind, shown))
         if not _inside(real, real_folder):
             raise EvidenceError("%s leads outside the bundle (to %s): evidence is read only from files inside %s" % (
                 path, real, folder))
@@ -301,38 +297,21 @@ def load_matrix(folder: str) -> Dict[str, object]:
 CELL_PENDING = "pending"
 
 
-def orphan_cells_folder(path: str) -> bool:
-    """True for a folder with ``cells/`` but neither summary.json nor matrix.json: a grid that lost its index."""
-    try:
-        return (
-            os.path.isdir(path)
-            and os.path.isdir(os.path.join(path, CELLS_DIR))
-            and not os.path.lexists(os.path.join(path, MATRIX_JSON))
-            and not os.path.lexists(os.path.join(path, SUMMARY_JSON))
-        )
-    except ValueError:  # a NUL byte in the name
-        return False
-
-
-def orphan_cells_error(path: str) -> EvidenceError:
-    """The one line for :func:`orphan_cells_folder`: what is missing, and which folders are runs."""
-    try:
-        names = sorted(n for n in os.listdir(os.path.join(path, CELLS_DIR))
-                       if os.path.lexists(os.path.join(path, CELLS_DIR, n, SUMMARY_JSON)))
-    except OSError:
-        names = []
-    hint = "give one of its cells (%s)" % listed([os.path.join(path, CELLS_DIR, n) for n in names]) if names else \
-        "none of its cells has a summary.json either"
-    return EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
-
-
 def is_grid(path: str) -> bool:
     """Whether ``path`` is read as a grid (:func:`is_grid_folder`) or as one run: the choice every reader of either makes.
 
-    A folder with ``cells/`` that lost its matrix.json is refused (:func:`orphan_cells_error`), not read as a broken run.
+    A folder with ``cells/`` but neither summary.json nor matrix.json is a grid that lost its index: it is refused,
+    naming the cells that are runs, not read as a broken run.
     """
-    if orphan_cells_folder(path):
-        raise orphan_cells_error(path)
+    cells = os.path.join(path, CELLS_DIR)
+    if os.path.isdir(cells) and not any(os.path.lexists(os.path.join(path, name)) for name in (MATRIX_JSON, SUMMARY_JSON)):
+        try:
+            names = sorted(n for n in os.listdir(cells) if os.path.lexists(os.path.join(cells, n, SUMMARY_JSON)))
+        except OSError:
+            names = []
+        hint = "give one of its cells (%s)" % listed([os.path.join(cells, n) for n in names]) if names else \
+            "none of its cells has a summary.json either"
+        raise EvidenceError("%s has cells/ but no matrix.json: the grid's index is missing; %s" % (path, hint))
     return is_grid_folder(path)
 
 
@@ -359,7 +338,7 @@ def load_grid_index(folder: str) -> GridIndex:
         folders[os.path.normpath(relative)] = label
         path = os.path.join(folder, relative)
         real = os.path.realpath(path)
-        if real == root or os.path.commonpath([root, real]) != root:
+        if real == root or not _inside(real, root):
             raise EvidenceError("%s: cell %s's folder %s leads outside the grid (to %s): a grid's cells are read "
                                 "only from inside its folder" % (folder, label, relative, real))
         has_evidence = os.path.lexists(os.path.join(path, SUMMARY_JSON))
