@@ -30,10 +30,9 @@ class ArmOrigin(Record):
 
 @dataclasses.dataclass(frozen=True)
 class WorkerRecord(Record):
-    """One worker process's part of an arm (``workers``), values as recorded; ``recorded`` is False for an entry that is
-    not a record at all.  The runner writes these too (:func:`wakelab.harness.summary.worker_record`)."""
+    """One worker process's part of an arm (``workers``), values as recorded (``in_evidence`` False: an entry that is not a
+    record at all).  The runner writes these too (:func:`wakelab.harness.summary.worker_record`)."""
 
-    recorded: bool = json_field("", lambda value: isinstance(value, Mapping), default=True)
     n: Any = None
     rounds: Any = None
     pid: Any = None
@@ -44,6 +43,10 @@ class WorkerRecord(Record):
     max_ns: Any = None
     ops_per_s: Any = None
     warmup_discarded: Any = None  # a soak's chunk
+
+    @property
+    def recorded(self) -> bool:  # analysis/guidance/noise.py's name for in_evidence
+        return self.in_evidence
 
     def to_dict(self) -> Dict[str, object]:
         """A latency worker's n, lost, p50 and max, or a rate worker's rounds and ops/s (its ``n`` None); a soak chunk's

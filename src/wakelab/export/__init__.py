@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 
 from wakelab.errors import OutputError, UsageError
 from wakelab.export import csv_format, json_format, markdown, pyperf_format, samples_csv
-from wakelab.export.base import EXPORT_DIR, Evidence, Export, ExportedFile, Exporter, Grid, GridCell, Source
+from wakelab.export.base import EXPORT_DIR, Export, ExportedFile, Exporter, Source
 
 EXPORTERS: Dict[str, Exporter] = {
     exporter.name: exporter
@@ -40,7 +40,7 @@ EXPORTERS: Dict[str, Exporter] = {
 STDOUT = "-"
 
 __all__ = [
-    "EXPORTERS", "EXPORT_DIR", "STDOUT", "Evidence", "Export", "ExportedFile", "Exporter", "Grid", "GridCell", "Source",
+    "EXPORTERS", "EXPORT_DIR", "STDOUT", "Export", "ExportedFile", "Exporter", "Source",
     "get_exporter", "write_export", "output_paths",
 ]
 

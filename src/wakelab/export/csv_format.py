@@ -20,9 +20,9 @@ import csv
 import io
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-from wakelab.evidence.model import ArmRecord
 from wakelab.formatting import finite_number
-from wakelab.export.base import Evidence, Grid, one_file_exporter
+from wakelab.evidence.model import ArmRecord, Bundle, Grid
+from wakelab.export.base import one_file_exporter
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
 LATENCY_COLUMNS = ("n", "lost", "min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns", "stdev_ns")
@@ -97,7 +97,7 @@ def write_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return out.getvalue()
 
 
-def format_csv(evidence: Evidence) -> str:
+def format_csv(evidence: Bundle) -> str:
     return write_rows(COLUMNS, (arm_row(arm) for arm in evidence.arms()))
 
 
