@@ -184,19 +184,13 @@ class LostWakes:
         return max(self.total - self.coalesced - self.stale, 0)
 
 
-def worker_infos(arm: ArmRecord) -> List[Mapping[str, object]]:
-    """The arm's raw ``info`` (its driver's own, free-form): each worker process's, under ``workers`` when there
-    were several, else the one (none where it records none)."""
-    info = arm.entry.get("info")
-    if not isinstance(info, Mapping):
-        return []
-    workers = info.get("workers")
-    return [w for w in workers if isinstance(w, Mapping)] if isinstance(workers, list) else [info]
+def worker_infos(arm: ArmRecord) -> Tuple[Mapping[str, object], ...]:
+    return arm.infos
 
 
 def _info_count(arm: ArmRecord, key: str) -> int:
     """``info[key]`` summed over the pooled workers' infos (or the one info)."""
-    values = [one.get(key) for one in worker_infos(arm)]
+    values = [one.get(key) for one in arm.infos]
     return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
 
 
