@@ -112,14 +112,8 @@ def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
 def lab_pairings(run: Run) -> List[Pairing]:
     """The lab's comparisons whose two arms are both in the run, in the lab's order."""
     bundle = bundle_of(run)
-    by_name = bundle.arms_by_name()
-    gil = gil_enabled(bundle)
-    pairings = []
-    for a_name, b_name in bundle.lab_comparisons:
-        a, b = by_name.get(a_name), by_name.get(b_name)
-        if a is not None and b is not None:
-            pairings.append(pair_arms(a, b, gil))
-    return pairings
+    by_name, gil = bundle.arms_by_name(), gil_enabled(bundle)
+    return [pair_arms(by_name[a], by_name[b], gil) for a, b in bundle.lab_comparisons if a in by_name and b in by_name]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,14 +154,10 @@ def native_ratio(arm: ArmRecord, native: Optional[ArmRecord]) -> Optional[Native
 
 def native_ratios(run: Run) -> Dict[str, NativeRatio]:
     """Every arm of the run measured beside its C floor, by arm name, in run order."""
-    arms = bundle_of(run).arms()
-    by_name = {arm.name: arm for arm in arms}
-    ratios: Dict[str, NativeRatio] = {}
-    for arm in arms:
-        ratio = native_ratio(arm, by_name.get(arm.native)) if arm.native else None
-        if ratio is not None:
-            ratios[ratio.arm] = ratio
-    return ratios
+    bundle = bundle_of(run)
+    by_name = bundle.arms_by_name()
+    ratios = (native_ratio(arm, by_name.get(arm.native)) for arm in bundle.arms() if arm.native)
+    return {ratio.arm: ratio for ratio in ratios if ratio is not None}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,8 @@ from typing import Dict, List, Optional
 
 from wakelab.errors import OutputError, UsageError
 from wakelab.export import csv_format, json_format, markdown, pyperf_format, samples_csv
-from wakelab.export.base import EXPORT_DIR, Export, ExportedFile, Exporter, Source
+from wakelab.evidence.bundle import EXPORT_DIR, atomic_write_files
+from wakelab.export.base import Export, ExportedFile, Exporter, Source
 
 EXPORTERS: Dict[str, Exporter] = {
     exporter.name: exporter
@@ -95,8 +96,6 @@ def write_export(export: Export, exporter: Exporter, destination: str) -> List[s
     Nothing is written before the whole export has been serialized, and the files are written all or none
     (:func:`~wakelab.evidence.bundle.atomic_write_files`); folders this call created are removed again on a failure.
     """
-    from wakelab.evidence.bundle import atomic_write_files
-
     paths = output_paths(export, exporter, destination)
     created: List[str] = []
     try:

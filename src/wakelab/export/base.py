@@ -13,11 +13,6 @@ from typing import Callable, List, Optional, Tuple, Union
 
 from wakelab.evidence.model import ArmRecord, Bundle, Grid
 
-# Where exports go when no -o is given: a folder of their own inside the run (or grid) folder,
-# so that they stay beside the evidence they were made from.
-EXPORT_DIR = "export"
-
-
 # What an exporter is given: one run or a grid.
 Source = Union[Bundle, Grid]
 
@@ -60,12 +55,9 @@ class Exporter:
 
 
 def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[List[Tuple[int, int, int]]]:
-    """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values.
-
-    The samples file pools the workers' values in worker order; summary.json's ``workers`` give each one's count (``n``,
-    or ``rounds`` for a rate arm's rounds).  None when there are no workers or their counts are not whole numbers adding
-    up to ``total``: the series cannot be cut back.
-    """
+    """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values (pooled in worker
+    order, each one's count its ``n``, or ``rounds`` for a rate arm); None when the workers' counts are not whole numbers
+    adding up to ``total``."""
     recorded = [(w.rounds if rounds else w.n) if w.in_evidence else None for w in arm.workers or ()]
     counts: List[int] = [c for c in recorded if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
     if not counts or len(counts) != len(recorded) or sum(counts) != total:
