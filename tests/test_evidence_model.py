@@ -137,3 +137,11 @@ def test_the_observed_section_reads_as_records_and_its_absence_as_none() -> None
     assert Bundle("run", "run", {"observed": {}}).observed is None and Bundle("run", "run", {}).observed is None
     unread, none = (Bundle("run", "run", {"observed": {"busy_processes": value, "end": 1}}).observed for value in ({}, []))
     assert unread is not None and none is not None and (unread.busy_processes, unread.end, none.busy_processes) == (None, None, ())
+
+
+def test_an_arm_reads_its_worker_infos_once_and_whether_its_waiter_took_the_policy() -> None:
+    pooled = ArmRecord.from_dict({"name": "a", "info": {"workers": [{"waiter_sched": "fifo 10"}, "junk", {"sent": 3}]}})
+    assert pooled.infos == ({"waiter_sched": "fifo 10"}, {"sent": 3}) and pooled.took_waiter_policy
+    alone = ArmRecord.from_dict({"name": "b", "info": {"sent": 1}})
+    assert alone.infos == ({"sent": 1},) and not alone.took_waiter_policy
+    assert ArmRecord.from_dict({"name": "c", "info": "x"}).infos == () and not ArmRecord.from_dict({"name": "d"}).took_waiter_policy
