@@ -10,7 +10,7 @@ import pytest
 
 from wakelab.errors import EvidenceError
 from wakelab.evidence.bundle import dumps
-from wakelab.evidence.model import Bundle, Interpreter
+from wakelab.evidence.model import ArmRecord, Bundle, Interpreter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMITTED = os.path.join(ROOT, "lab-evidence", "135-signal-vs-event-wakeup", "results")
@@ -65,7 +65,7 @@ def test_an_n_stored_as_a_whole_float_still_counts_every_wake(tmp_path) -> None:
     bundle = Bundle.load(copy)
     event = bundle.arms_by_name()["event"]
     assert bundle.latency_samples(event).total == 200
-    assert bundle.raw_kept(event.entry, range(200)) == bundle.raw_kept(event, range(200))
+    assert bundle.raw_kept(event, range(200)) == 200
     assert bundle.raw_kept(event, range(199)) is None
 
 
@@ -112,7 +112,7 @@ def test_the_grid_writer_and_readers_share_the_matrix_records() -> None:
                       "status": "done", "complete": True, "interpreter": interp}
     entry = {"name": "event", "status": "ok", "kind": "latency", "latency": {"p50_ns": 10, "p99_ns": 20.5, "max_ns": 30, "x": "y"},
              "waiter": "blocked", "samples_file": "samples/event.json"}
-    row = MatrixEntry.of("event", "a", entry).to_dict()
+    row = MatrixEntry.of("event", "a", ArmRecord.from_dict(entry)).to_dict()
     assert row == {"cell": "a", "status": "ok", "reason": None, "latency": entry["latency"], "rate": None, "spread": None,
                    "waiter": "blocked", "kind": "latency", "native": None, "native_match": None}
     assert MatrixEntry.of("event", "b", None).to_dict()["status"] == "pending"
@@ -137,3 +137,11 @@ def test_the_observed_section_reads_as_records_and_its_absence_as_none() -> None
     assert Bundle("run", "run", {"observed": {}}).observed is None and Bundle("run", "run", {}).observed is None
     unread, none = (Bundle("run", "run", {"observed": {"busy_processes": value, "end": 1}}).observed for value in ({}, []))
     assert unread is not None and none is not None and (unread.busy_processes, unread.end, none.busy_processes) == (None, None, ())
+
+
+def test_an_arm_reads_its_worker_infos_once_and_whether_its_waiter_took_the_policy() -> None:
+    pooled = ArmRecord.from_dict({"name": "a", "info": {"workers": [{"waiter_sched": "fifo 10"}, "junk", {"sent": 3}]}})
+    assert pooled.infos == ({"waiter_sched": "fifo 10"}, {"sent": 3}) and pooled.took_waiter_policy
+    alone = ArmRecord.from_dict({"name": "b", "info": {"sent": 1}})
+    assert alone.infos == ({"sent": 1},) and not alone.took_waiter_policy
+    assert ArmRecord.from_dict({"name": "c", "info": "x"}).infos == () and not ArmRecord.from_dict({"name": "d"}).took_waiter_policy

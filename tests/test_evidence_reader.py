@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional, Tuple
 
-from wakelab.evidence.bundle import Record, json_field, json_meta
+from wakelab.evidence.bundle import Record, json_field, json_meta, read_as
 from wakelab.evidence.figures import ComponentBand, TraceComponents
 from wakelab.evidence.arms import SamplesFile
 
@@ -75,7 +75,7 @@ def test_nested_records_are_read_and_an_empty_section_is_none() -> None:
     assert read.by_name == {"x": Leaf(1, ""), "y": Leaf()}
     assert read.leaf == Leaf(4, "") and read.maybe == Leaf() and read.section is None
     assert Sample.from_dict({"section": {"value": 1}}).section == Section(1)
-    assert Section.from_section({}) is None and Leaf.from_section({}) == Leaf() and Leaf.from_section("x") is None
+    assert read_as(Optional[Section], {}) is None and read_as(Optional[Leaf], {}) == Leaf() and read_as(Optional[Leaf], "x") is None
 
 
 def test_a_bool_is_not_a_count_where_the_record_says_so() -> None:

@@ -112,14 +112,8 @@ def pair_arms(a: Arm, b: Arm, gil: bool = True) -> Pairing:
 def lab_pairings(run: Run) -> List[Pairing]:
     """The lab's comparisons whose two arms are both in the run, in the lab's order."""
     bundle = bundle_of(run)
-    by_name = bundle.arms_by_name()
-    gil = gil_enabled(bundle)
-    pairings = []
-    for a_name, b_name in bundle.lab_comparisons:
-        a, b = by_name.get(a_name), by_name.get(b_name)
-        if a is not None and b is not None:
-            pairings.append(pair_arms(a, b, gil))
-    return pairings
+    by_name, gil = bundle.arms_by_name(), gil_enabled(bundle)
+    return [pair_arms(by_name[a], by_name[b], gil) for a, b in bundle.lab_comparisons if a in by_name and b in by_name]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,14 +154,10 @@ def native_ratio(arm: ArmRecord, native: Optional[ArmRecord]) -> Optional[Native
 
 def native_ratios(run: Run) -> Dict[str, NativeRatio]:
     """Every arm of the run measured beside its C floor, by arm name, in run order."""
-    arms = bundle_of(run).arms()
-    by_name = {arm.name: arm for arm in arms}
-    ratios: Dict[str, NativeRatio] = {}
-    for arm in arms:
-        ratio = native_ratio(arm, by_name.get(arm.native)) if arm.native else None
-        if ratio is not None:
-            ratios[ratio.arm] = ratio
-    return ratios
+    bundle = bundle_of(run)
+    by_name = bundle.arms_by_name()
+    ratios = (native_ratio(arm, by_name.get(arm.native)) for arm in bundle.arms() if arm.native)
+    return {ratio.arm: ratio for ratio in ratios if ratio is not None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,19 +174,13 @@ class LostWakes:
         return max(self.total - self.coalesced - self.stale, 0)
 
 
-def worker_infos(arm: ArmRecord) -> List[Mapping[str, object]]:
-    """The arm's raw ``info`` (its driver's own, free-form): each worker process's, under ``workers`` when there
-    were several, else the one (none where it records none)."""
-    info = arm.entry.get("info")
-    if not isinstance(info, Mapping):
-        return []
-    workers = info.get("workers")
-    return [w for w in workers if isinstance(w, Mapping)] if isinstance(workers, list) else [info]
+def worker_infos(arm: ArmRecord) -> Tuple[Mapping[str, object], ...]:
+    return arm.infos
 
 
 def _info_count(arm: ArmRecord, key: str) -> int:
     """``info[key]`` summed over the pooled workers' infos (or the one info)."""
-    values = [one.get(key) for one in worker_infos(arm)]
+    values = [one.get(key) for one in arm.infos]
     return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import operator
 import os
 import statistics
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.compare import (
     CANNOT_TELL, RATE, ArmComparison, Judgement, RatioCI, RunComparison, format_pct, format_ratio_plain, label_of,
@@ -45,9 +46,6 @@ class Condition:
     other: str
     differs: Optional[bool]
 
-    def to_dict(self) -> Dict[str, object]:
-        return dataclasses.asdict(self)
-
 
 @dataclasses.dataclass(frozen=True)
 class SeparateRuns:
@@ -72,7 +70,7 @@ class SeparateRuns:
 
     def to_dict(self) -> Dict[str, object]:
         return {"baseline": self.baseline, "other": self.other, "gap_s": self.gap_s,
-                "differing": [c.to_dict() for c in self.differing], "alike": list(self.alike),
+                "differing": [dataclasses.asdict(c) for c in self.differing], "alike": list(self.alike),
                 "not_recorded": list(self.unknown), "advice": AB_ADVICE}
 
 
@@ -135,21 +133,14 @@ def _loads(run: Bundle) -> Optional[Tuple[Optional[float], Optional[float]]]:
     return (start, None) if start is not None else None
 
 
-def _load_condition(a: Bundle, b: Bundle) -> Condition:
-    def words(loads: Optional[Tuple[Optional[float], Optional[float]]]) -> str:
-        if loads is None:
-            return "not recorded"
-        start, end = loads
-        return "%s at the start, %s at the end" % ("-" if start is None else "%.2f" % start,
-                                                   "not recorded" if end is None else "%.2f" % end)
+def _load_words(loads: Tuple[Optional[float], Optional[float]]) -> str:
+    start, end = loads
+    return "%s at the start, %s at the end" % ("-" if start is None else "%.2f" % start, "not recorded" if end is None else "%.2f" % end)
 
-    def peak(loads: Optional[Tuple[Optional[float], Optional[float]]]) -> Optional[float]:
-        known = [v for v in loads or () if v is not None]
-        return max(known) if known else None
 
-    la, lb = _loads(a), _loads(b)
-    pa, pb = peak(la), peak(lb)
-    return Condition("load average (1 min)", words(la), words(lb), None if pa is None or pb is None else abs(pa - pb) >= LOAD_DIFFERENCE)
+def _load_differs(a: Tuple[Optional[float], Optional[float]], b: Tuple[Optional[float], Optional[float]]) -> Optional[bool]:
+    pa, pb = (max((v for v in loads if v is not None), default=None) for loads in (a, b))
+    return None if pa is None or pb is None else abs(pa - pb) >= LOAD_DIFFERENCE
 
 
 def _busy(run: Bundle) -> Optional[Tuple[List[BusyProcess], Mapping[str, float]]]:
@@ -161,28 +152,21 @@ def _busy(run: Bundle) -> Optional[Tuple[List[BusyProcess], Mapping[str, float]]
     return procs, seen.cpu_busy
 
 
-def _busy_condition(a: Bundle, b: Bundle) -> Condition:
-    def words(busy: Optional[Tuple[List[BusyProcess], Mapping[str, float]]]) -> str:
-        if busy is None:
-            return "not recorded"
-        procs, cpus = busy
-        shares = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * v)) for cpu, v in sorted(cpus.items())) if cpus else ""
-        if not procs:
-            return "none besides the run's own" + shares
-        named = ["%s (pid %s) %d%% of a CPU%s" % (p.name, p.pid, round(100 * p.cpu_share),
-                                                  ", started during the run" if p.started_during_run else "")
-                 for p in procs[:4]]
-        return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + shares
+def _busy_words(busy: Tuple[List[BusyProcess], Mapping[str, float]]) -> str:
+    procs, cpus = busy
+    shares = "; CPUs busy %s" % ", ".join("%s %d%%" % (cpu, round(100 * v)) for cpu, v in sorted(cpus.items())) if cpus else ""
+    if not procs:
+        return "none besides the run's own" + shares
+    named = ["%s (pid %s) %d%% of a CPU%s" % (p.name, p.pid, round(100 * p.cpu_share), ", started during the run" if p.started_during_run else "")
+             for p in procs[:4]]
+    return "; ".join(named) + (" and %d more" % (len(procs) - 4) if len(procs) > 4 else "") + shares
 
-    ba, bb = _busy(a), _busy(b)
-    differs: Optional[bool] = None
-    if ba is not None and bb is not None:
-        (pa, cpus_a), (pb, cpus_b) = ba, bb
-        differs = (sorted(p.name for p in pa) != sorted(p.name for p in pb)
-                   or abs(sum(p.cpu_share for p in pa) - sum(p.cpu_share for p in pb)) >= CPU_BUSY_DIFFERENCE
-                   or (bool(cpus_a and cpus_b)
-                       and abs(statistics.fmean(cpus_a.values()) - statistics.fmean(cpus_b.values())) >= CPU_BUSY_DIFFERENCE))
-    return Condition("busy processes", words(ba), words(bb), differs)
+
+def _busy_differs(a: Tuple[List[BusyProcess], Mapping[str, float]], b: Tuple[List[BusyProcess], Mapping[str, float]]) -> bool:
+    (pa, cpus_a), (pb, cpus_b) = a, b
+    return (sorted(p.name for p in pa) != sorted(p.name for p in pb)
+            or abs(sum(p.cpu_share for p in pa) - sum(p.cpu_share for p in pb)) >= CPU_BUSY_DIFFERENCE
+            or (bool(cpus_a and cpus_b) and abs(statistics.fmean(cpus_a.values()) - statistics.fmean(cpus_b.values())) >= CPU_BUSY_DIFFERENCE))
 
 
 def _frequency_condition(a: Bundle, b: Bundle) -> Condition:
@@ -248,9 +232,11 @@ def _machine(run: Bundle) -> Optional[str]:
     return "%s, %s, kernel %s" % (machine.hostname, machine.cpu_model, machine.kernel) if machine.in_evidence else None
 
 
-def _simple(name: str, a: Optional[str], b: Optional[str]) -> Condition:
-    return Condition(name, a if a is not None else "not recorded", b if b is not None else "not recorded",
-                     None if a is None or b is None else a != b)
+def _condition(name: str, a: Any, b: Any, words: Callable[[Any], str] = str,
+               differs: Callable[[Any, Any], Optional[bool]] = operator.ne) -> Condition:
+    """Condition ``name`` from each run's fact (None: not recorded), in ``words``; whether they differ when both have one."""
+    said = ["not recorded" if fact is None else words(fact) for fact in (a, b)]
+    return Condition(name, said[0], said[1], None if a is None or b is None else differs(a, b))
 
 
 def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
@@ -261,10 +247,11 @@ def tell_apart(baseline: Bundle, other: Bundle) -> SeparateRuns:
         (first, end), later = ((a_start, a_end), b_start) if a_start <= b_start else ((b_start, b_end), a_start)
         gap = later - (end if end is not None else first)
     # Three conditions judged by their own rules, then those that differ whenever their words do.
-    judged = tuple(condition(baseline, other) for condition in (_load_condition, _busy_condition, _frequency_condition))
-    conditions = judged + tuple(_simple(name, read(baseline), read(other)) for name, read in (
-        ("CPU frequency governor", _governor), ("idle states", _idle), ("placement", _placement),
-        ("interpreter build", _build), ("machine", _machine)))
+    conditions = (_condition("load average (1 min)", _loads(baseline), _loads(other), _load_words, _load_differs),
+                  _condition("busy processes", _busy(baseline), _busy(other), _busy_words, _busy_differs),
+                  _frequency_condition(baseline, other)) + tuple(_condition(name, read(baseline), read(other)) for name, read in (
+                      ("CPU frequency governor", _governor), ("idle states", _idle), ("placement", _placement),
+                      ("interpreter build", _build), ("machine", _machine)))
     return SeparateRuns(baseline.label, other.label, gap, conditions)
 
 

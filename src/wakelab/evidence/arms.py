@@ -30,10 +30,9 @@ class ArmOrigin(Record):
 
 @dataclasses.dataclass(frozen=True)
 class WorkerRecord(Record):
-    """One worker process's part of an arm (``workers``), values as recorded; ``recorded`` is False for an entry that is
-    not a record at all.  The runner writes these too (:func:`wakelab.harness.summary.worker_record`)."""
+    """One worker process's part of an arm (``workers``), values as recorded (``in_evidence`` False: an entry that is not a
+    record at all).  The runner writes these too (:func:`wakelab.harness.summary.worker_record`)."""
 
-    recorded: bool = json_field("", lambda value: isinstance(value, Mapping), default=True)
     n: Any = None
     rounds: Any = None
     pid: Any = None
@@ -45,6 +44,10 @@ class WorkerRecord(Record):
     ops_per_s: Any = None
     warmup_discarded: Any = None  # a soak's chunk
 
+    @property
+    def recorded(self) -> bool:  # analysis/guidance/noise.py's name for in_evidence
+        return self.in_evidence
+
     def to_dict(self) -> Dict[str, object]:
         """A latency worker's n, lost, p50 and max, or a rate worker's rounds and ops/s (its ``n`` None); a soak chunk's
         warm-up and a repetition only where recorded."""
@@ -55,15 +58,11 @@ class WorkerRecord(Record):
         return out
 
 
-def _took_waiter_policy(doc: object) -> bool:
-    """Whether a driver recorded ``waiter_sched`` in an arm's info (or a worker's): the waiter ran under the requested
-    scheduling policy."""
-    info = doc.get("info") or {} if isinstance(doc, Mapping) else None
+def _infos(info: object) -> Tuple[Mapping[str, object], ...]:
     if not isinstance(info, Mapping):
-        return False
+        return ()
     workers = info.get("workers")
-    infos: Sequence[object] = workers if isinstance(workers, list) else [info]
-    return any(isinstance(one, Mapping) and one.get("waiter_sched") for one in infos)
+    return tuple(w for w in workers if isinstance(w, Mapping)) if isinstance(workers, list) else (info,)
 
 
 def _components(value: object) -> Tuple[Tuple[str, LatencyFigures], ...]:
@@ -101,7 +100,8 @@ class ArmRecord(Record):
     origin: Optional[ArmOrigin] = None
     #: The arm's own random part of the settle, where it needs more than the run's (µs).
     settle_jitter_us: Any = None
-    took_waiter_policy: bool = json_field("", _took_waiter_policy, default=False)
+    #: The driver's own free-form ``info``: each worker process's (under ``workers``) where there were several, else the one.
+    infos: Tuple[Mapping[str, object], ...] = json_field("info", _infos, default=(), repr=False)
     #: In worker order (None: the arm records no list of workers).
     workers: Optional[Tuple[WorkerRecord, ...]] = json_field(
         read=lambda value: tuple(WorkerRecord.from_dict(w) for w in value) if isinstance(value, list) else None, default=None)
@@ -121,6 +121,11 @@ class ArmRecord(Record):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def took_waiter_policy(self) -> bool:
+        """A driver recorded ``waiter_sched``: the waiter ran under the requested scheduling policy."""
+        return any(one.get("waiter_sched") for one in self.infos)
 
     @property
     def p50_ns(self) -> Optional[float]:

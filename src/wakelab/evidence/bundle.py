@@ -1,27 +1,13 @@
-"""Writing the evidence bundle atomically (measuring side: stdlib only).
+"""Writing the evidence bundle atomically, and reading it back as typed records (measuring side: stdlib only).
 
-A bundle is a folder::
+A bundle is a folder: summary.json (the run, per-arm figures, conditions; schema: summary.schema.json), summary.txt (the
+same for people) and samples/<arm>.json (each arm's raw nanosecond samples, to recompute any figure).  Every file is
+written to a temporary name beside it, fsynced and renamed over the old one, so a reader (or a crash) only ever sees a
+whole old or a whole new file; the runner rewrites summary.json after every arm, so an interrupted run leaves valid files
+with ``complete: false``.  A run holds :class:`FolderLock` on the folder it writes (a second run there is refused instead
+of mixing two runs' files) and first clears what an older bundle left there (:func:`clear_bundle`).
 
-    summary.json          the run, per-arm figures, conditions (schema: summary.schema.json)
-    summary.txt           the same for people
-    samples/<arm>.json    raw nanosecond samples of each arm, to recompute any figure
-
-Every file is written to a temporary name in the same folder, flushed,
-fsynced and renamed over the old one, so a reader (or a crash) only ever
-sees a whole old file or a whole new one.  The runner rewrites summary.json
-after every arm, so an interrupted run leaves valid files with
-``complete: false``.
-
-While a run writes a folder it holds an exclusive ``flock`` on
-``.wakelab.lock`` inside it (:class:`FolderLock`), so a second run
-into the same folder is refused instead of mixing two runs' files.  Before
-the first write, a run clears the evidence an older bundle left there
-(:func:`clear_bundle`), so no stale ``samples/*.json`` survives a replace.
-
-What is read back becomes typed records (:class:`Record`, :func:`read_record`: below).
-
-Schema history (``schema_version``):
-  1 -- first version (wakelab 0.1); the optional ``run_id`` came later, without a bump.
+Schema history (``schema_version``): 1 -- first version (wakelab 0.1); the optional ``run_id`` came later, without a bump.
 """
 
 from __future__ import annotations
@@ -60,11 +46,8 @@ class FolderBusy(Exception):
 
 
 def write_temp_text(path: str, text: str) -> str:
-    """Write ``text`` (flushed, fsynced) to a new temporary file beside ``path``; returns its name.
-
-    On any failure (a full disk, an I/O error) the temporary file is removed and the error raised; the caller renames
-    the result over ``path``.
-    """
+    """Write ``text`` (fsynced) to a new temporary file beside ``path``, for the caller to rename; returns its name.  On
+    a failure (a full disk) the temporary file is removed and the error raised."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
@@ -92,12 +75,8 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def atomic_write_files(files: Mapping[str, str]) -> List[str]:
-    """Write several ``{path: text}`` files, all or none: each goes to a temporary file first,
-    and only when every one is whole are they renamed into place (renames need no space).
-
-    On a failure before the renames every temporary file is removed and no path is touched.  Returns the paths, in
-    order.
-    """
+    """Write several ``{path: text}`` files, all or none: each to a temporary file first, renamed into place only when
+    every one is whole (renames need no space); the paths, in order."""
     temps: List[str] = []
     try:
         for path, text in files.items():
@@ -112,14 +91,10 @@ def atomic_write_files(files: Mapping[str, str]) -> List[str]:
 
 
 class FolderLock:
-    """An exclusive lock on an output folder while a run writes it.
-
-    The lock is ``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock``; the kernel drops it when this process dies,
-    however it dies, so a crash never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy` at once if
-    another process holds it, and OSError if the lock file cannot be made.  :meth:`release` removes the lock file while
-    still holding the lock; an opener waiting on the old file then finds it unlinked and tries again, so two holders are
-    impossible.
-    """
+    """``flock(LOCK_EX | LOCK_NB)`` on ``folder/.wakelab.lock`` while a run writes the folder: the kernel drops it however
+    this process dies, so a crash never leaves a folder locked.  :meth:`acquire` raises :class:`FolderBusy` if another
+    process holds it.  :meth:`release` removes the lock file while still holding the lock: an opener waiting on the old
+    file then finds it unlinked and tries again, so two holders are impossible."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
@@ -161,13 +136,11 @@ class FolderLock:
         self.release()
 
 
-# Names of files a bundle (or a grid of bundles) is made of, and of the temporary files atomic_write_text leaves only if
-# it is killed between mkstemp and rename. report.html: the page `wakelab report` writes into a bundle by default, made
-# from its evidence.
+# The files a bundle (or a grid) is made of (report.html: `wakelab report`'s page, made from them), and the temporary
+# files atomic_write_text leaves only if killed between mkstemp and rename.
 _EVIDENCE_FILES = (SUMMARY_JSON, SUMMARY_TXT, MATRIX_JSON, MATRIX_TXT, "report.html")
 _SAMPLES_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\.json\Z")
-# Files ``wakelab export`` writes into a run's ``export/`` (and ``export/pyperf/``) folder by default: made from the
-# evidence a new run replaces, so they go with it.
+# ``wakelab export``'s files in a run's export/ (and export/pyperf/) by default: made from the evidence, they go with it.
 EXPORT_DIR = "export"
 _EXPORT_NAME = re.compile(r"\A\.?[A-Za-z0-9][A-Za-z0-9_.-]*\.(csv|md|json)(\.[A-Za-z0-9_]+\.tmp)?\Z")
 _TEMP_NAME = re.compile(r"\A\.(summary\.json|summary\.txt|matrix\.json|matrix\.txt|[A-Za-z0-9][A-Za-z0-9_.-]*\.json)\.[A-Za-z0-9_]+\.tmp\Z")
@@ -187,8 +160,8 @@ _FILE_OR_LINK = (stat.S_ISREG, stat.S_ISLNK)
 
 
 def _remove(folder: str, match: Callable[[str], object], kinds: Tuple[Callable[[int], bool], ...], quietly: bool = False) -> List[str]:
-    """Remove what ``folder`` holds whose name ``match``es and that is one of ``kinds``; the paths removed.  ``quietly``:
-    one that cannot be removed is left (else the error is raised)."""
+    """Remove what ``folder`` holds whose name ``match``es and that is one of ``kinds`` (``quietly``: leave what cannot
+    be); the paths removed."""
     removed = []
     for name in os.listdir(folder):
         path = os.path.join(folder, name)
@@ -203,11 +176,8 @@ def _remove(folder: str, match: Callable[[str], object], kinds: Tuple[Callable[[
 
 
 def remove_unnamed_samples(folder: str) -> List[str]:
-    """Remove the samples files that ``folder``'s summary.json does not name; the paths removed.
-
-    A run whose summary could not be written after an arm's samples were (a full disk) would otherwise leave samples no
-    arm of the bundle names.  Nothing is removed if summary.json cannot be read.
-    """
+    """Remove the samples files that ``folder``'s summary.json does not name (none if it cannot be read): a run whose
+    summary could not be written after an arm's samples were (a full disk) would leave them; the paths removed."""
     try:
         with open(os.path.join(folder, SUMMARY_JSON), encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -221,13 +191,12 @@ def remove_unnamed_samples(folder: str) -> List[str]:
 
 
 def clear_bundle(folder: str, _depth: int = 0) -> List[str]:
-    """Remove the evidence an older bundle left in ``folder``; returns the paths removed.
+    """Remove the evidence an older bundle left in ``folder``; the paths removed.
 
-    Only what looks like wakelab evidence goes: ``summary.json``, ``summary.txt``, ``matrix.json``, ``matrix.txt``,
-    regular ``*.json`` files (or links) in ``samples/``, the files ``wakelab export`` writes by default into ``export/``
-    and ``export/pyperf/`` (``*.csv``, ``*.md``, ``*.json``: made from the old evidence), wakelab's own temporary files,
-    and (for a grid) the same inside each ``cells/<label>/``.  Folders left empty are removed. Symbolic links are never
-    followed (a ``samples`` link is removed, not entered), and any other file is left alone.
+    Only what looks like wakelab's goes: its evidence files, ``*.json`` files (or links) in ``samples/``, what ``wakelab
+    export`` writes into ``export/`` and ``export/pyperf/`` by default, wakelab's temporary files, and (a grid) the same
+    in each ``cells/<label>/``; folders left empty go too.  A link is never followed (a ``samples`` link is removed, not
+    entered), and any other file is left alone.
     """
     try:
         removed = _remove(folder, lambda name: name in _EVIDENCE_FILES or _TEMP_NAME.match(name), (stat.S_ISREG,))
@@ -264,11 +233,8 @@ def _rmdir_if_empty(folder: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class GridCellIndex:
-    """One cell of a grid as its matrix.json lists it.
-
-    ``folder`` is the cell's bundle folder (the grid folder joined with matrix.json's ``cells/<label>``); ``status`` is
-    matrix.json's (pending / running / done); ``has_evidence`` says whether its summary.json is there.
-    """
+    """One cell of a grid as its matrix.json lists it: ``folder`` its bundle folder, ``status`` pending, running or done,
+    ``has_evidence`` whether its summary.json is there."""
 
     label: str
     folder: str
@@ -326,10 +292,7 @@ def write_bundle(folder: str, summary: Mapping[str, object], text: Optional[str]
 
 
 def prepare_output_folder(folder: str) -> str:
-    """Create ``folder`` (and parents) and prove it is writable; returns its absolute path.
-
-    Raises OSError with the OS's reason when it cannot be created or written.
-    """
+    """Create ``folder`` (and parents) and prove it is writable (OSError: it cannot be); returns its absolute path."""
     folder = os.path.abspath(folder)
     os.makedirs(folder, exist_ok=True)
     fd, probe = tempfile.mkstemp(prefix=".wakelab-probe-", dir=folder)
@@ -339,11 +302,8 @@ def prepare_output_folder(folder: str) -> str:
 
 
 def create_unique_folder(parent: str, stem: str) -> str:
-    """Create and return ``parent/stem`` or ``parent/stem-2``, ``-3`` ...
-
-    Never an existing folder, even with two runs starting in the same second: ``os.mkdir`` either creates the folder or
-    fails, atomically.
-    """
+    """Create and return ``parent/stem`` or ``parent/stem-2``, ``-3`` ...: never an existing folder, even for two runs
+    starting in the same second (``os.mkdir`` creates the folder or fails, atomically)."""
     os.makedirs(parent, exist_ok=True)
     i = 1
     while True:
@@ -362,11 +322,10 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
 
 # --- reading records: one lenient reader driven by the records' fields ------------------------
 #
-# Every record of the evidence model is a frozen dataclass deriving from Record, and is read by read_record alone: each
-# field from the JSON value at its key (its name; or metadata "key", a dotted path into a nested section, "" for the
-# whole value), turned into the field's type.  A key that is absent gives the field's default (None without one); what
-# is there is read as leniently as evidence written by older or other wakelabs needs, never refused (the schema has done
-# that):
+# Every record of the evidence model is a frozen dataclass deriving from Record, read by read_record alone: each field
+# from the JSON value at its key (its name, or metadata "key": a dotted path, "" for the whole value), as its type; an
+# absent key gives the field's default (None without one).  What is there is read as leniently as older or other
+# wakelabs' evidence needs, never refused (the schema has done that):
 #   Any, Optional[str], Optional[bool]   as stored
 #   bool / int / float / str             bool(v), int(v or 0), float(v or 0.0), str(v or "")
 #   Optional[int] / Optional[float]      None stays None, else int(v) / float(v)
@@ -409,11 +368,6 @@ class Record:
     def from_dict(cls: Type[R], value: object) -> R:
         return read_record(cls, value)
 
-    @classmethod
-    def from_section(cls: Type[R], value: object) -> Optional[R]:
-        """The record, or None where ``value`` is not a mapping (or is an empty one and the record EMPTY_IS_ABSENT)."""
-        return read_record(cls, value) if isinstance(value, Mapping) and (value or not cls.EMPTY_IS_ABSENT) else None
-
     def to_dict(self) -> Dict[str, object]:
         """The record as its JSON stores it (each field at its key)."""
         out: Dict[str, object] = {}
@@ -430,8 +384,8 @@ class Record:
 
 
 class Of(Generic[S, T]):
-    """An attribute of a record's owner read from that record, the one its subclass names (``record``): a bundle's
-    facts, a grid's matrix document, a trace's components."""
+    """An attribute read from the record its owner holds at the name the subclass gives (``record``): a bundle's facts,
+    a grid's matrix document, a trace's components."""
 
     record: ClassVar[str]
 
@@ -451,7 +405,7 @@ def _plain(value: object) -> object:
 
 
 def _lookup(doc: object, path: str) -> object:
-    for part in path.split("."):
+    for part in path.split(".") if path else ():
         if not isinstance(doc, Mapping) or part not in doc:
             return _ABSENT
         doc = doc[part]
@@ -471,8 +425,8 @@ def read_as(tp: Any, value: object) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is Union:
         inner = next(arg for arg in args if arg is not type(None))
-        if _is_record(inner):
-            return inner.from_section(value)
+        if _is_record(inner):  # None for no mapping, or an empty one where the record EMPTY_IS_ABSENT
+            return read_record(inner, value) if isinstance(value, Mapping) and (value or not inner.EMPTY_IS_ABSENT) else None
         if typing.get_origin(inner) is not None:  # Optional[Mapping[...]], Optional[Tuple[...]]
             return read_as(inner, value) if isinstance(value, list if typing.get_origin(inner) is tuple else Mapping) else None
         return value if value is None or inner not in (int, float) else inner(value)
@@ -500,27 +454,19 @@ def _default(field: "dataclasses.Field[object]") -> Callable[[], object]:
     return lambda: value
 
 
-_Plan = Tuple[Tuple[str, str, Callable[[Any], object], Callable[[], object]], ...]
-_PLANS: Dict[type, _Plan] = {}
-
-
-def _fields(cls: type) -> _Plan:
-    if cls in _PLANS:
-        return _PLANS[cls]
+@functools.lru_cache(maxsize=None)
+def _fields(cls: type) -> Tuple[Tuple[str, str, Callable[[Any], object], Callable[[], object]], ...]:
+    """Each field's name, key, reader and default, worked out once per record type."""
     hints = typing.get_type_hints(cls)
-    plan = []
-    for field in dataclasses.fields(cls):
-        read = field.metadata.get("read") or functools.partial(read_as, hints[field.name])
-        plan.append((field.name, field.metadata.get("key", field.name), read, _default(field)))
-    _PLANS[cls] = tuple(plan)
-    return _PLANS[cls]
+    return tuple((field.name, field.metadata.get("key", field.name), field.metadata.get("read") or functools.partial(
+        read_as, hints[field.name]), _default(field)) for field in dataclasses.fields(cls))
 
 
 def read_record(cls: Type[R], value: object) -> R:
     """Record type ``cls`` read from its JSON ``value`` (a mapping; anything else reads as an empty one)."""
     values = {}
-    for name, key, read, default in _fields(cls):
-        found = value if key == "" else _lookup(value, key)
+    for name, key, read, default in _fields(typing.cast(type, cls)):
+        found = _lookup(value, key)
         values[name] = read(default() if found is _ABSENT else found)
     record = cls(**values)
     if isinstance(value, Mapping):

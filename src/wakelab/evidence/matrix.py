@@ -96,10 +96,10 @@ class MatrixEntry:
     row: Mapping[str, object] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, name: str, cell: str, entry: Optional[Mapping[str, object]]) -> "MatrixEntry":
-        """Arm ``name``'s row in cell ``cell`` from its ``entry`` in the cell's summary (None: the cell has not reached it)."""
-        row: Dict[str, object] = {"cell": cell, "status": "pending" if entry is None else str(entry["status"])}
-        row.update((key, None if entry is None else entry.get(key)) for key in ROW_FIELDS)
+    def of(cls, name: str, cell: str, arm: Optional[ArmRecord]) -> "MatrixEntry":
+        """Arm ``name``'s row in cell ``cell`` from its ``arm`` in the cell's run (None: the cell has not reached it)."""
+        row: Dict[str, object] = {"cell": cell, "status": "pending" if arm is None else arm.status}
+        row.update((key, None if arm is None else arm.entry.get(key)) for key in ROW_FIELDS)
         return cls.from_dict(name, row)
 
     @classmethod

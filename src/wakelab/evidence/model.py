@@ -16,7 +16,7 @@ import functools
 import math
 import os
 import typing
-from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Type
 
 from wakelab.errors import EvidenceError
 from wakelab.percentile import percentile
@@ -164,9 +164,6 @@ class Bundle:
     def arms_by_name(self) -> Dict[str, ArmRecord]:
         return {arm.name: arm for arm in self.arms()}
 
-    def entries_by_name(self) -> Dict[str, Mapping[str, object]]:
-        return {str(entry["name"]): entry for entry in self.arm_entries()}
-
     def describe(self) -> str:
         interp = self.interpreter
         return "%s, %s, %s %s on %s" % (self.lab_id, self.started_utc, interp.implementation, interp.version, self.hostname)
@@ -213,7 +210,7 @@ class Bundle:
         components = {str(k): tuple(v) for k, v in sorted(stored.components_ns.items())}
         return ArmSamples(values, components, total, histogram)
 
-    def raw_kept(self, arm: Union[ArmRecord, Mapping[str, object]], values: Any) -> Optional[int]:
+    def raw_kept(self, arm: ArmRecord, values: Any) -> Optional[int]:
         """The arm's counted wakes (n) when ``values`` (its raw samples: ints, or a numpy array) are every wake or a soak's
         kept chunks; None when they are not.
 
@@ -221,7 +218,6 @@ class Bundle:
         the records' ``n`` must add up to the kept samples, be as many as ``soak.raw_kept_slices``, and each record's
         ``p50_ns`` be the type-7 median of its chunk; EvidenceError (one line) when they do not line up.
         """
-        arm = arm if isinstance(arm, ArmRecord) else ArmRecord.from_dict(arm)
         total = arm.latency.n if arm.latency is not None else None
         count = len(values)
         workers = arm.workers or ()
@@ -232,7 +228,7 @@ class Bundle:
             return None
         refuse = "%s: arm %s is a soak past its raw-sample cap whose kept samples (the first %d of %d wakes) do not " \
                  "line up with its kept chunks' worker records: %%s" % (self.source, arm.name, count, total)
-        if not workers or not all(w.recorded for w in workers):
+        if not workers or not all(w.in_evidence for w in workers):
             raise EvidenceError(refuse % "it has none")
         sizes = [w.n for w in workers]
         if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes):

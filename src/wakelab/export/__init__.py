@@ -1,24 +1,12 @@
 """Exports: the evidence of a run, or of a grid of runs, in other tools' formats.
 
-One module per format, each exposing an ``EXPORTER`` behind the interface in
-:mod:`wakelab.export.base` (as hyperfine keeps one exporter per file behind
-one ``serialize``): ``csv_format``, ``samples_csv``, ``markdown``,
-``json_format`` and ``pyperf_format``.  Adding a format is one module plus one
-line in :data:`EXPORTERS`.
+One module per format, each an ``EXPORTER`` behind :mod:`wakelab.export.base`'s interface: adding a format is one module
+plus one line in :data:`EXPORTERS`.  Without a destination an export goes beside its evidence (``RUN/export/``, pyperf's
+``RUN/export/pyperf/``: docs/evidence.md); a destination is ``-`` (stdout), a folder to write into (an existing one, one
+written with a trailing ``/``, or for pyperf any path not ending in ``.json``), or the file to write.
 
-Where exports go.  With no destination, beside the evidence they come from:
-``RUN/export/`` (pyperf: ``RUN/export/pyperf/``), and for a grid
-``GRID/export/``, under names taken from the run (``<run>.csv``,
-``<run>.samples.csv``, ``<run>.md``, ``<run>.summary.json``,
-``pyperf/<run>.json``; a grid's pyperf suites are ``pyperf/<cell>.json``).
-A destination is ``-`` (stdout), a folder (an existing one, one written with a
-trailing ``/``, or for pyperf any path not ending in ``.json``) to write those
-names into, or the file to write.
-
-Analysis side: these modules import only the standard library at the top;
-a format that needs a third-party package (pyperf) imports it inside its
-``serialize``.  Nothing here prints; :func:`write_export` writes atomically
-and raises :class:`wakelab.errors.OutputError`.
+A format that needs a third-party package (pyperf) imports it inside its ``serialize``.  Nothing here prints:
+:func:`write_export` writes atomically and raises :class:`wakelab.errors.OutputError`.
 """
 
 from __future__ import annotations
@@ -29,7 +17,8 @@ from typing import Dict, List, Optional
 
 from wakelab.errors import OutputError, UsageError
 from wakelab.export import csv_format, json_format, markdown, pyperf_format, samples_csv
-from wakelab.export.base import EXPORT_DIR, Evidence, Export, ExportedFile, Exporter, Grid, GridCell, Source
+from wakelab.evidence.bundle import EXPORT_DIR, atomic_write_files
+from wakelab.export.base import Export, ExportedFile, Exporter, Source
 
 EXPORTERS: Dict[str, Exporter] = {
     exporter.name: exporter
@@ -40,7 +29,7 @@ EXPORTERS: Dict[str, Exporter] = {
 STDOUT = "-"
 
 __all__ = [
-    "EXPORTERS", "EXPORT_DIR", "STDOUT", "Evidence", "Export", "ExportedFile", "Exporter", "Grid", "GridCell", "Source",
+    "EXPORTERS", "EXPORT_DIR", "STDOUT", "Export", "ExportedFile", "Exporter", "Source",
     "get_exporter", "write_export", "output_paths",
 ]
 
@@ -95,8 +84,6 @@ def write_export(export: Export, exporter: Exporter, destination: str) -> List[s
     Nothing is written before the whole export has been serialized, and the files are written all or none
     (:func:`~wakelab.evidence.bundle.atomic_write_files`); folders this call created are removed again on a failure.
     """
-    from wakelab.evidence.bundle import atomic_write_files
-
     paths = output_paths(export, exporter, destination)
     created: List[str] = []
     try:

@@ -11,19 +11,10 @@ import dataclasses
 import itertools
 from typing import Callable, List, Optional, Tuple, Union
 
-from wakelab.evidence.model import ArmRecord, Bundle, Grid, GridCell  # noqa: F401 (GridCell: the exporters' cells)
-
-
-# A loaded bundle, as the evidence model gives it.
-Evidence = Bundle
-
-# Where exports go when no -o is given: a folder of their own inside the run (or grid) folder,
-# so that they stay beside the evidence they were made from.
-EXPORT_DIR = "export"
-
+from wakelab.evidence.model import ArmRecord, Bundle, Grid
 
 # What an exporter is given: one run or a grid.
-Source = Union[Evidence, Grid]
+Source = Union[Bundle, Grid]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +45,7 @@ class Exporter:
 
     name: str
     help: str
-    serialize: Callable[[Evidence], Export]
+    serialize: Callable[[Bundle], Export]
     serialize_grid: Callable[[Grid], Export]
     subfolder: str = ""
     file_suffix: Optional[str] = None
@@ -64,13 +55,10 @@ class Exporter:
 
 
 def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[List[Tuple[int, int, int]]]:
-    """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values.
-
-    The samples file pools the workers' values in worker order; summary.json's ``workers`` give each one's count (``n``,
-    or ``rounds`` for a rate arm's rounds).  None when there are no workers or their counts are not whole numbers adding
-    up to ``total``: the series cannot be cut back.
-    """
-    recorded = [(w.rounds if rounds else w.n) if w.recorded else None for w in arm.workers or ()]
+    """``(worker index, start, stop)`` of each worker's values in a pooled series of ``total`` values (pooled in worker
+    order, each one's count its ``n``, or ``rounds`` for a rate arm); None when the workers' counts are not whole numbers
+    adding up to ``total``."""
+    recorded = [(w.rounds if rounds else w.n) if w.in_evidence else None for w in arm.workers or ()]
     counts: List[int] = [c for c in recorded if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
     if not counts or len(counts) != len(recorded) or sum(counts) != total:
         return None
@@ -82,7 +70,7 @@ def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
     return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
 
 
-def one_file_exporter(name: str, help: str, suffix: str, run: Callable[[Evidence], str], grid: Callable[[Grid], str],
+def one_file_exporter(name: str, help: str, suffix: str, run: Callable[[Bundle], str], grid: Callable[[Grid], str],
                       grid_suffix: Optional[str] = None) -> Exporter:
     """A format that writes one file, named after the run with ``suffix`` (a grid: ``grid_suffix``, by default the same)."""
     return Exporter(name, help, lambda e: Export((ExportedFile(e.name + suffix, run(e)),)),

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from wakelab.evidence.model import ArmRecord
 from wakelab.formatting import finite_number
-from wakelab.export.base import Evidence, Grid, one_file_exporter
+from wakelab.evidence.model import ArmRecord, Bundle, Grid
+from wakelab.export.base import one_file_exporter
 
 ARM_COLUMNS = ("arm", "family", "kind", "waiter", "scope", "status", "native")
 LATENCY_COLUMNS = ("n", "lost", "min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "mean_ns", "stdev_ns")
@@ -52,10 +52,6 @@ def format_decimal(value: Any, decimals: int = 1) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0"
 
 
-def formatter_for(column: str) -> Callable[[Any], str]:
-    return format_integer if column in INTEGER_COLUMNS else format_decimal
-
-
 def format_text(value: Optional[object]) -> str:
     """An evidence string as a CSV cell, defused if a spreadsheet would run it."""
     text = "" if value is None else str(value)
@@ -69,9 +65,8 @@ def format_value(value: Any) -> str:
 
 def arm_row(arm: ArmRecord) -> List[str]:
     row = [format_text(v) for v in (arm.name, arm.family, arm.kind, arm.waiter, arm.scope, arm.status, arm.native)]
-    row.extend(formatter_for(column)(getattr(arm.latency, column, None)) for column in LATENCY_COLUMNS)
-    row.extend(formatter_for(column)(getattr(arm.rate, column, None)) for column in RATE_COLUMNS)
-    return row
+    figures = [(arm.latency, column) for column in LATENCY_COLUMNS] + [(arm.rate, column) for column in RATE_COLUMNS]
+    return row + [(format_integer if column in INTEGER_COLUMNS else format_decimal)(getattr(of, column, None)) for of, column in figures]
 
 
 def grid_label_columns(grid: Grid, taken: Sequence[str]) -> List[str]:
@@ -97,7 +92,7 @@ def write_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return out.getvalue()
 
 
-def format_csv(evidence: Evidence) -> str:
+def format_csv(evidence: Bundle) -> str:
     return write_rows(COLUMNS, (arm_row(arm) for arm in evidence.arms()))
 
 

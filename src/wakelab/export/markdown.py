@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from wakelab.export.base import Evidence, Grid, one_file_exporter
+from wakelab.export.base import one_file_exporter
 from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.view import RunView, view_of
-from wakelab.evidence.model import ArmRecord, LatencyFigures
+from wakelab.evidence.model import ArmRecord, Bundle, Grid, LatencyFigures
 from wakelab.evidence.words import CELL_NOT_RUN
 from wakelab.formatting import DASH, format_ratio, format_us
 from wakelab.report.lead import format_native_cell, rate_cells, us_cells
@@ -136,7 +136,7 @@ def arm_tables(rows: Sequence[Row], headers: Mapping[str, Sequence[str]], tables
     return "\n\n".join("\n".join(table) for table in tables) + "\n"
 
 
-def format_markdown(run: Union[Evidence, RunView]) -> str:
+def format_markdown(run: Union[Bundle, RunView]) -> str:
     """The run's arms as GitHub-flavoured Markdown tables (``vs C`` from the run's analysis view)."""
     view = view_of(run)
     rows = []

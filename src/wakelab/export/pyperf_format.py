@@ -29,9 +29,9 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.errors import EvidenceError, UsageError
-from wakelab.evidence.model import ArmRecord
+from wakelab.evidence.model import ArmRecord, Bundle, Grid, GridCell
 from wakelab.formatting import finite_number
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, GridCell, missing_cell_notes, worker_spans
+from wakelab.export.base import Export, ExportedFile, Exporter, missing_cell_notes, worker_spans
 
 # A suite file's suffix: pyperf reads .json (and .json.gz, which wakelab does not write).
 SUFFIX = ".json"
@@ -71,7 +71,7 @@ def pyperf_date(started_utc: object) -> Optional[str]:
     return when.isoformat(" ")
 
 
-def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
+def run_metadata(evidence: Bundle, arm: ArmRecord) -> Dict[str, object]:
     """pyperf metadata of one arm's run, from the evidence (not from this process)."""
     interpreter, machine, timer = evidence.interpreter, evidence.machine, evidence.timer
     implementation = _one_line(interpreter.implementation)
@@ -114,7 +114,7 @@ def run_metadata(evidence: Evidence, arm: ArmRecord) -> Dict[str, object]:
     return metadata
 
 
-def _series(evidence: Evidence, arm: ArmRecord) -> List[Tuple[str, Sequence[int], int]]:
+def _series(evidence: Bundle, arm: ArmRecord) -> List[Tuple[str, Sequence[int], int]]:
     """(benchmark name, raw ns values, operations per value) of every series of an arm."""
     name = arm.name
     samples = evidence.samples_file(arm)
@@ -168,7 +168,7 @@ def build_benchmark(name: str, runs: Sequence[Tuple[Mapping[str, object], Sequen
         raise EvidenceError("%s cannot be written as a pyperf benchmark: %s" % (name, exc)) from None
 
 
-def build_suite(evidence: Evidence, extra_metadata: Optional[Mapping[str, object]] = None) -> Tuple[Any, List[str]]:
+def build_suite(evidence: Bundle, extra_metadata: Optional[Mapping[str, object]] = None) -> Tuple[Any, List[str]]:
     """The run as one pyperf.BenchmarkSuite (None: no arm has samples pyperf can hold), and notes on what was left out;
     ``extra_metadata`` is added to every run (a grid cell's labels)."""
     pyperf = _pyperf()
@@ -209,7 +209,7 @@ def format_suite(suite: Any) -> str:
     return out.getvalue()
 
 
-def serialize(evidence: Evidence) -> Export:
+def serialize(evidence: Bundle) -> Export:
     _pyperf()  # fail early, before reading any samples, if pyperf is missing
     suite, notes = build_suite(evidence)
     if suite is None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Iterator, List, Optional, Tuple
 
-from wakelab.evidence.model import ArmRecord
-from wakelab.export.base import Evidence, Export, ExportedFile, Exporter, Grid, missing_cell_notes, worker_spans
+from wakelab.evidence.model import ArmRecord, Bundle, Grid
+from wakelab.export.base import Export, ExportedFile, Exporter, missing_cell_notes, worker_spans
 from wakelab.export.csv_format import format_text, grid_label_cells, grid_label_columns, write_rows
 
 COLUMNS = ("arm", "worker", "repetition", "wake", "latency_ns")
@@ -37,7 +37,7 @@ def _repetition(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def sample_rows(evidence: Evidence, arm: ArmRecord) -> Iterator[List[str]]:
+def sample_rows(evidence: Bundle, arm: ArmRecord) -> Iterator[List[str]]:
     """The rows of one measured latency arm (its samples checked against the summary's n)."""
     values = evidence.latency_samples(arm).samples_ns
     name = format_text(arm.name)
@@ -47,7 +47,7 @@ def sample_rows(evidence: Evidence, arm: ArmRecord) -> Iterator[List[str]]:
             yield [name, shown, str(repetition), str(wake), str(int(values[start + wake]))]
 
 
-def _arms(evidence: Evidence, where: str) -> Tuple[List[ArmRecord], List[str]]:
+def _arms(evidence: Bundle, where: str) -> Tuple[List[ArmRecord], List[str]]:
     """The arms with wakes to write, and a note for each one without."""
     arms: List[ArmRecord] = []
     notes: List[str] = []
@@ -64,7 +64,7 @@ def _arms(evidence: Evidence, where: str) -> Tuple[List[ArmRecord], List[str]]:
     return arms, notes
 
 
-def serialize(evidence: Evidence) -> Export:
+def serialize(evidence: Bundle) -> Export:
     arms, notes = _arms(evidence, "")
     text = write_rows(COLUMNS, (row for arm in arms for row in sample_rows(evidence, arm)))
     return Export(files=(ExportedFile(evidence.name + SUFFIX, text),), notes=tuple(notes))

@@ -143,7 +143,7 @@ def matrix_doc(base: RunPlan, cells: Sequence[Cell], summaries: Mapping[str, Dic
     :mod:`wakelab.evidence.matrix`, which reads the document back)."""
     runs = [(cell, _cell_run(base, cell, summaries.get(cell.label))) for cell in cells]
     cell_entries = [_matrix_cell(cell, run) for cell, run in runs]
-    entries = {cell.label: run.entries_by_name() if run is not None else {} for cell, run in runs}
+    entries = {cell.label: run.arms_by_name() if run is not None else {} for cell, run in runs}
     arms: List[Dict[str, object]] = [
         {"name": name, "rows": [MatrixEntry.of(name, cell.label, entries[cell.label].get(name)).to_dict() for cell in cells]}
         for name in base.arm_names

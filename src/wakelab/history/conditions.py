@@ -81,16 +81,15 @@ def _conditions_key(conditions: Conditions) -> Dict[str, object]:
 def figure_conditions(bundle: Bundle) -> Optional[ConditionsKey]:
     """The conditions of a run that change its figures (None: none recorded); conditions this wakelab does not know
     are kept as they are, so that a newer one still tells runs apart."""
-    present = {name for name in ("parameters", "execution", "interpreter") if isinstance(bundle.summary.get(name), dict)}
+    parameters, execution, interpreter = bundle.parameters, bundle.execution, bundle.interpreter
     # The order matters where an unknown condition shares a name with a known field: the later one wins.
-    key = _parameters_key(bundle.parameters, bundle.recorded("parameters")) if "parameters" in present else {}
-    if present & {"parameters", "execution"}:
+    key = _parameters_key(parameters, bundle.recorded("parameters")) if parameters.in_evidence else {}
+    if parameters.in_evidence or execution.in_evidence:
         key["repeat"] = _repeat(bundle)
     key.update(_conditions_key(bundle.conditions))
-    if isinstance(bundle.execution.mode, str):
-        key["execution"] = bundle.execution.mode
-    if "interpreter" in present:
-        interpreter = bundle.interpreter
+    if isinstance(execution.mode, str):
+        key["execution"] = execution.mode
+    if interpreter.in_evidence:
         key.update((name, interpreter.as_recorded(field)) for field, name in _INTERPRETER_KEYS
                    if interpreter.as_recorded(field) is not None)
         if isinstance(interpreter.python_gil_env, str) and interpreter.python_gil_env:

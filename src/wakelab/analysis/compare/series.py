@@ -46,7 +46,7 @@ def load_series(run: Run, arm: ArmRecord) -> Tuple[Any, str]:
         if samples.size != n:
             # A soak past its raw-sample cap keeps its first chunks (EvidenceError when they do not line up
             # with its worker records); its p50 is the histogram's, so each chunk's is checked instead.
-            if run.raw_kept(arm.entry, samples) is None:
+            if run.raw_kept(arm, samples) is None:
                 raise _mismatch(run, name, "n", samples.size, n)
         elif samples.size:
             p50 = float(np.percentile(samples, 50.0))  # linear interpolation: type 7
