@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import number_in, parsed_by, whole_number
 from wakelab.errors import UsageError
-from wakelab.formatting import escape_text, format_percent
+from wakelab.formatting import escape_text, format_percent, format_signed_us
 
 if TYPE_CHECKING:  # the analysis is imported lazily, by the functions that need it
     from wakelab.analysis.compare import RunComparison, Settings
@@ -148,8 +148,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
     require("compare", "wakelab compare")  # before any bundle is read: a missing numpy is no traceback half-way
-    from wakelab.analysis.compare import Settings, compare_grid, compare_runs, find_regressions, load_grid, load_run
+    from wakelab.analysis.compare import Settings, compare_grid, compare_runs, find_regressions, load_run
     from wakelab.evidence.load import is_grid_folder
+    from wakelab.evidence.model import Grid
 
     settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.seed, min_effect_pct=args.min_effect)
     paths = [args.baseline, *args.runs]
@@ -160,7 +161,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not is_grid_folder(args.baseline):
             raise UsageError("compare needs BASELINE and at least one RUN, or a grid folder alone (one with "
                              "matrix.json); %s is not a grid" % args.baseline)
-        grid = load_grid(args.baseline)
+        grid = Grid.load(args.baseline)
         baseline, comparisons, skipped = compare_grid(grid, args.baseline_cell, settings, args.across)
         runs = [baseline] + [c.other for c in comparisons]
     else:
@@ -310,12 +311,6 @@ def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     return header, rows
 
 
-def _signed_us(value_ns: float) -> str:
-    from wakelab.formatting import format_us
-
-    return ("+" if value_ns > 0 else "-" if value_ns < 0 else "") + format_us(abs(value_ns))
-
-
 def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     """Per traced arm, each component's p50 in both runs, the difference with its interval, and the ratio.
 
@@ -337,7 +332,7 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
             rows.append([
                 "" if index else arm.name, SHORT_NAMES.get(name, name) + mark,
                 "" if index else "%d/%d" % (found.n_baseline, found.n_other),
-                format_us(shift.baseline), format_us(shift.other), _with_interval(_signed_us, shift.difference, shift, to=" to "),
+                format_us(shift.baseline), format_us(shift.other), _with_interval(format_signed_us, shift.difference, shift, to=" to "),
                 format_ratio_plain(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
             ])
     return header, rows
@@ -359,10 +354,10 @@ def format_moved(arm: Any, baseline: str, other: str) -> str:
     if found.moved_most is None:
         return "%s: no component's p50 moved" % arm.name
     shift = found.shifts[found.moved_most]
-    ci = "" if math.isnan(shift.low) else ", CI %s to %s" % (_signed_us(shift.low), _signed_us(shift.high))
+    ci = "" if math.isnan(shift.low) else ", CI %s to %s" % (format_signed_us(shift.low), format_signed_us(shift.high))
     figures = "%s p50 %s µs in %s, %s in %s (%s µs%s)" % (
         MOVED_WORDS.get(found.moved_most, found.moved_most), format_us(shift.baseline), baseline,
-        format_us(shift.other), other, _signed_us(shift.difference), ci)
+        format_us(shift.other), other, format_signed_us(shift.difference), ci)
     if found.significant:
         return "%s: the component that moved most: %s" % (arm.name, figures)
     return "%s: no component moved beyond its interval; the largest change: %s" % (arm.name, figures)

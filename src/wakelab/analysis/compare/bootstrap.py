@@ -31,7 +31,6 @@ SLOWER = "slower"
 NO_DIFFERENCE = "no difference"
 CANNOT_TELL = "cannot tell"
 NOT_TESTED = "not tested"
-VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, CANNOT_TELL, NOT_TESTED)
 
 Seed = Union[int, Sequence[int]]
 
