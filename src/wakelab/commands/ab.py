@@ -17,15 +17,20 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, TYPE_CHECKING
 
+from wakelab.analysis.abgate import Gate, compare_sides, judge_gate
+from wakelab.analysis.compare import (
+    DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, RunComparison, Settings,
+    format_ratio_plain)
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
+from wakelab.commands import compare as compare_command
+from wakelab.commands import run as run_command
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
-from wakelab.commands.compare import EXIT_REGRESSION
+from wakelab.commands.compare import EXIT_REGRESSION, format_comparison, regression_items
 from wakelab.errors import UsageError
-from wakelab.formatting import escape_text
+from wakelab.evidence.model import Grid
+from wakelab.formatting import escape_text, format_rate, format_us
 
 if TYPE_CHECKING:
-    from wakelab.analysis.abgate import Gate
-    from wakelab.analysis.compare import RunComparison, Settings
     from wakelab.core.model import Arm
 
 AB_SCHEMA = "wakelab.ab"
@@ -91,10 +96,6 @@ class Side:
 
 
 def register(sub: Any) -> None:
-    from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED
-    from wakelab.commands import compare as compare_command
-    from wakelab.commands import run as run_command
-
     ab = sub.add_parser(
         "ab",
         help="A/B: measure two environments (base, head) taking turns in one run, and gate on a regression",
@@ -334,8 +335,6 @@ def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mappin
 def _run_args(args: argparse.Namespace) -> argparse.Namespace:
     """``args`` with every attribute 'wakelab run''s helpers read: run's own defaults (taken from its
     parser, so that an option run gains is never missing here), then what ab sets."""
-    from wakelab.commands import run as run_command
-
     parser = argparse.ArgumentParser(add_help=False)
     run_command.register(parser.add_subparsers())
     merged = vars(parser.parse_args(["run"]))
@@ -352,10 +351,6 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
     require("compare", "wakelab ab")  # the verdict needs numpy and scipy: say so before measuring anything
-    from wakelab.analysis.abgate import compare_sides, judge_gate
-    from wakelab.analysis.compare import Settings
-    from wakelab.commands import run as run_command
-    from wakelab.evidence.model import Grid
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import RunInterrupted, RunPlan
@@ -443,7 +438,6 @@ def _side_line(side: Side) -> str:
 
 def format_text(sides: Sequence[Side], gate: Gate, comparison: RunComparison, folder: str, settings: Settings) -> str:
     """The text report: the sides, compare's block for head against base, the gate, where the evidence is."""
-    from wakelab.commands.compare import format_comparison, regression_items
     from wakelab.report.text import bullets, wrap
 
     base, head = sides[0].name, sides[1].name
@@ -468,9 +462,7 @@ def _code(text: str) -> str:
 
 def format_markdown(sides: Sequence[Side], gate: Gate, folder: str, args: argparse.Namespace) -> str:
     """The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): the result, one table, the sides."""
-    from wakelab.analysis.compare import format_ratio_plain
     from wakelab.export.markdown import escape as _md
-    from wakelab.formatting import format_rate, format_us
 
     base, head = sides[0].name, sides[1].name
     mark = {"pass": "✅ pass", "regression": "❌ regression", "error": "⚠️ error"}[gate.result]
