@@ -13,9 +13,9 @@ pytest.importorskip("scipy")
 
 from wakelab.analysis import abgate  # noqa: E402
 from wakelab.analysis.compare import (  # noqa: E402
-    CANNOT_TELL, NOT_TESTED, SLOWER, ArmComparison, Judgement, RatioCI, RunComparison, Settings, load_grid,
+    CANNOT_TELL, NOT_TESTED, SLOWER, ArmComparison, Judgement, RatioCI, RunComparison, Settings,
 )
-from wakelab.evidence.model import Bundle  # noqa: E402
+from wakelab.evidence.model import Bundle, Grid  # noqa: E402
 
 GRID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "bundles", "grid")
 
@@ -68,7 +68,7 @@ def test_compare_notes_are_worded_for_an_ab() -> None:
 
 
 def test_the_sides_are_compared_across_the_interpreter() -> None:
-    grid = load_grid(GRID)
+    grid = Grid.load(GRID)
     comparison, skipped = abgate.compare_sides(grid, "settle1000us", Settings(resamples=200))
     assert skipped == [] and comparison is not None
     assert (comparison.baseline.label, comparison.other.label) == ("settle1000us", "settle1001us")

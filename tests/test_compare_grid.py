@@ -13,6 +13,7 @@ import pytest
 
 from test_compare_levels import arms_of, compare_json, lab_slices, slices_bundle
 from wakelab.analysis import compare as cmp
+from wakelab.evidence.model import Grid
 from wakelab.cli import main
 from wakelab.core.model import MeasureParams
 from wakelab.evidence import bundle
@@ -145,7 +146,7 @@ def test_a_corrupt_cell_is_one_line(tmp_path) -> None:
 
 
 def test_load_grid_reads_the_dimensions_that_vary(tmp_path) -> None:
-    grid = cmp.load_grid(synthetic_grid(tmp_path / "grid", with_pending=True))
+    grid = Grid.load(synthetic_grid(tmp_path / "grid", with_pending=True))
     assert [c.label for c in grid.cells] == ["same", "split", "any"]
     assert grid.cells[2].bundle is None and cmp.grid_across(grid) == ("placement",)
 

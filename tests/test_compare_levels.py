@@ -308,7 +308,7 @@ def test_p99_9_is_judged_only_when_both_runs_have_a_thousand_wakes(tmp_path, cap
     assert set(arms_of(compare_json(capsys, small, large_b)[1])["event"]["ratios"]) == {"p50", "p99"}
     event = arms_of(compare_json(capsys, large_a, large_b)[1])["event"]  # 3 x 400 = 1200 wakes
     assert set(event["ratios"]) == {"p50", "p99", "p99_9"}
-    assert event["ratios"]["p99_9"]["verdict"] in cmp.VERDICTS
+    assert event["ratios"]["p99_9"]["verdict"] in (cmp.FASTER, cmp.SLOWER, cmp.NO_DIFFERENCE, cmp.CANNOT_TELL, cmp.NOT_TESTED)
 
 
 def _cpu_threads(value: int) -> Callable[[Dict], None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from wakelab.formatting import finite_number, positive_ratio
+from wakelab.formatting import finite_number, format_signed_us, positive_ratio
 from wakelab.report.text import format_table
 
 
@@ -30,3 +30,8 @@ def test_format_table_right_aligns_the_columns_named() -> None:
     ]
     # Without ``right``: the first ``align_left`` columns left, the rest right, as before.
     assert format_table(["a", "b"], [["xx", "y"]]) == ["  a   b", "  xx  y"]
+
+
+def test_a_signed_difference_in_us_carries_its_sign_but_zero_none() -> None:
+    assert [format_signed_us(v) for v in (7580.0, -5920.0, 0.0, math.nan)] == ["+7.58", "-5.92", "0.00", "-"]
+    assert format_signed_us(-123456.0, minus="\u2212") == "\u2212123"

@@ -411,3 +411,27 @@ def test_lab135_and_each_family_run_on_every_interpreter_found(interp, tmp_path)
             assert arm["status"] == "skipped" and skips[arm["name"]] in arm["reason"], arm
         else:
             assert arm["status"] == "ok", (arm["name"], arm.get("reason"))
+
+
+def test_a_side_is_a_folder_of_code_a_venv_or_an_interpreter(tmp_path) -> None:
+    code, flat, venv = tmp_path / "code", tmp_path / "flat", tmp_path / "venv"
+    (code / "src").mkdir(parents=True)
+    flat.mkdir()
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = x\n", encoding="utf-8")
+    assert interpreters.side_of(str(code)) == (None, (str(code / "src"),))
+    assert interpreters.side_of(str(flat)) == (None, (str(flat),))
+    assert interpreters.side_of("python3.14") == ("python3.14", ())
+    with pytest.raises(ValueError, match="has a pyvenv.cfg but no bin/python: not a usable virtual environment"):
+        interpreters.side_of(str(venv))
+    (venv / "bin" / "python").write_text("", encoding="utf-8")
+    assert interpreters.side_of(str(venv)) == (str(venv / "bin" / "python"), ())
+
+
+def test_site_path_is_what_site_adds_to_the_path(tmp_path) -> None:
+    added = interpreters.site_path(sys.executable, {})
+    assert added and all(isinstance(p, str) for p in added)
+    assert not set(added) & set(json.loads(subprocess.run([sys.executable, "-S", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                                                          capture_output=True, check=True).stdout))
+    with pytest.raises(ValueError, match="does not say where its packages are"):
+        interpreters.site_path(str(tmp_path / "nope"), {})

@@ -63,6 +63,11 @@ def format_us(value_ns: Optional[float]) -> str:
     return _three_digits(value_ns / 1e3)
 
 
+def format_signed_us(value_ns: float, minus: str = "-") -> str:
+    """A difference given in ns, in µs with its sign (``+7.58``, ``-5.92``; no sign on 0)."""
+    return ("+" if value_ns > 0 else minus if value_ns < 0 else "") + format_us(abs(value_ns))
+
+
 def _three_digits(x: float) -> str:
     if abs(x) >= 100:
         return "%.0f" % x

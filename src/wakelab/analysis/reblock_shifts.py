@@ -78,20 +78,16 @@ def moved_most(shifts: Sequence[ReblockShift]) -> Optional[ReblockShift]:
 
 def format_reblocks_moved(arm: str, shifts: Sequence[ReblockShift], baseline: str, other: str) -> Optional[str]:
     """One line: the re-block that moved most between two traced runs (None when neither run re-blocked)."""
-    from wakelab.formatting import format_us
+    from wakelab.formatting import format_signed_us, format_us
 
     found = moved_most(shifts)
     if found is None:
         return None
-
-    def signed(value: float) -> str:
-        return ("+" if value > 0 else "-" if value < 0 else "") + format_us(abs(value))
-
     what = cause_phrase(found.cause).replace("re-blocked on ", "on ", 1)
-    ci = "" if math.isnan(found.low_ns) else ", CI %s to %s" % (signed(found.low_ns), signed(found.high_ns))
+    ci = "" if math.isnan(found.low_ns) else ", CI %s to %s" % (format_signed_us(found.low_ns), format_signed_us(found.high_ns))
     figures = "%s µs a wake in %s (%d wakes), %s in %s (%d) (%s µs%s)" % (
         format_us(found.baseline_ns), baseline, found.wakes_baseline, format_us(found.other_ns), other,
-        found.wakes_other, signed(found.difference_ns), ci)
+        found.wakes_other, format_signed_us(found.difference_ns), ci)
     if found.excludes_zero():
         return "%s: of its re-blocks, %s moved most: %s" % (arm, what, figures)
     return "%s: no re-block moved beyond its interval; the largest change, %s: %s" % (arm, what, figures)

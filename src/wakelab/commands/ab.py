@@ -15,17 +15,22 @@ import json
 import os
 import re
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TYPE_CHECKING
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, TYPE_CHECKING
 
+from wakelab.analysis.abgate import Gate, compare_sides, judge_gate
+from wakelab.analysis.compare import (
+    DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, RunComparison, Settings,
+    format_ratio_plain)
 from wakelab.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, raise_if_interrupted
+from wakelab.commands import compare as compare_command
+from wakelab.commands import run as run_command
 from wakelab.commands._options import path_value, suggest_long_options, utf8_text, whole_number
-from wakelab.commands.compare import EXIT_REGRESSION
+from wakelab.commands.compare import EXIT_REGRESSION, format_comparison, regression_items
 from wakelab.errors import UsageError
-from wakelab.formatting import escape_text
+from wakelab.evidence.model import Grid
+from wakelab.formatting import escape_text, format_rate, format_us
 
 if TYPE_CHECKING:
-    from wakelab.analysis.abgate import Gate
-    from wakelab.analysis.compare import RunComparison, Settings
     from wakelab.core.model import Arm
 
 AB_SCHEMA = "wakelab.ab"
@@ -37,7 +42,6 @@ DEFAULT_LIMIT_PCT = 10.0
 # A side's name is its cell's folder name and label (matrix.schema.json's pattern).
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SITE_PROBE_TIMEOUT_S = 30.0
 
 EPILOG = """\
 sides (BASE and HEAD, each one of):
@@ -92,10 +96,6 @@ class Side:
 
 
 def register(sub: Any) -> None:
-    from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED
-    from wakelab.commands import compare as compare_command
-    from wakelab.commands import run as run_command
-
     ab = sub.add_parser(
         "ab",
         help="A/B: measure two environments (base, head) taking turns in one run, and gate on a regression",
@@ -195,51 +195,22 @@ def _split_side(value: str, option: str, names: Dict[str, str], need_side: bool 
     return ROLES, value
 
 
-def _code_folder(folder: str) -> str:
-    """The folder to put on PYTHONPATH for a checkout: its ``src`` when it has one (the src layout)."""
-    src = os.path.join(folder, "src")
-    return os.path.abspath(src if os.path.isdir(src) else folder)
+T = TypeVar("T")
 
 
-def _venv_python(folder: str) -> Optional[str]:
-    if not os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-        return None
-    for relative in (("bin", "python3"), ("bin", "python"), ("Scripts", "python.exe")):
-        path = os.path.join(folder, *relative)
-        if os.path.isfile(path):
-            return os.path.abspath(path)
-    raise UsageError("%s has a pyvenv.cfg but no bin/python: not a usable virtual environment" % folder)
+def _usage(parse: Callable[..., T], *args: Any) -> T:
+    """``parse(*args)``, its ValueError (or OSError) one line of a UsageError."""
+    try:
+        return parse(*args)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _resolve_python(value: str, candidates: Callable[[], Any]) -> Tuple[str, str]:
     from wakelab.harness.interpreters import resolve_python
 
-    try:
-        path, interpreter = resolve_python(value, candidates)
-    except (ValueError, OSError) as exc:
-        raise UsageError(str(exc)) from None
+    path, interpreter = _usage(resolve_python, value, candidates)
     return os.path.abspath(path) if os.sep in path else path, interpreter.label
-
-
-def _site_path(python: Optional[str], env: Dict[str, str]) -> Tuple[str, ...]:
-    """The folders ``site`` adds to ``python``'s path (its site-packages and what their .pth files
-    add): workers start with -S, so a side's installed packages reach them only through PYTHONPATH."""
-    from wakelab.harness.workers import WorkerError, run_bounded
-
-    exe = python or sys.executable
-    code = "import json, sys; print(json.dumps(sys.path))"
-    run_env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env)
-    paths = []
-    for flags in ((), ("-S",)):
-        try:
-            done = run_bounded([exe, *flags, "-c", code], timeout_s=SITE_PROBE_TIMEOUT_S, env=run_env)
-            paths.append(json.loads(done.stdout.decode("utf-8")) if done.returncode == 0 else None)
-        except (OSError, WorkerError, ValueError):
-            paths.append(None)
-    with_site, without = paths
-    if not isinstance(with_site, list) or not isinstance(without, list):
-        raise UsageError("%s does not say where its packages are (python -c 'import sys; print(sys.path)' failed)" % exe)
-    return tuple(p for p in with_site if isinstance(p, str) and p and p not in without)
 
 
 def _existing(exists: Callable[[str], bool], what: str) -> Callable[[str], str]:
@@ -262,17 +233,16 @@ def _env_pair(text: str) -> Tuple[str, str]:
 
 def resolve_sides(args: argparse.Namespace) -> List[Side]:
     """Both sides from BASE, HEAD and the per-side options (UsageError naming what is wrong)."""
-    from wakelab.harness.interpreters import survey
+    from wakelab.harness.interpreters import side_of, site_path, survey
 
     names = _names(args)
     candidates = functools.lru_cache(maxsize=None)(survey)  # one interpreter survey, only if a value needs it
     specs = dict(zip(ROLES, (args.base, args.head)))
     python: Dict[str, Optional[Tuple[str, str]]] = {}
-    code: Dict[str, List[str]] = {}
+    code: Dict[str, Tuple[str, ...]] = {}
     for role, spec in specs.items():
-        venv = _venv_python(spec) if os.path.isdir(spec) else None
-        code[role] = [_code_folder(spec)] if os.path.isdir(spec) and venv is None else []
-        python[role] = None if code[role] else _resolve_python(venv or spec, candidates)
+        value, code[role] = _usage(side_of, spec)
+        python[role] = None if value is None else _resolve_python(value, candidates)
 
     def per_side(values: Sequence[str], flag: str, parse: Callable[[str], Any], need_side: bool = False) -> Dict[str, List[Any]]:
         """Each ``[SIDE:]VALUE`` of ``flag``, parsed, onto its sides' lists (in order: the last one given wins)."""
@@ -299,9 +269,9 @@ def resolve_sides(args: argparse.Namespace) -> List[Side]:
             path = None  # this very interpreter (a venv's python is another: its own prefix, its own packages)
         env = dict(envs[role])
         sides.append(Side(role=role, name=names[role], spec=spec, python=path, python_label=label,
-                          pythonpath=tuple(code[role] + folders[role]), env=tuple(sorted(env.items())),
+                          pythonpath=(*code[role], *folders[role]), env=tuple(sorted(env.items())),
                           arm_files=tuple(files[role]), planted_delay_us=(planted[role] or [None])[-1],
-                          site_path=_site_path(path, env) if files[role] else ()))
+                          site_path=_usage(site_path, path or sys.executable, env) if files[role] else ()))
     return sides
 
 
@@ -365,8 +335,6 @@ def choose_arms(args: argparse.Namespace, sides: Sequence[Side], origins: Mappin
 def _run_args(args: argparse.Namespace) -> argparse.Namespace:
     """``args`` with every attribute 'wakelab run''s helpers read: run's own defaults (taken from its
     parser, so that an option run gains is never missing here), then what ab sets."""
-    from wakelab.commands import run as run_command
-
     parser = argparse.ArgumentParser(add_help=False)
     run_command.register(parser.add_subparsers())
     merged = vars(parser.parse_args(["run"]))
@@ -383,9 +351,6 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
     require("compare", "wakelab ab")  # the verdict needs numpy and scipy: say so before measuring anything
-    from wakelab.analysis.abgate import compare_sides, judge_gate
-    from wakelab.analysis.compare import Settings, load_grid
-    from wakelab.commands import run as run_command
     from wakelab.harness import grid
     from wakelab.harness.conditions import ConditionError
     from wakelab.harness.runner import RunInterrupted, RunPlan
@@ -430,7 +395,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         run_command._remove_if_empty(folder)
         raise UsageError(str(exc)) from None
     settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.compare_seed, min_effect_pct=args.min_effect)
-    comparison, skipped = compare_sides(load_grid(folder), sides[0].name, settings,
+    comparison, skipped = compare_sides(Grid.load(folder), sides[0].name, settings,
                                         planted_delay=any(s.planted_delay_us for s in sides))
     if comparison is None:
         raise UsageError("%s: the head side has no evidence (%s)" % (folder, "; ".join(why for _, why in skipped) or "not run"))
@@ -473,7 +438,6 @@ def _side_line(side: Side) -> str:
 
 def format_text(sides: Sequence[Side], gate: Gate, comparison: RunComparison, folder: str, settings: Settings) -> str:
     """The text report: the sides, compare's block for head against base, the gate, where the evidence is."""
-    from wakelab.commands.compare import format_comparison, regression_items
     from wakelab.report.text import bullets, wrap
 
     base, head = sides[0].name, sides[1].name
@@ -498,9 +462,7 @@ def _code(text: str) -> str:
 
 def format_markdown(sides: Sequence[Side], gate: Gate, folder: str, args: argparse.Namespace) -> str:
     """The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): the result, one table, the sides."""
-    from wakelab.analysis.compare import format_ratio_plain
     from wakelab.export.markdown import escape as _md
-    from wakelab.formatting import format_rate, format_us
 
     base, head = sides[0].name, sides[1].name
     mark = {"pass": "✅ pass", "regression": "❌ regression", "error": "⚠️ error"}[gate.result]

@@ -16,13 +16,15 @@ import string
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from wakelab.analysis.compare import (
+    DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, LATENCY, RATE, RunComparison,
+    Settings, compare_grid, compare_runs, find_regressions, format_p, format_ratio_plain, grid_across, label_of, load_run)
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import number_in, parsed_by, whole_number
 from wakelab.errors import UsageError
-from wakelab.formatting import escape_text, format_percent
+from wakelab.formatting import escape_text, format_percent, format_rate, format_signed_us, format_us
 
-if TYPE_CHECKING:  # the analysis is imported lazily, by the functions that need it
-    from wakelab.analysis.compare import RunComparison, Settings
+if TYPE_CHECKING:
     from wakelab.analysis.run_conditions import LevelShifts, SeparateRuns
 
     # Per other run's label: what told it apart from the baseline, and the level shifts that widened it.
@@ -95,8 +97,6 @@ _metrics = parsed_by("wakelab.analysis.compare", "parse_metrics")
 
 
 def register(sub: Any) -> None:
-    from wakelab.analysis.compare import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED
-
     compare = sub.add_parser(
         "compare",
         help="compare runs (or a grid's cells) with a baseline, arm by arm, with confidence intervals",
@@ -148,8 +148,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
     require("compare", "wakelab compare")  # before any bundle is read: a missing numpy is no traceback half-way
-    from wakelab.analysis.compare import Settings, compare_grid, compare_runs, find_regressions, load_grid, load_run
     from wakelab.evidence.load import is_grid_folder
+    from wakelab.evidence.model import Grid
 
     settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.seed, min_effect_pct=args.min_effect)
     paths = [args.baseline, *args.runs]
@@ -160,7 +160,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not is_grid_folder(args.baseline):
             raise UsageError("compare needs BASELINE and at least one RUN, or a grid folder alone (one with "
                              "matrix.json); %s is not a grid" % args.baseline)
-        grid = load_grid(args.baseline)
+        grid = Grid.load(args.baseline)
         baseline, comparisons, skipped = compare_grid(grid, args.baseline_cell, settings, args.across)
         runs = [baseline] + [c.other for c in comparisons]
     else:
@@ -260,8 +260,6 @@ def format_json(runs: Sequence[Any], comparisons: Sequence[RunComparison], setti
             check["not_an_ab"] = gate_warning(separate, runs[0].label)
     grid_doc: Optional[Dict[str, object]] = None
     if grid is not None:
-        from wakelab.analysis.compare import grid_across
-
         grid_doc = {"path": grid.source, "baseline_cell": runs[0].label, "across": list(grid_across(grid)),
                     "cells": [c.label for c in grid.cells],
                     "not_compared": [{"cell": label, "reason": why} for label, why in skipped]}
@@ -288,9 +286,6 @@ def _level(confidence: float) -> str:
 
 def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     """One row per judged percentile of each arm of ``kind``: verdict, both figures, ratio and interval, ±, MDE."""
-    from wakelab.analysis.compare import LATENCY, format_p, format_ratio_plain, label_of
-    from wakelab.formatting import format_rate, format_us
-
     a, b = comparison.baseline.label, comparison.other.label
     title, count, unit, figure = (("latency (µs)", "n", "", format_us) if kind == LATENCY
                                   else ("rate (median round)", "rounds", " ops/s", format_rate))
@@ -310,20 +305,12 @@ def _arm_rows(comparison: Any, kind: str) -> Tuple[List[str], List[List[str]]]:
     return header, rows
 
 
-def _signed_us(value_ns: float) -> str:
-    from wakelab.formatting import format_us
-
-    return ("+" if value_ns > 0 else "-" if value_ns < 0 else "") + format_us(abs(value_ns))
-
-
 def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
     """Per traced arm, each component's p50 in both runs, the difference with its interval, and the ratio.
 
     Components at 0 in both runs (often the re-blocks and the unattributed remainder) are left out.
     """
-    from wakelab.analysis.compare import format_ratio_plain
     from wakelab.analysis.components import SHORT_NAMES
-    from wakelab.formatting import format_us
 
     a, b = comparison.baseline.label, comparison.other.label
     header = ["where the time goes (µs)", "component", "traced %s/%s" % (a, b), "%s p50" % a, "%s p50" % b,
@@ -337,7 +324,7 @@ def _component_rows(comparison: Any) -> Tuple[List[str], List[List[str]]]:
             rows.append([
                 "" if index else arm.name, SHORT_NAMES.get(name, name) + mark,
                 "" if index else "%d/%d" % (found.n_baseline, found.n_other),
-                format_us(shift.baseline), format_us(shift.other), _with_interval(_signed_us, shift.difference, shift, to=" to "),
+                format_us(shift.baseline), format_us(shift.other), _with_interval(format_signed_us, shift.difference, shift, to=" to "),
                 format_ratio_plain(found.ratio(name)) + "×" if found.ratio(name) is not None else "-",
             ])
     return header, rows
@@ -353,16 +340,14 @@ MOVED_WORDS = {
 
 def format_moved(arm: Any, baseline: str, other: str) -> str:
     """One line naming the component of traced ``arm``'s wake that moved most between two runs."""
-    from wakelab.formatting import format_us
-
     found = arm.components
     if found.moved_most is None:
         return "%s: no component's p50 moved" % arm.name
     shift = found.shifts[found.moved_most]
-    ci = "" if math.isnan(shift.low) else ", CI %s to %s" % (_signed_us(shift.low), _signed_us(shift.high))
+    ci = "" if math.isnan(shift.low) else ", CI %s to %s" % (format_signed_us(shift.low), format_signed_us(shift.high))
     figures = "%s p50 %s µs in %s, %s in %s (%s µs%s)" % (
         MOVED_WORDS.get(found.moved_most, found.moved_most), format_us(shift.baseline), baseline,
-        format_us(shift.other), other, _signed_us(shift.difference), ci)
+        format_us(shift.other), other, format_signed_us(shift.difference), ci)
     if found.significant:
         return "%s: the component that moved most: %s" % (arm.name, figures)
     return "%s: no component moved beyond its interval; the largest change: %s" % (arm.name, figures)
@@ -370,7 +355,6 @@ def format_moved(arm: Any, baseline: str, other: str) -> str:
 
 def format_comparison(comparison: Any) -> List[str]:
     """The block of one run against the baseline."""
-    from wakelab.analysis.compare import LATENCY, RATE
     from wakelab.analysis.reblock_shifts import format_reblocks_moved
     from wakelab.report.text import bullets, format_table
 
@@ -405,8 +389,6 @@ def regression_items(regressions: Sequence[Any], base: str, limit_pct: float, me
                      errors: Sequence[str] = (), head: Optional[str] = None) -> List[str]:
     """The regression check's findings, compare's and ab's gate alike: each arm slower than the limit (or that none is), then why
     the check could not answer, then what it could not check."""
-    from wakelab.analysis.compare import format_ratio_plain
-
     limit = format_ratio_plain(1.0 + limit_pct / 100.0)
     items = ["FAIL: %s in %s is slower than in %s: %s× at %s, above the %s× limit"
              % (r.arm, r.label, base, format_ratio_plain(r.slowdown), r.metric, limit) for r in regressions]
@@ -420,7 +402,6 @@ def format_text(runs: Sequence[Any], comparisons: Sequence[RunComparison], setti
                 regressions: Sequence[Any], unchecked: Sequence[str], grid: Any = None,
                 skipped: Sequence[Tuple[str, str]] = (), separate: Optional[Separate] = None) -> str:
     """The text report: the runs, one block per run against the baseline, the regression check, a legend."""
-    from wakelab.analysis.compare import format_ratio_plain, grid_across
     from wakelab.report.text import bullets, wrap
 
     others = ", ".join(r.label for r in runs[1:]) or "no other cell"

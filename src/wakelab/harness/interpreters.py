@@ -694,3 +694,45 @@ def free_threading_pythons(found: Optional[Iterable[Interpreter]] = None, cache:
             raise ValueError("%s does not turn the GIL on with PYTHON_GIL=1 (launcher %s)" % (ft.path, launcher))
         columns += [(gil.path, gil.label), (ft.path, ft.label), (launcher, forced.label)]
     return columns
+
+
+# -- a side of an A/B (wakelab ab BASE HEAD) ------------------------------------------------
+
+# Seconds an interpreter may take to list its sys.path (:func:`site_path`).
+SITE_PROBE_TIMEOUT_S = 30.0
+
+
+def side_of(spec: str) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """What a side's value names: ``(python, ())`` for an interpreter or a virtual environment (its python), or
+    ``(None, (folder,))`` for a folder of code, put on PYTHONPATH (its ``src`` when it has one: the src layout).
+    :class:`ValueError` for a folder with a pyvenv.cfg but no python."""
+    if not os.path.isdir(spec):
+        return spec, ()
+    if not os.path.isfile(os.path.join(spec, "pyvenv.cfg")):
+        src = os.path.join(spec, "src")
+        return None, (os.path.abspath(src if os.path.isdir(src) else spec),)
+    for relative in (("bin", "python3"), ("bin", "python"), ("Scripts", "python.exe")):
+        path = os.path.join(spec, *relative)
+        if os.path.isfile(path):
+            return os.path.abspath(path), ()
+    raise ValueError("%s has a pyvenv.cfg but no bin/python: not a usable virtual environment" % spec)
+
+
+def site_path(python: str, env: Mapping[str, str]) -> Tuple[str, ...]:
+    """The folders ``site`` adds to ``python``'s path (its site-packages and what their .pth files add): workers start
+    with -S, so a side's installed packages reach them only through PYTHONPATH.  :class:`ValueError` when it cannot say."""
+    run_env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env)
+
+    def sys_path(*flags: str) -> Optional[List[object]]:
+        try:
+            done = run_bounded([python, *flags, "-c", "import json, sys; print(json.dumps(sys.path))"],
+                               timeout_s=SITE_PROBE_TIMEOUT_S, env=run_env)
+            found = json.loads(done.stdout.decode("utf-8")) if done.returncode == 0 else None
+        except (OSError, WorkerError, ValueError):
+            return None
+        return found if isinstance(found, list) else None
+
+    with_site, without = sys_path(), sys_path("-S")
+    if with_site is None or without is None:
+        raise ValueError("%s does not say where its packages are (python -c 'import sys; print(sys.path)' failed)" % python)
+    return tuple(p for p in with_site if isinstance(p, str) and p and p not in without)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from wakelab.analysis.compare.bootstrap import (
     CANNOT_TELL, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, FASTER, NO_DIFFERENCE, NOT_TESTED,
-    SLOWER, VERDICTS, RatioCI, bootstrap_percentile_difference, finite, format_p, format_pct, format_ratio_plain, mann_whitney,
+    SLOWER, RatioCI, bootstrap_percentile_difference, finite, format_p, format_pct, format_ratio_plain, mann_whitney,
     minimum_detectable_effect, verdict, why_untestable)
 from wakelab.analysis.compare.comparable import ACROSS_NAMES, across_name_of_condition, comparability, parse_across
-from wakelab.analysis.compare.grid import compare_grid, grid_across, load_grid
+from wakelab.analysis.compare.grid import compare_grid, grid_across
 from wakelab.analysis.compare.records import (
     DEFAULT_METRICS, DEFAULT_SETTINGS, LATENCY, METRIC_KEYS, RATE, ArmComparison, Judgement, Regression, Run, RunComparison,
     Settings, label_of)
@@ -22,10 +22,10 @@ from wakelab.analysis.compare.runs import compare_runs, find_regressions, judge_
 
 __all__ = [
     "CANNOT_TELL", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT_PCT", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FASTER", "NO_DIFFERENCE",
-    "NOT_TESTED", "SLOWER", "VERDICTS", "RatioCI", "bootstrap_percentile_difference", "finite", "format_p", "format_pct",
+    "NOT_TESTED", "SLOWER", "RatioCI", "bootstrap_percentile_difference", "finite", "format_p", "format_pct",
     "format_ratio_plain", "mann_whitney", "minimum_detectable_effect", "verdict", "why_untestable",
     "ACROSS_NAMES", "across_name_of_condition", "comparability", "parse_across",
-    "compare_grid", "grid_across", "load_grid",
+    "compare_grid", "grid_across",
     "DEFAULT_METRICS", "DEFAULT_SETTINGS", "LATENCY", "METRIC_KEYS", "RATE", "ArmComparison", "Judgement", "Regression", "Run",
     "RunComparison", "Settings", "label_of",
     "compare_runs", "find_regressions", "judge_arm", "load_run", "parse_metrics", "rigor_hint",

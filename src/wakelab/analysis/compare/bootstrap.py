@@ -15,6 +15,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from wakelab.analysis.hierarchical import check_resampling, outward_interval
+from wakelab.formatting import format_percent
 from wakelab.percentile import percentile as type7_percentile
 
 DEFAULT_ALPHA = 0.05
@@ -31,7 +32,6 @@ SLOWER = "slower"
 NO_DIFFERENCE = "no difference"
 CANNOT_TELL = "cannot tell"
 NOT_TESTED = "not tested"
-VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, CANNOT_TELL, NOT_TESTED)
 
 Seed = Union[int, Sequence[int]]
 
@@ -228,10 +228,8 @@ def minimum_detectable_effect(ci_low: float, ci_high: float, min_effect_pct: flo
 
 
 def format_pct(value: float) -> str:
-    """A percentage for a sentence: ``12%``, ``3.4%``; an infinite one is "an unbounded amount"."""
-    if not math.isfinite(value):
-        return "an unbounded amount" if value > 0 else "-"
-    return ("%.0f%%" if value >= 10 else "%.1f%%") % value
+    """A percentage (at least 0) for a sentence: ``12%``, ``3.4%``; an infinite one is "an unbounded amount"."""
+    return "an unbounded amount" if value == math.inf else format_percent(value)
 
 
 def format_ratio_plain(value: Optional[float]) -> str:

@@ -17,10 +17,6 @@ GRID_DIMENSIONS = {"python": "interpreter", "placement": "placement", "settle_us
                    "switch_interval_s": "switch-interval", "mode": "mode"}
 
 
-# The loader every reader of a grid shares (a cell that never ran is kept, without a run).
-load_grid = Grid.load
-
-
 def grid_across(grid: Grid) -> Tuple[str, ...]:
     """The --across names of the dimensions whose values differ between ``grid``'s cells (every cell, run or not)."""
     values: Dict[str, Set[str]] = {}

@@ -176,12 +176,9 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
             notes += ["%s: %s" % (run.label, units.note) for run, units in ((baseline, a_units), (other, b_units)) if units.note]
         notes += ["%s %s" % (label_of(key), judged.reason) for key, judged in judgements.items() if judged.reason]
         notes += [hint for hint in (rigor_hint(baseline, other, judgements),) if hint]
-    arm = ArmComparison(
-        name=name, kind=kind, waiter=a_arm.waiter, scope=a_arm.scope,
-        n_baseline=n_a, n_other=n_b, lost_baseline=lost_a, lost_other=lost_b,
-        ratios=ratios, test=test, verdict=word, notes=(), components=None,
-        judgements=judgements, units_baseline=a_units.count, units_other=b_units.count, raw_kept=raw_kept,
-    )
+    arm = ArmComparison(name=name, kind=kind, waiter=a_arm.waiter, scope=a_arm.scope, n_baseline=n_a, n_other=n_b,
+                        lost_baseline=lost_a, lost_other=lost_b, ratios=ratios, test=test, verdict=word, judgements=judgements,
+                        units_baseline=a_units.count, units_other=b_units.count, raw_kept=raw_kept)
     tail = arm.tail_regression
     if tail is not None:
         ci = ratios[tail]
@@ -203,8 +200,7 @@ def compare_arm(baseline: Run, other: Run, name: str, settings: Settings) -> Arm
 
 def _point_ratio(baseline: Sequence[float], other: Sequence[float], q: float, settings: Settings) -> RatioCI:
     """The ratio alone (no interval) when the samples are too few to test."""
-    base_q = type7_percentile(sorted(baseline), q)
-    other_q = type7_percentile(sorted(other), q)
+    base_q, other_q = (type7_percentile(sorted(x), q) for x in (baseline, other))
     if base_q == 0:
         raise ValueError("the baseline's p%g is 0: a ratio to it is undefined" % q)
     return RatioCI(q=q, baseline=base_q, other=other_q, ratio=other_q / base_q, low=math.nan, high=math.nan,
@@ -219,9 +215,7 @@ def compare_runs(baseline: Run, other: Run, settings: Settings = DEFAULT_SETTING
     a_arms, b_arms = baseline.arms_by_name(), other.arms_by_name()
     arms: List[ArmComparison] = []
     not_compared: List[Tuple[str, str]] = []
-    for name in a_arms:
-        if name not in b_arms:
-            continue
+    for name in (name for name in a_arms if name in b_arms):
         reasons = [r for r in (status_reason(baseline, a_arms[name]), status_reason(other, b_arms[name])) if r]
         if reasons:
             not_compared.append((name, "; ".join(reasons)))
