@@ -493,3 +493,31 @@ def test_a_ctrl_c_the_interpreter_swallows_still_ends_the_command(tmp_path, monk
     assert status == 130 and "wakelab: interrupted" in err
     assert not (folder / "summary.json").exists()  # nothing was measured
     assert signal.getsignal(signal.SIGINT) is before  # wakelab's handler is gone again
+
+
+def test_a_ctrl_c_while_a_class_is_made_is_one_line_too(monkeypatch, capsys) -> None:
+    # The other race behind the early Ctrl-C test, made certain: the SIGINT lands while a class with a
+    # cached_property is created (``import platform`` makes one).  Python 3.11 and older hand it on as
+    # "RuntimeError: Error calling __set_name__", the KeyboardInterrupt its cause; newer ones as itself.
+    from wakelab import cli
+
+    class _Lands:
+        def __set_name__(self, owner, name) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+    def make_a_class(argv):
+        type("made", (), {"attr": _Lands()})
+        return 0
+
+    monkeypatch.setattr(cli, "_dispatch", make_a_class)
+    before = signal.getsignal(signal.SIGINT)
+    assert cli.main(["run"]) == 130
+    assert capsys.readouterr().err == "wakelab: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is before
+
+    def fails(argv):
+        raise RuntimeError("not an interrupt")
+
+    monkeypatch.setattr(cli, "_dispatch", fails)  # any other RuntimeError is not taken for one
+    with pytest.raises(RuntimeError, match="not an interrupt"):
+        cli.main(["run"])

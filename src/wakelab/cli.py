@@ -187,7 +187,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             status = _dispatch(list(sys.argv[1:] if argv is None else argv))
         finally:
             restore_handlers(previous)
-    except KeyboardInterrupt as exc:
+    except (KeyboardInterrupt, RuntimeError) as caught:
+        # A Ctrl-C landing while a class is created (``import platform`` makes one with a cached_property) reaches
+        # Python 3.11 and older as the RuntimeError "Error calling __set_name__", the KeyboardInterrupt its cause.
+        exc = caught.__cause__ if isinstance(caught, RuntimeError) else caught
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
         signum = int(getattr(exc, "signum", SIGINT))
         sys.stderr.write("wakelab: interrupted%s\n" % ("" if signum == SIGINT else " by " + signal_name(signum)))
         return 128 + signum  # exit_status_for_signal, which may not be imported yet
