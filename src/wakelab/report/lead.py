@@ -17,6 +17,19 @@ from wakelab.formatting import DASH, finite_number, format_ns, format_ns_plain, 
 #: The latency figures a row shows after its n and lost, in µs.
 LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99.9", "max", "mean")
 NEAREST_FLOOR = "nearest floor"
+NATIVE_LEGEND = (
+    "vs C: the arm's figure over its C floor's, both from this run (for rates: how many times faster "
+    "C is). A plain ratio has the same experiment in C -- same scope, waiter state and t1 -- and is "
+    "the interpreter's share; a ratio marked 'nearest floor' is against the closest C experiment "
+    "there is, which differs, so it is not."
+)
+REPETITIONS_LEGEND = (
+    "Repetitions: each repetition's own p50, in the order they ran; range: (largest - smallest) over their median. "
+    "Where they ran: a wake's CPUs are read outside the timed window (the notifier's right before t0, the waiter's "
+    "right after t1); crossed: the share of the wakes with both CPUs known that ran on two CPUs. '-' where an arm "
+    "does not record them (self-signal arms, the C floor's process experiments, open loop); a p99 needs 100 wakes "
+    "in its population."
+)
 
 
 def us_cells(figures: LatencyFigures) -> List[str]:

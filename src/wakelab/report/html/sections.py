@@ -11,10 +11,10 @@ from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmOrigin
 from wakelab.formatting import DASH, format_ns, format_ratio
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.lead import (LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, placement_rows, rate_cells,
-                                 us_cells, verdict_figures)
+from wakelab.report.lead import (LATENCY_COLUMNS, NATIVE_LEGEND, NEAREST_FLOOR, REPETITIONS_LEGEND, lead_table, native_text,
+                                 pairing_detail, placement_rows, rate_cells, us_cells, verdict_figures)
 from wakelab.report.honesty import honesty_facts, readable
-from wakelab.report.text import NATIVE_LEGEND, format_lost, format_warning, origin_text, reproduce_commands
+from wakelab.report.text import format_lost, format_warning, origin_text, reproduce_commands
 from wakelab.report.html.common import _badge, _slug, _status_cell, esc
 from wakelab.report.html.load import RunEvidence
 
@@ -132,15 +132,6 @@ def render_lead_table(run: Run) -> str:
     if table.ratios:
         out.append('<p class="muted legend">%s</p>' % esc(NATIVE_LEGEND))
     return "".join(out) or '<p class="muted">This run has no arms.</p>'
-
-
-REPETITIONS_LEGEND = (
-    "Repetitions: each repetition's own p50, in the order they ran; range: (largest - smallest) over their median. "
-    "Where they ran: a wake's CPUs are read outside the timed window (the notifier's right before t0, the waiter's "
-    "right after t1); crossed: the share of the wakes with both CPUs known that ran on two CPUs. '-' where an arm "
-    "does not record them (self-signal arms, the C floor's process experiments, open loop); a p99 needs 100 wakes "
-    "in its population."
-)
 
 
 def render_repetitions_and_placement(run: Run) -> str:

@@ -11,16 +11,8 @@ from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_us
-from wakelab.report.lead import LATENCY_COLUMNS, format_native_cell, lead_table, placement_rows, rate_cells, us_cells
+from wakelab.report.lead import LATENCY_COLUMNS, NATIVE_LEGEND, REPETITIONS_LEGEND, format_native_cell, lead_table, placement_rows, rate_cells, us_cells
 from wakelab.report.text.wrap import Run, format_table, wrap
-
-
-NATIVE_LEGEND = (
-    "vs C: the arm's figure over its C floor's, both from this run (for rates: how many times faster "
-    "C is). A plain ratio has the same experiment in C -- same scope, waiter state and t1 -- and is "
-    "the interpreter's share; a ratio marked 'nearest floor' is against the closest C experiment "
-    "there is, which differs, so it is not."
-)
 
 
 def format_lost(arm: ArmRecord) -> str:
@@ -82,10 +74,7 @@ def format_repetitions_and_placement(run: Run) -> List[str]:
         return []
     lines = format_table(header, rows, align_left=2)
     lines.append("")
-    lines.extend(wrap("range: (largest - smallest repetition p50) / their median. A wake's CPUs are read outside the "
-                      "timed window: the notifier's right before t0, the waiter's right after t1; '-' where an arm "
-                      "does not record them (self-signal arms, open loop). p99 "
-                      "needs 100 wakes in a population."))
+    lines.extend(wrap(REPETITIONS_LEGEND))
     return lines
 
 
