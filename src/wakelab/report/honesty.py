@@ -70,7 +70,10 @@ def readable(value: object) -> str:
         return ", ".join(readable(v) for v in value) if value else "none"
     if isinstance(value, dict):
         return "; ".join("%s %s" % (k, readable(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
-    text = str(value)
+    return clip(str(value))
+
+
+def clip(text: str) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
