@@ -15,6 +15,7 @@ from wakelab.analysis.view import view_of
 from wakelab.evidence.model import ArmRecord
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_rate, format_ratio, format_us
+from wakelab.report.lead import pairing_figures
 from wakelab.report.text.verdict import RANK_ABOVE, format_rankings, measured_latency_count, pairing_line
 from wakelab.report.text.wrap import Run, format_table, wrap, wrap_figures
 
@@ -100,9 +101,9 @@ def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) ->
     view = view_of(escape_strings(summary, multiline=False))
     bundle = view.bundle
     rankings = format_rankings(view, 3, several_only=True)  # spinning waiters and C floors: see the table
-    pairings = [line for pairing in view.pairings if pairing.p50_ratio is not None for line in pairing_line(
-        pairing, "NOT like for like (%s differ)" % _and_list([d.aspect for d in pairing.differences])
-        if pairing.differences else "like for like")]
+    pairings = [line for figures in pairing_figures(view) for line in pairing_line(
+        figures, "NOT like for like (%s differ)" % _and_list([d.aspect for d in figures.pairing.differences])
+        if figures.pairing.differences else "like for like")]
     guidance = view.guidance
     warnings = view.warnings
     caveats = bundle.caveats
