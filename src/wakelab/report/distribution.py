@@ -19,6 +19,7 @@ import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import format_ns
+from wakelab.report.honesty import clip
 from wakelab.report.interactive import Chart, figure, label, log_axis, trace
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies (a run's colour, in order).
@@ -61,10 +62,7 @@ class Series:
 def plot_label(text: object) -> str:
     """``text`` made fit to draw: printable characters only, one line, bounded length."""
     cleaned = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in str(text))
-    cleaned = " ".join(cleaned.split())
-    if len(cleaned) > MAX_LABEL_CHARS:
-        cleaned = cleaned[: MAX_LABEL_CHARS - 1] + "…"
-    return cleaned
+    return clip(" ".join(cleaned.split()), MAX_LABEL_CHARS)
 
 
 def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:

@@ -73,8 +73,8 @@ def readable(value: object) -> str:
     return clip(str(value))
 
 
-def clip(text: str) -> str:
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+def clip(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def honesty_facts(bundle: Bundle) -> List[Fact]:

@@ -108,9 +108,7 @@ def script_hash(text: str) -> str:
 
 def us(value_ns: Optional[float]) -> Optional[float]:
     """ns to µs for a chart axis (None stays None); a 0 is drawn at 1 ns, where a log axis can show it."""
-    if value_ns is None:
-        return None
-    return max(float(value_ns), 1.0) / 1e3
+    return None if value_ns is None else max(float(value_ns), 1.0) / 1e3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,8 +292,8 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
             lat = measured.get(arm)
             if lat is None or lat.p50_ns is None:
                 continue
-            z[row][column] = math.log10(max(lat.p50_ns, 1.0) / 1e3)
             values.append(max(lat.p50_ns, 1.0) / 1e3)
+            z[row][column] = math.log10(values[-1])
             text[row][column] = format_ns(lat.p50_ns)
             hover[row][column] = "<b>%s</b> · %s<br>p50 <b>%s</b>%s" % (
                 label(arm), columns[column].replace("<br>", " · "), format_ns(lat.p50_ns),
@@ -327,11 +325,8 @@ BANDS = (("p50", "median wake (45th–55th percentile)"), ("p99", "tail wakes (9
 def trace_bands(trace: TraceFigures) -> Dict[str, Tuple[float, Mapping[str, float]]]:
     """An arm's bands that have figures, ``p50`` / ``p99``: (the band's mean latency, its mean components), as the
     analysis computed them (the parts sum to the latency)."""
-    bands = {}
-    for key, latency_ns, parts in (("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)):
-        if latency_ns is not None and parts:
-            bands[key] = (float(latency_ns), parts)
-    return bands
+    return {key: (float(latency_ns), parts) for key, latency_ns, parts in (
+        ("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)) if latency_ns is not None and parts}
 
 
 def components_chart(chart_id: str, bars: Sequence[Tuple[str, TraceFigures, Optional[str]]], components: Sequence[str],

@@ -16,6 +16,7 @@ from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 from wakelab.analysis.matrix import positive_ratio, ratio_tone
 from wakelab.report.html.common import esc, _pairs, _run_state, _slug, table
 from wakelab.report.html.load import RunEvidence
+from wakelab.report.honesty import clip
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
 
@@ -57,15 +58,11 @@ MAX_PARENT_FOLDERS = 3
 LABEL_FIELDS = ("parameters.placement", "parameters.settle_us", "parameters.mode", "execution.mode", "execution.workers")
 
 
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _run_name(run: RunEvidence, parents: int) -> str:
     """A run's name: its note (``--note``), else its folder's name with ``parents`` parent folders (the end kept)."""
     note = " ".join(str(run.bundle.note or "").split())
     if note:
-        return _truncate(note, MAX_SHORT_LABEL_CHARS)
+        return clip(note, MAX_SHORT_LABEL_CHARS)
     path = "/".join(p for p in os.path.abspath(run.folder or run.source).split(os.sep)[-1 - parents:] if p)
     return path if len(path) <= MAX_SHORT_LABEL_CHARS else "…" + path[1 - MAX_SHORT_LABEL_CHARS:]
 
@@ -98,8 +95,8 @@ def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     for i, (run, name) in enumerate(zip(runs, run_names(runs)), 1):
         flat = _flat(run.bundle)
         short = "#%d %s" % (i, name)
-        secondary = ([_truncate(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
-            _truncate(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
+        secondary = ([clip(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
+            clip(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
         extra = ", ".join("%s=%s" % (k.split(".", 1)[1], flat.get(k, DASH)) for k in shown)
         if len(requested) > len(shown):
             extra += ", …"
