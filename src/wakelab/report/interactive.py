@@ -125,24 +125,15 @@ def family_color(family: str) -> str:
     return FAMILY_COLORS.get(family, OTHER_FAMILY_COLOR)
 
 
-def log_ticks(lo: float, hi: float) -> List[float]:
-    """1-2-5 steps covering [lo, hi] (a log axis readable over one decade and over five); fewer steps over many decades."""
-    if lo <= 0 or hi <= 0:
-        return []
-    decades = math.log10(hi / lo)
-    steps = (1.0, 2.0, 5.0) if decades <= 3.5 else (1.0, 3.0) if decades <= 5 else (1.0,)
-    out = []
-    for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        for step in steps:
-            value = step * 10 ** exponent
-            if lo / 1.3 <= value <= hi * 1.3:
-                out.append(float("%.6g" % value))
-    return out
-
-
 def log_axis(lo: float, hi: float, range_lo: float, range_hi: float, title: object, **fields: object) -> Dict[str, object]:
-    """A log time axis (µs) drawn over [range_lo, range_hi], ticked 1-2-5 over [lo, hi]."""
-    ticks = log_ticks(lo, hi)
+    """A log time axis (µs) drawn over [range_lo, range_hi], ticked in 1-2-5 steps over [lo, hi] (readable over one decade
+    and over five; fewer steps over many decades)."""
+    ticks: List[float] = []
+    if lo > 0 and hi > 0:
+        decades = math.log10(hi / lo)
+        steps = (1.0, 2.0, 5.0) if decades <= 3.5 else (1.0, 3.0) if decades <= 5 else (1.0,)
+        ticks = [float("%.6g" % (step * 10 ** exponent)) for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+                 for step in steps if lo / 1.3 <= step * 10 ** exponent <= hi * 1.3]
     return dict({"type": "log", "range": [math.log10(range_lo), math.log10(range_hi)], "tickvals": ticks,
                  "ticktext": ["{:,.0f}".format(v) if v >= 1000 else "%g" % v for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
                  "title": title}, **fields)

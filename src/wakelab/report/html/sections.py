@@ -14,7 +14,7 @@ from wakelab.core.registry import FAMILY_TITLES
 from wakelab.report.lead import (LATENCY_COLUMNS, NATIVE_LEGEND, NEAREST_FLOOR, RATE_COLUMNS, REPETITIONS_LEGEND, lead_table,
                                  native_text, pairing_figures, placement_rows, rate_cells, verdict_figures)
 from wakelab.report.honesty import honesty_facts, readable
-from wakelab.report.text import format_lost, format_warning, origin_text, reproduce_commands
+from wakelab.report.text import format_lost, format_machine_load, format_warning, format_warning_group, origin_text, reproduce_commands
 from wakelab.report.html.common import _badge, _slug, _status_cell, esc, table as html_table
 from wakelab.report.html.load import RunEvidence
 
@@ -28,11 +28,8 @@ def _view(run: Run) -> RunView:
 
 
 def render_verdict(run: Run) -> str:
-    """The lab's comparisons first (the answer), then each measured arm's p50 and p99.
-
-    The same figures and judgements as summary.txt's verdict, from the same
-    analysis view; only the order differs, so that the answer is the first thing read.
-    """
+    """The lab's comparisons first (the answer), then each measured arm's p50 and p99: summary.txt's verdict in another
+    order, so that the answer is the first thing read."""
     view = _view(run)
     arm_items: List[str] = []
     comparison_items: List[str] = []
@@ -183,8 +180,6 @@ def render_honesty(run: Run) -> str:
 def render_caveats(run: Run) -> str:
     """The caveats, then the measurement-quality warnings -- the load the run saw first, the arms that share a
     warning on one item with each arm's own sentence folded under it -- and the notes."""
-    from wakelab.report.text import format_machine_load, format_warning_group
-
     view = _view(run)
     caveats = view.bundle.caveats
     quality = [g for g in view.warning_groups if all(isinstance(w.raw, (str, dict)) for w in g.records)]
