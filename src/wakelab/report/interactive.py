@@ -179,20 +179,6 @@ def _hover(point: OverviewPoint, run_name: Optional[str]) -> str:
     return "<br>".join(lines)
 
 
-def overview_orders(points: Sequence[OverviewPoint], family_order: Sequence[str]) -> Dict[str, List[str]]:
-    """The overview's arm orders, top to bottom: by p50 (first run that has the arm), by family, by name."""
-    first: Dict[str, OverviewPoint] = {}
-    for p in points:
-        first.setdefault(label(p.arm.name), p)
-    names = list(first)
-    rank = {f: i for i, f in enumerate(family_order)}
-    return {
-        "p50": sorted(names, key=lambda a: (first[a].figures.p50_ns or 0.0, a)),
-        "family": sorted(names, key=lambda a: (rank.get(first[a].arm.family, len(rank)), names.index(a))),
-        "name": sorted(names, key=lambda a: a.lower()),
-    }
-
-
 def overview_chart(chart_id: str, points: Sequence[OverviewPoint], series: Sequence[Tuple[str, str]],
                    family_order: Sequence[str]) -> Chart:
     """Every latency arm on one shared log axis: p50 dot, p90-p99 bar, its C floor beside it.
@@ -202,7 +188,14 @@ def overview_chart(chart_id: str, points: Sequence[OverviewPoint], series: Seque
     (``layout.meta.orders``) and each trace's family (``meta.family``) for the family buttons.
     """
     several = len(series) > 1
-    orders = overview_orders(points, family_order)
+    first: Dict[str, OverviewPoint] = {}  # the row orders, top to bottom: by p50 (first run that has the arm), by family, by name
+    for p in points:
+        first.setdefault(label(p.arm.name), p)
+    names = list(first)
+    rank = {f: i for i, f in enumerate(family_order)}
+    orders = {"p50": sorted(names, key=lambda a: (first[a].figures.p50_ns or 0.0, a)),
+              "family": sorted(names, key=lambda a: (rank.get(first[a].arm.family, len(rank)), names.index(a))),
+              "name": sorted(names, key=lambda a: a.lower())}
     families = [f for f in family_order if any(p.arm.family == f for p in points)]
     families += sorted({p.arm.family for p in points} - set(families))
     data: List[Dict[str, object]] = []

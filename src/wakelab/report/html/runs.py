@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.compare import format_ratio_plain
+from wakelab.analysis.compare import ArmComparison, format_ratio_plain
 from wakelab.analysis.view import AgainstFirst
 from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
@@ -210,9 +210,9 @@ def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: 
     return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
 
 
-def _verdicts_html(arm: Any) -> str:
-    """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
-    ratio and its interval as compare prints them, one line each (escaped)."""
+def _verdicts_html(arm: ArmComparison) -> str:
+    """compare's verdict on each percentile it judged, with the ratio and its interval as compare prints them, one line
+    each (escaped)."""
     lines = []
     # As the ratios' colours (matrix.txt's rule): nothing is green while a percentile got slower.
     worse = any(judged.verdict == "slower" for judged in arm.judgements.values())
@@ -250,7 +250,8 @@ COMPARE_CAPTIONS = {
 
 
 def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst],
-                    cell: Callable[[ArmRecord, Optional[ArmRecord], Any, int], Optional[str]], row_head: Callable[[str], str]) -> str:
+                    cell: Callable[[ArmRecord, Optional[ArmRecord], Optional[ArmComparison], int], Optional[str]],
+                    row_head: Callable[[str], str]) -> str:
     """Each ``kind`` arm's row with a cell per run (``cell``: its HTML, None: not measured), in tables that fit a laptop's width."""
     names = _arm_order(runs, kind)
     records = [r.bundle.arms_by_name() for r in runs]
@@ -272,7 +273,7 @@ def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[Run
     return "".join(tables)
 
 
-def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: int) -> Optional[str]:
+def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Optional[ArmComparison], i: int) -> Optional[str]:
     lat, base = _latency_of(arm), _latency_of(first)
     if lat is None:
         return None
@@ -282,7 +283,7 @@ def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: in
     return "<b>%s</b> / %s%s" % (esc(format_us(lat.p50_ns)), esc(format_us(lat.p99_ns)), ("<br>" + below) if below else "")
 
 
-def _rate_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: int) -> Optional[str]:
+def _rate_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Optional[ArmComparison], i: int) -> Optional[str]:
     rate = arm.rate if arm.measured else None
     if rate is None:
         return None
