@@ -76,7 +76,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         state, css = _run_state(first)
         header.append(
             '<p class="meta">wakelab %s · %s · %s · <span class="badge %s">%s</span> · <code>%s</code></p>'
-            % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(runs[0].source))
+            % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(first.source))
         )
         labels = [RunLabel(first.interpreter.label, first.interpreter.label, "#0072B2")]
         add("guidance", "Guidance", render_guidance(runs[0]))

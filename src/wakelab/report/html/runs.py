@@ -63,7 +63,7 @@ def _run_name(run: RunEvidence, parents: int) -> str:
     note = " ".join(str(run.bundle.note or "").split())
     if note:
         return clip(note, MAX_SHORT_LABEL_CHARS)
-    path = "/".join(p for p in os.path.abspath(run.folder or run.source).split(os.sep)[-1 - parents:] if p)
+    path = "/".join(p for p in os.path.abspath(run.bundle.folder or run.bundle.source).split(os.sep)[-1 - parents:] if p)
     return path if len(path) <= MAX_SHORT_LABEL_CHARS else "…" + path[1 - MAX_SHORT_LABEL_CHARS:]
 
 
@@ -124,7 +124,7 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
         state, css = _run_state(bundle)
         rows.append(
             '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td>'
-            '<td><span class="badge %s">%s</span></td></tr>' % (_swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id),
+            '<td><span class="badge %s">%s</span></td></tr>' % (_swatch(label), esc(label.full), esc(bundle.source), esc(bundle.lab.id),
                                                                 esc(bundle.started_utc), _conditions_words(bundle), css, esc(state)))
     return table("runs", "", "<th>run</th><th>evidence</th><th>lab, started (UTC)</th><th>conditions</th><th>state</th>", "".join(rows))
 
@@ -319,7 +319,7 @@ def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tupl
         '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
         '<p class="meta"><code>%s</code> · %s · %s</p>%s'
         "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
-        % (esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title),
+        % (esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.bundle.source), esc(run.bundle.lab.title),
            esc(run.bundle.started_utc), ("<h3>Guidance</h3>" + guidance) if guidance else "", render_verdict(run),
            render_lead_table(run), ("<h3>Repetitions and placement</h3>" + repetitions) if repetitions else "",
            render_honesty(run), render_caveats(run), render_details(run)))
