@@ -79,7 +79,7 @@ def render_lead_table(run: Run) -> str:
     out: List[str] = []
     if table.families:
         show_native = table.latency_native
-        p50s = [p for p in (row.arm.p50_ns if row.arm.ok and not row.component else None for _, rows in table.families for row in rows) if p]
+        p50s = [row.arm.p50_ns for _, rows in table.families for row in rows if row.arm.ok and not row.component and row.arm.p50_ns]
         lo, hi = (min(p50s), max(p50s)) if p50s else (1.0, 1.0)
         head = "".join("<th>%s</th>" % c for c in ("n", "lost") + LATENCY_COLUMNS)
         if show_native:
