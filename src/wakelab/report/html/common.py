@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import List, Tuple
+from typing import Tuple
 
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
@@ -57,13 +57,6 @@ def _plain(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return clip(text)
-
-
-def _pairs(mapping: object) -> List[Tuple[str, str]]:
-    """``(key, value)`` text pairs of a dict from the evidence (empty for anything else)."""
-    if not isinstance(mapping, dict):
-        return []
-    return [(str(k), _plain(v)) for k, v in sorted(mapping.items(), key=lambda kv: str(kv[0]))]
 
 
 def _slug(text: str) -> str:

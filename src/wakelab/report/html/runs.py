@@ -14,7 +14,7 @@ from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.analysis.matrix import positive_ratio, ratio_tone
-from wakelab.report.html.common import esc, _pairs, _run_state, _slug, table
+from wakelab.report.html.common import esc, _plain, _run_state, _slug, table
 from wakelab.report.html.load import RunEvidence
 from wakelab.report.honesty import clip
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
@@ -27,8 +27,8 @@ _DIFF_SECTIONS = ("interpreter", "conditions", "execution", "parameters", "machi
 def _flat(bundle: Bundle) -> Dict[str, str]:
     flat = {"lab": str(bundle.lab.id), "wakelab": str(bundle.tool_version)}
     for section in _DIFF_SECTIONS:
-        for key, value in _pairs(bundle.recorded(section)):
-            flat["%s.%s" % (section, key)] = value
+        recorded = bundle.recorded(section)
+        flat.update(("%s.%s" % (section, key), _plain(recorded[key])) for key in sorted(recorded, key=str))
     return flat
 
 
