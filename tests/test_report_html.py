@@ -581,7 +581,7 @@ def test_runs_are_ordered_by_interpreter_version_not_as_given(run_dir: str, tmp_
     nine = modified_copy(run_dir, str(tmp_path / "b"), with_version("3.9.19"))
     thirteen = modified_copy(run_dir, str(tmp_path / "c"), with_version("3.13.0rc1"))
     runs = [report_html.load_run(p) for p in (ten, thirteen, nine)]
-    assert [r.source for r in report_html.order_runs(runs)] == [nine, ten, thirteen]
+    assert [r.bundle.source for r in report_html.order_runs(runs)] == [nine, ten, thirteen]
     page = report_html.render_report(runs)
     assert page.index("#1 b · CPython 3.9.19") < page.index("#2 a · CPython 3.10.14") < page.index("#3 c · CPython 3.13.0rc1")
     assert report_html.version_key("3.10.4") > report_html.version_key("3.9.18")

@@ -202,7 +202,7 @@ def test_distribution_weighted_window_and_ecdf_match_the_values_repeated() -> No
     repeated = np.repeat(values, counts)
     values_, counts_, repeated_ = values.tolist(), counts.tolist(), repeated.tolist()
     assert distribution.histogram_window(values_, counts_) == distribution.histogram_window(repeated_)
-    x, y = distribution.weighted_ecdf_points(values_, counts_)
+    x, y = distribution.ecdf_points(values_, counts_)
     share_at = {v: float(np.count_nonzero(repeated <= v)) / repeated.size for v in x}
     assert y == pytest.approx([share_at[v] for v in x])
     assert y[-1] == 1.0 and x[-1] == 5e8 and len(x) <= distribution.ECDF_MAX_POINTS + 1

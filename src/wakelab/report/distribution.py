@@ -19,6 +19,7 @@ import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.formatting import format_ns
+from wakelab.report.honesty import clip
 from wakelab.report.interactive import Chart, figure, label, log_axis, trace
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies (a run's colour, in order).
@@ -61,44 +62,30 @@ class Series:
 def plot_label(text: object) -> str:
     """``text`` made fit to draw: printable characters only, one line, bounded length."""
     cleaned = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in str(text))
-    cleaned = " ".join(cleaned.split())
-    if len(cleaned) > MAX_LABEL_CHARS:
-        cleaned = cleaned[: MAX_LABEL_CHARS - 1] + "…"
-    return cleaned
+    return clip(" ".join(cleaned.split()), MAX_LABEL_CHARS)
 
 
-def ecdf_points(sorted_ns: Sequence[float], max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
-    """(x, y) of the empirical CDF of ascending ``sorted_ns``, decimated to about ``max_points``: the first sample, the
-    last ``max_points // 3`` (the tail holds p99 and the maximum) and an even spread through the body."""
-    n = len(sorted_ns)
-    if n <= max_points:
-        index: Sequence[int] = range(n)
-    else:
-        tail = max_points // 3
-        body = max_points - tail
-        step = (n - tail - 1) / (body - 1)
-        index = sorted({round(i * step) for i in range(body)} | set(range(n - tail, n)))
-    return [float(sorted_ns[i]) for i in index], [(i + 1) / n for i in index]
-
-
-def weighted_ecdf_points(sorted_ns: Sequence[float], weights: Sequence[int],
-                         max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
-    """:func:`ecdf_points` of ascending values ``sorted_ns`` standing for ``weights`` wakes each, the body's spread
-    even in wakes."""
-    cumulative = list(itertools.accumulate(int(w) for w in weights))
-    total = float(cumulative[-1])
+def ecdf_points(sorted_ns: Sequence[float], weights: Optional[Sequence[int]] = None,
+                max_points: int = ECDF_MAX_POINTS) -> Tuple[List[float], List[float]]:
+    """(x, y) of the empirical CDF of ascending ``sorted_ns`` (each standing for ``weights`` wakes; None: one each),
+    decimated to about ``max_points``: the first value, the last ``max_points // 3`` (the tail holds p99 and the
+    maximum) and an even spread (in wakes) through the body."""
     k = len(sorted_ns)
+    cumulative = list(range(1, k + 1)) if weights is None else list(itertools.accumulate(int(w) for w in weights))
     if k <= max_points:
         index: Sequence[int] = range(k)
     else:
         tail = max_points // 3
         body = max_points - tail
         last_body = k - tail - 1
-        top = cumulative[last_body]
-        wanted = [1 + (top - 1) * i / (body - 1) for i in range(body)]  # evenly in wakes, through the body
-        picked = {min(bisect.bisect_left(cumulative, w), last_body) for w in wanted}
-        index = sorted({0} | picked | set(range(k - tail, k)))
-    return [float(sorted_ns[i]) for i in index], [cumulative[i] / total for i in index]
+        if weights is None:
+            step = last_body / (body - 1)
+            picked = {round(i * step) for i in range(body)}
+        else:
+            wanted = [1 + (cumulative[last_body] - 1) * i / (body - 1) for i in range(body)]
+            picked = {0} | {min(bisect.bisect_left(cumulative, w), last_body) for w in wanted}
+        index = sorted(picked | set(range(k - tail, k)))
+    return [float(sorted_ns[i]) for i in index], [cumulative[i] / cumulative[-1] for i in index]
 
 
 def histogram_window(sorted_ns: Sequence[float], weights: Optional[Sequence[int]] = None,
@@ -242,7 +229,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
         if not values:
             continue
         name = label(plot_label(s.label))
-        x, y = ecdf_points(values) if weights is None else weighted_ecdf_points(values, weights)
+        x, y = ecdf_points(values, weights)
         group = "component-%d" % index if s.dashed else "series-%d" % [m[0] for m in main].index(s)
         data.append(trace(
             "scatter", mode="lines", name=name, legendgroup=group, showlegend=len(series) > 1, xaxis="x2", yaxis="y2",

@@ -23,10 +23,8 @@ MIN_BAR_WIDTH = 10
 
 
 def _markers(hist: Histogram, index: int) -> str:
-    marks = []
-    for name, value in (("p50", hist.p50_ns), ("p99", hist.p99_ns)):
-        if value is not None and hist.bin_index(value) == index:
-            marks.append("%s %s" % (name, format_ns(value)))
+    marks = ["%s %s" % (name, format_ns(value)) for name, value in (("p50", hist.p50_ns), ("p99", hist.p99_ns))
+             if value is not None and hist.bin_index(value) == index]
     return "◀ " + ", ".join(marks) if marks else ""
 
 

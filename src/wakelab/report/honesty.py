@@ -70,8 +70,11 @@ def readable(value: object) -> str:
         return ", ".join(readable(v) for v in value) if value else "none"
     if isinstance(value, dict):
         return "; ".join("%s %s" % (k, readable(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
-    text = str(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+    return clip(str(value))
+
+
+def clip(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def honesty_facts(bundle: Bundle) -> List[Fact]:

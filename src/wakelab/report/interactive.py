@@ -108,9 +108,7 @@ def script_hash(text: str) -> str:
 
 def us(value_ns: Optional[float]) -> Optional[float]:
     """ns to µs for a chart axis (None stays None); a 0 is drawn at 1 ns, where a log axis can show it."""
-    if value_ns is None:
-        return None
-    return max(float(value_ns), 1.0) / 1e3
+    return None if value_ns is None else max(float(value_ns), 1.0) / 1e3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,24 +125,15 @@ def family_color(family: str) -> str:
     return FAMILY_COLORS.get(family, OTHER_FAMILY_COLOR)
 
 
-def log_ticks(lo: float, hi: float) -> List[float]:
-    """1-2-5 steps covering [lo, hi] (a log axis readable over one decade and over five); fewer steps over many decades."""
-    if lo <= 0 or hi <= 0:
-        return []
-    decades = math.log10(hi / lo)
-    steps = (1.0, 2.0, 5.0) if decades <= 3.5 else (1.0, 3.0) if decades <= 5 else (1.0,)
-    out = []
-    for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        for step in steps:
-            value = step * 10 ** exponent
-            if lo / 1.3 <= value <= hi * 1.3:
-                out.append(float("%.6g" % value))
-    return out
-
-
 def log_axis(lo: float, hi: float, range_lo: float, range_hi: float, title: object, **fields: object) -> Dict[str, object]:
-    """A log time axis (µs) drawn over [range_lo, range_hi], ticked 1-2-5 over [lo, hi]."""
-    ticks = log_ticks(lo, hi)
+    """A log time axis (µs) drawn over [range_lo, range_hi], ticked in 1-2-5 steps over [lo, hi] (readable over one decade
+    and over five; fewer steps over many decades)."""
+    ticks: List[float] = []
+    if lo > 0 and hi > 0:
+        decades = math.log10(hi / lo)
+        steps = (1.0, 2.0, 5.0) if decades <= 3.5 else (1.0, 3.0) if decades <= 5 else (1.0,)
+        ticks = [float("%.6g" % (step * 10 ** exponent)) for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+                 for step in steps if lo / 1.3 <= step * 10 ** exponent <= hi * 1.3]
     return dict({"type": "log", "range": [math.log10(range_lo), math.log10(range_hi)], "tickvals": ticks,
                  "ticktext": ["{:,.0f}".format(v) if v >= 1000 else "%g" % v for v in ticks], "gridcolor": "#e4e4e4", "zeroline": False, "automargin": True,
                  "title": title}, **fields)
@@ -190,20 +179,6 @@ def _hover(point: OverviewPoint, run_name: Optional[str]) -> str:
     return "<br>".join(lines)
 
 
-def overview_orders(points: Sequence[OverviewPoint], family_order: Sequence[str]) -> Dict[str, List[str]]:
-    """The overview's arm orders, top to bottom: by p50 (first run that has the arm), by family, by name."""
-    first: Dict[str, OverviewPoint] = {}
-    for p in points:
-        first.setdefault(label(p.arm.name), p)
-    names = list(first)
-    rank = {f: i for i, f in enumerate(family_order)}
-    return {
-        "p50": sorted(names, key=lambda a: (first[a].figures.p50_ns or 0.0, a)),
-        "family": sorted(names, key=lambda a: (rank.get(first[a].arm.family, len(rank)), names.index(a))),
-        "name": sorted(names, key=lambda a: a.lower()),
-    }
-
-
 def overview_chart(chart_id: str, points: Sequence[OverviewPoint], series: Sequence[Tuple[str, str]],
                    family_order: Sequence[str]) -> Chart:
     """Every latency arm on one shared log axis: p50 dot, p90-p99 bar, its C floor beside it.
@@ -213,7 +188,14 @@ def overview_chart(chart_id: str, points: Sequence[OverviewPoint], series: Seque
     (``layout.meta.orders``) and each trace's family (``meta.family``) for the family buttons.
     """
     several = len(series) > 1
-    orders = overview_orders(points, family_order)
+    first: Dict[str, OverviewPoint] = {}  # the row orders, top to bottom: by p50 (first run that has the arm), by family, by name
+    for p in points:
+        first.setdefault(label(p.arm.name), p)
+    names = list(first)
+    rank = {f: i for i, f in enumerate(family_order)}
+    orders = {"p50": sorted(names, key=lambda a: (first[a].figures.p50_ns or 0.0, a)),
+              "family": sorted(names, key=lambda a: (rank.get(first[a].arm.family, len(rank)), names.index(a))),
+              "name": sorted(names, key=lambda a: a.lower())}
     families = [f for f in family_order if any(p.arm.family == f for p in points)]
     families += sorted({p.arm.family for p in points} - set(families))
     data: List[Dict[str, object]] = []
@@ -294,8 +276,8 @@ def grid_chart(chart_id: str, title: str, arms: Sequence[str], columns: Sequence
             lat = measured.get(arm)
             if lat is None or lat.p50_ns is None:
                 continue
-            z[row][column] = math.log10(max(lat.p50_ns, 1.0) / 1e3)
             values.append(max(lat.p50_ns, 1.0) / 1e3)
+            z[row][column] = math.log10(values[-1])
             text[row][column] = format_ns(lat.p50_ns)
             hover[row][column] = "<b>%s</b> · %s<br>p50 <b>%s</b>%s" % (
                 label(arm), columns[column].replace("<br>", " · "), format_ns(lat.p50_ns),
@@ -327,11 +309,8 @@ BANDS = (("p50", "median wake (45th–55th percentile)"), ("p99", "tail wakes (9
 def trace_bands(trace: TraceFigures) -> Dict[str, Tuple[float, Mapping[str, float]]]:
     """An arm's bands that have figures, ``p50`` / ``p99``: (the band's mean latency, its mean components), as the
     analysis computed them (the parts sum to the latency)."""
-    bands = {}
-    for key, latency_ns, parts in (("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)):
-        if latency_ns is not None and parts:
-            bands[key] = (float(latency_ns), parts)
-    return bands
+    return {key: (float(latency_ns), parts) for key, latency_ns, parts in (
+        ("p50", trace.at_p50_ns, trace.at_p50), ("p99", trace.at_p99_ns, trace.at_p99)) if latency_ns is not None and parts}
 
 
 def components_chart(chart_id: str, bars: Sequence[Tuple[str, TraceFigures, Optional[str]]], components: Sequence[str],

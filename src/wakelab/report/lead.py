@@ -16,7 +16,22 @@ from wakelab.formatting import DASH, finite_number, format_ns, format_ns_plain, 
 
 #: The latency figures a row shows after its n and lost, in µs.
 LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99.9", "max", "mean")
+#: A rate row's cells (:func:`rate_cells`), and the "vs C" column after them.
+RATE_COLUMNS = ("calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call")
 NEAREST_FLOOR = "nearest floor"
+NATIVE_LEGEND = (
+    "vs C: the arm's figure over its C floor's, both from this run (for rates: how many times faster "
+    "C is). A plain ratio has the same experiment in C -- same scope, waiter state and t1 -- and is "
+    "the interpreter's share; a ratio marked 'nearest floor' is against the closest C experiment "
+    "there is, which differs, so it is not."
+)
+REPETITIONS_LEGEND = (
+    "Repetitions: each repetition's own p50, in the order they ran; range: (largest - smallest) over their median. "
+    "Where they ran: a wake's CPUs are read outside the timed window (the notifier's right before t0, the waiter's "
+    "right after t1); crossed: the share of the wakes with both CPUs known that ran on two CPUs. '-' where an arm "
+    "does not record them (self-signal arms, the C floor's process experiments, open loop); a p99 needs 100 wakes "
+    "in its population."
+)
 
 
 def us_cells(figures: LatencyFigures) -> List[str]:
@@ -46,6 +61,10 @@ class LeadRow(NamedTuple):
     arm: ArmRecord
     figures: Optional[LatencyFigures]
     component: str = ""
+
+    def cells(self, figures: LatencyFigures) -> List[str]:
+        """n, lost ('' in a component's row) and :data:`LATENCY_COLUMNS`."""
+        return [str(figures.n), "" if self.component else str(figures.lost)] + us_cells(figures)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,11 +116,22 @@ def verdict_figures(arm: ArmRecord) -> Optional[Tuple[str, ...]]:
     return None
 
 
-def pairing_detail(pairing: Pairing) -> str:
-    """What a pairing's arms share (like for like) or where they differ, after the like-for-like judgement."""
-    if pairing.like_for_like:
-        return "both %s, %s; at t0 the waiter is %s" % (pairing.waiter, pairing.scope, pairing.at_t0)
-    return "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in pairing.differences)
+class PairingFigures(NamedTuple):
+    """A lab pairing's sentence: ``a / b = P50 at p50, P99 at p99`` (``p99``: '' when not reported), then its judgement
+    and ``detail``: what its arms share (like for like) or where they differ."""
+
+    pairing: Pairing
+    p50: str
+    p99: str
+    detail: str
+
+
+def pairing_figures(view: RunView) -> List[PairingFigures]:
+    """The run's pairings with a p50 ratio."""
+    return [PairingFigures(p, format_ratio(p.p50_ratio), "" if p.p99_ratio is None else format_ratio(p.p99_ratio),
+                           "both %s, %s; at t0 the waiter is %s" % (p.waiter, p.scope, p.at_t0) if p.like_for_like else
+                           "; ".join("%s: %s against %s" % (d.aspect, d.a, d.b) for d in p.differences))
+            for p in view.pairings if p.p50_ratio is not None]
 
 
 class PlacementRow(NamedTuple):

@@ -9,9 +9,9 @@ from wakelab.analysis.matrix import RATIO_NOISE, Matrix, MatrixArm, compare_matr
 from wakelab.evidence.matrix import MatrixVerdict
 from wakelab.evidence.words import grid_state_word, status_word
 from wakelab.formatting import DASH, escape_text, format_ratio
-from wakelab.report.lead import format_native_cell
+from wakelab.report.lead import NATIVE_LEGEND, format_native_cell
 from wakelab.report.versus import matrix_figures, matrix_rate_figures, spread_text
-from wakelab.report.text import NATIVE_LEGEND, format_table, wrap
+from wakelab.report.text import format_table, wrap
 
 # The mark of a cell whose tail got worse (matrix.txt), beside its p50 ratio.
 TAIL_MARK = "!"

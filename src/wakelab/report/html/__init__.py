@@ -27,7 +27,7 @@ from wakelab.report.html.sections import (render_caveats, render_details, render
                                           render_repetitions_and_placement, render_verdict)
 from wakelab.report.html.runs import (render_comparison_table, render_differences, render_rate_table, render_runs_table, run_labels,
                                       _run_sections, RunLabel)
-from wakelab.report.html.distributions import _distribution_intro, render_distributions
+from wakelab.report.html.distributions import render_distributions
 from wakelab.report.html.page import count_charts, count_plots, CSP, _page, page_csp, _section, write_report
 from wakelab.report.html.charts import render_grids, render_overview, render_where_time_goes, render_where_time_goes_runs
 from wakelab.report.html.matrix import _grid_sections
@@ -76,7 +76,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         state, css = _run_state(first)
         header.append(
             '<p class="meta">wakelab %s · %s · %s · <span class="badge %s">%s</span> · <code>%s</code></p>'
-            % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(runs[0].source))
+            % (esc(first.tool_version), esc(first.started_utc), esc(first.interpreter.label), css, esc(state), esc(first.source))
         )
         labels = [RunLabel(first.interpreter.label, first.interpreter.label, "#0072B2")]
         add("guidance", "Guidance", render_guidance(runs[0]))
@@ -91,7 +91,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         add("repetitions", "Repetitions and placement", render_repetitions_and_placement(runs[0]))
         add("honesty", "Lab honesty", render_honesty(runs[0]))
         add("caveats", "Caveats", render_caveats(runs[0]))
-        add("distributions", "Latency distributions", _distribution_intro(False) + render_distributions(runs, labels, plots_))
+        add("distributions", "Latency distributions", render_distributions(runs, labels, plots_))
         add("details", "Definitions, methodology, reproduce", render_details(runs[0]))
     else:
         labels = run_labels(runs)
@@ -109,7 +109,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
         comparison = [render_runs_table(runs, labels), render_differences(runs, labels),
                       render_comparison_table(runs, labels, versus), render_rate_table(runs, labels, versus)]
         add("comparison", "Runs compared", "".join(comparison))
-        add("distributions", "Latency distributions", _distribution_intro(True) + render_distributions(runs, labels, plots_))
+        add("distributions", "Latency distributions", render_distributions(runs, labels, plots_))
         for i, (run, label) in enumerate(zip(runs, labels), 1):
             body.append(_run_sections(run, label, "run-%d" % i, toc))
     if notes:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, List, Tuple
+from typing import Tuple
 
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
 from wakelab.formatting import escape_text
+from wakelab.report.honesty import clip
 
 
-# Structured values (a list, a dict) longer than this are cut in tables (the bundle keeps them whole).
-MAX_VALUE_CHARS = 400
 # The kind of chart (interactive.chart_html) an arm's histogram and ECDF are.
 DISTRIBUTION = "distribution"
 
@@ -57,18 +56,7 @@ def _plain(value: object) -> str:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
-
-
-def _pairs(mapping: object) -> List[Tuple[str, str]]:
-    """``(key, value)`` text pairs of a dict from the evidence (empty for anything else)."""
-    if not isinstance(mapping, dict):
-        return []
-    return [(str(k), _plain(v)) for k, v in sorted(mapping.items(), key=lambda kv: str(kv[0]))]
-
-
-def _list(value: object) -> List[Any]:
-    return list(value) if isinstance(value, list) else []
+    return clip(text)
 
 
 def _slug(text: str) -> str:

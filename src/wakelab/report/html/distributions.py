@@ -50,7 +50,7 @@ def _figures(arm: ArmRecord, lat: LatencyFigures, samples: Optional[ArmSamples])
 
 
 def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel], plots_: IdCounter) -> str:
-    """One card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
+    """What the plots show, then one card per latency arm: its histogram and ECDF (runs overlaid), with each run's figures."""
     from wakelab.report.distribution import COMPONENT_COLORS, Series, distribution_chart
     from wakelab.report.interactive import chart_html
 
@@ -95,9 +95,13 @@ def render_distributions(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]
             '<ul class="figs">%s</ul>%s</details>'
             % (esc(_slug(name)), esc(name), _badge(FAMILY_TITLES.get(first.family, first.family), "fam"),
                _badge(first.waiter, "w-" + first.waiter), _badge(first.scope, "scope"), _headline(arms), "".join(facts), figure))
-    if not cards:
-        return '<p class="muted">No latency arms.</p>'
-    return '<div class="arms">%s</div>' % "".join(cards)
+    intro = (
+        "Each arm's wakes as a histogram (share of wakes per log-spaced bin; the rare wakes far beyond the rest are "
+        "gathered in one hatched bin at the edge, so one outlier cannot squash the others) and an ECDF (fraction of "
+        "wakes at or below a latency, over the whole range), both on a log time axis. Open an arm to see them. " + (
+            "Runs are overlaid in their colours; on the ECDF a dot marks each run's p50 and a diamond its p99." if several else
+            "Dashed lines mark p50 and p99; dashed curves are the named components of a wake, where an arm records them."))
+    return '<p class="muted">%s</p>%s' % (intro, '<div class="arms">%s</div>' % "".join(cards) if cards else '<p class="muted">No latency arms.</p>')
 
 
 def _headline(arms: Sequence[Optional[ArmRecord]]) -> str:
@@ -110,15 +114,3 @@ def _headline(arms: Sequence[Optional[ArmRecord]]) -> str:
             return esc(status_word(arm.status))
     return ""
 
-
-def _distribution_intro(several: bool) -> str:
-    text = (
-        "Each arm's wakes as a histogram (share of wakes per log-spaced bin; the rare wakes far beyond the rest are "
-        "gathered in one hatched bin at the edge, so one outlier cannot squash the others) and an ECDF (fraction of "
-        "wakes at or below a latency, over the whole range), both on a log time axis. Open an arm to see them. "
-    )
-    if several:
-        text += "Runs are overlaid in their colours; on the ECDF a dot marks each run's p50 and a diamond its p99."
-    else:
-        text += "Dashed lines mark p50 and p99; dashed curves are the named components of a wake, where an arm records them."
-    return '<p class="muted">%s</p>' % text

@@ -29,14 +29,6 @@ class RunEvidence:
     samples: Mapping[str, ArmSamples]
     histograms: Mapping[str, "LogLinearHistogram"] = dataclasses.field(default_factory=dict)
 
-    @property
-    def source(self) -> str:
-        return self.bundle.source
-
-    @property
-    def folder(self) -> str:
-        return self.bundle.folder
-
     @functools.cached_property
     def view(self) -> RunView:
         """The run's analysis (ratios, pairings, guidance ...), computed once for every section that shows it."""

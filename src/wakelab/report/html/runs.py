@@ -5,17 +5,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from wakelab.analysis.compare import format_ratio_plain
+from wakelab.analysis.compare import ArmComparison, format_ratio_plain
 from wakelab.analysis.view import AgainstFirst
 from wakelab.evidence.model import ArmRecord, Bundle, LatencyFigures
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_rate, format_ratio, format_us
 # The rule a ratio is coloured by is matrix.txt's, so that the text and the page judge a tail alike.
 from wakelab.analysis.matrix import positive_ratio, ratio_tone
-from wakelab.report.html.common import esc, _pairs, _run_state, _slug, table
+from wakelab.report.html.common import esc, _plain, _run_state, _slug, table
 from wakelab.report.html.load import RunEvidence
+from wakelab.report.honesty import clip
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
 
@@ -26,8 +27,8 @@ _DIFF_SECTIONS = ("interpreter", "conditions", "execution", "parameters", "machi
 def _flat(bundle: Bundle) -> Dict[str, str]:
     flat = {"lab": str(bundle.lab.id), "wakelab": str(bundle.tool_version)}
     for section in _DIFF_SECTIONS:
-        for key, value in _pairs(bundle.recorded(section)):
-            flat["%s.%s" % (section, key)] = value
+        recorded = bundle.recorded(section)
+        flat.update(("%s.%s" % (section, key), _plain(recorded[key])) for key in sorted(recorded, key=str))
     return flat
 
 
@@ -57,16 +58,12 @@ MAX_PARENT_FOLDERS = 3
 LABEL_FIELDS = ("parameters.placement", "parameters.settle_us", "parameters.mode", "execution.mode", "execution.workers")
 
 
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _run_name(run: RunEvidence, parents: int) -> str:
     """A run's name: its note (``--note``), else its folder's name with ``parents`` parent folders (the end kept)."""
     note = " ".join(str(run.bundle.note or "").split())
     if note:
-        return _truncate(note, MAX_SHORT_LABEL_CHARS)
-    path = "/".join(p for p in os.path.abspath(run.folder or run.source).split(os.sep)[-1 - parents:] if p)
+        return clip(note, MAX_SHORT_LABEL_CHARS)
+    path = "/".join(p for p in os.path.abspath(run.bundle.folder or run.bundle.source).split(os.sep)[-1 - parents:] if p)
     return path if len(path) <= MAX_SHORT_LABEL_CHARS else "…" + path[1 - MAX_SHORT_LABEL_CHARS:]
 
 
@@ -98,8 +95,8 @@ def run_labels(runs: Sequence[RunEvidence]) -> List[RunLabel]:
     for i, (run, name) in enumerate(zip(runs, run_names(runs)), 1):
         flat = _flat(run.bundle)
         short = "#%d %s" % (i, name)
-        secondary = ([_truncate(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
-            _truncate(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
+        secondary = ([clip(run.bundle.hostname or "?", MAX_HOST_CHARS)] if fleet else []) + [
+            clip(run.bundle.interpreter.label, MAX_SHORT_LABEL_CHARS)]
         extra = ", ".join("%s=%s" % (k.split(".", 1)[1], flat.get(k, DASH)) for k in shown)
         if len(requested) > len(shown):
             extra += ", …"
@@ -127,7 +124,7 @@ def render_runs_table(runs: Sequence[RunEvidence], labels: Sequence[RunLabel]) -
         state, css = _run_state(bundle)
         rows.append(
             '<tr><th scope="row">%s%s</th><td><code>%s</code></td><td>%s<br><span class="muted">%s</span></td><td>%s</td>'
-            '<td><span class="badge %s">%s</span></td></tr>' % (_swatch(label), esc(label.full), esc(run.source), esc(bundle.lab.id),
+            '<td><span class="badge %s">%s</span></td></tr>' % (_swatch(label), esc(label.full), esc(bundle.source), esc(bundle.lab.id),
                                                                 esc(bundle.started_utc), _conditions_words(bundle), css, esc(state)))
     return table("runs", "", "<th>run</th><th>evidence</th><th>lab, started (UTC)</th><th>conditions</th><th>state</th>", "".join(rows))
 
@@ -213,9 +210,9 @@ def _ratio_html(p50_ratio: Optional[float], p99_ratio: Optional[float], suffix: 
     return '<span class="ratio %s" title="%s">%s</span>' % (tone.css, esc(tone.why), text)
 
 
-def _verdicts_html(arm: Any) -> str:
-    """compare's verdict on each percentile it judged (:class:`~wakelab.analysis.compare.ArmComparison`), with the
-    ratio and its interval as compare prints them, one line each (escaped)."""
+def _verdicts_html(arm: ArmComparison) -> str:
+    """compare's verdict on each percentile it judged, with the ratio and its interval as compare prints them, one line
+    each (escaped)."""
     lines = []
     # As the ratios' colours (matrix.txt's rule): nothing is green while a percentile got slower.
     worse = any(judged.verdict == "slower" for judged in arm.judgements.values())
@@ -253,7 +250,8 @@ COMPARE_CAPTIONS = {
 
 
 def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[RunLabel], versus: Sequence[AgainstFirst],
-                    cell: Callable[[ArmRecord, Optional[ArmRecord], Any, int], Optional[str]], row_head: Callable[[str], str]) -> str:
+                    cell: Callable[[ArmRecord, Optional[ArmRecord], Optional[ArmComparison], int], Optional[str]],
+                    row_head: Callable[[str], str]) -> str:
     """Each ``kind`` arm's row with a cell per run (``cell``: its HTML, None: not measured), in tables that fit a laptop's width."""
     names = _arm_order(runs, kind)
     records = [r.bundle.arms_by_name() for r in runs]
@@ -275,7 +273,7 @@ def _compare_tables(kind: str, runs: Sequence[RunEvidence], labels: Sequence[Run
     return "".join(tables)
 
 
-def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: int) -> Optional[str]:
+def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Optional[ArmComparison], i: int) -> Optional[str]:
     lat, base = _latency_of(arm), _latency_of(first)
     if lat is None:
         return None
@@ -285,7 +283,7 @@ def _latency_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: in
     return "<b>%s</b> / %s%s" % (esc(format_us(lat.p50_ns)), esc(format_us(lat.p99_ns)), ("<br>" + below) if below else "")
 
 
-def _rate_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Any, i: int) -> Optional[str]:
+def _rate_cell(arm: ArmRecord, first: Optional[ArmRecord], judged: Optional[ArmComparison], i: int) -> Optional[str]:
     rate = arm.rate if arm.measured else None
     if rate is None:
         return None
@@ -321,7 +319,7 @@ def _run_sections(run: RunEvidence, label: RunLabel, anchor: str, toc: List[Tupl
         '<details class="run" id="%s"><summary><h2>%s%s <span class="badge %s">%s</span></h2></summary>'
         '<p class="meta"><code>%s</code> · %s · %s</p>%s'
         "<h3>Verdict (from this run's figures)</h3>%s<h3>Lead table</h3>%s%s<h3>Lab honesty</h3>%s<h3>Caveats</h3>%s%s</details>"
-        % (esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.source), esc(run.bundle.lab.title),
+        % (esc(anchor), _swatch(label), esc(label.full), css, esc(state), esc(run.bundle.source), esc(run.bundle.lab.title),
            esc(run.bundle.started_utc), ("<h3>Guidance</h3>" + guidance) if guidance else "", render_verdict(run),
            render_lead_table(run), ("<h3>Repetitions and placement</h3>" + repetitions) if repetitions else "",
            render_honesty(run), render_caveats(run), render_details(run)))

@@ -9,13 +9,13 @@ from wakelab.analysis.caveats import NativeRatio
 from wakelab.analysis.guidance import open_loop_note
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.model import ArmOrigin
-from wakelab.formatting import DASH, format_ns, format_ratio
+from wakelab.formatting import DASH, format_ns
 from wakelab.core.registry import FAMILY_TITLES
-from wakelab.report.lead import (LATENCY_COLUMNS, NEAREST_FLOOR, lead_table, native_text, pairing_detail, placement_rows, rate_cells,
-                                 us_cells, verdict_figures)
+from wakelab.report.lead import (LATENCY_COLUMNS, NATIVE_LEGEND, NEAREST_FLOOR, RATE_COLUMNS, REPETITIONS_LEGEND, lead_table,
+                                 native_text, pairing_figures, placement_rows, rate_cells, verdict_figures)
 from wakelab.report.honesty import honesty_facts, readable
-from wakelab.report.text import NATIVE_LEGEND, format_lost, format_warning, origin_text, reproduce_commands
-from wakelab.report.html.common import _badge, _slug, _status_cell, esc
+from wakelab.report.text import format_lost, format_machine_load, format_warning, format_warning_group, origin_text, reproduce_commands
+from wakelab.report.html.common import _badge, _slug, _status_cell, esc, table as html_table
 from wakelab.report.html.load import RunEvidence
 
 #: What a section is laid out from: a loaded run, its analysis view, or its summary document.
@@ -28,11 +28,8 @@ def _view(run: Run) -> RunView:
 
 
 def render_verdict(run: Run) -> str:
-    """The lab's comparisons first (the answer), then each measured arm's p50 and p99.
-
-    The same figures and judgements as summary.txt's verdict, from the same
-    analysis view; only the order differs, so that the answer is the first thing read.
-    """
+    """The lab's comparisons first (the answer), then each measured arm's p50 and p99: summary.txt's verdict in another
+    order, so that the answer is the first thing read."""
     view = _view(run)
     arm_items: List[str] = []
     comparison_items: List[str] = []
@@ -49,14 +46,12 @@ def render_verdict(run: Run) -> str:
             text = "<strong>%s</strong>: <b>%s ops/s</b> (median of %s rounds of %s calls; empty loop %s iterations/s)" % (
                 (esc(arm.name),) + figures)
         arm_items.append("<li>%s</li>" % text)
-    for pairing in view.pairings:
-        if pairing.p50_ratio is None:
-            continue
-        judgement = ('<span class="badge good">like for like</span> %s' if pairing.like_for_like
-                     else '<span class="badge bad">NOT like for like</span> %s') % esc(pairing_detail(pairing))
+    for pairing in pairing_figures(view):
+        judgement = ('<span class="badge good">like for like</span> %s' if pairing.pairing.like_for_like
+                     else '<span class="badge bad">NOT like for like</span> %s') % esc(pairing.detail)
         comparison_items.append("<li><strong>%s / %s</strong> = <b>%s</b> at p50%s. %s.</li>" % (
-            esc(pairing.a), esc(pairing.b), esc(format_ratio(pairing.p50_ratio)),
-            (", <b>%s</b> at p99" % esc(format_ratio(pairing.p99_ratio))) if pairing.p99_ratio is not None else "", judgement))
+            esc(pairing.pairing.a), esc(pairing.pairing.b), esc(pairing.p50),
+            ", <b>%s</b> at p99" % esc(pairing.p99) if pairing.p99 else "", judgement))
     if not arm_items:
         return '<p class="muted">No arm produced figures in this run.</p>'
     note = open_loop_note(view.bundle)  # what an open-loop figure holds, as summary.txt says before its figures
@@ -84,7 +79,7 @@ def render_lead_table(run: Run) -> str:
     out: List[str] = []
     if table.families:
         show_native = table.latency_native
-        p50s = [p for p in (row.arm.p50_ns if row.arm.ok and not row.component else None for _, rows in table.families for row in rows) if p]
+        p50s = [row.arm.p50_ns for _, rows in table.families for row in rows if row.arm.ok and not row.component and row.arm.p50_ns]
         lo, hi = (min(p50s), max(p50s)) if p50s else (1.0, 1.0)
         head = "".join("<th>%s</th>" % c for c in ("n", "lost") + LATENCY_COLUMNS)
         if show_native:
@@ -94,28 +89,26 @@ def render_lead_table(run: Run) -> str:
         for family, members in table.families:
             if len(table.families) > 1:
                 rows.append('<tr class="family"><th colspan="%d">%s</th></tr>' % (width, esc(FAMILY_TITLES.get(family, family))))
-            for a, lat, component in members:
-                if component and lat is not None:
+            for row in members:
+                a, lat = row.arm, row.figures
+                cells = [esc(c) for c in row.cells(lat)] if lat is not None else []
+                if row.component and lat is not None:
                     rows.append('<tr class="component"><th scope="row">↳ %s</th><td colspan="3"></td>%s%s</tr>' % (
-                        esc(component), _num_cells([esc(lat.n), ""] + [esc(c) for c in us_cells(lat)]), "<td></td>" if show_native else ""))
+                        esc(row.component), _num_cells(cells), "<td></td>" if show_native else ""))
                     continue
                 name_cells = '<th scope="row"><a href="#arm-%s">%s</a></th><td>%s</td><td>%s</td>' % (
                     esc(_slug(a.name)), esc(a.name), _badge(a.waiter, "w-" + a.waiter), esc(a.scope))
                 if not a.ok or lat is None:
                     rows.append('<tr class="not-ok">%s<td></td>%s</tr>' % (name_cells, _status_cell(a, width - 4)))
                     continue
-                cells = [esc(lat.n), '<span class="warn">%s</span>' % esc(lat.lost) if lat.lost else "0"] + [esc(c) for c in us_cells(lat)]
+                cells[1] = '<span class="warn">%s</span>' % cells[1] if lat.lost else cells[1]
                 cells[3] = "<b>%s</b>" % cells[3]
                 rows.append('<tr>%s<td class="bar">%s</td>%s%s</tr>' % (name_cells, _log_bar(lat.p50_ns, lo, hi), _num_cells(cells),
                                                                     '<td class="num">%s</td>' % _native_cell(table.native(a)) if show_native else ""))
-        out.append(
-            '<div class="table-wrap"><table class="lead"><caption>Wake latency, µs (p50 bar on a log scale)</caption>'
-            '<thead><tr><th>arm</th><th>waiter</th><th>scope</th><th aria-label="p50 on a log scale"></th>%s</tr></thead><tbody>%s</tbody></table></div>'
-            % (head, "".join(rows))
-        )
+        out.append(html_table("lead", "Wake latency, µs (p50 bar on a log scale)", '<th>arm</th><th>waiter</th><th>scope</th>'
+                              '<th aria-label="p50 on a log scale"></th>' + head, "".join(rows)))
     if table.rates:
-        columns = ["calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
-        columns += ["C is faster by"] if table.rate_native else []
+        columns = RATE_COLUMNS + (("C is faster by",) if table.rate_native else ())
         rows = []
         for a in table.rates:
             name = '<th scope="row">%s</th>' % esc(a.name)
@@ -125,22 +118,10 @@ def render_lead_table(run: Run) -> str:
             cells = [esc(c) for c in rate_cells(a.rate)] + ([_native_cell(table.native(a))] if table.rate_native else [])
             cells[2] = "<b>%s</b>" % cells[2]
             rows.append("<tr>%s%s</tr>" % (name, _num_cells(cells)))
-        out.append(
-            '<div class="table-wrap"><table class="lead rate"><caption>Rate arms</caption><thead><tr><th>arm</th>%s</tr></thead>'
-            "<tbody>%s</tbody></table></div>" % ("".join("<th>%s</th>" % esc(c) for c in columns), "".join(rows))
-        )
+        out.append(html_table("lead rate", "Rate arms", "<th>arm</th>" + "".join("<th>%s</th>" % esc(c) for c in columns), "".join(rows)))
     if table.ratios:
         out.append('<p class="muted legend">%s</p>' % esc(NATIVE_LEGEND))
     return "".join(out) or '<p class="muted">This run has no arms.</p>'
-
-
-REPETITIONS_LEGEND = (
-    "Repetitions: each repetition's own p50, in the order they ran; range: (largest - smallest) over their median. "
-    "Where they ran: a wake's CPUs are read outside the timed window (the notifier's right before t0, the waiter's "
-    "right after t1); crossed: the share of the wakes with both CPUs known that ran on two CPUs. '-' where an arm "
-    "does not record them (self-signal arms, the C floor's process experiments, open loop); a p99 needs 100 wakes "
-    "in its population."
-)
 
 
 def render_repetitions_and_placement(run: Run) -> str:
@@ -199,8 +180,6 @@ def render_honesty(run: Run) -> str:
 def render_caveats(run: Run) -> str:
     """The caveats, then the measurement-quality warnings -- the load the run saw first, the arms that share a
     warning on one item with each arm's own sentence folded under it -- and the notes."""
-    from wakelab.report.text import format_machine_load, format_warning_group
-
     view = _view(run)
     caveats = view.bundle.caveats
     quality = [g for g in view.warning_groups if all(isinstance(w.raw, (str, dict)) for w in g.records)]
@@ -232,10 +211,8 @@ def render_details(run: Run) -> str:
            esc(a.t0), esc(a.t1))
         for a in view.bundle.arms()
     )
-    parts = [
-        '<details><summary>What each arm times (t0, t1)</summary><div class="table-wrap"><table class="defs">'
-        "<thead><tr><th>arm</th><th>mechanism</th><th>t0</th><th>t1</th></tr></thead><tbody>%s</tbody></table></div></details>" % rows
-    ]
+    parts = ["<details><summary>What each arm times (t0, t1)</summary>%s</details>" % html_table(
+        "defs", "", "<th>arm</th><th>mechanism</th><th>t0</th><th>t1</th>", rows)]
     if lab.methodology:
         parts.append("<details><summary>Methodology</summary>%s</details>" % "".join("<p>%s</p>" % esc(p) for p in lab.methodology))
     if lab.limits:

@@ -14,7 +14,7 @@ from wakelab.report.text.brief import BRIEF_MAX_LINES, BRIEF_MAX_LINES_MANY, for
 from wakelab.report.text.honesty import arm_definitions, origin_text, reproduce_commands
 from wakelab.report.text.quality import QUALITY_TITLE, QUALITY_TITLE_GROUPED, format_group_arms, format_machine_load, format_warning_group
 from wakelab.report.text.summary import format_summary
-from wakelab.report.text.tables import NATIVE_LEGEND, format_lead_table, format_lost, format_storms
+from wakelab.report.text.tables import format_lead_table, format_lost, format_storms
 from wakelab.report.text.verdict import format_verdict
 from wakelab.report.text.warnings import _WORDINGS as _WORDINGS
 from wakelab.report.text.warnings import format_warning
@@ -22,7 +22,7 @@ from wakelab.report.text.wrap import Run, bullets, format_table, wrap
 
 __all__ = [
     "Run", "bullets", "format_table", "wrap",
-    "NATIVE_LEGEND", "format_lead_table", "format_lost", "format_storms", "format_verdict",
+    "format_lead_table", "format_lost", "format_storms", "format_verdict",
     "arm_definitions", "origin_text", "reproduce_commands",
     "format_warning", "QUALITY_TITLE", "QUALITY_TITLE_GROUPED", "format_group_arms", "format_machine_load",
     "format_warning_group", "format_summary", "BRIEF_MAX_LINES", "BRIEF_MAX_LINES_MANY", "format_brief",

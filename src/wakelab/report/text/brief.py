@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional
 
 from wakelab.analysis.caveats import NativeRatio, lost_wakes
+from wakelab.analysis.guidance.ranking import and_list
 from wakelab.analysis.view import view_of
 from wakelab.evidence.model import ArmRecord
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, escape_strings, escape_text, format_ns, format_rate, format_ratio, format_us
+from wakelab.report.lead import pairing_figures
 from wakelab.report.text.verdict import RANK_ABOVE, format_rankings, measured_latency_count, pairing_line
 from wakelab.report.text.wrap import Run, format_table, wrap, wrap_figures
 
@@ -100,9 +102,9 @@ def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) ->
     view = view_of(escape_strings(summary, multiline=False))
     bundle = view.bundle
     rankings = format_rankings(view, 3, several_only=True)  # spinning waiters and C floors: see the table
-    pairings = [line for pairing in view.pairings if pairing.p50_ratio is not None for line in pairing_line(
-        pairing, "NOT like for like (%s differ)" % _and_list([d.aspect for d in pairing.differences])
-        if pairing.differences else "like for like")]
+    pairings = [line for figures in pairing_figures(view) for line in pairing_line(
+        figures, "NOT like for like (%s differ)" % and_list([d.aspect for d in figures.pairing.differences])
+        if figures.pairing.differences else "like for like")]
     guidance = view.guidance
     warnings = view.warnings
     caveats = bundle.caveats
@@ -129,8 +131,3 @@ def format_brief(summary: Mapping[str, object], folder: Optional[str] = None) ->
 
 def _count(n: int, one: str, many: str) -> str:
     return "%s %s" % (n if n else "no", one if n == 1 else many)
-
-
-def _and_list(items: Sequence[str]) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])

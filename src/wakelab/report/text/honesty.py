@@ -8,16 +8,7 @@ from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import view_of
 from wakelab.evidence.model import DEFAULT_REPEAT, ArmOrigin, ArmRecord
-from wakelab.report.honesty import honesty_facts
-from wakelab.report.text.wrap import Run, bullets, wrap
-
-
-def format_honesty(run: Run) -> List[str]:
-    return bullets([fact.sentence for fact in honesty_facts(view_of(run).bundle)])
-
-
-def format_arm_definitions(run: Run) -> List[str]:
-    return arm_definitions(view_of(run).bundle.arms())
+from wakelab.report.text.wrap import Run, wrap
 
 
 def arm_definitions(arms: Sequence[ArmRecord]) -> List[str]:

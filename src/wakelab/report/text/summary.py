@@ -7,7 +7,8 @@ from typing import List, Mapping, Tuple
 from wakelab.analysis.components import format_where_the_time_goes
 from wakelab.analysis.view import view_of
 from wakelab.formatting import escape_strings, escape_text
-from wakelab.report.text.honesty import format_arm_definitions, format_honesty, reproduce_commands
+from wakelab.report.honesty import honesty_facts
+from wakelab.report.text.honesty import arm_definitions, reproduce_commands
 from wakelab.report.text.quality import QUALITY_TITLE, QUALITY_TITLE_GROUPED, format_quality
 from wakelab.report.text.tables import format_lead_table, format_repetitions_and_placement, format_storms
 from wakelab.report.text.verdict import format_guidance, format_verdict
@@ -35,7 +36,7 @@ def format_summary(summary: Mapping[str, object], arm_by_arm: bool = False) -> s
         ("VERDICT (from this run's figures)", format_verdict(view)),
         ("GUIDANCE (drawn from this run's figures; each point names what it rests on)", format_guidance(view.guidance)),
         ("LEAD TABLE", format_lead_table(view)),
-        ("LAB HONESTY", format_honesty(view)),
+        ("LAB HONESTY", bullets([fact.sentence for fact in honesty_facts(bundle)])),
     ]
     storms = format_storms(bundle)  # empty unless the run measured a signal storm
     if storms:
@@ -49,7 +50,7 @@ def format_summary(summary: Mapping[str, object], arm_by_arm: bool = False) -> s
     if lab.methodology:
         sections.append(("METHODOLOGY", [line for i, paragraph in enumerate(lab.methodology)
                                          for line in ([""] if i else []) + wrap(paragraph)]))
-    sections.append(("WHAT EACH ARM TIMES", format_arm_definitions(view)))
+    sections.append(("WHAT EACH ARM TIMES", arm_definitions(bundle.arms())))
     if bundle.caveats:
         sections.append(("CAVEATS", bullets(bundle.caveats)))
     quality = format_quality(view, arm_by_arm=arm_by_arm)

@@ -11,16 +11,9 @@ from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.evidence.words import status_word
 from wakelab.formatting import DASH, format_us
-from wakelab.report.lead import LATENCY_COLUMNS, format_native_cell, lead_table, placement_rows, rate_cells, us_cells
+from wakelab.report.lead import (LATENCY_COLUMNS, NATIVE_LEGEND, RATE_COLUMNS, REPETITIONS_LEGEND, format_native_cell, lead_table,
+                                 placement_rows, rate_cells)
 from wakelab.report.text.wrap import Run, format_table, wrap
-
-
-NATIVE_LEGEND = (
-    "vs C: the arm's figure over its C floor's, both from this run (for rates: how many times faster "
-    "C is). A plain ratio has the same experiment in C -- same scope, waiter state and t1 -- and is "
-    "the interpreter's share; a ratio marked 'nearest floor' is against the closest C experiment "
-    "there is, which differs, so it is not."
-)
 
 
 def format_lost(arm: ArmRecord) -> str:
@@ -49,20 +42,20 @@ def format_lead_table(run: Run) -> List[str]:
         for family, members in table.families:
             if len(table.families) > 1:
                 rows.append(["[%s]" % FAMILY_TITLES.get(family, family)] + [""] * (len(header) - 1))
-            for a, lat, component in members:
+            for member in members:
+                a, lat = member.arm, member.figures
                 if lat is None:
                     row = [a.name, a.waiter, a.scope, status_word(a.status)]
-                elif component:
-                    row = ["  ." + component, "", "", str(lat.n), ""] + us_cells(lat)
+                elif member.component:
+                    row = ["  ." + member.component, "", ""] + member.cells(lat)
                 else:
-                    row = [a.name, a.waiter, a.scope, str(lat.n), str(lat.lost)] + us_cells(lat) + [format_native_cell(table.native(a))]
+                    row = [a.name, a.waiter, a.scope] + member.cells(lat) + [format_native_cell(table.native(a))]
                 rows.append((row + [""] * len(header))[:len(header)])
         lines.extend(format_table(header, rows, align_left=3))
     if table.rates:
         if lines:
             lines.append("")
-        header = ["rate", "calls/round", "rounds", "median ops/s", "slowest", "fastest", "empty loop/s", "net ns/call"]
-        header += ["C faster by"] if table.rate_native else []
+        header = ["rate", *RATE_COLUMNS] + (["C faster by"] if table.rate_native else [])
         rows = [[a.name, status_word(a.status)] + [""] * (len(header) - 2) if a.rate is None else
                 [a.name] + rate_cells(a.rate) + ([format_native_cell(table.native(a))] if table.rate_native else [])
                 for a in table.rates]
@@ -82,10 +75,7 @@ def format_repetitions_and_placement(run: Run) -> List[str]:
         return []
     lines = format_table(header, rows, align_left=2)
     lines.append("")
-    lines.extend(wrap("range: (largest - smallest repetition p50) / their median. A wake's CPUs are read outside the "
-                      "timed window: the notifier's right before t0, the waiter's right after t1; '-' where an arm "
-                      "does not record them (self-signal arms, open loop). p99 "
-                      "needs 100 wakes in a population."))
+    lines.extend(wrap(REPETITIONS_LEGEND))
     return lines
 
 

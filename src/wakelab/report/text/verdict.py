@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from wakelab.analysis.caveats import Pairing
 from wakelab.analysis.guidance import Guidance, format_ranking, open_loop_note
 from wakelab.analysis.view import RunView, view_of
 from wakelab.evidence.words import status_word
-from wakelab.formatting import format_ratio
-from wakelab.report.lead import pairing_detail, verdict_figures
+from wakelab.report.lead import PairingFigures, pairing_figures, verdict_figures
 from wakelab.report.text.tables import format_lost
 from wakelab.report.text.wrap import Run, bullets_figures, wrap, wrap_figures
 
@@ -33,10 +31,10 @@ def format_rankings(view: RunView, limit: Optional[int] = None, several_only: bo
     return lines
 
 
-def pairing_line(pairing: Pairing, judgement: str) -> List[str]:
+def pairing_line(figures: PairingFigures, judgement: str) -> List[str]:
     """``a / b = 1.50× at p50, 2.00× at p99; JUDGEMENT.``, wrapped."""
-    p99 = (", %s at p99" % format_ratio(pairing.p99_ratio)) if pairing.p99_ratio is not None else ""
-    return wrap("%s / %s = %s at p50%s; %s." % (pairing.a, pairing.b, format_ratio(pairing.p50_ratio), p99, judgement))
+    p99 = ", %s at p99" % figures.p99 if figures.p99 else ""
+    return wrap("%s / %s = %s at p50%s; %s." % (figures.pairing.a, figures.pairing.b, figures.p50, p99, judgement))
 
 
 def format_verdict(run: Run) -> List[str]:
@@ -64,10 +62,9 @@ def format_verdict(run: Run) -> List[str]:
         else:
             text = "%s: %s ops/s (median of %s rounds of %s calls; empty loop %s iterations/s)." % ((arm.name,) + figures)
         lines.extend(wrap(text))
-    for pairing in view.pairings:
-        if pairing.p50_ratio is not None:
-            judgement = ("like for like: %s" if pairing.like_for_like else "NOT like for like (%s)") % pairing_detail(pairing)
-            lines.extend(pairing_line(pairing, judgement))
+    for pairing in pairing_figures(view):
+        judgement = "like for like: %s" if pairing.pairing.like_for_like else "NOT like for like (%s)"
+        lines.extend(pairing_line(pairing, judgement % pairing.detail))
     missing = ["%s (%s)" % (arm.name, status_word(arm.status)) for arm in view.bundle.arms() if not arm.ok]
     if ranked and missing:
         lines.extend(wrap("Not measured: %s." % ", ".join(missing)))

@@ -14,8 +14,9 @@ from wakelab.formatting import escape_text
 WIDTH = 100
 
 
-def wrap(text: str, indent: str = "  ") -> List[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent]
+def wrap(text: str, indent: str = "  ", subsequent: Optional[str] = None) -> List[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent if subsequent is None else subsequent,
+                         break_on_hyphens=False) or [indent]
 
 
 _FIGURE_UNIT = re.compile(r"(\d) (ns|µs|ms|s|ops/s)\b")
@@ -25,9 +26,7 @@ KEEP = "\u00a0"  # textwrap never breaks at a no-break space
 def wrap_figures(text: str, indent: str = "  ", subsequent: Optional[str] = None) -> List[str]:
     """:func:`wrap`, never parting a figure from its unit (``2.10 µs`` stays on one line)."""
     kept = _FIGURE_UNIT.sub(lambda m: m.group(1) + KEEP + m.group(2), text)
-    lines = textwrap.wrap(kept, WIDTH, initial_indent=indent, subsequent_indent=indent if subsequent is None else subsequent,
-                          break_on_hyphens=False) or [indent]
-    return [line.replace(KEEP, " ") for line in lines]
+    return [line.replace(KEEP, " ") for line in wrap(kept, indent, subsequent)]
 
 
 def bullets_figures(items: Sequence[str]) -> List[str]:
