@@ -684,7 +684,7 @@ def test_grid_with_a_cell_that_never_ran_exports_the_others(tmp_path, lab135_sum
     folder = make_grid(tmp_path, lab135_summary, pending=True)
     grid = Grid.load(folder)
     assert [c.label for c in grid.with_evidence] == ["cpython-3.12.1_same", "cpython-3.13.5_split"]
-    assert grid.missing == ("cpython-3.12.1_split",)
+    assert grid.never_ran == ("cpython-3.12.1_split",)
     status, out, err = export(capsys, folder, "-f", "csv", "-o", "-")
     assert status == 0 and len(rows_of(out)) == 6
     assert err == "wakelab: cell cpython-3.12.1_split not exported: it has no evidence (the grid stopped before it)\n"

@@ -309,8 +309,6 @@ class Grid(GridIndex):
     def with_evidence(self) -> Tuple[GridCell, ...]:
         return tuple(c for c in self.cells if c.bundle is not None)
 
-    missing = GridIndex.never_ran
-
     def cell(self, label: str) -> GridCell:
         for cell in self.cells:
             if cell.label == label:

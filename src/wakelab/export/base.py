@@ -67,7 +67,7 @@ def worker_spans(arm: ArmRecord, total: int, rounds: bool = False) -> Optional[L
 
 
 def missing_cell_notes(grid: Grid) -> Tuple[str, ...]:
-    return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.missing)
+    return tuple("cell %s not exported: it has no evidence (the grid stopped before it)" % label for label in grid.never_ran)
 
 
 def one_file_exporter(name: str, help: str, suffix: str, run: Callable[[Bundle], str], grid: Callable[[Grid], str],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from wakelab.formatting import DASH, format_us
+from wakelab.formatting import DASH, format_signed_us, format_us
 from wakelab.core.registry import FAMILY_TITLES
 from wakelab.evidence.model import TraceFigures
 from wakelab.report.lead import family_order
@@ -63,13 +63,6 @@ COMPONENT_WORDS = {
 }
 
 
-def _signed_us_text(value_ns: float) -> str:
-    """A difference in µs with its sign (``+7.58``, ``−5.92``, ``0``)."""
-    if not value_ns:
-        return "0"
-    return ("+" if value_ns > 0 else "\u2212") + format_us(abs(value_ns))
-
-
 def render_where_time_goes(run: RunEvidence, charts: IdCounter) -> str:
     """Where each traced arm's time goes (a run with ``--trace``): stacked bars at p50 and at p99, each
     Python arm beside its C floor, then the tracing overhead; empty for a run that did not ask to trace.
@@ -124,7 +117,7 @@ def render_where_time_goes(run: RunEvidence, charts: IdCounter) -> str:
     if gaps:
         items = []
         for gap in gaps:
-            shown = ["%s %s" % (esc(COMPONENT_WORDS[name]), esc(_signed_us_text(value)))
+            shown = ["%s %s" % (esc(COMPONENT_WORDS[name]), esc(format_signed_us(value, minus="\u2212") if value else "0"))
                      for name, value in gap.parts_ns.items() if name != "unattributed" or value]
             items.append("<li><code>%s</code> at %s: %s µs %s %s<code>%s</code> (%s against %s µs): %s µs.</li>" % (
                 esc(gap.arm), esc(gap.band), esc(format_us(abs(gap.extra_ns))), "above" if gap.extra_ns >= 0 else "below",

@@ -93,9 +93,9 @@ def load_runs(paths: Sequence[str]) -> ReportInput:
                       for cell in grid.cells)
         loaded.runs.extend(cell.run for cell in cells if cell.run is not None)
         loaded.grids.append(GridView(path, grid, cells))
-        if grid.missing:
-            count = len(grid.missing)
-            loaded.notes.append("%s: %d cell%s not run yet (%s)." % (path, count, "" if count == 1 else "s", ", ".join(grid.missing)))
+        if grid.never_ran:
+            count = len(grid.never_ran)
+            loaded.notes.append("%s: %d cell%s not run yet (%s)." % (path, count, "" if count == 1 else "s", ", ".join(grid.never_ran)))
     return loaded
 
 
