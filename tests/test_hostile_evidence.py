@@ -491,3 +491,30 @@ def test_a_run_with_a_hostile_note_keeps_it_out_of_the_terminal_and_summary_txt(
     assert text == out and TERMINAL_UNSAFE.search(text) is None
     assert "Note: " + SHOWN in text
     assert read_summary(folder)["note"] == PAYLOAD  # summary.json keeps the note as given
+
+
+def test_a_trace_the_schema_does_not_look_into_never_breaks_a_reader(tmp_path) -> None:
+    # summary.json leaves a traced arm's re-block causes and holders unchecked, matrix.json a row's whole trace:
+    # a figure there that is not a number, or thread ids that are not a list, read as not recorded.  Readers
+    # that never show the trace (csv) must not read it; the ones that do show what they can, never a traceback.
+    golden = os.path.join(ROOT, "tests", "golden", "bundles")
+    run = str(tmp_path / "run")
+    shutil.copytree(os.path.join(golden, "trace"), run)
+    doc = read_summary(run)
+    traced = next(arm for arm in doc["arms"] if arm.get("trace"))
+    reblocks = traced["trace"].setdefault("components", {}).setdefault("reblocks", {})
+    reblocks["causes"] = {"x/y": {"wakes": 1, "total_ns": 5, "p50_ns": "abc"}}
+    reblocks["holders"] = [{"on": "x", "role": "r", "tids": 5, "wakes": 1}]
+    write_text(os.path.join(run, "summary.json"), json.dumps(doc))
+    grid = str(tmp_path / "grid")
+    shutil.copytree(os.path.join(golden, "grid"), grid)
+    with open(os.path.join(grid, "matrix.json"), encoding="utf-8") as f:
+        matrix = json.load(f)
+    matrix["arms"][0]["rows"][0]["trace"] = {"traced": True, "overhead": {"ratio": "x"}}
+    write_text(os.path.join(grid, "matrix.json"), json.dumps(matrix))
+    out = str(tmp_path / "out")
+    commands = [["show", run], ["show", "--hist", run], ["compare", run, run], ["export", "-f", "csv", "-o", "-", run],
+                ["export", "-f", "markdown", "-o", "-", run], ["report", "-o", out + "-run.html", run],
+                ["show", grid], ["export", "-f", "csv", "-o", "-", grid], ["report", "-o", out + "-grid.html", grid]]
+    for command, result in zip(commands, run_all(commands, cwd=str(tmp_path))):
+        assert result.returncode == 0 and b"Traceback" not in result.stderr, (command, result.stderr[-400:])

@@ -4,12 +4,13 @@ and its samples file as stored (:class:`~wakelab.evidence.model.Bundle` checks i
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from wakelab.evidence.figures import (
     LATENCY, RATE, CpuSplit, LatencyFigures, MedianSpread, RateFigures, RepetitionSpread, TraceFigures
 )
-from wakelab.evidence.bundle import Record, json_field, json_meta
+from wakelab.evidence.bundle import Record, json_field, json_meta, read_as
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +108,12 @@ class ArmRecord(Record):
         read=lambda value: tuple(WorkerRecord.from_dict(w) for w in value) if isinstance(value, list) else None, default=None)
     warmup_discarded: Any = None
     wall_s: Any = None  # every worker and repetition
-    trace: Optional[TraceFigures] = None
     spread: Optional[MedianSpread] = None
+
+    @functools.cached_property
+    def trace(self) -> Optional[TraceFigures]:
+        """Where the arm's time goes (None: not traced), read when asked: a reader that never shows it never fails on it."""
+        return read_as(Optional[TraceFigures], self.entry.get("trace"))
 
     @property
     def is_latency(self) -> bool:

@@ -429,7 +429,12 @@ def read_as(tp: Any, value: object) -> Any:
             return read_record(inner, value) if isinstance(value, Mapping) and (value or not inner.EMPTY_IS_ABSENT) else None
         if typing.get_origin(inner) is not None:  # Optional[Mapping[...]], Optional[Tuple[...]]
             return read_as(inner, value) if isinstance(value, list if typing.get_origin(inner) is tuple else Mapping) else None
-        return value if value is None or inner not in (int, float) else inner(value)
+        if value is None or inner not in (int, float):
+            return value
+        try:
+            return inner(value)
+        except (TypeError, ValueError, OverflowError):  # not a number where the schema does not look: not recorded
+            return None
     if tp in (bool, int, float, str):
         return tp(value) if tp is bool else tp(value or tp())
     if origin is tuple:

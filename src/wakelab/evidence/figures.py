@@ -76,7 +76,7 @@ class TraceHolder(Record):
 
     on: str = dataclasses.field(metadata=json_meta(read=str))
     role: str
-    tids: Tuple[Any, ...] = dataclasses.field(metadata=json_meta(read=lambda value: tuple(value or ())))
+    tids: Tuple[Any, ...]
     wakes: Any
     asleep_ns: Any = None
 
