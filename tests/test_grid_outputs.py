@@ -313,9 +313,11 @@ def test_a_hostile_grid_is_one_line_exit_2_from_every_reader(tail_grid, tmp_path
     assert os.listdir(str(tmp_path / "out")) == []  # nothing written: no page, no export, no database
 
 
-def test_show_names_a_grid_that_lost_its_matrix(tail_grid, capsys) -> None:
-    expected = "%s, %s)\n" % (_matrix_gone(tail_grid), os.path.join(tail_grid, "cells", "threads1"))
-    assert cli(capsys, "show", tail_grid) == (2, "", "wakelab: error: " + expected)
+def test_show_and_compare_name_a_grid_that_lost_its_matrix(tail_grid, capsys) -> None:
+    expected = "wakelab: error: %s, %s)\n" % (_matrix_gone(tail_grid), os.path.join(tail_grid, "cells", "threads1"))
+    assert cli(capsys, "show", tail_grid) == (2, "", expected)
+    assert cli(capsys, "compare", tail_grid) == (2, "", expected)
+    assert cli(capsys, "compare", os.path.join(tail_grid, "cells", "same"), tail_grid) == (2, "", expected)
 
 
 def test_a_grid_with_no_evidence_at_all_is_refused(tmp_path, lab135_summary, capsys) -> None:

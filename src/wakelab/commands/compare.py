@@ -148,7 +148,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from wakelab.extras import require
 
     require("compare", "wakelab compare")  # before any bundle is read: a missing numpy is no traceback half-way
-    from wakelab.evidence.load import is_grid_folder
+    from wakelab.evidence.load import is_grid
     from wakelab.evidence.model import Grid
 
     settings = Settings(alpha=args.alpha, resamples=args.resamples, seed=args.seed, min_effect_pct=args.min_effect)
@@ -157,7 +157,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     skipped: List[Tuple[str, str]] = []
     separate: Separate = {}
     if not args.runs:
-        if not is_grid_folder(args.baseline):
+        if not is_grid(args.baseline):
             raise UsageError("compare needs BASELINE and at least one RUN, or a grid folder alone (one with "
                              "matrix.json); %s is not a grid" % args.baseline)
         grid = Grid.load(args.baseline)
@@ -165,7 +165,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         runs = [baseline] + [c.other for c in comparisons]
     else:
         for path in paths:
-            if is_grid_folder(path):
+            if is_grid(path):
                 raise UsageError("%s is a grid of runs: compare it alone (wakelab compare %s [--baseline-cell NAME]), "
                                  "or name one of its cells (%s) to compare it with runs"
                                  % (path, path, os.path.join(path, "cells", "NAME")))

@@ -291,7 +291,7 @@ def load_matrix(folder: str) -> Dict[str, object]:
     return doc
 
 
-# --- grids: every reader of one (report, export, compare, history) goes through is_grid and load_grid_index, so a
+# --- grids: every reader of one (show, report, export, compare, history) goes through is_grid and load_grid_index, so a
 # grid is judged one way.
 
 CELL_PENDING = "pending"
