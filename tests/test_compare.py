@@ -562,8 +562,9 @@ def test_a_grid_folder_names_its_cells(tmp_path, lab135_bundle, capsys) -> None:
     shutil.copytree(lab135_bundle, grid / "cells" / "split")
     status, out, err = run_compare(capsys, str(grid), lab135_bundle)
     assert status == 2 and out == ""
-    assert err == "wakelab: error: %s is a grid of runs, not one run: compare its cells (%s, %s)\n" % (
-        grid, grid / "cells" / "same", grid / "cells" / "split")
+    # A folder of cells with no matrix.json is a grid that lost its index, worded as every other reader words it.
+    assert err == ("wakelab: error: %s has cells/ but no matrix.json: the grid's index is missing; give one of its cells "
+                   "(%s, %s)\n" % (grid, grid / "cells" / "same", grid / "cells" / "split"))
 
 
 def test_too_few_rounds_is_not_tested(tmp_path, lab135_bundle, capsys) -> None:
