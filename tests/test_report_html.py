@@ -1271,3 +1271,18 @@ def test_a_bundle_from_before_repetitions_renders_as_before(run_dir: str, tmp_pa
     assert report_html.render_lead_table(summary) == report_html.render_lead_table(load_summary(run_dir))
     several = report_html.render_report([report_html.load_run(old), report_html.load_run(run_dir)])
     assert several.count("<h3>Repetitions and placement</h3>") == 1  # only the new run's
+
+
+def test_a_verdict_whose_ratio_is_not_a_number_reads_as_compare_prints_it() -> None:
+    # 0/0 (both percentiles 0) gives compare a NaN ratio: the page writes '-' as `wakelab compare` does, not 'inf'.
+    from wakelab.analysis.compare import ArmComparison, Judgement, RatioCI
+    from wakelab.report.html import runs
+
+    nan = float("nan")
+    ci = RatioCI(q=0.5, baseline=0.0, other=0.0, low=nan, high=nan, confidence=0.95, resamples=100, ratio=nan)
+    judged = Judgement(key="p50", ci=ci, verdict="not tested", spread_pct=0.0, mde_pct=0.0)
+    arm = ArmComparison(name="event", kind="latency", waiter="blocked", scope="in-process", n_baseline=5, n_other=5,
+                        lost_baseline=0, lost_other=0, ratios={"p50": ci}, test=None, verdict="not tested",
+                        judgements={"p50": judged})
+    html = runs._verdicts_html(arm)
+    assert "p50 not&nbsp;tested -×" in html and "inf" not in html
