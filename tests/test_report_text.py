@@ -466,3 +466,6 @@ def test_every_warning_kind_is_worded() -> None:
     assert record.kind is WarningKind.WORKER_SPREAD and record.to_dict()["kind"] == "worker-spread"
     assert format_warning(record).startswith("event: worker processes disagree (their medians differ 2.0×)")
     assert word({"kind": "newer-kind", "arm": "x", "figures": {"a": 1}}) == 'x: newer-kind: {"a": 1}'
+    # A pre-0.2 sentence is a warning, a percentiles-omitted entry a note: the split the WARNINGS and Notes sections make.
+    old, note = (WarningRecord.from_json(w) for w in ("an old sentence", {"kind": "percentiles-omitted", "level": "note", "figures": {}}))
+    assert (old.text, old.is_note) == ("an old sentence", False) and (note.kind, note.is_note) == (WarningKind.PERCENTILES_OMITTED, True)
