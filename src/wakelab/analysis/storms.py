@@ -9,6 +9,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, worker_infos
 from wakelab.analysis.guidance import Advice, Cite, Level
+from wakelab.analysis.guidance.records import counted
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import ArmRecord, Bundle
@@ -189,9 +190,8 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
     if not pairs:
         return [], ""
     threads, procs = _busy(bundle)
-    load = ", ".join(x for x in (
-        "%d busy process%s" % (procs, "" if procs == 1 else "es") if procs else "",
-        "%d busy Python thread%s" % (threads, "" if threads == 1 else "s") if threads else "") if x) or "no load added"
+    load = ", ".join(x for x in (counted(procs, "busy process", "es") if procs else "",
+                                 counted(threads, "busy Python thread") if threads else "") if x) or "no load added"
     items: List[Advice] = []
     clause = ""
     for normal, fifo in pairs:

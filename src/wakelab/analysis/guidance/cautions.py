@@ -11,7 +11,7 @@ from typing import List, Mapping, Optional, Tuple
 
 from wakelab.analysis.guidance.noise import Level, positive, tail_figure
 from wakelab.analysis.guidance.ranking import NATIVE, SPINNING, STORM_GROUP, Ranking, group_of
-from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, POLLING, TAIL, Advice, Cite, unique_cites
+from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, POLLING, TAIL, Advice, Cite, counted, unique_cites
 from wakelab.core.model import ROLE_HANDLER, ROLE_POLLS, ROLE_SIGWAIT
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import Bundle, WarningKind
@@ -83,8 +83,7 @@ def tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[s
     p99s = [(lv, lv.figure("p99")) for lv in sorted(levels.values(), key=lambda lv: lv.name)
             if group_of(lv.arm) not in (NATIVE, STORM_GROUP)]
     worst = max(((p99 / lv.p50_ns, lv, p99) for lv, p99 in p99s if p99 is not None), key=lambda t: t[0], default=None)
-    text = "Tail%s: %s." % (" with %d busy Python thread%s beside the waiter" % (busy, "" if busy == 1 else "s") if busy else "",
-                             "; ".join(parts))
+    text = "Tail%s: %s." % (" with %s beside the waiter" % counted(busy, "busy Python thread") if busy else "", "; ".join(parts))
     if worst is not None and worst[1] not in watched:
         cites.append(worst[1].cite("p99"))
         text += " The widest tail among the wake paths: %s, p99 %s (%s its p50)." % (
