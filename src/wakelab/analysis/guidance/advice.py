@@ -66,15 +66,14 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
                      "%s -- choose among these by API, not speed." % (
                          beyond_noise(first.level), "Within it" if first.level.ranged else "Within %s×" % NO_RANGE_RATIO,
                          p50_word, first.name, format_ns(first.level.p50_ns), p50_word, ", ".join(
-                             "%s %s (%s%s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio),
-                                               "; %s" % within_phrase(first.level, r.level) if r.ratio >= LARGE_RATIO else "")
+                             "%s (%s%s)" % (r.at_p50, format_times(r.ratio),
+                                            "; %s" % within_phrase(first.level, r.level) if r.ratio >= LARGE_RATIO else "")
                              for r in others))]
             named = [r for i, r in enumerate(others) if i < 2 or r.name == "event" or len(others) <= 3]
             rest = len(others) - len(named)
             headline = "in-process wakes %s: %s, %s%s (choose among them by API)%s" % (
                 within_noise(first.level, "the lowest " + p50_word),
-                "%s %s" % (first.name, format_ns(first.level.p50_ns)),
-                ", ".join("%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in named),
+                first.at_p50, ", ".join(r.at_p50 for r in named),
                 " and %d more" % rest if rest else "", wide_note(leaders))
         else:
             runner_up = ranking.ranked[1]
@@ -88,8 +87,8 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
     if unclear:
         cites += [r.level.cite() for r in unclear]
         parts.append("Not clearly slower than %s either, though listed after an arm that is: %s." % (
-            first.name, "; ".join("%s %s (%s %s; %s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio), base_p50,
-                                                            within_phrase(first.level, r.level)) for r in unclear)))
+            first.name, "; ".join("%s (%s %s; %s)" % (r.at_p50, format_times(r.ratio), base_p50, within_phrase(first.level, r.level))
+                                  for r in unclear)))
     event = next((r for r in ranking.ranked if r.name == "event"), None)
     if event is not None and event is not first:
         cites.append(event.level.cite())
@@ -254,7 +253,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
                     apart = "; within this run's noise of %s" % first.name
                     if other.ratio >= LARGE_RATIO:
                         apart += ": %s" % within_phrase(first.level, other.level)
-            entries.append("%s %s (%s%s)" % (other.name, format_ns(other.level.p50_ns), format_times(other.ratio), apart))
+            entries.append("%s (%s%s)" % (other.at_p50, format_times(other.ratio), apart))
         if entries:
             text += "; then, × its p50: %s" % ", ".join(entries)
         text += "."
@@ -281,7 +280,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
                 clause += ", though not clearly faster than %s" % ", ".join(unclear)
         else:
             clause = "to hand off a task, %s are %s%s" % (
-                and_list(["%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in leaders]), within_noise(first.level, "the lowest p50"),
+                and_list([r.at_p50 for r in leaders]), within_noise(first.level, "the lowest p50"),
                 wide_note(leaders))
     queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
     if queue is not None:
