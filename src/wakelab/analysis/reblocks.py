@@ -108,10 +108,8 @@ def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) ->
         return "notifier"
     if tid in context.busy_tids:
         return "busy"
-    if tid and tgid and waiter_tgid and tgid == waiter_tgid:
-        return "thread"
     if tid and tgid and waiter_tgid:
-        return "process"
+        return "thread" if tgid == waiter_tgid else "process"
     return "unknown"
 
 
