@@ -12,7 +12,7 @@ import dataclasses
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
-from wakelab.analysis.frames import format_frames
+from wakelab.analysis.frames import FrameRecord
 from wakelab.analysis.reblocks import (
     ON_PHRASES, Reblock, WaiterContext, blocked_on, cause_order, cause_phrase, resolve_holders, timed_out, waker_role)
 from wakelab.analysis.stats import summarize_latency
@@ -564,9 +564,8 @@ def format_where_the_time_goes(run: Run) -> List[str]:
         notes = _trace_notes(trace, named)
         if notes:
             out.append("  %-26s (%s)" % ("", "; ".join(notes)))
-        frames = format_frames(trace.frames)
-        if frames:
-            out.append("  %-26s %s" % ("", frames))
+        if trace.frames:
+            out.append("  %-26s %s" % ("", FrameRecord.from_dict(trace.frames).line()))
     return [escape_text(line) for line in out]
 
 

@@ -43,8 +43,8 @@ class Ways:
 
     @classmethod
     def of(cls, ratios: Sequence[Optional[float]]) -> "Ways":
-        each = [v for v in ratios if v is not None]
-        return cls(sum(1 for v in each if v >= _CHANGE), sum(1 for v in each if v <= 1 / _CHANGE), len(each))
+        each = [_change(v) for v in ratios if v is not None]
+        return cls(each.count("grew"), each.count("shrank"), len(each))
 
 
 @dataclasses.dataclass(frozen=True)
