@@ -399,22 +399,21 @@ HOLDERS_SHOWN = 5
 
 def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
     """Who held what the waiter re-blocked on, most time first."""
-    totals: Dict[Tuple[str, str], Tuple[int, int, Set[int]]] = {}
+    asleep: Dict[Tuple[str, str], int] = {}
+    tids: Dict[Tuple[str, str], Set[int]] = {}
+    wakes: Dict[Tuple[str, str], int] = {}
     for split in splits:
-        seen = set()
+        held = set()
         for block in split.reblocks:
-            if block.holder_tid is None or not block.holder:
-                continue
-            key = (block.on, block.holder)
-            wakes, asleep, tids = totals.get(key, (0, 0, set()))
-            tids.add(block.holder_tid)
-            if key not in seen:
-                wakes += 1
-                seen.add(key)
-            totals[key] = (wakes, asleep + block.asleep_ns, tids)
-    ranked = sorted(totals.items(), key=lambda item: (-item[1][1], item[0]))[:HOLDERS_SHOWN]
-    return tuple(TraceHolder(on=on, role=role, tids=tuple(sorted(tids)), wakes=wakes, asleep_ns=asleep)
-                 for (on, role), (wakes, asleep, tids) in ranked)
+            if block.holder_tid is not None and block.holder:
+                key = (block.on, block.holder)
+                asleep[key] = asleep.get(key, 0) + block.asleep_ns
+                tids.setdefault(key, set()).add(block.holder_tid)
+                held.add(key)
+        for key in held:
+            wakes[key] = wakes.get(key, 0) + 1
+    return tuple(TraceHolder(on=key[0], role=key[1], tids=tuple(sorted(tids[key])), wakes=wakes[key], asleep_ns=asleep[key])
+                 for key in sorted(asleep, key=lambda key: (-asleep[key], key))[:HOLDERS_SHOWN])
 
 
 def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> TraceComponents:
