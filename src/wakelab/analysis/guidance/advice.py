@@ -92,17 +92,17 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
     event = next((r for r in ranking.ranked if r.name == "event"), None)
     if event is not None and event is not first:
         cites.append(event.level.cite())
+        event_words = "threading.Event (event, %s)" % format_ns(event.level.p50_ns)
         if event.clearly_slower:
             if not (ranking.clear_fastest and event is ranking.ranked[1]):  # else the headline names it already
                 headline += "; event clearly slower (%s %s)" % (format_times(event.ratio), base_p50)
-            parts.append("threading.Event (event, %s) is clearly slower, %s %s here; it stays the idiomatic choice "
-                         "where a wake-up is not the bottleneck." % (format_ns(event.level.p50_ns), format_times(event.ratio), base_p50))
+            parts.append("%s is clearly slower, %s %s here; it stays the idiomatic choice where a wake-up is not the "
+                         "bottleneck." % (event_words, format_times(event.ratio), base_p50))
         elif event.standing == UNCLEAR:
             headline += "; event %s %s, not clearly slower" % (format_times(event.ratio), base_p50)
-            parts.append("threading.Event (event, %s) is not clearly slower than %s: keep it where it fits." % (
-                format_ns(event.level.p50_ns), first.name))
+            parts.append("%s is not clearly slower than %s: keep it where it fits." % (event_words, first.name))
         else:
-            parts.append("threading.Event (event, %s) is among them: keep it where it fits." % format_ns(event.level.p50_ns))
+            parts.append("%s is among them: keep it where it fits." % event_words)
     if slower:
         last = slower[-1]
         cites.append(last.level.cite())
@@ -135,10 +135,10 @@ def signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
         if h is None or p is None:
             continue
         extra = h.p50_ns - p.p50_ns
+        against = "%s p50 %s against %s %s" % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns))
         if clearly_faster(p, h):
-            text = ("A handler costs more than delivery: %s p50 %s against %s %s, %s more (%s %s's) for %s."
-                    % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), format_ns(extra),
-                       format_times(h.p50_ns / p.p50_ns), plain, what))
+            text = "A handler costs more than delivery: %s, %s more (%s %s's) for %s." % (
+                against, format_ns(extra), format_times(h.p50_ns / p.p50_ns), plain, what)
             clause = clause or "%s %s (%s vs %s)" % (adds, format_ns(extra), handler, plain)
         elif clearly_faster(h, p):
             text = ("%s (p50 %s) was faster than %s (%s) here, beyond this run's noise: %s."
@@ -147,8 +147,7 @@ def signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
             slow, fast = (h, p) if h.p50_ns >= p.p50_ns else (p, h)
             wide = (" (%s)" % within_phrase(fast, slow, slow.name + "'s")
                     if slow.p50_ns >= LARGE_RATIO * fast.p50_ns else "")
-            text = ("%s p50 %s against %s %s: no difference beyond this run's noise%s, for %s."
-                    % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), wide, what))
+            text = "%s: no difference beyond this run's noise%s, for %s." % (against, wide, what)
         items.append(Advice(SIGNALS, text, (h.cite(), p.cite())))
     if signals is not None and in_process is not None:
         best_signal, best_wake = signals.fastest.level, in_process.fastest.level
