@@ -154,19 +154,13 @@ def signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
         cites = (best_signal.cite(), best_wake.cite())
         signal_words, wake_words = lowest_words(signals, "blocked signal path"), lowest_words(in_process, "in-process wake")
         if clearly_faster(best_wake, best_signal):
-            text = ("Signals are not a faster way to wake a thread: %s, %s (%s), is %s %s, %s (%s). Use signals for "
-                    "process control (reload, graceful stop)."
-                    % (signal_words, best_signal.name, format_ns(best_signal.p50_ns),
-                       format_times(best_signal.p50_ns / best_wake.p50_ns), wake_words, best_wake.name,
-                       format_ns(best_wake.p50_ns)))
+            text = ("Signals are not a faster way to wake a thread: %s, is %s %s. Use signals for process control (reload, "
+                    "graceful stop)." % (signal_words, format_times(best_signal.p50_ns / best_wake.p50_ns), wake_words))
             clause = clause or "signals are %s slower than %s" % (format_times(best_signal.p50_ns / best_wake.p50_ns), best_wake.name)
         else:
-            text = ("%s, %s (%s), is not clearly slower than %s, %s (%s)%s; still, signals reach only the main thread's "
-                    "handlers: keep them for process control."
-                    % (signal_words[0].upper() + signal_words[1:], best_signal.name, format_ns(best_signal.p50_ns),
-                       wake_words, best_wake.name, format_ns(best_wake.p50_ns),
-                       " (%s)" % within_phrase(best_wake, best_signal)
-                       if best_signal.p50_ns >= LARGE_RATIO * best_wake.p50_ns else ""))
+            text = ("%s, is not clearly slower than %s%s; still, signals reach only the main thread's handlers: keep them for "
+                    "process control." % (signal_words[0].upper() + signal_words[1:], wake_words, " (%s)" % within_phrase(
+                        best_wake, best_signal) if best_signal.p50_ns >= LARGE_RATIO * best_wake.p50_ns else ""))
         items.append(Advice(SIGNALS, text, cites))
     spin = levels.get("sigusr1-self")
     if spin is not None and not items:

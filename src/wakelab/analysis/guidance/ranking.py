@@ -258,11 +258,12 @@ def wide_note(leaders: Sequence[Ranked]) -> str:
 
 
 def lowest_words(ranking: Ranking, noun: str) -> str:
+    """"the fastest NOUN, NAME (P50)", or the only one measured, or the one with the lowest p50."""
     if len(ranking.ranked) == 1:
-        return "the only %s measured" % noun
-    if ranking.clear_fastest:
-        return "the fastest %s" % noun
-    return "the %s with the lowest p50" % noun
+        which = "the only %s measured" % noun
+    else:
+        which = "the fastest %s" % noun if ranking.clear_fastest else "the %s with the lowest p50" % noun
+    return "%s, %s (%s)" % (which, ranking.fastest.name, format_ns(ranking.fastest.level.p50_ns))
 
 
 def and_list(words: Sequence[str]) -> str:
