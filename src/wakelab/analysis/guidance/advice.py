@@ -45,14 +45,13 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
     leaders = ranking.leaders
     unclear = ranking.unclear
     slower = [r for r in ranking.ranked if r.clearly_slower]
+    runner_up = ranking.ranked[1]  # a leader too where several lead: cited with them, once
+    cites.append(runner_up.level.cite())
+    the_next = "the next, %s (%s), is %s that" % (runner_up.name, format_ns(runner_up.level.p50_ns), format_times(runner_up.ratio))
     if ranking.clear_fastest:
-        runner_up = ranking.ranked[1]
-        cites.append(runner_up.level.cite())
         parts = ["Fastest in-process wake: %s, %s %s, clear of every other %s." % (
                      first.name, p50_word, format_ns(first.level.p50_ns), clear_of_noise(first.level)),
-                 "Prefer it where the wake path is hot: the next, %s (%s), is %s that (%s)." % (
-                     runner_up.name, format_ns(runner_up.level.p50_ns), format_times(runner_up.ratio),
-                     noise_phrase(first.level, runner_up.level))]
+                 "Prefer it where the wake path is hot: %s (%s)." % (the_next, noise_phrase(first.level, runner_up.level))]
         headline = "prefer %s in-process (%s %s; %s %s that, %s)" % (
             first.name, format_ns(first.level.p50_ns), p50_word, runner_up.name, format_times(runner_up.ratio),
             clear_of_noise(first.level))
@@ -76,11 +75,8 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
                 first.at_p50, ", ".join(r.at_p50 for r in named),
                 " and %d more" % rest if rest else "", wide_note(leaders))
         else:
-            runner_up = ranking.ranked[1]
-            cites.append(runner_up.level.cite())
-            parts = ["Lowest in-process %s: %s, %s; the next, %s (%s), is %s that, %s (%s)." % (
-                p50_word, first.name, format_ns(first.level.p50_ns), runner_up.name, format_ns(runner_up.level.p50_ns),
-                format_times(runner_up.ratio), clear_of_noise(first.level), noise_phrase(first.level, runner_up.level))]
+            parts = ["Lowest in-process %s: %s, %s; %s, %s (%s)." % (p50_word, first.name, format_ns(first.level.p50_ns), the_next,
+                                                                   clear_of_noise(first.level), noise_phrase(first.level, runner_up.level))]
             headline = "in-process, %s has the lowest %s (%s), though not clearly below %s" % (
                 first.name, p50_word, format_ns(first.level.p50_ns), ", ".join(r.name for r in unclear))
         parts.append("How this run judges noise: %s." % how_judged(ranking))
