@@ -22,6 +22,13 @@ from wakelab.formatting import format_ns, format_rate, format_ratio
 
 # How many handlers a reload re-installs in the install arithmetic (SIGHUP, SIGTERM, SIGINT).
 RELOAD_HANDLERS = 3
+# What each executor's hand-off does besides the hand-off, for the pools a run measured.
+_POOL_NOTES = (
+    ("thread-pool-submit", "a thread pool's worker shares the submitter's GIL (right for I/O, or C code that releases it)"),
+    ("interp-pool-submit", "an interpreter pool pickles every task and switches interpreter, but each worker has a GIL of its "
+                           "own, so CPU-bound Python runs in parallel: worth it when a task runs much longer than the hand-off"),
+    ("process-pool-submit", "a process pool adds a pipe and a feeder thread, and isolates the task completely"),
+)
 
 
 def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
@@ -230,8 +237,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     pools = [r.level for r in ranked]
     if ranked:
         first = ranked[0]
-        text = ("Handing a task to an idle executor worker, submit() to the task's first statement: %s %s (p50)"
-                % (first.name, format_ns(first.level.p50_ns)))
+        text = "Handing a task to an idle executor worker, submit() to the task's first statement: %s (p50)" % first.at_p50
         entries = []
         for other in ranked[1:]:
             apart = ""
@@ -246,16 +252,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
         if entries:
             text += "; then, × its p50: %s" % ", ".join(entries)
         text += "."
-        names = [lv.name for lv in pools]
-        notes = []
-        if "thread-pool-submit" in names:
-            notes.append("a thread pool's worker shares the submitter's GIL (right for I/O, or C code that releases it)")
-        if "interp-pool-submit" in names:
-            notes.append("an interpreter pool pickles every task and switches interpreter, but each worker has a GIL of "
-                         "its own, so CPU-bound Python runs in parallel: worth it when a task runs much longer than "
-                         "the hand-off")
-        if "process-pool-submit" in names:
-            notes.append("a process pool adds a pipe and a feeder thread, and isolates the task completely")
+        notes = [note for name, note in _POOL_NOTES if any(lv.name == name for lv in pools)]
         if notes:
             text += " Besides the hand-off: " + "; ".join(notes) + "."
         items.append(Advice(HANDOFF, text, tuple(lv.cite() for lv in pools)))
