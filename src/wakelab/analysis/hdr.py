@@ -114,11 +114,10 @@ class LogLinearHistogram:
     def percentiles_ns(self, qs: Sequence[float]) -> List[float]:
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
-        values, counts = self._counters()
+        values, counts = self._used_counters()
         return [weighted_percentile(values, counts, q) for q in qs]
 
-    def _counters(self) -> Tuple[List[float], List[int]]:
-        """Each counter that holds a wake: its clamped middle and its count, ascending."""
+    def _used_counters(self) -> Tuple[List[float], List[int]]:  # (clamped middle, count) of each counter holding a wake
         where = [i for i, count in enumerate(self.counts) if count]
         return [self._clamped_middle(i) for i in where], [self.counts[i] for i in where]
 
@@ -138,7 +137,7 @@ class LogLinearHistogram:
     def weighted_values(self) -> Tuple[List[float], List[int]]:
         """``(values_ns, counts)``, ascending: a counter's wakes at its clamped middle, the fastest and the slowest wake
         at ``min_ns`` and ``max_ns`` themselves, so that re-binning them puts the extremes exactly."""
-        values, counts = self._counters()
+        values, counts = self._used_counters()
         if not values:
             return values, counts
         assert self.min_ns is not None and self.max_ns is not None
