@@ -66,11 +66,7 @@ class Level:
         return self.arm.name
 
     def figure(self, key: str) -> Optional[float]:
-        lat = self.arm.latency
-        if lat is None:
-            return None
-        value = lat.max_ns if key == "max" else getattr(lat, key + "_ns", None)
-        return positive(value)
+        return positive(getattr(self.arm.latency, key + "_ns", None))
 
     def cite(self, key: str = "p50") -> Cite:
         value = self.p50_ns if key == "p50" else self.figure(key)
