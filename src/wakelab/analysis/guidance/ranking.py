@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.guidance.noise import (
     ALPHA, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, Level, beyond_noise, clear_of_noise, clearly_faster, format_times,
-    level_of, positive, within_noise, within_phrase)
+    measured_levels, positive, within_noise, within_phrase)
 from wakelab.core.registry import declared_group
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_rate
@@ -162,10 +162,8 @@ def open_loop_note(bundle: Bundle) -> Optional[str]:
 def rank_wake_paths(bundle: Bundle) -> Tuple[Ranking, ...]:
     """Each group of measured latency arms (:data:`GROUPS` order) ranked by p50; empty groups left out."""
     levels: Dict[str, List[Level]] = {}
-    for arm in bundle.arms():
-        level = level_of(arm)
-        if level is not None:
-            levels.setdefault(group_of(arm), []).append(level)
+    for level in measured_levels(bundle).values():
+        levels.setdefault(group_of(level.arm), []).append(level)
     open_loop = open_loop_interval(bundle) is not None
     rankings = []
     for group, title in GROUPS:
