@@ -117,12 +117,7 @@ def level_of(arm: ArmRecord) -> Optional[Level]:
 
 def measured_levels(bundle: Bundle) -> Dict[str, Level]:
     """The :class:`Level` of each measured latency arm, by name, in run order."""
-    out: Dict[str, Level] = {}
-    for arm in bundle.arms():
-        level = level_of(arm)
-        if level is not None:
-            out[arm.name] = level
-    return out
+    return {level.name: level for level in map(level_of, bundle.arms()) if level is not None}
 
 
 def tail_figure(level: Level) -> Tuple[str, Optional[float]]:
