@@ -23,13 +23,6 @@ def open_loop_words(interval_us: float) -> str:
     return "%slatencies from each notify's scheduled instant, the notifier's lateness included" % every
 
 
-def _notify_late_p50(level: Level) -> Optional[float]:
-    for name, figures in level.arm.components:
-        if name == "notify_late":
-            return positive(figures.p50_ns)
-    return None
-
-
 def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking], interval_us: float) -> Advice:
     level = in_process.fastest.level if in_process is not None else min(levels.values(), key=lambda lv: (lv.p50_ns, lv.name))
     cites = [level.cite()]
@@ -37,7 +30,7 @@ def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
     text = ("Open loop: every latency here is taken from its notify's scheduled instant (%swhether or not the waiter "
             "was ready), not from t0, the notify call itself, as in a closed loop. So it includes the notifier's own "
             "lateness -- its sleep overshooting the schedule" % every)
-    late = _notify_late_p50(level)
+    late = next((positive(figures.p50_ns) for name, figures in level.arm.components if name == "notify_late"), None)
     if late is not None:
         cites.append(Cite(level.name, "notify_late_p50", late))
         text += " (%s's p50 %s holds %s of it: notify_late)" % (level.name, format_ns(level.p50_ns), format_ns(late))
