@@ -17,6 +17,7 @@ from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the 
 from wakelab.formatting import format_ratio, format_us
 from wakelab.percentile import median
 
+# The interpreter roles of the GIL A/B, in the order its figures show them.
 ROLE_TITLES = {GIL_BUILD: "GIL build", NO_GIL: "free-threaded", FORCED_GIL: "free-threaded, PYTHON_GIL=1"}
 # Ratios beyond these (either way) are called a change; between them, about the same.
 _CHANGE = 1.5
@@ -96,10 +97,6 @@ class GilRow:
         return out
 
 
-def _trio(figure: GilFigure) -> str:
-    return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
-
-
 def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]:
     """``rows``, ``summary``, and whether the grid has several releases: for every latency arm, placement and
     busy-thread count, the GIL build's cell beside the free-threaded build's, by each cell's recorded interpreter."""
@@ -125,7 +122,7 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]
         mine = [r for r in rows if (r.release or "", r.cpu_threads, r.placement) == (release, busy, placement)]
         # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
         summary.append(GilRow(busy, placement, release if several else None, arms=len(mine), figures={
-            key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in (GIL_BUILD, NO_GIL, FORCED_GIL)},
+            key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in ROLE_TITLES},
                               Ways.of([r.figures[key].ratio for r in mine]))
             for key in AB_FIGURES}))
     return rows, summary, several
@@ -161,7 +158,8 @@ def gil_ab(matrix: MatrixDoc) -> GilAB:
     figures = ["p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs", "no GIL ÷ GIL: p50", "p99", "max"]
     header = ["busy threads", "placement", "arms"] + figures + ["GIL=1 ÷ GIL: p99"]
     def cells(figures: Mapping[str, GilFigure]) -> List[str]:
-        return [_trio(figures[key]) for key in AB_FIGURES] + [format_ratio(figures[key].ratio) for key in AB_FIGURES]
+        return ([" / ".join(format_us(figures[key].role(role)) for role in ROLE_TITLES) for key in AB_FIGURES]
+                + [format_ratio(figures[key].ratio) for key in AB_FIGURES])
 
     summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + cells(s.figures)
                      + [format_ratio(s.figures["p99"].forced_ratio)] for s in summary]
