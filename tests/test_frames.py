@@ -79,11 +79,10 @@ def test_samples_count_in_each_wakes_notify_path_and_own_work() -> None:
     assert summary["samples"] == {"notify": 2, "interpreter": 3}
     assert summary["top"]["interpreter"][0] == {"path": "stamped_wait -> Event.wait -> Condition.wait", "samples": 2,
                                                 "share": 2 / 3}
-    assert af.format_frames(summary) == (
+    assert af.FrameRecord.from_dict(summary).line() == (
         "python frames (20000 Hz, 3 own work and 2 notify samples): own work: stamped_wait -> Event.wait -> "
         "Condition.wait 67%, (no Python frame) 33%; notify: Event.set -> Condition.notify 100%")
-    assert af.format_frames(af.not_sampled("CPython 3.11.7 cannot")) == "python frames: not sampled: CPython 3.11.7 cannot"
-    assert af.format_frames({}) is None
+    assert af.FrameRecord.from_dict(af.not_sampled("CPython 3.11.7 cannot")).line() == "python frames: not sampled: CPython 3.11.7 cannot"
 
 
 def test_which_interpreters_can_publish_their_frames(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,4 +175,4 @@ def test_an_interpreter_that_cannot_says_why_in_one_line(tmp_path) -> None:
     (entry,) = load_summary(str(tmp_path))["arms"]
     frames = entry["trace"]["frames"]
     assert frames == {"sampled": False, "reason": hf.why_no_frames()}
-    assert af.format_frames(frames) == "python frames: not sampled: " + str(hf.why_no_frames())
+    assert af.FrameRecord.from_dict(frames).line() == "python frames: not sampled: " + str(hf.why_no_frames())

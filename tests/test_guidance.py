@@ -36,6 +36,7 @@ from wakelab.analysis.guidance import (
     rank_test_p,
     rank_wake_paths,
 )
+from wakelab.analysis.guidance.records import counted
 from wakelab.analysis.quality import derive_warnings
 from wakelab.analysis.stats import summarize_latency
 from wakelab.core.model import MeasureParams, RawLatency, RawRate
@@ -697,3 +698,8 @@ def test_the_arms_declare_their_roles_and_groups() -> None:
             if role.name == ROLE_HANDLER_COST:
                 assert role.against and role.isolates and role.adds, (arm.name, role)
     assert all(family.group is None or family.group in groups for family in families())
+
+
+def test_a_count_is_worded_with_its_noun() -> None:
+    assert counted(1, "busy process", "es") == "1 busy process" and counted(2, "busy process", "es") == "2 busy processes"
+    assert counted(0, "busy Python thread") == "0 busy Python threads"

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from wakelab.analysis.stats import min_n_for, percentile, summarize_latency, summarize_rate
+from wakelab.evidence.figures import RateFigures
 
 
 def test_percentile_type7_interpolates_between_ranks() -> None:
@@ -76,6 +77,8 @@ def test_summarize_rate_median_round_and_baseline() -> None:
     assert stats.baseline_ops_per_s == 10_000_000
     assert stats.ns_per_op == 2000
     assert stats.net_ns_per_op == 1900
+    # The evidence model's RateFigures, stored in summary.json's order: net_ns_per_op after ns_per_op.
+    assert isinstance(stats, RateFigures) and list(stats.to_dict())[-2:] == ["ns_per_op", "net_ns_per_op"]
 
 
 def test_summarize_rate_rejects_empty() -> None:

@@ -12,9 +12,10 @@ import dataclasses
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of
-from wakelab.analysis.frames import format_frames
+from wakelab.analysis.frames import FrameRecord
 from wakelab.analysis.reblocks import (
     ON_PHRASES, Reblock, WaiterContext, blocked_on, cause_order, cause_phrase, resolve_holders, timed_out, waker_role)
+from wakelab.analysis.stats import summarize_latency
 from wakelab.evidence.figures import ComponentBand, ComponentPercentiles, ReblockCause, TraceComponents
 from wakelab.evidence.model import ArmRecord, TraceFigures, TraceHolder
 from wakelab.formatting import escape_text, format_us as _us
@@ -398,47 +399,41 @@ HOLDERS_SHOWN = 5
 
 def _holders(splits: Sequence[WakeSplit]) -> Tuple[TraceHolder, ...]:
     """Who held what the waiter re-blocked on, most time first."""
-    totals: Dict[Tuple[str, str], Tuple[int, int, Set[int]]] = {}
+    asleep: Dict[Tuple[str, str], int] = {}
+    tids: Dict[Tuple[str, str], Set[int]] = {}
+    wakes: Dict[Tuple[str, str], int] = {}
     for split in splits:
-        seen = set()
+        held = set()
         for block in split.reblocks:
-            if block.holder_tid is None or not block.holder:
-                continue
-            key = (block.on, block.holder)
-            wakes, asleep, tids = totals.get(key, (0, 0, set()))
-            tids.add(block.holder_tid)
-            if key not in seen:
-                wakes += 1
-                seen.add(key)
-            totals[key] = (wakes, asleep + block.asleep_ns, tids)
-    ranked = sorted(totals.items(), key=lambda item: (-item[1][1], item[0]))[:HOLDERS_SHOWN]
-    return tuple(TraceHolder(on=on, role=role, tids=tuple(sorted(tids)), wakes=wakes, asleep_ns=asleep)
-                 for (on, role), (wakes, asleep, tids) in ranked)
+            if block.holder_tid is not None and block.holder:
+                key = (block.on, block.holder)
+                asleep[key] = asleep.get(key, 0) + block.asleep_ns
+                tids.setdefault(key, set()).add(block.holder_tid)
+                held.add(key)
+        for key in held:
+            wakes[key] = wakes.get(key, 0) + 1
+    return tuple(TraceHolder(on=key[0], role=key[1], tids=tuple(sorted(tids[key])), wakes=wakes[key], asleep_ns=asleep[key])
+                 for key in sorted(asleep, key=lambda key: (-asleep[key], key))[:HOLDERS_SHOWN])
 
 
 def summarize_components(samples_ns: Sequence[int], splits: Sequence[WakeSplit]) -> TraceComponents:
     """The ``trace.components`` figures of an arm: per component (and ``scheduler`` = wake + queue) its own
     p50/p90/p99, which do not sum; ``at_p50``/``at_p99`` the mean components of the wakes ranked 45th-55th
     and from the 99th percentile, which do."""
-    from wakelab.analysis.stats import summarize_latency
-
     series = component_series(splits)
     causes = reblock_series(splits)
-    series_sched = [a + b for a, b in zip(series["sched_wake"], series["sched_queue"])]
+    columns = dict(series, scheduler=[a + b for a, b in zip(series["sched_wake"], series["sched_queue"])])
     percentiles: Dict[str, ComponentPercentiles] = {}
     for name in COMPONENTS + ("scheduler",):
-        values = series_sched if name == "scheduler" else series[name]
-        stats = summarize_latency(values)
-        percentiles[name] = {"p50_ns": stats.percentiles_ns.get("p50"), "p90_ns": stats.percentiles_ns.get("p90"),
-                             "p99_ns": stats.percentiles_ns.get("p99"), "mean_ns": stats.mean_ns, "max_ns": stats.max_ns}
+        stats = summarize_latency(columns[name])
+        percentiles[name] = {key: getattr(stats, key) for key in ("p50_ns", "p90_ns", "p99_ns", "mean_ns", "max_ns")}
     n = len(splits)
     idle = [s.from_idle for s in splits if s.from_idle is not None]
     cross = [s.cross_cpu for s in splits if s.cross_cpu is not None]
     by_cause: Dict[str, ReblockCause] = {}
     for cause, values in causes.items():
         present = [v for v in values if v]
-        by_cause[cause] = ReblockCause(wakes=len(present), total_ns=sum(present),
-                                       p50_ns=summarize_latency(present).percentiles_ns.get("p50") if present else None)
+        by_cause[cause] = ReblockCause(wakes=len(present), total_ns=sum(present), p50_ns=summarize_latency(present).p50_ns)
     return TraceComponents(wakes=n, fully_attributed=sum(1 for s in splits if s.attributed),
                            with_gil_cycles=sum(1 for s in splits if s.cycles),
                            from_idle_fraction=(sum(idle) / len(idle)) if idle else None,
@@ -465,22 +460,21 @@ def band_sentence(label: str, latency_ns: Optional[float], parts: Mapping[str, f
     held 1745 + the waiter's own work 2002 + other 200", causes largest first.  A band from before re-blocks were
     named (``causes`` None) reads as before, a C floor's extra sleeps as re-sleeps (``native``)."""
     if causes is None:
-        return _band_line(label, latency_ns, parts, native)
-    latency = float(latency_ns or 0.0)
-    shown = ["notify %s" % _us(parts.get("notify")), "wake %s" % _us(parts.get("sched_wake")),
-             "queue %s" % _us(parts.get("sched_queue"))]
-    folded = float(parts.get("gil_wait") or 0.0)
-    for cause, value in sorted(causes.items(), key=lambda item: (-item[1], item[0])):
-        if value > 0 and value >= CAUSE_SHOWN_SHARE * latency:
-            shown.append("%s %s" % (cause_phrase(cause), _us(value)))
-            folded -= value
-    if folded >= 0.0005 * max(latency, 1.0) and folded > 0.5:
-        shown.append("other re-blocks %s" % _us(folded))
-    shown.append("the waiter's own work %s" % _us(parts.get("interpreter")))
-    return _with_other("%s %s µs = %s" % (label, _us(latency_ns), " + ".join(shown)), parts)
-
-
-def _with_other(text: str, parts: Mapping[str, float]) -> str:
+        # In C there is no GIL: the extra sleep/wake cycles are the waiter re-sleeping on a lock.
+        names = dict(_OLD_SHORT_NAMES, gil_wait="re-sleep") if native else _OLD_SHORT_NAMES
+        shown = ["%s %s" % (names[name], _us(parts.get(name))) for name in COMPONENTS[:-1]]
+    else:
+        latency = float(latency_ns or 0.0)
+        shown = ["%s %s" % (SHORT_NAMES[name], _us(parts.get(name))) for name in COMPONENTS[:3]]
+        folded = float(parts.get("gil_wait") or 0.0)
+        for cause, value in sorted(causes.items(), key=lambda item: (-item[1], item[0])):
+            if value > 0 and value >= CAUSE_SHOWN_SHARE * latency:
+                shown.append("%s %s" % (cause_phrase(cause), _us(value)))
+                folded -= value
+        if folded >= 0.0005 * max(latency, 1.0) and folded > 0.5:
+            shown.append("other re-blocks %s" % _us(folded))
+        shown.append("the waiter's own work %s" % _us(parts.get("interpreter")))
+    text = "%s %s µs = %s" % (label, _us(latency_ns), " + ".join(shown))
     unplaced = parts.get("unattributed")
     return text + " + other %s" % _us(unplaced) if unplaced else text
 
@@ -496,13 +490,6 @@ def _holder_note(holder: TraceHolder) -> str:
     if holder.role == "process":
         who += " of another process"
     return "%s held by %s in %s wakes" % (ON_PHRASES.get(holder.on, holder.on), who, holder.wakes)
-
-
-def _band_line(label: str, latency_ns: Optional[float], parts: Mapping[str, float], native: bool = False) -> str:
-    # In C there is no GIL: the extra sleep/wake cycles are the waiter re-sleeping on a lock.
-    names = dict(_OLD_SHORT_NAMES, gil_wait="re-sleep") if native else _OLD_SHORT_NAMES
-    shown = ["%s %s" % (names[name], _us(parts.get(name))) for name in COMPONENTS if name != "unattributed"]
-    return _with_other("%s %s µs = %s" % (label, _us(latency_ns), " + ".join(shown)), parts)
 
 
 _NAMED_HEAD = [
@@ -576,9 +563,8 @@ def format_where_the_time_goes(run: Run) -> List[str]:
         notes = _trace_notes(trace, named)
         if notes:
             out.append("  %-26s (%s)" % ("", "; ".join(notes)))
-        frames = format_frames(trace.frames)
-        if frames:
-            out.append("  %-26s %s" % ("", frames))
+        if trace.frames:
+            out.append("  %-26s %s" % ("", FrameRecord.from_dict(trace.frames).line()))
     return [escape_text(line) for line in out]
 
 

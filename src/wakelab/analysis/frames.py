@@ -114,7 +114,3 @@ def not_sampled(reason: str) -> Dict[str, object]:
 
 #: A call path under this share of its part's samples is left out of the line.
 SHOWN_SHARE = 0.05
-
-
-def format_frames(frames: Mapping[str, object]) -> Optional[str]:
-    return FrameRecord.from_dict(frames).line() if frames else None

@@ -114,9 +114,12 @@ class LogLinearHistogram:
     def percentiles_ns(self, qs: Sequence[float]) -> List[float]:
         if self.total == 0:
             raise ValueError("percentile of an empty histogram")
+        values, counts = self._used_counters()
+        return [weighted_percentile(values, counts, q) for q in qs]
+
+    def _used_counters(self) -> Tuple[List[float], List[int]]:  # (clamped middle, count) of each counter holding a wake
         where = [i for i, count in enumerate(self.counts) if count]
-        values = [self._clamped_middle(i) for i in where]
-        return [weighted_percentile(values, [self.counts[i] for i in where], q) for q in qs]
+        return [self._clamped_middle(i) for i in where], [self.counts[i] for i in where]
 
     def _clamped_middle(self, index: int) -> float:
         # The extreme counters' values are known exactly: never report beyond min or max.
@@ -134,11 +137,9 @@ class LogLinearHistogram:
     def weighted_values(self) -> Tuple[List[float], List[int]]:
         """``(values_ns, counts)``, ascending: a counter's wakes at its clamped middle, the fastest and the slowest wake
         at ``min_ns`` and ``max_ns`` themselves, so that re-binning them puts the extremes exactly."""
-        where = [i for i, count in enumerate(self.counts) if count]
-        counts = [self.counts[i] for i in where]
-        if not where:
-            return [], counts
-        values = [self._clamped_middle(i) for i in where]
+        values, counts = self._used_counters()
+        if not values:
+            return values, counts
         assert self.min_ns is not None and self.max_ns is not None
         # The exact extremes, split off their counters (one wake each, unless one counter holds only it).
         extremes = [(float(self.min_ns), 0)] if values[0] != self.min_ns else []

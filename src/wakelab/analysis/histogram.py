@@ -152,10 +152,10 @@ def log_histogram_weighted(values_ns: Sequence[float], counts: Sequence[int], bi
         raise ValueError("a latency value is negative (%g ns)" % values[0])
     if p50_ns is None:
         p50_ns = weighted_percentile(values, weights, 50.0)
-    if p99_ns is None and n >= min_n_for(99.0):
-        p99_ns = weighted_percentile(values, weights, 99.0)
     if n < min_n_for(99.0):
         p99_ns = None
+    elif p99_ns is None:
+        p99_ns = weighted_percentile(values, weights, 99.0)
     first_positive = bisect.bisect_right(values, 0.0)
     zeros = sum(weights[:first_positive])
     bins_per_decade, bins = _log_bins(values[first_positive:], weights[first_positive:], bins_per_decade, max_bins)
@@ -172,11 +172,9 @@ def log_histogram_of_counters(hist: "LogLinearHistogram", bins_per_decade: Optio
 
     if hist.total == 0:
         raise ValueError("no samples to bin")
-    values, counts = hist.weighted_values()
-    p50 = hist.percentile_ns(50.0)
-    p99 = hist.percentile_ns(99.0) if hist.total >= min_n_for(99.0) else None
-    binned = log_histogram_weighted(values, counts, bins_per_decade, max_bins,
-                                    min_ns=hist.min_ns, max_ns=hist.max_ns, p50_ns=p50, p99_ns=p99)
+    values, counts = hist.weighted_values()  # as many wakes as hist.total: under 100 the p99 is left out
+    binned = log_histogram_weighted(values, counts, bins_per_decade, max_bins, min_ns=hist.min_ns, max_ns=hist.max_ns,
+                                    p50_ns=hist.percentile_ns(50.0), p99_ns=hist.percentile_ns(99.0))
     return dataclasses.replace(binned, from_counters=True, relative_error=RELATIVE_ERROR, raw_kept=raw_kept)
 
 

@@ -10,11 +10,14 @@ import dataclasses
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.model import ROLE_REALTIME
+from wakelab.analysis.guidance.records import counted
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, MatrixVerdict, VerdictTable
 from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
+from wakelab.formatting import format_ratio, format_us
 from wakelab.percentile import median
 
+# The interpreter roles of the GIL A/B, in the order its figures show them.
 ROLE_TITLES = {GIL_BUILD: "GIL build", NO_GIL: "free-threaded", FORCED_GIL: "free-threaded, PYTHON_GIL=1"}
 # Ratios beyond these (either way) are called a change; between them, about the same.
 _CHANGE = 1.5
@@ -41,8 +44,8 @@ class Ways:
 
     @classmethod
     def of(cls, ratios: Sequence[Optional[float]]) -> "Ways":
-        each = [v for v in ratios if v is not None]
-        return cls(sum(1 for v in each if v >= _CHANGE), sum(1 for v in each if v <= 1 / _CHANGE), len(each))
+        each = [_change(v) for v in ratios if v is not None]
+        return cls(each.count("grew"), each.count("shrank"), len(each))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,11 +97,6 @@ class GilRow:
         return out
 
 
-def _trio(figure: GilFigure) -> str:
-    from wakelab.formatting import format_us
-    return " / ".join(format_us(figure.role(role)) for role in (GIL_BUILD, NO_GIL, FORCED_GIL))
-
-
 def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]:
     """``rows``, ``summary``, and whether the grid has several releases: for every latency arm, placement and
     busy-thread count, the GIL build's cell beside the free-threaded build's, by each cell's recorded interpreter."""
@@ -124,7 +122,7 @@ def gil_ab_figures(matrix: MatrixDoc) -> Tuple[List[GilRow], List[GilRow], bool]
         mine = [r for r in rows if (r.release or "", r.cpu_threads, r.placement) == (release, busy, placement)]
         # The ratios of the medians shown (each arm's own ratio is in rows); and how many arms went which way.
         summary.append(GilRow(busy, placement, release if several else None, arms=len(mine), figures={
-            key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in (GIL_BUILD, NO_GIL, FORCED_GIL)},
+            key: GilFigure.of({role: median([r.figures[key].role(role) for r in mine]) for role in ROLE_TITLES},
                               Ways.of([r.figures[key].ratio for r in mine]))
             for key in AB_FIGURES}))
     return rows, summary, several
@@ -156,13 +154,12 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 def gil_ab(matrix: MatrixDoc) -> GilAB:
     """What removing the GIL did: the free-threading lab's verdict."""
-    from wakelab.formatting import format_ratio, format_us
-
     rows, summary, several = gil_ab_figures(matrix)
     figures = ["p50 µs (GIL / no GIL / GIL=1)", "p99 µs", "max µs", "no GIL ÷ GIL: p50", "p99", "max"]
     header = ["busy threads", "placement", "arms"] + figures + ["GIL=1 ÷ GIL: p99"]
     def cells(figures: Mapping[str, GilFigure]) -> List[str]:
-        return [_trio(figures[key]) for key in AB_FIGURES] + [format_ratio(figures[key].ratio) for key in AB_FIGURES]
+        return ([" / ".join(format_us(figures[key].role(role)) for role in ROLE_TITLES) for key in AB_FIGURES]
+                + [format_ratio(figures[key].ratio) for key in AB_FIGURES])
 
     summary_table = [[str(s.cpu_threads), s.placement, str(s.arms)] + cells(s.figures)
                      + [format_ratio(s.figures["p99"].forced_ratio)] for s in summary]
@@ -175,7 +172,7 @@ def gil_ab(matrix: MatrixDoc) -> GilAB:
         detail_table = [[r.release or ""] + line for r, line in zip(rows, detail_table)]
     return GilAB("WHAT REMOVING THE GIL DID (medians over the arms; each figure from this run)",
                  (_table("", header, summary_table), _table("per arm", detail_header, detail_table)),
-                 tuple(_gil_sentences(summary, format_us, format_ratio)), tuple(rows), tuple(summary))
+                 tuple(_gil_sentences(summary)), tuple(rows), tuple(summary))
 
 
 def _change(ratio: Optional[float]) -> str:
@@ -188,33 +185,32 @@ def _change(ratio: Optional[float]) -> str:
     return "stayed about the same"
 
 
-def _moved(figure: GilFigure, us: Callable[[Optional[float]], str], ratio: Callable[[Optional[float]], str]) -> str:
+def _moved(figure: GilFigure) -> str:
     """``grew (12 → 30 µs, 2.5×; grew in 4 of 6 arms, shrank in 1)``."""
     ways = figure.ways or Ways(0, 0, 0)
-    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (_change(figure.ratio), us(figure.role(GIL_BUILD)),
-                                                                          us(figure.role(NO_GIL)), ratio(figure.ratio),
-                                                                          ways.grew, ways.compared, ways.shrank)
+    return "%s (%s → %s µs, %s; grew in %d of %d arms, shrank in %d)" % (
+        _change(figure.ratio), format_us(figure.role(GIL_BUILD)), format_us(figure.role(NO_GIL)), format_ratio(figure.ratio),
+        ways.grew, ways.compared, ways.shrank)
 
 
 def _where(items: Sequence[GilRow]) -> str:
     return "; ".join("%s%d busy, %s" % ("%s: " % s.release if s.release else "", s.cpu_threads, s.placement) for s in items)
 
 
-def _gil_sentences(summary: Sequence[GilRow], us: Callable[[Optional[float]], str],
-                   ratio: Callable[[Optional[float]], str]) -> List[str]:
+def _gil_sentences(summary: Sequence[GilRow]) -> List[str]:
     if not any(s.figures["p50"].ratio is not None for s in summary):
         return ["No A/B: this grid has no pair of cells with the GIL build and the free-threaded build under the same "
                 "conditions, so nothing says what removing the GIL did."]
     out = []
     for s in summary:
         busy = s.cpu_threads
-        load = "no busy thread" if busy == 0 else "%d busy Python thread%s" % (busy, "" if busy == 1 else "s")
+        load = "no busy thread" if busy == 0 else counted(busy, "busy Python thread")
         if s.release:
             load = load[0].lower() + load[1:]
         release = "CPython %s, " % s.release if s.release else ""
-        out.append(release + "%s, placement %s (median of %s arm%s): without the GIL p50 %s, p99 %s, worst case %s." % (
-            load if s.release else load[0].upper() + load[1:], s.placement, s.arms, "" if s.arms == 1 else "s",
-            *(_moved(s.figures[key], us, ratio) for key in AB_FIGURES)))
+        out.append(release + "%s, placement %s (median of %s): without the GIL p50 %s, p99 %s, worst case %s." % (
+            load if s.release else load[0].upper() + load[1:], s.placement, counted(s.arms, "arm"),
+            *(_moved(s.figures[key]) for key in AB_FIGURES)))
     loaded = [s for s in summary if s.cpu_threads > 0 and s.figures["p99"].ratio is not None]
     if loaded:
         grew = [s for s in loaded if (s.figures["p99"].ratio or 0.0) >= _CHANGE]
@@ -237,7 +233,7 @@ def _gil_sentences(summary: Sequence[GilRow], us: Callable[[Optional[float]], st
             "PYTHON_GIL=1 on the free-threaded build (the same binary with its GIL back on), p99 against the GIL "
             "build's: %s. Where it tracks the GIL build, the difference above is the GIL's; where it does not, the "
             "free-threaded build with its GIL on behaves unlike the GIL build, and the difference is not the GIL's alone."
-            % "; ".join("%s: %s" % (_where([s]), ratio(s.figures["p99"].forced_ratio)) for s in forced)
+            % "; ".join("%s: %s" % (_where([s]), format_ratio(s.figures["p99"].forced_ratio)) for s in forced)
         )
     return out
 
@@ -317,15 +313,13 @@ class RealtimeAB(LabVerdict):
 
 def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
     """What SCHED_FIFO bought the waiter: the realtime lab's verdict."""
-    from wakelab.formatting import format_ratio, format_us
-
     rows, skipped = realtime_ab_figures(matrix)
     hogs = _hogs(matrix.command)
     table = [[r.fifo.replace("-fifo", ""), str(r.cpu_threads)]
              + ["%s / %s" % (format_us(r.figures[key].normal), format_us(r.figures[key].fifo)) for key in ("p50", "p99")]
              + [format_ratio(r.figures[key].ratio) for key in ("p50", "p99")] for r in rows]
     sentences: List[str] = []
-    load = "%d busy process%s (--cpu-procs)" % (hogs, "" if hogs == 1 else "es") if hogs else "no busy process"
+    load = counted(hogs, "busy process", "es") + " (--cpu-procs)" if hogs else "no busy process"
     # Without a cell free of busy threads, say from the pair alone when the GIL took realtime's gain back.
     has_idle = any(r.normal == "event" and not r.cpu_threads for r in rows)
     for r in rows:
@@ -333,8 +327,7 @@ def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
             continue
         p50, p99 = r.figures["p50"], r.figures["p99"]
         threads = r.cpu_threads
-        where = "With %s and %s" % (load, "no busy Python thread" if not threads else "%d busy Python thread%s" % (
-            threads, "" if threads == 1 else "s"))
+        where = "With %s and %s" % (load, counted(threads, "busy Python thread") if threads else "no busy Python thread")
         sentences.append("%s: the SCHED_FIFO waiter's p99 was %s µs against %s µs for the normal one (%s), p50 %s "
                          "against %s µs." % (where, format_us(p99.fifo), format_us(p99.normal), format_ratio(p99.ratio),
                                              format_us(p50.fifo), format_us(p50.normal)))
@@ -350,11 +343,11 @@ def realtime_ab(matrix: MatrixDoc) -> RealtimeAB:
         p99, idle_p99 = r.figures["p99"], idle.figures["p99"]
         grew = _ratio(p99.fifo, idle_p99.fifo)
         if grew is not None and grew >= 2:
-            sentences.append("The GIL took back %s: with %d busy Python thread%s the FIFO waiter's p99 was %s its p99 "
-                             "without (%s against %s µs) -- it runs at once, then waits for the busy thread to give up "
-                             "the GIL." % ("part of it" if (p99.ratio or 1) < 1 / _CHANGE else "what realtime bought",
-                                          threads, "" if threads == 1 else "s", format_ratio(grew),
-                                          format_us(p99.fifo), format_us(idle_p99.fifo)))
+            sentences.append("The GIL took back %s: with %s the FIFO waiter's p99 was %s its p99 without (%s against %s µs) "
+                             "-- it runs at once, then waits for the busy thread to give up the GIL." % (
+                                 "part of it" if (p99.ratio or 1) < 1 / _CHANGE else "what realtime bought",
+                                 counted(threads, "busy Python thread"), format_ratio(grew), format_us(p99.fifo),
+                                 format_us(idle_p99.fifo)))
     floors = [r for r in rows if r.normal == "native-condvar"]
     slower = [r for r in floors if (r.figures["p50"].ratio or 0) >= _CHANGE or (r.figures["p99"].ratio or 0) >= _CHANGE]
     if slower:

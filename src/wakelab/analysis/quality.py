@@ -3,8 +3,8 @@
 As pyperf's ``check`` does, these say when a run's numbers should be read with care: workers that disagree, several
 populations of wakes, figures near the timer's floor, tails at multiples of the GIL switch interval, a wait that
 polls.  A percentile left out for want of wakes is a *note*: the figure is absent, not doubtful.  Per-arm flags come
-from the raw samples (:func:`quality_flags`, summary.json's ``quality``); :func:`warning_records` turns them and the
-figures into typed records (``warnings``) that renderers word."""
+from the raw samples (:func:`quality_flags`, summary.json's ``quality``); :func:`derive_warnings` turns them and the
+figures into summary.json's ``warnings``, the records renderers word."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, gil_enable
 from wakelab.analysis.stats import PERCENTILES, min_n_for, percentile
 from wakelab.analysis.warning_figures import (CauseKind, OmittedFigures, OmittedPercentile, Population, PopulationCause,
                                               Populations, PollingFigures, SwitchTailFigures, TimerFloorFigures)
-from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Bundle, Record, WarningKind, WarningRecord
+from wakelab.evidence.model import NOTE_LEVEL, WARNING_LEVEL, ArmRecord, Record, WarningKind, WarningRecord
 
 # Workers whose medians differ by more than this factor are worth a warning.
 SPREAD_LIMIT = 1.5
@@ -299,12 +299,8 @@ def _cpu_cause(arm: ArmRecord, populations: Sequence[Population]) -> Optional[Po
 
 
 def derive_warnings(summary: Run) -> List[Dict[str, object]]:
-    """:func:`warning_records` of ``summary`` as summary.json stores them."""
-    return [record.to_dict() for record in warning_records(bundle_of(summary))]
-
-
-def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
-    """Quality warnings and notes of a run, in arm order, the run-wide note first."""
+    """Quality warnings and notes of a run, in arm order, the run-wide note first, as summary.json stores them."""
+    bundle = bundle_of(summary)
     records: List[WarningRecord] = []
     arms, floor, placement = bundle.arms(), bundle.timer.floor_p50_ns, bundle.parameters.placement
     left_out: Dict[Tuple[float, int], OmittedPercentile] = {}
@@ -338,4 +334,4 @@ def warning_records(bundle: Bundle) -> Tuple[WarningRecord, ...]:
             if stats is not None and stats.p50_ns is not None and stats.p50_ns < FLOOR_MULTIPLE * floor:
                 warn(WarningKind.TIMER_FLOOR, arm.name, TimerFloorFigures(
                     series or None, stats.p50_ns, floor, FLOOR_MULTIPLE, bundle.system.clocksource).to_dict())
-    return tuple(records)
+    return [record.to_dict() for record in records]

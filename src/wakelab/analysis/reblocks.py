@@ -29,11 +29,9 @@ _SYSCALL_ON: Dict[str, str] = {
     "rt_sigtimedwait": "signal", "rt_sigsuspend": "signal", "pause": "signal",
     "wait4": "child", "waitid": "child",
 }
-_ETIMEDOUT = -110
-_EAGAIN = -11
-# Calls whose return value 0 says the wait ran out (a timeout), not that something arrived.
-_ZERO_IS_TIMEOUT = frozenset(("select", "pselect6", "poll", "ppoll", "epoll_wait", "epoll_pwait", "epoll_pwait2",
-                              "clock_nanosleep", "nanosleep"))
+# What a call returns when its wait ran out (a timeout), not when something arrived: -ETIMEDOUT, -EAGAIN, or 0.
+_TIMEOUT_RETURNS: Dict[str, int] = {"futex": -110, "rt_sigtimedwait": -11, **dict.fromkeys((
+    "select", "pselect6", "poll", "ppoll", "epoll_wait", "epoll_pwait", "epoll_pwait2", "clock_nanosleep", "nanosleep"), 0)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,11 +93,7 @@ def blocked_on(syscall: str, address: int, tgid: int, context: WaiterContext) ->
 
 def timed_out(syscall: str, ret: int) -> bool:
     """True when ``syscall`` returning ``ret`` says its wait ran out rather than being woken."""
-    if syscall == "futex":
-        return ret == _ETIMEDOUT
-    if syscall == "rt_sigtimedwait":
-        return ret == _EAGAIN
-    return syscall in _ZERO_IS_TIMEOUT and ret == 0
+    return _TIMEOUT_RETURNS.get(syscall) == ret
 
 
 def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) -> str:
@@ -108,10 +102,8 @@ def waker_role(tid: int, tgid: int, waiter_tgid: int, context: WaiterContext) ->
         return "notifier"
     if tid in context.busy_tids:
         return "busy"
-    if tid and tgid and waiter_tgid and tgid == waiter_tgid:
-        return "thread"
     if tid and tgid and waiter_tgid:
-        return "process"
+        return "thread" if tgid == waiter_tgid else "process"
     return "unknown"
 
 

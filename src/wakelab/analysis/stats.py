@@ -11,7 +11,7 @@ import math
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from wakelab.evidence.figures import LatencyFigures
+from wakelab.evidence.figures import LatencyFigures, RateFigures
 from wakelab.percentile import percentile
 
 # The percentiles every latency arm reports, as (key, q in percent).
@@ -58,21 +58,14 @@ def summarize_latency(samples_ns: Sequence[int], lost: int = 0) -> LatencyStats:
 
 
 @dataclasses.dataclass(frozen=True)
-class RateStats:
+class RateStats(RateFigures):
     """Summary of a rate arm: operations per second per round (the median round's, the slowest's, the fastest's, the
     empty loop's); ``net_ns_per_op`` the median round's cost per call less the empty loop's (never below zero)."""
 
-    rounds: int
-    n_per_round: int
-    ops_per_s: float
-    min_ops_per_s: float
-    max_ops_per_s: float
-    baseline_ops_per_s: float
-    ns_per_op: float
-    net_ns_per_op: float
-
     def to_dict(self) -> Dict[str, object]:
-        return dataclasses.asdict(self)
+        out = super().to_dict()
+        out["net_ns_per_op"] = out.pop("net_ns_per_op")  # summary.json keeps it after ns_per_op
+        return out
 
 
 def summarize_rate(n_per_round: int, round_ns: Sequence[int], baseline_round_ns: Sequence[int]) -> RateStats:

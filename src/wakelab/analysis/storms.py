@@ -9,6 +9,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, worker_infos
 from wakelab.analysis.guidance import Advice, Cite, Level
+from wakelab.analysis.guidance.records import counted
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import ArmRecord, Bundle
@@ -101,9 +102,8 @@ def format_share(ratio: Optional[float]) -> str:
     return "%.2g %%" % percent
 
 
-def _cite(levels: Mapping[str, Level], name: str) -> Tuple[Cite, ...]:
-    level = levels.get(name)
-    return (level.cite(),) if level is not None else ()
+def _cites(levels: Mapping[str, Level], *storms: StormFigures) -> Tuple[Cite, ...]:
+    return tuple(levels[f.arm].cite() for f in storms if f.arm in levels)
 
 
 def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
@@ -113,14 +113,13 @@ def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advi
         return [], ""
     items: List[Advice] = []
 
-    def share(name: str) -> str:
-        f = rows[name]
+    def share(f: StormFigures) -> str:
         return "%s of %s sent (%s)" % ("{:,}".format(f.delivered), "{:,}".format(f.sent), format_share(f.ratio))
 
     handlers = [f for f in rows.values() if f.receiver == "handler" and f.sender_kind != "thread"]
     clause = ""
     if handlers:
-        parts = ["%s: %s" % (f.signal, share(f.arm)) for f in handlers]
+        parts = ["%s: %s" % (f.signal, share(f)) for f in handlers]
         worst = min(handlers, key=lambda f: f.ratio if f.ratio is not None else 1.0)
         text = (
             "A Python handler under a storm of %d sender processes ran for a fraction of the signals sent -- %s. "
@@ -128,20 +127,20 @@ def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advi
             "into one handler call however many there were, and a real-time signal's queue is lost at the "
             "interpreter's level too. A program that counts signals, or expects one handler run per SIGCHLD or "
             "SIGHUP, is wrong by that much under load." % (handlers[0].senders, "; ".join(parts)))
-        items.append(Advice(STORMS, text, tuple(c for f in handlers for c in _cite(levels, f.arm))))
+        items.append(Advice(STORMS, text, _cites(levels, *handlers)))
         clause = "a Python handler saw %s of a %s storm" % (format_share(worst.ratio), worst.signal)
     better = [f for f in rows.values() if f.receiver in ("sigwait", "wakeup-fd", "c-handler", "c-sigwait")
               and f.ratio is not None]
     queued = [f for f in better if f.signal.startswith("SIGRT")]
     if queued:
         best = max(queued, key=lambda f: (f.ratio or 0.0, f.receiver in ("sigwait", "wakeup-fd")))
-        parts = ["%s %s" % (RECEIVER_TITLES.get(f.receiver, f.receiver), share(f.arm)) for f in queued]
+        parts = ["%s %s" % (RECEIVER_TITLES.get(f.receiver, f.receiver), share(f)) for f in queued]
         text = (
             "To see every signal, take real-time signals off their queue one by one: %s. signal.sigtimedwait "
             "(sigwaitinfo) in a thread that blocks the signal, or a wakeup fd (CPython's C handler writes one byte a "
             "delivery; read and count the bytes), sees what C sees; counting in C (a sigaction handler) is the floor."
             % "; ".join(parts))
-        items.append(Advice(STORMS, text, tuple(c for f in queued for c in _cite(levels, f.arm))))
+        items.append(Advice(STORMS, text, _cites(levels, *queued)))
         if clause:
             clause += ", %s %s" % (RECEIVER_TITLES.get(best.receiver, best.receiver), format_share(best.ratio))
     standard = [f for f in better if f.signal == "SIGUSR1"]
@@ -152,7 +151,7 @@ def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advi
             "runs, so no receiver counts a SIGUSR1 storm -- the most any saw here was %s (%s). Count events another "
             "way (a pipe, an eventfd, a counter), and treat a standard signal as 'at least one happened'."
             % (format_share(floor.ratio), floor.arm))
-        items.append(Advice(STORMS, text, _cite(levels, floor.arm)))
+        items.append(Advice(STORMS, text, _cites(levels, floor)))
     lost = [f for f in rows.values() if f.work_lost is not None and f.receiver in ("handler", "sigwait", "wakeup-fd")]
     if lost:
         heaviest = max(lost, key=lambda f: f.work_lost or 0.0)
@@ -161,7 +160,7 @@ def storm_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[Advi
             "the senders' share of the CPUs as well as the handling; where the signal is taken in another thread the "
             "main thread pays for that thread's GIL turns instead."
             % "; ".join("%s %s" % (f.arm, format_share(f.work_lost)) for f in sorted(lost, key=lambda f: -(f.work_lost or 0.0))[:4]))
-        items.append(Advice(STORMS, text, _cite(levels, heaviest.arm)))
+        items.append(Advice(STORMS, text, _cites(levels, heaviest)))
     return items, clause
 
 
@@ -189,9 +188,8 @@ def realtime_advice(bundle: Bundle, levels: Mapping[str, Level]) -> Tuple[List[A
     if not pairs:
         return [], ""
     threads, procs = _busy(bundle)
-    load = ", ".join(x for x in (
-        "%d busy process%s" % (procs, "" if procs == 1 else "es") if procs else "",
-        "%d busy Python thread%s" % (threads, "" if threads == 1 else "s") if threads else "") if x) or "no load added"
+    load = ", ".join(x for x in (counted(procs, "busy process", "es") if procs else "",
+                                 counted(threads, "busy Python thread") if threads else "") if x) or "no load added"
     items: List[Advice] = []
     clause = ""
     for normal, fifo in pairs:

@@ -22,7 +22,7 @@ from wakelab.analysis.guidance.noise import Level, format_times, measured_levels
 from wakelab.analysis.guidance.ranking import (
     GROUPS, IN_PROCESS, LEADER, PROCESS_GROUP, SIGNAL_GROUP, SLOWER, UNCLEAR, Ranking, format_ranking, group_clause,
     open_loop_interval, open_loop_note, rank_wake_paths)
-from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, PREFER, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance
+from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, PREFER, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance, counted
 from wakelab.evidence.model import Bundle
 from wakelab.formatting import format_ns, format_rate
 
@@ -77,7 +77,7 @@ def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> 
         busy = busy_threads(bundle)
         # Each condition of the run, innermost first, prefixed to the headline.
         for prefix in ("Open loop (%s): " % open_loop_words(interval) if interval is not None else None,
-                       "With %d busy Python thread%s beside the waiter: " % (busy, "" if busy == 1 else "s") if busy else None,
+                       "With %s beside the waiter: " % counted(busy, "busy Python thread") if busy else None,
                        "Self-test (planted delay %s µs): " % format_rate(planted) if planted is not None else None):
             if prefix is not None:
                 headline = prefix + headline[0].lower() + headline[1:]

@@ -22,6 +22,13 @@ from wakelab.formatting import format_ns, format_rate, format_ratio
 
 # How many handlers a reload re-installs in the install arithmetic (SIGHUP, SIGTERM, SIGINT).
 RELOAD_HANDLERS = 3
+# What each executor's hand-off does besides the hand-off, for the pools a run measured.
+_POOL_NOTES = (
+    ("thread-pool-submit", "a thread pool's worker shares the submitter's GIL (right for I/O, or C code that releases it)"),
+    ("interp-pool-submit", "an interpreter pool pickles every task and switches interpreter, but each worker has a GIL of its "
+                           "own, so CPU-bound Python runs in parallel: worth it when a task runs much longer than the hand-off"),
+    ("process-pool-submit", "a process pool adds a pipe and a feeder thread, and isolates the task completely"),
+)
 
 
 def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
@@ -45,14 +52,13 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
     leaders = ranking.leaders
     unclear = ranking.unclear
     slower = [r for r in ranking.ranked if r.clearly_slower]
+    runner_up = ranking.ranked[1]  # a leader too where several lead: cited with them, once
+    cites.append(runner_up.level.cite())
+    the_next = "the next, %s (%s), is %s that" % (runner_up.name, format_ns(runner_up.level.p50_ns), format_times(runner_up.ratio))
     if ranking.clear_fastest:
-        runner_up = ranking.ranked[1]
-        cites.append(runner_up.level.cite())
         parts = ["Fastest in-process wake: %s, %s %s, clear of every other %s." % (
                      first.name, p50_word, format_ns(first.level.p50_ns), clear_of_noise(first.level)),
-                 "Prefer it where the wake path is hot: the next, %s (%s), is %s that (%s)." % (
-                     runner_up.name, format_ns(runner_up.level.p50_ns), format_times(runner_up.ratio),
-                     noise_phrase(first.level, runner_up.level))]
+                 "Prefer it where the wake path is hot: %s (%s)." % (the_next, noise_phrase(first.level, runner_up.level))]
         headline = "prefer %s in-process (%s %s; %s %s that, %s)" % (
             first.name, format_ns(first.level.p50_ns), p50_word, runner_up.name, format_times(runner_up.ratio),
             clear_of_noise(first.level))
@@ -66,44 +72,40 @@ def prefer_advice(ranking: Optional[Ranking]) -> Tuple[Optional[Advice], str]:
                      "%s -- choose among these by API, not speed." % (
                          beyond_noise(first.level), "Within it" if first.level.ranged else "Within %s×" % NO_RANGE_RATIO,
                          p50_word, first.name, format_ns(first.level.p50_ns), p50_word, ", ".join(
-                             "%s %s (%s%s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio),
-                                               "; %s" % within_phrase(first.level, r.level) if r.ratio >= LARGE_RATIO else "")
+                             "%s (%s%s)" % (r.at_p50, format_times(r.ratio),
+                                            "; %s" % within_phrase(first.level, r.level) if r.ratio >= LARGE_RATIO else "")
                              for r in others))]
             named = [r for i, r in enumerate(others) if i < 2 or r.name == "event" or len(others) <= 3]
             rest = len(others) - len(named)
             headline = "in-process wakes %s: %s, %s%s (choose among them by API)%s" % (
                 within_noise(first.level, "the lowest " + p50_word),
-                "%s %s" % (first.name, format_ns(first.level.p50_ns)),
-                ", ".join("%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in named),
+                first.at_p50, ", ".join(r.at_p50 for r in named),
                 " and %d more" % rest if rest else "", wide_note(leaders))
         else:
-            runner_up = ranking.ranked[1]
-            cites.append(runner_up.level.cite())
-            parts = ["Lowest in-process %s: %s, %s; the next, %s (%s), is %s that, %s (%s)." % (
-                p50_word, first.name, format_ns(first.level.p50_ns), runner_up.name, format_ns(runner_up.level.p50_ns),
-                format_times(runner_up.ratio), clear_of_noise(first.level), noise_phrase(first.level, runner_up.level))]
+            parts = ["Lowest in-process %s: %s, %s; %s, %s (%s)." % (p50_word, first.name, format_ns(first.level.p50_ns), the_next,
+                                                                   clear_of_noise(first.level), noise_phrase(first.level, runner_up.level))]
             headline = "in-process, %s has the lowest %s (%s), though not clearly below %s" % (
                 first.name, p50_word, format_ns(first.level.p50_ns), ", ".join(r.name for r in unclear))
         parts.append("How this run judges noise: %s." % how_judged(ranking))
     if unclear:
         cites += [r.level.cite() for r in unclear]
         parts.append("Not clearly slower than %s either, though listed after an arm that is: %s." % (
-            first.name, "; ".join("%s %s (%s %s; %s)" % (r.name, format_ns(r.level.p50_ns), format_times(r.ratio), base_p50,
-                                                            within_phrase(first.level, r.level)) for r in unclear)))
+            first.name, "; ".join("%s (%s %s; %s)" % (r.at_p50, format_times(r.ratio), base_p50, within_phrase(first.level, r.level))
+                                  for r in unclear)))
     event = next((r for r in ranking.ranked if r.name == "event"), None)
     if event is not None and event is not first:
         cites.append(event.level.cite())
+        event_words = "threading.Event (event, %s)" % format_ns(event.level.p50_ns)
         if event.clearly_slower:
             if not (ranking.clear_fastest and event is ranking.ranked[1]):  # else the headline names it already
                 headline += "; event clearly slower (%s %s)" % (format_times(event.ratio), base_p50)
-            parts.append("threading.Event (event, %s) is clearly slower, %s %s here; it stays the idiomatic choice "
-                         "where a wake-up is not the bottleneck." % (format_ns(event.level.p50_ns), format_times(event.ratio), base_p50))
+            parts.append("%s is clearly slower, %s %s here; it stays the idiomatic choice where a wake-up is not the "
+                         "bottleneck." % (event_words, format_times(event.ratio), base_p50))
         elif event.standing == UNCLEAR:
             headline += "; event %s %s, not clearly slower" % (format_times(event.ratio), base_p50)
-            parts.append("threading.Event (event, %s) is not clearly slower than %s: keep it where it fits." % (
-                format_ns(event.level.p50_ns), first.name))
+            parts.append("%s is not clearly slower than %s: keep it where it fits." % (event_words, first.name))
         else:
-            parts.append("threading.Event (event, %s) is among them: keep it where it fits." % format_ns(event.level.p50_ns))
+            parts.append("%s is among them: keep it where it fits." % event_words)
     if slower:
         last = slower[-1]
         cites.append(last.level.cite())
@@ -136,10 +138,10 @@ def signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
         if h is None or p is None:
             continue
         extra = h.p50_ns - p.p50_ns
+        against = "%s p50 %s against %s %s" % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns))
         if clearly_faster(p, h):
-            text = ("A handler costs more than delivery: %s p50 %s against %s %s, %s more (%s %s's) for %s."
-                    % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), format_ns(extra),
-                       format_times(h.p50_ns / p.p50_ns), plain, what))
+            text = "A handler costs more than delivery: %s, %s more (%s %s's) for %s." % (
+                against, format_ns(extra), format_times(h.p50_ns / p.p50_ns), plain, what)
             clause = clause or "%s %s (%s vs %s)" % (adds, format_ns(extra), handler, plain)
         elif clearly_faster(h, p):
             text = ("%s (p50 %s) was faster than %s (%s) here, beyond this run's noise: %s."
@@ -148,27 +150,20 @@ def signal_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
             slow, fast = (h, p) if h.p50_ns >= p.p50_ns else (p, h)
             wide = (" (%s)" % within_phrase(fast, slow, slow.name + "'s")
                     if slow.p50_ns >= LARGE_RATIO * fast.p50_ns else "")
-            text = ("%s p50 %s against %s %s: no difference beyond this run's noise%s, for %s."
-                    % (handler, format_ns(h.p50_ns), plain, format_ns(p.p50_ns), wide, what))
+            text = "%s: no difference beyond this run's noise%s, for %s." % (against, wide, what)
         items.append(Advice(SIGNALS, text, (h.cite(), p.cite())))
     if signals is not None and in_process is not None:
         best_signal, best_wake = signals.fastest.level, in_process.fastest.level
         cites = (best_signal.cite(), best_wake.cite())
         signal_words, wake_words = lowest_words(signals, "blocked signal path"), lowest_words(in_process, "in-process wake")
         if clearly_faster(best_wake, best_signal):
-            text = ("Signals are not a faster way to wake a thread: %s, %s (%s), is %s %s, %s (%s). Use signals for "
-                    "process control (reload, graceful stop)."
-                    % (signal_words, best_signal.name, format_ns(best_signal.p50_ns),
-                       format_times(best_signal.p50_ns / best_wake.p50_ns), wake_words, best_wake.name,
-                       format_ns(best_wake.p50_ns)))
+            text = ("Signals are not a faster way to wake a thread: %s, is %s %s. Use signals for process control (reload, "
+                    "graceful stop)." % (signal_words, format_times(best_signal.p50_ns / best_wake.p50_ns), wake_words))
             clause = clause or "signals are %s slower than %s" % (format_times(best_signal.p50_ns / best_wake.p50_ns), best_wake.name)
         else:
-            text = ("%s, %s (%s), is not clearly slower than %s, %s (%s)%s; still, signals reach only the main thread's "
-                    "handlers: keep them for process control."
-                    % (signal_words[0].upper() + signal_words[1:], best_signal.name, format_ns(best_signal.p50_ns),
-                       wake_words, best_wake.name, format_ns(best_wake.p50_ns),
-                       " (%s)" % within_phrase(best_wake, best_signal)
-                       if best_signal.p50_ns >= LARGE_RATIO * best_wake.p50_ns else ""))
+            text = ("%s, is not clearly slower than %s%s; still, signals reach only the main thread's handlers: keep them for "
+                    "process control." % (signal_words[0].upper() + signal_words[1:], wake_words, " (%s)" % within_phrase(
+                        best_wake, best_signal) if best_signal.p50_ns >= LARGE_RATIO * best_wake.p50_ns else ""))
         items.append(Advice(SIGNALS, text, cites))
     spin = levels.get("sigusr1-self")
     if spin is not None and not items:
@@ -242,8 +237,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
     pools = [r.level for r in ranked]
     if ranked:
         first = ranked[0]
-        text = ("Handing a task to an idle executor worker, submit() to the task's first statement: %s %s (p50)"
-                % (first.name, format_ns(first.level.p50_ns)))
+        text = "Handing a task to an idle executor worker, submit() to the task's first statement: %s (p50)" % first.at_p50
         entries = []
         for other in ranked[1:]:
             apart = ""
@@ -254,20 +248,11 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
                     apart = "; within this run's noise of %s" % first.name
                     if other.ratio >= LARGE_RATIO:
                         apart += ": %s" % within_phrase(first.level, other.level)
-            entries.append("%s %s (%s%s)" % (other.name, format_ns(other.level.p50_ns), format_times(other.ratio), apart))
+            entries.append("%s (%s%s)" % (other.at_p50, format_times(other.ratio), apart))
         if entries:
             text += "; then, × its p50: %s" % ", ".join(entries)
         text += "."
-        names = [lv.name for lv in pools]
-        notes = []
-        if "thread-pool-submit" in names:
-            notes.append("a thread pool's worker shares the submitter's GIL (right for I/O, or C code that releases it)")
-        if "interp-pool-submit" in names:
-            notes.append("an interpreter pool pickles every task and switches interpreter, but each worker has a GIL of "
-                         "its own, so CPU-bound Python runs in parallel: worth it when a task runs much longer than "
-                         "the hand-off")
-        if "process-pool-submit" in names:
-            notes.append("a process pool adds a pipe and a feeder thread, and isolates the task completely")
+        notes = [note for name, note in _POOL_NOTES if any(lv.name == name for lv in pools)]
         if notes:
             text += " Besides the hand-off: " + "; ".join(notes) + "."
         items.append(Advice(HANDOFF, text, tuple(lv.cite() for lv in pools)))
@@ -281,7 +266,7 @@ def handoff_advice(levels: Mapping[str, Level]) -> Tuple[List[Advice], str]:
                 clause += ", though not clearly faster than %s" % ", ".join(unclear)
         else:
             clause = "to hand off a task, %s are %s%s" % (
-                and_list(["%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in leaders]), within_noise(first.level, "the lowest p50"),
+                and_list([r.at_p50 for r in leaders]), within_noise(first.level, "the lowest p50"),
                 wide_note(leaders))
     queue, pipe = levels.get("interp-queue"), levels.get("interp-pipe")
     if queue is not None:

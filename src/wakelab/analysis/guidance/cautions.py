@@ -11,7 +11,7 @@ from typing import List, Mapping, Optional, Tuple
 
 from wakelab.analysis.guidance.noise import Level, positive, tail_figure
 from wakelab.analysis.guidance.ranking import NATIVE, SPINNING, STORM_GROUP, Ranking, group_of
-from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, POLLING, TAIL, Advice, Cite, unique_cites
+from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, POLLING, TAIL, Advice, Cite, counted, unique_cites
 from wakelab.core.model import ROLE_HANDLER, ROLE_POLLS, ROLE_SIGWAIT
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import Bundle, WarningKind
@@ -23,13 +23,6 @@ def open_loop_words(interval_us: float) -> str:
     return "%slatencies from each notify's scheduled instant, the notifier's lateness included" % every
 
 
-def _notify_late_p50(level: Level) -> Optional[float]:
-    for name, figures in level.arm.components:
-        if name == "notify_late":
-            return positive(figures.p50_ns)
-    return None
-
-
 def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking], interval_us: float) -> Advice:
     level = in_process.fastest.level if in_process is not None else min(levels.values(), key=lambda lv: (lv.p50_ns, lv.name))
     cites = [level.cite()]
@@ -37,7 +30,7 @@ def open_loop_advice(levels: Mapping[str, Level], in_process: Optional[Ranking],
     text = ("Open loop: every latency here is taken from its notify's scheduled instant (%swhether or not the waiter "
             "was ready), not from t0, the notify call itself, as in a closed loop. So it includes the notifier's own "
             "lateness -- its sleep overshooting the schedule" % every)
-    late = _notify_late_p50(level)
+    late = next((positive(figures.p50_ns) for name, figures in level.arm.components if name == "notify_late"), None)
     if late is not None:
         cites.append(Cite(level.name, "notify_late_p50", late))
         text += " (%s's p50 %s holds %s of it: notify_late)" % (level.name, format_ns(level.p50_ns), format_ns(late))
@@ -83,8 +76,7 @@ def tail_advice(bundle: Bundle, in_process: Optional[Ranking], levels: Mapping[s
     p99s = [(lv, lv.figure("p99")) for lv in sorted(levels.values(), key=lambda lv: lv.name)
             if group_of(lv.arm) not in (NATIVE, STORM_GROUP)]
     worst = max(((p99 / lv.p50_ns, lv, p99) for lv, p99 in p99s if p99 is not None), key=lambda t: t[0], default=None)
-    text = "Tail%s: %s." % (" with %d busy Python thread%s beside the waiter" % (busy, "" if busy == 1 else "s") if busy else "",
-                             "; ".join(parts))
+    text = "Tail%s: %s." % (" with %s beside the waiter" % counted(busy, "busy Python thread") if busy else "", "; ".join(parts))
     if worst is not None and worst[1] not in watched:
         cites.append(worst[1].cite("p99"))
         text += " The widest tail among the wake paths: %s, p99 %s (%s its p50)." % (

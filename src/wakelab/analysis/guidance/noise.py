@@ -66,11 +66,7 @@ class Level:
         return self.arm.name
 
     def figure(self, key: str) -> Optional[float]:
-        lat = self.arm.latency
-        if lat is None:
-            return None
-        value = lat.max_ns if key == "max" else getattr(lat, key + "_ns", None)
-        return positive(value)
+        return positive(getattr(self.arm.latency, key + "_ns", None))
 
     def cite(self, key: str = "p50") -> Cite:
         value = self.p50_ns if key == "p50" else self.figure(key)
@@ -121,12 +117,7 @@ def level_of(arm: ArmRecord) -> Optional[Level]:
 
 def measured_levels(bundle: Bundle) -> Dict[str, Level]:
     """The :class:`Level` of each measured latency arm, by name, in run order."""
-    out: Dict[str, Level] = {}
-    for arm in bundle.arms():
-        level = level_of(arm)
-        if level is not None:
-            out[arm.name] = level
-    return out
+    return {level.name: level for level in map(level_of, bundle.arms()) if level is not None}
 
 
 def tail_figure(level: Level) -> Tuple[str, Optional[float]]:

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from wakelab.analysis.guidance.noise import (
     ALPHA, LARGE_RATIO, MIN_CLAIM_RATIO, NO_RANGE_RATIO, Level, beyond_noise, clear_of_noise, clearly_faster, format_times,
-    level_of, positive, within_noise, within_phrase)
+    measured_levels, positive, within_noise, within_phrase)
 from wakelab.core.registry import declared_group
 from wakelab.evidence.model import ArmRecord, Bundle
 from wakelab.formatting import format_ns, format_rate
@@ -80,6 +80,11 @@ class Ranked:
     @property
     def name(self) -> str:
         return self.level.name
+
+    @property
+    def at_p50(self) -> str:
+        """Its name and p50: "pipe 14.1 µs"."""
+        return "%s %s" % (self.name, format_ns(self.level.p50_ns))
 
 
 def rank_levels(levels: Sequence[Level], ranked: bool = True) -> Tuple[Ranked, ...]:
@@ -157,10 +162,8 @@ def open_loop_note(bundle: Bundle) -> Optional[str]:
 def rank_wake_paths(bundle: Bundle) -> Tuple[Ranking, ...]:
     """Each group of measured latency arms (:data:`GROUPS` order) ranked by p50; empty groups left out."""
     levels: Dict[str, List[Level]] = {}
-    for arm in bundle.arms():
-        level = level_of(arm)
-        if level is not None:
-            levels.setdefault(group_of(arm), []).append(level)
+    for level in measured_levels(bundle).values():
+        levels.setdefault(group_of(level.arm), []).append(level)
     open_loop = open_loop_interval(bundle) is not None
     rankings = []
     for group, title in GROUPS:
@@ -181,15 +184,14 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
     """One group's arms by p50 ("within this run's noise of the lowest p50: pipe 14.1 µs, eventfd 15.3 µs; clearly
     slower (× the lowest p50): queue 2.2×, ...; slowest: mp-queue 104 µs (7.4×)"); ``limit`` keeps it short."""
     first = ranking.fastest
-    text = "%s %s" % (first.name, format_ns(first.level.p50_ns))
+    text = first.at_p50
     if len(ranking.ranked) == 1:
         return text
     if not ranking.comparable:
         if len(ranking.ranked) > (2 if limit is not None else 4):
             last = ranking.slowest
-            return "%d arms, each its own experiment, from %s to %s %s" % (
-                len(ranking.ranked), text, last.name, format_ns(last.level.p50_ns))
-        return ", ".join("%s %s" % (r.name, format_ns(r.level.p50_ns)) for r in ranking.ranked) + " (each its own experiment)"
+            return "%d arms, each its own experiment, from %s to %s" % (len(ranking.ranked), text, last.at_p50)
+        return ", ".join(r.at_p50 for r in ranking.ranked) + " (each its own experiment)"
     clear = ranking.clear_fastest
     base = "its p50" if clear else "the lowest p50"
     explain: List[bool] = []
@@ -201,7 +203,7 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
         more = len(leaders) - len(shown)
         names = []
         for r in shown:
-            name = "%s %s" % (r.name, format_ns(r.level.p50_ns))
+            name = r.at_p50
             if r.ratio >= LARGE_RATIO:  # noise that wide: say how wide
                 name += " (%s; %s)" % (_times(r.ratio, explain, base), within_phrase(first.level, r.level))
             names.append(name)
@@ -227,7 +229,7 @@ def format_ranking(ranking: Ranking, limit: Optional[int] = None) -> str:
         header = "clearly slower" if all(r.standing == SLOWER for r in middle) else "slower by p50"
         explain.append(True)  # the header says what × is
         text += "; %s (× %s): %s" % (header, base, ", ".join("%s %s" % (r.name, entry(r, limit is not None)) for r in middle))
-    text += "; slowest: %s %s (%s)" % (last.name, format_ns(last.level.p50_ns), entry(last, limit is not None, True))
+    text += "; slowest: %s (%s)" % (last.at_p50, entry(last, limit is not None, True))
     return text
 
 
@@ -254,11 +256,12 @@ def wide_note(leaders: Sequence[Ranked]) -> str:
 
 
 def lowest_words(ranking: Ranking, noun: str) -> str:
+    """"the fastest NOUN, NAME (P50)", or the only one measured, or the one with the lowest p50."""
     if len(ranking.ranked) == 1:
-        return "the only %s measured" % noun
-    if ranking.clear_fastest:
-        return "the fastest %s" % noun
-    return "the %s with the lowest p50" % noun
+        which = "the only %s measured" % noun
+    else:
+        which = "the fastest %s" % noun if ranking.clear_fastest else "the %s with the lowest p50" % noun
+    return "%s, %s (%s)" % (which, ranking.fastest.name, format_ns(ranking.fastest.level.p50_ns))
 
 
 def and_list(words: Sequence[str]) -> str:
@@ -267,14 +270,13 @@ def and_list(words: Sequence[str]) -> str:
 
 def group_clause(ranking: Ranking, scope: str) -> str:
     first = ranking.fastest
-    figure = "%s %s" % (first.name, format_ns(first.level.p50_ns))
     if len(ranking.ranked) == 1:
         return "%s, %s takes %s (p50)" % (scope, first.name, format_ns(first.level.p50_ns))
     if ranking.clear_fastest:
         return "%s, %s is fastest (%s, %s)" % (scope, first.name, format_ns(first.level.p50_ns), clear_of_noise(first.level))
     leaders = ranking.leaders
     if len(leaders) > 1:
-        return "%s, %s are %s%s" % (scope, and_list([figure] + [r.name for r in leaders[1:]]),
+        return "%s, %s are %s%s" % (scope, and_list([first.at_p50] + [r.name for r in leaders[1:]]),
                                     within_noise(first.level, "the lowest p50"), wide_note(leaders))
     return "%s, %s has the lowest p50 (%s), though not clearly below %s" % (
         scope, first.name, format_ns(first.level.p50_ns), and_list([r.name for r in ranking.unclear]))
