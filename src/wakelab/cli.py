@@ -42,7 +42,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from types import FrameType
-    from typing import Dict, List, NoReturn, Optional, Sequence
+    from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence
 
 # Signals that end a command like Ctrl-C (see the module docstring), by name: not every
 # platform has SIGHUP.
@@ -124,6 +124,18 @@ def install_interrupt_latch() -> Dict[int, object]:
         return {}
 
 
+def _quiet_latched_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], None]:
+    """``hook`` but for a Ctrl-C the latch noted and the interpreter swallowed (see :data:`wakelab.commands.INTERRUPTS`):
+    the command raises it again, so the interpreter's "Exception ignored" traceback for it is not printed."""
+    from wakelab.commands import INTERRUPTS
+
+    def quiet(unraisable: Any) -> None:
+        if not (INTERRUPTS and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            hook(unraisable)
+
+    return quiet
+
+
 def restore_handlers(previous: Dict[int, object]) -> None:
     import signal
 
@@ -182,11 +194,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     received: List[int] = []
     try:
         previous = install_terminating_handlers(received)
+        hook = sys.unraisablehook
         try:
             previous.update(install_interrupt_latch())
+            sys.unraisablehook = _quiet_latched_interrupt(hook)
             status = _dispatch(list(sys.argv[1:] if argv is None else argv))
         finally:
             restore_handlers(previous)
+            sys.unraisablehook = hook
     except (KeyboardInterrupt, RuntimeError) as caught:
         # A Ctrl-C landing while a class is created (``import platform`` makes one with a cached_property) reaches
         # Python 3.11 and older as the RuntimeError "Error calling __set_name__", the KeyboardInterrupt its cause.
