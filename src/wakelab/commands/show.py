@@ -55,12 +55,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _terminal_width() -> int:
-    import shutil
-
-    return max(60, min(120, shutil.get_terminal_size((80, 24)).columns))
-
-
 def _why_not(arm: Any) -> str:
     """Why a latency arm has no histogram: not measured, or no wakes."""
     if arm.status != "ok":
@@ -113,6 +107,8 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
 
 
 def show_histograms(path: str, wanted: str) -> int:
+    import shutil
+
     from wakelab.analysis.histogram import arm_histogram
     from wakelab.evidence.model import Bundle
     from wakelab.report.hist import format_histograms
@@ -125,5 +121,5 @@ def show_histograms(path: str, wanted: str) -> int:
         samples = bundle.kept_latency_samples(arm)
         title = "%s (%s waiter, %s)" % (arm.name, arm.waiter, arm.scope) if arm.waiter and arm.scope else arm.name
         sections.append((title, arm_histogram(samples, "%s: arm %s" % (bundle.source, arm.name))))
-    sys.stdout.write(format_histograms(sections, notes, width=_terminal_width()))
+    sys.stdout.write(format_histograms(sections, notes, width=max(60, min(120, shutil.get_terminal_size((80, 24)).columns))))
     return EXIT_OK
