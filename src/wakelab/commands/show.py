@@ -79,8 +79,8 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
         notes = []
         rates = [a.name for a in arms if a.kind != LATENCY]
         if rates:
-            notes.append("Not shown: %s (rate arm%s: %s time%s rounds of calls, not wakes)." % (
-                ", ".join(rates), "" if len(rates) == 1 else "s", "it" if len(rates) == 1 else "they", "s" if len(rates) == 1 else ""))
+            notes.append("Not shown: %s (%s rounds of calls, not wakes)." % (
+                ", ".join(rates), "rate arm: it times" if len(rates) == 1 else "rate arms: they time"))
         notes += ["Not shown: %s (%s)." % (arm.name, _why_not(arm)) for arm in arms if arm.kind == LATENCY and arm not in drawable]
         if not drawable:
             raise UsageError("%s has no latency arm with wakes to draw%s" % (
