@@ -195,7 +195,6 @@ def _build(key: ConditionsKey) -> Optional[str]:
 
 
 def _held(field: str, words: Callable[[object], str]) -> Callable[[ConditionsKey], Optional[str]]:
-    """The words for one field of a key, when the key holds it."""
     return lambda key: words(getattr(key, field)) if field in key.recorded else None
 
 

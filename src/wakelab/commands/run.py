@@ -203,7 +203,6 @@ def register(sub: Any) -> None:
 
 
 def _load_user_arms(args: argparse.Namespace) -> List[str]:
-    """Load every --arm-file, in order; the names of their arms."""
     from wakelab.core.user_arms import ArmFileError, load_arm_file
 
     files = list(args.arm_file or [])

@@ -143,7 +143,6 @@ class ArmRow:
 
     @classmethod
     def of_bundle(cls, bundle: Bundle) -> Tuple["ArmRow", ...]:
-        """Every arm of ``bundle`` that has a name, in run order."""
         arms = [(position, ArmRecord.from_dict(entry)) for position, entry in enumerate(bundle.arm_entries())
                 if isinstance(entry, Mapping) and isinstance(entry.get("name"), str)]
         return tuple(cls(position=position, arm=arm.name, family=arm.family or None, kind=arm.kind or None, waiter=arm.waiter or None,
