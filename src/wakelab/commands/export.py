@@ -44,12 +44,6 @@ def register(sub: Any) -> None:
     export.set_defaults(handler=cmd_export)
 
 
-def _display(path: str) -> str:
-    """A default path as the user would type it: relative to the working directory when under it."""
-    relative = os.path.relpath(path)
-    return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
-
-
 def _hint(exporter_name: str, paths: List[str], grid: bool) -> str:
     if exporter_name == "pyperf":
         if grid and len(paths) > 1:
@@ -79,7 +73,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         return EXIT_OK
     paths = write_export(export, exporter, destination_for(source, exporter, args.output))
-    shown = paths if args.output else [_display(p) for p in paths]
+    # Default paths as the user would type them: relative to the working directory when under it.
+    shown = paths if args.output else [p if os.path.relpath(p).split(os.sep)[0] == os.pardir else os.path.relpath(p) for p in paths]
     what = "%d files to %s" % (len(shown), os.path.dirname(shown[0]) or ".") if len(shown) > 1 else shown[0]
     sys.stderr.write("wakelab: wrote %s%s\n" % (escape_text(what), escape_text(_hint(exporter.name, shown, isinstance(source, Grid)))))
     return EXIT_OK

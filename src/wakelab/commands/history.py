@@ -89,11 +89,6 @@ def register(sub: Any) -> None:
         action.set_defaults(handler=cmd_history_record)
 
 
-def _date(utc: Optional[str]) -> str:
-    """``2026-10-01T06:00:00Z`` -> ``2026-10-01 06:00``."""
-    return utc.replace("T", " ")[:16] if utc else "-"
-
-
 def _plural(count: int, word: str) -> str:
     return "%d %s" % (count, word if count == 1 else word + "s")
 
@@ -116,7 +111,7 @@ def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: 
 
     with_host = group != "host"
     opening = [first, "started (UTC)", "lab", "interpreter"] + (["host"] if with_host else [])
-    cells = [[str(run_id), _date(run.started_utc), run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
+    cells = [[str(run_id), run.started_utc.replace("T", " ")[:16] if run.started_utc else "-", run.lab_id or "-", run.interpreter_label] + ([run.hostname or "-"] if with_host else [])
              + row for run, run_id, row in zip(runs, ids, rows)]
     table = format_table(opening + list(header), cells, right={0} | {len(opening) + i for i in right})
     if group is None:
@@ -200,7 +195,6 @@ def _build(key: ConditionsKey) -> Optional[str]:
 
 
 def _held(field: str, words: Callable[[object], str]) -> Callable[[ConditionsKey], Optional[str]]:
-    """The words for one field of a key, when the key holds it."""
     return lambda key: words(getattr(key, field)) if field in key.recorded else None
 
 

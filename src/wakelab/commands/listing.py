@@ -57,24 +57,6 @@ def _availability(arm: Arm, user_defined: bool) -> Optional[str]:
     return arm.unavailable_reason()
 
 
-def load_entry_point_arms() -> List[Tuple[str, str]]:
-    """Load every arm the installed packages offer in the ``wakelab.arms`` group (once per process);
-    the ones that cannot be loaded, as (name, one line)."""
-    from wakelab.core.registry import user_arms
-    from wakelab.core.user_arms import ENTRY_POINT, ArmFileError, UserArm, entry_point_names, load_entry_point
-
-    loaded = {arm.name for arm in user_arms() if isinstance(arm, UserArm) and arm.loaded_from.source == ENTRY_POINT}
-    failed: List[Tuple[str, str]] = []
-    for name in entry_point_names():
-        if name in loaded:
-            continue  # loaded already (a second listing in this process)
-        try:
-            load_entry_point(name)
-        except ArmFileError as exc:
-            failed.append((name, str(exc)))
-    return failed
-
-
 @dataclasses.dataclass(frozen=True)
 class Listing:
     """Arms and labs as ``wakelab list`` shows them: each arm's record with why it cannot run here (None:
@@ -93,15 +75,21 @@ class Listing:
         return {"arms": [dict(arm.entry) for arm, _ in self.arms], "labs": labs, "not_loaded": [{"name": n, "error": e} for n, e in self.not_loaded]}
 
 
-def list_arms(entry_points: bool = True) -> Listing:
-    """The arms registered so far (the built-in ones, and those of the arm files loaded already);
-    ``entry_points`` loads the installed packages' arms first."""
-    from wakelab.core.registry import all_arms
-    from wakelab.core.user_arms import UserArm
+def list_arms() -> Listing:
+    """The arms registered so far (the built-in ones, and those of the arm files loaded already), after loading every
+    arm the installed packages offer in the ``wakelab.arms`` group (once per process: a second listing finds them)."""
+    from wakelab.core.registry import all_arms, user_arms
+    from wakelab.core.user_arms import ENTRY_POINT, ArmFileError, UserArm, entry_point_names, load_entry_point
     from wakelab.labs import all_labs
     from wakelab.report.text import origin_text
 
-    not_loaded = load_entry_point_arms() if entry_points else []
+    loaded = {arm.name for arm in user_arms() if isinstance(arm, UserArm) and arm.loaded_from.source == ENTRY_POINT}
+    not_loaded: List[Tuple[str, str]] = []
+    for name in [name for name in entry_point_names() if name not in loaded]:
+        try:
+            load_entry_point(name)
+        except ArmFileError as exc:
+            not_loaded.append((name, str(exc)))
     arms = []
     for arm in all_arms():
         loaded_from = arm.loaded_from if isinstance(arm, UserArm) else None

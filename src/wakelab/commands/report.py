@@ -93,16 +93,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     write_report(args.output, page)
     if not args.quiet:
         size = len(page.encode("utf-8"))
+        size_text = "%.1f MB" % (size / (1 << 20)) if size >= 1 << 20 else "%d kB" % max(1, round(size / 1024))
         charts = count_charts(page)
         sys.stderr.write(
             "wakelab: report in %s (%s, %d run%s, %d interactive chart%s, %d plots)\n" % (
-                escape_text(os.path.abspath(args.output)), _size_text(size), len(loaded.runs), "" if len(loaded.runs) == 1 else "s",
+                escape_text(os.path.abspath(args.output)), size_text, len(loaded.runs), "" if len(loaded.runs) == 1 else "s",
                 charts, "" if charts == 1 else "s", count_plots(page) - charts)
         )
     return EXIT_OK
-
-
-def _size_text(size: int) -> str:
-    if size >= 1 << 20:
-        return "%.1f MB" % (size / (1 << 20))
-    return "%d kB" % max(1, round(size / 1024))

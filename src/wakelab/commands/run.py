@@ -39,8 +39,7 @@ LIMITS = {
     "cpu": (0, 4095), "priority": (0, 99),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
-# --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
-# rounds, and this many fresh workers per repetition.  bench/aa_power.py measures what it buys.
+# What --rigorous takes (wakelab.harness.runner sizes it), here for --help without importing the harness.
 RIGOROUS_FACTOR = 5
 RIGOROUS_WORKERS_PER_REPETITION = 2
 SWITCH_INTERVAL_LIMITS = (1e-6, 1.0)
@@ -204,7 +203,6 @@ def register(sub: Any) -> None:
 
 
 def _load_user_arms(args: argparse.Namespace) -> List[str]:
-    """Load every --arm-file, in order; the names of their arms."""
     from wakelab.core.user_arms import ArmFileError, load_arm_file
 
     files = list(args.arm_file or [])
@@ -243,13 +241,10 @@ def _resolve_arms(args: argparse.Namespace, lab: Lab, file_arms: Sequence[str] =
 
 def _params(args: argparse.Namespace, defaults: MeasureParams) -> MeasureParams:
     given = ("n", "warmup", "timeout_s", "install_n", "rounds", "planted_delay_us", "mode", "interval_us", "settle_jitter_us", "seed")
+    from wakelab.harness.runner import rigorous_params
+
     overrides = {field: getattr(args, field) for field in given if getattr(args, field) is not None}
-    if getattr(args, "rigorous", False):
-        # Compare-grade: more of the lab's own counts, unless the command line gives its own.
-        for field in ("n", "rounds"):
-            if field not in overrides:
-                overrides[field] = min(LIMITS[field][1], RIGOROUS_FACTOR * getattr(defaults, field))
-    params = dataclasses.replace(defaults, **overrides)
+    params = dataclasses.replace(rigorous_params(defaults, overrides) if getattr(args, "rigorous", False) else defaults, **overrides)
     if params.planted_delay_us / 1e6 >= params.timeout_s:
         raise UsageError("--planted-delay-us must be shorter than --timeout-s, or every wake would be lost")
     return params
@@ -299,7 +294,7 @@ def _placements(args: argparse.Namespace, lab: Lab) -> List[Tuple[str, Optional[
 def _execution(args: argparse.Namespace) -> Execution:
     from wakelab.core.realtime import requested
     from wakelab.harness.conditions import ConditionError, Conditions, check_idle_hold, check_realtime
-    from wakelab.harness.runner import DEFAULT_WORKERS, Execution
+    from wakelab.harness.runner import DEFAULT_WORKERS, Execution, rigorous_workers
 
     if args.in_process and args.workers is not None:
         raise UsageError("--workers and --in-process exclude each other")
@@ -316,8 +311,7 @@ def _execution(args: argparse.Namespace) -> Execution:
                                 notifier_policy=notifier_policy, notifier_priority=notifier_priority)
         check_realtime(conditions)  # refused now, one line, where this user or this kernel cannot have them
     repeat = DEFAULT_REPEAT if args.repeat is None else args.repeat
-    rigorous = min(LIMITS["workers"][1], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))  # never fewer than plain
-    workers = args.workers if args.workers is not None else rigorous if args.rigorous else DEFAULT_WORKERS
+    workers = args.workers if args.workers is not None else rigorous_workers(repeat) if args.rigorous else DEFAULT_WORKERS
     return Execution(workers=workers, in_process=args.in_process, conditions=conditions, repeat=repeat,
                      trace=args.trace or args.trace_frames, trace_frames=args.trace_frames, rigorous=args.rigorous)
 

@@ -55,12 +55,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _terminal_width() -> int:
-    import shutil
-
-    return max(60, min(120, shutil.get_terminal_size((80, 24)).columns))
-
-
 def _why_not(arm: Any) -> str:
     """Why a latency arm has no histogram: not measured, or no wakes."""
     if arm.status != "ok":
@@ -85,8 +79,8 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
         notes = []
         rates = [a.name for a in arms if a.kind != LATENCY]
         if rates:
-            notes.append("Not shown: %s (rate arm%s: %s time%s rounds of calls, not wakes)." % (
-                ", ".join(rates), "" if len(rates) == 1 else "s", "it" if len(rates) == 1 else "they", "s" if len(rates) == 1 else ""))
+            notes.append("Not shown: %s (%s rounds of calls, not wakes)." % (
+                ", ".join(rates), "rate arm: it times" if len(rates) == 1 else "rate arms: they time"))
         notes += ["Not shown: %s (%s)." % (arm.name, _why_not(arm)) for arm in arms if arm.kind == LATENCY and arm not in drawable]
         if not drawable:
             raise UsageError("%s has no latency arm with wakes to draw%s" % (
@@ -113,6 +107,8 @@ def select_arms(bundle: Any, wanted: str) -> Tuple[List[Any], List[str]]:
 
 
 def show_histograms(path: str, wanted: str) -> int:
+    import shutil
+
     from wakelab.analysis.histogram import arm_histogram
     from wakelab.evidence.model import Bundle
     from wakelab.report.hist import format_histograms
@@ -125,5 +121,5 @@ def show_histograms(path: str, wanted: str) -> int:
         samples = bundle.kept_latency_samples(arm)
         title = "%s (%s waiter, %s)" % (arm.name, arm.waiter, arm.scope) if arm.waiter and arm.scope else arm.name
         sections.append((title, arm_histogram(samples, "%s: arm %s" % (bundle.source, arm.name))))
-    sys.stdout.write(format_histograms(sections, notes, width=_terminal_width()))
+    sys.stdout.write(format_histograms(sections, notes, width=max(60, min(120, shutil.get_terminal_size((80, 24)).columns))))
     return EXIT_OK

@@ -66,7 +66,7 @@ import os
 import signal
 import sys
 import time
-from typing import Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.registry import get_arm
 from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, raw_to_dict
@@ -161,7 +161,23 @@ def interruption_reason(signum: int) -> str:
 
 
 DEFAULT_WORKERS = 3
-REPEAT_LIMITS = (1, 1000)
+# --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
+# rounds, and this many fresh workers per repetition.  bench/aa_power.py measures what it buys.
+RIGOROUS_FACTOR = 5
+RIGOROUS_WORKERS_PER_REPETITION = 2
+# The most a compare-grade plan asks for: ``wakelab run``'s bounds on --n, --rounds and --workers.
+RIGOROUS_CAPS = {"n": 1_000_000, "rounds": 1_000, "workers": 64}
+
+
+def rigorous_params(params: MeasureParams, given: Collection[str] = ()) -> MeasureParams:
+    """``params`` compare-grade: :data:`RIGOROUS_FACTOR` times the counted wakes and rounds, but those in ``given``."""
+    return dataclasses.replace(params, **{field: min(RIGOROUS_CAPS[field], RIGOROUS_FACTOR * getattr(params, field))
+                                          for field in ("n", "rounds") if field not in given})
+
+
+def rigorous_workers(repeat: int) -> int:
+    """A compare-grade run's workers per arm: :data:`RIGOROUS_WORKERS_PER_REPETITION` per repetition, never fewer than a plain run's."""
+    return min(RIGOROUS_CAPS["workers"], max(DEFAULT_WORKERS, RIGOROUS_WORKERS_PER_REPETITION * repeat))
 
 
 @dataclasses.dataclass(frozen=True)

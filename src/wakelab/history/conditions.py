@@ -23,7 +23,7 @@ import json
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from wakelab.evidence.model import Bundle
-from wakelab.evidence.sections import Conditions, Parameters
+from wakelab.evidence.sections import Parameters
 
 # key field <- the first of these conditions recorded (as applied, else as requested).
 _CONDITION_FIELDS = (("busy_threads", ("cpu_threads",)), ("busy_procs", ("applied_cpu_procs", "cpu_procs")),
@@ -67,17 +67,6 @@ def _repeat(bundle: Bundle) -> object:
     return next((n for n in said if n is not None), REPEAT_WHEN_ABSENT)
 
 
-def _conditions_key(conditions: Conditions) -> Dict[str, object]:
-    recorded = conditions.recorded
-    key: Dict[str, object] = {}
-    for name, fields in _CONDITION_FIELDS:
-        field = next((f for f in fields if f in recorded), None)
-        if field is not None:
-            key[name] = recorded[field]
-    key.update((name, recorded[name]) for name in sorted(recorded) if name not in _KNOWN_CONDITIONS)
-    return key
-
-
 def figure_conditions(bundle: Bundle) -> Optional[ConditionsKey]:
     """The conditions of a run that change its figures (None: none recorded); conditions this wakelab does not know
     are kept as they are, so that a newer one still tells runs apart."""
@@ -86,7 +75,12 @@ def figure_conditions(bundle: Bundle) -> Optional[ConditionsKey]:
     key = _parameters_key(parameters, bundle.recorded("parameters")) if parameters.in_evidence else {}
     if parameters.in_evidence or execution.in_evidence:
         key["repeat"] = _repeat(bundle)
-    key.update(_conditions_key(bundle.conditions))
+    recorded = bundle.conditions.recorded
+    for name, fields in _CONDITION_FIELDS:
+        field = next((f for f in fields if f in recorded), None)
+        if field is not None:
+            key[name] = recorded[field]
+    key.update((name, recorded[name]) for name in sorted(recorded) if name not in _KNOWN_CONDITIONS)
     if isinstance(execution.mode, str):
         key["execution"] = execution.mode
     if interpreter.in_evidence:

@@ -142,15 +142,10 @@ class ArmRow:
     status: Optional[str]
 
     @classmethod
-    def from_record(cls, position: int, arm: ArmRecord) -> "ArmRow":
-        latency = {name: getattr(arm.latency, name, None) for name in _LATENCY_COLUMNS}
-        return cls(position=position, arm=arm.name, family=arm.family or None, kind=arm.kind or None,
-                   waiter=arm.waiter or None, scope=arm.scope or None, ops_per_s=getattr(arm.rate, "ops_per_s", None),
-                   status=arm.status or None, **latency)
-
-    @classmethod
     def of_bundle(cls, bundle: Bundle) -> Tuple["ArmRow", ...]:
-        """Every arm of ``bundle`` that has a name, in run order."""
-        return tuple(cls.from_record(position, ArmRecord.from_dict(entry)) for position, entry in enumerate(bundle.arm_entries())
-                     if isinstance(entry, Mapping) and isinstance(entry.get("name"), str))
+        arms = [(position, ArmRecord.from_dict(entry)) for position, entry in enumerate(bundle.arm_entries())
+                if isinstance(entry, Mapping) and isinstance(entry.get("name"), str)]
+        return tuple(cls(position=position, arm=arm.name, family=arm.family or None, kind=arm.kind or None, waiter=arm.waiter or None,
+                         scope=arm.scope or None, ops_per_s=getattr(arm.rate, "ops_per_s", None), status=arm.status or None,
+                         **{name: getattr(arm.latency, name, None) for name in _LATENCY_COLUMNS}) for position, arm in arms)
 

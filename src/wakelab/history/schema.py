@@ -74,7 +74,6 @@ _RUNS_V1_COLUMNS = ", ".join(["id"] + [line.split()[0] for line in _RUNS_V1_BODY
 
 
 def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
-    """Create the first schema in an empty database."""
     # PRAGMA takes no parameters; APPLICATION_ID is our own integer.
     conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

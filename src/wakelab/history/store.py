@@ -128,7 +128,6 @@ def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Bring the database up to :data:`~wakelab.history.schema.SCHEMA_VERSION` in one transaction."""
     with _write_transaction(conn):
         # Re-read under the write lock: another wakelab may have migrated it meanwhile.
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
