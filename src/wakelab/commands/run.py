@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.commands import EXIT_ARM_FAILED, EXIT_INTERRUPTED, EXIT_OK, raise_if_interrupted
 from wakelab.evidence.model import DEFAULT_REPEAT
-from wakelab.core.model import DEFAULT_SETTLE_JITTER_US
+from wakelab.core.model import DEFAULT_SETTLE_JITTER_US, RIGOROUS_FACTOR, RIGOROUS_WORKERS_PER_REPETITION
 from wakelab.commands._options import (is_utf8, not_utf8_message, number_in, parsed_by, path_value, suggest_long_options,
                                        usage_errors, utf8_text, whole_number)
 from wakelab.commands.history import add_history_option
@@ -39,9 +39,6 @@ LIMITS = {
     "cpu": (0, 4095), "priority": (0, 99),
 }
 TIMEOUT_LIMITS = (0.001, 3600.0)
-# What --rigorous takes (wakelab.harness.runner sizes it), here for --help without importing the harness.
-RIGOROUS_FACTOR = 5
-RIGOROUS_WORKERS_PER_REPETITION = 2
 SWITCH_INTERVAL_LIMITS = (1e-6, 1.0)
 
 

@@ -83,6 +83,10 @@ def int64s(values: Iterable[int] = ()) -> IntSeries:
 #: The settle's random part unless told (``wakelab run --settle-jitter-us``), µs: it reveals polls
 #: of up to about 2 ms and costs 1 ms a blocked wake on average (see MeasureParams.settle_jitter_us).
 DEFAULT_SETTLE_JITTER_US = 2000
+# --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and rounds, and this many
+# fresh workers per repetition (wakelab.harness.runner sizes a plan by them).  bench/aa_power.py measures what it buys.
+RIGOROUS_FACTOR = 5
+RIGOROUS_WORKERS_PER_REPETITION = 2
 
 
 @dataclasses.dataclass(frozen=True)

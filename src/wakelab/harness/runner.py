@@ -69,7 +69,7 @@ import time
 from typing import Callable, Collection, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.registry import get_arm
-from wakelab.core.model import LATENCY, Arm, MeasureParams, Raw, raw_to_dict
+from wakelab.core.model import LATENCY, RIGOROUS_FACTOR, RIGOROUS_WORKERS_PER_REPETITION, Arm, MeasureParams, Raw, raw_to_dict
 from wakelab.errors import OutputError
 from wakelab.evidence import bundle
 from wakelab.evidence.model import WorkerRecord
@@ -161,10 +161,6 @@ def interruption_reason(signum: int) -> str:
 
 
 DEFAULT_WORKERS = 3
-# --rigorous (compare-grade, as pyperf's --rigorous): this many times the lab's counted wakes and
-# rounds, and this many fresh workers per repetition.  bench/aa_power.py measures what it buys.
-RIGOROUS_FACTOR = 5
-RIGOROUS_WORKERS_PER_REPETITION = 2
 # The most a compare-grade plan asks for: ``wakelab run``'s bounds on --n, --rounds and --workers.
 RIGOROUS_CAPS = {"n": 1_000_000, "rounds": 1_000, "workers": 64}
 
