@@ -965,6 +965,7 @@ def test_a_version_3_history_is_migrated_and_its_keys_gain_the_build_and_repetit
     with sqlite3.connect(db) as conn:
         arms_before = conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall()
         assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 1  # schema 3: one key for both builds
+        conn.execute("UPDATE runs SET cpu_count = 99, machine_id = 'm-old'")  # as schema 3 stored them, whatever they were
     conn.close()
 
     runs = history.list_runs(db)  # opening migrates
@@ -975,6 +976,8 @@ def test_a_version_3_history_is_migrated_and_its_keys_gain_the_build_and_repetit
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
         assert conn.execute("SELECT * FROM arm_results ORDER BY run_id, position").fetchall() == arms_before
         assert len({k for (k,) in conn.execute("SELECT conditions_key FROM runs")}) == 2
+        # Schema 4 recomputes the conditions key only: the other columns schema 3 filled in keep what they hold.
+        assert set(conn.execute("SELECT cpu_count, machine_id FROM runs")) == {(99, "m-old")}
     finally:
         conn.close()
     assert [(key.free_threaded, key.gil_enabled, key.repeat) for key in (r.facts.figure_conditions for r in runs)] == [

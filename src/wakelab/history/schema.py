@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from typing import Callable, List
+from typing import Callable, List, Sequence
 
 from wakelab.evidence.model import Bundle
 from wakelab.history.rows import StoredFacts
@@ -143,11 +143,14 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_conditions ON runs (conditions_key)")
 
 
-def _refill(conn: sqlite3.Connection) -> None:
-    """Derive every row's :class:`StoredFacts` columns afresh from the summary.json it keeps (schema 4: the conditions
-    key gains the repetitions and the interpreter build).  Nothing is lost, and it can be repeated; a stored summary
-    edited by hand into something that is not a JSON object keeps what its row had (it still lists)."""
-    assignments = ", ".join("%s = ?" % field.name for field in dataclasses.fields(StoredFacts))
+_FACT_COLUMNS = tuple(field.name for field in dataclasses.fields(StoredFacts))
+
+
+def _refill(conn: sqlite3.Connection, columns: Sequence[str] = _FACT_COLUMNS) -> None:
+    """Derive ``columns`` of :class:`StoredFacts` afresh for every row from the summary.json it keeps.  Nothing is lost,
+    and it can be repeated; a stored summary edited by hand into something that is not a JSON object keeps what its row
+    had (it still lists)."""
+    assignments = ", ".join("%s = ?" % name for name in columns)
     for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
         try:
             summary = json.loads(text)
@@ -155,8 +158,13 @@ def _refill(conn: sqlite3.Connection) -> None:
             continue
         if isinstance(summary, dict):
             facts = StoredFacts.of(Bundle(source="", folder="", summary=summary))
-            conn.execute("UPDATE runs SET %s WHERE id = ?" % assignments, dataclasses.astuple(facts) + (run_id,))
+            conn.execute("UPDATE runs SET %s WHERE id = ?" % assignments, tuple(getattr(facts, name) for name in columns) + (run_id,))
+
+
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    """Schema 4's conditions key gains the repetitions and the interpreter build: recompute it, and only it."""
+    _refill(conn, ("conditions_key",))
 
 
 # MIGRATIONS[v] turns a database of version v into version v + 1.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _refill]
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3, _migrate_3_to_4]
