@@ -36,7 +36,7 @@ from wakelab.analysis.guidance import (
     rank_test_p,
     rank_wake_paths,
 )
-from wakelab.analysis.guidance.records import counted
+from wakelab.formatting import counted
 from wakelab.analysis.quality import derive_warnings
 from wakelab.analysis.stats import summarize_latency
 from wakelab.core.model import MeasureParams, RawLatency, RawRate

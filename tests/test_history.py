@@ -1256,7 +1256,7 @@ def test_history_package_is_stdlib_only_and_3_9_syntax() -> None:
     assert third_party == []
     # The history and the evidence model it reads; not the validating loader (jsonschema), nor anything above.
     assert sorted(m for m in loaded if m.startswith("wakelab") and not m.startswith(("wakelab.history", "wakelab.evidence"))) == [
-        "wakelab", "wakelab.errors", "wakelab.percentile"]
+        "wakelab", "wakelab.errors", "wakelab.formatting", "wakelab.percentile"]
     assert sorted(m for m in loaded if m.startswith("wakelab.evidence")) == [
         "wakelab.evidence", "wakelab.evidence.arms", "wakelab.evidence.bundle", "wakelab.evidence.figures",
         "wakelab.evidence.interpreter", "wakelab.evidence.model", "wakelab.evidence.sections", "wakelab.evidence.warnings",

@@ -68,6 +68,11 @@ def format_signed_us(value_ns: float, minus: str = "-") -> str:
     return ("+" if value_ns > 0 else minus if value_ns < 0 else "") + format_us(abs(value_ns))
 
 
+def counted(n: int, noun: str, plural: str = "s") -> str:
+    """``n`` of ``noun``: "1 busy process", "2 busy processes" (``plural``: the ending of more than one)."""
+    return "%d %s%s" % (n, noun, "" if n == 1 else plural)
+
+
 def _three_digits(x: float) -> str:
     if abs(x) >= 100:
         return "%.0f" % x

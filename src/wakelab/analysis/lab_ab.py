@@ -10,11 +10,10 @@ import dataclasses
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.core.model import ROLE_REALTIME
-from wakelab.analysis.guidance.records import counted
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.matrix import AB_FIGURES, FORCED_GIL as FORCED_GIL, GIL_BUILD as GIL_BUILD, NO_GIL as NO_GIL, MatrixDoc, MatrixEntry, MatrixVerdict, VerdictTable
 from wakelab.evidence.matrix import interpreter_role as interpreter_role  # the roles of the GIL A/B, re-exported
-from wakelab.formatting import format_ratio, format_us
+from wakelab.formatting import counted, format_ratio, format_us
 from wakelab.percentile import median
 
 # The interpreter roles of the GIL A/B, in the order its figures show them.

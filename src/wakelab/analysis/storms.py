@@ -9,11 +9,10 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from wakelab.analysis.caveats import Arm, Run, arm_record, bundle_of, worker_infos
 from wakelab.analysis.guidance import Advice, Cite, Level
-from wakelab.analysis.guidance.records import counted
 from wakelab.core.model import ROLE_REALTIME
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import ArmRecord, Bundle
-from wakelab.formatting import format_ns, format_ratio
+from wakelab.formatting import counted, format_ns, format_ratio
 
 STORMS = "signal storm"
 REALTIME = "realtime"

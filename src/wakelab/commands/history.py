@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 from wakelab.commands import EXIT_OK
 from wakelab.commands._options import path_value, utf8_text, whole_number
 from wakelab.errors import EvidenceError, UsageError
-from wakelab.formatting import escape_text
+from wakelab.formatting import counted, escape_text
 
 if TYPE_CHECKING:
     from wakelab.evidence.model import Bundle
@@ -89,12 +89,8 @@ def register(sub: Any) -> None:
         action.set_defaults(handler=cmd_history_record)
 
 
-def _plural(count: int, word: str) -> str:
-    return "%d %s" % (count, word if count == 1 else word + "s")
-
-
 def _title(runs: RunGroup, group: str) -> str:
-    count = _plural(len(runs.indices), "run")
+    count = counted(len(runs.indices), "run")
     if group == "host":
         return "host %s: %s; %s" % (runs.name, "; ".join(runs.machines), count)
     return "machine %s: %s on %s %s" % (runs.name, count, "host" if len(runs.hosts) == 1 else "hosts", ", ".join(runs.hosts))
@@ -115,9 +111,9 @@ def _listing(title: Tuple[str, str], first: str, runs: Sequence[RunFacts], ids: 
              + row for run, run_id, row in zip(runs, ids, rows)]
     table = format_table(opening + list(header), cells, right={0} | {len(opening) + i for i in right})
     if group is None:
-        return [escape_text(title[0] + _plural(len(runs), "run") + title[1])] + table
+        return [escape_text(title[0] + counted(len(runs), "run") + title[1])] + table
     groups = group_runs(runs, group)
-    lines = [escape_text(title[0] + _plural(len(runs), "run") + " on %s" % _plural(len(groups), group) + title[1])]  # " on 2 hosts"
+    lines = [escape_text(title[0] + counted(len(runs), "run") + " on %s" % counted(len(groups), group) + title[1])]  # " on 2 hosts"
     return lines + [line for g in groups for line in [escape_text(_title(g, group)), table[0]] + [table[1 + i] for i in g.indices]]
 
 
@@ -356,7 +352,7 @@ def read_bundles(paths: Sequence[str]) -> Tuple[List[Bundle], int]:
                          if any(os.path.lexists(os.path.join(given, name, file)) for file in (SUMMARY_JSON, MATRIX_JSON))]
             except OSError:
                 inner = []
-            hint = "; it holds %s: give them as %s" % (_plural(len(inner), "bundle"), os.path.join(given, "*")) if inner else ""
+            hint = "; it holds %s: give them as %s" % (counted(len(inner), "bundle"), os.path.join(given, "*")) if inner else ""
             raise EvidenceError("%s is not a wakelab bundle: it has no summary.json (a run) or matrix.json (a grid)%s" % (given, hint))
         found.append(Bundle(given, os.path.dirname(os.path.abspath(summary_path)), load_summary(given)))
     return found, pending
@@ -387,10 +383,10 @@ def cmd_history_record(args: argparse.Namespace) -> int:
         return EXIT_OK
     counts = history.RecordCounts.of(results)
     notes = [text % n for n, text in ((counts.unchanged, "%d already recorded"), (counts.updated, "%d updated")) if n]
-    line = "imported %s%s from %s" % (_plural(counts.runs, "run"), " (%s)" % ", ".join(notes) if notes else "",
-                                      _plural(counts.machines, "machine"))
+    line = "imported %s%s from %s" % (counted(counts.runs, "run"), " (%s)" % ", ".join(notes) if notes else "",
+                                      counted(counts.machines, "machine"))
     if pending:
-        line += "; %s of a grid never ran" % _plural(pending, "cell")
+        line += "; %s of a grid never ran" % counted(pending, "cell")
     if json_out:
         done = [{"run_id": r.run_id, "action": r.action, "run_uuid": r.run_uuid, "hostname": r.hostname, "folder": r.folder,
                  "imported_from": p.imported_from if p else None, "given": b.source} for r, b, p in zip(results, bundles, provenance)]

@@ -76,7 +76,7 @@ def check_destination(path: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from wakelab.extras import require
-    from wakelab.formatting import escape_text
+    from wakelab.formatting import counted, escape_text
     from wakelab.report.html import count_charts, count_plots, load_runs, render_report, write_report
 
     require("report", "wakelab report")
@@ -96,8 +96,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         size_text = "%.1f MB" % (size / (1 << 20)) if size >= 1 << 20 else "%d kB" % max(1, round(size / 1024))
         charts = count_charts(page)
         sys.stderr.write(
-            "wakelab: report in %s (%s, %d run%s, %d interactive chart%s, %d plots)\n" % (
-                escape_text(os.path.abspath(args.output)), size_text, len(loaded.runs), "" if len(loaded.runs) == 1 else "s",
-                charts, "" if charts == 1 else "s", count_plots(page) - charts)
+            "wakelab: report in %s (%s, %s, %s, %d plots)\n" % (
+                escape_text(os.path.abspath(args.output)), size_text, counted(len(loaded.runs), "run"),
+                counted(charts, "interactive chart"), count_plots(page) - charts)
         )
     return EXIT_OK

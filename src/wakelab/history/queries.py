@@ -11,6 +11,7 @@ import json
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from wakelab.evidence.model import Interpreter
+from wakelab.formatting import counted
 from wakelab.history.conditions import ConditionsKey
 from wakelab.history.rows import ArmRow
 from wakelab.history.store import BUSY_TIMEOUT_S, read
@@ -80,7 +81,7 @@ class RunFacts:
     def machine(self) -> str:
         """``AMD EPYC, 2 CPUs, kernel 6.8.0, x86_64``: what the run's bundle says about its machine."""
         count = self.cpu_count
-        cpus = "%d CPU%s" % (count, "" if count == 1 else "s") if isinstance(count, int) else None
+        cpus = counted(count, "CPU") if isinstance(count, int) else None
         kernel = "kernel " + self.kernel if self.kernel else None
         return ", ".join(part for part in (self.cpu_model or "unknown CPU", cpus, kernel, self.architecture) if part)
 

@@ -18,7 +18,7 @@ import math
 import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from wakelab.formatting import format_ns
+from wakelab.formatting import counted, format_ns
 from wakelab.report.honesty import clip
 from wakelab.report.interactive import Chart, figure, label, log_axis, trace
 
@@ -213,7 +213,7 @@ def distribution_chart(chart_id: str, series: Sequence[Series], *, marks: bool =
                 continue
             height = _short(count / total)
             right = left * step
-            wakes_to = "%d wake%s %s" % (count, "" if count == 1 else "s", "down to" if side == "below" else "up to")
+            wakes_to = "%s %s" % (counted(count, "wake"), "down to" if side == "below" else "up to")
             data.append(trace(
                 "scatter", **panel, x=[_short(x / 1e3) for x in (left, left, right, right, left)], y=[0, height, height, 0, 0],
                 fill="toself", fillcolor="rgba(0,0,0,0)", fillpattern={"shape": "/", "fgcolor": s.color, "size": 6},

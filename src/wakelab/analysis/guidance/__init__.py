@@ -22,9 +22,9 @@ from wakelab.analysis.guidance.noise import Level, format_times, measured_levels
 from wakelab.analysis.guidance.ranking import (
     GROUPS, IN_PROCESS, LEADER, PROCESS_GROUP, SIGNAL_GROUP, SLOWER, UNCLEAR, Ranking, format_ranking, group_clause,
     open_loop_interval, open_loop_note, rank_wake_paths)
-from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, PREFER, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance, counted
+from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, PREFER, SELF_TEST, SIGNALS, TAIL, Advice, Cite, Guidance
 from wakelab.evidence.model import Bundle
-from wakelab.formatting import format_ns, format_rate
+from wakelab.formatting import counted, format_ns, format_rate
 
 
 def guidance_for(bundle: Bundle, ranked: Optional[Sequence[Ranking]] = None) -> Guidance:

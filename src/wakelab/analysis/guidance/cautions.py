@@ -11,11 +11,11 @@ from typing import List, Mapping, Optional, Tuple
 
 from wakelab.analysis.guidance.noise import Level, positive, tail_figure
 from wakelab.analysis.guidance.ranking import NATIVE, SPINNING, STORM_GROUP, Ranking, group_of
-from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, POLLING, TAIL, Advice, Cite, counted, unique_cites
+from wakelab.analysis.guidance.records import OPEN_LOOP, PITFALL, POLLING, TAIL, Advice, Cite, unique_cites
 from wakelab.core.model import ROLE_HANDLER, ROLE_POLLS, ROLE_SIGWAIT
 from wakelab.core.registry import arms_with_role
 from wakelab.evidence.model import Bundle, WarningKind
-from wakelab.formatting import format_ns, format_rate, format_ratio
+from wakelab.formatting import counted, format_ns, format_rate, format_ratio
 
 
 def open_loop_words(interval_us: float) -> str:

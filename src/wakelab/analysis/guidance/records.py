@@ -52,10 +52,5 @@ class Guidance(Record):
         return len(self.items)
 
 
-def counted(n: int, noun: str, plural: str = "s") -> str:
-    """``n`` of ``noun``: "1 busy process", "2 busy processes" (``plural``: the ending of more than one)."""
-    return "%d %s%s" % (n, noun, "" if n == 1 else plural)
-
-
 def unique_cites(cites: Sequence[Cite]) -> List[Cite]:
     return list(dict.fromkeys(cites))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
 from wakelab.analysis.view import RunView
 from wakelab.evidence.model import ArmSamples, Bundle, Grid
+from wakelab.formatting import counted
 
 if TYPE_CHECKING:
     from wakelab.analysis.hdr import LogLinearHistogram
@@ -94,8 +95,7 @@ def load_runs(paths: Sequence[str]) -> ReportInput:
         loaded.runs.extend(cell.run for cell in cells if cell.run is not None)
         loaded.grids.append(GridView(path, grid, cells))
         if grid.never_ran:
-            count = len(grid.never_ran)
-            loaded.notes.append("%s: %d cell%s not run yet (%s)." % (path, count, "" if count == 1 else "s", ", ".join(grid.never_ran)))
+            loaded.notes.append("%s: %s not run yet (%s)." % (path, counted(len(grid.never_ran), "cell"), ", ".join(grid.never_ran)))
     return loaded
 
 
