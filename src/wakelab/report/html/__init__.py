@@ -21,9 +21,10 @@ from typing import List, Sequence, Tuple
 
 from wakelab.analysis.view import compare_with_first
 from wakelab.errors import UsageError
+from wakelab.evidence.model import Grid
 from wakelab.formatting import counted
 from wakelab.report.html.common import esc, IdCounter, _run_state
-from wakelab.report.html.load import GridView, load_run, load_runs, order_runs, RunEvidence, version_key
+from wakelab.report.html.load import load_run, load_runs, order_runs, RunEvidence, version_key
 from wakelab.report.html.sections import (render_caveats, render_details, render_guidance, render_honesty, render_lead_table,
                                           render_repetitions_and_placement, render_verdict)
 from wakelab.report.html.runs import (render_comparison_table, render_differences, render_rate_table, render_runs_table, run_labels,
@@ -34,7 +35,7 @@ from wakelab.report.html.charts import render_grids, render_overview, render_whe
 from wakelab.report.html.matrix import _grid_sections
 
 
-def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids: Sequence[GridView] = ()) -> str:
+def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids: Sequence[Grid] = ()) -> str:
     """The whole HTML page for ``runs`` (one or more loaded bundles; several are shown in :func:`order_runs` order).
 
     ``grids`` are the grid folders the runs came from (:func:`load_runs`): each gets its matrix, cell by cell.
@@ -50,7 +51,7 @@ def render_report(runs: Sequence[RunEvidence], notes: Sequence[str] = (), grids:
         raise UsageError("the HTML report needs plotly for its charts (%s): %s" % (install_command("report"), exc)) from None
 
 
-def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[GridView] = ()) -> str:
+def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[Grid] = ()) -> str:
     from wakelab import __version__
     from wakelab.report.interactive import GLUE_JS, plotly_js
 
@@ -62,7 +63,7 @@ def _render(runs: Sequence[RunEvidence], notes: Sequence[str], grids: Sequence[G
     same_lab = len({str(r.bundle.lab.id) for r in runs}) == 1
     several = len(runs) > 1
     hosts = sorted({r.bundle.hostname for r in runs})
-    grid_folders = sorted({grid.folder for grid in grids})
+    grid_folders = sorted({grid.source for grid in grids})
     title = str(lab.name or "wakelab run") if same_lab else "wakelab: %d runs compared" % len(runs)
     header = ["<header class=\"top\"><h1>%s</h1>" % esc(title)]
     if same_lab and lab.question:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Sequence, Tuple
 
 from wakelab.analysis.view import RunView
 from wakelab.evidence.model import ArmSamples, Bundle, Grid
@@ -53,30 +53,12 @@ def run_evidence(bundle: Bundle) -> RunEvidence:
 
 
 @dataclasses.dataclass(frozen=True)
-class GridCellView:
-    """One cell of a grid as the page lays it out: its label, dimensions and its run (None: never ran)."""
-
-    label: str
-    dimensions: Mapping[str, object]
-    run: Optional[RunEvidence]
-
-
-@dataclasses.dataclass(frozen=True)
-class GridView:
-    """A grid folder given to ``report`` (as given) and every cell with its run, in the matrix's order."""
-
-    folder: str
-    grid: Grid
-    cells: Tuple[GridCellView, ...]
-
-
-@dataclasses.dataclass(frozen=True)
 class ReportInput:
     """What a report is made of: the runs, notes about what was given but could not be shown, and the grids given."""
 
     runs: List[RunEvidence]
     notes: List[str]
-    grids: List[GridView]
+    grids: List[Grid]
 
 
 def load_runs(paths: Sequence[str]) -> ReportInput:
@@ -90,10 +72,8 @@ def load_runs(paths: Sequence[str]) -> ReportInput:
             loaded.runs.append(load_run(path))
             continue
         grid = Grid.load(path, grid_hint=GRID_HINT)
-        cells = tuple(GridCellView(cell.label, cell.dimensions, run_evidence(cell.bundle) if cell.bundle is not None else None)
-                      for cell in grid.cells)
-        loaded.runs.extend(cell.run for cell in cells if cell.run is not None)
-        loaded.grids.append(GridView(path, grid, cells))
+        loaded.runs.extend(run_evidence(cell.evidence) for cell in grid.with_evidence)
+        loaded.grids.append(grid)
         if grid.never_ran:
             loaded.notes.append("%s: %s not run yet (%s)." % (path, counted(len(grid.never_ran), "cell"), ", ".join(grid.never_ran)))
     return loaded

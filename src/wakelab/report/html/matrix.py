@@ -8,9 +8,8 @@ from wakelab.evidence.words import CELL_NOT_RUN, grid_state_word, status_word
 from wakelab.formatting import DASH, format_ratio
 from wakelab.analysis.matrix import RATIO_NOISE, positive_ratio
 from wakelab.report.versus import Versus, matrix_figures, matrix_rate_figures, spread_text, versus_first
-from wakelab.evidence.model import ArmRecord
+from wakelab.evidence.model import ArmRecord, Grid, GridCell
 from wakelab.report.html.common import esc, _plain, _run_state, table
-from wakelab.report.html.load import GridCellView, GridView
 from wakelab.report.html.runs import _ratio_html
 from wakelab.report.html.page import _section
 
@@ -20,26 +19,25 @@ GRID_DIMENSION_TITLES = {"placement": "placement", "settle_us": "settle µs", "c
                          "cpu_procs": "busy processes"}
 
 
-def render_grid_matrix(grid: GridView) -> str:
+def render_grid_matrix(grid: Grid) -> str:
     """A grid as matrix.txt lays it out: its cells, then one table per arm with a row per cell, from each cell's own
     records in the matrix's cell order ("vs first": :mod:`wakelab.report.versus`)."""
-    dims = [d for d in grid.grid.dimensions if d != "python"]
+    dims = [d for d in grid.dimensions if d != "python"]
     head = "".join("<th>%s</th>" % esc(GRID_DIMENSION_TITLES.get(d, d)) for d in dims)
     rows = []
-    for view in grid.cells:
-        state, css = (CELL_NOT_RUN, "bad") if view.run is None else _run_state(view.run.bundle)
-        interp = view.run.bundle.interpreter.label if view.run is not None else DASH
+    for cell in grid.cells:
+        state, css = (CELL_NOT_RUN, "bad") if cell.bundle is None else _run_state(cell.bundle)
+        interp = cell.bundle.interpreter.label if cell.bundle is not None else DASH
         rows.append('<tr><th scope="row">%s</th><td>%s</td>%s<td><span class="badge %s">%s</span></td></tr>' % (
-            esc(view.label), esc(interp), "".join("<td>%s</td>" % esc(DASH if view.dimensions.get(d) is None else _plain(view.dimensions.get(d))) for d in dims), css, esc(state)))
+            esc(cell.label), esc(interp), "".join("<td>%s</td>" % esc(DASH if cell.dimensions.get(d) is None else _plain(cell.dimensions.get(d))) for d in dims), css, esc(state)))
     out = [
         '<p class="meta"><code>%s</code> · %s · started %s · %d cells · %s</p>' % (
-            esc(grid.folder), esc(grid.grid.lab.name), esc(grid.grid.started_utc), len(grid.cells),
-            grid_state_word(grid.grid.complete)),
+            esc(grid.source), esc(grid.lab.name), esc(grid.started_utc), len(grid.cells), grid_state_word(grid.complete)),
         table("cells", "Cells (each a complete run with its own evidence in cells/&lt;cell&gt;/)",
               "<th>cell</th><th>interpreter</th>%s<th>state</th>" % head, "".join(rows)),
     ]
-    records = [v.run.bundle.arms_by_name() if v.run is not None else {} for v in grid.cells]
-    compared = versus_first(grid.grid)
+    records = [c.bundle.arms_by_name() if c.bundle is not None else {} for c in grid.cells]
+    compared = versus_first(grid)
     for name in dict.fromkeys(n for by_name in records for n in by_name):
         arms = [(v, by_name.get(name), compared.get((name, v.label))) for v, by_name in zip(grid.cells, records)]
         rate = next((a.kind for _, a, _ in arms if a is not None), "latency") == "rate"
@@ -86,14 +84,14 @@ _RATE: Tuple[str, str, Tuple[str, ...], CellsOf] = (
     "matrix rate", "<b>%s</b> (rate arm: higher is faster)", ("median ops/s", "slowest", "fastest", "vs first", "spread"), _rate_cells)
 
 
-def _matrix_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmRecord], Optional[Versus]]],
+def _matrix_table(name: str, arms: Sequence[Tuple[GridCell, Optional[ArmRecord], Optional[Versus]]],
                   css: str, caption: str, heads: Sequence[str], cells: CellsOf) -> str:
     """An arm's table: a row per cell, its figures or why it has none."""
     rows = []
     for view, arm, compared in arms:
         figures = cells(arm, compared) if arm is not None and compared is not None else None
         if figures is None:
-            why = CELL_NOT_RUN if view.run is None else "not in this cell" if arm is None else "%s%s" % (
+            why = CELL_NOT_RUN if view.bundle is None else "not in this cell" if arm is None else "%s%s" % (
                 status_word(arm.status), ": %s" % arm.reason if arm.reason else "")
             rows.append('<tr class="not-ok"><th scope="row">%s</th><td class="status muted" colspan="%d">%s</td></tr>' % (
                 esc(view.label), len(heads), esc(why)))
@@ -103,7 +101,7 @@ def _matrix_table(name: str, arms: Sequence[Tuple[GridCellView, Optional[ArmReco
                  ' data-arm="%s"' % esc(name))
 
 
-def _grid_sections(grids: Sequence[GridView], toc: List[Tuple[str, str]]) -> List[str]:
+def _grid_sections(grids: Sequence[Grid], toc: List[Tuple[str, str]]) -> List[str]:
     return [
         _section("matrix-%d" % i if len(grids) > 1 else "matrix", "Grid matrix" + (" %d" % i if len(grids) > 1 else ""),
                  render_grid_matrix(grid), toc)
