@@ -525,3 +525,35 @@ def test_a_ctrl_c_while_a_class_is_made_is_one_line_too(monkeypatch, capsys) -> 
     monkeypatch.setattr(cli, "_dispatch", fails)  # any other RuntimeError is not taken for one
     with pytest.raises(RuntimeError, match="not an interrupt"):
         cli.main(["run"])
+
+
+def test_a_ctrl_c_swallowed_after_the_commands_last_look_is_still_reported(monkeypatch, capsys) -> None:
+    # wakelab keeps the interpreter's "Exception ignored" report of a swallowed Ctrl-C quiet only while the command
+    # has yet to look for one (and raise it); swallowed after that look, the interpreter's report is left to be seen.
+    import weakref
+
+    from wakelab import cli
+    from wakelab.commands import raise_if_interrupted
+
+    class _Lock:
+        pass
+
+    def dispatch(argv) -> int:
+        raise_if_interrupted()  # the command's last look: nothing yet
+
+        def callback(ref) -> None:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):
+                pass
+
+        lock = _Lock()
+        keep = weakref.ref(lock, callback)
+        del lock
+        assert keep() is None
+        return 0
+
+    reported: list = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reported.append(unraisable.exc_type))
+    monkeypatch.setattr(cli, "_dispatch", dispatch)
+    assert cli.main(["show", "x"]) == 0
+    assert reported == [KeyboardInterrupt]

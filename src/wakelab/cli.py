@@ -108,9 +108,10 @@ def install_interrupt_latch() -> Dict[int, object]:
     default handler is taken over, and only from the main thread."""
     import signal
 
-    from wakelab.commands import INTERRUPTS
+    from wakelab.commands import CHECK_PENDING, INTERRUPTS
 
     del INTERRUPTS[:]
+    CHECK_PENDING[:] = [True]
 
     def handler(signum: int, frame: Optional[FrameType]) -> None:
         INTERRUPTS.append(signum)
@@ -125,12 +126,13 @@ def install_interrupt_latch() -> Dict[int, object]:
 
 
 def _quiet_latched_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], None]:
-    """``hook`` but for a Ctrl-C the latch noted and the interpreter swallowed (see :data:`wakelab.commands.INTERRUPTS`):
-    the command raises it again, so the interpreter's "Exception ignored" traceback for it is not printed."""
-    from wakelab.commands import INTERRUPTS
+    """``hook`` but for a Ctrl-C the latch noted and the interpreter swallowed (see :data:`wakelab.commands.INTERRUPTS`)
+    while the command has yet to look for one: it will raise it, so the interpreter's "Exception ignored" traceback is
+    not printed beside wakelab's one line.  Swallowed after that look, it is reported as before."""
+    from wakelab.commands import CHECK_PENDING, INTERRUPTS
 
     def quiet(unraisable: Any) -> None:
-        if not (INTERRUPTS and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+        if not (INTERRUPTS and CHECK_PENDING[0] and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             hook(unraisable)
 
     return quiet
@@ -176,7 +178,7 @@ def _dispatch(argv: List[str]) -> int:
 
     args = build_parser().parse_args(argv)
     args.argv = argv
-    raise_if_interrupted()  # a Ctrl-C lost while the command modules were imported
+    raise_if_interrupted(last=not getattr(args, "looks_again", False))  # a Ctrl-C lost while the command modules were imported
     try:
         return int(args.handler(args))
     except WakelabError as exc:

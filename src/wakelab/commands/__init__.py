@@ -36,10 +36,17 @@ EXIT_INTERRUPTED = 130  # SIGINT (2): Ctrl-C
 # (importlib runs some while it imports), the interpreter prints "Exception ignored" and the
 # Ctrl-C is lost.  So the command looks here too, before it starts its real work.
 INTERRUPTS: "List[int]" = []
+# Whether the command's last look at INTERRUPTS is still to come: until then a swallowed Ctrl-C is certain to be raised
+# again, and wakelab.cli keeps the interpreter's "Exception ignored" report of it quiet.  A command that looks again
+# once its own imports are done (run, ab) says so with ``set_defaults(looks_again=True)``.
+CHECK_PENDING = [True]
 
 
-def raise_if_interrupted() -> None:
-    """Raise the ``KeyboardInterrupt`` of a Ctrl-C that came and was swallowed (see :data:`INTERRUPTS`)."""
+def raise_if_interrupted(last: bool = True) -> None:
+    """Raise the ``KeyboardInterrupt`` of a Ctrl-C that came and was swallowed (see :data:`INTERRUPTS`); ``last``: the
+    command looks no more."""
+    if last:
+        CHECK_PENDING[:] = [False]
     if INTERRUPTS:
         raise KeyboardInterrupt
 

@@ -165,7 +165,7 @@ def register(sub: Any) -> None:
                      help="also write a Markdown summary to FILE ('-': stdout), e.g. \"$GITHUB_STEP_SUMMARY\"")
     out.add_argument("--note", type=utf8_text(), help="free text recorded in the evidence")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    ab.set_defaults(handler=cmd_ab, compare_seed=DEFAULT_SEED)
+    ab.set_defaults(handler=cmd_ab, compare_seed=DEFAULT_SEED, looks_again=True)
     suggest_long_options(ab)
 
 

@@ -195,7 +195,7 @@ def register(sub: Any) -> None:
     run.add_argument("--note", type=utf8_text(), help="free text recorded in the evidence (for example where the run was made)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_history_option(run, no_history=True)
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=cmd_run, looks_again=True)
     suggest_long_options(run)
 
 
