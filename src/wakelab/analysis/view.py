@@ -7,14 +7,14 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, Union
 
-from wakelab.analysis import components
 from wakelab.analysis.caveats import NativeRatio, bundle_of, Pairing, lab_pairings, native_ratios
-from wakelab.analysis.guidance import Guidance, Ranking, guidance_for, rank_wake_paths
 from wakelab.analysis.warning_groups import MachineLoad, WarningGroup, group_warnings, machine_load
 from wakelab.evidence.model import ArmRecord, Bundle, WarningRecord
 
 if TYPE_CHECKING:
     from wakelab.analysis.compare import ArmComparison, RunComparison
+    from wakelab.analysis.components import FloorGap
+    from wakelab.analysis.guidance import Guidance, Ranking
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,19 +35,23 @@ class RunView:
         return tuple(lab_pairings(self.bundle))
 
     @functools.cached_property
-    def rankings(self) -> Tuple[Ranking, ...]:
+    def rankings(self) -> Tuple["Ranking", ...]:
+        from wakelab.analysis.guidance import rank_wake_paths
         return rank_wake_paths(self.bundle)
 
     @functools.cached_property
-    def guidance(self) -> Guidance:
+    def guidance(self) -> "Guidance":
+        from wakelab.analysis.guidance import guidance_for
         return guidance_for(self.bundle, self.rankings)
 
     @functools.cached_property
     def traced_order(self) -> Tuple[Tuple[ArmRecord, Optional[str]], ...]:
-        return tuple(components.traced_arm_order(self.bundle))
+        from wakelab.analysis.components import traced_arm_order
+        return tuple(traced_arm_order(self.bundle))
 
-    def floor_gaps(self, band: str) -> Tuple[components.FloorGap, ...]:
-        return tuple(components.floor_gaps(self.bundle, band))
+    def floor_gaps(self, band: str) -> Tuple["FloorGap", ...]:
+        from wakelab.analysis.components import floor_gaps
+        return tuple(floor_gaps(self.bundle, band))
 
     @functools.cached_property
     def warnings(self) -> Tuple[WarningRecord, ...]:
