@@ -557,3 +557,35 @@ def test_a_ctrl_c_swallowed_after_the_commands_last_look_is_still_reported(monke
     monkeypatch.setattr(cli, "_dispatch", dispatch)
     assert cli.main(["show", "x"]) == 0
     assert reported == [KeyboardInterrupt]
+
+
+@pytest.mark.parametrize("argv, ends", [(["run", "--bogus"], "usage error"), (["show", "--help"], "help")])
+def test_a_ctrl_c_swallowed_before_a_command_ends_early_is_still_raised(monkeypatch, capsys, argv, ends) -> None:
+    # A Ctrl-C the interpreter swallows while the parser is built, in a command that then ends before it looks for
+    # one (argparse's exit on --help or a usage error): kept quiet, so it must still end wakelab as an interrupt.
+    import weakref
+
+    from wakelab import cli
+
+    real = cli.build_parser
+
+    class _Lock:
+        pass
+
+    def swallowing_build_parser():
+        def callback(ref) -> None:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):
+                pass
+
+        lock = _Lock()
+        keep = weakref.ref(lock, callback)
+        del lock
+        assert keep() is None
+        return real()
+
+    reported: list = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reported.append(unraisable.exc_type))
+    monkeypatch.setattr(cli, "build_parser", swallowing_build_parser)
+    assert cli.main(argv) == 130, ends
+    assert capsys.readouterr().err.endswith("wakelab: interrupted\n") and reported == []

@@ -138,6 +138,15 @@ def _quiet_latched_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], N
     return quiet
 
 
+def _raise_if_still_pending() -> None:
+    """The Ctrl-C the interpreter swallowed and :func:`_quiet_latched_interrupt` kept quiet, when the command ended
+    before it looked for it: raised, so that it is never lost."""
+    from wakelab.commands import CHECK_PENDING, INTERRUPTS
+
+    if INTERRUPTS and CHECK_PENDING[0]:
+        raise KeyboardInterrupt
+
+
 def restore_handlers(previous: Dict[int, object]) -> None:
     import signal
 
@@ -200,7 +209,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             previous.update(install_interrupt_latch())
             sys.unraisablehook = _quiet_latched_interrupt(hook)
-            status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+            try:
+                status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # --help, a usage error, an error: a swallowed Ctrl-C not yet looked for is raised
+                _raise_if_still_pending()
+                raise
+            _raise_if_still_pending()
         finally:
             restore_handlers(previous)
             sys.unraisablehook = hook

@@ -328,7 +328,7 @@ def samples_doc(arm_name: str, raw_fields: Dict[str, object]) -> Dict[str, objec
 # wakelabs' evidence needs, never refused (the schema has done that):
 #   Any, Optional[str], Optional[bool]   as stored
 #   bool / int / float / str             bool(v), int(v or 0), float(v or 0.0), str(v or "")
-#   Optional[int] / Optional[float]      None stays None, else int(v) / float(v)
+#   Optional[int] / Optional[float]      None stays None, else int(v) / float(v); not a number: None
 #   a record (Optional: None unless v is a mapping; an empty one too for EMPTY_IS_ABSENT)
 #   Tuple[X, ...]                        () unless a list; records: its mappings, each read; str: str(x)
 #   Mapping[str, X]                      {} unless a mapping; X Any: the mapping itself; else each value read

@@ -24,7 +24,6 @@ opens a database of the previous shape.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from typing import Callable, List, Sequence
@@ -138,18 +137,15 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     """Add the conditions key, the CPU count, machine id and import provenance to ``runs``, filled in for its rows."""
     for name, kind in _RUNS_V3_COLUMNS:
         conn.execute("ALTER TABLE runs ADD COLUMN %s %s" % (name, kind))
-    _refill(conn)
+    _refill(conn, ("conditions_key", "cpu_count", "machine_id"))
     conn.execute("CREATE INDEX runs_by_host ON runs (hostname, started_utc)")
     conn.execute("CREATE INDEX runs_by_conditions ON runs (conditions_key)")
 
 
-_FACT_COLUMNS = tuple(field.name for field in dataclasses.fields(StoredFacts))
-
-
-def _refill(conn: sqlite3.Connection, columns: Sequence[str] = _FACT_COLUMNS) -> None:
-    """Derive ``columns`` of :class:`StoredFacts` afresh for every row from the summary.json it keeps.  Nothing is lost,
-    and it can be repeated; a stored summary edited by hand into something that is not a JSON object keeps what its row
-    had (it still lists)."""
+def _refill(conn: sqlite3.Connection, columns: Sequence[str]) -> None:
+    """Derive ``columns`` (fields of :class:`StoredFacts`, named by each step: a later schema's column does not exist
+    yet in an earlier step) afresh for every row from the summary.json it keeps.  Nothing is lost, and it can be
+    repeated; a stored summary edited by hand into something that is not a JSON object keeps what its row had."""
     assignments = ", ".join("%s = ?" % name for name in columns)
     for run_id, text in conn.execute("SELECT id, summary_json FROM runs").fetchall():
         try:
