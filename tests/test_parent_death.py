@@ -457,29 +457,35 @@ def test_the_program_exits_at_once_with_a_signals_status(monkeypatch) -> None:
     assert done.value.code == 1 and calls == [130]
 
 
-def test_a_ctrl_c_the_interpreter_swallows_still_ends_the_command(tmp_path, monkeypatch, capsys) -> None:
-    # The race behind the early Ctrl-C test, made certain: the SIGINT handler runs inside a weakref
-    # callback (importlib runs such callbacks while it imports), where the interpreter can only print
-    # "Exception ignored" and go on.  wakelab must still stop before it measures anything.
+class _Lock:
+    pass
+
+
+def _swallow_a_ctrl_c() -> None:
+    """A SIGINT whose handler runs inside a weakref callback (importlib runs such callbacks while it imports), where
+    the interpreter can only hand its KeyboardInterrupt to sys.unraisablehook and go on."""
     import weakref
 
+    def callback(ref) -> None:
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(1000):  # the handler runs here, between these bytecodes, and raises
+            pass
+
+    lock = _Lock()
+    keep = weakref.ref(lock, callback)
+    del lock  # the callback runs now; its KeyboardInterrupt is dropped
+    assert keep() is None
+
+
+def test_a_ctrl_c_the_interpreter_swallows_still_ends_the_command(tmp_path, monkeypatch, capsys) -> None:
+    # The race behind the early Ctrl-C test, made certain (_swallow_a_ctrl_c while the parser is built).  wakelab must
+    # still stop before it measures anything.
     from wakelab import cli
 
     real = cli.build_parser
 
-    class _Lock:
-        pass
-
     def swallowing_build_parser():
-        def callback(ref) -> None:
-            signal.raise_signal(signal.SIGINT)
-            for _ in range(1000):  # the handler runs here, between these bytecodes, and raises
-                pass
-
-        lock = _Lock()
-        keep = weakref.ref(lock, callback)
-        del lock  # the callback runs now; its KeyboardInterrupt is printed and dropped
-        assert keep() is None
+        _swallow_a_ctrl_c()
         return real()
 
     monkeypatch.setattr(cli, "build_parser", swallowing_build_parser)
@@ -530,26 +536,12 @@ def test_a_ctrl_c_while_a_class_is_made_is_one_line_too(monkeypatch, capsys) -> 
 def test_a_ctrl_c_swallowed_after_the_commands_last_look_is_still_reported(monkeypatch, capsys) -> None:
     # wakelab keeps the interpreter's "Exception ignored" report of a swallowed Ctrl-C quiet only while the command
     # has yet to look for one (and raise it); swallowed after that look, the interpreter's report is left to be seen.
-    import weakref
-
     from wakelab import cli
     from wakelab.commands import raise_if_interrupted
 
-    class _Lock:
-        pass
-
     def dispatch(argv) -> int:
         raise_if_interrupted()  # the command's last look: nothing yet
-
-        def callback(ref) -> None:
-            signal.raise_signal(signal.SIGINT)
-            for _ in range(1000):
-                pass
-
-        lock = _Lock()
-        keep = weakref.ref(lock, callback)
-        del lock
-        assert keep() is None
+        _swallow_a_ctrl_c()
         return 0
 
     reported: list = []
@@ -563,25 +555,12 @@ def test_a_ctrl_c_swallowed_after_the_commands_last_look_is_still_reported(monke
 def test_a_ctrl_c_swallowed_before_a_command_ends_early_is_still_raised(monkeypatch, capsys, argv, ends) -> None:
     # A Ctrl-C the interpreter swallows while the parser is built, in a command that then ends before it looks for
     # one (argparse's exit on --help or a usage error): kept quiet, so it must still end wakelab as an interrupt.
-    import weakref
-
     from wakelab import cli
 
     real = cli.build_parser
 
-    class _Lock:
-        pass
-
     def swallowing_build_parser():
-        def callback(ref) -> None:
-            signal.raise_signal(signal.SIGINT)
-            for _ in range(1000):
-                pass
-
-        lock = _Lock()
-        keep = weakref.ref(lock, callback)
-        del lock
-        assert keep() is None
+        _swallow_a_ctrl_c()
         return real()
 
     reported: list = []
